@@ -1,0 +1,1 @@
+"""Tool kinds: one adapter per URI scheme (``python://``, ``rest://``, ``mcp://``)."""

@@ -1,0 +1,185 @@
+"""``python://`` tools: the :func:`pythontool` decorator and the adapter that runs decorated functions."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar, overload
+
+import anyio.to_thread
+from pydantic import BaseModel
+
+from kavalai.adapters.base import ToolAdapter
+from kavalai.errors import InvalidToolURIError, ToolRegistrationError
+from kavalai.kernel._definition import Invoker, ToolDefinition
+from kavalai.kernel._schema import function_schema
+from kavalai.kernel._uri import ToolURI
+
+__all__ = ["PythonToolAdapter", "ToolOptions", "is_pythontool", "pythontool"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_FLAG = "__kavalai_tool__"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOptions:
+    """What ``@pythontool(...)`` recorded on a function.
+
+    Attributes:
+        description: overrides the docstring's description.
+        timeout: the default timeout of a call in seconds (``None``: no limit).
+        inline: run a sync function on the event loop instead of in a worker thread. Only for cheap functions
+            that never block: a slow inline tool stalls every other task.
+    """
+
+    description: str | None = None
+    timeout: float | None = None
+    inline: bool = False
+
+
+@overload
+def pythontool(func: F, /) -> F: ...
+
+
+@overload
+def pythontool(
+    *, description: str | None = None, timeout: float | None = None, inline: bool = False
+) -> Callable[[F], F]: ...
+
+
+def pythontool(
+    func: F | None = None,
+    /,
+    *,
+    description: str | None = None,
+    timeout: float | None = None,
+    inline: bool = False,
+) -> F | Callable[[F], F]:
+    """Mark a function as a tool that a :class:`~kavalai.FunctionKernel` may register.
+
+    The function is returned unchanged (it stays directly callable); the decorator only records its options.
+    Use it bare (``@pythontool``) or with options (``@pythontool(description=..., timeout=5, inline=True)``).
+
+    Args:
+        func: the function, when used bare.
+        description: the tool description; by default the docstring's summary and body.
+        timeout: the default timeout of a call in seconds.
+        inline: run a *sync* function directly on the event loop rather than in a worker thread.
+    """
+    if timeout is not None and timeout <= 0:
+        raise ValueError(f"pythontool timeout must be positive, got {timeout!r}")
+    options = ToolOptions(description=description, timeout=timeout, inline=inline)
+
+    def mark(target: F) -> F:
+        if not callable(target):
+            raise TypeError(f"@pythontool decorates a function, not {type(target).__name__}")
+        setattr(target, _FLAG, options)
+        return target
+
+    return mark(func) if func is not None else mark
+
+
+def is_pythontool(func: object) -> bool:
+    """Whether ``func`` was decorated with :func:`pythontool`."""
+    return isinstance(getattr(func, _FLAG, None), ToolOptions)
+
+
+class PythonToolAdapter(ToolAdapter):
+    """Registers decorated functions as ``python://`` tools and runs them.
+
+    Async functions are awaited; sync functions run in a worker thread (``anyio.to_thread``) unless registered
+    ``inline``. A timed-out sync call returns at once, but its thread runs to the end, since Python cannot stop
+    a thread.
+    """
+
+    scheme: ClassVar[str] = "python"
+
+    def register(
+        self,
+        name: str,
+        func: Callable[..., Any],
+        *,
+        description: str | None = None,
+        timeout: float | None = None,
+        inline: bool | None = None,
+        replace: bool = False,
+    ) -> ToolDefinition:
+        """Build the definition of ``func`` at ``python://name`` and publish it."""
+        uri = _python_uri(name)
+        options = getattr(func, _FLAG, None)
+        if not isinstance(options, ToolOptions):
+            raise ToolRegistrationError(
+                f"Cannot register {uri}: {getattr(func, '__qualname__', func)!r} is not decorated with "
+                "@pythontool. Add `@pythontool` above its definition (or wrap it: `pythontool(func)`).",
+                uri=str(uri),
+            )
+        schema = function_schema(func, uri=str(uri), description=description or options.description)
+        run_inline = options.inline if inline is None else inline
+        definition = ToolDefinition(
+            uri=uri,
+            description=schema.description,
+            input_model=schema.input_model,
+            output_model=schema.output_model,
+            invoke=_invoker(func, schema.is_async, run_inline, schema.renamed),
+            wrapped=schema.wrapped,
+            timeout=timeout if timeout is not None else options.timeout,
+            metadata={"function": f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', '?')}"},
+        )
+        self.registry.add_tool(definition, replace=replace)
+        return definition
+
+
+def _python_uri(name: str) -> ToolURI:
+    if not isinstance(name, str):
+        raise ToolRegistrationError(f"A python tool name must be a string, not {type(name).__name__}.")
+    if name.startswith("python://"):
+        name = name.removeprefix("python://")
+    elif "://" in name:
+        raise ToolRegistrationError(
+            f"Cannot register {name!r} as a Python tool: give a bare name ('fs.ls') or a 'python://' URI."
+        )
+    try:
+        return ToolURI.parse(f"python://{name}")
+    except InvalidToolURIError as exc:
+        raise ToolRegistrationError(str(exc), uri=exc.uri) from exc
+
+
+def _invoker(
+    func: Callable[..., Any], is_async: bool, inline: bool, renamed: tuple[tuple[str, str], ...]
+) -> Invoker:
+    kwargs = _kwargs_getter(renamed)
+    if is_async:
+
+        async def invoke_async(args: BaseModel) -> Any:
+            return await func(**kwargs(args))
+
+        return invoke_async
+    if inline:
+
+        async def invoke_inline(args: BaseModel) -> Any:
+            return func(**kwargs(args))
+
+        return invoke_inline
+
+    async def invoke_in_thread(args: BaseModel) -> Any:
+        call = functools.partial(func, **kwargs(args))
+        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+
+    return invoke_in_thread
+
+
+def _kwargs_getter(renamed: tuple[tuple[str, str], ...]) -> Callable[[BaseModel], dict[str, Any]]:
+    if not renamed:
+        # extra="forbid" means __dict__ holds exactly the fields, named as the parameters.
+        return _instance_dict
+    field_to_param = {field: param for param, field in renamed}
+
+    def with_renames(args: BaseModel) -> dict[str, Any]:
+        return {field_to_param.get(key, key): value for key, value in args.__dict__.items()}
+
+    return with_renames
+
+
+def _instance_dict(args: BaseModel) -> dict[str, Any]:
+    return args.__dict__

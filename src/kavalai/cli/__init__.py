@@ -1,0 +1,1 @@
+"""The ``kavalai`` command line: ``kavalai demo`` and ``kavalai run``."""

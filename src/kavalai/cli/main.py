@@ -1,0 +1,37 @@
+"""Entry point of the ``kavalai`` command."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``kavalai`` command."""
+    parser = argparse.ArgumentParser(prog="kavalai", description="Typed tools for LLM agents and workflows.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    demo = commands.add_parser("demo", help="show the FunctionKernel at work (offline, no API key needed)")
+    demo.add_argument(
+        "--model",
+        default=None,
+        help="run the demo agent on a real model, e.g. openai/gpt-4.1-mini (needs its API key)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``kavalai`` command and return its exit status."""
+    args = build_parser().parse_args(argv)
+    if args.command == "demo":
+        from kavalai.cli._demo import run_demo
+
+        return asyncio.run(run_demo(model=args.model))
+    return 2  # pragma: no cover - argparse rejects unknown commands
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""The exceptions kavalai raises.
+
+Every error the kernel raises is a :class:`FunctionKernelException`; foreign errors (a tool's own exception,
+aiohttp, the MCP SDK, pydantic) are translated into one of these at the adapter boundary and chained with
+``raise ... from exc`` so the original is never lost::
+
+    FunctionKernelException             .uri (the tool URI, when one is involved)
+    ├── InvalidToolURIError             a URI that does not parse (also a ValueError)
+    ├── ToolNotFoundError               no tool at that URI; .suggestions holds close matches
+    ├── ToolRegistrationError           a tool or server that cannot be registered (bad function, duplicate, ...)
+    │   └── ConfigurationError          a server or tool configuration that is invalid or incomplete
+    ├── ToolAccessDeniedError           a tool outside an allow-list, or refused by an approval hook
+    ├── ToolInputError                  arguments that do not fit the input model; .errors is pydantic's list
+    ├── ToolOutputError                 a return value that does not fit the output model; .errors likewise
+    ├── ToolExecutionError              the tool itself failed (raised, or reported an error)
+    │   └── HTTPStatusError             a REST tool answered 4xx/5xx; .status_code, .method, .body
+    ├── ToolTimeoutError                the call took longer than its timeout; .timeout
+    └── ServerConnectionError           a REST or MCP server could not be reached or died; .server, .exit_code,
+                                        .stderr_tail
+
+Every message names the tool URI (or the server) and says what was wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "ConfigurationError",
+    "FunctionKernelException",
+    "HTTPStatusError",
+    "InvalidToolURIError",
+    "ServerConnectionError",
+    "ToolAccessDeniedError",
+    "ToolExecutionError",
+    "ToolInputError",
+    "ToolNotFoundError",
+    "ToolOutputError",
+    "ToolRegistrationError",
+    "ToolTimeoutError",
+]
+
+
+class FunctionKernelException(Exception):
+    """Base class of every error raised by kavalai's tool kernel.
+
+    Attributes:
+        uri: the URI of the tool the error concerns, or ``None`` when no single tool is involved.
+    """
+
+    def __init__(self, message: str, *, uri: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.uri = uri
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InvalidToolURIError(FunctionKernelException, ValueError):
+    """A string that is not a valid tool URI (``python://name``, ``rest://server.tool``, ``mcp://server.tool``)."""
+
+
+class ToolNotFoundError(FunctionKernelException, LookupError):
+    """No tool is registered at the URI.
+
+    Attributes:
+        suggestions: registered URIs close to the one asked for, best first.
+    """
+
+    def __init__(self, message: str, *, uri: str | None = None, suggestions: Sequence[str] = ()) -> None:
+        super().__init__(message, uri=uri)
+        self.suggestions = list(suggestions)
+
+
+class ToolRegistrationError(FunctionKernelException):
+    """A tool or server could not be registered: an undecorated function, a duplicate name, a bad signature."""
+
+
+class ConfigurationError(ToolRegistrationError):
+    """A server or tool configuration is invalid or incomplete (for example a missing credential variable)."""
+
+
+class ToolAccessDeniedError(FunctionKernelException):
+    """The tool may not be called here: it is outside the allowed tools, or an approval hook refused it."""
+
+
+class _ValidationFailure(FunctionKernelException):
+    def __init__(self, message: str, *, uri: str | None = None, errors: Sequence[Any] = ()) -> None:
+        super().__init__(message, uri=uri)
+        self.errors = list(errors)
+
+
+class ToolInputError(_ValidationFailure, ValueError):
+    """The arguments do not fit the tool's input model.
+
+    Attributes:
+        errors: pydantic's error list (``ValidationError.errors()``), one entry per problem.
+    """
+
+
+class ToolOutputError(_ValidationFailure):
+    """The tool returned a value that does not fit its output model; it is never handed back unvalidated.
+
+    Attributes:
+        errors: pydantic's error list (``ValidationError.errors()``), one entry per problem.
+    """
+
+
+class ToolExecutionError(FunctionKernelException):
+    """The tool itself failed: a Python tool raised, or a server reported that the call failed.
+
+    The original exception, when there is one, is the ``__cause__``.
+    """
+
+
+class HTTPStatusError(ToolExecutionError):
+    """A REST tool's server answered with a 4xx or 5xx status.
+
+    Attributes:
+        method: the HTTP method sent.
+        status_code: the status the server answered with.
+        body: a bounded excerpt of the response body.
+    """
+
+    def __init__(self, message: str, *, uri: str | None = None, method: str, status_code: int, body: str) -> None:
+        super().__init__(message, uri=uri)
+        self.method = method
+        self.status_code = status_code
+        self.body = body
+
+
+class ToolTimeoutError(FunctionKernelException, TimeoutError):
+    """The call did not finish within its timeout.
+
+    Attributes:
+        timeout: the timeout in seconds that ran out.
+    """
+
+    def __init__(self, message: str, *, uri: str | None = None, timeout: float | None = None) -> None:
+        super().__init__(message, uri=uri)
+        self.timeout = timeout
+
+
+class ServerConnectionError(FunctionKernelException, ConnectionError):
+    """A REST or MCP server could not be reached, failed to start, or died.
+
+    Attributes:
+        server: the server's registered name.
+        exit_code: for a stdio MCP server that exited, its exit code.
+        stderr_tail: for a stdio MCP server, the last lines it wrote to stderr.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        uri: str | None = None,
+        server: str | None = None,
+        exit_code: int | None = None,
+        stderr_tail: str | None = None,
+    ) -> None:
+        super().__init__(message, uri=uri)
+        self.server = server
+        self.exit_code = exit_code
+        self.stderr_tail = stderr_tail

@@ -1,0 +1,85 @@
+"""What the kernel knows about one tool: its URI, models, schemas, description and how to run it."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from kavalai.kernel._uri import ToolURI
+
+__all__ = ["Invoker", "ToolDefinition"]
+
+#: Runs a tool: receives the validated input model instance, returns the raw value that the output model coerces.
+Invoker = Callable[[BaseModel], Awaitable[Any]]
+
+
+@dataclass(slots=True, eq=False)
+class ToolDefinition:
+    """One registered tool.
+
+    Adapters build these; the kernel validates arguments with ``input_model``, awaits ``invoke`` and coerces the
+    raw value with ``output_model``.
+
+    Attributes:
+        uri: the tool's parsed URI.
+        description: what the tool does, for people and models.
+        input_model: the Pydantic model the arguments are validated into.
+        output_model: the Pydantic model the return value is coerced into.
+        invoke: the adapter's coroutine function that runs the tool on a validated input model instance.
+        wrapped: ``True`` when the output model is a generated wrapper with a single ``result`` field, so the raw
+            value is validated as ``{"result": value}``.
+        timeout: the default timeout in seconds for a call, or ``None`` for no limit.
+        input_schema: the JSON schema shown to models; defaults to ``input_model``'s. MCP tools keep the schema the
+            server sent, as it was sent.
+        output_schema: the JSON schema of the output; defaults to ``output_model``'s.
+        metadata: adapter-specific facts (HTTP method, server name, ...), JSON-serialisable.
+    """
+
+    uri: ToolURI
+    description: str
+    input_model: type[BaseModel]
+    output_model: type[BaseModel]
+    invoke: Invoker
+    wrapped: bool = True
+    timeout: float | None = None
+    input_schema: dict[str, Any] | None = None
+    output_schema: dict[str, Any] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    _uri_str: str = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._uri_str = str(self.uri)
+
+    @property
+    def name(self) -> str:
+        """The tool's URI as a string, e.g. ``"python://fs.ls"``."""
+        return self._uri_str
+
+    @property
+    def kind(self) -> str:
+        """The tool kind: the URI scheme (``"python"``, ``"rest"`` or ``"mcp"``)."""
+        return self.uri.scheme
+
+    def get_input_schema(self) -> dict[str, Any]:
+        """The JSON schema of the tool's arguments."""
+        if self.input_schema is None:
+            self.input_schema = self.input_model.model_json_schema()
+        return self.input_schema
+
+    def get_output_schema(self) -> dict[str, Any]:
+        """The JSON schema of the tool's output model."""
+        if self.output_schema is None:
+            self.output_schema = self.output_model.model_json_schema()
+        return self.output_schema
+
+    def describe(self) -> dict[str, Any]:
+        """The JSON-serialisable description agents see: ``name``, ``description``, ``inputSchema``, ``outputSchema``."""
+        return {
+            "name": self._uri_str,
+            "description": self.description,
+            "inputSchema": self.get_input_schema(),
+            "outputSchema": self.get_output_schema(),
+        }

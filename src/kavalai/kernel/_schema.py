@@ -1,0 +1,176 @@
+"""Python signature -> input and output models: the one place that builds models from functions.
+
+What it relies on:
+
+- ``inspect.signature`` and ``typing.get_type_hints(include_extras=True)``, so string annotations and
+  ``from __future__ import annotations`` resolve against the function's module globals.
+- ``docstring_parser`` for Google, NumPy, Sphinx and Epydoc docstrings: the short (and long) description becomes
+  the tool description, each parameter's text its field description.
+- ``Annotated[T, Field(...)]`` is passed through to pydantic unchanged; an explicit ``Field(description=...)``
+  wins over the docstring's text.
+- Parameter names that would shadow a ``BaseModel`` attribute (``json``, ``schema``, ``copy``, ...) or start with
+  an underscore get an internal field name and keep the parameter name as their alias, so the arguments dict and
+  the JSON schema still use the parameter's own name.
+"""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, get_args, get_origin
+
+import docstring_parser
+from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.fields import FieldInfo
+
+from kavalai.errors import ToolRegistrationError
+
+__all__ = ["FunctionSchema", "function_schema", "wrap_output_model"]
+
+_FORBID = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+_RESERVED = frozenset(dir(BaseModel))
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSchema:
+    """The models and description derived from one function.
+
+    Attributes:
+        description: the docstring's summary and body, or ``""``.
+        input_model: one field per parameter, ``extra="forbid"``.
+        output_model: the returned model type, or a generated model with a single ``result`` field.
+        wrapped: whether ``output_model`` is the generated wrapper.
+        renamed: ``(parameter, field)`` pairs for parameters stored under another field name; empty in the
+            common case, when the validated model's ``__dict__`` can be passed as keyword arguments directly.
+        is_async: whether the function is a coroutine function.
+    """
+
+    description: str
+    input_model: type[BaseModel]
+    output_model: type[BaseModel]
+    wrapped: bool
+    renamed: tuple[tuple[str, str], ...]
+    is_async: bool
+
+
+def function_schema(func: Callable[..., Any], *, uri: str, description: str | None = None) -> FunctionSchema:
+    """Build the input and output models of ``func``, registered at ``uri``.
+
+    Raises:
+        ToolRegistrationError: for ``*args``/``**kwargs`` or positional-only parameters, or hints that do not
+            resolve; each message says what to change.
+    """
+    target = inspect.unwrap(func)
+    try:
+        signature = inspect.signature(target)
+        hints = typing.get_type_hints(target, include_extras=True)
+    except (NameError, TypeError) as exc:
+        raise ToolRegistrationError(
+            f"Cannot register {uri}: the type hints of {_qualname(func)} do not resolve ({exc}). "
+            "Import every type the signature names at module level.",
+            uri=uri,
+        ) from exc
+    doc = docstring_parser.parse(inspect.getdoc(target) or "")
+    param_docs = {p.arg_name: p.description for p in doc.params if p.description}
+    model_name = _model_name(uri)
+    fields: dict[str, Any] = {}
+    renamed: list[tuple[str, str]] = []
+    for param in signature.parameters.values():
+        _check_parameter(param, uri, func)
+        field_name = param.name
+        if param.name in _RESERVED or param.name.startswith("_"):
+            field_name = f"field_{param.name.lstrip('_')}_"
+            renamed.append((param.name, field_name))
+        annotation = hints.get(param.name, Any)
+        fields[field_name] = _field(param, annotation, param_docs.get(param.name), alias=field_name != param.name)
+    config = ConfigDict(_FORBID, populate_by_name=True) if renamed else _FORBID
+    input_model = create_model(f"{model_name}Input", __config__=config, **fields)
+    return_hint = hints.get("return", Any) if signature.return_annotation is not inspect.Signature.empty else Any
+    output_model, wrapped = _output_model(return_hint, model_name)
+    text = description if description is not None else _doc_description(doc)
+    return FunctionSchema(
+        description=text,
+        input_model=input_model,
+        output_model=output_model,
+        wrapped=wrapped,
+        renamed=tuple(renamed),
+        is_async=inspect.iscoroutinefunction(target),
+    )
+
+
+def wrap_output_model(annotation: Any, model_name: str) -> type[BaseModel]:
+    """A model with a single required ``result`` field of type ``annotation``."""
+    return create_model(
+        f"{model_name}Output",
+        __config__=ConfigDict(arbitrary_types_allowed=True),
+        result=(annotation, Field(...)),
+    )
+
+
+def _output_model(return_hint: Any, model_name: str) -> tuple[type[BaseModel], bool]:
+    bare = get_args(return_hint)[0] if get_origin(return_hint) is Annotated else return_hint
+    if isinstance(bare, type) and issubclass(bare, BaseModel):
+        return bare, False
+    return wrap_output_model(return_hint, model_name), True
+
+
+def _check_parameter(param: inspect.Parameter, uri: str, func: Callable[..., Any]) -> None:
+    name = _qualname(func)
+    if param.kind is inspect.Parameter.VAR_POSITIONAL:
+        raise ToolRegistrationError(
+            f"Cannot register {uri}: {name} takes *{param.name}. A tool's arguments are named fields; "
+            "replace it with a parameter such as `items: list[...]`.",
+            uri=uri,
+        )
+    if param.kind is inspect.Parameter.VAR_KEYWORD:
+        raise ToolRegistrationError(
+            f"Cannot register {uri}: {name} takes **{param.name}. A tool's arguments are named fields; "
+            "declare each one, or take a single `options: dict[str, Any]` parameter.",
+            uri=uri,
+        )
+    if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+        raise ToolRegistrationError(
+            f"Cannot register {uri}: parameter {param.name!r} of {name} is positional-only. "
+            "Tools are called with keyword arguments; remove the '/' from the signature.",
+            uri=uri,
+        )
+
+
+def _field(param: inspect.Parameter, annotation: Any, doc: str | None, *, alias: bool) -> tuple[Any, Any]:
+    default: Any = ... if param.default is inspect.Parameter.empty else param.default
+    extra: dict[str, Any] = {}
+    explicit = _annotated_description(annotation) or (isinstance(default, FieldInfo) and default.description)
+    if doc and not explicit:
+        extra["description"] = doc
+    if alias:
+        extra["alias"] = param.name
+    if extra:
+        annotation = Annotated[annotation, Field(**extra)]
+    return annotation, default
+
+
+def _annotated_description(annotation: Any) -> bool:
+    if get_origin(annotation) is not Annotated:
+        return False
+    return any(isinstance(meta, FieldInfo) and meta.description for meta in get_args(annotation)[1:])
+
+
+def _doc_description(doc: docstring_parser.Docstring) -> str:
+    parts = [part for part in (doc.short_description, doc.long_description) if part]
+    return "\n\n".join(parts)
+
+
+def _model_name(uri: str) -> str:
+    tail = uri.split("://", 1)[-1]
+    words = "".join(c if c.isalnum() else " " for c in tail).split()
+    name = "".join(w[:1].upper() + w[1:] for w in words) or "Tool"
+    if name[0].isdigit() or keyword.iskeyword(name):
+        name = f"Tool{name}"
+    return name
+
+
+def _qualname(func: Callable[..., Any]) -> str:
+    return getattr(func, "__qualname__", None) or repr(func)

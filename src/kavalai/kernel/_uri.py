@@ -1,0 +1,111 @@
+"""Tool URIs: ``python://name``, ``rest://server.tool`` and ``mcp://server.tool``, parsed in this one place."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Final, Literal
+
+from kavalai.errors import InvalidToolURIError
+
+__all__ = ["SCHEMES", "SERVER_NAME_PATTERN", "ToolURI", "validate_server_name"]
+
+Scheme = Literal["python", "rest", "mcp"]
+SCHEMES: Final[tuple[Scheme, ...]] = ("python", "rest", "mcp")
+
+#: A server name: letters, digits, ``_`` and ``-``; no dots, so the first dot of a URI ends the server name.
+SERVER_NAME_PATTERN: Final = r"[A-Za-z0-9_-]+"
+_SERVER_RE: Final = re.compile(SERVER_NAME_PATTERN)
+# A tool name is any run of visible characters (MCP servers name tools freely); dots are allowed.
+_TOOL_RE: Final = re.compile(r"[^\s/\\]+")
+_URI_RE: Final = re.compile(r"(?P<scheme>[a-z]+)://(?P<rest>.*)", re.DOTALL)
+
+
+def validate_server_name(name: str) -> str:
+    """Return ``name`` if it is a valid server name, else raise :class:`InvalidToolURIError`."""
+    if not isinstance(name, str) or not _SERVER_RE.fullmatch(name):
+        raise InvalidToolURIError(
+            f"Invalid server name {name!r}: use letters, digits, '_' and '-' only (no dots or spaces)."
+        )
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class ToolURI:
+    """A parsed tool URI.
+
+    Attributes:
+        scheme: ``"python"``, ``"rest"`` or ``"mcp"``.
+        server: the server name for ``rest`` and ``mcp`` tools; ``None`` for ``python`` tools.
+        tool: the tool name; it may contain dots (``python://fs.ls`` has tool ``"fs.ls"``).
+    """
+
+    scheme: Scheme
+    server: str | None
+    tool: str
+
+    @classmethod
+    def parse(cls, uri: str | ToolURI) -> ToolURI:
+        """Parse ``uri``; raise :class:`InvalidToolURIError` with what is wrong if it does not parse."""
+        if isinstance(uri, ToolURI):
+            return uri
+        if not isinstance(uri, str):
+            raise InvalidToolURIError(f"A tool URI must be a string, not {type(uri).__name__}.")
+        return _parse(uri)
+
+    @classmethod
+    def build(cls, scheme: str, server: str | None, tool: str) -> ToolURI:
+        """Build and validate a URI from its parts."""
+        if server is None:
+            return cls.parse(f"{scheme}://{tool}")
+        return cls.parse(f"{scheme}://{server}.{tool}")
+
+    def __str__(self) -> str:
+        if self.server is None:
+            return f"{self.scheme}://{self.tool}"
+        return f"{self.scheme}://{self.server}.{self.tool}"
+
+
+@lru_cache(maxsize=4096)
+def _parse(uri: str) -> ToolURI:
+    match = _URI_RE.fullmatch(uri)
+    if match is None:
+        raise InvalidToolURIError(
+            f"Invalid tool URI {uri!r}: expected 'python://name', 'rest://server.tool' or 'mcp://server.tool'.",
+            uri=uri,
+        )
+    scheme, rest = match["scheme"], match["rest"]
+    if scheme not in SCHEMES:
+        raise InvalidToolURIError(
+            f"Invalid tool URI {uri!r}: unknown scheme {scheme!r}; use one of 'python', 'rest', 'mcp'.", uri=uri
+        )
+    if scheme == "python":
+        _check_tool_name(uri, rest)
+        return ToolURI("python", None, rest)
+    server, dot, tool = rest.partition(".")
+    if not dot or not tool:
+        raise InvalidToolURIError(
+            f"Invalid tool URI {uri!r}: a {scheme}:// URI names a server and a tool, as '{scheme}://server.tool'.",
+            uri=uri,
+        )
+    if not _SERVER_RE.fullmatch(server):
+        raise InvalidToolURIError(
+            f"Invalid tool URI {uri!r}: server name {server!r} may only hold letters, digits, '_' and '-'.",
+            uri=uri,
+        )
+    _check_tool_name(uri, tool)
+    return ToolURI(scheme, server, tool)  # type: ignore[arg-type]  # scheme checked against SCHEMES above
+
+
+def _check_tool_name(uri: str, tool: str) -> None:
+    if not tool:
+        raise InvalidToolURIError(f"Invalid tool URI {uri!r}: the tool name is empty.", uri=uri)
+    if not _TOOL_RE.fullmatch(tool):
+        raise InvalidToolURIError(
+            f"Invalid tool URI {uri!r}: tool name {tool!r} may not contain spaces, '/' or '\\'.", uri=uri
+        )
+    if tool.startswith(".") or tool.endswith(".") or ".." in tool:
+        raise InvalidToolURIError(
+            f"Invalid tool URI {uri!r}: tool name {tool!r} has an empty dotted part.", uri=uri
+        )
