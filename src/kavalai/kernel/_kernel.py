@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
@@ -54,6 +54,7 @@ class FunctionKernel(RestKernelMixin, McpKernelMixin):
     def __init__(self) -> None:
         self._tools: dict[str, ToolDefinition] = {}
         self._adapters: dict[str, ToolAdapter] = {}
+        self._close_callbacks: list[Callable[[], Awaitable[None]]] = []
         self._python = self._adapter_for(PythonToolAdapter)
 
     # ----------------------------------------------------------------------------------------------- registry
@@ -72,6 +73,11 @@ class FunctionKernel(RestKernelMixin, McpKernelMixin):
     def remove_tool(self, uri: str) -> None:
         """Withdraw the tool at ``uri``; nothing happens if there is none."""
         self._tools.pop(str(uri), None)
+
+    def on_close(self, callback: Callable[[], Awaitable[None]]) -> None:
+        """Run ``callback`` on every :meth:`close` (for resources that tools open lazily, such as an HTTP
+        session of a bundled tool group). Callbacks run after the adapters close, newest first."""
+        self._close_callbacks.append(callback)
 
     def _adapter_for(self, cls: type[A]) -> A:
         adapter = self._adapters.get(cls.scheme)
@@ -258,9 +264,10 @@ class FunctionKernel(RestKernelMixin, McpKernelMixin):
     async def close(self) -> None:
         """Close every session, process and task the kernel holds. Idempotent; the kernel reconnects on next use."""
         errors: list[BaseException] = []
-        for adapter in list(self._adapters.values()):
+        closers = [adapter.aclose for adapter in self._adapters.values()] + self._close_callbacks[::-1]
+        for closer in closers:
             try:
-                await adapter.aclose()
+                await closer()
             except Exception as exc:  # close the others before reporting
                 errors.append(exc)
         if errors:
