@@ -16,9 +16,11 @@ Pydantic model::
     assert result.result == 3
 """
 
-from kavalai.adapters.mcp import McpServer
-from kavalai.adapters.python import pythontool
-from kavalai.adapters.rest import RestServer
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from kavalai.errors import (
     ConfigurationError,
     FunctionKernelException,
@@ -33,7 +35,37 @@ from kavalai.errors import (
     ToolRegistrationError,
     ToolTimeoutError,
 )
-from kavalai.kernel import FunctionKernel, ToolDefinition, ToolURI
+
+if TYPE_CHECKING:
+    from kavalai.adapters.mcp import McpServer
+    from kavalai.adapters.python import pythontool
+    from kavalai.adapters.rest import RestServer
+    from kavalai.kernel import FunctionKernel, ToolDefinition, ToolURI
+
+# Names imported on first use, so that `import kavalai` costs almost nothing: pydantic, anyio and the kernel
+# load when the first of them is touched (module __getattr__, PEP 562).
+_LAZY: dict[str, str] = {
+    "FunctionKernel": "kavalai.kernel",
+    "McpServer": "kavalai.adapters.mcp",
+    "RestServer": "kavalai.adapters.rest",
+    "ToolDefinition": "kavalai.kernel",
+    "ToolURI": "kavalai.kernel",
+    "pythontool": "kavalai.adapters.python",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kavalai' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __version__ = "0.1.0"
 

@@ -145,9 +145,7 @@ def _python_uri(name: str) -> ToolURI:
         raise ToolRegistrationError(str(exc), uri=exc.uri) from exc
 
 
-def _invoker(
-    func: Callable[..., Any], is_async: bool, inline: bool, renamed: tuple[tuple[str, str], ...]
-) -> Invoker:
+def _invoker(func: Callable[..., Any], is_async: bool, inline: bool, renamed: tuple[tuple[str, str], ...]) -> Invoker:
     kwargs = _kwargs_getter(renamed)
     if is_async:
 

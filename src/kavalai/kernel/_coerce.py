@@ -21,7 +21,7 @@ _MAX_SHOWN = 5
 
 
 def validate_input(definition: ToolDefinition, arguments: Mapping[str, Any] | BaseModel | None) -> BaseModel:
-    """Validate and coerce ``arguments`` into the tool's input model; raise :class:`ToolInputError` if they do not fit."""
+    """Validate and coerce ``arguments`` into the tool's input model, or raise :class:`ToolInputError`."""
     model = definition.input_model
     try:
         if arguments is None:

@@ -76,7 +76,7 @@ class ToolDefinition:
         return self.output_schema
 
     def describe(self) -> dict[str, Any]:
-        """The JSON-serialisable description agents see: ``name``, ``description``, ``inputSchema``, ``outputSchema``."""
+        """The JSON-serialisable description agents see: name, description, inputSchema, outputSchema."""
         return {
             "name": self._uri_str,
             "description": self.description,

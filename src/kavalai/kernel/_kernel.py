@@ -64,8 +64,7 @@ class FunctionKernel(RestKernelMixin, McpKernelMixin):
         name = definition.name
         if not replace and name in self._tools:
             raise ToolRegistrationError(
-                f"A tool is already registered at {name}. Choose another name, or pass replace=True "
-                "to replace it.",
+                f"A tool is already registered at {name}. Choose another name, or pass replace=True to replace it.",
                 uri=name,
             )
         self._tools[name] = definition
@@ -126,7 +125,7 @@ class FunctionKernel(RestKernelMixin, McpKernelMixin):
         uri: str | ToolURI,
         arguments: Mapping[str, Any] | BaseModel | None = None,
         *,
-        timeout: float | None | _Unset = _UNSET,
+        timeout: float | _Unset | None = _UNSET,
     ) -> BaseModel:
         """Call the tool at ``uri`` and return its validated output model instance.
 
@@ -298,9 +297,7 @@ class FunctionKernel(RestKernelMixin, McpKernelMixin):
 async def _invoke_with_timeout(definition: ToolDefinition, args: BaseModel, limit: float) -> Any:
     with anyio.move_on_after(limit):
         return await definition.invoke(args)
-    raise ToolTimeoutError(
-        f"Tool {definition.name} timed out after {limit:g} s.", uri=definition.name, timeout=limit
-    )
+    raise ToolTimeoutError(f"Tool {definition.name} timed out after {limit:g} s.", uri=definition.name, timeout=limit)
 
 
 def _count_by_scheme(names: Iterable[str]) -> dict[str, int]:

@@ -31,6 +31,7 @@ from kavalai.errors import ToolRegistrationError
 __all__ = ["FunctionSchema", "function_schema", "wrap_output_model"]
 
 _FORBID = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+_FORBID_BY_NAME = ConfigDict(extra="forbid", arbitrary_types_allowed=True, populate_by_name=True)
 _RESERVED = frozenset(dir(BaseModel))
 
 
@@ -86,7 +87,7 @@ def function_schema(func: Callable[..., Any], *, uri: str, description: str | No
             renamed.append((param.name, field_name))
         annotation = hints.get(param.name, Any)
         fields[field_name] = _field(param, annotation, param_docs.get(param.name), alias=field_name != param.name)
-    config = ConfigDict(_FORBID, populate_by_name=True) if renamed else _FORBID
+    config = _FORBID_BY_NAME if renamed else _FORBID
     input_model = create_model(f"{model_name}Input", __config__=config, **fields)
     return_hint = hints.get("return", Any) if signature.return_annotation is not inspect.Signature.empty else Any
     output_model, wrapped = _output_model(return_hint, model_name)

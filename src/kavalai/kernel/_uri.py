@@ -78,7 +78,8 @@ def _parse(uri: str) -> ToolURI:
     scheme, rest = match["scheme"], match["rest"]
     if scheme not in SCHEMES:
         raise InvalidToolURIError(
-            f"Invalid tool URI {uri!r}: unknown scheme {scheme!r}; use one of 'python', 'rest', 'mcp'.", uri=uri
+            f"Invalid tool URI {uri!r}: unknown scheme {scheme!r}; use one of 'python', 'rest', 'mcp'.",
+            uri=uri,
         )
     if scheme == "python":
         _check_tool_name(uri, rest)
@@ -95,7 +96,7 @@ def _parse(uri: str) -> ToolURI:
             uri=uri,
         )
     _check_tool_name(uri, tool)
-    return ToolURI(scheme, server, tool)  # type: ignore[arg-type]  # scheme checked against SCHEMES above
+    return ToolURI(scheme, server, tool)
 
 
 def _check_tool_name(uri: str, tool: str) -> None:
@@ -106,6 +107,4 @@ def _check_tool_name(uri: str, tool: str) -> None:
             f"Invalid tool URI {uri!r}: tool name {tool!r} may not contain spaces, '/' or '\\'.", uri=uri
         )
     if tool.startswith(".") or tool.endswith(".") or ".." in tool:
-        raise InvalidToolURIError(
-            f"Invalid tool URI {uri!r}: tool name {tool!r} has an empty dotted part.", uri=uri
-        )
+        raise InvalidToolURIError(f"Invalid tool URI {uri!r}: tool name {tool!r} has an empty dotted part.", uri=uri)

@@ -1,0 +1,162 @@
+"""Introspection, allowed_tools selection, and the kernel's lifecycle."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import BaseModel
+
+from kavalai import FunctionKernel, ToolDefinition, ToolNotFoundError, pythontool
+
+
+class Listing(BaseModel):
+    names: list[str]
+
+
+@pythontool
+def ls(path: str = ".") -> Listing:
+    """List a folder.
+
+    Args:
+        path: The folder.
+    """
+    return Listing(names=[path])
+
+
+@pythontool
+def read(path: str) -> str:
+    """Read a file."""
+    return path
+
+
+@pythontool
+def now() -> str:
+    """The time."""
+    return "12:00"
+
+
+@pytest.fixture
+def loaded(kernel: FunctionKernel) -> FunctionKernel:
+    kernel.register_python_tool("fs.ls", ls)
+    kernel.register_python_tool("fs.read", read)
+    kernel.register_python_tool("time.now", now)
+    return kernel
+
+
+def test_list_tools_is_sorted_and_filterable(loaded: FunctionKernel) -> None:
+    assert loaded.list_tools() == ["python://fs.ls", "python://fs.read", "python://time.now"]
+    assert loaded.list_tools("python://fs.*") == ["python://fs.ls", "python://fs.read"]
+    assert loaded.has_tool("python://time.now")
+    assert not loaded.has_tool("python://time.later")
+
+
+def test_get_tool_definition(loaded: FunctionKernel) -> None:
+    definition = loaded.get_tool_definition("python://fs.ls")
+    assert isinstance(definition, ToolDefinition)
+    assert definition.name == "python://fs.ls"
+    assert definition.kind == "python"
+    assert definition.description == "List a folder."
+    assert definition.input_model is loaded.get_input_model("python://fs.ls")
+    assert definition.output_model is Listing is loaded.get_output_model("python://fs.ls")
+    assert definition.get_input_schema()["properties"]["path"]["description"] == "The folder."
+    assert definition.get_output_schema()["properties"]["names"]["type"] == "array"
+
+
+def test_introspection_of_unknown_tool(loaded: FunctionKernel) -> None:
+    with pytest.raises(ToolNotFoundError, match="Did you mean 'python://fs.read'"):
+        loaded.get_input_model("python://fs.reed")
+    with pytest.raises(ToolNotFoundError, match="Unknown tool 'python://x'"):
+        loaded.get_output_model("python://x")
+
+
+async def test_tool_descriptions_are_json_serialisable(loaded: FunctionKernel) -> None:
+    descriptions = await loaded.get_tool_descriptions()
+    assert [d["name"] for d in descriptions] == loaded.list_tools()
+    ls_description = descriptions[0]
+    assert set(ls_description) == {"name", "description", "inputSchema", "outputSchema"}
+    assert ls_description["inputSchema"]["type"] == "object"
+    assert ls_description["outputSchema"]["title"] == "Listing"
+    assert json.loads(json.dumps(descriptions)) == descriptions
+
+
+@pytest.mark.parametrize(
+    ("allowed", "expected"),
+    [
+        (None, ["python://fs.ls", "python://fs.read", "python://time.now"]),
+        ([], []),
+        (["*"], ["python://fs.ls", "python://fs.read", "python://time.now"]),
+        (["python://fs.*"], ["python://fs.ls", "python://fs.read"]),
+        (["python://time.now", "python://fs.l?"], ["python://fs.ls", "python://time.now"]),
+        (["mcp://github.*"], []),
+        (["python://fs.ls", "python://fs.*"], ["python://fs.ls", "python://fs.read"]),
+    ],
+)
+async def test_allowed_tools(loaded: FunctionKernel, allowed: list[str] | None, expected: list[str]) -> None:
+    descriptions = await loaded.get_tool_descriptions(allowed_tools=allowed)
+    assert [d["name"] for d in descriptions] == expected
+
+
+async def test_allowed_tools_exact_uri_that_names_nothing_is_an_error(loaded: FunctionKernel) -> None:
+    with pytest.raises(ToolNotFoundError, match="Did you mean 'python://time.now'"):
+        await loaded.get_tool_descriptions(["python://time.nwo"])
+
+
+def test_allowed_tools_as_a_single_string_is_refused(loaded: FunctionKernel) -> None:
+    with pytest.raises(TypeError, match="not a single string"):
+        loaded.select_tools("python://fs.*")
+
+
+async def test_resolve_tool(loaded: FunctionKernel) -> None:
+    assert (await loaded.resolve_tool("python://fs.ls")).name == "python://fs.ls"
+    with pytest.raises(ToolNotFoundError):
+        await loaded.resolve_tool("python://nothing")
+
+
+async def test_async_with_connects_and_closes() -> None:
+    closed: list[str] = []
+    async with FunctionKernel() as kernel:
+        kernel.register_python_tool("now", now)
+
+        async def on_close() -> None:
+            closed.append("closed")
+
+        kernel.on_close(on_close)
+        assert (await kernel.call_tool("python://now")).result == "12:00"
+    assert closed == ["closed"]
+
+
+async def test_close_is_idempotent_and_the_kernel_stays_usable(loaded: FunctionKernel) -> None:
+    calls: list[int] = []
+
+    async def on_close() -> None:
+        calls.append(1)
+
+    loaded.on_close(on_close)
+    await loaded.close()
+    await loaded.aclose()
+    assert calls == [1, 1]
+    assert (await loaded.call_tool("python://time.now")).result == "12:00"
+
+
+async def test_close_runs_every_callback_even_if_one_fails() -> None:
+    kernel = FunctionKernel()
+    ran: list[str] = []
+
+    async def bad() -> None:
+        ran.append("bad")
+        raise RuntimeError("cannot close")
+
+    async def good() -> None:
+        ran.append("good")
+
+    kernel.on_close(good)
+    kernel.on_close(bad)
+    with pytest.raises(RuntimeError, match="cannot close"):
+        await kernel.close()
+    assert ran == ["bad", "good"]
+
+
+def test_repr_counts_tools(loaded: FunctionKernel) -> None:
+    assert repr(loaded) == "<FunctionKernel tools: python=3>"
+    assert repr(FunctionKernel()) == "<FunctionKernel tools: none>"
