@@ -1,0 +1,42 @@
+"""Every complete example in the docs and the README runs as written.
+
+A fenced ``python`` block that calls ``asyncio.run(`` is a complete script: it is run in a fresh interpreter and
+must exit 0. Other blocks are fragments (``text`` fences) and are not run.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+_BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+def _examples() -> list[tuple[str, str]]:
+    found = []
+    for page in sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")]):
+        for number, match in enumerate(_BLOCK.finditer(page.read_text(encoding="utf-8")), start=1):
+            code = match.group(1)
+            if "asyncio.run(" in code:
+                found.append((f"{page.relative_to(ROOT)}#{number}", code))
+    return found
+
+
+EXAMPLES = _examples()
+
+
+def test_there_are_examples() -> None:
+    assert len(EXAMPLES) >= 3
+
+
+@pytest.mark.parametrize(("where", "code"), EXAMPLES, ids=[where for where, _ in EXAMPLES])
+def test_example_runs(where: str, code: str, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=50, check=False
+    )
+    assert result.returncode == 0, f"{where} failed:\n{result.stderr[-3000:]}"
