@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
@@ -242,6 +241,8 @@ class FunctionKernel(RestKernelMixin, McpKernelMixin):
         return sorted(selected)
 
     def _not_found(self, uri: ToolURI) -> ToolNotFoundError:
+        import difflib  # only an error path needs it
+
         name = str(uri)
         suggestions = difflib.get_close_matches(name, list(self._tools), n=3, cutoff=0.6)
         message = f"Unknown tool {name!r}."

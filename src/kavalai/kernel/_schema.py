@@ -20,13 +20,15 @@ import keyword
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
-import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
 from kavalai.errors import ToolRegistrationError
+
+if TYPE_CHECKING:
+    import docstring_parser
 
 __all__ = ["FunctionSchema", "function_schema", "wrap_output_model"]
 
@@ -74,6 +76,8 @@ def function_schema(func: Callable[..., Any], *, uri: str, description: str | No
             "Import every type the signature names at module level.",
             uri=uri,
         ) from exc
+    import docstring_parser  # imported on first registration: it is not needed to import kavalai
+
     doc = docstring_parser.parse(inspect.getdoc(target) or "")
     param_docs = {p.arg_name: p.description for p in doc.params if p.description}
     model_name = _model_name(uri)
