@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from kavalai.adapters.base import ToolAdapter
-    from kavalai.adapters.mcp import McpServer
+    from kavalai.adapters.mcp import McpServer, McpServerState
     from kavalai.adapters.mcp._adapter import McpAdapter
 
     A = TypeVar("A", bound=ToolAdapter)
@@ -15,7 +15,7 @@ __all__ = ["McpKernelMixin"]
 
 
 class McpKernelMixin:
-    """``register_mcp_server`` and ``connect_mcp_servers`` of :class:`FunctionKernel`."""
+    """``register_mcp_server``, ``connect_mcp_servers`` and the MCP server states of :class:`FunctionKernel`."""
 
     if TYPE_CHECKING:
 
@@ -28,7 +28,11 @@ class McpKernelMixin:
 
     def register_mcp_server(self, server: McpServer) -> None:
         """Record an MCP server's configuration. Nothing starts until :meth:`connect_mcp_servers`, a tool
-        listing or a call needs it."""
+        listing or a call needs it.
+
+        Raises:
+            ToolRegistrationError: a server of the same name is already registered.
+        """
         self._mcp().register_server(server)
 
     async def connect_mcp_servers(self) -> None:
@@ -36,3 +40,16 @@ class McpKernelMixin:
         discover its tools. Servers that connect stay usable even when another fails; the failures are then
         raised as one :class:`~kavalai.errors.ServerConnectionError` naming each server and why."""
         await self._mcp().connect()
+
+    def mcp_server_states(self) -> list[McpServerState]:
+        """The state of every registered MCP server (connected, failed and why, closed, ...), in registration
+        order. Cheap and synchronous: it connects nothing."""
+        return self._mcp().states()
+
+    def get_mcp_server_state(self, name: str) -> McpServerState:
+        """The state of the MCP server registered as ``name``.
+
+        Raises:
+            ToolNotFoundError: no MCP server of that name is registered.
+        """
+        return self._mcp().state(name)

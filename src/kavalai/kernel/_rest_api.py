@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -73,7 +74,7 @@ class RestKernelMixin:
     async def register_openapi(
         self,
         server_name: str,
-        spec: Mapping[str, Any] | str,
+        spec: Mapping[str, Any] | str | os.PathLike[str],
         *,
         include: list[str] | None = None,
         exclude: list[str] | None = None,
@@ -84,11 +85,12 @@ class RestKernelMixin:
         Args:
             server_name: a registered REST server.
             spec: the spec as a dict, a path to a JSON or YAML file, or a URL path on the server
-                (``"/openapi.json"``).
+                (``"/openapi.json"``, fetched with the server's session and auth) or a full URL.
             include: keep only operations whose operationId or tag is listed.
             exclude: drop operations whose operationId or tag is listed.
             replace: replace tools already registered at the same URIs.
+
+        Operations that cannot be JSON tools (a multipart-only body) are skipped with a warning logged on
+        ``kavalai.rest``. Every tool is built before any is registered, so a spec that fails registers nothing.
         """
-        return await self._rest().register_openapi(
-            server_name, spec, include=include, exclude=exclude, replace=replace
-        )
+        return await self._rest().register_openapi(server_name, spec, include=include, exclude=exclude, replace=replace)

@@ -1,5 +1,29 @@
-"""``mcp://`` tools. Only the configuration is imported here; the adapter (and the mcp SDK) loads on first use."""
+"""``mcp://`` tools: MCP servers over stdio, streamable HTTP or SSE.
 
-from kavalai.adapters.mcp._config import McpServer
+Only the configuration, the state snapshot and the content models are imported here; the adapter (and with it
+the ``mcp`` SDK) loads when the first server is registered.
+"""
 
-__all__ = ["McpServer"]
+from kavalai.adapters.mcp._config import McpServer, McpTransport
+from kavalai.adapters.mcp._content import (
+    McpAudioContent,
+    McpContent,
+    McpImageContent,
+    McpResourceContent,
+    McpResourceLink,
+    McpResult,
+)
+from kavalai.adapters.mcp._state import McpServerState, McpStatus
+
+__all__ = [
+    "McpAudioContent",
+    "McpContent",
+    "McpImageContent",
+    "McpResourceContent",
+    "McpResourceLink",
+    "McpResult",
+    "McpServer",
+    "McpServerState",
+    "McpStatus",
+    "McpTransport",
+]

@@ -1,20 +1,145 @@
-"""McpServer: the configuration of one MCP server (no I/O here, so importing it is cheap)."""
+"""McpServer: the configuration of one MCP server (no I/O here, and no ``mcp`` import, so importing it is cheap)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core.core_schema import ValidatorFunctionWrapHandler
+
+from kavalai.errors import ConfigurationError
+from kavalai.kernel._coerce import format_validation_errors
 from kavalai.kernel._uri import SERVER_NAME_PATTERN
 
-__all__ = ["McpServer"]
+__all__ = ["McpServer", "McpTransport"]
+
+#: How the kernel talks to an MCP server: a child process over stdin/stdout, streamable HTTP, or legacy SSE.
+McpTransport = Literal["stdio", "streamable-http", "sse"]
+
+_MASK = "***"
 
 
 class McpServer(BaseModel):
-    """An MCP server, started as a process (``command``) or reached at a ``url``."""
+    """An MCP server whose tools become ``mcp://<name>.<tool>`` tools.
+
+    Give either ``command`` (a process the kernel starts and talks to over stdio) or ``url`` (a server reached
+    over streamable HTTP, or legacy SSE with ``transport="sse"``), never both::
+
+        McpServer(name="files", command="uvx", args=["mcp-server-filesystem", "/data"], env={"TOKEN": "..."})
+        McpServer(name="search", url="https://search.example/mcp", headers={"Authorization": "Bearer ..."})
+
+    The values of ``env`` and ``headers`` are treated as secrets: they never appear in a repr, an error
+    message, a log line or a tool description.
+
+    Raises:
+        ConfigurationError: the configuration is incomplete or contradictory (both ``command`` and ``url``,
+            neither, a transport that does not fit, a bad name or timeout).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(pattern=f"^{SERVER_NAME_PATTERN}$", description="The server name used in tool URIs.")
-    command: str | None = None
-    args: list[str] = Field(default_factory=list)
-    url: str | None = None
+    command: str | None = Field(default=None, description="The executable that starts a stdio server.")
+    args: list[str] = Field(default_factory=list, description="Arguments passed to `command`.")
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        repr=False,
+        description="Extra environment variables for the process (secret). The process inherits only a few "
+        "safe variables (PATH, HOME, ...) besides these.",
+    )
+    cwd: Path | None = Field(default=None, description="The working directory of the process.")
+    url: str | None = Field(
+        default=None, repr=False, description="The endpoint of an HTTP server (shown without credentials)."
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict, repr=False, description="HTTP headers sent with every request (secret)."
+    )
+    transport: McpTransport | None = Field(
+        default=None,
+        description="'stdio' for `command`; for `url`, 'streamable-http' (the default) or the legacy 'sse'.",
+    )
+    connect_timeout: float = Field(
+        default=30.0, gt=0, description="Seconds to start or reach the server and list its tools."
+    )
+    timeout: float | None = Field(
+        default=None, gt=0, description="The default timeout of one tool call in seconds; None for no limit."
+    )
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _as_configuration_error(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            name = data.get("name") if isinstance(data, dict) else None
+            errors = exc.errors(include_url=False, include_input=False)
+            raise ConfigurationError(
+                f"Invalid MCP server configuration {name or '(unnamed)'!r}: {format_validation_errors(errors)}"
+            ) from None
+
+    @model_validator(mode="after")
+    def _check_kind(self) -> McpServer:
+        where = f"MCP server {self.name!r}"
+        if self.command is not None and self.url is not None:
+            raise ConfigurationError(f"{where} has both a command and a url; give one of them.")
+        if self.command is None and self.url is None:
+            raise ConfigurationError(
+                f"{where} has neither a command nor a url: give command=... (with args=[...]) for a server "
+                "started as a process, or url=... for an HTTP server."
+            )
+        if self.command is not None:
+            if not self.command.strip():
+                raise ConfigurationError(f"{where} has an empty command.")
+            if self.transport not in (None, "stdio"):
+                raise ConfigurationError(
+                    f"{where} is started with a command, so its transport is 'stdio', not {self.transport!r}."
+                )
+            if self.headers:
+                raise ConfigurationError(f"{where} is a stdio server; headers apply only to a url.")
+        else:
+            if self.transport == "stdio":
+                raise ConfigurationError(f"{where} has a url; use 'streamable-http' or 'sse', not 'stdio'.")
+            if self.args or self.env or self.cwd is not None:
+                raise ConfigurationError(f"{where} has a url; args, env and cwd apply only to a command.")
+            scheme = urlsplit(str(self.url)).scheme
+            if scheme not in ("http", "https"):
+                raise ConfigurationError(f"{where} needs an http:// or https:// url, not {self.target!r}.")
+        return self
+
+    @property
+    def kind(self) -> McpTransport:
+        """The transport in use: ``"stdio"`` for a command, else ``transport`` or ``"streamable-http"``."""
+        if self.command is not None:
+            return "stdio"
+        return self.transport or "streamable-http"
+
+    @property
+    def target(self) -> str:
+        """What the server is, for messages: the command line, or the url without credentials and query."""
+        if self.command is not None:
+            return " ".join([self.command, *self.args])
+        return _safe_url(self.url or "")
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        yield from super().__repr_args__()
+        if self.url is not None:
+            yield "url", _safe_url(self.url)
+        if self.env:
+            yield "env", dict.fromkeys(self.env, _MASK)
+        if self.headers:
+            yield "headers", dict.fromkeys(self.headers, _MASK)
+
+
+def _safe_url(url: str) -> str:
+    """``url`` without user info, query or fragment, which may hold credentials."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(unparsable url)"
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))

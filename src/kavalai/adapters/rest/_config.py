@@ -2,17 +2,137 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Self
+from urllib.parse import urlsplit
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from kavalai.adapters.rest._auth import Auth, Credentials, read_env
+from kavalai.errors import ConfigurationError
 from kavalai.kernel._uri import SERVER_NAME_PATTERN
 
-__all__ = ["RestServer"]
+__all__ = ["ResolvedServer", "RestServer"]
+
+_REDACTED = "***"
 
 
 class RestServer(BaseModel):
-    """A REST server whose endpoints become ``rest://<name>.<tool>`` tools."""
+    """A REST server whose endpoints become ``rest://<name>.<tool>`` tools.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    Example::
+
+        RestServer(name="shop", url="https://shop.example/api", auth=BearerAuth(token_env="SHOP_TOKEN"))
+
+    Give the base URL as ``url`` or as the name of an environment variable holding it (``url_env``). Header
+    values and secrets never appear in the repr.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
 
     name: str = Field(pattern=f"^{SERVER_NAME_PATTERN}$", description="The server name used in tool URIs.")
-    url: str = Field(description="The base URL of the server.")
+    url: str | None = Field(default=None, description="The base URL; tool paths are relative to it.")
+    url_env: str | None = Field(default=None, description="Environment variable holding the base URL.")
+    headers: dict[str, str] = Field(default_factory=dict, description="Headers sent with every request.")
+    timeout: float | None = Field(
+        default=30.0, gt=0, description="Default timeout of a call in seconds; None for no limit."
+    )
+    verify: bool | str = Field(
+        default=True, description="Verify TLS certificates (default); False to skip, or a CA bundle path."
+    )
+    auth: Auth | None = Field(default=None, description="BasicAuth, BearerAuth or ApiKeyAuth.")
+    max_connections: int = Field(default=100, ge=1, description="Size of the server's connection pool.")
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, url: str | None) -> str | None:
+        return None if url is None else _checked_url(url)
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        if (self.url is None) == (self.url_env is None):
+            raise ValueError("give exactly one of url or url_env")
+        return self
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        for key, value in super().__repr_args__():
+            if key == "headers" and isinstance(value, dict):
+                yield key, dict.fromkeys(value, _REDACTED)
+            else:
+                yield key, value
+
+    def resolve(self) -> ResolvedServer:
+        """Read the URL and credentials (from the environment where asked) into a :class:`ResolvedServer`.
+
+        Raises:
+            ConfigurationError: an environment variable is unset or empty, or holds an invalid URL.
+        """
+        if self.url_env is not None:
+            raw = read_env(self.url_env, server=self.name, what="base URL")
+            try:
+                url = _checked_url(raw)
+            except ValueError as exc:
+                raise ConfigurationError(
+                    f"REST server {self.name!r}: environment variable {self.url_env}: {exc}"
+                ) from exc
+        else:
+            url = self.url or ""
+        credentials = self.auth.credentials(self.name) if self.auth is not None else Credentials()
+        headers = {**self.headers, **credentials.headers}
+        secrets = credentials.secrets + tuple(v for k, v in self.headers.items() if _is_sensitive(k))
+        return ResolvedServer(
+            name=self.name,
+            base_url=url.rstrip("/"),
+            headers=headers,
+            query=credentials.query,
+            secrets=tuple(s for s in secrets if s),
+        )
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ResolvedServer:
+    """A server's settings with URL and credentials read, ready for requests.
+
+    Attributes:
+        name: the server name.
+        base_url: the base URL without a trailing slash.
+        headers: default headers, auth included.
+        query: query parameters added to every request (an API key in the query).
+        secrets: secret values to scrub from messages and body excerpts.
+    """
+
+    name: str
+    base_url: str
+    headers: dict[str, str]
+    query: tuple[tuple[str, str], ...]
+    secrets: tuple[str, ...]
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret value replaced by ``***``."""
+        for secret in self.secrets:
+            if secret in text:
+                text = text.replace(secret, _REDACTED)
+        return text
+
+    def __repr__(self) -> str:
+        return f"ResolvedServer(name={self.name!r}, base_url={self.base_url!r})"
+
+
+_SENSITIVE_WORDS = ("auth", "token", "key", "secret", "password", "cookie")
+
+
+def _is_sensitive(header: str) -> bool:
+    lowered = header.lower()
+    return any(word in lowered for word in _SENSITIVE_WORDS)
+
+
+def _checked_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("the base URL must not hold credentials; use auth=BasicAuth(...) instead")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"the base URL must be an http:// or https:// URL with a host, not {url!r}")
+    if parts.query or parts.fragment:
+        raise ValueError("the base URL must not have a query or fragment; use headers or auth for those")
+    return url

@@ -1,0 +1,128 @@
+"""The ``mcp://`` adapter: registered servers, connecting them (all at once or on demand), state and closing."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import anyio
+
+from kavalai.adapters.base import ToolAdapter, ToolRegistry
+from kavalai.adapters.mcp._config import McpServer
+from kavalai.adapters.mcp._connection import McpConnection
+from kavalai.adapters.mcp._state import McpServerState
+from kavalai.errors import ServerConnectionError, ToolNotFoundError, ToolRegistrationError
+from kavalai.kernel._definition import ToolDefinition
+from kavalai.kernel._uri import ToolURI
+
+__all__ = ["McpAdapter"]
+
+
+class McpAdapter(ToolAdapter):
+    """Hosts the tools of MCP servers as ``mcp://<server>.<tool>``.
+
+    Registering a server records its configuration only. :meth:`connect` connects every server that is not
+    connected, concurrently; a tool listing or call connects its server on demand.
+    """
+
+    scheme: ClassVar[str] = "mcp"
+
+    def __init__(self, registry: ToolRegistry) -> None:
+        super().__init__(registry)
+        self._connections: dict[str, McpConnection] = {}
+
+    def register_server(self, server: McpServer) -> None:
+        """Record ``server``; a second server of the same name is an error."""
+        if not isinstance(server, McpServer):
+            raise ToolRegistrationError(
+                f"register_mcp_server takes an McpServer, not {type(server).__name__}: "
+                "McpServer(name=..., command=..., args=[...]) or McpServer(name=..., url=...)."
+            )
+        if server.name in self._connections:
+            raise ToolRegistrationError(
+                f"An MCP server named {server.name!r} is already registered; give each server its own name."
+            )
+        self._connections[server.name] = McpConnection(server, self.registry)
+
+    @property
+    def servers(self) -> list[McpServer]:
+        """The registered servers, in registration order."""
+        return [connection.config for connection in self._connections.values()]
+
+    async def connect(self) -> None:
+        """Connect every registered server that is not connected yet, concurrently.
+
+        Raises:
+            ServerConnectionError: one or more servers failed; the message names each and why. The others
+                stay connected.
+        """
+        pending = [c for c in self._connections.values() if not c.connected]
+        if not pending:
+            return
+        failures: list[ServerConnectionError] = []
+
+        async def connect_one(connection: McpConnection) -> None:
+            try:
+                await connection.connect()
+            except ServerConnectionError as exc:
+                failures.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            for connection in pending:
+                tg.start_soon(connect_one, connection)
+        if len(failures) == 1:
+            raise failures[0]
+        if failures:
+            names = ", ".join(repr(f.server) for f in failures)
+            details = "\n".join(f"- {f.message}" for f in failures)
+            raise ServerConnectionError(f"{len(failures)} MCP servers failed to connect ({names}):\n{details}")
+
+    async def resolve(self, uri: ToolURI) -> ToolDefinition | None:
+        """Connect the server of ``uri`` if needed and return the tool, or ``None`` if the server lacks it."""
+        connection = self._connections.get(uri.server or "")
+        if connection is None:
+            return None
+        if not connection.connected:
+            try:
+                await connection.connect()
+            except ServerConnectionError as exc:
+                exc.uri = str(uri)
+                raise
+        return connection.tool(str(uri))
+
+    def missing_hint(self, uri: ToolURI) -> str | None:
+        """Why ``uri`` is unknown: no such server, or the server's tools (or failure)."""
+        connection = self._connections.get(uri.server or "")
+        if connection is None:
+            known = ", ".join(repr(name) for name in self._connections) or "none"
+            return f"No MCP server named {uri.server!r} is registered (registered: {known})."
+        state = connection.state()
+        if state.status == "failed":
+            return f"Its server failed: {state.error}"
+        if state.tools:
+            names = ", ".join(name.split(".", 1)[1] for name in state.tools)
+            return f"MCP server {uri.server!r} offers: {names}."
+        if state.status == "connected":
+            return f"MCP server {uri.server!r} offers no tools."
+        return None
+
+    def states(self) -> list[McpServerState]:
+        """The state of every registered server, in registration order."""
+        return [connection.state() for connection in self._connections.values()]
+
+    def state(self, name: str) -> McpServerState:
+        """The state of the server ``name``.
+
+        Raises:
+            ToolNotFoundError: no server of that name is registered.
+        """
+        connection = self._connections.get(name)
+        if connection is None:
+            known = ", ".join(repr(n) for n in self._connections) or "none"
+            raise ToolNotFoundError(f"No MCP server named {name!r} is registered (registered: {known}).")
+        return connection.state()
+
+    async def aclose(self) -> None:
+        """Close every connection concurrently (processes, sessions, tasks). Idempotent."""
+        async with anyio.create_task_group() as tg:
+            for connection in self._connections.values():
+                tg.start_soon(connection.aclose)

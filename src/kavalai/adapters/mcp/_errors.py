@@ -1,0 +1,79 @@
+"""Foreign failures of an MCP connection (OS, HTTP, the SDK) told as one :class:`ServerConnectionError`."""
+
+from __future__ import annotations
+
+from typing import Final
+
+import httpx2
+from mcp.shared.exceptions import MCPError
+
+from kavalai.adapters.mcp._config import McpServer
+from kavalai.errors import ServerConnectionError
+
+__all__ = ["describe_failure", "root_cause", "scrub"]
+
+_MASK: Final = "***"
+_MAX_DETAIL: Final = 500
+
+
+def describe_failure(
+    config: McpServer,
+    exc: BaseException | None,
+    *,
+    phase: str,
+    timed_out: bool = False,
+    exit_code: int | None = None,
+    stderr_tail: str | None = None,
+) -> ServerConnectionError:
+    """The error for MCP server ``config`` failing ``phase`` ("connecting", "during a call to ..."), naming the
+    server, what it is, and why: the exit code and stderr tail of a stdio server, else the cause."""
+    stderr_tail = scrub(config, stderr_tail) if stderr_tail else None
+    head = f"MCP server {config.name!r} ({config.kind}: {scrub(config, config.target)})"
+    if timed_out:
+        why = f"did not finish connecting within {config.connect_timeout:g} s (connect_timeout)"
+    elif exit_code is not None:
+        why = f"exited with code {exit_code} {phase}"
+    elif exc is not None:
+        why = f"failed {phase}: {_reason(config, root_cause(exc))}"
+    else:
+        why = f"closed the connection {phase}"
+    message = f"{head} {why}."
+    if stderr_tail:
+        message = f"{message} Last lines on its stderr:\n{stderr_tail}"
+    elif exit_code is not None:
+        message = f"{message} It wrote nothing to stderr."
+    return ServerConnectionError(message, server=config.name, exit_code=exit_code, stderr_tail=stderr_tail)
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The first real failure inside (possibly nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _reason(config: McpServer, exc: BaseException) -> str:
+    if isinstance(exc, FileNotFoundError | PermissionError) and config.command is not None:
+        return f"cannot start {config.command!r}: {exc.strerror or exc}"
+    if isinstance(exc, httpx2.HTTPStatusError):
+        return f"the server answered HTTP {exc.response.status_code} {exc.response.reason_phrase}"
+    if isinstance(exc, httpx2.TransportError):
+        return f"cannot reach it ({type(exc).__name__}: {scrub(config, str(exc)) or 'no detail'})"
+    if isinstance(exc, MCPError):
+        return f"MCP error {exc.code}: {scrub(config, exc.message)}"
+    detail = scrub(config, str(exc))
+    if len(detail) > _MAX_DETAIL:
+        detail = f"{detail[: _MAX_DETAIL - 3]}..."
+    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+
+
+def scrub(config: McpServer, text: object) -> str:
+    """``text`` with every secret of ``config`` (env and header values, the url's credentials) masked."""
+    result = str(text)
+    secrets = [*config.env.values(), *config.headers.values()]
+    if config.url is not None and config.url != config.target:
+        secrets.append(config.url)
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= 4:
+            result = result.replace(secret, _MASK)
+    return result

@@ -1,0 +1,38 @@
+"""McpServerState: what the kernel can tell about one MCP server's connection (no ``mcp`` import here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from kavalai.adapters.mcp._config import McpTransport
+
+__all__ = ["McpServerState", "McpStatus"]
+
+#: ``registered``: configured, never connected. ``connecting``: starting or reaching the server.
+#: ``connected``: its tools are listed and callable. ``failed``: it could not connect, or it died (``error``
+#: says why; the next use tries again). ``closed``: the kernel closed it (the next use connects again).
+McpStatus: TypeAlias = Literal["registered", "connecting", "connected", "failed", "closed"]
+
+
+@dataclass(frozen=True, slots=True)
+class McpServerState:
+    """A snapshot of one MCP server's connection.
+
+    Attributes:
+        name: the server's registered name.
+        status: see :data:`McpStatus`.
+        transport: ``"stdio"``, ``"streamable-http"`` or ``"sse"``.
+        tools: the URIs of the tools it offers, sorted (empty until it has connected).
+        error: why it failed (for a stdio server, with its exit code and stderr tail); ``None`` otherwise.
+        pid: the process id of a running stdio server; ``None`` otherwise.
+        connects: how many times it has connected successfully (a restart after a crash counts again).
+    """
+
+    name: str
+    status: McpStatus
+    transport: McpTransport
+    tools: tuple[str, ...] = ()
+    error: str | None = None
+    pid: int | None = None
+    connects: int = 0

@@ -1,0 +1,264 @@
+"""The stdio transport: an MCP server as a child process, newline-delimited JSON-RPC over its stdin and stdout.
+
+Unlike the SDK's own ``stdio_client`` it exposes what the supervisor needs to explain a failure (the exit code
+and the last lines the server wrote to stderr), and it notices a dead server even when a grandchild still holds
+its stdout open. Shutdown follows the MCP specification: close stdin, wait, SIGTERM, SIGKILL. The server runs in
+its own session (process group), and the whole group is signalled, so the server's own children go too.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import anyio
+import anyio.abc
+import mcp_types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+
+from kavalai.adapters.mcp._config import McpServer
+
+__all__ = ["StdioProcess", "open_stdio", "process_group_alive"]
+
+#: Environment variables a server inherits; everything else must be given in ``McpServer.env``.
+_INHERITED_ENV: Final = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
+_STDIN_GRACE: Final = 2.0  # seconds a server has to exit after its stdin closes
+_TERM_GRACE: Final = 2.0  # seconds between SIGTERM and SIGKILL
+_KILL_GRACE: Final = 2.0  # seconds for the kernel to carry out SIGKILL
+_EXIT_POLL: Final = 0.05  # how often the exit watcher looks at the process
+_EOF_GRACE: Final = 0.2  # time for stdout to drain after the process exited
+_STDERR_LINES: Final = 20
+_STDERR_LINE_CHARS: Final = 500
+
+
+@dataclass(eq=False)
+class StdioProcess:
+    """What the supervisor may know about a running stdio server.
+
+    Attributes:
+        pid: the process id (also the process group and session id).
+        exited: set once the process has exited.
+        stdout_closed: set once its stdout reached end of file.
+        stderr_closed: set once its stderr reached end of file.
+    """
+
+    pid: int
+    process: anyio.abc.Process = field(repr=False)
+    exited: anyio.Event = field(default_factory=anyio.Event, repr=False)
+    stdout_closed: anyio.Event = field(default_factory=anyio.Event, repr=False)
+    stderr_closed: anyio.Event = field(default_factory=anyio.Event, repr=False)
+    _stderr: deque[str] = field(default_factory=lambda: deque(maxlen=_STDERR_LINES), repr=False)
+    _partial: str = field(default="", repr=False)
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit code, or ``None`` while it runs (negative: killed by that signal)."""
+        return self.process.returncode
+
+    def stderr_tail(self) -> str:
+        """The last lines the server wrote to stderr (at most 20)."""
+        lines = [*self._stderr, self._partial] if self._partial else list(self._stderr)
+        return "\n".join(lines).strip()
+
+    def _feed_stderr(self, chunk: str) -> None:
+        lines = (self._partial + chunk).split("\n")
+        self._partial = lines.pop()[-_STDERR_LINE_CHARS:]
+        self._stderr.extend(line.rstrip("\r")[:_STDERR_LINE_CHARS] for line in lines)
+
+
+Streams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+
+
+@asynccontextmanager
+async def open_stdio(server: McpServer, *, on_exit: Callable[[], None]) -> AsyncIterator[tuple[Streams, StdioProcess]]:
+    """Start ``server``'s process and yield the session's streams and the process.
+
+    ``on_exit`` is called once when the process exits by itself (not during shutdown). Leaving the block stops
+    the process and its group, even when the caller is cancelled.
+
+    Raises:
+        OSError: the command could not be started.
+    """
+    assert server.command is not None
+    env = {key: os.environ[key] for key in _INHERITED_ENV if key in os.environ} | server.env
+    process = await anyio.open_process(
+        [server.command, *server.args],
+        env=env,
+        cwd=server.cwd,
+        start_new_session=True,
+    )
+    info = StdioProcess(pid=process.pid, process=process)
+    to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](0)
+    stopping = False
+
+    def exited_by_itself() -> None:
+        if not stopping:
+            on_exit()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_read_stdout, info, to_session)
+            tg.start_soon(_write_stdin, process, from_session, to_session)
+            tg.start_soon(_read_stderr, process, info)
+            tg.start_soon(_watch_exit, info, to_session, exited_by_itself)
+            try:
+                yield (session_reads, session_writes), info
+            finally:
+                stopping = True
+                with anyio.CancelScope(shield=True):
+                    session_writes.close()
+                    session_reads.close()
+                    await stop_process(info)
+                tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await _release(process)
+            for stream in (to_session, session_reads, session_writes, from_session):
+                stream.close()
+
+
+async def _read_stdout(info: StdioProcess, to_session: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
+    stdout = info.process.stdout
+    assert stdout is not None
+    buffer = b""
+    try:
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
+            async with to_session:
+                async for chunk in stdout:
+                    *lines, buffer = (buffer + chunk).split(b"\n")
+                    for line in lines:
+                        if line.strip():
+                            await to_session.send(_parse(line))
+    finally:
+        info.stdout_closed.set()
+
+
+def _parse(line: bytes) -> SessionMessage | Exception:
+    try:
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:  # a line that is not JSON-RPC: the session reports it, the connection goes on
+        return exc
+
+
+async def _write_stdin(
+    process: anyio.abc.Process,
+    from_session: MemoryObjectReceiveStream[SessionMessage],
+    to_session: MemoryObjectSendStream[SessionMessage | Exception],
+) -> None:
+    assert process.stdin is not None
+    try:
+        async with from_session:
+            async for message in from_session:
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await process.stdin.send(data.encode() + b"\n")
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        to_session.close()  # the server stopped reading: end the session rather than hang its requests
+
+
+async def _read_stderr(process: anyio.abc.Process, info: StdioProcess) -> None:
+    assert process.stderr is not None
+    try:
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
+            async for chunk in process.stderr:
+                info._feed_stderr(chunk.decode(errors="replace"))
+    finally:
+        info.stderr_closed.set()
+
+
+async def _watch_exit(
+    info: StdioProcess, to_session: MemoryObjectSendStream[SessionMessage | Exception], notify: Callable[[], None]
+) -> None:
+    # Polling returncode, not process.wait(): asyncio's wait() also waits for the pipes, which a grandchild
+    # holding stdout would keep open, and then a dead server would look alive.
+    while info.returncode is None:  # noqa: ASYNC110 - the exit is only observable by polling (see above)
+        await anyio.sleep(_EXIT_POLL)
+    info.exited.set()
+    with anyio.move_on_after(_EOF_GRACE):
+        await info.stdout_closed.wait()
+        await info.stderr_closed.wait()
+    to_session.close()
+    notify()
+
+
+async def stop_process(info: StdioProcess) -> None:
+    """Stop the server as the MCP specification says (close stdin, wait, SIGTERM, wait, SIGKILL), then the
+    rest of its process group. Every wait is bounded."""
+    process = info.process
+    if process.stdin is not None:
+        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.stdin.aclose()
+    if not await _wait_exit(info, _STDIN_GRACE):
+        _signal_group(info.pid, signal.SIGTERM)
+        if not await _wait_exit(info, _TERM_GRACE):
+            _signal_group(info.pid, signal.SIGKILL)
+            await _wait_exit(info, _KILL_GRACE)
+    # The server is gone; children it left behind in its group are not.
+    if process_group_alive(info.pid):
+        _signal_group(info.pid, signal.SIGTERM)
+        with anyio.move_on_after(_TERM_GRACE):
+            while process_group_alive(info.pid):  # noqa: ASYNC110 - no event tells when a group is empty
+                await anyio.sleep(_EXIT_POLL / 5)
+        if process_group_alive(info.pid):
+            _signal_group(info.pid, signal.SIGKILL)
+
+
+async def _wait_exit(info: StdioProcess, timeout: float) -> bool:
+    with anyio.move_on_after(timeout):
+        while info.returncode is None:  # noqa: ASYNC110 - see _watch_exit
+            await anyio.sleep(_EXIT_POLL / 5)
+    return info.returncode is not None
+
+
+def _signal_group(pgid: int, signum: signal.Signals) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+def process_group_alive(pgid: int) -> bool:
+    """Whether any live (non-zombie) process is in process group ``pgid``."""
+    if sys.platform != "linux":  # pragma: no cover - /proc is Linux-only
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # Fields after the command name (which may hold spaces) : state ppid pgrp session ...
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 2 and fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
+            return True
+    return False
+
+
+async def _release(process: anyio.abc.Process) -> None:
+    """Close the pipes and reap the process, so no file descriptor or transport outlives the server."""
+    for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is not None:
+            with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await stream.aclose()
+    if process.returncode is None:  # pragma: no cover - only a process that survived SIGKILL
+        return
+    with anyio.move_on_after(_KILL_GRACE):
+        await process.wait()
+    # asyncio keeps the subprocess transport open (and warns at garbage collection) until closed explicitly.
+    transport = getattr(getattr(process, "_process", None), "_transport", None)
+    close = getattr(transport, "close", None)
+    if callable(close):
+        close()

@@ -1,0 +1,308 @@
+"""The ``rest://`` adapter: REST servers, their tools (by hand or from OpenAPI) and the calls to them.
+
+Imported on first use by the kernel (it imports aiohttp). A tool looks its server up by name on every call, so
+re-registering a server with ``replace=True`` re-points its existing tools at the new configuration.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+import anyio.to_thread
+from pydantic import BaseModel
+
+from kavalai.adapters.base import ToolAdapter, ToolRegistry
+from kavalai.adapters.rest._config import RestServer
+from kavalai.adapters.rest._openapi import OpenApiOperation, check_spec, parse_spec, read_operations
+from kavalai.adapters.rest._request import METHODS, PreparedRequest, RequestPlan, path_placeholders
+from kavalai.adapters.rest._session import ServerSession
+from kavalai.errors import ConfigurationError, FunctionKernelException, InvalidToolURIError, ToolRegistrationError
+from kavalai.kernel._definition import Invoker, ToolDefinition
+from kavalai.kernel._jsonschema import model_from_json_schema, output_model_from_json_schema
+from kavalai.kernel._uri import ToolURI
+
+__all__ = ["RestAdapter"]
+
+logger = logging.getLogger("kavalai.rest")
+
+_NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+class RestAdapter(ToolAdapter):
+    """Registers REST servers and their tools, and sends each call through the server's pooled session."""
+
+    scheme: ClassVar[str] = "rest"
+
+    def __init__(self, registry: ToolRegistry) -> None:
+        super().__init__(registry)
+        self._servers: dict[str, ServerSession] = {}
+        self._tools: dict[str, set[str]] = {}
+        self._retired: list[ServerSession] = []
+
+    # --------------------------------------------------------------------------------------------- servers
+
+    def register_server(self, server: RestServer, *, replace: bool = False) -> None:
+        """Register ``server``; its URL and credentials are checked now (environment variables read).
+
+        Raises:
+            ToolRegistrationError: a server of that name is registered and ``replace`` is false.
+            ConfigurationError: an environment variable it names is unset or empty.
+        """
+        if not isinstance(server, RestServer):
+            raise ToolRegistrationError(
+                f"register_rest_server takes a RestServer, not {type(server).__name__}: RestServer(name=..., url=...)."
+            )
+        existing = self._servers.get(server.name)
+        if existing is not None and not replace:
+            raise ToolRegistrationError(
+                f"A REST server named {server.name!r} is already registered. Choose another name, or pass "
+                "replace=True to replace it."
+            )
+        session = ServerSession(server)
+        if existing is not None:
+            self._retired.append(existing)
+        self._servers[server.name] = session
+        self._tools.setdefault(server.name, set())
+
+    def server(self, name: str) -> RestServer:
+        """The configuration of the registered server ``name``."""
+        return self._session(name).server
+
+    def _session(self, name: str) -> ServerSession:
+        session = self._servers.get(name)
+        if session is None:
+            known = ", ".join(repr(n) for n in sorted(self._servers)) or "none"
+            raise ConfigurationError(
+                f"No REST server named {name!r} is registered (registered: {known}). Register it first with "
+                f"kernel.register_rest_server(RestServer(name={name!r}, url=...))."
+            )
+        return session
+
+    # ----------------------------------------------------------------------------------------------- tools
+
+    def register_tool(
+        self,
+        server_name: str,
+        tool_name: str,
+        method: str,
+        input_schema: Mapping[str, Any] | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        description: str | None = None,
+        *,
+        path: str | None = None,
+        timeout: float | None = None,
+        replace: bool = False,
+    ) -> str:
+        """Register ``rest://<server_name>.<tool_name>`` and return its URI (see ``register_rest_tool``)."""
+        session = self._session(server_name)
+        uri = _tool_uri(server_name, tool_name)
+        verb = str(method).upper()
+        if verb not in METHODS:
+            raise ConfigurationError(
+                f"Cannot register {uri}: unknown HTTP method {method!r}; use one of {', '.join(sorted(METHODS))}.",
+                uri=str(uri),
+            )
+        route = path if path is not None else tool_name
+        route = route if route.startswith("/") else f"/{route}"
+        schema = dict(input_schema) if input_schema is not None else dict(_NO_ARGUMENTS)
+        _check_placeholders(uri, route, schema)
+        if timeout is not None and timeout <= 0:
+            raise ConfigurationError(f"Cannot register {uri}: timeout must be positive, got {timeout!r}.", uri=str(uri))
+        definition = self._definition(
+            uri,
+            RequestPlan.simple(verb, route),
+            schema,
+            dict(output_schema) if output_schema is not None else None,
+            description or f"{verb} {route} on REST server {server_name!r}.",
+            timeout if timeout is not None else session.server.timeout,
+        )
+        self.registry.add_tool(definition, replace=replace)
+        self._tools[server_name].add(uri.tool)
+        return definition.name
+
+    async def register_openapi(
+        self,
+        server_name: str,
+        spec: Mapping[str, Any] | str | os.PathLike[str],
+        *,
+        include: list[str] | None = None,
+        exclude: list[str] | None = None,
+        replace: bool = False,
+    ) -> list[str]:
+        """Register one tool per operation of an OpenAPI 3 spec (see ``register_openapi``); return their URIs.
+
+        Every tool is built before any is registered, so a spec that fails registers nothing.
+        """
+        session = self._session(server_name)
+        document = await _load_spec(session, spec)
+        operations, skipped = read_operations(document, include=include, exclude=exclude)
+        for skip in skipped:
+            logger.warning("OpenAPI import for REST server %r skipped %s: %s", server_name, skip.label, skip.reason)
+        definitions = [self._from_operation(session, op) for op in operations]
+        if not replace:
+            for definition in definitions:
+                if definition.uri.tool in self._tools[server_name]:
+                    raise ToolRegistrationError(
+                        f"A tool is already registered at {definition.name}. Pass replace=True to replace the "
+                        "tools of this spec, or filter it with include=/exclude=.",
+                        uri=definition.name,
+                    )
+        for definition in definitions:
+            self.registry.add_tool(definition, replace=replace)
+            self._tools[server_name].add(definition.uri.tool)
+        return [definition.name for definition in definitions]
+
+    def _from_operation(self, session: ServerSession, operation: OpenApiOperation) -> ToolDefinition:
+        uri = _tool_uri(session.name, operation.tool_name)
+        return self._definition(
+            uri,
+            operation.plan,
+            operation.input_schema,
+            operation.output_schema,
+            operation.description,
+            session.server.timeout,
+            extra_metadata={"operation_id": operation.operation_id, "tags": list(operation.tags)},
+        )
+
+    def _definition(
+        self,
+        uri: ToolURI,
+        plan: RequestPlan,
+        input_schema: dict[str, Any],
+        output_schema: dict[str, Any] | None,
+        description: str,
+        timeout: float | None,
+        *,
+        extra_metadata: Mapping[str, Any] | None = None,
+    ) -> ToolDefinition:
+        name = str(uri)
+        base = _model_base_name(uri)
+        try:
+            input_model = model_from_json_schema(input_schema, f"{base}Input")
+            output_model, wrapped = output_model_from_json_schema(output_schema, f"{base}Output")
+        except FunctionKernelException as exc:
+            exc.uri = exc.uri or name
+            raise
+        except Exception as exc:  # the converter's own complaint about a schema, named for this tool
+            raise ConfigurationError(f"Cannot register {name}: invalid JSON schema: {exc}", uri=name) from exc
+        server = uri.server or ""  # rest:// URIs always name a server
+        return ToolDefinition(
+            uri=uri,
+            description=description,
+            input_model=input_model,
+            output_model=output_model,
+            invoke=self._invoker(server, plan, name),
+            wrapped=wrapped,
+            timeout=timeout,
+            input_schema=input_schema,
+            output_schema=output_schema,
+            metadata={"server": server, "method": plan.method, "path": plan.path, **(extra_metadata or {})},
+        )
+
+    def _invoker(self, server_name: str, plan: RequestPlan, uri: str) -> Invoker:
+        servers = self._servers
+
+        async def invoke(args: BaseModel) -> Any:
+            values = args.model_dump(by_alias=True, exclude_unset=True, mode="json")
+            return await servers[server_name].send(plan.prepare(values, uri=uri), uri=uri)
+
+        return invoke
+
+    # ----------------------------------------------------------------------------------------- the contract
+
+    def missing_hint(self, uri: ToolURI) -> str | None:
+        """Explain a missing ``rest://`` tool: its server is not registered, or which tools it has."""
+        server = uri.server or ""
+        if server not in self._servers:
+            return (
+                f"No REST server named {server!r} is registered; register it with "
+                f"kernel.register_rest_server(RestServer(name={server!r}, url=...))."
+            )
+        tools = sorted(self._tools.get(server, ()))
+        if not tools:
+            return (
+                f"REST server {server!r} has no tools yet; add them with kernel.register_rest_tool(...) or "
+                "kernel.register_openapi(...)."
+            )
+        shown = ", ".join(tools[:10]) + (", ..." if len(tools) > 10 else "")
+        return f"REST server {server!r} has: {shown}."
+
+    async def aclose(self) -> None:
+        """Close every server's pooled session; the next call opens a new one."""
+        retired, self._retired = self._retired, []
+        for session in [*retired, *self._servers.values()]:
+            await session.aclose()
+
+
+def _tool_uri(server_name: str, tool_name: str) -> ToolURI:
+    try:
+        return ToolURI.build("rest", server_name, tool_name)
+    except InvalidToolURIError as exc:
+        raise ToolRegistrationError(f"Cannot register a REST tool: {exc}", uri=exc.uri) from exc
+
+
+def _model_base_name(uri: ToolURI) -> str:
+    parts = f"{uri.server}_{uri.tool}".replace(".", "_").replace("-", "_").split("_")
+    return "".join(part[:1].upper() + part[1:] for part in parts if part)
+
+
+def _check_placeholders(uri: ToolURI, path: str, schema: Mapping[str, Any]) -> None:
+    properties = schema.get("properties", {})
+    missing = [name for name in path_placeholders(path) if name not in properties]
+    if missing:
+        names = ", ".join(repr(name) for name in missing)
+        raise ConfigurationError(
+            f"Cannot register {uri}: the path {path!r} has placeholders {names} that are not properties of the "
+            "input schema. Add them to input_schema['properties'].",
+            uri=str(uri),
+        )
+
+
+async def _load_spec(session: ServerSession, spec: Mapping[str, Any] | str | os.PathLike[str]) -> dict[str, Any]:
+    if isinstance(spec, Mapping):
+        return check_spec(spec, source="(given as a dict)")
+    text = os.fspath(spec) if isinstance(spec, os.PathLike) else spec
+    if not isinstance(text, str):
+        raise ConfigurationError(
+            f"register_openapi takes a dict, a file path or a URL path, not {type(spec).__name__}."
+        )
+    is_url = text.startswith(("http://", "https://"))
+    if not is_url:
+        content = await anyio.to_thread.run_sync(_read_spec_file, text, isinstance(spec, os.PathLike))
+        if content is not None:
+            return parse_spec(content, source=repr(text))
+    if not is_url and not text.startswith("/"):
+        raise ConfigurationError(
+            f"The OpenAPI spec {text!r} is not a file, and not a URL path on REST server {session.name!r} "
+            "(those start with '/', like '/openapi.json')."
+        )
+    if is_url and _origin(text) != _origin(session.resolved.base_url):
+        # The session carries the server's credentials; they must not go to another host.
+        raise ConfigurationError(
+            f"The OpenAPI spec URL {text!r} is not on REST server {session.name!r}; its credentials are only "
+            "sent to its own origin. Fetch the spec yourself and pass it as a dict."
+        )
+    fetched = await session.send(PreparedRequest("GET", text, [], {}, None, False))
+    source = f"{text!r} of REST server {session.name!r}"
+    return parse_spec(fetched, source=source) if isinstance(fetched, str) else check_spec(fetched, source=source)
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port
+
+
+def _read_spec_file(path: str, must_exist: bool) -> str | None:
+    """The text of the spec file at ``path``; ``None`` when there is no such file and it need not exist."""
+    file = Path(path)
+    if not must_exist and not file.is_file():
+        return None
+    try:
+        return file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(f"Cannot read the OpenAPI spec file {path!r}: {exc}") from exc

@@ -1,0 +1,360 @@
+"""OpenAPI 3 documents -> tool specifications: one per operation, with self-contained JSON schemas.
+
+What it relies on and does:
+
+- Local ``$ref``s (``#/components/...``) are resolved. Parameters, request bodies and responses are inlined;
+  schemas are copied into the tool schema's ``$defs`` and their ``$ref``s rewritten to point there, so recursive
+  (circular) schemas stay finite. A ``$ref`` to another document is an error naming the operation.
+- The input schema merges path, query and header parameters with the JSON request body: an object body's
+  properties become arguments beside the parameters; any other body (an array, a composed schema, a name clash)
+  is one ``body`` argument. ``Accept``, ``Content-Type`` and ``Authorization`` header parameters are ignored, as
+  the OpenAPI specification says; cookie parameters are not supported and are left out.
+- The output schema is the JSON schema of the first 2xx response that has one; ``None`` (any value) otherwise.
+- Operations whose request body has no JSON media type are skipped, and reported back as such.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import yaml
+
+from kavalai.adapters.rest._request import RequestPlan
+from kavalai.errors import ConfigurationError
+
+__all__ = ["OpenApiOperation", "OpenApiSkip", "parse_spec", "read_operations"]
+
+_HTTP_METHODS: Final = ("get", "put", "post", "delete", "options", "head", "patch")
+_IGNORED_HEADERS: Final = frozenset({"accept", "content-type", "authorization"})
+_NAME_JUNK: Final = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class OpenApiOperation:
+    """One operation, ready to become a ``rest://`` tool.
+
+    Attributes:
+        tool_name: the operationId (made URI-safe), or a name made of the method and path.
+        operation_id: the operationId as written, or ``None``.
+        tags: the operation's tags.
+        description: summary and description.
+        plan: where each argument goes in the request.
+        input_schema: a self-contained JSON schema of the arguments.
+        output_schema: the JSON schema of the 2xx JSON response, or ``None``.
+    """
+
+    tool_name: str
+    operation_id: str | None
+    tags: tuple[str, ...]
+    description: str
+    plan: RequestPlan
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class OpenApiSkip:
+    """An operation that could not become a tool, and why."""
+
+    label: str
+    reason: str
+
+
+def parse_spec(text: str, *, source: str) -> dict[str, Any]:
+    """Parse an OpenAPI document written as JSON or YAML; :class:`ConfigurationError` naming ``source`` if not."""
+    try:
+        document = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise ConfigurationError(f"The OpenAPI spec {source} is neither valid JSON nor YAML: {exc}") from exc
+    return check_spec(document, source=source)
+
+
+def check_spec(document: Any, *, source: str) -> dict[str, Any]:
+    """``document`` if it looks like an OpenAPI 3 document, else :class:`ConfigurationError`."""
+    if not isinstance(document, Mapping):
+        raise ConfigurationError(f"The OpenAPI spec {source} is not a JSON/YAML object.")
+    version = str(document.get("openapi", ""))
+    if not version.startswith("3."):
+        found = f"swagger {document['swagger']}" if "swagger" in document else f"openapi {version or '(missing)'}"
+        raise ConfigurationError(
+            f"The OpenAPI spec {source} declares {found}; only OpenAPI 3.x documents can be imported."
+        )
+    if not isinstance(document.get("paths", {}), Mapping):
+        raise ConfigurationError(f"The OpenAPI spec {source} has a 'paths' entry that is not an object.")
+    return dict(document)
+
+
+def read_operations(
+    spec: Mapping[str, Any],
+    *,
+    include: Iterable[str] | None = None,
+    exclude: Iterable[str] | None = None,
+) -> tuple[list[OpenApiOperation], list[OpenApiSkip]]:
+    """The operations of ``spec`` kept by ``include``/``exclude`` (operationIds or tags), and those skipped."""
+    wanted = set(include) if include is not None else None
+    unwanted = set(exclude or ())
+    operations: list[OpenApiOperation] = []
+    skipped: list[OpenApiSkip] = []
+    taken: set[str] = set()
+    for path, method, operation, shared_params in _walk(spec):
+        keys = {str(operation.get("operationId", "")), *map(str, operation.get("tags", ()))}
+        if (wanted is not None and not keys & wanted) or keys & unwanted:
+            continue
+        label = f"{method.upper()} {path}"
+        try:
+            built = _build(spec, path, method, operation, shared_params, taken)
+        except _Unsupported as exc:
+            skipped.append(OpenApiSkip(label, str(exc)))
+            continue
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"OpenAPI operation {label}: {exc}") from exc
+        taken.add(built.tool_name)
+        operations.append(built)
+    return operations, skipped
+
+
+class _Unsupported(Exception):
+    """An operation that cannot be expressed as a JSON tool (for example a multipart-only body)."""
+
+
+def _walk(spec: Mapping[str, Any]) -> Iterable[tuple[str, str, Mapping[str, Any], list[Any]]]:
+    for path, item in spec.get("paths", {}).items():
+        if not isinstance(item, Mapping):
+            continue
+        shared = list(item.get("parameters", ()))
+        for method in _HTTP_METHODS:
+            operation = item.get(method)
+            if isinstance(operation, Mapping):
+                yield str(path), method, operation, shared
+
+
+def _build(
+    spec: Mapping[str, Any],
+    path: str,
+    method: str,
+    operation: Mapping[str, Any],
+    shared_params: list[Any],
+    taken: set[str],
+) -> OpenApiOperation:
+    refs = _Refs(spec)
+    schema = _InputSchema(refs)
+    for param in _merged_params(refs, shared_params, operation.get("parameters", ())):
+        schema.add_parameter(param)
+    body = operation.get("requestBody")
+    if body is not None:
+        schema.add_body(refs.follow(body))
+    output = _output_schema(refs, operation.get("responses", {}))
+    operation_id = operation.get("operationId")
+    return OpenApiOperation(
+        tool_name=_tool_name(operation_id, method, path, taken),
+        operation_id=str(operation_id) if operation_id is not None else None,
+        tags=tuple(str(tag) for tag in operation.get("tags", ())),
+        description=_description(operation, method, path),
+        plan=schema.plan(method.upper(), path),
+        input_schema=refs.attach(schema.json_schema()),
+        output_schema=refs.attach(output) if output is not None else None,
+    )
+
+
+def _merged_params(refs: _Refs, shared: Iterable[Any], own: Iterable[Any]) -> list[Mapping[str, Any]]:
+    merged: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for raw in [*shared, *own]:  # an operation's parameter overrides a path-level one of the same name and place
+        param = refs.follow(raw)
+        merged[(str(param.get("name")), str(param.get("in")))] = param
+    return list(merged.values())
+
+
+class _InputSchema:
+    """Collects the properties of a tool's input schema and where each one goes."""
+
+    def __init__(self, refs: _Refs) -> None:
+        self._refs = refs
+        self.properties: dict[str, Any] = {}
+        self.required: list[str] = []
+        self.path_params: list[str] = []
+        self.query_params: set[str] = set()
+        self.header_params: list[tuple[str, str]] = []
+        self.body_field: str | None = None
+        self.body_object = False
+
+    def add_parameter(self, param: Mapping[str, Any]) -> None:
+        name, place = str(param.get("name", "")), param.get("in")
+        if not name or place == "cookie" or (place == "header" and name.lower() in _IGNORED_HEADERS):
+            return
+        arg = name
+        if arg in self.properties:
+            if place != "header":
+                raise _Unsupported(f"the {place} parameter {name!r} clashes with another argument")
+            arg = f"header_{name}"
+        prop = self._refs.schema(param.get("schema", {}))
+        if param.get("description") and "description" not in prop:
+            prop = {**prop, "description": str(param["description"])}
+        self.properties[arg] = prop
+        if param.get("required") or place == "path":
+            self.required.append(arg)
+        if place == "path":
+            self.path_params.append(arg)
+        elif place == "query":
+            self.query_params.add(arg)
+        elif place == "header":
+            self.header_params.append((arg, name))
+
+    def add_body(self, body: Mapping[str, Any]) -> None:
+        media = _json_media(body.get("content", {}))
+        if media is None:
+            kinds = ", ".join(body.get("content", {})) or "no content"
+            raise _Unsupported(f"the request body is not JSON ({kinds})")
+        schema = self._refs.schema(media.get("schema", {}))
+        target = self._refs.target(schema)
+        props = target.get("properties")
+        mergeable = (
+            target.get("type", "object") == "object"
+            and isinstance(props, Mapping)
+            and not any(key in target for key in ("allOf", "anyOf", "oneOf", "not"))
+            and not set(props) & set(self.properties)
+        )
+        if mergeable and isinstance(props, Mapping):
+            self.properties.update(props)
+            if body.get("required"):
+                self.required.extend(str(name) for name in target.get("required", ()))
+            self.body_object = True
+            return
+        self.properties["body"] = schema
+        if body.get("required"):
+            self.required.append("body")
+        self.body_field = "body"
+
+    def json_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "object", "properties": self.properties}
+        if self.required:
+            schema["required"] = list(dict.fromkeys(self.required))
+        return schema
+
+    def plan(self, method: str, path: str) -> RequestPlan:
+        return RequestPlan(
+            method=method,
+            path=path,
+            path_params=tuple(self.path_params),
+            query_params=frozenset(self.query_params),
+            header_params=tuple(self.header_params),
+            body_field=self.body_field,
+            body_object=self.body_object,
+        )
+
+
+def _json_media(content: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for media_type, media in content.items():
+        base = str(media_type).split(";", 1)[0].strip().lower()
+        if base == "application/json" or base.endswith("+json"):
+            return media if isinstance(media, Mapping) else {}
+    return None
+
+
+def _output_schema(refs: _Refs, responses: Mapping[str, Any]) -> dict[str, Any] | None:
+    codes = sorted(str(code) for code in responses if str(code).startswith("2"))
+    for code in codes:
+        media = _json_media(refs.follow(responses[code]).get("content", {}) or {})
+        if media is not None and isinstance(media.get("schema"), Mapping):
+            schema: dict[str, Any] = refs.schema(media["schema"])
+            return schema
+    return None
+
+
+def _description(operation: Mapping[str, Any], method: str, path: str) -> str:
+    parts = [str(operation[key]).strip() for key in ("summary", "description") if operation.get(key)]
+    if len(parts) == 2 and parts[1].startswith(parts[0]):
+        parts = parts[1:]
+    return "\n\n".join(parts) or f"{method.upper()} {path}"
+
+
+def _tool_name(operation_id: Any, method: str, path: str, taken: set[str]) -> str:
+    if operation_id:
+        name = _NAME_JUNK.sub("_", str(operation_id))
+    else:
+        name = re.sub(r"_+", "_", _NAME_JUNK.sub("_", f"{method}_{path}".replace("{", "").replace("}", "")))
+    name = re.sub(r"\.{2,}", ".", name).strip("._-") or method
+    candidate, n = name, 2
+    while candidate in taken:
+        candidate, n = f"{name}_{n}", n + 1
+    return candidate
+
+
+@dataclass
+class _Refs:
+    """Resolves local ``$ref``s of one document and collects the schemas a tool refers to as ``$defs``."""
+
+    document: Mapping[str, Any]
+    defs: dict[str, Any] = field(default_factory=dict)
+    _names: dict[str, str] = field(default_factory=dict)
+
+    def follow(self, node: Any) -> Mapping[str, Any]:
+        """``node`` with ``$ref`` chains followed (for parameters, bodies, responses)."""
+        seen: set[str] = set()
+        while isinstance(node, Mapping) and "$ref" in node:
+            ref = str(node["$ref"])
+            if ref in seen:
+                raise ConfigurationError(f"the $ref {ref!r} refers to itself")
+            seen.add(ref)
+            node = self._lookup(ref)
+        if not isinstance(node, Mapping):
+            raise ConfigurationError(f"expected an object, found {type(node).__name__}")
+        return node
+
+    def schema(self, node: Any) -> Any:
+        """A copy of the schema ``node`` whose local ``$ref``s point into ``$defs`` (collected on the way)."""
+        if isinstance(node, list):
+            return [self.schema(item) for item in node]
+        if not isinstance(node, Mapping):
+            return node
+        if isinstance(node.get("$ref"), str):
+            rest = {key: self.schema(value) for key, value in node.items() if key != "$ref"}
+            return {"$ref": f"#/$defs/{self._define(node['$ref'])}", **rest}
+        return {key: self.schema(value) for key, value in node.items()}
+
+    def target(self, schema: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The definition a rewritten ``{"$ref": "#/$defs/X"}`` schema points to (or the schema itself)."""
+        seen: set[str] = set()
+        while isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#/$defs/"):
+            name = schema["$ref"].removeprefix("#/$defs/")
+            if name in seen or not isinstance(self.defs.get(name), Mapping):
+                break
+            seen.add(name)
+            schema = self.defs[name]
+        return schema
+
+    def attach(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """``schema`` with the collected ``$defs`` it needs (all of this operation's)."""
+        if not self.defs:
+            return schema
+        return {**schema, "$defs": {**schema.get("$defs", {}), **self.defs}}
+
+    def _define(self, ref: str) -> str:
+        name = self._names.get(ref)
+        if name is not None:
+            return name
+        base = _NAME_JUNK.sub("_", ref.rsplit("/", 1)[-1]) or "Schema"
+        name, n = base, 2
+        while name in self.defs:
+            name, n = f"{base}{n}", n + 1
+        self._names[ref] = name
+        self.defs[name] = {}  # reserve first: a circular schema meets its own name while being copied
+        self.defs[name] = self.schema(self._lookup(ref))
+        return name
+
+    def _lookup(self, ref: str) -> Any:
+        if not ref.startswith("#/"):
+            raise ConfigurationError(f"the $ref {ref!r} points outside the document; only local refs are supported")
+        node: Any = self.document
+        for part in ref[2:].split("/"):
+            key = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, Mapping) and key in node:
+                node = node[key]
+            elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+                node = node[int(key)]
+            else:
+                raise ConfigurationError(f"the $ref {ref!r} does not resolve")
+        return node

@@ -1,0 +1,153 @@
+"""One pooled aiohttp session per REST server, and the one place aiohttp errors become kavalai errors.
+
+The session is created on first use inside the running event loop (aiohttp sessions are bound to a loop) and
+closed by :meth:`ServerSession.aclose`, which ``kernel.close()`` reaches through the adapter; the next call after
+that opens a new one. Responses are decoded here: JSON by content type, other bodies as text, an empty body (a
+204, a HEAD) as ``None``; a 4xx/5xx becomes :class:`~kavalai.errors.HTTPStatusError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+from typing import Any, Final
+
+import aiohttp
+
+from kavalai.adapters.rest._config import ResolvedServer, RestServer
+from kavalai.adapters.rest._request import PreparedRequest
+from kavalai.errors import (
+    ConfigurationError,
+    FunctionKernelException,
+    HTTPStatusError,
+    ServerConnectionError,
+    ToolExecutionError,
+    ToolTimeoutError,
+)
+
+__all__ = ["BODY_EXCERPT_CHARS", "ServerSession"]
+
+#: How much of an error response's body an HTTPStatusError keeps.
+BODY_EXCERPT_CHARS: Final = 1000
+_EXCERPT_BYTES: Final = 4 * BODY_EXCERPT_CHARS
+
+
+class ServerSession:
+    """The connection pool of one REST server and the requests sent through it."""
+
+    def __init__(self, server: RestServer) -> None:
+        self.server = server
+        self.resolved: ResolvedServer = server.resolve()
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def name(self) -> str:
+        """The server name."""
+        return self.server.name
+
+    def _client(self) -> aiohttp.ClientSession:
+        session = self._session
+        loop = asyncio.get_running_loop()
+        if session is not None and self._loop is loop and not session.closed:
+            return session
+        # A closed session, or one from another (finished) event loop: open a new one, re-reading the environment.
+        self.resolved = self.server.resolve()
+        connector = aiohttp.TCPConnector(limit=self.server.max_connections, ssl=self._ssl_setting())
+        session = aiohttp.ClientSession(
+            connector=connector,
+            headers=self.resolved.headers,
+            timeout=aiohttp.ClientTimeout(total=None),
+            raise_for_status=False,
+        )
+        self._session, self._loop = session, loop
+        return session
+
+    async def send(self, request: PreparedRequest, *, uri: str | None = None) -> Any:
+        """Send ``request`` and return the decoded body; raise a kavalai error (naming ``uri``) on any failure.
+
+        ``request.path`` is relative to the base URL, or an absolute ``http(s)://`` URL (OpenAPI specs).
+        """
+        session = self._client()
+        resolved = self.resolved
+        method, path = request.method, request.path
+        url = f"{resolved.base_url}{path}" if path.startswith("/") else path
+        kwargs: dict[str, Any] = {}
+        if request.query or resolved.query:
+            kwargs["params"] = [*request.query, *resolved.query]
+        if request.headers:
+            kwargs["headers"] = request.headers
+        if request.has_body:
+            kwargs["json"] = request.body
+        where = uri or f"REST server {self.name!r}"
+        try:
+            async with session.request(method, url, **kwargs) as response:
+                if response.status >= 400:
+                    raise await self._status_error(response, method, path, where, uri)
+                return _decode(await response.read(), response)
+        except FunctionKernelException:
+            raise
+        except TimeoutError as exc:
+            raise ToolTimeoutError(f"{where}: {method} {path} timed out waiting for {self.name!r}.", uri=uri) from exc
+        except aiohttp.ClientConnectionError as exc:
+            raise ServerConnectionError(
+                f"{where}: cannot reach REST server {self.name!r} at {resolved.base_url} "
+                f"({self._describe(exc)}). Is it running, and is its url right?",
+                uri=uri,
+                server=self.name,
+            ) from exc
+        except (aiohttp.ClientError, ValueError) as exc:
+            raise ToolExecutionError(f"{where}: {method} {path} failed: {self._describe(exc)}", uri=uri) from exc
+
+    async def _status_error(
+        self, response: aiohttp.ClientResponse, method: str, path: str, where: str, uri: str | None
+    ) -> HTTPStatusError:
+        try:
+            raw = await response.content.read(_EXCERPT_BYTES)
+        except aiohttp.ClientError:
+            raw = b""
+        text = self.resolved.redact(raw.decode(response.charset or "utf-8", errors="replace"))
+        excerpt = text if len(text) <= BODY_EXCERPT_CHARS else f"{text[:BODY_EXCERPT_CHARS]}..."
+        reason = f" {response.reason}" if response.reason else ""
+        shown = f": {excerpt}" if excerpt else ""
+        return HTTPStatusError(
+            f"{where}: {method} {path} answered {response.status}{reason}{shown}",
+            uri=uri,
+            method=method,
+            status_code=response.status,
+            body=excerpt,
+        )
+
+    def _ssl_setting(self) -> ssl.SSLContext | bool:
+        verify = self.server.verify
+        if not isinstance(verify, str):
+            return verify
+        try:
+            return ssl.create_default_context(cafile=verify)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigurationError(
+                f"REST server {self.name!r}: cannot load the CA bundle {verify!r} given as verify: {exc}"
+            ) from exc
+
+    def _describe(self, exc: BaseException) -> str:
+        text = str(exc)
+        return self.resolved.redact(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+
+    async def aclose(self) -> None:
+        """Close the pooled session (if open); the next request opens a new one."""
+        session, self._session, self._loop = self._session, None, None
+        if session is not None and not session.closed:
+            await session.close()
+
+
+def _decode(body: bytes, response: aiohttp.ClientResponse) -> Any:
+    if not body:
+        return None
+    content_type = response.content_type
+    if content_type == "application/json" or content_type.endswith("+json"):
+        try:
+            return json.loads(body)
+        except ValueError as exc:
+            raise ValueError(f"the response is not valid JSON ({exc})") from exc
+    return body.decode(response.charset or "utf-8", errors="replace")

@@ -1,0 +1,36 @@
+"""The tool-calling agent: :class:`Agent`, its :class:`AgentResult`, events for observers and approval hooks."""
+
+from kavalai.agent._agent import Agent
+from kavalai.agent._approval import Approval, ApprovalHook
+from kavalai.agent._events import (
+    AgentEvent,
+    EventHandler,
+    ModelResponded,
+    ModelTextDelta,
+    RunFinished,
+    RunStarted,
+    StepStarted,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from kavalai.agent._result import AgentResult, ToolCallRecord
+from kavalai.llm.errors import AgentError, MaxStepsExceededError
+
+__all__ = [
+    "Agent",
+    "AgentError",
+    "AgentEvent",
+    "AgentResult",
+    "Approval",
+    "ApprovalHook",
+    "EventHandler",
+    "MaxStepsExceededError",
+    "ModelResponded",
+    "ModelTextDelta",
+    "RunFinished",
+    "RunStarted",
+    "StepStarted",
+    "ToolCallFinished",
+    "ToolCallRecord",
+    "ToolCallStarted",
+]

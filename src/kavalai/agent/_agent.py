@@ -1,0 +1,272 @@
+"""The tool-calling agent: model -> tool calls -> the kernel runs them concurrently -> results -> model -> ..."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar, overload
+
+from pydantic import BaseModel
+
+from kavalai.agent._approval import ApprovalHook
+from kavalai.agent._events import (
+    AgentEvent,
+    EventHandler,
+    ModelResponded,
+    ModelTextDelta,
+    RunFinished,
+    RunStarted,
+    StepStarted,
+)
+from kavalai.agent._result import AgentResult, ToolCallRecord
+from kavalai.agent._tools import ToolRunner
+from kavalai.kernel import FunctionKernel
+from kavalai.llm.base import LLMClient, ModelSettings, parse_structured
+from kavalai.llm.errors import LLMResponseError, MaxStepsExceededError, StructuredOutputError
+from kavalai.llm.messages import (
+    LLMResponse,
+    Message,
+    ResponseDone,
+    SystemMessage,
+    TextDelta,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+
+__all__ = ["Agent"]
+
+OutputT = TypeVar("OutputT")
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass
+class _RunState:
+    history: list[Message]
+    new: list[Message]
+    trace: list[ToolCallRecord] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    steps: int = 0
+
+    def messages(self, system: SystemMessage | None) -> list[Message]:
+        head: list[Message] = [system] if system is not None else []
+        return [*head, *self.history, *self.new]
+
+    def result(self, output: Any) -> AgentResult[Any]:
+        return AgentResult(
+            output=output,
+            new_messages=list(self.new),
+            history=list(self.history),
+            tool_calls=list(self.trace),
+            usage=self.usage,
+            steps=self.steps,
+        )
+
+
+class Agent(Generic[OutputT]):
+    """An LLM that answers a prompt by calling the kernel's tools.
+
+    Each run fetches the tool list once with ``kernel.get_tool_descriptions(allowed_tools)``, then loops: call the
+    model; if it asks for tools, run that step's calls concurrently through ``kernel.call_tool`` and send the
+    results back (failures as error results the model can act on); stop when the model answers without tool calls.
+
+    Args:
+        llm: an :class:`~kavalai.llm.LLMClient`, or a model id for :func:`~kavalai.llm.make_client`
+            (``"openai/gpt-4.1-mini"``).
+        kernel: the kernel whose tools the agent may call; ``None`` for an agent without tools.
+        instructions: the system message, sent first in every request (not part of the result's messages).
+        allowed_tools: URIs and globs the agent may call (``["python://fs.*"]``); ``None`` for every tool.
+        max_steps: the most model calls per run. A model still calling tools at the last step raises
+            :class:`~kavalai.llm.errors.MaxStepsExceededError` (carrying the partial result); the tool calls of
+            that last reply are not run.
+        output_type: a Pydantic model for a structured final answer. A reply that does not fit is sent back once,
+            with the validation errors, for repair; a second failure raises
+            :class:`~kavalai.llm.errors.StructuredOutputError`.
+        approve: a hook asked before each call of a tool matching ``require_approval``; it can allow, deny with a
+            reason, or edit the arguments (see :class:`~kavalai.agent.Approval`).
+        require_approval: URIs and globs that need approval; ``None`` (the default) means every tool, when
+            ``approve`` is given.
+        on_event: an observer called with every :data:`~kavalai.agent.AgentEvent`, sync or async.
+        stream: stream the model's replies, reporting text as ``ModelTextDelta`` events.
+        settings: temperature and max tokens for every model call.
+    """
+
+    @overload
+    def __init__(
+        self: Agent[str],
+        llm: LLMClient | str,
+        *,
+        kernel: FunctionKernel | None = None,
+        instructions: str | None = None,
+        allowed_tools: Sequence[str] | None = None,
+        max_steps: int = 10,
+        output_type: None = None,
+        approve: ApprovalHook | None = None,
+        require_approval: Sequence[str] | None = None,
+        on_event: EventHandler | None = None,
+        stream: bool = False,
+        settings: ModelSettings | None = None,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: Agent[M],
+        llm: LLMClient | str,
+        *,
+        kernel: FunctionKernel | None = None,
+        instructions: str | None = None,
+        allowed_tools: Sequence[str] | None = None,
+        max_steps: int = 10,
+        output_type: type[M],
+        approve: ApprovalHook | None = None,
+        require_approval: Sequence[str] | None = None,
+        on_event: EventHandler | None = None,
+        stream: bool = False,
+        settings: ModelSettings | None = None,
+    ) -> None: ...
+
+    def __init__(
+        self,
+        llm: LLMClient | str,
+        *,
+        kernel: FunctionKernel | None = None,
+        instructions: str | None = None,
+        allowed_tools: Sequence[str] | None = None,
+        max_steps: int = 10,
+        output_type: type[BaseModel] | None = None,
+        approve: ApprovalHook | None = None,
+        require_approval: Sequence[str] | None = None,
+        on_event: EventHandler | None = None,
+        stream: bool = False,
+        settings: ModelSettings | None = None,
+    ) -> None:
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+        if isinstance(allowed_tools, str):
+            raise TypeError("allowed_tools takes a list of URIs or globs, not a single string")
+        self.llm: LLMClient = _make_client(llm) if isinstance(llm, str) else llm
+        self.kernel = kernel
+        self.instructions = instructions
+        self.allowed_tools = None if allowed_tools is None else list(allowed_tools)
+        self.max_steps = max_steps
+        self.output_type = output_type
+        self.approve = approve
+        self.require_approval = require_approval
+        self.on_event = on_event
+        self.stream = stream
+        self.settings = settings
+
+    async def run(self, prompt: str, *, history: Sequence[Message] | None = None) -> AgentResult[OutputT]:
+        """Answer ``prompt``, calling tools as the model asks.
+
+        Args:
+            prompt: the user's message.
+            history: earlier messages (e.g. a previous result's ``all_messages()``), sent before the prompt.
+
+        Raises:
+            MaxStepsExceededError: the model was still calling tools after ``max_steps`` model calls.
+            StructuredOutputError: the final answer did not fit ``output_type``, even after one repair.
+            LLMError: the provider failed (connection, error status).
+        """
+        specs = await self._tool_specs()
+        state = _RunState(history=list(history or ()), new=[UserMessage(content=prompt)])
+        runner = ToolRunner(
+            self.kernel,
+            [spec.name for spec in specs],
+            approve=self.approve,
+            require_approval=self.require_approval,
+            emit=self._emit,
+        )
+        system = SystemMessage(content=self.instructions) if self.instructions else None
+        await self._emit(RunStarted(prompt=prompt, tools=[spec.name for spec in specs]))
+        repairs_left = 1
+        for step in range(1, self.max_steps + 1):
+            state.steps = step
+            await self._emit(StepStarted(step=step))
+            try:
+                response = await self._call_model(step, state.messages(system), specs)
+            except StructuredOutputError as exc:
+                if repairs_left == 0 or exc.response is None:
+                    raise
+                repairs_left -= 1
+                state.usage += exc.response.usage
+                state.new += [exc.response.message, UserMessage(content=_repair_request(exc))]
+                continue
+            state.usage += response.usage
+            state.new.append(response.message)
+            await self._emit(ModelResponded(step=step, response=response))
+            if not response.tool_calls:
+                return await self._finish(state, response)
+            if step == self.max_steps:
+                break
+            for message, record in await runner.run_step(step, response.tool_calls):
+                state.new.append(message)
+                state.trace.append(record)
+        raise MaxStepsExceededError(
+            f"The agent reached max_steps={self.max_steps} while the model was still calling tools. Raise "
+            "max_steps, or tell the model in the instructions to answer sooner.",
+            max_steps=self.max_steps,
+            result=state.result(None),
+        )
+
+    async def _tool_specs(self) -> list[ToolSpec]:
+        if self.kernel is None:
+            return []
+        descriptions = await self.kernel.get_tool_descriptions(self.allowed_tools)
+        return [ToolSpec.from_description(description) for description in descriptions]
+
+    async def _call_model(self, step: int, messages: list[Message], specs: list[ToolSpec]) -> LLMResponse:
+        if not self.stream:
+            response = await self.llm.complete(
+                messages, tools=specs, response_model=self.output_type, settings=self.settings
+            )
+        else:
+            response = await self._stream_model(step, messages, specs)
+        if self.output_type is not None and not isinstance(response.parsed, self.output_type):
+            response = parse_structured(response, self.output_type, provider=self.llm.provider, model=self.llm.model)
+        return response
+
+    async def _stream_model(self, step: int, messages: list[Message], specs: list[ToolSpec]) -> LLMResponse:
+        events = self.llm.stream(messages, tools=specs, response_model=self.output_type, settings=self.settings)
+        response: LLMResponse | None = None
+        async for event in events:  # drained to the end, so the provider's stream is closed
+            if isinstance(event, TextDelta):
+                await self._emit(ModelTextDelta(step=step, text=event.text))
+            elif isinstance(event, ResponseDone):
+                response = event.response
+        if response is not None:
+            return response
+        raise LLMResponseError(
+            "The model's stream ended without a complete response.", provider=self.llm.provider, model=self.llm.model
+        )
+
+    async def _finish(self, state: _RunState, response: LLMResponse) -> AgentResult[OutputT]:
+        output = response.parsed if self.output_type is not None else response.text
+        result: AgentResult[OutputT] = state.result(output)
+        await self._emit(RunFinished(result=result))
+        return result
+
+    async def _emit(self, event: AgentEvent) -> None:
+        if self.on_event is None:
+            return
+        outcome = self.on_event(event)
+        if inspect.isawaitable(outcome):
+            await outcome
+
+    def __repr__(self) -> str:
+        output = self.output_type.__name__ if self.output_type is not None else "str"
+        return f"<Agent {self.llm.provider}/{self.llm.model} output={output} max_steps={self.max_steps}>"
+
+
+def _make_client(model_id: str) -> LLMClient:
+    from kavalai.llm.registry import make_client
+
+    return make_client(model_id)
+
+
+def _repair_request(exc: StructuredOutputError) -> str:
+    return (
+        f"Your answer could not be used: {exc.message}. Reply again with only a JSON object that fits the "
+        "requested schema."
+    )

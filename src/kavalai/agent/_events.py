@@ -1,0 +1,92 @@
+"""Events an agent reports while it runs, for observers (``Agent(on_event=...)``)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from kavalai.agent._result import AgentResult, ToolCallRecord
+from kavalai.llm.messages import LLMResponse, ToolCall
+
+__all__ = [
+    "AgentEvent",
+    "EventHandler",
+    "ModelResponded",
+    "ModelTextDelta",
+    "RunFinished",
+    "RunStarted",
+    "StepStarted",
+    "ToolCallFinished",
+    "ToolCallStarted",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    """A run began; ``tools`` are the URIs offered to the model for the whole run."""
+
+    prompt: str
+    tools: list[str]
+    type: Literal["run_started"] = "run_started"
+
+
+@dataclass(frozen=True, slots=True)
+class StepStarted:
+    """The model is about to be called for step ``step`` (1-based)."""
+
+    step: int
+    type: Literal["step_started"] = "step_started"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelTextDelta:
+    """A piece of the model's text, when the agent streams (``Agent(stream=True)``)."""
+
+    step: int
+    text: str
+    type: Literal["text_delta"] = "text_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponded:
+    """The model replied in step ``step``."""
+
+    step: int
+    response: LLMResponse
+    type: Literal["model_responded"] = "model_responded"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    """A tool call is about to run (before approval)."""
+
+    step: int
+    call: ToolCall
+    type: Literal["tool_call_started"] = "tool_call_started"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFinished:
+    """A tool call finished, failed or was refused; ``record`` is its trace entry."""
+
+    step: int
+    record: ToolCallRecord
+    type: Literal["tool_call_finished"] = "tool_call_finished"
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    """The run produced its final answer."""
+
+    result: AgentResult[Any]
+    type: Literal["run_finished"] = "run_finished"
+
+
+#: Everything an observer may receive.
+AgentEvent: TypeAlias = (
+    RunStarted | StepStarted | ModelTextDelta | ModelResponded | ToolCallStarted | ToolCallFinished | RunFinished
+)
+
+#: An observer: a function of one event, sync or async. Exceptions it raises end the run.
+EventHandler: TypeAlias = Callable[[AgentEvent], Awaitable[None] | None]

@@ -1,0 +1,183 @@
+"""Running the tool calls of one step: allow-list, approval, the kernel call, and the result sent back.
+
+The calls of a step run concurrently. Every failure the model can act on (a kernel error, a tool outside the
+allowed set, a refused approval, arguments that were not JSON) becomes an error tool result; anything else
+(a bug in a hook, cancellation) propagates.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import inspect
+import json
+import time
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from kavalai.agent._approval import Approval, ApprovalHook
+from kavalai.agent._events import AgentEvent, ToolCallFinished, ToolCallStarted
+from kavalai.agent._result import ToolCallRecord
+from kavalai.errors import (
+    FunctionKernelException,
+    ToolExecutionError,
+    ToolInputError,
+    ToolNotFoundError,
+    ToolOutputError,
+    ToolTimeoutError,
+)
+from kavalai.kernel import FunctionKernel
+from kavalai.llm.messages import ToolCall, ToolResultMessage
+
+__all__ = ["ToolRunner"]
+
+_HINTS: tuple[tuple[type[FunctionKernelException], str], ...] = (
+    (ToolInputError, "Fix the arguments to match the tool's schema and call it again."),
+    (ToolTimeoutError, "Try again with a smaller request, or continue without this result."),
+    (ToolOutputError, "The tool misbehaved; try other arguments or another tool."),
+    (ToolExecutionError, "Check the arguments, or try another approach."),
+    (ToolNotFoundError, "Call only the tools you were given."),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    status: str
+    arguments: dict[str, Any]
+    result: Any = None
+    error: str | None = None
+    error_type: str | None = None
+    edited: bool = False
+
+
+class ToolRunner:
+    """Runs one step's tool calls through the kernel for an agent run.
+
+    Args:
+        kernel: the kernel that runs the tools, or ``None`` for an agent without tools.
+        allowed: the URIs offered to the model this run; calls to anything else are refused.
+        approve: the approval hook, or ``None``.
+        require_approval: URIs and globs that need approval; ``None`` means every tool.
+        emit: reports events to the agent's observer.
+    """
+
+    def __init__(
+        self,
+        kernel: FunctionKernel | None,
+        allowed: Collection[str],
+        *,
+        approve: ApprovalHook | None,
+        require_approval: Sequence[str] | None,
+        emit: Callable[[AgentEvent], Awaitable[None]],
+    ) -> None:
+        self._kernel = kernel
+        self._allowed = frozenset(allowed)
+        self._approve = approve
+        self._require = None if require_approval is None else tuple(require_approval)
+        self._emit = emit
+
+    async def run_step(self, step: int, calls: Sequence[ToolCall]) -> list[tuple[ToolResultMessage, ToolCallRecord]]:
+        """Run ``calls`` concurrently; return their results and trace records in the order of ``calls``."""
+        slots: list[tuple[ToolResultMessage, ToolCallRecord] | None] = [None] * len(calls)
+
+        async def run_one(index: int, call: ToolCall) -> None:
+            slots[index] = await self._run_call(step, call)
+
+        try:
+            async with anyio.create_task_group() as group:
+                for index, call in enumerate(calls):
+                    group.start_soon(run_one, index, call)
+        except BaseExceptionGroup as group_error:
+            # A failing hook or observer is the caller's error: raise it as itself, not wrapped in a group.
+            if len(group_error.exceptions) == 1:
+                raise group_error.exceptions[0] from None
+            raise
+        return [slot for slot in slots if slot is not None]
+
+    async def _run_call(self, step: int, call: ToolCall) -> tuple[ToolResultMessage, ToolCallRecord]:
+        await self._emit(ToolCallStarted(step=step, call=call))
+        started = time.perf_counter()
+        outcome = await self._outcome(call)
+        record = ToolCallRecord(
+            step=step,
+            call_id=call.id,
+            uri=call.name,
+            arguments=outcome.arguments,
+            status=outcome.status,  # type: ignore[arg-type]  # _outcome only builds the three statuses
+            result=outcome.result,
+            error=outcome.error,
+            error_type=outcome.error_type,
+            duration=time.perf_counter() - started,
+            edited=outcome.edited,
+        )
+        await self._emit(ToolCallFinished(step=step, record=record))
+        if outcome.status == "ok":
+            content = json.dumps(outcome.result, ensure_ascii=False, separators=(",", ":"))
+        else:
+            content = outcome.error or "The call failed."
+        message = ToolResultMessage(
+            tool_call_id=call.id, name=call.name, content=content, is_error=outcome.status != "ok"
+        )
+        return message, record
+
+    async def _outcome(self, call: ToolCall) -> _Outcome:
+        arguments = call.arguments
+        if call.name not in self._allowed or self._kernel is None:
+            return _denied(
+                arguments, f"Tool {call.name!r} is not available to you. Call only the tools you were given."
+            )
+        if call.arguments_error is not None:
+            return _error(
+                arguments,
+                "ToolInputError",
+                f"Your arguments were not a JSON object ({call.arguments_error}). Send them again as a JSON object.",
+            )
+        edited = False
+        if self._approve is not None and self._needs_approval(call.name):
+            decision = await _decide(self._approve, call)
+            if decision.action == "deny":
+                reason = decision.reason or "not approved"
+                return _denied(arguments, f"The call to {call.name} was refused: {reason}. Do not retry it as is.")
+            if decision.action == "edit":
+                arguments, edited = decision.arguments, True
+        try:
+            output = await self._kernel.call_tool(call.name, arguments)
+        except FunctionKernelException as exc:
+            return _Outcome("error", arguments, error=_error_message(exc), error_type=type(exc).__name__, edited=edited)
+        return _Outcome("ok", arguments, result=output.model_dump(mode="json"), edited=edited)
+
+    def _needs_approval(self, uri: str) -> bool:
+        if self._require is None:
+            return True
+        return any(fnmatch.fnmatchcase(uri, pattern) for pattern in self._require)
+
+
+async def _decide(approve: ApprovalHook, call: ToolCall) -> Approval:
+    decision = approve(call)
+    if inspect.isawaitable(decision):
+        decision = await decision
+    if isinstance(decision, bool):
+        return Approval.allow() if decision else Approval.deny()
+    if not isinstance(decision, Approval):
+        raise TypeError(
+            f"The approval hook returned {decision!r} for {call.name}; return an Approval "
+            "(Approval.allow(), Approval.deny(reason), Approval.edit(arguments)) or a bool."
+        )
+    return decision
+
+
+def _denied(arguments: dict[str, Any], message: str) -> _Outcome:
+    return _Outcome("denied", arguments, error=message, error_type="ToolAccessDeniedError")
+
+
+def _error(arguments: dict[str, Any], error_type: str, message: str) -> _Outcome:
+    return _Outcome("error", arguments, error=message, error_type=error_type)
+
+
+def _error_message(exc: FunctionKernelException) -> str:
+    for cls, hint in _HINTS:
+        if isinstance(exc, cls):
+            return f"{exc.message} {hint}"
+    return exc.message

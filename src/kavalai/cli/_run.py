@@ -1,0 +1,135 @@
+"""``kavalai run workflow.yaml --input '{...}'``: run a workflow file, output JSON on stdout, progress on stderr.
+
+Exit status: 0 when the run succeeded, 1 when it failed (or a server could not be connected), 2 when the
+command line, the input or the workflow file is invalid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+__all__ = ["add_run_parser", "run_command"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def add_run_parser(subparsers: Any) -> None:
+    """Add the ``run`` command to the ``kavalai`` command's subparsers."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "run",
+        help="run a workflow YAML file",
+        description="Run a workflow: the output is printed as JSON on stdout, each node's progress on stderr.",
+    )
+    parser.add_argument("workflow", help="the workflow YAML file")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--input", metavar="JSON", help="the workflow input as JSON, e.g. '{\"folder\": \"docs\"}'")
+    source.add_argument("--input-file", metavar="PATH", help="a JSON or YAML file holding the workflow input")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="the run timeout")
+    parser.add_argument("--max-visits", type=int, default=None, metavar="N", help="the node-visit limit")
+    parser.add_argument(
+        "--trace", action="store_true", help="print the whole result (status, output, trace) instead of the output"
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="do not report progress on stderr")
+
+
+def run_command(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    """Run the ``run`` command with parsed ``args``; return the exit status."""
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    try:
+        run_input = _read_input(args)
+    except ValueError as exc:
+        print(f"kavalai run: {exc}", file=err)
+        return EXIT_USAGE
+    return asyncio.run(_run(args, run_input, out, err))
+
+
+def _read_input(args: argparse.Namespace) -> Any:
+    if args.input is not None:
+        try:
+            return json.loads(args.input)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"--input is not valid JSON: {exc.msg} at position {exc.pos}") from None
+    if args.input_file is not None:
+        path = Path(args.input_file)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"cannot read --input-file {str(path)!r}: {exc.strerror}") from None
+        import yaml
+
+        try:
+            return yaml.safe_load(text)  # JSON is YAML too
+        except yaml.YAMLError as exc:
+            raise ValueError(f"--input-file {str(path)!r} is neither JSON nor YAML: {exc}") from None
+    return {}
+
+
+async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextIO) -> int:
+    from kavalai.errors import FunctionKernelException
+    from kavalai.workflow import RunFinished, WorkflowDefinitionError, WorkflowEngine
+
+    try:
+        engine = WorkflowEngine.from_yaml(args.workflow, max_visits=args.max_visits)
+    except WorkflowDefinitionError as exc:
+        print(f"kavalai run: invalid workflow {args.workflow}: {exc}", file=err)
+        return EXIT_USAGE
+    options: dict[str, Any] = {} if args.timeout is None else {"timeout": args.timeout}
+    progress = _Progress(err, quiet=args.quiet)
+    try:
+        async with engine:
+            result = None
+            async for event in engine.stream(run_input, **options):
+                progress.show(event)
+                if isinstance(event, RunFinished):
+                    result = event.result
+    except FunctionKernelException as exc:
+        print(f"kavalai run: {exc}", file=err)
+        return EXIT_FAILED
+    assert result is not None  # every stream ends with RunFinished
+    if args.trace:
+        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False), file=out)
+    elif result.ok:
+        print(json.dumps(result.output_data(), indent=2, ensure_ascii=False), file=out)
+    if not result.ok:
+        print(f"kavalai run: the run {result.status.value}: {result.error}", file=err)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+class _Progress:
+    """Writes one line per node event to stderr."""
+
+    def __init__(self, stream: TextIO, *, quiet: bool) -> None:
+        self.stream = stream
+        self.quiet = quiet
+
+    def show(self, event: Any) -> None:
+        from kavalai.workflow import NodeFailed, NodeFinished, NodeStarted, RunFinished, RunStarted
+
+        if self.quiet:
+            return
+        line = None
+        if isinstance(event, RunStarted):
+            line = f"run {event.workflow} ({event.run_id[:8]})"
+        elif isinstance(event, NodeStarted):
+            where = f" [{event.branch}]" if event.branch else ""
+            line = f"  -> {event.node} ({event.kind}){where}"
+        elif isinstance(event, NodeFinished):
+            record = event.trace
+            extra = f", {record.attempts} attempts" if record.attempts > 1 else ""
+            calls = f", {len(record.tool_calls)} tool calls" if record.tool_calls else ""
+            line = f"  ok {record.node} in {record.duration * 1000:.1f} ms{extra}{calls}"
+        elif isinstance(event, NodeFailed):
+            line = f"  FAILED {event.trace.node}: {event.error}"
+        elif isinstance(event, RunFinished):
+            line = f"run {event.result.status.value} in {event.result.duration * 1000:.1f} ms"
+        if line is not None:
+            print(line, file=self.stream, flush=True)

@@ -1,0 +1,266 @@
+"""Guarded, pooled HTTP fetching shared by the bundled ``http`` and ``web`` tools.
+
+One :class:`GuardedClient` per registered group owns one aiohttp ``ClientSession``, created lazily in the running
+loop and closed by the kernel's ``close()`` (the next call creates a new one). Every hop of a request passes the
+SSRF guard of :mod:`kavalai.tools._netguard` twice: :func:`check_url` before sending, and the resolver the
+session dials through. Redirects are followed here, one hop at a time, never by aiohttp. The body is read in
+chunks and refused as soon as it exceeds the byte cap.
+
+Failures are raised as built-in exceptions whose message is meant for a model: ``PermissionError`` (refused by the
+guard), ``ValueError`` (a bad URL or body, a response over the cap), ``ConnectionError`` (the transport failed,
+too many redirects) and ``TimeoutError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json as jsonlib
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import aiohttp
+import anyio
+from aiohttp.abc import AbstractResolver
+from multidict import CIMultiDict
+from yarl import URL
+
+from kavalai.tools._netguard import GuardedResolver, IPNetwork, check_url
+
+__all__ = ["DEFAULT_USER_AGENT", "FetchConfig", "Fetched", "GuardedClient", "parse_url"]
+
+DEFAULT_USER_AGENT: Final = "kavalai-tools/0.1"
+_REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
+_CREDENTIAL_HEADERS: Final = ("Authorization", "Cookie", "Proxy-Authorization")
+_CHUNK: Final = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class FetchConfig:
+    """The limits and guard settings of one registered group.
+
+    Attributes:
+        allow_private_networks: lift the SSRF guard entirely (only for trusted callers and tests).
+        allowed_networks: networks let through despite the guard.
+        resolver: the DNS resolver to dial through; the guard wraps it. ``None``: aiohttp's default.
+        max_redirects: how many redirects one request may follow.
+        max_response_bytes: the largest (decompressed) body accepted.
+        user_agent: the ``User-Agent`` sent unless the caller sets one.
+    """
+
+    allow_private_networks: bool = False
+    allowed_networks: tuple[IPNetwork, ...] = ()
+    resolver: AbstractResolver | None = None
+    max_redirects: int = 5
+    max_response_bytes: int = 2 * 1024 * 1024
+    user_agent: str = DEFAULT_USER_AGENT
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """A complete response: the last hop's status, headers and body."""
+
+    status: int
+    reason: str
+    url: str
+    headers: dict[str, str]
+    body: bytes
+    content_type: str
+    charset: str | None
+    redirects: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        """The body decoded with its declared charset (UTF-8 otherwise), undecodable bytes replaced."""
+        try:
+            return self.body.decode(self.charset or "utf-8", errors="replace")
+        except LookupError:  # an unknown charset name in the header
+            return self.body.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        """The body parsed as JSON when it is JSON (by content type or by shape), else ``None``."""
+        text = self.text()
+        looks_like_json = text.lstrip()[:1] in ("{", "[")
+        if "json" not in self.content_type and not looks_like_json:
+            return None
+        try:
+            return jsonlib.loads(text)
+        except ValueError:
+            return None
+
+
+def parse_url(url: str) -> URL:
+    """Parse an absolute http(s) URL or raise ``ValueError`` saying what is wrong with it."""
+    try:
+        parsed = URL(url)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{url!r} is not a valid URL: {exc}") from exc
+    if not parsed.is_absolute() or parsed.scheme not in ("http", "https"):
+        raise ValueError(f"{url!r} is not an absolute http:// or https:// URL.")
+    return parsed
+
+
+class GuardedClient:
+    """Sends requests through the guard with one pooled session per event loop."""
+
+    def __init__(self, config: FetchConfig) -> None:
+        self.config = config
+        self._session: aiohttp.ClientSession | None = None
+        self._resolver: AbstractResolver | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def request(
+        self,
+        method: str,
+        url: URL,
+        *,
+        headers: Mapping[str, str] | None = None,
+        json: Any = None,
+        body: str | None = None,
+        timeout: float,
+    ) -> Fetched:
+        """Send ``method url`` following redirects through the guard; see the module docstring for failures."""
+        if json is not None and body is not None:
+            raise ValueError("Give either a JSON body (json) or a text body (body), not both.")
+        try:
+            with anyio.fail_after(timeout):
+                return await self._follow(method.upper(), url, headers, json, body)
+        except TimeoutError as exc:
+            raise TimeoutError(f"No complete response from {url} within {timeout:g} s.") from exc
+
+    async def aclose(self) -> None:
+        """Close the session and its resolver; the next request opens new ones."""
+        session, resolver = self._session, self._resolver
+        self._session = self._resolver = self._loop = None
+        if session is not None and not session.closed:
+            await session.close()
+        if resolver is not None:
+            await resolver.close()
+
+    async def _follow(
+        self, method: str, url: URL, headers: Mapping[str, str] | None, json: Any, body: str | None
+    ) -> Fetched:
+        session = self._session_for_loop()
+        sent: CIMultiDict[str] = CIMultiDict(headers or {})
+        sent.setdefault("User-Agent", self.config.user_agent)
+        payload = _payload(json, body, sent)
+        redirects: list[str] = []
+        current = url
+        self._check(current)
+        for _ in range(self.config.max_redirects + 1):
+            async with _transport_errors(current):
+                response = await session.request(method, current, headers=sent, allow_redirects=False, **payload)
+                async with response:
+                    target = _redirect_target(response)
+                    if target is None:
+                        return await self._read(response, redirects)
+            self._check(target)  # every hop passes the guard before it is sent, or even looked at
+            if response.status == 303 or (response.status in (301, 302) and method == "POST"):
+                method, payload = ("GET" if method != "HEAD" else method), {}
+                _drop(sent, "Content-Type")
+            if target.origin() != current.origin():
+                for name in _CREDENTIAL_HEADERS:
+                    _drop(sent, name)
+            redirects.append(str(target))
+            current = target
+        raise ConnectionError(f"Stopped at {current}: more than {self.config.max_redirects} redirects (max_redirects).")
+
+    def _check(self, url: URL) -> None:
+        if url.scheme not in ("http", "https"):
+            raise PermissionError(f"Refused {url}: only http:// and https:// URLs may be fetched.")
+        if not self.config.allow_private_networks:
+            check_url(url, self.config.allowed_networks)
+
+    async def _read(self, response: aiohttp.ClientResponse, redirects: list[str]) -> Fetched:
+        cap = self.config.max_response_bytes
+        declared = response.content_length
+        if declared is not None and declared > cap:
+            raise ValueError(_too_large(response.url, cap, f"it declares {declared} bytes"))
+        buffer = bytearray()
+        async for chunk in response.content.iter_chunked(_CHUNK):
+            buffer += chunk
+            if len(buffer) > cap:
+                raise ValueError(_too_large(response.url, cap, "the body kept coming"))
+        return Fetched(
+            status=response.status,
+            reason=response.reason or "",
+            url=str(response.url),
+            headers=_flat_headers(response),
+            body=bytes(buffer),
+            content_type=response.content_type,
+            charset=response.charset,
+            redirects=redirects,
+        )
+
+    def _session_for_loop(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._loop is not loop:
+            resolver, owned = self._make_resolver()
+            connector = aiohttp.TCPConnector(resolver=resolver, limit=64, ttl_dns_cache=10)
+            self._session = aiohttp.ClientSession(
+                connector=connector, trust_env=False, cookie_jar=aiohttp.DummyCookieJar()
+            )
+            self._resolver = resolver if owned else None
+            self._loop = loop
+        return self._session
+
+    def _make_resolver(self) -> tuple[AbstractResolver, bool]:
+        """The resolver to dial through, and whether this client must close it (never a caller's own)."""
+        inner = self.config.resolver
+        created = inner is None
+        if inner is None:
+            inner = aiohttp.DefaultResolver()
+        if self.config.allow_private_networks:
+            return inner, created
+        return GuardedResolver(inner, self.config.allowed_networks, owns_inner=created), True
+
+
+@asynccontextmanager
+async def _transport_errors(url: URL) -> AsyncIterator[None]:
+    """Translate aiohttp's errors for one hop into the built-in exceptions the tools raise."""
+    try:
+        yield
+    except aiohttp.ClientError as exc:
+        if isinstance(exc, aiohttp.ClientConnectorError) and isinstance(exc.os_error, PermissionError):
+            raise PermissionError(f"Refused {url}: {exc.os_error}.") from exc
+        if isinstance(exc, aiohttp.InvalidURL):
+            raise ValueError(f"{url} is not a valid URL: {exc}") from exc
+        if isinstance(exc, aiohttp.ClientConnectorError):
+            reason = exc.os_error.strerror or str(exc.os_error) or type(exc.os_error).__name__
+            raise ConnectionError(f"Could not connect to {url}: {reason}.") from exc
+        raise ConnectionError(f"Request to {url} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _payload(json: Any, body: str | None, headers: CIMultiDict[str]) -> dict[str, Any]:
+    if json is not None:
+        return {"json": json}
+    if body is not None:
+        headers.setdefault("Content-Type", "text/plain; charset=utf-8")
+        return {"data": body.encode("utf-8")}
+    return {}
+
+
+def _redirect_target(response: aiohttp.ClientResponse) -> URL | None:
+    location = response.headers.get("Location")
+    if response.status not in _REDIRECTS or not location:
+        return None
+    try:
+        return response.url.join(URL(location))
+    except ValueError as exc:
+        raise ValueError(f"{response.url} redirected to an invalid URL {location!r}: {exc}") from exc
+
+
+def _drop(headers: CIMultiDict[str], name: str) -> None:
+    headers.popall(name, None)
+
+
+def _flat_headers(response: aiohttp.ClientResponse) -> dict[str, str]:
+    flat: dict[str, str] = {}
+    for name, value in response.headers.items():
+        key = name.lower()
+        flat[key] = f"{flat[key]}, {value}" if key in flat else value
+    return flat
+
+
+def _too_large(url: URL, cap: int, detail: str) -> str:
+    return f"Refused the response from {url}: it is larger than the {cap}-byte limit (max_response_bytes; {detail})."

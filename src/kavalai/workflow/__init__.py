@@ -1,0 +1,89 @@
+"""Typed workflows: a graph of nodes whose ``function`` nodes call kernel tools by URI.
+
+Define a workflow in Python with :class:`WorkflowBuilder` or in YAML with :meth:`WorkflowEngine.from_yaml`, then
+run it on a :class:`WorkflowEngine`::
+
+    async with WorkflowEngine.from_yaml("workflow.yaml") as engine:
+        result = await engine.run({"folder": "docs"})
+        print(result.status, result.output)
+
+Every value that crosses a node boundary is validated against its declared type; a run returns a
+:class:`RunResult` with the status, the validated output and a trace of every node visit.
+"""
+
+from kavalai.workflow._builder import WorkflowBuilder
+from kavalai.workflow._engine import WorkflowEngine
+from kavalai.workflow._expressions import Expression, compile_expression
+from kavalai.workflow._graph import Workflow
+from kavalai.workflow._nodes import (
+    AgentNode,
+    EndNode,
+    FunctionNode,
+    IfNode,
+    LlmNode,
+    Node,
+    NodeBase,
+    ParallelNode,
+    RetryPolicy,
+    StartNode,
+    SwitchNode,
+)
+from kavalai.workflow._result import (
+    NodeFailed,
+    NodeFinished,
+    NodeStarted,
+    NodeTrace,
+    RunFinished,
+    RunResult,
+    RunStarted,
+    RunStatus,
+    ToolCallTrace,
+    WorkflowEvent,
+)
+from kavalai.workflow.errors import (
+    ExpressionError,
+    NodeError,
+    NodeTimeoutError,
+    NodeValidationError,
+    RunTimeoutError,
+    VisitLimitError,
+    WorkflowDefinitionError,
+    WorkflowError,
+)
+
+__all__ = [
+    "AgentNode",
+    "EndNode",
+    "Expression",
+    "ExpressionError",
+    "FunctionNode",
+    "IfNode",
+    "LlmNode",
+    "Node",
+    "NodeBase",
+    "NodeError",
+    "NodeFailed",
+    "NodeFinished",
+    "NodeStarted",
+    "NodeTimeoutError",
+    "NodeTrace",
+    "NodeValidationError",
+    "ParallelNode",
+    "RetryPolicy",
+    "RunFinished",
+    "RunResult",
+    "RunStarted",
+    "RunStatus",
+    "RunTimeoutError",
+    "StartNode",
+    "SwitchNode",
+    "ToolCallTrace",
+    "VisitLimitError",
+    "Workflow",
+    "WorkflowBuilder",
+    "WorkflowDefinitionError",
+    "WorkflowEngine",
+    "WorkflowError",
+    "WorkflowEvent",
+    "compile_expression",
+]

@@ -1,0 +1,351 @@
+"""A validated workflow graph: nodes, types, bindings and limits, checked once before any run.
+
+:class:`Workflow` is what :class:`~kavalai.workflow.WorkflowBuilder` and the YAML loader produce. Building one
+runs every check the engine relies on, so a definition error surfaces before a model is called or a tool runs.
+"""
+
+from __future__ import annotations
+
+import difflib
+import keyword
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from kavalai.workflow._expressions import FUNCTIONS, Expression, compile_expression, is_path
+from kavalai.workflow._nodes import (
+    AgentNode,
+    EndNode,
+    FunctionNode,
+    IfNode,
+    LlmNode,
+    NodeBase,
+    ParallelNode,
+    StartNode,
+    SwitchNode,
+)
+from kavalai.workflow._templates import check_template
+from kavalai.workflow._types import DataType, TypeRegistry
+from kavalai.workflow.errors import ExpressionError, WorkflowDefinitionError
+
+__all__ = ["DEFAULT_MAX_VISITS", "Binding", "Workflow"]
+
+#: The node-visit limit when none is given.
+DEFAULT_MAX_VISITS: Final = 1000
+_RESERVED: Final = frozenset({"input", "get", "True", "False", "None", *FUNCTIONS})
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """One entry of an ``inputs`` mapping, compiled: a context path, an expression, or a literal."""
+
+    kind: Literal["path", "expr", "literal"]
+    value: Any
+
+    def resolve(self, context: Mapping[str, Any], *, node: str) -> Any:
+        """The bound value in ``context``; raise :class:`ExpressionError` naming ``node`` if it is missing."""
+        if isinstance(self.value, Expression):
+            return self.value.evaluate(context, node=node)
+        return self.value
+
+
+class Workflow:
+    """A checked workflow graph.
+
+    Attributes:
+        name: the workflow's name.
+        description: what it does.
+        types: its named data types.
+        input_type: the type the run input is validated by.
+        output_type: the type the run output is validated by.
+        nodes: the nodes by id, in definition order.
+        start: the id of the start node.
+        max_visits: the most node visits a run may make (loops are allowed; runaway loops are stopped).
+        timeout: the default run timeout in seconds, or ``None``.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        nodes: Sequence[NodeBase],
+        types: TypeRegistry,
+        input_type: str | None,
+        output_type: str | None,
+        description: str = "",
+        max_visits: int = DEFAULT_MAX_VISITS,
+        timeout: float | None = None,
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.types = types
+        self.max_visits = _positive_int(max_visits, "max_visits")
+        self.timeout = _positive_timeout(timeout)
+        self.nodes: dict[str, NodeBase] = _index(nodes)
+        self.input_type = self._type(input_type, "input", None)
+        self.output_type = self._type(output_type, "output", None)
+        self.start = _single_start(self.nodes)
+        self._bindings: dict[str, dict[str, Binding]] = {}
+        self._expressions: dict[str, Expression] = {}
+        self.node_types: dict[str, DataType] = {}
+        for node in self.nodes.values():
+            self._check_node(node)
+        _check_graph(self.nodes, self.start)
+
+    # ------------------------------------------------------------------------------------------------ lookups
+
+    def bindings(self, node_id: str) -> dict[str, Binding]:
+        """The compiled ``inputs`` (or an end node's ``outputs``) of a node."""
+        return self._bindings.get(node_id, {})
+
+    def expression(self, node_id: str) -> Expression:
+        """The compiled condition of an ``if`` node or value of a ``switch`` node."""
+        return self._expressions[node_id]
+
+    def __repr__(self) -> str:
+        return f"<Workflow {self.name!r}: {len(self.nodes)} nodes, {self.input_type.name} -> {self.output_type.name}>"
+
+    # ----------------------------------------------------------------------------------------------- checking
+
+    def _type(self, name: str | None, field: str, node: str | None) -> DataType:
+        where = f"Node {node!r}" if node else f"Workflow {self.name!r}"
+        if not name:
+            raise WorkflowDefinitionError(
+                f"{where}: field {field!r} is missing; name a declared type or one of: string, integer, "
+                "number, boolean, object, array, any.",
+                node=node,
+                field=field,
+            )
+        found = self.types.get(name)
+        if found is None:
+            raise WorkflowDefinitionError(
+                f"{where}: field {field!r} names the undeclared type {name!r}.{_did_you_mean(name, self.types)} "
+                "Declare it under 'types:' (YAML) or pass a Pydantic model (Python).",
+                node=node,
+                field=field,
+            )
+        return found
+
+    def _check_node(self, node: NodeBase) -> None:
+        if node.id in _RESERVED or keyword.iskeyword(node.id):
+            raise WorkflowDefinitionError(
+                f"Node id {node.id!r} is reserved (it is a name expressions use); choose another id.",
+                node=node.id,
+                field="id",
+            )
+        for field, target in node.successors():
+            self._check_target(node.id, field, target)
+        if isinstance(node, ParallelNode):
+            for i, head in enumerate(node.branches):
+                self._check_target(node.id, f"branches[{i}]", head)
+        if isinstance(node, FunctionNode | AgentNode | LlmNode):
+            self._bindings[node.id] = self._compile_bindings(node.id, "inputs", node.inputs)
+            if node.output is not None:
+                self.node_types[node.id] = self._type(node.output, "output", node.id)
+        if isinstance(node, AgentNode | LlmNode):
+            self._check_model_node(node)
+        if isinstance(node, FunctionNode) and node.retry is not None:
+            _check_retry_on(node)
+        if isinstance(node, EndNode) and node.outputs is not None:
+            self._bindings[node.id] = self._compile_bindings(node.id, "outputs", node.outputs)
+        if isinstance(node, IfNode | SwitchNode):
+            source = node.condition if isinstance(node, IfNode) else node.value
+            field = "condition" if isinstance(node, IfNode) else "value"
+            self._expressions[node.id] = self._compile(node.id, field, source)
+
+    def _check_model_node(self, node: AgentNode | LlmNode) -> None:
+        templates = {"prompt": node.prompt}
+        extra = node.instructions if isinstance(node, AgentNode) else node.system
+        if extra is not None:
+            templates["instructions" if isinstance(node, AgentNode) else "system"] = extra
+        for field, source in templates.items():
+            check_template(source, node=node.id, field=field)
+        declared = self.node_types.get(node.id)
+        if declared is not None and not declared.is_model and declared.annotation is not str:
+            raise WorkflowDefinitionError(
+                f"Node {node.id!r}: field 'output' names type {declared.name!r}; a model's answer is either text "
+                "('string') or a structured object type.",
+                node=node.id,
+                field="output",
+            )
+
+    def _check_target(self, node: str, field: str, target: str) -> None:
+        if target not in self.nodes:
+            raise WorkflowDefinitionError(
+                f"Node {node!r}: field {field!r} names the unknown node {target!r}.{_did_you_mean(target, self.nodes)}",
+                node=node,
+                field=field,
+            )
+        if isinstance(self.nodes[target], StartNode):
+            raise WorkflowDefinitionError(
+                f"Node {node!r}: field {field!r} leads back to the start node {target!r}; loop to the node "
+                "after it instead.",
+                node=node,
+                field=field,
+            )
+
+    def _compile_bindings(self, node: str, field: str, mapping: Mapping[str, Any]) -> dict[str, Binding]:
+        compiled: dict[str, Binding] = {}
+        for key, raw in mapping.items():
+            compiled[key] = self._binding(node, f"{field}.{key}", raw)
+        return compiled
+
+    def _binding(self, node: str, field: str, raw: Any) -> Binding:
+        if isinstance(raw, Mapping) and len(raw) == 1 and "literal" in raw:
+            return Binding("literal", raw["literal"])
+        if isinstance(raw, Mapping) and len(raw) == 1 and "expr" in raw:
+            return Binding("expr", self._compile(node, field, raw["expr"]))
+        if isinstance(raw, str) and is_path(raw):
+            root = compile_expression(raw).names
+            if root <= self._known_names():
+                return Binding("path", self._compile(node, field, raw))
+        return Binding("literal", raw)
+
+    def _compile(self, node: str, field: str, source: Any) -> Expression:
+        try:
+            expression = compile_expression(source)
+        except ExpressionError as exc:
+            raise WorkflowDefinitionError(
+                f"Node {node!r}: field {field!r}: {exc.message}", node=node, field=field
+            ) from None
+        unknown = sorted(expression.names - self._known_names())
+        if unknown:
+            raise WorkflowDefinitionError(
+                f"Node {node!r}: field {field!r}: expression {expression.source!r} reads {unknown[0]!r}, which is "
+                f"neither 'input' nor a node id.{_did_you_mean(unknown[0], self._known_names())}",
+                node=node,
+                field=field,
+            )
+        return expression
+
+    def _known_names(self) -> set[str]:
+        return {"input", *self.nodes}
+
+
+def _check_retry_on(node: FunctionNode) -> None:
+    import kavalai.errors
+    import kavalai.workflow.errors
+
+    known = {*kavalai.errors.__all__, *kavalai.workflow.errors.__all__}
+    for name in node.retry.retry_on if node.retry else ():
+        if name not in known:
+            raise WorkflowDefinitionError(
+                f"Node {node.id!r}: field 'retry.retry_on' names {name!r}, which is not a kavalai error class."
+                f"{_did_you_mean(name, known)}",
+                node=node.id,
+                field="retry.retry_on",
+            )
+
+
+def _index(nodes: Sequence[NodeBase]) -> dict[str, NodeBase]:
+    indexed: dict[str, NodeBase] = {}
+    for node in nodes:
+        if node.id in indexed:
+            raise WorkflowDefinitionError(f"Node id {node.id!r} is used twice; ids must be unique.", node=node.id)
+        indexed[node.id] = node
+    if not indexed:
+        raise WorkflowDefinitionError("The workflow has no nodes; it needs a start node and an end node.")
+    return indexed
+
+
+def _single_start(nodes: Mapping[str, NodeBase]) -> str:
+    starts = [node.id for node in nodes.values() if isinstance(node, StartNode)]
+    if not starts:
+        raise WorkflowDefinitionError("The workflow has no start node; add one (kind: start).", field="nodes")
+    if len(starts) > 1:
+        raise WorkflowDefinitionError(
+            f"The workflow has {len(starts)} start nodes ({', '.join(map(repr, starts))}); it needs exactly one.",
+            node=starts[1],
+            field="kind",
+        )
+    return starts[0]
+
+
+def _region(nodes: Mapping[str, NodeBase], head: str) -> tuple[list[str], list[ParallelNode]]:
+    """The nodes reachable from ``head`` without entering parallel branches, and the parallel nodes met."""
+    seen: dict[str, None] = {}
+    stack = [head]
+    parallels: list[ParallelNode] = []
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen[current] = None
+        node = nodes[current]
+        if isinstance(node, ParallelNode):
+            parallels.append(node)
+        stack.extend(target for _, target in reversed(node.successors()))
+    return list(seen), parallels
+
+
+def _check_graph(nodes: Mapping[str, NodeBase], start: str) -> None:
+    owner: dict[str, str] = {}  # node id -> the region it belongs to ("main" or "<parallel>.<head>")
+    pending: list[tuple[str, str]] = [("main", start)]
+    while pending:
+        region, head = pending.pop()
+        members, parallels = _region(nodes, head)
+        _check_region(nodes, region, members)
+        for member in members:
+            if member in owner and owner[member] != region:
+                raise WorkflowDefinitionError(
+                    f"Node {member!r} is reached from both {_region_name(owner[member])} and "
+                    f"{_region_name(region)}; a parallel branch must not share nodes with the rest of the graph.",
+                    node=member,
+                )
+            owner[member] = region
+        pending.extend((f"{p.id}.{branch}", branch) for p in parallels for branch in p.branches)
+    unreachable = [node for node in nodes if node not in owner]
+    if unreachable:
+        raise WorkflowDefinitionError(
+            f"Node {unreachable[0]!r} cannot be reached from the start node {start!r}; link it in or remove it.",
+            node=unreachable[0],
+        )
+
+
+def _check_region(nodes: Mapping[str, NodeBase], region: str, members: Iterable[str]) -> None:
+    members = list(members)
+    ends = [m for m in members if isinstance(nodes[m], EndNode)]
+    if region == "main":
+        if not ends:
+            raise WorkflowDefinitionError(
+                "No end node can be reached from the start node; every run must be able to finish.", field="next"
+            )
+        for member in members:
+            node = nodes[member]
+            if not isinstance(node, EndNode) and not node.successors():
+                raise WorkflowDefinitionError(
+                    f"Node {member!r} has no 'next' node; outside a parallel branch every node except an end "
+                    "node needs one.",
+                    node=member,
+                    field="next",
+                )
+    elif ends:
+        raise WorkflowDefinitionError(
+            f"End node {ends[0]!r} is reached inside {_region_name(region)}; a branch ends at a node without "
+            "'next' and the run continues after the parallel node.",
+            node=ends[0],
+        )
+
+
+def _region_name(region: str) -> str:
+    if region == "main":
+        return "the main path"
+    parallel, head = region.split(".", 1)
+    return f"branch {head!r} of parallel node {parallel!r}"
+
+
+def _did_you_mean(name: str, options: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(options), n=1, cutoff=0.6)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def _positive_int(value: int, field: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise WorkflowDefinitionError(f"Workflow field {field!r} must be a positive integer, not {value!r}.")
+    return value
+
+
+def _positive_timeout(value: float | None) -> float | None:
+    if value is not None and (not isinstance(value, int | float) or isinstance(value, bool) or value <= 0):
+        raise WorkflowDefinitionError(f"Workflow field 'timeout' must be a positive number, not {value!r}.")
+    return value

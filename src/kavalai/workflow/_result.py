@@ -1,0 +1,220 @@
+"""What a run produces: :class:`RunResult`, its trace of :class:`NodeTrace` records, and the streamed events."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+
+from kavalai.workflow.errors import WorkflowError
+
+__all__ = [
+    "NodeFailed",
+    "NodeFinished",
+    "NodeStarted",
+    "NodeTrace",
+    "RunFinished",
+    "RunResult",
+    "RunStarted",
+    "RunStatus",
+    "ToolCallTrace",
+    "WorkflowEvent",
+    "jsonable",
+]
+
+
+class RunStatus(enum.StrEnum):
+    """How a run ended."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+
+
+@dataclass(slots=True)
+class ToolCallTrace:
+    """One tool call an ``agent`` node made.
+
+    Attributes:
+        tool: the tool URI.
+        arguments: the arguments the model sent.
+        output: the tool's output (JSON-ready), or ``None`` when it failed.
+        error: the error text when the call failed.
+    """
+
+    tool: str
+    arguments: dict[str, Any]
+    output: Any = None
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class NodeTrace:
+    """One visit of one node.
+
+    Attributes:
+        node: the node id.
+        kind: the node kind (``"function"``, ``"if"``, ...).
+        visit: the how-many-th visit of this node in the run (1 for the first; loops revisit).
+        started_at: when the visit began (UTC).
+        duration: seconds the visit took.
+        status: ``"succeeded"`` or ``"failed"``.
+        inputs: the resolved inputs (tool arguments, template variables), when the node has any.
+        output: the validated output, JSON-ready, when the node succeeded.
+        next: the node the run continued to, when there is one.
+        error: the error text, when the node failed.
+        attempts: how many times a ``function`` node called its tool.
+        branch: for a node inside a parallel branch, ``"<parallel id>.<branch head>"``.
+        tool_calls: for an ``agent`` node, the tool calls it made.
+    """
+
+    node: str
+    kind: str
+    visit: int
+    started_at: datetime
+    duration: float = 0.0
+    status: Literal["succeeded", "failed"] = "succeeded"
+    inputs: dict[str, Any] | None = None
+    output: Any = None
+    next: str | None = None
+    error: str | None = None
+    attempts: int = 1
+    branch: str | None = None
+    tool_calls: list[ToolCallTrace] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as JSON-ready data."""
+        data: dict[str, Any] = jsonable(
+            {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "tool_calls"}
+        )
+        data["tool_calls"] = [jsonable(vars_of(call)) for call in self.tool_calls]
+        return data
+
+
+@dataclass(slots=True)
+class RunResult:
+    """The outcome of one run.
+
+    Attributes:
+        run_id: a unique id of the run.
+        workflow: the workflow's name.
+        status: succeeded, failed or timed out.
+        output: the validated output (an instance of the workflow's output type) when the run succeeded.
+        error: the error that ended the run, when it did not succeed; ``error.node`` names the failed node.
+        trace: every node visit up to the end or the failure, in the order they finished.
+        started_at: when the run began (UTC).
+        duration: seconds the run took.
+    """
+
+    run_id: str
+    workflow: str
+    status: RunStatus
+    started_at: datetime
+    output: Any = None
+    error: WorkflowError | None = None
+    trace: list[NodeTrace] = field(default_factory=list)
+    duration: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """Whether the run succeeded."""
+        return self.status is RunStatus.SUCCEEDED
+
+    @property
+    def failed_node(self) -> str | None:
+        """The id of the node the run failed in, when it failed in one."""
+        return self.error.node if self.error is not None else None
+
+    def raise_for_status(self) -> RunResult:
+        """Return ``self`` if the run succeeded, else raise its error."""
+        if self.error is not None:
+            raise self.error
+        return self
+
+    def output_data(self) -> Any:
+        """The output as JSON-ready data (models dumped by alias)."""
+        return jsonable(self.output)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The whole result as JSON-ready data."""
+        return {
+            "run_id": self.run_id,
+            "workflow": self.workflow,
+            "status": self.status.value,
+            "output": self.output_data(),
+            "error": None if self.error is None else {"type": type(self.error).__name__, "message": str(self.error)},
+            "failed_node": self.failed_node,
+            "started_at": self.started_at.isoformat(),
+            "duration": self.duration,
+            "trace": [record.to_dict() for record in self.trace],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    """A run began."""
+
+    run_id: str
+    workflow: str
+    input: Any
+    type: Literal["run_started"] = "run_started"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStarted:
+    """A node visit began."""
+
+    run_id: str
+    node: str
+    kind: str
+    visit: int
+    branch: str | None = None
+    type: Literal["node_started"] = "node_started"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFinished:
+    """A node visit succeeded; ``trace`` holds its inputs, output and duration."""
+
+    run_id: str
+    trace: NodeTrace
+    type: Literal["node_finished"] = "node_finished"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFailed:
+    """A node visit failed; ``trace.error`` says why."""
+
+    run_id: str
+    trace: NodeTrace
+    error: WorkflowError
+    type: Literal["node_failed"] = "node_failed"
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    """The run ended; ``result`` is what :meth:`WorkflowEngine.run` would have returned."""
+
+    run_id: str
+    result: RunResult
+    type: Literal["run_finished"] = "run_finished"
+
+
+#: Any event :meth:`WorkflowEngine.stream` yields.
+WorkflowEvent = RunStarted | NodeStarted | NodeFinished | NodeFailed | RunFinished
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON-ready data: models dumped by alias, dates as ISO strings, unknown objects as ``str``."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    return to_jsonable_python(value, by_alias=True, fallback=str)
+
+
+def vars_of(obj: Any) -> dict[str, Any]:
+    """The fields of a dataclass instance as a dict (works with ``slots=True``)."""
+    return {name: getattr(obj, name) for name in obj.__dataclass_fields__}

@@ -1,0 +1,286 @@
+"""What each node kind does when visited (``parallel`` lives in the executor, which owns branching).
+
+A runner gets the node, the run's :class:`NodeEnv` and the node's :class:`~kavalai.workflow.NodeTrace` record,
+which it fills as it goes (inputs, attempts, tool calls) so that a failure keeps what was known. It returns the
+node's output and the id of the node to visit next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from pydantic import BaseModel, ValidationError
+
+from kavalai.errors import (
+    FunctionKernelException,
+    ToolInputError,
+    ToolOutputError,
+    ToolTimeoutError,
+)
+from kavalai.workflow._graph import Workflow
+from kavalai.workflow._nodes import (
+    AgentNode,
+    EndNode,
+    FunctionNode,
+    IfNode,
+    LlmNode,
+    NodeBase,
+    RetryPolicy,
+    StartNode,
+    SwitchNode,
+)
+from kavalai.workflow._result import NodeTrace, ToolCallTrace, jsonable
+from kavalai.workflow._templates import render_template
+from kavalai.workflow._types import DataType, describe_errors
+from kavalai.workflow.errors import NodeError, NodeTimeoutError, NodeValidationError
+
+if TYPE_CHECKING:
+    from kavalai.kernel import FunctionKernel
+    from kavalai.llm.base import LLMClient
+
+__all__ = ["NodeEnv", "Outcome", "check_fits", "run_simple_node", "to_context"]
+
+_NO_RETRY = RetryPolicy(attempts=1)
+
+#: ``(output, next node id)``; the next id is ``None`` at an end node or a branch's last node.
+Outcome = tuple[Any, str | None]
+
+
+@dataclass(slots=True)
+class NodeEnv:
+    """What a runner may use.
+
+    Attributes:
+        workflow: the checked graph.
+        kernel: the engine's kernel.
+        values: the run context: ``input`` and the output of every node visited so far, by id.
+        llm_for: returns the LLM client for a node's ``model`` (``None``: the engine's default).
+        previous: the output of the node visited last on this path (an end node without ``outputs`` returns it).
+    """
+
+    workflow: Workflow
+    kernel: FunctionKernel
+    values: dict[str, Any]
+    llm_for: Callable[[str | None, str], Awaitable[LLMClient]]
+    previous: Any = None
+
+
+async def run_simple_node(node: NodeBase, env: NodeEnv, record: NodeTrace) -> Outcome:
+    """Run any node except ``parallel``."""
+    if isinstance(node, StartNode):
+        return _run_start(node, env, record), node.next
+    if isinstance(node, FunctionNode):
+        return await _run_function(node, env, record), node.next
+    if isinstance(node, AgentNode):
+        return await _run_agent(node, env, record), node.next
+    if isinstance(node, LlmNode):
+        return await _run_llm(node, env, record), node.next
+    if isinstance(node, IfNode):
+        condition = bool(env.workflow.expression(node.id).evaluate(env.values, node=node.id))
+        return condition, node.then if condition else node.else_
+    if isinstance(node, SwitchNode):
+        return _run_switch(node, env)
+    if isinstance(node, EndNode):
+        return _run_end(node, env, record), None
+    raise NodeError(f"Node {node.id!r}: kind {type(node).__name__} cannot run here.", node=node.id)
+
+
+def to_context(value: Any) -> Any:
+    """The form node outputs take in the run context: models become dicts (by alias), the rest is kept."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(by_alias=True)
+    return value
+
+
+def check_fits(data_type: DataType, value: Any, *, node: str, what: str, field: str) -> Any:
+    """Validate ``value`` by ``data_type``; raise :class:`NodeValidationError` naming node, field and reason."""
+    try:
+        return data_type.validate(value)
+    except ValidationError as exc:
+        text, first = describe_errors(exc)
+        raise NodeValidationError(
+            f"Node {node!r}: {what} does not fit type {data_type.name!r}: {text}",
+            node=node,
+            field=f"{field}.{first}" if first else field,
+            errors=exc.errors(include_url=False),
+        ) from exc
+
+
+def _resolve(env: NodeEnv, node_id: str) -> dict[str, Any]:
+    bindings = env.workflow.bindings(node_id)
+    return {name: binding.resolve(env.values, node=node_id) for name, binding in bindings.items()}
+
+
+def _run_start(node: StartNode, env: NodeEnv, record: NodeTrace) -> Any:
+    raw = env.values.get("input")
+    record.inputs = {"input": jsonable(raw)}
+    validated = check_fits(env.workflow.input_type, raw, node=node.id, what="the workflow input", field="input")
+    env.values["input"] = to_context(validated)
+    return validated
+
+
+def _run_switch(node: SwitchNode, env: NodeEnv) -> Outcome:
+    value = env.workflow.expression(node.id).evaluate(env.values, node=node.id)
+    for case, target in node.cases.items():
+        if _matches(value, case):
+            return value, target
+    if node.default is not None:
+        return value, node.default
+    cases = ", ".join(repr(case) for case in node.cases)
+    raise NodeError(
+        f"Node {node.id!r}: field 'value' is {value!r}, which matches no case ({cases}) and there is no default.",
+        node=node.id,
+        field="value",
+    )
+
+
+def _matches(value: Any, case: Any) -> bool:
+    if isinstance(value, bool) or isinstance(case, bool):  # True == 1 must not select case 1
+        return value is case
+    return bool(value == case)
+
+
+def _run_end(node: EndNode, env: NodeEnv, record: NodeTrace) -> Any:
+    if node.outputs is None:
+        raw = env.previous
+    else:
+        raw = _resolve(env, node.id)
+        record.inputs = jsonable(raw)
+    return check_fits(env.workflow.output_type, raw, node=node.id, what="the workflow output", field="output")
+
+
+def _fit_output(node_id: str, env: NodeEnv, value: Any) -> Any:
+    declared = env.workflow.node_types.get(node_id)
+    if declared is None:
+        return value
+    return check_fits(declared, value, node=node_id, what="the output", field="output")
+
+
+# ---------------------------------------------------------------------------------------------------- function
+
+
+async def _run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> Any:
+    arguments = _resolve(env, node.id)
+    record.inputs = jsonable(arguments)
+    policy = node.retry or _NO_RETRY
+    options: dict[str, Any] = {} if node.timeout is None else {"timeout": node.timeout}
+    record.attempts = 0
+    while True:
+        record.attempts += 1
+        try:
+            result = await env.kernel.call_tool(node.tool, arguments, **options)
+            break
+        except FunctionKernelException as exc:
+            if record.attempts >= policy.attempts or not _retryable(exc, policy):
+                raise _tool_failure(node, exc, record.attempts) from exc
+        await anyio.sleep(policy.delay(record.attempts))
+    return _fit_output(node.id, env, result)
+
+
+def _retryable(exc: BaseException, policy: RetryPolicy) -> bool:
+    return any(cls.__name__ in policy.retry_on for cls in type(exc).__mro__)
+
+
+def _tool_failure(node: FunctionNode, exc: FunctionKernelException, attempts: int) -> NodeError:
+    tried = f" (after {attempts} attempts)" if attempts > 1 else ""
+    if isinstance(exc, ToolInputError):
+        first = next((".".join(map(str, e["loc"])) for e in exc.errors if e.get("loc")), None)
+        return NodeValidationError(
+            f"Node {node.id!r}: the inputs do not fit tool {node.tool}: {exc.message}",
+            node=node.id,
+            field=f"inputs.{first}" if first else "inputs",
+            errors=exc.errors,
+            uri=node.tool,
+        )
+    if isinstance(exc, ToolOutputError):
+        return NodeValidationError(
+            f"Node {node.id!r}: tool {node.tool} returned a value that does not fit its output model: {exc.message}",
+            node=node.id,
+            field="output",
+            errors=exc.errors,
+            uri=node.tool,
+        )
+    if isinstance(exc, ToolTimeoutError):
+        return NodeTimeoutError(
+            f"Node {node.id!r}: tool {node.tool} timed out{tried}: {exc.message}",
+            node=node.id,
+            timeout=exc.timeout or 0.0,
+        )
+    return NodeError(f"Node {node.id!r}: tool {node.tool} failed{tried}: {exc.message}", node=node.id, uri=node.tool)
+
+
+# ------------------------------------------------------------------------------------------------- agent / llm
+
+
+def _model_output(node_id: str, env: NodeEnv) -> type[BaseModel] | None:
+    declared = env.workflow.node_types.get(node_id)
+    if declared is not None and declared.is_model:
+        model: type[BaseModel] = declared.annotation
+        return model
+    return None
+
+
+def _template_vars(env: NodeEnv, variables: Mapping[str, Any]) -> dict[str, Any]:
+    return {"input": env.values.get("input"), **variables}
+
+
+async def _run_agent(node: AgentNode, env: NodeEnv, record: NodeTrace) -> Any:
+    from kavalai.agent import Agent, MaxStepsExceededError
+
+    resolved = _resolve(env, node.id)
+    variables = _template_vars(env, resolved)
+    prompt = render_template(node.prompt, variables, node=node.id, field="prompt")
+    record.inputs = {"prompt": prompt, **jsonable(resolved)}
+    instructions = None
+    if node.instructions is not None:
+        instructions = render_template(node.instructions, variables, node=node.id, field="instructions")
+    agent = Agent(
+        await env.llm_for(node.model, node.id),
+        kernel=env.kernel,
+        instructions=instructions,
+        allowed_tools=node.allowed_tools,
+        max_steps=node.max_steps or 10,
+        output_type=_model_output(node.id, env),
+    )
+    try:
+        result = await agent.run(prompt)
+    except MaxStepsExceededError as exc:
+        if exc.result is not None:
+            record.tool_calls = [_tool_call_trace(call) for call in exc.result.tool_calls]
+        raise NodeError(f"Node {node.id!r}: {exc}", node=node.id, field="max_steps") from exc
+    record.tool_calls = [_tool_call_trace(call) for call in result.tool_calls]
+    return _fit_output(node.id, env, result.output)
+
+
+def _tool_call_trace(call: Any) -> ToolCallTrace:
+    return ToolCallTrace(
+        tool=call.uri,
+        arguments=jsonable(call.arguments),
+        output=jsonable(call.result) if call.ok else None,
+        error=None if call.ok else call.error,
+    )
+
+
+async def _run_llm(node: LlmNode, env: NodeEnv, record: NodeTrace) -> Any:
+    from kavalai.llm.base import parse_structured
+    from kavalai.llm.messages import Message, SystemMessage, UserMessage
+
+    resolved = _resolve(env, node.id)
+    variables = _template_vars(env, resolved)
+    prompt = render_template(node.prompt, variables, node=node.id, field="prompt")
+    record.inputs = {"prompt": prompt, **jsonable(resolved)}
+    messages: list[Message] = []
+    if node.system is not None:
+        messages.append(SystemMessage(content=render_template(node.system, variables, node=node.id, field="system")))
+    messages.append(UserMessage(content=prompt))
+    client = await env.llm_for(node.model, node.id)
+    response_model = _model_output(node.id, env)
+    response = await client.complete(messages, response_model=response_model)
+    if response_model is None:
+        return _fit_output(node.id, env, response.text)
+    if not isinstance(response.parsed, response_model):
+        response = parse_structured(response, response_model, provider=client.provider, model=client.model)
+    return _fit_output(node.id, env, response.parsed)

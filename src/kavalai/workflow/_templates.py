@@ -1,0 +1,41 @@
+"""Prompt templates: Jinja2 in its sandboxed environment, with undefined variables as errors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from jinja2 import StrictUndefined, TemplateError
+from jinja2.sandbox import SandboxedEnvironment
+
+from kavalai.workflow.errors import NodeError, WorkflowDefinitionError
+
+__all__ = ["check_template", "render_template"]
+
+_ENV = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+
+
+@lru_cache(maxsize=512)
+def _template(source: str) -> Any:
+    return _ENV.from_string(source)
+
+
+def check_template(source: str, *, node: str, field: str) -> None:
+    """Parse ``source``; raise :class:`WorkflowDefinitionError` naming the node and field if it does not."""
+    try:
+        _template(source)
+    except TemplateError as exc:
+        raise WorkflowDefinitionError(
+            f"Node {node!r}: field {field!r} is not a valid template: {exc}", node=node, field=field
+        ) from None
+
+
+def render_template(source: str, variables: Mapping[str, Any], *, node: str, field: str) -> str:
+    """Render ``source`` with ``variables`` in the sandbox; raise :class:`NodeError` naming node and field."""
+    try:
+        return str(_template(source).render(dict(variables)))
+    except TemplateError as exc:
+        raise NodeError(
+            f"Node {node!r}: field {field!r}: the template could not be rendered: {exc}", node=node, field=field
+        ) from exc

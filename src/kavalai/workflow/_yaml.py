@@ -1,0 +1,365 @@
+"""The YAML loader: a workflow document -> a checked :class:`Workflow` plus the kernel it declares.
+
+Strings in the kernel sections (``python_functions``, ``tools``, ``rest_servers``, ``mcp_servers``, ``models``)
+may use ``${VAR}`` and ``${VAR:-default}`` to read environment variables; ``${WORKFLOW_DIR}`` is the directory of
+the YAML file and ``${PYTHON}`` the running Python interpreter. Python modules named in ``python_functions`` and
+``models`` are imported normally, or else looked up relative to the YAML file's directory.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kavalai.errors import ToolRegistrationError
+from kavalai.workflow._builder import node_from_fields
+from kavalai.workflow._graph import DEFAULT_MAX_VISITS, Workflow
+from kavalai.workflow._nodes import (
+    AgentNode,
+    EndNode,
+    FunctionNode,
+    IfNode,
+    LlmNode,
+    NodeBase,
+    ParallelNode,
+    StartNode,
+    SwitchNode,
+)
+from kavalai.workflow._types import TypeRegistry
+from kavalai.workflow.errors import WorkflowDefinitionError
+
+if TYPE_CHECKING:
+    from kavalai.kernel import FunctionKernel
+    from kavalai.llm.base import LLMClient
+    from kavalai.workflow._engine import SetupStep
+
+__all__ = ["LoadedWorkflow", "load_workflow_file", "workflow_from_document"]
+
+_NODE_KINDS: dict[str, type[NodeBase]] = {
+    cls.model_fields["kind"].default: cls
+    for cls in (StartNode, EndNode, FunctionNode, AgentNode, LlmNode, IfNode, SwitchNode, ParallelNode)
+}
+_VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Limits(_Section):
+    max_visits: int = Field(DEFAULT_MAX_VISITS, ge=1)
+    timeout: float | None = Field(None, gt=0)
+
+
+class _PythonFunction(_Section):
+    function: str
+    name: str | None = None
+    timeout: float | None = Field(None, gt=0)
+
+
+class _Bundled(_Section):
+    model_config = ConfigDict(extra="allow")
+    group: str
+
+
+class _Model(_Section):
+    factory: str | None = None
+    model: str | None = None
+
+
+class _Document(_Section):
+    name: str = "workflow"
+    description: str = ""
+    input: str | dict[str, Any] | None = None
+    output: str | dict[str, Any] | None = None
+    types: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    limits: _Limits = Field(default_factory=_Limits)
+    python_functions: list[str | _PythonFunction] = Field(default_factory=list)
+    tools: list[str | _Bundled] = Field(default_factory=list)
+    rest_servers: list[dict[str, Any]] = Field(default_factory=list)
+    mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
+    models: dict[str, str | _Model] = Field(default_factory=dict)
+    nodes: list[dict[str, Any]]
+
+
+@dataclass(slots=True)
+class LoadedWorkflow:
+    """What a YAML document declares.
+
+    Attributes:
+        workflow: the checked graph.
+        kernel: the kernel with the declared tools and servers registered (nothing connected yet).
+        llms: clients built from the ``models`` section, by name.
+        setup: async steps left for the engine to run once (OpenAPI imports).
+    """
+
+    workflow: Workflow
+    kernel: FunctionKernel
+    llms: dict[str, LLMClient] = field(default_factory=dict)
+    setup: list[SetupStep] = field(default_factory=list)
+
+
+def load_workflow_file(path: Path, *, kernel: FunctionKernel | None = None) -> LoadedWorkflow:
+    """Read, check and load the workflow YAML at ``path``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise WorkflowDefinitionError(f"Cannot read workflow file {str(path)!r}: {exc.strerror}.") from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise WorkflowDefinitionError(f"Workflow file {str(path)!r} is not valid YAML: {exc}") from None
+    return load_document(document, base_dir=path.resolve().parent, kernel=kernel, source=str(path))
+
+
+def load_document(
+    document: Any, *, base_dir: Path, kernel: FunctionKernel | None = None, source: str = "<document>"
+) -> LoadedWorkflow:
+    """Load a parsed YAML document (a dict): the graph, then the kernel sections."""
+    spec = _parse(document, source)
+    workflow = _workflow(spec)
+    if kernel is None:
+        from kavalai.kernel import FunctionKernel
+
+        kernel = FunctionKernel()
+    env = {**os.environ, "WORKFLOW_DIR": str(base_dir), "PYTHON": sys.executable}
+    loader = _KernelLoader(kernel, base_dir, env)
+    setup = loader.register(spec)
+    return LoadedWorkflow(workflow=workflow, kernel=kernel, llms=loader.models(spec), setup=setup)
+
+
+def workflow_from_document(document: Any, *, source: str = "<document>") -> Workflow:
+    """Only the checked graph of a parsed YAML document (no kernel sections are applied)."""
+    return _workflow(_parse(document, source))
+
+
+def _parse(document: Any, source: str) -> _Document:
+    if not isinstance(document, Mapping):
+        raise WorkflowDefinitionError(f"Workflow {source!r}: the document must be a mapping with a 'nodes' list.")
+    try:
+        return _Document.model_validate(document)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"field {'.'.join(map(str, e['loc']))!r}: {e['msg']}" for e in exc.errors(include_url=False)[:5]
+        )
+        first = ".".join(map(str, exc.errors(include_url=False)[0]["loc"]))
+        raise WorkflowDefinitionError(f"Workflow {source!r}: {problems}", field=first) from None
+
+
+def _workflow(spec: _Document) -> Workflow:
+    types = TypeRegistry()
+    for name, schema in spec.types.items():
+        _declare(types, name, schema, f"types.{name}")
+    input_type = _inline_type(types, spec.input, f"{_camel(spec.name)}Input", "input")
+    output_type = _inline_type(types, spec.output, f"{_camel(spec.name)}Output", "output")
+    nodes = [_node(raw, i) for i, raw in enumerate(spec.nodes)]
+    return Workflow(
+        name=spec.name,
+        description=spec.description,
+        nodes=nodes,
+        types=types,
+        input_type=input_type,
+        output_type=output_type,
+        max_visits=spec.limits.max_visits,
+        timeout=spec.limits.timeout,
+    )
+
+
+def _declare(types: TypeRegistry, name: str, schema: Mapping[str, Any], field: str) -> None:
+    if name in types:
+        raise WorkflowDefinitionError(f"Type {name!r} is declared twice (or shadows a built-in type).", field=field)
+    try:
+        types.add_json_schema(name, schema)
+    except (ValueError, TypeError) as exc:
+        raise WorkflowDefinitionError(f"Type {name!r} is not a usable JSON Schema: {exc}", field=field) from None
+
+
+def _inline_type(types: TypeRegistry, ref: str | dict[str, Any] | None, name: str, field: str) -> str | None:
+    if isinstance(ref, dict):
+        _declare(types, name, ref, field)
+        return name
+    return ref
+
+
+def _node(raw: Mapping[str, Any], index: int) -> NodeBase:
+    node_id = raw.get("id")
+    label = f"Node {node_id!r}" if isinstance(node_id, str) else f"Node #{index + 1}"
+    kind = raw.get("kind")
+    cls = _NODE_KINDS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        kinds = ", ".join(_NODE_KINDS)
+        raise WorkflowDefinitionError(
+            f"{label}: field 'kind' is {kind!r}; it must be one of: {kinds}.",
+            node=node_id if isinstance(node_id, str) else None,
+            field="kind",
+        )
+    return node_from_fields(cls, raw)
+
+
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]+", name) if part) or "Workflow"
+
+
+class _KernelLoader:
+    """Registers a document's tools, servers and models on a kernel."""
+
+    def __init__(self, kernel: FunctionKernel, base_dir: Path, env: Mapping[str, str]) -> None:
+        self.kernel = kernel
+        self.base_dir = base_dir
+        self.env = env
+
+    def register(self, spec: _Document) -> list[SetupStep]:
+        for entry in spec.python_functions:
+            self._python_function(entry)
+        for tool in spec.tools:
+            self._bundled(tool)
+        setup: list[SetupStep] = []
+        for i, server in enumerate(spec.rest_servers):
+            setup.extend(self._rest_server(self._expand(server), f"rest_servers[{i}]"))
+        for i, server in enumerate(spec.mcp_servers):
+            self._mcp_server(self._expand(server), f"mcp_servers[{i}]")
+        return setup
+
+    def models(self, spec: _Document) -> dict[str, LLMClient]:
+        clients: dict[str, LLMClient] = {}
+        for name, entry in spec.models.items():
+            field = f"models.{name}"
+            model = _Model(model=entry) if isinstance(entry, str) else entry
+            if model.factory:
+                factory = self._import(self._expand(model.factory), field)
+                clients[name] = factory()
+            elif model.model:
+                from kavalai.llm.registry import make_client
+
+                clients[name] = make_client(self._expand(model.model))
+            else:
+                raise WorkflowDefinitionError(f"Field {field!r} needs 'factory' or 'model'.", field=field)
+        return clients
+
+    def _python_function(self, entry: str | _PythonFunction) -> None:
+        from kavalai.adapters.python import is_pythontool, pythontool
+
+        spec = _PythonFunction(function=entry) if isinstance(entry, str) else entry
+        dotted = self._expand(spec.function)
+        func = self._import(dotted, "python_functions")
+        if not is_pythontool(func):
+            func = pythontool(func)
+        name = spec.name or dotted.rsplit(".", 1)[-1]
+        self._guard("python_functions", lambda: self.kernel.register_python_tool(name, func, timeout=spec.timeout))
+
+    def _bundled(self, entry: str | _Bundled) -> None:
+        spec = _Bundled(group=entry) if isinstance(entry, str) else entry
+        options = self._expand(dict(spec.model_extra or {}))
+        try:
+            module = importlib.import_module(f"kavalai.tools.{spec.group}")
+        except ImportError:
+            raise WorkflowDefinitionError(
+                f"Field 'tools' names the bundled tool group {spec.group!r}, which does not exist.", field="tools"
+            ) from None
+        self._guard(f"tools.{spec.group}", lambda: module.register(self.kernel, **options))
+
+    def _rest_server(self, raw: dict[str, Any], field: str) -> list[SetupStep]:
+        from kavalai.adapters.rest import RestServer
+
+        tools = raw.pop("rest_tools", [])
+        openapi = raw.pop("openapi", None)
+        include, exclude = raw.pop("include", None), raw.pop("exclude", None)
+        server = self._guard(field, lambda: RestServer(**raw))
+        self._guard(field, lambda: self.kernel.register_rest_server(server))
+        for j, tool in enumerate(tools):
+            self._rest_tool(server.name, dict(tool), f"{field}.rest_tools[{j}]")
+        if openapi is None:
+            return []
+        if isinstance(openapi, str) and not openapi.startswith("/") and "://" not in openapi:
+            openapi = str(self.base_dir / openapi)
+
+        async def import_openapi(kernel: FunctionKernel) -> None:
+            await kernel.register_openapi(server.name, openapi, include=include, exclude=exclude)
+
+        return [import_openapi]
+
+    def _rest_tool(self, server: str, tool: dict[str, Any], field: str) -> None:
+        name = tool.pop("name", None)
+        method = tool.pop("method", "GET")
+        if not isinstance(name, str):
+            raise WorkflowDefinitionError(f"Field {field!r} needs a 'name'.", field=field)
+        self._guard(field, lambda: self.kernel.register_rest_tool(server, name, method, **tool))
+
+    def _mcp_server(self, raw: dict[str, Any], field: str) -> None:
+        from kavalai.adapters.mcp import McpServer
+
+        server = self._guard(field, lambda: McpServer(**raw))
+        self._guard(field, lambda: self.kernel.register_mcp_server(server))
+
+    # ----------------------------------------------------------------------------------------------- helpers
+
+    def _guard(self, field: str, action: Callable[[], Any]) -> Any:
+        try:
+            return action()
+        except WorkflowDefinitionError:
+            raise
+        except (ValidationError, ValueError, TypeError, ToolRegistrationError) as exc:
+            raise WorkflowDefinitionError(f"Field {field!r}: {exc}", field=field) from None
+
+    def _expand(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return _VAR.sub(self._substitute, value)
+        if isinstance(value, list):
+            return [self._expand(item) for item in value]
+        if isinstance(value, dict):
+            return {key: self._expand(item) for key, item in value.items()}
+        return value
+
+    def _substitute(self, match: re.Match[str]) -> str:
+        name, default = match.group("name"), match.group("default")
+        if name in self.env:
+            return self.env[name]
+        if default is not None:
+            return default
+        raise WorkflowDefinitionError(
+            f"The workflow reads ${{{name}}}, but the environment variable {name} is not set.", field=name
+        )
+
+    def _import(self, dotted: str, field: str) -> Any:
+        module_name, _, attribute = dotted.rpartition(".")
+        if not module_name:
+            raise WorkflowDefinitionError(
+                f"Field {field!r}: {dotted!r} is not a dotted path such as 'package.module.function'.", field=field
+            )
+        module = self._module(module_name, field)
+        try:
+            return getattr(module, attribute)
+        except AttributeError:
+            raise WorkflowDefinitionError(
+                f"Field {field!r}: module {module_name!r} has no attribute {attribute!r}.", field=field
+            ) from None
+
+    def _module(self, name: str, field: str) -> ModuleType:
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not name.startswith(exc.name):
+                raise  # the module exists but one of its own imports is missing
+        path = self.base_dir.joinpath(*name.split(".")).with_suffix(".py")
+        spec = importlib.util.spec_from_file_location(name, path) if path.is_file() else None
+        if spec is None or spec.loader is None:
+            raise WorkflowDefinitionError(
+                f"Field {field!r}: cannot import module {name!r} (not importable, and no {path.name} next to the "
+                "workflow file).",
+                field=field,
+            )
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module

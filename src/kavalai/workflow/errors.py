@@ -1,0 +1,133 @@
+"""The exceptions workflows raise, a branch of kavalai's one exception tree::
+
+    FunctionKernelException (kavalai.errors)
+    └── WorkflowError                   .node (the node id, when one is involved)
+        ├── WorkflowDefinitionError     the graph or its YAML is invalid; raised before any run; .field
+        ├── ExpressionError             an expression or path that does not parse or cannot be evaluated
+        ├── NodeError                   a node failed during a run; .field, .errors; the cause is chained
+        │   ├── NodeValidationError     a value that crossed a node boundary does not fit its declared type
+        │   └── NodeTimeoutError        a node ran longer than its timeout; .timeout
+        ├── VisitLimitError             the run visited more nodes than ``max_visits`` (a runaway loop)
+        └── RunTimeoutError             the whole run took longer than its timeout; .timeout
+
+Every message names the node, the field where one applies, and the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kavalai.errors import FunctionKernelException
+
+__all__ = [
+    "ExpressionError",
+    "NodeError",
+    "NodeTimeoutError",
+    "NodeValidationError",
+    "RunTimeoutError",
+    "VisitLimitError",
+    "WorkflowDefinitionError",
+    "WorkflowError",
+]
+
+
+class WorkflowError(FunctionKernelException):
+    """Base class of every workflow error.
+
+    Attributes:
+        node: the id of the node the error concerns, or ``None`` when it concerns the whole workflow.
+    """
+
+    def __init__(self, message: str, *, node: str | None = None, uri: str | None = None) -> None:
+        super().__init__(message, uri=uri)
+        self.node = node
+
+
+class WorkflowDefinitionError(WorkflowError, ValueError):
+    """The workflow definition is invalid: an unknown node, a missing type, an unreachable node, ...
+
+    Raised by :meth:`WorkflowBuilder.build` and the YAML loader, before any run.
+
+    Attributes:
+        field: the offending field of the node or document (``"next"``, ``"output"``, ``"types.Listing"``).
+    """
+
+    def __init__(self, message: str, *, node: str | None = None, field: str | None = None) -> None:
+        super().__init__(message, node=node)
+        self.field = field
+
+
+class ExpressionError(WorkflowError, ValueError):
+    """An expression or context path that does not parse, uses something not allowed, or cannot be evaluated.
+
+    Attributes:
+        expression: the expression text.
+    """
+
+    def __init__(self, message: str, *, expression: str, node: str | None = None) -> None:
+        super().__init__(message, node=node)
+        self.expression = expression
+
+
+class NodeError(WorkflowError):
+    """A node failed during a run; the original exception (a tool error, ...) is the ``__cause__``.
+
+    Attributes:
+        field: the input or output field at fault, when there is one.
+        errors: pydantic's error list when the failure is a validation failure, else empty.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        node: str,
+        field: str | None = None,
+        errors: Sequence[Any] = (),
+        uri: str | None = None,
+    ) -> None:
+        super().__init__(message, node=node, uri=uri)
+        self.field = field
+        self.errors = list(errors)
+
+
+class NodeValidationError(NodeError, ValueError):
+    """A value crossing a node boundary (a node's inputs or output, the workflow's input or output) does not
+    fit its declared type."""
+
+
+class NodeTimeoutError(NodeError, TimeoutError):
+    """A node ran longer than its ``timeout``.
+
+    Attributes:
+        timeout: the timeout in seconds that ran out.
+    """
+
+    def __init__(self, message: str, *, node: str, timeout: float) -> None:
+        super().__init__(message, node=node)
+        self.timeout = timeout
+
+
+class VisitLimitError(WorkflowError):
+    """The run visited more nodes than its ``max_visits`` limit; usually a loop whose exit is never taken.
+
+    Attributes:
+        limit: the limit that was reached.
+    """
+
+    def __init__(self, message: str, *, node: str | None, limit: int) -> None:
+        super().__init__(message, node=node)
+        self.limit = limit
+
+
+class RunTimeoutError(WorkflowError, TimeoutError):
+    """The whole run took longer than its ``timeout``.
+
+    Attributes:
+        timeout: the run timeout in seconds.
+    """
+
+    def __init__(self, message: str, *, node: str | None, timeout: float) -> None:
+        super().__init__(message, node=node)
+        self.timeout = timeout

@@ -1,0 +1,72 @@
+"""McpServer configuration: the two kinds, clear errors, secrets kept out of reprs; registration."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kavalai import ConfigurationError, FunctionKernel, McpServer, ToolNotFoundError, ToolRegistrationError
+
+
+def test_stdio_and_http_kinds() -> None:
+    stdio = McpServer(name="files", command="uvx", args=["mcp-server-files", "/data"])
+    http = McpServer(name="search", url="https://search.example/mcp")
+    sse = McpServer(name="old", url="https://old.example/sse", transport="sse")
+    assert (stdio.kind, http.kind, sse.kind) == ("stdio", "streamable-http", "sse")
+    assert stdio.target == "uvx mcp-server-files /data"
+    assert http.target == "https://search.example/mcp"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({}, "neither a command nor a url"),
+        ({"command": "x", "url": "http://h/mcp"}, "both a command and a url"),
+        ({"command": "x", "transport": "sse"}, "its transport is 'stdio'"),
+        ({"url": "http://h/mcp", "transport": "stdio"}, "not 'stdio'"),
+        ({"url": "ftp://h/mcp"}, "http:// or https://"),
+        ({"url": "http://h/mcp", "args": ["-v"]}, "apply only to a command"),
+        ({"command": "x", "headers": {"A": "b"}}, "headers apply only to a url"),
+        ({"command": " "}, "empty command"),
+        ({"command": "x", "timeout": 0}, "timeout: Input should be greater than 0"),
+        ({"command": "x", "bogus": 1}, "bogus: unexpected argument"),
+    ],
+)
+def test_invalid_configuration_is_a_clear_error(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigurationError, match="'broken'") as info:
+        McpServer(name="broken", **options)
+    assert message in str(info.value)
+
+
+def test_bad_name_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match="name: String should match pattern"):
+        McpServer(name="has.dot", command="x")
+
+
+def test_secrets_never_appear_in_repr() -> None:
+    stdio = McpServer(name="a", command="x", env={"API_TOKEN": "tok-123456"})
+    http = McpServer(
+        name="b", url="https://user:pw-999@h.example/mcp?key=k-777", headers={"Authorization": "Bearer zz-1"}
+    )
+    text = repr(stdio) + str(stdio) + repr(http) + str(http) + http.target
+    for secret in ("tok-123456", "pw-999", "k-777", "zz-1"):
+        assert secret not in text
+    assert "API_TOKEN" in repr(stdio)
+    assert "Authorization" in repr(http)
+    assert "https://h.example/mcp" in repr(http)
+
+
+def test_register_records_only_and_rejects_duplicates() -> None:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(McpServer(name="x", command="does-not-exist-kavalai"))
+    assert kernel.list_tools("mcp://*") == []
+    state = kernel.get_mcp_server_state("x")
+    assert (state.status, state.transport, state.tools, state.connects) == ("registered", "stdio", (), 0)
+    with pytest.raises(ToolRegistrationError, match="already registered"):
+        kernel.register_mcp_server(McpServer(name="x", url="http://127.0.0.1:1/mcp"))
+    with pytest.raises(ToolRegistrationError, match="takes an McpServer"):
+        kernel.register_mcp_server({"name": "y", "command": "z"})  # type: ignore[arg-type]
+    with pytest.raises(ToolNotFoundError, match="No MCP server named 'nope'"):
+        kernel.get_mcp_server_state("nope")
+    assert [s.name for s in kernel.mcp_server_states()] == ["x"]

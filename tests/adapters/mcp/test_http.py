@@ -1,0 +1,66 @@
+"""MCP servers over HTTP on 127.0.0.1: streamable HTTP (the default) and legacy SSE."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from kavalai import FunctionKernel, McpServer, ServerConnectionError, ToolExecutionError, ToolTimeoutError
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+async def test_http_server_tools(kernel: FunctionKernel, http_url: str, sse_url: str, transport: str) -> None:
+    url = sse_url if transport == "sse" else http_url
+    server = McpServer(
+        name="web", url=url, transport="sse" if transport == "sse" else None, headers={"X-Kavalai-Test": "hdr-1"}
+    )
+    kernel.register_mcp_server(server)
+    await kernel.connect_mcp_servers()
+    state = kernel.get_mcp_server_state("web")
+    assert (state.status, state.transport, state.pid) == ("connected", transport, None)
+
+    assert (await kernel.call_tool("mcp://web.add", {"a": 20, "b": "22"})).model_dump() == {"result": 42}
+    weather = await kernel.call_tool("mcp://web.weather", {"city": "Rome"})
+    assert weather.model_dump()["conditions"] == ["sunny", "breezy"]
+    header = await kernel.call_tool("mcp://web.header", {"name": "x-kavalai-test"})
+    assert header.model_dump() == {"result": "hdr-1"}  # configured headers reach the server
+    with pytest.raises(ToolExecutionError, match="refused: nope"):
+        await kernel.call_tool("mcp://web.fail", {"reason": "nope"})
+
+    await kernel.close()
+    assert kernel.get_mcp_server_state("web").status == "closed"
+    assert (await kernel.call_tool("mcp://web.echo", {"text": "again"})).model_dump() == {"result": "again"}
+
+
+async def test_http_call_times_out(kernel: FunctionKernel, http_url: str) -> None:
+    kernel.register_mcp_server(McpServer(name="web", url=http_url, timeout=0.3))
+    with pytest.raises(ToolTimeoutError, match=r"mcp://web.sleep timed out after 0.3 s"):
+        await kernel.call_tool("mcp://web.sleep", {"seconds": 30})
+    assert (await kernel.call_tool("mcp://web.add", {"a": 1, "b": 1})).model_dump() == {"result": 2}
+
+
+async def test_unreachable_url_names_the_server_without_secrets(kernel: FunctionKernel) -> None:
+    server = McpServer(
+        name="gone",
+        url="http://127.0.0.1:9/mcp?api_key=qs-secret-1",
+        headers={"Authorization": "Bearer hdr-secret-2"},
+        connect_timeout=5,
+    )
+    kernel.register_mcp_server(server)
+    with anyio.fail_after(20), pytest.raises(ServerConnectionError) as info:
+        await kernel.connect_mcp_servers()
+    message = str(info.value)
+    assert info.value.server == "gone"
+    assert "MCP server 'gone' (streamable-http: http://127.0.0.1:9/mcp)" in message
+    assert "cannot reach it" in message
+    state_text = repr(kernel.mcp_server_states())
+    for secret in ("qs-secret-1", "hdr-secret-2"):
+        assert secret not in message
+        assert secret not in state_text
+
+
+async def test_http_error_status_is_explained(kernel: FunctionKernel, http_url: str) -> None:
+    kernel.register_mcp_server(McpServer(name="wrong", url=http_url.replace("/mcp", "/nothing-here")))
+    with pytest.raises(ServerConnectionError, match="'wrong'") as info:
+        await kernel.connect_mcp_servers()
+    assert "Not Found" in str(info.value)  # the SDK turns the HTTP 404 into an MCP error

@@ -1,0 +1,107 @@
+"""Each auth kind, given directly and by environment variable, checked by the real server."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from tests.servers.rest_app import API_KEY, BASIC_PASSWORD, BASIC_USER, BEARER_TOKEN
+
+from kavalai import FunctionKernel, HTTPStatusError, RestServer
+from kavalai.adapters.rest import ApiKeyAuth, BasicAuth, BearerAuth
+from kavalai.adapters.rest._auth import Auth
+
+CASES: list[tuple[str, Auth, Auth, dict[str, str]]] = [
+    (
+        "basic",
+        BasicAuth(username=BASIC_USER, password=BASIC_PASSWORD),
+        BasicAuth(username_env="KT_USER", password_env="KT_SECRET"),
+        {"KT_USER": BASIC_USER, "KT_SECRET": BASIC_PASSWORD},
+    ),
+    ("bearer", BearerAuth(token=BEARER_TOKEN), BearerAuth(token_env="KT_SECRET"), {"KT_SECRET": BEARER_TOKEN}),
+    (
+        "header-key",
+        ApiKeyAuth(key=API_KEY, name="X-API-Key"),
+        ApiKeyAuth(key_env="KT_SECRET"),
+        {"KT_SECRET": API_KEY},
+    ),
+    (
+        "query-key",
+        ApiKeyAuth(key=API_KEY, name="api_key", location="query"),
+        ApiKeyAuth(key_env="KT_SECRET", name="api_key", location="query"),
+        {"KT_SECRET": API_KEY},
+    ),
+]
+IDS = [case[0] for case in CASES]
+
+
+async def _call(kernel: FunctionKernel, url: str, endpoint: str, auth: Auth | None) -> object:
+    kernel.register_rest_server(RestServer(name="api", url=url, auth=auth), replace=True)
+    kernel.register_rest_tool("api", "check", "GET", path=f"/auth/{endpoint}", replace=True)
+    return (await kernel.call_tool("rest://api.check")).result  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("endpoint", "direct", "from_env", "env"), CASES, ids=IDS)
+async def test_direct_credentials_are_accepted(
+    kernel: FunctionKernel, shop_url: str, endpoint: str, direct: Auth, from_env: Auth, env: dict[str, str]
+) -> None:
+    result = await _call(kernel, shop_url, endpoint, direct)
+    assert result in ({"user": BASIC_USER}, {"auth": endpoint})
+
+
+@pytest.mark.parametrize(("endpoint", "direct", "from_env", "env"), CASES, ids=IDS)
+async def test_credentials_from_the_environment_are_accepted(
+    kernel: FunctionKernel,
+    shop_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    endpoint: str,
+    direct: Auth,
+    from_env: Auth,
+    env: dict[str, str],
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    result = await _call(kernel, shop_url, endpoint, from_env)
+    assert result in ({"user": BASIC_USER}, {"auth": endpoint})
+
+
+@pytest.mark.parametrize(("endpoint", "direct", "from_env", "env"), CASES, ids=IDS)
+async def test_wrong_or_missing_credentials_get_401_without_leaking(
+    kernel: FunctionKernel,
+    shop_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    endpoint: str,
+    direct: Auth,
+    from_env: Auth,
+    env: dict[str, str],
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("KT_USER", BASIC_USER)
+    monkeypatch.setenv("KT_SECRET", "wrong-secret-value")
+    for auth in (None, from_env):
+        with pytest.raises(HTTPStatusError) as info:
+            await _call(kernel, shop_url, endpoint, auth)
+        assert info.value.status_code == 401
+        assert "credentials missing or wrong" in info.value.body
+        assert "wrong-secret-value" not in str(info.value)
+    assert "wrong-secret-value" not in caplog.text
+
+
+async def test_a_server_echoing_credentials_has_them_redacted(kernel: FunctionKernel, shop_url: str) -> None:
+    with pytest.raises(HTTPStatusError) as info:
+        await _call(kernel, shop_url, "echo-secret", BearerAuth(token=BEARER_TOKEN))
+    assert info.value.status_code == 403
+    assert info.value.body == "denied for Bearer ***"
+    assert BEARER_TOKEN not in str(info.value)
+
+
+async def test_a_rotated_variable_is_read_when_the_session_reopens(
+    kernel: FunctionKernel, shop_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KT_SECRET", "stale-token")
+    with pytest.raises(HTTPStatusError):
+        await _call(kernel, shop_url, "bearer", BearerAuth(token_env="KT_SECRET"))
+    monkeypatch.setenv("KT_SECRET", BEARER_TOKEN)
+    await kernel.close()
+    assert (await kernel.call_tool("rest://api.check")).result == {"auth": "bearer"}  # type: ignore[attr-defined]

@@ -1,0 +1,160 @@
+"""Calls through hand-registered ``rest://`` tools against the real test shop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kavalai import FunctionKernel, RestServer, ToolExecutionError, ToolInputError, ToolOutputError
+
+ITEM_ID = {"item_id": {"type": "integer"}}
+ITEM_FIELDS = {
+    "name": {"type": "string"},
+    "price": {"type": "number"},
+    "tags": {"type": "array", "items": {"type": "string"}},
+}
+ITEM_OUT = {
+    "type": "object",
+    "properties": {"id": {"type": "integer"}, **ITEM_FIELDS},
+    "required": ["id", "name", "price"],
+}
+
+
+def obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(required)}
+
+
+async def test_get_with_query_parameters(shop: FunctionKernel) -> None:
+    shop.register_rest_tool(
+        "shop",
+        "list_items",
+        "GET",
+        obj({"limit": {"type": "integer"}, "tag": {"type": "string"}}),
+        {"type": "array", "items": ITEM_OUT},
+        path="/items",
+    )
+    result = await shop.call_tool("rest://shop.list_items", {"limit": "2"})
+    assert [item.name for item in result.result] == ["apple", "bread"]  # type: ignore[attr-defined]
+    fruit = await shop.call_tool("rest://shop.list_items", {"tag": "fruit"})
+    assert [item.id for item in fruit.result] == [1]  # type: ignore[attr-defined]
+
+
+async def test_get_with_a_path_parameter_and_an_object_output(shop: FunctionKernel) -> None:
+    shop.register_rest_tool("shop", "get_item", "GET", obj(ITEM_ID, ("item_id",)), ITEM_OUT, path="/items/{item_id}")
+    item = await shop.call_tool("rest://shop.get_item", {"item_id": 2})
+    assert (item.id, item.name, item.price) == (2, "bread", 2.25)  # type: ignore[attr-defined]
+    assert type(item).__name__ != "dict"
+
+
+async def test_post_put_patch_and_delete(shop: FunctionKernel) -> None:
+    shop.register_rest_tool("shop", "create", "POST", obj(ITEM_FIELDS, ("name", "price")), ITEM_OUT, path="/items")
+    shop.register_rest_tool(
+        "shop", "replace", "PUT", obj({**ITEM_ID, **ITEM_FIELDS}), ITEM_OUT, path="/items/{item_id}"
+    )
+    shop.register_rest_tool(
+        "shop", "change", "PATCH", obj({**ITEM_ID, **ITEM_FIELDS}), ITEM_OUT, path="/items/{item_id}"
+    )
+    shop.register_rest_tool("shop", "delete", "DELETE", obj(ITEM_ID), None, path="/items/{item_id}")
+    shop.register_rest_tool("shop", "get", "GET", obj(ITEM_ID), ITEM_OUT, path="/items/{item_id}")
+
+    created = await shop.call_tool("rest://shop.create", {"name": "dates", "price": "3.5", "tags": ["dried"]})
+    new_id = created.id  # type: ignore[attr-defined]
+    assert (created.name, created.price, created.tags) == ("dates", 3.5, ["dried"])  # type: ignore[attr-defined]
+
+    replaced = await shop.call_tool("rest://shop.replace", {"item_id": new_id, "name": "figs", "price": 4})
+    assert (replaced.name, replaced.tags) == ("figs", [])  # type: ignore[attr-defined]
+
+    changed = await shop.call_tool("rest://shop.change", {"item_id": new_id, "price": 9})
+    # only the price was sent: the name stays, nothing was reset to a default
+    assert (changed.name, changed.price) == ("figs", 9.0)  # type: ignore[attr-defined]
+
+    deleted = await shop.call_tool("rest://shop.delete", {"item_id": new_id})
+    assert deleted.result is None  # type: ignore[attr-defined]
+    with pytest.raises(ToolExecutionError, match="404"):
+        await shop.call_tool("rest://shop.get", {"item_id": new_id})
+
+
+async def test_head_returns_none_and_fails_on_404(shop: FunctionKernel) -> None:
+    shop.register_rest_tool("shop", "exists", "HEAD", obj(ITEM_ID), None, path="/items/{item_id}")
+    assert (await shop.call_tool("rest://shop.exists", {"item_id": 1})).result is None  # type: ignore[attr-defined]
+    with pytest.raises(ToolExecutionError, match="HEAD /items/999 answered 404"):
+        await shop.call_tool("rest://shop.exists", {"item_id": 999})
+
+
+async def test_path_values_are_url_encoded(shop: FunctionKernel) -> None:
+    shop.register_rest_tool("shop", "echo", "GET", obj({"value": {"type": "string"}}), None, path="/echo/path/{value}")
+    result = await shop.call_tool("rest://shop.echo", {"value": "a b/c?d#e%"})
+    assert result.result == {  # type: ignore[attr-defined]
+        "raw_path": "/echo/path/a%20b%2Fc%3Fd%23e%25",
+        "value": "a b/c?d#e%",
+    }
+
+
+async def test_arguments_left_out_are_not_sent(shop: FunctionKernel) -> None:
+    schema = obj({"a": {"type": "integer", "default": 5}, "b": {"type": ["string", "null"]}, "c": {"type": "boolean"}})
+    shop.register_rest_tool("shop", "query", "GET", schema, None, path="/echo/query")
+    shop.register_rest_tool("shop", "body", "POST", schema, None, path="/echo/body")
+    assert (await shop.call_tool("rest://shop.query", {"c": False})).result == {"c": ["false"]}  # type: ignore[attr-defined]
+    body = (await shop.call_tool("rest://shop.body", {"b": None})).result  # type: ignore[attr-defined]
+    assert body == {"json": {"b": None}, "content_type": "application/json", "query": {}}
+    empty = (await shop.call_tool("rest://shop.body", {})).result  # type: ignore[attr-defined]
+    assert empty["json"] == {}
+
+
+async def test_list_arguments_repeat_the_query_key(shop: FunctionKernel) -> None:
+    shop.register_rest_tool(
+        "shop", "q", "GET", obj({"tag": {"type": "array", "items": {"type": "integer"}}}), None, path="/echo/query"
+    )
+    assert (await shop.call_tool("rest://shop.q", {"tag": [1, "2"]})).result == {"tag": ["1", "2"]}  # type: ignore[attr-defined]
+
+
+async def test_default_headers_are_sent(kernel: FunctionKernel, shop_url: str) -> None:
+    kernel.register_rest_server(RestServer(name="h", url=shop_url, headers={"X-Client": "kavalai-tests"}))
+    kernel.register_rest_tool("h", "headers", "GET", path="/echo/headers")
+    headers = (await kernel.call_tool("rest://h.headers")).result  # type: ignore[attr-defined]
+    assert headers["x-client"] == "kavalai-tests"
+
+
+async def test_a_base_url_with_a_path_prefix(kernel: FunctionKernel, shop_url: str) -> None:
+    kernel.register_rest_server(RestServer(name="p", url=f"{shop_url}/items/"))
+    kernel.register_rest_tool("p", "first", "GET", path="/1")
+    assert (await kernel.call_tool("rest://p.first")).result["name"] == "apple"  # type: ignore[attr-defined]
+
+
+async def test_non_json_empty_and_large_responses(shop: FunctionKernel) -> None:
+    shop.register_rest_tool("shop", "text", "GET")
+    shop.register_rest_tool("shop", "empty", "GET", output_schema={"type": "null"})
+    shop.register_rest_tool(
+        "shop",
+        "large",
+        "GET",
+        obj({"n": {"type": "integer"}}),
+        {"type": "array", "items": {"type": "object", "properties": {"i": {"type": "integer"}}}},
+    )
+    assert (await shop.call_tool("rest://shop.text")).result == "plain old text"  # type: ignore[attr-defined]
+    assert (await shop.call_tool("rest://shop.empty")).result is None  # type: ignore[attr-defined]
+    rows = (await shop.call_tool("rest://shop.large", {"n": 100_000})).result  # type: ignore[attr-defined]
+    assert len(rows) == 100_000
+    assert rows[-1].i == 99_999
+
+
+async def test_arguments_are_validated_before_any_request(shop: FunctionKernel) -> None:
+    shop.register_rest_tool("shop", "get", "GET", obj(ITEM_ID, ("item_id",)), None, path="/items/{item_id}")
+    with pytest.raises(ToolInputError, match=r"rest://shop\.get: item_id: Field required"):
+        await shop.call_tool("rest://shop.get", {})
+    with pytest.raises(ToolInputError, match="unexpected argument"):
+        await shop.call_tool("rest://shop.get", {"item_id": 1, "extra": 2})
+
+
+async def test_a_response_that_does_not_fit_the_output_schema(shop: FunctionKernel) -> None:
+    shop.register_rest_tool("shop", "get", "GET", obj(ITEM_ID), {"type": "array"}, path="/items/{item_id}")
+    with pytest.raises(ToolOutputError, match=r"rest://shop\.get returned"):
+        await shop.call_tool("rest://shop.get", {"item_id": 1})
+
+
+async def test_invalid_json_is_an_execution_error(shop: FunctionKernel) -> None:
+    shop.register_rest_tool("shop", "bad", "GET", path="/bad-json")
+    with pytest.raises(ToolExecutionError, match=r"rest://shop\.bad: GET /bad-json failed: .*not valid JSON") as info:
+        await shop.call_tool("rest://shop.bad")
+    assert info.value.uri == "rest://shop.bad"

@@ -1,0 +1,220 @@
+"""OpenAPI import: from the real app's /openapi.json, from files and dicts, with filters and $refs."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from tests.servers.rest_app import create_app
+
+from kavalai import (
+    ConfigurationError,
+    FunctionKernel,
+    HTTPStatusError,
+    ToolInputError,
+    ToolRegistrationError,
+)
+
+
+@pytest.fixture(scope="module")
+def spec() -> dict[str, Any]:
+    """The test shop's OpenAPI document, as FastAPI generates it."""
+    return create_app().openapi()
+
+
+async def test_import_from_the_servers_own_openapi_json(shop: FunctionKernel) -> None:
+    uris = await shop.register_openapi("shop", "/openapi.json")
+    assert "rest://shop.get_item_items__item_id__get" in uris
+    assert "rest://shop.count_nodes" in uris
+    assert "rest://shop.head_item" not in " ".join(uris)  # not in the schema
+    assert sorted(uris) == shop.list_tools("rest://shop.*")
+
+    item = await shop.call_tool("rest://shop.get_item_items__item_id__get", {"item_id": "1"})
+    assert {"id", "name", "price", "tags"} <= set(type(item).model_fields)
+    assert (item.id, item.name) == (1, "apple")  # type: ignore[attr-defined]
+    rows = await shop.call_tool("rest://shop.list_items_items_get", {"limit": 1, "tag": "bakery"})
+    assert [row.name for row in rows.result] == ["bread"]  # type: ignore[attr-defined]
+
+
+async def test_descriptions_and_schemas_come_from_the_spec(shop: FunctionKernel) -> None:
+    await shop.register_openapi("shop", "/openapi.json", include=["items"])
+    listed = shop.get_tool_definition("rest://shop.list_items_items_get")
+    assert listed.description.startswith("List items\n\nItems in id order")
+    assert listed.metadata["tags"] == ["items"]
+    create = shop.get_tool_definition("rest://shop.create_item_items_post")
+    schema = create.get_input_schema()
+    assert set(schema["properties"]) == {"name", "price", "tags"}
+    assert schema["required"] == ["name", "price"]
+    assert schema["properties"]["name"]["description"] == "The item's name."
+    assert create.metadata["method"] == "POST"
+
+
+async def test_every_method_through_imported_tools(shop: FunctionKernel) -> None:
+    await shop.register_openapi("shop", "/openapi.json", include=["items"])
+    created = await shop.call_tool("rest://shop.create_item_items_post", {"name": "egg", "price": 0.3})
+    new_id = created.id  # type: ignore[attr-defined]
+    put = await shop.call_tool(
+        "rest://shop.replace_item_items__item_id__put", {"item_id": new_id, "name": "eggs", "price": 2}
+    )
+    assert put.name == "eggs"  # type: ignore[attr-defined]
+    patched = await shop.call_tool("rest://shop.patch_item_items__item_id__patch", {"item_id": new_id, "price": 3})
+    assert (patched.name, patched.price) == ("eggs", 3.0)  # type: ignore[attr-defined]
+    deleted = await shop.call_tool("rest://shop.delete_item_items__item_id__delete", {"item_id": new_id})
+    assert deleted.result is None  # type: ignore[attr-defined]
+    with pytest.raises(HTTPStatusError) as info:
+        await shop.call_tool("rest://shop.get_item_items__item_id__get", {"item_id": new_id})
+    assert info.value.status_code == 404
+
+
+async def test_body_price_constraint_from_the_spec_is_enforced(shop: FunctionKernel) -> None:
+    await shop.register_openapi("shop", "/openapi.json", include=["create_item_items_post"])
+    with pytest.raises(ToolInputError, match="price"):
+        await shop.call_tool("rest://shop.create_item_items_post", {"name": "x", "price": -1})
+
+
+async def test_circular_refs_array_bodies_and_header_parameters(shop: FunctionKernel) -> None:
+    await shop.register_openapi("shop", "/openapi.json", include=["tree", "misc"])
+    tree = {"label": "root", "children": [{"label": "a", "children": [{"label": "b"}]}, {"label": "c"}]}
+    assert (await shop.call_tool("rest://shop.count_nodes", tree)).result == 4  # type: ignore[attr-defined]
+    assert (await shop.call_tool("rest://shop.sum_numbers", {"body": [1, 2, 3.5]})).result == 6.5  # type: ignore[attr-defined]
+    found = await shop.call_tool("rest://shop.search", {"q": "tea", "x-trace": "t-9", "flags": ["a", "b"]})
+    assert found.result == {"q": "tea", "page": 1, "trace": "t-9", "flags": ["a", "b"]}  # type: ignore[attr-defined]
+
+
+async def test_include_and_exclude_by_tag_and_operation_id(shop: FunctionKernel) -> None:
+    uris = await shop.register_openapi(
+        "shop", "/openapi.json", include=["auth", "search"], exclude=["auth_basic_auth_basic_get"]
+    )
+    names = {uri.removeprefix("rest://shop.") for uri in uris}
+    assert "search" in names
+    assert "auth_bearer_auth_bearer_get" in names
+    assert "auth_basic_auth_basic_get" not in names
+    assert not any(name.startswith("get_item") for name in names)
+
+
+async def test_import_from_json_and_yaml_files(shop: FunctionKernel, spec: dict[str, Any], tmp_path: Path) -> None:
+    json_file = tmp_path / "shop.json"
+    json_file.write_text(json.dumps(spec))
+    yaml_file = tmp_path / "shop.yaml"
+    yaml_file.write_text(yaml.safe_dump(spec))
+    from_json = await shop.register_openapi("shop", str(json_file), include=["items"])
+    from_yaml = await shop.register_openapi("shop", yaml_file, include=["items"], replace=True)
+    assert from_json == from_yaml
+    item = await shop.call_tool("rest://shop.get_item_items__item_id__get", {"item_id": 3})
+    assert item.name == "cheese"  # type: ignore[attr-defined]
+
+
+async def test_duplicates_register_nothing_unless_replacing(shop: FunctionKernel, spec: dict[str, Any]) -> None:
+    shop.register_rest_tool("shop", "search", "GET")
+    before = shop.list_tools()
+    with pytest.raises(ToolRegistrationError, match=r"already registered at rest://shop\.search.*replace=True"):
+        await shop.register_openapi("shop", spec)
+    assert shop.list_tools() == before
+    await shop.register_openapi("shop", spec, include=["search"], replace=True)
+    assert shop.get_tool_definition("rest://shop.search").metadata["operation_id"] == "search"
+
+
+def _spec(paths: dict[str, Any], components: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": paths, "components": components or {}}
+
+
+async def test_operations_without_ids_get_method_and_path_names(shop: FunctionKernel) -> None:
+    spec = _spec(
+        {
+            "/items/{item_id}": {
+                "parameters": [{"$ref": "#/components/parameters/ItemId"}],
+                "get": {"responses": {"200": {"$ref": "#/components/responses/Item"}}},
+            }
+        },
+        {
+            "parameters": {
+                "ItemId": {"name": "item_id", "in": "path", "required": True, "schema": {"type": "integer"}}
+            },
+            "responses": {
+                "Item": {
+                    "description": "ok",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Item"}}},
+                }
+            },
+            "schemas": {
+                "Item": {
+                    "type": "object",
+                    "properties": {"id": {"type": "integer"}, "name": {"type": "string", "nullable": True}},
+                    "required": ["id"],
+                }
+            },
+        },
+    )
+    assert await shop.register_openapi("shop", spec) == ["rest://shop.get_items_item_id"]
+    definition = shop.get_tool_definition("rest://shop.get_items_item_id")
+    assert definition.description == "GET /items/{item_id}"
+    assert definition.get_input_schema()["required"] == ["item_id"]
+    item = await shop.call_tool("rest://shop.get_items_item_id", {"item_id": 2})
+    assert (item.id, item.name) == (2, "bread")  # type: ignore[attr-defined]
+
+
+async def test_non_json_bodies_are_skipped_and_reported(shop: FunctionKernel, caplog: pytest.LogCaptureFixture) -> None:
+    spec = _spec(
+        {
+            "/upload": {
+                "post": {
+                    "operationId": "upload",
+                    "requestBody": {"content": {"multipart/form-data": {"schema": {"type": "object"}}}},
+                    "responses": {"204": {"description": "done"}},
+                }
+            },
+            "/text": {"get": {"operationId": "text", "responses": {"200": {"description": "text"}}}},
+        }
+    )
+    with caplog.at_level(logging.WARNING, logger="kavalai.rest"):
+        uris = await shop.register_openapi("shop", spec)
+    assert uris == ["rest://shop.text"]
+    assert "skipped POST /upload: the request body is not JSON (multipart/form-data)" in caplog.text
+    assert (await shop.call_tool("rest://shop.text")).result == "plain old text"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem"),
+    [
+        ({"swagger": "2.0", "paths": {}}, "declares swagger 2.0; only OpenAPI 3.x"),
+        ([1, 2], "takes a dict, a file path or a URL path, not list"),
+        (
+            _spec({"/x": {"get": {"parameters": [{"$ref": "other.yaml#/P"}], "responses": {}}}}),
+            r"GET /x: the \$ref 'other.yaml#/P' points outside the document",
+        ),
+        (
+            _spec({"/x": {"get": {"parameters": [{"$ref": "#/components/parameters/Nope"}], "responses": {}}}}),
+            "does not resolve",
+        ),
+        ("no-such-file.yaml", "is not a file, and not a URL path"),
+    ],
+)
+async def test_bad_specs_are_configuration_errors(shop: FunctionKernel, spec: Any, problem: str) -> None:
+    with pytest.raises(ConfigurationError, match=problem):
+        await shop.register_openapi("shop", spec)
+
+
+async def test_a_spec_url_that_fails_raises_the_http_error(shop: FunctionKernel) -> None:
+    with pytest.raises(HTTPStatusError, match="REST server 'shop': GET /missing.json answered 404"):
+        await shop.register_openapi("shop", "/missing.json")
+
+
+async def test_a_broken_spec_file_names_the_file(shop: FunctionKernel, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("openapi: [unclosed")
+    with pytest.raises(ConfigurationError, match="broken.yaml.*neither valid JSON nor YAML"):
+        await shop.register_openapi("shop", broken)
+
+
+async def test_a_full_spec_url_on_the_server_is_fetched(shop: FunctionKernel, shop_url: str) -> None:
+    uris = await shop.register_openapi("shop", f"{shop_url}/openapi.json", include=["search"])
+    assert uris == ["rest://shop.search"]
+
+
+async def test_credentials_are_not_sent_to_another_origin(shop: FunctionKernel) -> None:
+    with pytest.raises(ConfigurationError, match="is not on REST server 'shop'; its credentials"):
+        await shop.register_openapi("shop", "http://127.0.0.2:1/openapi.json")
