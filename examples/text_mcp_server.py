@@ -12,7 +12,7 @@ from mcp.server.mcpserver import MCPServer
 
 server = MCPServer("text", log_level="WARNING")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
-_STOP = frozenset("a an and are as at be by for from in is it of on or that the this to with".split())
+_STOP = frozenset(re.findall(r"\w+", "a an and are as at be by for from in is it of on or that the this to with"))
 
 
 @server.tool()

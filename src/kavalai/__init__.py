@@ -40,11 +40,37 @@ if TYPE_CHECKING:
     from kavalai.adapters.mcp import McpServer
     from kavalai.adapters.python import pythontool
     from kavalai.adapters.rest import RestServer
+    from kavalai.agent import Agent, AgentResult, Approval, ToolCallRecord
     from kavalai.kernel import FunctionKernel, ToolDefinition, ToolURI
+    from kavalai.llm import LLMClient, make_client
+    from kavalai.llm.errors import (
+        AgentError,
+        LLMConfigurationError,
+        LLMConnectionError,
+        LLMError,
+        LLMProviderError,
+        LLMResponseError,
+        MaxStepsExceededError,
+        StructuredOutputError,
+    )
 
 # Names imported on first use, so that `import kavalai` costs almost nothing: pydantic, anyio and the kernel
 # load when the first of them is touched (module __getattr__, PEP 562).
 _LAZY: dict[str, str] = {
+    "Agent": "kavalai.agent",
+    "AgentError": "kavalai.llm.errors",
+    "AgentResult": "kavalai.agent",
+    "Approval": "kavalai.agent",
+    "LLMClient": "kavalai.llm",
+    "LLMConfigurationError": "kavalai.llm.errors",
+    "LLMConnectionError": "kavalai.llm.errors",
+    "LLMError": "kavalai.llm.errors",
+    "LLMProviderError": "kavalai.llm.errors",
+    "LLMResponseError": "kavalai.llm.errors",
+    "MaxStepsExceededError": "kavalai.llm.errors",
+    "StructuredOutputError": "kavalai.llm.errors",
+    "ToolCallRecord": "kavalai.agent",
+    "make_client": "kavalai.llm",
     "FunctionKernel": "kavalai.kernel",
     "McpServer": "kavalai.adapters.mcp",
     "RestServer": "kavalai.adapters.rest",
@@ -70,15 +96,28 @@ def __dir__() -> list[str]:
 __version__ = "0.1.0"
 
 __all__ = [
+    "Agent",
+    "AgentError",
+    "AgentResult",
+    "Approval",
     "ConfigurationError",
     "FunctionKernel",
     "FunctionKernelException",
     "HTTPStatusError",
     "InvalidToolURIError",
+    "LLMClient",
+    "LLMConfigurationError",
+    "LLMConnectionError",
+    "LLMError",
+    "LLMProviderError",
+    "LLMResponseError",
+    "MaxStepsExceededError",
     "McpServer",
     "RestServer",
     "ServerConnectionError",
+    "StructuredOutputError",
     "ToolAccessDeniedError",
+    "ToolCallRecord",
     "ToolDefinition",
     "ToolExecutionError",
     "ToolInputError",
@@ -88,5 +127,6 @@ __all__ = [
     "ToolTimeoutError",
     "ToolURI",
     "__version__",
+    "make_client",
     "pythontool",
 ]

@@ -15,8 +15,10 @@ aiohttp, the MCP SDK, pydantic) are translated into one of these at the adapter 
     ├── ToolExecutionError              the tool itself failed (raised, or reported an error)
     │   └── HTTPStatusError             a REST tool answered 4xx/5xx; .status_code, .method, .body
     ├── ToolTimeoutError                the call took longer than its timeout; .timeout
-    └── ServerConnectionError           a REST or MCP server could not be reached or died; .server, .exit_code,
-                                        .stderr_tail
+    ├── ServerConnectionError           a REST or MCP server could not be reached or died; .server, .exit_code,
+    │                                   .stderr_tail
+    └── LLMError                        an LLM client or agent failed (kavalai.llm.errors: configuration,
+                                        connection, provider status, structured output, max steps)
 
 Every message names the tool URI (or the server) and says what was wrong.
 """

@@ -54,3 +54,10 @@ async def test_fenced_json_is_accepted(kernel: FunctionKernel) -> None:
     llm = ScriptedLLM(['```json\n{"city": "Rome", "warm": true}\n```'])
     result = await Agent(llm, kernel=kernel, output_type=Answer).run("Rome?")
     assert result.output.warm is True
+
+
+async def test_no_repair_round_when_no_step_is_left(kernel: FunctionKernel) -> None:
+    llm = ScriptedLLM(["prose", {"city": "Oslo", "warm": True}])
+    with pytest.raises(StructuredOutputError, match="does not fit Answer"):
+        await Agent(llm, kernel=kernel, output_type=Answer, max_steps=1).run("Oslo?")
+    assert len(llm.requests) == 1

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any, Literal, get_args, get_origin
 
 import pytest
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from kavalai.kernel._jsonschema import (
     model_from_json_schema,
@@ -395,6 +396,49 @@ def test_single_all_of_with_constraints() -> None:
     assert not _accepts(model, {"n": 2})
 
 
+def test_all_of_recursion_refers_to_the_model_instead_of_inlining_forever() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"root": {"allOf": [{"$ref": "#/$defs/Dir"}], "description": "Top directory."}},
+        "$defs": {
+            "Dir": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "parent": {"allOf": [{"$ref": "#/$defs/Dir"}]},
+                    "self": {"allOf": [{"$ref": "#"}]},
+                },
+            }
+        },
+    }
+    model = model_from_json_schema(schema, "Tree")
+    data = {"root": {"name": "a", "parent": {"name": "b", "parent": {"name": "c"}}, "self": {"root": {"name": "d"}}}}
+    assert _sent(model.model_validate(data)) == data
+    assert not _accepts(model, {"root": {"parent": {"parent": {"name": 1}}}})
+
+
+def test_top_level_union_of_objects_becomes_one_model() -> None:
+    schema = {
+        "type": "object",
+        "oneOf": [
+            {"properties": {"kind": {"const": "file"}, "path": {"type": "string"}}, "required": ["kind", "path"]},
+            {"properties": {"kind": {"const": "url"}, "url": {"type": "string"}}, "required": ["kind"]},
+        ],
+    }
+    model = model_from_json_schema(schema, "Open")
+    assert _sent(model.model_validate({"kind": "url", "url": "u"})) == {"kind": "url", "url": "u"}
+    assert _sent(model.model_validate({"kind": "file", "path": "p"})) == {"kind": "file", "path": "p"}
+    assert not _accepts(model, {"path": "p"})
+    assert not _accepts(model, {"kind": "ftp"})
+    assert not _accepts(model, {"kind": "url", "other": 1})
+    assert model.model_json_schema()["required"] == ["kind"]
+
+
+def test_a_top_level_ref_that_does_not_resolve_accepts_any_arguments() -> None:
+    model = model_from_json_schema({"$ref": "https://example.com/args.json"}, "Remote")
+    assert _sent(model.model_validate({"anything": [1]})) == {"anything": [1]}
+
+
 # -- defaults, descriptions, titles, required -----------------------------------------------------------------
 
 
@@ -455,10 +499,24 @@ def test_a_structured_default_is_validated_into_nested_models() -> None:
     assert _sent(instance) == {}
 
 
-def test_a_primitive_default_that_does_not_fit_is_kept_unvalidated() -> None:
-    model = _model({"name": {"type": "string", "default": None}})
-    assert model.model_validate({}).name is None  # type: ignore[attr-defined]
-    assert not _accepts(model, {"name": 3})
+def test_defaults_are_coerced_and_ones_that_do_not_fit_are_dropped() -> None:
+    model = _model(
+        {
+            "name": {"type": "string", "default": None},
+            "count": {"type": "integer", "default": "7"},
+            "size": {"type": "integer", "default": "large"},
+            "opts": {"type": "object", "properties": {"deep": {"type": "boolean"}}, "default": {"deep": "perhaps"}},
+            "needed": {"type": "string"},
+        },
+        ["needed"],
+    )
+    instance = model.model_validate({"needed": "x"})
+    assert instance.model_dump(mode="json") == {"name": None, "count": 7, "size": None, "opts": None, "needed": "x"}
+    assert _sent(instance) == {"needed": "x"}
+    assert not _accepts(model, {"needed": "x", "name": 3})
+    properties = model.model_json_schema()["properties"]
+    assert "default" not in properties["size"]
+    assert properties["count"]["default"] == "7"
 
 
 # -- names that cannot be field names ------------------------------------------------------------------------
@@ -701,3 +759,47 @@ def test_many_tools_build() -> None:
     models = [model_from_json_schema(schema, f"tool_{i}") for i, schema in enumerate(tools)]
     assert len({id(model) for model in models}) == 50
     assert all(_accepts(model, {"path": "p", "items": [{"name": "n"}]}) for model in models)
+
+
+# -- schemas pydantic itself writes ------------------------------------------------------------------------------
+
+
+class _Colour(str, Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class _Leaf(BaseModel):
+    label: str = Field(description="The label.")
+    weight: float = 1.0
+
+
+class _Branch(BaseModel):
+    """A branch of the tree."""
+
+    leaves: list[_Leaf]
+    children: list[_Branch] = []
+    colour: _Colour | None = None
+    mode: Literal["fast", "slow"] = "fast"
+    meta: dict[str, int] = {}
+    pair: tuple[int, str] | None = None
+    schema_: str | None = Field(default=None, alias="schema")
+
+
+def test_a_schema_written_by_pydantic_round_trips() -> None:
+    model = model_from_json_schema(_Branch.model_json_schema(), "Branch")
+    data = {
+        "leaves": [{"label": "a", "weight": 2.5}],
+        "children": [{"leaves": [], "colour": "blue", "pair": [1, "x"], "children": [{"leaves": [{"label": "b"}]}]}],
+        "mode": "slow",
+        "meta": {"k": 1},
+        "schema": "s",
+    }
+    assert _sent(model.model_validate(data)) == _sent(_Branch.model_validate(data))
+    assert _sent(model.model_validate(data)) == data
+    for bad in ({"leaves": [{}]}, {"leaves": [], "colour": "green"}, {"leaves": [], "children": [{"leaves": [1]}]}):
+        assert not _accepts(model, bad)
+        assert not _accepts(_Branch, bad)
+    generated = model.model_json_schema()
+    assert generated["description"] == "A branch of the tree."
+    assert generated["$defs"]["_Leaf"]["properties"]["label"]["description"] == "The label."

@@ -5,7 +5,17 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from kavalai.llm import LLMClient, ResponseDone, TextDelta, ToolSpec, UserMessage
+from kavalai.llm import (
+    AssistantMessage,
+    LLMClient,
+    ResponseDone,
+    TextDelta,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+    parse_messages,
+)
 from kavalai.llm.errors import LLMProviderError, LLMResponseError, StructuredOutputError
 from kavalai.testing import ScriptedLLM, ScriptedRequest, tool_call
 
@@ -76,3 +86,13 @@ async def test_rejects_a_sequence_that_is_not_tool_calls() -> None:
     llm = ScriptedLLM([[1, 2]])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="must hold ToolCalls"):
         await llm.complete([UserMessage(content="x")])
+
+
+def test_parse_messages_round_trips_a_conversation() -> None:
+    conversation = [
+        UserMessage(content="add"),
+        AssistantMessage(tool_calls=(ToolCall(id="c", name="python://a", arguments={"x": 1}),)),
+        ToolResultMessage(tool_call_id="c", name="python://a", content="{}"),
+    ]
+    dumped = [message.model_dump(mode="json") for message in conversation]
+    assert parse_messages(dumped) == conversation

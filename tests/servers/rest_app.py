@@ -12,7 +12,7 @@ import base64
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Header, HTTPException, Query, Request, Response
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse
 from pydantic import BaseModel, Field
 
 __all__ = ["API_KEY", "BASIC_PASSWORD", "BASIC_USER", "BEARER_TOKEN", "Item", "create_app"]
@@ -161,6 +161,11 @@ def create_app() -> FastAPI:
     async def auth_echo_secret(authorization: Annotated[str | None, Header()] = None) -> Response:
         """A badly behaved server that puts the credentials it got into its error body."""
         return PlainTextResponse(f"denied for {authorization}", status_code=403)
+
+    @app.get("/redirect", tags=["misc"])
+    async def redirect(to: str) -> RedirectResponse:
+        """Send the client elsewhere (307), to check what follows it across origins."""
+        return RedirectResponse(to, status_code=307)
 
     @app.get("/status/{code}", tags=["errors"])
     async def status(code: int) -> Response:

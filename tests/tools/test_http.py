@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 from tests.tools.conftest import LocalServer, StaticResolver
 
-from kavalai import FunctionKernel, ToolExecutionError
+from kavalai import ConfigurationError, FunctionKernel, ToolExecutionError
 from kavalai.tools import http
 
 REQUEST = "python://http.request"
@@ -40,6 +41,45 @@ async def test_register_returns_the_uri_and_nothing_is_registered_at_import(kern
     assert kernel.list_tools() == []
     assert http.register(kernel) == [REQUEST]
     assert http.register(kernel, prefix="net") == ["python://net.request"]
+
+
+async def test_the_parameters_are_described_for_a_model(kernel: FunctionKernel) -> None:
+    http.register(kernel)
+    properties = kernel.get_input_model(REQUEST).model_json_schema()["properties"]
+    assert set(properties) == {"url", "method", "query", "headers", "json", "body", "timeout"}
+    assert all(field.get("description") for field in properties.values())
+    output = kernel.get_output_model(REQUEST).model_json_schema()["properties"]
+    assert "4xx" in kernel.get_tool_definition(REQUEST).description
+    assert all(field.get("description") for field in output.values())
+
+
+@pytest.mark.parametrize(
+    ("options", "why"),
+    [
+        ({"allowed_networks": ["intranet"]}, "allowed_networks entry 'intranet' is not an IP network"),
+        ({"max_redirects": -1}, "max_redirects must be at least 0"),
+        ({"max_response_bytes": 0}, "max_response_bytes above 0"),
+    ],
+)
+def test_bad_settings_are_refused_at_registration(options: dict[str, Any], why: str) -> None:
+    kernel = FunctionKernel()
+    with pytest.raises(ConfigurationError, match=why):
+        http.register(kernel, **options)
+    assert kernel.list_tools() == []
+
+
+async def test_concurrent_requests_share_the_group(open_kernel: FunctionKernel, server: LocalServer) -> None:
+    statuses: list[int] = []
+
+    async def one(index: int) -> None:
+        result = await call(open_kernel, url=server.url("/echo"), query={"i": index})
+        assert result.json_data["query"] == [["i", str(index)]]
+        statuses.append(result.status)
+
+    async with anyio.create_task_group() as group:
+        for index in range(20):
+            group.start_soon(one, index)
+    assert statuses == [200] * 20
 
 
 async def test_get_json_returns_status_headers_text_and_parsed_json(

@@ -119,3 +119,8 @@ def test_html_to_markdown_reads_the_meta_charset() -> None:
     title, markdown = html_to_markdown(html.encode("latin-1"), "https://site.test/")
     assert title == "Caf\u00e9"
     assert markdown == "na\u00efve"
+
+
+@pytest.mark.parametrize("text", ["https://example.com/page", "just words", "  "])
+def test_html_without_markup_is_returned_as_text(text: str) -> None:
+    assert html_to_markdown(text, "https://site.test/") == ("", text.strip())

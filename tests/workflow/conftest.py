@@ -10,9 +10,9 @@ from typing import Any
 import anyio
 import pytest
 from pydantic import BaseModel
+from tests.servers.uvicorn_server import serve
 
 from kavalai import FunctionKernel, McpServer, pythontool
-from tests.servers.uvicorn_server import serve
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -80,8 +80,10 @@ def test_bindings_tell_paths_from_literals() -> None:
             END,
         )
     )
-    kinds = {name: (b.kind, b.value if b.kind == "literal" else b.value.source) for name, b in
-             workflow.bindings("work").items()}
+    kinds = {
+        name: (b.kind, b.value if b.kind == "literal" else b.value.source)
+        for name, b in workflow.bindings("work").items()
+    }
     assert kinds == {
         "path": ("path", "input.folder"),
         "word": ("literal", "docs"),
@@ -93,8 +95,10 @@ def test_bindings_tell_paths_from_literals() -> None:
 
 
 def test_unknown_next_node_is_named_with_a_suggestion() -> None:
-    error = _fails(_doc(START, {**WORK, "next": "edn"}, END), "Node 'work': field 'next' names the unknown node 'edn'. "
-                   "Did you mean 'end'?")
+    error = _fails(
+        _doc(START, {**WORK, "next": "edn"}, END),
+        "Node 'work': field 'next' names the unknown node 'edn'. Did you mean 'end'?",
+    )
     assert (error.node, error.field) == ("work", "next")
 
 
@@ -106,8 +110,10 @@ def test_unknown_branch_and_case_targets() -> None:
 
 
 def test_undeclared_type_is_named() -> None:
-    error = _fails(_doc(START, {**WORK, "output": "Listng"}, END, types={"Listing": {"type": "object"}}),
-                   "Node 'work': field 'output' names the undeclared type 'Listng'. Did you mean 'Listing'?")
+    error = _fails(
+        _doc(START, {**WORK, "output": "Listng"}, END, types={"Listing": {"type": "object"}}),
+        "Node 'work': field 'output' names the undeclared type 'Listng'. Did you mean 'Listing'?",
+    )
     assert error.field == "output"
     _fails(_doc(START, WORK, END, input="Nope"), "Workflow 't': field 'input' names the undeclared type 'Nope'")
 
@@ -137,8 +143,9 @@ def test_end_that_cannot_be_reached() -> None:
 
 def test_dead_end_outside_a_branch() -> None:
     check = {"id": "check", "kind": "if", "condition": "input.x", "then": "end", "else": "work"}
-    error = _fails(_doc({**START, "next": "check"}, check, {**WORK, "next": None}, END),
-                   "Node 'work' has no 'next' node")
+    error = _fails(
+        _doc({**START, "next": "check"}, check, {**WORK, "next": None}, END), "Node 'work' has no 'next' node"
+    )
     assert error.field == "next"
 
 
@@ -147,8 +154,10 @@ def test_branches_must_stay_inside_their_parallel_node() -> None:
     _fails(_doc({**START, "next": "fan"}, parallel, WORK, END), "End node 'end' is reached inside branch 'work'")
     shared = {"id": "fan", "kind": "parallel", "branches": ["a", "b"], "next": "end"}
     a, b = {**WORK, "id": "a", "next": "c"}, {**WORK, "id": "b", "next": "c"}
-    _fails(_doc({**START, "next": "fan"}, shared, a, b, {**WORK, "id": "c", "next": None}, END),
-           "Node 'c' is reached from both branch '.' of parallel node 'fan' and branch '.' of parallel node 'fan'")
+    _fails(
+        _doc({**START, "next": "fan"}, shared, a, b, {**WORK, "id": "c", "next": None}, END),
+        "Node 'c' is reached from both branch '.' of parallel node 'fan' and branch '.' of parallel node 'fan'",
+    )
 
 
 def test_duplicate_and_reserved_ids() -> None:
@@ -164,8 +173,10 @@ def test_loop_back_to_start_is_refused() -> None:
 
 def test_expressions_are_checked() -> None:
     check = {"id": "check", "kind": "if", "condition": "lisitng.result", "then": "end", "else": "end"}
-    error = _fails(_doc({**START, "next": "check"}, check, END),
-                   "Node 'check': field 'condition': expression 'lisitng.result' reads 'lisitng'")
+    error = _fails(
+        _doc({**START, "next": "check"}, check, END),
+        "Node 'check': field 'condition': expression 'lisitng.result' reads 'lisitng'",
+    )
     assert error.field == "condition"
     bad = {"id": "check", "kind": "if", "condition": "open('x')", "then": "end", "else": "end"}
     _fails(_doc({**START, "next": "check"}, bad, END), "field 'condition': .* only these functions")
@@ -181,8 +192,10 @@ def test_templates_and_model_output_types_are_checked() -> None:
 
 
 def test_node_fields_are_validated_with_node_and_field_named() -> None:
-    error = _fails(_doc(START, {**WORK, "timeout": -1}, END),
-                   "Node 'work' \\(function\\): field 'timeout': Input should be greater than 0")
+    error = _fails(
+        _doc(START, {**WORK, "timeout": -1}, END),
+        "Node 'work' \\(function\\): field 'timeout': Input should be greater than 0",
+    )
     assert (error.node, error.field) == ("work", "timeout")
     _fails(_doc(START, {**WORK, "tool": None}, END), "field 'tool'")
     _fails(_doc(START, {**WORK, "colour": "red"}, END), "field 'colour': Extra inputs are not permitted")
@@ -191,8 +204,10 @@ def test_node_fields_are_validated_with_node_and_field_named() -> None:
 
 
 def test_retry_on_names_real_error_classes() -> None:
-    _fails(_doc(START, {**WORK, "retry": {"retry_on": ["ToolTimeoutErr"]}}, END),
-           "'ToolTimeoutErr', which is not a kavalai error class. Did you mean 'ToolTimeoutError'")
+    _fails(
+        _doc(START, {**WORK, "retry": {"retry_on": ["ToolTimeoutErr"]}}, END),
+        "'ToolTimeoutErr', which is not a kavalai error class. Did you mean 'ToolTimeoutError'",
+    )
 
 
 def test_retry_policy_delays_grow_and_cap() -> None:

@@ -103,8 +103,17 @@ def test_fails_at_evaluation_naming_node_and_expression(source: str, reason: str
 
 @pytest.mark.parametrize(
     ("source", "expected"),
-    [("input.folder", True), ("listing.result[0]", True), ("a['k'].b", True), ("docs", True),
-     ("a + b", False), ("a[i]", False), ("hello world", False), ("len(x)", False), ("3", False)],
+    [
+        ("input.folder", True),
+        ("listing.result[0]", True),
+        ("a['k'].b", True),
+        ("docs", True),
+        ("a + b", False),
+        ("a[i]", False),
+        ("hello world", False),
+        ("len(x)", False),
+        ("3", False),
+    ],
 )
 def test_is_path(source: str, expected: bool) -> None:
     assert is_path(source) is expected

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from tests.workflow.conftest import make_flaky
 
 from kavalai import FunctionKernel, ToolExecutionError, ToolTimeoutError
 from kavalai.workflow import (
@@ -16,15 +17,15 @@ from kavalai.workflow import (
     WorkflowBuilder,
     WorkflowEngine,
 )
-from tests.workflow.conftest import make_flaky
 
 
 def _counter(limit_expr: str = "bump.result < input.until") -> WorkflowBuilder:
     return (
         WorkflowBuilder("loop", input="object", output="object")
         .start(next="bump")
-        .function("bump", tool="python://t.inc", inputs={"x": {"expr": "get('bump.result', input.start)"}},
-                  next="check")
+        .function(
+            "bump", tool="python://t.inc", inputs={"x": {"expr": "get('bump.result', input.start)"}}, next="check"
+        )
         .if_("check", condition=limit_expr, then="bump", else_="done")
         .end("done", outputs={"value": "bump.result", "visits": {"expr": "input.until - input.start"}})
     )
@@ -47,7 +48,8 @@ async def test_runaway_loop_is_stopped_by_the_visit_limit(tools_kernel: Function
     assert result.error.limit == 25
     assert "reached its limit of 25 node visits at node 'bump'" in str(result.error)
     assert len(result.trace) == 25  # every visit up to the limit is kept
-    assert result.trace[-1].node == "check" and result.trace[-1].status == "succeeded"
+    assert result.trace[-1].node == "check"
+    assert result.trace[-1].status == "succeeded"
 
 
 async def test_visit_limit_per_run_and_per_engine(tools_kernel: FunctionKernel) -> None:
@@ -70,7 +72,7 @@ async def test_run_timeout_ends_the_run_and_names_the_running_node(tools_kernel:
     assert result.status is RunStatus.TIMED_OUT
     assert isinstance(result.error, RunTimeoutError)
     assert (result.error.node, result.error.timeout) == ("wait", 0.2)
-    assert "The run timed out after 0.2 s while node 'wait' was running." == str(result.error)
+    assert str(result.error) == "The run timed out after 0.2 s while node 'wait' was running."
     assert [(t.node, t.status) for t in result.trace] == [("start", "succeeded"), ("wait", "failed")]
 
 
@@ -102,7 +104,8 @@ async def test_function_node_timeout_applies_per_attempt(tools_kernel: FunctionK
     result = await WorkflowEngine(workflow, tools_kernel).run({})
     assert result.status is RunStatus.FAILED
     assert isinstance(result.error, NodeTimeoutError)
-    assert result.error.node == "wait" and result.error.timeout == 0.05
+    assert result.error.node == "wait"
+    assert result.error.timeout == 0.05
     assert "Node 'wait': tool python://t.hang timed out (after 2 attempts)" in str(result.error)
     assert isinstance(result.error.__cause__, ToolTimeoutError)
     assert result.trace[-1].attempts == 2
@@ -128,8 +131,13 @@ async def test_retries_with_backoff_until_success(tools_kernel: FunctionKernel) 
     workflow = (
         WorkflowBuilder("t", input="object", output="any")
         .start(next="attempt")
-        .function("attempt", tool="python://t.flaky", inputs={"x": 4},
-                  retry=RetryPolicy(attempts=3, backoff=0.001), next="end")
+        .function(
+            "attempt",
+            tool="python://t.flaky",
+            inputs={"x": 4},
+            retry=RetryPolicy(attempts=3, backoff=0.001),
+            next="end",
+        )
         .end()
         .build()
     )
@@ -163,8 +171,9 @@ async def test_retries_exhausted_and_errors_not_retried(tools_kernel: FunctionKe
     workflow = (
         WorkflowBuilder("t", input="object", output="any")
         .start(next="attempt")
-        .function("attempt", tool="python://t.flaky", inputs={"x": "input.x"},
-                  retry={"attempts": 3, "backoff": 0}, next="end")
+        .function(
+            "attempt", tool="python://t.flaky", inputs={"x": "input.x"}, retry={"attempts": 3, "backoff": 0}, next="end"
+        )
         .end()
         .build()
     )
@@ -184,13 +193,19 @@ async def test_retry_on_selects_the_errors_retried(tools_kernel: FunctionKernel)
     workflow = (
         WorkflowBuilder("t", input="object", output="any")
         .start(next="attempt")
-        .function("attempt", tool="python://t.flaky", inputs={"x": 2},
-                  retry={"attempts": 3, "backoff": 0, "retry_on": ["ToolTimeoutError"]}, next="end")
+        .function(
+            "attempt",
+            tool="python://t.flaky",
+            inputs={"x": 2},
+            retry={"attempts": 3, "backoff": 0, "retry_on": ["ToolTimeoutError"]},
+            next="end",
+        )
         .end()
         .build()
     )
     result = await WorkflowEngine(workflow, tools_kernel).run({})
-    assert not result.ok and calls == [2]
+    assert not result.ok
+    assert calls == [2]
 
 
 @pytest.mark.parametrize("timeout", [0, -1.5])

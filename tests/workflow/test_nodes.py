@@ -38,9 +38,11 @@ def _adder() -> WorkflowBuilder:
 async def test_function_node_runs_and_traces(tools_kernel: FunctionKernel) -> None:
     engine = WorkflowEngine(_adder().build(), tools_kernel)
     result = await engine.run({"a": 2, "b": "40"})
-    assert result.status is RunStatus.SUCCEEDED and result.ok
+    assert result.status is RunStatus.SUCCEEDED
+    assert result.ok
     assert result.output == Sum(total=42, doubled=84)
-    assert result.error is None and result.failed_node is None
+    assert result.error is None
+    assert result.failed_node is None
     assert [(t.node, t.kind, t.visit, t.status) for t in result.trace] == [
         ("start", "start", 1, "succeeded"),
         ("add", "function", 1, "succeeded"),
@@ -61,7 +63,8 @@ async def test_workflow_input_is_validated_at_start(tools_kernel: FunctionKernel
     assert isinstance(error, NodeValidationError)
     assert (error.node, error.field) == ("start", "input.a")
     assert "Node 'start': the workflow input does not fit type 'Numbers'" in str(error)
-    assert "a: Input should be a valid integer" in str(error) and "b: Field required" in str(error)
+    assert "a: Input should be a valid integer" in str(error)
+    assert "b: Field required" in str(error)
     assert [t.status for t in result.trace] == ["failed"]
     with pytest.raises(NodeValidationError):
         result.raise_for_status()
@@ -78,9 +81,7 @@ async def test_workflow_output_is_validated_at_end(tools_kernel: FunctionKernel)
     result = await WorkflowEngine(workflow, tools_kernel).run({"a": 1, "b": 2})
     assert isinstance(result.error, NodeValidationError)
     assert (result.error.node, result.error.field) == ("done", "output.doubled")
-    assert "the workflow output does not fit type 'Sum': doubled: Input should be a valid integer" in str(
-        result.error
-    )
+    assert "the workflow output does not fit type 'Sum': doubled: Input should be a valid integer" in str(result.error)
     assert [t.node for t in result.trace] == ["start", "add", "done"]  # everything up to the failure
 
 
@@ -198,7 +199,8 @@ async def test_if_node_branches(tools_kernel: FunctionKernel) -> None:
     )
     engine = WorkflowEngine(workflow, tools_kernel)
     big, small = await engine.run(11), await engine.run(3)
-    assert big.output == {"result": "1100"} and small.output == {"result": "3"}
+    assert big.output == {"result": "1100"}
+    assert small.output == {"result": "3"}
     assert [t.node for t in big.trace] == ["start", "check", "big", "end"]
     assert (big.trace[1].output, big.trace[1].next) == (True, "big")
     assert [t.node for t in small.trace] == ["start", "check", "small", "end"]
@@ -213,14 +215,16 @@ def _router() -> WorkflowBuilder:
         .function("second", tool="python://t.label", inputs={"n": 2}, next="end")
         .function("third", tool="python://t.label", inputs={"n": 3}, next="end")
         .function("other", tool="python://t.label", inputs={"n": 4}, next="end")
-        .end("end", outputs={"label": {"expr": "get('first.result') or get('second.result') or get('third.result') "
-                                                "or other.result"}})
+        .end(
+            "end",
+            outputs={
+                "label": {"expr": "get('first.result') or get('second.result') or get('third.result') or other.result"}
+            },
+        )
     )
 
 
-@pytest.mark.parametrize(
-    ("kind", "label"), [("a", "1"), (2, "2"), (2.0, "2"), (True, "3"), (1, "4"), ("zzz", "4")]
-)
+@pytest.mark.parametrize(("kind", "label"), [("a", "1"), (2, "2"), (2.0, "2"), (True, "3"), (1, "4"), ("zzz", "4")])
 async def test_switch_node_routes_by_case(tools_kernel: FunctionKernel, kind: object, label: str) -> None:
     result = await WorkflowEngine(_router().build(), tools_kernel).run({"kind": kind})
     assert result.output == {"label": label}
@@ -250,7 +254,9 @@ async def test_parallel_branches_run_concurrently_and_join(tools_kernel: Functio
         .function("left", tool="python://t.meet", inputs={"mine": "L", "theirs": "R"}, next="left_words")
         .function("left_words", tool="python://t.words", inputs={"text": "left.result"})
         .function("right", tool="python://t.meet", inputs={"mine": "R", "theirs": "L"})
-        .end("end", outputs={"left": "fan.left.result", "right": "right.result", "n": {"expr": "len(left_words.result)"}})
+        .end(
+            "end", outputs={"left": "fan.left.result", "right": "right.result", "n": {"expr": "len(left_words.result)"}}
+        )
         .limits(timeout=20)
         .build()
     )
@@ -287,6 +293,8 @@ async def test_a_failing_branch_fails_the_parallel_node_and_cancels_the_others(
     assert result.status is RunStatus.FAILED
     assert result.failed_node == "boom"
     records = {t.node: t for t in result.trace}
-    assert records["boom"].status == "failed" and "exploded: branch" in (records["boom"].error or "")
-    assert records["slow"].status == "failed" and records["slow"].error == "cancelled: another branch failed"
+    assert records["boom"].status == "failed"
+    assert "exploded: branch" in (records["boom"].error or "")
+    assert records["slow"].status == "failed"
+    assert records["slow"].error == "cancelled: another branch failed"
     assert records["fan"].status == "failed"

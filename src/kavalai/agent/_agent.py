@@ -187,7 +187,7 @@ class Agent(Generic[OutputT]):
             try:
                 response = await self._call_model(step, state.messages(system), specs)
             except StructuredOutputError as exc:
-                if repairs_left == 0 or exc.response is None:
+                if repairs_left == 0 or exc.response is None or step == self.max_steps:
                     raise
                 repairs_left -= 1
                 state.usage += exc.response.usage

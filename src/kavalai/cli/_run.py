@@ -29,7 +29,7 @@ def add_run_parser(subparsers: Any) -> None:
     )
     parser.add_argument("workflow", help="the workflow YAML file")
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--input", metavar="JSON", help="the workflow input as JSON, e.g. '{\"folder\": \"docs\"}'")
+    source.add_argument("--input", metavar="JSON", help='the workflow input as JSON, e.g. \'{"folder": "docs"}\'')
     source.add_argument("--input-file", metavar="PATH", help="a JSON or YAML file holding the workflow input")
     parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="the run timeout")
     parser.add_argument("--max-visits", type=int, default=None, metavar="N", help="the node-visit limit")

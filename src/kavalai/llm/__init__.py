@@ -22,7 +22,6 @@ from kavalai.llm.messages import (
     AssistantMessage,
     LLMResponse,
     Message,
-    MessageList,
     ResponseDone,
     StreamEvent,
     SystemMessage,
@@ -32,6 +31,7 @@ from kavalai.llm.messages import (
     ToolSpec,
     Usage,
     UserMessage,
+    parse_messages,
 )
 from kavalai.llm.openai import OpenAIClient
 from kavalai.llm.registry import PROVIDERS, make_client
@@ -50,7 +50,6 @@ __all__ = [
     "LLMResponseError",
     "MaxStepsExceededError",
     "Message",
-    "MessageList",
     "ModelSettings",
     "OpenAIClient",
     "ResponseDone",
@@ -64,5 +63,6 @@ __all__ = [
     "Usage",
     "UserMessage",
     "make_client",
+    "parse_messages",
     "parse_structured",
 ]

@@ -1,6 +1,7 @@
 """The exceptions of the LLM clients and the agent.
 
-Foreign errors (the ``openai`` and ``anthropic`` SDKs') are translated into these at the client boundary and
+They join the one tree under :class:`~kavalai.errors.FunctionKernelException`. Foreign errors (the ``openai``
+and ``anthropic`` SDKs') are translated into these at the client boundary and
 chained with ``raise ... from exc``. Messages never contain API keys::
 
     LLMError                        .provider, .model (when known)
@@ -21,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from kavalai.errors import FunctionKernelException
+
 if TYPE_CHECKING:
     from kavalai.agent._result import AgentResult
     from kavalai.llm.messages import LLMResponse
@@ -37,7 +40,7 @@ __all__ = [
 ]
 
 
-class LLMError(Exception):
+class LLMError(FunctionKernelException):
     """Base class of every error raised by kavalai's LLM clients and agents.
 
     Attributes:
@@ -47,12 +50,8 @@ class LLMError(Exception):
 
     def __init__(self, message: str, *, provider: str | None = None, model: str | None = None) -> None:
         super().__init__(message)
-        self.message = message
         self.provider = provider
         self.model = model
-
-    def __str__(self) -> str:
-        return self.message
 
 
 class LLMConfigurationError(LLMError, ValueError):

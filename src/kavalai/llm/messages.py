@@ -6,8 +6,9 @@ accepts and back (see :mod:`kavalai.llm.names`), so agents, scripts and traces n
 
 from __future__ import annotations
 
+import functools
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -16,7 +17,6 @@ __all__ = [
     "AssistantMessage",
     "LLMResponse",
     "Message",
-    "MessageList",
     "ResponseDone",
     "StreamEvent",
     "SystemMessage",
@@ -26,6 +26,7 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "UserMessage",
+    "parse_messages",
 ]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -104,8 +105,15 @@ class ToolResultMessage(BaseModel):
 #: Any message of a conversation; ``role`` tells them apart (also when validating plain dicts).
 Message = Annotated[SystemMessage | UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")]
 
-#: Validates a list of messages from JSON-like data: ``MessageList.validate_python([{"role": "user", ...}])``.
-MessageList: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+
+@functools.cache
+def _message_list() -> TypeAdapter[list[Message]]:
+    return TypeAdapter(list[Message])
+
+
+def parse_messages(data: Sequence[Mapping[str, Any] | Message]) -> list[Message]:
+    """Validate messages from JSON-like data (e.g. a stored conversation): ``[{"role": "user", "content": ...}]``."""
+    return _message_list().validate_python(list(data))
 
 
 class ToolSpec(BaseModel):

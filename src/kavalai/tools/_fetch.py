@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import json as jsonlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import aiohttp
 import anyio
@@ -26,9 +26,13 @@ from aiohttp.abc import AbstractResolver
 from multidict import CIMultiDict
 from yarl import URL
 
-from kavalai.tools._netguard import GuardedResolver, IPNetwork, check_url
+from kavalai.errors import ConfigurationError
+from kavalai.tools._netguard import GuardedResolver, IPNetwork, check_url, parse_networks
 
-__all__ = ["DEFAULT_USER_AGENT", "FetchConfig", "Fetched", "GuardedClient", "parse_url"]
+if TYPE_CHECKING:
+    from kavalai.kernel import FunctionKernel
+
+__all__ = ["DEFAULT_USER_AGENT", "FetchConfig", "Fetched", "GuardedClient", "open_client", "parse_url"]
 
 DEFAULT_USER_AGENT: Final = "kavalai-tools/0.1"
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
@@ -87,6 +91,43 @@ class Fetched:
             return jsonlib.loads(text)
         except ValueError:
             return None
+
+
+def open_client(
+    kernel: FunctionKernel,
+    group: str,
+    *,
+    allow_private_networks: bool,
+    allowed_networks: Iterable[str],
+    resolver: AbstractResolver | None,
+    max_redirects: int,
+    max_response_bytes: int,
+    user_agent: str,
+) -> GuardedClient:
+    """Check a group's settings, create its client, and have ``kernel.close()`` close the client's session.
+
+    Raises:
+        ConfigurationError: an ``allowed_networks`` entry that is not a network, or a negative limit.
+    """
+    try:
+        networks = parse_networks(allowed_networks)
+    except ValueError as exc:
+        raise ConfigurationError(f"Cannot register the {group} tools: {exc}") from exc
+    if max_redirects < 0 or max_response_bytes <= 0:
+        raise ConfigurationError(
+            f"Cannot register the {group} tools: max_redirects must be at least 0 and max_response_bytes above 0."
+        )
+    config = FetchConfig(
+        allow_private_networks=allow_private_networks,
+        allowed_networks=networks,
+        resolver=resolver,
+        max_redirects=max_redirects,
+        max_response_bytes=max_response_bytes,
+        user_agent=user_agent,
+    )
+    client = GuardedClient(config)
+    kernel.on_close(client.aclose)
+    return client
 
 
 def parse_url(url: str) -> URL:

@@ -31,6 +31,7 @@ __all__ = [
     "IPAddress",
     "IPNetwork",
     "check_url",
+    "host_refusal_reason",
     "parse_networks",
     "refusal_reason",
 ]
@@ -154,12 +155,14 @@ def check_url(url: URL, allowed: Sequence[IPNetwork] = ()) -> None:
 def host_refusal_reason(host: str, allowed: Sequence[IPNetwork] = ()) -> str | None:
     """Why the guard refuses ``host`` (a name or literal, lower case) before any lookup, or ``None``."""
     bare = host.rstrip(".")
-    if "%" in bare or ":" in bare:
+    if ":" in bare:
         try:
             address: IPAddress = ipaddress.IPv6Address(bare.split("%", 1)[0])
         except ValueError:
             return "not a valid IPv6 address"
         return refusal_reason(address, allowed)
+    if "%" in bare:
+        return "percent-encoded, which a host name may not be"
     loose = _loose_ipv4(bare)
     if loose is not None:
         if bare != str(loose) or host != bare:

@@ -55,7 +55,7 @@ class FsListing(BaseModel):
     """The result of ``fs.ls``."""
 
     path: str = Field(description="The directory listed, relative to the root.")
-    entries: list[FsEntry] = Field(description="The entries, sorted by path.")
+    entries: list[FsEntry] = Field(description="The entries, depth first in name order.")
     truncated: bool = Field(description="Whether more entries exist than were returned (max_entries).")
 
 
@@ -63,7 +63,7 @@ class FsFound(BaseModel):
     """The result of ``fs.find``."""
 
     pattern: str = Field(description="The pattern searched for.")
-    matches: list[FsEntry] = Field(description="The matching entries, sorted by path.")
+    matches: list[FsEntry] = Field(description="The matching entries, depth first in name order.")
     truncated: bool = Field(description="Whether more matches exist than were returned (max_results).")
 
 

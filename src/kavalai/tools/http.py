@@ -18,8 +18,7 @@ from aiohttp.abc import AbstractResolver
 from pydantic import BaseModel, Field, JsonValue
 
 from kavalai.adapters.python import pythontool
-from kavalai.tools._fetch import DEFAULT_USER_AGENT, FetchConfig, GuardedClient, parse_url
-from kavalai.tools._netguard import parse_networks
+from kavalai.tools._fetch import DEFAULT_USER_AGENT, open_client, parse_url
 
 if TYPE_CHECKING:
     from kavalai.kernel import FunctionKernel
@@ -69,17 +68,20 @@ def register(
         max_response_bytes: the largest response body accepted.
         default_timeout: the default of the tool's ``timeout`` argument, in seconds.
         user_agent: the ``User-Agent`` header sent unless the caller sets one.
+
+    Raises:
+        ConfigurationError: an ``allowed_networks`` entry that is not a network, or a negative limit.
     """
-    config = FetchConfig(
+    client = open_client(
+        kernel,
+        prefix,
         allow_private_networks=allow_private_networks,
-        allowed_networks=parse_networks(allowed_networks),
+        allowed_networks=allowed_networks,
         resolver=resolver,
         max_redirects=max_redirects,
         max_response_bytes=max_response_bytes,
         user_agent=user_agent,
     )
-    client = GuardedClient(config)
-    kernel.on_close(client.aclose)
 
     @pythontool
     async def request(

@@ -16,6 +16,7 @@ import functools
 import zoneinfo
 from typing import TYPE_CHECKING, Annotated
 
+import anyio.to_thread
 from pydantic import BaseModel, Field
 
 from kavalai.adapters.python import pythontool
@@ -48,16 +49,16 @@ class ZonedTimeConversion(BaseModel):
 def register(kernel: FunctionKernel, *, prefix: str = "time") -> list[str]:
     """Register ``python://<prefix>.now`` and ``python://<prefix>.convert`` on ``kernel``; return their URIs."""
 
-    @pythontool(inline=True)
-    def now(
+    @pythontool
+    async def now(
         timezone: Annotated[str, Field(description="An IANA time zone such as 'Europe/Paris'.")] = "UTC",
     ) -> ZonedTime:
         """The current date and time in a time zone."""
-        zone = zone_info(timezone)
+        zone = await zone_info(timezone)
         return zoned(dt.datetime.now(zone), timezone)
 
-    @pythontool(inline=True)
-    def convert(
+    @pythontool
+    async def convert(
         time: Annotated[
             dt.datetime,
             Field(description="An ISO 8601 date and time, e.g. '2025-03-30T14:00:00' or '...T14:00:00+02:00'."),
@@ -69,9 +70,9 @@ def register(kernel: FunctionKernel, *, prefix: str = "time") -> list[str]:
         ] = None,
     ) -> ZonedTimeConversion:
         """Convert a date and time from one time zone to another."""
-        target_zone = zone_info(to_timezone)
+        target_zone = await zone_info(to_timezone)
         if from_timezone is not None:
-            source_zone = zone_info(from_timezone)
+            source_zone = await zone_info(from_timezone)
             source = time.astimezone(source_zone) if time.tzinfo else _localize(time, source_zone, from_timezone)
             source_name = from_timezone
         elif time.tzinfo is not None:
@@ -88,16 +89,19 @@ def register(kernel: FunctionKernel, *, prefix: str = "time") -> list[str]:
     return [kernel.register_python_tool(f"{prefix}.{f.__name__}", f) for f in (now, convert)]
 
 
-def zone_info(name: str) -> zoneinfo.ZoneInfo:
+async def zone_info(name: str) -> zoneinfo.ZoneInfo:
     """The zone called ``name``; an unknown name raises ``ValueError`` with close matches."""
     try:
         return zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-        matches = difflib.get_close_matches(name, _zone_names(), n=3, cutoff=0.6)
-        hint = f" Did you mean {', '.join(repr(m) for m in matches)}?" if matches else ""
-        raise ValueError(
-            f"Unknown time zone {name!r}: use an IANA name such as 'Europe/Paris', 'America/New_York' or 'UTC'.{hint}"
-        ) from None
+        pass
+    # Listing every zone reads the whole tz database (~0.1 s), so it happens off the event loop.
+    names = await anyio.to_thread.run_sync(_zone_names)
+    matches = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    hint = f" Did you mean {', '.join(repr(m) for m in matches)}?" if matches else ""
+    raise ValueError(
+        f"Unknown time zone {name!r}: use an IANA name such as 'Europe/Paris', 'America/New_York' or 'UTC'.{hint}"
+    )
 
 
 def zoned(moment: dt.datetime, name: str) -> ZonedTime:

@@ -23,8 +23,7 @@ from markdownify import MarkdownConverter
 from pydantic import BaseModel, Field
 
 from kavalai.adapters.python import pythontool
-from kavalai.tools._fetch import DEFAULT_USER_AGENT, FetchConfig, Fetched, GuardedClient, parse_url
-from kavalai.tools._netguard import parse_networks
+from kavalai.tools._fetch import DEFAULT_USER_AGENT, Fetched, open_client, parse_url
 
 if TYPE_CHECKING:
     from kavalai.kernel import FunctionKernel
@@ -38,6 +37,7 @@ _NOISE_TAGS: Final = (
 _NOISE_SELECTOR: Final = (
     '[role="navigation"], [role="banner"], [role="contentinfo"], [role="search"], [aria-hidden="true"], [hidden]'
 )
+_ACCEPT: Final = {"Accept": "text/html,application/xhtml+xml;q=0.9,text/*;q=0.8,*/*;q=0.5"}
 _HTML_TYPES: Final = frozenset({"text/html", "application/xhtml+xml"})
 _TEXT_TYPES: Final = frozenset({"application/json", "application/xml", "application/javascript"})
 _XML_DECLARATION: Final = re.compile(r"^\s*<\?xml[^>]*>", re.IGNORECASE)
@@ -82,17 +82,20 @@ def register(
         max_chars: the default and the ceiling of the tool's ``max_chars`` argument.
         default_timeout: the default of the tool's ``timeout`` argument, in seconds.
         user_agent: the ``User-Agent`` header sent.
+
+    Raises:
+        ConfigurationError: an ``allowed_networks`` entry that is not a network, or a negative limit.
     """
-    config = FetchConfig(
+    client = open_client(
+        kernel,
+        prefix,
         allow_private_networks=allow_private_networks,
-        allowed_networks=parse_networks(allowed_networks),
+        allowed_networks=allowed_networks,
         resolver=resolver,
         max_redirects=max_redirects,
         max_response_bytes=max_response_bytes,
         user_agent=user_agent,
     )
-    client = GuardedClient(config)
-    kernel.on_close(client.aclose)
     ceiling = max_chars
 
     @pythontool
@@ -124,9 +127,6 @@ def register(
     return [kernel.register_python_tool(f"{prefix}.fetch", fetch)]
 
 
-_ACCEPT: Final = {"Accept": "text/html,application/xhtml+xml;q=0.9,text/*;q=0.8,*/*;q=0.5"}
-
-
 async def _readable(fetched: Fetched) -> tuple[str, str]:
     kind = fetched.content_type
     if kind in _HTML_TYPES or (kind in ("", "application/octet-stream") and _sniff_html(fetched.body)):
@@ -155,6 +155,8 @@ def html_to_markdown(html: bytes | str, base_url: str, *, charset: str | None = 
     """
     if isinstance(html, bytes):
         html = html.decode(charset or "utf-8", errors="replace") if charset else _decode_sniffed(html)
+    if "<" not in html:  # no markup at all (bs4 would also warn that it looks like a file name or URL)
+        return "", html.strip()
     soup = BeautifulSoup(_XML_DECLARATION.sub("", html, count=1), "html.parser")
     title = _title(soup)
     base = soup.find("base", href=True)

@@ -79,9 +79,11 @@ async def run_simple_node(node: NodeBase, env: NodeEnv, record: NodeTrace) -> Ou
     if isinstance(node, LlmNode):
         return await _run_llm(node, env, record), node.next
     if isinstance(node, IfNode):
+        record.inputs = {"condition": node.condition}
         condition = bool(env.workflow.expression(node.id).evaluate(env.values, node=node.id))
         return condition, node.then if condition else node.else_
     if isinstance(node, SwitchNode):
+        record.inputs = {"value": node.value}
         return _run_switch(node, env)
     if isinstance(node, EndNode):
         return _run_end(node, env, record), None

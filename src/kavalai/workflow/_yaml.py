@@ -255,7 +255,7 @@ class _KernelLoader:
         func = self._import(dotted, "python_functions")
         if not is_pythontool(func):
             func = pythontool(func)
-        name = spec.name or dotted.rsplit(".", 1)[-1]
+        name = self._expand(spec.name) if spec.name else dotted.rsplit(".", 1)[-1]
         self._guard("python_functions", lambda: self.kernel.register_python_tool(name, func, timeout=spec.timeout))
 
     def _bundled(self, entry: str | _Bundled) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 
 import pytest
-from tests.servers.rest_app import API_KEY, BASIC_PASSWORD, BASIC_USER, BEARER_TOKEN
+from tests.servers.rest_app import API_KEY, BASIC_PASSWORD, BASIC_USER, BEARER_TOKEN, create_app
+from tests.servers.uvicorn_server import serve
 
 from kavalai import FunctionKernel, HTTPStatusError, RestServer
 from kavalai.adapters.rest import ApiKeyAuth, BasicAuth, BearerAuth
@@ -105,3 +106,23 @@ async def test_a_rotated_variable_is_read_when_the_session_reopens(
     monkeypatch.setenv("KT_SECRET", BEARER_TOKEN)
     await kernel.close()
     assert (await kernel.call_tool("rest://api.check")).result == {"auth": "bearer"}  # type: ignore[attr-defined]
+
+
+async def test_credential_headers_do_not_follow_a_redirect_to_another_origin(
+    kernel: FunctionKernel, shop_url: str
+) -> None:
+    server = RestServer(
+        name="api",
+        url=shop_url,
+        headers={"X-Session-Token": "session-secret", "X-Client": "tests"},
+        auth=ApiKeyAuth(key=API_KEY),
+    )
+    kernel.register_rest_server(server)
+    kernel.register_rest_tool("api", "go", "GET", {"properties": {"to": {"type": "string"}}}, path="/redirect")
+    same = (await kernel.call_tool("rest://api.go", {"to": f"{shop_url}/echo/headers"})).result  # type: ignore[attr-defined]
+    assert (same["x-api-key"], same["x-session-token"], same["x-client"]) == (API_KEY, "session-secret", "tests")
+    with serve(create_app()) as other_url:
+        away = (await kernel.call_tool("rest://api.go", {"to": f"{other_url}/echo/headers"})).result  # type: ignore[attr-defined]
+    assert "x-api-key" not in away
+    assert "x-session-token" not in away
+    assert away["x-client"] == "tests"

@@ -218,3 +218,12 @@ async def test_a_full_spec_url_on_the_server_is_fetched(shop: FunctionKernel, sh
 async def test_credentials_are_not_sent_to_another_origin(shop: FunctionKernel) -> None:
     with pytest.raises(ConfigurationError, match="is not on REST server 'shop'; its credentials"):
         await shop.register_openapi("shop", "http://127.0.0.2:1/openapi.json")
+
+
+async def test_a_filter_naming_nothing_in_the_spec_is_caught(shop: FunctionKernel) -> None:
+    with pytest.raises(
+        ConfigurationError,
+        match=r"server 'shop': include/exclude list 'itemz' \(did you mean 'items'\?\), not an operationId or tag",
+    ):
+        await shop.register_openapi("shop", "/openapi.json", include=["itemz"])
+    assert shop.list_tools() == []

@@ -76,3 +76,12 @@ def test_a_kernel_can_be_used_from_two_event_loops(shop_url: str) -> None:
 
     assert asyncio.run(call_then_close()) == "apple"
     assert asyncio.run(call_then_close()) == "apple"
+
+
+async def test_tools_follow_a_replaced_servers_timeout_unless_they_set_their_own(kernel: FunctionKernel) -> None:
+    kernel.register_rest_server(RestServer(name="s", url="http://127.0.0.1:1", timeout=5))
+    kernel.register_rest_tool("s", "default", "GET")
+    kernel.register_rest_tool("s", "own", "GET", timeout=2)
+    kernel.register_rest_server(RestServer(name="s", url="http://127.0.0.1:1", timeout=9), replace=True)
+    assert kernel.get_tool_definition("rest://s.default").timeout == 9
+    assert kernel.get_tool_definition("rest://s.own").timeout == 2

@@ -46,6 +46,7 @@ _CLIENT_INFO: Final = mcp_types.Implementation(name="kavalai", version="0.1.0")
 _CLOSE_WAIT: Final = 15.0  # bound on waiting for a generation to shut down (stdio needs at most ~6 s)
 _EXIT_WAIT: Final = 0.5  # how long a failed call waits for a dying server's exit code and stderr
 _MAX_PAGES: Final = 1000  # a tools/list paginator that never ends cannot hang discovery
+_MAX_ATTEMPTS: Final = 3  # generations one use may start when each dies right after connecting
 
 
 @dataclass(eq=False)
@@ -120,18 +121,8 @@ class McpConnection:
         await self._session()
 
     async def _session(self) -> ClientSession:
-        while True:
-            gen = self._gen
-            if gen is None or (gen.stop.is_set() and gen.done.is_set()):
-                gen = self._start()
-            elif gen.stop.is_set():  # a generation is shutting down: let it finish before starting the next
-                with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_WAIT):
-                    await gen.done.wait()
-                if self._gen is gen and not gen.done.is_set():
-                    raise ServerConnectionError(
-                        f"MCP server {self.name!r} did not shut down in time to reconnect.", server=self.name
-                    )
-                continue
+        for _ in range(_MAX_ATTEMPTS):
+            gen = await self._live_generation()
             await gen.ready.wait()
             if gen.session is not None and not gen.stop.is_set():
                 return gen.session
@@ -144,6 +135,26 @@ class McpConnection:
                 ) from gen.error.__cause__
             if gen.closing:
                 raise ServerConnectionError(f"MCP server {self.name!r} was closed while connecting.", server=self.name)
+        raise ServerConnectionError(
+            f"MCP server {self.name!r} closed its connection right after connecting, {_MAX_ATTEMPTS} times. "
+            f"{self._error or ''}".strip(),
+            server=self.name,
+        )
+
+    async def _live_generation(self) -> _Generation:
+        """The generation to use: the current one, or a new one once a stopping one has finished."""
+        gen = self._gen
+        if gen is not None and gen.stop.is_set() and not gen.done.is_set():
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_WAIT):
+                await gen.done.wait()
+            if not gen.done.is_set():  # pragma: no cover - only a transport that ignores cancellation
+                raise ServerConnectionError(
+                    f"MCP server {self.name!r} did not shut down in time to reconnect.", server=self.name
+                )
+            gen = self._gen  # another task may have started the next generation meanwhile
+        if gen is None or gen.done.is_set():
+            gen = self._start()
+        return gen
 
     def _start(self) -> _Generation:
         self._generations += 1
@@ -209,7 +220,7 @@ class McpConnection:
         if self._gen is not gen:
             return
         if gen.closing:
-            self._status = "closed"
+            self._status, self._error = "closed", None
         elif gen.error is not None:
             self._status, self._error = "failed", gen.error.message
         elif connected and gen.process is not None and gen.process.returncode is not None:
@@ -292,6 +303,10 @@ class McpConnection:
             result = await session.send_request(request, mcp_types.CallToolResult)
         except MCPError as exc:
             if exc.code == mcp_types.CONNECTION_CLOSED and gen is not None:
+                if gen.closing:
+                    raise ServerConnectionError(
+                        f"MCP server {self.name!r} was closed during a call to {uri}.", uri=uri, server=self.name
+                    ) from exc
                 raise await self._lost(gen, uri) from exc
             raise ToolExecutionError(
                 f"Tool {uri} failed: the server answered error {exc.code}: {scrub(self.config, exc.message)}",

@@ -25,6 +25,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 
 from kavalai.adapters.mcp._config import McpServer
+from kavalai.errors import ConfigurationError
 
 __all__ = ["StdioProcess", "open_stdio", "process_group_alive"]
 
@@ -87,7 +88,8 @@ async def open_stdio(server: McpServer, *, on_exit: Callable[[], None]) -> Async
     Raises:
         OSError: the command could not be started.
     """
-    assert server.command is not None
+    if server.command is None:
+        raise ConfigurationError(f"MCP server {server.name!r} has no command to start.")
     env = {key: os.environ[key] for key in _INHERITED_ENV if key in os.environ} | server.env
     process = await anyio.open_process(
         [server.command, *server.args],

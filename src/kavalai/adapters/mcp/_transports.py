@@ -11,6 +11,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from kavalai.adapters.mcp._config import McpServer
+from kavalai.errors import ConfigurationError
 
 __all__ = ["open_http"]
 
@@ -21,7 +22,8 @@ _SSE_READ_TIMEOUT: Final = 24 * 3600.0
 @asynccontextmanager
 async def open_http(server: McpServer) -> AsyncIterator[Any]:
     """Open the session streams of an HTTP server: streamable HTTP, or SSE for ``transport="sse"``."""
-    assert server.url is not None
+    if server.url is None:
+        raise ConfigurationError(f"MCP server {server.name!r} has no url to connect to.")
     if server.kind == "sse":
         async with sse_client(
             server.url,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -19,7 +19,13 @@ from pydantic import BaseModel
 from kavalai.adapters.base import ToolAdapter, ToolRegistry
 from kavalai.adapters.rest._config import RestServer
 from kavalai.adapters.rest._openapi import OpenApiOperation, check_spec, parse_spec, read_operations
-from kavalai.adapters.rest._request import METHODS, PreparedRequest, RequestPlan, path_placeholders
+from kavalai.adapters.rest._request import (
+    METHODS,
+    PreparedRequest,
+    RequestPlan,
+    argument_dumper,
+    path_placeholders,
+)
 from kavalai.adapters.rest._session import ServerSession
 from kavalai.errors import ConfigurationError, FunctionKernelException, InvalidToolURIError, ToolRegistrationError
 from kavalai.kernel._definition import Invoker, ToolDefinition
@@ -41,7 +47,8 @@ class RestAdapter(ToolAdapter):
     def __init__(self, registry: ToolRegistry) -> None:
         super().__init__(registry)
         self._servers: dict[str, ServerSession] = {}
-        self._tools: dict[str, set[str]] = {}
+        self._tools: dict[str, dict[str, ToolDefinition]] = {}  # server -> tool name -> definition
+        self._own_timeouts: set[str] = set()  # URIs registered with their own timeout, not the server's
         self._retired: list[ServerSession] = []
 
     # --------------------------------------------------------------------------------------------- servers
@@ -67,7 +74,10 @@ class RestAdapter(ToolAdapter):
         if existing is not None:
             self._retired.append(existing)
         self._servers[server.name] = session
-        self._tools.setdefault(server.name, set())
+        tools = self._tools.setdefault(server.name, {})
+        for definition in tools.values():
+            if definition.name not in self._own_timeouts:
+                definition.timeout = server.timeout
 
     def server(self, name: str) -> RestServer:
         """The configuration of the registered server ``name``."""
@@ -121,8 +131,7 @@ class RestAdapter(ToolAdapter):
             description or f"{verb} {route} on REST server {server_name!r}.",
             timeout if timeout is not None else session.server.timeout,
         )
-        self.registry.add_tool(definition, replace=replace)
-        self._tools[server_name].add(uri.tool)
+        self._publish(definition, replace=replace, own_timeout=timeout is not None)
         return definition.name
 
     async def register_openapi(
@@ -140,7 +149,10 @@ class RestAdapter(ToolAdapter):
         """
         session = self._session(server_name)
         document = await _load_spec(session, spec)
-        operations, skipped = read_operations(document, include=include, exclude=exclude)
+        try:
+            operations, skipped = read_operations(document, include=include, exclude=exclude)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"Cannot import OpenAPI tools for REST server {server_name!r}: {exc}") from exc
         for skip in skipped:
             logger.warning("OpenAPI import for REST server %r skipped %s: %s", server_name, skip.label, skip.reason)
         definitions = [self._from_operation(session, op) for op in operations]
@@ -153,9 +165,16 @@ class RestAdapter(ToolAdapter):
                         uri=definition.name,
                     )
         for definition in definitions:
-            self.registry.add_tool(definition, replace=replace)
-            self._tools[server_name].add(definition.uri.tool)
+            self._publish(definition, replace=replace, own_timeout=False)
         return [definition.name for definition in definitions]
+
+    def _publish(self, definition: ToolDefinition, *, replace: bool, own_timeout: bool) -> None:
+        self.registry.add_tool(definition, replace=replace)
+        self._tools[definition.metadata["server"]][definition.uri.tool] = definition
+        if own_timeout:
+            self._own_timeouts.add(definition.name)
+        else:
+            self._own_timeouts.discard(definition.name)
 
     def _from_operation(self, session: ServerSession, operation: OpenApiOperation) -> ToolDefinition:
         uri = _tool_uri(session.name, operation.tool_name)
@@ -196,7 +215,7 @@ class RestAdapter(ToolAdapter):
             description=description,
             input_model=input_model,
             output_model=output_model,
-            invoke=self._invoker(server, plan, name),
+            invoke=self._invoker(server, plan, name, argument_dumper(input_model)),
             wrapped=wrapped,
             timeout=timeout,
             input_schema=input_schema,
@@ -204,12 +223,13 @@ class RestAdapter(ToolAdapter):
             metadata={"server": server, "method": plan.method, "path": plan.path, **(extra_metadata or {})},
         )
 
-    def _invoker(self, server_name: str, plan: RequestPlan, uri: str) -> Invoker:
+    def _invoker(
+        self, server_name: str, plan: RequestPlan, uri: str, dump: Callable[[BaseModel], dict[str, Any]]
+    ) -> Invoker:
         servers = self._servers
 
         async def invoke(args: BaseModel) -> Any:
-            values = args.model_dump(by_alias=True, exclude_unset=True, mode="json")
-            return await servers[server_name].send(plan.prepare(values, uri=uri), uri=uri)
+            return await servers[server_name].send(plan.prepare(dump(args), uri=uri), uri=uri)
 
         return invoke
 

@@ -80,13 +80,15 @@ class RestServer(BaseModel):
             url = self.url or ""
         credentials = self.auth.credentials(self.name) if self.auth is not None else Credentials()
         headers = {**self.headers, **credentials.headers}
-        secrets = credentials.secrets + tuple(v for k, v in self.headers.items() if _is_sensitive(k))
+        sensitive = [name for name in self.headers if _is_sensitive(name)]
+        secrets = credentials.secrets + tuple(self.headers[name] for name in sensitive)
         return ResolvedServer(
             name=self.name,
             base_url=url.rstrip("/"),
             headers=headers,
             query=credentials.query,
             secrets=tuple(s for s in secrets if s),
+            secret_headers=tuple(dict.fromkeys([*credentials.headers, *sensitive])),
         )
 
 
@@ -100,6 +102,7 @@ class ResolvedServer:
         headers: default headers, auth included.
         query: query parameters added to every request (an API key in the query).
         secrets: secret values to scrub from messages and body excerpts.
+        secret_headers: names of the headers that carry credentials, never sent to another origin.
     """
 
     name: str
@@ -107,6 +110,7 @@ class ResolvedServer:
     headers: dict[str, str]
     query: tuple[tuple[str, str], ...]
     secrets: tuple[str, ...]
+    secret_headers: tuple[str, ...] = ()
 
     def redact(self, text: str) -> str:
         """``text`` with every secret value replaced by ``***``."""

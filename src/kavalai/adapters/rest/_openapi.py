@@ -19,6 +19,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from difflib import get_close_matches
 from typing import Any, Final
 
 import yaml
@@ -97,11 +98,12 @@ def read_operations(
     """The operations of ``spec`` kept by ``include``/``exclude`` (operationIds or tags), and those skipped."""
     wanted = set(include) if include is not None else None
     unwanted = set(exclude or ())
+    _check_filters(spec, (wanted or set()) | unwanted)
     operations: list[OpenApiOperation] = []
     skipped: list[OpenApiSkip] = []
     taken: set[str] = set()
     for path, method, operation, shared_params in _walk(spec):
-        keys = {str(operation.get("operationId", "")), *map(str, operation.get("tags", ()))}
+        keys = _filter_keys(operation)
         if (wanted is not None and not keys & wanted) or keys & unwanted:
             continue
         label = f"{method.upper()} {path}"
@@ -115,6 +117,26 @@ def read_operations(
         taken.add(built.tool_name)
         operations.append(built)
     return operations, skipped
+
+
+def _filter_keys(operation: Mapping[str, Any]) -> set[str]:
+    return {str(operation.get("operationId", "")), *map(str, operation.get("tags", ()))} - {""}
+
+
+def _check_filters(spec: Mapping[str, Any], names: set[str]) -> None:
+    """A name in ``include``/``exclude`` that is no operationId or tag of the spec is a typo: say so."""
+    known: set[str] = set()
+    for _, _, operation, _ in _walk(spec):
+        known |= _filter_keys(operation)
+    unknown = sorted(names - known)
+    if unknown:
+        hints = [
+            f"{name!r} (did you mean {close[0]!r}?)" if (close := get_close_matches(name, known, 1)) else repr(name)
+            for name in unknown
+        ]
+        raise ConfigurationError(
+            f"include/exclude list {', '.join(hints)}, not an operationId or tag of the OpenAPI spec."
+        )
 
 
 class _Unsupported(Exception):

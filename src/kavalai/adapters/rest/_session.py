@@ -14,6 +14,8 @@ import ssl
 from typing import Any, Final
 
 import aiohttp
+from aiohttp.client_middlewares import ClientHandlerType, ClientMiddlewareType
+from yarl import URL
 
 from kavalai.adapters.rest._config import ResolvedServer, RestServer
 from kavalai.adapters.rest._request import PreparedRequest
@@ -60,6 +62,7 @@ class ServerSession:
             headers=self.resolved.headers,
             timeout=aiohttp.ClientTimeout(total=None),
             raise_for_status=False,
+            middlewares=_credential_guard(self.resolved),
         )
         self._session, self._loop = session, loop
         return session
@@ -139,6 +142,27 @@ class ServerSession:
         session, self._session, self._loop = self._session, None, None
         if session is not None and not session.closed:
             await session.close()
+
+
+def _credential_guard(resolved: ResolvedServer) -> tuple[ClientMiddlewareType, ...]:
+    """A client middleware that keeps credential headers from leaving the server's origin on a redirect.
+
+    aiohttp itself drops ``Authorization`` (and cookies) on a redirect to another origin, but not an API key
+    header or a custom token header; this drops those too. It runs on every request and redirect hop, so it is
+    installed only for servers that have such headers.
+    """
+    names = [name for name in resolved.secret_headers if name.lower() != "authorization"]
+    if not names:
+        return ()
+    origin = URL(resolved.base_url).origin()
+
+    async def guard(request: aiohttp.ClientRequest, handler: ClientHandlerType) -> aiohttp.ClientResponse:
+        if request.url.origin() != origin:
+            for name in names:
+                request.headers.popall(name, None)
+        return await handler(request)
+
+    return (guard,)
 
 
 def _decode(body: bytes, response: aiohttp.ClientResponse) -> Any:

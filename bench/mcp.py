@@ -1,0 +1,212 @@
+"""Benchmark: mcp:// tools through the kernel against the raw MCP SDK client, in the same run.
+
+Run: ``.venv/bin/python bench/mcp.py [--calls N] [--concurrency C] [--rounds R]``.
+
+Against the stdio demo server that ships with kavalai (an SDK ``MCPServer``), on its ``slugify`` tool (text
+output, no output schema, so neither side validates structured content):
+
+- sequential latency: N calls of ``ClientSession.call_tool`` on a raw SDK session (``stdio_client``), and N
+  of ``kernel.call_tool``; the two are measured in alternating rounds so that load from other processes on the
+  machine hits both alike; median and p99 per call;
+- throughput: C calls in flight on one session, calls per second, alternating rounds likewise;
+- connecting: ``connect_mcp_servers()`` with 1 server and with 4 servers (spawn, initialize, list tools), and
+  closing them; 4 servers connected one after another is shown for comparison.
+
+Targets: sequential median at most 1.10x the raw SDK, throughput at least 0.9x, 4 servers connected in at most
+1.5x the time of one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+# Run as a script, this file's directory comes first on sys.path, and its name would shadow the mcp package.
+sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != Path(__file__).resolve().parent]
+
+import anyio  # noqa: E402
+from mcp.client.session import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+
+from kavalai import FunctionKernel  # noqa: E402
+from kavalai.adapters.mcp.demo_server import demo_server_config  # noqa: E402
+
+TOOL = "slugify"
+ARGS = {"text": "Typed tools make agents dependable"}
+WARMUP = 200
+
+
+async def sequential(call: Callable[[], Awaitable[object]], calls: int) -> list[float]:
+    """Seconds per call of ``calls`` sequential calls."""
+    samples = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        await call()
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+async def concurrent(call: Callable[[], Awaitable[object]], calls: int, concurrency: int) -> float:
+    """Calls per second with ``concurrency`` calls in flight, ``calls`` in all."""
+    per_worker = calls // concurrency
+
+    async def worker() -> None:
+        for _ in range(per_worker):
+            await call()
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(concurrency):
+            tg.start_soon(worker)
+    return per_worker * concurrency / (time.perf_counter() - start)
+
+
+async def connect_time(servers: int) -> tuple[float, float]:
+    """Seconds to connect ``servers`` demo servers concurrently, and to close them."""
+    kernel = FunctionKernel()
+    for i in range(servers):
+        kernel.register_mcp_server(demo_server_config(f"demo{i}"))
+    start = time.perf_counter()
+    await kernel.connect_mcp_servers()
+    connected = time.perf_counter() - start
+    start = time.perf_counter()
+    await kernel.close()
+    return connected, time.perf_counter() - start
+
+
+async def raw_connect_time(servers: int) -> float:
+    """Seconds for the raw SDK to connect ``servers`` demo servers concurrently (the floor)."""
+    config = demo_server_config()
+    params = StdioServerParameters(command=config.command or "", args=config.args, env=config.env)
+    connected = 0
+    all_connected = anyio.Event()
+    release = anyio.Event()
+
+    async def connect_one() -> None:
+        nonlocal connected
+        async with stdio_client(params) as streams, ClientSession(*streams) as session:
+            await session.initialize()
+            await session.list_tools()
+            connected += 1
+            if connected == servers:
+                all_connected.set()
+            await release.wait()
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(servers):
+            tg.start_soon(connect_one)
+        await all_connected.wait()
+        elapsed = time.perf_counter() - start
+        release.set()
+    return elapsed
+
+
+async def connect_sequentially(servers: int) -> float:
+    """Seconds to connect ``servers`` demo servers one after another (for comparison)."""
+    kernel = FunctionKernel()
+    for i in range(servers):
+        kernel.register_mcp_server(demo_server_config(f"demo{i}"))
+    start = time.perf_counter()
+    for i in range(servers):
+        await kernel.resolve_tool(f"mcp://demo{i}.{TOOL}")
+    elapsed = time.perf_counter() - start
+    await kernel.close()
+    return elapsed
+
+
+def p99(samples: list[float]) -> float:
+    """The 99th percentile."""
+    return statistics.quantiles(samples, n=100)[98]
+
+
+async def main(calls: int, concurrency: int, rounds: int) -> None:
+    config = demo_server_config()
+    params = StdioServerParameters(command=config.command or "", args=config.args, env=config.env)
+    async with AsyncExitStack() as stack:
+        streams = await stack.enter_async_context(stdio_client(params))
+        session = await stack.enter_async_context(ClientSession(*streams))
+        await session.initialize()
+        await session.list_tools()
+        kernel = FunctionKernel()
+        stack.push_async_callback(kernel.close)
+        kernel.register_mcp_server(config)
+        await kernel.connect_mcp_servers()
+        uri = f"mcp://demo.{TOOL}"
+
+        async def raw() -> object:
+            return await session.call_tool(TOOL, ARGS)
+
+        async def ours() -> object:
+            return await kernel.call_tool(uri, ARGS)
+
+        assert (await kernel.call_tool(uri, ARGS)).result == "typed-tools-make-agents-dependable"  # type: ignore[attr-defined]
+        await sequential(raw, WARMUP)
+        await sequential(ours, WARMUP)
+        raw_seq: list[float] = []
+        our_seq: list[float] = []
+        raw_rate: list[float] = []
+        our_rate: list[float] = []
+        for _ in range(rounds):
+            raw_seq += await sequential(raw, calls // rounds)
+            our_seq += await sequential(ours, calls // rounds)
+            raw_rate.append(await concurrent(raw, calls // rounds, concurrency))
+            our_rate.append(await concurrent(ours, calls // rounds, concurrency))
+
+    one, close_one = await connect_time(1)
+    four, close_four = await connect_time(4)
+    four_in_a_row = await connect_sequentially(4)
+    raw_one, raw_four = await raw_connect_time(1), await raw_connect_time(4)
+
+    raw_median, our_median = statistics.median(raw_seq), statistics.median(our_seq)
+    raw_tput, our_tput = statistics.median(raw_rate), statistics.median(our_rate)
+    seq_ratio, tput_ratio, connect_ratio = our_median / raw_median, our_tput / raw_tput, four / one
+    print(f"mcp:// over stdio, tool {TOOL!r} of the demo server; {len(raw_seq)} sequential calls each, {rounds} rounds")
+    print(f"  raw SDK ClientSession.call_tool   median {raw_median * 1e3:6.3f} ms   p99 {p99(raw_seq) * 1e3:6.3f} ms")
+    print(
+        f"  kernel.call_tool                  median {our_median * 1e3:6.3f} ms   p99 {p99(our_seq) * 1e3:6.3f} ms"
+        f"   {seq_ratio:.2f}x raw (target <= 1.10x: {_verdict(seq_ratio <= 1.10)})"
+    )
+    print(f"{concurrency} calls in flight on one session, median of {rounds} rounds")
+    print(f"  raw SDK ClientSession.call_tool   {raw_tput:8.0f} calls/s")
+    print(
+        f"  kernel.call_tool                  {our_tput:8.0f} calls/s"
+        f"   {tput_ratio:.2f}x raw (target >= 0.9x: {_verdict(tput_ratio >= 0.9)})"
+    )
+    print("connecting (spawn + initialize + tools/list) and closing, kernel.connect_mcp_servers()")
+    print(f"  1 server                          {one * 1e3:8.0f} ms   close {close_one * 1e3:6.0f} ms")
+    print(
+        f"  4 servers, concurrently           {four * 1e3:8.0f} ms   close {close_four * 1e3:6.0f} ms"
+        f"   {connect_ratio:.2f}x one (target <= 1.5x: {_verdict(connect_ratio <= 1.5)})"
+    )
+    print(f"  4 servers, one after another      {four_in_a_row * 1e3:8.0f} ms   (for comparison)")
+    print(
+        f"  floor, raw SDK: 1 server {raw_one * 1e3:.0f} ms, 4 concurrently {raw_four * 1e3:.0f} ms "
+        f"({raw_four / raw_one:.2f}x); kernel vs raw with 4: {four / raw_four:.2f}x"
+    )
+    print(f"  (each server start costs ~1 s of CPU importing the SDK; this machine has {_cpus()} CPUs)")
+
+
+def _cpus() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _verdict(ok: bool) -> str:
+    return "ok" if ok else "OVER TARGET"
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--calls", type=int, default=2_000, help="calls per client and case (default 2000)")
+    parser.add_argument("--concurrency", type=int, default=32, help="calls in flight (default 32)")
+    parser.add_argument("--rounds", type=int, default=10, help="alternating rounds (default 10)")
+    args = parser.parse_args()
+    anyio.run(main, args.calls, args.concurrency, args.rounds)
+    sys.exit(0)

@@ -1,0 +1,114 @@
+"""read_operations: how OpenAPI operations become tool specifications (pure, no server)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kavalai.adapters.rest._openapi import read_operations
+
+
+def _spec(paths: dict[str, Any], schemas: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"openapi": "3.1.0", "info": {}, "paths": paths, "components": {"schemas": schemas or {}}}
+
+
+def _json_body(schema: dict[str, Any], required: bool = True) -> dict[str, Any]:
+    return {"required": required, "content": {"application/json; charset=utf-8": {"schema": schema}}}
+
+
+def test_parameters_are_placed_and_unsupported_ones_left_out() -> None:
+    spec = _spec(
+        {
+            "/things/{id}": {
+                "parameters": [{"name": "id", "in": "path", "schema": {"type": "string"}, "description": "old"}],
+                "put": {
+                    "operationId": "putThing",
+                    "parameters": [
+                        {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}},
+                        {"name": "dry", "in": "query", "schema": {"type": "boolean"}},
+                        {"name": "id", "in": "header", "schema": {"type": "string"}},
+                        {"name": "Authorization", "in": "header", "schema": {"type": "string"}},
+                        {"name": "session", "in": "cookie", "schema": {"type": "string"}},
+                    ],
+                    "requestBody": _json_body({"type": "object", "properties": {"name": {"type": "string"}}}),
+                    "responses": {"204": {"description": "done"}},
+                },
+            }
+        }
+    )
+    [operation], skipped = read_operations(spec)
+    assert skipped == []
+    assert operation.input_schema["properties"] == {
+        "id": {"type": "integer"},
+        "dry": {"type": "boolean"},
+        "header_id": {"type": "string"},
+        "name": {"type": "string"},
+    }
+    assert operation.input_schema["required"] == ["id"]
+    plan = operation.plan
+    assert (plan.path_params, plan.query_params, plan.header_params) == (("id",), {"dry"}, (("header_id", "id"),))
+    assert plan.body_object
+    assert operation.output_schema is None
+    request = plan.prepare({"id": 5, "dry": True, "header_id": "h", "name": "n"}, uri="rest://s.putThing")
+    assert (request.path, request.query, request.headers, request.body) == (
+        "/things/5",
+        [("dry", "true")],
+        {"id": "h"},
+        {"name": "n"},
+    )
+
+
+def test_a_body_clashing_with_a_parameter_becomes_one_body_argument() -> None:
+    body = {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}
+    spec = _spec(
+        {
+            "/x/{id}": {
+                "post": {
+                    "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
+                    "requestBody": _json_body(body),
+                    "responses": {},
+                }
+            }
+        }
+    )
+    [operation], _ = read_operations(spec)
+    assert operation.tool_name == "post_x_id"
+    assert operation.input_schema["properties"]["body"] == body
+    assert operation.input_schema["required"] == ["id", "body"]
+    assert operation.plan.body_field == "body"
+
+
+def test_refs_are_collected_as_defs_and_recursion_stays_finite() -> None:
+    schemas = {
+        "Tree": {
+            "type": "object",
+            "properties": {"kids": {"type": "array", "items": {"$ref": "#/components/schemas/Tree"}}},
+        },
+        "Page": {"type": "object", "properties": {"tree": {"$ref": "#/components/schemas/Tree"}}},
+    }
+    spec = _spec(
+        {
+            "/t": {
+                "get": {
+                    "operationId": "t",
+                    "responses": {
+                        "200": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Page"}}}}
+                    },
+                }
+            }
+        },
+        schemas,
+    )
+    [operation], _ = read_operations(spec)
+    output = operation.output_schema
+    assert output is not None
+    assert output["$ref"] == "#/$defs/Page"
+    assert output["$defs"]["Page"]["properties"]["tree"] == {"$ref": "#/$defs/Tree"}
+    assert output["$defs"]["Tree"]["properties"]["kids"]["items"] == {"$ref": "#/$defs/Tree"}
+
+
+def test_names_are_made_unique_and_descriptions_merged() -> None:
+    op = {"operationId": "do it!", "summary": "Do it.", "description": "Do it.\n\nAt length.", "responses": {}}
+    spec = _spec({"/a": {"get": op}, "/b": {"get": op}})
+    first, second = read_operations(spec)[0]
+    assert (first.tool_name, second.tool_name) == ("do_it", "do_it_2")
+    assert first.description == "Do it.\n\nAt length."

@@ -1,0 +1,138 @@
+"""``kavalai run workflow.yaml --input ...``: JSON on stdout, progress on stderr, exit status."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.servers.uvicorn_server import serve
+
+from kavalai.cli._run import add_run_parser, run_command
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+TRIAGE = str(EXAMPLES / "support_triage.yaml")
+
+# Runs the command in a fresh interpreter the way `kavalai run` will once the lead wires it into cli/main.py.
+DRIVER = (
+    "import argparse, sys\n"
+    "from kavalai.cli._run import add_run_parser, run_command\n"
+    "parser = argparse.ArgumentParser(prog='kavalai')\n"
+    "add_run_parser(parser.add_subparsers(dest='command', required=True))\n"
+    "sys.exit(run_command(parser.parse_args(sys.argv[1:])))\n"
+)
+
+
+def _run(*argv: str) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser(prog="kavalai")
+    add_run_parser(parser.add_subparsers(dest="command", required=True))
+    out, err = io.StringIO(), io.StringIO()
+    code = run_command(parser.parse_args(list(argv)), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_prints_the_output_as_json_and_progress_on_stderr() -> None:
+    code, out, err = _run("run", TRIAGE, "--input", '{"message": "Security breach on the admin page"}')
+    assert code == 0, err
+    output = json.loads(out)
+    assert output["priority"] == "high"
+    assert output["queue"] == "on-call"
+    lines = err.splitlines()
+    assert lines[0].startswith("run support-triage (")
+    assert "  -> triage (agent)" in lines
+    assert any(line.startswith("  ok triage in ") and line.endswith(", 1 tool calls") for line in lines)
+    assert lines[-1].startswith("run succeeded in ")
+
+
+def test_input_file_trace_and_quiet(tmp_path: Path) -> None:
+    source = tmp_path / "input.yaml"
+    source.write_text("message: hello there\ncustomer: Bo\n", encoding="utf-8")
+    code, out, err = _run("run", TRIAGE, "--input-file", str(source), "--trace", "-q")
+    assert (code, err) == (0, "")
+    result = json.loads(out)
+    assert result["status"] == "succeeded"
+    assert result["output"]["queue"] == "support"
+    assert [step["node"] for step in result["trace"]] == ["start", "size", "triage", "route", "queue", "done"]
+    assert result["trace"][2]["tool_calls"][0]["tool"] == "python://urgent_terms"
+
+
+def test_a_failed_run_exits_1_naming_the_node() -> None:
+    code, out, err = _run("run", TRIAGE, "--input", '{"message": ""}')
+    assert (code, out) == (1, "")
+    assert "  FAILED start: Node 'start': the workflow input does not fit type 'Message'" in err
+    assert "kavalai run: the run failed: Node 'start'" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--input", "{oops"], "kavalai run: --input is not valid JSON: Expecting property name"),
+        (["--input-file", "/no/such/input.json"], "kavalai run: cannot read --input-file '/no/such/input.json'"),
+    ],
+)
+def test_bad_input_exits_2(argv: list[str], message: str) -> None:
+    code, out, err = _run("run", TRIAGE, *argv)
+    assert (code, out) == (2, "")
+    assert err.startswith(message)
+
+
+def test_invalid_workflow_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: bad\ninput: object\noutput: object\nnodes:\n  - {id: end, kind: end}\n", encoding="utf-8")
+    code, _, err = _run("run", str(path))
+    assert code == 2
+    assert f"kavalai run: invalid workflow {path}: The workflow has no start node" in err
+
+
+def test_unreachable_server_exits_1(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.yaml"
+    path.write_text(
+        "name: m\ninput: object\noutput: object\n"
+        "mcp_servers: [{name: gone, command: kavalai-no-such-command-xyz}]\n"
+        "nodes:\n  - {id: start, kind: start, next: end}\n  - {id: end, kind: end}\n",
+        encoding="utf-8",
+    )
+    code, _, err = _run("run", str(path))
+    assert code == 1
+    assert err.startswith("kavalai run: ")
+    assert "gone" in err
+
+
+def test_examples_run_in_a_fresh_process() -> None:
+    from examples.text_api import app
+
+    with serve(app) as url:
+        env = {**os.environ, "TEXT_API_URL": url}
+        report = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                DRIVER,
+                "run",
+                str(EXAMPLES / "document_report.yaml"),
+                "--input",
+                '{"path": "release-notes.md"}',
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            check=False,
+        )
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout)["words"] == 88
+    assert "  -> count (function) [analyse.count]" in report.stderr
+    triage = subprocess.run(
+        [sys.executable, "-c", DRIVER, "run", TRIAGE, "--input", '{"message": "the service is down"}'],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert triage.returncode == 0, triage.stderr
+    assert json.loads(triage.stdout)["priority"] == "high"

@@ -1,0 +1,185 @@
+"""The YAML loader: graph, types and the kernel sections, and its errors."""
+
+from __future__ import annotations
+
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+
+from kavalai import FunctionKernel
+from kavalai.workflow import WorkflowDefinitionError, WorkflowEngine
+
+HELPERS = '''
+from kavalai import pythontool
+
+@pythontool
+def double(x: int) -> int:
+    """Double a number."""
+    return 2 * x
+
+def shout(text: str) -> str:
+    """Not decorated: the loader wraps it."""
+    return text.upper() + "!"
+'''
+
+
+def _write(tmp_path: Path, body: str, helpers: str = HELPERS) -> tuple[Path, str]:
+    module = f"wf_helpers_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(helpers, encoding="utf-8")
+    path = tmp_path / "workflow.yaml"
+    path.write_text(textwrap.dedent(body).replace("HELPERS", module), encoding="utf-8")
+    return path, module
+
+
+GOOD = """
+name: double-and-shout
+input:
+  type: object
+  properties:
+    n: {type: integer}
+    word: {type: string}
+  required: [n, word]
+output: Result
+types:
+  Result:
+    type: object
+    properties:
+      doubled: {type: integer}
+      shouted: {type: string}
+      big: {type: boolean}
+    required: [doubled, shouted, big]
+limits: {max_visits: 10, timeout: 30}
+python_functions:
+  - HELPERS.double
+  - {function: HELPERS.shout, name: text.shout}
+nodes:
+  - {id: start, kind: start, next: twice}
+  - {id: twice, kind: function, tool: "python://double", inputs: {x: input.n}, next: loud}
+  - {id: loud, kind: function, tool: "python://text.shout", inputs: {text: input.word}, next: done}
+  - id: done
+    kind: end
+    outputs: {doubled: twice.result, shouted: loud.result, big: {expr: "twice.result > 10"}}
+"""
+
+
+async def test_loads_and_runs_a_yaml_workflow(tmp_path: Path) -> None:
+    path, _ = _write(tmp_path, GOOD)
+    async with WorkflowEngine.from_yaml(path) as engine:
+        assert engine.workflow.name == "double-and-shout"
+        assert engine.workflow.input_type.name == "DoubleAndShoutInput"
+        assert (engine.max_visits, engine.timeout) == (10, 30)
+        assert engine.kernel.list_tools() == ["python://double", "python://text.shout"]
+        result = await engine.run({"n": "21", "word": "hey"})
+        assert result.ok, result.error
+        assert result.output_data() == {"doubled": 42, "shouted": "HEY!", "big": True}
+        assert type(result.output).__name__ == "Result"
+        invalid = await engine.run({"n": 1})
+        assert invalid.failed_node == "start"
+        assert "word: Field required" in str(invalid.error)
+
+
+async def test_tools_go_on_a_given_kernel_and_limits_can_be_overridden(tmp_path: Path) -> None:
+    path, _ = _write(tmp_path, GOOD)
+    kernel = FunctionKernel()
+    engine = WorkflowEngine.from_yaml(path, kernel=kernel, max_visits=3, timeout=None)
+    assert engine.kernel is kernel
+    assert kernel.has_tool("python://double")
+    assert (engine.max_visits, engine.timeout) == (3, None)
+    async with engine:
+        result = await engine.run({"n": 1, "word": "a"})
+    assert "limit of 3 node visits" in str(result.error)
+
+
+def test_environment_variables_are_expanded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    body = GOOD.replace("- HELPERS.double", "- ${KV_HELPER_MODULE}.double").replace(
+        "name: text.shout}", "name: '${SHOUT_NAME:-text.shout}'}"
+    )
+    path, module = _write(tmp_path, body)
+    monkeypatch.setenv("KV_HELPER_MODULE", module)
+    engine = WorkflowEngine.from_yaml(path)
+    assert engine.kernel.list_tools() == ["python://double", "python://text.shout"]
+    monkeypatch.delenv("KV_HELPER_MODULE")
+    with pytest.raises(WorkflowDefinitionError, match="reads \\$\\{KV_HELPER_MODULE\\}, but the environment variable"):
+        WorkflowEngine.from_yaml(path)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("name: double-and-shout", "name: [x"), "is not valid YAML"),
+        (("limits: {max_visits: 10, timeout: 30}", "limts: {}"), "field 'limts': Extra inputs are not permitted"),
+        (
+            ("limits: {max_visits: 10, timeout: 30}", "limits: {max_visits: 0}"),
+            "field 'limits.max_visits': Input should be greater than or equal to 1",
+        ),
+        (("- HELPERS.double", "- HELPERS.triple"), "module '.*' has no attribute 'triple'"),
+        (("- HELPERS.double", "- no_such_module_kv.double"), "cannot import module 'no_such_module_kv'"),
+        (("- HELPERS.double", "- double"), "'double' is not a dotted path"),
+        (
+            ("- {function: HELPERS.shout, name: text.shout}", "- {function: HELPERS.double, name: double}"),
+            "Field 'python_functions': A tool is already registered at python://double",
+        ),
+        (("nodes:", "tools: [nope]\nnodes:"), "the bundled tool group 'nope', which does not exist"),
+        (("nodes:", "tools: [{group: fs, root: /no/such/dir/kv}]\nnodes:"), "Field 'tools.fs':"),
+        (("nodes:", "mcp_servers: [{name: 'bad name', command: x}]\nnodes:"), "Field 'mcp_servers\\[0\\]'"),
+        (
+            ("nodes:", "rest_servers: [{name: api, url: 'http://127.0.0.1:1', rest_tools: [{method: GET}]}]\nnodes:"),
+            "Field 'rest_servers\\[0\\].rest_tools\\[0\\]' needs a 'name'",
+        ),
+        (("nodes:", "models: {m: {}}\nnodes:"), "Field 'models.m' needs 'factory' or 'model'"),
+        (("output: Result", "output: Reslt"), "undeclared type 'Reslt'. Did you mean 'Result'"),
+        (("next: loud}", "next: lound}"), "unknown node 'lound'. Did you mean 'loud'"),
+    ],
+)
+def test_document_errors_are_clear(tmp_path: Path, change: tuple[str, str], message: str) -> None:
+    old, new = change
+    assert old in GOOD
+    path, _ = _write(tmp_path, GOOD.replace(old, new, 1))
+    with pytest.raises(WorkflowDefinitionError, match=message):
+        WorkflowEngine.from_yaml(path)
+
+
+def test_document_must_be_a_mapping_and_file_must_exist(tmp_path: Path) -> None:
+    path = tmp_path / "list.yaml"
+    path.write_text("- 1\n- 2\n", encoding="utf-8")
+    with pytest.raises(WorkflowDefinitionError, match="the document must be a mapping with a 'nodes' list"):
+        WorkflowEngine.from_yaml(path)
+    with pytest.raises(WorkflowDefinitionError, match="Cannot read workflow file .*missing.yaml"):
+        WorkflowEngine.from_yaml(tmp_path / "missing.yaml")
+
+
+def test_duplicate_type_names_are_refused(tmp_path: Path) -> None:
+    path, _ = _write(tmp_path, GOOD.replace("types:\n", "types:\n  string: {type: string}\n"))
+    with pytest.raises(WorkflowDefinitionError, match="Type 'string' is declared twice"):
+        WorkflowEngine.from_yaml(path)
+
+
+async def test_rest_tools_and_openapi_are_registered(tmp_path: Path, text_api_url: str) -> None:
+    body = f"""
+    name: rest
+    input: object
+    output: object
+    rest_servers:
+      - name: api
+        url: {text_api_url}
+        rest_tools:
+          - name: reading_time
+            method: POST
+            path: /reading-time
+            input_schema:
+              type: object
+              properties: {{words: {{type: integer}}, wpm: {{type: integer}}}}
+              required: [words]
+    nodes:
+      - {{id: start, kind: start, next: time}}
+      - {{id: time, kind: function, tool: "rest://api.reading_time", inputs: {{words: input.words, wpm: 100}},
+         next: end}}
+      - {{id: end, kind: end, outputs: {{minutes: time.result.minutes}}}}
+    """
+    path, _ = _write(tmp_path, body)
+    async with WorkflowEngine.from_yaml(path) as engine:
+        result = await engine.run({"words": 250})
+    assert result.ok, result.error
+    assert result.output == {"minutes": 3}
