@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import kavalai
 
 
@@ -48,3 +50,21 @@ def test_import_is_light() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert result.stdout.strip() == ""
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "from kavalai import pythontool",
+        "import kavalai.adapters.base",
+        "import kavalai.adapters.python",
+        "import kavalai.kernel._definition",
+        "import kavalai.tools.fs",
+        "from kavalai.kernel import FunctionKernel",
+        "import kavalai.agent",
+        "import kavalai.workflow",
+    ],
+)
+def test_any_module_can_be_imported_first(statement: str) -> None:
+    result = subprocess.run([sys.executable, "-c", statement], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]

@@ -53,6 +53,8 @@ if TYPE_CHECKING:
         MaxStepsExceededError,
         StructuredOutputError,
     )
+    from kavalai.workflow import RunResult, RunStatus, Workflow, WorkflowBuilder, WorkflowEngine
+    from kavalai.workflow.errors import WorkflowError
 
 # Names imported on first use, so that `import kavalai` costs almost nothing: pydantic, anyio and the kernel
 # load when the first of them is touched (module __getattr__, PEP 562).
@@ -71,6 +73,12 @@ _LAZY: dict[str, str] = {
     "StructuredOutputError": "kavalai.llm.errors",
     "ToolCallRecord": "kavalai.agent",
     "make_client": "kavalai.llm",
+    "WorkflowEngine": "kavalai.workflow",
+    "WorkflowBuilder": "kavalai.workflow",
+    "Workflow": "kavalai.workflow",
+    "RunResult": "kavalai.workflow",
+    "RunStatus": "kavalai.workflow",
+    "WorkflowError": "kavalai.workflow.errors",
     "FunctionKernel": "kavalai.kernel",
     "McpServer": "kavalai.adapters.mcp",
     "RestServer": "kavalai.adapters.rest",
@@ -114,6 +122,8 @@ __all__ = [
     "MaxStepsExceededError",
     "McpServer",
     "RestServer",
+    "RunResult",
+    "RunStatus",
     "ServerConnectionError",
     "StructuredOutputError",
     "ToolAccessDeniedError",
@@ -126,6 +136,10 @@ __all__ = [
     "ToolRegistrationError",
     "ToolTimeoutError",
     "ToolURI",
+    "Workflow",
+    "WorkflowBuilder",
+    "WorkflowEngine",
+    "WorkflowError",
     "__version__",
     "make_client",
     "pythontool",

@@ -17,8 +17,9 @@ aiohttp, the MCP SDK, pydantic) are translated into one of these at the adapter 
     ├── ToolTimeoutError                the call took longer than its timeout; .timeout
     ├── ServerConnectionError           a REST or MCP server could not be reached or died; .server, .exit_code,
     │                                   .stderr_tail
-    └── LLMError                        an LLM client or agent failed (kavalai.llm.errors: configuration,
-                                        connection, provider status, structured output, max steps)
+    ├── LLMError                        an LLM client or agent failed (kavalai.llm.errors: configuration,
+    │                                   connection, provider status, structured output, max steps)
+    └── WorkflowError                   a workflow failed to build or run (kavalai.workflow.errors)
 
 Every message names the tool URI (or the server) and says what was wrong.
 """

@@ -15,7 +15,7 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 
 # Names chosen to hit every renaming rule, mixed with arbitrary text.
 AWKWARD = st.sampled_from(
-    ["json", "schema", "copy", "model_config", "class", "_x", "__dict__", "a-b", "1st", "", " ", "x y", "ü", "json_"]
+    ["json", "schema", "copy", "model_config", "Config", "class", "_x", "__dict__", "a-b", "1st", "", " ", "ü", "json_"]
 )
 NAMES = st.one_of(AWKWARD, st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True), st.text(max_size=10))
 

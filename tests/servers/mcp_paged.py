@@ -13,6 +13,7 @@ import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 
 PAGE_SIZE = 3
 TOOL_COUNT = 8
@@ -60,6 +61,9 @@ def _tools() -> list[types.Tool]:
             description="Return text, JSON text, audio, an embedded resource and a resource link.",
             input_schema={"type": "object", "properties": {}},
         ),
+        types.Tool(
+            name="bad name/with slash", description="A name no tool URI can hold.", input_schema={"type": "object"}
+        ),
     ]
     tools += [
         types.Tool(name=f"tool{i}", description=f"Filler tool {i}.", input_schema={"type": "object"})
@@ -79,7 +83,10 @@ async def list_tools(
 
 
 async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-    """``rich`` echoes its arguments as structured content; ``media`` returns every content kind."""
+    """``rich`` echoes its arguments as structured content; ``media`` returns every content kind; ``tool0``
+    answers with a JSON-RPC error."""
+    if params.name == "tool0":
+        raise MCPError(code=types.INVALID_PARAMS, message="tool0 is out of order")
     if params.name == "media":
         return types.CallToolResult(
             content=[

@@ -84,8 +84,9 @@ async def test_agent_answer_that_does_not_fit_fails_the_node(tools_kernel: Funct
     result = await WorkflowEngine(_agent_workflow().build(), tools_kernel, llm=llm).run({"a": 1, "b": 1})
     assert result.status is RunStatus.FAILED
     assert result.failed_node == "solve"
-    assert "Node 'solve' failed: StructuredOutputError" in str(result.error)
-    assert "total" in str(result.error)
+    assert str(result.error).startswith("Node 'solve'")
+    assert "does not fit Answer: total: Input should be a valid integer" in str(result.error)
+    assert type(result.error.__cause__).__name__ == "StructuredOutputError"
 
 
 async def test_text_agent_and_template_errors(tools_kernel: FunctionKernel) -> None:

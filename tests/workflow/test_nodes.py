@@ -296,5 +296,64 @@ async def test_a_failing_branch_fails_the_parallel_node_and_cancels_the_others(
     assert records["boom"].status == "failed"
     assert "exploded: branch" in (records["boom"].error or "")
     assert records["slow"].status == "failed"
-    assert records["slow"].error == "cancelled: another branch failed"
+    assert records["slow"].error == ("cancelled before it finished: another branch failed or a timeout ran out")
     assert records["fan"].status == "failed"
+
+
+async def test_nested_parallel_and_a_loop_inside_a_branch(tools_kernel: FunctionKernel) -> None:
+    workflow = (
+        WorkflowBuilder("t", input="object", output="object")
+        .start(next="outer")
+        .parallel("outer", branches=["counting", "inner"], next="end")
+        .function("counting", tool="python://t.inc", inputs={"x": {"expr": "get('counting.result', 0)"}}, next="again")
+        .if_("again", condition="counting.result < 3", then="counting", else_="last")
+        .function("last", tool="python://t.label", inputs={"n": "counting.result"})
+        .parallel("inner", branches=["x", "y"])
+        .function("x", tool="python://t.add", inputs={"a": 1, "b": 2})
+        .function("y", tool="python://t.add", inputs={"a": 3, "b": 4})
+        .end("end", outputs={"outer": "outer"})
+        .build()
+    )
+    result = await WorkflowEngine(workflow, tools_kernel).run({})
+    assert result.ok, result.error
+    assert result.output == {
+        "outer": {
+            "counting": {"result": "3"},
+            "inner": {"x": {"result": 3}, "y": {"result": 7}},
+        }
+    }
+    branches = {(t.node, t.branch) for t in result.trace}
+    assert ("x", "inner.x") in branches
+    assert ("counting", "outer.counting") in branches
+    assert [t.visit for t in result.trace if t.node == "counting"] == [1, 2, 3]
+
+
+def test_result_to_dict_is_json_ready() -> None:
+    import json
+    from datetime import UTC, datetime
+
+    from kavalai.workflow import NodeTrace, RunResult, ToolCallTrace
+
+    record = NodeTrace(
+        node="n",
+        kind="agent",
+        visit=1,
+        started_at=datetime(2026, 1, 1, tzinfo=UTC),
+        output=Numbers(a=1, b=2),
+        tool_calls=[ToolCallTrace("python://t.add", {"a": 1}, {"result": 1})],
+    )
+    result = RunResult(
+        run_id="r",
+        workflow="w",
+        status=RunStatus.SUCCEEDED,
+        started_at=record.started_at,
+        output=Sum(total=1, doubled=2),
+        trace=[record],
+    )
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["output"] == {"total": 1, "doubled": 2}
+    assert data["trace"][0]["output"] == {"a": 1, "b": 2}
+    assert data["trace"][0]["started_at"] == "2026-01-01T00:00:00Z"
+    assert data["trace"][0]["tool_calls"] == [
+        {"tool": "python://t.add", "arguments": {"a": 1}, "output": {"result": 1}, "error": None}
+    ]

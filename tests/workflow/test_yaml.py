@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 import uuid
 from pathlib import Path
@@ -156,7 +157,7 @@ def test_duplicate_type_names_are_refused(tmp_path: Path) -> None:
         WorkflowEngine.from_yaml(path)
 
 
-async def test_rest_tools_and_openapi_are_registered(tmp_path: Path, text_api_url: str) -> None:
+async def test_rest_tools_are_registered(tmp_path: Path, text_api_url: str) -> None:
     body = f"""
     name: rest
     input: object
@@ -183,3 +184,58 @@ async def test_rest_tools_and_openapi_are_registered(tmp_path: Path, text_api_ur
         result = await engine.run({"words": 250})
     assert result.ok, result.error
     assert result.output == {"minutes": 3}
+
+
+async def test_openapi_spec_next_to_the_yaml_file_is_imported_once(tmp_path: Path, text_api_url: str) -> None:
+    spec = {
+        "openapi": "3.0.3",
+        "info": {"title": "text", "version": "1"},
+        "paths": {
+            "/reading-time": {
+                "post": {
+                    "operationId": "reading_time",
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {"words": {"type": "integer"}},
+                                    "required": ["words"],
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": {
+                            "description": "ok",
+                            "content": {
+                                "application/json": {
+                                    "schema": {"type": "object", "properties": {"minutes": {"type": "integer"}}}
+                                }
+                            },
+                        }
+                    },
+                }
+            }
+        },
+    }
+    (tmp_path / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+    body = f"""
+    name: openapi
+    input: object
+    output: object
+    rest_servers:
+      - {{name: api, url: "{text_api_url}", openapi: spec.json}}
+    nodes:
+      - {{id: start, kind: start, next: time}}
+      - {{id: time, kind: function, tool: "rest://api.reading_time", inputs: {{words: input.words}}, next: end}}
+      - {{id: end, kind: end, outputs: {{minutes: time.minutes}}}}
+    """
+    path, _ = _write(tmp_path, body)
+    engine = WorkflowEngine.from_yaml(path)
+    assert engine.kernel.list_tools("rest://*") == []  # imported on connect, not at load time
+    async with engine:
+        assert engine.kernel.list_tools("rest://*") == ["rest://api.reading_time"]
+        results = [await engine.run({"words": n}) for n in (100, 1000)]
+    assert [r.output for r in results] == [{"minutes": 1}, {"minutes": 5}]

@@ -11,7 +11,7 @@ __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``kavalai`` command."""
+    """The argument parser of the ``kavalai`` command: ``demo`` and ``run``."""
     parser = argparse.ArgumentParser(prog="kavalai", description="Typed tools for LLM agents and workflows.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = commands.add_parser("demo", help="show the FunctionKernel at work (offline, no API key needed)")
@@ -20,6 +20,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="run the demo agent on a real model, e.g. openai/gpt-4.1-mini (needs its API key)",
     )
+    from kavalai.cli._run import add_run_parser
+
+    add_run_parser(commands)
     return parser
 
 
@@ -30,6 +33,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from kavalai.cli._demo import run_demo
 
         return asyncio.run(run_demo(model=args.model))
+    if args.command == "run":
+        from kavalai.cli._run import run_command
+
+        return run_command(args)
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -61,7 +61,7 @@ def format_validation_errors(errors: Sequence[Mapping[str, Any]]) -> str:
         loc = ".".join(str(part) for part in error.get("loc", ())) or "(arguments)"
         message = str(error.get("msg", "invalid"))
         if error.get("type") == "extra_forbidden":
-            message = "unexpected argument; the tool does not take it"
+            message = "unexpected argument, not accepted here"
         elif error.get("type") != "missing" and "input" in error:
             message = f"{message} (got {_excerpt(error['input'])})"
         parts.append(f"{loc}: {message}")

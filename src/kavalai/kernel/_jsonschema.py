@@ -24,7 +24,8 @@ The rules:
   ``#``) or in the ``root`` document given; each object target becomes one model reused at every reference, and
   recursive references become forward references resolved by ``model_rebuild``.
 - ``required`` fields have no default; the others take the schema's ``default`` or ``None`` and stay unset, so
-  ``model_dump(by_alias=True, exclude_unset=True, mode="json")`` gives back only what the caller set.
+  ``model_dump(by_alias=True, exclude_unset=True, mode="json")`` gives back only what the caller set. OpenAPI
+  ``readOnly`` properties are never required in inputs, nor ``writeOnly`` ones in outputs.
 - ``description`` and ``title`` are kept on fields (and as the docstring of nested models), ``default`` on
   optional fields, ``format`` and ``examples`` in the JSON schema; formats are validated as plain strings.
 - ``minimum``/``maximum``/``exclusiveMinimum``/``exclusiveMaximum`` (numbers, and the draft-4 booleans),
@@ -34,11 +35,19 @@ The rules:
   attributes get a safe field name and keep the original as alias (``populate_by_name=True``), so dumps by alias
   and ``model_json_schema()`` show the original names.
 
+For inputs only, an object given solely as ``anyOf``/``oneOf`` of object schemas becomes one model holding
+every branch's properties; only those all branches require stay required.
+
+Defaults are validated against their field: ``"7"`` for an integer becomes ``7``, ``{"deep": true}`` the nested
+model; a default that does not fit its own schema is dropped (the field then defaults to ``None``).
+
 What it falls back on: an unsupported or malformed part -- ``not``, ``if``/``then``/``else``,
-``patternProperties``, ``dependentSchemas``, an ``enum`` of objects, a remote or dangling ``$ref``, a ``$ref``
-cycle through non-object schemas, a pattern Python cannot compile, a constraint of the wrong type -- is ignored,
-and where nothing else is left that part is ``Any``. Building never fails on such input. Nothing is cached
-between calls: each call builds fresh models.
+``patternProperties``, ``propertyNames``, ``dependentSchemas``, ``min``/``maxProperties``, ``uniqueItems``,
+``contains``, the schema of ``additionalProperties`` next to ``properties`` (extra values are allowed but not
+validated), an ``enum`` of objects, a remote or dangling ``$ref``, a ``$ref`` cycle through non-object schemas, a
+pattern Python cannot compile, a constraint of the wrong type -- is ignored, and where nothing else is left that
+part is ``Any``; a field pydantic still refuses becomes ``Any`` with its name, alias and description kept.
+Building never fails on such input. Nothing is cached between calls: each call builds fresh models.
 """
 
 from __future__ import annotations
@@ -53,13 +62,14 @@ from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, ValidationError, create_model
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema
+from pydantic_core import CoreSchema, SchemaError
 
 __all__ = ["model_from_json_schema", "output_model_from_json_schema", "type_from_json_schema"]
 
 Extra = Literal["forbid", "allow", "ignore"]
 
-_RESERVED = frozenset(dir(BaseModel))
+# "Config" is the pydantic v1 configuration class name, still refused next to model_config.
+_RESERVED = frozenset(dir(BaseModel)) | {"Config"}
 _LITERAL_TYPES = (str, int, float, bool, type(None))
 _NUMBER_BOUNDS = {"minimum": "ge", "maximum": "le", "exclusiveMinimum": "gt", "exclusiveMaximum": "lt"}
 
@@ -83,18 +93,18 @@ def model_from_json_schema(
     Raises:
         ValueError: ``schema`` is not an object schema; use :func:`type_from_json_schema` for any other.
     """
-    builder = _Builder(schema if root is None else root, default_extra="forbid")
+    builder = _Builder(schema if root is None else root, output=False)
     flat = builder.merge_branches(builder.flatten(schema))
     if "$ref" in flat:
         # A reference that does not resolve: the arguments cannot be checked, so accept any.
         flat, extra = {"type": "object"}, extra or "allow"
     if not _is_object(flat):
         raise ValueError(
-            f"Cannot build model {name!r}: the schema is not an object schema (its type is "
-            f"{flat.get('type', 'unspecified')!r}). Tool arguments are named fields, so the schema must be "
+            f"Cannot build model {name!r}: the schema is not an object schema ({_describe(flat)}). "
+            "Tool arguments are named fields, so the schema must be "
             '{"type": "object", "properties": {...}}; use type_from_json_schema() for any other schema.'
         )
-    model = builder.top_model(flat, name, extra=extra, is_root=root is None)
+    model = builder.top_model(schema, flat, name, extra=extra, is_root=root is None)
     builder.finish()
     return model
 
@@ -114,10 +124,10 @@ def output_model_from_json_schema(
     """
     if schema is None or not isinstance(schema, Mapping):
         return _wrapper(name, Any, None), True
-    builder = _Builder(schema if root is None else root, default_extra="allow")
+    builder = _Builder(schema if root is None else root, output=True)
     flat = builder.flatten(schema)
-    if _is_object(flat) and isinstance(flat.get("properties"), Mapping) and flat["properties"]:
-        model = builder.top_model(flat, name, extra="allow", is_root=root is None)
+    if _is_record(flat):
+        model = builder.top_model(schema, flat, name, extra="allow", is_root=root is None)
         builder.finish()
         return model, False
     result_type = builder.type_of(schema, f"{_identifier(name)}Result")
@@ -132,10 +142,10 @@ def type_from_json_schema(schema: Mapping[str, Any], name: str, *, root: Mapping
 
     Object schemas with properties become models named ``name`` (``extra`` as in :func:`model_from_json_schema`).
     """
-    builder = _Builder(schema if root is None else root, default_extra="forbid")
+    builder = _Builder(schema if root is None else root, output=False)
     flat = builder.flatten(schema)
-    if _is_object(flat) and isinstance(flat.get("properties"), Mapping) and flat["properties"]:
-        result: Any = builder.top_model(flat, name, extra=None, is_root=root is None)
+    if _is_record(flat):
+        result: Any = builder.top_model(schema, flat, name, extra=None, is_root=root is None)
     else:
         result = builder.type_of(schema, _identifier(name))
     builder.finish()
@@ -145,9 +155,11 @@ def type_from_json_schema(schema: Mapping[str, Any], name: str, *, root: Mapping
 class _Builder:
     """Converts the schemas of one document; holds the models built so far, by ``$ref``, for reuse and recursion."""
 
-    def __init__(self, root: Mapping[str, Any], *, default_extra: Extra) -> None:
+    def __init__(self, root: Mapping[str, Any], *, output: bool) -> None:
         self.root = root
-        self.default_extra: Extra = default_extra
+        self.output = output
+        # Inputs refuse names the schema does not declare; outputs keep what a newer server adds.
+        self.default_extra: Extra = "allow" if output else "forbid"
         self.models: list[type[BaseModel]] = []
         self._done: dict[str, Any] = {}
         # ref -> forward-reference identifier while its model is being built; None for non-object targets.
@@ -159,16 +171,23 @@ class _Builder:
 
     # -- the entry points --------------------------------------------------------------------------------------
 
-    def top_model(self, schema: Mapping[str, Any], name: str, *, extra: Extra | None, is_root: bool) -> type[BaseModel]:
-        """The model of the top-level object schema; a ``$ref`` to ``#`` refers back to it when it is the root."""
-        if not is_root:
-            return self.object_model(schema, name, extra=extra)
+    def top_model(
+        self, schema: Mapping[str, Any], flat: Mapping[str, Any], name: str, *, extra: Extra | None, is_root: bool
+    ) -> type[BaseModel]:
+        """The model of the top-level object schema ``schema``, flattened as ``flat``.
+
+        References back to it (``#`` when it is the root document, or the ``$ref`` it is itself given by) reuse
+        it rather than building a copy.
+        """
+        _, refs = self._follow(schema, frozenset())
+        keys = [*refs, "#"] if is_root else list(refs)
         ident = self._forward_ident()
-        self._pending["#"] = ident
-        model = self.object_model(schema, name, extra=extra)
+        self._pending.update(dict.fromkeys(keys, ident))
+        model = self.object_model(flat, name, extra=extra)
         self._namespace[ident] = model
-        self._done["#"] = model
-        del self._pending["#"]
+        for key in keys:
+            self._done[key] = model
+            del self._pending[key]
         return model
 
     def finish(self) -> None:
@@ -261,7 +280,7 @@ class _Builder:
         properties = schema.get("properties")
         if not isinstance(properties, Mapping):
             properties = {}
-        required = set(_strings(schema.get("required")))
+        required = {prop for prop in _strings(schema.get("required")) if not self._one_way(properties.get(prop))}
         model_name = self._unique_name(name)
         specs: dict[str, tuple[Any, Any, bool, str | None]] = {}
         for prop, field_name in _field_names(properties).items():
@@ -312,6 +331,14 @@ class _Builder:
             kwargs["json_schema_extra"] = _drop_default
         return Field(meta["default"], validate_default=True, **kwargs)
 
+    def _one_way(self, schema: Any) -> bool:
+        """Whether a property only travels the other way (OpenAPI ``readOnly`` in inputs, ``writeOnly`` in outputs).
+
+        Such a property is never required: a client cannot send a read-only id, nor expect a write-only password.
+        """
+        flag = "writeOnly" if self.output else "readOnly"
+        return self._metadata_view(schema).get(flag) is True
+
     def _extra_of(self, schema: Mapping[str, Any]) -> Extra:
         additional = schema.get("additionalProperties", schema.get("unevaluatedProperties"))
         if additional is False:
@@ -333,7 +360,7 @@ class _Builder:
             return Any
         name = _identifier(unquote(ref.rsplit("/", 1)[-1]) or "Root")
         flat = self.flatten(target)
-        if _is_object(flat) and isinstance(flat.get("properties"), Mapping) and flat["properties"]:
+        if _is_record(flat):
             ident = self._forward_ident()
             self._pending[ref] = ident
             result: Any = self.object_model(flat, name, extra=None)
@@ -458,7 +485,7 @@ class _Builder:
 def _create(name: str, config: ConfigDict, doc: str | None, fields: Mapping[str, Any]) -> type[BaseModel]:
     try:
         return create_model(name, __config__=config, __doc__=doc, **fields)
-    except (TypeError, ValueError, NameError, AttributeError):
+    except (TypeError, ValueError, RuntimeError, NameError, AttributeError, SchemaError):
         # A constraint or default pydantic refuses: keep the field names, aliases and defaults, drop the types.
         fallback: dict[str, Any] = {key: (Any, info) for key, (_, info) in fields.items()}
         return create_model(name, __config__=config, __doc__=doc, **fallback)
@@ -508,6 +535,21 @@ def _is_object(schema: Mapping[str, Any]) -> bool:
     if kind is not None:
         return bool(kind == "object")
     return "properties" in schema or not any(k in schema for k in ("anyOf", "oneOf", "enum", "const", "items"))
+
+
+def _is_record(schema: Mapping[str, Any]) -> bool:
+    """An object schema with properties that does not also allow null: the schemas that become a model."""
+    if schema.get("nullable") is True or (isinstance(schema.get("type"), list) and "null" in schema["type"]):
+        return False
+    properties = schema.get("properties")
+    return _is_object(schema) and isinstance(properties, Mapping) and bool(properties)
+
+
+def _describe(schema: Mapping[str, Any]) -> str:
+    if "type" in schema:
+        return f"its type is {schema['type']!r}"
+    keywords = [k for k in ("anyOf", "oneOf", "enum", "const", "items") if k in schema]
+    return f"it is given by {', '.join(keywords)}"
 
 
 def _infer_type(schema: Mapping[str, Any]) -> str | None:

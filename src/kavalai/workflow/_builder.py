@@ -168,7 +168,9 @@ class WorkflowBuilder:
         """Add a node that continues to the node of the case equal to ``value``, else to ``default``."""
         return self._add(SwitchNode, id=id, value=value, cases=dict(cases), default=default)
 
-    def parallel(self, id: str, *, branches: Sequence[str], next: str, timeout: float | None = None) -> WorkflowBuilder:
+    def parallel(
+        self, id: str, *, branches: Sequence[str], next: str | None = None, timeout: float | None = None
+    ) -> WorkflowBuilder:
         """Add a node that runs the branches starting at ``branches`` concurrently, then continues to ``next``."""
         return self._add(ParallelNode, id=id, branches=list(branches), next=next, timeout=timeout)
 

@@ -49,12 +49,7 @@ __all__ = ["Execution"]
 LlmResolver = Callable[[str | None, str], Awaitable["LLMClient"]]
 
 
-class _Timeout(Exception):
-    """The run's deadline passed while ``node`` was running."""
-
-    def __init__(self, node: str) -> None:
-        super().__init__(node)
-        self.node = node
+_CANCELLED = "cancelled before it finished: another branch failed or a timeout ran out"
 
 
 class Execution:
@@ -151,22 +146,22 @@ class Execution:
     ) -> tuple[Any, str | None]:
         """Visit ``node`` within the run's deadline; record the trace; return ``(output, next)``."""
         clock = anyio.current_time()
+        outcome: tuple[Any, str | None] | None = None
         try:
-            with anyio.move_on_after(self._deadline - clock) as scope:
-                output, next_id = await self._visit(node, env, record, buffer)
-            if scope.cancelled_caught:
-                raise _Timeout(node.id)
-        except _Timeout as exc:
-            error = RunTimeoutError(
-                f"The run timed out after {self.timeout:g} s while node {exc.node!r} was running.",
-                node=exc.node,
-                timeout=self.timeout or 0.0,
-            )
-            self._close(record, clock, error=error)
-            raise error from None
+            with anyio.move_on_after(self._deadline - clock):
+                outcome = await self._visit(node, env, record, buffer)
         except WorkflowError as exc:
             self._close(record, clock, error=exc)
             raise
+        if outcome is None:  # the run's deadline passed
+            error = RunTimeoutError(
+                f"The run timed out after {self.timeout:g} s while node {node.id!r} was running.",
+                node=node.id,
+                timeout=self.timeout or 0.0,
+            )
+            self._close(record, clock, error=error)
+            raise error
+        output, next_id = outcome
         record.output = jsonable(output)
         record.next = next_id
         self._close(record, clock)
@@ -219,12 +214,12 @@ class Execution:
     ) -> tuple[Any, str | None]:
         outputs: dict[str, Any] = {}
         failures: list[WorkflowError] = []
+        record.inputs = {"branches": list(node.branches)}
         async with anyio.create_task_group() as group:
             for head in node.branches:
                 group.start_soon(self._branch, node, head, outputs, failures, group.cancel_scope, buffer)
         if failures:
             raise failures[0]
-        record.inputs = {"branches": list(node.branches)}
         output = {head: outputs.get(head) for head in node.branches}
         self.values[node.id] = output
         return output, node.next
@@ -250,7 +245,7 @@ class Execution:
                 try:
                     output, current = await self._visit(node, env, record, buffer)
                 except anyio.get_cancelled_exc_class():
-                    self._close(record, clock, error=RuntimeError("cancelled: another branch failed"))
+                    self._close(record, clock, error=RuntimeError(_CANCELLED))
                     raise
                 except WorkflowError as exc:
                     self._close(record, clock, error=exc)

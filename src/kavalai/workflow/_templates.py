@@ -1,4 +1,7 @@
-"""Prompt templates: Jinja2 in its sandboxed environment, with undefined variables as errors."""
+"""Prompt templates: Jinja2 in its sandboxed environment, with undefined variables as errors.
+
+Jinja2 is imported on first use, so importing :mod:`kavalai.workflow` stays light.
+"""
 
 from __future__ import annotations
 
@@ -6,23 +9,28 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateError
-from jinja2.sandbox import SandboxedEnvironment
-
 from kavalai.workflow.errors import NodeError, WorkflowDefinitionError
 
 __all__ = ["check_template", "render_template"]
 
-_ENV = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+
+@lru_cache(maxsize=1)
+def _environment() -> Any:
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+
+    return SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
 
 
 @lru_cache(maxsize=512)
 def _template(source: str) -> Any:
-    return _ENV.from_string(source)
+    return _environment().from_string(source)
 
 
 def check_template(source: str, *, node: str, field: str) -> None:
     """Parse ``source``; raise :class:`WorkflowDefinitionError` naming the node and field if it does not."""
+    from jinja2 import TemplateError
+
     try:
         _template(source)
     except TemplateError as exc:
@@ -33,6 +41,8 @@ def check_template(source: str, *, node: str, field: str) -> None:
 
 def render_template(source: str, variables: Mapping[str, Any], *, node: str, field: str) -> str:
     """Render ``source`` with ``variables`` in the sandbox; raise :class:`NodeError` naming node and field."""
+    from jinja2 import TemplateError
+
     try:
         return str(_template(source).render(dict(variables)))
     except TemplateError as exc:

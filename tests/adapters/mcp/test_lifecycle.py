@@ -15,7 +15,7 @@ import anyio
 import pytest
 from tests.adapters.mcp.conftest import MARK_VAR, StdioFactory, live_processes_marked, open_fds, wait_until
 
-from kavalai import FunctionKernel, McpServer, ServerConnectionError, ToolTimeoutError
+from kavalai import FunctionKernel, McpServer, ServerConnectionError, ToolNotFoundError, ToolTimeoutError
 
 
 def _alive(pid: int) -> bool:
@@ -190,6 +190,8 @@ async def test_four_servers_connect_concurrently_one_broken(kernel: FunctionKern
     with pytest.raises(ServerConnectionError, match="'broken'") as info:
         await kernel.call_tool("mcp://broken.add", {"a": 1, "b": 1})
     assert info.value.uri == "mcp://broken.add"
+    with pytest.raises(ToolNotFoundError, match="Its server failed: MCP server 'broken'"):
+        kernel.get_tool_definition("mcp://broken.add")
 
 
 async def test_several_failures_are_reported_together(kernel: FunctionKernel, mark: str) -> None:
@@ -250,3 +252,53 @@ async def test_server_environment_is_only_what_was_given(kernel: FunctionKernel,
         del os.environ["KAVALAI_TEST_PARENT_SECRET"]
     assert b"GIVEN=yes" in environ
     assert not any(item.startswith(b"KAVALAI_TEST_PARENT_SECRET=") for item in environ)
+
+
+async def test_close_fails_calls_in_flight(kernel: FunctionKernel, stdio_server: StdioFactory) -> None:
+    kernel.register_mcp_server(stdio_server())
+    await kernel.connect_mcp_servers()
+    failures: list[ServerConnectionError] = []
+
+    async def slow_call() -> None:
+        try:
+            await kernel.call_tool("mcp://tools.sleep", {"seconds": 60})
+        except ServerConnectionError as exc:
+            failures.append(exc)
+
+    with anyio.fail_after(20):  # a hang guard
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(slow_call)
+            await kernel.call_tool("mcp://tools.echo", {"text": "the slow call is on its way"})
+            await kernel.close()
+    [error] = failures
+    assert str(error) == "MCP server 'tools' was closed during a call to mcp://tools.sleep."
+    assert error.uri == "mcp://tools.sleep"
+
+
+async def test_servers_are_started_concurrently(kernel: FunctionKernel, mark: str) -> None:
+    # Four servers that never answer: if connecting went one by one, only one process would ever run at a time.
+    for i in range(4):
+        kernel.register_mcp_server(
+            McpServer(
+                name=f"silent{i}",
+                command=sys.executable,
+                args=["-c", "import time; time.sleep(60)"],
+                env={MARK_VAR: mark},
+            )
+        )
+    outcome: list[ServerConnectionError] = []
+
+    async def connect() -> None:
+        try:
+            await kernel.connect_mcp_servers()
+        except ServerConnectionError as exc:
+            outcome.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(connect)
+        await wait_until(lambda: len(live_processes_marked(mark)) == 4)
+        assert {state.status for state in kernel.mcp_server_states()} == {"connecting"}
+        await kernel.close()
+    [error] = outcome
+    assert "4 MCP servers failed to connect" in str(error)
+    assert "was closed while connecting" in str(error)

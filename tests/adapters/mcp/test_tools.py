@@ -135,7 +135,7 @@ async def test_list_changed_refreshes_the_tools(tools: FunctionKernel) -> None:
 async def test_paginated_listing_and_rich_schemas(tools: FunctionKernel) -> None:
     kernel = tools
     descriptions = {d["name"]: d for d in await kernel.get_tool_descriptions(["mcp://paged.*"])}
-    assert len(descriptions) == TOOL_COUNT  # every page was followed
+    assert len(descriptions) == TOOL_COUNT - 1  # every page was followed; the unnamable tool was skipped
     assert descriptions["mcp://paged.rich"]["inputSchema"] == RICH_SCHEMA
 
     model = kernel.get_input_model("mcp://paged.rich")
@@ -164,3 +164,9 @@ async def test_every_content_kind_is_kept(tools: FunctionKernel) -> None:
     assert resource == McpResourceContent(uri="file:///notes.txt", mime_type="text/plain", text="hi")
     assert link == McpResourceLink(uri="file:///big.bin", name="big")
     assert isinstance(result, BaseModel)
+
+
+async def test_json_rpc_error_is_an_execution_error(tools: FunctionKernel) -> None:
+    with pytest.raises(ToolExecutionError, match="answered error -32602: tool0 is out of order") as info:
+        await tools.call_tool("mcp://paged.tool0")
+    assert info.value.uri == "mcp://paged.tool0"

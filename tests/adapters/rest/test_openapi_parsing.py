@@ -112,3 +112,25 @@ def test_names_are_made_unique_and_descriptions_merged() -> None:
     first, second = read_operations(spec)[0]
     assert (first.tool_name, second.tool_name) == ("do_it", "do_it_2")
     assert first.description == "Do it.\n\nAt length."
+
+
+def test_operations_that_cannot_be_tools_are_skipped_with_a_reason() -> None:
+    spec = _spec(
+        {
+            "/a/{id}": {"get": {"operationId": "undeclared", "responses": {}}},
+            "/b": {
+                "post": {
+                    "operationId": "form",
+                    "requestBody": {"content": {"application/x-www-form-urlencoded": {"schema": {}}}},
+                    "responses": {},
+                }
+            },
+            "/c": {"get": {"operationId": "fine", "responses": {}}},
+        }
+    )
+    operations, skipped = read_operations(spec)
+    assert [op.tool_name for op in operations] == ["fine"]
+    assert [(skip.label, skip.reason) for skip in skipped] == [
+        ("GET /a/{id}", "the path placeholders id have no path parameter"),
+        ("POST /b", "the request body is not JSON (application/x-www-form-urlencoded)"),
+    ]

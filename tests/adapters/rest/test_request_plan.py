@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field
 
-from kavalai.adapters.rest._request import RequestPlan, argument_dumper, path_placeholders
+from kavalai.adapters.rest._request import RequestPlan, path_placeholders
 from kavalai.errors import ToolInputError
 
 URI = "rest://s.t"
@@ -63,43 +62,3 @@ def test_a_missing_path_value_is_an_input_error_naming_it() -> None:
         RequestPlan.simple("GET", "/items/{item_id}").prepare({}, uri=URI)
     assert info.value.uri == URI
     assert info.value.errors[0]["loc"] == ("item_id",)
-
-
-class _Inner(BaseModel):
-    x: int
-
-
-class _Plain(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    a: int | None = None
-    b: str = "default"
-    c: float | None = None
-    inner: _Inner | None = None
-    items: list[int] | None = None
-
-
-class _Aliased(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
-    trace: str = Field(alias="X-Trace")
-
-
-@pytest.mark.parametrize(
-    ("model", "data"),
-    [
-        (_Plain, {}),
-        (_Plain, {"a": 1, "b": "x", "c": None}),
-        (_Plain, {"c": 1.5, "a": True}),
-        (_Plain, {"c": float("inf")}),
-        (_Plain, {"inner": {"x": "2"}, "items": ["3"]}),
-        (_Plain, {"a": 1, "surplus": {"k": 1}}),
-        (_Aliased, {"X-Trace": "t"}),
-    ],
-)
-def test_the_argument_dumper_matches_model_dump(model: type[BaseModel], data: dict[str, object]) -> None:
-    args = model.model_validate(data)
-    expected = args.model_dump(by_alias=True, exclude_unset=True, mode="json")
-    dumped = argument_dumper(model)(args)
-    assert dumped == expected
-    assert list(dumped) == list(expected)

@@ -43,11 +43,6 @@ class McpAdapter(ToolAdapter):
             )
         self._connections[server.name] = McpConnection(server, self.registry)
 
-    @property
-    def servers(self) -> list[McpServer]:
-        """The registered servers, in registration order."""
-        return [connection.config for connection in self._connections.values()]
-
     async def connect(self) -> None:
         """Connect every registered server that is not connected yet, concurrently.
 

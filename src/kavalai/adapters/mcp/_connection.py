@@ -16,13 +16,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+from collections.abc import Coroutine
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import anyio
 import mcp_types
-import sniffio
 from mcp.client.session import ClientSession, IncomingMessage
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
@@ -109,10 +109,6 @@ class McpConnection:
     def tool(self, uri: str) -> ToolDefinition | None:
         """The published definition at ``uri``, if this server offers it."""
         return self._tools.get(uri)
-
-    def tool_names(self) -> list[str]:
-        """The URIs of the tools this server offers now, sorted."""
-        return sorted(self._tools)
 
     # ------------------------------------------------------------------------------------------- connecting
 
@@ -202,7 +198,7 @@ class McpConnection:
         error = describe_failure(
             self.config,
             exc,
-            phase="connecting",
+            phase="while connecting",
             timed_out=timed_out,
             exit_code=process.returncode if process is not None else None,
             stderr_tail=process.stderr_tail() if process is not None else None,
@@ -378,10 +374,11 @@ async def _list_tools(session: ClientSession) -> list[mcp_types.Tool]:
     return tools
 
 
-def _spawn(coro: Any, *, name: str) -> asyncio.Task[None]:
-    library = sniffio.current_async_library()
-    if library != "asyncio":
+def _spawn(coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
+    """Start the owner task on the running asyncio loop; it belongs to no caller's task group."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
         coro.close()
-        raise RuntimeError(f"MCP connections need the asyncio event loop (anyio's asyncio backend), not {library}.")
-    task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro, name=name)
-    return task
+        raise RuntimeError("MCP connections need an asyncio event loop (anyio's asyncio backend).") from None
+    return loop.create_task(coro, name=name)

@@ -25,7 +25,7 @@ def describe_failure(
     exit_code: int | None = None,
     stderr_tail: str | None = None,
 ) -> ServerConnectionError:
-    """The error for MCP server ``config`` failing ``phase`` ("connecting", "during a call to ..."), naming the
+    """The error for MCP server ``config`` failing ``phase`` ("while connecting", "during a call to ..."), naming the
     server, what it is, and why: the exit code and stderr tail of a stdio server, else the cause."""
     stderr_tail = scrub(config, stderr_tail) if stderr_tail else None
     head = f"MCP server {config.name!r} ({config.kind}: {scrub(config, config.target)})"

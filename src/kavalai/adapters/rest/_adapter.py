@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -23,7 +23,6 @@ from kavalai.adapters.rest._request import (
     METHODS,
     PreparedRequest,
     RequestPlan,
-    argument_dumper,
     path_placeholders,
 )
 from kavalai.adapters.rest._session import ServerSession
@@ -215,7 +214,7 @@ class RestAdapter(ToolAdapter):
             description=description,
             input_model=input_model,
             output_model=output_model,
-            invoke=self._invoker(server, plan, name, argument_dumper(input_model)),
+            invoke=self._invoker(server, plan, name),
             wrapped=wrapped,
             timeout=timeout,
             input_schema=input_schema,
@@ -223,13 +222,12 @@ class RestAdapter(ToolAdapter):
             metadata={"server": server, "method": plan.method, "path": plan.path, **(extra_metadata or {})},
         )
 
-    def _invoker(
-        self, server_name: str, plan: RequestPlan, uri: str, dump: Callable[[BaseModel], dict[str, Any]]
-    ) -> Invoker:
+    def _invoker(self, server_name: str, plan: RequestPlan, uri: str) -> Invoker:
         servers = self._servers
 
         async def invoke(args: BaseModel) -> Any:
-            return await servers[server_name].send(plan.prepare(dump(args), uri=uri), uri=uri)
+            values = args.model_dump(by_alias=True, exclude_unset=True, mode="json")
+            return await servers[server_name].send(plan.prepare(values, uri=uri), uri=uri)
 
         return invoke
 

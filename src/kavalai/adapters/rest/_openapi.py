@@ -24,10 +24,10 @@ from typing import Any, Final
 
 import yaml
 
-from kavalai.adapters.rest._request import RequestPlan
+from kavalai.adapters.rest._request import RequestPlan, path_placeholders
 from kavalai.errors import ConfigurationError
 
-__all__ = ["OpenApiOperation", "OpenApiSkip", "parse_spec", "read_operations"]
+__all__ = ["OpenApiOperation", "OpenApiSkip", "check_spec", "parse_spec", "read_operations"]
 
 _HTTP_METHODS: Final = ("get", "put", "post", "delete", "options", "head", "patch")
 _IGNORED_HEADERS: Final = frozenset({"accept", "content-type", "authorization"})
@@ -169,6 +169,9 @@ def _build(
     body = operation.get("requestBody")
     if body is not None:
         schema.add_body(refs.follow(body))
+    unfilled = [name for name in path_placeholders(path) if name not in schema.path_params]
+    if unfilled:
+        raise _Unsupported(f"the path placeholders {', '.join(unfilled)} have no path parameter")
     output = _output_schema(refs, operation.get("responses", {}))
     operation_id = operation.get("operationId")
     return OpenApiOperation(
@@ -245,6 +248,8 @@ class _InputSchema:
                 self.required.extend(str(name) for name in target.get("required", ()))
             self.body_object = True
             return
+        if "body" in self.properties:
+            raise _Unsupported("the request body and a parameter are both named 'body'")
         self.properties["body"] = schema
         if body.get("required"):
             self.required.append("body")

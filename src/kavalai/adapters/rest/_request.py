@@ -13,53 +13,20 @@ the input model dumped in JSON mode with ``exclude_unset=True``: arguments the c
 from __future__ import annotations
 
 import json
-import math
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
 
-from pydantic import BaseModel
-
 from kavalai.errors import ToolInputError
 
-__all__ = ["BODY_METHODS", "METHODS", "PreparedRequest", "RequestPlan", "argument_dumper", "path_placeholders"]
+__all__ = ["BODY_METHODS", "METHODS", "PreparedRequest", "RequestPlan", "path_placeholders"]
 
 METHODS: Final = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
 #: Methods whose leftover arguments go in a JSON body; the others send them as query parameters.
 BODY_METHODS: Final = frozenset({"POST", "PUT", "PATCH"})
 _PLACEHOLDER: Final = re.compile(r"\{([^{}/]+)\}")
-_PLAIN: Final = frozenset({str, int, bool, type(None)})
-
-
-def argument_dumper(model: type[BaseModel]) -> Callable[[BaseModel], dict[str, Any]]:
-    """A function giving the arguments the caller set, by their JSON names, as JSON values.
-
-    It is ``model_dump(by_alias=True, exclude_unset=True, mode="json")``, with a shortcut (a tenth of the cost)
-    for the common call whose values are all plain strings, numbers, booleans or ``None`` and whose model has no
-    aliases: those values are already what the dump would give.
-    """
-
-    def dump(args: BaseModel) -> dict[str, Any]:
-        return args.model_dump(by_alias=True, exclude_unset=True, mode="json")
-
-    fields = tuple(model.model_fields)
-    if any(info.alias not in (None, name) for name, info in model.model_fields.items()):
-        return dump
-
-    def dump_plain(args: BaseModel) -> dict[str, Any]:
-        if args.__pydantic_extra__:
-            return dump(args)
-        data, given = args.__dict__, args.model_fields_set
-        values = {name: data[name] for name in fields if name in given}
-        for value in values.values():
-            kind = type(value)
-            if kind not in _PLAIN and not (kind is float and math.isfinite(value)):
-                return dump(args)
-        return values
-
-    return dump_plain
 
 
 def path_placeholders(path: str) -> tuple[str, ...]:
@@ -67,7 +34,7 @@ def path_placeholders(path: str) -> tuple[str, ...]:
     return tuple(_PLACEHOLDER.findall(path))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: built on every call, and frozen dataclasses are slow to build
 class PreparedRequest:
     """One request, ready to send: the path (relative to the base URL), query pairs, headers and body."""
 
@@ -101,12 +68,6 @@ class RequestPlan:
     header_params: tuple[tuple[str, str], ...] = ()
     body_field: str | None = None
     body_object: bool = False
-    _body_only: bool = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        # The common POST case: every argument goes in the JSON object body, nothing else to place.
-        only = self.body_object and not (self.path_params or self.query_params or self.header_params)
-        object.__setattr__(self, "_body_only", only)
 
     @classmethod
     def simple(cls, method: str, path: str) -> RequestPlan:
@@ -123,8 +84,6 @@ class RequestPlan:
 
     def prepare(self, arguments: Mapping[str, Any], *, uri: str) -> PreparedRequest:
         """Fill the plan with the dumped arguments; :class:`ToolInputError` if a path placeholder has no value."""
-        if self._body_only:
-            return PreparedRequest(self.method, self.path, [], {}, arguments, True)
         remaining = dict(arguments)
         path = self._fill_path(remaining, uri) if self.path_params else self.path
         headers = {header: _text(remaining.pop(arg)) for arg, header in self.header_params if arg in remaining}
