@@ -747,8 +747,10 @@ def test_a_field_pydantic_refuses_falls_back_to_any_and_keeps_the_rest() -> None
     assert model.model_fields["broken"].annotation is Any
     assert model.model_fields["broken"].description == "kept"
     assert model.model_fields["fine"].is_required()
+    assert model.model_fields["fine"].annotation is int
     assert _accepts(model, {"broken": 1, "fine": 1})
-    assert not _accepts(model, {"broken": 1, "other": 1})
+    assert not _accepts(model, {"broken": 1, "fine": "one"})
+    assert not _accepts(model, {"broken": 1, "fine": 1, "other": 1})
 
 
 def test_fifty_tools_of_one_server_build_independent_models() -> None:

@@ -81,12 +81,14 @@ def build_server(name: str = "tools") -> MCPServer:
 
     @server.tool()
     async def sleep(seconds: float, marker: str | None = None) -> str:
-        """Sleep; when cancelled, write 'cancelled' to the marker file."""
+        """Sleep; write 'started' to the marker file first, and 'cancelled' when cancelled."""
+        if marker:
+            _mark(marker, "started")
         try:
             await anyio.sleep(seconds)
         except anyio.get_cancelled_exc_class():
             if marker:
-                _mark(marker)
+                _mark(marker, "cancelled")
             raise
         return "slept"
 
@@ -123,8 +125,8 @@ def build_server(name: str = "tools") -> MCPServer:
     return server
 
 
-def _mark(marker: str) -> None:
-    Path(marker).write_text("cancelled")
+def _mark(marker: str, text: str) -> None:
+    Path(marker).write_text(text)
 
 
 def _sent_keys(name: str, age: int | None, mood: str, tags: list[str] | None) -> set[str]:

@@ -39,7 +39,7 @@ __all__ = ["ServerThread", "serve"]
 
 
 class _Server(uvicorn.Server):
-    """A uvicorn server that signals a thread-safe event once it accepts connections."""
+    """A uvicorn server that sets a thread-safe event once it accepts connections (or its thread ends)."""
 
     def __init__(self, config: uvicorn.Config) -> None:
         super().__init__(config)
@@ -95,7 +95,7 @@ class ServerThread:
         self.base_url = f"http://{self._host}:{self.port}"
         self._thread = threading.Thread(target=self._run, name=f"uvicorn-{self.port}", daemon=True)
         self._thread.start()
-        if not self._server.ready.wait(self._startup_timeout) or not self._thread.is_alive():
+        if not self._server.ready.wait(self._startup_timeout) or not self._server.started:
             self.stop()
             why = f": {self._failure!r}" if self._failure is not None else ""
             raise RuntimeError(f"uvicorn did not start on {self.base_url} within {self._startup_timeout} s{why}")
@@ -121,6 +121,8 @@ class ServerThread:
             self._server.run(sockets=[self._socket])
         except BaseException as exc:  # a lifespan failure exits with SystemExit; record it for start()
             self._failure = exc
+        finally:
+            self._server.ready.set()  # wake start() at once if the server never came up
 
     def __enter__(self) -> str:
         return self.start()

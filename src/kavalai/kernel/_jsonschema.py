@@ -482,13 +482,33 @@ class _Builder:
 # -- helpers ---------------------------------------------------------------------------------------------------
 
 
+_BUILD_ERRORS = (TypeError, ValueError, RuntimeError, NameError, AttributeError, SchemaError)
+
+
 def _create(name: str, config: ConfigDict, doc: str | None, fields: Mapping[str, Any]) -> type[BaseModel]:
     try:
-        return create_model(name, __config__=config, __doc__=doc, **fields)
-    except (TypeError, ValueError, RuntimeError, NameError, AttributeError, SchemaError):
-        # A constraint or default pydantic refuses: keep the field names, aliases and defaults, drop the types.
-        fallback: dict[str, Any] = {key: (Any, info) for key, (_, info) in fields.items()}
-        return create_model(name, __config__=config, __doc__=doc, **fallback)
+        return _new_model(name, config, doc, fields)
+    except _BUILD_ERRORS:
+        # A constraint or default pydantic refuses: find the fields at fault and make them Any, keeping their
+        # names, aliases, defaults and descriptions.
+        kept = {key: spec if _builds(key, spec, config) else (Any, spec[1]) for key, spec in fields.items()}
+        try:
+            return _new_model(name, config, doc, kept)
+        except _BUILD_ERRORS:
+            return _new_model(name, config, doc, {key: (Any, spec[1]) for key, spec in fields.items()})
+
+
+def _builds(key: str, spec: tuple[Any, Any], config: ConfigDict) -> bool:
+    try:
+        _new_model("Probe", config, None, {key: spec})
+    except _BUILD_ERRORS:
+        return False
+    return True
+
+
+def _new_model(name: str, config: ConfigDict, doc: str | None, fields: Mapping[str, Any]) -> type[BaseModel]:
+    definitions: dict[str, Any] = dict(fields)
+    return create_model(name, __config__=config, __doc__=doc, **definitions)
 
 
 def _invalid_defaults(model: type[BaseModel]) -> set[str]:

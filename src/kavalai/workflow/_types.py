@@ -89,7 +89,8 @@ class TypeRegistry:
 
         schema = dict(schema)
         annotation: Any
-        if schema.get("type") == "object" or "properties" in schema:
+        # An object schema without properties ({"type": "object"}) is any mapping, not a model with no fields.
+        if "properties" in schema:
             annotation = model_from_json_schema(schema, name)
         else:
             annotation = type_from_json_schema(schema, name)

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anyio
+import anyio.to_thread
 import pytest
+from tests.adapters.mcp.conftest import wait_until
+from tests.servers.mcp_http import streamable_http_app
+from tests.servers.uvicorn_server import ServerThread
 
 from kavalai import FunctionKernel, McpServer, ServerConnectionError, ToolExecutionError, ToolTimeoutError
 
@@ -64,3 +70,33 @@ async def test_http_error_status_is_explained(kernel: FunctionKernel, http_url: 
     with pytest.raises(ServerConnectionError, match="'wrong'") as info:
         await kernel.connect_mcp_servers()
     assert "Not Found" in str(info.value)  # the SDK turns the HTTP 404 into an MCP error
+
+
+async def test_server_going_away_fails_the_call_in_flight(kernel: FunctionKernel, tmp_path: Path) -> None:
+    server = ServerThread(streamable_http_app(), shutdown_timeout=1)
+    base_url = server.start()
+    marker = tmp_path / "marker"
+    failures: list[ServerConnectionError] = []
+
+    async def slow_call() -> None:
+        try:
+            await kernel.call_tool("mcp://web.sleep", {"seconds": 10, "marker": str(marker)})
+        except ServerConnectionError as exc:
+            failures.append(exc)
+
+    try:
+        kernel.register_mcp_server(McpServer(name="web", url=f"{base_url}/mcp"))
+        await kernel.connect_mcp_servers()
+        with anyio.fail_after(20):  # a hang guard
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(slow_call)
+                await wait_until(marker.exists)  # the call is running on the server
+                await anyio.to_thread.run_sync(server.stop)
+        [error] = failures
+        assert "closed the connection during a call to mcp://web.sleep" in str(error)
+        assert (error.server, error.uri) == ("web", "mcp://web.sleep")
+        with pytest.raises(ServerConnectionError, match="cannot reach it"):
+            await kernel.call_tool("mcp://web.add", {"a": 1, "b": 1})
+        assert kernel.get_mcp_server_state("web").status == "failed"
+    finally:
+        server.stop()

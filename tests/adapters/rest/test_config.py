@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from kavalai import ConfigurationError, FunctionKernel, RestServer, ToolNotFoundError, ToolRegistrationError
 from kavalai.adapters.rest import ApiKeyAuth, BasicAuth, BearerAuth
+from kavalai.adapters.rest._session import ServerSession
 
 ITEM_SCHEMA = {"type": "object", "properties": {"item_id": {"type": "integer"}}, "required": ["item_id"]}
 
@@ -181,3 +183,14 @@ def test_importing_kavalai_does_not_import_aiohttp() -> None:
     code = "import sys, kavalai; kavalai.RestServer; print('aiohttp' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_an_unreadable_ca_bundle_fails_registration(kernel: FunctionKernel, tmp_path: Path) -> None:
+    missing = tmp_path / "missing-ca.pem"
+    with pytest.raises(ConfigurationError, match=r"REST server 's': cannot load the CA bundle .*missing-ca\.pem"):
+        kernel.register_rest_server(RestServer(name="s", url="https://h", verify=str(missing)))
+
+
+def test_tls_verification_is_on_unless_turned_off() -> None:
+    assert ServerSession(RestServer(name="s", url="https://h"))._ssl is True
+    assert ServerSession(RestServer(name="s", url="https://h", verify=False))._ssl is False

@@ -91,12 +91,15 @@ async def open_stdio(server: McpServer, *, on_exit: Callable[[], None]) -> Async
     if server.command is None:
         raise ConfigurationError(f"MCP server {server.name!r} has no command to start.")
     env = {key: os.environ[key] for key in _INHERITED_ENV if key in os.environ} | server.env
-    process = await anyio.open_process(
-        [server.command, *server.args],
-        env=env,
-        cwd=server.cwd,
-        start_new_session=True,
-    )
+    # Shielded: a cancellation inside the spawn would orphan a process that is already running; delivered
+    # after it, the cancellation finds the process in the hands of the shutdown below.
+    with anyio.CancelScope(shield=True):
+        process = await anyio.open_process(
+            [server.command, *server.args],
+            env=env,
+            cwd=server.cwd,
+            start_new_session=True,
+        )
     info = StdioProcess(pid=process.pid, process=process)
     to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](0)

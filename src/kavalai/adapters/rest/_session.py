@@ -41,6 +41,7 @@ class ServerSession:
     def __init__(self, server: RestServer) -> None:
         self.server = server
         self.resolved: ResolvedServer = server.resolve()
+        self._ssl = self._ssl_setting()
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -56,7 +57,7 @@ class ServerSession:
             return session
         # A closed session, or one from another (finished) event loop: open a new one, re-reading the environment.
         self.resolved = self.server.resolve()
-        connector = aiohttp.TCPConnector(limit=self.server.max_connections, ssl=self._ssl_setting())
+        connector = aiohttp.TCPConnector(limit=self.server.max_connections, ssl=self._ssl)
         session = aiohttp.ClientSession(
             connector=connector,
             headers=self.resolved.headers,
