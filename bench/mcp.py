@@ -8,9 +8,11 @@ output, no output schema, so neither side validates structured content):
 - sequential latency: N calls of ``ClientSession.call_tool`` on a raw SDK session (``stdio_client``), and N
   of ``kernel.call_tool``; the two are measured in alternating rounds so that load from other processes on the
   machine hits both alike; median and p99 per call;
-- throughput: C calls in flight on one session, calls per second, alternating rounds likewise;
+- throughput: C calls in flight on one session (C workers making 20 calls each per round), calls per second,
+  the median over the alternating rounds;
 - connecting: ``connect_mcp_servers()`` with 1 server and with 4 servers (spawn, initialize, list tools), and
-  closing them; 4 servers connected one after another is shown for comparison.
+  closing them, medians of 3 runs; the raw SDK connecting 1 and 4 servers concurrently is the floor, and 4
+  servers connected one after another is shown for comparison.
 
 Targets: sequential median at most 1.10x the raw SDK, throughput at least 0.9x, 4 servers connected in at most
 1.5x the time of one.
@@ -39,6 +41,8 @@ from kavalai.adapters.mcp.demo_server import demo_server_config  # noqa: E402
 TOOL = "slugify"
 ARGS = {"text": "Typed tools make agents dependable"}
 WARMUP = 200
+CONNECT_RUNS = 3  # connect figures are medians of this many runs
+PER_WORKER = 20  # calls each of the C concurrent workers makes in one round
 
 
 async def sequential(call: Callable[[], Awaitable[object]], calls: int) -> list[float]:
@@ -120,6 +124,18 @@ async def connect_sequentially(servers: int) -> float:
     return elapsed
 
 
+async def connect_figures(runs: int) -> tuple[float, ...]:
+    """Medians over ``runs`` runs, alternating kernel and raw SDK: kernel connect and close of 1 and 4 servers,
+    raw SDK connect of 1 and 4."""
+    figures: list[list[float]] = [[] for _ in range(6)]
+    for _ in range(runs):
+        measured = [*await connect_time(1), *await connect_time(4)]
+        measured += [await raw_connect_time(1), await raw_connect_time(4)]
+        for column, value in zip(figures, measured, strict=True):
+            column.append(value)
+    return tuple(statistics.median(column) for column in figures)
+
+
 def p99(samples: list[float]) -> float:
     """The 99th percentile."""
     return statistics.quantiles(samples, n=100)[98]
@@ -152,16 +168,15 @@ async def main(calls: int, concurrency: int, rounds: int) -> None:
         our_seq: list[float] = []
         raw_rate: list[float] = []
         our_rate: list[float] = []
-        for _ in range(rounds):
-            raw_seq += await sequential(raw, calls // rounds)
-            our_seq += await sequential(ours, calls // rounds)
-            raw_rate.append(await concurrent(raw, calls // rounds, concurrency))
-            our_rate.append(await concurrent(ours, calls // rounds, concurrency))
+        for i in range(rounds):
+            # Alternate which side goes first, so neither always runs right after the other's burst.
+            for side in ("raw", "ours") if i % 2 == 0 else ("ours", "raw"):
+                call, seq, rate = (raw, raw_seq, raw_rate) if side == "raw" else (ours, our_seq, our_rate)
+                seq += await sequential(call, calls // rounds)
+                rate.append(await concurrent(call, concurrency * PER_WORKER, concurrency))
 
-    one, close_one = await connect_time(1)
-    four, close_four = await connect_time(4)
+    one, close_one, four, close_four, raw_one, raw_four = await connect_figures(CONNECT_RUNS)
     four_in_a_row = await connect_sequentially(4)
-    raw_one, raw_four = await raw_connect_time(1), await raw_connect_time(4)
 
     raw_median, our_median = statistics.median(raw_seq), statistics.median(our_seq)
     raw_tput, our_tput = statistics.median(raw_rate), statistics.median(our_rate)
@@ -178,7 +193,7 @@ async def main(calls: int, concurrency: int, rounds: int) -> None:
         f"  kernel.call_tool                  {our_tput:8.0f} calls/s"
         f"   {tput_ratio:.2f}x raw (target >= 0.9x: {_verdict(tput_ratio >= 0.9)})"
     )
-    print("connecting (spawn + initialize + tools/list) and closing, kernel.connect_mcp_servers()")
+    print(f"connecting (spawn + initialize + tools/list) and closing, median of {CONNECT_RUNS} runs")
     print(f"  1 server                          {one * 1e3:8.0f} ms   close {close_one * 1e3:6.0f} ms")
     print(
         f"  4 servers, concurrently           {four * 1e3:8.0f} ms   close {close_four * 1e3:6.0f} ms"
@@ -206,7 +221,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--calls", type=int, default=2_000, help="calls per client and case (default 2000)")
     parser.add_argument("--concurrency", type=int, default=32, help="calls in flight (default 32)")
-    parser.add_argument("--rounds", type=int, default=10, help="alternating rounds (default 10)")
+    parser.add_argument("--rounds", type=int, default=20, help="alternating rounds (default 20)")
     args = parser.parse_args()
     anyio.run(main, args.calls, args.concurrency, args.rounds)
     sys.exit(0)

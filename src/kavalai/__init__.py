@@ -91,7 +91,13 @@ _LAZY: dict[str, str] = {
 }
 
 
+# Subpackages reachable as attributes without an import of their own: `kavalai.tools.fs.register(kernel, ...)`.
+_SUBPACKAGES = frozenset({"agent", "llm", "testing", "tools", "workflow"})
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"kavalai.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'kavalai' has no attribute {name!r}")

@@ -39,7 +39,7 @@ from kavalai.llm.messages import (
     Usage,
 )
 
-__all__ = ["ScriptItem", "ScriptedLLM", "ScriptedRequest", "tool_call"]
+__all__ = ["ScriptFunction", "ScriptItem", "ScriptedLLM", "ScriptedRequest", "tool_call"]
 
 #: One scripted reply: text; one tool call or several (one step); a Pydantic model or dict (sent as JSON text,
 #: for structured output); a ready :class:`AssistantMessage` or :class:`LLMResponse`; or an exception to raise.
@@ -118,6 +118,11 @@ class ScriptedLLM:
     _used: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if isinstance(self.script, str | BaseModel | Mapping):  # iterable, but one reply, not a script
+            raise TypeError(
+                f"ScriptedLLM takes a list of replies or a function, not one reply ({type(self.script).__name__}); "
+                f"write ScriptedLLM([{self.script!r}])."
+            )
         if callable(self.script):
             self._function = self.script
         else:

@@ -41,6 +41,11 @@ class ToolBox:
             """Always fails."""
             raise RuntimeError(f"boom: {reason}")
 
+        @pythontool
+        def verbose() -> str:
+            """Fails with a very long message."""
+            raise RuntimeError("x" * 10_000)
+
         @pythontool(timeout=0.05)
         async def stall() -> str:
             """Never finishes in time."""
@@ -74,6 +79,7 @@ class ToolBox:
         kernel.register_python_tool("weather.forecast", forecast)
         kernel.register_python_tool("fail.explode", explode)
         kernel.register_python_tool("fail.stall", stall)
+        kernel.register_python_tool("fail.verbose", verbose)
         kernel.register_python_tool("fs.delete", delete)
         kernel.register_python_tool("meet.left", left)
         kernel.register_python_tool("meet.right", right)

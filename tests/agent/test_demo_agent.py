@@ -7,6 +7,9 @@ from typing import Any
 
 import pytest
 from tests.agent.conftest import ToolBox
+from tests.servers.llm_openai import completion, fake_openai
+from tests.servers.llm_openai import tool_call as wire_call
+from tests.servers.uvicorn_server import serve
 
 from kavalai import FunctionKernel, pythontool
 from kavalai.cli._console import DemoConsole
@@ -73,3 +76,24 @@ async def test_section_without_tools(kernel: FunctionKernel) -> None:
     buffer = io.StringIO()
     await agent_section(kernel, DemoConsole(buffer))
     assert "answer: Scripted summary: no tools were called." in buffer.getvalue()
+
+
+async def test_model_option_drives_the_agent_over_the_wire(
+    kernel: FunctionKernel, toolbox: ToolBox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    provider = fake_openai()
+    provider.reply_json(completion(tool_calls=[wire_call("c1", "python_math_add", {"a": 20, "b": 22})]))
+    provider.reply_json(completion("20 + 22 is 42."))
+    with serve(provider.app(), lifespan="off") as url:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-demo-test-key-0123456789")
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{url}/v1")
+        buffer = io.StringIO()
+        await agent_section(kernel, DemoConsole(buffer), model="openai/gpt-fake", calls=[])
+    text = buffer.getvalue()
+    real = text[text.index("== agent on a real model: openai/gpt-fake ==") :]
+    assert 'step 1: the model asks for python://math.add({"a": 20, "b": 22})' in real
+    assert 'python://math.add -> {"result": 42}' in real
+    assert "answer: 20 + 22 is 42." in real
+    assert "2 model calls, 1 tool calls (0 failed)" in real
+    assert provider.bodies[0]["model"] == "gpt-fake"
+    assert "python_math_add" in {tool["function"]["name"] for tool in provider.bodies[0]["tools"]}

@@ -6,8 +6,9 @@ import pytest
 from tests.agent.conftest import ToolBox
 
 from kavalai import FunctionKernel
-from kavalai.agent import Agent, AgentEvent, Approval, ModelTextDelta, ToolCallFinished
+from kavalai.agent import Agent, AgentEvent, Approval, ModelTextDelta, RunFailed, ToolCallFinished
 from kavalai.llm import ToolCall, ToolResultMessage
+from kavalai.llm.errors import LLMProviderError
 from kavalai.testing import ScriptedLLM, tool_call
 
 
@@ -93,3 +94,17 @@ async def test_a_failing_hook_raises_as_itself(kernel: FunctionKernel, toolbox: 
     agent = Agent(llm, kernel=kernel, approve=lambda call: "yes")  # type: ignore[arg-type,return-value]
     with pytest.raises(TypeError, match="return an Approval"):
         await agent.run("add")
+
+
+async def test_a_failed_run_is_reported_to_observers(kernel: FunctionKernel, toolbox: ToolBox) -> None:
+    events: list[AgentEvent] = []
+    overloaded = LLMProviderError("overloaded", status_code=529)
+    llm = ScriptedLLM([tool_call("python://math.add", {"a": 1, "b": 2}), overloaded])
+    with pytest.raises(LLMProviderError):
+        await Agent(llm, kernel=kernel, on_event=events.append).run("add")
+    assert [event.type for event in events][-3:] == ["tool_call_finished", "step_started", "run_failed"]
+    failed = events[-1]
+    assert isinstance(failed, RunFailed)
+    assert failed.error is overloaded
+    assert failed.result.tool_calls[0].result == {"result": 3}  # the work done before the failure
+    assert failed.result.output is None

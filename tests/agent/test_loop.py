@@ -11,7 +11,7 @@ from tests.agent.conftest import ToolBox
 from kavalai import FunctionKernel
 from kavalai.agent import Agent
 from kavalai.llm import AssistantMessage, SystemMessage, ToolCall, ToolResultMessage, UserMessage
-from kavalai.llm.errors import MaxStepsExceededError
+from kavalai.llm.errors import LLMConfigurationError, MaxStepsExceededError
 from kavalai.testing import ScriptedLLM, ScriptedRequest, tool_call
 
 
@@ -114,12 +114,26 @@ async def test_execution_error_and_timeout_are_tool_results(kernel: FunctionKern
     explode, stall = result.tool_calls
     assert explode.error_type == "ToolExecutionError"
     assert explode.error is not None
-    assert "RuntimeError: boom: disk full" in explode.error
+    assert explode.error == (
+        "Tool python://fail.explode failed: RuntimeError: boom: disk full. "
+        "Check the arguments, or try another approach."
+    )
     assert stall.error_type == "ToolTimeoutError"
     assert stall.error is not None
     assert "timed out" in stall.error
     results = [m for m in llm.requests[1].messages if isinstance(m, ToolResultMessage)]
     assert [m.is_error for m in results] == [True, True]
+
+
+async def test_long_error_messages_are_bounded(kernel: FunctionKernel, toolbox: ToolBox) -> None:
+    llm = ScriptedLLM([tool_call("python://fail.verbose"), "it failed"])
+    result = await Agent(llm, kernel=kernel).run("try")
+    error = llm.requests[1].last_message
+    assert isinstance(error, ToolResultMessage)
+    assert error.content.startswith("Tool python://fail.verbose failed: RuntimeError: xxx")
+    assert len(error.content) < 2100
+    assert error.content.endswith("... Check the arguments, or try another approach.")
+    assert result.tool_calls[0].error == error.content
 
 
 async def test_allowed_tools_enforced(kernel: FunctionKernel, toolbox: ToolBox) -> None:
@@ -141,7 +155,10 @@ async def test_unknown_tool_and_bad_arguments_json(kernel: FunctionKernel, toolb
     result = await Agent(llm, kernel=kernel).run("go")
     unknown, broken = result.tool_calls
     assert unknown.status == "denied"
-    assert "'python_math_ad' is not available" in (unknown.error or "")
+    assert unknown.error == (
+        "Tool 'python_math_ad' is not available to you. Did you mean python://math.add? "
+        "Call only the tools you were given."
+    )
     assert broken.status == "error"
     assert "not a JSON object" in (broken.error or "")
 
@@ -155,9 +172,15 @@ async def test_max_steps_raises_with_partial_result(kernel: FunctionKernel, tool
     assert partial.output is None
     assert partial.steps == 3
     assert len(llm.requests) == 3
-    # The calls of the last reply are not run: the model would never see their results.
+    # The calls of the last reply are not run (the model would never see their results), but they are answered,
+    # so the messages are a valid history for another run.
     assert len(partial.tool_calls) == 2
-    assert isinstance(partial.new_messages[-1], AssistantMessage)
+    last_reply, not_run = partial.new_messages[-2:]
+    assert isinstance(last_reply, AssistantMessage)
+    assert isinstance(not_run, ToolResultMessage)
+    assert not_run.tool_call_id == last_reply.tool_calls[0].id
+    assert not_run.is_error
+    assert "step limit" in not_run.content
 
 
 async def test_history_passed_through(kernel: FunctionKernel, toolbox: ToolBox) -> None:
@@ -180,6 +203,15 @@ async def test_history_passed_through(kernel: FunctionKernel, toolbox: ToolBox) 
     assert second.all_messages() == [*sent[1:], AssistantMessage(content="Your name is Ada.")]
 
 
+async def test_history_as_stored_json(kernel: FunctionKernel, toolbox: ToolBox) -> None:
+    llm = ScriptedLLM(["Hello Ada.", "You asked me to add 1 and 2: 3."])
+    first = await Agent(llm, kernel=kernel).run("My name is Ada.")
+    stored = json.loads(json.dumps([message.model_dump(mode="json") for message in first.all_messages()]))
+    second = await Agent(llm, kernel=kernel).run("What did I say?", stored)
+    assert llm.requests[1].messages[:2] == first.all_messages()
+    assert second.history == first.all_messages()
+
+
 async def test_agent_without_kernel_offers_no_tools() -> None:
     llm = ScriptedLLM([tool_call("python://math.add", {"a": 1, "b": 2}), "no tools here"])
     result = await Agent(llm).run("add")
@@ -193,3 +225,33 @@ def test_agent_rejects_bad_configuration() -> None:
         Agent(llm, max_steps=0)
     with pytest.raises(TypeError, match="not a single string"):
         Agent(llm, allowed_tools="python://*")
+    with pytest.raises(TypeError, match="output_type must be a Pydantic model class, got <class 'int'>"):
+        Agent(llm, output_type=int)  # type: ignore[type-var]
+
+
+class ClosingLLM(ScriptedLLM):
+    """A scripted model that remembers being closed."""
+
+    closed: bool = False
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+async def test_agent_closes_only_the_client_it_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    built = ClosingLLM(["hi"])
+    monkeypatch.setattr("kavalai.agent._agent._make_client", lambda model_id: built)
+    async with Agent("openai/gpt-4.1-mini") as agent:
+        assert (await agent.run("hello")).output == "hi"
+    assert built.closed
+
+    passed_in = ClosingLLM(["hi"])
+    async with Agent(passed_in) as agent:
+        await agent.run("hello")
+    assert not passed_in.closed
+
+
+async def test_model_id_without_key_fails_at_construction(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(LLMConfigurationError, match="set the OPENAI_API_KEY environment variable"):
+        Agent("openai/gpt-4.1-mini")

@@ -7,7 +7,7 @@ from pydantic import BaseModel
 from tests.agent.conftest import Forecast, ToolBox
 
 from kavalai import FunctionKernel
-from kavalai.agent import Agent
+from kavalai.agent import Agent, AgentEvent, ModelResponded
 from kavalai.llm import AssistantMessage, UserMessage
 from kavalai.llm.errors import StructuredOutputError
 from kavalai.testing import ScriptedLLM, tool_call
@@ -31,7 +31,8 @@ async def test_structured_output_after_a_tool_call(kernel: FunctionKernel, toolb
 
 async def test_invalid_output_is_sent_back_once_for_repair(kernel: FunctionKernel, toolbox: ToolBox) -> None:
     llm = ScriptedLLM(['{"city": "Oslo"}', {"city": "Oslo", "warm": False}])
-    result = await Agent(llm, kernel=kernel, output_type=Answer).run("Is it warm in Oslo?")
+    events: list[AgentEvent] = []
+    result = await Agent(llm, kernel=kernel, output_type=Answer, on_event=events.append).run("Is it warm in Oslo?")
     assert result.output == Answer(city="Oslo", warm=False)
     repair = llm.requests[1].messages
     assert repair[-2] == AssistantMessage(content='{"city": "Oslo"}')
@@ -39,6 +40,9 @@ async def test_invalid_output_is_sent_back_once_for_repair(kernel: FunctionKerne
     assert "does not fit Answer: warm: Field required" in repair[-1].content
     assert result.steps == 2
     assert result.usage.requests == 2
+    # Observers see the rejected reply too.
+    replies = [event.response.text for event in events if isinstance(event, ModelResponded)]
+    assert replies == ['{"city": "Oslo"}', '{"city": "Oslo", "warm": false}']
 
 
 async def test_output_failing_twice_raises(kernel: FunctionKernel, toolbox: ToolBox) -> None:

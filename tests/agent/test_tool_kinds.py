@@ -88,7 +88,7 @@ async def test_demo_section_uses_every_kind(mixed_kernel: FunctionKernel) -> Non
     assert "the script calls 3 of them in one step" in text
     assert 'python://math.add -> {"result": 4}' in text
     assert 'rest://calc.square -> {"square": 4}' in text
-    assert "mcp://tools." in text
+    assert 'mcp://tools.add -> {"result": 4}' in text
     assert "3 tool calls" in text
 
 

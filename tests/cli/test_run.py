@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import os
@@ -11,21 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.servers.uvicorn_server import serve
 
 from kavalai.cli._run import add_run_parser, run_command
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TRIAGE = str(EXAMPLES / "support_triage.yaml")
-
-# Runs the command in a fresh interpreter the way `kavalai run` will once the lead wires it into cli/main.py.
-DRIVER = (
-    "import argparse, sys\n"
-    "from kavalai.cli._run import add_run_parser, run_command\n"
-    "parser = argparse.ArgumentParser(prog='kavalai')\n"
-    "add_run_parser(parser.add_subparsers(dest='command', required=True))\n"
-    "sys.exit(run_command(parser.parse_args(sys.argv[1:])))\n"
-)
 
 
 def _run(*argv: str) -> tuple[int, str, str]:
@@ -103,36 +94,58 @@ def test_unreachable_server_exits_1(tmp_path: Path) -> None:
     assert "gone" in err
 
 
-def test_examples_run_in_a_fresh_process() -> None:
-    from examples.text_api import app
-
-    with serve(app) as url:
-        env = {**os.environ, "TEXT_API_URL": url}
-        report = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                DRIVER,
-                "run",
-                str(EXAMPLES / "document_report.yaml"),
-                "--input",
-                '{"path": "release-notes.md"}',
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=env,
-            check=False,
-        )
-    assert report.returncode == 0, report.stderr
-    assert json.loads(report.stdout)["words"] == 88
-    assert "  -> count (function) [analyse.count]" in report.stderr
-    triage = subprocess.run(
-        [sys.executable, "-c", DRIVER, "run", TRIAGE, "--input", '{"message": "the service is down"}'],
+@pytest.mark.parametrize(
+    ("example", "run_input", "expected"),
+    [
+        ("document_report.yaml", '{"path": "release-notes.md"}', {"words": 88, "minutes": 1}),
+        ("support_triage.yaml", '{"message": "the service is down"}', {"priority": "high", "queue": "on-call"}),
+    ],
+)
+def test_examples_run_with_the_kavalai_command_on_a_fresh_checkout(
+    tmp_path: Path, example: str, run_input: str, expected: dict[str, object]
+) -> None:
+    # Nothing started by hand, run from another directory: the engine starts the MCP server and the REST app.
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    completed = subprocess.run(
+        [sys.executable, "-m", "kavalai.cli.main", "run", str(EXAMPLES / example), "--input", run_input],
         capture_output=True,
         text=True,
         timeout=60,
+        cwd=tmp_path,
+        env=env,
         check=False,
     )
-    assert triage.returncode == 0, triage.stderr
-    assert json.loads(triage.stdout)["priority"] == "high"
+    assert completed.returncode == 0, completed.stderr
+    output = json.loads(completed.stdout)
+    assert {key: output[key] for key in expected} == expected
+    assert completed.stderr.splitlines()[-1].startswith("run succeeded in ")
+
+
+def test_a_tool_the_kernel_lacks_is_found_on_connect_and_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "typo.yaml"
+    path.write_text(
+        "name: t\ninput: object\noutput: object\ntools: [{group: time}]\nnodes:\n"
+        "  - {id: start, kind: start, next: now}\n"
+        "  - {id: now, kind: function, tool: 'python://time.nw', next: end}\n"
+        "  - {id: end, kind: end}\n",
+        encoding="utf-8",
+    )
+    code, out, err = _run("run", str(path))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"kavalai run: invalid workflow {path}: Node 'now': field 'tool': Unknown tool 'python://time.nw'. "
+        "Did you mean 'python://time.now'?\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"), [(["--timeout", "0"], "must be positive, not 0"), (["--max-visits", "x"], "'x' is not a")]
+)
+def test_limits_on_the_command_line_must_be_positive(argv: list[str], message: str) -> None:
+    parser = argparse.ArgumentParser(prog="kavalai")
+    add_run_parser(parser.add_subparsers(dest="command", required=True))
+    err = io.StringIO()
+    with pytest.raises(SystemExit) as caught, contextlib.redirect_stderr(err):
+        parser.parse_args(["run", TRIAGE, *argv])
+    assert caught.value.code == 2
+    assert message in err.getvalue()

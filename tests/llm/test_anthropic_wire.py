@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from tests.servers.llm_anthropic import fake_anthropic, message, stream_events, text_block, tool_use_block
-from tests.servers.llm_common import FakeProvider
+from tests.servers.llm_common import FakeProvider, SSEvent
 from tests.servers.uvicorn_server import serve
 
 from kavalai import FunctionKernel, pythontool
 from kavalai.agent import Agent
 from kavalai.llm import ResponseDone, TextDelta, ToolSpec, UserMessage
 from kavalai.llm.anthropic import AnthropicClient
-from kavalai.llm.errors import LLMProviderError
+from kavalai.llm.errors import LLMConfigurationError, LLMConnectionError, LLMProviderError, LLMResponseError
+from kavalai.llm.names import ToolNameMap
 
 KEY = "ak-wire-test-key-0123456789"
 
@@ -27,10 +29,17 @@ class City(BaseModel):
 
 
 class Note(BaseModel):
-    """Structured output with an optional field (not strict-compatible)."""
+    """Structured output with an optional field (fine for Anthropic's output_config)."""
 
     text: str
     tag: str | None = None
+
+
+class Counted(BaseModel):
+    """Structured output with a numeric bound, which Anthropic's output_config does not enforce."""
+
+    name: str
+    population: int = Field(ge=0)
 
 
 @pytest.fixture
@@ -139,18 +148,31 @@ async def test_streamed_text_and_tool_input(fake: FakeProvider, client: Anthropi
 
 
 async def test_structured_output_native_and_by_instruction(fake: FakeProvider, client: AnthropicClient) -> None:
-    fake.reply_json(message(text_block('{"name": "Oslo", "population": 709000}')))
     fake.reply_json(message(text_block('{"text": "hi"}')))
-    city = await client.complete([UserMessage(content="Oslo?")], response_model=City)
+    fake.reply_json(message(text_block('{"name": "Oslo", "population": 709000}')))
     note = await client.complete([UserMessage(content="note")], response_model=Note)
-    assert city.parsed == City(name="Oslo", population=709000)
+    city = await client.complete([UserMessage(content="Oslo?")], response_model=Counted)
     assert note.parsed == Note(text="hi")
+    assert city.parsed == Counted(name="Oslo", population=709000)
     native, instructed = fake.bodies
-    schema = native["output_config"]["format"]["schema"]
+    # Optional fields are fine for output_config; they stay optional (the default is not sent).
     assert native["output_config"]["format"]["type"] == "json_schema"
+    schema = native["output_config"]["format"]["schema"]
     assert schema["additionalProperties"] is False
+    assert schema["required"] == ["text"]
+    assert "default" not in schema["properties"]["tag"]
+    # A numeric bound cannot be enforced by the API: the schema goes into the system prompt instead.
     assert "output_config" not in instructed
     assert "reply with only a JSON object" in instructed["system"]
+    assert '"minimum":0' in instructed["system"]
+
+
+async def test_usage_counts_cached_input_tokens(fake: FakeProvider, client: AnthropicClient) -> None:
+    body = message(text_block("hi"), usage=(10, 4))
+    body["usage"].update(cache_creation_input_tokens=100, cache_read_input_tokens=1000)
+    fake.reply_json(body)
+    response = await client.complete([UserMessage(content="hi")])
+    assert (response.usage.input_tokens, response.usage.output_tokens, response.usage.requests) == (1110, 4, 1)
 
 
 async def test_overloaded_is_translated_without_the_key(fake: FakeProvider, client: AnthropicClient) -> None:
@@ -160,3 +182,102 @@ async def test_overloaded_is_translated_without_the_key(fake: FakeProvider, clie
     assert caught.value.status_code == 529
     assert "overloaded_error" in caught.value.body
     assert KEY not in str(caught.value)
+
+
+async def test_error_event_mid_stream(fake: FakeProvider, client: AnthropicClient) -> None:
+    start, *_ = stream_events([(text_block(""), ["never"])])
+    overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    fake.reply_stream([start, SSEvent(overloaded, "error")])
+    with pytest.raises(
+        LLMProviderError, match=r"anthropic/claude-fake reported an error: Overloaded \(overloaded_error\)"
+    ):
+        [event async for event in client.stream([UserMessage(content="hi")])]
+
+
+async def test_dropped_stream_is_a_connection_error(fake: FakeProvider, client: AnthropicClient) -> None:
+    events = stream_events([(text_block(""), ["Hel", "lo"])])
+    fake.reply_stream(events[:4], cut=True)  # message_start, ping, block start, one delta, then the drop
+    received: list[object] = []
+
+    async def consume() -> None:
+        async for event in client.stream([UserMessage(content="hi")]):
+            received.append(event)
+
+    with pytest.raises(
+        LLMConnectionError, match="The connection to anthropic/claude-fake at http://127.0.0.1"
+    ) as caught:
+        await consume()
+    assert received == [TextDelta(text="Hel")]
+    assert caught.value.__cause__ is not None  # the HTTP library's error, chained
+
+
+async def test_unreadable_replies_are_response_errors(fake: FakeProvider, client: AnthropicClient) -> None:
+    fake.reply_raw(b"<html>bad gateway</html>", content_type="text/html")
+    fake.reply_stream([SSEvent("{not json", "message_start")])
+    fake.reply_stream([SSEvent({"type": "message_stop"}, "message_stop")])
+    with pytest.raises(LLMResponseError, match="without content blocks"):
+        await client.complete([UserMessage(content="hi")])
+    with pytest.raises(LLMResponseError, match=r"sent a reply that cannot be read \(JSONDecodeError"):
+        [event async for event in client.stream([UserMessage(content="hi")])]
+    with pytest.raises(LLMResponseError, match="ended the stream without a message"):
+        [event async for event in client.stream([UserMessage(content="hi")])]
+
+
+async def test_any_shape_of_key_is_masked(fake: FakeProvider) -> None:
+    secret = "plain-token-without-prefix-42"
+    fake.reply_json(
+        {"type": "error", "error": {"type": "authentication_error", "message": f"bad key {secret}"}}, status=401
+    )
+    llm = AnthropicClient("claude-fake", api_key=secret, base_url=fake.base_url, max_retries=0)  # type: ignore[attr-defined]
+    async with llm:
+        with pytest.raises(LLMProviderError, match=r"answered 401: bad key \*\*\* \(authentication_error\)") as caught:
+            await llm.complete([UserMessage(content="hi")])
+    assert secret not in caught.value.body
+    assert secret not in repr(llm)
+
+
+async def test_colliding_names_round_trip_through_the_agent(
+    fake: FakeProvider, client: AnthropicClient, kernel: FunctionKernel
+) -> None:
+    @pythontool
+    def first() -> str:
+        """The first."""
+        return "first"
+
+    @pythontool
+    def second() -> str:
+        """The second."""
+        return "second"
+
+    kernel.register_python_tool("a.b_c", first)
+    kernel.register_python_tool("a_b.c", second)  # both read as python_a_b_c
+    names = ToolNameMap(["python://a.b_c", "python://a_b.c"])
+    second_name = names.to_provider("python://a_b.c")
+    fake.reply_json(message(tool_use_block("toolu_1", second_name, {})))
+    fake.reply_json(message(text_block("It said second.")))
+    result = await Agent(client, kernel=kernel).run("Call the second one.")
+
+    [record] = result.tool_calls
+    assert (record.uri, record.result) == ("python://a_b.c", {"result": "second"})
+    offered = sorted(tool["name"] for tool in fake.bodies[0]["tools"])
+    assert offered == sorted([names.to_provider("python://a.b_c"), second_name])
+    assert all(name.startswith("python_a_b_c_") and len(name) == len("python_a_b_c_") + 8 for name in offered)
+    # The history sent back uses the same provider name for the call.
+    assistant = fake.bodies[1]["messages"][1]
+    assert assistant["content"][0]["name"] == second_name
+
+
+class _FutureParameterClient(AnthropicClient):
+    """Sends a parameter the installed SDK does not know, as a newer kavalai would on an old SDK."""
+
+    async def _send(self, body: dict[str, Any]) -> Any:
+        return await self._client.messages.create(**body, parameter_from_the_future=True)
+
+
+async def test_an_sdk_too_old_for_the_request_is_a_configuration_error(fake: FakeProvider) -> None:
+    llm = _FutureParameterClient("claude-fake", api_key=KEY, base_url=fake.base_url, max_retries=0)  # type: ignore[attr-defined]
+    async with llm:
+        with pytest.raises(LLMConfigurationError, match=r"'anthropic' package is too old .* pip install -U") as caught:
+            await llm.complete([UserMessage(content="hi")])
+    assert isinstance(caught.value.__cause__, TypeError)
+    assert fake.requests == []  # nothing was sent

@@ -8,7 +8,7 @@ from enum import StrEnum
 from pydantic import BaseModel, Field
 
 from kavalai.llm.names import ToolNameMap, provider_name
-from kavalai.llm.schemas import anthropic_input_schema, object_schema, openai_strict_schema
+from kavalai.llm.schemas import anthropic_input_schema, anthropic_output_schema, object_schema, openai_strict_schema
 
 _VALID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -123,3 +123,59 @@ def test_anthropic_keeps_optional_fields_and_refs() -> None:
     assert schema["required"] == ["name"]
     assert "limit" in schema["properties"]
     assert "$defs" in anthropic_input_schema(Outer.model_json_schema())
+
+
+def test_made_up_names_in_the_history_do_not_rename_offered_tools() -> None:
+    offered = ["python://foo", "python://a.b_c"]
+    alone = ToolNameMap(offered)
+    # The model once called "python.foo" (not a tool); it stays in the history of later requests.
+    with_history = ToolNameMap(offered, ["python.foo", "python://a.b_c", "made_up"])
+    assert [with_history.to_provider(uri) for uri in offered] == [alone.to_provider(uri) for uri in offered]
+    assert with_history.to_provider("python://foo") == "python_foo"
+    assert with_history.to_uri("python_foo") == "python://foo"
+    assert with_history.to_provider("made_up") == "made_up"
+    assert with_history.to_uri("made_up") == "made_up"
+
+
+def test_a_hashed_name_never_equals_another_tools_name() -> None:
+    # python://x and python://x. share the readable name python_x, so both get a hash suffix; a third URI is
+    # crafted to be readable as exactly the hashed name of the first.
+    hashed = ToolNameMap(["python://x", "python://x."]).to_provider("python://x")
+    crafted = "python://" + hashed.removeprefix("python_")
+    names = ToolNameMap(["python://x", "python://x.", crafted])
+    provider_names = [names.to_provider(uri) for uri in ("python://x", "python://x.", crafted)]
+    assert len(set(provider_names)) == 3
+    assert all(_VALID.match(name) for name in provider_names)
+    assert all(names.to_uri(names.to_provider(uri)) == uri for uri in ("python://x", "python://x.", crafted))
+
+
+def test_strict_mode_refuses_formats_and_keywords_it_does_not_support() -> None:
+    def schema(prop: dict[str, object]) -> dict[str, object]:
+        return {"type": "object", "properties": {"x": prop}, "required": ["x"]}
+
+    assert openai_strict_schema(schema({"type": "string", "format": "date-time"})) is not None
+    assert openai_strict_schema(schema({"type": "string", "format": "uri"})) is None
+    assert openai_strict_schema(schema({"type": "string", "minLength": 1})) is None
+    assert openai_strict_schema(schema({"type": "integer", "minimum": 0})) is not None
+    nested_optional = schema({"type": "object", "properties": {"y": {"type": "integer"}}})
+    assert openai_strict_schema(nested_optional) is None  # y is optional in the nested object
+
+
+class Bounded(BaseModel):
+    """A numeric bound and an optional field."""
+
+    count: int = Field(ge=0)
+    note: str | None = None
+
+
+def test_anthropic_output_schema_keeps_optional_fields_but_not_bounds() -> None:
+    schema = anthropic_output_schema(WithOptional.model_json_schema())
+    assert schema is not None
+    assert schema["required"] == ["name"]
+    assert schema["additionalProperties"] is False
+    assert "default" not in schema["properties"]["limit"]
+    assert anthropic_output_schema(Bounded.model_json_schema()) is None
+    nested = anthropic_output_schema(Outer.model_json_schema())
+    assert nested is not None
+    assert nested["$defs"]["Inner"]["additionalProperties"] is False
+    assert anthropic_output_schema({"type": "object", "properties": {"x": {"type": "array", "minItems": 2}}}) is None

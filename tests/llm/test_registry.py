@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from kavalai.llm.anthropic import AnthropicClient
@@ -18,6 +20,7 @@ async def test_openai_reads_its_key(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (client.provider, client.model) == ("openai", "gpt-4.1-mini")
     assert "sk-test" not in repr(client)
     await client.aclose()
+    assert client._client.is_closed()  # the SDK client's connection pool is gone
 
 
 async def test_missing_key_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -40,8 +43,9 @@ async def test_local_compatible_servers_need_no_key(monkeypatch: pytest.MonkeyPa
     assert client.base_url.startswith("http://localhost:11434/v1")
     await client.aclose()
     monkeypatch.setenv("VLLM_BASE_URL", "http://127.0.0.1:9999/v1")
-    vllm = make_client("vllm/qwen")
+    vllm = make_client("vllm/meta-llama/Llama-3.1-8B-Instruct")
     assert vllm.base_url.startswith("http://127.0.0.1:9999/v1")  # type: ignore[attr-defined]
+    assert vllm.model == "meta-llama/Llama-3.1-8B-Instruct"  # only the first "/" separates the provider
     await vllm.aclose()
 
 
@@ -53,3 +57,10 @@ def test_bad_ids(monkeypatch: pytest.MonkeyPatch) -> None:
         make_client("opnai/gpt-4.1-mini")
     with pytest.raises(LLMConfigurationError, match="No base URL"):
         make_client("openai-compatible/some-model")
+
+
+def test_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "anthropic", None)  # as if the extra were not installed
+    with pytest.raises(LLMConfigurationError, match=r"pip install 'kavalai\[anthropic\]'") as caught:
+        make_client("anthropic/claude-sonnet-4-5", api_key="ak-test-secret")
+    assert isinstance(caught.value.__cause__, ImportError)

@@ -96,3 +96,8 @@ def test_parse_messages_round_trips_a_conversation() -> None:
     ]
     dumped = [message.model_dump(mode="json") for message in conversation]
     assert parse_messages(dumped) == conversation
+
+
+def test_a_single_reply_instead_of_a_script_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"not one reply \(str\); write ScriptedLLM\(\['hello'\]\)"):
+        ScriptedLLM("hello")

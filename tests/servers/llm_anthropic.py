@@ -50,7 +50,10 @@ def stream_events(
     """A streamed message: each block is (its start, its delta pieces: text, or partial JSON for tool_use)."""
     start = message(usage=(usage[0], 1), stop_reason=stop_reason)
     start["content"], start["stop_reason"] = [], None
-    events = [SSEvent({"type": "message_start", "message": start}, "message_start")]
+    events = [
+        SSEvent({"type": "message_start", "message": start}, "message_start"),
+        SSEvent({"type": "ping"}, "ping"),  # the API sends these anywhere in a stream
+    ]
     for index, (block, pieces) in enumerate(blocks):
         events.append(
             SSEvent({"type": "content_block_start", "index": index, "content_block": block}, "content_block_start")

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-__all__ = ["FakeProvider", "RecordedRequest", "SSEvent"]
+__all__ = ["ConnectionCut", "FakeProvider", "RecordedRequest", "SSEvent"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,8 @@ class _Reply:
     status: int = 200
     body: Any = None
     events: Sequence[SSEvent] | None = None
+    raw: bytes | None = None
+    cut: bool = False
 
 
 @dataclass
@@ -66,9 +68,13 @@ class FakeProvider:
         """Queue a JSON reply."""
         self._replies.append(_Reply(status=status, body=body))
 
-    def reply_stream(self, events: Sequence[SSEvent]) -> None:
-        """Queue a streamed reply."""
-        self._replies.append(_Reply(events=list(events)))
+    def reply_stream(self, events: Sequence[SSEvent], *, cut: bool = False) -> None:
+        """Queue a streamed reply; with ``cut`` the connection drops after the events, before the stream ends."""
+        self._replies.append(_Reply(events=list(events), cut=cut))
+
+    def reply_raw(self, body: bytes, *, status: int = 200, content_type: str = "application/json") -> None:
+        """Queue a reply of raw bytes (for bodies that are not valid JSON)."""
+        self._replies.append(_Reply(status=status, raw=body, body=content_type))
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
@@ -85,11 +91,19 @@ class FakeProvider:
         if not self._replies:
             return JSONResponse({"error": {"message": "the fake has no reply queued"}}, status_code=500)
         reply = self._replies.popleft()
+        if reply.raw is not None:
+            return Response(reply.raw, status_code=reply.status, media_type=reply.body)
         if reply.events is None:
             return JSONResponse(reply.body, status_code=reply.status)
-        return StreamingResponse(_stream(reply.events), media_type="text/event-stream")
+        return StreamingResponse(_stream(reply.events, reply.cut), media_type="text/event-stream")
 
 
-async def _stream(events: Sequence[SSEvent]) -> AsyncIterator[bytes]:
+class ConnectionCut(Exception):
+    """Raised inside the fake's stream to drop the connection mid-response."""
+
+
+async def _stream(events: Sequence[SSEvent], cut: bool) -> AsyncIterator[bytes]:
     for event in events:
         yield event.encode()
+    if cut:
+        raise ConnectionCut("the fake drops the connection")

@@ -93,6 +93,14 @@ def build_server(name: str = "tools") -> MCPServer:
         return "slept"
 
     @server.tool()
+    def noisy(lines: int) -> int:
+        """Write many lines to stderr (more than a pipe holds), then answer."""
+        for i in range(lines):
+            print(f"noise line {i:06d} " + "." * 40, file=sys.stderr)
+        sys.stderr.flush()
+        return lines
+
+    @server.tool()
     def crash(code: int = 3) -> str:
         """Write to stderr and exit the process at once."""
         print(f"crashing on purpose with code {code}", file=sys.stderr, flush=True)

@@ -167,6 +167,11 @@ def create_app() -> FastAPI:
         """Send the client elsewhere (307), to check what follows it across origins."""
         return RedirectResponse(to, status_code=307)
 
+    @app.get("/loop", tags=["misc"])
+    async def loop() -> RedirectResponse:
+        """A redirect to itself, forever (the client gives up)."""
+        return RedirectResponse("/loop", status_code=307)
+
     @app.get("/status/{code}", tags=["errors"])
     async def status(code: int) -> Response:
         return JSONResponse({"error": f"status {code} as asked"}, status_code=code)

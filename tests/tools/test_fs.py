@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from kavalai import ConfigurationError, FunctionKernel, ToolExecutionError, ToolNotFoundError
+from kavalai import (
+    ConfigurationError,
+    FunctionKernel,
+    ToolExecutionError,
+    ToolInputError,
+    ToolNotFoundError,
+    ToolRegistrationError,
+)
 from kavalai.tools import _atomic, fs
+from kavalai.tools._jail import Jail
 
 READ_TOOLS = ["python://fs.find", "python://fs.ls", "python://fs.read", "python://fs.stat"]
 WRITE_TOOLS = ["python://fs.delete", "python://fs.mkdir", "python://fs.write"]
@@ -76,6 +88,28 @@ async def test_writable_registration_adds_the_write_tools(kernel: FunctionKernel
 async def test_a_missing_root_is_a_configuration_error(kernel: FunctionKernel, tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="is not an existing directory"):
         fs.register(kernel, root=tmp_path / "nope")
+
+
+@pytest.mark.parametrize("limit", ["max_read_bytes", "max_write_bytes", "max_entries"])
+def test_a_limit_below_one_is_a_configuration_error(tree: Path, limit: str) -> None:
+    kernel = FunctionKernel()
+    with pytest.raises(ConfigurationError, match=f"Cannot register the fs tools: {limit} must be above 0, got 0"):
+        fs.register(kernel, root=tree, **{limit: 0})
+    assert kernel.list_tools() == []
+
+
+async def test_a_taken_prefix_registers_nothing_and_names_the_fix(kernel: FunctionKernel, tree: Path) -> None:
+    fs.register(kernel, root=tree)
+    with pytest.raises(ToolRegistrationError) as caught:
+        fs.register(kernel, root=tree / "docs", writable=True)
+    message = str(caught.value)
+    assert "python://fs.ls, python://fs.read, python://fs.stat, python://fs.find are already registered" in message
+    assert "prefix='fs2'" in message
+    assert caught.value.uri == "python://fs.ls"
+    assert kernel.list_tools() == READ_TOOLS  # no write tool slipped in
+    assert sorted(fs.register(kernel, root=tree / "docs", prefix="docs")) == [
+        uri.replace("fs.", "docs.") for uri in READ_TOOLS
+    ]
 
 
 async def test_the_tools_describe_their_parameters(ro: FunctionKernel) -> None:
@@ -221,6 +255,14 @@ async def test_read_in_parts_never_splits_a_character(ro: FunctionKernel, tree: 
     assert "".join(parts) == "a\u00e9b\u00e9c"
 
 
+async def test_an_offset_inside_a_character_says_so(ro: FunctionKernel, tree: Path) -> None:
+    (tree / "multi.txt").write_text("a\u00e9b", encoding="utf-8")  # the \u00e9 takes bytes 1 and 2
+    message = await failure(ro, "read", ValueError, path="multi.txt", offset=2)
+    assert "(byte 0xa9 at offset 2); offset 2 may fall inside a character: continue from a read's next_offset" in (
+        message
+    )
+
+
 async def test_the_group_byte_limit_caps_a_read(kernel: FunctionKernel, tree: Path) -> None:
     fs.register(kernel, root=tree, max_read_bytes=5)
     result = await call(kernel, "read", path="hello.txt", max_bytes=1000)
@@ -247,7 +289,7 @@ async def test_read_errors_name_the_relative_path_only(ro: FunctionKernel, tree:
     directory = await failure(ro, "read", IsADirectoryError, path="docs")
     assert "use fs.ls" in directory
     unknown = await failure(ro, "read", ValueError, path="hello.txt", encoding="klingon")
-    assert "Unknown encoding 'klingon'" in unknown
+    assert "Unknown text encoding 'klingon'" in unknown
 
 
 async def test_stat_reports_existence_type_and_mode(ro: FunctionKernel, tree: Path) -> None:
@@ -358,3 +400,180 @@ async def test_delete_refuses_the_root_and_paths_outside(rw: FunctionKernel, tre
     await failure(rw, "delete", PermissionError, path="../secret.txt")
     assert (tree.parent / "outside" / "keep.txt").exists()
     assert (tree.parent / "secret.txt").exists()
+
+
+# ------------------------------------------------------------------------------------- hardening (review)
+
+
+async def test_a_backtracking_glob_is_answered_at_once(ro: FunctionKernel, tree: Path) -> None:
+    # A regex built naively from this pattern backtracks for hours on a long name of 'a's; the test would time out.
+    (tree / ("a" * 200)).write_text("x")
+    pattern = "*a" * 40 + "b"
+    assert (await call(ro, "find", pattern=pattern)).matches == []
+    assert (await call(ro, "find", pattern=f"**/{pattern}")).matches == []
+    assert (await call(ro, "ls", pattern=pattern)).entries == []
+    found = await call(ro, "find", pattern="*a" * 40)
+    assert [entry.path for entry in found.matches] == ["a" * 200]
+    with pytest.raises(ToolInputError, match="pattern"):
+        await call(ro, "find", pattern="*" * 1001)
+    too_many = await failure(ro, "find", ValueError, pattern="/".join(["*"] * 65))
+    assert "The pattern has 65 parts; at most 64 are allowed." in too_many
+    merged = await call(ro, "find", pattern="/".join(["**"] * 200) + "/notes.md")  # runs of '**' count once
+    assert [entry.path for entry in merged.matches] == ["docs/deep/notes.md"]
+
+
+async def test_double_star_parts_span_directories(ro: FunctionKernel) -> None:
+    async def paths(pattern: str, path: str = ".") -> list[str]:
+        return [entry.path for entry in (await call(ro, "find", pattern=pattern, path=path)).matches]
+
+    assert await paths("**/notes.md") == ["docs/deep/notes.md"]
+    assert await paths("**/hello.txt") == ["hello.txt"]  # '**' may span no directory at all
+    assert await paths("docs/**") == ["docs/deep", "docs/deep/data.csv", "docs/deep/notes.md", "docs/guide.md"]
+    assert await paths("docs/*/*.md") == ["docs/deep/notes.md"]
+    assert await paths("./*.txt") == ["hello.txt"]
+    assert await paths("deep/**/*.csv", path="docs") == ["docs/deep/data.csv"]
+    assert await paths("*.MD") == []  # case-sensitive, as the file system is
+
+
+async def test_an_ls_pattern_with_a_slash_points_to_find(ro: FunctionKernel) -> None:
+    message = await failure(ro, "ls", ValueError, pattern="docs/*.md")
+    assert "The ls pattern 'docs/*.md' matches names, which have no '/'; use fs.find for paths." in message
+
+
+async def test_ls_max_depth_limits_the_recursion(ro: FunctionKernel) -> None:
+    one = await call(ro, "ls", path="docs", recursive=True, max_depth=1)
+    assert [entry.path for entry in one.entries] == ["docs/deep", "docs/guide.md"]
+    two = await call(ro, "ls", path="docs", recursive=True, max_depth=2)
+    assert [entry.path for entry in two.entries] == [
+        "docs/deep",
+        "docs/deep/data.csv",
+        "docs/deep/notes.md",
+        "docs/guide.md",
+    ]
+    flat = await call(ro, "ls", path="docs", max_depth=5)  # without recursive, one level
+    assert [entry.path for entry in flat.entries] == ["docs/deep", "docs/guide.md"]
+
+
+async def test_a_very_deep_tree_is_made_and_walked_without_recursion(rw: FunctionKernel, tree: Path) -> None:
+    depth = 1100  # deeper than Python's recursion limit (pathlib's and os's makedirs recurse, so does rmtree)
+    deep = "/".join(["d"] * depth)
+    try:
+        assert (await call(rw, "mkdir", path=deep)).created is True
+        found = await call(rw, "find", pattern="d", path=".", max_results=1000)
+        assert len(found.matches) == 1000
+        assert found.truncated is True
+        assert found.matches[-1].path == "/".join(["d"] * 1000)
+        message = await failure(rw, "delete", OSError, path="d", recursive=True)
+        assert "Cannot delete 'd' in one call: the tree is nested too deeply" in message
+    finally:
+        _remove_without_recursion(tree)  # pytest's own clean-up recurses, and would fail on this tree
+
+
+def _remove_without_recursion(top: Path) -> None:
+    directories: list[str] = []
+    pending = [str(top)]
+    while pending:
+        directory = pending.pop()
+        directories.append(directory)
+        with os.scandir(directory) as scan:
+            for entry in scan:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)
+                else:
+                    os.unlink(entry.path)
+    for directory in reversed(directories):
+        os.rmdir(directory)
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "exc_type", "expected"),
+    [
+        ("stat", {"path": "hello.txt/x"}, NotADirectoryError, "Not a directory: 'hello.txt/x'"),
+        ("read", {"path": "hello.txt/x"}, NotADirectoryError, "Not a directory: 'hello.txt/x'"),
+        ("stat", {"path": "n" * 300}, OSError, "File name too long"),
+        ("write", {"path": "n" * 300, "content": "x"}, OSError, "File name too long"),
+        ("write", {"path": "hello.txt/x", "content": "x"}, NotADirectoryError, "a part of its path is a file"),
+        ("write", {"path": "hello.txt/x/y", "content": "x"}, NotADirectoryError, "a part of its path is a file"),
+        ("mkdir", {"path": "hello.txt/x"}, NotADirectoryError, "a part of its path is a file"),
+        ("delete", {"path": "hello.txt/x"}, NotADirectoryError, "Not a directory: 'hello.txt/x'"),
+    ],
+)
+async def test_os_errors_never_show_the_absolute_root(
+    rw: FunctionKernel, tree: Path, tool: str, arguments: dict[str, Any], exc_type: type[Exception], expected: str
+) -> None:
+    message = await failure(rw, tool, exc_type, **arguments)
+    assert expected in message
+    assert str(tree) not in message
+
+
+async def test_a_symlink_loop_message_does_not_show_the_root(ro: FunctionKernel, tree: Path) -> None:
+    (tree / "loop_a").symlink_to(tree / "loop_b")
+    (tree / "loop_b").symlink_to(tree / "loop_a")
+    message = await failure(ro, "stat", PermissionError, path="loop_a")
+    assert "Refused path 'loop_a': it cannot be resolved (" in message
+    assert str(tree) not in message
+
+
+@pytest.mark.parametrize("encoding", ["base64", "rot13", "zlib", "hex", "uu"])
+async def test_non_text_codecs_are_refused(rw: FunctionKernel, encoding: str) -> None:
+    read = await failure(rw, "read", ValueError, path="hello.txt", encoding=encoding)
+    assert f"Unknown text encoding {encoding!r}; use a text encoding such as 'utf-8'" in read
+    written = await failure(rw, "write", ValueError, path="new.txt", content="abc", encoding=encoding)
+    assert f"Unknown text encoding {encoding!r}" in written
+
+
+async def test_a_text_codec_error_that_is_not_a_decode_error_is_a_clear_refusal(ro: FunctionKernel, tree: Path) -> None:
+    (tree / "puny.txt").write_bytes(b"abc-\xff")
+    message = await failure(ro, "read", ValueError, path="puny.txt", encoding="punycode")
+    assert "Refused to read 'puny.txt': it is not valid punycode text" in message
+
+
+async def test_a_dangling_link_out_of_the_root_is_refused_for_every_write_tool(rw: FunctionKernel, tree: Path) -> None:
+    (tree / "dangling").symlink_to(tree.parent / "created-outside")
+    for tool, arguments in [("write", {"content": "pwned"}), ("mkdir", {})]:
+        message = await failure(rw, tool, PermissionError, path="dangling", **arguments)
+        assert "resolves outside the root" in message
+    assert not (tree.parent / "created-outside").exists()
+    assert (await call(rw, "delete", path="dangling")).type == "symlink"  # the link itself may go
+    assert not (tree / "dangling").is_symlink()
+
+
+async def test_concurrent_writes_to_one_file_leave_one_whole_version(rw: FunctionKernel, tree: Path) -> None:
+    versions = [f"version {index} ".encode() * 40 for index in range(12)]  # 400-odd bytes each, under the limit
+    async with anyio.create_task_group() as group:
+        for data in versions:
+            group.start_soon(functools.partial(call, rw, "write", path="shared.txt", content=data.decode()))
+    assert (tree / "shared.txt").read_bytes() in versions
+    assert [name for name in os.listdir(tree) if name.endswith(".tmp")] == []
+
+
+@pytest.fixture(scope="module")
+def fuzz_jail(tmp_path_factory: pytest.TempPathFactory) -> Jail:
+    """A root with links that lead out (to a file, a directory, a dangling target) and links that stay in."""
+    base = tmp_path_factory.mktemp("fuzz")
+    root = base / "root"
+    (root / "a" / "b").mkdir(parents=True)
+    (base / "out").mkdir()
+    (root / "up").symlink_to(base, target_is_directory=True)
+    (root / "a" / "out").symlink_to(base / "out", target_is_directory=True)
+    (root / "a" / "gone").symlink_to(base / "missing")
+    (root / "a" / "in").symlink_to(root / "a" / "b", target_is_directory=True)
+    return Jail(root)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "b", "up", "out", "gone", "in", "..", ".", "", "x:y", "c\\d", "\x00", "CON"])).map(
+        "/".join
+    )
+)
+def test_no_path_leaves_the_jail(fuzz_jail: Jail, path: str) -> None:
+    for follow_last in (True, False):
+        try:
+            resolved = fuzz_jail.resolve(path, follow_last=follow_last)
+        except PermissionError as exc:
+            assert str(exc).startswith(f"Refused path {path!r}: ")
+            continue
+        assert resolved == fuzz_jail.root or resolved.is_relative_to(fuzz_jail.root)
+        if follow_last:
+            assert resolved.resolve() == resolved  # nothing left to follow

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from tests.servers.tools_app import create_app
+from tests.servers.uvicorn_server import serve
 from tests.tools.conftest import LocalServer, StaticResolver
 
-from kavalai import ConfigurationError, FunctionKernel, ToolExecutionError
+from kavalai import ConfigurationError, FunctionKernel, ToolExecutionError, ToolRegistrationError
 from kavalai.tools import http
 
 REQUEST = "python://http.request"
@@ -57,8 +60,10 @@ async def test_the_parameters_are_described_for_a_model(kernel: FunctionKernel) 
     ("options", "why"),
     [
         ({"allowed_networks": ["intranet"]}, "allowed_networks entry 'intranet' is not an IP network"),
-        ({"max_redirects": -1}, "max_redirects must be at least 0"),
-        ({"max_response_bytes": 0}, "max_response_bytes above 0"),
+        ({"max_redirects": -1}, "max_redirects must be at least 0, got -1"),
+        ({"max_response_bytes": 0}, "max_response_bytes must be above 0, got 0"),
+        ({"default_timeout": 0}, "default_timeout must be above 0 and at most 600 seconds, got 0"),
+        ({"default_timeout": 601}, "default_timeout must be above 0 and at most 600 seconds, got 601"),
     ],
 )
 def test_bad_settings_are_refused_at_registration(options: dict[str, Any], why: str) -> None:
@@ -255,8 +260,9 @@ async def test_the_default_guard_refuses_the_local_server(
     http.register(kernel)
     before = len(server.hits)
     message = await refused(kernel, PermissionError, url=f"http://{host}:{server.port}/json")
-    assert f"Refused http://{host}:{server.port}/json" in message or "Refused http://" in message
-    assert " is " in message
+    # yarl normalises some spellings (an IPv4-mapped address is shown in hex), so only the start is fixed.
+    assert message.startswith(f"Tool {REQUEST} failed: PermissionError: Refused http://")
+    assert f":{server.port}/json: host " in message
     assert len(server.hits) == before  # nothing reached the server
 
 
@@ -311,3 +317,84 @@ async def test_a_redirect_to_a_refused_address_is_refused(
     message = await refused(kernel, PermissionError, url=server.url("/redirect"), query={"to": target})
     assert why in message
     assert server.hits[before:] == ["/redirect"]  # the first hop arrived, the refused one did not
+
+
+# ------------------------------------------------------------------------------------- hardening (review)
+
+
+async def test_a_second_group_needs_its_own_prefix(kernel: FunctionKernel) -> None:
+    http.register(kernel)
+    with pytest.raises(ToolRegistrationError, match=r"python://http\.request is already registered.*prefix='http2'"):
+        http.register(kernel, allow_private_networks=True)
+    assert kernel.list_tools() == [REQUEST]
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"X-A": "a\r\nX-Injected: 1"}, {"X-A\nX-Injected": "1"}, {"X-A": "nul\x00byte"}, {" ": "blank name"}],
+)
+async def test_header_injection_is_refused_before_sending(
+    open_kernel: FunctionKernel, server: LocalServer, headers: dict[str, str]
+) -> None:
+    before = len(server.hits)
+    message = await refused(open_kernel, ValueError, url=server.url("/echo"), headers=headers)
+    assert f"Refused header {next(iter(headers))!r}: " in message
+    assert len(server.hits) == before
+
+
+async def test_rebinding_between_connections_is_caught_at_the_next_lookup(
+    kernel: FunctionKernel, server: LocalServer
+) -> None:
+    # The name first resolves to the (allowed) test server, then to a private address. Closing the kernel drops
+    # the pooled connection and the DNS cache, so the second call must look the name up again, and is refused.
+    resolver = StaticResolver({"rebind.example.com": [["127.0.0.1"], ["10.9.8.7"]]})
+    http.register(kernel, allowed_networks=["127.0.0.1/32"], resolver=resolver)
+    url = f"http://rebind.example.com:{server.port}/json"
+    assert (await call(kernel, url=url)).status == 200
+    hits = len(server.hits)
+    await kernel.close()
+    message = await refused(kernel, PermissionError, url=url)
+    assert "'rebind.example.com' resolves to refused addresses: 10.9.8.7 (a private address)" in message
+    assert resolver.lookups == ["rebind.example.com", "rebind.example.com"]
+    assert len(server.hits) == hits
+
+
+async def test_a_name_with_one_refused_answer_among_allowed_ones_is_refused(
+    kernel: FunctionKernel, server: LocalServer
+) -> None:
+    resolver = StaticResolver({"mixed.example.com": ["127.0.0.1", "169.254.169.254"]})
+    http.register(kernel, allowed_networks=["127.0.0.1/32"], resolver=resolver)
+    before = len(server.hits)
+    message = await refused(kernel, PermissionError, url=f"http://mixed.example.com:{server.port}/json")
+    assert "169.254.169.254 (a cloud metadata address)" in message
+    assert len(server.hits) == before
+
+
+def _established_to(port: int) -> int:
+    """How many TCP connections on this machine are established to ``port`` (client side), from /proc/net."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        path = Path(table)
+        lines = path.read_text().splitlines()[1:] if path.exists() else []
+        for line in lines:
+            fields = line.split()
+            if int(fields[2].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
+                count += 1
+    return count
+
+
+async def test_close_closes_the_pooled_connections() -> None:
+    with serve(create_app(), lifespan="off") as base_url:
+        port = int(base_url.rsplit(":", 1)[1])
+        kernel = FunctionKernel()
+        http.register(kernel, allow_private_networks=True)
+        try:
+            assert (await call(kernel, url=f"{base_url}/json")).status == 200
+            assert _established_to(port) >= 1  # kept alive in the pool
+        finally:
+            await kernel.close()
+        for _ in range(500):  # a bounded wait: the transports close on the next turns of the loop
+            if _established_to(port) == 0:
+                break
+            await anyio.sleep(0.01)
+        assert _established_to(port) == 0

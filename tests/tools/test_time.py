@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kavalai import FunctionKernel, ToolExecutionError, ToolInputError
+from kavalai import FunctionKernel, ToolExecutionError, ToolInputError, ToolRegistrationError
 from kavalai.tools import time
 
 
@@ -91,3 +91,16 @@ async def test_an_unknown_zone_suggests_close_names(clock: FunctionKernel) -> No
 async def test_a_bad_time_is_an_input_error(clock: FunctionKernel) -> None:
     with pytest.raises(ToolInputError, match="time"):
         await call(clock, "convert", time="next tuesday", to_timezone="UTC")
+
+
+async def test_a_repeated_wall_clock_time_is_read_as_its_first_occurrence(clock: FunctionKernel) -> None:
+    # 02:30 happens twice in Paris on 2025-10-26; the first time is still summer time (+02:00).
+    result = await call(clock, "convert", time="2025-10-26T02:30:00", from_timezone="Europe/Paris", to_timezone="UTC")
+    assert (result.source.utc_offset, result.source.abbreviation, result.source.is_dst) == ("+02:00", "CEST", True)
+    assert result.target.datetime.replace(tzinfo=None) == dt.datetime(2025, 10, 26, 0, 30)
+
+
+async def test_registering_twice_needs_another_prefix(clock: FunctionKernel) -> None:
+    with pytest.raises(ToolRegistrationError, match="already registered. Give this group another prefix"):
+        time.register(clock)
+    assert time.register(clock, prefix="clock") == ["python://clock.now", "python://clock.convert"]

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from tests.tools.conftest import LocalServer, StaticResolver
 
-from kavalai import FunctionKernel, ToolExecutionError
+from kavalai import ConfigurationError, FunctionKernel, ToolExecutionError
 from kavalai.tools import web
 from kavalai.tools.web import html_to_markdown
 
@@ -124,3 +124,27 @@ def test_html_to_markdown_reads_the_meta_charset() -> None:
 @pytest.mark.parametrize("text", ["https://example.com/page", "just words", "  "])
 def test_html_without_markup_is_returned_as_text(text: str) -> None:
     assert html_to_markdown(text, "https://site.test/") == ("", text.strip())
+
+
+@pytest.mark.parametrize(
+    ("options", "why"),
+    [
+        ({"max_chars": 0}, "max_chars must be above 0, got 0"),
+        ({"max_response_bytes": -1}, "max_response_bytes must be above 0, got -1"),
+        ({"default_timeout": 1000}, "default_timeout must be above 0 and at most 600 seconds"),
+    ],
+)
+def test_bad_settings_are_refused_at_registration(options: dict[str, Any], why: str) -> None:
+    kernel = FunctionKernel()
+    with pytest.raises(ConfigurationError, match=f"Cannot register the web tools: {why}"):
+        web.register(kernel, **options)
+    assert kernel.list_tools() == []
+
+
+def test_a_deeply_nested_page_still_gives_its_text() -> None:
+    # markdownify recurses once per level; past Python's recursion limit the page falls back to its plain text.
+    depth = 3000
+    html = f"<title>Deep</title><main><h1>Top</h1>{'<div>' * depth}<p>inner</p>{'</div>' * depth}</main>"
+    title, markdown = html_to_markdown(html, "https://site.test/")
+    assert title == "Deep"
+    assert markdown.split() == ["Top", "inner"]

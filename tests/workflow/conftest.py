@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from pydantic import BaseModel
-from tests.servers.uvicorn_server import serve
 
 from kavalai import FunctionKernel, McpServer, pythontool
 
@@ -77,9 +76,12 @@ def explode(reason: str) -> str:
 
 @pythontool
 async def hang() -> str:
-    """Never returns (until cancelled)."""
-    await anyio.Event().wait()
-    return "unreachable"
+    """Never returns; sets ``EVENTS["hang.ended"]`` when it is cancelled."""
+    try:
+        await anyio.Event().wait()
+    finally:
+        EVENTS.setdefault("hang.ended", anyio.Event()).set()
+    return "unreachable"  # pragma: no cover
 
 
 @pythontool
@@ -111,10 +113,17 @@ def text_mcp_server(name: str = "text") -> McpServer:
     return McpServer(name=name, command=sys.executable, args=[str(EXAMPLES / "text_mcp_server.py")])
 
 
-@pytest.fixture(scope="module")
-def text_api_url() -> Iterator[str]:
+@pytest.fixture
+async def text_api_url() -> AsyncIterator[str]:
     """The example REST API served on a free 127.0.0.1 port."""
-    from examples.text_api import app
+    from aiohttp import web
+    from examples.text_api import create_app
 
-    with serve(app) as url:
-        yield url
+    runner = web.AppRunner(create_app(), access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        host, port = runner.addresses[0][:2]
+        yield f"http://{host}:{port}"
+    finally:
+        await runner.cleanup()

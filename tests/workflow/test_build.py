@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from kavalai.workflow import (
     FunctionNode,
     RetryPolicy,
+    StartNode,
     Workflow,
     WorkflowBuilder,
     WorkflowDefinitionError,
@@ -201,6 +202,7 @@ def test_node_fields_are_validated_with_node_and_field_named() -> None:
     _fails(_doc(START, {**WORK, "colour": "red"}, END), "field 'colour': Extra inputs are not permitted")
     _fails(_doc(START, {**WORK, "kind": "loop"}, END), "Node 'work': field 'kind' is 'loop'; it must be one of")
     _fails(_doc(START, {**WORK, "id": "9lives"}, END), "field 'id': String should match pattern")
+    _fails(_doc(START, WORK, {"kind": "end"}), "Node #3 \\(end\\): field 'id': Field required")
 
 
 def test_retry_on_names_real_error_classes() -> None:
@@ -239,3 +241,70 @@ def test_builder_scalar_types_use_builtin_names() -> None:
         "string",
         "string",
     )
+
+
+def test_tool_uri_syntax_is_checked_at_build() -> None:
+    error = _fails(_doc(START, {**WORK, "tool": "python//t.inc"}, END), "Node 'work': field 'tool': Invalid tool URI")
+    assert (error.node, error.field) == ("work", "tool")
+
+
+def test_a_misspelt_path_is_refused_and_dotted_text_stays_literal() -> None:
+    error = _fails(
+        _doc(START, {**WORK, "inputs": {"x": "inptu.n"}}, END),
+        "Node 'work': field 'inputs.x': 'inptu.n' reads 'inptu', which is neither 'input' nor a node id. "
+        "Did you mean 'input'\\? \\(For the text itself, write \\{literal: 'inptu.n'\\}.\\)",
+    )
+    assert error.field == "inputs.x"
+    workflow = workflow_from_document(_doc(START, {**WORK, "inputs": {"file": "notes.md", "x": "work.result"}}, END))
+    assert {name: b.kind for name, b in workflow.bindings("work").items()} == {"file": "literal", "x": "path"}
+
+
+def test_prompt_templates_may_read_only_the_node_inputs() -> None:
+    llm = {"id": "work", "kind": "llm", "prompt": "Sum {{ a }} and {{ b }}", "inputs": {"a": 1}, "next": "end"}
+    error = _fails(_doc(START, llm, END), "Node 'work': field 'prompt': the template reads 'b', which is not one of")
+    assert error.field == "prompt"
+    workflow_from_document(_doc(START, {**llm, "prompt": "Sum {{ a }} and {{ input.b }}"}, END))
+
+
+def test_parallel_branch_mistakes_are_named() -> None:
+    twice = {"id": "fan", "kind": "parallel", "branches": ["work", "work"], "next": "end"}
+    error = _fails(
+        _doc({**START, "next": "fan"}, twice, {**WORK, "next": None}, END),
+        "Node 'fan': field 'branches\\[1\\]' names 'work' a second time",
+    )
+    assert error.field == "branches[1]"
+    back = {"id": "fan", "kind": "parallel", "branches": ["work"], "next": "end"}
+    _fails(
+        _doc({**START, "next": "fan"}, back, {**WORK, "next": "fan"}, END),
+        "Node 'fan' is reached from both the main path and branch 'work' of parallel node 'fan'",
+    )
+
+
+def test_a_node_without_next_is_named_before_the_missing_end() -> None:
+    error = _fails(_doc(START, {**WORK, "next": None}, END), "Node 'work' has no 'next' node")
+    assert (error.node, error.field) == ("work", "next")
+
+
+def test_json_schema_type_names_are_checked() -> None:
+    types = {"Item": {"type": "object", "properties": {"type": {"type": "string"}, "n": {"type": "integr"}}}}
+    _fails(
+        _doc(START, WORK, END, types=types),
+        "Type 'Item' is not a usable JSON Schema: Item.properties.n.type is 'integr', which is not a JSON Schema type",
+    )
+    fine = {"Item": {"type": "object", "properties": {"type": {"type": "string", "default": {"type": "x"}}}}}
+    assert workflow_from_document(_doc(START, WORK, END, types=fine)).types.get("Item") is not None
+
+
+def test_add_node_takes_node_models_built_elsewhere() -> None:
+    workflow = (
+        WorkflowBuilder("t")
+        .add_node(StartNode(id="begin", next="work"))
+        .add_node(FunctionNode(id="work", tool="python://t.inc", inputs={"x": 1}, next="end"))
+        .end()
+        .build()
+    )
+    assert (workflow.start, list(workflow.nodes)) == ("begin", ["begin", "work", "end"])
+    with pytest.raises(WorkflowDefinitionError, match="Node 'work': field 'next' names the unknown node 'nowhere'"):
+        WorkflowBuilder("t").add_node(StartNode(id="begin", next="work")).add_node(
+            FunctionNode(id="work", tool="python://t.inc", next="nowhere")
+        ).end().build()

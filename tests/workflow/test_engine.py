@@ -7,7 +7,7 @@ from contextlib import aclosing
 
 import anyio
 import pytest
-from tests.workflow.conftest import text_mcp_server
+from tests.workflow.conftest import EVENTS, text_mcp_server
 
 from kavalai import FunctionKernel, McpServer, ServerConnectionError
 from kavalai.workflow import (
@@ -168,6 +168,68 @@ async def test_stream_parallel_branch_events_carry_their_branch(tools_kernel: Fu
     assert started[4] == ("end", None)
     finished = [e.trace.node for e in events if isinstance(e, NodeFinished)]
     assert finished.index("fan") > max(finished.index("a"), finished.index("b"))
+
+
+async def test_stream_reports_branch_nodes_while_the_branches_run(tools_kernel: FunctionKernel) -> None:
+    # Branch "slow" waits until the consumer has seen branch "quick" finish: were branch events held back until
+    # the join, "slow" would wait forever and the run would time out.
+    workflow = (
+        WorkflowBuilder("t", input="object", output="any")
+        .start(next="fan")
+        .parallel("fan", branches=["slow", "quick"], next="end")
+        .function("slow", tool="python://t.meet", inputs={"mine": "slow_branch", "theirs": "consumer"})
+        .function("quick", tool="python://t.inc", inputs={"x": 1})
+        .end()
+        .limits(timeout=20)
+        .build()
+    )
+    seen: list[tuple[str, str]] = []
+    async for event in WorkflowEngine(workflow, tools_kernel).stream({}):
+        if isinstance(event, NodeStarted | NodeFinished):
+            node = event.node if isinstance(event, NodeStarted) else event.trace.node
+            seen.append((type(event).__name__, node))
+            if isinstance(event, NodeFinished) and node == "quick":
+                EVENTS.setdefault("consumer", anyio.Event()).set()
+        if isinstance(event, RunFinished):
+            assert event.result.ok, event.result.error
+    finished = [node for kind, node in seen if kind == "NodeFinished"]
+    assert finished == ["start", "quick", "slow", "fan", "end"]
+
+
+async def test_leaving_a_stream_cancels_the_run(tools_kernel: FunctionKernel) -> None:
+    workflow = (
+        WorkflowBuilder("t", input="object", output="any")
+        .start(next="fan")
+        .parallel("fan", branches=["wait"], next="end")
+        .function("wait", tool="python://t.hang")
+        .end()
+        .build()
+    )
+    engine = WorkflowEngine(workflow, tools_kernel)
+    async with aclosing(engine.stream({})) as events:
+        async for event in events:
+            if isinstance(event, NodeStarted) and event.node == "wait":
+                break
+    with anyio.fail_after(10):
+        await EVENTS.setdefault("hang.ended", anyio.Event()).wait()
+
+
+async def test_a_stream_consumer_cancelled_from_outside_stops_the_run(tools_kernel: FunctionKernel) -> None:
+    workflow = (
+        WorkflowBuilder("t", input="object", output="any")
+        .start(next="wait")
+        .function("wait", tool="python://t.hang", next="end")
+        .end()
+        .build()
+    )
+    kinds: list[str] = []
+    with anyio.move_on_after(0.2) as scope:
+        async for event in WorkflowEngine(workflow, tools_kernel).stream({}):
+            kinds.append(type(event).__name__)
+    assert scope.cancelled_caught
+    assert kinds[-1] == "NodeStarted"
+    with anyio.fail_after(10):
+        await EVENTS.setdefault("hang.ended", anyio.Event()).wait()
 
 
 async def test_stopping_a_stream_early_is_safe(tools_kernel: FunctionKernel) -> None:

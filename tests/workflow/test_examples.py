@@ -4,19 +4,34 @@ from __future__ import annotations
 
 import os
 
+import aiohttp
 import pytest
 from tests.workflow.conftest import EXAMPLES
 
 from kavalai.workflow import WorkflowEngine
+from kavalai.workflow._services import ServedRestApp
 
 
-async def test_document_report_uses_bundled_mcp_and_rest_tools(
-    text_api_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("TEXT_API_URL", text_api_url)
+def _served_url(engine: WorkflowEngine) -> str:
+    (service,) = [s for s in engine._services if isinstance(s, ServedRestApp)]
+    assert service.url is not None
+    return service.url
+
+
+async def _refused(url: str) -> bool:
+    try:
+        async with aiohttp.ClientSession() as session, session.post(f"{url}/reading-time", json={"words": 1}):
+            return False
+    except aiohttp.ClientConnectionError:
+        return True
+
+
+async def test_document_report_uses_bundled_mcp_and_rest_tools_and_starts_what_it_needs() -> None:
     engine = WorkflowEngine.from_yaml(EXAMPLES / "document_report.yaml")
     async with engine:
         pid = engine.kernel.get_mcp_server_state("text").pid
+        url = _served_url(engine)
+        assert url.startswith("http://127.0.0.1:")
         result = await engine.run({"path": "release-notes.md", "wpm": 50})
     assert result.ok, result.error
     assert result.output_data() == {
@@ -35,19 +50,21 @@ async def test_document_report_uses_bundled_mcp_and_rest_tools(
         "timing": "function",
         "done": "end",
     }
+    timing = next(t for t in result.trace if t.node == "timing")
+    assert timing.inputs == {"words": 88, "wpm": 50}
+    # aclose() stopped both the MCP server process and the REST app the engine served
     assert pid is not None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+    assert await _refused(url)
 
 
-async def test_document_report_missing_file_fails_in_the_read_node(
-    text_api_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("TEXT_API_URL", text_api_url)
+async def test_document_report_missing_file_fails_in_the_read_node() -> None:
     async with WorkflowEngine.from_yaml(EXAMPLES / "document_report.yaml") as engine:
         result = await engine.run({"path": "nope.md"})
     assert result.failed_node == "read"
     assert "python://fs.read" in str(result.error)
+    assert [t.node for t in result.trace] == ["start", "read"]
 
 
 @pytest.mark.parametrize(

@@ -78,7 +78,7 @@ def test_refuses_at_compile_time(source: str, reason: str) -> None:
     with pytest.raises(ExpressionError, match=reason.replace("(", r"\(").replace(")", r"\)")) as caught:
         compile_expression(source, node="check")
     assert caught.value.node == "check"
-    assert "node 'check'" in str(caught.value)
+    assert str(caught.value).startswith("Node 'check': ")
 
 
 @pytest.mark.parametrize(
@@ -91,14 +91,14 @@ def test_refuses_at_compile_time(source: str, reason: str) -> None:
         ("listing.result[7]", "index 7 is out of range \\(length 3\\)"),
         ("listing.result.first", "cannot read 'first' of a list"),
         ("input.limit / 0", "ZeroDivisionError"),
+        ("'%999999999d' % 1", "'%' formatting of text is not allowed"),
     ],
 )
-def test_fails_at_evaluation_naming_node_and_expression(source: str, reason: str) -> None:
+def test_fails_at_evaluation_naming_node_field_and_expression(source: str, reason: str) -> None:
     with pytest.raises(ExpressionError, match=reason) as caught:
-        compile_expression(source).evaluate(CONTEXT, node="calc")
-    assert caught.value.node == "calc"
-    assert caught.value.expression == source
-    assert str(caught.value).startswith(f"node 'calc': expression {source!r}")
+        compile_expression(source).evaluate(CONTEXT, node="calc", field="inputs.n")
+    assert (caught.value.node, caught.value.field, caught.value.expression) == ("calc", "inputs.n", source)
+    assert str(caught.value).startswith(f"Node 'calc': field 'inputs.n': expression {source!r}")
 
 
 @pytest.mark.parametrize(

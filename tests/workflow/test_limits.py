@@ -106,7 +106,7 @@ async def test_function_node_timeout_applies_per_attempt(tools_kernel: FunctionK
     assert isinstance(result.error, NodeTimeoutError)
     assert result.error.node == "wait"
     assert result.error.timeout == 0.05
-    assert "Node 'wait': tool python://t.hang timed out (after 2 attempts)" in str(result.error)
+    assert str(result.error) == "Node 'wait' failed after 2 attempts: Tool python://t.hang timed out after 0.05 s."
     assert isinstance(result.error.__cause__, ToolTimeoutError)
     assert result.trace[-1].attempts == 2
 
@@ -148,6 +148,30 @@ async def test_retries_with_backoff_until_success(tools_kernel: FunctionKernel) 
     assert result.trace[1].attempts == 3
 
 
+async def test_retries_wait_with_growing_backoff(tools_kernel: FunctionKernel, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kavalai.workflow import _runners
+
+    waits: list[float] = []
+
+    async def record(delay: float) -> None:
+        waits.append(delay)
+
+    monkeypatch.setattr(_runners, "_sleep", record)
+    flaky, calls = make_flaky(failures=3)
+    tools_kernel.register_python_tool("t.flaky", flaky)
+    policy = RetryPolicy(attempts=4, backoff=0.25, multiplier=3, max_backoff=1.0)
+    workflow = (
+        WorkflowBuilder("t", input="object", output="any")
+        .start(next="attempt")
+        .function("attempt", tool="python://t.flaky", inputs={"x": 1}, retry=policy, next="end")
+        .end()
+        .build()
+    )
+    result = await WorkflowEngine(workflow, tools_kernel).run({})
+    assert result.ok, result.error
+    assert (len(calls), waits) == (4, [0.25, 0.75, 1.0])
+
+
 async def test_no_retry_unless_asked(tools_kernel: FunctionKernel) -> None:
     flaky, calls = make_flaky(failures=1)
     tools_kernel.register_python_tool("t.flaky", flaky)
@@ -161,7 +185,7 @@ async def test_no_retry_unless_asked(tools_kernel: FunctionKernel) -> None:
     result = await WorkflowEngine(workflow, tools_kernel).run({})
     assert isinstance(result.error, NodeError)
     assert calls == [4]
-    assert "Node 'attempt': tool python://t.flaky failed: " in str(result.error)
+    assert str(result.error) == "Node 'attempt': Tool python://t.flaky failed: RuntimeError: transient failure 1"
     assert isinstance(result.error.__cause__, ToolExecutionError)
 
 
@@ -180,7 +204,9 @@ async def test_retries_exhausted_and_errors_not_retried(tools_kernel: FunctionKe
     engine = WorkflowEngine(workflow, tools_kernel)
     exhausted = await engine.run({"x": 1})
     assert calls == [1, 1, 1]
-    assert "failed (after 3 attempts): " in str(exhausted.error)
+    assert str(exhausted.error) == (
+        "Node 'attempt' failed after 3 attempts: Tool python://t.flaky failed: RuntimeError: transient failure 3"
+    )
     bad_input = await engine.run({"x": "one"})  # a ToolInputError is not retried: it would fail again
     assert isinstance(bad_input.error, NodeValidationError)
     assert calls == [1, 1, 1]
@@ -214,3 +240,17 @@ def test_invalid_run_timeout_is_a_definition_error(timeout: float) -> None:
 
     with pytest.raises(WorkflowDefinitionError, match="'timeout' must be a positive number"):
         WorkflowBuilder("t").start(next="end").end().limits(timeout=timeout).build()
+
+
+def test_builder_limits_keep_what_is_not_given() -> None:
+    workflow = WorkflowBuilder("t").start(next="end").end().limits(timeout=5).limits(max_visits=7).build()
+    assert (workflow.max_visits, workflow.timeout) == (7, 5)
+
+
+@pytest.mark.parametrize(("option", "value"), [("max_visits", 0), ("max_visits", True), ("timeout", -1.0)])
+async def test_engine_and_run_limits_must_be_positive(tools_kernel: FunctionKernel, option: str, value: object) -> None:
+    workflow = WorkflowBuilder("t").start(next="end").end().build()
+    with pytest.raises(ValueError, match=f"{option} must be a positive"):
+        WorkflowEngine(workflow, tools_kernel, **{option: value})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=f"{option} must be a positive"):
+        await WorkflowEngine(workflow, tools_kernel).run({}, **{option: value})  # type: ignore[arg-type]

@@ -8,7 +8,14 @@ from pydantic import BaseModel
 
 from kavalai import FunctionKernel
 from kavalai.testing import ScriptedLLM, ScriptedRequest, tool_call
-from kavalai.workflow import NodeError, NodeTimeoutError, RunStatus, WorkflowBuilder, WorkflowEngine
+from kavalai.workflow import (
+    NodeError,
+    NodeTimeoutError,
+    RunStatus,
+    WorkflowBuilder,
+    WorkflowDefinitionError,
+    WorkflowEngine,
+)
 
 
 class Question(BaseModel):
@@ -101,17 +108,23 @@ async def test_text_agent_and_template_errors(tools_kernel: FunctionKernel) -> N
     assert (await engine.run({"name": "Bo"})).output == "hi Bo"
     missing = await engine.run({"name": "Bo", "other": 1})
     assert missing.ok is False  # the script is used up: a real failure of the model call
+    with pytest.raises(WorkflowDefinitionError) as caught:  # a variable that is not an input: caught at build
+        WorkflowBuilder("t", input="object", output=str).start(next="talk").agent(
+            "talk", prompt="Say hi to {{ nobody }}", inputs={"name": "input.name"}, next="end"
+        ).end("end", outputs=None).build()
+    assert (caught.value.node, caught.value.field) == ("talk", "prompt")
+    assert "the template reads 'nobody', which is not one of the node's inputs (input, name)" in str(caught.value)
     workflow_bad = (
         WorkflowBuilder("t", input="object", output=str)
         .start(next="talk")
-        .agent("talk", prompt="Say hi to {{ nobody }}", next="end")
+        .agent("talk", prompt="Say hi to {{ input.nobody }}", next="end")
         .end("end", outputs=None)
         .build()
     )
     result = await WorkflowEngine(workflow_bad, tools_kernel, llm=ScriptedLLM(["x"])).run({})
     assert isinstance(result.error, NodeError)
     assert (result.error.node, result.error.field) == ("talk", "prompt")
-    assert "'nobody' is undefined" in str(result.error)
+    assert "has no attribute 'nobody'" in str(result.error)
 
 
 async def test_templates_are_sandboxed(tools_kernel: FunctionKernel) -> None:

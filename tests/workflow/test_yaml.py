@@ -129,7 +129,7 @@ def test_environment_variables_are_expanded(tmp_path: Path, monkeypatch: pytest.
             ("nodes:", "rest_servers: [{name: api, url: 'http://127.0.0.1:1', rest_tools: [{method: GET}]}]\nnodes:"),
             "Field 'rest_servers\\[0\\].rest_tools\\[0\\]' needs a 'name'",
         ),
-        (("nodes:", "models: {m: {}}\nnodes:"), "Field 'models.m' needs 'factory' or 'model'"),
+        (("nodes:", "models: {m: {}}\nnodes:"), "Field 'models.m' needs one of 'factory' or 'model'"),
         (("output: Result", "output: Reslt"), "undeclared type 'Reslt'. Did you mean 'Result'"),
         (("next: loud}", "next: lound}"), "unknown node 'lound'. Did you mean 'loud'"),
     ],
@@ -239,3 +239,22 @@ async def test_openapi_spec_next_to_the_yaml_file_is_imported_once(tmp_path: Pat
         assert engine.kernel.list_tools("rest://*") == ["rest://api.reading_time"]
         results = [await engine.run({"words": n}) for n in (100, 1000)]
     assert [r.output for r in results] == [{"minutes": 1}, {"minutes": 5}]
+
+
+async def test_relative_paths_are_relative_to_the_yaml_file(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "note.txt").write_text("hello", encoding="utf-8")
+    body = """
+    name: relative
+    input: object
+    output: object
+    tools: [{group: fs, root: data}]
+    nodes:
+      - {id: start, kind: start, next: read}
+      - {id: read, kind: function, tool: "python://fs.read", inputs: {path: note.txt}, next: end}
+      - {id: end, kind: end, outputs: {text: read.content}}
+    """
+    path, _ = _write(tmp_path, body)
+    async with WorkflowEngine.from_yaml(path) as engine:  # the tests run in another directory
+        result = await engine.run({})
+    assert result.output == {"text": "hello"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
 
@@ -15,6 +15,7 @@ from kavalai.agent._events import (
     EventHandler,
     ModelResponded,
     ModelTextDelta,
+    RunFailed,
     RunFinished,
     RunStarted,
     StepStarted,
@@ -30,9 +31,12 @@ from kavalai.llm.messages import (
     ResponseDone,
     SystemMessage,
     TextDelta,
+    ToolCall,
+    ToolResultMessage,
     ToolSpec,
     Usage,
     UserMessage,
+    parse_messages,
 )
 
 __all__ = ["Agent"]
@@ -73,13 +77,14 @@ class Agent(Generic[OutputT]):
 
     Args:
         llm: an :class:`~kavalai.llm.LLMClient`, or a model id for :func:`~kavalai.llm.make_client`
-            (``"openai/gpt-4.1-mini"``).
+            (``"openai/gpt-4.1-mini"``); a client built from a model id belongs to the agent and is closed by
+            :meth:`aclose` (or ``async with Agent(...) as agent``).
         kernel: the kernel whose tools the agent may call; ``None`` for an agent without tools.
         instructions: the system message, sent first in every request (not part of the result's messages).
         allowed_tools: URIs and globs the agent may call (``["python://fs.*"]``); ``None`` for every tool.
         max_steps: the most model calls per run. A model still calling tools at the last step raises
             :class:`~kavalai.llm.errors.MaxStepsExceededError` (carrying the partial result); the tool calls of
-            that last reply are not run.
+            that last reply are not run, and are answered in the messages by error results saying so.
         output_type: a Pydantic model for a structured final answer. A reply that does not fit is sent back once,
             with the validation errors, for repair; a second failure raises
             :class:`~kavalai.llm.errors.StructuredOutputError`.
@@ -145,6 +150,12 @@ class Agent(Generic[OutputT]):
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         if isinstance(allowed_tools, str):
             raise TypeError("allowed_tools takes a list of URIs or globs, not a single string")
+        if output_type is not None and not (isinstance(output_type, type) and issubclass(output_type, BaseModel)):
+            raise TypeError(
+                f"output_type must be a Pydantic model class, got {output_type!r}; wrap a plain type in a model "
+                "(class Answer(BaseModel): value: int)."
+            )
+        self._owns_llm = isinstance(llm, str)
         self.llm: LLMClient = _make_client(llm) if isinstance(llm, str) else llm
         self.kernel = kernel
         self.instructions = instructions
@@ -157,20 +168,26 @@ class Agent(Generic[OutputT]):
         self.stream = stream
         self.settings = settings
 
-    async def run(self, prompt: str, *, history: Sequence[Message] | None = None) -> AgentResult[OutputT]:
+    async def run(
+        self, prompt: str, history: Sequence[Message | Mapping[str, Any]] | None = None
+    ) -> AgentResult[OutputT]:
         """Answer ``prompt``, calling tools as the model asks.
 
         Args:
             prompt: the user's message.
-            history: earlier messages (e.g. a previous result's ``all_messages()``), sent before the prompt.
+            history: earlier messages, sent before the prompt: a previous result's ``all_messages()``, or the
+                same as JSON-like dicts (``[{"role": "user", "content": ...}, ...]``, see
+                :func:`~kavalai.llm.parse_messages`).
 
         Raises:
             MaxStepsExceededError: the model was still calling tools after ``max_steps`` model calls.
             StructuredOutputError: the final answer did not fit ``output_type``, even after one repair.
             LLMError: the provider failed (connection, error status).
+            ToolNotFoundError: ``allowed_tools`` names a URI (not a glob) that no tool has.
+            ServerConnectionError: an MCP server that was not connected yet failed to start.
         """
         specs = await self._tool_specs()
-        state = _RunState(history=list(history or ()), new=[UserMessage(content=prompt)])
+        state = _RunState(history=parse_messages(history or ()), new=[UserMessage(content=prompt)])
         runner = ToolRunner(
             self.kernel,
             [spec.name for spec in specs],
@@ -178,8 +195,15 @@ class Agent(Generic[OutputT]):
             require_approval=self.require_approval,
             emit=self._emit,
         )
-        system = SystemMessage(content=self.instructions) if self.instructions else None
         await self._emit(RunStarted(prompt=prompt, tools=[spec.name for spec in specs]))
+        try:
+            return await self._loop(state, specs, runner)
+        except Exception as exc:
+            await self._emit(RunFailed(error=exc, result=state.result(None)))
+            raise
+
+    async def _loop(self, state: _RunState, specs: list[ToolSpec], runner: ToolRunner) -> AgentResult[OutputT]:
+        system = SystemMessage(content=self.instructions) if self.instructions else None
         repairs_left = 1
         for step in range(1, self.max_steps + 1):
             state.steps = step
@@ -192,6 +216,7 @@ class Agent(Generic[OutputT]):
                 repairs_left -= 1
                 state.usage += exc.response.usage
                 state.new += [exc.response.message, UserMessage(content=_repair_request(exc))]
+                await self._emit(ModelResponded(step=step, response=exc.response))
                 continue
             state.usage += response.usage
             state.new.append(response.message)
@@ -199,6 +224,8 @@ class Agent(Generic[OutputT]):
             if not response.tool_calls:
                 return await self._finish(state, response)
             if step == self.max_steps:
+                # Answer the calls that will not run, so the messages stay a valid history for another run.
+                state.new += [_not_run(call) for call in response.tool_calls]
                 break
             for message, record in await runner.run_step(step, response.tool_calls):
                 state.new.append(message)
@@ -209,6 +236,17 @@ class Agent(Generic[OutputT]):
             max_steps=self.max_steps,
             result=state.result(None),
         )
+
+    async def aclose(self) -> None:
+        """Close the LLM client if the agent built it from a model id; a client you passed in stays yours."""
+        if self._owns_llm:
+            await self.llm.aclose()
+
+    async def __aenter__(self) -> Agent[OutputT]:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     async def _tool_specs(self) -> list[ToolSpec]:
         if self.kernel is None:
@@ -263,6 +301,15 @@ def _make_client(model_id: str) -> LLMClient:
     from kavalai.llm.registry import make_client
 
     return make_client(model_id)
+
+
+def _not_run(call: ToolCall) -> ToolResultMessage:
+    return ToolResultMessage(
+        tool_call_id=call.id,
+        name=call.name,
+        content="Not run: the agent reached its step limit before running this call.",
+        is_error=True,
+    )
 
 
 def _repair_request(exc: StructuredOutputError) -> str:

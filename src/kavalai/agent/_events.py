@@ -14,6 +14,7 @@ __all__ = [
     "EventHandler",
     "ModelResponded",
     "ModelTextDelta",
+    "RunFailed",
     "RunFinished",
     "RunStarted",
     "StepStarted",
@@ -83,9 +84,25 @@ class RunFinished:
     type: Literal["run_finished"] = "run_finished"
 
 
+@dataclass(frozen=True, slots=True)
+class RunFailed:
+    """The run ended with an exception (``run()`` raises it next); ``result`` is what it produced until then."""
+
+    error: Exception
+    result: AgentResult[Any]
+    type: Literal["run_failed"] = "run_failed"
+
+
 #: Everything an observer may receive.
 AgentEvent: TypeAlias = (
-    RunStarted | StepStarted | ModelTextDelta | ModelResponded | ToolCallStarted | ToolCallFinished | RunFinished
+    RunStarted
+    | StepStarted
+    | ModelTextDelta
+    | ModelResponded
+    | ToolCallStarted
+    | ToolCallFinished
+    | RunFinished
+    | RunFailed
 )
 
 #: An observer: a function of one event, sync or async. Exceptions it raises end the run.

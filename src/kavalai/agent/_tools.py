@@ -7,13 +7,14 @@ allowed set, a refused approval, arguments that were not JSON) becomes an error 
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import inspect
 import json
 import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, Literal
 
 import anyio
 
@@ -30,9 +31,11 @@ from kavalai.errors import (
 )
 from kavalai.kernel import FunctionKernel
 from kavalai.llm.messages import ToolCall, ToolResultMessage
+from kavalai.llm.names import provider_name
 
 __all__ = ["ToolRunner"]
 
+_MAX_ERROR_CHARS: Final = 2000
 _HINTS: tuple[tuple[type[FunctionKernelException], str], ...] = (
     (ToolInputError, "Fix the arguments to match the tool's schema and call it again."),
     (ToolTimeoutError, "Try again with a smaller request, or continue without this result."),
@@ -44,7 +47,7 @@ _HINTS: tuple[tuple[type[FunctionKernelException], str], ...] = (
 
 @dataclass(frozen=True, slots=True)
 class _Outcome:
-    status: str
+    status: Literal["ok", "error", "denied"]
     arguments: dict[str, Any]
     result: Any = None
     error: str | None = None
@@ -105,7 +108,7 @@ class ToolRunner:
             call_id=call.id,
             uri=call.name,
             arguments=outcome.arguments,
-            status=outcome.status,  # type: ignore[arg-type]  # _outcome only builds the three statuses
+            status=outcome.status,
             result=outcome.result,
             error=outcome.error,
             error_type=outcome.error_type,
@@ -125,9 +128,7 @@ class ToolRunner:
     async def _outcome(self, call: ToolCall) -> _Outcome:
         arguments = call.arguments
         if call.name not in self._allowed or self._kernel is None:
-            return _denied(
-                arguments, f"Tool {call.name!r} is not available to you. Call only the tools you were given."
-            )
+            return _denied(arguments, self._unavailable(call.name))
         if call.arguments_error is not None:
             return _error(
                 arguments,
@@ -147,6 +148,14 @@ class ToolRunner:
         except FunctionKernelException as exc:
             return _Outcome("error", arguments, error=_error_message(exc), error_type=type(exc).__name__, edited=edited)
         return _Outcome("ok", arguments, result=output.model_dump(mode="json"), edited=edited)
+
+    def _unavailable(self, name: str) -> str:
+        message = f"Tool {name!r} is not available to you."
+        by_name = {provider_name(uri): uri for uri in self._allowed}
+        close = difflib.get_close_matches(provider_name(name), list(by_name), n=1, cutoff=0.85)
+        if close:
+            message += f" Did you mean {by_name[close[0]]}?"
+        return f"{message} Call only the tools you were given."
 
     def _needs_approval(self, uri: str) -> bool:
         if self._require is None:
@@ -177,7 +186,13 @@ def _error(arguments: dict[str, Any], error_type: str, message: str) -> _Outcome
 
 
 def _error_message(exc: FunctionKernelException) -> str:
+    """The error as the model reads it: the kernel's message (bounded, it may quote a whole body) and a hint."""
+    message = exc.message
+    if len(message) > _MAX_ERROR_CHARS:
+        message = f"{message[: _MAX_ERROR_CHARS - 3]}..."
+    elif not message.endswith((".", "!", "?")):
+        message = f"{message}."
     for cls, hint in _HINTS:
         if isinstance(exc, cls):
-            return f"{exc.message} {hint}"
-    return exc.message
+            return f"{message} {hint}"
+    return message

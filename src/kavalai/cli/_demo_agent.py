@@ -12,12 +12,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kavalai.agent import Agent, AgentEvent, ModelResponded, ToolCallFinished
+from kavalai.agent import Agent, AgentEvent, EventHandler, ModelResponded, ToolCallFinished
 from kavalai.cli._console import DemoConsole
 from kavalai.kernel import FunctionKernel
 from kavalai.llm import ToolResultMessage, UserMessage
 from kavalai.llm.errors import LLMError
-from kavalai.testing import ScriptedLLM, ScriptedRequest, tool_call
+from kavalai.testing import ScriptedLLM, ScriptedRequest, ScriptFunction, ScriptItem, tool_call
 
 __all__ = ["agent_section", "demo_calls", "example_arguments"]
 
@@ -60,10 +60,8 @@ async def agent_section(
     except LLMError as exc:
         console.line(f"skipped: {exc}")
         return
-    try:
+    async with real:  # the agent built the client from the model id, so it closes it
         await _run(real, console)
-    finally:
-        await real.llm.aclose()
 
 
 async def _run(agent: Agent[str], console: DemoConsole) -> None:
@@ -116,8 +114,8 @@ def _example(prop: Mapping[str, Any]) -> Any:
     return _SAMPLES.get(str(prop.get("type")))
 
 
-def _script(calls: Sequence[tuple[str, Mapping[str, Any]]]) -> Any:
-    def reply(request: ScriptedRequest) -> Any:
+def _script(calls: Sequence[tuple[str, Mapping[str, Any]]]) -> ScriptFunction:
+    def reply(request: ScriptedRequest) -> ScriptItem:
         if isinstance(request.last_message, UserMessage) and calls:
             return [tool_call(uri, arguments) for uri, arguments in calls]
         results = [m for m in request.messages if isinstance(m, ToolResultMessage)]
@@ -127,7 +125,7 @@ def _script(calls: Sequence[tuple[str, Mapping[str, Any]]]) -> Any:
     return reply
 
 
-def _printer(console: DemoConsole) -> Any:
+def _printer(console: DemoConsole) -> EventHandler:
     def on_event(event: AgentEvent) -> None:
         if isinstance(event, ModelResponded) and event.response.tool_calls:
             asked = ", ".join(f"{c.name}({json.dumps(c.arguments)})" for c in event.response.tool_calls)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
 from kavalai.cli._console import DemoConsole
 from kavalai.errors import ToolExecutionError
 from kavalai.kernel import FunctionKernel
@@ -9,11 +12,12 @@ from kavalai.kernel import FunctionKernel
 __all__ = ["mcp_section"]
 
 
-async def mcp_section(kernel: FunctionKernel, out: DemoConsole) -> None:
-    """Register the demo MCP server, connect it, describe and call its tools, and show a tool's error.
+@contextlib.asynccontextmanager
+async def mcp_section(kernel: FunctionKernel, out: DemoConsole) -> AsyncIterator[list[str]]:
+    """Register the demo MCP server as ``demo``, connect it, describe and call its tools, show a tool's error.
 
-    The server stays registered and connected, so later sections (the agent) can use ``mcp://demo.*``;
-    ``kernel.close()`` stops it.
+    Yields the ``mcp://`` URIs; the server stays connected while the block runs, so later sections (an agent, a
+    workflow) can call the same tools. Leaving the block stops the server.
     """
     from kavalai.adapters.mcp.demo_server import demo_server_config
 
@@ -35,3 +39,7 @@ async def mcp_section(kernel: FunctionKernel, out: DemoConsole) -> None:
         await kernel.call_tool("mcp://demo.to_fahrenheit", {"celsius": -300})
     except ToolExecutionError as exc:
         out.line(f"caught {type(exc).__name__}: {exc}")
+    try:
+        yield list(state.tools)
+    finally:
+        await kernel.close_mcp_servers()

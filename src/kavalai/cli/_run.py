@@ -1,7 +1,8 @@
 """``kavalai run workflow.yaml --input '{...}'``: run a workflow file, output JSON on stdout, progress on stderr.
 
 Exit status: 0 when the run succeeded, 1 when it failed (or a server could not be connected), 2 when the
-command line, the input or the workflow file is invalid.
+command line, the input or the workflow file is invalid (a misspelt tool URI is found when the engine connects),
+130 when interrupted (the engine's servers are closed first).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -18,6 +20,7 @@ __all__ = ["add_run_parser", "run_command"]
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
 def add_run_parser(subparsers: Any) -> None:
@@ -31,8 +34,8 @@ def add_run_parser(subparsers: Any) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--input", metavar="JSON", help='the workflow input as JSON, e.g. \'{"folder": "docs"}\'')
     source.add_argument("--input-file", metavar="PATH", help="a JSON or YAML file holding the workflow input")
-    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="the run timeout")
-    parser.add_argument("--max-visits", type=int, default=None, metavar="N", help="the node-visit limit")
+    parser.add_argument("--timeout", type=_positive(float), default=None, metavar="SECONDS", help="the run timeout")
+    parser.add_argument("--max-visits", type=_positive(int), default=None, metavar="N", help="the node-visit limit")
     parser.add_argument(
         "--trace", action="store_true", help="print the whole result (status, output, trace) instead of the output"
     )
@@ -48,7 +51,24 @@ def run_command(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
     except ValueError as exc:
         print(f"kavalai run: {exc}", file=err)
         return EXIT_USAGE
-    return asyncio.run(_run(args, run_input, out, err))
+    try:
+        return asyncio.run(_run(args, run_input, out, err))
+    except KeyboardInterrupt:  # the engine was closed on the way out (async with)
+        print("kavalai run: interrupted", file=err)
+        return EXIT_INTERRUPTED
+
+
+def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, not {text}")
+        return value
+
+    return parse
 
 
 def _read_input(args: argparse.Namespace) -> Any:
@@ -90,6 +110,9 @@ async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextI
                 progress.show(event)
                 if isinstance(event, RunFinished):
                     result = event.result
+    except WorkflowDefinitionError as exc:  # found on connect: a tool the kernel lacks, a model it cannot create
+        print(f"kavalai run: invalid workflow {args.workflow}: {exc}", file=err)
+        return EXIT_USAGE
     except FunctionKernelException as exc:
         print(f"kavalai run: {exc}", file=err)
         return EXIT_FAILED

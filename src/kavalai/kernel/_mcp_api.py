@@ -41,6 +41,11 @@ class McpKernelMixin:
         raised as one :class:`~kavalai.errors.ServerConnectionError` naming each server and why."""
         await self._mcp().connect()
 
+    async def close_mcp_servers(self) -> None:
+        """Close every MCP server (sessions, processes, tasks) and withdraw their tools, leaving the rest of the
+        kernel open. Idempotent; a server connects again on next use."""
+        await self._mcp().aclose()
+
     def mcp_server_states(self) -> list[McpServerState]:
         """The state of every registered MCP server (connected, failed and why, closed, ...), in registration
         order. Cheap and synchronous: it connects nothing."""

@@ -2,44 +2,41 @@
 
 The SDK is imported when a client is built (``pip install 'kavalai[anthropic]'``). Tool results of one step go
 back in one user message of ``tool_result`` blocks, as the API requires; consecutive messages of one role are
-merged. Structured output uses ``output_config.format`` when the schema fits the API's strict subset, and a JSON
-instruction in the system prompt otherwise.
+merged. Structured output uses ``output_config.format`` when the schema fits what the API enforces, and a JSON
+instruction in the system prompt otherwise. Its exceptions are translated in
+:class:`~kavalai.llm._provider.SDKClient`.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pydantic import BaseModel
 
-from kavalai.llm._provider import decode_arguments, import_sdk, name_map, safe_excerpt
-from kavalai.llm.base import ModelSettings, parse_structured, structured_output_instruction
-from kavalai.llm.errors import LLMConfigurationError, LLMConnectionError, LLMError, LLMProviderError
+from kavalai.llm._provider import SDKClient, tool_call
+from kavalai.llm.base import ModelSettings, structured_output_instruction
+from kavalai.llm.errors import LLMResponseError
 from kavalai.llm.messages import (
     AssistantMessage,
     LLMResponse,
     Message,
-    ResponseDone,
-    StreamEvent,
     SystemMessage,
-    TextDelta,
     ToolCall,
     ToolResultMessage,
     ToolSpec,
     Usage,
 )
 from kavalai.llm.names import ToolNameMap
-from kavalai.llm.schemas import anthropic_input_schema, openai_strict_schema
+from kavalai.llm.schemas import anthropic_input_schema, anthropic_output_schema
 
 __all__ = ["AnthropicClient"]
 
 _DEFAULT_MAX_TOKENS: Final = 4096
 
 
-class AnthropicClient:
+class AnthropicClient(SDKClient):
     """An :class:`~kavalai.llm.LLMClient` for the Anthropic Messages API.
 
     Args:
@@ -52,6 +49,11 @@ class AnthropicClient:
         http_client: an ``httpx2.AsyncClient`` for the SDK to use.
     """
 
+    _sdk_module = "anthropic"
+    _sdk_client = "AsyncAnthropic"
+    _sdk_base_error = "AnthropicError"
+    _key_env = "ANTHROPIC_API_KEY"
+
     def __init__(
         self,
         model: str,
@@ -63,80 +65,16 @@ class AnthropicClient:
         max_tokens: int = _DEFAULT_MAX_TOKENS,
         http_client: Any = None,
     ) -> None:
-        self._sdk = import_sdk("anthropic", "anthropic", provider="anthropic", model=model)
-        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            raise LLMConfigurationError(
-                f"No API key for anthropic/{model}: set ANTHROPIC_API_KEY, or pass api_key=.",
-                provider="anthropic",
-                model=model,
-            )
-        self._model = model
+        super().__init__(
+            model,
+            api_key=api_key,
+            base_url=base_url,
+            provider="anthropic",
+            timeout=timeout,
+            max_retries=max_retries,
+            http_client=http_client,
+        )
         self.max_tokens = max_tokens
-        self._client: Any = self._sdk.AsyncAnthropic(
-            api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries, http_client=http_client
-        )
-
-    @property
-    def provider(self) -> str:
-        """Always ``"anthropic"``."""
-        return "anthropic"
-
-    @property
-    def model(self) -> str:
-        """The model name sent in every request."""
-        return self._model
-
-    @property
-    def base_url(self) -> str:
-        """The API's base URL."""
-        return str(self._client.base_url)
-
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec] = (),
-        response_model: type[BaseModel] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> LLMResponse:
-        """Send one Messages request; see :meth:`kavalai.llm.LLMClient.complete`."""
-        names = name_map(messages, tools)
-        body = self._body(messages, tools, response_model, settings, names)
-        try:
-            message = await self._client.messages.create(**body)
-        except self._sdk.AnthropicError as exc:
-            raise self._translate(exc) from exc
-        return parse_structured(_parse(message, names), response_model, provider="anthropic", model=self._model)
-
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec] = (),
-        response_model: type[BaseModel] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> AsyncIterator[StreamEvent]:
-        """Stream one request; see :meth:`kavalai.llm.LLMClient.stream`."""
-        names = name_map(messages, tools)
-        body = self._body(messages, tools, response_model, settings, names)
-        acc = _StreamAccumulator(names)
-        try:
-            events = await self._client.messages.create(**body, stream=True)
-            async with events:
-                async for event in events:
-                    text = acc.add(event)
-                    if text:
-                        yield TextDelta(text=text)
-        except self._sdk.AnthropicError as exc:
-            raise self._translate(exc) from exc
-        yield ResponseDone(
-            response=parse_structured(acc.finish(), response_model, provider="anthropic", model=self._model)
-        )
-
-    async def aclose(self) -> None:
-        """Close the SDK client's connections."""
-        await self._client.close()
 
     def _body(
         self,
@@ -150,7 +88,7 @@ class AnthropicClient:
         body: dict[str, Any] = {"model": self._model, "max_tokens": max_tokens, "messages": _messages(messages, names)}
         system = [message.content for message in messages if isinstance(message, SystemMessage)]
         if response_model is not None:
-            schema = openai_strict_schema(response_model.model_json_schema())
+            schema = anthropic_output_schema(response_model.model_json_schema())
             if schema is not None:
                 body["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
             else:
@@ -170,29 +108,36 @@ class AnthropicClient:
             body["temperature"] = settings.temperature
         return body
 
-    def _translate(self, exc: Exception) -> LLMError:
-        where = f"anthropic/{self._model}"
-        if isinstance(exc, self._sdk.APIStatusError):
-            body = safe_excerpt(exc.body if exc.body is not None else exc.message)
-            return LLMProviderError(
-                f"{where} answered {exc.status_code}: {safe_excerpt(exc.message)}",
-                provider="anthropic",
-                model=self._model,
-                status_code=exc.status_code,
-                body=body,
-            )
-        if isinstance(exc, self._sdk.APITimeoutError):
-            return LLMConnectionError(f"{where} did not answer in time.", provider="anthropic", model=self._model)
-        if isinstance(exc, self._sdk.APIConnectionError):
-            return LLMConnectionError(
-                f"Cannot reach {where} at {self.base_url}: {safe_excerpt(str(exc))}",
-                provider="anthropic",
-                model=self._model,
-            )
-        return LLMError(f"{where} failed: {safe_excerpt(str(exc))}", provider="anthropic", model=self._model)
+    async def _send(self, body: dict[str, Any]) -> Any:
+        return await self._client.messages.create(**body)
 
-    def __repr__(self) -> str:
-        return f"<AnthropicClient anthropic/{self._model} at {self.base_url}>"
+    async def _open_stream(self, body: dict[str, Any]) -> Any:
+        return await self._client.messages.create(**body, stream=True)
+
+    def _accumulator(self, names: ToolNameMap) -> _StreamAccumulator:
+        return _StreamAccumulator(names, self._model)
+
+    def _parse(self, reply: Any, names: ToolNameMap) -> LLMResponse:
+        if not isinstance(getattr(reply, "content", None), list):
+            raise LLMResponseError(
+                f"anthropic/{self._model} sent a message without content blocks.",
+                provider="anthropic",
+                model=self._model,
+            )
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for block in reply.content:
+            if block.type == "text":
+                texts.append(block.text)
+            elif block.type == "tool_use":
+                arguments = block.input if isinstance(block.input, dict) else str(block.input)
+                calls.append(tool_call(block.id, block.name, arguments, names))
+        return LLMResponse(
+            message=AssistantMessage(content="".join(texts) or None, tool_calls=tuple(calls)),
+            usage=_usage(reply.usage, reply.usage.output_tokens),
+            model=reply.model,
+            stop_reason=reply.stop_reason,
+        )
 
 
 def _messages(messages: Sequence[Message], names: ToolNameMap) -> list[dict[str, Any]]:
@@ -229,22 +174,12 @@ def _blocks(message: Message, names: ToolNameMap) -> tuple[str, list[dict[str, A
     return "user", [{"type": "text", "text": message.content}]
 
 
-def _parse(message: Any, names: ToolNameMap) -> LLMResponse:
-    texts: list[str] = []
-    calls: list[ToolCall] = []
-    for block in message.content:
-        if block.type == "text":
-            texts.append(block.text)
-        elif block.type == "tool_use":
-            arguments = block.input if isinstance(block.input, dict) else {}
-            calls.append(ToolCall(id=block.id, name=names.to_uri(block.name), arguments=arguments))
-    usage = Usage(input_tokens=message.usage.input_tokens, output_tokens=message.usage.output_tokens, requests=1)
-    return LLMResponse(
-        message=AssistantMessage(content="".join(texts) or None, tool_calls=tuple(calls)),
-        usage=usage,
-        model=message.model,
-        stop_reason=message.stop_reason,
+def _usage(usage: Any, output_tokens: int | None) -> Usage:
+    """Anthropic counts cached prompt tokens apart from ``input_tokens``; they are input all the same."""
+    cached = (getattr(usage, "cache_creation_input_tokens", None) or 0) + (
+        getattr(usage, "cache_read_input_tokens", None) or 0
     )
+    return Usage(input_tokens=(usage.input_tokens or 0) + cached, output_tokens=output_tokens or 0, requests=1)
 
 
 @dataclass
@@ -257,19 +192,22 @@ class _Block:
 
 @dataclass
 class _StreamAccumulator:
+    """Folds Messages stream events: ``message_start``, content block starts and deltas, ``message_delta``."""
+
     names: ToolNameMap
+    model: str
     blocks: dict[int, _Block] = field(default_factory=dict)
-    input_tokens: int = 0
+    start_usage: Any = None
     output_tokens: int = 0
-    model: str | None = None
+    reply_model: str | None = None
     stop_reason: str | None = None
 
     def add(self, event: Any) -> str:
         """Fold one server-sent event in; return its text."""
         kind = event.type
         if kind == "message_start":
-            self.model = event.message.model
-            self.input_tokens = event.message.usage.input_tokens or 0
+            self.reply_model = event.message.model
+            self.start_usage = event.message.usage
             self.output_tokens = event.message.usage.output_tokens or 0
         elif kind == "content_block_start":
             block = event.content_block
@@ -278,7 +216,7 @@ class _StreamAccumulator:
             return self._delta(event.index, event.delta)
         elif kind == "message_delta":
             self.stop_reason = event.delta.stop_reason or self.stop_reason
-            self.output_tokens = event.usage.output_tokens or self.output_tokens
+            self.output_tokens = event.usage.output_tokens or self.output_tokens  # cumulative
         return ""
 
     def _delta(self, index: int, delta: Any) -> str:
@@ -292,22 +230,20 @@ class _StreamAccumulator:
 
     def finish(self) -> LLMResponse:
         """The complete response once the stream has ended."""
+        if self.start_usage is None:
+            raise LLMResponseError(
+                f"anthropic/{self.model} ended the stream without a message.", provider="anthropic", model=self.model
+            )
         texts: list[str] = []
         calls: list[ToolCall] = []
         for _, block in sorted(self.blocks.items()):
             if block.type == "text":
                 texts.append("".join(block.parts))
             elif block.type == "tool_use":
-                arguments, error = decode_arguments("".join(block.parts))
-                calls.append(
-                    ToolCall(
-                        id=block.id, name=self.names.to_uri(block.name), arguments=arguments, arguments_error=error
-                    )
-                )
-        usage = Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens, requests=1)
+                calls.append(tool_call(block.id, block.name, "".join(block.parts), self.names))
         return LLMResponse(
             message=AssistantMessage(content="".join(texts) or None, tool_calls=tuple(calls)),
-            usage=usage,
-            model=self.model,
+            usage=_usage(self.start_usage, self.output_tokens),
+            model=self.reply_model,
             stop_reason=self.stop_reason,
         )

@@ -1,37 +1,27 @@
 """Chat Completions through the ``openai`` SDK: OpenAI itself and compatible servers (Ollama, vLLM, LM Studio).
 
 The SDK is imported when a client is built (``pip install 'kavalai[openai]'``). Its responses are read
-duck-typed, so the module does not depend on the SDK's type names; its exceptions are translated here.
+duck-typed, so the module does not depend on the SDK's type names; its exceptions are translated in
+:class:`~kavalai.llm._provider.SDKClient`.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
 
-from kavalai.llm._provider import decode_arguments, import_sdk, name_map, safe_excerpt
-from kavalai.llm.base import ModelSettings, parse_structured
-from kavalai.llm.errors import (
-    LLMConfigurationError,
-    LLMConnectionError,
-    LLMError,
-    LLMProviderError,
-    LLMResponseError,
-)
+from kavalai.llm._provider import SDKClient, tool_call
+from kavalai.llm.base import ModelSettings
+from kavalai.llm.errors import LLMResponseError
 from kavalai.llm.messages import (
     AssistantMessage,
     LLMResponse,
     Message,
-    ResponseDone,
-    StreamEvent,
     SystemMessage,
-    TextDelta,
-    ToolCall,
     ToolResultMessage,
     ToolSpec,
     Usage,
@@ -43,19 +33,25 @@ from kavalai.llm.schemas import object_schema, openai_strict_schema, schema_name
 __all__ = ["OpenAIClient"]
 
 
-class OpenAIClient:
+class OpenAIClient(SDKClient):
     """An :class:`~kavalai.llm.LLMClient` for the Chat Completions API.
 
     Args:
         model: the model name, e.g. ``"gpt-4.1-mini"`` (or the local server's model name).
         api_key: the key; by default ``OPENAI_API_KEY``. Never shown in reprs or messages.
         base_url: the API's base URL, for compatible servers (``"http://localhost:11434/v1"``).
-        provider: the name used in messages and errors (``"openai"``, ``"ollama"``, ...).
+        provider: the name used in messages and errors (``"openai"``, ``"ollama"``, ...). With ``"openai"``
+            the reply limit is sent as ``max_completion_tokens``, otherwise as ``max_tokens``.
         timeout: seconds per request.
         max_retries: the SDK's retries of connection errors, 429 and 5xx.
         http_client: an ``httpx2.AsyncClient`` for the SDK to use.
         strict_tools: send tools in strict mode where their schema allows it.
     """
+
+    _sdk_module = "openai"
+    _sdk_client = "AsyncOpenAI"
+    _sdk_base_error = "OpenAIError"
+    _key_env = "OPENAI_API_KEY"
 
     def __init__(
         self,
@@ -69,85 +65,16 @@ class OpenAIClient:
         http_client: Any = None,
         strict_tools: bool = True,
     ) -> None:
-        self._sdk = import_sdk("openai", "openai", provider=provider, model=model)
-        key = api_key or os.environ.get("OPENAI_API_KEY")
-        if not key:
-            raise LLMConfigurationError(
-                f"No API key for {provider}/{model}: set OPENAI_API_KEY, or pass api_key=.",
-                provider=provider,
-                model=model,
-            )
-        self._model = model
-        self._provider = provider
+        super().__init__(
+            model,
+            api_key=api_key,
+            base_url=base_url,
+            provider=provider,
+            timeout=timeout,
+            max_retries=max_retries,
+            http_client=http_client,
+        )
         self.strict_tools = strict_tools
-        self._client: Any = self._sdk.AsyncOpenAI(
-            api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries, http_client=http_client
-        )
-
-    @property
-    def provider(self) -> str:
-        """The provider name given at construction."""
-        return self._provider
-
-    @property
-    def model(self) -> str:
-        """The model name sent in every request."""
-        return self._model
-
-    @property
-    def base_url(self) -> str:
-        """The API's base URL."""
-        return str(self._client.base_url)
-
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec] = (),
-        response_model: type[BaseModel] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> LLMResponse:
-        """Send one Chat Completions request; see :meth:`kavalai.llm.LLMClient.complete`."""
-        names = name_map(messages, tools)
-        body = self._body(messages, tools, response_model, settings, names)
-        try:
-            completion = await self._client.chat.completions.create(**body)
-        except self._sdk.OpenAIError as exc:
-            raise self._translate(exc) from exc
-        return parse_structured(
-            self._parse(completion, names), response_model, provider=self._provider, model=self._model
-        )
-
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec] = (),
-        response_model: type[BaseModel] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> AsyncIterator[StreamEvent]:
-        """Stream one request; see :meth:`kavalai.llm.LLMClient.stream`."""
-        names = name_map(messages, tools)
-        body = self._body(messages, tools, response_model, settings, names)
-        body.update(stream=True, stream_options={"include_usage": True})
-        acc = _StreamAccumulator(names)
-        try:
-            chunks = await self._client.chat.completions.create(**body)
-            async with chunks:
-                async for chunk in chunks:
-                    text = acc.add(chunk)
-                    if text:
-                        yield TextDelta(text=text)
-        except self._sdk.OpenAIError as exc:
-            raise self._translate(exc) from exc
-        response = acc.finish(self._provider, self._model)
-        yield ResponseDone(
-            response=parse_structured(response, response_model, provider=self._provider, model=self._model)
-        )
-
-    async def aclose(self) -> None:
-        """Close the SDK client's connections."""
-        await self._client.close()
 
     def _body(
         self,
@@ -170,6 +97,15 @@ class OpenAIClient:
             body[key] = settings.max_tokens
         return body
 
+    async def _send(self, body: dict[str, Any]) -> Any:
+        return await self._client.chat.completions.create(**body)
+
+    async def _open_stream(self, body: dict[str, Any]) -> Any:
+        return await self._client.chat.completions.create(**body, stream=True, stream_options={"include_usage": True})
+
+    def _accumulator(self, names: ToolNameMap) -> _StreamAccumulator:
+        return _StreamAccumulator(names, self._provider, self._model)
+
     def _tool(self, tool: ToolSpec, names: ToolNameMap) -> dict[str, Any]:
         function: dict[str, Any] = {"name": names.to_provider(tool.name), "description": tool.description}
         strict = openai_strict_schema(tool.input_schema) if self.strict_tools else None
@@ -179,47 +115,27 @@ class OpenAIClient:
             function["parameters"] = object_schema(tool.input_schema)
         return {"type": "function", "function": function}
 
-    def _parse(self, completion: Any, names: ToolNameMap) -> LLMResponse:
-        if not completion.choices:
+    def _parse(self, reply: Any, names: ToolNameMap) -> LLMResponse:
+        if not reply.choices:
             raise LLMResponseError(
-                f"{self._provider} returned no choices for {self._model}.", provider=self._provider, model=self._model
+                f"{self._provider}/{self._model} returned no choices.", provider=self._provider, model=self._model
             )
-        choice = completion.choices[0]
+        choice = reply.choices[0]
+        message = choice.message
         calls = [
-            _tool_call(call.id, call.function.name, call.function.arguments, names)
-            for call in choice.message.tool_calls or ()
+            tool_call(call.id, call.function.name, call.function.arguments, names)
+            for call in message.tool_calls or ()
             if getattr(call, "function", None) is not None
         ]
         return LLMResponse(
-            message=AssistantMessage(content=choice.message.content, tool_calls=tuple(calls)),
-            usage=_usage(completion.usage),
-            model=completion.model,
+            # A refusal (structured outputs) is the reply's text: the agent shows it, or asks for a repair.
+            message=AssistantMessage(
+                content=message.content or getattr(message, "refusal", None), tool_calls=tuple(calls)
+            ),
+            usage=_usage(reply.usage),
+            model=reply.model,
             stop_reason=choice.finish_reason,
         )
-
-    def _translate(self, exc: Exception) -> LLMError:
-        where = f"{self._provider}/{self._model}"
-        if isinstance(exc, self._sdk.APIStatusError):
-            body = safe_excerpt(exc.body if exc.body is not None else exc.message)
-            return LLMProviderError(
-                f"{where} answered {exc.status_code}: {safe_excerpt(exc.message)}",
-                provider=self._provider,
-                model=self._model,
-                status_code=exc.status_code,
-                body=body,
-            )
-        if isinstance(exc, self._sdk.APITimeoutError):
-            return LLMConnectionError(f"{where} did not answer in time.", provider=self._provider, model=self._model)
-        if isinstance(exc, self._sdk.APIConnectionError):
-            return LLMConnectionError(
-                f"Cannot reach {where} at {self.base_url}: {safe_excerpt(str(exc))}",
-                provider=self._provider,
-                model=self._model,
-            )
-        return LLMError(f"{where} failed: {safe_excerpt(str(exc))}", provider=self._provider, model=self._model)
-
-    def __repr__(self) -> str:
-        return f"<OpenAIClient {self._provider}/{self._model} at {self.base_url}>"
 
 
 @dataclass
@@ -231,46 +147,55 @@ class _PendingCall:
 
 @dataclass
 class _StreamAccumulator:
+    """Folds ``chat.completion.chunk``s: text deltas, tool-call fragments keyed by ``index``, the usage chunk."""
+
     names: ToolNameMap
+    provider: str
+    model: str
     text: list[str] = field(default_factory=list)
     calls: dict[int, _PendingCall] = field(default_factory=dict)
-    usage: Usage = field(default_factory=Usage)
-    model: str | None = None
+    usage: Usage = field(default_factory=lambda: Usage(requests=1))
+    reply_model: str | None = None
     stop_reason: str | None = None
 
-    def add(self, chunk: Any) -> str:
+    def add(self, event: Any) -> str:
         """Fold one chunk in; return its text."""
-        self.model = chunk.model or self.model
-        if chunk.usage is not None:
-            self.usage = _usage(chunk.usage)
-        if not chunk.choices:
+        self.reply_model = event.model or self.reply_model
+        if event.usage is not None:
+            self.usage = _usage(event.usage)
+        if not event.choices:
             return ""
-        choice = chunk.choices[0]
+        choice = event.choices[0]
         self.stop_reason = choice.finish_reason or self.stop_reason
         delta = choice.delta
         for call in delta.tool_calls or ():
             pending = self.calls.setdefault(call.index, _PendingCall())
             pending.id = call.id or pending.id
             if call.function is not None:
-                pending.name += call.function.name or ""
+                # The name arrives in the first fragment; some compatible servers repeat it in every fragment.
+                name = call.function.name or ""
+                if name != pending.name:
+                    pending.name += name
                 pending.arguments.append(call.function.arguments or "")
-        text: str = delta.content or ""
+        text: str = delta.content or getattr(delta, "refusal", None) or ""
         if text:
             self.text.append(text)
         return text
 
-    def finish(self, provider: str, model: str) -> LLMResponse:
+    def finish(self) -> LLMResponse:
         """The complete response once the stream has ended."""
         if self.stop_reason is None and not self.text and not self.calls:
             raise LLMResponseError(
-                f"{provider}/{model} ended the stream without a reply.", provider=provider, model=model
+                f"{self.provider}/{self.model} ended the stream without a reply.",
+                provider=self.provider,
+                model=self.model,
             )
         calls = [
-            _tool_call(pending.id, pending.name, "".join(pending.arguments), self.names)
+            tool_call(pending.id, pending.name, "".join(pending.arguments), self.names)
             for _, pending in sorted(self.calls.items())
         ]
         message = AssistantMessage(content="".join(self.text) or None, tool_calls=tuple(calls))
-        return LLMResponse(message=message, usage=self.usage, model=self.model, stop_reason=self.stop_reason)
+        return LLMResponse(message=message, usage=self.usage, model=self.reply_model, stop_reason=self.stop_reason)
 
 
 def _message(message: Message, names: ToolNameMap) -> dict[str, Any]:
@@ -278,7 +203,9 @@ def _message(message: Message, names: ToolNameMap) -> dict[str, Any]:
         return {"role": message.role, "content": message.content}
     if isinstance(message, ToolResultMessage):
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-    wire: dict[str, Any] = {"role": "assistant", "content": message.content}
+    # The API refuses an assistant message with neither content nor tool calls (an empty reply in the history).
+    content = message.content if message.content is not None or message.tool_calls else ""
+    wire: dict[str, Any] = {"role": "assistant", "content": content}
     if message.tool_calls:
         wire["tool_calls"] = [
             {
@@ -300,14 +227,6 @@ def _response_format(response_model: type[BaseModel]) -> dict[str, Any]:
         "strict": strict is not None,
     }
     return {"type": "json_schema", "json_schema": spec}
-
-
-def _tool_call(call_id: str | None, name: str, raw_arguments: str | None, names: ToolNameMap) -> ToolCall:
-    arguments, error = decode_arguments(raw_arguments)
-    uri = names.to_uri(name)
-    if call_id:
-        return ToolCall(id=call_id, name=uri, arguments=arguments, arguments_error=error)
-    return ToolCall(name=uri, arguments=arguments, arguments_error=error)
 
 
 def _usage(usage: Any) -> Usage:

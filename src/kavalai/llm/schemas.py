@@ -1,34 +1,68 @@
-"""Adapting a tool's JSON schema to what each provider accepts.
+"""Adapting a tool's (or an output model's) JSON schema to what each provider accepts.
 
 OpenAI's strict mode (``"strict": true``) guarantees arguments that fit the schema, but only for a subset of JSON
 Schema: every object must list all its properties as required and forbid additional properties, and only some
-keywords may appear. :func:`openai_strict_schema` returns a strict version when the schema can be made one without
-changing what it accepts (adding ``additionalProperties: false`` where it is absent), else ``None``: a schema with
-optional fields, free-form maps or unsupported keywords is sent as it is, non-strict. Anthropic takes the schema
-as ``input_schema``, with an object at the root.
+keywords and string formats may appear. :func:`openai_strict_schema` returns a strict version when the schema can
+be made one without changing what it accepts (adding ``additionalProperties: false`` where it is absent, dropping
+keywords beside a ``$ref``), else ``None``: a schema with optional fields, free-form maps or unsupported keywords
+is sent as it is, non-strict.
+
+Anthropic takes a tool's schema as ``input_schema`` with an object at the root (:func:`anthropic_input_schema`).
+Its structured outputs (``output_config.format``) accept optional properties but no numeric or string length
+constraints; :func:`anthropic_output_schema` returns such a schema, or ``None`` when the schema needs more.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from pydantic import BaseModel
 
-__all__ = ["anthropic_input_schema", "object_schema", "openai_strict_schema", "schema_name"]
+__all__ = [
+    "anthropic_input_schema",
+    "anthropic_output_schema",
+    "object_schema",
+    "openai_strict_schema",
+    "schema_name",
+]
 
-_STRICT_KEYWORDS: Final = frozenset(
-    {
-        "type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf", "$ref",
-        "$defs", "definitions", "description", "title", "pattern", "format", "minimum", "maximum",
-        "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems",
-    }
-)  # fmt: skip
 _EMPTY_OBJECT: Final[dict[str, Any]] = {"type": "object", "properties": {}}
+_STRUCTURE: Final = frozenset(
+    {"type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf", "$ref", "$defs"}
+    | {"definitions", "description", "title", "format"}
+)
 
 
-class _NotStrict(Exception):
+@dataclass(frozen=True, slots=True)
+class _Dialect:
+    """What one provider's constrained decoding accepts."""
+
+    keywords: frozenset[str]
+    formats: frozenset[str]
+    all_required: bool  # every property must be listed in ``required``
+    dropped: frozenset[str] = frozenset()  # annotations removed rather than refused
+    min_items: frozenset[int] | None = None  # allowed minItems values; None: any
+
+
+_OPENAI: Final = _Dialect(
+    keywords=_STRUCTURE
+    | {"pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems"},
+    formats=frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}),
+    all_required=True,
+)
+_ANTHROPIC: Final = _Dialect(
+    keywords=_STRUCTURE | {"allOf", "minItems", "default", "examples"},
+    formats=frozenset({"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}),
+    all_required=False,
+    dropped=frozenset({"default", "examples"}),
+    min_items=frozenset({0, 1}),
+)
+
+
+class _Unsupported(Exception):
     pass
 
 
@@ -44,12 +78,12 @@ def object_schema(schema: Mapping[str, Any] | None) -> dict[str, Any]:
 
 def openai_strict_schema(schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The schema for OpenAI's strict mode, or ``None`` when strict mode would change what the schema accepts."""
-    candidate = object_schema(schema)
-    try:
-        _strictify(candidate)
-    except _NotStrict:
-        return None
-    return candidate
+    return _constrain(schema, _OPENAI)
+
+
+def anthropic_output_schema(schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The schema for Anthropic's ``output_config.format``, or ``None`` when it uses what the API cannot enforce."""
+    return _constrain(schema, _ANTHROPIC)
 
 
 def anthropic_input_schema(schema: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -59,40 +93,55 @@ def anthropic_input_schema(schema: Mapping[str, Any] | None) -> dict[str, Any]:
 
 def schema_name(model: type[BaseModel]) -> str:
     """A name for ``model``'s schema that providers accept (letters, digits, ``_`` and ``-``, at most 64)."""
-    name = "".join(char if char.isalnum() or char in "_-" else "_" for char in model.__name__)
+    name = "".join(char if char.isascii() and (char.isalnum() or char in "_-") else "_" for char in model.__name__)
     return name[:64] or "output"
 
 
-def _strictify(node: Any) -> None:
-    if not isinstance(node, dict):
-        raise _NotStrict
-    if not _STRICT_KEYWORDS.issuperset(node):
-        raise _NotStrict
+def _constrain(schema: Mapping[str, Any] | None, dialect: _Dialect) -> dict[str, Any] | None:
+    candidate = object_schema(schema)
+    try:
+        _visit(candidate, dialect)
+    except _Unsupported:
+        return None
+    return candidate
+
+
+def _visit(node: Any, dialect: _Dialect) -> None:
+    if not isinstance(node, dict) or not dialect.keywords.issuperset(node):
+        raise _Unsupported
+    for key in dialect.dropped.intersection(node):
+        del node[key]
     if "$ref" in node:
-        # Strict mode rejects keywords beside a $ref; the description is lost, the referenced schema kept.
+        # Keywords beside a $ref are refused; the description is lost, the referenced schema kept.
         for key in [key for key in node if key != "$ref"]:
             del node[key]
         return
+    if "format" in node and node["format"] not in dialect.formats:
+        raise _Unsupported
+    if dialect.min_items is not None and node.get("minItems", 0) not in dialect.min_items:
+        raise _Unsupported
     if node.get("type") == "object" or "properties" in node:
-        _strictify_object(node)
+        _visit_object(node, dialect)
     if "items" in node:
-        _strictify(node["items"])
-    for branch in node.get("anyOf", ()):
-        _strictify(branch)
-    for defs_key in ("$defs", "definitions"):
-        for definition in node.get(defs_key, {}).values():
-            _strictify(definition)
+        _visit(node["items"], dialect)
+    for key in ("anyOf", "allOf"):
+        for branch in node.get(key, ()):
+            _visit(branch, dialect)
+    for key in ("$defs", "definitions"):
+        for definition in node.get(key, {}).values():
+            _visit(definition, dialect)
 
 
-def _strictify_object(node: dict[str, Any]) -> None:
-    if "properties" not in node:  # a free-form object; strict mode would only accept {}
-        raise _NotStrict
+def _visit_object(node: dict[str, Any], dialect: _Dialect) -> None:
+    if "properties" not in node:  # a free-form object; constrained decoding would only accept {}
+        raise _Unsupported
     properties = node["properties"]
-    if set(node.get("required", ())) != set(properties):
-        raise _NotStrict
+    required = node.get("required", [])
+    if not set(required) <= set(properties) or (dialect.all_required and set(required) != set(properties)):
+        raise _Unsupported
     if node.get("additionalProperties", False) is not False:
-        raise _NotStrict
+        raise _Unsupported
     node["additionalProperties"] = False
-    node["required"] = list(properties)
+    node["required"] = list(properties) if dialect.all_required else list(required)
     for child in properties.values():
-        _strictify(child)
+        _visit(child, dialect)

@@ -18,7 +18,7 @@ import json as jsonlib
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import aiohttp
 import anyio
@@ -28,9 +28,7 @@ from yarl import URL
 
 from kavalai.errors import ConfigurationError
 from kavalai.tools._netguard import GuardedResolver, IPNetwork, check_url, parse_networks
-
-if TYPE_CHECKING:
-    from kavalai.kernel import FunctionKernel
+from kavalai.tools._register import check_limits
 
 __all__ = ["DEFAULT_USER_AGENT", "FetchConfig", "Fetched", "GuardedClient", "open_client", "parse_url"]
 
@@ -38,6 +36,7 @@ DEFAULT_USER_AGENT: Final = "kavalai-tools/0.1"
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 _CREDENTIAL_HEADERS: Final = ("Authorization", "Cookie", "Proxy-Authorization")
 _CHUNK: Final = 64 * 1024
+_FORBIDDEN_IN_HEADERS: Final = frozenset("\r\n\x00")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +93,6 @@ class Fetched:
 
 
 def open_client(
-    kernel: FunctionKernel,
     group: str,
     *,
     allow_private_networks: bool,
@@ -104,19 +102,20 @@ def open_client(
     max_response_bytes: int,
     user_agent: str,
 ) -> GuardedClient:
-    """Check a group's settings, create its client, and have ``kernel.close()`` close the client's session.
+    """Check a group's settings and create its client (the caller has ``kernel.close()`` close it).
 
     Raises:
-        ConfigurationError: an ``allowed_networks`` entry that is not a network, or a negative limit.
+        ConfigurationError: an ``allowed_networks`` entry that is not a network, or a limit out of range.
     """
     try:
         networks = parse_networks(allowed_networks)
     except ValueError as exc:
         raise ConfigurationError(f"Cannot register the {group} tools: {exc}") from exc
-    if max_redirects < 0 or max_response_bytes <= 0:
+    if max_redirects < 0:
         raise ConfigurationError(
-            f"Cannot register the {group} tools: max_redirects must be at least 0 and max_response_bytes above 0."
+            f"Cannot register the {group} tools: max_redirects must be at least 0, got {max_redirects!r}."
         )
+    check_limits(group, max_response_bytes=max_response_bytes)
     config = FetchConfig(
         allow_private_networks=allow_private_networks,
         allowed_networks=networks,
@@ -125,9 +124,7 @@ def open_client(
         max_response_bytes=max_response_bytes,
         user_agent=user_agent,
     )
-    client = GuardedClient(config)
-    kernel.on_close(client.aclose)
-    return client
+    return GuardedClient(config)
 
 
 def parse_url(url: str) -> URL:
@@ -163,6 +160,12 @@ class GuardedClient:
         """Send ``method url`` following redirects through the guard; see the module docstring for failures."""
         if json is not None and body is not None:
             raise ValueError("Give either a JSON body (json) or a text body (body), not both.")
+        for name, value in (headers or {}).items():
+            if _FORBIDDEN_IN_HEADERS.intersection(name + value) or not name.strip():
+                raise ValueError(
+                    f"Refused header {name!r}: a header needs a name, and its name and value may not contain line "
+                    "breaks or NUL bytes."
+                )
         try:
             with anyio.fail_after(timeout):
                 return await self._follow(method.upper(), url, headers, json, body)
@@ -239,7 +242,10 @@ class GuardedClient:
             resolver, owned = self._make_resolver()
             connector = aiohttp.TCPConnector(resolver=resolver, limit=64, ttl_dns_cache=10)
             self._session = aiohttp.ClientSession(
-                connector=connector, trust_env=False, cookie_jar=aiohttp.DummyCookieJar()
+                connector=connector,
+                trust_env=False,
+                cookie_jar=aiohttp.DummyCookieJar(),
+                timeout=aiohttp.ClientTimeout(total=None),  # each request's own timeout governs (request())
             )
             self._resolver = resolver if owned else None
             self._loop = loop

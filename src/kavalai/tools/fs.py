@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import codecs
 import os
-import re
 import shutil
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -31,6 +31,7 @@ from kavalai.adapters.python import pythontool
 from kavalai.errors import ConfigurationError
 from kavalai.tools._atomic import atomic_write_bytes
 from kavalai.tools._jail import Jail
+from kavalai.tools._register import check_limits, register_all
 
 if TYPE_CHECKING:
     from kavalai.kernel import FunctionKernel
@@ -40,6 +41,9 @@ __all__ = ["FsDeleted", "FsEntry", "FsFound", "FsListing", "FsMkdir", "FsStat", 
 EntryType = Literal["file", "dir", "symlink", "other"]
 _BINARY_SNIFF = 8192
 _WIDE_ENCODINGS = ("utf-16", "utf-32")
+_MAX_PATTERN = 1000
+_MAX_PATTERN_PARTS = 64
+_UNLIMITED = 1 << 30  # a depth no tree reaches
 
 
 class FsEntry(BaseModel):
@@ -141,8 +145,10 @@ def register(
         max_entries: the most entries ``ls`` and ``find`` return (and the ceiling of their limits).
 
     Raises:
-        ConfigurationError: ``root`` is not an existing directory.
+        ConfigurationError: ``root`` is not an existing directory, or a limit is not above 0.
+        ToolRegistrationError: a tool is already registered under one of the names (use another ``prefix``).
     """
+    check_limits(prefix, max_read_bytes=max_read_bytes, max_write_bytes=max_write_bytes, max_entries=max_entries)
     try:
         jail = Jail(root)
     except NotADirectoryError as exc:
@@ -151,7 +157,7 @@ def register(
     tools = _read_tools(group)
     if writable:
         tools.update(_write_tools(group))
-    return [kernel.register_python_tool(f"{prefix}.{name}", func) for name, func in tools.items()]
+    return register_all(kernel, prefix, tools)
 
 
 # ------------------------------------------------------------------------------------------------- read tools
@@ -163,15 +169,24 @@ def _read_tools(group: _Group) -> dict[str, Callable[..., Any]]:
     @pythontool
     def ls(
         path: Annotated[str, Field(description="The directory, relative to the root.")] = ".",
-        pattern: Annotated[str | None, Field(description="Only names matching this glob, e.g. '*.md'.")] = None,
+        pattern: Annotated[
+            str | None, Field(max_length=_MAX_PATTERN, description="Only names matching this glob, e.g. '*.md'.")
+        ] = None,
         recursive: Annotated[bool, Field(description="Also list subdirectories' contents.")] = False,
+        max_depth: Annotated[
+            int | None,
+            Field(gt=0, description="With `recursive`: how many levels to descend (1: this directory only)."),
+        ] = None,
         max_entries: Annotated[int, Field(gt=0, description="The most entries to return.")] = entry_cap,
     ) -> FsListing:
         """List a directory: each entry's path, type, size and modification time."""
-        directory = _directory(jail, path)
-        regex = None if pattern is None else _glob(pattern)
-        with _plain_errors(path):
-            matches = (e for e in _walk(directory, recursive) if regex is None or regex.match(e.name))
+        if pattern is not None and "/" in pattern:
+            raise ValueError(f"The ls pattern {pattern!r} matches names, which have no '/'; use fs.find for paths.")
+        depth = (max_depth or _UNLIMITED) if recursive else 1
+        with _relative_errors(jail, path):
+            directory = _directory(jail, path)
+            found = _walk(directory, depth)
+            matches = (e for e in found if pattern is None or fnmatchcase(e.parts[-1], pattern))
             entries, truncated = _take(matches, min(max_entries, entry_cap), jail)
         return FsListing(path=jail.relative(directory), entries=entries, truncated=truncated)
 
@@ -180,8 +195,10 @@ def _read_tools(group: _Group) -> dict[str, Callable[..., Any]]:
         pattern: Annotated[
             str,
             Field(
+                min_length=1,
+                max_length=_MAX_PATTERN,
                 description="A glob. Without '/' it matches names at any depth ('*.py'); with '/' it matches "
-                "the path below `path`, '**' spanning directories ('src/**/test_*.py')."
+                "the path below `path`, a '**' part spanning directories ('src/**/test_*.py').",
             ),
         ],
         path: Annotated[str, Field(description="The directory to search, relative to the root.")] = ".",
@@ -190,15 +207,13 @@ def _read_tools(group: _Group) -> dict[str, Callable[..., Any]]:
         """Find files and directories whose name or path matches a glob pattern."""
         if pattern.startswith("/") or ".." in pattern.split("/"):
             raise PermissionError(f"Refused pattern {pattern!r}: it must be relative and must not contain '..'.")
-        base = _directory(jail, path)
-        regex = _glob(pattern)
-        by_path = "/" in pattern
-        with _plain_errors(path):
-            found = (
-                e
-                for e in _walk(base, recursive=True)
-                if regex.match(e.path.relative_to(base).as_posix() if by_path else e.name)
-            )
+        parts = _pattern_parts(pattern)
+        with _relative_errors(jail, path):
+            base = _directory(jail, path)
+            if "/" in pattern:
+                found = (e for e in _walk(base, _UNLIMITED) if _match_parts(parts, e.parts))
+            else:
+                found = (e for e in _walk(base, _UNLIMITED) if fnmatchcase(e.parts[-1], pattern))
             matches, truncated = _take(found, min(max_results, entry_cap), jail)
         return FsFound(pattern=pattern, matches=matches, truncated=truncated)
 
@@ -215,7 +230,7 @@ def _read_tools(group: _Group) -> dict[str, Callable[..., Any]]:
 
         Binary files are refused.
         """
-        with _plain_errors(path):
+        with _relative_errors(jail, path):
             return _read_text(jail, path, encoding, offset, min(max_bytes, group.max_read_bytes))
 
     @pythontool
@@ -223,7 +238,8 @@ def _read_tools(group: _Group) -> dict[str, Callable[..., Any]]:
         """Tell whether a path exists and give its type, size, modification time and permissions."""
         real = jail.resolve(path)
         try:
-            info = real.stat()
+            with _relative_errors(jail, path):
+                info = real.stat()
         except FileNotFoundError:
             return FsStat(path=jail.relative(real), exists=False, type=None, size=None, modified=None, mode=None)
         kind = _kind(info.st_mode)
@@ -240,10 +256,7 @@ def _read_tools(group: _Group) -> dict[str, Callable[..., Any]]:
 
 
 def _read_text(jail: Jail, path: str, encoding: str, offset: int, limit: int) -> FsText:
-    try:
-        codec = codecs.lookup(encoding)
-    except LookupError:
-        raise ValueError(f"Unknown encoding {encoding!r}; use a Python codec name such as 'utf-8'.") from None
+    codec = _text_codec(encoding)
     real = jail.resolve(path)
     info = real.stat()  # FileNotFoundError says which path is missing
     if stat.S_ISDIR(info.st_mode):
@@ -261,11 +274,16 @@ def _read_text(jail: Jail, path: str, encoding: str, offset: int, limit: int) ->
     decoder = codec.incrementaldecoder("strict")
     try:
         text = decoder.decode(chunk, final=at_end)
-    except UnicodeDecodeError as exc:
-        raise ValueError(
-            f"Refused to read {path!r}: it is not valid {codec.name} text (byte 0x{chunk[exc.start]:02x} at "
-            f"offset {offset + exc.start}); it may be binary, or pass the right encoding."
-        ) from None
+    except UnicodeError as exc:
+        where = (
+            f" (byte 0x{chunk[exc.start]:02x} at offset {offset + exc.start})"
+            if isinstance(exc, UnicodeDecodeError) and exc.start < len(chunk)
+            else ""
+        )
+        hint = "it may be binary, or pass the right encoding"
+        if offset and isinstance(exc, UnicodeDecodeError) and exc.start < 4:
+            hint = f"offset {offset} may fall inside a character: continue from a read's next_offset"
+        raise ValueError(f"Refused to read {path!r}: it is not valid {codec.name} text{where}; {hint}.") from None
     consumed = len(chunk) - len(decoder.getstate()[0])
     return FsText(
         path=jail.relative(real),
@@ -299,17 +317,16 @@ def _write_tools(group: _Group) -> dict[str, Callable[..., Any]]:
                 "limit (max_write_bytes)."
             )
         real = jail.resolve(path)
-        if real == jail.root or real.is_dir():
-            raise IsADirectoryError(f"Refused to write {path!r}: it is a directory.")
-        existed = real.exists()
-        if existed and not overwrite:
-            raise FileExistsError(f"Refused to write {path!r}: it exists and overwrite is false.")
-        if not real.parent.is_dir():
-            if not make_parents:
-                raise FileNotFoundError(f"The directory of {path!r} does not exist; pass make_parents=true.")
-            with _plain_errors(path):
-                real.parent.mkdir(parents=True, exist_ok=True)
-        with _plain_errors(path):
+        with _relative_errors(jail, path):
+            if real == jail.root or real.is_dir():
+                raise IsADirectoryError(f"Refused to write {path!r}: it is a directory.")
+            existed = real.exists()
+            if existed and not overwrite:
+                raise FileExistsError(f"Refused to write {path!r}: it exists and overwrite is false.")
+            if not real.parent.is_dir():
+                if not make_parents:
+                    raise FileNotFoundError(f"The directory of {path!r} does not exist; pass make_parents=true.")
+                _make_dirs(real.parent, path)
             atomic_write_bytes(real, data)
         return FsWritten(path=jail.relative(real), bytes_written=len(data), created=not existed)
 
@@ -320,12 +337,15 @@ def _write_tools(group: _Group) -> dict[str, Callable[..., Any]]:
     ) -> FsMkdir:
         """Create a directory; an existing directory is not an error."""
         real = jail.resolve(path)
-        if real.is_dir():
-            return FsMkdir(path=jail.relative(real), created=False)
-        if real.exists():
-            raise FileExistsError(f"Cannot create directory {path!r}: a file exists there.")
-        with _plain_errors(path):
-            real.mkdir(parents=parents)
+        with _relative_errors(jail, path):
+            if real.is_dir():
+                return FsMkdir(path=jail.relative(real), created=False)
+            if real.exists():
+                raise FileExistsError(f"Cannot create directory {path!r}: a file exists there.")
+            if parents:
+                _make_dirs(real, path)
+            else:
+                real.mkdir()
         return FsMkdir(path=jail.relative(real), created=True)
 
     @pythontool
@@ -337,12 +357,12 @@ def _write_tools(group: _Group) -> dict[str, Callable[..., Any]]:
         real = jail.resolve(path, follow_last=False)
         if real == jail.root:
             raise PermissionError("Refused to delete the root directory itself.")
-        with _plain_errors(path):
+        with _relative_errors(jail, path):
             kind = _kind(real.lstat().st_mode)
             if kind != "dir":
                 real.unlink()
             elif recursive:
-                shutil.rmtree(real)
+                _remove_tree(real, path)
             elif any(real.iterdir()):
                 raise OSError(f"Cannot delete {path!r}: the directory is not empty; pass recursive=true.")
             else:
@@ -353,29 +373,75 @@ def _write_tools(group: _Group) -> dict[str, Callable[..., Any]]:
 
 
 def _encode(content: str, encoding: str, path: str) -> bytes:
+    codec = _text_codec(encoding)
     try:
-        return content.encode(encoding)
-    except LookupError:
-        raise ValueError(f"Unknown encoding {encoding!r}; use a Python codec name such as 'utf-8'.") from None
+        return content.encode(codec.name)
     except UnicodeEncodeError as exc:
         raise ValueError(
             f"Refused to write {path!r}: character {content[exc.start]!r} at position {exc.start} cannot be "
             f"encoded as {encoding}."
         ) from None
+    except UnicodeError as exc:
+        raise ValueError(f"Refused to write {path!r}: the content cannot be encoded as {encoding} ({exc}).") from None
+
+
+def _text_codec(encoding: str) -> codecs.CodecInfo:
+    """The codec called ``encoding`` if it turns bytes into text; ``ValueError`` for others (``base64``, ...)."""
+    try:
+        codec = codecs.lookup(encoding)
+        "".encode(codec.name)  # raises LookupError for bytes-to-bytes and str-to-str codecs
+    except LookupError:
+        raise ValueError(
+            f"Unknown text encoding {encoding!r}; use a text encoding such as 'utf-8', 'utf-16' or 'latin-1'."
+        ) from None
+    return codec
+
+
+def _remove_tree(directory: Path, path: str) -> None:
+    # shutil.rmtree never follows a link and is safe against a directory swapped for one, but it recurses.
+    try:
+        shutil.rmtree(directory)
+    except RecursionError:
+        raise OSError(
+            f"Cannot delete {path!r} in one call: the tree is nested too deeply; delete its deepest parts first "
+            "(what could be deleted is gone)."
+        ) from None
+
+
+def _make_dirs(directory: Path, path: str) -> None:
+    """Create ``directory`` and its missing parents, top down without recursion (a path may be very deep)."""
+    missing: list[Path] = []
+    current = directory
+    while not current.exists():
+        missing.append(current)
+        current = current.parent
+    try:
+        if not current.is_dir():
+            raise NotADirectoryError
+        for each in reversed(missing):
+            each.mkdir(exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise NotADirectoryError(f"Cannot create {path!r}: a part of its path is a file, not a directory.") from None
 
 
 # ------------------------------------------------------------------------------------------------ helpers
 
 
 @contextmanager
-def _plain_errors(path: str) -> Iterator[None]:
-    """Re-raise an OS error that names an absolute file with the caller's relative path instead."""
+def _relative_errors(jail: Jail, path: str) -> Iterator[None]:
+    """Re-raise an OS error that names an absolute file with the path relative to the root instead.
+
+    The absolute root is never shown to a model: the message names the file relative to the root when it lies
+    inside it, otherwise the caller's ``path``.
+    """
     try:
         yield
     except OSError as exc:
         if exc.filename is None:
             raise
-        raise type(exc)(exc.errno, f"{exc.strerror}: {path!r}") from exc
+        named = Path(os.fsdecode(exc.filename))
+        shown = jail.relative(named) if named.is_relative_to(jail.root) else path
+        raise type(exc)(exc.errno, f"{exc.strerror or type(exc).__name__}: {shown!r}") from exc
 
 
 def _directory(jail: Jail, path: str) -> Path:
@@ -390,22 +456,41 @@ def _directory(jail: Jail, path: str) -> Path:
 @dataclass(frozen=True, slots=True)
 class _Found:
     path: Path
-    name: str
+    parts: tuple[str, ...]  # relative to the directory walked
     info: os.stat_result
 
 
-def _walk(directory: Path, recursive: bool) -> Iterator[_Found]:
-    """Entries under ``directory`` depth-first in name order; symbolic links are listed, never followed."""
+def _walk(top: Path, max_depth: int) -> Iterator[_Found]:
+    """Entries under ``top`` depth-first in name order, ``max_depth`` levels down (1: ``top``'s own entries).
+
+    Symbolic links are listed, never followed. An explicit stack, so a deep tree cannot exhaust the recursion
+    limit; a subdirectory that cannot be read is skipped (``top`` itself raises).
+    """
+    stack = [iter(_scan(top, ()))]
+    while stack:
+        item = next(stack[-1], None)
+        if item is None:
+            stack.pop()
+            continue
+        yield item
+        if stat.S_ISDIR(item.info.st_mode) and len(item.parts) < max_depth:
+            try:
+                stack.append(iter(_scan(item.path, item.parts)))
+            except (PermissionError, FileNotFoundError, NotADirectoryError):
+                continue
+
+
+def _scan(directory: Path, parts: tuple[str, ...]) -> list[_Found]:
     with os.scandir(directory) as scan:
         entries = sorted(scan, key=lambda entry: entry.name)
+    found: list[_Found] = []
     for entry in entries:
         try:
             info = entry.stat(follow_symlinks=False)
         except FileNotFoundError:  # removed while we looked
             continue
-        yield _Found(Path(entry.path), entry.name, info)
-        if recursive and stat.S_ISDIR(info.st_mode):
-            yield from _walk(Path(entry.path), recursive)
+        found.append(_Found(Path(entry.path), (*parts, entry.name), info))
+    return found
 
 
 def _take(found: Iterator[_Found], limit: int, jail: Jail) -> tuple[list[FsEntry], bool]:
@@ -433,36 +518,31 @@ def _kind(mode: int) -> EntryType:
     return "file" if stat.S_ISREG(mode) else "other"
 
 
-def _glob(pattern: str) -> re.Pattern[str]:
-    """Compile a glob: ``*`` and ``?`` stay within one path part, ``**`` spans parts, ``[...]`` is a class."""
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
+def _pattern_parts(pattern: str) -> list[str]:
+    """A find pattern's parts, without ``.`` and empty ones, runs of ``**`` merged (they mean the same)."""
+    parts: list[str] = []
+    for part in pattern.split("/"):
+        if part not in ("", ".") and not (part == "**" and parts[-1:] == ["**"]):
+            parts.append(part)
+    if len(parts) > _MAX_PATTERN_PARTS:
+        raise ValueError(f"The pattern has {len(parts)} parts; at most {_MAX_PATTERN_PARTS} are allowed.")
+    return parts
+
+
+def _match_parts(pattern: Sequence[str], parts: Sequence[str]) -> bool:
+    """Whether the path ``parts`` match the glob ``pattern`` parts; a ``**`` part spans directories.
+
+    ``*``, ``?`` and ``[...]`` match within one part (:func:`fnmatch.fnmatchcase`, which does not backtrack
+    badly). A ``**`` part matches any number of parts, at least one when it ends the pattern (``docs/**`` is
+    everything below ``docs``). The work is bounded by the product of the two lengths.
+    """
+    states = {0}  # how many of ``parts`` the pattern so far can have consumed
+    for index, glob in enumerate(pattern):
+        if glob == "**":
+            lowest = min(states) + (1 if index == len(pattern) - 1 else 0)
+            states = set(range(lowest, len(parts) + 1))
         else:
-            token, i = _glob_token(pattern, i)
-            out.append(token)
-    return re.compile("".join(out) + r"\Z", re.DOTALL)
-
-
-def _glob_token(pattern: str, i: int) -> tuple[str, int]:
-    char = pattern[i]
-    if char == "*":
-        return "[^/]*", i + 1
-    if char == "?":
-        return "[^/]", i + 1
-    end = pattern.find("]", i + 2) if char == "[" else -1
-    if end == -1:
-        return re.escape(char), i + 1
-    body = pattern[i + 1 : end]
-    negate = body.startswith("!")
-    body = body[1:] if negate else body
-    body = body.replace("\\", "\\\\").replace("[", "\\[")
-    if body.startswith("^"):
-        body = "\\" + body
-    return f"[{'^' if negate else ''}{body}]", end + 1
+            states = {n + 1 for n in states if n < len(parts) and fnmatchcase(parts[n], glob)}
+        if not states:
+            return False
+    return len(parts) in states

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, JsonValue
 
 from kavalai.adapters.python import pythontool
 from kavalai.tools._fetch import DEFAULT_USER_AGENT, open_client, parse_url
+from kavalai.tools._register import check_limits, register_all
 
 if TYPE_CHECKING:
     from kavalai.kernel import FunctionKernel
@@ -70,10 +71,11 @@ def register(
         user_agent: the ``User-Agent`` header sent unless the caller sets one.
 
     Raises:
-        ConfigurationError: an ``allowed_networks`` entry that is not a network, or a negative limit.
+        ConfigurationError: an ``allowed_networks`` entry that is not a network, or a limit out of range.
+        ToolRegistrationError: the tool's name is taken (use another ``prefix``).
     """
+    check_limits(prefix, timeout=default_timeout)
     client = open_client(
-        kernel,
         prefix,
         allow_private_networks=allow_private_networks,
         allowed_networks=allowed_networks,
@@ -114,7 +116,9 @@ def register(
             redirects=fetched.redirects,
         )
 
-    return [kernel.register_python_tool(f"{prefix}.request", request)]
+    uris = register_all(kernel, prefix, {"request": request})
+    kernel.on_close(client.aclose)  # the pooled session opens on first use; close() closes it
+    return uris
 
 
 def _query_pairs(query: dict[str, QueryValue]) -> list[tuple[str, str]]:

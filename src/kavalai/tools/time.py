@@ -20,6 +20,7 @@ import anyio.to_thread
 from pydantic import BaseModel, Field
 
 from kavalai.adapters.python import pythontool
+from kavalai.tools._register import register_all
 
 if TYPE_CHECKING:
     from kavalai.kernel import FunctionKernel
@@ -47,7 +48,11 @@ class ZonedTimeConversion(BaseModel):
 
 
 def register(kernel: FunctionKernel, *, prefix: str = "time") -> list[str]:
-    """Register ``python://<prefix>.now`` and ``python://<prefix>.convert`` on ``kernel``; return their URIs."""
+    """Register ``python://<prefix>.now`` and ``python://<prefix>.convert`` on ``kernel``; return their URIs.
+
+    Raises:
+        ToolRegistrationError: a tool is already registered under one of the names (use another ``prefix``).
+    """
 
     @pythontool
     async def now(
@@ -86,7 +91,7 @@ def register(kernel: FunctionKernel, *, prefix: str = "time") -> list[str]:
             source=zoned(source, source_name), target=zoned(source.astimezone(target_zone), to_timezone)
         )
 
-    return [kernel.register_python_tool(f"{prefix}.{f.__name__}", f) for f in (now, convert)]
+    return register_all(kernel, prefix, {"now": now, "convert": convert})
 
 
 async def zone_info(name: str) -> zoneinfo.ZoneInfo:

@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from kavalai.adapters.python import pythontool
 from kavalai.tools._fetch import DEFAULT_USER_AGENT, Fetched, open_client, parse_url
+from kavalai.tools._register import check_limits, register_all
 
 if TYPE_CHECKING:
     from kavalai.kernel import FunctionKernel
@@ -84,10 +85,11 @@ def register(
         user_agent: the ``User-Agent`` header sent.
 
     Raises:
-        ConfigurationError: an ``allowed_networks`` entry that is not a network, or a negative limit.
+        ConfigurationError: an ``allowed_networks`` entry that is not a network, or a limit out of range.
+        ToolRegistrationError: the tool's name is taken (use another ``prefix``).
     """
+    check_limits(prefix, timeout=default_timeout, max_chars=max_chars)
     client = open_client(
-        kernel,
         prefix,
         allow_private_networks=allow_private_networks,
         allowed_networks=allowed_networks,
@@ -124,7 +126,9 @@ def register(
             truncated=len(text) > limit,
         )
 
-    return [kernel.register_python_tool(f"{prefix}.fetch", fetch)]
+    uris = register_all(kernel, prefix, {"fetch": fetch})
+    kernel.on_close(client.aclose)  # the pooled session opens on first use; close() closes it
+    return uris
 
 
 async def _readable(fetched: Fetched) -> tuple[str, str]:
@@ -165,7 +169,10 @@ def html_to_markdown(html: bytes | str, base_url: str, *, charset: str | None = 
     root = _main_content(soup)
     _drop_noise(root)
     _absolutize(root, base_url)
-    markdown = MarkdownConverter(heading_style="ATX", bullets="-", escape_misc=False).convert_soup(root)
+    try:
+        markdown = MarkdownConverter(heading_style="ATX", bullets="-", escape_misc=False).convert_soup(root)
+    except RecursionError:  # markdownify recurses once per nesting level; the text is still worth having
+        markdown = root.get_text("\n")
     lines = (line.rstrip() for line in markdown.splitlines())
     return title, _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip()
 

@@ -40,6 +40,7 @@ from kavalai.workflow._result import (
     ToolCallTrace,
     WorkflowEvent,
 )
+from kavalai.workflow._services import Service
 from kavalai.workflow.errors import (
     ExpressionError,
     NodeError,
@@ -75,6 +76,7 @@ __all__ = [
     "RunStarted",
     "RunStatus",
     "RunTimeoutError",
+    "Service",
     "StartNode",
     "SwitchNode",
     "ToolCallTrace",

@@ -69,10 +69,11 @@ class WorkflowBuilder:
         return self
 
     def limits(self, *, max_visits: int | None = None, timeout: float | None = None) -> WorkflowBuilder:
-        """Set the node-visit limit and the run timeout in seconds."""
+        """Set the node-visit limit and the run timeout in seconds; a limit not given is left as it was."""
         if max_visits is not None:
             self._max_visits = max_visits
-        self._timeout = timeout
+        if timeout is not None:
+            self._timeout = timeout
         return self
 
     def start(self, id: str = "start", *, next: str) -> WorkflowBuilder:
@@ -221,8 +222,9 @@ class WorkflowBuilder:
         return name
 
 
-def node_from_fields(cls: type[NodeBase], fields: Mapping[str, Any]) -> NodeBase:
-    """Validate ``fields`` into a node of class ``cls``; raise :class:`WorkflowDefinitionError` naming the field."""
+def node_from_fields(cls: type[NodeBase], fields: Mapping[str, Any], *, position: int | None = None) -> NodeBase:
+    """Validate ``fields`` into a node of class ``cls``; raise :class:`WorkflowDefinitionError` naming the node
+    (by id, else by its 1-based ``position`` in the list) and the field."""
     node_id = fields.get("id")
     try:
         return cls.model_validate(dict(fields))
@@ -232,7 +234,10 @@ def node_from_fields(cls: type[NodeBase], fields: Mapping[str, Any]) -> NodeBase
         problems = "; ".join(
             f"field {'.'.join(map(str, e['loc'])) or '(node)'!r}: {e['msg']}" for e in exc.errors(include_url=False)
         )
-        label = f"Node {node_id!r}" if isinstance(node_id, str) else "A node"
+        if isinstance(node_id, str):
+            label = f"Node {node_id!r}"
+        else:
+            label = "A node" if position is None else f"Node #{position}"
         raise WorkflowDefinitionError(
             f"{label} ({cls.model_fields['kind'].default}): {problems}",
             node=node_id if isinstance(node_id, str) else None,

@@ -6,17 +6,20 @@ connections. ``connect()`` and ``aclose()`` are the only places connections open
 
 from __future__ import annotations
 
+import asyncio
+import math
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from kavalai.workflow._executor import Execution
-from kavalai.workflow._graph import Workflow
-from kavalai.workflow._result import RunFinished, RunResult, WorkflowEvent
+from kavalai.workflow._executor import Emit, Execution
+from kavalai.workflow._graph import Workflow, check_tools
+from kavalai.workflow._result import RunResult, WorkflowEvent
+from kavalai.workflow._services import Service
 from kavalai.workflow.errors import NodeError
 
 if TYPE_CHECKING:
@@ -24,9 +27,6 @@ if TYPE_CHECKING:
     from kavalai.llm.base import LLMClient
 
 __all__ = ["WorkflowEngine"]
-
-#: A step run once before the first run or on ``connect()`` (e.g. importing an OpenAPI spec from a server).
-SetupStep = Callable[["FunctionKernel"], Awaitable[None]]
 
 
 class _Unset:
@@ -43,13 +43,16 @@ class WorkflowEngine:
         workflow: the checked graph, from :class:`~kavalai.workflow.WorkflowBuilder` or the YAML loader.
         kernel: the kernel whose tools ``function`` and ``agent`` nodes call; a new empty one by default.
         llm: the LLM client (or a model id such as ``"openai/gpt-4.1-mini"``) for ``agent`` and ``llm`` nodes
-            that name no model found in ``llms``. Given a client, it serves every such node, so a
+            that name no model found in ``llms`` or ``models``. Given a client, it serves every such node, so a
             :class:`~kavalai.testing.ScriptedLLM` can stand in for all of them in tests.
-        llms: clients by model name; a node whose ``model`` is a key here uses that client.
+        llms: clients by model name; a node whose ``model`` is a key here uses that client. The caller owns
+            these clients: the engine does not close them.
+        models: client factories by model name (the YAML ``models`` section). The engine creates each client on
+            :meth:`connect` (or first use) and closes it on :meth:`aclose`.
         max_visits: overrides the workflow's node-visit limit.
         timeout: overrides the workflow's run timeout, in seconds.
-        setup: async steps run once against the kernel before the first run (the YAML loader uses this for
-            OpenAPI imports).
+        services: things to start with the connections and stop on :meth:`aclose` (the YAML loader uses these
+            for OpenAPI imports and for REST apps it serves itself).
 
     Use it as ``async with engine:`` (connect on entry, close on exit) or call :meth:`connect` and
     :meth:`aclose` yourself.
@@ -62,9 +65,10 @@ class WorkflowEngine:
         *,
         llm: LLMClient | str | None = None,
         llms: Mapping[str, LLMClient] | None = None,
+        models: Mapping[str, Callable[[], LLMClient]] | None = None,
         max_visits: int | None = None,
         timeout: float | _Unset | None = _UNSET,
-        setup: list[SetupStep] | None = None,
+        services: Sequence[Service] = (),
     ) -> None:
         if kernel is None:
             from kavalai.kernel import FunctionKernel
@@ -74,11 +78,13 @@ class WorkflowEngine:
         self.kernel = kernel
         self._llm = llm
         self._llms: dict[str, LLMClient] = dict(llms or {})
+        self._factories: dict[str, Callable[[], LLMClient]] = dict(models or {})
         self._made: dict[str, LLMClient] = {}
-        self.max_visits = max_visits if max_visits is not None else workflow.max_visits
-        self.timeout = workflow.timeout if isinstance(timeout, _Unset) else timeout
-        self._setup = list(setup or ())
-        self._setup_lock = anyio.Lock()
+        self.max_visits = workflow.max_visits if max_visits is None else _checked_visits(max_visits)
+        self.timeout = workflow.timeout if isinstance(timeout, _Unset) else _checked_timeout(timeout)
+        self._services = list(services)
+        self._started = 0  # how many of the services are running
+        self._lock = anyio.Lock()
 
     @classmethod
     def from_yaml(
@@ -96,7 +102,7 @@ class WorkflowEngine:
         Args:
             path: the YAML file.
             kernel: register the declared tools on this kernel instead of a new one.
-            llm, llms, max_visits, timeout: as for the constructor.
+            llm, llms, max_visits, timeout: as for the constructor; ``llms`` wins over the file's ``models``.
 
         Raises:
             WorkflowDefinitionError: the document is invalid; the message names the node or section and field.
@@ -108,27 +114,45 @@ class WorkflowEngine:
             loaded.workflow,
             loaded.kernel,
             llm=llm,
-            llms={**loaded.llms, **(llms or {})},
+            llms=llms,
+            models=loaded.models,
             max_visits=max_visits,
             timeout=timeout,
-            setup=loaded.setup,
+            services=loaded.services,
         )
 
     # ---------------------------------------------------------------------------------------------- lifecycle
 
     async def connect(self) -> None:
-        """Prepare the kernel and connect every server it holds, so a misconfigured server fails here."""
+        """Start what the engine serves, connect every server of the kernel and create the named model clients,
+        then check that every tool the workflow names exists: a misconfigured server, a missing API key or a
+        misspelt tool URI fails here, before any run.
+
+        Raises:
+            ServerConnectionError: a server could not be started or reached.
+            WorkflowDefinitionError: a node names a tool the kernel does not have, or a model cannot be created.
+        """
         await self._prepare()
         await self.kernel.connect()
+        for name in self._factories:
+            self._client(name)
+        check_tools(self.workflow, self.kernel)
 
     async def aclose(self) -> None:
-        """Close the kernel's connections and the LLM clients the engine created. Idempotent."""
+        """Close the kernel's connections, stop what the engine serves and close the LLM clients it created.
+
+        Idempotent; the engine may be connected (or run) again afterwards.
+        """
         made, self._made = list(self._made.values()), {}
-        try:
-            for client in made:
-                await client.aclose()
-        finally:
-            await self.kernel.close()
+        async with self._lock:
+            started, self._started = self._services[: self._started], 0
+            try:
+                await self.kernel.close()
+            finally:
+                for service in reversed(started):
+                    await service.stop()
+                for client in made:
+                    await client.aclose()
 
     async def __aenter__(self) -> WorkflowEngine:
         try:
@@ -144,12 +168,12 @@ class WorkflowEngine:
         await self.aclose()
 
     async def _prepare(self) -> None:
-        if not self._setup:
+        if self._started == len(self._services):
             return
-        async with self._setup_lock:
-            while self._setup:
-                await self._setup[0](self.kernel)
-                self._setup.pop(0)
+        async with self._lock:
+            while self._started < len(self._services):
+                await self._services[self._started].start(self.kernel)
+                self._started += 1
 
     # ----------------------------------------------------------------------------------------------- running
 
@@ -167,12 +191,8 @@ class WorkflowEngine:
             The :class:`RunResult`: status, validated output, error and trace. Call ``raise_for_status()`` to
             turn a failure into its exception.
         """
-        result: RunResult | None = None
-        async for event in self.stream(input, max_visits=max_visits, timeout=timeout):
-            if isinstance(event, RunFinished):
-                result = event.result
-        assert result is not None  # the last event of every stream is RunFinished
-        return result
+        await self._prepare()
+        return await self._execution(input, max_visits, timeout).run()
 
     async def stream(
         self, input: Any = None, *, max_visits: int | None = None, timeout: float | _Unset | None = _UNSET
@@ -180,26 +200,62 @@ class WorkflowEngine:
         """Run the workflow, yielding events as they happen: ``RunStarted``, ``NodeStarted``, ``NodeFinished``
         or ``NodeFailed`` per visit, and finally ``RunFinished`` with the :class:`RunResult`.
 
-        Events of nodes inside parallel branches are yielded when the branches join, in the order they
-        happened. Arguments are those of :meth:`run`.
+        Nodes inside parallel branches report while the branches run. The run executes in a task of its own,
+        so the consumer may stop iterating at any point: leaving the loop (or closing the iterator) cancels
+        the run. Arguments are those of :meth:`run`.
         """
         await self._prepare()
-        execution = Execution(
+        send, receive = anyio.create_memory_object_stream[WorkflowEvent](math.inf)
+        execution = self._execution(input, max_visits, timeout, emit=send.send_nowait)
+
+        async def drive() -> RunResult:
+            with send:
+                return await execution.run()
+
+        task = asyncio.get_running_loop().create_task(drive())
+        try:
+            async for event in receive:
+                yield event
+            await task  # re-raise what is not a workflow error (those are in RunFinished)
+        finally:
+            receive.close()
+            if not task.done():
+                task.cancel()
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait([task])
+            if not task.cancelled():
+                task.exception()  # retrieved: it was raised above, or the consumer left early
+
+    def _execution(
+        self, input: Any, max_visits: int | None, timeout: float | _Unset | None, *, emit: Emit | None = None
+    ) -> Execution:
+        return Execution(
             self.workflow,
             self.kernel,
             self._llm_for,
             input,
-            max_visits=max_visits if max_visits is not None else self.max_visits,
-            timeout=self.timeout if isinstance(timeout, _Unset) else timeout,
+            max_visits=self.max_visits if max_visits is None else _checked_visits(max_visits),
+            timeout=self.timeout if isinstance(timeout, _Unset) else _checked_timeout(timeout),
+            **({} if emit is None else {"emit": emit}),
         )
-        async for event in execution.events():
-            yield event
+
+    def _client(self, model: str) -> LLMClient:
+        """The client for a model name of ``models`` or a model id, created once and closed on aclose()."""
+        if model not in self._made:
+            factory = self._factories.get(model)
+            if factory is not None:
+                self._made[model] = factory()
+            else:
+                from kavalai.llm.registry import make_client
+
+                self._made[model] = make_client(model)
+        return self._made[model]
 
     async def _llm_for(self, model: str | None, node: str) -> LLMClient:
         if model is not None and model in self._llms:
             return self._llms[model]
         chosen: LLMClient | str | None = self._llm
-        if chosen is None or (isinstance(chosen, str) and model is not None):
+        if model is not None and (model in self._factories or chosen is None or isinstance(chosen, str)):
             chosen = model
         if chosen is None:
             raise NodeError(
@@ -210,11 +266,22 @@ class WorkflowEngine:
             )
         if not isinstance(chosen, str):
             return chosen
-        if chosen not in self._made:
-            from kavalai.llm.registry import make_client
-
-            self._made[chosen] = make_client(chosen)
-        return self._made[chosen]
+        try:
+            return self._client(chosen)
+        except Exception as exc:
+            raise NodeError(f"Node {node!r}: field 'model': {exc}", node=node, field="model") from exc
 
     def __repr__(self) -> str:
         return f"<WorkflowEngine {self.workflow!r} on {self.kernel!r}>"
+
+
+def _checked_visits(value: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"max_visits must be a positive integer, not {value!r}")
+    return value
+
+
+def _checked_timeout(value: float | None) -> float | None:
+    if value is not None and (not isinstance(value, int | float) or isinstance(value, bool) or value <= 0):
+        raise ValueError(f"timeout must be a positive number of seconds or None, not {value!r}")
+    return value

@@ -12,7 +12,8 @@ allowed:
 - calls of a fixed set of functions (:data:`FUNCTIONS`), plus ``get("path.to.value", default)``, which reads a
   path and falls back to ``default`` when any part of it is missing (useful for loop counters).
 
-Results are bounded: exponents above 64 and repetitions longer than 100,000 items are refused.
+Results are bounded: exponents above 64, repetitions longer than 100,000 items and ``%`` formatting of text
+(whose field widths are unbounded) are refused.
 """
 
 from __future__ import annotations
@@ -123,19 +124,22 @@ class Expression:
         self._tree = tree
         self.names = names
 
-    def evaluate(self, context: Mapping[str, Any], *, node: str | None = None) -> Any:
-        """Evaluate against ``context`` (names to values); raise :class:`ExpressionError` naming ``node``."""
+    def evaluate(self, context: Mapping[str, Any], *, node: str | None = None, field: str | None = None) -> Any:
+        """Evaluate against ``context`` (names to values); raise :class:`ExpressionError` naming ``node`` and
+        ``field``."""
+        where = _where(node, field)
         try:
             return _Evaluator(context).eval(self._tree.body)
         except (_Missing, _Refused) as exc:
             raise ExpressionError(
-                f"{_where(node)}expression {self.source!r}: {exc.args[0]}", expression=self.source, node=node
+                f"{where}expression {self.source!r}: {exc.args[0]}", expression=self.source, node=node, field=field
             ) from None
         except Exception as exc:
             raise ExpressionError(
-                f"{_where(node)}expression {self.source!r} failed: {type(exc).__name__}: {exc}",
+                f"{where}expression {self.source!r} failed: {type(exc).__name__}: {exc}",
                 expression=self.source,
                 node=node,
+                field=field,
             ) from exc
 
     def __repr__(self) -> str:
@@ -349,11 +353,14 @@ def read_key(value: Any, key: Any) -> Any:
 def _check_bounds(op: ast.operator, left: Any, right: Any) -> None:
     if isinstance(op, ast.Pow) and isinstance(right, int | float) and abs(right) > _MAX_EXPONENT:
         raise _Refused(f"exponent {right} is above the limit of {_MAX_EXPONENT}")
+    if isinstance(op, ast.Mod) and isinstance(left, str):
+        raise _Refused("'%' formatting of text is not allowed (its widths are unbounded); use '+' and str()")
     if isinstance(op, ast.Mult):
         for seq, count in ((left, right), (right, left)):
             if isinstance(seq, str | list | tuple) and isinstance(count, int) and len(seq) * count > _MAX_REPEAT:
                 raise _Refused(f"repetition of {len(seq) * count} items is above the limit of {_MAX_REPEAT}")
 
 
-def _where(node: str | None) -> str:
-    return f"node {node!r}: " if node else ""
+def _where(node: str | None, field: str | None = None) -> str:
+    where = f"Node {node!r}: " if node else ""
+    return f"{where}field {field!r}: " if field else where

@@ -10,7 +10,7 @@ import difflib
 import keyword
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from kavalai.workflow._expressions import FUNCTIONS, Expression, compile_expression, is_path
 from kavalai.workflow._nodes import (
@@ -28,7 +28,10 @@ from kavalai.workflow._templates import check_template
 from kavalai.workflow._types import DataType, TypeRegistry
 from kavalai.workflow.errors import ExpressionError, WorkflowDefinitionError
 
-__all__ = ["DEFAULT_MAX_VISITS", "Binding", "Workflow"]
+if TYPE_CHECKING:
+    from kavalai.kernel import FunctionKernel
+
+__all__ = ["DEFAULT_MAX_VISITS", "Binding", "Workflow", "check_tools", "did_you_mean"]
 
 #: The node-visit limit when none is given.
 DEFAULT_MAX_VISITS: Final = 1000
@@ -41,11 +44,13 @@ class Binding:
 
     kind: Literal["path", "expr", "literal"]
     value: Any
+    field: str = ""
 
     def resolve(self, context: Mapping[str, Any], *, node: str) -> Any:
-        """The bound value in ``context``; raise :class:`ExpressionError` naming ``node`` if it is missing."""
+        """The bound value in ``context``; raise :class:`ExpressionError` naming ``node`` and the field if it is
+        missing."""
         if isinstance(self.value, Expression):
-            return self.value.evaluate(context, node=node)
+            return self.value.evaluate(context, node=node, field=self.field)
         return self.value
 
 
@@ -119,7 +124,7 @@ class Workflow:
         found = self.types.get(name)
         if found is None:
             raise WorkflowDefinitionError(
-                f"{where}: field {field!r} names the undeclared type {name!r}.{_did_you_mean(name, self.types)} "
+                f"{where}: field {field!r} names the undeclared type {name!r}.{did_you_mean(name, self.types)} "
                 "Declare it under 'types:' (YAML) or pass a Pydantic model (Python).",
                 node=node,
                 field=field,
@@ -138,6 +143,14 @@ class Workflow:
         if isinstance(node, ParallelNode):
             for i, head in enumerate(node.branches):
                 self._check_target(node.id, f"branches[{i}]", head)
+                if head in node.branches[:i]:
+                    raise WorkflowDefinitionError(
+                        f"Node {node.id!r}: field 'branches[{i}]' names {head!r} a second time; list each branch once.",
+                        node=node.id,
+                        field=f"branches[{i}]",
+                    )
+        if isinstance(node, FunctionNode):
+            _check_uri(node)
         if isinstance(node, FunctionNode | AgentNode | LlmNode):
             self._bindings[node.id] = self._compile_bindings(node.id, "inputs", node.inputs)
             if node.output is not None:
@@ -158,8 +171,9 @@ class Workflow:
         extra = node.instructions if isinstance(node, AgentNode) else node.system
         if extra is not None:
             templates["instructions" if isinstance(node, AgentNode) else "system"] = extra
+        names = {"input", *node.inputs}
         for field, source in templates.items():
-            check_template(source, node=node.id, field=field)
+            check_template(source, names, node=node.id, field=field)
         declared = self.node_types.get(node.id)
         if declared is not None and not declared.is_model and declared.annotation is not str:
             raise WorkflowDefinitionError(
@@ -172,7 +186,7 @@ class Workflow:
     def _check_target(self, node: str, field: str, target: str) -> None:
         if target not in self.nodes:
             raise WorkflowDefinitionError(
-                f"Node {node!r}: field {field!r} names the unknown node {target!r}.{_did_you_mean(target, self.nodes)}",
+                f"Node {node!r}: field {field!r} names the unknown node {target!r}.{did_you_mean(target, self.nodes)}",
                 node=node,
                 field=field,
             )
@@ -192,14 +206,23 @@ class Workflow:
 
     def _binding(self, node: str, field: str, raw: Any) -> Binding:
         if isinstance(raw, Mapping) and len(raw) == 1 and "literal" in raw:
-            return Binding("literal", raw["literal"])
+            return Binding("literal", raw["literal"], field)
         if isinstance(raw, Mapping) and len(raw) == 1 and "expr" in raw:
-            return Binding("expr", self._compile(node, field, raw["expr"]))
+            return Binding("expr", self._compile(node, field, raw["expr"]), field)
         if isinstance(raw, str) and is_path(raw):
-            root = compile_expression(raw).names
-            if root <= self._known_names():
-                return Binding("path", self._compile(node, field, raw))
-        return Binding("literal", raw)
+            (root,) = compile_expression(raw).names
+            known = self._known_names()
+            if root in known:
+                return Binding("path", self._compile(node, field, raw), field)
+            close = did_you_mean(root, known)
+            if close:  # most likely a misspelt path; a literal that looks like one is written {literal: ...}
+                raise WorkflowDefinitionError(
+                    f"Node {node!r}: field {field!r}: {raw!r} reads {root!r}, which is neither 'input' nor a node id."
+                    f"{close} (For the text itself, write {{literal: {raw!r}}}.)",
+                    node=node,
+                    field=field,
+                )
+        return Binding("literal", raw, field)
 
     def _compile(self, node: str, field: str, source: Any) -> Expression:
         try:
@@ -212,7 +235,7 @@ class Workflow:
         if unknown:
             raise WorkflowDefinitionError(
                 f"Node {node!r}: field {field!r}: expression {expression.source!r} reads {unknown[0]!r}, which is "
-                f"neither 'input' nor a node id.{_did_you_mean(unknown[0], self._known_names())}",
+                f"neither 'input' nor a node id.{did_you_mean(unknown[0], self._known_names())}",
                 node=node,
                 field=field,
             )
@@ -220,6 +243,52 @@ class Workflow:
 
     def _known_names(self) -> set[str]:
         return {"input", *self.nodes}
+
+
+def check_tools(workflow: Workflow, kernel: FunctionKernel) -> None:
+    """Check that every ``function`` node's tool and every ``allowed_tools`` entry of an ``agent`` node names a
+    tool the kernel has (call it once the kernel's servers are connected, so their tools are listed).
+
+    Raises:
+        WorkflowDefinitionError: naming the node, the field and the missing tool, with close matches.
+    """
+    from kavalai.errors import FunctionKernelException
+
+    for node in workflow.nodes.values():
+        if isinstance(node, FunctionNode):
+            try:
+                kernel.get_tool_definition(node.tool)
+            except FunctionKernelException as exc:
+                raise WorkflowDefinitionError(
+                    f"Node {node.id!r}: field 'tool': {exc.message}", node=node.id, field="tool"
+                ) from None
+        elif isinstance(node, AgentNode):
+            for i, entry in enumerate(node.allowed_tools or ()):
+                field = f"allowed_tools[{i}]"
+                try:
+                    found = kernel.select_tools([entry])
+                except FunctionKernelException as exc:
+                    raise WorkflowDefinitionError(
+                        f"Node {node.id!r}: field {field!r}: {exc.message}", node=node.id, field=field
+                    ) from None
+                if not found:
+                    raise WorkflowDefinitionError(
+                        f"Node {node.id!r}: field {field!r}: the pattern {entry!r} matches no tool of the kernel.",
+                        node=node.id,
+                        field=field,
+                    )
+
+
+def _check_uri(node: FunctionNode) -> None:
+    from kavalai.errors import InvalidToolURIError
+    from kavalai.kernel._uri import ToolURI
+
+    try:
+        ToolURI.parse(node.tool)
+    except InvalidToolURIError as exc:
+        raise WorkflowDefinitionError(
+            f"Node {node.id!r}: field 'tool': {exc.message}", node=node.id, field="tool"
+        ) from None
 
 
 def _check_retry_on(node: FunctionNode) -> None:
@@ -231,7 +300,7 @@ def _check_retry_on(node: FunctionNode) -> None:
         if name not in known:
             raise WorkflowDefinitionError(
                 f"Node {node.id!r}: field 'retry.retry_on' names {name!r}, which is not a kavalai error class."
-                f"{_did_you_mean(name, known)}",
+                f"{did_you_mean(name, known)}",
                 node=node.id,
                 field="retry.retry_on",
             )
@@ -284,8 +353,13 @@ def _check_graph(nodes: Mapping[str, NodeBase], start: str) -> None:
     while pending:
         region, head = pending.pop()
         members, parallels = _region(nodes, head)
-        _check_region(nodes, region, members)
         for member in members:
+            if region != "main" and isinstance(nodes[member], EndNode):
+                raise WorkflowDefinitionError(
+                    f"End node {member!r} is reached inside {_region_name(region)}; a branch ends at a node "
+                    "without 'next' and the run continues after the parallel node.",
+                    node=member,
+                )
             if member in owner and owner[member] != region:
                 raise WorkflowDefinitionError(
                     f"Node {member!r} is reached from both {_region_name(owner[member])} and "
@@ -293,6 +367,8 @@ def _check_graph(nodes: Mapping[str, NodeBase], start: str) -> None:
                     node=member,
                 )
             owner[member] = region
+        if region == "main":
+            _check_main_path(nodes, members)
         pending.extend((f"{p.id}.{branch}", branch) for p in parallels for branch in p.branches)
     unreachable = [node for node in nodes if node not in owner]
     if unreachable:
@@ -302,28 +378,19 @@ def _check_graph(nodes: Mapping[str, NodeBase], start: str) -> None:
         )
 
 
-def _check_region(nodes: Mapping[str, NodeBase], region: str, members: Iterable[str]) -> None:
-    members = list(members)
-    ends = [m for m in members if isinstance(nodes[m], EndNode)]
-    if region == "main":
-        if not ends:
+def _check_main_path(nodes: Mapping[str, NodeBase], members: list[str]) -> None:
+    for member in members:
+        node = nodes[member]
+        if not isinstance(node, EndNode) and not node.successors():
             raise WorkflowDefinitionError(
-                "No end node can be reached from the start node; every run must be able to finish.", field="next"
+                f"Node {member!r} has no 'next' node; outside a parallel branch every node except an end "
+                "node needs one.",
+                node=member,
+                field="next",
             )
-        for member in members:
-            node = nodes[member]
-            if not isinstance(node, EndNode) and not node.successors():
-                raise WorkflowDefinitionError(
-                    f"Node {member!r} has no 'next' node; outside a parallel branch every node except an end "
-                    "node needs one.",
-                    node=member,
-                    field="next",
-                )
-    elif ends:
+    if not any(isinstance(nodes[member], EndNode) for member in members):
         raise WorkflowDefinitionError(
-            f"End node {ends[0]!r} is reached inside {_region_name(region)}; a branch ends at a node without "
-            "'next' and the run continues after the parallel node.",
-            node=ends[0],
+            "No end node can be reached from the start node; every run must be able to finish.", field="next"
         )
 
 
@@ -334,7 +401,8 @@ def _region_name(region: str) -> str:
     return f"branch {head!r} of parallel node {parallel!r}"
 
 
-def _did_you_mean(name: str, options: Iterable[str]) -> str:
+def did_you_mean(name: str, options: Iterable[str]) -> str:
+    """`` Did you mean 'x'?`` for the closest of ``options``, or an empty string."""
     close = difflib.get_close_matches(name, list(options), n=1, cutoff=0.6)
     return f" Did you mean {close[0]!r}?" if close else ""
 

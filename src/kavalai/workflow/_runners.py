@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["NodeEnv", "Outcome", "check_fits", "run_simple_node", "to_context"]
 
 _NO_RETRY = RetryPolicy(attempts=1)
+_sleep = anyio.sleep  # the backoff wait (a module attribute, so tests can record the delays)
 
 #: ``(output, next node id)``; the next id is ``None`` at an end node or a branch's last node.
 Outcome = tuple[Any, str | None]
@@ -80,7 +81,7 @@ async def run_simple_node(node: NodeBase, env: NodeEnv, record: NodeTrace) -> Ou
         return await _run_llm(node, env, record), node.next
     if isinstance(node, IfNode):
         record.inputs = {"condition": node.condition}
-        condition = bool(env.workflow.expression(node.id).evaluate(env.values, node=node.id))
+        condition = bool(env.workflow.expression(node.id).evaluate(env.values, node=node.id, field="condition"))
         return condition, node.then if condition else node.else_
     if isinstance(node, SwitchNode):
         record.inputs = {"value": node.value}
@@ -125,7 +126,7 @@ def _run_start(node: StartNode, env: NodeEnv, record: NodeTrace) -> Any:
 
 
 def _run_switch(node: SwitchNode, env: NodeEnv) -> Outcome:
-    value = env.workflow.expression(node.id).evaluate(env.values, node=node.id)
+    value = env.workflow.expression(node.id).evaluate(env.values, node=node.id, field="value")
     for case, target in node.cases.items():
         if _matches(value, case):
             return value, target
@@ -178,7 +179,7 @@ async def _run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> 
         except FunctionKernelException as exc:
             if record.attempts >= policy.attempts or not _retryable(exc, policy):
                 raise _tool_failure(node, exc, record.attempts) from exc
-        await anyio.sleep(policy.delay(record.attempts))
+        await _sleep(policy.delay(record.attempts))
     return _fit_output(node.id, env, result)
 
 
@@ -187,31 +188,29 @@ def _retryable(exc: BaseException, policy: RetryPolicy) -> bool:
 
 
 def _tool_failure(node: FunctionNode, exc: FunctionKernelException, attempts: int) -> NodeError:
-    tried = f" (after {attempts} attempts)" if attempts > 1 else ""
-    if isinstance(exc, ToolInputError):
+    from kavalai.kernel._coerce import format_validation_errors
+
+    if isinstance(exc, ToolInputError | ToolOutputError):
+        side = "inputs" if isinstance(exc, ToolInputError) else "output"
         first = next((".".join(map(str, e["loc"])) for e in exc.errors if e.get("loc")), None)
+        text = (
+            f"the inputs do not fit tool {node.tool}: {format_validation_errors(exc.errors)}"
+            if isinstance(exc, ToolInputError)
+            else exc.message
+        )
         return NodeValidationError(
-            f"Node {node.id!r}: the inputs do not fit tool {node.tool}: {exc.message}",
+            f"Node {node.id!r}: {text}",
             node=node.id,
-            field=f"inputs.{first}" if first else "inputs",
+            field=f"{side}.{first}" if first else side,
             errors=exc.errors,
             uri=node.tool,
         )
-    if isinstance(exc, ToolOutputError):
-        return NodeValidationError(
-            f"Node {node.id!r}: tool {node.tool} returned a value that does not fit its output model: {exc.message}",
-            node=node.id,
-            field="output",
-            errors=exc.errors,
-            uri=node.tool,
-        )
+    where = f"Node {node.id!r}" + (f" failed after {attempts} attempts" if attempts > 1 else "")
+    # kernel messages name the tool; say which one when a server-level message does not
+    reason = exc.message if node.tool in exc.message else f"tool {node.tool}: {exc.message}"
     if isinstance(exc, ToolTimeoutError):
-        return NodeTimeoutError(
-            f"Node {node.id!r}: tool {node.tool} timed out{tried}: {exc.message}",
-            node=node.id,
-            timeout=exc.timeout or 0.0,
-        )
-    return NodeError(f"Node {node.id!r}: tool {node.tool} failed{tried}: {exc.message}", node=node.id, uri=node.tool)
+        return NodeTimeoutError(f"{where}: {reason}", node=node.id, timeout=exc.timeout or 0.0)
+    return NodeError(f"{where}: {reason}", node=node.id, uri=node.tool)
 
 
 # ------------------------------------------------------------------------------------------------- agent / llm

@@ -58,10 +58,6 @@ class DataType:
             value = value.model_dump(by_alias=True)
         return self._adapter.validate_python(value)
 
-    def schema(self) -> dict[str, Any]:
-        """The JSON Schema of the type."""
-        return self.json_schema if self.json_schema is not None else self._adapter.json_schema()
-
     def __repr__(self) -> str:
         return f"DataType({self.name!r})"
 
@@ -88,6 +84,7 @@ class TypeRegistry:
         from kavalai.kernel._jsonschema import model_from_json_schema, type_from_json_schema
 
         schema = dict(schema)
+        _check_type_names(schema, name)
         annotation: Any
         # An object schema without properties ({"type": "object"}) is any mapping, not a model with no fields.
         if "properties" in schema:
@@ -110,6 +107,31 @@ class TypeRegistry:
     def declared(self) -> list[str]:
         """The names declared by the workflow (the built-in names excluded), sorted."""
         return sorted(self._declared)
+
+
+_JSON_TYPES: Final = frozenset({"string", "integer", "number", "boolean", "object", "array", "null"})
+_DATA_KEYWORDS: Final = frozenset({"const", "default", "enum", "examples"})  # values, not schemas
+
+
+def _check_type_names(schema: Any, where: str) -> None:
+    """Refuse a ``type`` that is not a JSON Schema type name (the converter would quietly accept any value)."""
+    if isinstance(schema, list):
+        for i, item in enumerate(schema):
+            _check_type_names(item, f"{where}[{i}]")
+        return
+    if not isinstance(schema, Mapping):
+        return
+    declared = schema.get("type")
+    names = [declared] if isinstance(declared, str) else declared if isinstance(declared, list) else []
+    for type_name in names:
+        if type_name not in _JSON_TYPES:
+            raise ValueError(
+                f"{where}.type is {type_name!r}, which is not a JSON Schema type "
+                f"(one of: {', '.join(sorted(_JSON_TYPES))})"
+            )
+    for key, value in schema.items():
+        if key not in _DATA_KEYWORDS and not (key == "type" and isinstance(value, str | list)):
+            _check_type_names(value, f"{where}.{key}")
 
 
 def type_name_of(annotation: Any) -> str:

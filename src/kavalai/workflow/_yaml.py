@@ -2,12 +2,15 @@
 
 Strings in the kernel sections (``python_functions``, ``tools``, ``rest_servers``, ``mcp_servers``, ``models``)
 may use ``${VAR}`` and ``${VAR:-default}`` to read environment variables; ``${WORKFLOW_DIR}`` is the directory of
-the YAML file and ``${PYTHON}`` the running Python interpreter. Python modules named in ``python_functions`` and
-``models`` are imported normally, or else looked up relative to the YAML file's directory.
+the YAML file and ``${PYTHON}`` the running Python interpreter. Python modules named in ``python_functions``,
+``models`` and a REST server's ``app`` are imported normally, or else looked up relative to the YAML file's
+directory; relative paths (an ``fs`` group's ``root``, an MCP server's ``cwd``, an ``openapi`` file) are relative to
+it too.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import os
@@ -24,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kavalai.errors import ToolRegistrationError
 from kavalai.workflow._builder import node_from_fields
-from kavalai.workflow._graph import DEFAULT_MAX_VISITS, Workflow
+from kavalai.workflow._graph import DEFAULT_MAX_VISITS, Workflow, did_you_mean
 from kavalai.workflow._nodes import (
     AgentNode,
     EndNode,
@@ -36,13 +39,13 @@ from kavalai.workflow._nodes import (
     StartNode,
     SwitchNode,
 )
+from kavalai.workflow._services import OnceService, ServedRestApp, Service
 from kavalai.workflow._types import TypeRegistry
 from kavalai.workflow.errors import WorkflowDefinitionError
 
 if TYPE_CHECKING:
     from kavalai.kernel import FunctionKernel
     from kavalai.llm.base import LLMClient
-    from kavalai.workflow._engine import SetupStep
 
 __all__ = ["LoadedWorkflow", "load_workflow_file", "workflow_from_document"]
 
@@ -100,14 +103,14 @@ class LoadedWorkflow:
     Attributes:
         workflow: the checked graph.
         kernel: the kernel with the declared tools and servers registered (nothing connected yet).
-        llms: clients built from the ``models`` section, by name.
-        setup: async steps left for the engine to run once (OpenAPI imports).
+        models: client factories from the ``models`` section, by name (the engine creates and closes them).
+        services: what the engine starts with its connections: OpenAPI imports and the REST apps it serves.
     """
 
     workflow: Workflow
     kernel: FunctionKernel
-    llms: dict[str, LLMClient] = field(default_factory=dict)
-    setup: list[SetupStep] = field(default_factory=list)
+    models: dict[str, Callable[[], LLMClient]] = field(default_factory=dict)
+    services: list[Service] = field(default_factory=list)
 
 
 def load_workflow_file(path: Path, *, kernel: FunctionKernel | None = None) -> LoadedWorkflow:
@@ -135,8 +138,8 @@ def load_document(
         kernel = FunctionKernel()
     env = {**os.environ, "WORKFLOW_DIR": str(base_dir), "PYTHON": sys.executable}
     loader = _KernelLoader(kernel, base_dir, env)
-    setup = loader.register(spec)
-    return LoadedWorkflow(workflow=workflow, kernel=kernel, llms=loader.models(spec), setup=setup)
+    services = loader.register(spec)
+    return LoadedWorkflow(workflow=workflow, kernel=kernel, models=loader.models(spec), services=services)
 
 
 def workflow_from_document(document: Any, *, source: str = "<document>") -> Workflow:
@@ -204,7 +207,30 @@ def _node(raw: Mapping[str, Any], index: int) -> NodeBase:
             node=node_id if isinstance(node_id, str) else None,
             field="kind",
         )
-    return node_from_fields(cls, raw)
+    return node_from_fields(cls, raw, position=index + 1)
+
+
+def _check_model_id(model_id: str, field: str) -> None:
+    from kavalai.llm.registry import PROVIDERS
+
+    provider, _, model = model_id.partition("/")
+    if provider not in PROVIDERS or not model:
+        raise WorkflowDefinitionError(
+            f"Field {field!r}: {model_id!r} is not a model id such as 'openai/gpt-4.1-mini' "
+            f"(providers: {', '.join(PROVIDERS)}).{did_you_mean(provider, PROVIDERS)}",
+            field=field,
+        )
+
+
+def _guarded_factory(make: Callable[[], Any], field: str) -> Callable[[], LLMClient]:
+    def factory() -> LLMClient:
+        try:
+            client: LLMClient = make()
+        except Exception as exc:
+            raise WorkflowDefinitionError(f"Field {field!r}: {exc}", field=field) from exc
+        return client
+
+    return factory
 
 
 def _camel(name: str) -> str:
@@ -219,33 +245,39 @@ class _KernelLoader:
         self.base_dir = base_dir
         self.env = env
 
-    def register(self, spec: _Document) -> list[SetupStep]:
+    def register(self, spec: _Document) -> list[Service]:
         for entry in spec.python_functions:
             self._python_function(entry)
         for tool in spec.tools:
             self._bundled(tool)
-        setup: list[SetupStep] = []
+        services: list[Service] = []
         for i, server in enumerate(spec.rest_servers):
-            setup.extend(self._rest_server(self._expand(server), f"rest_servers[{i}]"))
+            services.extend(self._rest_server(self._expand(server), f"rest_servers[{i}]"))
         for i, server in enumerate(spec.mcp_servers):
             self._mcp_server(self._expand(server), f"mcp_servers[{i}]")
-        return setup
+        return services
 
-    def models(self, spec: _Document) -> dict[str, LLMClient]:
-        clients: dict[str, LLMClient] = {}
+    def models(self, spec: _Document) -> dict[str, Callable[[], LLMClient]]:
+        factories: dict[str, Callable[[], LLMClient]] = {}
         for name, entry in spec.models.items():
             field = f"models.{name}"
             model = _Model(model=entry) if isinstance(entry, str) else entry
-            if model.factory:
-                factory = self._import(self._expand(model.factory), field)
-                clients[name] = factory()
-            elif model.model:
+            if (model.factory is None) == (model.model is None):
+                raise WorkflowDefinitionError(f"Field {field!r} needs one of 'factory' or 'model'.", field=field)
+            if model.factory is not None:
+                make = self._import(self._expand(model.factory), field)
+                if not callable(make):
+                    raise WorkflowDefinitionError(
+                        f"Field {field!r}: {model.factory!r} is not a function returning an LLM client.", field=field
+                    )
+            else:
                 from kavalai.llm.registry import make_client
 
-                clients[name] = make_client(self._expand(model.model))
-            else:
-                raise WorkflowDefinitionError(f"Field {field!r} needs 'factory' or 'model'.", field=field)
-        return clients
+                model_id = self._expand(model.model)
+                _check_model_id(model_id, field)
+                make = functools.partial(make_client, model_id)
+            factories[name] = _guarded_factory(make, field)
+        return factories
 
     def _python_function(self, entry: str | _PythonFunction) -> None:
         from kavalai.adapters.python import is_pythontool, pythontool
@@ -261,6 +293,8 @@ class _KernelLoader:
     def _bundled(self, entry: str | _Bundled) -> None:
         spec = _Bundled(group=entry) if isinstance(entry, str) else entry
         options = self._expand(dict(spec.model_extra or {}))
+        if isinstance(options.get("root"), str):  # the fs group's folder, relative to the YAML file
+            options["root"] = str(self.base_dir / options["root"])
         try:
             module = importlib.import_module(f"kavalai.tools.{spec.group}")
         except ImportError:
@@ -269,36 +303,57 @@ class _KernelLoader:
             ) from None
         self._guard(f"tools.{spec.group}", lambda: module.register(self.kernel, **options))
 
-    def _rest_server(self, raw: dict[str, Any], field: str) -> list[SetupStep]:
+    def _rest_server(self, raw: dict[str, Any], field: str) -> list[Service]:
         from kavalai.adapters.rest import RestServer
 
         tools = raw.pop("rest_tools", [])
         openapi = raw.pop("openapi", None)
         include, exclude = raw.pop("include", None), raw.pop("exclude", None)
-        server = self._guard(field, lambda: RestServer(**raw))
-        self._guard(field, lambda: self.kernel.register_rest_server(server))
-        for j, tool in enumerate(tools):
-            self._rest_tool(server.name, dict(tool), f"{field}.rest_tools[{j}]")
-        if openapi is None:
-            return []
+        app = raw.pop("app", None)
         if isinstance(openapi, str) and not openapi.startswith("/") and "://" not in openapi:
             openapi = str(self.base_dir / openapi)
 
-        async def import_openapi(kernel: FunctionKernel) -> None:
-            await kernel.register_openapi(server.name, openapi, include=include, exclude=exclude)
+        def register_tools(kernel: FunctionKernel, name: str) -> None:
+            for j, tool in enumerate(tools):
+                self._rest_tool(kernel, name, dict(tool), f"{field}.rest_tools[{j}]")
 
-        return [import_openapi]
+        async def import_openapi(kernel: FunctionKernel, name: str) -> None:
+            if openapi is not None:
+                await kernel.register_openapi(name, openapi, include=include, exclude=exclude)
 
-    def _rest_tool(self, server: str, tool: dict[str, Any], field: str) -> None:
+        if app is None:
+            server = self._guard(field, lambda: RestServer(**raw))
+            self._guard(field, lambda: self.kernel.register_rest_server(server))
+            register_tools(self.kernel, server.name)
+            return [] if openapi is None else [OnceService(lambda kernel: import_openapi(kernel, server.name))]
+        if "url" in raw or "url_env" in raw:
+            raise WorkflowDefinitionError(
+                f"Field {field!r}: give either 'app' (a REST app the engine serves) or 'url', not both.", field=field
+            )
+        served = self._import(app, f"{field}.app") if isinstance(app, str) else app
+        self._guard(field, lambda: RestServer(**raw, url="http://127.0.0.1"))  # check the other fields now
+
+        async def register(kernel: FunctionKernel, url: str, first: bool) -> None:
+            server = self._guard(field, lambda: RestServer(**raw, url=url))
+            self._guard(field, lambda: kernel.register_rest_server(server, replace=not first))
+            if first:
+                register_tools(kernel, server.name)
+                await import_openapi(kernel, server.name)
+
+        return [ServedRestApp(served, register, field=f"{field}.app")]
+
+    def _rest_tool(self, kernel: FunctionKernel, server: str, tool: dict[str, Any], field: str) -> None:
         name = tool.pop("name", None)
         method = tool.pop("method", "GET")
         if not isinstance(name, str):
             raise WorkflowDefinitionError(f"Field {field!r} needs a 'name'.", field=field)
-        self._guard(field, lambda: self.kernel.register_rest_tool(server, name, method, **tool))
+        self._guard(field, lambda: kernel.register_rest_tool(server, name, method, **tool))
 
     def _mcp_server(self, raw: dict[str, Any], field: str) -> None:
         from kavalai.adapters.mcp import McpServer
 
+        if isinstance(raw.get("cwd"), str):
+            raw["cwd"] = str(self.base_dir / raw["cwd"])
         server = self._guard(field, lambda: McpServer(**raw))
         self._guard(field, lambda: self.kernel.register_mcp_server(server))
 

@@ -3,7 +3,7 @@
     FunctionKernelException (kavalai.errors)
     └── WorkflowError                   .node (the node id, when one is involved)
         ├── WorkflowDefinitionError     the graph or its YAML is invalid; raised before any run; .field
-        ├── ExpressionError             an expression or path that does not parse or cannot be evaluated
+        ├── ExpressionError             an expression or path that does not parse or cannot be evaluated; .field
         ├── NodeError                   a node failed during a run; .field, .errors; the cause is chained
         │   ├── NodeValidationError     a value that crossed a node boundary does not fit its declared type
         │   └── NodeTimeoutError        a node ran longer than its timeout; .timeout
@@ -63,11 +63,13 @@ class ExpressionError(WorkflowError, ValueError):
 
     Attributes:
         expression: the expression text.
+        field: the node field holding the expression (``"condition"``, ``"inputs.path"``), when known.
     """
 
-    def __init__(self, message: str, *, expression: str, node: str | None = None) -> None:
+    def __init__(self, message: str, *, expression: str, node: str | None = None, field: str | None = None) -> None:
         super().__init__(message, node=node)
         self.expression = expression
+        self.field = field
 
 
 class NodeError(WorkflowError):

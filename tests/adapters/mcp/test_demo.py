@@ -16,7 +16,11 @@ from kavalai.cli._demo_mcp import mcp_section
 
 async def test_demo_section_runs_the_shipped_server(kernel: FunctionKernel) -> None:
     stream = io.StringIO()
-    await mcp_section(kernel, DemoConsole(stream))
+    async with mcp_section(kernel, DemoConsole(stream)) as uris:
+        assert uris == ["mcp://demo.slugify", "mcp://demo.text_stats", "mcp://demo.to_fahrenheit"]
+        assert kernel.get_mcp_server_state("demo").status == "connected"  # usable by later sections
+    assert kernel.get_mcp_server_state("demo").status == "closed"
+    assert kernel.list_tools("mcp://*") == []
     text = stream.getvalue()
     assert "server 'demo': connected over stdio, 3 tools" in text
     assert "mcp://demo.text_stats(text): Count the words" in text
@@ -25,7 +29,6 @@ async def test_demo_section_runs_the_shipped_server(kernel: FunctionKernel) -> N
     assert '{"result":70.7}' in text
     assert "caught ToolExecutionError: Tool mcp://demo.to_fahrenheit reported an error" in text
     assert "below absolute zero" in text
-    assert kernel.get_mcp_server_state("demo").status == "connected"  # left for the demo's later sections
 
 
 async def test_demo_server_config_marks_and_runs(kernel: FunctionKernel, mark: str) -> None:

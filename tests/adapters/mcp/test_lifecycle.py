@@ -302,3 +302,15 @@ async def test_servers_are_started_concurrently(kernel: FunctionKernel, mark: st
     [error] = outcome
     assert "4 MCP servers failed to connect" in str(error)
     assert "was closed while connecting" in str(error)
+
+
+async def test_stderr_is_drained_and_only_its_tail_kept(kernel: FunctionKernel, stdio_server: StdioFactory) -> None:
+    kernel.register_mcp_server(stdio_server())
+    result = await kernel.call_tool("mcp://tools.noisy", {"lines": 20_000})  # ~1 MB: far more than a pipe holds
+    assert result.model_dump() == {"result": 20_000}
+    with pytest.raises(ServerConnectionError) as info:
+        await kernel.call_tool("mcp://tools.crash", {"code": 5})
+    tail = (info.value.stderr_tail or "").splitlines()
+    assert len(tail) <= 20
+    assert tail[-1] == "crashing on purpose with code 5"
+    assert tail[-2].startswith("noise line 019999")

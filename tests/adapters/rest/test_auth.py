@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
+import traceback
 
 import pytest
 from tests.servers.rest_app import API_KEY, BASIC_PASSWORD, BASIC_USER, BEARER_TOKEN, create_app
 from tests.servers.uvicorn_server import serve
 
-from kavalai import FunctionKernel, HTTPStatusError, RestServer
+from kavalai import ConfigurationError, FunctionKernel, HTTPStatusError, RestServer, ToolExecutionError
 from kavalai.adapters.rest import ApiKeyAuth, BasicAuth, BearerAuth
 from kavalai.adapters.rest._auth import Auth
 
@@ -108,6 +109,20 @@ async def test_a_rotated_variable_is_read_when_the_session_reopens(
     assert (await kernel.call_tool("rest://api.check")).result == {"auth": "bearer"}  # type: ignore[attr-defined]
 
 
+async def test_a_variable_unset_after_registration_fails_the_call_not_silently(
+    kernel: FunctionKernel, shop_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KT_SECRET", BEARER_TOKEN)
+    assert await _call(kernel, shop_url, "bearer", BearerAuth(token_env="KT_SECRET")) == {"auth": "bearer"}
+    monkeypatch.delenv("KT_SECRET")
+    await kernel.close()  # the next call opens a new session and reads the variable again
+    with pytest.raises(
+        ConfigurationError, match="'api': environment variable KT_SECRET .bearer token. is not set"
+    ) as info:
+        await kernel.call_tool("rest://api.check")
+    assert info.value.uri == "rest://api.check"
+
+
 async def test_credential_headers_do_not_follow_a_redirect_to_another_origin(
     kernel: FunctionKernel, shop_url: str
 ) -> None:
@@ -126,3 +141,18 @@ async def test_credential_headers_do_not_follow_a_redirect_to_another_origin(
     assert "x-api-key" not in away
     assert "x-session-token" not in away
     assert away["x-client"] == "tests"
+
+
+async def test_a_foreign_error_holding_a_query_key_is_not_kept_as_the_cause(
+    kernel: FunctionKernel, shop_url: str
+) -> None:
+    # aiohttp's TooManyRedirects names the first URL, API key query parameter included.
+    auth = ApiKeyAuth(key=API_KEY, name="api_key", location="query")
+    kernel.register_rest_server(RestServer(name="api", url=shop_url, auth=auth))
+    kernel.register_rest_tool("api", "loop", "GET")
+    with pytest.raises(ToolExecutionError, match=r"rest://api\.loop: GET /loop failed: TooManyRedirects") as info:
+        await kernel.call_tool("rest://api.loop")
+    shown = "".join(traceback.format_exception(info.value))
+    assert "api_key=***" in str(info.value)
+    assert API_KEY not in shown
+    assert info.value.__cause__ is None

@@ -89,6 +89,10 @@ async def test_path_values_are_url_encoded(shop: FunctionKernel) -> None:
         "raw_path": "/echo/path/a%20b%2Fc%3Fd%23e%25",
         "value": "a b/c?d#e%",
     }
+    with pytest.raises(
+        ToolInputError, match=r"rest://shop\.echo: value: '\.\.' cannot fill the path /echo/path/\{value\}"
+    ):
+        await shop.call_tool("rest://shop.echo", {"value": ".."})  # would have requested /echo
 
 
 async def test_arguments_left_out_are_not_sent(shop: FunctionKernel) -> None:
@@ -158,3 +162,11 @@ async def test_invalid_json_is_an_execution_error(shop: FunctionKernel) -> None:
     with pytest.raises(ToolExecutionError, match=r"rest://shop\.bad: GET /bad-json failed: .*not valid JSON") as info:
         await shop.call_tool("rest://shop.bad")
     assert info.value.uri == "rest://shop.bad"
+
+
+async def test_unicode_and_big_numbers_survive_the_round_trip(shop: FunctionKernel) -> None:
+    shop.register_rest_tool(
+        "shop", "echo", "POST", obj({"s": {"type": "string"}, "n": {"type": "integer"}}), None, path="/echo/body"
+    )
+    sent = {"s": 'café ☕ "quoted" \\ 日本', "n": 12345678901234567890123}
+    assert (await shop.call_tool("rest://shop.echo", sent)).result["json"] == sent  # type: ignore[attr-defined]

@@ -7,19 +7,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 
 from kavalai import ConfigurationError, FunctionKernel, RestServer, ToolNotFoundError, ToolRegistrationError
 from kavalai.adapters.rest import ApiKeyAuth, BasicAuth, BearerAuth
-from kavalai.adapters.rest._session import ServerSession
 
 ITEM_SCHEMA = {"type": "object", "properties": {"item_id": {"type": "integer"}}, "required": ["item_id"]}
 
 
 def test_a_server_needs_exactly_one_of_url_and_url_env() -> None:
-    with pytest.raises(ValidationError, match="exactly one of url or url_env"):
+    with pytest.raises(ConfigurationError, match="exactly one of url or url_env"):
         RestServer(name="s")
-    with pytest.raises(ValidationError, match="exactly one of url or url_env"):
+    with pytest.raises(ConfigurationError, match="exactly one of url or url_env"):
         RestServer(name="s", url="http://h", url_env="URL")
 
 
@@ -33,14 +31,28 @@ def test_a_server_needs_exactly_one_of_url_and_url_env() -> None:
     ],
 )
 def test_bad_base_urls_are_refused(url: str, problem: str) -> None:
-    with pytest.raises(ValidationError, match=problem) as info:
+    with pytest.raises(ConfigurationError, match=problem) as info:
         RestServer(name="s", url=url)
     assert "pw" not in str(info.value).replace("password", "")
 
 
 def test_server_names_follow_the_uri_rules() -> None:
-    with pytest.raises(ValidationError, match="name"):
+    with pytest.raises(ConfigurationError, match="name"):
         RestServer(name="has.dot", url="http://h")
+
+
+def test_invalid_settings_are_configuration_errors_that_hide_the_values() -> None:
+    with pytest.raises(ConfigurationError, match=r"^Invalid REST server configuration 's': timeout: .*greater than 0"):
+        RestServer(name="s", url="http://h", timeout=-1)
+    with pytest.raises(ConfigurationError, match=r"^Invalid ApiKeyAuth: location: Input should be 'header' or 'query'"):
+        ApiKeyAuth(key="hidden-key-1", location="cookie")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError) as info:
+        RestServer.model_validate({"name": "s", "url": "http://h", "auth": {"type": "nope", "token": "hidden-2"}})
+    assert "Invalid REST server configuration 's': auth: Input tag 'nope'" in str(info.value)
+    with pytest.raises(ConfigurationError, match=r"^REST server configuration 's': Invalid BearerAuth: give exactly"):
+        RestServer.model_validate({"name": "s", "url": "http://h", "auth": {"type": "bearer"}})
+    assert "hidden" not in str(info.value)
+    assert info.value.__cause__ is None  # pydantic's error, which shows inputs, is not kept
 
 
 def test_reprs_hide_secrets_and_header_values() -> None:
@@ -76,7 +88,7 @@ def test_auth_loads_from_plain_dicts_by_type() -> None:
     ],
 )
 def test_incomplete_auth_is_refused(factory: object, problem: str) -> None:
-    with pytest.raises(ValidationError, match=problem):
+    with pytest.raises(ConfigurationError, match=problem):
         factory()  # type: ignore[operator]
 
 
@@ -189,8 +201,3 @@ def test_an_unreadable_ca_bundle_fails_registration(kernel: FunctionKernel, tmp_
     missing = tmp_path / "missing-ca.pem"
     with pytest.raises(ConfigurationError, match=r"REST server 's': cannot load the CA bundle .*missing-ca\.pem"):
         kernel.register_rest_server(RestServer(name="s", url="https://h", verify=str(missing)))
-
-
-def test_tls_verification_is_on_unless_turned_off() -> None:
-    assert ServerSession(RestServer(name="s", url="https://h"))._ssl is True
-    assert ServerSession(RestServer(name="s", url="https://h", verify=False))._ssl is False

@@ -15,8 +15,10 @@ from kavalai import (
     ConfigurationError,
     FunctionKernel,
     HTTPStatusError,
+    RestServer,
     ToolInputError,
     ToolRegistrationError,
+    ToolTimeoutError,
 )
 
 
@@ -227,3 +229,50 @@ async def test_a_filter_naming_nothing_in_the_spec_is_caught(shop: FunctionKerne
     ):
         await shop.register_openapi("shop", "/openapi.json", include=["itemz"])
     assert shop.list_tools() == []
+
+
+async def test_fetching_the_spec_is_bounded_by_the_server_timeout(kernel: FunctionKernel, shop_url: str) -> None:
+    kernel.register_rest_server(RestServer(name="slow", url=shop_url, timeout=0.2))
+    with pytest.raises(
+        ToolTimeoutError, match=r"REST server 'slow': fetching the OpenAPI spec '/slow' timed out"
+    ) as info:
+        await kernel.register_openapi("slow", "/slow")
+    assert info.value.timeout == 0.2
+    assert kernel.list_tools() == []
+
+
+async def test_a_header_parameter_passed_as_none_is_not_sent(shop: FunctionKernel) -> None:
+    await shop.register_openapi("shop", "/openapi.json", include=["search"])
+    found = await shop.call_tool("rest://shop.search", {"q": "tea", "x-trace": None})
+    assert found.result["trace"] is None  # type: ignore[attr-defined]
+
+
+async def test_an_optional_request_body_is_only_sent_with_content(shop: FunctionKernel) -> None:
+    note = {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]}
+    operation = {
+        "operationId": "echo",
+        "parameters": [{"name": "q", "in": "query", "schema": {"type": "string"}}],
+        "requestBody": {"required": False, "content": {"application/json": {"schema": note}}},
+        "responses": {"200": {"description": "the request as received"}},
+    }
+    await shop.register_openapi("shop", _spec({"/echo/body": {"post": operation}}))
+    bare = (await shop.call_tool("rest://shop.echo", {"q": "1"})).result  # type: ignore[attr-defined]
+    assert (bare["json"], bare["query"]) == (None, {"q": "1"})  # no body at all, not an empty object
+    full = (await shop.call_tool("rest://shop.echo", {"note": "hi"})).result  # type: ignore[attr-defined]
+    assert full == {"json": {"note": "hi"}, "content_type": "application/json", "query": {}}
+
+
+async def test_each_schema_carries_only_the_defs_it_uses(shop: FunctionKernel) -> None:
+    await shop.register_openapi("shop", "/openapi.json", include=["create_item_items_post", "count_nodes"])
+    create = shop.get_tool_definition("rest://shop.create_item_items_post")
+    assert "$defs" not in create.get_input_schema()  # the ItemIn body is inlined as arguments
+    assert set(create.get_output_schema()["$defs"]) == {"Item"}
+    count = shop.get_tool_definition("rest://shop.count_nodes")
+    assert set(count.get_input_schema()["$defs"]) == {"Node"}
+    assert "$defs" not in count.get_output_schema()
+
+
+async def test_a_malformed_operation_is_a_configuration_error_naming_it(shop: FunctionKernel) -> None:
+    spec = _spec({"/x": {"get": {"operationId": "x", "tags": "not-a-list", "responses": ["200"]}}})
+    with pytest.raises(ConfigurationError, match=r"OpenAPI operation GET /x is malformed \(TypeError: "):
+        await shop.register_openapi("shop", spec)

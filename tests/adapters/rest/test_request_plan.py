@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from kavalai.adapters.rest._request import RequestPlan, path_placeholders
@@ -62,3 +64,33 @@ def test_a_missing_path_value_is_an_input_error_naming_it() -> None:
         RequestPlan.simple("GET", "/items/{item_id}").prepare({}, uri=URI)
     assert info.value.uri == URI
     assert info.value.errors[0]["loc"] == ("item_id",)
+
+
+@pytest.mark.parametrize("value", ["", ".", ".."])
+def test_a_path_value_that_would_name_another_url_is_refused(value: str) -> None:
+    # "/items/.." is normalised to "/" by any HTTP client: the call would reach another resource.
+    plan = RequestPlan.simple("DELETE", "/items/{item_id}/tags")
+    with pytest.raises(
+        ToolInputError, match=rf"rest://s\.t: item_id: '{re.escape(value)}' cannot fill the path"
+    ) as info:
+        plan.prepare({"item_id": value}, uri=URI)
+    assert info.value.errors[0]["loc"] == ("item_id",)
+    assert plan.prepare({"item_id": "..."}, uri=URI).path == "/items/.../tags"
+    assert plan.prepare({"item_id": "a.."}, uri=URI).path == "/items/a../tags"
+
+
+def test_a_header_argument_given_as_none_is_not_sent() -> None:
+    plan = RequestPlan(method="GET", path="/x", query_params=frozenset(), header_params=(("trace", "X-Trace"),))
+    assert plan.prepare({"trace": None}, uri=URI).headers == {}
+    assert plan.prepare({"trace": 7}, uri=URI).headers == {"X-Trace": "7"}
+
+
+def test_an_optional_object_body_is_sent_only_when_it_has_content() -> None:
+    optional = RequestPlan(
+        method="POST", path="/x", query_params=frozenset({"q"}), body_object=True, body_optional=True
+    )
+    assert not optional.prepare({"q": 1}, uri=URI).has_body
+    request = optional.prepare({"q": 1, "note": "n"}, uri=URI)
+    assert (request.has_body, request.body) == (True, {"note": "n"})
+    required = RequestPlan(method="POST", path="/x", query_params=frozenset({"q"}), body_object=True)
+    assert (required.prepare({"q": 1}, uri=URI).body, required.prepare({"q": 1}, uri=URI).has_body) == ({}, True)

@@ -117,6 +117,9 @@ class McpConnection:
         await self._session()
 
     async def _session(self) -> ClientSession:
+        gen = self._gen
+        if gen is not None and gen.session is not None and not gen.stop.is_set():
+            return gen.session  # the common case, without a checkpoint
         for _ in range(_MAX_ATTEMPTS):
             gen = await self._live_generation()
             await gen.ready.wait()
@@ -327,6 +330,8 @@ class McpConnection:
             stderr_tail=process.stderr_tail() if process is not None else None,
         )
         error.uri = uri
+        if self._gen is gen:  # say so now, not only once the generation has finished shutting down
+            self._status, self._error = "failed", error.message
         return error
 
     # ---------------------------------------------------------------------------------------------- closing

@@ -18,6 +18,7 @@ __all__ = [
     "McpResourceContent",
     "McpResourceLink",
     "McpResult",
+    "content_result_field",
 ]
 
 

@@ -6,7 +6,7 @@ import copy
 import json
 import logging
 import re
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import mcp_types
 from pydantic import BaseModel, ConfigDict, create_model
@@ -21,7 +21,7 @@ from kavalai.adapters.mcp._content import (
 from kavalai.errors import ToolExecutionError
 from kavalai.kernel._jsonschema import model_from_json_schema, output_model_from_json_schema
 
-__all__ = ["ToolModels", "build_models", "error_text", "result_value"]
+__all__ = ["ToolModels", "build_models", "error_text", "raise_tool_error", "result_value"]
 
 logger = logging.getLogger("kavalai.mcp")
 
@@ -150,7 +150,7 @@ def error_text(result: mcp_types.CallToolResult) -> str:
     return text if len(text) <= _MAX_ERROR_CHARS else f"{text[: _MAX_ERROR_CHARS - 3]}..."
 
 
-def raise_tool_error(uri: str, result: mcp_types.CallToolResult) -> None:
+def raise_tool_error(uri: str, result: mcp_types.CallToolResult) -> NoReturn:
     """Raise :class:`ToolExecutionError` for an ``isError`` result."""
     raise ToolExecutionError(f"Tool {uri} reported an error: {error_text(result)}", uri=uri)
 

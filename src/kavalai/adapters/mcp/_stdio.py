@@ -27,7 +27,7 @@ from mcp.shared.message import SessionMessage
 from kavalai.adapters.mcp._config import McpServer
 from kavalai.errors import ConfigurationError
 
-__all__ = ["StdioProcess", "open_stdio", "process_group_alive"]
+__all__ = ["StdioProcess", "open_stdio", "process_group_alive", "stop_process"]
 
 #: Environment variables a server inherits; everything else must be given in ``McpServer.env``.
 _INHERITED_ENV: Final = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")

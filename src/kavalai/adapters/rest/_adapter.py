@@ -6,6 +6,7 @@ re-registering a server with ``replace=True`` re-points its existing tools at th
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Mapping
@@ -26,7 +27,13 @@ from kavalai.adapters.rest._request import (
     path_placeholders,
 )
 from kavalai.adapters.rest._session import ServerSession
-from kavalai.errors import ConfigurationError, FunctionKernelException, InvalidToolURIError, ToolRegistrationError
+from kavalai.errors import (
+    ConfigurationError,
+    FunctionKernelException,
+    InvalidToolURIError,
+    ToolRegistrationError,
+    ToolTimeoutError,
+)
 from kavalai.kernel._definition import Invoker, ToolDefinition
 from kavalai.kernel._jsonschema import model_from_json_schema, output_model_from_json_schema
 from kavalai.kernel._uri import ToolURI
@@ -305,9 +312,26 @@ async def _load_spec(session: ServerSession, spec: Mapping[str, Any] | str | os.
             f"The OpenAPI spec URL {text!r} is not on REST server {session.name!r}; its credentials are only "
             "sent to its own origin. Fetch the spec yourself and pass it as a dict."
         )
-    fetched = await session.send(PreparedRequest("GET", text, [], {}, None, False))
+    fetched = await _fetch_spec(session, text)
     source = f"{text!r} of REST server {session.name!r}"
     return parse_spec(fetched, source=source) if isinstance(fetched, str) else check_spec(fetched, source=source)
+
+
+async def _fetch_spec(session: ServerSession, url: str) -> Any:
+    """GET the spec at ``url`` through the server's session, within the server's timeout."""
+    limit = session.server.timeout
+    scope = asyncio.timeout(limit)
+    try:
+        async with scope:
+            return await session.send(PreparedRequest("GET", url, [], {}, None, False))
+    except TimeoutError:
+        if not scope.expired():
+            raise  # the session's own ToolTimeoutError
+        raise ToolTimeoutError(
+            f"REST server {session.name!r}: fetching the OpenAPI spec {url!r} timed out after {limit:g} s "
+            "(the server's timeout).",
+            timeout=limit,
+        ) from None
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:

@@ -2,7 +2,9 @@
 
 Each secret is given directly (held as a :class:`pydantic.SecretStr`, so it never shows in a repr) or as the name
 of an environment variable read when the server is registered and again whenever its session opens. A variable
-that is unset or empty is a :class:`~kavalai.errors.ConfigurationError`, never a request sent without auth.
+that is unset or empty is a :class:`~kavalai.errors.ConfigurationError`, never a request sent without auth. An
+incomplete or contradictory setting is a ``ConfigurationError`` too (not a pydantic ``ValidationError``), and its
+message never shows the values given.
 """
 
 from __future__ import annotations
@@ -10,13 +12,21 @@ from __future__ import annotations
 import base64
 import os
 from dataclasses import dataclass, field
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    model_validator,
+)
 
 from kavalai.errors import ConfigurationError
 
-__all__ = ["ApiKeyAuth", "Auth", "BasicAuth", "BearerAuth", "Credentials", "read_env"]
+__all__ = ["ApiKeyAuth", "Auth", "BasicAuth", "BearerAuth", "Credentials", "read_env", "validated"]
 
 _CONFIG = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)  # inputs may be secrets
 
@@ -50,6 +60,22 @@ def read_env(variable: str, *, server: str, what: str) -> str:
     return value
 
 
+def validated(data: Any, handler: ValidatorFunctionWrapHandler, what: str) -> Any:
+    """Run pydantic's validation of a setting; turn its ValidationError into a :class:`ConfigurationError`.
+
+    The message names ``what`` and each field with its problem, never the value given (it may be a secret).
+    """
+    try:
+        return handler(data)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors(include_url=False, include_input=False, include_context=False):
+            where = ".".join(str(part) for part in error["loc"])
+            message = str(error["msg"]).removeprefix("Value error, ")
+            problems.append(f"{where}: {message}" if where else message)
+        raise ConfigurationError(f"Invalid {what}: {'; '.join(problems)}.") from None
+
+
 def _secret(value: SecretStr | None, variable: str | None, *, server: str, what: str) -> str:
     if variable is not None:
         return read_env(variable, server=server, what=what)
@@ -57,27 +83,35 @@ def _secret(value: SecretStr | None, variable: str | None, *, server: str, what:
     return value.get_secret_value() if value is not None else ""
 
 
-def _one_of(value: object, variable: object, what: str) -> None:
-    if (value is None) == (variable is None):
-        raise ValueError(f"give exactly one of {what} or {what}_env")
-
-
-class BasicAuth(BaseModel):
-    """HTTP Basic auth: ``username`` and ``password``, each given directly or by environment variable name."""
+class _AuthSetting(BaseModel):
+    """The base of the auth settings: each field in ``_given_once`` is given directly or as ``<field>_env``."""
 
     model_config = _CONFIG
+    _given_once: ClassVar[tuple[str, ...]] = ()
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        for name in self._given_once:
+            if (getattr(self, name) is None) == (getattr(self, f"{name}_env") is None):
+                raise ValueError(f"give exactly one of {name} or {name}_env")
+        return self
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _configuration_error(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        return validated(data, handler, cls.__name__)
+
+
+class BasicAuth(_AuthSetting):
+    """HTTP Basic auth: ``username`` and ``password``, each given directly or by environment variable name."""
+
+    _given_once: ClassVar[tuple[str, ...]] = ("username", "password")
 
     type: Literal["basic"] = "basic"
     username: str | None = None
     password: SecretStr | None = None
     username_env: str | None = Field(default=None, description="Environment variable holding the username.")
     password_env: str | None = Field(default=None, description="Environment variable holding the password.")
-
-    @model_validator(mode="after")
-    def _check(self) -> Self:
-        _one_of(self.username, self.username_env, "username")
-        _one_of(self.password, self.password_env, "password")
-        return self
 
     def credentials(self, server: str) -> Credentials:
         """The ``Authorization: Basic ...`` header for ``server`` (reads environment variables now)."""
@@ -90,19 +124,14 @@ class BasicAuth(BaseModel):
         return Credentials(headers={"Authorization": f"Basic {token}"}, secrets=(password, token))
 
 
-class BearerAuth(BaseModel):
+class BearerAuth(_AuthSetting):
     """A bearer token (``Authorization: Bearer <token>``), given directly or by environment variable name."""
 
-    model_config = _CONFIG
+    _given_once: ClassVar[tuple[str, ...]] = ("token",)
 
     type: Literal["bearer"] = "bearer"
     token: SecretStr | None = None
     token_env: str | None = Field(default=None, description="Environment variable holding the token.")
-
-    @model_validator(mode="after")
-    def _check(self) -> Self:
-        _one_of(self.token, self.token_env, "token")
-        return self
 
     def credentials(self, server: str) -> Credentials:
         """The ``Authorization: Bearer ...`` header for ``server`` (reads environment variables now)."""
@@ -110,24 +139,19 @@ class BearerAuth(BaseModel):
         return Credentials(headers={"Authorization": f"Bearer {token}"}, secrets=(token,))
 
 
-class ApiKeyAuth(BaseModel):
+class ApiKeyAuth(_AuthSetting):
     """An API key sent in a header (``location="header"``, the default) or a query parameter (``"query"``).
 
     ``name`` is the header or parameter name; the key is given directly or by environment variable name.
     """
 
-    model_config = _CONFIG
+    _given_once: ClassVar[tuple[str, ...]] = ("key",)
 
     type: Literal["api_key"] = "api_key"
     name: str = Field(default="X-API-Key", min_length=1, description="The header or query parameter name.")
     location: Literal["header", "query"] = "header"
     key: SecretStr | None = None
     key_env: str | None = Field(default=None, description="Environment variable holding the key.")
-
-    @model_validator(mode="after")
-    def _check(self) -> Self:
-        _one_of(self.key, self.key_env, "key")
-        return self
 
     def credentials(self, server: str) -> Credentials:
         """The header or query parameter carrying the key for ``server`` (reads environment variables now)."""

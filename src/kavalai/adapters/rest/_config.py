@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any, Self
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidatorFunctionWrapHandler, field_validator, model_validator
 
-from kavalai.adapters.rest._auth import Auth, Credentials, read_env
+from kavalai.adapters.rest._auth import Auth, Credentials, read_env, validated
 from kavalai.errors import ConfigurationError
 from kavalai.kernel._uri import SERVER_NAME_PATTERN
 
@@ -27,6 +27,10 @@ class RestServer(BaseModel):
 
     Give the base URL as ``url`` or as the name of an environment variable holding it (``url_env``). Header
     values and secrets never appear in the repr.
+
+    Raises:
+        ConfigurationError: the configuration is incomplete or invalid (both or neither of ``url`` and
+            ``url_env``, a URL that is not http(s) or holds credentials, a bad name, timeout or auth setting).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
@@ -54,6 +58,18 @@ class RestServer(BaseModel):
         if (self.url is None) == (self.url_env is None):
             raise ValueError("give exactly one of url or url_env")
         return self
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _configuration_error(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        name = data.get("name") if isinstance(data, dict) else None
+        where = f"REST server configuration {name!r}" if isinstance(name, str) else "REST server configuration"
+        try:
+            return validated(data, handler, where)
+        except ConfigurationError as exc:
+            if exc.message.startswith(f"Invalid {where}"):
+                raise
+            raise ConfigurationError(f"{where}: {exc}") from None  # an auth setting's own complaint
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         for key, value in super().__repr_args__():
@@ -111,6 +127,10 @@ class ResolvedServer:
     query: tuple[tuple[str, str], ...]
     secrets: tuple[str, ...]
     secret_headers: tuple[str, ...] = ()
+
+    def holds_secret(self, text: str) -> bool:
+        """Whether ``text`` contains one of the secret values."""
+        return any(secret in text for secret in self.secrets)
 
     def redact(self, text: str) -> str:
         """``text`` with every secret value replaced by ``***``."""

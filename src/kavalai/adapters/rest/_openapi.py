@@ -4,11 +4,13 @@ What it relies on and does:
 
 - Local ``$ref``s (``#/components/...``) are resolved. Parameters, request bodies and responses are inlined;
   schemas are copied into the tool schema's ``$defs`` and their ``$ref``s rewritten to point there, so recursive
-  (circular) schemas stay finite. A ``$ref`` to another document is an error naming the operation.
+  (circular) schemas stay finite. Each of the input and output schemas carries only the ``$defs`` it reaches. A
+  ``$ref`` to another document is an error naming the operation, and so is an operation too malformed to read.
 - The input schema merges path, query and header parameters with the JSON request body: an object body's
-  properties become arguments beside the parameters; any other body (an array, a composed schema, a name clash)
-  is one ``body`` argument. ``Accept``, ``Content-Type`` and ``Authorization`` header parameters are ignored, as
-  the OpenAPI specification says; cookie parameters are not supported and are left out.
+  properties become arguments beside the parameters (an optional body is only sent when one of them is given);
+  any other body (an array, a composed schema, a name clash) is one ``body`` argument. ``Accept``,
+  ``Content-Type`` and ``Authorization`` header parameters are ignored, as the OpenAPI specification says;
+  cookie parameters are not supported and are left out.
 - The output schema is the JSON schema of the first 2xx response that has one; ``None`` (any value) otherwise.
 - Operations whose request body has no JSON media type are skipped, and reported back as such.
 """
@@ -114,13 +116,23 @@ def read_operations(
             continue
         except ConfigurationError as exc:
             raise ConfigurationError(f"OpenAPI operation {label}: {exc}") from exc
+        except (AttributeError, TypeError, ValueError, KeyError) as exc:  # a value of the wrong kind in the document
+            raise ConfigurationError(
+                f"OpenAPI operation {label} is malformed ({type(exc).__name__}: {exc}); check it against the "
+                "OpenAPI 3 specification."
+            ) from exc
         taken.add(built.tool_name)
         operations.append(built)
     return operations, skipped
 
 
 def _filter_keys(operation: Mapping[str, Any]) -> set[str]:
-    return {str(operation.get("operationId", "")), *map(str, operation.get("tags", ()))} - {""}
+    return {str(operation.get("operationId") or ""), *_tags(operation)} - {""}
+
+
+def _tags(operation: Mapping[str, Any]) -> tuple[str, ...]:
+    tags = operation.get("tags")
+    return tuple(str(tag) for tag in tags) if isinstance(tags, list | tuple) else ()
 
 
 def _check_filters(spec: Mapping[str, Any], names: set[str]) -> None:
@@ -144,10 +156,10 @@ class _Unsupported(Exception):
 
 
 def _walk(spec: Mapping[str, Any]) -> Iterable[tuple[str, str, Mapping[str, Any], list[Any]]]:
-    for path, item in spec.get("paths", {}).items():
+    for path, item in (spec.get("paths") or {}).items():
         if not isinstance(item, Mapping):
             continue
-        shared = list(item.get("parameters", ()))
+        shared = item.get("parameters") or []
         for method in _HTTP_METHODS:
             operation = item.get(method)
             if isinstance(operation, Mapping):
@@ -164,7 +176,7 @@ def _build(
 ) -> OpenApiOperation:
     refs = _Refs(spec)
     schema = _InputSchema(refs)
-    for param in _merged_params(refs, shared_params, operation.get("parameters", ())):
+    for param in _merged_params(refs, shared_params, operation.get("parameters") or ()):
         schema.add_parameter(param)
     body = operation.get("requestBody")
     if body is not None:
@@ -172,12 +184,12 @@ def _build(
     unfilled = [name for name in path_placeholders(path) if name not in schema.path_params]
     if unfilled:
         raise _Unsupported(f"the path placeholders {', '.join(unfilled)} have no path parameter")
-    output = _output_schema(refs, operation.get("responses", {}))
+    output = _output_schema(refs, operation.get("responses") or {})
     operation_id = operation.get("operationId")
     return OpenApiOperation(
         tool_name=_tool_name(operation_id, method, path, taken),
         operation_id=str(operation_id) if operation_id is not None else None,
-        tags=tuple(str(tag) for tag in operation.get("tags", ())),
+        tags=_tags(operation),
         description=_description(operation, method, path),
         plan=schema.plan(method.upper(), path),
         input_schema=refs.attach(schema.json_schema()),
@@ -205,6 +217,7 @@ class _InputSchema:
         self.header_params: list[tuple[str, str]] = []
         self.body_field: str | None = None
         self.body_object = False
+        self.body_optional = False
 
     def add_parameter(self, param: Mapping[str, Any]) -> None:
         name, place = str(param.get("name", "")), param.get("in")
@@ -247,6 +260,7 @@ class _InputSchema:
             if body.get("required"):
                 self.required.extend(str(name) for name in target.get("required", ()))
             self.body_object = True
+            self.body_optional = not body.get("required")
             return
         if "body" in self.properties:
             raise _Unsupported("the request body and a parameter are both named 'body'")
@@ -270,6 +284,7 @@ class _InputSchema:
             header_params=tuple(self.header_params),
             body_field=self.body_field,
             body_object=self.body_object,
+            body_optional=self.body_optional,
         )
 
 
@@ -354,10 +369,17 @@ class _Refs:
         return schema
 
     def attach(self, schema: dict[str, Any]) -> dict[str, Any]:
-        """``schema`` with the collected ``$defs`` it needs (all of this operation's)."""
-        if not self.defs:
+        """``schema`` with the collected ``$defs`` it reaches (directly or through other definitions)."""
+        needed: dict[str, Any] = {}
+        pending = list(_local_refs(schema))
+        while pending:
+            name = pending.pop()
+            if name not in needed and name in self.defs:
+                needed[name] = self.defs[name]
+                pending.extend(_local_refs(self.defs[name]))
+        if not needed:
             return schema
-        return {**schema, "$defs": {**schema.get("$defs", {}), **self.defs}}
+        return {**schema, "$defs": {**schema.get("$defs", {}), **dict(sorted(needed.items()))}}
 
     def _define(self, ref: str) -> str:
         name = self._names.get(ref)
@@ -385,3 +407,16 @@ class _Refs:
             else:
                 raise ConfigurationError(f"the $ref {ref!r} does not resolve")
         return node
+
+
+def _local_refs(node: Any) -> Iterable[str]:
+    """The names of the ``#/$defs/<name>`` definitions that ``node`` refers to, at any depth."""
+    if isinstance(node, Mapping):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            yield ref.removeprefix("#/$defs/")
+        for value in node.values():
+            yield from _local_refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _local_refs(item)

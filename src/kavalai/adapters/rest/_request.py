@@ -4,10 +4,13 @@ A :class:`RequestPlan` is built once per tool at registration, so a call only fi
 the input model dumped in JSON mode with ``exclude_unset=True``: arguments the caller left out are not sent.
 
 - ``{placeholders}`` in the path are filled from the arguments of that name, percent-encoded (``/`` included).
+  A value that is empty, ``.`` or ``..`` is refused: the URL would name another resource (``/items/..`` is ``/``).
 - Query values: ``true``/``false`` for booleans, one ``key=value`` pair per list item, objects as JSON text;
   ``None`` is not sent.
+- Header parameters (OpenAPI imports) are sent as text; ``None`` is not sent.
 - The JSON body is either the remaining arguments as an object, or one argument's value (``body_field``), as
-  OpenAPI imports do for a request body that is not an object.
+  OpenAPI imports do for a request body that is not an object. An optional object body (``body_optional``) is
+  not sent at all when no argument went into it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ METHODS: Final = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OP
 #: Methods whose leftover arguments go in a JSON body; the others send them as query parameters.
 BODY_METHODS: Final = frozenset({"POST", "PUT", "PATCH"})
 _PLACEHOLDER: Final = re.compile(r"\{([^{}/]+)\}")
+#: Path values that would make the URL point at another resource once the path is normalised.
+_UNSAFE_SEGMENTS: Final = frozenset({"", ".", ".."})
 
 
 def path_placeholders(path: str) -> tuple[str, ...]:
@@ -59,6 +64,8 @@ class RequestPlan:
         header_params: argument name -> header name.
         body_field: the argument whose value is the whole JSON body, if any.
         body_object: send the arguments not placed elsewhere as a JSON object body.
+        body_optional: with ``body_object``, send no body at all when no argument is left for it (an OpenAPI
+            request body that is not required); otherwise an empty object is sent.
     """
 
     method: str
@@ -68,6 +75,7 @@ class RequestPlan:
     header_params: tuple[tuple[str, str], ...] = ()
     body_field: str | None = None
     body_object: bool = False
+    body_optional: bool = False
 
     @classmethod
     def simple(cls, method: str, path: str) -> RequestPlan:
@@ -86,7 +94,11 @@ class RequestPlan:
         """Fill the plan with the dumped arguments; :class:`ToolInputError` if a path placeholder has no value."""
         remaining = dict(arguments)
         path = self._fill_path(remaining, uri) if self.path_params else self.path
-        headers = {header: _text(remaining.pop(arg)) for arg, header in self.header_params if arg in remaining}
+        headers: dict[str, str] = {}
+        for arg, header in self.header_params:
+            value = remaining.pop(arg, None)
+            if value is not None:
+                headers[header] = _text(value)
         query: list[tuple[str, str]] = []
         if self.query_params is None:
             _add_query(query, remaining)
@@ -96,7 +108,7 @@ class RequestPlan:
         if self.body_field is not None:
             has_body = self.body_field in remaining
             return PreparedRequest(self.method, path, query, headers, remaining.get(self.body_field), has_body)
-        if self.body_object:
+        if self.body_object and (remaining or not self.body_optional):
             return PreparedRequest(self.method, path, query, headers, remaining, True)
         return PreparedRequest(self.method, path, query, headers, None, False)
 
@@ -110,7 +122,15 @@ class RequestPlan:
                     uri=uri,
                     errors=[{"type": "missing", "loc": (name,), "msg": "Field required (path parameter)"}],
                 )
-            values[name] = quote(_text(value), safe="")
+            text = _text(value)
+            if text in _UNSAFE_SEGMENTS:
+                message = f"{text!r} cannot fill the path {self.path}: an empty, '.' or '..' value names another URL"
+                raise ToolInputError(
+                    f"Invalid arguments for {uri}: {name}: {message}",
+                    uri=uri,
+                    errors=[{"type": "value_error", "loc": (name,), "msg": message, "input": value}],
+                )
+            values[name] = quote(text, safe="")
         return _PLACEHOLDER.sub(lambda match: values[match[1]], self.path)
 
 

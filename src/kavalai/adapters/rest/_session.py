@@ -4,17 +4,21 @@ The session is created on first use inside the running event loop (aiohttp sessi
 closed by :meth:`ServerSession.aclose`, which ``kernel.close()`` reaches through the adapter; the next call after
 that opens a new one. Responses are decoded here: JSON by content type, other bodies as text, an empty body (a
 204, a HEAD) as ``None``; a 4xx/5xx becomes :class:`~kavalai.errors.HTTPStatusError`.
+
+A foreign exception is kept as the ``__cause__`` of the kavalai error, unless its text holds one of the server's
+secrets (aiohttp puts the request URL, API key query parameter included, into some of its messages): then it is
+dropped, so that no traceback or log line can show the secret.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import ssl
 from typing import Any, Final
 
 import aiohttp
 from aiohttp.client_middlewares import ClientHandlerType, ClientMiddlewareType
+from pydantic_core import from_json, to_json
 from yarl import URL
 
 from kavalai.adapters.rest._config import ResolvedServer, RestServer
@@ -64,6 +68,7 @@ class ServerSession:
             timeout=aiohttp.ClientTimeout(total=None),
             raise_for_status=False,
             middlewares=_credential_guard(self.resolved),
+            json_serialize=_dumps,
         )
         self._session, self._loop = session, loop
         return session
@@ -73,7 +78,11 @@ class ServerSession:
 
         ``request.path`` is relative to the base URL, or an absolute ``http(s)://`` URL (OpenAPI specs).
         """
-        session = self._client()
+        try:
+            session = self._client()
+        except ConfigurationError as exc:  # a credential variable unset since registration: name the tool too
+            exc.uri = exc.uri or uri
+            raise
         resolved = self.resolved
         method, path = request.method, request.path
         url = f"{resolved.base_url}{path}" if path.startswith("/") else path
@@ -93,16 +102,33 @@ class ServerSession:
         except FunctionKernelException:
             raise
         except TimeoutError as exc:
-            raise ToolTimeoutError(f"{where}: {method} {path} timed out waiting for {self.name!r}.", uri=uri) from exc
+            error: FunctionKernelException = ToolTimeoutError(
+                f"{where}: {method} {path} timed out waiting for {self.name!r}.", uri=uri
+            )
+            cause: BaseException = exc
+        except aiohttp.ClientConnectorCertificateError as exc:
+            error = ServerConnectionError(
+                f"{where}: the TLS certificate of REST server {self.name!r} at {resolved.base_url} could not be "
+                f"verified ({self._describe(exc)}). For a private CA give verify='<CA bundle path>'; "
+                "verify=False turns verification off.",
+                uri=uri,
+                server=self.name,
+            )
+            cause = exc
         except aiohttp.ClientConnectionError as exc:
-            raise ServerConnectionError(
+            error = ServerConnectionError(
                 f"{where}: cannot reach REST server {self.name!r} at {resolved.base_url} "
                 f"({self._describe(exc)}). Is it running, and is its url right?",
                 uri=uri,
                 server=self.name,
-            ) from exc
+            )
+            cause = exc
         except (aiohttp.ClientError, ValueError) as exc:
-            raise ToolExecutionError(f"{where}: {method} {path} failed: {self._describe(exc)}", uri=uri) from exc
+            error = ToolExecutionError(f"{where}: {method} {path} failed: {self._describe(exc)}", uri=uri)
+            cause = exc
+        if resolved.holds_secret(str(cause)):
+            raise error from None
+        raise error from cause
 
     async def _status_error(
         self, response: aiohttp.ClientResponse, method: str, path: str, where: str, uri: str | None
@@ -166,13 +192,18 @@ def _credential_guard(resolved: ResolvedServer) -> tuple[ClientMiddlewareType, .
     return (guard,)
 
 
+def _dumps(value: Any) -> str:
+    """The JSON text of a request body, by pydantic-core's encoder (a few times faster than ``json.dumps``)."""
+    return to_json(value).decode()
+
+
 def _decode(body: bytes, response: aiohttp.ClientResponse) -> Any:
     if not body:
         return None
     content_type = response.content_type
     if content_type == "application/json" or content_type.endswith("+json"):
         try:
-            return json.loads(body)
+            return from_json(body)
         except ValueError as exc:
             raise ValueError(f"the response is not valid JSON ({exc})") from exc
     return body.decode(response.charset or "utf-8", errors="replace")
