@@ -37,7 +37,14 @@ from kavalai.errors import (
 )
 
 if TYPE_CHECKING:
-    from kavalai.adapters.mcp import McpServer
+    from kavalai.adapters.mcp import (
+        McpAudioContent,
+        McpImageContent,
+        McpResourceContent,
+        McpResourceLink,
+        McpServer,
+        McpServerState,
+    )
     from kavalai.adapters.python import pythontool
     from kavalai.adapters.rest import ApiKeyAuth, BasicAuth, BearerAuth, RestServer
     from kavalai.agent import Agent, AgentResult, Approval, ToolCallRecord
@@ -73,6 +80,11 @@ _LAZY: dict[str, str] = {
     "StructuredOutputError": "kavalai.llm.errors",
     "ToolCallRecord": "kavalai.agent",
     "make_client": "kavalai.llm",
+    "McpServerState": "kavalai.adapters.mcp",
+    "McpImageContent": "kavalai.adapters.mcp",
+    "McpAudioContent": "kavalai.adapters.mcp",
+    "McpResourceContent": "kavalai.adapters.mcp",
+    "McpResourceLink": "kavalai.adapters.mcp",
     "ApiKeyAuth": "kavalai.adapters.rest",
     "BasicAuth": "kavalai.adapters.rest",
     "BearerAuth": "kavalai.adapters.rest",
@@ -132,7 +144,12 @@ __all__ = [
     "LLMProviderError",
     "LLMResponseError",
     "MaxStepsExceededError",
+    "McpAudioContent",
+    "McpImageContent",
+    "McpResourceContent",
+    "McpResourceLink",
     "McpServer",
+    "McpServerState",
     "RestServer",
     "RunResult",
     "RunStatus",
@@ -152,7 +169,7 @@ __all__ = [
     "WorkflowBuilder",
     "WorkflowEngine",
     "WorkflowError",
-    "__version__",
     "make_client",
     "pythontool",
+    "__version__",
 ]

@@ -19,9 +19,9 @@ from __future__ import annotations
 import inspect
 import json
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, overload
 
 from pydantic import BaseModel
 
@@ -62,6 +62,9 @@ _WORD = re.compile(r"\S+\s*|\s+")
 class ScriptedRequest:
     """One request a :class:`ScriptedLLM` received.
 
+    It is also a sequence of its messages, so a script function may treat its argument as the conversation:
+    ``lambda messages: f"you said {messages[-1].content}"``.
+
     Attributes:
         messages: the conversation sent.
         tools: the tools offered.
@@ -83,6 +86,24 @@ class ScriptedRequest:
     def last_message(self) -> Message:
         """The last message of the conversation."""
         return self.messages[-1]
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        """The message(s) at ``index``, as in ``messages[index]``."""
+        return self.messages[index]
+
+    def __len__(self) -> int:
+        """The number of messages."""
+        return len(self.messages)
+
+    def __iter__(self) -> Iterator[Message]:
+        """The messages, oldest first."""
+        return iter(self.messages)
 
 
 #: A function that computes the reply from the request, sync or async.

@@ -11,11 +11,18 @@ from kavalai.cli._demo import run_demo
 from kavalai.cli.main import build_parser
 
 
-async def test_demo_python_section_output() -> None:
+async def test_demo_shows_every_tool_kind_and_an_agent() -> None:
     buffer = io.StringIO()
     assert await run_demo(out=DemoConsole(buffer)) == 0
     text = buffer.getvalue()
-    assert "== python:// tools ==" in text
+    sections = ["== python:// tools ==", "== rest:// tools ==", "== mcp:// tools", "== agent (ScriptedLLM"]
+    positions = [text.index(heading) for heading in sections]
+    assert positions == sorted(positions)
+    assert "imported from /openapi.json: rest://bookshop." in text
+    assert "caught HTTPStatusError (status_code=404)" in text
+    assert "server 'demo': connected over stdio" in text
+    assert "caught ToolExecutionError: Tool mcp://demo.to_fahrenheit reported an error" in text
+    assert "3 tool calls (0 failed)" in text
     assert "python://math.add(a, b): Add two integers." in text
     assert "math.add(2, '40'): MathAddOutput({\"result\":42})" in text
     assert "math.percent returned '50', coerced to: 50 (int)" in text

@@ -101,3 +101,11 @@ def test_parse_messages_round_trips_a_conversation() -> None:
 def test_a_single_reply_instead_of_a_script_is_refused() -> None:
     with pytest.raises(TypeError, match=r"not one reply \(str\); write ScriptedLLM\(\['hello'\]\)"):
         ScriptedLLM("hello")
+
+
+async def test_a_script_function_may_take_the_messages() -> None:
+    llm = ScriptedLLM(lambda messages: f"{len(messages)} messages, the last: {messages[-1].content}")
+    response = await llm.complete([UserMessage(content="one"), UserMessage(content="two")])
+    assert response.text == "2 messages, the last: two"
+    assert [message.content for message in llm.requests[0]] == ["one", "two"]
+    assert llm.requests[0][:1] == [UserMessage(content="one")]

@@ -214,6 +214,26 @@ async def test_leaving_a_stream_cancels_the_run(tools_kernel: FunctionKernel) ->
         await EVENTS.setdefault("hang.ended", anyio.Event()).wait()
 
 
+async def test_an_abandoned_stream_is_finalized_and_cancels_the_run(tools_kernel: FunctionKernel) -> None:
+    import gc
+
+    workflow = (
+        WorkflowBuilder("t", input="object", output="any")
+        .start(next="fan")
+        .parallel("fan", branches=["wait"], next="end")
+        .function("wait", tool="python://t.hang")
+        .end()
+        .build()
+    )
+    events = WorkflowEngine(workflow, tools_kernel).stream({})
+    while not isinstance(await anext(events), NodeStarted):
+        pass
+    del events  # never closed: the event loop's async-generator finalizer closes it
+    gc.collect()
+    with anyio.fail_after(10):
+        await EVENTS.setdefault("hang.ended", anyio.Event()).wait()
+
+
 async def test_a_stream_consumer_cancelled_from_outside_stops_the_run(tools_kernel: FunctionKernel) -> None:
     workflow = (
         WorkflowBuilder("t", input="object", output="any")

@@ -238,7 +238,7 @@ async def test_retry_on_selects_the_errors_retried(tools_kernel: FunctionKernel)
 def test_invalid_run_timeout_is_a_definition_error(timeout: float) -> None:
     from kavalai.workflow import WorkflowDefinitionError
 
-    with pytest.raises(WorkflowDefinitionError, match="'timeout' must be a positive number"):
+    with pytest.raises(WorkflowDefinitionError, match="'timeout' must be a positive number of seconds"):
         WorkflowBuilder("t").start(next="end").end().limits(timeout=timeout).build()
 
 

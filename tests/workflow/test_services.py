@@ -248,3 +248,17 @@ async def test_services_start_once_for_concurrent_runs_and_stop_on_aclose(tools_
     async with engine:
         assert service.log == ["start", "stop", "start"]
     assert service.log == ["start", "stop", "start", "stop"]
+
+
+async def test_connect_checks_that_every_model_node_has_a_model(tools_kernel: FunctionKernel) -> None:
+    def workflow(model: str | None) -> WorkflowBuilder:
+        return WorkflowBuilder("t", output=str).start(next="say").llm("say", prompt="hi", model=model, next="end").end()
+
+    with pytest.raises(WorkflowDefinitionError, match="Node 'say' needs a model") as caught:
+        await WorkflowEngine(workflow(None).build(), tools_kernel).connect()
+    assert (caught.value.node, caught.value.field) == ("say", "model")
+    with pytest.raises(WorkflowDefinitionError, match="Node 'say': field 'model': Unknown provider 'opnai'"):
+        await WorkflowEngine(workflow("opnai/gpt-4.1-mini").build(), tools_kernel).connect()
+    # a client given to the engine serves every model node, whatever its model name
+    async with WorkflowEngine(workflow("writer").build(), tools_kernel, llm=ScriptedLLM(["hi"])) as engine:
+        assert (await engine.run({})).output == "hi"

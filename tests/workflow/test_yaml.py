@@ -258,3 +258,32 @@ async def test_relative_paths_are_relative_to_the_yaml_file(tmp_path: Path) -> N
     async with WorkflowEngine.from_yaml(path) as engine:  # the tests run in another directory
         result = await engine.run({})
     assert result.output == {"text": "hello"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("nospec.json", "Cannot read the OpenAPI spec file '.*nospec.json'"),
+        ("bad.json", "The OpenAPI spec '.*bad.json' has a 'paths' entry that is not an object"),
+    ],
+)
+async def test_an_openapi_spec_that_cannot_be_used_fails_on_connect_naming_the_field(
+    tmp_path: Path, text_api_url: str, spec: str, message: str
+) -> None:
+    (tmp_path / "bad.json").write_text('{"openapi": "3.0.3", "paths": 5}', encoding="utf-8")
+    body = f"""
+    name: openapi
+    input: object
+    output: object
+    rest_servers:
+      - {{name: api, url: "{text_api_url}", openapi: {spec}}}
+    nodes:
+      - {{id: start, kind: start, next: end}}
+      - {{id: end, kind: end}}
+    """
+    path, _ = _write(tmp_path, body)
+    engine = WorkflowEngine.from_yaml(path)
+    with pytest.raises(WorkflowDefinitionError, match=f"Field 'rest_servers\\[0\\].openapi': {message}") as caught:
+        await engine.connect()
+    await engine.aclose()
+    assert caught.value.field == "rest_servers[0].openapi"

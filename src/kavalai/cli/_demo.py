@@ -11,6 +11,7 @@ import contextlib
 
 from kavalai.cli._console import DemoConsole
 from kavalai.cli._demo_agent import agent_section
+from kavalai.cli._demo_mcp import mcp_section
 from kavalai.cli._demo_python import python_section
 from kavalai.cli._demo_rest import rest_section
 from kavalai.kernel import FunctionKernel
@@ -26,6 +27,7 @@ async def run_demo(*, model: str | None = None, out: DemoConsole | None = None) 
         stack.push_async_callback(kernel.close)
         await python_section(kernel, console)
         await stack.enter_async_context(rest_section(kernel, console))
+        await stack.enter_async_context(mcp_section(kernel, console))
         await agent_section(kernel, console, model=model)
     console.line()
     console.line("Demo finished: every call above went through one typed FunctionKernel.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, TypeVar
@@ -14,6 +15,7 @@ from kavalai.adapters.base import ToolAdapter
 from kavalai.adapters.python import PythonToolAdapter
 from kavalai.errors import (
     FunctionKernelException,
+    ServerConnectionError,
     ToolExecutionError,
     ToolNotFoundError,
     ToolRegistrationError,
@@ -26,6 +28,8 @@ from kavalai.kernel._rest_api import RestKernelMixin
 from kavalai.kernel._uri import ToolURI
 
 __all__ = ["FunctionKernel"]
+
+logger = logging.getLogger("kavalai")
 
 A = TypeVar("A", bound=ToolAdapter)
 
@@ -210,7 +214,9 @@ class FunctionKernel(RestKernelMixin, McpKernelMixin):
     async def get_tool_descriptions(self, allowed_tools: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """Describe the tools for a model: ``[{"name", "description", "inputSchema", "outputSchema"}, ...]``.
 
-        Connects any registered server that is not connected yet, so no tool is invisible.
+        Connects any registered server that is not connected yet, so no tool is invisible. A server that cannot be
+        reached does not hide the others: its tools are left out and the failure is logged as a warning on the
+        ``kavalai`` logger (call :meth:`connect` or ``connect_mcp_servers()`` to have it raised instead).
 
         Args:
             allowed_tools: ``None`` for every tool; otherwise exact URIs and globs (``"python://fs.*"``,
@@ -219,7 +225,7 @@ class FunctionKernel(RestKernelMixin, McpKernelMixin):
         """
         if allowed_tools is not None and not allowed_tools:
             return []
-        await self.connect()
+        await self._connect_what_can()
         names = self.select_tools(allowed_tools)
         return [self._tools[name].describe() for name in names]
 
@@ -260,6 +266,13 @@ class FunctionKernel(RestKernelMixin, McpKernelMixin):
         """Connect every registered server that is not connected yet (MCP servers start here)."""
         for adapter in list(self._adapters.values()):
             await adapter.connect()
+
+    async def _connect_what_can(self) -> None:
+        for adapter in list(self._adapters.values()):
+            try:
+                await adapter.connect()
+            except ServerConnectionError as exc:
+                logger.warning("Tools of unreachable servers are left out of the tool descriptions: %s", exc)
 
     async def close(self) -> None:
         """Close every session, process and task the kernel holds. Idempotent; the kernel reconnects on next use."""

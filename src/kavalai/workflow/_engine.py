@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from kavalai.workflow._executor import Emit, Execution
-from kavalai.workflow._graph import Workflow, check_tools
+from kavalai.workflow._graph import Workflow, check_tools, checked_timeout, checked_visits
+from kavalai.workflow._nodes import AgentNode, LlmNode
 from kavalai.workflow._result import RunResult, WorkflowEvent
 from kavalai.workflow._services import Service
-from kavalai.workflow.errors import NodeError
+from kavalai.workflow.errors import NodeError, WorkflowDefinitionError
 
 if TYPE_CHECKING:
     from kavalai.kernel import FunctionKernel
@@ -80,8 +81,8 @@ class WorkflowEngine:
         self._llms: dict[str, LLMClient] = dict(llms or {})
         self._factories: dict[str, Callable[[], LLMClient]] = dict(models or {})
         self._made: dict[str, LLMClient] = {}
-        self.max_visits = workflow.max_visits if max_visits is None else _checked_visits(max_visits)
-        self.timeout = workflow.timeout if isinstance(timeout, _Unset) else _checked_timeout(timeout)
+        self.max_visits = workflow.max_visits if max_visits is None else checked_visits(max_visits, "max_visits")
+        self.timeout = workflow.timeout if isinstance(timeout, _Unset) else checked_timeout(timeout, "timeout")
         self._services = list(services)
         self._started = 0  # how many of the services are running
         self._lock = anyio.Lock()
@@ -130,12 +131,19 @@ class WorkflowEngine:
 
         Raises:
             ServerConnectionError: a server could not be started or reached.
-            WorkflowDefinitionError: a node names a tool the kernel does not have, or a model cannot be created.
+            WorkflowDefinitionError: a node names a tool the kernel does not have, or a model node has no model
+                or its client cannot be created (an unknown provider, a missing API key).
         """
         await self._prepare()
         await self.kernel.connect()
         for name in self._factories:
             self._client(name)
+        for node in self.workflow.nodes.values():
+            if isinstance(node, AgentNode | LlmNode):
+                try:
+                    await self._llm_for(node.model, node.id)
+                except NodeError as exc:
+                    raise WorkflowDefinitionError(exc.message, node=node.id, field="model") from exc
         check_tools(self.workflow, self.kernel)
 
     async def aclose(self) -> None:
@@ -234,8 +242,8 @@ class WorkflowEngine:
             self.kernel,
             self._llm_for,
             input,
-            max_visits=self.max_visits if max_visits is None else _checked_visits(max_visits),
-            timeout=self.timeout if isinstance(timeout, _Unset) else _checked_timeout(timeout),
+            max_visits=self.max_visits if max_visits is None else checked_visits(max_visits, "max_visits"),
+            timeout=self.timeout if isinstance(timeout, _Unset) else checked_timeout(timeout, "timeout"),
             **({} if emit is None else {"emit": emit}),
         )
 
@@ -259,8 +267,8 @@ class WorkflowEngine:
             chosen = model
         if chosen is None:
             raise NodeError(
-                f"Node {node!r} needs a model: set its 'model' field, or give the engine llm=... "
-                "(a client or a model id such as 'openai/gpt-4.1-mini').",
+                f"Node {node!r} needs a model: set its 'model' field (a model id such as 'openai/gpt-4.1-mini', "
+                "or a name under the YAML 'models'), or give the engine llm=... (a client or a model id).",
                 node=node,
                 field="model",
             )
@@ -273,15 +281,3 @@ class WorkflowEngine:
 
     def __repr__(self) -> str:
         return f"<WorkflowEngine {self.workflow!r} on {self.kernel!r}>"
-
-
-def _checked_visits(value: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"max_visits must be a positive integer, not {value!r}")
-    return value
-
-
-def _checked_timeout(value: float | None) -> float | None:
-    if value is not None and (not isinstance(value, int | float) or isinstance(value, bool) or value <= 0):
-        raise ValueError(f"timeout must be a positive number of seconds or None, not {value!r}")
-    return value

@@ -31,7 +31,15 @@ from kavalai.workflow.errors import ExpressionError, WorkflowDefinitionError
 if TYPE_CHECKING:
     from kavalai.kernel import FunctionKernel
 
-__all__ = ["DEFAULT_MAX_VISITS", "Binding", "Workflow", "check_tools", "did_you_mean"]
+__all__ = [
+    "DEFAULT_MAX_VISITS",
+    "Binding",
+    "Workflow",
+    "check_tools",
+    "checked_timeout",
+    "checked_visits",
+    "did_you_mean",
+]
 
 #: The node-visit limit when none is given.
 DEFAULT_MAX_VISITS: Final = 1000
@@ -84,8 +92,8 @@ class Workflow:
         self.name = name
         self.description = description
         self.types = types
-        self.max_visits = _positive_int(max_visits, "max_visits")
-        self.timeout = _positive_timeout(timeout)
+        self.max_visits = checked_visits(max_visits)
+        self.timeout = checked_timeout(timeout)
         self.nodes: dict[str, NodeBase] = _index(nodes)
         self.input_type = self._type(input_type, "input", None)
         self.output_type = self._type(output_type, "output", None)
@@ -407,13 +415,15 @@ def did_you_mean(name: str, options: Iterable[str]) -> str:
     return f" Did you mean {close[0]!r}?" if close else ""
 
 
-def _positive_int(value: int, field: str) -> int:
+def checked_visits(value: int, what: str = "Workflow field 'max_visits'") -> int:
+    """``value`` if it is a positive integer, else a :class:`WorkflowDefinitionError` (a ``ValueError``)."""
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise WorkflowDefinitionError(f"Workflow field {field!r} must be a positive integer, not {value!r}.")
+        raise WorkflowDefinitionError(f"{what} must be a positive integer, not {value!r}.")
     return value
 
 
-def _positive_timeout(value: float | None) -> float | None:
+def checked_timeout(value: float | None, what: str = "Workflow field 'timeout'") -> float | None:
+    """``value`` if it is ``None`` or a positive number of seconds, else a :class:`WorkflowDefinitionError`."""
     if value is not None and (not isinstance(value, int | float) or isinstance(value, bool) or value <= 0):
-        raise WorkflowDefinitionError(f"Workflow field 'timeout' must be a positive number, not {value!r}.")
+        raise WorkflowDefinitionError(f"{what} must be a positive number of seconds or None, not {value!r}.")
     return value

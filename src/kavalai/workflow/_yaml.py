@@ -311,15 +311,19 @@ class _KernelLoader:
         include, exclude = raw.pop("include", None), raw.pop("exclude", None)
         app = raw.pop("app", None)
         if isinstance(openapi, str) and not openapi.startswith("/") and "://" not in openapi:
-            openapi = str(self.base_dir / openapi)
+            openapi = self.base_dir / openapi  # a Path: the kernel then reads it as a file that must exist
 
         def register_tools(kernel: FunctionKernel, name: str) -> None:
             for j, tool in enumerate(tools):
                 self._rest_tool(kernel, name, dict(tool), f"{field}.rest_tools[{j}]")
 
         async def import_openapi(kernel: FunctionKernel, name: str) -> None:
-            if openapi is not None:
+            if openapi is None:
+                return
+            try:
                 await kernel.register_openapi(name, openapi, include=include, exclude=exclude)
+            except ToolRegistrationError as exc:  # an unreadable or invalid spec (not an unreachable server)
+                raise WorkflowDefinitionError(f"Field '{field}.openapi': {exc}", field=f"{field}.openapi") from exc
 
         if app is None:
             server = self._guard(field, lambda: RestServer(**raw))

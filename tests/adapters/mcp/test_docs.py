@@ -11,10 +11,7 @@ from tests.adapters.mcp.conftest import ROOT
 
 
 def _mcp_section() -> str:
-    """The MCP section: ``docs/_mcp.md`` until it is merged, then its part of ``docs/tools.md``."""
-    draft = ROOT / "docs" / "_mcp.md"
-    if draft.exists():
-        return draft.read_text()
+    """The MCP section of ``docs/tools.md``."""
     guide = (ROOT / "docs" / "tools.md").read_text()
     start = guide.index("## MCP tools")
     end = guide.find("\n## ", start + 1)

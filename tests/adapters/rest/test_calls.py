@@ -44,7 +44,8 @@ async def test_get_with_a_path_parameter_and_an_object_output(shop: FunctionKern
     shop.register_rest_tool("shop", "get_item", "GET", obj(ITEM_ID, ("item_id",)), ITEM_OUT, path="/items/{item_id}")
     item = await shop.call_tool("rest://shop.get_item", {"item_id": 2})
     assert (item.id, item.name, item.price) == (2, "bread", 2.25)  # type: ignore[attr-defined]
-    assert type(item).__name__ != "dict"
+    assert isinstance(item, shop.get_output_model("rest://shop.get_item"))  # the object schema is the model itself
+    assert set(type(item).model_fields) == {"id", "name", "price", "tags"}
 
 
 async def test_post_put_patch_and_delete(shop: FunctionKernel) -> None:

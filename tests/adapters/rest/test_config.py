@@ -170,6 +170,12 @@ def test_tool_registration_rules(kernel: FunctionKernel) -> None:
         (("s", "bad name", "GET"), {}, "may not contain spaces"),
         (("s", "t", "GET", {"type": "object", "properties": {}}), {"path": "/x/{id}"}, "placeholders 'id'"),
         (("s", "t", "GET"), {"timeout": 0}, "timeout must be positive"),
+        (
+            ("s", "t", "GET", '{"type": "object"}'),
+            {},
+            r"input_schema must be a JSON schema object \(a dict\) or None, not str",
+        ),
+        (("s", "t", "GET", None, ["string"]), {}, r"rest://s\.t: output_schema must be a JSON schema object"),
     ],
 )
 def test_bad_tool_registrations_say_what_is_wrong(

@@ -9,10 +9,10 @@ import pytest
 
 from kavalai import (
     FunctionKernel,
-    FunctionKernelException,
     HTTPStatusError,
     RestServer,
     ServerConnectionError,
+    ToolExecutionError,
     ToolTimeoutError,
 )
 from kavalai.adapters.rest._session import BODY_EXCERPT_CHARS
@@ -83,9 +83,12 @@ async def test_a_call_timeout_overrides_the_default(shop: FunctionKernel) -> Non
     assert fast.result == {"slept": 0.0}  # type: ignore[attr-defined]
 
 
-async def test_nothing_foreign_escapes(kernel: FunctionKernel) -> None:
-    kernel.register_rest_server(RestServer(name="bad", url="http://127.0.0.1:1"))
-    kernel.register_rest_tool("bad", "x", "GET", path="/%zz{q}", input_schema={"properties": {"q": {}}})
-    with pytest.raises(FunctionKernelException) as info:
-        await kernel.call_tool("rest://bad.x", {"q": "1"})
-    assert "rest://bad.x" in str(info.value)
+async def test_a_request_aiohttp_refuses_is_an_execution_error(shop: FunctionKernel) -> None:
+    # aiohttp raises a plain ValueError for a header value that would inject another header.
+    await shop.register_openapi("shop", "/openapi.json", include=["search"])
+    with pytest.raises(
+        ToolExecutionError, match=r"rest://shop\.search: GET /search failed: ValueError: .*control"
+    ) as info:
+        await shop.call_tool("rest://shop.search", {"q": "x", "x-trace": "a\r\nX-Evil: 1"})
+    assert info.value.uri == "rest://shop.search"
+    assert type(info.value.__cause__) is ValueError

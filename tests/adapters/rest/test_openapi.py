@@ -276,3 +276,8 @@ async def test_a_malformed_operation_is_a_configuration_error_naming_it(shop: Fu
     spec = _spec({"/x": {"get": {"operationId": "x", "tags": "not-a-list", "responses": ["200"]}}})
     with pytest.raises(ConfigurationError, match=r"OpenAPI operation GET /x is malformed \(TypeError: "):
         await shop.register_openapi("shop", spec)
+
+
+async def test_a_filter_given_as_a_string_is_caught(shop: FunctionKernel) -> None:
+    with pytest.raises(ConfigurationError, match=r"include takes a list .* did you mean include=\['items'\]\?"):
+        await shop.register_openapi("shop", "/openapi.json", include="items")  # type: ignore[arg-type]

@@ -134,3 +134,15 @@ def test_operations_that_cannot_be_tools_are_skipped_with_a_reason() -> None:
         ("GET /a/{id}", "the path placeholders id have no path parameter"),
         ("POST /b", "the request body is not JSON (application/x-www-form-urlencoded)"),
     ]
+
+
+def test_read_only_body_properties_are_not_arguments() -> None:
+    pet = {
+        "type": "object",
+        "properties": {"id": {"type": "integer", "readOnly": True}, "name": {"type": "string"}},
+        "required": ["id", "name"],
+    }
+    spec = _spec({"/pets": {"post": {"operationId": "add", "requestBody": _json_body(pet), "responses": {}}}})
+    [operation], _ = read_operations(spec)
+    assert operation.input_schema["properties"] == {"name": {"type": "string"}}
+    assert operation.input_schema["required"] == ["name"]

@@ -125,7 +125,7 @@ class RestAdapter(ToolAdapter):
             )
         route = path if path is not None else tool_name
         route = route if route.startswith("/") else f"/{route}"
-        schema = dict(input_schema) if input_schema is not None else dict(_NO_ARGUMENTS)
+        schema = _schema_dict(uri, "input_schema", input_schema) or dict(_NO_ARGUMENTS)
         _check_placeholders(uri, route, schema)
         if timeout is not None and timeout <= 0:
             raise ConfigurationError(f"Cannot register {uri}: timeout must be positive, got {timeout!r}.", uri=str(uri))
@@ -133,7 +133,7 @@ class RestAdapter(ToolAdapter):
             uri,
             RequestPlan.simple(verb, route),
             schema,
-            dict(output_schema) if output_schema is not None else None,
+            _schema_dict(uri, "output_schema", output_schema),
             description or f"{verb} {route} on REST server {server_name!r}.",
             timeout if timeout is not None else session.server.timeout,
         )
@@ -154,6 +154,12 @@ class RestAdapter(ToolAdapter):
         Every tool is built before any is registered, so a spec that fails registers nothing.
         """
         session = self._session(server_name)
+        for name, names in (("include", include), ("exclude", exclude)):
+            if isinstance(names, str):
+                raise ConfigurationError(
+                    f"register_openapi({server_name!r}, ...): {name} takes a list of operationIds or tags, not a "
+                    f"string; did you mean {name}=[{names!r}]?"
+                )
         document = await _load_spec(session, spec)
         try:
             operations, skipped = read_operations(document, include=include, exclude=exclude)
@@ -274,6 +280,18 @@ def _tool_uri(server_name: str, tool_name: str) -> ToolURI:
 def _model_base_name(uri: ToolURI) -> str:
     parts = f"{uri.server}_{uri.tool}".replace(".", "_").replace("-", "_").split("_")
     return "".join(part[:1].upper() + part[1:] for part in parts if part)
+
+
+def _schema_dict(uri: ToolURI, what: str, schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if schema is None:
+        return None
+    if not isinstance(schema, Mapping):
+        raise ConfigurationError(
+            f"Cannot register {uri}: {what} must be a JSON schema object (a dict) or None, "
+            f"not {type(schema).__name__}.",
+            uri=str(uri),
+        )
+    return dict(schema)
 
 
 def _check_placeholders(uri: ToolURI, path: str, schema: Mapping[str, Any]) -> None:

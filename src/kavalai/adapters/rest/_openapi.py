@@ -7,10 +7,10 @@ What it relies on and does:
   (circular) schemas stay finite. Each of the input and output schemas carries only the ``$defs`` it reaches. A
   ``$ref`` to another document is an error naming the operation, and so is an operation too malformed to read.
 - The input schema merges path, query and header parameters with the JSON request body: an object body's
-  properties become arguments beside the parameters (an optional body is only sent when one of them is given);
-  any other body (an array, a composed schema, a name clash) is one ``body`` argument. ``Accept``,
-  ``Content-Type`` and ``Authorization`` header parameters are ignored, as the OpenAPI specification says;
-  cookie parameters are not supported and are left out.
+  properties (but its ``readOnly`` ones) become arguments beside the parameters (an optional body is only sent
+  when one of them is given); any other body (an array, a composed schema, a name clash) is one ``body``
+  argument. ``Accept``, ``Content-Type`` and ``Authorization`` header parameters are ignored, as the OpenAPI
+  specification says; cookie parameters are not supported and are left out.
 - The output schema is the JSON schema of the first 2xx response that has one; ``None`` (any value) otherwise.
 - Operations whose request body has no JSON media type are skipped, and reported back as such.
 """
@@ -256,9 +256,11 @@ class _InputSchema:
             and not set(props) & set(self.properties)
         )
         if mergeable and isinstance(props, Mapping):
-            self.properties.update(props)
+            # readOnly properties (an id the server assigns) are not sent in a request, so they are not arguments
+            sent = {name: prop for name, prop in props.items() if not _read_only(prop)}
+            self.properties.update(sent)
             if body.get("required"):
-                self.required.extend(str(name) for name in target.get("required", ()))
+                self.required.extend(str(name) for name in target.get("required", ()) if name in sent)
             self.body_object = True
             self.body_optional = not body.get("required")
             return
@@ -286,6 +288,10 @@ class _InputSchema:
             body_object=self.body_object,
             body_optional=self.body_optional,
         )
+
+
+def _read_only(schema: Any) -> bool:
+    return isinstance(schema, Mapping) and schema.get("readOnly") is True
 
 
 def _json_media(content: Mapping[str, Any]) -> Mapping[str, Any] | None:
