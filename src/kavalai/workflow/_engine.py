@@ -1,7 +1,8 @@
 """WorkflowEngine: runs a checked :class:`Workflow` on a :class:`~kavalai.FunctionKernel`.
 
 The engine owns no per-run state, so many runs (concurrent ones too) share one engine and its kernel's
-connections. ``connect()`` and ``aclose()`` are the only places connections open and close.
+connections. ``connect()`` opens them (a run on an engine that was not connected opens what it needs on first
+use) and only ``aclose()`` closes them: a run never does.
 """
 
 from __future__ import annotations
@@ -244,7 +245,7 @@ class WorkflowEngine:
             input,
             max_visits=self.max_visits if max_visits is None else checked_visits(max_visits, "max_visits"),
             timeout=self.timeout if isinstance(timeout, _Unset) else checked_timeout(timeout, "timeout"),
-            **({} if emit is None else {"emit": emit}),
+            emit=emit,
         )
 
     def _client(self, model: str) -> LLMClient:

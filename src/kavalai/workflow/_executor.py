@@ -69,7 +69,7 @@ class Execution:
         *,
         max_visits: int,
         timeout: float | None,
-        emit: Emit = _ignore,
+        emit: Emit | None = None,
     ) -> None:
         self.workflow = workflow
         self.kernel = kernel
@@ -79,7 +79,7 @@ class Execution:
         self.trace: list[NodeTrace] = []
         self.max_visits = max_visits
         self.timeout = timeout
-        self._emit = emit
+        self._emit = emit or _ignore
         self._visits = 0
         self._per_node: Counter[str] = Counter()
         self._main: NodeTrace | None = None  # the record of the main-path node running now

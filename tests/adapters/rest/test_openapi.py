@@ -16,6 +16,7 @@ from kavalai import (
     FunctionKernel,
     HTTPStatusError,
     RestServer,
+    ServerConnectionError,
     ToolInputError,
     ToolRegistrationError,
     ToolTimeoutError,
@@ -220,6 +221,13 @@ async def test_a_full_spec_url_on_the_server_is_fetched(shop: FunctionKernel, sh
 async def test_credentials_are_not_sent_to_another_origin(shop: FunctionKernel) -> None:
     with pytest.raises(ConfigurationError, match="is not on REST server 'shop'; its credentials"):
         await shop.register_openapi("shop", "http://127.0.0.2:1/openapi.json")
+
+
+async def test_a_default_port_written_out_is_the_same_origin(kernel: FunctionKernel) -> None:
+    # Both name 127.0.0.1:80, where nothing listens: the spec is fetched (and fails to connect), not refused.
+    kernel.register_rest_server(RestServer(name="web", url="HTTP://127.0.0.1/api"))
+    with pytest.raises(ServerConnectionError, match="cannot reach REST server 'web'"):
+        await kernel.register_openapi("web", "http://127.0.0.1:80/openapi.json")
 
 
 async def test_a_filter_naming_nothing_in_the_spec_is_caught(shop: FunctionKernel) -> None:

@@ -354,7 +354,8 @@ async def _fetch_spec(session: ServerSession, url: str) -> Any:
 
 def _origin(url: str) -> tuple[str, str, int | None]:
     parts = urlsplit(url)
-    return parts.scheme, (parts.hostname or "").lower(), parts.port
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), parts.port or {"http": 80, "https": 443}.get(scheme)
 
 
 def _read_spec_file(path: str, must_exist: bool) -> str | None:
