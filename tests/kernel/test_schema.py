@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import keyword
 from typing import Annotated, Any, Literal
 
 import pytest
@@ -200,7 +201,7 @@ def test_unsupported_signatures_say_what_to_do(source: str, fragment: str) -> No
 
 
 _types = st.sampled_from([(int, 7), (str, "s"), (float, 1.5), (bool, True), (list[int], [1, 2])])
-_names = st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True).filter(lambda n: n not in {"self"})
+_names = st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True).filter(lambda n: not keyword.iskeyword(n))
 
 
 @given(params=st.dictionaries(_names, st.tuples(_types, st.booleans()), min_size=0, max_size=6))

@@ -76,7 +76,8 @@ def explode(reason: str) -> str:
 
 @pythontool
 async def hang() -> str:
-    """Never returns; sets ``EVENTS["hang.ended"]`` when it is cancelled."""
+    """Never returns; sets ``EVENTS["hang.started"]`` on entry and ``EVENTS["hang.ended"]`` when cancelled."""
+    EVENTS.setdefault("hang.started", anyio.Event()).set()
     try:
         await anyio.Event().wait()
     finally:
@@ -93,6 +94,12 @@ async def meet(mine: str, theirs: str) -> str:
 
 
 EVENTS: dict[str, anyio.Event] = {}
+
+
+async def wait_for(name: str) -> None:
+    """Wait (at most 10 s) until ``EVENTS[name]`` is set."""
+    with anyio.fail_after(10):
+        await EVENTS.setdefault(name, anyio.Event()).wait()
 
 
 @pytest.fixture

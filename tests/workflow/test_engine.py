@@ -7,7 +7,7 @@ from contextlib import aclosing
 
 import anyio
 import pytest
-from tests.workflow.conftest import EVENTS, text_mcp_server
+from tests.workflow.conftest import EVENTS, text_mcp_server, wait_for
 
 from kavalai import FunctionKernel, McpServer, ServerConnectionError
 from kavalai.workflow import (
@@ -209,9 +209,9 @@ async def test_leaving_a_stream_cancels_the_run(tools_kernel: FunctionKernel) ->
     async with aclosing(engine.stream({})) as events:
         async for event in events:
             if isinstance(event, NodeStarted) and event.node == "wait":
+                await wait_for("hang.started")
                 break
-    with anyio.fail_after(10):
-        await EVENTS.setdefault("hang.ended", anyio.Event()).wait()
+    await wait_for("hang.ended")
 
 
 async def test_an_abandoned_stream_is_finalized_and_cancels_the_run(tools_kernel: FunctionKernel) -> None:
@@ -228,10 +228,10 @@ async def test_an_abandoned_stream_is_finalized_and_cancels_the_run(tools_kernel
     events = WorkflowEngine(workflow, tools_kernel).stream({})
     while not isinstance(await anext(events), NodeStarted):
         pass
+    await wait_for("hang.started")
     del events  # never closed: the event loop's async-generator finalizer closes it
     gc.collect()
-    with anyio.fail_after(10):
-        await EVENTS.setdefault("hang.ended", anyio.Event()).wait()
+    await wait_for("hang.ended")
 
 
 async def test_a_stream_consumer_cancelled_from_outside_stops_the_run(tools_kernel: FunctionKernel) -> None:
@@ -243,13 +243,15 @@ async def test_a_stream_consumer_cancelled_from_outside_stops_the_run(tools_kern
         .build()
     )
     kinds: list[str] = []
-    with anyio.move_on_after(0.2) as scope:
+    with anyio.CancelScope() as scope:
         async for event in WorkflowEngine(workflow, tools_kernel).stream({}):
             kinds.append(type(event).__name__)
+            if isinstance(event, NodeStarted) and event.node == "wait":
+                await wait_for("hang.started")
+                scope.cancel()  # as a timeout or a cancelled task of the caller would
     assert scope.cancelled_caught
-    assert kinds[-1] == "NodeStarted"
-    with anyio.fail_after(10):
-        await EVENTS.setdefault("hang.ended", anyio.Event()).wait()
+    assert kinds == ["RunStarted", "NodeStarted", "NodeFinished", "NodeStarted"]
+    await wait_for("hang.ended")
 
 
 async def test_stopping_a_stream_early_is_safe(tools_kernel: FunctionKernel) -> None:

@@ -92,6 +92,8 @@ def test_refuses_at_compile_time(source: str, reason: str) -> None:
         ("listing.result.first", "cannot read 'first' of a list"),
         ("input.limit / 0", "ZeroDivisionError"),
         ("'%999999999d' % 1", "'%' formatting of text is not allowed"),
+        ("b'%999999999d' % 1", "'%' formatting of text is not allowed"),
+        ("b'ab' * 100000", "repetition of 200000 items is above the limit"),
     ],
 )
 def test_fails_at_evaluation_naming_node_field_and_expression(source: str, reason: str) -> None:

@@ -353,11 +353,12 @@ def read_key(value: Any, key: Any) -> Any:
 def _check_bounds(op: ast.operator, left: Any, right: Any) -> None:
     if isinstance(op, ast.Pow) and isinstance(right, int | float) and abs(right) > _MAX_EXPONENT:
         raise _Refused(f"exponent {right} is above the limit of {_MAX_EXPONENT}")
-    if isinstance(op, ast.Mod) and isinstance(left, str):
+    if isinstance(op, ast.Mod) and isinstance(left, str | bytes):
         raise _Refused("'%' formatting of text is not allowed (its widths are unbounded); use '+' and str()")
     if isinstance(op, ast.Mult):
         for seq, count in ((left, right), (right, left)):
-            if isinstance(seq, str | list | tuple) and isinstance(count, int) and len(seq) * count > _MAX_REPEAT:
+            sized = isinstance(seq, str | bytes | list | tuple) and isinstance(count, int)
+            if sized and len(seq) * count > _MAX_REPEAT:
                 raise _Refused(f"repetition of {len(seq) * count} items is above the limit of {_MAX_REPEAT}")
 
 

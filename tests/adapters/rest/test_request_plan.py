@@ -94,3 +94,9 @@ def test_an_optional_object_body_is_sent_only_when_it_has_content() -> None:
     assert (request.has_body, request.body) == (True, {"note": "n"})
     required = RequestPlan(method="POST", path="/x", query_params=frozenset({"q"}), body_object=True)
     assert (required.prepare({"q": 1}, uri=URI).body, required.prepare({"q": 1}, uri=URI).has_body) == ({}, True)
+
+
+def test_joined_query_lists_are_sent_as_one_comma_separated_value() -> None:
+    plan = RequestPlan(method="GET", path="/x", query_params=frozenset({"a", "b"}), joined_params=frozenset({"a"}))
+    query = plan.prepare({"a": [1, "x", None], "b": [1, 2]}, uri=URI).query
+    assert sorted(query) == [("a", "1,x"), ("b", "1"), ("b", "2")]

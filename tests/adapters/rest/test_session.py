@@ -85,3 +85,19 @@ async def test_tools_follow_a_replaced_servers_timeout_unless_they_set_their_own
     kernel.register_rest_server(RestServer(name="s", url="http://127.0.0.1:1", timeout=9), replace=True)
     assert kernel.get_tool_definition("rest://s.default").timeout == 9
     assert kernel.get_tool_definition("rest://s.own").timeout == 2
+
+
+def test_a_session_never_closed_is_closed_when_its_event_loop_ends(shop_url: str) -> None:
+    kernel = FunctionKernel()
+    kernel.register_rest_server(RestServer(name="s", url=shop_url))
+    kernel.register_rest_tool("s", "get", "GET", ITEM, path="/items/{item_id}")
+
+    async def call() -> aiohttp.ClientSession | None:
+        await kernel.call_tool("rest://s.get", {"item_id": 1})
+        return _session(kernel, "s")._session
+
+    pooled = asyncio.run(call())  # no kernel.close(): asyncio.run() shuts the loop down
+    assert pooled is not None
+    assert pooled.closed
+    assert asyncio.run(call()) is not pooled  # the next loop opens its own
+    asyncio.run(kernel.close())

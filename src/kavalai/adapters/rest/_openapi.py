@@ -10,7 +10,8 @@ What it relies on and does:
   properties (but its ``readOnly`` ones) become arguments beside the parameters (an optional body is only sent
   when one of them is given); any other body (an array, a composed schema, a name clash) is one ``body``
   argument. ``Accept``, ``Content-Type`` and ``Authorization`` header parameters are ignored, as the OpenAPI
-  specification says; cookie parameters are not supported and are left out.
+  specification says; cookie parameters are not supported and are left out. A query list is sent as repeated
+  keys, or comma-joined for ``explode: false``; other parameter styles are not supported.
 - The output schema is the JSON schema of the first 2xx response that has one; ``None`` (any value) otherwise.
 - Operations whose request body has no JSON media type are skipped, and reported back as such.
 """
@@ -214,6 +215,7 @@ class _InputSchema:
         self.required: list[str] = []
         self.path_params: list[str] = []
         self.query_params: set[str] = set()
+        self.joined_params: set[str] = set()
         self.header_params: list[tuple[str, str]] = []
         self.body_field: str | None = None
         self.body_object = False
@@ -238,6 +240,8 @@ class _InputSchema:
             self.path_params.append(arg)
         elif place == "query":
             self.query_params.add(arg)
+            if param.get("style", "form") == "form" and param.get("explode", True) is False:
+                self.joined_params.add(arg)  # a list as one value: ?tags=a,b rather than ?tags=a&tags=b
         elif place == "header":
             self.header_params.append((arg, name))
 
@@ -283,6 +287,7 @@ class _InputSchema:
             path=path,
             path_params=tuple(self.path_params),
             query_params=frozenset(self.query_params),
+            joined_params=frozenset(self.joined_params),
             header_params=tuple(self.header_params),
             body_field=self.body_field,
             body_object=self.body_object,

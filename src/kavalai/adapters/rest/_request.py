@@ -5,8 +5,8 @@ the input model dumped in JSON mode with ``exclude_unset=True``: arguments the c
 
 - ``{placeholders}`` in the path are filled from the arguments of that name, percent-encoded (``/`` included).
   A value that is empty, ``.`` or ``..`` is refused: the URL would name another resource (``/items/..`` is ``/``).
-- Query values: ``true``/``false`` for booleans, one ``key=value`` pair per list item, objects as JSON text;
-  ``None`` is not sent.
+- Query values: ``true``/``false`` for booleans, one ``key=value`` pair per list item (or one comma-joined
+  value for the ``joined_params``, OpenAPI's ``explode: false``), objects as JSON text; ``None`` is not sent.
 - Header parameters (OpenAPI imports) are sent as text; ``None`` is not sent.
 - The JSON body is either the remaining arguments as an object, or one argument's value (``body_field``), as
   OpenAPI imports do for a request body that is not an object. An optional object body (``body_optional``) is
@@ -62,6 +62,7 @@ class RequestPlan:
         query_params: argument names sent in the query; ``None`` means every argument not placed elsewhere
             (when the method has no body).
         header_params: argument name -> header name.
+        joined_params: query arguments whose list is sent as one comma-separated value (``a,b``), not repeated.
         body_field: the argument whose value is the whole JSON body, if any.
         body_object: send the arguments not placed elsewhere as a JSON object body.
         body_optional: with ``body_object``, send no body at all when no argument is left for it (an OpenAPI
@@ -73,6 +74,7 @@ class RequestPlan:
     path_params: tuple[str, ...] = ()
     query_params: frozenset[str] | None = None
     header_params: tuple[tuple[str, str], ...] = ()
+    joined_params: frozenset[str] = frozenset()
     body_field: str | None = None
     body_object: bool = False
     body_optional: bool = False
@@ -101,10 +103,10 @@ class RequestPlan:
                 headers[header] = _text(value)
         query: list[tuple[str, str]] = []
         if self.query_params is None:
-            _add_query(query, remaining)
+            _add_query(query, remaining, self.joined_params)
             remaining = {}
         elif self.query_params:
-            _add_query(query, {k: remaining.pop(k) for k in self.query_params if k in remaining})
+            _add_query(query, {k: remaining.pop(k) for k in self.query_params if k in remaining}, self.joined_params)
         if self.body_field is not None:
             has_body = self.body_field in remaining
             return PreparedRequest(self.method, path, query, headers, remaining.get(self.body_field), has_body)
@@ -144,11 +146,15 @@ def _text(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _add_query(query: list[tuple[str, str]], values: Mapping[str, Any]) -> None:
+def _add_query(query: list[tuple[str, str]], values: Mapping[str, Any], joined: frozenset[str]) -> None:
     for key, value in values.items():
         if value is None:
             continue
         if isinstance(value, list | tuple):
-            query.extend((key, _text(item)) for item in value if item is not None)
+            items = [_text(item) for item in value if item is not None]
+            if key in joined:
+                query.append((key, ",".join(items)))
+            else:
+                query.extend((key, item) for item in items)
         else:
             query.append((key, _text(value)))

@@ -2,8 +2,11 @@
 
 The session is created on first use inside the running event loop (aiohttp sessions are bound to a loop) and
 closed by :meth:`ServerSession.aclose`, which ``kernel.close()`` reaches through the adapter; the next call after
-that opens a new one. Responses are decoded here: JSON by content type, other bodies as text, an empty body (a
-204, a HEAD) as ``None``; a 4xx/5xx becomes :class:`~kavalai.errors.HTTPStatusError`.
+that opens a new one. A session that is never closed is closed when its event loop shuts down (``asyncio.run()``
+finalises async generators, and one of them owns the session), so its sockets do not outlive the loop.
+
+Responses are decoded here: JSON by content type, other bodies as text, an empty body (a 204, a HEAD) as
+``None``; a 4xx/5xx becomes :class:`~kavalai.errors.HTTPStatusError`.
 
 A foreign exception is kept as the ``__cause__`` of the kavalai error, unless its text holds one of the server's
 secrets (aiohttp puts the request URL, API key query parameter included, into some of its messages): then it is
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from collections.abc import AsyncGenerator
 from typing import Any, Final
 
 import aiohttp
@@ -48,18 +52,15 @@ class ServerSession:
         self._ssl = self._ssl_setting()
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._closer: AsyncGenerator[None, None] | None = None
 
     @property
     def name(self) -> str:
         """The server name."""
         return self.server.name
 
-    def _client(self) -> aiohttp.ClientSession:
-        session = self._session
-        loop = asyncio.get_running_loop()
-        if session is not None and self._loop is loop and not session.closed:
-            return session
-        # A closed session, or one from another (finished) event loop: open a new one, re-reading the environment.
+    async def _open(self) -> aiohttp.ClientSession:
+        """A new pooled session (the environment is read again), owned by an async generator of this loop."""
         self.resolved = self.server.resolve()
         connector = aiohttp.TCPConnector(limit=self.server.max_connections, ssl=self._ssl)
         session = aiohttp.ClientSession(
@@ -70,7 +71,9 @@ class ServerSession:
             middlewares=_credential_guard(self.resolved),
             json_serialize=_dumps,
         )
-        self._session, self._loop = session, loop
+        self._session, self._loop = session, asyncio.get_running_loop()
+        self._closer = _close_when_the_loop_ends(session)
+        await anext(self._closer)
         return session
 
     async def send(self, request: PreparedRequest, *, uri: str | None = None) -> Any:
@@ -78,8 +81,10 @@ class ServerSession:
 
         ``request.path`` is relative to the base URL, or an absolute ``http(s)://`` URL (OpenAPI specs).
         """
+        session = self._session
         try:
-            session = self._client()
+            if session is None or session.closed or self._loop is not asyncio.get_running_loop():
+                session = await self._open()  # first use, after close(), or in another event loop
         except ConfigurationError as exc:  # a credential variable unset since registration: name the tool too
             exc.uri = exc.uri or uri
             raise
@@ -166,8 +171,18 @@ class ServerSession:
 
     async def aclose(self) -> None:
         """Close the pooled session (if open); the next request opens a new one."""
-        session, self._session, self._loop = self._session, None, None
-        if session is not None and not session.closed:
+        closer, self._closer, self._session, self._loop = self._closer, None, None, None
+        if closer is not None:
+            await closer.aclose()  # its finally block closes the session
+
+
+async def _close_when_the_loop_ends(session: aiohttp.ClientSession) -> AsyncGenerator[None, None]:
+    """Own ``session`` until closed: by :meth:`ServerSession.aclose`, or by the loop's shutdown, which closes
+    every async generator still suspended (``loop.shutdown_asyncgens()``, run by ``asyncio.run()``)."""
+    try:
+        yield
+    finally:
+        if not session.closed:
             await session.close()
 
 
