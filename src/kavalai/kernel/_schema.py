@@ -2,19 +2,25 @@
 
 What it relies on:
 
-- ``inspect.signature`` and ``typing.get_type_hints(include_extras=True)``, so string annotations and
-  ``from __future__ import annotations`` resolve against the function's module globals.
+- ``inspect.signature`` for the parameters (it follows ``functools.wraps``, drops the bound ``self`` of a method
+  and the arguments a ``functools.partial`` fixes) and ``typing.get_type_hints(include_extras=True)`` on the code
+  that runs (the unwrapped function, the partial's function, a callable object's ``__call__``), so string
+  annotations and ``from __future__ import annotations`` resolve against that code's module globals.
 - ``docstring_parser`` for Google, NumPy, Sphinx and Epydoc docstrings: the short (and long) description becomes
-  the tool description, each parameter's text its field description.
-- ``Annotated[T, Field(...)]`` is passed through to pydantic unchanged; an explicit ``Field(description=...)``
-  wins over the docstring's text.
+  the tool description, each parameter's text its field description. A docstring it cannot parse becomes the
+  description as it stands.
+- ``Annotated[T, Field(...)]`` and ``param: T = Field(...)`` are passed through to pydantic unchanged; an explicit
+  ``Field(description=...)`` wins over the docstring's text.
 - Parameter names that would shadow a ``BaseModel`` attribute (``json``, ``schema``, ``copy``, ...) or start with
   an underscore get an internal field name and keep the parameter name as their alias, so the arguments dict and
   the JSON schema still use the parameter's own name.
+- Types pydantic cannot validate from JSON (an arbitrary class) are accepted as instances of that class
+  (``arbitrary_types_allowed``): such a tool can be called from Python, and its JSON schema leaves the field open.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import keyword
 import typing
@@ -22,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, create_model
 from pydantic.fields import FieldInfo
 
 from kavalai.errors import ToolRegistrationError
@@ -48,7 +54,8 @@ class FunctionSchema:
         wrapped: whether ``output_model`` is the generated wrapper.
         renamed: ``(parameter, field)`` pairs for parameters stored under another field name; empty in the
             common case, when the validated model's ``__dict__`` can be passed as keyword arguments directly.
-        is_async: whether the function is a coroutine function.
+        is_async: whether calling the function gives a coroutine to await (an ``async def``, a method or callable
+            object whose ``__call__`` is one, a partial of one, or a ``functools.wraps`` wrapper of one).
     """
 
     description: str
@@ -63,22 +70,22 @@ def function_schema(func: Callable[..., Any], *, uri: str, description: str | No
     """Build the input and output models of ``func``, registered at ``uri``.
 
     Raises:
-        ToolRegistrationError: for ``*args``/``**kwargs`` or positional-only parameters, or hints that do not
-            resolve; each message says what to change.
+        ToolRegistrationError: for generator functions, ``*args``/``**kwargs`` or positional-only parameters,
+            hints that do not resolve, or types pydantic cannot build a model from; each message says what to
+            change.
     """
-    target = inspect.unwrap(func)
+    code = _code_of(func)
+    _check_not_generator(func, code, uri)
     try:
-        signature = inspect.signature(target)
-        hints = typing.get_type_hints(target, include_extras=True)
-    except (NameError, TypeError) as exc:
+        signature = inspect.signature(func)
+        hints = typing.get_type_hints(code, include_extras=True)
+    except (NameError, TypeError, ValueError) as exc:
         raise ToolRegistrationError(
-            f"Cannot register {uri}: the type hints of {_qualname(func)} do not resolve ({exc}). "
+            f"Cannot register {uri}: the signature or type hints of {_qualname(func)} do not resolve ({exc}). "
             "Import every type the signature names at module level.",
             uri=uri,
         ) from exc
-    import docstring_parser  # imported on first registration: it is not needed to import kavalai
-
-    doc = docstring_parser.parse(inspect.getdoc(target) or "")
+    doc = _parse_doc(inspect.getdoc(code) or _own_doc(func))
     param_docs = {p.arg_name: p.description for p in doc.params if p.description}
     model_name = _model_name(uri)
     fields: dict[str, Any] = {}
@@ -90,11 +97,20 @@ def function_schema(func: Callable[..., Any], *, uri: str, description: str | No
             field_name = f"field_{param.name.lstrip('_')}_"
             renamed.append((param.name, field_name))
         annotation = hints.get(param.name, Any)
+        _check_not_bare_basemodel(annotation, f"parameter {param.name!r}", uri, func)
         fields[field_name] = _field(param, annotation, param_docs.get(param.name), alias=field_name != param.name)
     config = _FORBID_BY_NAME if renamed else _FORBID
-    input_model = create_model(f"{model_name}Input", __config__=config, **fields)
     return_hint = hints.get("return", Any) if signature.return_annotation is not inspect.Signature.empty else Any
-    output_model, wrapped = _output_model(return_hint, model_name)
+    _check_not_bare_basemodel(return_hint, "the return annotation", uri, func)
+    try:
+        input_model = create_model(f"{model_name}Input", __config__=config, **fields)
+        output_model, wrapped = _output_model(return_hint, model_name)
+    except PydanticUserError as exc:
+        raise ToolRegistrationError(
+            f"Cannot register {uri}: pydantic cannot build a model from the signature of {_qualname(func)}: "
+            f"{str(exc).splitlines()[0]}",
+            uri=uri,
+        ) from exc
     text = description if description is not None else _doc_description(doc)
     return FunctionSchema(
         description=text,
@@ -102,7 +118,7 @@ def function_schema(func: Callable[..., Any], *, uri: str, description: str | No
         output_model=output_model,
         wrapped=wrapped,
         renamed=tuple(renamed),
-        is_async=inspect.iscoroutinefunction(target),
+        is_async=inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(code),
     )
 
 
@@ -115,11 +131,67 @@ def wrap_output_model(annotation: Any, model_name: str) -> type[BaseModel]:
     )
 
 
+def _code_of(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The code that runs when ``func`` is called: its hints and docstring describe the tool."""
+    code: Any = inspect.unwrap(func)
+    while isinstance(code, functools.partial):
+        code = inspect.unwrap(code.func)
+    if inspect.isroutine(code):
+        return typing.cast(Callable[..., Any], code)
+    if inspect.isclass(code):
+        return typing.cast(Callable[..., Any], code.__init__)
+    return typing.cast(Callable[..., Any], inspect.unwrap(type(code).__call__))
+
+
+def _own_doc(func: Callable[..., Any]) -> str:
+    # A callable object documented on its class rather than on __call__; never the docstring of functools.partial.
+    if isinstance(func, functools.partial):
+        return ""
+    return inspect.getdoc(func) or ""
+
+
+def _parse_doc(text: str) -> docstring_parser.Docstring:
+    import docstring_parser  # imported on first registration: it is not needed to import kavalai
+
+    try:
+        return docstring_parser.parse(text)
+    except Exception:  # it fails on a few malformed docstrings (IndexError, ParseError): keep the text as it is
+        doc = docstring_parser.Docstring()
+        doc.short_description = text
+        return doc
+
+
 def _output_model(return_hint: Any, model_name: str) -> tuple[type[BaseModel], bool]:
-    bare = get_args(return_hint)[0] if get_origin(return_hint) is Annotated else return_hint
+    bare = _strip_annotated(return_hint)
     if isinstance(bare, type) and issubclass(bare, BaseModel):
         return bare, False
     return wrap_output_model(return_hint, model_name), True
+
+
+def _strip_annotated(hint: Any) -> Any:
+    return get_args(hint)[0] if get_origin(hint) is Annotated else hint
+
+
+def _check_not_generator(func: Callable[..., Any], code: Callable[..., Any], uri: str) -> None:
+    if inspect.isasyncgenfunction(func) or inspect.isasyncgenfunction(code):
+        kind, fix = "an async generator", "collect the items (`[x async for x in ...]`) and return the list"
+    elif inspect.isgeneratorfunction(func) or inspect.isgeneratorfunction(code):
+        kind, fix = "a generator", "return a list (`return list(...)`)"
+    else:
+        return
+    raise ToolRegistrationError(
+        f"Cannot register {uri}: {_qualname(func)} is {kind} function, but a tool returns one value; {fix} instead.",
+        uri=uri,
+    )
+
+
+def _check_not_bare_basemodel(hint: Any, what: str, uri: str, func: Callable[..., Any]) -> None:
+    if _strip_annotated(hint) is BaseModel:
+        raise ToolRegistrationError(
+            f"Cannot register {uri}: {what} of {_qualname(func)} is BaseModel itself, which cannot be validated. "
+            "Annotate the concrete model class (or `Any`).",
+            uri=uri,
+        )
 
 
 def _check_parameter(param: inspect.Parameter, uri: str, func: Callable[..., Any]) -> None:
@@ -178,4 +250,6 @@ def _model_name(uri: str) -> str:
 
 
 def _qualname(func: Callable[..., Any]) -> str:
-    return getattr(func, "__qualname__", None) or repr(func)
+    if isinstance(func, functools.partial):
+        return f"functools.partial({_qualname(func.func)}, ...)"
+    return getattr(func, "__qualname__", None) or type(func).__qualname__

@@ -61,6 +61,10 @@ class ServerSession:
 
     async def _open(self) -> aiohttp.ClientSession:
         """A new pooled session (the environment is read again), owned by an async generator of this loop."""
+        if self._closer is not None:
+            await self.aclose()  # let go of a closed session, or one of another event loop, properly
+            if self._session is not None:  # another call opened one meanwhile
+                return self._session
         self.resolved = self.server.resolve()
         connector = aiohttp.TCPConnector(limit=self.server.max_connections, ssl=self._ssl)
         session = aiohttp.ClientSession(
