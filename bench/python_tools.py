@@ -1,7 +1,8 @@
 """Benchmark: python:// tools through the kernel against floors measured in the same run.
 
-Run: ``.venv/bin/python bench/python_tools.py [--calls N]``. For each case, after a warm-up, the calls run in
-batches of 1,000; the figure printed is the median time per call over the batches (microseconds).
+Run: ``.venv/bin/python bench/python_tools.py [--calls N]``. For each case, after a warm-up batch, the calls run in
+batches of 1,000, the cases taking turns batch by batch (so that on a shared machine a floor and what is compared
+with it see the same load); the figure printed is the median time per call over the batches (microseconds).
 
 Floors:
 - a direct call of ``add(a, b)``;
@@ -17,7 +18,8 @@ import asyncio
 import functools
 import statistics
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from typing import Any
 
 import anyio.to_thread
 from pydantic import BaseModel, TypeAdapter
@@ -54,30 +56,28 @@ class AddArgs(BaseModel):
 ARGS = {"a": 1, "b": 2}
 
 
-async def measure(body: Callable[[], Awaitable[object]], calls: int) -> float:
-    """Median microseconds per call over batches of BATCH calls, after one warm-up batch."""
-    for _ in range(BATCH):
-        await body()
-    per_call: list[float] = []
-    for _ in range(max(1, calls // BATCH)):
-        start = time.perf_counter()
-        for _ in range(BATCH):
-            await body()
-        per_call.append((time.perf_counter() - start) / BATCH * 1e6)
-    return statistics.median(per_call)
+Case = tuple[Callable[[], Any], bool]  # (body, whether it returns an awaitable)
 
 
-def measure_sync(body: Callable[[], object], calls: int) -> float:
-    """Like :func:`measure`, for a plain function call."""
-    for _ in range(BATCH):
-        body()
-    per_call: list[float] = []
-    for _ in range(max(1, calls // BATCH)):
-        start = time.perf_counter()
-        for _ in range(BATCH):
-            body()
-        per_call.append((time.perf_counter() - start) / BATCH * 1e6)
-    return statistics.median(per_call)
+async def measure(cases: dict[str, Case], calls: int) -> dict[str, float]:
+    """Median microseconds per call of each case, over batches of BATCH calls, after one warm-up batch each.
+
+    The cases take turns batch by batch, so a floor and the case compared with it see the same load on a shared
+    machine.
+    """
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for round_ in range(1 + max(1, calls // BATCH)):
+        for name, (body, is_async) in cases.items():
+            start = time.perf_counter()
+            if is_async:
+                for _ in range(BATCH):
+                    await body()
+            else:
+                for _ in range(BATCH):
+                    body()
+            if round_:  # round 0 is the warm-up
+                samples[name].append((time.perf_counter() - start) / BATCH * 1e6)
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 async def main(calls: int) -> None:
@@ -91,22 +91,32 @@ async def main(calls: int) -> None:
         args = AddArgs.model_validate(ARGS)
         return returns.validate_python(add(args.a, args.b))
 
-    direct = measure_sync(lambda: add(1, 2), calls)
-    pydantic_floor = measure_sync(floor, calls)
-    kernel_async = await measure(lambda: kernel.call_tool("python://add_async", ARGS), calls)
-    kernel_inline = await measure(lambda: kernel.call_tool("python://add_inline", ARGS), calls)
-    hop = await measure(lambda: anyio.to_thread.run_sync(functools.partial(add, 1, 2)), calls)
-    kernel_sync = await measure(lambda: kernel.call_tool("python://add_sync", ARGS), calls)
+    fast = await measure(
+        {
+            "direct": (lambda: add(1, 2), False),
+            "floor": (floor, False),
+            "async": (lambda: kernel.call_tool("python://add_async", ARGS), True),
+            "inline": (lambda: kernel.call_tool("python://add_inline", ARGS), True),
+        },
+        calls,
+    )
+    slow = await measure(
+        {
+            "hop": (lambda: anyio.to_thread.run_sync(functools.partial(add, 1, 2)), True),
+            "sync": (lambda: kernel.call_tool("python://add_sync", ARGS), True),
+        },
+        calls,
+    )
     await kernel.close()
 
-    print(f"python:// tools, {calls:,} calls per case, median of {BATCH:,}-call batches (µs per call)")
+    print(f"python:// tools, {calls:,} calls per case, median of {BATCH:,}-call batches taken in turns (µs per call)")
     rows = [
-        ("direct call add(a, b)", direct, None),
-        ("pydantic floor (validate args, call, validate return)", pydantic_floor, None),
-        ("kernel.call_tool, async tool", kernel_async, ("pydantic floor", pydantic_floor, 3.0)),
-        ("kernel.call_tool, inline sync tool", kernel_inline, ("pydantic floor", pydantic_floor, 3.0)),
-        ("bare anyio.to_thread.run_sync hop", hop, None),
-        ("kernel.call_tool, sync tool (worker thread)", kernel_sync, ("thread hop", hop, 1.3)),
+        ("direct call add(a, b)", fast["direct"], None),
+        ("pydantic floor (validate args, call, validate return)", fast["floor"], None),
+        ("kernel.call_tool, async tool", fast["async"], ("pydantic floor", fast["floor"], 3.0)),
+        ("kernel.call_tool, inline sync tool", fast["inline"], ("pydantic floor", fast["floor"], 3.0)),
+        ("bare anyio.to_thread.run_sync hop", slow["hop"], None),
+        ("kernel.call_tool, sync tool (worker thread)", slow["sync"], ("thread hop", slow["hop"], 1.3)),
     ]
     for label, value, against in rows:
         line = f"  {label:<56} {value:9.2f} µs"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import inspect
+import pickle
+from typing import Any
 
 import pytest
 
@@ -57,3 +59,40 @@ def test_raise_and_catch_at_the_root() -> None:
     with pytest.raises(kavalai.FunctionKernelException) as info:
         raise errors.ToolOutputError("does not fit", uri="python://x")
     assert info.value.message == "does not fit"
+
+
+def _every_error_class() -> list[type[errors.FunctionKernelException]]:
+    found: list[type[errors.FunctionKernelException]] = []
+    pending = [errors.FunctionKernelException]
+    while pending:
+        cls = pending.pop()
+        found.append(cls)
+        pending.extend(cls.__subclasses__())
+    return found
+
+
+def test_every_error_survives_pickling_with_its_fields() -> None:
+    fields: dict[str, Any] = {
+        "uri": "rest://a.b",
+        "method": "GET",
+        "status_code": 500,
+        "body": "oops",
+        "errors": [{"loc": ("a",)}],
+        "timeout": 1.5,
+        "server": "a",
+        "exit_code": 3,
+        "stderr_tail": "Traceback",
+        "suggestions": ["rest://a.c"],
+    }
+    classes = _every_error_class()
+    assert errors.HTTPStatusError in classes
+    for cls in classes:
+        original = cls.__new__(cls)
+        errors.FunctionKernelException.__init__(original, "went wrong", uri="rest://a.b")
+        original.__dict__.update(fields)
+        copy = pickle.loads(pickle.dumps(original))
+        assert type(copy) is cls
+        assert str(copy) == "went wrong"
+        assert copy.__dict__ == original.__dict__
+    http = pickle.loads(pickle.dumps(errors.HTTPStatusError("x", method="GET", status_code=404, body="")))
+    assert (http.status_code, http.method, http.args) == (404, "GET", ("x",))

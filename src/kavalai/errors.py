@@ -60,6 +60,16 @@ class FunctionKernelException(Exception):
     def __str__(self) -> str:
         return self.message
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickle (multiprocessing, task queues) the message and every field, whatever the subclass's __init__ takes.
+        return _restore, (type(self), self.message), self.__dict__
+
+
+def _restore(cls: type[FunctionKernelException], message: str) -> FunctionKernelException:
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    return error
+
 
 class InvalidToolURIError(FunctionKernelException, ValueError):
     """A string that is not a valid tool URI (``python://name``, ``rest://server.tool``, ``mcp://server.tool``)."""

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import dataclasses
+import functools
 import threading
+from typing import Any, Literal
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from kavalai import (
     FunctionKernel,
@@ -287,3 +291,290 @@ async def test_cancellation_propagates(kernel: FunctionKernel) -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+# ------------------------------------------------------------------------------------------ hardening (review)
+
+
+class OtherEntry(BaseModel):
+    name: str
+    size: str
+
+
+@dataclasses.dataclass
+class EntryRecord:
+    name: str
+    size: int
+
+
+async def test_objects_with_the_fields_of_the_output_model_are_coerced_into_it(kernel: FunctionKernel) -> None:
+    @pythontool
+    def from_other_model() -> Entry:
+        return OtherEntry(name="a", size="1")  # type: ignore[return-value]
+
+    @pythontool
+    def from_dataclasses() -> list[Entry]:
+        return [EntryRecord(name="b", size=2)]  # type: ignore[list-item]
+
+    kernel.register_python_tool("other", from_other_model)
+    kernel.register_python_tool("records", from_dataclasses)
+    assert await kernel.call_tool("python://other") == Entry(name="a", size=1)
+    assert (await kernel.call_tool("python://records")).result == [Entry(name="b", size=2)]
+
+
+async def test_an_output_that_fails_as_a_whole_is_labelled_as_the_return_value(kernel: FunctionKernel) -> None:
+    @pythontool
+    def not_an_entry() -> Entry:
+        return 42  # type: ignore[return-value]
+
+    kernel.register_python_tool("bad", not_an_entry)
+    with pytest.raises(ToolOutputError) as info:
+        await kernel.call_tool("python://bad")
+    assert str(info.value).startswith("python://bad returned 42, which does not fit its output model Entry: ")
+    assert "(return value): Input should be a valid dictionary or object to extract fields from (got 42)" in str(
+        info.value
+    )
+
+
+class Picky(BaseModel):
+    value: int
+
+    @field_validator("value")
+    @classmethod
+    def no_thirteen(cls, value: int) -> int:
+        if value == 13:
+            raise LookupError("13 is unlucky")  # not a ValueError: pydantic lets it through
+        return value
+
+
+async def test_a_model_validator_raising_anything_is_still_a_kernel_error(kernel: FunctionKernel) -> None:
+    @pythontool
+    def take(p: Picky) -> int:
+        return p.value
+
+    @pythontool
+    def give(value: int) -> Picky:
+        return {"value": value}  # type: ignore[return-value]
+
+    kernel.register_python_tool("take", take)
+    kernel.register_python_tool("give", give)
+    with pytest.raises(ToolInputError) as into:
+        await kernel.call_tool("python://take", {"p": {"value": 13}})
+    assert str(into.value) == "Invalid arguments for python://take: validating them raised LookupError: 13 is unlucky"
+    assert isinstance(into.value.__cause__, LookupError)
+    with pytest.raises(ToolOutputError) as out:
+        await kernel.call_tool("python://give", {"value": 13})
+    assert str(out.value) == (
+        "python://give returned {'value': 13}, and validating it raised LookupError: 13 is unlucky"
+    )
+    assert isinstance(out.value.__cause__, LookupError)
+
+
+@pytest.mark.parametrize("arguments", [[1, 2], "a=1", 5])
+async def test_arguments_that_are_not_a_mapping(kernel: FunctionKernel, arguments: Any) -> None:
+    kernel.register_python_tool("math.add", add)
+    with pytest.raises(ToolInputError) as info:
+        await kernel.call_tool("python://math.add", arguments)
+    assert str(info.value).startswith("Invalid arguments for python://math.add: (arguments): Input should be a valid")
+
+
+async def _plus_one(x: int) -> int:
+    return x + 1
+
+
+@pytest.mark.parametrize("inline", [False, True])
+async def test_a_sync_function_returning_an_awaitable_gives_its_result(kernel: FunctionKernel, inline: bool) -> None:
+    @pythontool(inline=inline)
+    def delegate(x: int) -> int:
+        return _plus_one(x)  # type: ignore[return-value]
+
+    kernel.register_python_tool("delegate", delegate)
+    assert (await kernel.call_tool("python://delegate", {"x": 1})).result == 2
+
+
+async def test_async_callables_of_every_shape_run_on_the_loop(kernel: FunctionKernel) -> None:
+    loop_thread = threading.current_thread().name
+
+    class Where:
+        async def __call__(self) -> str:
+            return threading.current_thread().name
+
+    async def where(tag: str) -> str:
+        return f"{tag}:{threading.current_thread().name}"
+
+    kernel.register_python_tool("object", pythontool(Where()))
+    kernel.register_python_tool("partial", pythontool(functools.partial(where, "p")))
+    assert (await kernel.call_tool("python://object")).result == loop_thread
+    assert (await kernel.call_tool("python://partial")).result == f"p:{loop_thread}"
+
+
+async def test_concurrent_async_calls_each_get_their_own_result(kernel: FunctionKernel) -> None:
+    kernel.register_python_tool("aadd", aadd)
+    results = await asyncio.gather(*(kernel.call_tool("python://aadd", {"a": i, "b": i}) for i in range(300)))
+    assert [r.result for r in results] == [2 * i for i in range(300)]
+
+
+async def test_sync_tools_run_concurrently_in_separate_threads(kernel: FunctionKernel) -> None:
+    parties = 8
+    barrier = threading.Barrier(parties, timeout=20)
+
+    @pythontool
+    def meet(i: int) -> int:
+        barrier.wait()  # only returns once all eight calls are running at the same time
+        return i
+
+    kernel.register_python_tool("meet", meet)
+    results = await asyncio.gather(*(kernel.call_tool("python://meet", {"i": i}) for i in range(parties)))
+    assert [r.result for r in results] == list(range(parties))
+
+
+async def test_a_timed_out_sync_call_returns_while_its_thread_still_runs(kernel: FunctionKernel) -> None:
+    started, release, finished = threading.Event(), threading.Event(), threading.Event()
+
+    @pythontool(timeout=0.05)
+    def stuck() -> None:
+        started.set()
+        release.wait(timeout=20)
+        finished.set()
+
+    kernel.register_python_tool("stuck", stuck)
+    try:
+        with pytest.raises(ToolTimeoutError):
+            await kernel.call_tool("python://stuck")
+        assert started.is_set()
+        assert not finished.is_set()  # the call came back without waiting for the thread
+    finally:
+        release.set()
+    assert await asyncio.to_thread(finished.wait, 20)
+
+
+async def test_cancelling_a_sync_call_returns_while_its_thread_still_runs(kernel: FunctionKernel) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    @pythontool
+    def blocked() -> None:
+        started.set()
+        release.wait(timeout=20)
+
+    kernel.register_python_tool("blocked", blocked)
+    task = asyncio.create_task(kernel.call_tool("python://blocked"))
+    try:
+        assert await asyncio.to_thread(started.wait, 20)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not release.is_set()
+    finally:
+        release.set()
+
+
+async def test_a_tool_that_swallows_the_timeout_still_times_out(kernel: FunctionKernel) -> None:
+    @pythontool(timeout=0.05)
+    async def stubborn() -> str:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            return "finished anyway"
+        return "slept"
+
+    kernel.register_python_tool("stubborn", stubborn)
+    with pytest.raises(ToolTimeoutError, match=r"^Tool python://stubborn timed out after 0.05 s\.$"):
+        await kernel.call_tool("python://stubborn")
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("timeout", [0, -1])
+async def test_a_per_call_timeout_of_zero_or_less_times_out_at_once(kernel: FunctionKernel, timeout: float) -> None:
+    @pythontool
+    async def sleepy() -> None:
+        await asyncio.sleep(30)
+
+    kernel.register_python_tool("sleepy", sleepy)
+    with pytest.raises(ToolTimeoutError, match=f"timed out after {timeout} s"):
+        await kernel.call_tool("python://sleepy", timeout=timeout)
+
+
+async def test_an_arbitrary_class_parameter_accepts_instances_from_python(kernel: FunctionKernel) -> None:
+    class Handle:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+    @pythontool
+    def open_handle(handle: Handle) -> str:
+        return handle.name
+
+    kernel.register_python_tool("handle", open_handle)
+    assert (await kernel.call_tool("python://handle", {"handle": Handle("h")})).result == "h"
+    with pytest.raises(ToolInputError, match="handle: Input should be an instance of"):
+        await kernel.call_tool("python://handle", {"handle": {"name": "h"}})
+
+
+# --------------------------------------------------------------------------------------------- call_tool_as
+
+
+async def test_call_tool_as_returns_the_model_or_the_wrapped_result(kernel: FunctionKernel) -> None:
+    kernel.register_python_tool("entry", entry)
+    kernel.register_python_tool("listing", listing)
+    kernel.register_python_tool("math.add", add)
+    assert await kernel.call_tool_as(Entry, "python://entry", {"name": "abc"}) == Entry(name="abc", size=3)
+    many = await kernel.call_tool_as(list[Entry], "python://listing", {"names": ["a"]})
+    assert many == [Entry(name="a", size=1)]
+    assert await kernel.call_tool_as(int, "python://math.add", {"a": 1, "b": "2"}) == 3
+    assert await kernel.call_tool_as(int | None, "python://math.add", {"a": 1}, timeout=5) == 2  # type: ignore[arg-type]
+    output_model = kernel.get_output_model("python://math.add")
+    assert isinstance(await kernel.call_tool_as(output_model, "python://math.add", {"a": 1}), output_model)
+
+
+async def test_call_tool_as_names_the_tool_and_what_it_returned(kernel: FunctionKernel) -> None:
+    kernel.register_python_tool("entry", entry)
+    kernel.register_python_tool("math.add", add)
+    with pytest.raises(TypeError) as wrapped:
+        await kernel.call_tool_as(str, "python://math.add", {"a": 1})
+    assert str(wrapped.value).startswith("Tool python://math.add returned int (at .result of MathAddOutput), not str")
+    with pytest.raises(TypeError) as model:
+        await kernel.call_tool_as(OtherEntry, "python://entry", {"name": "a"})
+    assert str(model.value).startswith("Tool python://entry returned Entry, not OtherEntry")
+    with pytest.raises(TypeError, match="isinstance, which cannot check"):
+        await kernel.call_tool_as(Literal[3], "python://math.add", {"a": 2})  # type: ignore[arg-type]
+    with pytest.raises(ToolNotFoundError, match="Did you mean 'python://math.add'"):
+        await kernel.call_tool_as(int, "python://math.ad")
+
+
+# --------------------------------------------------------------------------------- every message names the URI
+
+
+async def test_every_call_error_names_the_uri_in_its_message_and_field(kernel: FunctionKernel) -> None:
+    @pythontool(timeout=0.01)
+    async def slow() -> None:
+        await asyncio.sleep(30)
+
+    kernel.register_python_tool("math.add", add)
+    kernel.register_python_tool("coerce", stringly)
+    kernel.register_python_tool("boom", boom)
+    kernel.register_python_tool("slow", slow)
+    cases: list[tuple[str, dict[str, Any], type[FunctionKernelException]]] = [
+        ("python://math.add", {"a": "x"}, ToolInputError),
+        ("python://coerce", {"value": "x"}, ToolOutputError),
+        ("python://boom", {"message": "m"}, ToolExecutionError),
+        ("python://slow", {}, ToolTimeoutError),
+        ("python://math.ad", {}, ToolNotFoundError),
+        ("python:/math.add", {}, InvalidToolURIError),
+    ]
+    for uri, arguments, expected in cases:
+        with pytest.raises(expected) as info:
+            await kernel.call_tool(uri, arguments)
+        assert uri in str(info.value), (expected.__name__, str(info.value))
+        assert info.value.uri == uri
+
+
+REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("REQUEST_ID", default="unset")
+
+
+async def test_sync_tools_in_threads_see_the_callers_context_variables(kernel: FunctionKernel) -> None:
+    @pythontool
+    def request_id() -> str:
+        return f"{REQUEST_ID.get()} on {threading.current_thread() is threading.main_thread()}"
+
+    kernel.register_python_tool("request_id", request_id)
+    REQUEST_ID.set("req-7")
+    assert (await kernel.call_tool("python://request_id")).result == "req-7 on False"

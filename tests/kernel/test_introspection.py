@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 
 import pytest
 from pydantic import BaseModel
 
-from kavalai import FunctionKernel, ToolDefinition, ToolNotFoundError, pythontool
+from kavalai import FunctionKernel, ServerConnectionError, ToolDefinition, ToolNotFoundError, pythontool
+from kavalai.adapters.base import ToolAdapter
 
 
 class Listing(BaseModel):
@@ -160,3 +162,88 @@ async def test_close_runs_every_callback_even_if_one_fails() -> None:
 def test_repr_counts_tools(loaded: FunctionKernel) -> None:
     assert repr(loaded) == "<FunctionKernel tools: python=3>"
     assert repr(FunctionKernel()) == "<FunctionKernel tools: none>"
+
+
+class Handle:
+    """A Python object JSON cannot describe."""
+
+
+@pythontool
+def use_handle(handle: Handle, label: str = "") -> Handle:
+    """Use a handle (callable from Python only)."""
+    return handle
+
+
+async def test_a_type_json_cannot_describe_leaves_its_field_open_and_the_listing_intact(
+    loaded: FunctionKernel,
+) -> None:
+    loaded.register_python_tool("handles.use", use_handle)
+    descriptions = {d["name"]: d for d in await loaded.get_tool_descriptions()}
+    assert len(descriptions) == 4
+    schema = descriptions["python://handles.use"]["inputSchema"]
+    assert schema["properties"]["handle"] == {"title": "Handle"}
+    assert schema["properties"]["label"] == {"default": "", "title": "Label", "type": "string"}
+    assert descriptions["python://handles.use"]["outputSchema"]["properties"]["result"] == {"title": "Result"}
+    assert json.loads(json.dumps(list(descriptions.values()))) == list(descriptions.values())
+
+
+def test_globs_are_case_sensitive_and_exact_uris_win_over_glob_characters(loaded: FunctionKernel) -> None:
+    loaded.register_python_tool("grid[1]", now)
+    assert loaded.list_tools("python://FS.*") == []
+    assert loaded.select_tools(["python://FS.*"]) == []
+    assert loaded.select_tools(["python://grid[1]"]) == ["python://grid[1]"]
+    assert loaded.list_tools("python://grid*") == ["python://grid[1]"]
+
+
+class RecordingAdapter(ToolAdapter):
+    """A stand-in for the REST and MCP adapters: records the kernel's lifecycle calls."""
+
+    scheme: ClassVar[str] = "mcp"
+    events: ClassVar[list[str]] = []
+    fail_connect: ClassVar[bool] = False
+
+    async def connect(self) -> None:
+        self.events.append("connect")
+        if self.fail_connect:
+            raise ServerConnectionError("Cannot start MCP server 'x': boom", server="x")
+
+    async def aclose(self) -> None:
+        self.events.append("close")
+
+
+async def test_async_with_connects_every_adapter_on_entry_and_closes_on_exit() -> None:
+    RecordingAdapter.events = []
+    RecordingAdapter.fail_connect = False
+    kernel = FunctionKernel()
+    kernel._adapter_for(RecordingAdapter)
+    async with kernel as entered:
+        assert entered is kernel
+        assert RecordingAdapter.events == ["connect"]
+    assert RecordingAdapter.events == ["connect", "close"]
+
+
+async def test_a_failed_connect_on_entry_closes_what_was_opened_and_raises() -> None:
+    RecordingAdapter.events = []
+    RecordingAdapter.fail_connect = True
+    kernel = FunctionKernel()
+    kernel._adapter_for(RecordingAdapter)
+    with pytest.raises(ServerConnectionError, match="boom"):
+        async with kernel:
+            raise AssertionError("the body must not run")
+    assert RecordingAdapter.events == ["connect", "close"]
+
+
+async def test_close_raises_the_first_failure_and_logs_the_others(caplog: pytest.LogCaptureFixture) -> None:
+    kernel = FunctionKernel()
+
+    async def first() -> None:
+        raise RuntimeError("first")
+
+    async def second() -> None:
+        raise OSError("second")
+
+    kernel.on_close(second)
+    kernel.on_close(first)  # callbacks run newest first
+    with caplog.at_level("WARNING", logger="kavalai"), pytest.raises(RuntimeError, match="first"):
+        await kernel.close()
+    assert [r.getMessage() for r in caplog.records] == ["Another error while closing the kernel: OSError('second')"]

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-import inspect
-import keyword
-from typing import Annotated, Any, Literal
+import dataclasses
+import enum
+import functools
+import typing
+from collections.abc import AsyncIterator, Iterator
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+import typing_extensions
 from pydantic import BaseModel, Field, ValidationError
 
 from kavalai import ToolRegistrationError
 from kavalai.kernel._schema import function_schema
 
 URI = "python://t"
+T = TypeVar("T")
 
 
 class Point(BaseModel):
@@ -200,30 +203,223 @@ def test_unsupported_signatures_say_what_to_do(source: str, fragment: str) -> No
     assert URI in str(info.value)
 
 
-_types = st.sampled_from([(int, 7), (str, "s"), (float, 1.5), (bool, True), (list[int], [1, 2])])
-_names = st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True).filter(lambda n: not keyword.iskeyword(n))
+# ------------------------------------------------------------------------------------ callables other than def
 
 
-@given(params=st.dictionaries(_names, st.tuples(_types, st.booleans()), min_size=0, max_size=6))
-def test_generated_model_matches_signature(params: dict[str, tuple[tuple[type, Any], bool]]) -> None:
-    parameters = [
-        inspect.Parameter(
-            name,
-            inspect.Parameter.KEYWORD_ONLY,
-            annotation=hint,
-            default=sample if has_default else inspect.Parameter.empty,
-        )
-        for name, ((hint, sample), has_default) in params.items()
-    ]
+def _later(p: LaterDefined) -> LaterDefined:
+    """A forward reference to a class defined below, resolved at registration."""
+    return p
 
-    def f(**kwargs: Any) -> None: ...
 
-    f.__signature__ = inspect.Signature(parameters)
-    f.__annotations__ = {p.name: p.annotation for p in parameters}
-    built = function_schema(f, uri=URI)
-    schema = built.input_model.model_json_schema(by_alias=True)
-    assert set(schema.get("properties", {})) == set(params)
-    required = {name for name, (_, has_default) in params.items() if not has_default}
-    assert set(schema.get("required", [])) == required
-    sample_args = {name: sample for name, ((_, sample), _) in params.items()}
-    assert built.input_model.model_validate(sample_args).model_dump(by_alias=True) == sample_args
+class LaterDefined(BaseModel):
+    v: int
+
+
+def test_forward_references_resolve_against_the_module() -> None:
+    schema = function_schema(_later, uri=URI)
+    assert schema.output_model is LaterDefined
+    assert isinstance(schema.input_model.model_validate({"p": {"v": "1"}}).p, LaterDefined)
+
+
+class Doubler:
+    """Doubles numbers (the class docstring)."""
+
+    def __call__(self, x: int) -> int:
+        """Double x.
+
+        Args:
+            x: The number.
+        """
+        return 2 * x
+
+
+class AsyncCallable:
+    """Returns x (asynchronously)."""
+
+    async def __call__(self, x: int) -> int:
+        return x
+
+
+def test_callable_objects_are_described_by_their_call_method() -> None:
+    schema = function_schema(Doubler(), uri=URI)
+    assert list(schema.input_model.model_fields) == ["x"]
+    assert schema.description == "Double x."
+    assert schema.input_model.model_json_schema()["properties"]["x"]["description"] == "The number."
+    assert not schema.is_async
+    other = function_schema(AsyncCallable(), uri=URI)
+    assert other.is_async
+    assert other.description == "Returns x (asynchronously)."
+
+
+def _base(a: int, b: str, c: float = 1.0) -> str:
+    """Join things.
+
+    Args:
+        b: The b.
+    """
+    return f"{a}{b}{c}"
+
+
+async def _abase(a: int, b: int) -> int:
+    return a - b
+
+
+def test_partials_leave_out_the_fixed_arguments_and_keep_the_function_docs() -> None:
+    schema = function_schema(functools.partial(_base, 1), uri=URI)
+    assert list(schema.input_model.model_fields) == ["b", "c"]
+    assert schema.description == "Join things."
+    assert schema.input_model.model_json_schema()["properties"]["b"]["description"] == "The b."
+    keyword = function_schema(functools.partial(_abase, b=1), uri=URI)
+    assert keyword.input_model.model_validate({"a": 3}).model_dump() == {"a": 3, "b": 1}
+    assert keyword.is_async
+
+
+def test_wrappers_are_async_when_they_or_what_they_wrap_are() -> None:
+    def sync_wrapper(f: Any) -> Any:
+        @functools.wraps(f)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return f(*args, **kwargs)
+
+        return wrapper
+
+    def async_wrapper(f: Any) -> Any:
+        @functools.wraps(f)
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return f(*args, **kwargs)
+
+        return wrapper
+
+    assert function_schema(sync_wrapper(_abase), uri=URI).is_async
+    wrapped_sync = function_schema(async_wrapper(_base), uri=URI)
+    assert wrapped_sync.is_async
+    assert list(wrapped_sync.input_model.model_fields) == ["a", "b", "c"]
+
+
+def _numbers(n: int) -> Iterator[int]:
+    yield from range(n)
+
+
+async def _anumbers(n: int) -> AsyncIterator[int]:
+    for i in range(n):
+        yield i
+
+
+@pytest.mark.parametrize(
+    ("func", "fragment"),
+    [(_numbers, "_numbers is a generator function"), (_anumbers, "_anumbers is an async generator function")],
+)
+def test_generator_functions_are_refused(func: Any, fragment: str) -> None:
+    with pytest.raises(ToolRegistrationError) as info:
+        function_schema(func, uri=URI)
+    assert str(info.value).startswith(f"Cannot register {URI}: {fragment}, but a tool returns one value;")
+    assert "return the list" in str(info.value) or "return a list" in str(info.value)
+
+
+class StdlibTypedDict(typing.TypedDict):
+    a: int
+
+
+class ExtTypedDict(typing_extensions.TypedDict):
+    a: int
+
+
+def test_a_type_pydantic_refuses_is_a_registration_error_that_says_why() -> None:
+    def f(td: StdlibTypedDict) -> None: ...
+
+    with pytest.raises(ToolRegistrationError) as info:
+        function_schema(f, uri=URI)
+    assert str(info.value).startswith(f"Cannot register {URI}: pydantic cannot build a model from the signature")
+    assert "typing_extensions.TypedDict" in str(info.value)
+
+    def g(td: ExtTypedDict) -> int:
+        return td["a"]
+
+    assert function_schema(g, uri=URI).input_model.model_validate({"td": {"a": "2"}}).td == {"a": 2}
+
+
+@pytest.mark.parametrize(
+    ("source", "fragment"),
+    [
+        ("def f(m: BaseModel) -> None: ...", "parameter 'm' of f is BaseModel itself"),
+        ("def f() -> BaseModel: ...", "the return annotation of f is BaseModel itself"),
+    ],
+)
+def test_bare_basemodel_is_refused(source: str, fragment: str) -> None:
+    namespace: dict[str, Any] = {"BaseModel": BaseModel}
+    exec(source, namespace)
+    with pytest.raises(ToolRegistrationError) as info:
+        function_schema(namespace["f"], uri=URI)
+    assert fragment in str(info.value)
+    assert "Annotate the concrete model class" in str(info.value)
+
+
+def test_a_docstring_the_parser_cannot_read_becomes_the_description() -> None:
+    def f(x: int) -> int:
+        """Summary line.
+
+        :\t:
+        """
+        return x
+
+    description = function_schema(f, uri=URI).description
+    assert description.startswith("Summary line.")
+
+
+class Shade(enum.Enum):
+    LIGHT = "light"
+    DARK = "dark"
+
+
+@dataclasses.dataclass
+class Size:
+    w: int
+    h: int = 1
+
+
+class Box(BaseModel, Generic[T]):
+    item: T
+
+
+def test_rich_parameter_types() -> None:
+    def f(
+        shade: Shade,
+        size: Size,
+        box: Box[int],
+        either: int | str = 0,
+        maybe: int | None = None,
+        tags: list[str] = Field(default_factory=list),  # noqa: B008 - a Field default is how a tool declares one
+        level: int = Field(3, ge=1, le=5, description="How much."),
+    ) -> None: ...
+
+    model = function_schema(f, uri=URI).input_model
+    value = model.model_validate({"shade": "dark", "size": {"w": "2"}, "box": {"item": "4"}, "either": "x"})
+    assert value.shade is Shade.DARK
+    assert value.size == Size(w=2, h=1)
+    assert value.box == Box[int](item=4)
+    assert (value.either, value.maybe, value.tags, value.level) == ("x", None, [], 3)
+    assert model.model_json_schema()["properties"]["level"]["description"] == "How much."
+    with pytest.raises(ValidationError, match="less than or equal to 5"):
+        model.model_validate({"shade": "dark", "size": {"w": 1}, "box": {"item": 1}, "level": 6})
+
+
+class NotFullyDefined(BaseModel):
+    child: Undefined  # type: ignore[name-defined]  # noqa: F821 - never defined, on purpose
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f(node: NotFullyDefined) -> None: ...",
+        "def f() -> NotFullyDefined: ...",
+        "def f() -> list[NotFullyDefined]: ...",
+    ],
+)
+def test_a_model_that_is_not_fully_defined_is_refused_at_registration(source: str) -> None:
+    namespace: dict[str, Any] = {"NotFullyDefined": NotFullyDefined}
+    exec(source, namespace)
+    with pytest.raises(ToolRegistrationError) as info:
+        function_schema(namespace["f"], uri=URI)
+    assert str(info.value) == (
+        f"Cannot register {URI}: a model in the signature of f is not fully defined (name 'Undefined' is not "
+        "defined). Define every type it names before registering the tool."
+    )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import string
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kavalai import InvalidToolURIError, ToolURI
@@ -74,11 +75,14 @@ def test_validate_server_name() -> None:
         validate_server_name("has.dot")
 
 
+# No deadline: the machines that run this are shared, and a slow example is not a wrong one.
+PROPERTY = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _server = st.text(alphabet=string.ascii_letters + string.digits + "_-", min_size=1, max_size=20)
 _segment = st.text(alphabet=string.ascii_letters + string.digits + "_-", min_size=1, max_size=12)
 _tool = st.lists(_segment, min_size=1, max_size=4).map(".".join)
 
 
+@PROPERTY
 @given(scheme=st.sampled_from(["rest", "mcp"]), server=_server, tool=_tool)
 def test_server_uris_round_trip(scheme: str, server: str, tool: str) -> None:
     uri = f"{scheme}://{server}.{tool}"
@@ -88,6 +92,7 @@ def test_server_uris_round_trip(scheme: str, server: str, tool: str) -> None:
     assert str(parsed) == uri
 
 
+@PROPERTY
 @given(tool=_tool)
 def test_python_uris_keep_every_dot_in_the_tool_name(tool: str) -> None:
     parsed = ToolURI.parse(f"python://{tool}")
@@ -95,11 +100,55 @@ def test_python_uris_keep_every_dot_in_the_tool_name(tool: str) -> None:
     assert parsed.tool == tool
 
 
-@given(text=st.text(max_size=40))
-def test_arbitrary_text_parses_or_raises_invalid_uri(text: str) -> None:
+_uri_text = st.one_of(
+    st.text(max_size=40),
+    st.builds(
+        "{}://{}".format,
+        st.sampled_from(["python", "rest", "mcp", "http", "MCP", ""]),
+        st.text(alphabet=string.ascii_letters + string.digits + "_-. /\\\t:", max_size=30),
+    ),
+)
+
+
+@PROPERTY
+@given(text=_uri_text)
+def test_arbitrary_text_parses_into_a_valid_uri_or_raises_naming_it(text: str) -> None:
     try:
         parsed = ToolURI.parse(text)
     except InvalidToolURIError as exc:
-        assert "Invalid tool URI" in str(exc)
+        assert str(exc).startswith(f"Invalid tool URI {text!r}: ")
+        assert exc.uri == text
     else:
         assert str(parsed) == text
+        assert ToolURI.parse(str(parsed)) == parsed
+        assert parsed.scheme in ("python", "rest", "mcp")
+        assert (parsed.server is None) == (parsed.scheme == "python")
+        if parsed.server is not None:
+            assert re.fullmatch(r"[A-Za-z0-9_-]+", parsed.server)
+        assert parsed.tool
+        assert "" not in parsed.tool.split(".")
+        assert not any(c.isspace() or c in "/\\" for c in parsed.tool)
+
+
+@PROPERTY
+@given(scheme=st.sampled_from(["rest", "mcp"]), server=_server, tool=_tool)
+def test_build_agrees_with_parse(scheme: str, server: str, tool: str) -> None:
+    assert ToolURI.build(scheme, server, tool) == ToolURI.parse(f"{scheme}://{server}.{tool}")
+
+
+@PROPERTY
+@given(
+    scheme=st.sampled_from(["rest", "mcp"]),
+    server=st.text(min_size=1, max_size=12).filter(lambda s: not re.fullmatch(r"[A-Za-z0-9_-]+", s)),
+    tool=_tool,
+)
+def test_a_server_name_outside_the_alphabet_is_refused(scheme: str, server: str, tool: str) -> None:
+    uri = f"{scheme}://{server}.{tool}"
+    try:
+        parsed = ToolURI.parse(uri)
+    except InvalidToolURIError as exc:
+        assert repr(uri) in str(exc)
+    else:
+        # Only possible when the server text holds a dot: then the server is what stands before the first dot.
+        assert "." in server
+        assert parsed.server == server.split(".", 1)[0]

@@ -8,6 +8,8 @@ Serve them on a free 127.0.0.1 port with :func:`tests.servers.uvicorn_server.ser
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.applications import Starlette
 
 from tests.servers.mcp_tools import build_server
@@ -21,3 +23,31 @@ def streamable_http_app() -> Starlette:
 def sse_app() -> Starlette:
     """A legacy SSE MCP endpoint: events at ``/sse``, messages posted to ``/messages/``."""
     return build_server("legacy").sse_app()
+
+
+class SessionForgettingApp:
+    """An ASGI app in front of another that can forget the MCP sessions it has seen, as a restarted server (or one
+    whose sessions timed out) does: requests that carry a forgotten ``mcp-session-id`` get HTTP 404."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.seen: set[bytes] = set()
+        self.forgotten: set[bytes] = set()
+
+    def forget(self) -> None:
+        """Forget every session seen so far."""
+        self.forgotten |= self.seen
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Answer 404 for a forgotten session; pass everything else on."""
+        session = dict(scope.get("headers", [])).get(b"mcp-session-id") if scope["type"] == "http" else None
+        if session in self.forgotten:
+            body = b'{"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "Session not found"}}'
+            await send(
+                {"type": "http.response.start", "status": 404, "headers": [(b"content-type", b"application/json")]}
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        if session is not None:
+            self.seen.add(session)
+        await self.app(scope, receive, send)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar, overload
+import inspect
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from types import FrameType
+from typing import Any, ClassVar, TypeVar, get_origin, overload
 
 import anyio.to_thread
 from pydantic import BaseModel
@@ -13,7 +16,7 @@ from pydantic import BaseModel
 from kavalai.adapters.base import ToolAdapter
 from kavalai.errors import InvalidToolURIError, ToolRegistrationError
 from kavalai.kernel._definition import Invoker, ToolDefinition
-from kavalai.kernel._schema import function_schema
+from kavalai.kernel._schema import code_of, function_schema, qualname
 from kavalai.kernel._uri import ToolURI
 
 __all__ = ["PythonToolAdapter", "ToolOptions", "is_pythontool", "pythontool"]
@@ -31,11 +34,14 @@ class ToolOptions:
         timeout: the default timeout of a call in seconds (``None``: no limit).
         inline: run a sync function on the event loop instead of in a worker thread. Only for cheap functions
             that never block: a slow inline tool stalls every other task.
+        local_types: for a function defined inside another, the types in scope where it was decorated, so that
+            string annotations (``from __future__ import annotations``) naming local classes resolve.
     """
 
     description: str | None = None
     timeout: float | None = None
     inline: bool = False
+    local_types: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 @overload
@@ -60,6 +66,8 @@ def pythontool(
 
     The function is returned unchanged (it stays directly callable); the decorator only records its options.
     Use it bare (``@pythontool``) or with options (``@pythontool(description=..., timeout=5, inline=True)``).
+    It also marks methods (above or below ``@staticmethod``/``@classmethod``, or a bound method after the fact,
+    which marks its function), callable objects and ``functools.partial`` objects.
 
     Args:
         func: the function, when used bare.
@@ -67,17 +75,37 @@ def pythontool(
         timeout: the default timeout of a call in seconds.
         inline: run a *sync* function directly on the event loop rather than in a worker thread.
     """
-    if timeout is not None and timeout <= 0:
-        raise ValueError(f"pythontool timeout must be positive, got {timeout!r}")
+    if not _valid_timeout(timeout):
+        raise ValueError(f"pythontool timeout must be positive (in seconds) or None, got {timeout!r}")
     options = ToolOptions(description=description, timeout=timeout, inline=inline)
 
-    def mark(target: F) -> F:
-        if not callable(target):
+    def mark(target: F, depth: int = 1) -> F:
+        if not isinstance(target, staticmethod | classmethod) and not callable(target):
             raise TypeError(f"@pythontool decorates a function, not {type(target).__name__}")
-        setattr(target, _FLAG, options)
+        marked = options
+        if "<locals>" in getattr(code_of(target), "__qualname__", ""):
+            marked = replace(options, local_types=_types_in_scope(sys._getframe(depth)))
+        if isinstance(target, staticmethod | classmethod):
+            # `@pythontool` above `@staticmethod`/`@classmethod`: mark the function the descriptor hands out.
+            setattr(target.__func__, _FLAG, marked)
+        try:
+            setattr(target, _FLAG, marked)
+        except AttributeError:
+            # A bound method stores no attributes of its own; it reads them from its function.
+            function = getattr(target, "__func__", None)
+            if function is None:
+                raise TypeError(
+                    f"@pythontool cannot mark {target!r}; wrap it in a function of your own and decorate that"
+                ) from None
+            setattr(function, _FLAG, marked)
         return target
 
-    return mark(func) if func is not None else mark
+    return mark(func, depth=2) if func is not None else mark
+
+
+def _types_in_scope(frame: FrameType) -> dict[str, Any]:
+    # Only what an annotation can name (classes, generic aliases): the tool keeps no other local alive.
+    return {name: value for name, value in frame.f_locals.items() if isinstance(value, type) or get_origin(value)}
 
 
 def is_pythontool(func: object) -> bool:
@@ -110,11 +138,18 @@ class PythonToolAdapter(ToolAdapter):
         options = getattr(func, _FLAG, None)
         if not isinstance(options, ToolOptions):
             raise ToolRegistrationError(
-                f"Cannot register {uri}: {getattr(func, '__qualname__', func)!r} is not decorated with "
+                f"Cannot register {uri}: {qualname(func)} is not decorated with "
                 "@pythontool. Add `@pythontool` above its definition (or wrap it: `pythontool(func)`).",
                 uri=str(uri),
             )
-        schema = function_schema(func, uri=str(uri), description=description or options.description)
+        if not _valid_timeout(timeout):
+            raise ToolRegistrationError(
+                f"Cannot register {uri}: timeout must be positive (in seconds) or None, got {timeout!r}.",
+                uri=str(uri),
+            )
+        schema = function_schema(
+            func, uri=str(uri), description=description or options.description, local_types=options.local_types
+        )
         run_inline = options.inline if inline is None else inline
         definition = ToolDefinition(
             uri=uri,
@@ -124,10 +159,15 @@ class PythonToolAdapter(ToolAdapter):
             invoke=_invoker(func, schema.is_async, run_inline, schema.renamed),
             wrapped=schema.wrapped,
             timeout=timeout if timeout is not None else options.timeout,
-            metadata={"function": f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', '?')}"},
+            metadata={"function": _dotted_name(func)},
         )
         self.registry.add_tool(definition, replace=replace)
         return definition
+
+
+def _dotted_name(func: Callable[..., Any]) -> str:
+    code = code_of(func)
+    return f"{getattr(code, '__module__', None) or '?'}.{qualname(code)}"
 
 
 def _python_uri(name: str) -> ToolURI:
@@ -156,15 +196,22 @@ def _invoker(func: Callable[..., Any], is_async: bool, inline: bool, renamed: tu
     if inline:
 
         async def invoke_inline(args: BaseModel) -> Any:
-            return func(**kwargs(args))
+            raw = func(**kwargs(args))
+            # A sync function that hands back an awaitable (`return client.fetch(x)`) means its result.
+            return (await raw) if inspect.isawaitable(raw) else raw
 
         return invoke_inline
 
     async def invoke_in_thread(args: BaseModel) -> Any:
         call = functools.partial(func, **kwargs(args))
-        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        raw = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        return (await raw) if inspect.isawaitable(raw) else raw
 
     return invoke_in_thread
+
+
+def _valid_timeout(timeout: object) -> bool:
+    return timeout is None or (not isinstance(timeout, bool) and isinstance(timeout, int | float) and timeout > 0)
 
 
 def _kwargs_getter(renamed: tuple[tuple[str, str], ...]) -> Callable[[BaseModel], dict[str, Any]]:

@@ -80,8 +80,8 @@ async def python_section(kernel: FunctionKernel, out: DemoConsole) -> None:
     out.show("math.add(2, '40')", await kernel.call_tool("python://math.add", {"a": 2, "b": "40"}))
     out.show("text.echo (async)", await kernel.call_tool("python://text.echo", {"text": "hello"}))
     out.show("weather.forecast", await kernel.call_tool("python://weather.forecast", {"city": "Lisbon"}))
-    result = await kernel.call_tool("python://math.percent", {"part": 1, "whole": 2})
-    coerced = result.model_dump()["result"]
+    # call_tool_as: the wrapped result, typed as int for a type checker (and checked to be one).
+    coerced = await kernel.call_tool_as(int, "python://math.percent", {"part": 1, "whole": 2})
     out.show("math.percent returned '50', coerced to", f"{coerced!r} ({type(coerced).__name__})")
     try:
         await kernel.call_tool("python://math.add", {"a": "two", "c": 3})

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from kavalai.kernel._uri import ToolURI
 
@@ -64,15 +66,15 @@ class ToolDefinition:
         return self.uri.scheme
 
     def get_input_schema(self) -> dict[str, Any]:
-        """The JSON schema of the tool's arguments."""
+        """The JSON schema of the tool's arguments (a field of a type JSON cannot describe is left open: ``{}``)."""
         if self.input_schema is None:
-            self.input_schema = self.input_model.model_json_schema()
+            self.input_schema = self.input_model.model_json_schema(schema_generator=_OpenForPythonTypes)
         return self.input_schema
 
     def get_output_schema(self) -> dict[str, Any]:
-        """The JSON schema of the tool's output model."""
+        """The JSON schema of the tool's output model (a type JSON cannot describe is left open: ``{}``)."""
         if self.output_schema is None:
-            self.output_schema = self.output_model.model_json_schema()
+            self.output_schema = self.output_model.model_json_schema(schema_generator=_OpenForPythonTypes)
         return self.output_schema
 
     def describe(self) -> dict[str, Any]:
@@ -83,3 +85,11 @@ class ToolDefinition:
             "inputSchema": self.get_input_schema(),
             "outputSchema": self.get_output_schema(),
         }
+
+
+class _OpenForPythonTypes(GenerateJsonSchema):
+    """Pydantic's schema generator, except that a type JSON Schema cannot express (an arbitrary class accepted as
+    an instance, a callable) becomes the open schema ``{}`` instead of failing every tool listing."""
+
+    def handle_invalid_for_json_schema(self, schema: CoreSchema | Any, error_info: str) -> JsonSchemaValue:
+        return {}

@@ -6,8 +6,8 @@ import asyncio
 import fnmatch
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from types import TracebackType
-from typing import Any, Final, TypeVar
+from types import TracebackType, UnionType
+from typing import Any, Final, TypeVar, Union, cast, get_origin
 
 from pydantic import BaseModel
 
@@ -32,6 +32,7 @@ __all__ = ["FunctionKernel"]
 logger = logging.getLogger("kavalai")
 
 A = TypeVar("A", bound=ToolAdapter)
+T = TypeVar("T")
 
 
 class _Unset:
@@ -114,7 +115,8 @@ class FunctionKernel(RestKernelMixin, McpKernelMixin):
 
         Raises:
             ToolRegistrationError: an undecorated function, a duplicate name, ``*args``/``**kwargs`` or
-                positional-only parameters, or type hints that do not resolve.
+                positional-only parameters, a generator function, type hints that do not resolve or that pydantic
+                cannot build a model from, or a timeout that is not a positive number of seconds.
         """
         definition = self._python.register(
             name, func, description=description, timeout=timeout, inline=inline, replace=replace
@@ -140,7 +142,8 @@ class FunctionKernel(RestKernelMixin, McpKernelMixin):
                 the tool's own timeout applies.
 
         Returns:
-            An instance of the tool's output model; for wrapped return values read ``.result``.
+            An instance of the tool's output model; for wrapped return values read ``.result``. Under a type
+            checker, :meth:`call_tool_as` gives the output (or its ``.result``) as the type you name.
 
         Raises:
             InvalidToolURIError, ToolNotFoundError, ToolInputError, ToolExecutionError, ToolTimeoutError,
@@ -164,6 +167,47 @@ class FunctionKernel(RestKernelMixin, McpKernelMixin):
             ) from exc
         return coerce_output(definition, raw)
 
+    async def call_tool_as(
+        self,
+        output_type: type[T],
+        uri: str | ToolURI,
+        arguments: Mapping[str, Any] | BaseModel | None = None,
+        *,
+        timeout: float | _Unset | None = _UNSET,
+    ) -> T:
+        """Like :meth:`call_tool`, but return the output as ``output_type``, for code under a type checker.
+
+        ``call_tool`` returns ``BaseModel``, since each tool's output model is only known at run time. Name the type
+        you expect instead: the output model itself for a tool that returns a model, or the type of ``.result`` for
+        one whose return value is wrapped::
+
+            entry = await kernel.call_tool_as(Entry, "python://fs.stat", {"name": "a.txt"})  # Entry
+            names = await kernel.call_tool_as(list[str], "python://fs.ls", {"path": "."})  # list[str]
+            total = await kernel.call_tool_as(int, "python://math.add", {"a": 1, "b": 2})  # int
+
+        The value is checked with ``isinstance`` against ``output_type`` (against ``list`` for ``list[str]``);
+        the check does not look inside containers, which the output model has already validated.
+
+        Raises:
+            TypeError: the output is not an ``output_type``; the message names the tool and what it returned.
+            FunctionKernelException: as :meth:`call_tool`.
+        """
+        definition = await self.resolve_tool(uri)
+        output = await self.call_tool(definition.name, arguments, timeout=timeout)
+        if _is_a(output, output_type):
+            return cast(T, output)
+        if definition.wrapped:
+            value = getattr(output, "result", None)
+            if _is_a(value, output_type):
+                return cast(T, value)
+            got = f"{type(value).__name__} (at .result of {type(output).__name__})"
+        else:
+            got = type(output).__name__
+        raise TypeError(
+            f"Tool {definition.name} returned {got}, not {_type_name(output_type)}: "
+            "name the output model, or the type of its .result, in call_tool_as."
+        )
+
     # ---------------------------------------------------------------------------------------- introspection
 
     def list_tools(self, pattern: str | None = None) -> list[str]:
@@ -172,8 +216,9 @@ class FunctionKernel(RestKernelMixin, McpKernelMixin):
         Args:
             pattern: an optional glob such as ``"python://fs.*"``.
         """
-        names = self._tools if pattern is None else fnmatch.filter(self._tools, pattern)
-        return sorted(names)
+        if pattern is None:
+            return sorted(self._tools)
+        return sorted(name for name in self._tools if fnmatch.fnmatchcase(name, pattern))
 
     def has_tool(self, uri: str | ToolURI) -> bool:
         """Whether a tool is registered at ``uri`` now (no connecting)."""
@@ -238,10 +283,10 @@ class FunctionKernel(RestKernelMixin, McpKernelMixin):
             raise TypeError("allowed_tools takes a list of URIs or globs, not a single string")
         selected: set[str] = set()
         for entry in allowed_tools:
-            if _GLOB_CHARS.intersection(entry):
-                selected.update(fnmatch.filter(self._tools, entry))
-            elif entry in self._tools:
+            if entry in self._tools:
                 selected.add(entry)
+            elif _GLOB_CHARS.intersection(entry):
+                selected.update(name for name in self._tools if fnmatch.fnmatchcase(name, entry))
             else:
                 raise self._not_found(ToolURI.parse(entry))
         return sorted(selected)
@@ -283,6 +328,8 @@ class FunctionKernel(RestKernelMixin, McpKernelMixin):
                 await closer()
             except Exception as exc:  # close the others before reporting
                 errors.append(exc)
+        for extra in errors[1:]:
+            logger.warning("Another error while closing the kernel: %r", extra)
         if errors:
             raise errors[0]
 
@@ -313,13 +360,31 @@ async def _invoke_with_timeout(definition: ToolDefinition, args: BaseModel, limi
     scope = asyncio.timeout(limit)
     try:
         async with scope:
-            return await definition.invoke(args)
+            raw = await definition.invoke(args)
     except TimeoutError:
         if not scope.expired():
             raise  # the tool's own TimeoutError: an execution error, not ours
-        raise ToolTimeoutError(
-            f"Tool {definition.name} timed out after {limit:g} s.", uri=definition.name, timeout=limit
-        ) from None
+        raise _timed_out(definition, limit) from None
+    if scope.expired():  # the tool caught the cancellation and returned anyway: still too late
+        raise _timed_out(definition, limit)
+    return raw
+
+
+def _timed_out(definition: ToolDefinition, limit: float) -> ToolTimeoutError:
+    return ToolTimeoutError(f"Tool {definition.name} timed out after {limit:g} s.", uri=definition.name, timeout=limit)
+
+
+def _is_a(value: object, expected: Any) -> bool:
+    origin = get_origin(expected)
+    target = expected if origin is None or origin is Union or origin is UnionType else origin
+    try:
+        return isinstance(value, target)
+    except TypeError:
+        raise TypeError(f"call_tool_as checks the output with isinstance, which cannot check {expected!r}") from None
+
+
+def _type_name(expected: Any) -> str:
+    return expected.__name__ if isinstance(expected, type) else repr(expected)
 
 
 def _count_by_scheme(names: Iterable[str]) -> dict[str, int]:

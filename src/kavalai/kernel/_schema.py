@@ -24,7 +24,7 @@ import functools
 import inspect
 import keyword
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
@@ -36,7 +36,7 @@ from kavalai.errors import ToolRegistrationError
 if TYPE_CHECKING:
     import docstring_parser
 
-__all__ = ["FunctionSchema", "function_schema", "wrap_output_model"]
+__all__ = ["FunctionSchema", "code_of", "function_schema", "qualname", "wrap_output_model"]
 
 _FORBID = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 _FORBID_BY_NAME = ConfigDict(extra="forbid", arbitrary_types_allowed=True, populate_by_name=True)
@@ -66,26 +66,36 @@ class FunctionSchema:
     is_async: bool
 
 
-def function_schema(func: Callable[..., Any], *, uri: str, description: str | None = None) -> FunctionSchema:
+def function_schema(
+    func: Callable[..., Any],
+    *,
+    uri: str,
+    description: str | None = None,
+    local_types: Mapping[str, Any] | None = None,
+) -> FunctionSchema:
     """Build the input and output models of ``func``, registered at ``uri``.
+
+    ``local_types`` are names a string annotation may use besides the function's module globals and closure
+    (for a function defined inside another: the types in scope where it was defined).
 
     Raises:
         ToolRegistrationError: for generator functions, ``*args``/``**kwargs`` or positional-only parameters,
-            hints that do not resolve, or types pydantic cannot build a model from; each message says what to
-            change.
+            hints that do not resolve, ``BaseModel`` itself as a type, models that are not fully defined, or types
+            pydantic cannot build a model from; each message says what to change.
     """
-    code = _code_of(func)
+    code = code_of(func)
     _check_not_generator(func, code, uri)
     try:
         signature = inspect.signature(func)
-        hints = typing.get_type_hints(code, include_extras=True)
+        hints = _type_hints(code, local_types)
     except (NameError, TypeError, ValueError) as exc:
         raise ToolRegistrationError(
-            f"Cannot register {uri}: the signature or type hints of {_qualname(func)} do not resolve ({exc}). "
-            "Import every type the signature names at module level.",
+            f"Cannot register {uri}: the signature or type hints of {qualname(func)} do not resolve ({exc}). "
+            "Define or import every type the signature names at module level (or, for a function defined inside "
+            "another, before it is decorated).",
             uri=uri,
         ) from exc
-    doc = _parse_doc(inspect.getdoc(code) or _own_doc(func))
+    doc = _parse_doc(inspect.cleandoc(code.__doc__ or "") or _fallback_doc(func))
     param_docs = {p.arg_name: p.description for p in doc.params if p.description}
     model_name = _model_name(uri)
     fields: dict[str, Any] = {}
@@ -107,10 +117,12 @@ def function_schema(func: Callable[..., Any], *, uri: str, description: str | No
         output_model, wrapped = _output_model(return_hint, model_name)
     except PydanticUserError as exc:
         raise ToolRegistrationError(
-            f"Cannot register {uri}: pydantic cannot build a model from the signature of {_qualname(func)}: "
+            f"Cannot register {uri}: pydantic cannot build a model from the signature of {qualname(func)}: "
             f"{str(exc).splitlines()[0]}",
             uri=uri,
         ) from exc
+    for model in (input_model, output_model):
+        _check_complete(model, uri, func)
     text = description if description is not None else _doc_description(doc)
     return FunctionSchema(
         description=text,
@@ -131,7 +143,22 @@ def wrap_output_model(annotation: Any, model_name: str) -> type[BaseModel]:
     )
 
 
-def _code_of(func: Callable[..., Any]) -> Callable[..., Any]:
+def _type_hints(code: Callable[..., Any], local_types: Mapping[str, Any] | None) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(code, include_extras=True)
+    except NameError:
+        # A string annotation naming a local type: look in the closure, then where the function was defined.
+        try:
+            scope = dict(inspect.getclosurevars(code).nonlocals)
+        except TypeError:  # not a Python function (a builtin's __call__, ...)
+            scope = {}
+        scope.update(local_types or {})
+        if not scope:
+            raise
+        return typing.get_type_hints(code, localns=scope, include_extras=True)
+
+
+def code_of(func: Callable[..., Any]) -> Callable[..., Any]:
     """The code that runs when ``func`` is called: its hints and docstring describe the tool."""
     code: Any = inspect.unwrap(func)
     while isinstance(code, functools.partial):
@@ -143,8 +170,8 @@ def _code_of(func: Callable[..., Any]) -> Callable[..., Any]:
     return typing.cast(Callable[..., Any], inspect.unwrap(type(code).__call__))
 
 
-def _own_doc(func: Callable[..., Any]) -> str:
-    # A callable object documented on its class rather than on __call__; never the docstring of functools.partial.
+def _fallback_doc(func: Callable[..., Any]) -> str:
+    # A callable object documented on its class, or a method on the method it overrides; never functools.partial's.
     if isinstance(func, functools.partial):
         return ""
     return inspect.getdoc(func) or ""
@@ -180,7 +207,7 @@ def _check_not_generator(func: Callable[..., Any], code: Callable[..., Any], uri
     else:
         return
     raise ToolRegistrationError(
-        f"Cannot register {uri}: {_qualname(func)} is {kind} function, but a tool returns one value; {fix} instead.",
+        f"Cannot register {uri}: {qualname(func)} is {kind} function, but a tool returns one value; {fix} instead.",
         uri=uri,
     )
 
@@ -188,14 +215,28 @@ def _check_not_generator(func: Callable[..., Any], code: Callable[..., Any], uri
 def _check_not_bare_basemodel(hint: Any, what: str, uri: str, func: Callable[..., Any]) -> None:
     if _strip_annotated(hint) is BaseModel:
         raise ToolRegistrationError(
-            f"Cannot register {uri}: {what} of {_qualname(func)} is BaseModel itself, which cannot be validated. "
+            f"Cannot register {uri}: {what} of {qualname(func)} is BaseModel itself, which cannot be validated. "
             "Annotate the concrete model class (or `Any`).",
             uri=uri,
         )
 
 
+def _check_complete(model: type[BaseModel], uri: str, func: Callable[..., Any]) -> None:
+    # A model naming a type that is not defined yet would fail on every call and every tool listing: fail here.
+    if model.__pydantic_complete__:
+        return
+    try:
+        model.model_rebuild(raise_errors=True)
+    except (PydanticUserError, NameError) as exc:
+        raise ToolRegistrationError(
+            f"Cannot register {uri}: a model in the signature of {qualname(func)} is not fully defined "
+            f"({str(exc).splitlines()[0]}). Define every type it names before registering the tool.",
+            uri=uri,
+        ) from exc
+
+
 def _check_parameter(param: inspect.Parameter, uri: str, func: Callable[..., Any]) -> None:
-    name = _qualname(func)
+    name = qualname(func)
     if param.kind is inspect.Parameter.VAR_POSITIONAL:
         raise ToolRegistrationError(
             f"Cannot register {uri}: {name} takes *{param.name}. A tool's arguments are named fields; "
@@ -249,7 +290,8 @@ def _model_name(uri: str) -> str:
     return name
 
 
-def _qualname(func: Callable[..., Any]) -> str:
+def qualname(func: Callable[..., Any]) -> str:
+    """A readable name of ``func`` for messages: its qualified name, or its class's for a callable object."""
     if isinstance(func, functools.partial):
-        return f"functools.partial({_qualname(func.func)}, ...)"
+        return f"functools.partial({qualname(func.func)}, ...)"
     return getattr(func, "__qualname__", None) or type(func).__qualname__

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import logging
+
 import anyio
 import anyio.to_thread
 import pytest
 from tests.adapters.mcp.conftest import wait_until
-from tests.servers.mcp_http import streamable_http_app
-from tests.servers.uvicorn_server import ServerThread
+from tests.servers.mcp_http import SessionForgettingApp, sse_app, streamable_http_app
+from tests.servers.uvicorn_server import ServerThread, serve
 
 from kavalai import FunctionKernel, McpServer, ServerConnectionError, ToolExecutionError, ToolTimeoutError
 
@@ -100,3 +102,53 @@ async def test_server_going_away_fails_the_call_in_flight(kernel: FunctionKernel
         assert kernel.get_mcp_server_state("web").status == "failed"
     finally:
         server.stop()
+
+
+async def test_a_forgotten_session_is_replaced_and_the_call_goes_through(kernel: FunctionKernel) -> None:
+    # A restarted server (or one whose session timed out) answers 404 for the old session id; the MCP
+    # specification then asks for a new session. The refused call ran nowhere, so it is sent again on the new one.
+    app = SessionForgettingApp(streamable_http_app())
+    with serve(app) as base_url:
+        kernel.register_mcp_server(McpServer(name="web", url=f"{base_url}/mcp"))
+        assert (await kernel.call_tool("mcp://web.add", {"a": 1, "b": 1})).model_dump() == {"result": 2}
+        app.forget()
+        assert (await kernel.call_tool("mcp://web.add", {"a": 2, "b": 2})).model_dump() == {"result": 4}
+        state = kernel.get_mcp_server_state("web")
+        assert (state.status, state.connects) == ("connected", 2)
+        assert (await kernel.call_tool("mcp://web.echo", {"text": "still"})).model_dump() == {"result": "still"}
+        await kernel.close()
+
+
+async def test_sse_server_going_away_while_idle_is_noticed(kernel: FunctionKernel) -> None:
+    server = ServerThread(sse_app(), shutdown_timeout=1)
+    base_url = server.start()
+    try:
+        kernel.register_mcp_server(McpServer(name="old", url=f"{base_url}/sse", transport="sse"))
+        await kernel.connect_mcp_servers()
+        await anyio.to_thread.run_sync(server.stop)
+        # No call is in flight: the end of the event stream alone tells that the connection is gone.
+        await wait_until(lambda: kernel.get_mcp_server_state("old").status == "failed")
+        assert "MCP server 'old' (sse: " in (kernel.get_mcp_server_state("old").error or "")
+        with pytest.raises(ServerConnectionError, match="cannot reach it"):
+            await kernel.call_tool("mcp://old.add", {"a": 1, "b": 1})
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+async def test_closing_after_timed_out_calls_logs_no_error(
+    http_url: str, sse_url: str, transport: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The answer to a call that timed out may arrive while the session closes; it must be dropped quietly, not
+    # hit a closed stream (which the SDK logs as "Error parsing SSE message" with a traceback).
+    url, kind = (sse_url, "sse") if transport == "sse" else (http_url, None)
+    caplog.set_level(logging.WARNING)
+    for _ in range(3):  # the late answer races the close: a few rounds make the race likely
+        kernel = FunctionKernel()
+        kernel.register_mcp_server(McpServer(name="web", url=url, transport=kind, timeout=0.2))
+        with pytest.raises(ToolTimeoutError):
+            await kernel.call_tool("mcp://web.sleep", {"seconds": 0.4})
+        await kernel.close()
+    client_errors = [r for r in caplog.records if r.name.startswith("mcp.client") and r.levelno >= logging.ERROR]
+    assert client_errors == []
+    assert kernel.get_mcp_server_state("web").status == "closed"

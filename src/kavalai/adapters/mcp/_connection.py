@@ -32,8 +32,8 @@ from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._convert import build_models, raise_tool_error, result_value
 from kavalai.adapters.mcp._errors import describe_failure, scrub
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
-from kavalai.adapters.mcp._stdio import StdioProcess, open_stdio
-from kavalai.adapters.mcp._transports import open_http
+from kavalai.adapters.mcp._stdio import StdioProcess
+from kavalai.adapters.mcp._transports import open_transport
 from kavalai.errors import InvalidToolURIError, ServerConnectionError, ToolExecutionError
 from kavalai.kernel._definition import ToolDefinition
 from kavalai.kernel._uri import ToolURI
@@ -47,6 +47,7 @@ _CLOSE_WAIT: Final = 15.0  # bound on waiting for a generation to shut down (std
 _EXIT_WAIT: Final = 0.5  # how long a failed call waits for a dying server's exit code and stderr
 _MAX_PAGES: Final = 1000  # a tools/list paginator that never ends cannot hang discovery
 _MAX_ATTEMPTS: Final = 3  # generations one use may start when each dies right after connecting
+_CALL_ATTEMPTS: Final = 2  # a call refused because the HTTP server forgot the session is sent once more
 
 
 @dataclass(eq=False)
@@ -61,9 +62,21 @@ class _Generation:
     session: ClientSession | None = None
     process: StdioProcess | None = None
     scope: anyio.CancelScope | None = None
-    error: ServerConnectionError | None = None
-    closing: bool = False
+    connected: bool = False  # it got as far as listing the tools
+    error: ServerConnectionError | None = None  # why it failed, once it has
+    cause: BaseException | None = None  # the transport's own exception, if one ended it
+    closing: bool = False  # the kernel is closing it
+    expired: bool = False  # the HTTP server no longer knew its session, so it refused what was sent
     task: asyncio.Task[None] | None = None
+
+    def end(self) -> None:
+        """The connection is gone: let the owner shut it down."""
+        self.stop.set()
+
+    def expire(self) -> None:
+        """The HTTP server answered 404 for the session: it ran nothing sent on it; a new session is needed."""
+        self.expired = True
+        self.stop.set()
 
 
 class McpConnection:
@@ -116,22 +129,22 @@ class McpConnection:
         """Connect unless connected; raise :class:`ServerConnectionError` naming the server and why not."""
         await self._session()
 
-    async def _session(self) -> ClientSession:
+    async def _session(self) -> tuple[_Generation, ClientSession]:
         gen = self._gen
         if gen is not None and gen.session is not None and not gen.stop.is_set():
-            return gen.session  # the common case, without a checkpoint
+            return gen, gen.session  # the common case, without a checkpoint
         for _ in range(_MAX_ATTEMPTS):
             gen = await self._live_generation()
             await gen.ready.wait()
             if gen.session is not None and not gen.stop.is_set():
-                return gen.session
-            if gen.error is not None:
+                return gen, gen.session
+            if gen.error is not None and not gen.connected:
                 raise ServerConnectionError(
                     gen.error.message,
                     server=self.name,
                     exit_code=gen.error.exit_code,
                     stderr_tail=gen.error.stderr_tail,
-                ) from gen.error.__cause__
+                ) from gen.cause
             if gen.closing:
                 raise ServerConnectionError(f"MCP server {self.name!r} was closed while connecting.", server=self.name)
         raise ServerConnectionError(
@@ -159,7 +172,7 @@ class McpConnection:
         self._generations += 1
         gen = _Generation(number=self._generations)
         self._gen = gen
-        self._status = "connecting"
+        self._status, self._error = "connecting", None
         gen.task = _spawn(self._own(gen), name=f"kavalai-mcp-{self.name}-{gen.number}")
         return gen
 
@@ -168,11 +181,16 @@ class McpConnection:
             with anyio.CancelScope(deadline=anyio.current_time() + self.config.connect_timeout) as scope:
                 gen.scope = scope
                 async with AsyncExitStack() as stack:
-                    session = await self._open(stack, gen)
+                    reads, writes, gen.process = await stack.enter_async_context(
+                        open_transport(self.config, on_end=gen.end, on_session_expired=gen.expire)
+                    )
+                    session = await stack.enter_async_context(
+                        ClientSession(reads, writes, message_handler=_MessageHandler(gen), client_info=_CLIENT_INFO)
+                    )
                     await session.initialize()
                     self._publish(await _list_tools(session))
                     scope.deadline = math.inf
-                    gen.session = session
+                    gen.session, gen.connected = session, True
                     self._connects += 1
                     self._status, self._error = "connected", None
                     gen.ready.set()
@@ -180,38 +198,29 @@ class McpConnection:
                         tg.start_soon(self._refresh_loop, gen, session)
                         await gen.stop.wait()
                         tg.cancel_scope.cancel()
-            if scope.cancelled_caught and gen.session is None and not gen.closing:
-                gen.error = self._failure(None, gen, timed_out=True)
+            if scope.cancelled_caught and not gen.connected and not gen.closing:
+                gen.error = self._failure(gen, timed_out=True)
+        except asyncio.CancelledError:
+            gen.closing = True  # the event loop is shutting down (asyncio.run's end): nothing failed
+            raise
         except Exception as exc:
-            gen.error = self._failure(exc, gen)
+            gen.cause = exc
+            gen.error = self._failure(gen, exc)
         finally:
             self._finish(gen)
 
-    async def _open(self, stack: AsyncExitStack, gen: _Generation) -> ClientSession:
-        if self.config.kind == "stdio":
-            streams, process = await stack.enter_async_context(open_stdio(self.config, on_exit=gen.stop.set))
-            gen.process = process
-        else:
-            streams = await stack.enter_async_context(open_http(self.config))
-        session = ClientSession(*streams, message_handler=_MessageHandler(gen), client_info=_CLIENT_INFO)
-        return await stack.enter_async_context(session)
-
-    def _failure(self, exc: Exception | None, gen: _Generation, *, timed_out: bool = False) -> ServerConnectionError:
-        process = gen.process
+    def _failure(
+        self, gen: _Generation, exc: BaseException | None = None, *, phase: str | None = None, timed_out: bool = False
+    ) -> ServerConnectionError:
+        if phase is None:
+            phase = "while connected" if gen.connected else "while connecting"
         error = describe_failure(
-            self.config,
-            exc,
-            phase="while connecting",
-            timed_out=timed_out,
-            exit_code=process.returncode if process is not None else None,
-            stderr_tail=process.stderr_tail() if process is not None else None,
+            self.config, exc, phase=phase, process=gen.process, timed_out=timed_out, expired=gen.expired
         )
-        if exc is not None:
-            error.__cause__ = exc
+        error.__cause__ = exc
         return error
 
     def _finish(self, gen: _Generation) -> None:
-        connected = gen.session is not None
         gen.session = None
         gen.stop.set()
         gen.ready.set()
@@ -222,19 +231,8 @@ class McpConnection:
             self._status, self._error = "closed", None
         elif gen.error is not None:
             self._status, self._error = "failed", gen.error.message
-        elif connected and gen.process is not None and gen.process.returncode is not None:
-            self._status, self._error = "failed", self._exit_message(gen.process, "while connected")
-        elif connected:
-            self._status, self._error = "failed", f"The connection to MCP server {self.name!r} was lost."
-
-    def _exit_message(self, process: StdioProcess, when: str) -> str:
-        return describe_failure(
-            self.config,
-            None,
-            phase=when,
-            exit_code=process.returncode,
-            stderr_tail=process.stderr_tail(),
-        ).message
+        elif gen.connected:
+            self._status, self._error = "failed", self._failure(gen).message
 
     # ------------------------------------------------------------------------------------------------ tools
 
@@ -294,43 +292,39 @@ class McpConnection:
 
     async def call(self, tool: str, uri: str, args: BaseModel, *, structured: bool) -> Any:
         """Run ``tools/call`` and return the raw value for the output model."""
-        session = await self._session()
-        gen = self._gen
         arguments = args.model_dump(by_alias=True, exclude_unset=True, mode="json")
         request = mcp_types.CallToolRequest(params=mcp_types.CallToolRequestParams(name=tool, arguments=arguments))
-        try:
-            result = await session.send_request(request, mcp_types.CallToolResult)
-        except MCPError as exc:
-            if exc.code == mcp_types.CONNECTION_CLOSED and gen is not None:
-                if gen.closing:
-                    raise ServerConnectionError(
-                        f"MCP server {self.name!r} was closed during a call to {uri}.", uri=uri, server=self.name
-                    ) from exc
-                raise await self._lost(gen, uri) from exc
-            raise ToolExecutionError(
-                f"Tool {uri} failed: the server answered error {exc.code}: {scrub(self.config, exc.message)}",
-                uri=uri,
-            ) from exc
-        if result.is_error:
-            raise_tool_error(uri, result)
-        return result_value(result, structured=structured)
+        for attempt in range(_CALL_ATTEMPTS):
+            gen, session = await self._session()
+            try:
+                result = await session.send_request(request, mcp_types.CallToolResult)
+            except MCPError as exc:
+                if gen.expired and attempt + 1 < _CALL_ATTEMPTS:
+                    continue  # refused with the forgotten session, so it ran nowhere: again, on a new session
+                if exc.code == mcp_types.CONNECTION_CLOSED or gen.stop.is_set():
+                    raise await self._lost(gen, uri) from exc
+                raise ToolExecutionError(
+                    f"Tool {uri} failed: the server answered error {exc.code}: {scrub(self.config, exc.message)}",
+                    uri=uri,
+                ) from exc
+            if result.is_error:
+                raise_tool_error(uri, result)
+            return result_value(result, structured=structured)
+        raise AssertionError("unreachable")  # pragma: no cover - the last attempt returns or raises
 
     async def _lost(self, gen: _Generation, uri: str) -> ServerConnectionError:
-        gen.stop.set()
-        process = gen.process
-        if process is not None:
+        """The error for a call whose connection went away: why it did, as far as can be told within a moment."""
+        if not gen.closing:
+            gen.end()
             with anyio.CancelScope(shield=True), anyio.move_on_after(_EXIT_WAIT):
-                await process.exited.wait()
-                await process.stderr_closed.wait()
-        error = describe_failure(
-            self.config,
-            None,
-            phase=f"during a call to {uri}",
-            exit_code=process.returncode if process is not None else None,
-            stderr_tail=process.stderr_tail() if process is not None else None,
-        )
+                await gen.done.wait()  # the exit code and stderr of a stdio server, the cause of an HTTP failure
+        if gen.closing:
+            return ServerConnectionError(
+                f"MCP server {self.name!r} was closed during a call to {uri}.", uri=uri, server=self.name
+            )
+        error = self._failure(gen, gen.cause, phase=f"during a call to {uri}")
         error.uri = uri
-        if self._gen is gen:  # say so now, not only once the generation has finished shutting down
+        if self._gen is gen and not gen.done.is_set():  # say so now, not only once it has finished shutting down
             self._status, self._error = "failed", error.message
         return error
 
@@ -350,7 +344,7 @@ class McpConnection:
                 logger.warning("MCP server %r did not shut down within %s s", self.name, _CLOSE_WAIT)
         self.unpublish()
         if self._status != "registered":
-            self._status = "closed"
+            self._status, self._error = "closed", None
 
 
 class _MessageHandler:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import signal
 from typing import Final
 
 import httpx2
 from mcp.shared.exceptions import MCPError
 
 from kavalai.adapters.mcp._config import McpServer
+from kavalai.adapters.mcp._stdio import StdioProcess
 from kavalai.errors import ServerConnectionError
 
 __all__ = ["describe_failure", "root_cause", "scrub"]
@@ -21,28 +23,47 @@ def describe_failure(
     exc: BaseException | None,
     *,
     phase: str,
+    process: StdioProcess | None = None,
     timed_out: bool = False,
-    exit_code: int | None = None,
-    stderr_tail: str | None = None,
+    expired: bool = False,
 ) -> ServerConnectionError:
     """The error for MCP server ``config`` failing ``phase`` ("while connecting", "during a call to ..."), naming the
-    server, what it is, and why: the exit code and stderr tail of a stdio server, else the cause."""
-    stderr_tail = scrub(config, stderr_tail) if stderr_tail else None
-    head = f"MCP server {config.name!r} ({config.kind}: {scrub(config, config.target)})"
+    server, what it is, and why: how a stdio server exited (if it did by itself) and its stderr tail, else the
+    cause."""
+    exit_code = process.exit_code if process is not None else None
+    stderr_tail = scrub(config, process.stderr_tail()) or None if process is not None else None
     if timed_out:
         why = f"did not finish connecting within {config.connect_timeout:g} s (connect_timeout)"
     elif exit_code is not None:
-        why = f"exited with code {exit_code} {phase}"
+        why = f"{_exit(exit_code)} {phase}"
+    elif expired:
+        why = f"no longer knew the session (HTTP 404) {phase}; the next use starts a new one"
     elif exc is not None:
         why = f"failed {phase}: {_reason(config, root_cause(exc))}"
     else:
         why = f"closed the connection {phase}"
-    message = f"{head} {why}."
+    message = f"MCP server {config.name!r} ({config.kind}: {scrub(config, config.target)}) {why}."
     if stderr_tail:
         message = f"{message} Last lines on its stderr:\n{stderr_tail}"
     elif exit_code is not None:
         message = f"{message} It wrote nothing to stderr."
+    if process is not None and process.stdout_noise:
+        noise = "\n".join(scrub(config, line) for line in process.stdout_noise)
+        message = (
+            f"{message}\nIt wrote lines that are not JSON-RPC to stdout, where an MCP server may write only protocol "
+            f"messages (send logs to stderr):\n{noise}"
+        )
     return ServerConnectionError(message, server=config.name, exit_code=exit_code, stderr_tail=stderr_tail)
+
+
+def _exit(code: int) -> str:
+    if code >= 0:
+        return f"exited with code {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    return f"was killed by {name} (exit code {code})"
 
 
 def root_cause(exc: BaseException) -> BaseException:
@@ -54,7 +75,11 @@ def root_cause(exc: BaseException) -> BaseException:
 
 def _reason(config: McpServer, exc: BaseException) -> str:
     if isinstance(exc, FileNotFoundError | PermissionError) and config.command is not None:
-        return f"cannot start {config.command!r}: {exc.strerror or exc}"
+        if config.cwd is not None and str(exc.filename) == str(config.cwd):
+            return f"cannot start it in {str(config.cwd)!r} (cwd): {exc.strerror or exc}"
+        bare = isinstance(exc, FileNotFoundError) and "/" not in config.command
+        hint = " (is it installed, and on the PATH?)" if bare else ""
+        return f"cannot start {config.command!r}: {exc.strerror or exc}{hint}"
     if isinstance(exc, httpx2.HTTPStatusError):
         return f"the server answered HTTP {exc.response.status_code} {exc.response.reason_phrase}"
     if isinstance(exc, httpx2.TransportError):

@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +38,7 @@ _EXIT_POLL: Final = 0.05  # how often the exit watcher looks at the process
 _EOF_GRACE: Final = 0.2  # time for stdout to drain after the process exited
 _STDERR_LINES: Final = 20
 _STDERR_LINE_CHARS: Final = 500
+_NOISE_LINES: Final = 3
 
 
 @dataclass(eq=False)
@@ -49,6 +50,9 @@ class StdioProcess:
         exited: set once the process has exited.
         stdout_closed: set once its stdout reached end of file.
         stderr_closed: set once its stderr reached end of file.
+        stopped_by_kernel: whether it was still running when the kernel began to stop it.
+        stdout_noise: the last lines it wrote to stdout that are not JSON-RPC (a server must write only
+            protocol messages there).
     """
 
     pid: int
@@ -56,6 +60,8 @@ class StdioProcess:
     exited: anyio.Event = field(default_factory=anyio.Event, repr=False)
     stdout_closed: anyio.Event = field(default_factory=anyio.Event, repr=False)
     stderr_closed: anyio.Event = field(default_factory=anyio.Event, repr=False)
+    stopped_by_kernel: bool = False
+    stdout_noise: deque[str] = field(default_factory=lambda: deque(maxlen=_NOISE_LINES), repr=False)
     _stderr: deque[str] = field(default_factory=lambda: deque(maxlen=_STDERR_LINES), repr=False)
     _partial: str = field(default="", repr=False)
 
@@ -63,6 +69,12 @@ class StdioProcess:
     def returncode(self) -> int | None:
         """The exit code, or ``None`` while it runs (negative: killed by that signal)."""
         return self.process.returncode
+
+    @property
+    def exit_code(self) -> int | None:
+        """The exit code if the server exited by itself; ``None`` while it runs or once the kernel stopped it
+        (then the code says nothing about what went wrong)."""
+        return None if self.stopped_by_kernel else self.process.returncode
 
     def stderr_tail(self) -> str:
         """The last lines the server wrote to stderr (at most 20)."""
@@ -79,11 +91,11 @@ Streams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObj
 
 
 @asynccontextmanager
-async def open_stdio(server: McpServer, *, on_exit: Callable[[], None]) -> AsyncIterator[tuple[Streams, StdioProcess]]:
+async def open_stdio(server: McpServer) -> AsyncIterator[tuple[Streams, StdioProcess]]:
     """Start ``server``'s process and yield the session's streams and the process.
 
-    ``on_exit`` is called once when the process exits by itself (not during shutdown). Leaving the block stops
-    the process and its group, even when the caller is cancelled.
+    When the process exits, the stream the session reads ends. Leaving the block stops the process and its
+    group, even when the caller is cancelled.
 
     Raises:
         OSError: the command could not be started.
@@ -103,22 +115,15 @@ async def open_stdio(server: McpServer, *, on_exit: Callable[[], None]) -> Async
     info = StdioProcess(pid=process.pid, process=process)
     to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](0)
-    stopping = False
-
-    def exited_by_itself() -> None:
-        if not stopping:
-            on_exit()
-
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_read_stdout, info, to_session)
             tg.start_soon(_write_stdin, process, from_session, to_session)
             tg.start_soon(_read_stderr, process, info)
-            tg.start_soon(_watch_exit, info, to_session, exited_by_itself)
+            tg.start_soon(_watch_exit, info, to_session)
             try:
                 yield (session_reads, session_writes), info
             finally:
-                stopping = True
                 with anyio.CancelScope(shield=True):
                     session_writes.close()
                     session_reads.close()
@@ -132,26 +137,38 @@ async def open_stdio(server: McpServer, *, on_exit: Callable[[], None]) -> Async
 
 
 async def _read_stdout(info: StdioProcess, to_session: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
+    """Hand each line to the session; once the session is gone, keep draining so the server never blocks."""
     stdout = info.process.stdout
     assert stdout is not None
-    buffer = b""
+    partial: list[bytes] = []  # the pieces of the line being received: a long message costs linear time
+    deliver = True
     try:
         with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
             async with to_session:
                 async for chunk in stdout:
-                    *lines, buffer = (buffer + chunk).split(b"\n")
+                    *lines, rest = chunk.split(b"\n")
+                    if lines:
+                        lines[0] = b"".join([*partial, lines[0]])
+                        partial.clear()
+                    if rest:
+                        partial.append(rest)
                     for line in lines:
-                        if line.strip():
-                            await to_session.send(_parse(line))
+                        message = _parse(info, line) if deliver and line.strip() else None
+                        if message is not None:
+                            try:
+                                await to_session.send(message)
+                            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                                deliver = False
     finally:
         info.stdout_closed.set()
 
 
-def _parse(line: bytes) -> SessionMessage | Exception:
+def _parse(info: StdioProcess, line: bytes) -> SessionMessage | None:
     try:
         return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-    except ValueError as exc:  # a line that is not JSON-RPC: the session reports it, the connection goes on
-        return exc
+    except ValueError:  # not JSON-RPC (a server that logs to stdout): kept to explain a failure, otherwise ignored
+        info.stdout_noise.append(line[:_STDERR_LINE_CHARS].decode(errors="replace").strip())
+        return None
 
 
 async def _write_stdin(
@@ -179,9 +196,7 @@ async def _read_stderr(process: anyio.abc.Process, info: StdioProcess) -> None:
         info.stderr_closed.set()
 
 
-async def _watch_exit(
-    info: StdioProcess, to_session: MemoryObjectSendStream[SessionMessage | Exception], notify: Callable[[], None]
-) -> None:
+async def _watch_exit(info: StdioProcess, to_session: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
     # Polling returncode, not process.wait(): asyncio's wait() also waits for the pipes, which a grandchild
     # holding stdout would keep open, and then a dead server would look alive.
     while info.returncode is None:  # noqa: ASYNC110 - the exit is only observable by polling (see above)
@@ -190,14 +205,14 @@ async def _watch_exit(
     with anyio.move_on_after(_EOF_GRACE):
         await info.stdout_closed.wait()
         await info.stderr_closed.wait()
-    to_session.close()
-    notify()
+    to_session.close()  # the session's stream ends: the supervisor learns that the server is gone
 
 
 async def stop_process(info: StdioProcess) -> None:
     """Stop the server as the MCP specification says (close stdin, wait, SIGTERM, wait, SIGKILL), then the
     rest of its process group. Every wait is bounded."""
     process = info.process
+    info.stopped_by_kernel = info.returncode is None and not info.stdout_closed.is_set()
     if process.stdin is not None:
         with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             await process.stdin.aclose()
