@@ -169,7 +169,7 @@ __all__ = [
     "WorkflowBuilder",
     "WorkflowEngine",
     "WorkflowError",
+    "__version__",
     "make_client",
     "pythontool",
-    "__version__",
 ]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from tests.agent.conftest import ToolBox
 
-from kavalai import FunctionKernel
+from kavalai import FunctionKernel, pythontool
 from kavalai.agent import Agent
 from kavalai.llm import AssistantMessage, SystemMessage, ToolCall, ToolResultMessage, UserMessage
 from kavalai.llm.errors import LLMConfigurationError, MaxStepsExceededError
@@ -255,3 +255,19 @@ async def test_model_id_without_key_fails_at_construction(monkeypatch: pytest.Mo
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(LLMConfigurationError, match="set the OPENAI_API_KEY environment variable"):
         Agent("openai/gpt-4.1-mini")
+
+
+async def test_a_tool_result_json_cannot_describe_reaches_the_model_as_text(kernel: FunctionKernel) -> None:
+    class Opaque:
+        def __str__(self) -> str:
+            return "<opaque 42>"
+
+    @pythontool
+    def opaque() -> Opaque:
+        return Opaque()
+
+    kernel.register_python_tool("opaque", opaque)
+    llm = ScriptedLLM([tool_call("python://opaque"), "done"])
+    result = await Agent(llm, kernel=kernel).run("go")
+    assert result.tool_calls[0].status == "ok"
+    assert result.tool_calls[0].result == {"result": "<opaque 42>"}

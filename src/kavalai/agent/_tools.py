@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import anyio
+from pydantic_core import to_jsonable_python
 
 from kavalai.agent._approval import Approval, ApprovalHook
 from kavalai.agent._events import AgentEvent, ToolCallFinished, ToolCallStarted
@@ -147,7 +148,9 @@ class ToolRunner:
             output = await self._kernel.call_tool(call.name, arguments)
         except FunctionKernelException as exc:
             return _Outcome("error", arguments, error=_error_message(exc), error_type=type(exc).__name__, edited=edited)
-        return _Outcome("ok", arguments, result=output.model_dump(mode="json"), edited=edited)
+        # fallback=str: a Python tool may return objects JSON cannot describe; the model gets their text.
+        result = to_jsonable_python(output, by_alias=True, fallback=str)
+        return _Outcome("ok", arguments, result=result, edited=edited)
 
     def _unavailable(self, name: str) -> str:
         message = f"Tool {name!r} is not available to you."

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from kavalai.workflow.errors import WorkflowError
@@ -210,8 +209,6 @@ WorkflowEvent = RunStarted | NodeStarted | NodeFinished | NodeFailed | RunFinish
 
 def jsonable(value: Any) -> Any:
     """``value`` as JSON-ready data: models dumped by alias, dates as ISO strings, unknown objects as ``str``."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", by_alias=True)
     return to_jsonable_python(value, by_alias=True, fallback=str)
 
 
