@@ -107,13 +107,15 @@ def build_server(name: str = "tools") -> MCPServer:
         os._exit(code)
 
     @server.tool()
-    def spawn_child() -> int:
-        """Start a long-lived child process (it would outlive a careless client) and return its pid."""
+    def spawn_child(detach: bool = False) -> int:
+        """Start a long-lived child process (it would outlive a careless client) and return its pid; ``detach``
+        puts it in a session and process group of its own, as daemons and browser launchers do."""
         child = subprocess.Popen(
             [sys.executable, "-c", "import time; time.sleep(600)"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=detach,
         )
         return child.pid
 

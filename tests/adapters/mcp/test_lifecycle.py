@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -128,16 +129,72 @@ async def test_crash_fails_calls_in_flight_then_restarts(kernel: FunctionKernel,
     result = await kernel.call_tool("mcp://tools.add", {"a": 2, "b": 2})
     assert result.model_dump() == {"result": 4}
     state = kernel.get_mcp_server_state("tools")
-    assert (state.status, state.connects) == ("connected", 2)
+    assert (state.status, state.error, state.connects) == ("connected", None, 2)
     assert state.pid != first_pid
+    await kernel.close()
+    assert (kernel.get_mcp_server_state("tools").status, kernel.get_mcp_server_state("tools").error) == ("closed", None)
+
+
+async def test_a_server_killed_while_idle_is_noticed_and_restarted(
+    kernel: FunctionKernel, stdio_server: StdioFactory
+) -> None:
+    kernel.register_mcp_server(stdio_server())
+    await kernel.connect_mcp_servers()
+    pid = kernel.get_mcp_server_state("tools").pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    # No call is in flight: the server's exit alone shows in its state, with the signal named.
+    await wait_until(lambda: kernel.get_mcp_server_state("tools").status == "failed")
+    assert "was killed by SIGKILL (exit code -9) while connected" in (kernel.get_mcp_server_state("tools").error or "")
+    assert (await kernel.call_tool("mcp://tools.add", {"a": 1, "b": 1})).model_dump() == {"result": 2}
+    assert kernel.get_mcp_server_state("tools").connects == 2
+
+
+async def test_startup_failures_say_what_went_wrong(kernel: FunctionKernel, mark: str, tmp_path: Path) -> None:
+    env = {MARK_VAR: mark}
+    chatty = "print('Server starting on stdio...', flush=True); import sys; sys.exit(2)"
+    kernel.register_mcp_server(McpServer(name="chatty", command=sys.executable, args=["-c", chatty], env=env))
+    kernel.register_mcp_server(McpServer(name="echo", command="cat", env=env))  # not an MCP server at all
+    kernel.register_mcp_server(McpServer(name="nowhere", command=sys.executable, cwd=tmp_path / "missing", env=env))
+    kernel.register_mcp_server(McpServer(name="unknown", command="kavalai-no-such-command", env=env))
+    with pytest.raises(ServerConnectionError, match="4 MCP servers failed to connect") as info:
+        await kernel.connect_mcp_servers()
+    errors = {state.name: state.error or "" for state in kernel.mcp_server_states()}
+    assert "exited with code 2 while connecting" in errors["chatty"]
+    assert "not JSON-RPC to stdout" in errors["chatty"]
+    assert errors["chatty"].endswith("\nServer starting on stdio...")
+    # cat ends because the kernel closed its stdin, so its exit code is not the story: the protocol error is.
+    assert "failed while connecting: MCP error" in errors["echo"]
+    assert "exited" not in errors["echo"]
+    assert f"cannot start it in {str(tmp_path / 'missing')!r} (cwd)" in errors["nowhere"]
+    assert "cannot start 'kavalai-no-such-command'" in errors["unknown"]
+    assert "on the PATH" in errors["unknown"]
+    assert all(error in str(info.value) for error in errors.values())
+
+
+def test_the_end_of_the_event_loop_closes_the_servers(stdio_server: StdioFactory) -> None:
+    # asyncio.run cancels the kernel's tasks when it ends: the servers stop (the leak check runs after this test),
+    # the state says closed rather than failed, and a later event loop connects again.
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(stdio_server())
+    asyncio.run(kernel.connect_mcp_servers())
+    state = kernel.get_mcp_server_state("tools")
+    assert (state.status, state.error, state.pid) == ("closed", None, None)
+    result = asyncio.run(kernel.call_tool("mcp://tools.add", {"a": 1, "b": 2}))
+    assert result.model_dump() == {"result": 3}
+    asyncio.run(kernel.close())
+    assert kernel.get_mcp_server_state("tools").connects == 2
 
 
 async def test_close_kills_the_servers_own_children(kernel: FunctionKernel, stdio_server: StdioFactory) -> None:
     kernel.register_mcp_server(stdio_server())
     child = (await kernel.call_tool("mcp://tools.spawn_child")).result  # type: ignore[attr-defined]
+    detached = (await kernel.call_tool("mcp://tools.spawn_child", {"detach": True})).result  # type: ignore[attr-defined]
     assert _alive(child)
+    assert os.getpgid(detached) == detached != kernel.get_mcp_server_state("tools").pid  # outside the server's group
     await kernel.close()
     assert not _alive(child)
+    assert not _alive(detached)
 
 
 async def test_close_is_idempotent_and_the_kernel_reconnects(

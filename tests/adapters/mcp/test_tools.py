@@ -170,3 +170,9 @@ async def test_json_rpc_error_is_an_execution_error(tools: FunctionKernel) -> No
     with pytest.raises(ToolExecutionError, match="answered error -32602: tool0 is out of order") as info:
         await tools.call_tool("mcp://paged.tool0")
     assert info.value.uri == "mcp://paged.tool0"
+
+
+async def test_a_large_result_arrives_whole(tools: FunctionKernel) -> None:
+    text = "0123456789abcdef\n" * 300_000  # ~5 MB: many pipe reads make up one message
+    result = await tools.call_tool("mcp://tools.echo", {"text": text})
+    assert result.result == text  # type: ignore[attr-defined]

@@ -15,7 +15,6 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Final
 
 import anyio
@@ -209,10 +208,12 @@ async def _watch_exit(info: StdioProcess, to_session: MemoryObjectSendStream[Ses
 
 
 async def stop_process(info: StdioProcess) -> None:
-    """Stop the server as the MCP specification says (close stdin, wait, SIGTERM, wait, SIGKILL), then the
-    rest of its process group. Every wait is bounded."""
+    """Stop the server as the MCP specification says (close stdin, wait, SIGTERM, wait, SIGKILL), then what it
+    leaves behind: the rest of its process group, and descendants that left the group (``setsid``, a detached
+    child), found while the server still linked them. Every wait is bounded."""
     process = info.process
     info.stopped_by_kernel = info.returncode is None and not info.stdout_closed.is_set()
+    escaped = _escaped_descendants(info.pid) if info.returncode is None else {}
     if process.stdin is not None:
         with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             await process.stdin.aclose()
@@ -221,14 +222,28 @@ async def stop_process(info: StdioProcess) -> None:
         if not await _wait_exit(info, _TERM_GRACE):
             _signal_group(info, kill=True)
             await _wait_exit(info, _KILL_GRACE)
-    # The server is gone; children it left behind in its group are not.
-    if process_group_alive(info.pid):
-        _signal_group(info, kill=False)
+
+    def leftovers() -> bool:
+        if sys.platform != "linux":  # pragma: no cover - no /proc: the group alone
+            return process_group_alive(info.pid)
+        return any(p.alive and (p.pgrp == info.pid or escaped.get(p.pid) == p.start) for p in _process_table())
+
+    if leftovers():
+        _signal_leftovers(info, escaped, signal.SIGTERM)
         with anyio.move_on_after(_TERM_GRACE):
-            while process_group_alive(info.pid):  # noqa: ASYNC110 - no event tells when a group is empty
+            while leftovers():  # noqa: ASYNC110 - no event tells when they are gone
                 await anyio.sleep(_EXIT_POLL / 5)
-        if process_group_alive(info.pid):
-            _signal_group(info, kill=True)
+        if leftovers():
+            _signal_leftovers(info, escaped, signal.SIGKILL)
+
+
+def _signal_leftovers(info: StdioProcess, escaped: dict[int, str], signum: int) -> None:
+    _signal_group(info, kill=signum == signal.SIGKILL)
+    current = {p.pid: p.start for p in _process_table()}
+    for pid, start in escaped.items():
+        if current.get(pid) == start:  # the same process, not a reused pid
+            with suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signum)
 
 
 async def _wait_exit(info: StdioProcess, timeout: float) -> bool:
@@ -263,18 +278,52 @@ def process_group_alive(pgid: int) -> bool:
         except PermissionError:
             return True
         return True
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+    return any(p.alive and p.pgrp == pgid for p in _process_table())
+
+
+@dataclass(frozen=True, slots=True)
+class _Proc:
+    pid: int
+    ppid: int
+    pgrp: int
+    start: str  # the start time, which tells a reused pid from the process seen before
+    alive: bool  # not a zombie
+
+
+def _process_table() -> list[_Proc]:
+    """Every process this user can see, from /proc (empty where there is no /proc)."""
+    if sys.platform != "linux":  # pragma: no cover
+        return []
+    table = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
+            with open(f"/proc/{name}/stat") as file:
+                stat = file.read()
         except OSError:
             continue
-        # Fields after the command name (which may hold spaces) : state ppid pgrp session ...
+        # After the command name (which may hold spaces and parentheses): state ppid pgrp ... starttime is the 20th.
         fields = stat.rsplit(")", 1)[-1].split()
-        if len(fields) > 2 and fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
-            return True
-    return False
+        if len(fields) > 19:
+            table.append(_Proc(int(name), int(fields[1]), int(fields[2]), fields[19], fields[0] not in ("Z", "X")))
+    return table
+
+
+def _escaped_descendants(pid: int) -> dict[int, str]:
+    """The live descendants of ``pid`` outside its process group, with their start times."""
+    table = _process_table()
+    children: dict[int, list[_Proc]] = {}
+    for proc in table:
+        children.setdefault(proc.ppid, []).append(proc)
+    found: dict[int, str] = {}
+    pending = [pid]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            pending.append(child.pid)
+            if child.alive and child.pgrp != pid:
+                found[child.pid] = child.start
+    return found
 
 
 async def _release(process: anyio.abc.Process) -> None:
