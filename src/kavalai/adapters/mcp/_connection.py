@@ -6,9 +6,11 @@ from another task (a web handler, a cancelled scope) would fail with "exit cance
 and a cancelled caller would tear the connection down for everyone. So each connection is opened, held and
 closed by a task of its own (a *generation*); callers only send requests on its session, which any task may do.
 
-A generation ends when the kernel closes it, when its stdio process exits, or when a call finds the connection
-closed; the next use then starts a new generation. Concurrent first uses share one generation, so they open
-exactly one connection.
+A generation ends when the kernel closes it, when its transport ends (a stdio process exits, an SSE event stream
+closes), when an HTTP server answers 404 for its session (restarted, or the session timed out; a call refused so is
+sent once more on a new session, as the MCP specification asks), or when a call finds the connection closed; the
+next use then starts a new generation. Concurrent first uses share one generation, so they open exactly one
+connection.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ logger = logging.getLogger("kavalai.mcp")
 
 _CLIENT_INFO: Final = mcp_types.Implementation(name="kavalai", version="0.1.0")
 _CLOSE_WAIT: Final = 15.0  # bound on waiting for a generation to shut down (stdio needs at most ~6 s)
-_EXIT_WAIT: Final = 0.5  # how long a failed call waits for a dying server's exit code and stderr
+_EXIT_WAIT: Final = 0.5  # how long a failed call waits for the lost connection to wind up (exit code, stderr, cause)
 _MAX_PAGES: Final = 1000  # a tools/list paginator that never ends cannot hang discovery
 _MAX_ATTEMPTS: Final = 3  # generations one use may start when each dies right after connecting
 _CALL_ATTEMPTS: Final = 2  # a call refused because the HTTP server forgot the session is sent once more

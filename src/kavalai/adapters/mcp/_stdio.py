@@ -3,7 +3,8 @@
 Unlike the SDK's own ``stdio_client`` it exposes what the supervisor needs to explain a failure (the exit code
 and the last lines the server wrote to stderr), and it notices a dead server even when a grandchild still holds
 its stdout open. Shutdown follows the MCP specification: close stdin, wait, SIGTERM, SIGKILL. The server runs in
-its own session (process group), and the whole group is signalled, so the server's own children go too.
+its own session (process group), and the whole group is signalled, so the server's own children go too, as do
+descendants that left the group (found while the server still links them).
 """
 
 from __future__ import annotations
