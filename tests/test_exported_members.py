@@ -60,7 +60,7 @@ def test_import_is_light() -> None:
         "import kavalai.adapters.python",
         "import kavalai.kernel._definition",
         "import kavalai.tools.fs",
-        "from kavalai.kernel import FunctionKernel",
+        "from kavalai import FunctionKernel",
         "import kavalai.agent",
         "import kavalai.workflow",
     ],

@@ -26,6 +26,7 @@ from kavalai.errors import (
     FunctionKernelException,
     HTTPStatusError,
     InvalidToolURIError,
+    KernelClosedError,
     ServerConnectionError,
     ToolAccessDeniedError,
     ToolExecutionError,
@@ -48,7 +49,8 @@ if TYPE_CHECKING:
     from kavalai.adapters.python import pythontool
     from kavalai.adapters.rest import ApiKeyAuth, BasicAuth, BearerAuth, RestServer
     from kavalai.agent import Agent, AgentResult, Approval, ToolCallRecord
-    from kavalai.kernel import FunctionKernel, ToolDefinition, ToolURI
+    from kavalai.function_kernel import FunctionKernel
+    from kavalai.kernel import ToolDefinition, ToolURI
     from kavalai.llm import LLMClient, make_client
     from kavalai.llm.errors import (
         AgentError,
@@ -94,7 +96,7 @@ _LAZY: dict[str, str] = {
     "RunResult": "kavalai.workflow",
     "RunStatus": "kavalai.workflow",
     "WorkflowError": "kavalai.workflow.errors",
-    "FunctionKernel": "kavalai.kernel",
+    "FunctionKernel": "kavalai.function_kernel",
     "McpServer": "kavalai.adapters.mcp",
     "RestServer": "kavalai.adapters.rest",
     "ToolDefinition": "kavalai.kernel",
@@ -137,6 +139,7 @@ __all__ = [
     "FunctionKernelException",
     "HTTPStatusError",
     "InvalidToolURIError",
+    "KernelClosedError",
     "LLMClient",
     "LLMConfigurationError",
     "LLMConnectionError",

@@ -16,7 +16,8 @@ aiohttp, the MCP SDK, pydantic) are translated into one of these at the adapter 
     │   └── HTTPStatusError             a REST tool answered 4xx/5xx; .status_code, .method, .body
     ├── ToolTimeoutError                the call took longer than its timeout; .timeout
     ├── ServerConnectionError           a REST or MCP server could not be reached or died; .server, .exit_code,
-    │                                   .stderr_tail
+    │   │                               .stderr_tail
+    │   └── KernelClosedError           the kernel was closed while the call was running
     ├── LLMError                        an LLM client or agent failed (kavalai.llm.errors: configuration,
     │                                   connection, provider status, structured output, max steps)
     └── WorkflowError                   a workflow failed to build or run (kavalai.workflow.errors)
@@ -26,7 +27,7 @@ Every message names the tool URI (or the server) and says what was wrong.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "FunctionKernelException",
     "HTTPStatusError",
     "InvalidToolURIError",
+    "KernelClosedError",
     "ServerConnectionError",
     "ToolAccessDeniedError",
     "ToolExecutionError",
@@ -178,3 +180,40 @@ class ServerConnectionError(FunctionKernelException, ConnectionError):
         self.server = server
         self.exit_code = exit_code
         self.stderr_tail = stderr_tail
+
+
+class KernelClosedError(ServerConnectionError):
+    """The kernel was closed while the call was running: every call in flight fails with this on ``close()``."""
+
+
+_MAX_SHOWN = 5
+
+
+def format_validation_errors(errors: Sequence[Mapping[str, Any]], *, root: str = "(arguments)") -> str:
+    """One line per pydantic error, as ``field.path: message (got value)``, at most five shown.
+
+    Args:
+        errors: pydantic's error list.
+        root: the label of an error about the whole value rather than one field.
+    """
+    parts = []
+    for error in errors[:_MAX_SHOWN]:
+        loc = ".".join(str(part) for part in error.get("loc", ())) or root
+        message = str(error.get("msg", "invalid"))
+        if error.get("type") == "extra_forbidden":
+            message = "unexpected argument, not accepted here"
+        elif error.get("type") != "missing" and "input" in error:
+            message = f"{message} (got {value_excerpt(error['input'])})"
+        parts.append(f"{loc}: {message}")
+    if len(errors) > _MAX_SHOWN:
+        parts.append(f"... and {len(errors) - _MAX_SHOWN} more")
+    return "; ".join(parts)
+
+
+def value_excerpt(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters, safe for values whose ``__repr__`` fails."""
+    try:
+        text = repr(value)
+    except Exception:  # a value whose __repr__ fails must not hide the error being reported
+        text = f"<{type(value).__name__} object>"
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."

@@ -528,16 +528,42 @@ async def test_call_tool_as_returns_the_model_or_the_wrapped_result(kernel: Func
 async def test_call_tool_as_names_the_tool_and_what_it_returned(kernel: FunctionKernel) -> None:
     kernel.register_python_tool("entry", entry)
     kernel.register_python_tool("math.add", add)
-    with pytest.raises(TypeError) as wrapped:
+    with pytest.raises(ToolOutputError) as wrapped:
         await kernel.call_tool_as(str, "python://math.add", {"a": 1})
-    assert str(wrapped.value).startswith("Tool python://math.add returned int (at .result of MathAddOutput), not str")
-    with pytest.raises(TypeError) as model:
-        await kernel.call_tool_as(OtherEntry, "python://entry", {"name": "a"})
-    assert str(model.value).startswith("Tool python://entry returned Entry, not OtherEntry")
-    with pytest.raises(TypeError, match="isinstance, which cannot check"):
-        await kernel.call_tool_as(Literal[3], "python://math.add", {"a": 2})  # type: ignore[arg-type]
+    assert str(wrapped.value).startswith("python://math.add returned 2, which does not fit the output_type str")
+    assert wrapped.value.uri == "python://math.add"
+    with pytest.raises(ToolOutputError, match=r"does not fit the output_type typing.Literal\[3\]"):
+        await kernel.call_tool_as(Literal[3], "python://math.add", {"a": 1})  # type: ignore[arg-type]
+    assert await kernel.call_tool_as(Literal[3], "python://math.add", {"a": 2}) == 3  # type: ignore[arg-type]
     with pytest.raises(ToolNotFoundError, match="Did you mean 'python://math.add'"):
         await kernel.call_tool_as(int, "python://math.ad")
+
+
+class Todo(BaseModel):
+    name: str
+    size: int
+
+
+async def test_output_type_validates_into_the_callers_own_types(kernel: FunctionKernel) -> None:
+    kernel.register_python_tool("entry", entry)
+    kernel.register_python_tool("listing", listing)
+    one = await kernel.call_tool("python://entry", {"name": "abc"}, output_type=Todo)
+    assert type(one) is Todo
+    assert one == Todo(name="abc", size=3)
+    many = await kernel.call_tool("python://listing", {"names": ["a", "bb"]}, output_type=list[Todo])
+    assert [type(item) for item in many] == [Todo, Todo]
+    assert [item.size for item in many] == [1, 2]
+    as_dict = await kernel.call_tool("python://entry", {"name": "abc"}, output_type=dict[str, Any])
+    assert as_dict == {"name": "abc", "size": 3}
+    with pytest.raises(ToolOutputError, match="size: Input should be a valid string"):
+        await kernel.call_tool("python://entry", {"name": "a"}, output_type=OtherEntry)  # no int -> str coercion
+
+
+async def test_output_type_that_does_not_fit_is_an_output_error_naming_the_tool(kernel: FunctionKernel) -> None:
+    kernel.register_python_tool("listing", listing)
+    with pytest.raises(ToolOutputError, match=r"python://listing returned .*output_type list\[int\]") as info:
+        await kernel.call_tool("python://listing", {"names": ["a"]}, output_type=list[int])
+    assert info.value.errors
 
 
 # --------------------------------------------------------------------------------- every message names the URI

@@ -90,13 +90,30 @@ async def test_tool_descriptions_are_json_serialisable(loaded: FunctionKernel) -
         (["*"], ["python://fs.ls", "python://fs.read", "python://time.now"]),
         (["python://fs.*"], ["python://fs.ls", "python://fs.read"]),
         (["python://time.now", "python://fs.l?"], ["python://fs.ls", "python://time.now"]),
-        (["mcp://github.*"], []),
         (["python://fs.ls", "python://fs.*"], ["python://fs.ls", "python://fs.read"]),
     ],
 )
 async def test_allowed_tools(loaded: FunctionKernel, allowed: list[str] | None, expected: list[str]) -> None:
     descriptions = await loaded.get_tool_descriptions(allowed_tools=allowed)
     assert [d["name"] for d in descriptions] == expected
+
+
+async def test_a_glob_that_matches_nothing_is_an_error_not_an_empty_allow_list(loaded: FunctionKernel) -> None:
+    with pytest.raises(ToolNotFoundError, match=r"'python://fss\.\*' matches no registered tool") as info:
+        await loaded.get_tool_descriptions(["python://fss.*"])
+    assert info.value.suggestions[:1] == ["python://fs.ls"]
+    with pytest.raises(ToolNotFoundError, match="matches no registered tool"):
+        loaded.select_tools(["python://fs.*", "mcp://github.*"])
+
+
+def test_a_tool_named_like_a_glob_does_not_turn_the_glob_into_an_exact_match(loaded: FunctionKernel) -> None:
+    loaded.register_python_tool("*", now)
+    assert loaded.select_tools(["python://*"]) == [
+        "python://*",
+        "python://fs.ls",
+        "python://fs.read",
+        "python://time.now",
+    ]
 
 
 async def test_allowed_tools_exact_uri_that_names_nothing_is_an_error(loaded: FunctionKernel) -> None:
@@ -187,18 +204,22 @@ async def test_a_type_json_cannot_describe_leaves_its_field_open_and_the_listing
     assert json.loads(json.dumps(list(descriptions.values()))) == list(descriptions.values())
 
 
-def test_globs_are_case_sensitive_and_exact_uris_win_over_glob_characters(loaded: FunctionKernel) -> None:
+def test_globs_are_case_sensitive_and_always_globs(loaded: FunctionKernel) -> None:
     loaded.register_python_tool("grid[1]", now)
     assert loaded.list_tools("python://FS.*") == []
-    assert loaded.select_tools(["python://FS.*"]) == []
-    assert loaded.select_tools(["python://grid[1]"]) == ["python://grid[1]"]
+    with pytest.raises(ToolNotFoundError, match="Did you mean 'python://fs"):
+        loaded.select_tools(["python://FS.*"])
+    # `[1]` is a glob character class: it matches `grid1`, not the literal name; list_tools finds the tool.
+    with pytest.raises(ToolNotFoundError):
+        loaded.select_tools(["python://grid[1]"])
+    assert loaded.select_tools(["python://grid[[]1]"]) == ["python://grid[1]"]
     assert loaded.list_tools("python://grid*") == ["python://grid[1]"]
 
 
 class RecordingAdapter(ToolAdapter):
     """A stand-in for the REST and MCP adapters: records the kernel's lifecycle calls."""
 
-    scheme: ClassVar[str] = "mcp"
+    scheme: ClassVar[str] = "rec"
     events: ClassVar[list[str]] = []
     fail_connect: ClassVar[bool] = False
 
@@ -215,7 +236,7 @@ async def test_async_with_connects_every_adapter_on_entry_and_closes_on_exit() -
     RecordingAdapter.events = []
     RecordingAdapter.fail_connect = False
     kernel = FunctionKernel()
-    kernel._adapter_for(RecordingAdapter)
+    kernel.add_adapter(RecordingAdapter(kernel.registry))
     async with kernel as entered:
         assert entered is kernel
         assert RecordingAdapter.events == ["connect"]
@@ -226,7 +247,7 @@ async def test_a_failed_connect_on_entry_closes_what_was_opened_and_raises() -> 
     RecordingAdapter.events = []
     RecordingAdapter.fail_connect = True
     kernel = FunctionKernel()
-    kernel._adapter_for(RecordingAdapter)
+    kernel.add_adapter(RecordingAdapter(kernel.registry))
     with pytest.raises(ServerConnectionError, match="boom"):
         async with kernel:
             raise AssertionError("the body must not run")

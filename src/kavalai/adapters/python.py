@@ -13,11 +13,8 @@ from typing import Any, ClassVar, TypeVar, get_origin, overload
 import anyio.to_thread
 from pydantic import BaseModel
 
-from kavalai.adapters.base import ToolAdapter
 from kavalai.errors import InvalidToolURIError, ToolRegistrationError
-from kavalai.kernel._definition import Invoker, ToolDefinition
-from kavalai.kernel._schema import code_of, function_schema, qualname
-from kavalai.kernel._uri import ToolURI
+from kavalai.kernel import Invoker, ToolAdapter, ToolDefinition, ToolURI, code_of, function_schema, qualname
 
 __all__ = ["PythonToolAdapter", "ToolOptions", "is_pythontool", "pythontool"]
 

@@ -22,7 +22,7 @@ from kavalai.agent._events import (
 )
 from kavalai.agent._result import AgentResult, ToolCallRecord
 from kavalai.agent._tools import ToolRunner
-from kavalai.kernel import FunctionKernel
+from kavalai import FunctionKernel
 from kavalai.llm.base import LLMClient, ModelSettings, parse_structured
 from kavalai.llm.errors import LLMResponseError, MaxStepsExceededError, StructuredOutputError
 from kavalai.llm.messages import (

@@ -30,7 +30,7 @@ from kavalai.errors import (
     ToolOutputError,
     ToolTimeoutError,
 )
-from kavalai.kernel import FunctionKernel
+from kavalai import FunctionKernel
 from kavalai.llm.messages import ToolCall, ToolResultMessage
 from kavalai.llm.names import provider_name
 

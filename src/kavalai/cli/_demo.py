@@ -14,7 +14,7 @@ from kavalai.cli._demo_agent import agent_section
 from kavalai.cli._demo_mcp import mcp_section
 from kavalai.cli._demo_python import python_section
 from kavalai.cli._demo_rest import rest_section
-from kavalai.kernel import FunctionKernel
+from kavalai import FunctionKernel
 
 __all__ = ["run_demo"]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from kavalai.agent import Agent, AgentEvent, EventHandler, ModelResponded, ToolCallFinished
 from kavalai.cli._console import DemoConsole
-from kavalai.kernel import FunctionKernel
+from kavalai import FunctionKernel
 from kavalai.llm import ToolResultMessage, UserMessage
 from kavalai.llm.errors import LLMError
 from kavalai.testing import ScriptedLLM, ScriptedRequest, ScriptFunction, ScriptItem, tool_call

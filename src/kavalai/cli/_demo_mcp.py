@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 from kavalai.cli._console import DemoConsole
 from kavalai.errors import ToolExecutionError
-from kavalai.kernel import FunctionKernel
+from kavalai import FunctionKernel
 
 __all__ = ["mcp_section"]
 

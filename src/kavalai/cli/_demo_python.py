@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from kavalai.adapters.python import pythontool
 from kavalai.cli._console import DemoConsole
 from kavalai.errors import ToolInputError
-from kavalai.kernel import FunctionKernel
+from kavalai import FunctionKernel
 
 __all__ = ["python_section"]
 

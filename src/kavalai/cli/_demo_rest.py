@@ -9,7 +9,7 @@ from kavalai.adapters.rest import BearerAuth, RestServer
 from kavalai.adapters.rest.demo_app import DEMO_TOKEN, serve_demo_app
 from kavalai.cli._console import DemoConsole
 from kavalai.errors import HTTPStatusError
-from kavalai.kernel import FunctionKernel
+from kavalai import FunctionKernel
 
 __all__ = ["rest_section"]
 

@@ -1,32 +1,46 @@
-"""The kernel core: URIs, tool definitions, model building, validation and the FunctionKernel itself.
+"""The leaf kernel: URIs, tool definitions, the one registry, the adapter contract, ``call_tool``, middleware.
 
-The names below load on first use, so that adapters can import the kernel's leaf modules (``_definition``,
-``_uri``) without pulling in :class:`FunctionKernel`, which itself imports the adapters.
+Nothing here knows HTTP, MCP, agents or workflows, and nothing here imports them: tool kinds are adapters plugged
+in by scheme (:meth:`Kernel.add_adapter`), cross-cutting concerns are middleware around every call
+(:meth:`Kernel.add_middleware`). :class:`kavalai.FunctionKernel` is :class:`Kernel` with the built-in kinds
+(``python://``, ``rest://``, ``mcp://``) and the seed's registration methods.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from kavalai.kernel._adapter import ToolAdapter
+from kavalai.kernel._call import CallNext, Middleware, ToolCall, current_call
+from kavalai.kernel._coerce import coerce_output, convert_output, validate_input
+from kavalai.kernel._core import Kernel
+from kavalai.kernel._definition import Invoker, ToolDefinition
+from kavalai.kernel._jsonschema import model_from_json_schema, output_model_from_json_schema, type_from_json_schema
+from kavalai.kernel._registry import ToolRegistry
+from kavalai.kernel._schema import FunctionSchema, code_of, function_schema, qualname, wrap_output_model
+from kavalai.kernel._uri import SCHEMES, SERVER_NAME_PATTERN, ToolURI, validate_server_name
 
-if TYPE_CHECKING:
-    from kavalai.kernel._definition import ToolDefinition
-    from kavalai.kernel._kernel import FunctionKernel
-    from kavalai.kernel._uri import ToolURI
-
-__all__ = ["FunctionKernel", "ToolDefinition", "ToolURI"]
-
-_HOMES = {
-    "FunctionKernel": "kavalai.kernel._kernel",
-    "ToolDefinition": "kavalai.kernel._definition",
-    "ToolURI": "kavalai.kernel._uri",
-}
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'kavalai.kernel' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__all__ = [
+    "SCHEMES",
+    "SERVER_NAME_PATTERN",
+    "CallNext",
+    "FunctionSchema",
+    "Invoker",
+    "Kernel",
+    "Middleware",
+    "ToolAdapter",
+    "ToolCall",
+    "ToolDefinition",
+    "ToolRegistry",
+    "ToolURI",
+    "code_of",
+    "coerce_output",
+    "convert_output",
+    "current_call",
+    "function_schema",
+    "model_from_json_schema",
+    "output_model_from_json_schema",
+    "qualname",
+    "type_from_json_schema",
+    "validate_input",
+    "validate_server_name",
+    "wrap_output_model",
+]

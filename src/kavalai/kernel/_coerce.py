@@ -14,14 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from kavalai.errors import ToolInputError, ToolOutputError
+from kavalai.errors import ToolInputError, ToolOutputError, format_validation_errors, value_excerpt
 from kavalai.kernel._definition import ToolDefinition
 
-__all__ = ["coerce_output", "format_validation_errors", "validate_input"]
-
-_MAX_SHOWN = 5
+__all__ = ["coerce_output", "convert_output", "format_validation_errors", "validate_input"]
 
 
 def validate_input(definition: ToolDefinition, arguments: Mapping[str, Any] | BaseModel | None) -> BaseModel:
@@ -36,6 +34,9 @@ def validate_input(definition: ToolDefinition, arguments: Mapping[str, Any] | Ba
         return model.__pydantic_validator__.validate_python(arguments)  # type: ignore[no-any-return]
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
+        stripped = _without_metadata_keys(arguments, errors)
+        if stripped is not None:
+            return validate_input(definition, stripped)
         raise ToolInputError(
             f"Invalid arguments for {definition.name}: {format_validation_errors(errors)}",
             uri=definition.name,
@@ -46,6 +47,25 @@ def validate_input(definition: ToolDefinition, arguments: Mapping[str, Any] | Ba
             f"Invalid arguments for {definition.name}: validating them raised {type(exc).__name__}: {exc}",
             uri=definition.name,
         ) from exc
+
+
+def _without_metadata_keys(arguments: Any, errors: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The arguments without the ``__dunder__`` keys that YAML loaders and other tools add as metadata
+    (``__line__``), when those are what the model refused; else ``None``. Checked only after a failure, so the
+    hot path pays nothing, and a misspelt real name stays an error."""
+    if not isinstance(arguments, Mapping):
+        return None
+    metadata = {key for key in arguments if isinstance(key, str) and _is_dunder(key)}
+    if not metadata:
+        return None
+    refused = {e["loc"][0] for e in errors if e.get("type") == "extra_forbidden" and len(e.get("loc", ())) == 1}
+    if not refused & metadata:
+        return None
+    return {key: value for key, value in arguments.items() if key not in metadata}
+
+
+def _is_dunder(key: str) -> bool:
+    return len(key) > 4 and key.startswith("__") and key.endswith("__")
 
 
 def coerce_output(definition: ToolDefinition, raw: Any) -> BaseModel:
@@ -63,33 +83,41 @@ def coerce_output(definition: ToolDefinition, raw: Any) -> BaseModel:
 
 
 def _output_error(definition: ToolDefinition, raw: Any, reason: str, errors: list[Any]) -> ToolOutputError:
-    return ToolOutputError(f"{definition.name} returned {_excerpt(raw)}, {reason}", uri=definition.name, errors=errors)
+    message = f"{definition.name} returned {value_excerpt(raw)}, {reason}"
+    return ToolOutputError(message, uri=definition.name, errors=errors)
 
 
-def format_validation_errors(errors: Sequence[Mapping[str, Any]], *, root: str = "(arguments)") -> str:
-    """One line per pydantic error, as ``field.path: message (got value)``, at most five shown.
+_adapters: dict[Any, TypeAdapter[Any]] = {}
 
-    Args:
-        errors: pydantic's error list.
-        root: the label of an error about the whole value rather than one field.
+
+def convert_output(definition: ToolDefinition, output: BaseModel, output_type: Any) -> Any:
+    """Validate a call's output into the caller's ``output_type`` (``call_tool(..., output_type=T)``).
+
+    A wrapped output gives its ``.result``; a model output is validated as the model itself (by attributes) or, for
+    a non-model type such as ``dict``, as its data. Raises :class:`ToolOutputError` naming the tool and the type.
     """
-    parts = []
-    for error in errors[:_MAX_SHOWN]:
-        loc = ".".join(str(part) for part in error.get("loc", ())) or root
-        message = str(error.get("msg", "invalid"))
-        if error.get("type") == "extra_forbidden":
-            message = "unexpected argument, not accepted here"
-        elif error.get("type") != "missing" and "input" in error:
-            message = f"{message} (got {_excerpt(error['input'])})"
-        parts.append(f"{loc}: {message}")
-    if len(errors) > _MAX_SHOWN:
-        parts.append(f"... and {len(errors) - _MAX_SHOWN} more")
-    return "; ".join(parts)
-
-
-def _excerpt(value: Any, limit: int = 80) -> str:
+    if isinstance(output_type, type) and isinstance(output, output_type):
+        return output  # the output model itself (or a base of it)
+    value: Any = getattr(output, "result", None) if definition.wrapped else output
+    if isinstance(output_type, type) and isinstance(value, output_type) and not isinstance(value, bool | int | float):
+        return value  # numbers are validated: `int` must not pass a bool, nor `float` an int unconverted
     try:
-        text = repr(value)
-    except Exception:  # a value whose __repr__ fails must not hide the validation error
-        text = f"<{type(value).__name__} object>"
-    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+        adapter = _adapters.get(output_type)
+        if adapter is None:
+            adapter = _adapters[output_type] = TypeAdapter(output_type)
+        if isinstance(value, BaseModel) and not (isinstance(output_type, type) and issubclass(output_type, BaseModel)):
+            value = value.model_dump(by_alias=True)
+        return adapter.validate_python(value, from_attributes=True)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        problems = format_validation_errors(errors, root="(output)")
+        reason = f"which does not fit the output_type {_type_name(output_type)}: {problems}"
+        raise _output_error(definition, value, reason, errors) from exc
+    except Exception as exc:  # not a type pydantic can validate into, or a validator raised
+        problem = f"{type(exc).__name__}: {exc}"
+        reason = f"and it cannot be validated into the output_type {_type_name(output_type)}: {problem}"
+        raise _output_error(definition, value, reason, []) from exc
+
+
+def _type_name(expected: Any) -> str:
+    return expected.__name__ if isinstance(expected, type) else repr(expected)

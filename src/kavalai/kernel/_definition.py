@@ -18,12 +18,13 @@ __all__ = ["Invoker", "ToolDefinition"]
 Invoker = Callable[[BaseModel], Awaitable[Any]]
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class ToolDefinition:
     """One registered tool.
 
     Adapters build these; the kernel validates arguments with ``input_model``, awaits ``invoke`` and coerces the
-    raw value with ``output_model``.
+    raw value with ``output_model``. Frozen: to change a tool, publish a new definition (``dataclasses.replace``)
+    with ``registry.add_tool(..., replace=True)``.
 
     Attributes:
         uri: the tool's parsed URI.
@@ -51,9 +52,12 @@ class ToolDefinition:
     output_schema: dict[str, Any] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     _uri_str: str = field(init=False, repr=False)
+    _schemas: dict[str, dict[str, Any]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self._uri_str = str(self.uri)
+        # Derived once; object.__setattr__ because the dataclass is frozen.
+        object.__setattr__(self, "_uri_str", str(self.uri))
+        object.__setattr__(self, "_schemas", {})
 
     @property
     def name(self) -> str:
@@ -67,15 +71,23 @@ class ToolDefinition:
 
     def get_input_schema(self) -> dict[str, Any]:
         """The JSON schema of the tool's arguments (a field of a type JSON cannot describe is left open: ``{}``)."""
-        if self.input_schema is None:
-            self.input_schema = self.input_model.model_json_schema(schema_generator=_OpenForPythonTypes)
-        return self.input_schema
+        if self.input_schema is not None:
+            return self.input_schema
+        schema = self._schemas.get("input")
+        if schema is None:  # built on first use: most tools of a large catalog are never described
+            schema = self._schemas["input"] = self.input_model.model_json_schema(schema_generator=_OpenForPythonTypes)
+        return schema
 
     def get_output_schema(self) -> dict[str, Any]:
         """The JSON schema of the tool's output model (a type JSON cannot describe is left open: ``{}``)."""
-        if self.output_schema is None:
-            self.output_schema = self.output_model.model_json_schema(schema_generator=_OpenForPythonTypes)
-        return self.output_schema
+        if self.output_schema is not None:
+            return self.output_schema
+        schema = self._schemas.get("output")
+        if schema is None:
+            schema = self._schemas["output"] = self.output_model.model_json_schema(
+                schema_generator=_OpenForPythonTypes
+            )
+        return schema
 
     def describe(self) -> dict[str, Any]:
         """The JSON-serialisable description agents see: name, description, inputSchema, outputSchema."""

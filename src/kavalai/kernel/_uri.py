@@ -1,25 +1,32 @@
-"""Tool URIs: ``python://name``, ``rest://server.tool`` and ``mcp://server.tool``, parsed in this one place."""
+"""Tool URIs: ``python://name``, ``rest://server.tool`` and ``mcp://server.tool``, parsed in this one place.
+
+The set of schemes is open: an adapter plugged into a kernel brings its own. ``python`` URIs name a tool only;
+every other scheme names a server and a tool (``scheme://server.tool``). Whether a kernel handles a scheme is the
+kernel's question, not the parser's.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Final, Literal
+from typing import Final
 
 from kavalai.errors import InvalidToolURIError
 
-__all__ = ["SCHEMES", "SERVER_NAME_PATTERN", "ToolURI", "validate_server_name"]
+__all__ = ["SCHEMES", "SERVERLESS_SCHEMES", "SERVER_NAME_PATTERN", "ToolURI", "validate_server_name"]
 
-Scheme = Literal["python", "rest", "mcp"]
-SCHEMES: Final[tuple[Scheme, ...]] = ("python", "rest", "mcp")
+#: The schemes of the tool kinds that come with kavalai; adapters may add others.
+SCHEMES: Final[tuple[str, ...]] = ("python", "rest", "mcp")
+#: Schemes whose URIs name a tool only, without a server.
+SERVERLESS_SCHEMES: Final = frozenset({"python"})
 
 #: A server name: letters, digits, ``_`` and ``-``; no dots, so the first dot of a URI ends the server name.
 SERVER_NAME_PATTERN: Final = r"[A-Za-z0-9_-]+"
 _SERVER_RE: Final = re.compile(SERVER_NAME_PATTERN)
 # A tool name is any run of visible characters (MCP servers name tools freely); dots are allowed.
 _TOOL_RE: Final = re.compile(r"[^\s/\\]+")
-_URI_RE: Final = re.compile(r"(?P<scheme>[a-z]+)://(?P<rest>.*)", re.DOTALL)
+_URI_RE: Final = re.compile(r"(?P<scheme>[a-z][a-z0-9+-]*)://(?P<rest>.*)", re.DOTALL)
 
 
 def validate_server_name(name: str) -> str:
@@ -36,12 +43,12 @@ class ToolURI:
     """A parsed tool URI.
 
     Attributes:
-        scheme: ``"python"``, ``"rest"`` or ``"mcp"``.
+        scheme: ``"python"``, ``"rest"``, ``"mcp"``, or the scheme of an adapter of your own.
         server: the server name for ``rest`` and ``mcp`` tools; ``None`` for ``python`` tools.
         tool: the tool name; it may contain dots (``python://fs.ls`` has tool ``"fs.ls"``).
     """
 
-    scheme: Scheme
+    scheme: str
     server: str | None
     tool: str
 
@@ -76,14 +83,9 @@ def _parse(uri: str) -> ToolURI:
             uri=uri,
         )
     scheme, rest = match["scheme"], match["rest"]
-    if scheme not in SCHEMES:
-        raise InvalidToolURIError(
-            f"Invalid tool URI {uri!r}: unknown scheme {scheme!r}; use one of 'python', 'rest', 'mcp'.",
-            uri=uri,
-        )
-    if scheme == "python":
+    if scheme in SERVERLESS_SCHEMES:
         _check_tool_name(uri, rest)
-        return ToolURI("python", None, rest)
+        return ToolURI(scheme, None, rest)
     server, dot, tool = rest.partition(".")
     if not dot or not tool:
         raise InvalidToolURIError(

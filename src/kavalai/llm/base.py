@@ -15,7 +15,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-from kavalai.kernel._coerce import format_validation_errors
+from kavalai.errors import format_validation_errors
 from kavalai.llm.errors import StructuredOutputError
 from kavalai.llm.messages import LLMResponse, Message, StreamEvent, ToolSpec
 

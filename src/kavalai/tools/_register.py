@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from kavalai.errors import ConfigurationError, ToolRegistrationError
 
 if TYPE_CHECKING:
-    from kavalai.kernel import FunctionKernel
+    from kavalai import FunctionKernel
 
 __all__ = ["check_limits", "register_all"]
 

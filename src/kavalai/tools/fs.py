@@ -34,7 +34,7 @@ from kavalai.tools._jail import Jail
 from kavalai.tools._register import check_limits, register_all
 
 if TYPE_CHECKING:
-    from kavalai.kernel import FunctionKernel
+    from kavalai import FunctionKernel
 
 __all__ = ["FsDeleted", "FsEntry", "FsFound", "FsListing", "FsMkdir", "FsStat", "FsText", "FsWritten", "register"]
 

@@ -22,7 +22,7 @@ from kavalai.tools._fetch import DEFAULT_USER_AGENT, open_client, parse_url
 from kavalai.tools._register import check_limits, register_all
 
 if TYPE_CHECKING:
-    from kavalai.kernel import FunctionKernel
+    from kavalai import FunctionKernel
 
 __all__ = ["HttpResponse", "register"]
 

@@ -23,7 +23,7 @@ from kavalai.adapters.python import pythontool
 from kavalai.tools._register import register_all
 
 if TYPE_CHECKING:
-    from kavalai.kernel import FunctionKernel
+    from kavalai import FunctionKernel
 
 __all__ = ["ZonedTime", "ZonedTimeConversion", "register"]
 

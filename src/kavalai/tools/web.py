@@ -27,7 +27,7 @@ from kavalai.tools._fetch import DEFAULT_USER_AGENT, Fetched, open_client, parse
 from kavalai.tools._register import check_limits, register_all
 
 if TYPE_CHECKING:
-    from kavalai.kernel import FunctionKernel
+    from kavalai import FunctionKernel
 
 __all__ = ["WebPage", "html_to_markdown", "register"]
 

@@ -25,7 +25,7 @@ from kavalai.workflow._services import Service
 from kavalai.workflow.errors import NodeError, WorkflowDefinitionError
 
 if TYPE_CHECKING:
-    from kavalai.kernel import FunctionKernel
+    from kavalai import FunctionKernel
     from kavalai.llm.base import LLMClient
 
 __all__ = ["WorkflowEngine"]
@@ -73,7 +73,7 @@ class WorkflowEngine:
         services: Sequence[Service] = (),
     ) -> None:
         if kernel is None:
-            from kavalai.kernel import FunctionKernel
+            from kavalai import FunctionKernel
 
             kernel = FunctionKernel()
         self.workflow = workflow

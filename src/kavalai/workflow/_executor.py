@@ -41,7 +41,7 @@ from kavalai.workflow.errors import (
 )
 
 if TYPE_CHECKING:
-    from kavalai.kernel import FunctionKernel
+    from kavalai import FunctionKernel
     from kavalai.llm.base import LLMClient
 
 __all__ = ["Emit", "Execution"]

@@ -29,7 +29,7 @@ from kavalai.workflow._types import DataType, TypeRegistry
 from kavalai.workflow.errors import ExpressionError, WorkflowDefinitionError
 
 if TYPE_CHECKING:
-    from kavalai.kernel import FunctionKernel
+    from kavalai import FunctionKernel
 
 __all__ = [
     "DEFAULT_MAX_VISITS",

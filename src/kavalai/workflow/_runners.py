@@ -38,7 +38,7 @@ from kavalai.workflow._types import DataType, describe_errors
 from kavalai.workflow.errors import NodeError, NodeTimeoutError, NodeValidationError
 
 if TYPE_CHECKING:
-    from kavalai.kernel import FunctionKernel
+    from kavalai import FunctionKernel
     from kavalai.llm.base import LLMClient
 
 __all__ = ["NodeEnv", "Outcome", "check_fits", "run_simple_node", "to_context"]
@@ -188,7 +188,7 @@ def _retryable(exc: BaseException, policy: RetryPolicy) -> bool:
 
 
 def _tool_failure(node: FunctionNode, exc: FunctionKernelException, attempts: int) -> NodeError:
-    from kavalai.kernel._coerce import format_validation_errors
+    from kavalai.errors import format_validation_errors
 
     if isinstance(exc, ToolInputError | ToolOutputError):
         side = "inputs" if isinstance(exc, ToolInputError) else "output"

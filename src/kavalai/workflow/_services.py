@@ -16,7 +16,7 @@ from kavalai.workflow.errors import WorkflowDefinitionError
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from kavalai.kernel import FunctionKernel
+    from kavalai import FunctionKernel
 
 __all__ = ["OnceService", "ServedRestApp", "Service"]
 

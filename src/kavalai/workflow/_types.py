@@ -145,7 +145,7 @@ def type_name_of(annotation: Any) -> str:
 
 def describe_errors(exc: ValidationError) -> tuple[str, str | None]:
     """``(text, first_field)`` for a validation failure, one ``field.path: message`` part per problem."""
-    from kavalai.kernel._coerce import format_validation_errors
+    from kavalai.errors import format_validation_errors
 
     errors = exc.errors(include_url=False)
     first = next((".".join(map(str, e["loc"])) for e in errors if e.get("loc")), None)

@@ -44,7 +44,7 @@ from kavalai.workflow._types import TypeRegistry
 from kavalai.workflow.errors import WorkflowDefinitionError
 
 if TYPE_CHECKING:
-    from kavalai.kernel import FunctionKernel
+    from kavalai import FunctionKernel
     from kavalai.llm.base import LLMClient
 
 __all__ = ["LoadedWorkflow", "load_workflow_file", "workflow_from_document"]
@@ -133,7 +133,7 @@ def load_document(
     spec = _parse(document, source)
     workflow = _workflow(spec)
     if kernel is None:
-        from kavalai.kernel import FunctionKernel
+        from kavalai import FunctionKernel
 
         kernel = FunctionKernel()
     env = {**os.environ, "WORKFLOW_DIR": str(base_dir), "PYTHON": sys.executable}

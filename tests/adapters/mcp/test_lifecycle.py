@@ -16,7 +16,14 @@ import anyio
 import pytest
 from tests.adapters.mcp.conftest import MARK_VAR, StdioFactory, live_processes_marked, open_fds, wait_until
 
-from kavalai import FunctionKernel, McpServer, ServerConnectionError, ToolNotFoundError, ToolTimeoutError
+from kavalai import (
+    FunctionKernel,
+    KernelClosedError,
+    McpServer,
+    ServerConnectionError,
+    ToolNotFoundError,
+    ToolTimeoutError,
+)
 
 
 def _alive(pid: int) -> bool:
@@ -328,7 +335,8 @@ async def test_close_fails_calls_in_flight(kernel: FunctionKernel, stdio_server:
             await kernel.call_tool("mcp://tools.echo", {"text": "the slow call is on its way"})
             await kernel.close()
     [error] = failures
-    assert str(error) == "MCP server 'tools' was closed during a call to mcp://tools.sleep."
+    assert isinstance(error, KernelClosedError)
+    assert str(error) == "The kernel was closed while mcp://tools.sleep was running."
     assert error.uri == "mcp://tools.sleep"
 
 

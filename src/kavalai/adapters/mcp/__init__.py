@@ -4,6 +4,8 @@ Only the configuration, the state snapshot and the content models are imported h
 the ``mcp`` SDK) loads when the first server is registered.
 """
 
+from typing import TYPE_CHECKING
+
 from kavalai.adapters.mcp._config import McpServer, McpTransport
 from kavalai.adapters.mcp._content import (
     McpAudioContent,
@@ -16,6 +18,7 @@ from kavalai.adapters.mcp._content import (
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 
 __all__ = [
+    "McpAdapter",
     "McpAudioContent",
     "McpContent",
     "McpImageContent",
@@ -27,3 +30,16 @@ __all__ = [
     "McpStatus",
     "McpTransport",
 ]
+
+
+if TYPE_CHECKING:
+    from kavalai.adapters.mcp._adapter import McpAdapter
+
+
+def __getattr__(name: str) -> object:
+    # The adapter imports its heavy dependencies: loaded when the kernel first needs it.
+    if name == "McpAdapter":
+        from kavalai.adapters.mcp._adapter import McpAdapter
+
+        return McpAdapter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

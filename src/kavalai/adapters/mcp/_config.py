@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
 from kavalai.errors import ConfigurationError
-from kavalai.kernel._coerce import format_validation_errors
+from kavalai.errors import format_validation_errors
 from kavalai.kernel._uri import SERVER_NAME_PATTERN
 
 __all__ = ["McpServer", "McpTransport"]

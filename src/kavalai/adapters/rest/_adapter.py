@@ -7,6 +7,7 @@ re-registering a server with ``replace=True`` re-points its existing tools at th
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 from collections.abc import Mapping
@@ -81,9 +82,10 @@ class RestAdapter(ToolAdapter):
             self._retired.append(existing)
         self._servers[server.name] = session
         tools = self._tools.setdefault(server.name, {})
-        for definition in tools.values():
+        for key, definition in list(tools.items()):
             if definition.name not in self._own_timeouts:
-                definition.timeout = server.timeout
+                tools[key] = dataclasses.replace(definition, timeout=server.timeout)
+                self.registry.add_tool(tools[key], replace=True)
 
     def server(self, name: str) -> RestServer:
         """The configuration of the registered server ``name``."""

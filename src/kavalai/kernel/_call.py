@@ -1,0 +1,91 @@
+"""One tool call as the middleware chain sees it, and the per-call context a tool can read.
+
+A :class:`ToolCall` is built by :meth:`Kernel.call_tool` after the arguments are validated, handed down the kernel's
+middleware chain and finally to the tool's adapter. The same object is the call's context: while the call runs,
+:func:`current_call` returns it, in the task that called and in the worker thread of a sync Python tool (both run
+in a copy of the caller's :mod:`contextvars` context).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from kavalai.kernel._definition import ToolDefinition
+
+__all__ = ["CallNext", "Middleware", "ToolCall", "current_call"]
+
+_next_id = itertools.count(1).__next__
+_current: ContextVar[ToolCall | None] = ContextVar("kavalai_current_call", default=None)
+
+
+class ToolCall:
+    """One call of one tool, with its validated arguments; also the context a running tool reads.
+
+    Attributes:
+        definition: the tool being called.
+        arguments: the validated input model instance (a middleware may hand a new one to ``call_next``).
+        deadline: the event loop time (``loop.time()``) by which the call must end, or ``None`` for no limit.
+        metadata: a dict for middleware and tools to share facts about this call (an idempotency key, a span, ...).
+        call_id: a string unique to this call within the process.
+    """
+
+    __slots__ = ("_id", "_metadata", "arguments", "deadline", "definition")
+
+    def __init__(self, definition: ToolDefinition, arguments: BaseModel, deadline: float | None) -> None:
+        self.definition = definition
+        self.arguments = arguments
+        self.deadline = deadline
+        self._id = 0
+        self._metadata: dict[str, Any] | None = None
+
+    @property
+    def uri(self) -> str:
+        """The URI of the tool being called."""
+        return self.definition.name
+
+    @property
+    def call_id(self) -> str:
+        """A string unique to this call within the process (``"call-17"``); made when first read."""
+        if not self._id:
+            self._id = _next_id()
+        return f"call-{self._id}"
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """Facts about this call that middleware and tools share; empty until something writes to it."""
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    def __repr__(self) -> str:
+        return f"<ToolCall {self.uri} {self.call_id}>"
+
+
+#: The rest of the chain: the next middleware, or at its end the adapter. Returns the tool's raw value.
+CallNext: TypeAlias = Callable[[ToolCall], Awaitable[Any]]
+
+#: A middleware: ``async def middleware(call, call_next) -> raw value``. It may read or replace ``call.arguments``,
+#: record facts in ``call.metadata``, wrap ``await call_next(call)`` in whatever it needs (a span, a journal step,
+#: a policy check), or answer without calling the tool at all. What it returns is coerced by the tool's output model.
+Middleware: TypeAlias = Callable[[ToolCall, CallNext], Awaitable[Any]]
+
+
+def current_call() -> ToolCall | None:
+    """The call being run in this context (a tool reads its call id, deadline and metadata here), or ``None``."""
+    return _current.get()
+
+
+def set_current(call: ToolCall) -> Any:
+    """Make ``call`` the current call; return the token that :func:`reset_current` takes."""
+    return _current.set(call)
+
+
+def reset_current(token: Any) -> None:
+    """Undo :func:`set_current`."""
+    _current.reset(token)

@@ -1,0 +1,501 @@
+"""The leaf kernel: the one registry, adapters plugged in by scheme, the middleware chain, ``call_tool``, lifecycle.
+
+:class:`Kernel` knows no tool kind. Adapters (``python://``, ``rest://``, ``mcp://``, or one of your own) are
+plugged in by scheme; cross-cutting concerns wrap every call as middleware. :class:`kavalai.FunctionKernel` is this
+class plus the seed's registration methods for the three built-in kinds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Final, TypeVar, overload
+
+from pydantic import BaseModel
+
+from kavalai.errors import (
+    FunctionKernelException,
+    InvalidToolURIError,
+    KernelClosedError,
+    ServerConnectionError,
+    ToolExecutionError,
+    ToolNotFoundError,
+    ToolTimeoutError,
+)
+from kavalai.kernel._adapter import ToolAdapter
+from kavalai.kernel._call import Middleware, ToolCall, reset_current, set_current
+from kavalai.kernel._coerce import coerce_output, convert_output, validate_input
+from kavalai.kernel._definition import ToolDefinition
+from kavalai.kernel._registry import ToolRegistry
+from kavalai.kernel._uri import ToolURI
+
+__all__ = ["Kernel"]
+
+logger = logging.getLogger("kavalai")
+
+T = TypeVar("T")
+K = TypeVar("K", bound="Kernel")
+AdapterFactory = Callable[[ToolRegistry], ToolAdapter]
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+_UNSET: Final = _Unset()
+_GLOB_CHARS: Final = frozenset("*?[")
+_current_task = asyncio.current_task
+
+
+class Kernel:
+    """Tools of every kind behind one typed calling convention: the core of :class:`~kavalai.FunctionKernel`.
+
+    Args:
+        middleware: middleware to wrap every call, outermost first (see :meth:`add_middleware`).
+    """
+
+    def __init__(self, *, middleware: Sequence[Middleware] = ()) -> None:
+        self.registry = ToolRegistry()
+        self._tools = self.registry._tools  # the hot path reads the dict itself: one look-up per call
+        self._adapters: dict[str, ToolAdapter] = {}
+        self._factories: dict[str, AdapterFactory] = {}
+        self._close_callbacks: list[Callable[[], Awaitable[None]]] = []
+        self._middleware: list[Middleware] = []
+        self._chain: Callable[[ToolCall], Awaitable[Any]] | None = None
+        self._running: set[asyncio.Task[Any]] = set()  # tasks inside call_tool (the outermost call of each)
+        self._closed_on: set[asyncio.Task[Any]] = set()  # of those, the ones close() cancelled
+        for item in middleware:
+            self.add_middleware(item)
+
+    # ---------------------------------------------------------------------------------------------- adapters
+
+    def add_adapter(self, adapter: ToolAdapter | AdapterFactory, *, scheme: str | None = None) -> None:
+        """Plug in the adapter of a scheme: an instance built on :attr:`registry`, or a factory taking the registry
+        that is called when the scheme is first needed (give ``scheme`` then, or set ``scheme`` on the factory).
+
+        Raises:
+            ValueError: another adapter already serves that scheme.
+        """
+        name = scheme or getattr(adapter, "scheme", None)
+        if not isinstance(name, str) or not name:
+            raise ValueError("add_adapter needs the scheme: set `scheme` on the adapter class or pass scheme=...")
+        if name in self._adapters or name in self._factories:
+            raise ValueError(f"An adapter for {name}:// is already plugged into this kernel.")
+        if isinstance(adapter, ToolAdapter):
+            if adapter.registry is not self.registry:
+                raise ValueError(f"The {name}:// adapter was built on another registry: build it on kernel.registry.")
+            self._adapters[name] = adapter
+        else:
+            self._factories[name] = adapter
+
+    def adapter(self, scheme: str) -> ToolAdapter:
+        """The adapter of ``scheme``, created now if it was plugged in as a factory.
+
+        Raises:
+            InvalidToolURIError: no adapter serves that scheme.
+        """
+        found = self._adapters.get(scheme)
+        if found is not None:
+            return found
+        factory = self._factories.pop(scheme, None)
+        if factory is None:
+            raise InvalidToolURIError(
+                f"Invalid tool URI scheme {scheme!r}: unknown scheme {scheme!r}; this kernel handles "
+                f"{', '.join(repr(s) for s in self.schemes)}."
+            )
+        created = self._adapters[scheme] = factory(self.registry)
+        return created
+
+    @property
+    def schemes(self) -> list[str]:
+        """The schemes this kernel serves, sorted."""
+        return sorted({*self._adapters, *self._factories})
+
+    # -------------------------------------------------------------------------------------------- middleware
+
+    def add_middleware(self, middleware: Middleware) -> None:
+        """Wrap every later call in ``middleware``: ``async def mw(call, call_next) -> raw value``.
+
+        Middleware run in the order added, the first added outermost: it sees the call first and the raw result
+        last. Arguments are validated before the chain; the raw value it returns is coerced after it.
+        """
+        if not callable(middleware):
+            raise TypeError(f"A middleware is an async callable (call, call_next), not {type(middleware).__name__}")
+        self._middleware.append(middleware)
+        self._chain = _compose(self._middleware)
+
+    @property
+    def middleware(self) -> tuple[Middleware, ...]:
+        """The middleware around every call, outermost first."""
+        return tuple(self._middleware)
+
+    # ---------------------------------------------------------------------------------------------- registry
+
+    def add_tool(self, definition: ToolDefinition, *, replace: bool = False) -> None:
+        """Publish a tool definition into the registry (adapters usually do this themselves)."""
+        self.registry.add_tool(definition, replace=replace)
+
+    def remove_tool(self, uri: str | ToolURI) -> bool:
+        """Withdraw the tool at ``uri`` through the adapter that owns it, so that it is neither listed nor callable
+        any more. Return whether there was such a tool."""
+        name = str(uri)
+        definition = self._tools.get(name)
+        if definition is None:
+            return False
+        adapter = self._adapters.get(definition.kind)
+        if adapter is None:
+            return self.registry.remove_tool(name) is not None
+        return adapter.remove_tool(name)
+
+    def on_close(self, callback: Callable[[], Awaitable[None]]) -> None:
+        """Run ``callback`` on every :meth:`close` (for resources that tools open lazily, such as an HTTP
+        session of a bundled tool group). Callbacks run after the adapters close, newest first."""
+        self._close_callbacks.append(callback)
+
+    # ------------------------------------------------------------------------------------------------ calling
+
+    @overload
+    async def call_tool(
+        self,
+        uri: str | ToolURI,
+        arguments: Mapping[str, Any] | BaseModel | None = None,
+        *,
+        timeout: float | _Unset | None = _UNSET,
+    ) -> BaseModel: ...
+
+    @overload
+    async def call_tool(
+        self,
+        uri: str | ToolURI,
+        arguments: Mapping[str, Any] | BaseModel | None = None,
+        *,
+        output_type: type[T],
+        timeout: float | _Unset | None = _UNSET,
+    ) -> T: ...
+
+    async def call_tool(
+        self,
+        uri: str | ToolURI,
+        arguments: Mapping[str, Any] | BaseModel | None = None,
+        *,
+        output_type: Any = None,
+        timeout: float | _Unset | None = _UNSET,
+    ) -> Any:
+        """Call the tool at ``uri`` and return its validated output.
+
+        Args:
+            uri: the tool's URI, e.g. ``"python://fs.ls"``.
+            arguments: the arguments, validated and coerced by the tool's input model (an instance of that
+                model, or of any model whose fields fit, is accepted too).
+            output_type: a type to validate the output into and return instead of the output model: your own
+                model, or a type such as ``list[Todo]`` or ``int`` (for a tool whose return value is wrapped, its
+                ``.result`` is what is validated). Type checkers see the call return this type.
+            timeout: seconds before :class:`~kavalai.errors.ToolTimeoutError`; ``None`` for no limit. By default
+                the tool's own timeout applies.
+
+        Returns:
+            An instance of the tool's output model (for wrapped return values read ``.result``), or the output
+            validated into ``output_type``.
+
+        Raises:
+            InvalidToolURIError, ToolNotFoundError, ToolInputError, ToolExecutionError, ToolTimeoutError,
+            ToolOutputError, ServerConnectionError, KernelClosedError: all subclasses of FunctionKernelException
+            naming the URI.
+        """
+        definition = self._tools.get(uri) if type(uri) is str else None
+        if definition is None:
+            definition = await self.resolve_tool(uri)
+        args = validate_input(definition, arguments)
+        limit = definition.timeout if timeout is _UNSET else timeout
+        call = ToolCall(definition, args, None)
+        task = _current_task()
+        outermost = task is not None and task not in self._running
+        if outermost:
+            self._running.add(task)  # type: ignore[arg-type]
+        token = set_current(call)
+        try:
+            if limit is None:
+                chain = self._chain
+                raw = await (definition.invoke(args) if chain is None else chain(call))
+            else:
+                raw = await self._run_with_deadline(call, limit)  # type: ignore[arg-type]
+        except FunctionKernelException:
+            raise
+        except asyncio.CancelledError:
+            if outermost and task in self._closed_on:
+                self._closed_on.discard(task)
+                task.uncancel()
+                raise KernelClosedError(
+                    f"The kernel was closed while {definition.name} was running.", uri=definition.name
+                ) from None
+            raise
+        except Exception as exc:
+            raise ToolExecutionError(
+                f"Tool {definition.name} failed: {type(exc).__name__}: {exc}", uri=definition.name
+            ) from exc
+        finally:
+            reset_current(token)
+            if outermost:
+                self._running.discard(task)
+        output = coerce_output(definition, raw)
+        return output if output_type is None else convert_output(definition, output, output_type)
+
+    async def _run_with_deadline(self, call: ToolCall, limit: float) -> Any:
+        # asyncio's timeout rather than an anyio cancel scope: the same guarantees at a tenth of the cost per call.
+        deadline = call.deadline = asyncio.get_running_loop().time() + limit
+        scope = asyncio.timeout_at(deadline)
+        chain = self._chain
+        try:
+            async with scope:
+                raw = await (call.definition.invoke(call.arguments) if chain is None else chain(call))
+        except TimeoutError:
+            if not scope.expired():
+                raise  # the tool's own TimeoutError: an execution error, not ours
+            raise _timed_out(call.definition, limit) from None
+        if scope.expired():  # the tool caught the cancellation and returned anyway: still too late
+            raise _timed_out(call.definition, limit)
+        return raw
+
+    async def call_tool_as(
+        self,
+        output_type: type[T],
+        uri: str | ToolURI,
+        arguments: Mapping[str, Any] | BaseModel | None = None,
+        *,
+        timeout: float | _Unset | None = _UNSET,
+    ) -> T:
+        """``call_tool(uri, arguments, output_type=output_type)``, with the type first.
+
+        Raises:
+            ToolOutputError: the output does not validate into ``output_type``; the message names the tool.
+            FunctionKernelException: as :meth:`call_tool`.
+        """
+        return await self.call_tool(uri, arguments, output_type=output_type, timeout=timeout)
+
+    # ---------------------------------------------------------------------------------------- introspection
+
+    def list_tools(self, pattern: str | None = None) -> list[str]:
+        """The URIs of the tools registered now, sorted; cheap and synchronous (it connects nothing).
+
+        Args:
+            pattern: an optional glob such as ``"python://fs.*"``.
+        """
+        if pattern is None:
+            return sorted(self._tools)
+        return sorted(name for name in self._tools if fnmatch.fnmatchcase(name, pattern))
+
+    def has_tool(self, uri: str | ToolURI) -> bool:
+        """Whether a tool is registered at ``uri`` now (no connecting)."""
+        return str(uri) in self._tools
+
+    def get_tool_definition(self, uri: str | ToolURI) -> ToolDefinition:
+        """The definition of the tool at ``uri``: URI, kind, description, input and output models and schemas.
+
+        Synchronous: tools of servers that are not connected yet are not known here; use :meth:`resolve_tool`
+        (which connects on demand) or connect first.
+        """
+        definition = self._tools.get(str(uri))
+        if definition is None:
+            raise self._not_found(self._parse(uri))
+        return definition
+
+    async def resolve_tool(self, uri: str | ToolURI) -> ToolDefinition:
+        """Like :meth:`get_tool_definition`, but connects the tool's server first when it is not connected."""
+        parsed = self._parse(uri)
+        definition = self._tools.get(str(parsed))
+        if definition is not None:
+            return definition
+        adapter = self._adapters.get(parsed.scheme)
+        if adapter is not None:
+            definition = await adapter.resolve(parsed)
+            if definition is not None:
+                return definition
+        raise self._not_found(parsed)
+
+    def _parse(self, uri: str | ToolURI) -> ToolURI:
+        parsed = ToolURI.parse(uri)
+        if parsed.scheme not in self._adapters and parsed.scheme not in self._factories:
+            raise InvalidToolURIError(
+                f"Invalid tool URI {str(parsed)!r}: unknown scheme {parsed.scheme!r}; this kernel handles "
+                f"{', '.join(repr(s) for s in self.schemes)}.",
+                uri=str(parsed),
+            )
+        return parsed
+
+    def get_input_model(self, uri: str | ToolURI) -> type[BaseModel]:
+        """The Pydantic model a call's arguments are validated into."""
+        return self.get_tool_definition(uri).input_model
+
+    def get_output_model(self, uri: str | ToolURI) -> type[BaseModel]:
+        """The Pydantic model a call's return value is coerced into."""
+        return self.get_tool_definition(uri).output_model
+
+    async def get_tool_descriptions(self, allowed_tools: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Describe the tools for a model: ``[{"name", "description", "inputSchema", "outputSchema"}, ...]``.
+
+        Connects any registered server that is not connected yet, so no tool is invisible. A server that cannot be
+        reached does not hide the others: its tools are left out and the failure is logged as a warning on the
+        ``kavalai`` logger (call :meth:`connect` or ``connect_mcp_servers()`` to have it raised instead).
+
+        Args:
+            allowed_tools: ``None`` for every tool; otherwise exact URIs and globs (``"python://fs.*"``,
+                ``"mcp://github.*"``, ``"*"``). ``[]`` allows nothing. An exact URI that names no tool, or a glob
+                that matches none, raises :class:`~kavalai.errors.ToolNotFoundError`.
+        """
+        if allowed_tools is not None and not allowed_tools:
+            return []
+        await self._connect_what_can()
+        names = self.select_tools(allowed_tools)
+        return [self._tools[name].describe() for name in names]
+
+    def select_tools(self, allowed_tools: Sequence[str] | None) -> list[str]:
+        """The registered URIs that ``allowed_tools`` (exact URIs and globs, as in :meth:`get_tool_descriptions`)
+        admits, sorted. Connects nothing.
+
+        Raises:
+            ToolNotFoundError: an exact URI names no tool, or a glob matches none (with close matches).
+        """
+        if allowed_tools is None:
+            return sorted(self._tools)
+        if isinstance(allowed_tools, str):
+            raise TypeError("allowed_tools takes a list of URIs or globs, not a single string")
+        selected: set[str] = set()
+        for entry in allowed_tools:
+            if _GLOB_CHARS.intersection(entry):
+                # A glob is always a glob, even when a tool is literally named like it (`python://*`).
+                matched = [name for name in self._tools if fnmatch.fnmatchcase(name, entry)]
+                if not matched:
+                    raise self._no_match(entry)
+                selected.update(matched)
+            elif entry in self._tools:
+                selected.add(entry)
+            else:
+                raise self._not_found(self._parse(entry))
+        return sorted(selected)
+
+    def _no_match(self, pattern: str) -> ToolNotFoundError:
+        import difflib  # only an error path needs it
+
+        literal = pattern.replace("*", "").replace("?", "")
+        suggestions = difflib.get_close_matches(literal, list(self._tools), n=3, cutoff=0.5)
+        message = f"The pattern {pattern!r} matches no registered tool, so it would allow nothing."
+        if suggestions:
+            message = f"{message} Did you mean {suggestions[0]!r}?"
+        return ToolNotFoundError(message, uri=pattern, suggestions=suggestions)
+
+    def _not_found(self, uri: ToolURI) -> ToolNotFoundError:
+        import difflib  # only an error path needs it
+
+        name = str(uri)
+        suggestions = difflib.get_close_matches(name, list(self._tools), n=3, cutoff=0.6)
+        message = f"Unknown tool {name!r}."
+        adapter = self._adapters.get(uri.scheme)
+        hint = adapter.missing_hint(uri) if adapter is not None else None
+        if hint:
+            message = f"{message} {hint}"
+        if suggestions:
+            message = f"{message} Did you mean {suggestions[0]!r}?"
+        return ToolNotFoundError(message, uri=name, suggestions=suggestions)
+
+    # ---------------------------------------------------------------------------------------------- lifecycle
+
+    async def connect(self) -> None:
+        """Connect every registered server that is not connected yet (MCP servers start here)."""
+        for adapter in list(self._adapters.values()):
+            await adapter.connect()
+
+    async def _connect_what_can(self) -> None:
+        for adapter in list(self._adapters.values()):
+            try:
+                await adapter.connect()
+            except ServerConnectionError as exc:
+                logger.warning("Tools of unreachable servers are left out of the tool descriptions: %s", exc)
+
+    async def close(self) -> None:
+        """Fail every call in flight with :class:`~kavalai.errors.KernelClosedError`, then close every session,
+        process and task the kernel holds. Idempotent; the kernel reconnects on next use."""
+        self._cancel_running_calls()
+        errors: list[BaseException] = []
+        closers = [adapter.aclose for adapter in self._adapters.values()] + self._close_callbacks[::-1]
+        for closer in closers:
+            try:
+                await closer()
+            except Exception as exc:  # close the others before reporting
+                errors.append(exc)
+        for extra in errors[1:]:
+            logger.warning("Another error while closing the kernel: %r", extra)
+        if errors:
+            raise errors[0]
+
+    def _cancel_running_calls(self) -> None:
+        me = _current_task()
+        for task in list(self._running):
+            if task is me or task.done() or task in self._closed_on:
+                continue
+            self._closed_on.add(task)
+            loop = task.get_loop()
+            if loop.is_running() and loop is not _running_loop():
+                loop.call_soon_threadsafe(task.cancel, "kernel closed")
+            else:
+                task.cancel("kernel closed")
+
+    async def aclose(self) -> None:
+        """Alias of :meth:`close`."""
+        await self.close()
+
+    async def __aenter__(self: K) -> K:
+        try:
+            await self.connect()
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        kinds = ", ".join(f"{scheme}={n}" for scheme, n in _count_by_scheme(self._tools).items())
+        return f"<{type(self).__name__} tools: {kinds or 'none'}>"
+
+
+def _compose(middleware: Sequence[Middleware]) -> Callable[[ToolCall], Awaitable[Any]]:
+    async def invoke(call: ToolCall) -> Any:
+        return await call.definition.invoke(call.arguments)
+
+    chain: Callable[[ToolCall], Awaitable[Any]] = invoke
+    for item in reversed(middleware):
+        chain = _link(item, chain)
+    return chain
+
+
+def _link(item: Middleware, call_next: Callable[[ToolCall], Awaitable[Any]]) -> Callable[[ToolCall], Awaitable[Any]]:
+    def step(call: ToolCall) -> Awaitable[Any]:
+        return item(call, call_next)
+
+    return step
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _timed_out(definition: ToolDefinition, limit: float) -> ToolTimeoutError:
+    return ToolTimeoutError(f"Tool {definition.name} timed out after {limit:g} s.", uri=definition.name, timeout=limit)
+
+
+def _count_by_scheme(names: Iterable[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for name in names:
+        scheme = name.split("://", 1)[0]
+        counts[scheme] = counts.get(scheme, 0) + 1
+    return counts
