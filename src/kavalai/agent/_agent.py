@@ -9,6 +9,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel
 
+from kavalai import FunctionKernel
 from kavalai.agent._approval import ApprovalHook
 from kavalai.agent._events import (
     AgentEvent,
@@ -22,7 +23,6 @@ from kavalai.agent._events import (
 )
 from kavalai.agent._result import AgentResult, ToolCallRecord
 from kavalai.agent._tools import ToolRunner
-from kavalai import FunctionKernel
 from kavalai.llm.base import LLMClient, ModelSettings, parse_structured
 from kavalai.llm.errors import LLMResponseError, MaxStepsExceededError, StructuredOutputError
 from kavalai.llm.messages import (

@@ -19,6 +19,7 @@ from typing import Any, Final, Literal
 import anyio
 from pydantic_core import to_jsonable_python
 
+from kavalai import FunctionKernel
 from kavalai.agent._approval import Approval, ApprovalHook
 from kavalai.agent._events import AgentEvent, ToolCallFinished, ToolCallStarted
 from kavalai.agent._result import ToolCallRecord
@@ -30,7 +31,6 @@ from kavalai.errors import (
     ToolOutputError,
     ToolTimeoutError,
 )
-from kavalai import FunctionKernel
 from kavalai.llm.messages import ToolCall, ToolResultMessage
 from kavalai.llm.names import provider_name
 

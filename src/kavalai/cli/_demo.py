@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import contextlib
 
+from kavalai import FunctionKernel
 from kavalai.cli._console import DemoConsole
 from kavalai.cli._demo_agent import agent_section
 from kavalai.cli._demo_mcp import mcp_section
 from kavalai.cli._demo_python import python_section
 from kavalai.cli._demo_rest import rest_section
-from kavalai import FunctionKernel
 
 __all__ = ["run_demo"]
 

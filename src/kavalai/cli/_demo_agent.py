@@ -12,9 +12,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kavalai import FunctionKernel
 from kavalai.agent import Agent, AgentEvent, EventHandler, ModelResponded, ToolCallFinished
 from kavalai.cli._console import DemoConsole
-from kavalai import FunctionKernel
 from kavalai.llm import ToolResultMessage, UserMessage
 from kavalai.llm.errors import LLMError
 from kavalai.testing import ScriptedLLM, ScriptedRequest, ScriptFunction, ScriptItem, tool_call

@@ -5,9 +5,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
+from kavalai import FunctionKernel
 from kavalai.cli._console import DemoConsole
 from kavalai.errors import ToolExecutionError
-from kavalai import FunctionKernel
 
 __all__ = ["mcp_section"]
 

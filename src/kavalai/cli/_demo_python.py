@@ -6,10 +6,10 @@ import asyncio
 
 from pydantic import BaseModel, Field
 
+from kavalai import FunctionKernel
 from kavalai.adapters.python import pythontool
 from kavalai.cli._console import DemoConsole
 from kavalai.errors import ToolInputError
-from kavalai import FunctionKernel
 
 __all__ = ["python_section"]
 

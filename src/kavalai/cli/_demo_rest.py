@@ -5,11 +5,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
+from kavalai import FunctionKernel
 from kavalai.adapters.rest import BearerAuth, RestServer
 from kavalai.adapters.rest.demo_app import DEMO_TOKEN, serve_demo_app
 from kavalai.cli._console import DemoConsole
 from kavalai.errors import HTTPStatusError
-from kavalai import FunctionKernel
 
 __all__ = ["rest_section"]
 

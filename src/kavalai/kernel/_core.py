@@ -104,8 +104,7 @@ class Kernel:
         factory = self._factories.pop(scheme, None)
         if factory is None:
             raise InvalidToolURIError(
-                f"Invalid tool URI scheme {scheme!r}: unknown scheme {scheme!r}; this kernel handles "
-                f"{', '.join(repr(s) for s in self.schemes)}."
+                f"Invalid tool URI scheme {scheme!r}: unknown scheme {scheme!r}; {self._handled()}."
             )
         created = self._adapters[scheme] = factory(self.registry)
         return created
@@ -320,11 +319,14 @@ class Kernel:
         parsed = ToolURI.parse(uri)
         if parsed.scheme not in self._adapters and parsed.scheme not in self._factories:
             raise InvalidToolURIError(
-                f"Invalid tool URI {str(parsed)!r}: unknown scheme {parsed.scheme!r}; this kernel handles "
-                f"{', '.join(repr(s) for s in self.schemes)}.",
+                f"Invalid tool URI {str(parsed)!r}: unknown scheme {parsed.scheme!r}; {self._handled()}.",
                 uri=str(parsed),
             )
         return parsed
+
+    def _handled(self) -> str:
+        schemes = ", ".join(repr(s) for s in self.schemes)
+        return f"this kernel handles {schemes}" if schemes else "this kernel handles nothing: plug in an adapter"
 
     def get_input_model(self, uri: str | ToolURI) -> type[BaseModel]:
         """The Pydantic model a call's arguments are validated into."""

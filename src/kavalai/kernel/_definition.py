@@ -84,9 +84,7 @@ class ToolDefinition:
             return self.output_schema
         schema = self._schemas.get("output")
         if schema is None:
-            schema = self._schemas["output"] = self.output_model.model_json_schema(
-                schema_generator=_OpenForPythonTypes
-            )
+            schema = self._schemas["output"] = self.output_model.model_json_schema(schema_generator=_OpenForPythonTypes)
         return schema
 
     def describe(self) -> dict[str, Any]:

@@ -289,7 +289,7 @@ def check_tools(workflow: Workflow, kernel: FunctionKernel) -> None:
 
 def _check_uri(node: FunctionNode) -> None:
     from kavalai.errors import InvalidToolURIError
-    from kavalai.kernel._uri import ToolURI
+    from kavalai.kernel import ToolURI
 
     try:
         ToolURI.parse(node.tool)

@@ -81,7 +81,7 @@ class TypeRegistry:
 
     def add_json_schema(self, name: str, schema: Mapping[str, Any]) -> DataType:
         """Declare ``name`` from a JSON Schema (objects become Pydantic models named ``name``)."""
-        from kavalai.kernel._jsonschema import model_from_json_schema, type_from_json_schema
+        from kavalai.kernel import model_from_json_schema, type_from_json_schema
 
         schema = dict(schema)
         _check_type_names(schema, name)

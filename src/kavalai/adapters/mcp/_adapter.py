@@ -11,8 +11,7 @@ from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._connection import McpConnection
 from kavalai.adapters.mcp._state import McpServerState
 from kavalai.errors import ServerConnectionError, ToolNotFoundError, ToolRegistrationError
-from kavalai.kernel._definition import ToolDefinition
-from kavalai.kernel._uri import ToolURI
+from kavalai.kernel import ToolDefinition, ToolURI
 
 __all__ = ["McpAdapter"]
 

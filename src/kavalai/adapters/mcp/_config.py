@@ -10,9 +10,8 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
-from kavalai.errors import ConfigurationError
-from kavalai.errors import format_validation_errors
-from kavalai.kernel._uri import SERVER_NAME_PATTERN
+from kavalai.errors import ConfigurationError, format_validation_errors
+from kavalai.kernel import SERVER_NAME_PATTERN
 
 __all__ = ["McpServer", "McpTransport"]
 

@@ -37,8 +37,7 @@ from kavalai.adapters.mcp._state import McpServerState, McpStatus
 from kavalai.adapters.mcp._stdio import StdioProcess
 from kavalai.adapters.mcp._transports import open_transport
 from kavalai.errors import InvalidToolURIError, ServerConnectionError, ToolExecutionError
-from kavalai.kernel._definition import ToolDefinition
-from kavalai.kernel._uri import ToolURI
+from kavalai.kernel import ToolDefinition, ToolURI
 
 __all__ = ["McpConnection"]
 

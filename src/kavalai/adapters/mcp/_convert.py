@@ -19,7 +19,7 @@ from kavalai.adapters.mcp._content import (
     content_result_field,
 )
 from kavalai.errors import ToolExecutionError
-from kavalai.kernel._jsonschema import model_from_json_schema, output_model_from_json_schema
+from kavalai.kernel import model_from_json_schema, output_model_from_json_schema
 
 __all__ = ["ToolModels", "build_models", "error_text", "raise_tool_error", "result_value"]
 

@@ -35,9 +35,7 @@ from kavalai.errors import (
     ToolRegistrationError,
     ToolTimeoutError,
 )
-from kavalai.kernel._definition import Invoker, ToolDefinition
-from kavalai.kernel._jsonschema import model_from_json_schema, output_model_from_json_schema
-from kavalai.kernel._uri import ToolURI
+from kavalai.kernel import Invoker, ToolDefinition, ToolURI, model_from_json_schema, output_model_from_json_schema
 
 __all__ = ["RestAdapter"]
 

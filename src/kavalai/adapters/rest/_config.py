@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidatorFunctionWrapHandler,
 
 from kavalai.adapters.rest._auth import Auth, Credentials, read_env, validated
 from kavalai.errors import ConfigurationError
-from kavalai.kernel._uri import SERVER_NAME_PATTERN
+from kavalai.kernel import SERVER_NAME_PATTERN
 
 __all__ = ["ResolvedServer", "RestServer"]
 

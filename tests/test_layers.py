@@ -1,0 +1,89 @@
+"""The layers, checked on the source: the kernel is a leaf, llm/ does not reach into agent/, and no package imports
+another package's private modules. Every import counts, including those inside functions and TYPE_CHECKING blocks."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "kavalai"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, absolute, with relative imports resolved."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _package_imports(package: str) -> dict[str, set[str]]:
+    root = SRC.joinpath(*package.split(".")[1:])
+    files = [root.with_suffix(".py")] if root.with_suffix(".py").exists() else sorted(root.rglob("*.py"))
+    return {_module_name(path): _imports(path) for path in files}
+
+
+def _offenders(package: str, forbidden: list[str]) -> list[str]:
+    return sorted(
+        f"{module} imports {name}"
+        for module, names in _package_imports(package).items()
+        for name in names
+        if any(name == bad or name.startswith(f"{bad}.") for bad in forbidden)
+    )
+
+
+def test_the_kernel_is_a_leaf() -> None:
+    forbidden = [
+        f"kavalai.{name}"
+        for name in ("adapters", "tools", "llm", "agent", "workflow", "cli", "http", "config", "function_kernel")
+    ]
+    forbidden += ["mcp", "aiohttp", "httpx", "openai", "anthropic", "yaml", "jinja2"]
+    assert _offenders("kavalai.kernel", forbidden) == []
+
+
+def test_llm_does_not_import_the_agent() -> None:
+    assert _offenders("kavalai.llm", ["kavalai.agent", "kavalai.workflow"]) == []
+
+
+def test_the_checker_sees_imports_inside_functions_and_relative_ones(tmp_path: Path) -> None:
+    sample = SRC / "kernel" / "_registry.py"
+    assert "kavalai.errors.ToolRegistrationError" in _imports(sample)
+    bad = ast.parse("def f():\n    from kavalai.adapters import rest\n")
+    names = {n.module for n in ast.walk(bad) if isinstance(n, ast.ImportFrom)}
+    assert names == {"kavalai.adapters"}
+
+
+@pytest.mark.parametrize("package", ["adapters", "agent", "cli", "llm", "tools", "workflow", "kernel"])
+def test_no_package_imports_another_packages_private_modules(package: str) -> None:
+    own = f"kavalai.{package}"
+    offenders = []
+    for module, names in _package_imports(own).items():
+        for name in names:
+            parts = name.split(".")
+            if parts[0] != "kavalai" or name.startswith(f"{own}.") or name == own:
+                continue
+            # kavalai.<pkg>._private (a module) or kavalai.<pkg>.<sub>._private: private to that package.
+            if any(part.startswith("_") and not part.startswith("__") for part in parts[2:3]):
+                offenders.append(f"{module} imports {name}")
+    assert sorted(offenders) == []
