@@ -8,7 +8,10 @@ Floors:
 - a direct call of ``add(a, b)``;
 - the pydantic floor: validate the args dict with a prebuilt model, call, validate the return with a prebuilt
   ``TypeAdapter`` — the least any typed tool layer must do;
-- a bare ``anyio.to_thread.run_sync`` hop, the least a sync tool run off the event loop costs.
+- a bare ``anyio.to_thread.run_sync`` hop, the least a sync tool run off the event loop costs;
+- the call path before the middleware pipeline (look up, validate, invoke, coerce: what ``call_tool`` did before
+  the call context, the in-flight tracking and the chain were added), built from the kernel's own public pieces, so
+  the pipeline's own cost shows; and a kernel with one no-op middleware, to show what a middleware adds.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from typing import Any
 import anyio.to_thread
 from pydantic import BaseModel, TypeAdapter
 
-from kavalai import FunctionKernel, pythontool
+from kavalai import FunctionKernel, FunctionKernelException, ToolExecutionError, pythontool
+from kavalai.kernel import CallNext, ToolCall, coerce_output, validate_input
 
 BATCH = 1_000
 
@@ -80,12 +84,36 @@ async def measure(cases: dict[str, Case], calls: int) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
+async def noop(call: ToolCall, call_next: CallNext) -> Any:
+    return await call_next(call)
+
+
 async def main(calls: int) -> None:
     kernel = FunctionKernel()
     kernel.register_python_tool("add_async", add_async)
     kernel.register_python_tool("add_sync", add_sync)
     kernel.register_python_tool("add_inline", add_inline)
+    with_noop = FunctionKernel(middleware=[noop])
+    with_noop.register_python_tool("add_async", add_async)
     returns = TypeAdapter(int)
+    tools = {name: kernel.get_tool_definition(name) for name in kernel.list_tools()}
+
+    unset = object()
+
+    async def prior_path(uri: str, arguments: dict[str, Any], *, timeout: Any = unset) -> BaseModel:
+        # call_tool as it was before the pipeline (0.1.0), line for line, for a tool without a timeout.
+        definition = tools.get(uri) if isinstance(uri, str) else None
+        assert definition is not None
+        args = validate_input(definition, arguments)
+        limit = definition.timeout if timeout is unset else timeout
+        assert limit is None
+        try:
+            raw = await definition.invoke(args)
+        except FunctionKernelException:
+            raise
+        except Exception as exc:
+            raise ToolExecutionError(f"Tool {definition.name} failed: {exc}", uri=definition.name) from exc
+        return coerce_output(definition, raw)
 
     def floor() -> int:
         args = AddArgs.model_validate(ARGS)
@@ -97,6 +125,8 @@ async def main(calls: int) -> None:
             "floor": (floor, False),
             "async": (lambda: kernel.call_tool("python://add_async", ARGS), True),
             "inline": (lambda: kernel.call_tool("python://add_inline", ARGS), True),
+            "prior": (lambda: prior_path("python://add_async", ARGS), True),
+            "noop": (lambda: with_noop.call_tool("python://add_async", ARGS), True),
         },
         calls,
     )
@@ -108,6 +138,7 @@ async def main(calls: int) -> None:
         calls,
     )
     await kernel.close()
+    await with_noop.close()
 
     print(f"python:// tools, {calls:,} calls per case, median of {BATCH:,}-call batches taken in turns (µs per call)")
     rows = [
@@ -115,6 +146,9 @@ async def main(calls: int) -> None:
         ("pydantic floor (validate args, call, validate return)", fast["floor"], None),
         ("kernel.call_tool, async tool", fast["async"], ("pydantic floor", fast["floor"], 3.0)),
         ("kernel.call_tool, inline sync tool", fast["inline"], ("pydantic floor", fast["floor"], 3.0)),
+        ("call path before the pipeline, async tool", fast["prior"], None),
+        ("kernel.call_tool, async tool (again)", fast["async"], ("path before the pipeline", fast["prior"], 1.05)),
+        ("kernel.call_tool with one no-op middleware", fast["noop"], ("no middleware", fast["async"], 9.9)),
         ("bare anyio.to_thread.run_sync hop", slow["hop"], None),
         ("kernel.call_tool, sync tool (worker thread)", slow["sync"], ("thread hop", slow["hop"], 1.3)),
     ]
@@ -126,6 +160,9 @@ async def main(calls: int) -> None:
             verdict = "ok" if ratio <= target else "OVER TARGET"
             line += f"   {ratio:5.2f}x {name} (target <= {target}x: {verdict})"
         print(line)
+    added = fast["noop"] - fast["async"]
+    verdict = "ok" if added < 0.5 else "OVER TARGET"
+    print(f"  one no-op middleware adds {added:.2f} µs per call (target < 0.5 µs: {verdict})")
 
 
 if __name__ == "__main__":

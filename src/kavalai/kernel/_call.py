@@ -35,14 +35,14 @@ class ToolCall:
         call_id: a string unique to this call within the process.
     """
 
-    __slots__ = ("_id", "_metadata", "arguments", "deadline", "definition")
+    # Not slotted: the id and metadata are class-level defaults until first written, so building one is cheap.
+    _id: int = 0
+    _metadata: dict[str, Any] | None = None
+    deadline: float | None = None
 
-    def __init__(self, definition: ToolDefinition, arguments: BaseModel, deadline: float | None) -> None:
+    def __init__(self, definition: ToolDefinition, arguments: BaseModel) -> None:
         self.definition = definition
         self.arguments = arguments
-        self.deadline = deadline
-        self._id = 0
-        self._metadata: dict[str, Any] | None = None
 
     @property
     def uri(self) -> str:

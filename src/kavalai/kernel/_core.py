@@ -26,7 +26,7 @@ from kavalai.errors import (
     ToolTimeoutError,
 )
 from kavalai.kernel._adapter import ToolAdapter
-from kavalai.kernel._call import Middleware, ToolCall, reset_current, set_current
+from kavalai.kernel._call import Middleware, ToolCall, _current
 from kavalai.kernel._coerce import coerce_output, convert_output, validate_input
 from kavalai.kernel._definition import ToolDefinition
 from kavalai.kernel._registry import ToolRegistry
@@ -66,8 +66,7 @@ class Kernel:
         self._close_callbacks: list[Callable[[], Awaitable[None]]] = []
         self._middleware: list[Middleware] = []
         self._chain: Callable[[ToolCall], Awaitable[Any]] | None = None
-        self._running: set[asyncio.Task[Any]] = set()  # tasks inside call_tool (the outermost call of each)
-        self._closed_on: set[asyncio.Task[Any]] = set()  # of those, the ones close() cancelled
+        self._closed_on: set[asyncio.Task[Any]] = set()  # tasks close() cancelled inside call_tool
         for item in middleware:
             self.add_middleware(item)
 
@@ -210,24 +209,18 @@ class Kernel:
             definition = await self.resolve_tool(uri)
         args = validate_input(definition, arguments)
         limit = definition.timeout if timeout is _UNSET else timeout
-        call = ToolCall(definition, args, None)
-        task = _current_task()
-        outermost = task is not None and task not in self._running
-        if outermost:
-            self._running.add(task)  # type: ignore[arg-type]
-        token = set_current(call)
+        call = ToolCall(definition, args)
+        token = _current.set(call)
         try:
             if limit is None:
                 chain = self._chain
                 raw = await (definition.invoke(args) if chain is None else chain(call))
             else:
-                raw = await self._run_with_deadline(call, limit)  # type: ignore[arg-type]
+                raw = await self._run_with_deadline(call, limit)
         except FunctionKernelException:
             raise
         except asyncio.CancelledError:
-            if outermost and task in self._closed_on:
-                self._closed_on.discard(task)
-                task.uncancel()
+            if self._closed_on and self._claim_close_cancellation():
                 raise KernelClosedError(
                     f"The kernel was closed while {definition.name} was running.", uri=definition.name
                 ) from None
@@ -237,9 +230,7 @@ class Kernel:
                 f"Tool {definition.name} failed: {type(exc).__name__}: {exc}", uri=definition.name
             ) from exc
         finally:
-            reset_current(token)
-            if outermost:
-                self._running.discard(task)
+            _current.reset(token)
         output = coerce_output(definition, raw)
         return output if output_type is None else convert_output(definition, output, output_type)
 
@@ -434,16 +425,36 @@ class Kernel:
             raise errors[0]
 
     def _cancel_running_calls(self) -> None:
+        # The calls in flight are found when close() runs, not tracked per call: a task inside call_tool has this
+        # kernel's call_tool frame on its coroutine stack (Task.get_stack). This keeps the hot path free of any
+        # bookkeeping. Calls awaited on another event loop are not seen here; their adapters fail them on close.
         me = _current_task()
-        for task in list(self._running):
-            if task is me or task.done() or task in self._closed_on:
+        for task in asyncio.all_tasks():
+            if task is me or task.done() or task in self._closed_on or not self._inside_call(task):
                 continue
             self._closed_on.add(task)
-            loop = task.get_loop()
-            if loop.is_running() and loop is not _running_loop():
-                loop.call_soon_threadsafe(task.cancel, "kernel closed")
-            else:
-                task.cancel("kernel closed")
+            task.cancel("kernel closed")
+
+    def _inside_call(self, task: asyncio.Task[Any]) -> bool:
+        awaited: Any = task.get_coro()
+        for _ in range(10_000):  # the chain of awaits of a suspended task, outermost first
+            frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "gi_frame", None)
+            if frame is None:
+                return False
+            if frame.f_code is _CALL_TOOL_CODE and frame.f_locals.get("self") is self:
+                return True
+            awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
+        return False
+
+    def _claim_close_cancellation(self) -> bool:
+        """In a call_tool that caught CancelledError: whether close() caused it (then the cancellation is consumed,
+        so the caller's task goes on with KernelClosedError instead of being torn down)."""
+        task = _current_task()
+        if task is None or task not in self._closed_on:
+            return False
+        self._closed_on.discard(task)
+        task.uncancel()
+        return True
 
     async def aclose(self) -> None:
         """Alias of :meth:`close`."""
@@ -467,6 +478,9 @@ class Kernel:
         return f"<{type(self).__name__} tools: {kinds or 'none'}>"
 
 
+_CALL_TOOL_CODE: Final = Kernel.call_tool.__code__
+
+
 def _compose(middleware: Sequence[Middleware]) -> Callable[[ToolCall], Awaitable[Any]]:
     async def invoke(call: ToolCall) -> Any:
         return await call.definition.invoke(call.arguments)
@@ -482,13 +496,6 @@ def _link(item: Middleware, call_next: Callable[[ToolCall], Awaitable[Any]]) -> 
         return item(call, call_next)
 
     return step
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
 
 
 def _timed_out(definition: ToolDefinition, limit: float) -> ToolTimeoutError:
