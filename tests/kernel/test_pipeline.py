@@ -282,7 +282,8 @@ async def test_python_tools_read_their_call_context_in_the_loop_and_in_a_worker_
     kernel.register_python_tool("reader", sync_reader)
     first = (await kernel.call_tool("python://reader", {"n": 1}, timeout=5)).result  # type: ignore[attr-defined]
     second = (await kernel.call_tool("python://reader", {"n": 1}, timeout=None)).result  # type: ignore[attr-defined]
-    assert first.startswith("python://reader call-") and first.endswith("deadline=set")
+    assert first.startswith("python://reader call-")
+    assert first.endswith("deadline=set")
     assert second.endswith("deadline=none")
     assert first.split()[1] != second.split()[1]  # a call id per call
     assert [in_main for in_main, _ in seen_in_thread[-2:]] == [False, False]

@@ -208,7 +208,7 @@ class Kernel:
         if definition is None:
             definition = await self.resolve_tool(uri)
         args = validate_input(definition, arguments)
-        limit = definition.timeout if timeout is _UNSET else timeout
+        limit = definition.timeout if isinstance(timeout, _Unset) else timeout
         call = ToolCall(definition, args)
         token = _current.set(call)
         try:
