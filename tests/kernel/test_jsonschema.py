@@ -65,7 +65,7 @@ def test_primitive_types_validate_and_reject(schema: dict[str, Any], good: Any, 
         ({"type": "string", "minLength": 2, "maxLength": 3}, "abc", "a"),
         ({"type": "string", "minLength": 2, "maxLength": 3}, "ab", "abcd"),
         ({"type": "string", "pattern": "^[a-z]+$"}, "abc", "ABC"),
-        ({"type": "string", "pattern": "^(?!tmp)\\w+$"}, "data", "tmpdir"),
+        ({"type": "string", "pattern": "^[a-z]+\\d{2}$"}, "data42", "data4"),
         ({"type": "integer", "minimum": 1, "maximum": 5}, 5, 6),
         ({"type": "integer", "minimum": 1, "maximum": 5}, 1, 0),
         ({"type": "integer", "exclusiveMinimum": 1}, 2, 1),
@@ -84,6 +84,21 @@ def test_constraints_are_enforced(schema: dict[str, Any], good: Any, bad: Any) -
     model = _model({"v": schema}, ["v"])
     assert _accepts(model, {"v": good})
     assert not _accepts(model, {"v": bad})
+
+
+def test_patterns_run_in_linear_time_so_a_hostile_pattern_cannot_stall_the_loop() -> None:
+    model = _model({"v": {"type": "string", "pattern": "^(a+)+$"}}, ["v"])
+    # Python's backtracking `re` needs ~2**100 steps to refuse this; the linear-time engine answers at once.
+    assert not _accepts(model, {"v": "a" * 100 + "!"})
+    assert _accepts(model, {"v": "a" * 100_000})
+
+
+def test_a_pattern_the_linear_engine_cannot_compile_is_not_enforced_and_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    model = _model({"v": {"type": "string", "pattern": "^(?!tmp)\\w+$"}}, ["v"])
+    assert _accepts(model, {"v": "tmpdir"})  # look-ahead: not enforced rather than run on a backtracking engine
+    assert "is not enforced: the linear-time regex engine cannot compile it" in caplog.text
 
 
 def test_constraints_and_format_reach_the_json_schema() -> None:
@@ -805,3 +820,15 @@ def test_a_schema_written_by_pydantic_round_trips() -> None:
     assert branch["description"] == "A branch of the tree."
     assert branch["properties"]["children"]["items"] == {"$ref": "#/$defs/Branch"}
     assert generated["$defs"]["Leaf"]["properties"]["label"]["description"] == "The label."
+
+
+def test_a_root_that_refers_to_itself_still_validates_arguments() -> None:
+    bare = model_from_json_schema({"$ref": "#"}, "Bare")
+    assert _accepts(bare, {})
+    assert not _accepts(bare, {"anything": 1})
+    model = model_from_json_schema(
+        {"$ref": "#", "type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}, "SelfRef"
+    )
+    assert _accepts(model, {"a": 1})
+    assert not _accepts(model, {"a": "x"})
+    assert not _accepts(model, {})

@@ -30,7 +30,9 @@ The rules:
   optional fields, ``format`` and ``examples`` in the JSON schema; formats are validated as plain strings.
 - ``minimum``/``maximum``/``exclusiveMinimum``/``exclusiveMaximum`` (numbers, and the draft-4 booleans),
   ``multipleOf``, ``minLength``/``maxLength``/``pattern`` and ``minItems``/``maxItems`` become pydantic
-  constraints; patterns use Python's ``re`` engine.
+  constraints. Patterns run on pydantic's default engine (Rust's ``regex`` crate), whose matching time is linear in
+  the input: a server's ``^(a+)+$`` cannot stall the event loop. A pattern that engine cannot compile (look-around,
+  back-references) is not enforced, and a warning on the ``kavalai`` logger says so.
 - Property names that are not ASCII identifiers, are keywords, start with ``_`` or shadow ``BaseModel``
   attributes get a safe field name and keep the original as alias (``populate_by_name=True``), so dumps by alias
   and ``model_json_schema()`` show the original names.
@@ -52,7 +54,9 @@ Building never fails on such input. Nothing is cached between calls: each call b
 
 from __future__ import annotations
 
+import functools
 import keyword
+import logging
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -62,9 +66,11 @@ from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, ValidationError, create_model
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema, SchemaError
+from pydantic_core import CoreSchema, SchemaError, SchemaValidator, core_schema
 
 __all__ = ["model_from_json_schema", "output_model_from_json_schema", "type_from_json_schema"]
+
+logger = logging.getLogger("kavalai")
 
 Extra = Literal["forbid", "allow", "ignore"]
 
@@ -93,6 +99,9 @@ def model_from_json_schema(
     Raises:
         ValueError: ``schema`` is not an object schema; use :func:`type_from_json_schema` for any other.
     """
+    if root is None and schema.get("$ref") == "#":
+        # A root that points at itself says nothing more than its siblings do: without this it is a loop.
+        schema = {key: value for key, value in schema.items() if key != "$ref"}
     builder = _Builder(schema if root is None else root, output=False)
     flat = builder.merge_branches(builder.flatten(schema))
     if "$ref" in flat:
@@ -180,7 +189,7 @@ class _Builder:
         it rather than building a copy.
         """
         _, refs = self._follow(schema, frozenset())
-        keys = [*refs, "#"] if is_root else list(refs)
+        keys = list(dict.fromkeys([*refs, "#"] if is_root else refs))
         ident = self._forward_ident()
         self._pending.update(dict.fromkeys(keys, ident))
         model = self.object_model(flat, name, extra=extra)
@@ -291,7 +300,7 @@ class _Builder:
             extra=extra or self._extra_of(schema),
             populate_by_name=True,
             protected_namespaces=(),
-            regex_engine="python-re",
+            regex_engine="rust-regex",
         )
         title = _text(schema.get("title"))
         if title:
@@ -543,7 +552,7 @@ def _drop_default(schema: dict[str, Any]) -> None:
 def _wrapper(name: str, annotation: Any, description: str | None) -> type[BaseModel]:
     return create_model(
         _identifier(name),
-        __config__=ConfigDict(protected_namespaces=(), regex_engine="python-re"),
+        __config__=ConfigDict(protected_namespaces=(), regex_engine="rust-regex"),
         result=(annotation, Field(..., description=description)),
     )
 
@@ -645,14 +654,21 @@ def _constrained(base: Any, constraints: dict[str, Any], schema: Mapping[str, An
 def _string_constraints(schema: Mapping[str, Any]) -> dict[str, Any]:
     constraints = _length_constraints(schema, "minLength", "maxLength")
     pattern = schema.get("pattern")
-    if isinstance(pattern, str):
-        try:
-            re.compile(pattern)
-        except re.error:
-            pass
-        else:
-            constraints["pattern"] = pattern
+    if isinstance(pattern, str) and _linear_time_pattern(pattern):
+        constraints["pattern"] = pattern
     return constraints
+
+
+@functools.lru_cache(maxsize=1024)
+def _linear_time_pattern(pattern: str) -> bool:
+    """Whether pydantic's linear-time engine compiles ``pattern`` (Python's backtracking ``re`` is never used)."""
+    try:
+        SchemaValidator(core_schema.str_schema(pattern=pattern, regex_engine="rust-regex"))
+    except Exception:  # pydantic reports an uncompilable pattern as a SchemaError
+        message = "JSON Schema pattern %r is not enforced: the linear-time regex engine cannot compile it"
+        logger.warning(message, pattern)
+        return False
+    return True
 
 
 def _length_constraints(schema: Mapping[str, Any], low: str, high: str) -> dict[str, Any]:
