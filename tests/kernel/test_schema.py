@@ -159,19 +159,28 @@ def test_missing_return_hint_is_any() -> None:
 
 
 def test_parameters_shadowing_basemodel_keep_their_names() -> None:
-    def f(json: str, schema: int = 1, _private: bool = False) -> str:
+    def f(json: str, schema: int = 1, _private: bool = False, model_dump: int = 0) -> str:
         return json
 
     built = function_schema(f, uri=URI)
-    assert dict(built.renamed) == {
-        "json": "field_json_",
-        "schema": "field_schema_",
-        "_private": "field_private_",
-    }
+    # Only names pydantic cannot take are renamed; `json` and `schema` shadow deprecated v1 methods and stay.
+    assert dict(built.renamed) == {"_private": "field_private_", "model_dump": "field_model_dump_"}
     props = built.input_model.model_json_schema()["properties"]
-    assert set(props) == {"json", "schema", "_private"}
-    value = built.input_model.model_validate({"json": "j", "_private": True})
-    assert value.field_json_ == "j"
+    assert set(props) == {"json", "schema", "_private", "model_dump"}
+    value = built.input_model.model_validate({"json": "j", "_private": True, "model_dump": 2})
+    assert value.json == "j"
+    assert value.schema == 1
+    assert value.model_dump() == {"json": "j", "schema": 1, "field_private_": True, "field_model_dump_": 2}
+
+
+def test_schema_properties_named_like_deprecated_methods_are_read_by_their_names() -> None:
+    from kavalai.kernel import output_model_from_json_schema
+
+    model, _ = output_model_from_json_schema(
+        {"type": "object", "properties": {"json": {"type": "string"}, "dict": {"type": "integer"}}}, "Out"
+    )
+    value = model.model_validate({"json": "text", "dict": 3})
+    assert (value.json, value.dict) == ("text", 3)  # type: ignore[attr-defined]
 
 
 def test_async_functions_are_detected() -> None:

@@ -64,9 +64,11 @@ from dataclasses import dataclass
 from typing import Annotated, Any, ForwardRef, Literal, TypeGuard, Union
 from urllib.parse import unquote
 
-from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, ValidationError
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, SchemaError, SchemaValidator, core_schema
+
+from kavalai.kernel._names import RESERVED_FIELD_NAMES, create_model_quietly
 
 __all__ = ["model_from_json_schema", "output_model_from_json_schema", "type_from_json_schema"]
 
@@ -75,7 +77,6 @@ logger = logging.getLogger("kavalai")
 Extra = Literal["forbid", "allow", "ignore"]
 
 # "Config" is the pydantic v1 configuration class name, still refused next to model_config.
-_RESERVED = frozenset(dir(BaseModel)) | {"Config"}
 _LITERAL_TYPES = (str, int, float, bool, type(None))
 _NUMBER_BOUNDS = {"minimum": "ge", "maximum": "le", "exclusiveMinimum": "gt", "exclusiveMaximum": "lt"}
 
@@ -517,7 +518,7 @@ def _builds(key: str, spec: tuple[Any, Any], config: ConfigDict) -> bool:
 
 def _new_model(name: str, config: ConfigDict, doc: str | None, fields: Mapping[str, Any]) -> type[BaseModel]:
     definitions: dict[str, Any] = dict(fields)
-    return create_model(name, __config__=config, __doc__=doc, **definitions)
+    return create_model_quietly(name, __config__=config, __doc__=doc, **definitions)
 
 
 def _invalid_defaults(model: type[BaseModel]) -> set[str]:
@@ -550,7 +551,7 @@ def _drop_default(schema: dict[str, Any]) -> None:
 
 
 def _wrapper(name: str, annotation: Any, description: str | None) -> type[BaseModel]:
-    return create_model(
+    return create_model_quietly(
         _identifier(name),
         __config__=ConfigDict(protected_namespaces=(), regex_engine="rust-regex"),
         result=(annotation, Field(..., description=description)),
@@ -735,7 +736,7 @@ def _is_safe(name: str) -> bool:
         and name.isidentifier()
         and not keyword.iskeyword(name)
         and not name.startswith("_")
-        and name not in _RESERVED
+        and name not in RESERVED_FIELD_NAMES
     )
 
 

@@ -28,10 +28,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, create_model
+from pydantic import BaseModel, ConfigDict, Field, PydanticUserError
 from pydantic.fields import FieldInfo
 
 from kavalai.errors import ToolRegistrationError
+from kavalai.kernel._names import RESERVED_FIELD_NAMES, create_model_quietly
 
 if TYPE_CHECKING:
     import docstring_parser
@@ -40,7 +41,6 @@ __all__ = ["FunctionSchema", "code_of", "function_schema", "qualname", "wrap_out
 
 _FORBID = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 _FORBID_BY_NAME = ConfigDict(extra="forbid", arbitrary_types_allowed=True, populate_by_name=True)
-_RESERVED = frozenset(dir(BaseModel))
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +103,7 @@ def function_schema(
     for param in signature.parameters.values():
         _check_parameter(param, uri, func)
         field_name = param.name
-        if param.name in _RESERVED or param.name.startswith("_"):
+        if param.name in RESERVED_FIELD_NAMES or param.name.startswith("_"):
             field_name = f"field_{param.name.lstrip('_')}_"
             renamed.append((param.name, field_name))
         annotation = hints.get(param.name, Any)
@@ -113,7 +113,7 @@ def function_schema(
     return_hint = hints.get("return", Any) if signature.return_annotation is not inspect.Signature.empty else Any
     _check_not_bare_basemodel(return_hint, "the return annotation", uri, func)
     try:
-        input_model = create_model(f"{model_name}Input", __config__=config, **fields)
+        input_model = create_model_quietly(f"{model_name}Input", __config__=config, **fields)
         output_model, wrapped = _output_model(return_hint, model_name)
     except PydanticUserError as exc:
         raise ToolRegistrationError(
@@ -136,7 +136,7 @@ def function_schema(
 
 def wrap_output_model(annotation: Any, model_name: str) -> type[BaseModel]:
     """A model with a single required ``result`` field of type ``annotation``."""
-    return create_model(
+    return create_model_quietly(
         f"{model_name}Output",
         __config__=ConfigDict(arbitrary_types_allowed=True),
         result=(annotation, Field(...)),
