@@ -13,6 +13,7 @@ from kavalai.kernel._call import CallNext, Middleware, ToolCall, current_call
 from kavalai.kernel._coerce import coerce_output, convert_output, validate_input
 from kavalai.kernel._core import Kernel
 from kavalai.kernel._definition import Invoker, ToolDefinition
+from kavalai.kernel._descriptions import ToolDescriptions
 from kavalai.kernel._jsonschema import model_from_json_schema, output_model_from_json_schema, type_from_json_schema
 from kavalai.kernel._registry import ToolRegistry
 from kavalai.kernel._schema import FunctionSchema, code_of, function_schema, qualname, wrap_output_model
@@ -29,6 +30,7 @@ __all__ = [
     "ToolAdapter",
     "ToolCall",
     "ToolDefinition",
+    "ToolDescriptions",
     "ToolRegistry",
     "ToolURI",
     "code_of",

@@ -29,6 +29,7 @@ from kavalai.kernel._adapter import ToolAdapter
 from kavalai.kernel._call import Middleware, ToolCall, _current
 from kavalai.kernel._coerce import coerce_output, convert_output, validate_input
 from kavalai.kernel._definition import ToolDefinition
+from kavalai.kernel._descriptions import ToolDescriptions
 from kavalai.kernel._registry import ToolRegistry
 from kavalai.kernel._uri import ToolURI
 
@@ -327,8 +328,12 @@ class Kernel:
         """The Pydantic model a call's return value is coerced into."""
         return self.get_tool_definition(uri).output_model
 
-    async def get_tool_descriptions(self, allowed_tools: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    async def get_tool_descriptions(self, allowed_tools: Sequence[str] | None = None) -> ToolDescriptions:
         """Describe the tools for a model: ``[{"name", "description", "inputSchema", "outputSchema"}, ...]``.
+
+        The result reads as that list (iterate it, index it, compare it with a list, ``list(...)`` it) and is also
+        its JSON text, as Kaval.AI 1.0 returned it, so ``json.loads(await kernel.get_tool_descriptions())`` works
+        too (see :class:`~kavalai.kernel.ToolDescriptions`). :meth:`describe_tools` returns a plain list.
 
         Connects any registered server that is not connected yet, so no tool is invisible. A server that cannot be
         reached does not hide the others: its tools are left out and the failure is logged as a warning on the
@@ -339,6 +344,10 @@ class Kernel:
                 ``"mcp://github.*"``, ``"*"``). ``[]`` allows nothing. An exact URI that names no tool, or a glob
                 that matches none, raises :class:`~kavalai.errors.ToolNotFoundError`.
         """
+        return ToolDescriptions(await self.describe_tools(allowed_tools))
+
+    async def describe_tools(self, allowed_tools: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """:meth:`get_tool_descriptions` as a plain ``list`` of dicts, without building its JSON text."""
         if allowed_tools is not None and not allowed_tools:
             return []
         await self._connect_what_can()

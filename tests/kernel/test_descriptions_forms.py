@@ -1,0 +1,63 @@
+"""get_tool_descriptions() reads as our list and as Kaval.AI 1.0's JSON text, so code written for either works."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+from kavalai import FunctionKernel, pythontool
+from kavalai.kernel import ToolDescriptions
+
+
+@pythontool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@pythontool
+def négatif(x: int) -> int:
+    """Négation."""
+    return -x
+
+
+async def test_the_descriptions_are_the_list_and_its_json_text() -> None:
+    kernel = FunctionKernel()
+    kernel.register_python_tool("math.add", add)
+    kernel.register_python_tool("math.neg", négatif)
+    descriptions = await kernel.get_tool_descriptions()
+    plain = await kernel.describe_tools()
+    # our form: a list of dicts
+    assert [d["name"] for d in descriptions] == ["python://math.add", "python://math.neg"]
+    assert descriptions[0]["inputSchema"]["required"] == ["a", "b"]
+    assert descriptions[-1:] == plain[-1:]
+    assert len(descriptions.to_list()) == 2
+    assert len(descriptions) == len(json.dumps(plain, ensure_ascii=False))  # a str's len: json.loads relies on it
+    assert descriptions == plain
+    assert list(descriptions) == plain
+    assert descriptions.to_list() == plain
+    assert type(descriptions.to_list()) is list
+    # Kaval.AI 1.0's form: JSON text
+    assert json.loads(descriptions) == plain
+    assert isinstance(descriptions, str)
+    assert "python://math.add" in descriptions
+    assert "Négation." in str(descriptions)  # not escaped: readable when printed
+    assert plain[0] in descriptions
+    assert {"name": "other"} not in descriptions
+    assert pickle.loads(pickle.dumps(descriptions)) == plain
+
+
+async def test_no_tools_is_falsy_in_both_forms() -> None:
+    descriptions = await FunctionKernel().get_tool_descriptions()
+    assert not descriptions
+    assert descriptions == []
+    assert json.loads(descriptions) == []
+    assert descriptions == "[]"
+
+
+def test_the_json_text_round_trips_through_the_constructor() -> None:
+    items = [{"name": "python://x", "description": "", "inputSchema": {}, "outputSchema": {}}]
+    built = ToolDescriptions(items)
+    assert repr(built) == repr(items)
+    assert json.loads(str(built)) == items
+    assert built != [{"name": "python://y"}]
