@@ -380,3 +380,26 @@ async def test_close_fails_a_nested_call_once_and_the_outer_call_reports_it() ->
             await task
     assert info.value.uri == "python://wait"
     assert not task.cancelled()
+
+
+async def test_a_bracketed_qualifier_is_the_adapters_to_interpret() -> None:
+    seen: list[str | None] = []
+
+    class QualifiedEcho(EchoAdapter):
+        async def resolve(self, uri: ToolURI) -> ToolDefinition | None:
+            seen.append(uri.qualifier)
+            return await super().resolve(uri) if uri.qualifier in (None, "LOUD") else None
+
+    kernel = FunctionKernel()
+    echo = QualifiedEcho(kernel.registry)
+    echo.add_server("s", ["say"])
+    kernel.add_adapter(echo)
+    assert (await kernel.call_tool("echo://s.say [loud]", {"text": "a"})).said == "say: A"  # type: ignore[attr-defined]
+    assert (await kernel.call_tool("echo://s.say", {"text": "b"}, method="loud")).said == "say: B"  # type: ignore[attr-defined]
+    assert seen == ["LOUD", "LOUD"]
+    with pytest.raises(ToolNotFoundError, match=r"Unknown tool 'echo://s.say \[QUIET\]'"):
+        await kernel.call_tool("echo://s.say [QUIET]", {"text": "c"})
+    assert kernel.select_tools(["echo://s.say [LOUD]"]) == ["echo://s.say"]  # allowed_tools as Kaval.AI printed them
+    kernel.register_python_tool("double", double)
+    with pytest.raises(ToolNotFoundError, match=r"Unknown tool 'python://double \[GET\]'"):
+        await kernel.call_tool("python://double", {"n": 1}, method="GET")

@@ -164,6 +164,7 @@ class Kernel:
         arguments: Mapping[str, Any] | BaseModel | None = None,
         *,
         timeout: float | _Unset | None = _UNSET,
+        method: str | None = None,
     ) -> BaseModel: ...
 
     @overload
@@ -174,6 +175,7 @@ class Kernel:
         *,
         output_type: type[T],
         timeout: float | _Unset | None = _UNSET,
+        method: str | None = None,
     ) -> T: ...
 
     async def call_tool(
@@ -183,6 +185,7 @@ class Kernel:
         *,
         output_type: Any = None,
         timeout: float | _Unset | None = _UNSET,
+        method: str | None = None,
     ) -> Any:
         """Call the tool at ``uri`` and return its validated output.
 
@@ -195,6 +198,9 @@ class Kernel:
                 ``.result`` is what is validated). Type checkers see the call return this type.
             timeout: seconds before :class:`~kavalai.errors.ToolTimeoutError`; ``None`` for no limit. By default
                 the tool's own timeout applies.
+            method: the same as a `` [METHOD]`` suffix on the URI, as Kaval.AI 1.0 wrote ``rest://`` calls: the
+                HTTP method of the REST tool meant, or of an ad-hoc call of ``<server url>/<tool>`` when no such
+                tool is registered. Schemes whose adapter gives it no meaning refuse it.
 
         Returns:
             An instance of the tool's output model (for wrapped return values read ``.result``), or the output
@@ -297,12 +303,12 @@ class Kernel:
     async def resolve_tool(self, uri: str | ToolURI) -> ToolDefinition:
         """Like :meth:`get_tool_definition`, but connects the tool's server first when it is not connected."""
         parsed = self._parse(uri)
-        definition = self._tools.get(str(parsed))
+        definition = None if parsed.qualifier else self._tools.get(str(parsed))
         if definition is not None:
             return definition
-        adapter = self._adapters.get(parsed.scheme)
+        adapter = self.adapter(parsed.scheme) if parsed.qualifier else self._adapters.get(parsed.scheme)
         if adapter is not None:
-            definition = await adapter.resolve(parsed)
+            definition = await adapter.resolve(parsed)  # a qualified URI is the adapter's to interpret
             if definition is not None:
                 return definition
         raise self._not_found(parsed)
@@ -376,7 +382,10 @@ class Kernel:
             elif entry in self._tools:
                 selected.add(entry)
             else:
-                raise self._not_found(self._parse(entry))
+                parsed = self._parse(entry)  # `rest://api.items [GET]`, as Kaval.AI 1.0 printed it
+                if not parsed.qualifier or str(parsed) not in self._tools:
+                    raise self._not_found(parsed)
+                selected.add(str(parsed))
         return sorted(selected)
 
     def _no_match(self, pattern: str) -> ToolNotFoundError:
@@ -395,6 +404,8 @@ class Kernel:
         name = str(uri)
         suggestions = difflib.get_close_matches(name, list(self._tools), n=3, cutoff=0.6)
         message = f"Unknown tool {name!r}."
+        if uri.qualifier:
+            message = f"Unknown tool {f'{name} [{uri.qualifier}]'!r}."
         adapter = self._adapters.get(uri.scheme)
         hint = adapter.missing_hint(uri) if adapter is not None else None
         if hint:

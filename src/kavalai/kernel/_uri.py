@@ -8,7 +8,7 @@ kernel's question, not the parser's.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Final
 
@@ -26,6 +26,7 @@ SERVER_NAME_PATTERN: Final = r"[A-Za-z0-9_-]+"
 _SERVER_RE: Final = re.compile(SERVER_NAME_PATTERN)
 # A tool name is any run of visible characters (MCP servers name tools freely); dots are allowed.
 _TOOL_RE: Final = re.compile(r"[^\s/\\]+")
+_QUALIFIER_RE: Final = re.compile(r"(?P<uri>\S+) \[(?P<word>[A-Za-z]+)\]")
 _URI_RE: Final = re.compile(r"(?P<scheme>[a-z][a-z0-9+-]*)://(?P<rest>.*)", re.DOTALL)
 
 
@@ -46,11 +47,15 @@ class ToolURI:
         scheme: ``"python"``, ``"rest"``, ``"mcp"``, or the scheme of an adapter of your own.
         server: the server name for ``rest`` and ``mcp`` tools; ``None`` for ``python`` tools.
         tool: the tool name; it may contain dots (``python://fs.ls`` has tool ``"fs.ls"``).
+        qualifier: what a trailing `` [WORD]`` said (``rest://api.items [GET]``, as Kaval.AI 1.0 printed REST tools:
+            the HTTP method), upper-cased; ``None`` without one. It is not part of the tool's identity: ``str()``
+            leaves it out and equality ignores it. The scheme's adapter decides what it means.
     """
 
     scheme: str
     server: str | None
     tool: str
+    qualifier: str | None = field(default=None, compare=False)
 
     @classmethod
     def parse(cls, uri: str | ToolURI) -> ToolURI:
@@ -68,6 +73,10 @@ class ToolURI:
             return cls.parse(f"{scheme}://{tool}")
         return cls.parse(f"{scheme}://{server}.{tool}")
 
+    def without_qualifier(self) -> ToolURI:
+        """This URI without its qualifier."""
+        return ToolURI(self.scheme, self.server, self.tool) if self.qualifier else self
+
     def __str__(self) -> str:
         if self.server is None:
             return f"{self.scheme}://{self.tool}"
@@ -76,6 +85,10 @@ class ToolURI:
 
 @lru_cache(maxsize=4096)
 def _parse(uri: str) -> ToolURI:
+    qualified = _QUALIFIER_RE.fullmatch(uri)
+    if qualified is not None:
+        bare = _parse(qualified["uri"])
+        return ToolURI(bare.scheme, bare.server, bare.tool, qualified["word"].upper())
     match = _URI_RE.fullmatch(uri)
     if match is None:
         raise InvalidToolURIError(
