@@ -211,8 +211,10 @@ class Kernel:
             ToolOutputError, ServerConnectionError, KernelClosedError: all subclasses of FunctionKernelException
             naming the URI.
         """
-        definition = self._tools.get(uri) if type(uri) is str else None
+        definition = self._tools.get(uri) if type(uri) is str and method is None else None
         if definition is None:
+            if method is not None:
+                uri = f"{ToolURI.parse(uri).without_qualifier()} [{method}]"
             definition = await self.resolve_tool(uri)
         args = validate_input(definition, arguments)
         limit = definition.timeout if isinstance(timeout, _Unset) else timeout
