@@ -375,6 +375,8 @@ class Kernel:
             raise TypeError("allowed_tools takes a list of URIs or globs, not a single string")
         selected: set[str] = set()
         for entry in allowed_tools:
+            if entry.endswith("]") and " [" in entry:
+                entry = str(self._parse(entry))  # `rest://api.items [GET]`, as Kaval.AI 1.0 printed REST tools
             if _GLOB_CHARS.intersection(entry):
                 # A glob is always a glob, even when a tool is literally named like it (`python://*`).
                 matched = [name for name in self._tools if fnmatch.fnmatchcase(name, entry)]
@@ -384,10 +386,7 @@ class Kernel:
             elif entry in self._tools:
                 selected.add(entry)
             else:
-                parsed = self._parse(entry)  # `rest://api.items [GET]`, as Kaval.AI 1.0 printed it
-                if not parsed.qualifier or str(parsed) not in self._tools:
-                    raise self._not_found(parsed)
-                selected.add(str(parsed))
+                raise self._not_found(self._parse(entry))
         return sorted(selected)
 
     def _no_match(self, pattern: str) -> ToolNotFoundError:
