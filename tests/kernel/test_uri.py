@@ -115,7 +115,9 @@ def test_arbitrary_text_parses_into_a_valid_uri_or_raises_naming_it(text: str) -
     try:
         parsed = ToolURI.parse(text)
     except InvalidToolURIError as exc:
-        assert str(exc).startswith(f"Invalid tool URI {text!r}: ")
+        assert str(exc).startswith(
+            (f"Invalid tool URI format for {text!r}: ", f"Invalid tool path format in {text!r}: ")
+        )
         assert exc.uri == text
     else:
         assert str(parsed) == text

@@ -135,8 +135,9 @@ class PythonToolAdapter(ToolAdapter):
         options = getattr(func, _FLAG, None)
         if not isinstance(options, ToolOptions):
             raise ToolRegistrationError(
-                f"Cannot register {uri}: {qualname(func)} is not decorated with "
-                "@pythontool. Add `@pythontool` above its definition (or wrap it: `pythontool(func)`).",
+                f"Cannot register {uri}: {qualname(func)} is not decorated with @pythontool (a tool function "
+                "must be decorated with @kavalai.pythontool). Add `@pythontool` above its definition (or wrap it: "
+                "`pythontool(func)`).",
                 uri=str(uri),
             )
         if not _valid_timeout(timeout):

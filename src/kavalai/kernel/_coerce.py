@@ -38,13 +38,13 @@ def validate_input(definition: ToolDefinition, arguments: Mapping[str, Any] | Ba
         if stripped is not None:
             return validate_input(definition, stripped)
         raise ToolInputError(
-            f"Invalid arguments for {definition.name}: {format_validation_errors(errors)}",
+            f"Invalid arguments for {definition.name} (argument validation failed): {format_validation_errors(errors)}",
             uri=definition.name,
             errors=errors,
         ) from exc
     except Exception as exc:  # a validator of the input model raised something other than ValueError
         raise ToolInputError(
-            f"Invalid arguments for {definition.name}: validating them raised {type(exc).__name__}: {exc}",
+            f"Invalid arguments for {definition.name} (argument validation failed): validating them raised {type(exc).__name__}: {exc}",
             uri=definition.name,
         ) from exc
 

@@ -319,7 +319,8 @@ class Kernel:
         parsed = ToolURI.parse(uri)
         if parsed.scheme not in self._adapters and parsed.scheme not in self._factories:
             raise InvalidToolURIError(
-                f"Invalid tool URI {str(parsed)!r}: unknown scheme {parsed.scheme!r}; {self._handled()}.",
+                f"Unsupported protocol {parsed.scheme!r} in tool URI {str(parsed)!r}: unknown scheme "
+                f"{parsed.scheme!r}; {self._handled()}.",
                 uri=str(parsed),
             )
         return parsed
@@ -413,6 +414,8 @@ class Kernel:
             message = f"{message} {hint}"
         if suggestions:
             message = f"{message} Did you mean {suggestions[0]!r}?"
+        elif not hint:
+            message = f"{message} No tool is registered at this URI (not registered)."
         return ToolNotFoundError(message, uri=name, suggestions=suggestions)
 
     # ---------------------------------------------------------------------------------------------- lifecycle

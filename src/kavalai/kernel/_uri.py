@@ -92,7 +92,7 @@ def _parse(uri: str) -> ToolURI:
     match = _URI_RE.fullmatch(uri)
     if match is None:
         raise InvalidToolURIError(
-            f"Invalid tool URI {uri!r}: expected 'python://name', 'rest://server.tool' or 'mcp://server.tool'.",
+            f"Invalid tool URI format for {uri!r}: expected 'python://name', 'rest://server.tool' or 'mcp://server.tool'.",
             uri=uri,
         )
     scheme, rest = match["scheme"], match["rest"]
@@ -102,12 +102,13 @@ def _parse(uri: str) -> ToolURI:
     server, dot, tool = rest.partition(".")
     if not dot or not tool:
         raise InvalidToolURIError(
-            f"Invalid tool URI {uri!r}: a {scheme}:// URI names a server and a tool, as '{scheme}://server.tool'.",
+            f"Invalid tool path format in {uri!r}: a {scheme}:// URI names a server and a tool, as "
+            f"'{scheme}://server.tool'.",
             uri=uri,
         )
     if not _SERVER_RE.fullmatch(server):
         raise InvalidToolURIError(
-            f"Invalid tool URI {uri!r}: server name {server!r} may only hold letters, digits, '_' and '-'.",
+            f"Invalid tool URI format for {uri!r}: server name {server!r} may only hold letters, digits, '_' and '-'.",
             uri=uri,
         )
     _check_tool_name(uri, tool)
@@ -116,10 +117,12 @@ def _parse(uri: str) -> ToolURI:
 
 def _check_tool_name(uri: str, tool: str) -> None:
     if not tool:
-        raise InvalidToolURIError(f"Invalid tool URI {uri!r}: the tool name is empty.", uri=uri)
+        raise InvalidToolURIError(f"Invalid tool URI format for {uri!r}: the tool name is empty.", uri=uri)
     if not _TOOL_RE.fullmatch(tool):
         raise InvalidToolURIError(
-            f"Invalid tool URI {uri!r}: tool name {tool!r} may not contain spaces, '/' or '\\'.", uri=uri
+            f"Invalid tool URI format for {uri!r}: tool name {tool!r} may not contain spaces, '/' or '\\'.", uri=uri
         )
     if tool.startswith(".") or tool.endswith(".") or ".." in tool:
-        raise InvalidToolURIError(f"Invalid tool URI {uri!r}: tool name {tool!r} has an empty dotted part.", uri=uri)
+        raise InvalidToolURIError(
+            f"Invalid tool URI format for {uri!r}: tool name {tool!r} has an empty dotted part.", uri=uri
+        )
