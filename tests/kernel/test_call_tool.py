@@ -362,7 +362,8 @@ async def test_a_model_validator_raising_anything_is_still_a_kernel_error(kernel
         await kernel.call_tool("python://take", {"p": {"value": 13}})
     assert (
         str(into.value)
-        == "Invalid arguments for python://take (argument validation failed): validating them raised LookupError: 13 is unlucky"
+        == "Invalid arguments for python://take (argument validation failed): validating them raised LookupError: "
+        "13 is unlucky"
     )
     assert isinstance(into.value.__cause__, LookupError)
     with pytest.raises(ToolOutputError) as out:
