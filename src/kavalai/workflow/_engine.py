@@ -91,6 +91,46 @@ class WorkflowEngine:
     @classmethod
     def from_yaml(
         cls,
+        source: str | os.PathLike[str],
+        *,
+        kernel: FunctionKernel | None = None,
+        llm: LLMClient | str | None = None,
+        llms: Mapping[str, LLMClient] | None = None,
+        max_visits: int | None = None,
+        timeout: float | _Unset | None = _UNSET,
+        rag_services: Any = None,
+        history: Any = None,
+    ) -> WorkflowEngine:
+        """Load a workflow from YAML text or a YAML file: build its graph and register what it declares on the
+        kernel. Both formats load: ours and Kaval.AI 1.0's (told apart by shape, see :meth:`from_dict`).
+
+        Args:
+            source: a :class:`pathlib.Path` or a ``str`` naming an existing file is read as a file; any other
+                ``str`` containing a newline or a colon is the YAML text itself (as Kaval.AI 1.0's ``from_yaml``
+                takes it). Use :meth:`from_yaml_path` to say "file" explicitly.
+            kernel: register the declared tools on this kernel instead of a new one.
+            llm, llms, max_visits, timeout: as for the constructor; ``llms`` wins over the file's ``models``.
+            rag_services, history: for Kaval.AI 1.0 documents only, see :meth:`from_dict`.
+
+        Raises:
+            WorkflowDefinitionError: the document is invalid; the message names the node or section and field.
+        """
+        if isinstance(source, str) and not os.path.isfile(source) and ("\n" in source or ":" in source):
+            return cls._from_text(source, Path.cwd(), "<yaml text>", locals())
+        return cls.from_yaml_path(
+            source,
+            kernel=kernel,
+            llm=llm,
+            llms=llms,
+            max_visits=max_visits,
+            timeout=timeout,
+            rag_services=rag_services,
+            history=history,
+        )
+
+    @classmethod
+    def from_yaml_path(
+        cls,
         path: str | os.PathLike[str],
         *,
         kernel: FunctionKernel | None = None,
@@ -98,28 +138,110 @@ class WorkflowEngine:
         llms: Mapping[str, LLMClient] | None = None,
         max_visits: int | None = None,
         timeout: float | _Unset | None = _UNSET,
+        rag_services: Any = None,
+        history: Any = None,
     ) -> WorkflowEngine:
-        """Load a workflow YAML file: build its graph and register what it declares on the kernel.
+        """Load the workflow YAML file at ``path`` (either format); arguments as for :meth:`from_yaml`.
 
-        Args:
-            path: the YAML file.
-            kernel: register the declared tools on this kernel instead of a new one.
-            llm, llms, max_visits, timeout: as for the constructor; ``llms`` wins over the file's ``models``.
-
-        Raises:
-            WorkflowDefinitionError: the document is invalid; the message names the node or section and field.
+        Module paths and relative paths in the document are resolved against the file's directory.
         """
         from kavalai.workflow._yaml import load_workflow_file
 
-        loaded = load_workflow_file(Path(path), kernel=kernel)
+        file = Path(path)
+        try:
+            text = file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise WorkflowDefinitionError(f"Cannot read workflow file {str(file)!r}: {exc.strerror}.") from None
+        options = locals()
+        if not _is_kaval(_safe_yaml(text, str(file))):
+            loaded = load_workflow_file(file, kernel=kernel)
+            return cls._from_loaded(loaded, options)
+        return cls._from_text(text, file.resolve().parent, str(file), options)
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: Mapping[str, Any],
+        *,
+        kernel: FunctionKernel | None = None,
+        llm: LLMClient | str | None = None,
+        llms: Mapping[str, LLMClient] | None = None,
+        max_visits: int | None = None,
+        timeout: float | _Unset | None = _UNSET,
+        rag_services: Any = None,
+        history: Any = None,
+        base_dir: str | os.PathLike[str] | None = None,
+    ) -> WorkflowEngine:
+        """Load a parsed workflow document (a dict), in our format or in Kaval.AI 1.0's.
+
+        A document whose nodes have ``name``/``type`` (ours have ``id``/``kind``), or that has a key only
+        Kaval.AI 1.0 uses (``data_types``, ``llm_model``, ``start``, ``templates``, ...), is read as Kaval.AI 1.0
+        and translated into our graph (see ``docs/migrating_from_kaval.md``).
+
+        Args:
+            data: the document.
+            kernel, llm, llms, max_visits, timeout: as for the constructor.
+            rag_services: Kaval.AI 1.0 ``rag_query`` nodes: a retriever (used as ``"default"``) or retrievers by
+                service name; a retriever is any object with an async ``query(...)`` method
+                (:class:`kavalai.workflow.kaval.Retriever`).
+            history: Kaval.AI 1.0 ``history`` inputs and ``use_history``: a
+                :class:`kavalai.workflow.kaval.History`, such as :class:`~kavalai.workflow.kaval.InMemoryHistory`.
+            base_dir: where module paths are looked up besides ``sys.path``; the current directory by default.
+        """
+        directory = Path.cwd() if base_dir is None else Path(base_dir)
+        if _is_kaval(data):
+            return cls._kaval(data, directory, "<dict>", locals())
+        from kavalai.workflow._yaml import load_document
+
+        return cls._from_loaded(load_document(data, base_dir=directory, kernel=kernel, source="<dict>"), locals())
+
+    @classmethod
+    def _from_text(cls, text: str, base_dir: Path, source: str, options: Mapping[str, Any]) -> WorkflowEngine:
+        document = _safe_yaml(text, source)
+        if _is_kaval(document):
+            return cls._kaval(document, base_dir, source, options)
+        from kavalai.workflow._yaml import load_document
+
+        return cls._from_loaded(
+            load_document(document, base_dir=base_dir, kernel=options["kernel"], source=source), options
+        )
+
+    @classmethod
+    def _kaval(cls, document: Any, base_dir: Path, source: str, options: Mapping[str, Any]) -> WorkflowEngine:
+        from kavalai.workflow.kaval import load_kaval_document
+
+        kernel = options["kernel"]
+        if kernel is None:
+            from kavalai import FunctionKernel
+
+            kernel = FunctionKernel()
+        workflow = load_kaval_document(
+            document,
+            kernel=kernel,
+            base_dir=base_dir,
+            rag_services=options["rag_services"],
+            history=options["history"],
+            source=source,
+        )
+        return cls(
+            workflow,
+            kernel,
+            llm=options["llm"],
+            llms=options["llms"],
+            max_visits=options["max_visits"],
+            timeout=options["timeout"],
+        )
+
+    @classmethod
+    def _from_loaded(cls, loaded: Any, options: Mapping[str, Any]) -> WorkflowEngine:
         return cls(
             loaded.workflow,
             loaded.kernel,
-            llm=llm,
-            llms=llms,
+            llm=options["llm"],
+            llms=options["llms"],
             models=loaded.models,
-            max_visits=max_visits,
-            timeout=timeout,
+            max_visits=options["max_visits"],
+            timeout=options["timeout"],
             services=loaded.services,
         )
 
@@ -282,3 +404,18 @@ class WorkflowEngine:
 
     def __repr__(self) -> str:
         return f"<WorkflowEngine {self.workflow!r} on {self.kernel!r}>"
+
+
+def _safe_yaml(text: str, source: str) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise WorkflowDefinitionError(f"Workflow {source!r} is not valid YAML: {exc}") from None
+
+
+def _is_kaval(document: Any) -> bool:
+    from kavalai.workflow.kaval import is_kaval_document
+
+    return is_kaval_document(document)

@@ -71,6 +71,10 @@ class NodeEnv:
 
 async def run_simple_node(node: NodeBase, env: NodeEnv, record: NodeTrace) -> Outcome:
     """Run any node except ``parallel``."""
+    execute = getattr(node, "execute", None)
+    if execute is not None:  # a node kind that runs itself (the Kaval.AI 1.0 nodes of kavalai.workflow.kaval)
+        outcome: Outcome = await execute(env, record)
+        return outcome
     if isinstance(node, StartNode):
         return _run_start(node, env, record), node.next
     if isinstance(node, FunctionNode):
