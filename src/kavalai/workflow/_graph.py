@@ -217,6 +217,8 @@ class Workflow:
             return Binding("literal", raw["literal"], field)
         if isinstance(raw, Mapping) and len(raw) == 1 and "expr" in raw:
             return Binding("expr", self._compile(node, field, raw["expr"]), field)
+        if isinstance(raw, Mapping) and _looks_like_binding(raw):
+            return self._foreign_binding(node, field, raw)
         if isinstance(raw, str) and is_path(raw):
             (root,) = compile_expression(raw).names
             known = self._known_names()
@@ -231,6 +233,22 @@ class Workflow:
                     field=field,
                 )
         return Binding("literal", raw, field)
+
+    def _foreign_binding(self, node: str, field: str, raw: Mapping[str, Any]) -> Binding:
+        """A mapping shaped like a binding is bound or refused, never passed on as data: Kaval.AI 1.0's
+        ``{type: literal|context, value: ...}`` is bound; anything else with ``literal``/``expr`` is refused."""
+        kind, value = raw.get("type"), raw.get("value", raw.get("name"))
+        if kind == "literal" and set(raw) <= {"type", "value"}:
+            return Binding("literal", raw.get("value"), field)
+        if kind == "context" and set(raw) <= {"type", "value", "name"} and isinstance(value, str):
+            return Binding("path", self._compile(node, field, value), field)
+        raise WorkflowDefinitionError(
+            f"Node {node!r}: field {field!r} is {dict(raw)!r}, which looks like a binding but is not one this format "
+            "has. Write a context path ('input.pond'), {expr: ...} or {literal: ...}; a Kaval.AI 1.0 'history' input "
+            "needs the Kaval.AI format (nodes with name/type).",
+            node=node,
+            field=field,
+        )
 
     def _compile(self, node: str, field: str, source: Any) -> Expression:
         try:
@@ -407,6 +425,13 @@ def _region_name(region: str) -> str:
         return "the main path"
     parallel, head = region.split(".", 1)
     return f"branch {head!r} of parallel node {parallel!r}"
+
+
+def _looks_like_binding(raw: Mapping[Any, Any]) -> bool:
+    """``{type: literal|context|history, value: ...}`` (Kaval.AI 1.0), or ``literal``/``expr`` beside other keys."""
+    if raw.get("type") in ("literal", "context", "history") and set(raw) <= {"type", "value", "name"}:
+        return True
+    return ("literal" in raw or "expr" in raw) and len(raw) > 1
 
 
 def did_you_mean(name: str, options: Iterable[str]) -> str:

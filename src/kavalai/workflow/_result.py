@@ -124,6 +124,16 @@ class RunResult:
         return self.status is RunStatus.SUCCEEDED
 
     @property
+    def completed(self) -> bool:
+        """Whether the run reached an end node (Kaval.AI 1.0's ``status == "completed"``); the same as :attr:`ok`."""
+        return self.status is RunStatus.SUCCEEDED
+
+    @property
+    def visited(self) -> list[str]:
+        """The ids of the nodes visited, in the order their visits finished (Kaval.AI 1.0's ``trace``)."""
+        return [record.node for record in self.trace]
+
+    @property
     def failed_node(self) -> str | None:
         """The id of the node the run failed in, when it failed in one."""
         return self.error.node if self.error is not None else None
