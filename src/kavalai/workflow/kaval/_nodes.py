@@ -30,6 +30,7 @@ from kavalai.workflow.kaval._runtime import (
     RagHit,
     as_text,
     context_of,
+    evaluate,
     plain,
     render,
     render_value,
@@ -309,9 +310,7 @@ class KavalSwitch(NodeBase):
 
 
 def _evaluate(expression: Expression, runtime: KavalRuntime, env: NodeEnv, *, node: str, field: str) -> Any:
-    view: dict[str, Any] = dict.fromkeys(runtime.outputs)
-    view.update(context_of(env))
-    return expression.evaluate(view, node=node, field=field)
+    return evaluate(expression.source, context_of(env), node=node, field=field)
 
 
 class KavalRagStep(_Step):

@@ -8,16 +8,19 @@ under a key no node id can take, so both views exist in one run.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_jsonable_python
 
 from kavalai.workflow import ExpressionError, NodeError, compile_expression
+from kavalai.workflow._expressions import _Evaluator, _Missing, read_key
 
 if TYPE_CHECKING:
     from kavalai.llm.messages import Message
@@ -206,14 +209,54 @@ def as_text(value: Any) -> str:
     return str(value)
 
 
-def read_path(runtime: KavalRuntime, env: NodeEnv, path: str, *, node: str, field: str) -> Any:
-    """The value at ``path`` in the run context; a missing value fails the node, naming the path."""
-    view = dict.fromkeys(runtime.outputs)
-    view.update(context_of(env))
+class _Lenient(_Evaluator):
+    """Upstream's reading: a missing name, key or field, or any read of ``None``, gives ``None``."""
+
+    def _Name(self, node: ast.Name) -> Any:
+        return self._context.get(node.id)
+
+    def _Attribute(self, node: ast.Attribute) -> Any:
+        return _read(self.eval(node.value), node.attr)
+
+    def _Subscript(self, node: ast.Subscript) -> Any:
+        if isinstance(node.slice, ast.Slice):
+            return super()._Subscript(node)
+        return _read(self.eval(node.value), self.eval(node.slice))
+
+
+def _read(value: Any, key: Any) -> Any:
+    if value is None:
+        return None
     try:
-        return compile_expression(path).evaluate(view, node=node, field=field)
+        return read_key(value, key)
+    except _Missing:
+        return None
+
+
+@lru_cache(maxsize=1024)
+def _tree(source: str) -> ast.expr:
+    compile_expression(source)  # the whitelist and the bounds apply as to our own expressions
+    return ast.parse(source.strip(), mode="eval").body
+
+
+def evaluate(source: str, context: Mapping[str, Any], *, node: str, field: str) -> Any:
+    """Evaluate an upstream expression or path (names are context variables) with upstream's reading of
+    missing values; anything the whitelist refuses, or a failing operation, fails the node."""
+    try:
+        return _Lenient(context).eval(_tree(source))
     except ExpressionError as exc:
         raise NodeError(f"Node {node!r}: field {field!r}: {exc.message}", node=node, field=field) from exc
+    except Exception as exc:
+        raise NodeError(
+            f"Node {node!r}: field {field!r}: expression {source!r} failed: {type(exc).__name__}: {exc}",
+            node=node,
+            field=field,
+        ) from exc
+
+
+def read_path(env: NodeEnv, path: str, *, node: str, field: str) -> Any:
+    """The value at ``path`` in the run context (``None`` where anything on the way is missing)."""
+    return evaluate(path, context_of(env), node=node, field=field)
 
 
 async def read_history(runtime: KavalRuntime, path: str, *, node: str, field: str) -> Any:
@@ -240,7 +283,7 @@ async def placeholder(runtime: KavalRuntime, env: NodeEnv, prefix: str, path: st
             )
         return runtime.templates[path]
     if prefix == "context":
-        value = read_path(runtime, env, path, node=node, field=field)
+        value = read_path(env, path, node=node, field=field)
     else:
         value = await read_history(runtime, path, node=node, field=field)
     if value is None:
@@ -283,5 +326,5 @@ async def resolve_inputs(
         if argument.type == "history":
             resolved[key] = plain(await read_history(runtime, str(path), node=node, field=field))
         else:
-            resolved[key] = plain(read_path(runtime, env, str(path), node=node, field=field))
+            resolved[key] = plain(read_path(env, str(path), node=node, field=field))
     return resolved

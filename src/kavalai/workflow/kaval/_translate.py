@@ -24,6 +24,7 @@ from kavalai.llm.base import ModelSettings
 from kavalai.workflow import ExpressionError, NodeBase, Workflow, WorkflowDefinitionError, compile_expression
 from kavalai.workflow._graph import _RESERVED, did_you_mean
 from kavalai.workflow._types import TypeRegistry
+from kavalai.workflow.kaval._dialect import kaval_json_schema
 from kavalai.workflow.kaval._models import (
     KavalAgentNode,
     KavalArgument,
@@ -132,9 +133,9 @@ class _Translator:
 
     def workflow(self) -> Workflow:
         spec = self.spec
-        for name, schema in spec.data_types.items():
+        for name in spec.data_types:
             try:
-                self.types.add_json_schema(name, schema)
+                self.types.add_json_schema(name, kaval_json_schema(name, spec.data_types))
             except (ValueError, TypeError) as exc:
                 raise WorkflowDefinitionError(
                     f"Type {name!r} is not a usable JSON Schema: {exc}", field=f"data_types.{name}"
