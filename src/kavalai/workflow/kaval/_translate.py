@@ -197,6 +197,7 @@ class _Translator:
         for field, model in models:
             if model is not None:
                 _check_model_name(model, field)
+        _settings("The workflow", spec.llm_kwargs)
 
     def _parallel(self, node: KavalParallelNode) -> None:
         by_name = {n.name: n for n in self.spec.nodes}
@@ -307,7 +308,7 @@ class _Translator:
         assert isinstance(node, _MODEL_NODES)  # the union is exhausted above
         self._inputs(name, node.inputs)
         self._template(name, "prompt", node.prompt)
-        settings, timeout = _settings(name, {**self.spec.llm_kwargs, **node.llm_kwargs})
+        settings, timeout = _settings(f"Node {name!r}", {**self.spec.llm_kwargs, **node.llm_kwargs}, name)
         model_fields: dict[str, Any] = {
             "prompt": node.prompt,
             "inputs": node.inputs,
@@ -421,34 +422,45 @@ def _check_model_name(model: str, field: str) -> None:
         )
 
 
-def _settings(node: str, kwargs: Mapping[str, Any]) -> tuple[ModelSettings | None, float | None]:
-    unknown = sorted(set(kwargs) - set(_SETTINGS) - _UNSUPPORTED_SETTINGS - {"timeout_seconds"})
+def _settings(
+    label: str, kwargs: Mapping[str, Any], node: str | None = None
+) -> tuple[ModelSettings | None, float | None]:
+    """Upstream's ``llm_kwargs`` as our settings and an llm node's timeout; keys we cannot honour are refused."""
+    known = sorted({*_SETTINGS, *_UNSUPPORTED_SETTINGS, "timeout_seconds"})
+    unknown = sorted(set(kwargs) - set(known))
     if unknown:
+        hint = " The output cap is spelled 'max_output_tokens'." if "max_tokens" in unknown else ""
         raise WorkflowDefinitionError(
-            f"Node {node!r} has unknown llm_kwargs {unknown}; the known keys are "
-            f"{sorted({*_SETTINGS, *_UNSUPPORTED_SETTINGS, 'timeout_seconds'})}.",
+            f"{label} has unknown llm_kwargs {unknown}; the known keys are {known}.{hint}",
             node=node,
             field="llm_kwargs",
         )
     unsupported = sorted(set(kwargs) & _UNSUPPORTED_SETTINGS)
     if unsupported:
         raise WorkflowDefinitionError(
-            f"Node {node!r}: llm_kwargs {unsupported} are not sent by kavalai's model clients; remove them "
+            f"{label}: llm_kwargs {unsupported} are not sent by kavalai's model clients; remove them "
             "(supported: temperature, max_output_tokens, timeout_seconds).",
             node=node,
             field="llm_kwargs",
         )
-    try:
-        values = {ours: kwargs[theirs] for theirs, ours in _SETTINGS.items() if kwargs.get(theirs) is not None}
-        settings = ModelSettings(**values) if values else None
-        timeout = kwargs.get("timeout_seconds")
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
-            raise TypeError(f"timeout_seconds must be a positive number, not {timeout!r}")
-    except (TypeError, ValueError) as exc:
-        raise WorkflowDefinitionError(
-            f"Node {node!r} has invalid llm_kwargs: {exc}", node=node, field="llm_kwargs"
-        ) from None
-    return settings, None if timeout is None else float(timeout)
+    for key, value in kwargs.items():
+        if value is not None and not _valid_setting(key, value):
+            raise WorkflowDefinitionError(
+                f"{label} has invalid llm_kwargs: {key} must be a positive number, not {value!r}.",
+                node=node,
+                field=f"llm_kwargs.{key}",
+            )
+    values = {ours: kwargs[theirs] for theirs, ours in _SETTINGS.items() if kwargs.get(theirs) is not None}
+    timeout = kwargs.get("timeout_seconds")
+    return (ModelSettings(**values) if values else None), None if timeout is None else float(timeout)
+
+
+def _valid_setting(key: str, value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if key == "max_output_tokens":
+        return isinstance(value, int) and value > 0
+    return key == "temperature" or value > 0
 
 
 # ------------------------------------------------------------------------------------------------ kernel sections
