@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from kavalai.adapters.python import PythonToolAdapter
+from kavalai.compat import KavalCompatMixin
 from kavalai.kernel import Kernel, Middleware, ToolAdapter, ToolRegistry
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ def _mcp_adapter(registry: ToolRegistry) -> ToolAdapter:
     return McpAdapter(registry)
 
 
-class FunctionKernel(Kernel):
+class FunctionKernel(KavalCompatMixin, Kernel):
     """Hosts Python, REST and MCP tools behind one typed calling convention.
 
     Every tool is addressed by a URI (``python://fs.ls``, ``rest://server.tool``, ``mcp://server.tool``) and has

@@ -41,7 +41,7 @@ async def test_uri_errors_use_kaval_wording(uri: str, wording: str, kind: type[E
 async def test_argument_errors_say_argument_validation_failed_and_which_field() -> None:
     kernel = FunctionKernel()
     kernel.register_python_tool("add", add)
-    with pytest.raises(ToolInputError, match=r"argument validation failed\): b: Field required"):
+    with pytest.raises(ToolInputError, match=r"python://add: b: Field required \(argument validation failed\)"):
         await kernel.call_tool("python://add", {"a": 1})
 
 

@@ -155,7 +155,7 @@ def test_signature_becomes_the_input_model_and_calls_pass_exactly_the_arguments(
         except ToolInputError as exc:
             assert exc.uri == uri
             assert {error["loc"][0] for error in exc.errors} == {culprit.name}
-            assert str(exc).startswith(f"Invalid arguments for {uri} (argument validation failed): {culprit.name}")
+            assert str(exc).startswith(f"Invalid arguments for {uri}: {culprit.name}")
         else:
             raise AssertionError(f"{culprit.kind.invalid!r} was accepted for {culprit.name}: {culprit.kind.source}")
 

@@ -159,6 +159,12 @@ class PythonToolAdapter(ToolAdapter):
             timeout=timeout if timeout is not None else options.timeout,
             metadata={"function": _dotted_name(func)},
         )
+        if not replace and definition.name in self.registry:
+            raise ToolRegistrationError(
+                f"Python tool {uri.tool!r} is already registered at {definition.name}. Choose another name, or pass "
+                "replace=True to replace it.",
+                uri=definition.name,
+            )
         self.registry.add_tool(definition, replace=replace)
         return definition
 

@@ -251,7 +251,7 @@ class Agent(Generic[OutputT]):
     async def _tool_specs(self) -> list[ToolSpec]:
         if self.kernel is None:
             return []
-        descriptions = await self.kernel.get_tool_descriptions(self.allowed_tools)
+        descriptions = await self.kernel.describe_tools(self.allowed_tools)
         return [ToolSpec.from_description(description) for description in descriptions]
 
     async def _call_model(self, step: int, messages: list[Message], specs: list[ToolSpec]) -> LLMResponse:

@@ -45,7 +45,7 @@ async def agent_section(
         model: a model id (``"openai/gpt-4.1-mini"``) to also run the agent on a real model.
         calls: the scripted tool calls as ``(uri, arguments)``; by default :func:`demo_calls` picks them.
     """
-    descriptions = await kernel.get_tool_descriptions()
+    descriptions = await kernel.describe_tools()
     chosen = list(calls) if calls is not None else demo_calls(descriptions)
     console.heading("agent (ScriptedLLM: scripted replies, no model is called)")
     console.line(f"The agent sees {len(descriptions)} tools; the script calls {len(chosen)} of them in one step.")

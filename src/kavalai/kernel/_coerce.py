@@ -38,19 +38,19 @@ def validate_input(definition: ToolDefinition, arguments: Mapping[str, Any] | Ba
         if stripped is not None:
             return validate_input(definition, stripped)
         raise ToolInputError(
-            f"{_invalid(definition)}: {format_validation_errors(errors)}",
+            f"Invalid arguments for {definition.name}: {format_validation_errors(errors)} {_FAILED}",
             uri=definition.name,
             errors=errors,
         ) from exc
     except Exception as exc:  # a validator of the input model raised something other than ValueError
         raise ToolInputError(
-            f"{_invalid(definition)}: validating them raised {type(exc).__name__}: {exc}",
+            f"Invalid arguments for {definition.name}: validating them raised {type(exc).__name__}: {exc} {_FAILED}",
             uri=definition.name,
         ) from exc
 
 
-def _invalid(definition: ToolDefinition) -> str:
-    return f"Invalid arguments for {definition.name} (argument validation failed)"
+# Kaval.AI 1.0's wording, which its users' tests match on.
+_FAILED = "(argument validation failed)"
 
 
 def _without_metadata_keys(arguments: Any, errors: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:

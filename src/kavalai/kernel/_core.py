@@ -405,9 +405,10 @@ class Kernel:
 
         name = str(uri)
         suggestions = difflib.get_close_matches(name, list(self._tools), n=3, cutoff=0.6)
-        message = f"Unknown tool {name!r}."
-        if uri.qualifier:
-            message = f"Unknown tool {f'{name} [{uri.qualifier}]'!r}."
+        shown = f"{name} [{uri.qualifier}]" if uri.qualifier else name
+        message = f"Unknown tool {shown!r}."
+        if uri.server is not None:
+            message = f"Unknown tool {shown!r}: {uri.scheme.upper()} tool {uri.tool!r} on server {uri.server!r}."
         adapter = self._adapters.get(uri.scheme)
         hint = adapter.missing_hint(uri) if adapter is not None else None
         if hint:

@@ -38,7 +38,7 @@ class McpAdapter(ToolAdapter):
             )
         if server.name in self._connections:
             raise ToolRegistrationError(
-                f"An MCP server named {server.name!r} is already registered; give each server its own name."
+                f"MCP server {server.name!r} is already registered; give each server its own name."
             )
         self._connections[server.name] = McpConnection(server, self.registry)
 
@@ -98,6 +98,10 @@ class McpAdapter(ToolAdapter):
         if state.status == "connected":
             return f"MCP server {uri.server!r} offers no tools."
         return None
+
+    def server_names(self) -> list[str]:
+        """The names of the registered servers, in registration order."""
+        return list(self._connections)
 
     def states(self) -> list[McpServerState]:
         """The state of every registered server, in registration order."""

@@ -72,7 +72,7 @@ class RestAdapter(ToolAdapter):
         existing = self._servers.get(server.name)
         if existing is not None and not replace:
             raise ToolRegistrationError(
-                f"A REST server named {server.name!r} is already registered. Choose another name, or pass "
+                f"REST server {server.name!r} is already registered. Choose another name, or pass "
                 "replace=True to replace it."
             )
         session = ServerSession(server)
@@ -84,6 +84,10 @@ class RestAdapter(ToolAdapter):
             if definition.name not in self._own_timeouts:
                 tools[key] = dataclasses.replace(definition, timeout=server.timeout)
                 self.registry.add_tool(tools[key], replace=True)
+
+    def server_names(self) -> list[str]:
+        """The names of the registered servers, in registration order."""
+        return list(self._servers)
 
     def server(self, name: str) -> RestServer:
         """The configuration of the registered server ``name``."""
