@@ -2,7 +2,8 @@
 
 Kaval.AI 1.0 code calls ``kernel._call_python_tool(name, args, output_type=...)``, ``_call_rest_tool(server, tool,
 args, method=...)`` and ``_call_mcp_tool(server, tool, args)``, reads ``kernel.python_tool_definitions`` and friends,
-and maps outputs into models by its own rules (a single value fills a one-field model). Those methods live here, mixed into :class:`~kavalai.FunctionKernel`, so that code runs unchanged. New code should call
+and maps outputs into models by its own rules (a single value fills a one-field model). Those methods live here,
+mixed into :class:`~kavalai.FunctionKernel`, so that code runs unchanged. New code should call
 ``call_tool(uri, arguments, output_type=T)``, which validates into any type, strictly (see
 docs/migrating_from_kaval.md).
 """
@@ -21,7 +22,7 @@ from kavalai.errors import ToolNotFoundError, ToolOutputError
 if TYPE_CHECKING:
     from kavalai.kernel import Kernel, ToolDefinition
 
-__all__ = ["KavalCompatMixin", "is_tool_allowed", "cast_output", "to_plain"]
+__all__ = ["KavalCompatMixin", "cast_output", "is_tool_allowed", "to_plain"]
 
 
 def cast_output(raw: Any, output_type: type[Any] | None, uri: str) -> Any:
