@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "KavalAgentNode",
@@ -179,7 +179,7 @@ class KavalDocument(_Strict):
     name: str = "workflow"
     description: str = ""
     version: str = "2.0"
-    start: str | None = None
+    start_node: str | None = Field(None, alias="start", description="Optional: the start node's name.")
     llm_model: str | None = None
     llm_kwargs: dict[str, Any] = Field(default_factory=dict)
     rag_service: str | None = None
@@ -190,3 +190,25 @@ class KavalDocument(_Strict):
     templates: list[KavalTemplate] = Field(default_factory=list)
     python_functions: list[KavalPythonFunction] = Field(default_factory=list)
     nodes: list[KavalNode]
+
+    @model_validator(mode="after")
+    def _check(self) -> KavalDocument:
+        from kavalai.workflow.kaval._checks import check_document
+
+        check_document(self)
+        return self
+
+    @property
+    def start(self) -> str:
+        """The name of the start node."""
+        return next(node.name for node in self.nodes if isinstance(node, KavalStartNode))
+
+    @property
+    def output_type(self) -> str:
+        """The data type every end node returns."""
+        return next(node.output for node in self.nodes if isinstance(node, KavalEndNode))
+
+    @property
+    def node_map(self) -> dict[str, KavalNode]:
+        """The nodes by name."""
+        return {node.name: node for node in self.nodes}

@@ -12,7 +12,6 @@ import importlib.util
 import keyword
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from itertools import combinations
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -20,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from kavalai.errors import FunctionKernelException
-from kavalai.llm.base import ModelSettings
 from kavalai.workflow import ExpressionError, NodeBase, Workflow, WorkflowDefinitionError, compile_expression
 from kavalai.workflow._graph import _RESERVED, did_you_mean
 from kavalai.workflow._types import TypeRegistry
+from kavalai.workflow.kaval._checks import MODEL_NODES, WRITERS, model_settings, reachable
 from kavalai.workflow.kaval._dialect import kaval_json_schema
 from kavalai.workflow.kaval._models import (
     KavalAgentNode,
@@ -32,7 +31,6 @@ from kavalai.workflow.kaval._models import (
     KavalEndNode,
     KavalFunctionNode,
     KavalIfNode,
-    KavalLlmNode,
     KavalNode,
     KavalParallelNode,
     KavalRagQueryNode,
@@ -80,11 +78,17 @@ def is_kaval_document(document: Any) -> bool:
 
 
 def parse_kaval_document(document: Any, *, source: str = "<document>") -> KavalDocument:
-    """Check a parsed document against the Kaval.AI 1.0 schema."""
+    """Check a parsed document against the Kaval.AI 1.0 schema and upstream's load-time checks."""
     try:
         return KavalDocument.model_validate(document)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
+        for error in errors:  # a document-level check: re-raise it as it was, with its node and field
+            cause = (error.get("ctx") or {}).get("error")
+            if isinstance(cause, WorkflowDefinitionError):
+                raise WorkflowDefinitionError(
+                    f"Kaval.AI workflow {source!r}: {cause.message}", node=cause.node, field=cause.field
+                ) from None
         problems = "; ".join(f"field {'.'.join(map(str, e['loc']))!r}: {e['msg']}" for e in errors[:5])
         first = ".".join(map(str, errors[0]["loc"])) if errors else None
         raise WorkflowDefinitionError(f"Kaval.AI workflow {source!r}: {problems}", field=first) from None
@@ -118,7 +122,7 @@ class _Translator:
         self.spec = spec
         self.types = TypeRegistry()
         self.ids = {node.name: _node_id(node.name) for node in spec.nodes}
-        self.outputs = frozenset(node.output for node in spec.nodes if isinstance(node, _WRITERS))
+        self.outputs = frozenset(node.output for node in spec.nodes if isinstance(node, WRITERS))
         self.runtime = KavalRuntime(
             spec.name,
             llm_model=spec.llm_model,
@@ -140,7 +144,6 @@ class _Translator:
                 raise WorkflowDefinitionError(
                     f"Type {name!r} is not a usable JSON Schema: {exc}", field=f"data_types.{name}"
                 ) from None
-        self._check_document()
         for node in spec.nodes:
             if isinstance(node, KavalParallelNode):
                 self._parallel(node)
@@ -156,79 +159,12 @@ class _Translator:
             output_type=output if output in spec.data_types else "any",
         )
 
-    # ------------------------------------------------------------------------------------------- document checks
-
-    def _check_document(self) -> None:
-        spec = self.spec
-        starts = [node.name for node in spec.nodes if isinstance(node, KavalStartNode)]
-        if len(starts) != 1:
-            raise WorkflowDefinitionError(
-                f"Workflow must define exactly one 'start' node, found {len(starts)}.", field="nodes"
-            )
-        if spec.start is not None and spec.start != starts[0]:
-            raise WorkflowDefinitionError(
-                f"Field 'start' names {spec.start!r}, but the start node is {starts[0]!r}.", field="start"
-            )
-        ends = sorted({node.output for node in spec.nodes if isinstance(node, KavalEndNode)})
-        if not ends:
-            raise WorkflowDefinitionError("Workflow must define at least one 'end' node.", field="nodes")
-        if len(ends) > 1:
-            raise WorkflowDefinitionError(
-                f"All 'end' nodes must return the same output data type, found {ends}.", field="nodes"
-            )
-        for node in spec.nodes:
-            if isinstance(node, _TYPED_WRITERS) and node.output not in spec.data_types:
-                raise WorkflowDefinitionError(
-                    f"Node {node.name!r} output {node.output!r} is not declared in data_types."
-                    f"{did_you_mean(node.output, spec.data_types)}",
-                    node=node.name,
-                    field="output",
-                )
-            if isinstance(node, KavalRagQueryNode) and node.service and ("://" in node.service or "@" in node.service):
-                raise WorkflowDefinitionError(
-                    f"Node {node.name!r} service {node.service!r} looks like a connection string; a workflow names a "
-                    "RAG service and the engine is given the retriever (rag_services=...).",
-                    node=node.name,
-                    field="service",
-                )
-        models = [("llm_model", spec.llm_model)] + [
-            (f"nodes.{node.name}.llm_model", node.llm_model) for node in spec.nodes if isinstance(node, _MODEL_NODES)
-        ]
-        for field, model in models:
-            if model is not None:
-                _check_model_name(model, field)
-        _settings("The workflow", spec.llm_kwargs)
-
     def _parallel(self, node: KavalParallelNode) -> None:
+        """Note which join node ends each branch member (the document checks made the branches independent)."""
         by_name = {n.name: n for n in self.spec.nodes}
-        writes: dict[str, set[str]] = {}
         for entry in node.branches:
-            if entry == node.next:
-                raise WorkflowDefinitionError(
-                    f"Parallel node {node.name!r}: branch {entry!r} is also the join node ('next'), so it is empty.",
-                    node=node.name,
-                    field="branches",
-                )
-            members = _reachable(entry, node.next, by_name)
-            if node.name in members:
-                raise WorkflowDefinitionError(
-                    f"Parallel node {node.name!r}: branch {entry!r} loops back into the parallel node; a branch must "
-                    f"rejoin at {node.next!r}.",
-                    node=node.name,
-                    field="branches",
-                )
-            for member in members:
+            for member in reachable(entry, node.next, by_name):
                 self.join[member] = node.next
-            writes[entry] = {n.output for m in members if isinstance(n := by_name[m], _WRITERS)}
-        for left, right in combinations(node.branches, 2):
-            clash = sorted(writes[left] & writes[right])
-            if clash:
-                raise WorkflowDefinitionError(
-                    f"Parallel node {node.name!r}: branches {left!r} and {right!r} both write {clash}; each branch "
-                    "must write its own output variable.",
-                    node=node.name,
-                    field="branches",
-                )
 
     # ------------------------------------------------------------------------------------------------- nodes
 
@@ -305,10 +241,10 @@ class _Translator:
                 store_as=node.store,
                 **common,
             )
-        assert isinstance(node, _MODEL_NODES)  # the union is exhausted above
+        assert isinstance(node, MODEL_NODES)  # the union is exhausted above
         self._inputs(name, node.inputs)
         self._template(name, "prompt", node.prompt)
-        settings, timeout = _settings(f"Node {name!r}", {**self.spec.llm_kwargs, **node.llm_kwargs}, name)
+        settings, timeout = model_settings(f"Node {name!r}", {**self.spec.llm_kwargs, **node.llm_kwargs}, name)
         model_fields: dict[str, Any] = {
             "prompt": node.prompt,
             "inputs": node.inputs,
@@ -373,94 +309,9 @@ class _Translator:
                 self._expression(node, field, path)
 
 
-_WRITERS = (KavalLlmNode, KavalAgentNode, KavalFunctionNode, KavalRagQueryNode)
-_MODEL_NODES = (KavalLlmNode, KavalAgentNode)
-#: The writers whose output must be a declared data type (a rag_query node's output shape is ours).
-_TYPED_WRITERS = (KavalLlmNode, KavalAgentNode, KavalFunctionNode)
-
-
 def _node_id(name: str) -> str:
     """The upstream name, unless expressions reserve it (``input``, ``len``, keywords): then ``<name>#``."""
     return f"{name}#" if name in _RESERVED or keyword.iskeyword(name) else name
-
-
-def _reachable(entry: str, stop: str, nodes: Mapping[str, KavalNode]) -> list[str]:
-    seen: list[str] = []
-    pending = [entry]
-    while pending:
-        current = pending.pop()
-        if current == stop or current in seen or current not in nodes:
-            continue
-        seen.append(current)
-        pending.extend(_targets(nodes[current]))
-    return seen
-
-
-def _targets(node: KavalNode) -> list[str]:
-    if isinstance(node, KavalIfNode):
-        return [node.then, node.else_]
-    if isinstance(node, KavalSwitchNode):
-        return [*node.cases.values(), *([node.default] if node.default else [])]
-    if isinstance(node, KavalParallelNode):
-        return [*node.branches, node.next]
-    if isinstance(node, KavalEndNode):
-        return []
-    return [node.next]
-
-
-def _check_model_name(model: str, field: str) -> None:
-    provider, slash, _ = model.partition("/")
-    if not slash:
-        raise WorkflowDefinitionError(
-            f"Field {field!r} is {model!r}, which is not in 'provider/model' form.", field=field
-        )
-    if "." in provider:
-        raise WorkflowDefinitionError(
-            f"Field {field!r} names provider {provider!r}: a workflow names a provider, never an importable Python "
-            "path.",
-            field=field,
-        )
-
-
-def _settings(
-    label: str, kwargs: Mapping[str, Any], node: str | None = None
-) -> tuple[ModelSettings | None, float | None]:
-    """Upstream's ``llm_kwargs`` as our settings and an llm node's timeout; keys we cannot honour are refused."""
-    known = sorted({*_SETTINGS, *_UNSUPPORTED_SETTINGS, "timeout_seconds"})
-    unknown = sorted(set(kwargs) - set(known))
-    if unknown:
-        hint = " The output cap is spelled 'max_output_tokens'." if "max_tokens" in unknown else ""
-        raise WorkflowDefinitionError(
-            f"{label} has unknown llm_kwargs {unknown}; the known keys are {known}.{hint}",
-            node=node,
-            field="llm_kwargs",
-        )
-    unsupported = sorted(set(kwargs) & _UNSUPPORTED_SETTINGS)
-    if unsupported:
-        raise WorkflowDefinitionError(
-            f"{label}: llm_kwargs {unsupported} are not sent by kavalai's model clients; remove them "
-            "(supported: temperature, max_output_tokens, timeout_seconds).",
-            node=node,
-            field="llm_kwargs",
-        )
-    for key, value in kwargs.items():
-        if value is not None and not _valid_setting(key, value):
-            raise WorkflowDefinitionError(
-                f"{label} has invalid llm_kwargs: {key} must be a positive number, not {value!r}.",
-                node=node,
-                field=f"llm_kwargs.{key}",
-            )
-    values = {ours: kwargs[theirs] for theirs, ours in _SETTINGS.items() if kwargs.get(theirs) is not None}
-    timeout = kwargs.get("timeout_seconds")
-    return (ModelSettings(**values) if values else None), None if timeout is None else float(timeout)
-
-
-def _valid_setting(key: str, value: Any) -> bool:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    if key == "max_output_tokens":
-        return isinstance(value, int) and value > 0
-    return key == "temperature" or value > 0
 
 
 # ------------------------------------------------------------------------------------------------ kernel sections
