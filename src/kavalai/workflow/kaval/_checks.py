@@ -7,6 +7,7 @@ loader re-raises the original error with its node and field.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,8 @@ __all__ = ["MODEL_NODES", "WRITERS", "check_document", "model_settings", "reacha
 WRITERS = (KavalLlmNode, KavalAgentNode, KavalFunctionNode, KavalRagQueryNode)
 TYPEDWRITERS = (KavalLlmNode, KavalAgentNode, KavalFunctionNode)
 MODEL_NODES = (KavalLlmNode, KavalAgentNode)
+
+logger = logging.getLogger("kavalai.workflow")
 
 #: Upstream's ``llm_kwargs`` keys: the first two are applied, ``timeout_seconds`` bounds an llm node.
 _SETTINGS = {"temperature": "temperature", "max_output_tokens": "max_tokens"}
@@ -105,8 +108,8 @@ class _Checks:
                     node=node.name,
                     field="service",
                 )
-        models = [("llm_model", spec.llm_model)] + [
-            (f"nodes.{node.name}.llm_model", node.llm_model) for node in spec.nodes if isinstance(node, MODEL_NODES)
+        models = [("workflow 'llm_model'", spec.llm_model)] + [
+            (f"node {node.name!r} llm_model", node.llm_model) for node in spec.nodes if isinstance(node, MODEL_NODES)
         ]
         for field, model in models:
             if model is not None:
@@ -195,13 +198,24 @@ def _check_model_name(model: str, field: str) -> None:
     provider, slash, _ = model.partition("/")
     if not slash:
         raise WorkflowDefinitionError(
-            f"Field {field!r} is {model!r}, which is not in 'provider/model' form.", field=field
+            f"The {field} is {model!r}, which is not in 'provider/model' form.", field="llm_model"
         )
     if "." in provider:
         raise WorkflowDefinitionError(
-            f"Field {field!r} names provider {provider!r}: a workflow names a provider, never an importable Python "
-            "path.",
-            field=field,
+            f"The {field} names provider {provider!r}: a workflow names a provider, never an importable Python path.",
+            field="llm_model",
+        )
+    from kavalai.llm.registry import PROVIDERS
+
+    if provider not in PROVIDERS:
+        # A warning, as upstream gives: the engine may be handed a client for this name (llm=, llms=).
+        logger.warning(
+            "The %s: Unsupported LLM provider %r (known: %s). The workflow loads; a node using it fails when it "
+            "runs unless the engine is given a client for it (llm=..., llms={%r: client}).",
+            field,
+            provider,
+            ", ".join(PROVIDERS),
+            model,
         )
 
 
