@@ -139,6 +139,11 @@ def create_app() -> FastAPI:
             raise _unauthorized("basic")
         return {"user": BASIC_USER}
 
+    @app.get("/auth_check", tags=["auth"])
+    async def auth_check(authorization: Annotated[str | None, Header()] = None) -> dict[str, str]:
+        """Basic auth at a one-segment path, as Kaval.AI 1.0's ad-hoc calls reach it."""
+        return await auth_basic(authorization)
+
     @app.get("/auth/bearer", tags=["auth"])
     async def auth_bearer(authorization: Annotated[str | None, Header()] = None) -> dict[str, str]:
         if authorization != f"Bearer {BEARER_TOKEN}":

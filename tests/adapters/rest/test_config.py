@@ -105,13 +105,16 @@ def test_resolved_credentials_for_each_kind(monkeypatch: pytest.MonkeyPatch) -> 
     assert header.redact("got k2 here") == "got *** here"
 
 
-def test_a_missing_credential_variable_fails_registration(
+async def test_registration_records_configuration_and_a_missing_variable_fails_the_first_call(
     kernel: FunctionKernel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("KAVALAI_TEST_MISSING_TOKEN", raising=False)
     server = RestServer(name="s", url="http://h", auth=BearerAuth(token_env="KAVALAI_TEST_MISSING_TOKEN"))
-    with pytest.raises(ConfigurationError, match=r"'s': environment variable KAVALAI_TEST_MISSING_TOKEN"):
-        kernel.register_rest_server(server)
+    kernel.register_rest_server(server)  # registration only records the configuration (read at first use)
+    kernel.register_rest_tool("s", "t", "GET")
+    with pytest.raises(ConfigurationError, match=r"'s': environment variable KAVALAI_TEST_MISSING_TOKEN") as info:
+        await kernel.call_tool("rest://s.t")
+    assert info.value.uri == "rest://s.t"
 
 
 def test_an_empty_credential_variable_is_missing_too(monkeypatch: pytest.MonkeyPatch) -> None:

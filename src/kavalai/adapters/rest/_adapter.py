@@ -55,6 +55,7 @@ class RestAdapter(ToolAdapter):
         self._tools: dict[str, dict[str, ToolDefinition]] = {}  # server -> tool name -> definition
         self._own_timeouts: set[str] = set()  # URIs registered with their own timeout, not the server's
         self._retired: list[ServerSession] = []
+        self._adhoc: dict[str, ToolDefinition] = {}  # unlisted tools of Kaval.AI-style ad-hoc calls, by URI + method
 
     # --------------------------------------------------------------------------------------------- servers
 
@@ -79,6 +80,8 @@ class RestAdapter(ToolAdapter):
         if existing is not None:
             self._retired.append(existing)
         self._servers[server.name] = session
+        prefix = f"rest://{server.name}."
+        self._adhoc = {key: d for key, d in self._adhoc.items() if not key.startswith(prefix)}
         tools = self._tools.setdefault(server.name, {})
         for key, definition in list(tools.items()):
             if definition.name not in self._own_timeouts:
@@ -249,6 +252,41 @@ class RestAdapter(ToolAdapter):
         return invoke
 
     # ----------------------------------------------------------------------------------------- the contract
+
+    async def resolve(self, uri: ToolURI) -> ToolDefinition | None:
+        """A tool named with an HTTP method (``rest://api.items [GET]``, or ``call_tool(..., method="GET")``).
+
+        The registered tool when its method is that one; when the server has no such tool, an ad-hoc tool that
+        sends ``<METHOD> <server url>/<tool>`` (query parameters for GET, HEAD and DELETE, a JSON body otherwise),
+        as Kaval.AI 1.0 called REST endpoints. Ad-hoc tools are not listed. Without a method, an unregistered name
+        stays an unknown tool (with did-you-mean), so a typo never reaches the server.
+        """
+        method, server = uri.qualifier, uri.server or ""
+        if method is None or server not in self._servers:
+            return None
+        registered = self.registry.get(str(uri))
+        if registered is not None:
+            return registered if registered.metadata.get("method") == method else None
+        if method not in METHODS:
+            raise ConfigurationError(
+                f"Cannot call {uri} [{method}]: unknown HTTP method; use one of {', '.join(sorted(METHODS))}.",
+                uri=str(uri),
+            )
+        key = f"{uri} [{method}]"
+        definition = self._adhoc.get(key)
+        if definition is None:
+            session = self._servers[server]
+            definition = self._definition(
+                uri.without_qualifier(),
+                RequestPlan.simple(method, f"/{uri.tool}"),
+                {"type": "object", "additionalProperties": True},
+                None,
+                f"{method} /{uri.tool} on REST server {server!r} (ad hoc).",
+                session.server.timeout,
+                extra_metadata={"ad_hoc": True},
+            )
+            self._adhoc[key] = definition  # built once: a model per call would cost milliseconds
+        return definition
 
     def missing_hint(self, uri: ToolURI) -> str | None:
         """Explain a missing ``rest://`` tool: its server is not registered, or which tools it has."""

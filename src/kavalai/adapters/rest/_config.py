@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Self
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidatorFunctionWrapHandler, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
-from kavalai.adapters.rest._auth import Auth, Credentials, read_env, validated
+from kavalai.adapters.rest._auth import Auth, BasicAuth, Credentials, read_env, validated
 from kavalai.errors import ConfigurationError
 from kavalai.kernel import SERVER_NAME_PATTERN
 
@@ -47,6 +56,12 @@ class RestServer(BaseModel):
     )
     auth: Auth | None = Field(default=None, description="BasicAuth, BearerAuth or ApiKeyAuth.")
     max_connections: int = Field(default=100, ge=1, description="Size of the server's connection pool.")
+    username_env: str | None = Field(
+        default=None,
+        description="Kaval.AI 1.0's Basic auth: the variable holding the username (with password_env). Unlike "
+        "BasicAuth, the request goes without auth when either variable is unset.",
+    )
+    password_env: str | None = Field(default=None, description="Kaval.AI 1.0's Basic auth: the password's variable.")
 
     @field_validator("url")
     @classmethod
@@ -57,6 +72,10 @@ class RestServer(BaseModel):
     def _check(self) -> Self:
         if (self.url is None) == (self.url_env is None):
             raise ValueError("give exactly one of url or url_env")
+        if (self.username_env is None) != (self.password_env is None):
+            raise ValueError("give both username_env and password_env, or neither")
+        if self.username_env is not None and self.auth is not None:
+            raise ValueError("give auth=BasicAuth(username_env=..., password_env=...) or username_env/password_env")
         return self
 
     @model_validator(mode="wrap")
@@ -85,6 +104,11 @@ class RestServer(BaseModel):
             ConfigurationError: an environment variable is unset or empty, or holds an invalid URL.
         """
         if self.url_env is not None:
+            if not os.environ.get(self.url_env):
+                raise ConfigurationError(
+                    f"URL for REST server {self.name!r} not found: environment variable {self.url_env} (base URL) "
+                    "is not set or empty. Set it, or give url= directly."
+                )
             raw = read_env(self.url_env, server=self.name, what="base URL")
             try:
                 url = _checked_url(raw)
@@ -94,7 +118,7 @@ class RestServer(BaseModel):
                 ) from exc
         else:
             url = self.url or ""
-        credentials = self.auth.credentials(self.name) if self.auth is not None else Credentials()
+        credentials = self.auth.credentials(self.name) if self.auth is not None else self._env_basic_auth()
         headers = {**self.headers, **credentials.headers}
         sensitive = [name for name in self.headers if _is_sensitive(name)]
         secrets = credentials.secrets + tuple(self.headers[name] for name in sensitive)
@@ -106,6 +130,14 @@ class RestServer(BaseModel):
             secrets=tuple(s for s in secrets if s),
             secret_headers=tuple(dict.fromkeys([*credentials.headers, *sensitive])),
         )
+
+    def _env_basic_auth(self) -> Credentials:
+        if self.username_env is None or self.password_env is None:
+            return Credentials()
+        user, password = os.environ.get(self.username_env, ""), os.environ.get(self.password_env, "")
+        if not (user and password):  # Kaval.AI 1.0 sent no auth then; BasicAuth(...) refuses instead
+            return Credentials()
+        return BasicAuth(username=user, password=SecretStr(password)).credentials(self.name)
 
 
 @dataclass(frozen=True, slots=True, repr=False)

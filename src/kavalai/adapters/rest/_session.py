@@ -48,11 +48,19 @@ class ServerSession:
 
     def __init__(self, server: RestServer) -> None:
         self.server = server
-        self.resolved: ResolvedServer = server.resolve()
+        # Registration only records the configuration: environment variables are read when a session opens.
+        self._resolved: ResolvedServer | None = None
         self._ssl = self._ssl_setting()
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closer: AsyncGenerator[None, None] | None = None
+
+    @property
+    def resolved(self) -> ResolvedServer:
+        """The server's settings with URL and credentials read (read now if no session has read them yet)."""
+        if self._resolved is None:
+            self._resolved = self.server.resolve()
+        return self._resolved
 
     @property
     def name(self) -> str:
@@ -65,7 +73,7 @@ class ServerSession:
             await self.aclose()  # let go of a closed session, or one of another event loop, properly
             if self._session is not None:  # another call opened one meanwhile
                 return self._session
-        self.resolved = self.server.resolve()
+        self._resolved = self.server.resolve()
         connector = aiohttp.TCPConnector(limit=self.server.max_connections, ssl=self._ssl)
         session = aiohttp.ClientSession(
             connector=connector,
