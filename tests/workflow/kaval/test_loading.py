@@ -189,3 +189,30 @@ def test_dialect_required_false_ref_and_required_list() -> None:
     scored = workflow.types.get("scored")
     assert scored is not None
     assert scored.validate({"intent": "x"}).confidence is None
+
+
+def test_our_graph_checks_apply_unreachable_nodes_and_loops_to_start() -> None:
+    stray = [*MINIMAL, _llm("stray")]
+    with pytest.raises(WorkflowDefinitionError, match="Node 'stray' cannot be reached from the start node 's'"):
+        WorkflowEngine.from_dict(doc(stray))
+    back = [{"name": "s", "type": "start", "next": "ask"}, _llm("ask", next="s"), MINIMAL[1]]
+    with pytest.raises(WorkflowDefinitionError, match="leads back to the start node 's'"):
+        WorkflowEngine.from_dict(doc(back))
+
+
+def test_stream_flags_and_history_settings_are_accepted() -> None:
+    node = _llm(stream_output=True, stream_delta=True, use_history=False, history_limit=3, history_max_chars=100)
+    engine = WorkflowEngine.from_dict(doc([{"name": "s", "type": "start", "next": "ask"}, node, MINIMAL[1]]))
+    assert "ask" in engine.workflow.nodes
+
+
+def test_a_directly_built_document_raises_pydantics_error_with_upstreams_wording() -> None:
+    from pydantic import ValidationError
+
+    from kavalai.workflow.kaval import LLMNode, WorkflowGraph
+
+    with pytest.raises(ValidationError, match="exactly one 'start' node, found 0"):
+        WorkflowGraph(name="wf", data_types=dict(TYPES), nodes=[{"name": "e", "type": "end"}])
+    graph = WorkflowGraph(name="wf", data_types=dict(TYPES), nodes=MINIMAL)
+    assert (graph.start, graph.output_type, list(graph.node_map)) == ("s", "output", ["s", "e"])
+    assert LLMNode(name="n", prompt="p", output="output", next="e").use_history is True
