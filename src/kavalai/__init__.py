@@ -49,17 +49,16 @@ if TYPE_CHECKING:
     from kavalai.adapters.python import pythontool
     from kavalai.adapters.rest import ApiKeyAuth, BasicAuth, BearerAuth, RestServer
     from kavalai.agent import Agent, AgentResult, Approval, ToolCallRecord
+    from kavalai.agent.errors import AgentError, MaxStepsExceededError
     from kavalai.function_kernel import FunctionKernel
     from kavalai.kernel import ToolDefinition, ToolURI
     from kavalai.llm import LLMClient, make_client
     from kavalai.llm.errors import (
-        AgentError,
         LLMConfigurationError,
         LLMConnectionError,
         LLMError,
         LLMProviderError,
         LLMResponseError,
-        MaxStepsExceededError,
         StructuredOutputError,
     )
     from kavalai.workflow import RunResult, RunStatus, Workflow, WorkflowBuilder, WorkflowEngine
@@ -69,7 +68,7 @@ if TYPE_CHECKING:
 # load when the first of them is touched (module __getattr__, PEP 562).
 _LAZY: dict[str, str] = {
     "Agent": "kavalai.agent",
-    "AgentError": "kavalai.llm.errors",
+    "AgentError": "kavalai.agent.errors",
     "AgentResult": "kavalai.agent",
     "Approval": "kavalai.agent",
     "LLMClient": "kavalai.llm",
@@ -78,7 +77,7 @@ _LAZY: dict[str, str] = {
     "LLMError": "kavalai.llm.errors",
     "LLMProviderError": "kavalai.llm.errors",
     "LLMResponseError": "kavalai.llm.errors",
-    "MaxStepsExceededError": "kavalai.llm.errors",
+    "MaxStepsExceededError": "kavalai.agent.errors",
     "StructuredOutputError": "kavalai.llm.errors",
     "ToolCallRecord": "kavalai.agent",
     "make_client": "kavalai.llm",

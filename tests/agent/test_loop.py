@@ -10,8 +10,9 @@ from tests.agent.conftest import ToolBox
 
 from kavalai import FunctionKernel, pythontool
 from kavalai.agent import Agent
+from kavalai.agent.errors import MaxStepsExceededError
 from kavalai.llm import AssistantMessage, SystemMessage, ToolCall, ToolResultMessage, UserMessage
-from kavalai.llm.errors import LLMConfigurationError, MaxStepsExceededError
+from kavalai.llm.errors import LLMConfigurationError
 from kavalai.testing import ScriptedLLM, ScriptedRequest, tool_call
 
 
@@ -22,9 +23,9 @@ class CountingKernel(FunctionKernel):
         super().__init__()
         self.description_calls = 0
 
-    async def get_tool_descriptions(self, allowed_tools: Any = None) -> list[dict[str, Any]]:
+    async def describe_tools(self, allowed_tools: Any = None) -> list[dict[str, Any]]:
         self.description_calls += 1
-        return await super().get_tool_descriptions(allowed_tools)
+        return await super().describe_tools(allowed_tools)
 
 
 async def test_one_tool_call_then_answer(kernel: FunctionKernel, toolbox: ToolBox) -> None:

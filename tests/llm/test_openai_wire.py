@@ -15,8 +15,9 @@ from tests.servers.uvicorn_server import serve
 
 from kavalai import FunctionKernel, pythontool
 from kavalai.agent import Agent, AgentEvent, ModelTextDelta
+from kavalai.agent.errors import MaxStepsExceededError
 from kavalai.llm import AssistantMessage, ModelSettings, ResponseDone, TextDelta, ToolSpec, UserMessage
-from kavalai.llm.errors import LLMConnectionError, LLMProviderError, LLMResponseError, MaxStepsExceededError
+from kavalai.llm.errors import LLMConnectionError, LLMProviderError, LLMResponseError
 from kavalai.llm.openai import OpenAIClient
 
 KEY = "sk-wire-test-key-0123456789"

@@ -15,7 +15,7 @@ from kavalai.agent._events import (
     ToolCallStarted,
 )
 from kavalai.agent._result import AgentResult, ToolCallRecord
-from kavalai.llm.errors import AgentError, MaxStepsExceededError
+from kavalai.agent.errors import AgentError, MaxStepsExceededError
 
 __all__ = [
     "Agent",

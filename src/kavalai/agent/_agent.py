@@ -23,8 +23,9 @@ from kavalai.agent._events import (
 )
 from kavalai.agent._result import AgentResult, ToolCallRecord
 from kavalai.agent._tools import ToolRunner
+from kavalai.agent.errors import MaxStepsExceededError
 from kavalai.llm.base import LLMClient, ModelSettings, parse_structured
-from kavalai.llm.errors import LLMResponseError, MaxStepsExceededError, StructuredOutputError
+from kavalai.llm.errors import LLMResponseError, StructuredOutputError
 from kavalai.llm.messages import (
     LLMResponse,
     Message,

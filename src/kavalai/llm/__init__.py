@@ -9,13 +9,11 @@ as ``"openai/gpt-4.1-mini"``.
 from kavalai.llm.anthropic import AnthropicClient
 from kavalai.llm.base import LLMClient, ModelSettings, parse_structured
 from kavalai.llm.errors import (
-    AgentError,
     LLMConfigurationError,
     LLMConnectionError,
     LLMError,
     LLMProviderError,
     LLMResponseError,
-    MaxStepsExceededError,
     StructuredOutputError,
 )
 from kavalai.llm.messages import (
@@ -38,7 +36,6 @@ from kavalai.llm.registry import PROVIDERS, make_client
 
 __all__ = [
     "PROVIDERS",
-    "AgentError",
     "AnthropicClient",
     "AssistantMessage",
     "LLMClient",
@@ -48,7 +45,6 @@ __all__ = [
     "LLMProviderError",
     "LLMResponse",
     "LLMResponseError",
-    "MaxStepsExceededError",
     "Message",
     "ModelSettings",
     "OpenAIClient",

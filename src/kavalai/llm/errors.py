@@ -10,7 +10,7 @@ chained with ``raise ... from exc``. Messages never contain API keys::
     ├── LLMProviderError            the provider answered with an error status; .status_code, .body
     ├── LLMResponseError            a reply that cannot be used (malformed, empty)
     ├── StructuredOutputError       a reply that does not fit the response_model; .errors, .response
-    └── AgentError                  the agent could not finish a run
+    └── AgentError                  the agent could not finish a run (kavalai.agent.errors)
         └── MaxStepsExceededError   the model still asked for tools after max_steps calls; .result (partial)
 
 Tool failures are not here: they are :class:`~kavalai.errors.FunctionKernelException` subclasses, and the agent
@@ -25,17 +25,14 @@ from typing import TYPE_CHECKING, Any
 from kavalai.errors import FunctionKernelException
 
 if TYPE_CHECKING:
-    from kavalai.agent._result import AgentResult
     from kavalai.llm.messages import LLMResponse
 
 __all__ = [
-    "AgentError",
     "LLMConfigurationError",
     "LLMConnectionError",
     "LLMError",
     "LLMProviderError",
     "LLMResponseError",
-    "MaxStepsExceededError",
     "StructuredOutputError",
 ]
 
@@ -108,21 +105,3 @@ class StructuredOutputError(LLMError):
         super().__init__(message, provider=provider, model=model)
         self.errors = list(errors)
         self.response = response
-
-
-class AgentError(LLMError):
-    """An agent run could not finish."""
-
-
-class MaxStepsExceededError(AgentError):
-    """The model was still calling tools when the run reached ``max_steps`` model calls.
-
-    Attributes:
-        max_steps: the limit that was reached.
-        result: what the run produced so far (messages, trace, usage); its ``output`` is the last text, or ``None``.
-    """
-
-    def __init__(self, message: str, *, max_steps: int, result: AgentResult[Any] | None = None) -> None:
-        super().__init__(message)
-        self.max_steps = max_steps
-        self.result = result
