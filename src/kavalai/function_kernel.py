@@ -18,7 +18,7 @@ from kavalai.kernel import Kernel, Middleware, ToolAdapter, ToolRegistry
 
 if TYPE_CHECKING:
     from kavalai.adapters.mcp import McpAdapter, McpServer, McpServerState
-    from kavalai.adapters.rest import RestAdapter, RestServer
+    from kavalai.adapters.rest import OpenApiImport, RestAdapter, RestServer
 
 __all__ = ["FunctionKernel"]
 
@@ -144,7 +144,7 @@ class FunctionKernel(KavalCompatMixin, Kernel):
         include: list[str] | None = None,
         exclude: list[str] | None = None,
         replace: bool = False,
-    ) -> list[str]:
+    ) -> OpenApiImport:
         """Register one ``rest://`` tool per operation of an OpenAPI spec; return their URIs.
 
         Registration only records configuration: a spec given as a dict or a file registers its tools at once; a

@@ -210,7 +210,9 @@ async def test_connect_checks_every_tool_the_workflow_names(tools_kernel: Functi
         .end()
         .build()
     )
-    with pytest.raises(WorkflowDefinitionError, match="field 'allowed_tools\\[1\\]': the pattern 'mcp://github.\\*'"):
+    with pytest.raises(
+        WorkflowDefinitionError, match="field 'allowed_tools\\[1\\]': The pattern 'mcp://github.\\*' matches no"
+    ):
         await WorkflowEngine(agent, tools_kernel, llm=ScriptedLLM(["x"])).connect()
 
 

@@ -120,7 +120,7 @@ def test_environment_variables_are_expanded(tmp_path: Path, monkeypatch: pytest.
         (("- HELPERS.double", "- double"), "'double' is not a dotted path"),
         (
             ("- {function: HELPERS.shout, name: text.shout}", "- {function: HELPERS.double, name: double}"),
-            "Field 'python_functions': A tool is already registered at python://double",
+            "Field 'python_functions': Python tool 'double' is already registered at python://double",
         ),
         (("nodes:", "tools: [nope]\nnodes:"), "the bundled tool group 'nope', which does not exist"),
         (("nodes:", "tools: [{group: fs, root: /no/such/dir/kv}]\nnodes:"), "Field 'tools.fs':"),

@@ -5,17 +5,17 @@ from typing import TYPE_CHECKING
 from kavalai.adapters.rest._auth import ApiKeyAuth, BasicAuth, BearerAuth
 from kavalai.adapters.rest._config import RestServer
 
-__all__ = ["ApiKeyAuth", "BasicAuth", "BearerAuth", "RestAdapter", "RestServer"]
+__all__ = ["ApiKeyAuth", "BasicAuth", "BearerAuth", "OpenApiImport", "RestAdapter", "RestServer"]
 
 
 if TYPE_CHECKING:
-    from kavalai.adapters.rest._adapter import RestAdapter
+    from kavalai.adapters.rest._adapter import OpenApiImport, RestAdapter
 
 
 def __getattr__(name: str) -> object:
     # The adapter imports its heavy dependencies: loaded when the kernel first needs it.
-    if name == "RestAdapter":
-        from kavalai.adapters.rest._adapter import RestAdapter
+    if name in ("RestAdapter", "OpenApiImport"):
+        from kavalai.adapters.rest import _adapter
 
-        return RestAdapter
+        return getattr(_adapter, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,12 +10,11 @@ import asyncio
 import dataclasses
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-import anyio.to_thread
 from pydantic import BaseModel
 
 from kavalai.adapters.base import ToolAdapter, ToolRegistry
@@ -28,20 +27,57 @@ from kavalai.adapters.rest._request import (
     path_placeholders,
 )
 from kavalai.adapters.rest._session import ServerSession
+from kavalai.documents import MAX_DOCUMENT_BYTES
 from kavalai.errors import (
     ConfigurationError,
     FunctionKernelException,
     InvalidToolURIError,
+    ServerConnectionError,
     ToolRegistrationError,
     ToolTimeoutError,
 )
 from kavalai.kernel import Invoker, ToolDefinition, ToolURI, model_from_json_schema, output_model_from_json_schema
 
-__all__ = ["RestAdapter"]
+__all__ = ["OpenApiImport", "RestAdapter"]
 
 logger = logging.getLogger("kavalai.rest")
 
 _NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+class OpenApiImport(list[str]):
+    """What ``register_openapi`` returns: the URIs of the tools a spec registered, a list.
+
+    A spec given as a dict or a file is imported at once. A spec at a URL is fetched when its server connects
+    (``kernel.connect()``, or the first listing or call of that server's tools); until then the list is empty.
+    Awaiting the list imports it now and gives the list, so code written as ``await kernel.register_openapi(...)``
+    keeps working (and sees fetching errors there).
+    """
+
+    def __init__(
+        self,
+        adapter: RestAdapter,
+        server_name: str,
+        spec: Any,
+        include: list[str] | None,
+        exclude: list[str] | None,
+        replace: bool,
+    ) -> None:
+        super().__init__()
+        self._adapter = adapter
+        self.server_name, self.spec = server_name, spec
+        self.include, self.exclude, self.replace = include, exclude, replace
+
+    def done(self, uris: list[str]) -> None:
+        """Record the URIs the import registered."""
+        self[:] = uris
+
+    def __await__(self) -> Generator[Any, None, OpenApiImport]:
+        return self._load().__await__()
+
+    async def _load(self) -> OpenApiImport:
+        await self._adapter.load_spec(self)
+        return self
 
 
 class RestAdapter(ToolAdapter):
@@ -52,19 +88,17 @@ class RestAdapter(ToolAdapter):
     def __init__(self, registry: ToolRegistry) -> None:
         super().__init__(registry)
         self._servers: dict[str, ServerSession] = {}
-        self._tools: dict[str, dict[str, ToolDefinition]] = {}  # server -> tool name -> definition
-        self._own_timeouts: set[str] = set()  # URIs registered with their own timeout, not the server's
+        self._pending: dict[str, list[OpenApiImport]] = {}  # specs at a URL, fetched when their server connects
         self._retired: list[ServerSession] = []
         self._adhoc: dict[str, ToolDefinition] = {}  # unlisted tools of Kaval.AI-style ad-hoc calls, by URI + method
 
     # --------------------------------------------------------------------------------------------- servers
 
     def register_server(self, server: RestServer, *, replace: bool = False) -> None:
-        """Register ``server``; its URL and credentials are checked now (environment variables read).
+        """Record ``server``. Environment variables it names are read when its first session opens.
 
         Raises:
             ToolRegistrationError: a server of that name is registered and ``replace`` is false.
-            ConfigurationError: an environment variable it names is unset or empty.
         """
         if not isinstance(server, RestServer):
             raise ToolRegistrationError(
@@ -82,11 +116,9 @@ class RestAdapter(ToolAdapter):
         self._servers[server.name] = session
         prefix = f"rest://{server.name}."
         self._adhoc = {key: d for key, d in self._adhoc.items() if not key.startswith(prefix)}
-        tools = self._tools.setdefault(server.name, {})
-        for key, definition in list(tools.items()):
-            if definition.name not in self._own_timeouts:
-                tools[key] = dataclasses.replace(definition, timeout=server.timeout)
-                self.registry.add_tool(tools[key], replace=True)
+        for definition in self.registry.tools_of("rest", server.name):
+            if not definition.metadata.get("own_timeout"):  # tools follow their server's timeout
+                self.registry.add_tool(dataclasses.replace(definition, timeout=server.timeout), replace=True)
 
     def server_names(self) -> list[str]:
         """The names of the registered servers, in registration order."""
@@ -143,11 +175,12 @@ class RestAdapter(ToolAdapter):
             _schema_dict(uri, "output_schema", output_schema),
             description or f"{verb} {route} on REST server {server_name!r}.",
             timeout if timeout is not None else session.server.timeout,
+            extra_metadata={"own_timeout": timeout is not None},
         )
-        self._publish(definition, replace=replace, own_timeout=timeout is not None)
+        self.registry.add_tool(definition, replace=replace)
         return definition.name
 
-    async def register_openapi(
+    def register_openapi(
         self,
         server_name: str,
         spec: Mapping[str, Any] | str | os.PathLike[str],
@@ -155,10 +188,12 @@ class RestAdapter(ToolAdapter):
         include: list[str] | None = None,
         exclude: list[str] | None = None,
         replace: bool = False,
-    ) -> list[str]:
-        """Register one tool per operation of an OpenAPI 3 spec (see ``register_openapi``); return their URIs.
+    ) -> OpenApiImport:
+        """Register one tool per operation of an OpenAPI 3 spec (see ``register_openapi``).
 
-        Every tool is built before any is registered, so a spec that fails registers nothing.
+        A dict or a file registers at once; a spec at a URL is recorded and fetched when the server connects (or
+        when the returned :class:`OpenApiImport` is awaited). Every tool of a spec is built before any is
+        registered, so a spec that fails registers nothing.
         """
         session = self._session(server_name)
         for name, names in (("include", include), ("exclude", exclude)):
@@ -167,33 +202,53 @@ class RestAdapter(ToolAdapter):
                     f"register_openapi({server_name!r}, ...): {name} takes a list of operationIds or tags, not a "
                     f"string; did you mean {name}=[{names!r}]?"
                 )
-        document = await _load_spec(session, spec)
+        job = OpenApiImport(self, server_name, spec, include, exclude, replace)
+        document = _local_spec(session, spec)
+        if document is None:
+            self._pending.setdefault(server_name, []).append(job)
+        else:
+            job.done(self._import(session, document, job))
+        return job
+
+    async def load_spec(self, job: OpenApiImport) -> None:
+        """Fetch and register a spec recorded at a URL (once; later calls return at once)."""
+        pending = self._pending.get(job.server_name, [])
+        if not any(item is job for item in pending):  # jobs are lists: compare by identity, not contents
+            return
+        session = self._session(job.server_name)
+        document = await _fetch_spec_document(session, job.spec)
+        if any(item is job for item in pending):  # another task may have imported it meanwhile
+            pending[:] = [item for item in pending if item is not job]
+            job.done(self._import(session, document, job))
+
+    async def _load_pending(self, server_name: str) -> None:
+        for job in list(self._pending.get(server_name, [])):
+            await self.load_spec(job)
+
+    def _import(self, session: ServerSession, document: dict[str, Any], job: OpenApiImport) -> list[str]:
         try:
-            operations, skipped = read_operations(document, include=include, exclude=exclude)
+            operations, skipped = read_operations(document, include=job.include, exclude=job.exclude)
         except ConfigurationError as exc:
-            raise ConfigurationError(f"Cannot import OpenAPI tools for REST server {server_name!r}: {exc}") from exc
+            raise ConfigurationError(f"Cannot import OpenAPI tools for REST server {session.name!r}: {exc}") from exc
         for skip in skipped:
-            logger.warning("OpenAPI import for REST server %r skipped %s: %s", server_name, skip.label, skip.reason)
+            logger.warning("OpenAPI import for REST server %r skipped %s: %s", session.name, skip.label, skip.reason)
         definitions = [self._from_operation(session, op) for op in operations]
-        if not replace:
+        if not job.replace:
             for definition in definitions:
-                if definition.uri.tool in self._tools[server_name]:
+                if definition.name in self.registry:
                     raise ToolRegistrationError(
                         f"A tool is already registered at {definition.name}. Pass replace=True to replace the "
                         "tools of this spec, or filter it with include=/exclude=.",
                         uri=definition.name,
                     )
         for definition in definitions:
-            self._publish(definition, replace=replace, own_timeout=False)
+            self.registry.add_tool(definition, replace=job.replace)
         return [definition.name for definition in definitions]
 
-    def _publish(self, definition: ToolDefinition, *, replace: bool, own_timeout: bool) -> None:
-        self.registry.add_tool(definition, replace=replace)
-        self._tools[definition.metadata["server"]][definition.uri.tool] = definition
-        if own_timeout:
-            self._own_timeouts.add(definition.name)
-        else:
-            self._own_timeouts.discard(definition.name)
+    def remove_tool(self, uri: str) -> bool:
+        """Withdraw a ``rest://`` tool (and forget any ad-hoc variant of it)."""
+        self._adhoc = {key: d for key, d in self._adhoc.items() if not key.startswith(f"{uri} [")}
+        return self.registry.remove_tool(uri) is not None
 
     def _from_operation(self, session: ServerSession, operation: OpenApiOperation) -> ToolDefinition:
         uri = _tool_uri(session.name, operation.tool_name)
@@ -253,6 +308,18 @@ class RestAdapter(ToolAdapter):
 
     # ----------------------------------------------------------------------------------------- the contract
 
+    async def connect(self) -> None:
+        """Fetch and register every OpenAPI spec recorded at a URL; a server whose spec fails is named in one
+        :class:`~kavalai.errors.ServerConnectionError`, the others' tools are registered."""
+        failures: list[str] = []
+        for server_name in list(self._pending):
+            try:
+                await self._load_pending(server_name)
+            except FunctionKernelException as exc:
+                failures.append(f"REST server {server_name!r}: {exc}")
+        if failures:
+            raise ServerConnectionError("Cannot import OpenAPI specs:\n" + "\n".join(failures))
+
     async def resolve(self, uri: ToolURI) -> ToolDefinition | None:
         """A tool named with an HTTP method (``rest://api.items [GET]``, or ``call_tool(..., method="GET")``).
 
@@ -262,6 +329,10 @@ class RestAdapter(ToolAdapter):
         stays an unknown tool (with did-you-mean), so a typo never reaches the server.
         """
         method, server = uri.qualifier, uri.server or ""
+        if self._pending.get(server):
+            await self._load_pending(server)  # its spec is at a URL: import it now, as a connect would
+            if method is None:
+                return self.registry.get(str(uri))
         if method is None or server not in self._servers:
             return None
         registered = self.registry.get(str(uri))
@@ -296,7 +367,7 @@ class RestAdapter(ToolAdapter):
                 f"No REST server named {server!r} is registered; register it with "
                 f"kernel.register_rest_server(RestServer(name={server!r}, url=...))."
             )
-        tools = sorted(self._tools.get(server, ()))
+        tools = sorted(d.uri.tool for d in self.registry.tools_of("rest", server))
         if not tools:
             return (
                 f"REST server {server!r} has no tools yet; add them with kernel.register_rest_tool(...) or "
@@ -348,7 +419,8 @@ def _check_placeholders(uri: ToolURI, path: str, schema: Mapping[str, Any]) -> N
         )
 
 
-async def _load_spec(session: ServerSession, spec: Mapping[str, Any] | str | os.PathLike[str]) -> dict[str, Any]:
+def _local_spec(session: ServerSession, spec: Mapping[str, Any] | str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The spec document of a dict or a file, read now; ``None`` for a spec at a URL (fetched later)."""
     if isinstance(spec, Mapping):
         return check_spec(spec, source="(given as a dict)")
     text = os.fspath(spec) if isinstance(spec, os.PathLike) else spec
@@ -356,17 +428,22 @@ async def _load_spec(session: ServerSession, spec: Mapping[str, Any] | str | os.
         raise ConfigurationError(
             f"register_openapi takes a dict, a file path or a URL path, not {type(spec).__name__}."
         )
-    is_url = text.startswith(("http://", "https://"))
-    if not is_url:
-        content = await anyio.to_thread.run_sync(_read_spec_file, text, isinstance(spec, os.PathLike))
-        if content is not None:
-            return parse_spec(content, source=repr(text))
-    if not is_url and not text.startswith("/"):
+    if text.startswith(("http://", "https://")):
+        return None
+    content = _read_spec_file(text, isinstance(spec, os.PathLike))
+    if content is not None:
+        return parse_spec(content, source=repr(text))
+    if not text.startswith("/"):
         raise ConfigurationError(
             f"The OpenAPI spec {text!r} is not a file, and not a URL path on REST server {session.name!r} "
             "(those start with '/', like '/openapi.json')."
         )
-    if is_url and _origin(text) != _origin(session.resolved.base_url):
+    return None
+
+
+async def _fetch_spec_document(session: ServerSession, spec: Any) -> dict[str, Any]:
+    text = str(spec)
+    if text.startswith(("http://", "https://")) and _origin(text) != _origin(session.resolved.base_url):
         # The session carries the server's credentials; they must not go to another host.
         raise ConfigurationError(
             f"The OpenAPI spec URL {text!r} is not on REST server {session.name!r}; its credentials are only "
@@ -406,6 +483,12 @@ def _read_spec_file(path: str, must_exist: bool) -> str | None:
     if not must_exist and not file.is_file():
         return None
     try:
+        size = file.stat().st_size
+        if size > MAX_DOCUMENT_BYTES:
+            raise ConfigurationError(
+                f"The OpenAPI spec file {path!r} is {size:,} bytes, over the limit of {MAX_DOCUMENT_BYTES:,} bytes "
+                "for one document."
+            )
         return file.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigurationError(f"Cannot read the OpenAPI spec file {path!r}: {exc}") from exc

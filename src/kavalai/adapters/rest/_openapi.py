@@ -18,16 +18,14 @@ What it relies on and does:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from difflib import get_close_matches
 from typing import Any, Final
 
-import yaml
-
 from kavalai.adapters.rest._request import RequestPlan, path_placeholders
+from kavalai.documents import load_json_or_yaml
 from kavalai.errors import ConfigurationError
 
 __all__ = ["OpenApiOperation", "OpenApiSkip", "check_spec", "parse_spec", "read_operations"]
@@ -70,10 +68,7 @@ class OpenApiSkip:
 
 def parse_spec(text: str, *, source: str) -> dict[str, Any]:
     """Parse an OpenAPI document written as JSON or YAML; :class:`ConfigurationError` naming ``source`` if not."""
-    try:
-        document = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise ConfigurationError(f"The OpenAPI spec {source} is neither valid JSON nor YAML: {exc}") from exc
+    document = load_json_or_yaml(text, source=f"The OpenAPI spec {source}")  # bounded: size, aliases, depth
     return check_spec(document, source=source)
 
 
@@ -87,9 +82,27 @@ def check_spec(document: Any, *, source: str) -> dict[str, Any]:
         raise ConfigurationError(
             f"The OpenAPI spec {source} declares {found}; only OpenAPI 3.x documents can be imported."
         )
-    if not isinstance(document.get("paths", {}), Mapping):
+    paths = document.get("paths", {})
+    if not isinstance(paths, Mapping):
         raise ConfigurationError(f"The OpenAPI spec {source} has a 'paths' entry that is not an object.")
+    for path, item in paths.items():
+        if not _is_server_path(path):
+            # An absolute URL or `//host/...` would send the server's credentials to another origin.
+            operations = sorted(
+                str(op.get("operationId") or method)
+                for method, op in (item.items() if isinstance(item, Mapping) else ())
+                if isinstance(op, Mapping)
+            )
+            named = f" (operations: {', '.join(operations)})" if operations else ""
+            raise ConfigurationError(
+                f"The OpenAPI spec {source} has a path {path!r}{named} that is not a path on the server: paths must "
+                "start with a single '/'. The server's credentials are only sent to its own origin."
+            )
     return dict(document)
+
+
+def _is_server_path(path: object) -> bool:
+    return isinstance(path, str) and path.startswith("/") and not path.startswith("//") and "\\" not in path
 
 
 def read_operations(
