@@ -216,3 +216,25 @@ def test_a_directly_built_document_raises_pydantics_error_with_upstreams_wording
     graph = WorkflowGraph(name="wf", data_types=dict(TYPES), nodes=MINIMAL)
     assert (graph.start, graph.output_type, list(graph.node_map)) == ("s", "output", ["s", "e"])
     assert LLMNode(name="n", prompt="p", output="output", next="e").use_history is True
+
+
+def test_the_tool_server_sections_register_servers_without_connecting() -> None:
+    document = doc(
+        MINIMAL,
+        rest_servers=[
+            {"name": "crm", "url": "https://crm.example.com/api", "username_env": "CRM_U", "password_env": "CRM_P"},
+            {"name": "other", "url_env": "OTHER_URL"},
+        ],
+        mcp_servers=[{"name": "village", "command": "python", "args": ["-m", "village_mcp"]}],
+    )
+    kernel = WorkflowEngine.from_dict(document).kernel
+    assert [state.name for state in kernel.mcp_server_states()] == ["village"]
+    with pytest.raises(WorkflowDefinitionError, match=r"Field 'rest_servers\[0\]'") as caught:
+        WorkflowEngine.from_dict(doc(MINIMAL, rest_servers=[{"name": "bad"}]))
+    assert caught.value.field == "rest_servers[0]"
+
+
+def test_a_python_function_that_cannot_be_imported_is_named() -> None:
+    document = doc(MINIMAL, python_functions=[{"name": "x", "path": "no_such_module_here.func"}])
+    with pytest.raises(WorkflowDefinitionError, match=r"python_functions\[0\]'.*cannot import module"):
+        WorkflowEngine.from_dict(document)
