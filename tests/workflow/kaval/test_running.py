@@ -314,3 +314,18 @@ async def test_a_tool_error_names_the_node_and_the_tool() -> None:
     result = await engine.run({"pond": "lake"})
     assert result.failed_node == "measure"
     assert "python://measure_pond" in str(result.error)
+
+
+async def test_timeout_seconds_bounds_an_llm_node() -> None:
+    import anyio
+
+    from kavalai.workflow import NodeTimeoutError
+
+    async def slow(request: Any) -> dict[str, Any]:
+        await anyio.sleep(30)
+        return {"agent_response": "late"}
+
+    node = {"name": "ask", "type": "llm", "prompt": "p", "output": "output", "llm_kwargs": {"timeout_seconds": 0.05}}
+    result = await WorkflowEngine.from_dict(doc(chain(node)), llm=ScriptedLLM(slow)).run({"user_message": "m"})
+    assert isinstance(result.error, NodeTimeoutError)
+    assert result.failed_node == "ask"

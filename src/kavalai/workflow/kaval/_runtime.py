@@ -137,7 +137,6 @@ class KavalRuntime:
         workflow: the workflow's name.
         llm_model: the document's default model.
         templates: ``{{ templates.x }}`` values.
-        outputs: every context name some node writes (reading one not yet written gives ``None``).
         rag_services: retrievers by service name.
         rag_service: the document's default service name.
         rag_collection: the document's default collection.
@@ -150,7 +149,6 @@ class KavalRuntime:
         *,
         llm_model: str | None = None,
         templates: Mapping[str, str] | None = None,
-        outputs: frozenset[str] = frozenset(),
         rag_services: Mapping[str, Retriever] | None = None,
         rag_service: str | None = None,
         rag_collection: str | None = None,
@@ -159,7 +157,6 @@ class KavalRuntime:
         self.workflow = workflow
         self.llm_model = llm_model
         self.templates = dict(templates or {})
-        self.outputs = outputs
         self.rag_services = dict(rag_services or {})
         self.rag_service = rag_service
         self.rag_collection = rag_collection

@@ -127,7 +127,6 @@ class _Translator:
             spec.name,
             llm_model=spec.llm_model,
             templates={t.name: t.value for t in spec.templates},
-            outputs=self.outputs,
             rag_services=services,
             rag_service=spec.rag_service,
             rag_collection=spec.rag_collection,
