@@ -27,6 +27,7 @@ from kavalai.workflow.errors import NodeError, WorkflowDefinitionError
 if TYPE_CHECKING:
     from kavalai import FunctionKernel
     from kavalai.llm.base import LLMClient
+    from kavalai.workflow.kaval import History, Retriever
 
 __all__ = ["WorkflowEngine"]
 
@@ -98,8 +99,8 @@ class WorkflowEngine:
         llms: Mapping[str, LLMClient] | None = None,
         max_visits: int | None = None,
         timeout: float | _Unset | None = _UNSET,
-        rag_services: Any = None,
-        history: Any = None,
+        rag_services: Retriever | Mapping[str, Retriever] | None = None,
+        history: History | None = None,
     ) -> WorkflowEngine:
         """Load a workflow from YAML text or a YAML file: build its graph and register what it declares on the
         kernel. Both formats load: ours and Kaval.AI 1.0's (told apart by shape, see :meth:`from_dict`).
@@ -138,8 +139,8 @@ class WorkflowEngine:
         llms: Mapping[str, LLMClient] | None = None,
         max_visits: int | None = None,
         timeout: float | _Unset | None = _UNSET,
-        rag_services: Any = None,
-        history: Any = None,
+        rag_services: Retriever | Mapping[str, Retriever] | None = None,
+        history: History | None = None,
     ) -> WorkflowEngine:
         """Load the workflow YAML file at ``path`` (either format); arguments as for :meth:`from_yaml`.
 
@@ -168,8 +169,8 @@ class WorkflowEngine:
         llms: Mapping[str, LLMClient] | None = None,
         max_visits: int | None = None,
         timeout: float | _Unset | None = _UNSET,
-        rag_services: Any = None,
-        history: Any = None,
+        rag_services: Retriever | Mapping[str, Retriever] | None = None,
+        history: History | None = None,
         base_dir: str | os.PathLike[str] | None = None,
     ) -> WorkflowEngine:
         """Load a parsed workflow document (a dict), in our format or in Kaval.AI 1.0's.
