@@ -92,7 +92,7 @@ class WorkflowEngine:
     @classmethod
     def from_yaml(
         cls,
-        source: str | os.PathLike[str],
+        path: str | os.PathLike[str],
         *,
         kernel: FunctionKernel | None = None,
         llm: LLMClient | str | None = None,
@@ -106,9 +106,9 @@ class WorkflowEngine:
         kernel. Both formats load: ours and Kaval.AI 1.0's (told apart by shape, see :meth:`from_dict`).
 
         Args:
-            source: a :class:`pathlib.Path` or a ``str`` naming an existing file is read as a file; any other
-                ``str`` containing a newline or a colon is the YAML text itself (as Kaval.AI 1.0's ``from_yaml``
-                takes it). Use :meth:`from_yaml_path` to say "file" explicitly.
+            path: the file, or the YAML text itself: a :class:`pathlib.Path` or a ``str`` naming an existing file
+                is read as a file; any other ``str`` containing a newline or a colon is the YAML text (as
+                Kaval.AI 1.0's ``from_yaml`` takes it). Use :meth:`from_yaml_path` to say "file" explicitly.
             kernel: register the declared tools on this kernel instead of a new one.
             llm, llms, max_visits, timeout: as for the constructor; ``llms`` wins over the file's ``models``.
             rag_services, history: for Kaval.AI 1.0 documents only, see :meth:`from_dict`.
@@ -116,10 +116,10 @@ class WorkflowEngine:
         Raises:
             WorkflowDefinitionError: the document is invalid; the message names the node or section and field.
         """
-        if isinstance(source, str) and not os.path.isfile(source) and ("\n" in source or ":" in source):
-            return cls._from_text(source, Path.cwd(), "<yaml text>", locals())
+        if isinstance(path, str) and not os.path.isfile(path) and ("\n" in path or ":" in path):
+            return cls._from_text(path, Path.cwd(), "<yaml text>", locals())
         return cls.from_yaml_path(
-            source,
+            path,
             kernel=kernel,
             llm=llm,
             llms=llms,
