@@ -15,26 +15,29 @@ def _text(*texts: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=t) for t in texts])
 
 
+@pytest.mark.parametrize("text", ["hello", "42", "1.10", "-1.5", "true", "null", '{"a": [1, 2]}', '"quoted"', "{x"])
+def test_text_is_kept_as_the_server_wrote_it_without_an_output_schema(text: str) -> None:
+    # Parsing it as JSON would lose data: "1.10" would become 1.1 and "null" None.
+    assert result_value(_text(text), structured=False) == text
+
+
 @pytest.mark.parametrize(
     ("text", "value"),
     [
-        ("hello", "hello"),
         ("42", 42),
-        ("-1.5", -1.5),
-        ("true", True),
-        ("null", None),
+        ("1.10", 1.1),
         ('{"a": [1, 2]}', {"a": [1, 2]}),
         ('"quoted"', "quoted"),
         ("{not json", "{not json"),
         ("12 apples", "12 apples"),
     ],
 )
-def test_text_is_parsed_only_when_it_is_json(text: str, value: Any) -> None:
-    assert result_value(_text(text), structured=False) == value
+def test_with_an_output_schema_text_only_content_is_read_as_the_structured_json(text: str, value: Any) -> None:
+    assert result_value(_text(text), structured=True) == value
 
 
 def test_several_items_become_a_list_and_none_become_none() -> None:
-    assert result_value(_text("a", "[1]"), structured=False) == ["a", [1]]
+    assert result_value(_text("a", "[1]"), structured=False) == ["a", "[1]"]
     assert result_value(types.CallToolResult(content=[]), structured=False) is None
 
 

@@ -93,9 +93,9 @@ async def test_output_schema_gives_a_model(tools: FunctionKernel) -> None:
     assert result.model_dump() == {"city": "Oslo", "celsius": 21.5, "conditions": ["sunny", "breezy"]}
 
 
-async def test_text_is_parsed_when_it_is_json(tools: FunctionKernel) -> None:
+async def test_text_is_kept_as_written_when_the_tool_has_no_output_schema(tools: FunctionKernel) -> None:
     result = await tools.call_tool("mcp://tools.numbers", {"count": 3})
-    assert result.result == [0, 1, 2]  # type: ignore[attr-defined]
+    assert result.result == "[0, 1, 2]"  # type: ignore[attr-defined]  # no output schema: the text, unparsed
 
 
 async def test_image_is_kept_as_typed_content(tools: FunctionKernel) -> None:
@@ -159,7 +159,7 @@ async def test_paginated_listing_and_rich_schemas(tools: FunctionKernel) -> None
 async def test_every_content_kind_is_kept(tools: FunctionKernel) -> None:
     result = await tools.call_tool("mcp://paged.media")
     text, parsed, audio, resource, link = result.result  # type: ignore[attr-defined]
-    assert (text, parsed) == ("plain words", {"n": 1})
+    assert (text, parsed) == ("plain words", '{"n": 1}')  # text stays text without an output schema
     assert audio == McpAudioContent(data="UklGRg==", mime_type="audio/wav")
     assert resource == McpResourceContent(uri="file:///notes.txt", mime_type="text/plain", text="hi")
     assert link == McpResourceLink(uri="file:///big.bin", name="big")

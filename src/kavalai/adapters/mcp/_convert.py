@@ -90,21 +90,22 @@ def build_models(server: str, tool: mcp_types.Tool) -> ToolModels:
 def result_value(result: mcp_types.CallToolResult, *, structured: bool) -> Any:
     """The raw value the kernel coerces into the output model.
 
-    A tool with an output schema gives its structured content. Otherwise: the structured content when there is
-    any; else the content items, text parsed as JSON when it is JSON and other items as typed content models;
-    one item alone, several as a list, ``None`` for none.
+    A tool with an output schema gives its structured content (or, from an older server that sent it only as
+    text, that text parsed as JSON). Otherwise: the structured content when there is any; else the content items,
+    text as the server wrote it (``"1.10"`` stays ``"1.10"``, ``"null"`` stays the text) and other items as typed
+    content models; one item alone, several as a list, ``None`` for none.
     """
     if result.structured_content is not None or (structured and not result.content):
         return result.structured_content
-    values = [_item_value(item) for item in result.content]
+    values = [_item_value(item, structured) for item in result.content]
     if not values:
         return None
     return values[0] if len(values) == 1 else values
 
 
-def _item_value(item: Any) -> Any:
+def _item_value(item: Any, structured: bool) -> Any:
     if isinstance(item, mcp_types.TextContent):
-        return _parse_text(item.text)
+        return _parse_text(item.text) if structured else item.text
     if isinstance(item, mcp_types.ImageContent):
         return McpImageContent(data=item.data, mime_type=item.mime_type)
     if isinstance(item, mcp_types.AudioContent):
