@@ -15,7 +15,7 @@ from kavalai.kernel._core import Kernel
 from kavalai.kernel._definition import Invoker, ToolDefinition
 from kavalai.kernel._descriptions import ToolDescriptions
 from kavalai.kernel._jsonschema import model_from_json_schema, output_model_from_json_schema, type_from_json_schema
-from kavalai.kernel._registry import ToolRegistry
+from kavalai.kernel._registry import LazyTool, ToolRegistry
 from kavalai.kernel._schema import FunctionSchema, code_of, function_schema, qualname, wrap_output_model
 from kavalai.kernel._uri import SCHEMES, SERVER_NAME_PATTERN, ToolURI, validate_server_name
 
@@ -26,6 +26,7 @@ __all__ = [
     "FunctionSchema",
     "Invoker",
     "Kernel",
+    "LazyTool",
     "Middleware",
     "ToolAdapter",
     "ToolCall",

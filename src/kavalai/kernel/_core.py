@@ -61,7 +61,9 @@ class Kernel:
 
     def __init__(self, *, middleware: Sequence[Middleware] = ()) -> None:
         self.registry = ToolRegistry()
-        self._tools = self.registry._tools  # the hot path reads the dict itself: one look-up per call
+        # The hot path reads the built tools' dict itself (one look-up per call); a miss, a lazily published tool
+        # among them, goes through registry.get().
+        self._tools = self.registry._tools
         self._adapters: dict[str, ToolAdapter] = {}
         self._factories: dict[str, AdapterFactory] = {}
         self._close_callbacks: list[Callable[[], Awaitable[None]]] = []
@@ -142,10 +144,9 @@ class Kernel:
         """Withdraw the tool at ``uri`` through the adapter that owns it, so that it is neither listed nor callable
         any more. Return whether there was such a tool."""
         name = str(uri)
-        definition = self._tools.get(name)
-        if definition is None:
+        if name not in self.registry:
             return False
-        adapter = self._adapters.get(definition.kind)
+        adapter = self._adapters.get(name.split("://", 1)[0])
         if adapter is None:
             return self.registry.remove_tool(name) is not None
         return adapter.remove_tool(name)
@@ -284,12 +285,12 @@ class Kernel:
             pattern: an optional glob such as ``"python://fs.*"``.
         """
         if pattern is None:
-            return sorted(self._tools)
-        return sorted(name for name in self._tools if fnmatch.fnmatchcase(name, pattern))
+            return sorted(self.registry.names())
+        return sorted(name for name in self.registry.names() if fnmatch.fnmatchcase(name, pattern))
 
     def has_tool(self, uri: str | ToolURI) -> bool:
         """Whether a tool is registered at ``uri`` now (no connecting)."""
-        return str(uri) in self._tools
+        return str(uri) in self.registry
 
     def get_tool_definition(self, uri: str | ToolURI) -> ToolDefinition:
         """The definition of the tool at ``uri``: URI, kind, description, input and output models and schemas.
@@ -297,7 +298,7 @@ class Kernel:
         Synchronous: tools of servers that are not connected yet are not known here; use :meth:`resolve_tool`
         (which connects on demand) or connect first.
         """
-        definition = self._tools.get(str(uri))
+        definition = self.registry.get(str(uri))
         if definition is None:
             raise self._not_found(self._parse(uri))
         return definition
@@ -305,7 +306,7 @@ class Kernel:
     async def resolve_tool(self, uri: str | ToolURI) -> ToolDefinition:
         """Like :meth:`get_tool_definition`, but connects the tool's server first when it is not connected."""
         parsed = self._parse(uri)
-        definition = None if parsed.qualifier else self._tools.get(str(parsed))
+        definition = None if parsed.qualifier else self.registry.get(str(parsed))
         if definition is not None:
             return definition
         adapter = self.adapter(parsed.scheme) if parsed.qualifier else self._adapters.get(parsed.scheme)
@@ -361,7 +362,7 @@ class Kernel:
             return []
         await self._connect_what_can()
         names = self.select_tools(allowed_tools)
-        return [self._tools[name].describe() for name in names]
+        return [self.registry.describe(name) for name in names]
 
     def select_tools(self, allowed_tools: Sequence[str] | None) -> list[str]:
         """The registered URIs that ``allowed_tools`` (exact URIs and globs, as in :meth:`get_tool_descriptions`)
@@ -371,7 +372,7 @@ class Kernel:
             ToolNotFoundError: an exact URI names no tool, or a glob matches none (with close matches).
         """
         if allowed_tools is None:
-            return sorted(self._tools)
+            return sorted(self.registry.names())
         if isinstance(allowed_tools, str):
             raise TypeError("allowed_tools takes a list of URIs or globs, not a single string")
         selected: set[str] = set()
@@ -380,11 +381,11 @@ class Kernel:
                 entry = str(self._parse(entry))  # `rest://api.items [GET]`, as Kaval.AI 1.0 printed REST tools
             if _GLOB_CHARS.intersection(entry):
                 # A glob is always a glob, even when a tool is literally named like it (`python://*`).
-                matched = [name for name in self._tools if fnmatch.fnmatchcase(name, entry)]
+                matched = [name for name in self.registry.names() if fnmatch.fnmatchcase(name, entry)]
                 if not matched:
                     raise self._no_match(entry)
                 selected.update(matched)
-            elif entry in self._tools:
+            elif entry in self.registry:
                 selected.add(entry)
             else:
                 raise self._not_found(self._parse(entry))
@@ -394,7 +395,7 @@ class Kernel:
         import difflib  # only an error path needs it
 
         literal = pattern.replace("*", "").replace("?", "")
-        suggestions = difflib.get_close_matches(literal, list(self._tools), n=3, cutoff=0.5)
+        suggestions = difflib.get_close_matches(literal, self.registry.names(), n=3, cutoff=0.5)
         message = f"The pattern {pattern!r} matches no registered tool, so it would allow nothing."
         if suggestions:
             message = f"{message} Did you mean {suggestions[0]!r}?"
@@ -404,7 +405,7 @@ class Kernel:
         import difflib  # only an error path needs it
 
         name = str(uri)
-        suggestions = difflib.get_close_matches(name, list(self._tools), n=3, cutoff=0.6)
+        suggestions = difflib.get_close_matches(name, self.registry.names(), n=3, cutoff=0.6)
         shown = f"{name} [{uri.qualifier}]" if uri.qualifier else name
         message = f"Unknown tool {shown!r}."
         if uri.server is not None:
@@ -499,7 +500,7 @@ class Kernel:
         await self.close()
 
     def __repr__(self) -> str:
-        kinds = ", ".join(f"{scheme}={n}" for scheme, n in _count_by_scheme(self._tools).items())
+        kinds = ", ".join(f"{scheme}={n}" for scheme, n in _count_by_scheme(self.registry.names()).items())
         return f"<{type(self).__name__} tools: {kinds or 'none'}>"
 
 

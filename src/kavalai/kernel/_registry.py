@@ -2,25 +2,68 @@
 
 Adapters publish their tools here and withdraw them here; they keep no second table of definitions, so what is
 listed is exactly what is callable. Definitions are frozen: to change one, publish a new one with ``replace=True``.
+
+A tool may be published lazily (:meth:`ToolRegistry.add_lazy`): listed and described at once from its JSON schemas,
+with its Pydantic models built when it is first called or its definition first asked for. A server that lists
+10,000 tools then connects in milliseconds instead of building 20,000 model classes on the event loop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
 
 from kavalai.errors import ToolRegistrationError
 from kavalai.kernel._definition import ToolDefinition
+from kavalai.kernel._uri import ToolURI
 
-__all__ = ["ToolRegistry"]
+__all__ = ["LazyTool", "ToolRegistry"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LazyTool:
+    """A tool published before its models are built: what listing and describing it need, and how to build it.
+
+    Attributes:
+        uri: the tool's URI.
+        description: what the tool does.
+        input_schema: the JSON schema of its arguments, as shown to models.
+        output_schema: the JSON schema of its output, or ``None`` for any.
+        build: makes the full :class:`ToolDefinition` (called once, when first needed).
+        metadata: adapter-specific facts, as on a definition.
+    """
+
+    uri: ToolURI
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None
+    build: Callable[[], ToolDefinition] = field(repr=False)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The tool's URI as a string."""
+        return str(self.uri)
+
+    def describe(self) -> dict[str, Any]:
+        """The same description a built definition gives, from the schemas alone."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "outputSchema": self.output_schema if self.output_schema is not None else {},
+        }
 
 
 class ToolRegistry:
     """Tool definitions by URI string, in registration order."""
 
-    __slots__ = ("_tools",)
+    __slots__ = ("_lazy", "_tools")
 
     def __init__(self) -> None:
         self._tools: dict[str, ToolDefinition] = {}
+        self._lazy: dict[str, LazyTool] = {}
 
     def add_tool(self, definition: ToolDefinition, *, replace: bool = False) -> None:
         """Publish ``definition``.
@@ -29,39 +72,82 @@ class ToolRegistry:
             ToolRegistrationError: its URI is taken and ``replace`` is false.
         """
         name = definition.name
-        if not replace and name in self._tools:
+        self._check_free(name, replace)
+        self._lazy.pop(name, None)
+        self._tools[name] = definition
+
+    def add_lazy(self, tool: LazyTool, *, replace: bool = False) -> None:
+        """Publish ``tool``, to be built when first needed (see the module docstring)."""
+        name = tool.name
+        self._check_free(name, replace)
+        self._tools.pop(name, None)
+        self._lazy[name] = tool
+
+    def _check_free(self, name: str, replace: bool) -> None:
+        if not replace and (name in self._tools or name in self._lazy):
             raise ToolRegistrationError(
                 f"A tool is already registered at {name}. Choose another name, or pass replace=True to replace it.",
                 uri=name,
             )
-        self._tools[name] = definition
 
-    def remove_tool(self, uri: str) -> ToolDefinition | None:
-        """Withdraw the tool at ``uri`` and return it; ``None`` if there was none."""
-        return self._tools.pop(str(uri), None)
+    def remove_tool(self, uri: str) -> ToolDefinition | LazyTool | None:
+        """Withdraw the tool at ``uri`` and return it (built or not); ``None`` if there was none."""
+        name = str(uri)
+        return self._tools.pop(name, None) or self._lazy.pop(name, None)
 
     def get(self, uri: str) -> ToolDefinition | None:
-        """The tool at ``uri``, or ``None``."""
-        return self._tools.get(uri)
+        """The tool at ``uri`` (built now if it was published lazily), or ``None``."""
+        found = self._tools.get(uri)
+        if found is not None:
+            return found
+        lazy = self._lazy.get(uri)
+        if lazy is None:
+            return None
+        built = lazy.build()
+        if self._lazy.get(uri) is lazy:  # still the published one: keep the built definition
+            del self._lazy[uri]
+            self._tools[uri] = built
+        return built
+
+    def describe(self, uri: str) -> dict[str, Any]:
+        """The description of the tool at ``uri``, without building a lazily published one.
+
+        Raises:
+            KeyError: no tool is registered at ``uri``.
+        """
+        found = self._tools.get(uri)
+        return found.describe() if found is not None else self._lazy[uri].describe()
 
     def tools_of(self, scheme: str, server: str | None = None) -> list[ToolDefinition]:
-        """The tools of one scheme (and of one server of it, when ``server`` is given), in registration order."""
-        return [
-            d for d in self._tools.values() if d.uri.scheme == scheme and (server is None or d.uri.server == server)
-        ]
+        """The tools of one scheme (and of one server of it, when ``server`` is given); builds lazy ones."""
+        built = []
+        for name in self.names_of(scheme, server):
+            definition = self.get(name)
+            if definition is not None:
+                built.append(definition)
+        return built
+
+    def names_of(self, scheme: str, server: str | None = None) -> list[str]:
+        """The URIs of one scheme's tools (of one server, when given), without building anything."""
+        prefix = f"{scheme}://" if server is None else f"{scheme}://{server}."
+        return [name for name in self.names() if name.startswith(prefix)]
 
     def names(self) -> list[str]:
-        """Every registered URI, in registration order."""
-        return list(self._tools)
+        """Every registered URI."""
+        return [*self._tools, *self._lazy]
 
     def __contains__(self, uri: object) -> bool:
-        return uri in self._tools
+        return uri in self._tools or uri in self._lazy
 
     def __iter__(self) -> Iterator[ToolDefinition]:
-        return iter(list(self._tools.values()))
+        return iter(self.tools_of_all())
+
+    def tools_of_all(self) -> list[ToolDefinition]:
+        """Every tool, built."""
+        return [d for d in (self.get(name) for name in self.names()) if d is not None]
 
     def __len__(self) -> int:
-        return len(self._tools)
+        return len(self._tools) + len(self._lazy)
 
     def __repr__(self) -> str:
-        return f"<ToolRegistry of {len(self._tools)} tools>"
+        return f"<ToolRegistry of {len(self)} tools>"

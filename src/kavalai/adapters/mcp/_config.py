@@ -60,11 +60,19 @@ class McpServer(BaseModel):
         default=None,
         description="'stdio' for `command`; for `url`, 'streamable-http' (the default) or the legacy 'sse'.",
     )
+    max_message_bytes: int = Field(
+        default=32 * 1024 * 1024,
+        gt=0,
+        description="The largest message the server may send, in bytes (32 MiB by default): a longer one fails the "
+        "connection instead of being buffered whole.",
+    )
     connect_timeout: float = Field(
         default=30.0, gt=0, description="Seconds to start or reach the server and list its tools."
     )
     timeout: float | None = Field(
-        default=None, gt=0, description="The default timeout of one tool call in seconds; None for no limit."
+        default=60.0,
+        gt=0,
+        description="The default timeout of one tool call in seconds (60 by default); None for no limit.",
     )
 
     @model_validator(mode="wrap")

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import anyio
+import anyio.lowlevel
 import mcp_types
 from mcp.client.session import ClientSession, IncomingMessage
 from mcp.shared.exceptions import MCPError
@@ -31,13 +32,13 @@ from pydantic import BaseModel
 
 from kavalai.adapters.base import ToolRegistry
 from kavalai.adapters.mcp._config import McpServer
-from kavalai.adapters.mcp._convert import build_models, raise_tool_error, result_value
+from kavalai.adapters.mcp._convert import build_models, content_output_schema, raise_tool_error, result_value
 from kavalai.adapters.mcp._errors import describe_failure, scrub
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 from kavalai.adapters.mcp._stdio import StdioProcess
 from kavalai.adapters.mcp._transports import open_transport
 from kavalai.errors import InvalidToolURIError, ServerConnectionError, ToolExecutionError
-from kavalai.kernel import ToolDefinition, ToolURI
+from kavalai.kernel import LazyTool, ToolDefinition, ToolURI
 
 __all__ = ["McpConnection"]
 
@@ -80,6 +81,9 @@ class _Generation:
         self.stop.set()
 
 
+_CONTENT_SCHEMA: Final = content_output_schema()  # shared by the descriptions of tools without an outputSchema
+
+
 class McpConnection:
     """Connects one MCP server on demand, publishes its tools into the kernel's registry, runs its calls."""
 
@@ -91,7 +95,7 @@ class McpConnection:
         self._connects = 0
         self._status: McpStatus = "registered"
         self._error: str | None = None
-        self._tools: dict[str, ToolDefinition] = {}
+        self._tools: dict[str, LazyTool] = {}  # what this server published (the registry holds the tools)
 
     # ------------------------------------------------------------------------------------------------ state
 
@@ -120,9 +124,9 @@ class McpConnection:
             connects=self._connects,
         )
 
-    def tool(self, uri: str) -> ToolDefinition | None:
+    def tool(self, uri: str) -> ToolDefinition | None:  # built on first use (see _publish)
         """The published definition at ``uri``, if this server offers it."""
-        return self._tools.get(uri)
+        return self._registry.get(uri) if uri in self._tools else None
 
     # ------------------------------------------------------------------------------------------- connecting
 
@@ -189,7 +193,7 @@ class McpConnection:
                         ClientSession(reads, writes, message_handler=_MessageHandler(gen), client_info=_CLIENT_INFO)
                     )
                     await session.initialize()
-                    self._publish(await _list_tools(session))
+                    await self._publish(await _list_tools(session))
                     scope.deadline = math.inf
                     gen.session, gen.connected = session, True
                     self._connects += 1
@@ -242,28 +246,43 @@ class McpConnection:
             await gen.refresh.wait()
             gen.refresh = anyio.Event()
             try:
-                self._publish(await _list_tools(session))
+                await self._publish(await _list_tools(session))
             except Exception as exc:  # keep the old tools; the connection itself reports real failures
                 logger.warning("MCP server %r: refreshing the tool list failed: %s", self.name, scrub(self.config, exc))
 
-    def _publish(self, tools: list[mcp_types.Tool]) -> None:
-        fresh: dict[str, ToolDefinition] = {}
-        for tool in tools:
-            definition = self._definition(tool)
-            if definition is not None:
-                fresh[definition.name] = definition
+    async def _publish(self, tools: list[mcp_types.Tool]) -> None:
+        # Published lazily: listed and described from the server's schemas now, models built at the first call,
+        # so a server with 10,000 tools connects without building 20,000 model classes on the event loop.
+        fresh: dict[str, LazyTool] = {}
+        for i, tool in enumerate(tools):
+            lazy = self._lazy_tool(tool)
+            if lazy is not None:
+                fresh[lazy.name] = lazy
+            if i % 500 == 499:
+                await anyio.lowlevel.checkpoint()  # let other tasks run between batches of a long listing
         for uri in set(self._tools) - set(fresh):
             self._registry.remove_tool(uri)
-        for definition in fresh.values():
-            self._registry.add_tool(definition, replace=True)
+        for lazy in fresh.values():
+            self._registry.add_lazy(lazy, replace=True)
         self._tools = fresh
 
-    def _definition(self, tool: mcp_types.Tool) -> ToolDefinition | None:
+    def _lazy_tool(self, tool: mcp_types.Tool) -> LazyTool | None:
         try:
             uri = ToolURI.build("mcp", self.name, tool.name)
         except InvalidToolURIError as exc:
             logger.warning("MCP server %r: skipping tool %r: %s", self.name, tool.name, exc)
             return None
+        metadata = {"server": self.name, "tool": tool.name, "transport": self.config.kind}
+        return LazyTool(
+            uri=uri,
+            description=tool.description or tool.title or "",
+            input_schema=tool.input_schema,
+            output_schema=tool.output_schema if tool.output_schema is not None else _CONTENT_SCHEMA,
+            build=lambda: self._definition(uri, tool, metadata),
+            metadata=metadata,
+        )
+
+    def _definition(self, uri: ToolURI, tool: mcp_types.Tool, metadata: dict[str, Any]) -> ToolDefinition:
         models = build_models(self.name, tool)
         name, uri_text, structured = tool.name, str(uri), models.structured
 
@@ -280,7 +299,7 @@ class McpConnection:
             timeout=self.config.timeout,
             input_schema=tool.input_schema,
             output_schema=models.output_schema,
-            metadata={"server": self.name, "tool": tool.name, "transport": self.config.kind},
+            metadata=metadata,
         )
 
     def unpublish(self) -> None:

@@ -54,6 +54,11 @@ class ToolModels(BaseModel):
     output_schema: dict[str, Any]
 
 
+def content_output_schema() -> dict[str, Any]:
+    """The output schema of a tool without an ``outputSchema`` (a copy: callers may change it)."""
+    return copy.deepcopy(_CONTENT_OUTPUT_SCHEMA)
+
+
 def build_models(server: str, tool: mcp_types.Tool) -> ToolModels:
     """Build the input and output models of ``tool``. Never raises: a schema the converter cannot use gives
     a permissive model instead, so one odd tool does not break the server's discovery."""

@@ -32,7 +32,10 @@ def describe_failure(
     cause."""
     exit_code = process.exit_code if process is not None else None
     stderr_tail = scrub(config, process.stderr_tail()) or None if process is not None else None
-    if timed_out:
+    if process is not None and process.protocol_error:
+        why = f"{process.protocol_error} {phase}; it was stopped"
+        exit_code = None
+    elif timed_out:
         why = f"did not finish connecting within {config.connect_timeout:g} s (connect_timeout)"
     elif exit_code is not None:
         why = f"{_exit(exit_code)} {phase}"

@@ -10,6 +10,7 @@ descendants that left the group (found while the server still links them).
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 from collections import deque
@@ -20,6 +21,7 @@ from typing import Final
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 import mcp_types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
@@ -39,6 +41,7 @@ _EOF_GRACE: Final = 0.2  # time for stdout to drain after the process exited
 _STDERR_LINES: Final = 20
 _STDERR_LINE_CHARS: Final = 500
 _NOISE_LINES: Final = 3
+_PARSE_OFF_LOOP: Final = 256 * 1024  # bytes above which a message is parsed in a worker thread
 
 
 @dataclass(eq=False)
@@ -53,6 +56,8 @@ class StdioProcess:
         stopped_by_kernel: whether it was still running when the kernel began to stop it.
         stdout_noise: the last lines it wrote to stdout that are not JSON-RPC (a server must write only
             protocol messages there).
+        protocol_error: why the kernel gave up on the server's output (a message over the size limit, a
+            message that looks like JSON-RPC but cannot be read and names no request), or ``None``.
     """
 
     pid: int
@@ -61,6 +66,7 @@ class StdioProcess:
     stdout_closed: anyio.Event = field(default_factory=anyio.Event, repr=False)
     stderr_closed: anyio.Event = field(default_factory=anyio.Event, repr=False)
     stopped_by_kernel: bool = False
+    protocol_error: str | None = None
     stdout_noise: deque[str] = field(default_factory=lambda: deque(maxlen=_NOISE_LINES), repr=False)
     _stderr: deque[str] = field(default_factory=lambda: deque(maxlen=_STDERR_LINES), repr=False)
     _partial: str = field(default="", repr=False)
@@ -117,7 +123,7 @@ async def open_stdio(server: McpServer) -> AsyncIterator[tuple[Streams, StdioPro
     session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](0)
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_read_stdout, info, to_session)
+            tg.start_soon(_read_stdout, info, to_session, server.max_message_bytes)
             tg.start_soon(_write_stdin, process, from_session, to_session)
             tg.start_soon(_read_stderr, process, info)
             tg.start_soon(_watch_exit, info, to_session)
@@ -136,11 +142,18 @@ async def open_stdio(server: McpServer) -> AsyncIterator[tuple[Streams, StdioPro
                 stream.close()
 
 
-async def _read_stdout(info: StdioProcess, to_session: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
-    """Hand each line to the session; once the session is gone, keep draining so the server never blocks."""
+async def _read_stdout(
+    info: StdioProcess, to_session: MemoryObjectSendStream[SessionMessage | Exception], limit: int
+) -> None:
+    """Hand each line to the session; once the session is gone, keep draining so the server never blocks.
+
+    A line longer than ``limit`` bytes is never buffered whole: the server is stopped and the connection fails
+    with an error naming the limit (``max_message_bytes``), so one message cannot exhaust memory.
+    """
     stdout = info.process.stdout
     assert stdout is not None
     partial: list[bytes] = []  # the pieces of the line being received: a long message costs linear time
+    size = 0
     deliver = True
     try:
         with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
@@ -150,25 +163,65 @@ async def _read_stdout(info: StdioProcess, to_session: MemoryObjectSendStream[Se
                     if lines:
                         lines[0] = b"".join([*partial, lines[0]])
                         partial.clear()
+                        size = 0
                     if rest:
                         partial.append(rest)
+                        size += len(rest)
+                    if size > limit or any(len(line) > limit for line in lines):
+                        _give_up(info, f"sent a message over the limit of {limit:,} bytes (max_message_bytes)")
+                        return
                     for line in lines:
-                        message = _parse(info, line) if deliver and line.strip() else None
-                        if message is not None:
-                            try:
-                                await to_session.send(message)
-                            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                                deliver = False
+                        if not deliver or not line.strip():
+                            continue
+                        # A large message is parsed off the loop: a 10,000-tool listing must not stall it.
+                        big = len(line) > _PARSE_OFF_LOOP
+                        message = await anyio.to_thread.run_sync(_parse, info, line) if big else _parse(info, line)
+                        if message is None:
+                            continue
+                        if isinstance(message, str):
+                            _give_up(info, message)
+                            return
+                        try:
+                            await to_session.send(message)
+                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                            deliver = False
     finally:
         info.stdout_closed.set()
 
 
-def _parse(info: StdioProcess, line: bytes) -> SessionMessage | None:
+def _give_up(info: StdioProcess, why: str) -> None:
+    """Stop reading a server whose output cannot be trusted: record why and kill its process group. The exit
+    watcher then ends the session's stream, which fails every call in flight with ``why``."""
+    info.protocol_error = why
+    _signal_group(info, kill=True)
+
+
+_ID_RE: Final = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")')
+
+
+def _parse(info: StdioProcess, line: bytes) -> SessionMessage | str | None:
+    """The message on ``line``; ``None`` for a line that is not JSON-RPC at all (a log line: kept as noise); or,
+    for a line that looks like JSON-RPC but cannot be read, an error response failing the request it names, or
+    when it names none, the reason to give up on the server (a ``str``)."""
     try:
         return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-    except ValueError:  # not JSON-RPC (a server that logs to stdout): kept to explain a failure, otherwise ignored
-        info.stdout_noise.append(line[:_STDERR_LINE_CHARS].decode(errors="replace").strip())
-        return None
+    except ValueError as exc:
+        if not line.lstrip().startswith(b"{"):  # not JSON-RPC (a server that logs to stdout): kept as noise
+            info.stdout_noise.append(line[:_STDERR_LINE_CHARS].decode(errors="replace").strip())
+            return None
+        reason = f"a message that could not be read ({_first_line(exc)})"
+        found = _ID_RE.search(line)
+        if found is None:
+            return f"sent {reason}, naming no request"
+        raw_id = found.group(1).decode()
+        request_id: int | str = int(raw_id) if raw_id[0] != '"' else raw_id.strip('"')
+        error = mcp_types.ErrorData(code=mcp_types.PARSE_ERROR, message=f"The server sent {reason}.")
+        return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:200]
 
 
 async def _write_stdin(

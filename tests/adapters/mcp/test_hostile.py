@@ -1,0 +1,106 @@
+"""Hostile stdio servers: every call ends with a clear error, memory stays bounded, the loop stays responsive."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from kavalai import FunctionKernel, McpServer, ServerConnectionError, ToolExecutionError
+
+HOSTILE = Path(__file__).resolve().parents[2] / "servers" / "mcp_hostile.py"
+
+
+def hostile(mode: str, **options: object) -> McpServer:
+    return McpServer(name="bad", command=sys.executable, args=[str(HOSTILE), mode], **options)  # type: ignore[arg-type]
+
+
+async def test_an_unreadable_response_that_names_its_request_fails_that_call() -> None:
+    for mode in ("badutf8", "deep"):
+        kernel = FunctionKernel()
+        kernel.register_mcp_server(hostile(mode))
+        with anyio.fail_after(20):
+            with pytest.raises(ToolExecutionError, match="could not be read") as info:
+                await kernel.call_tool("mcp://bad.t0", {"x": "a"})
+        assert info.value.uri == "mcp://bad.t0"
+        await kernel.close()
+
+
+async def test_an_unreadable_line_that_names_no_request_fails_the_connection_not_silently() -> None:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(hostile("noid"))
+    with anyio.fail_after(20):
+        with pytest.raises(ServerConnectionError, match="could not be read .*naming no request"):
+            await kernel.call_tool("mcp://bad.t0", {"x": "a"})
+    await kernel.close()
+
+
+async def test_a_message_over_the_limit_fails_the_connection_naming_the_limit() -> None:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(hostile("huge", max_message_bytes=1024 * 1024))
+    with anyio.fail_after(30):
+        with pytest.raises(ServerConnectionError, match=r"over the limit of 1,048,576 bytes \(max_message_bytes\)"):
+            await kernel.call_tool("mcp://bad.t0", {"x": "a"})
+    await kernel.close()
+
+
+def test_a_1_5_gib_line_is_refused_with_peak_memory_under_the_limit_plus_100_mb() -> None:
+    # The victim kernel runs in a child process under RLIMIT_AS, so a regression cannot hurt the machine.
+    script = textwrap.dedent(
+        f"""
+        import asyncio, resource, sys
+        resource.setrlimit(resource.RLIMIT_AS, (2 * 1024**3, 2 * 1024**3))
+        from kavalai import FunctionKernel, McpServer, ServerConnectionError
+        async def main():
+            kernel = FunctionKernel()
+            kernel.register_mcp_server(McpServer(name="bad", command=sys.executable, args=[{str(HOSTILE)!r}, "huge"]))
+            try:
+                await kernel.call_tool("mcp://bad.t0", {{"x": "a"}})
+            except ServerConnectionError as exc:
+                print("refused:", "max_message_bytes" in str(exc))
+            await kernel.close()
+            peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            print(f"peak RSS {{peak_mib:.0f}} MiB")
+        asyncio.run(main())
+        """
+    )
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[0] == "refused: True"
+    peak = float(lines[1].split()[2])
+    print(f"1.5 GiB stdio line: {lines[1]} (limit 32 MiB + 100 MB allowed), {time.monotonic() - started:.1f} s")
+    assert peak < 32 + 100 + 150  # the interpreter, pydantic and the SDK themselves take ~150 MiB
+
+
+async def test_listing_10000_tools_does_not_stall_the_event_loop_for_seconds() -> None:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(hostile("many"))
+    longest = 0.0
+    stop = anyio.Event()
+
+    async def heartbeat() -> None:
+        nonlocal longest
+        last = time.monotonic()
+        while not stop.is_set():
+            await anyio.sleep(0.01)
+            now = time.monotonic()
+            longest = max(longest, now - last)
+            last = now
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(heartbeat)
+        with anyio.fail_after(120):
+            await kernel.connect_mcp_servers()
+        stop.set()
+    assert len(kernel.list_tools("mcp://bad.*")) == 10_000
+    assert (await kernel.call_tool("mcp://bad.t9999", {"x": "abc"})).result == "fine"  # type: ignore[attr-defined]
+    print(f"longest event-loop stall while connecting 10,000 tools: {longest * 1000:.0f} ms")
+    assert longest < 1.0
+    await kernel.close()

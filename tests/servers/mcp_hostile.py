@@ -1,0 +1,77 @@
+"""A hand-written stdio MCP server that misbehaves on purpose (no SDK, so it starts in milliseconds).
+
+Run as ``python mcp_hostile.py MODE``. It answers initialize and tools/list properly; ``tools/call`` then does
+what MODE says:
+
+- ``huge``: writes ``HUGE_BYTES`` (env, default 1.5 GiB) of JSON without a newline, in chunks.
+- ``badutf8``: answers with invalid UTF-8 inside the result (the id is readable).
+- ``deep``: answers with JSON nested far past any parser's depth (the id is readable).
+- ``noid``: answers with a broken line that names no request.
+- ``ok``: answers ``{"result": "fine"}`` as text.
+- ``many``: like ``ok``, but tools/list offers ``MANY_TOOLS`` (env, default 10,000) tools.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def send(message: dict[str, object]) -> None:
+    sys.stdout.buffer.write(json.dumps(message).encode() + b"\n")
+    sys.stdout.buffer.flush()
+
+
+def tools(mode: str) -> list[dict[str, object]]:
+    count = int(os.environ.get("MANY_TOOLS", "10000")) if mode == "many" else 1
+    schema = {"type": "object", "properties": {"x": {"type": "string", "pattern": "^[a-z]*$"}}}
+    return [{"name": f"t{i}", "description": f"tool {i}", "inputSchema": schema} for i in range(count)]
+
+
+def call(mode: str, request_id: object) -> None:
+    out = sys.stdout.buffer
+    head = json.dumps({"jsonrpc": "2.0", "id": request_id}).encode()[:-1]
+    if mode == "huge":
+        total, chunk = int(os.environ.get("HUGE_BYTES", str(1536 * 1024 * 1024))), b"x" * (1024 * 1024)
+        out.write(head + b', "result": {"content": [{"type": "text", "text": "')
+        for _ in range(total // len(chunk)):
+            out.write(chunk)
+        out.flush()
+        return
+    if mode == "badutf8":
+        out.write(head + b', "result": {"content": [{"type": "text", "text": "\xff\xfe"}]}}\n')
+    elif mode == "deep":
+        out.write(head + b', "result": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n")
+    elif mode == "noid":
+        out.write(b'{"jsonrpc": "2.0", "result": \xff}\n')
+    else:
+        send({"jsonrpc": "2.0", "id": request_id, "result": {"content": [{"type": "text", "text": "fine"}]}})
+    out.flush()
+
+
+def main() -> None:
+    mode = sys.argv[1]
+    for line in sys.stdin.buffer:
+        message = json.loads(line)
+        method, request_id = message.get("method"), message.get("id")
+        if method == "initialize":
+            version = message["params"]["protocolVersion"]
+            info = {"name": "hostile", "version": "1"}
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "result": {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info},
+                }
+            )
+        elif method == "tools/list":
+            send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools(mode)}})
+        elif method == "tools/call":
+            call(mode, request_id)
+        elif request_id is not None:
+            send({"jsonrpc": "2.0", "id": request_id, "result": {}})
+
+
+if __name__ == "__main__":
+    main()
