@@ -91,11 +91,15 @@ class Jail:
         candidate = self.root.joinpath(*parts)
         try:
             resolved = candidate.resolve() if follow_last else candidate.parent.resolve() / candidate.name
+            # Python 3.13's non-strict resolve() leaves a symbolic link loop unresolved instead of raising.
+            looped = follow_last and resolved.is_symlink()
         except RuntimeError as exc:  # a symbolic link loop (Python < 3.13); its text names the absolute path
             raise PermissionError(f"Refused path {path!r}: it cannot be resolved (a symbolic link loop).") from exc
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             raise PermissionError(f"Refused path {path!r}: it cannot be resolved ({reason}).") from exc
+        if looped:
+            raise PermissionError(f"Refused path {path!r}: it cannot be resolved (a symbolic link loop).")
         if resolved != self.root and not resolved.is_relative_to(self.root):
             raise PermissionError(f"Refused path {path!r}: it resolves outside the root (through a symbolic link).")
         return resolved
