@@ -13,7 +13,8 @@ aiohttp, the MCP SDK, pydantic) are translated into one of these at the adapter 
     ├── ToolInputError                  arguments that do not fit the input model; .errors is pydantic's list
     ├── ToolOutputError                 a return value that does not fit the output model; .errors likewise
     ├── ToolExecutionError              the tool itself failed (raised, or reported an error)
-    │   └── HTTPStatusError             a REST tool answered 4xx/5xx; .status_code, .method, .body
+    │   ├── HTTPStatusError             a REST tool answered 4xx/5xx; .status_code, .method, .body
+    │   └── ResponseTooLargeError       a response or message over a size limit; .limit
     ├── ToolTimeoutError                the call took longer than its timeout; .timeout
     ├── ServerConnectionError           a REST or MCP server could not be reached or died; .server, .exit_code,
     │   │                               .stderr_tail
@@ -36,6 +37,7 @@ __all__ = [
     "HTTPStatusError",
     "InvalidToolURIError",
     "KernelClosedError",
+    "ResponseTooLargeError",
     "ServerConnectionError",
     "ToolAccessDeniedError",
     "ToolExecutionError",
@@ -144,6 +146,19 @@ class HTTPStatusError(ToolExecutionError):
         self.method = method
         self.status_code = status_code
         self.body = body
+
+
+class ResponseTooLargeError(ToolExecutionError):
+    """A server's response (or one protocol message) exceeded its size limit; it was refused while it arrived,
+    never buffered whole.
+
+    Attributes:
+        limit: the limit in bytes that was exceeded (the message names the setting that raises it).
+    """
+
+    def __init__(self, message: str, *, uri: str | None = None, limit: int) -> None:
+        super().__init__(message, uri=uri)
+        self.limit = limit
 
 
 class ToolTimeoutError(FunctionKernelException, TimeoutError):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Header, HTTPException, Query, Request, Response
@@ -138,6 +139,12 @@ def create_app() -> FastAPI:
         if authorization != f"Basic {expected}":
             raise _unauthorized("basic")
         return {"user": BASIC_USER}
+
+    @app.get("/gzip-bomb", tags=["misc"])
+    async def gzip_bomb(mb: int = 50) -> Response:
+        """``mb`` MiB of JSON zeros, gzip-compressed to a few hundred KiB on the wire."""
+        body = gzip.compress(b"[" + b"0," * (mb * 512 * 1024) + b"0]", compresslevel=9)
+        return Response(content=body, media_type="application/json", headers={"Content-Encoding": "gzip"})
 
     @app.get("/auth_check", tags=["auth"])
     async def auth_check(authorization: Annotated[str | None, Header()] = None) -> dict[str, str]:

@@ -302,6 +302,10 @@ class _Builder:
             populate_by_name=True,
             protected_namespaces=(),
             regex_engine="rust-regex",
+            # JSON has no NaN or Infinity: refuse them in number fields, and keep them visible (not null) in open
+            # ones, so a JSON body holding one is refused rather than changed.
+            allow_inf_nan=False,
+            ser_json_inf_nan="constants",
         )
         title = _text(schema.get("title"))
         if title:

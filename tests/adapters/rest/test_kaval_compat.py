@@ -65,3 +65,26 @@ async def test_url_env_is_read_at_the_first_call(
     monkeypatch.setenv("KT_URL", shop_url)
     kernel.register_rest_server(RestServer(name="env", url_env="KT_URL"))
     assert (await kernel._call_rest_tool("env", "search", {"q": "x"}))["q"] == "x"
+
+
+@pytest.mark.parametrize("value", ["..;", "%2e%2e", "%2E%2e", "%252e%252e", ".%2e", "..\\x", "\uff0e\uff0e", "a/../b"])
+async def test_dot_segment_variants_cannot_fill_a_path(shop: FunctionKernel, value: str) -> None:
+    from kavalai import ToolInputError
+
+    shop.register_rest_tool(
+        "shop", "get", "GET", {"type": "object", "properties": {"item_id": {}}}, None, path="/items/{item_id}"
+    )
+    with pytest.raises(ToolInputError, match="cannot fill the path"):
+        await shop.call_tool("rest://shop.get", {"item_id": value})
+
+
+async def test_nan_and_infinity_are_refused_for_a_json_body(shop: FunctionKernel) -> None:
+    from kavalai import ToolInputError
+
+    with pytest.raises(ToolInputError, match="NaN or Infinity"):
+        await shop.call_tool("rest://shop.items", {"name": "x", "price": float("nan"), "tags": []}, method="POST")
+    shop.register_rest_tool(
+        "shop", "create", "POST", {"type": "object", "properties": {"price": {"type": "number"}}}, None, path="/items"
+    )
+    with pytest.raises(ToolInputError, match="price"):
+        await shop.call_tool("rest://shop.create", {"price": float("inf")})

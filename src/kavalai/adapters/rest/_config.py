@@ -56,6 +56,11 @@ class RestServer(BaseModel):
     )
     auth: Auth | None = Field(default=None, description="BasicAuth, BearerAuth or ApiKeyAuth.")
     max_connections: int = Field(default=100, ge=1, description="Size of the server's connection pool.")
+    max_response_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        gt=0,
+        description="The largest response body accepted, counted after decompression (64 MiB by default).",
+    )
     username_env: str | None = Field(
         default=None,
         description="Kaval.AI 1.0's Basic auth: the variable holding the username (with password_env). Unlike "

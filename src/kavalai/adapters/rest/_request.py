@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from kavalai.errors import ToolInputError
 
@@ -125,7 +126,7 @@ class RequestPlan:
                     errors=[{"type": "missing", "loc": (name,), "msg": "Field required (path parameter)"}],
                 )
             text = _text(value)
-            if text in _UNSAFE_SEGMENTS:
+            if _names_another_segment(text):
                 message = f"{text!r} cannot fill the path {self.path}: an empty, '.' or '..' value names another URL"
                 raise ToolInputError(
                     f"Invalid arguments for {uri}: {name}: {message}",
@@ -134,6 +135,21 @@ class RequestPlan:
                 )
             values[name] = quote(text, safe="")
         return _PLACEHOLDER.sub(lambda match: values[match[1]], self.path)
+
+
+def _names_another_segment(text: str) -> bool:
+    """Whether a path value could be read as '.' or '..' somewhere on the way: plain, percent-encoded (once or
+    more), with a ';' parameter (``..;``), with backslashes, or spelled with look-alike dots."""
+    decoded = text
+    for _ in range(4):  # %252e%252e -> %2e%2e -> ..
+        once = unquote(decoded)
+        if once == decoded:
+            break
+        decoded = once
+    decoded = unicodedata.normalize("NFKC", decoded).replace("\\", "/")
+    segments = decoded.split("/")
+    bare = (segment.split(";", 1)[0].strip() for segment in segments)
+    return text in _UNSAFE_SEGMENTS or any(part in (".", "..") for part in bare)
 
 
 def _text(value: Any) -> str:

@@ -16,6 +16,7 @@ dropped, so that no traceback or log line can show the secret.
 from __future__ import annotations
 
 import asyncio
+import json
 import ssl
 from collections.abc import AsyncGenerator
 from typing import Any, Final
@@ -31,8 +32,10 @@ from kavalai.errors import (
     ConfigurationError,
     FunctionKernelException,
     HTTPStatusError,
+    ResponseTooLargeError,
     ServerConnectionError,
     ToolExecutionError,
+    ToolInputError,
     ToolTimeoutError,
 )
 
@@ -88,6 +91,23 @@ class ServerSession:
         await anext(self._closer)
         return session
 
+    async def _read_bounded(self, response: aiohttp.ClientResponse, where: str, uri: str | None) -> bytes:
+        """The body, counted after decompression (a gzip bomb is refused as it inflates, not after)."""
+        limit = self.server.max_response_bytes
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.content.iter_chunked(256 * 1024):
+            size += len(chunk)
+            if size > limit:
+                raise ResponseTooLargeError(
+                    f"{where}: the response of {self.name!r} is larger than {limit:,} bytes (max_response_bytes of "
+                    "the RestServer; raise it if such responses are expected).",
+                    uri=uri,
+                    limit=limit,
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
+
     async def send(self, request: PreparedRequest, *, uri: str | None = None) -> Any:
         """Send ``request`` and return the decoded body; raise a kavalai error (naming ``uri``) on any failure.
 
@@ -108,14 +128,15 @@ class ServerSession:
             kwargs["params"] = [*request.query, *resolved.query]
         if request.headers:
             kwargs["headers"] = request.headers
-        if request.has_body:
-            kwargs["json"] = request.body
         where = uri or f"REST server {self.name!r}"
+        if request.has_body:
+            kwargs["data"] = _json_body(request.body, where, uri)
+            kwargs["headers"] = {**(request.headers or {}), "Content-Type": "application/json"}
         try:
             async with session.request(method, url, **kwargs) as response:
                 if response.status >= 400:
                     raise await self._status_error(response, method, path, where, uri)
-                return _decode(await response.read(), response)
+                return _decode(await self._read_bounded(response, where, uri), response)
         except FunctionKernelException:
             raise
         except TimeoutError as exc:
@@ -222,6 +243,20 @@ def _credential_guard(resolved: ResolvedServer) -> tuple[ClientMiddlewareType, .
 def _dumps(value: Any) -> str:
     """The JSON text of a request body, by pydantic-core's encoder (a few times faster than ``json.dumps``)."""
     return to_json(value).decode()
+
+
+def _json_body(value: Any, where: str, uri: str | None) -> bytes:
+    """The JSON text of a request body. JSON has no NaN or Infinity: a body holding one is refused rather than
+    sent as something the server cannot read (or, worse, silently as null)."""
+    body = to_json(value)
+    if b"NaN" in body or b"Infinity" in body:  # cheap first look; json.dumps then says for sure
+        try:
+            json.dumps(value, allow_nan=False, default=str)
+        except ValueError:
+            raise ToolInputError(
+                f"{where}: the request body holds NaN or Infinity, which JSON cannot carry.", uri=uri
+            ) from None
+    return body
 
 
 def _decode(body: bytes, response: aiohttp.ClientResponse) -> Any:
