@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from tests.agent.conftest import ToolBox
 
 from kavalai import FunctionKernel
-from kavalai.agent import Agent, AgentEvent, Approval, ModelTextDelta, RunFailed, ToolCallFinished
+from kavalai.agent import Agent, AgentEvent, Approval, ApprovalHookError, ModelTextDelta, RunFailed, ToolCallFinished
 from kavalai.llm import ToolCall, ToolResultMessage
 from kavalai.llm.errors import LLMProviderError
 from kavalai.testing import ScriptedLLM, tool_call
@@ -89,11 +91,31 @@ async def test_streaming_reports_text_deltas(kernel: FunctionKernel, toolbox: To
     assert result.tool_calls[0].result == {"result": 3}
 
 
-async def test_a_failing_hook_raises_as_itself(kernel: FunctionKernel, toolbox: ToolBox) -> None:
+async def test_a_failing_hook_is_one_documented_error_with_its_cause(kernel: FunctionKernel, toolbox: ToolBox) -> None:
     llm = ScriptedLLM([tool_call("python://math.add", {"a": 1, "b": 2}), "unreachable"])
     agent = Agent(llm, kernel=kernel, approve=lambda call: "yes")  # type: ignore[arg-type,return-value]
-    with pytest.raises(TypeError, match="return an Approval"):
+    with pytest.raises(ApprovalHookError, match="The approval hook failed: TypeError") as info:
         await agent.run("add")
+    assert isinstance(info.value.__cause__, TypeError)
+    assert "return an Approval" in str(info.value.errors[0])
+
+
+async def test_two_failing_hooks_raise_one_error_and_the_completed_calls_stay_in_the_result(
+    kernel: FunctionKernel, toolbox: ToolBox
+) -> None:
+    def approve(call: Any) -> bool:
+        if call.arguments["a"] > 1:
+            raise RuntimeError(f"policy store down for a={call.arguments['a']}")
+        return True
+
+    calls = [tool_call("python://math.add", {"a": a, "b": 1}) for a in (1, 2, 3)]
+    llm = ScriptedLLM([calls, "unreachable"])
+    with pytest.raises(ApprovalHookError, match=r"RuntimeError: policy store down.*\(and 1 more\)") as info:
+        await Agent(llm, kernel=kernel, approve=approve).run("add")
+    assert sorted(str(e) for e in info.value.errors) == ["policy store down for a=2", "policy store down for a=3"]
+    assert info.value.result is not None
+    [done] = info.value.result.tool_calls
+    assert (done.arguments, done.result) == ({"a": 1, "b": 1}, {"result": 2})
 
 
 async def test_a_failed_run_is_reported_to_observers(kernel: FunctionKernel, toolbox: ToolBox) -> None:

@@ -15,7 +15,7 @@ from kavalai.agent._events import (
     ToolCallStarted,
 )
 from kavalai.agent._result import AgentResult, ToolCallRecord
-from kavalai.agent.errors import AgentError, MaxStepsExceededError
+from kavalai.agent.errors import AgentError, ApprovalHookError, MaxStepsExceededError
 
 __all__ = [
     "Agent",
@@ -24,6 +24,7 @@ __all__ = [
     "AgentResult",
     "Approval",
     "ApprovalHook",
+    "ApprovalHookError",
     "EventHandler",
     "MaxStepsExceededError",
     "ModelResponded",

@@ -22,8 +22,8 @@ from kavalai.agent._events import (
     StepStarted,
 )
 from kavalai.agent._result import AgentResult, ToolCallRecord
-from kavalai.agent._tools import ToolRunner
-from kavalai.agent.errors import MaxStepsExceededError
+from kavalai.agent._tools import HookFailures, ToolRunner
+from kavalai.agent.errors import ApprovalHookError, MaxStepsExceededError
 from kavalai.llm.base import LLMClient, ModelSettings, parse_structured
 from kavalai.llm.errors import LLMResponseError, StructuredOutputError
 from kavalai.llm.messages import (
@@ -228,7 +228,13 @@ class Agent(Generic[OutputT]):
                 # Answer the calls that will not run, so the messages stay a valid history for another run.
                 state.new += [_not_run(call) for call in response.tool_calls]
                 break
-            for message, record in await runner.run_step(step, response.tool_calls):
+            try:
+                done = await runner.run_step(step, response.tool_calls)
+            except HookFailures as failures:
+                for _message, record in failures.done:  # the calls that completed stay in the partial result
+                    state.trace.append(record)
+                raise _hook_error(failures, state.result(None)) from failures.errors[0]
+            for message, record in done:
                 state.new.append(message)
                 state.trace.append(record)
         raise MaxStepsExceededError(
@@ -317,4 +323,15 @@ def _repair_request(exc: StructuredOutputError) -> str:
     return (
         f"Your answer could not be used: {exc.message}. Reply again with only a JSON object that fits the "
         "requested schema."
+    )
+
+
+def _hook_error(failures: HookFailures, result: AgentResult[Any]) -> ApprovalHookError:
+    first = failures.errors[0]
+    more = f" (and {len(failures.errors) - 1} more)" if len(failures.errors) > 1 else ""
+    return ApprovalHookError(
+        f"The approval hook failed: {type(first).__name__}: {first}{more}. The other calls of the step ran; "
+        "see .result.trace.",
+        errors=list(failures.errors),
+        result=result,
     )

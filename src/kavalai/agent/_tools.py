@@ -83,22 +83,33 @@ class ToolRunner:
         self._emit = emit
 
     async def run_step(self, step: int, calls: Sequence[ToolCall]) -> list[tuple[ToolResultMessage, ToolCallRecord]]:
-        """Run ``calls`` concurrently; return their results and trace records in the order of ``calls``."""
+        """Run ``calls`` concurrently; return their results and trace records in the order of ``calls``.
+
+        A failing approval hook does not stop the other calls: they finish, and :class:`HookFailures` (raised
+        afterwards) carries their results and every hook error.
+        """
         slots: list[tuple[ToolResultMessage, ToolCallRecord] | None] = [None] * len(calls)
+        hook_errors: list[BaseException] = []
 
         async def run_one(index: int, call: ToolCall) -> None:
-            slots[index] = await self._run_call(step, call)
+            try:
+                slots[index] = await self._run_call(step, call)
+            except _HookFailed as failed:
+                hook_errors.append(failed.error)
 
         try:
             async with anyio.create_task_group() as group:
                 for index, call in enumerate(calls):
                     group.start_soon(run_one, index, call)
         except BaseExceptionGroup as group_error:
-            # A failing hook or observer is the caller's error: raise it as itself, not wrapped in a group.
+            # A failing observer is the caller's error: raise it as itself, not wrapped in a group.
             if len(group_error.exceptions) == 1:
                 raise group_error.exceptions[0] from None
             raise
-        return [slot for slot in slots if slot is not None]
+        done = [slot for slot in slots if slot is not None]
+        if hook_errors:
+            raise HookFailures(hook_errors, done)
+        return done
 
     async def _run_call(self, step: int, call: ToolCall) -> tuple[ToolResultMessage, ToolCallRecord]:
         await self._emit(ToolCallStarted(step=step, call=call))
@@ -138,7 +149,10 @@ class ToolRunner:
             )
         edited = False
         if self._approve is not None and self._needs_approval(call.name):
-            decision = await _decide(self._approve, call)
+            try:
+                decision = await _decide(self._approve, call)
+            except Exception as exc:
+                raise _HookFailed(exc) from exc
             if decision.action == "deny":
                 reason = decision.reason or "not approved"
                 return _denied(arguments, f"The call to {call.name} was refused: {reason}. Do not retry it as is.")
@@ -148,8 +162,14 @@ class ToolRunner:
             output = await self._kernel.call_tool(call.name, arguments)
         except FunctionKernelException as exc:
             return _Outcome("error", arguments, error=_error_message(exc), error_type=type(exc).__name__, edited=edited)
-        # fallback=str: a Python tool may return objects JSON cannot describe; the model gets their text.
-        result = to_jsonable_python(output, by_alias=True, fallback=str)
+        try:
+            # fallback=str: a Python tool may return objects JSON cannot describe; the model gets their text.
+            result = to_jsonable_python(output, by_alias=True, fallback=str)
+            json.dumps(result, ensure_ascii=False)  # what _run_call sends: checked here, where it can be an error
+        except (ValueError, TypeError, RecursionError) as exc:  # a cycle, a structure nested too deeply, ...
+            reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+            message = f"The result of {call.name} could not be written as JSON for you ({reason})."
+            return _Outcome("error", arguments, error=message, error_type="ToolOutputError", edited=edited)
         return _Outcome("ok", arguments, result=result, edited=edited)
 
     def _unavailable(self, name: str) -> str:
@@ -164,6 +184,23 @@ class ToolRunner:
         if self._require is None:
             return True
         return any(fnmatch.fnmatchcase(uri, pattern) for pattern in self._require)
+
+
+class _HookFailed(Exception):
+    """The approval hook failed for one call (carried out of the call's task without cancelling the others)."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class HookFailures(Exception):
+    """Raised by :meth:`ToolRunner.run_step` when approval hooks failed: the hook errors and the completed calls."""
+
+    def __init__(self, errors: list[BaseException], done: list[tuple[ToolResultMessage, ToolCallRecord]]) -> None:
+        super().__init__(f"{len(errors)} approval hook call(s) failed")
+        self.errors = errors
+        self.done = done
 
 
 async def _decide(approve: ApprovalHook, call: ToolCall) -> Approval:

@@ -10,7 +10,7 @@ from kavalai.llm.errors import LLMError
 if TYPE_CHECKING:
     from kavalai.agent._result import AgentResult
 
-__all__ = ["AgentError", "MaxStepsExceededError"]
+__all__ = ["AgentError", "ApprovalHookError", "MaxStepsExceededError"]
 
 
 class AgentError(LLMError):
@@ -28,4 +28,20 @@ class MaxStepsExceededError(AgentError):
     def __init__(self, message: str, *, max_steps: int, result: AgentResult[Any] | None = None) -> None:
         super().__init__(message)
         self.max_steps = max_steps
+        self.result = result
+
+
+class ApprovalHookError(AgentError):
+    """The approval hook raised (or returned something that is not a decision) for one or more calls of a step.
+
+    The other calls of that step still ran; their records are in ``result.trace``.
+
+    Attributes:
+        errors: what the hook raised, one per failing call, in call order.
+        result: what the run produced so far, the completed calls of the failing step included.
+    """
+
+    def __init__(self, message: str, *, errors: list[BaseException], result: AgentResult[Any] | None = None) -> None:
+        super().__init__(message)
+        self.errors = errors
         self.result = result
