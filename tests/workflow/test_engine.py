@@ -62,8 +62,26 @@ async def test_async_with_connects_up_front_and_leaves_no_process(mcp_kernel: Fu
         # runs neither reconnect nor close: the same process served both
         after = mcp_kernel.get_mcp_server_state("text")
         assert (after.pid, after.connects) == (pid, 1)
-    assert not _alive(pid)  # the process was stopped and reaped by aclose()
+    assert _alive(pid)  # the kernel was passed in: it stays the caller's, open, after the engine closes
+    await mcp_kernel.close()
+    assert not _alive(pid)  # the caller's close() stops and reaps the process
     assert mcp_kernel.get_mcp_server_state("text").pid is None
+
+
+async def test_an_engine_closes_the_kernel_it_made_or_was_handed(mcp_kernel: FunctionKernel) -> None:
+    closed: list[str] = []
+
+    async def note() -> None:
+        closed.append("closed")
+
+    async with WorkflowEngine(_word_counter().build(), mcp_kernel, owns_kernel=True) as engine:
+        pid = engine.kernel.get_mcp_server_state("text").pid
+        assert pid is not None
+    assert not _alive(pid)  # handed over with owns_kernel=True: the engine closed it
+    own = WorkflowEngine(_word_counter().build())
+    own.kernel.on_close(note)
+    await own.aclose()
+    assert closed == ["closed"]  # a kernel the engine made is the engine's to close
 
 
 async def test_connect_and_aclose_by_hand(mcp_kernel: FunctionKernel) -> None:
@@ -75,6 +93,8 @@ async def test_connect_and_aclose_by_hand(mcp_kernel: FunctionKernel) -> None:
     assert (await engine.run("a b c d e f")).ok
     await engine.aclose()
     await engine.aclose()  # idempotent
+    assert _alive(pid)  # the caller's kernel stays open
+    await mcp_kernel.close()
     assert mcp_kernel.get_mcp_server_state("text").pid is None
     assert not _alive(pid)
 

@@ -72,7 +72,10 @@ class WorkflowEngine:
         max_visits: int | None = None,
         timeout: float | _Unset | None = _UNSET,
         services: Sequence[Service] = (),
+        owns_kernel: bool | None = None,
     ) -> None:
+        # A kernel the caller passed in stays the caller's: aclose() closes only a kernel the engine made.
+        self._owns_kernel = kernel is None if owns_kernel is None else owns_kernel
         if kernel is None:
             from kavalai import FunctionKernel
 
@@ -231,6 +234,7 @@ class WorkflowEngine:
             llms=options["llms"],
             max_visits=options["max_visits"],
             timeout=options["timeout"],
+            owns_kernel=options["kernel"] is None,
         )
 
     @classmethod
@@ -244,6 +248,7 @@ class WorkflowEngine:
             max_visits=options["max_visits"],
             timeout=options["timeout"],
             services=loaded.services,
+            owns_kernel=options["kernel"] is None,
         )
 
     # ---------------------------------------------------------------------------------------------- lifecycle
@@ -271,7 +276,8 @@ class WorkflowEngine:
         check_tools(self.workflow, self.kernel)
 
     async def aclose(self) -> None:
-        """Close the kernel's connections, stop what the engine serves and close the LLM clients it created.
+        """Close the kernel's connections (when the engine made the kernel: one you passed in stays yours, open),
+        stop what the engine serves and close the LLM clients it created.
 
         Idempotent; the engine may be connected (or run) again afterwards.
         """
@@ -279,7 +285,8 @@ class WorkflowEngine:
         async with self._lock:
             started, self._started = self._services[: self._started], 0
             try:
-                await self.kernel.close()
+                if self._owns_kernel:
+                    await self.kernel.close()
             finally:
                 for service in reversed(started):
                     await service.stop()
