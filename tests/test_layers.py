@@ -83,7 +83,7 @@ def test_no_package_imports_another_packages_private_modules(package: str) -> No
             parts = name.split(".")
             if parts[0] != "kavalai" or name.startswith(f"{own}.") or name == own:
                 continue
-            # kavalai.<pkg>._private (a module) or kavalai.<pkg>.<sub>._private: private to that package.
-            if any(part.startswith("_") and not part.startswith("__") for part in parts[2:3]):
+            # kavalai.<pkg>._private, kavalai.<pkg>.<sub>._private: private to that package (names too).
+            if any(part.startswith("_") and not part.startswith("__") for part in parts[2:]):
                 offenders.append(f"{module} imports {name}")
     assert sorted(offenders) == []

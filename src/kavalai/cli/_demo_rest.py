@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 
 from kavalai import FunctionKernel
 from kavalai.adapters.rest import BearerAuth, RestServer
-from kavalai.adapters.rest.demo_app import DEMO_TOKEN, serve_demo_app
 from kavalai.cli._console import DemoConsole
+from kavalai.cli.demo_rest_app import DEMO_TOKEN, serve_demo_app
 from kavalai.errors import HTTPStatusError
 
 __all__ = ["rest_section"]
