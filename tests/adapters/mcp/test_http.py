@@ -163,3 +163,20 @@ async def test_closing_after_timed_out_calls_logs_no_error(
     client_errors = [r for r in caplog.records if r.name.startswith("mcp.client") and r.levelno >= logging.ERROR]
     assert client_errors == []
     assert kernel.get_mcp_server_state("web").status == "closed"
+
+
+async def test_a_url_without_a_transport_reaches_a_legacy_sse_server(kernel: FunctionKernel, sse_url: str) -> None:
+    # Streamable HTTP first; the SSE-only server refuses it, so the kernel falls back to SSE, as the spec says.
+    kernel.register_mcp_server(McpServer(name="old", url=sse_url))
+    with anyio.fail_after(30):
+        result = await kernel.call_tool("mcp://old.add", {"a": 2, "b": 3})
+    assert result.model_dump() == {"result": 5}
+    await kernel.close_mcp_servers()
+    with anyio.fail_after(30):  # the transport found is kept: the next connect goes straight to SSE
+        assert (await kernel.call_tool("mcp://old.add", {"a": 1, "b": 1})).model_dump() == {"result": 2}
+
+
+async def test_a_pinned_transport_is_not_second_guessed(kernel: FunctionKernel, sse_url: str) -> None:
+    kernel.register_mcp_server(McpServer(name="old", url=sse_url, transport="streamable-http"))
+    with anyio.fail_after(30), pytest.raises(ServerConnectionError, match="'old'"):
+        await kernel.connect_mcp_servers()

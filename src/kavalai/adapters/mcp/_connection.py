@@ -31,7 +31,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
 from kavalai.adapters.base import ToolRegistry
-from kavalai.adapters.mcp._config import McpServer
+from kavalai.adapters.mcp._config import McpServer, McpTransport
 from kavalai.adapters.mcp._convert import build_models, content_output_schema, raise_tool_error, result_value
 from kavalai.adapters.mcp._errors import describe_failure, scrub
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
@@ -95,6 +95,7 @@ class McpConnection:
         self._connects = 0
         self._status: McpStatus = "registered"
         self._error: str | None = None
+        self._detected: McpTransport | None = None  # the transport a url turned out to speak, once known
         self._tools: dict[str, LazyTool] = {}  # what this server published (the registry holds the tools)
 
     # ------------------------------------------------------------------------------------------------ state
@@ -186,13 +187,7 @@ class McpConnection:
             with anyio.CancelScope(deadline=anyio.current_time() + self.config.connect_timeout) as scope:
                 gen.scope = scope
                 async with AsyncExitStack() as stack:
-                    reads, writes, gen.process = await stack.enter_async_context(
-                        open_transport(self.config, on_end=gen.end, on_session_expired=gen.expire)
-                    )
-                    session = await stack.enter_async_context(
-                        ClientSession(reads, writes, message_handler=_MessageHandler(gen), client_info=_CLIENT_INFO)
-                    )
-                    await session.initialize()
+                    session = await self._open_session(gen, stack)
                     await self._publish(await _list_tools(session))
                     scope.deadline = math.inf
                     gen.session, gen.connected = session, True
@@ -240,6 +235,42 @@ class McpConnection:
             self._status, self._error = "failed", self._failure(gen).message
 
     # ------------------------------------------------------------------------------------------------ tools
+
+    async def _open_session(self, gen: _Generation, stack: AsyncExitStack) -> ClientSession:
+        """Open the transport and initialize a session on it. A ``url`` whose transport is not pinned is tried
+        as streamable HTTP first and, when that fails, as the legacy SSE transport (the MCP specification's
+        backwards compatibility); the transport that worked is kept for the next connects."""
+        config = self.config
+        if config.url is not None and config.transport is None and self._detected is not None:
+            config = config.model_copy(update={"transport": self._detected})
+        try:
+            return await self._session_on(gen, stack, config)
+        except Exception as first:
+            if config.url is None or config.transport is not None or gen.connected:
+                raise
+            sse = config.model_copy(update={"transport": "sse"})
+            logger.info("MCP server %r: streamable HTTP failed (%s); trying the legacy SSE transport", self.name, first)
+            try:
+                session = await self._session_on(gen, stack, sse)
+            except Exception:
+                raise first from None  # neither worked: the streamable HTTP failure is the one to report
+            self._detected = "sse"
+            return session
+
+    async def _session_on(self, gen: _Generation, stack: AsyncExitStack, config: McpServer) -> ClientSession:
+        inner = await stack.enter_async_context(AsyncExitStack())
+        try:
+            reads, writes, gen.process = await inner.enter_async_context(
+                open_transport(config, on_end=gen.end, on_session_expired=gen.expire)
+            )
+            session = await inner.enter_async_context(
+                ClientSession(reads, writes, message_handler=_MessageHandler(gen), client_info=_CLIENT_INFO)
+            )
+            await session.initialize()
+        except BaseException:
+            await inner.aclose()
+            raise
+        return session
 
     async def _refresh_loop(self, gen: _Generation, session: ClientSession) -> None:
         while True:
