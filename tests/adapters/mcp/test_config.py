@@ -70,3 +70,20 @@ def test_register_records_only_and_rejects_duplicates() -> None:
     with pytest.raises(ToolNotFoundError, match="No MCP server named 'nope'"):
         kernel.get_mcp_server_state("nope")
     assert [s.name for s in kernel.mcp_server_states()] == ["x"]
+
+
+async def test_command_env_and_url_env_are_read_at_connect(
+    kernel: FunctionKernel, monkeypatch: pytest.MonkeyPatch, http_url: str
+) -> None:
+    import sys
+
+    monkeypatch.delenv("KT_MCP_CMD", raising=False)
+    monkeypatch.setenv("KT_MCP_URL", http_url)
+    kernel.register_mcp_server(McpServer(name="later", command_env="KT_MCP_CMD", args=["-c", "pass"]))
+    kernel.register_mcp_server(McpServer(name="web", url_env="KT_MCP_URL"))
+    assert kernel.get_mcp_server_state("later").status == "registered"  # registration reads nothing
+    with pytest.raises(Exception, match="Command for MCP server 'later' not found: environment variable KT_MCP_CMD"):
+        await kernel.call_tool("mcp://later.anything")
+    assert (await kernel.call_tool("mcp://web.add", {"a": 1, "b": 2})).model_dump() == {"result": 3}
+    with pytest.raises(ConfigurationError, match="both command and command_env"):
+        McpServer(name="x", command=sys.executable, command_env="KT_MCP_CMD")

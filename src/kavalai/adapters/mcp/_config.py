@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -53,6 +54,12 @@ class McpServer(BaseModel):
     url: str | None = Field(
         default=None, repr=False, description="The endpoint of an HTTP server (shown without credentials)."
     )
+    command_env: str | None = Field(
+        default=None, description="Instead of `command`: the environment variable holding it, read at connect."
+    )
+    url_env: str | None = Field(
+        default=None, description="Instead of `url`: the environment variable holding it, read at connect."
+    )
     headers: dict[str, str] = Field(
         default_factory=dict, repr=False, description="HTTP headers sent with every request (secret)."
     )
@@ -90,15 +97,19 @@ class McpServer(BaseModel):
     @model_validator(mode="after")
     def _check_kind(self) -> McpServer:
         where = f"MCP server {self.name!r}"
-        if self.command is not None and self.url is not None:
+        commands = [n for n in ("command", "command_env") if getattr(self, n) is not None]
+        urls = [n for n in ("url", "url_env") if getattr(self, n) is not None]
+        if commands and urls:
             raise ConfigurationError(f"{where} has both a command and a url; give one of them.")
-        if self.command is None and self.url is None:
+        if len(commands) > 1 or len(urls) > 1:
+            raise ConfigurationError(f"{where} has both {' and '.join(commands + urls)}; give one of them.")
+        if not commands and not urls:
             raise ConfigurationError(
                 f"{where} has neither a command nor a url: give command=... (with args=[...]) for a server "
-                "started as a process, or url=... for an HTTP server."
+                "started as a process, or url=... for an HTTP server (or command_env=/url_env= naming a variable)."
             )
-        if self.command is not None:
-            if not self.command.strip():
+        if commands:
+            if self.command is not None and not self.command.strip():
                 raise ConfigurationError(f"{where} has an empty command.")
             if self.transport not in (None, "stdio"):
                 raise ConfigurationError(
@@ -111,15 +122,35 @@ class McpServer(BaseModel):
                 raise ConfigurationError(f"{where} has a url; use 'streamable-http' or 'sse', not 'stdio'.")
             if self.args or self.env or self.cwd is not None:
                 raise ConfigurationError(f"{where} has a url; args, env and cwd apply only to a command.")
-            scheme = urlsplit(str(self.url)).scheme
-            if scheme not in ("http", "https"):
-                raise ConfigurationError(f"{where} needs an http:// or https:// url, not {self.target!r}.")
+            if self.url is not None:
+                _check_http(where, self.url, self.target)
+        return self
+
+    def resolved(self) -> McpServer:
+        """This configuration with ``command_env``/``url_env`` read from the environment (at connect time).
+
+        Raises:
+            ConfigurationError: the variable is unset or empty, or holds a url that is not http(s).
+        """
+        for field, target in (("command_env", "command"), ("url_env", "url")):
+            variable = getattr(self, field)
+            if variable is None:
+                continue
+            value = os.environ.get(variable, "").strip()
+            if not value:
+                raise ConfigurationError(
+                    f"{target.capitalize()} for MCP server {self.name!r} not found: environment variable "
+                    f"{variable} is not set or empty."
+                )
+            if target == "url":
+                _check_http(f"MCP server {self.name!r}", value, f"${variable}")
+            return self.model_copy(update={field: None, target: value})
         return self
 
     @property
     def kind(self) -> McpTransport:
         """The transport in use: ``"stdio"`` for a command, else ``transport`` or ``"streamable-http"``."""
-        if self.command is not None:
+        if self.command is not None or self.command_env is not None:
             return "stdio"
         return self.transport or "streamable-http"
 
@@ -128,6 +159,10 @@ class McpServer(BaseModel):
         """What the server is, for messages: the command line, or the url without credentials and query."""
         if self.command is not None:
             return " ".join([self.command, *self.args])
+        if self.command_env is not None:
+            return " ".join([f"${self.command_env}", *self.args])
+        if self.url_env is not None:
+            return f"${self.url_env}"
         return _safe_url(self.url or "")
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
@@ -138,6 +173,11 @@ class McpServer(BaseModel):
             yield "env", dict.fromkeys(self.env, _MASK)
         if self.headers:
             yield "headers", dict.fromkeys(self.headers, _MASK)
+
+
+def _check_http(where: str, url: str, shown: str) -> None:
+    if urlsplit(url).scheme not in ("http", "https"):
+        raise ConfigurationError(f"{where} needs an http:// or https:// url, not {_safe_url(shown)!r}.")
 
 
 def _safe_url(url: str) -> str:

@@ -117,6 +117,7 @@ async def open_transport(
 ) -> AsyncIterator[tuple[SessionReads[Any], SessionWrites[Any], StdioProcess | None]]:
     """Open ``server``'s transport; yield the stream the session reads, the one it writes, and the process of a
     stdio server (``None`` for HTTP)."""
+    server = server.resolved()  # command_env / url_env are read now, at each connect
     if server.kind == "stdio":
         async with open_stdio(server) as ((reads, writes), process):
             yield SessionReads(reads, on_end), SessionWrites(writes), process
