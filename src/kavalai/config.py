@@ -1,0 +1,259 @@
+"""A configuration file -> a kernel: our YAML's tool sections, and the ``mcpServers`` JSON of MCP hosts.
+
+One place turns configuration into a :class:`~kavalai.FunctionKernel`::
+
+    config = KernelConfig.from_file("tools.yaml")   # or claude_desktop_config.json, .cursor/mcp.json, .vscode/mcp.json
+    kernel = build_kernel(config)
+
+Accepted, in one document or several keys of it:
+
+- ``python_functions``: dotted paths (``pkg.mod.func``) or ``{function, name, timeout}``;
+- ``tools``: bundled tool groups, ``fs`` or ``{group: fs, root: ./data, writable: true}``;
+- ``rest_servers``: :class:`~kavalai.RestServer` fields plus ``rest_tools`` (``{name, method, path, input_schema,
+  output_schema, description}``) and ``openapi`` (a file next to the configuration, or a path on the server);
+- ``mcp_servers``: :class:`~kavalai.McpServer` fields;
+- ``mcpServers`` (Claude Desktop, Cursor) or ``servers`` (VS Code): ``{name: {command, args, env, cwd} | {url,
+  headers, type}}``; ``type`` is ``stdio``, ``http`` (streamable HTTP) or ``sse``; a server with ``"disabled": true``
+  is left out; keys only a host understands (``autoApprove``, ``envFile``, ...) are ignored.
+
+``${VAR}`` and ``${VAR:-default}`` in string values are read from the environment. Registration only records the
+configuration: nothing connects until the kernel is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kavalai.documents import load_json_or_yaml
+from kavalai.errors import ConfigurationError, FunctionKernelException
+from kavalai.function_kernel import FunctionKernel
+
+__all__ = ["KernelConfig", "build_kernel", "mcp_servers_from_host_config"]
+
+logger = logging.getLogger("kavalai.config")
+
+_VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
+_HOST_TYPES = {"stdio": "stdio", "http": "streamable-http", "streamable-http": "streamable-http", "sse": "sse"}
+_HOST_KEYS = ("command", "args", "env", "cwd", "url", "headers")
+
+
+class KernelConfig(BaseModel):
+    """The tool sections of a configuration document (see the module docstring)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    python_functions: list[str | dict[str, Any]] = Field(default_factory=list)
+    tools: list[str | dict[str, Any]] = Field(default_factory=list)
+    rest_servers: list[dict[str, Any]] = Field(default_factory=list)
+    mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
+    host_mcp_servers: dict[str, dict[str, Any]] = Field(default_factory=dict, alias="mcpServers")
+    vscode_servers: dict[str, dict[str, Any]] = Field(default_factory=dict, alias="servers")
+    base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> KernelConfig:
+        """Read a YAML or JSON file (bounded in size and alias expansion); relative paths in it are relative to
+        the file's folder.
+
+        Raises:
+            ConfigurationError: the file cannot be read or does not describe tools.
+        """
+        file = Path(path)
+        try:
+            text = file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigurationError(f"Cannot read the configuration file {str(file)!r}: {exc}") from exc
+        document = load_json_or_yaml(text, source=f"The configuration file {str(file)!r}")
+        return cls.from_dict(document, base_dir=file.resolve().parent, source=str(file))
+
+    @classmethod
+    def from_dict(
+        cls, document: Any, *, base_dir: str | os.PathLike[str] | None = None, source: str = "the configuration"
+    ) -> KernelConfig:
+        """Read a parsed document.
+
+        Raises:
+            ConfigurationError: it is not a mapping, or a section has the wrong shape.
+        """
+        if not isinstance(document, Mapping):
+            raise ConfigurationError(f"{source} is not a mapping of sections (python_functions, mcpServers, ...).")
+        try:
+            return cls.model_validate({**document, "base_dir": Path(base_dir) if base_dir else Path.cwd()})
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False)
+            )
+            raise ConfigurationError(f"{source}: {problems}") from None
+
+    def all_mcp_servers(self) -> list[dict[str, Any]]:
+        """Every MCP server, ours and the hosts' formats, as :class:`~kavalai.McpServer` keyword arguments."""
+        return [
+            *self.mcp_servers,
+            *mcp_servers_from_host_config(self.host_mcp_servers),
+            *mcp_servers_from_host_config(self.vscode_servers),
+        ]
+
+
+def mcp_servers_from_host_config(servers: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The ``mcpServers`` (or VS Code ``servers``) mapping as :class:`~kavalai.McpServer` keyword arguments."""
+    converted = []
+    for name, entry in servers.items():
+        if not isinstance(entry, Mapping):
+            raise ConfigurationError(f"MCP server {name!r} of the host configuration is not a mapping.")
+        if entry.get("disabled") is True:
+            continue
+        server: dict[str, Any] = {"name": name, **{key: entry[key] for key in _HOST_KEYS if key in entry}}
+        kind = entry.get("type", entry.get("transport"))
+        if kind is not None:
+            if kind not in _HOST_TYPES:
+                raise ConfigurationError(
+                    f"MCP server {name!r}: unknown type {kind!r}; use 'stdio', 'http' (streamable HTTP) or 'sse'."
+                )
+            server["transport"] = _HOST_TYPES[kind]
+        ignored = sorted(set(entry) - {*_HOST_KEYS, "type", "transport", "disabled"})
+        if ignored:
+            logger.debug("MCP server %r: ignoring host-only keys %s", name, ", ".join(ignored))
+        converted.append(server)
+    return converted
+
+
+def build_kernel(
+    config: KernelConfig, *, kernel: FunctionKernel | None = None, env: Mapping[str, str] | None = None
+) -> FunctionKernel:
+    """Register everything ``config`` declares on ``kernel`` (a new one by default) and return it.
+
+    Nothing connects here: MCP servers start, and OpenAPI specs at a URL are fetched, when the kernel is first used.
+
+    Raises:
+        ConfigurationError: an entry is invalid; the message names its section and index.
+    """
+    builder = _Builder(kernel or FunctionKernel(), config.base_dir, os.environ if env is None else env)
+    builder.register(config)
+    return builder.kernel
+
+
+class _Builder:
+    def __init__(self, kernel: FunctionKernel, base_dir: Path, env: Mapping[str, str]) -> None:
+        self.kernel, self.base_dir, self.env = kernel, base_dir, env
+
+    def register(self, config: KernelConfig) -> None:
+        for i, entry in enumerate(config.python_functions):
+            self._guard(f"python_functions[{i}]", lambda entry=entry: self._python_function(self._expand(entry)))
+        for i, group in enumerate(config.tools):
+            self._guard(f"tools[{i}]", lambda group=group: self._bundled(self._expand(group)))
+        for i, server in enumerate(config.rest_servers):
+            self._guard(f"rest_servers[{i}]", lambda server=server: self._rest_server(self._expand(dict(server))))
+        for i, server in enumerate(config.all_mcp_servers()):
+            self._guard(f"mcp_servers[{i}]", lambda server=server: self._mcp_server(self._expand(dict(server))))
+
+    def _python_function(self, entry: str | Mapping[str, Any]) -> None:
+        from kavalai.adapters.python import is_pythontool, pythontool
+
+        spec: dict[str, Any] = {"function": entry} if isinstance(entry, str) else dict(entry)
+        dotted = spec.pop("function", None) or spec.pop("path", None)
+        if not isinstance(dotted, str):
+            raise ConfigurationError("a python function needs 'function': a dotted path such as 'pkg.mod.func'")
+        func = self._import(dotted)
+        if not callable(func):
+            raise ConfigurationError(f"{dotted!r} is not a function (it is a {type(func).__name__})")
+        if not is_pythontool(func):
+            func = pythontool(func)
+        name = spec.pop("name", None) or dotted.rsplit(".", 1)[-1]
+        self.kernel.register_python_tool(name, func, timeout=spec.pop("timeout", None))
+
+    def _bundled(self, entry: str | Mapping[str, Any]) -> None:
+        options = {"group": entry} if isinstance(entry, str) else dict(entry)
+        group = options.pop("group", None)
+        if not isinstance(group, str) or not re.fullmatch(r"[a-z_]+", group):
+            raise ConfigurationError(f"a bundled tool group needs 'group' (fs, http, web, time), not {group!r}")
+        if isinstance(options.get("root"), str):
+            options["root"] = str(self.base_dir / options["root"])
+        try:
+            module = importlib.import_module(f"kavalai.tools.{group}")
+        except ImportError:
+            raise ConfigurationError(f"there is no bundled tool group {group!r} (fs, http, web, time)") from None
+        module.register(self.kernel, **options)
+
+    def _rest_server(self, raw: dict[str, Any]) -> None:
+        from kavalai.adapters.rest import RestServer
+
+        tools = raw.pop("rest_tools", [])
+        openapi = raw.pop("openapi", None)
+        include, exclude = raw.pop("include", None), raw.pop("exclude", None)
+        if "app" in raw:
+            raise ConfigurationError("'app' (a REST app served for the length of a run) is for workflow files")
+        server = RestServer(**raw)
+        self.kernel.register_rest_server(server)
+        for j, tool in enumerate(tools):
+            spec = dict(tool)
+            name, method = spec.pop("name", None), spec.pop("method", "GET")
+            if not isinstance(name, str):
+                raise ConfigurationError(f"rest_tools[{j}] needs a 'name'")
+            self.kernel.register_rest_tool(server.name, name, method, **spec)
+        if isinstance(openapi, str) and not openapi.startswith("/") and "://" not in openapi:
+            openapi = self.base_dir / openapi
+        if openapi is not None:
+            self.kernel.register_openapi(server.name, openapi, include=include, exclude=exclude)
+
+    def _mcp_server(self, raw: dict[str, Any]) -> None:
+        from kavalai.adapters.mcp import McpServer
+
+        if isinstance(raw.get("cwd"), str):
+            raw["cwd"] = str(self.base_dir / raw["cwd"])
+        self.kernel.register_mcp_server(McpServer(**raw))
+
+    def _guard(self, field: str, action: Any) -> None:
+        try:
+            action()
+        except FunctionKernelException as exc:
+            raise ConfigurationError(f"Configuration field {field!r}: {exc}") from exc
+        except (ValidationError, ValueError, TypeError) as exc:
+            raise ConfigurationError(f"Configuration field {field!r}: {exc}") from None
+
+    def _expand(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return _VAR.sub(self._substitute, value)
+        if isinstance(value, list):
+            return [self._expand(item) for item in value]
+        if isinstance(value, dict):
+            return {key: self._expand(item) for key, item in value.items()}
+        return value
+
+    def _substitute(self, match: re.Match[str]) -> str:
+        name, default = match.group("name"), match.group("default")
+        if name in self.env:
+            return self.env[name]
+        if default is not None:
+            return default
+        raise ConfigurationError(f"the configuration reads ${{{name}}}, but the environment variable is not set")
+
+    def _import(self, dotted: str) -> Any:
+        module_name, _, attribute = dotted.rpartition(".")
+        if not module_name:
+            raise ConfigurationError(f"{dotted!r} is not a dotted path such as 'package.module.function'")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not module_name.startswith(exc.name):
+                raise
+            path = self.base_dir.joinpath(*module_name.split(".")).with_suffix(".py")
+            spec = importlib.util.spec_from_file_location(module_name, path) if path.is_file() else None
+            if spec is None or spec.loader is None:
+                raise ConfigurationError(
+                    f"cannot import module {module_name!r} (not importable, and no {path.name} next to the file)"
+                ) from None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        try:
+            return getattr(module, attribute)
+        except AttributeError:
+            raise ConfigurationError(f"module {module_name!r} has no attribute {attribute!r}") from None
