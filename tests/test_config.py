@@ -11,6 +11,8 @@ import pytest
 from kavalai import ConfigurationError
 from kavalai.config import KernelConfig, build_kernel
 
+HOSTILE = Path(__file__).resolve().parent / "servers" / "mcp_hostile.py"
+
 TOOLS_MODULE = '''
 from kavalai import pythontool
 
@@ -70,7 +72,7 @@ mcp_servers:
 
 
 async def test_claude_desktop_cursor_and_vscode_mcp_json(tmp_path: Path) -> None:
-    server = str(Path(__file__).resolve().parent / "servers" / "mcp_hostile.py")
+    server = str(HOSTILE)
     claude = tmp_path / "claude_desktop_config.json"
     claude.write_text(
         json.dumps(
