@@ -9,6 +9,8 @@ what MODE says:
 - ``noid``: answers with a broken line that names no request.
 - ``ok``: answers ``{"result": "fine"}`` as text.
 - ``many``: like ``ok``, but tools/list offers ``MANY_TOOLS`` (env, default 10,000) tools.
+- ``daemon``: like ``ok``, but first double-forks a grandchild into a session of its own (``setsid``), which
+  sleeps and writes its pid to the file named by ``DAEMON_PID_FILE``.
 """
 
 from __future__ import annotations
@@ -50,8 +52,23 @@ def call(mode: str, request_id: object) -> None:
     out.flush()
 
 
+def detach_a_grandchild() -> None:
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            with open(os.environ["DAEMON_PID_FILE"], "w") as file:
+                file.write(str(os.getpid()))
+            os.closerange(0, 3)
+            import time
+
+            time.sleep(300)
+        os._exit(0)
+
+
 def main() -> None:
     mode = sys.argv[1]
+    if mode == "daemon":
+        detach_a_grandchild()
     for line in sys.stdin.buffer:
         message = json.loads(line)
         method, request_id = message.get("method"), message.get("id")

@@ -104,3 +104,32 @@ async def test_listing_10000_tools_does_not_stall_the_event_loop_for_seconds() -
     print(f"longest event-loop stall while connecting 10,000 tools: {longest * 1000:.0f} ms")
     assert longest < 1.0
     await kernel.close()
+
+
+async def test_a_grandchild_that_double_forks_into_its_own_session_is_ended_on_close(tmp_path: Path) -> None:
+    import os
+
+    pid_file = tmp_path / "daemon.pid"
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(hostile("daemon", env={"DAEMON_PID_FILE": str(pid_file)}))
+    with anyio.fail_after(20):
+        assert (await kernel.call_tool("mcp://bad.t0", {"x": "a"})).result == "fine"  # type: ignore[attr-defined]
+        while not pid_file.exists() or not pid_file.read_text():
+            await anyio.sleep(0.02)
+    grandchild = int(pid_file.read_text())
+    server_pid = kernel.get_mcp_server_state("bad").pid
+    assert server_pid is not None
+    assert os.getsid(grandchild) != server_pid  # it left the server's session and process group
+    assert os.getpgid(grandchild) != server_pid
+    await kernel.close()
+
+    def alive() -> bool:
+        try:
+            state = Path(f"/proc/{grandchild}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            return False
+        return state not in ("Z", "X")
+
+    with anyio.fail_after(10):
+        while alive():
+            await anyio.sleep(0.05)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import signal
 import sys
 from collections import deque
@@ -41,6 +42,7 @@ _EOF_GRACE: Final = 0.2  # time for stdout to drain after the process exited
 _STDERR_LINES: Final = 20
 _STDERR_LINE_CHARS: Final = 500
 _NOISE_LINES: Final = 3
+_MARK_VAR: Final = "KAVALAI_MCP_SERVER"
 _PARSE_OFF_LOOP: Final = 256 * 1024  # bytes above which a message is parsed in a worker thread
 
 
@@ -67,6 +69,7 @@ class StdioProcess:
     stderr_closed: anyio.Event = field(default_factory=anyio.Event, repr=False)
     stopped_by_kernel: bool = False
     protocol_error: str | None = None
+    marker: str = ""
     stdout_noise: deque[str] = field(default_factory=lambda: deque(maxlen=_NOISE_LINES), repr=False)
     _stderr: deque[str] = field(default_factory=lambda: deque(maxlen=_STDERR_LINES), repr=False)
     _partial: str = field(default="", repr=False)
@@ -108,7 +111,10 @@ async def open_stdio(server: McpServer) -> AsyncIterator[tuple[Streams, StdioPro
     """
     if server.command is None:
         raise ConfigurationError(f"MCP server {server.name!r} has no command to start.")
-    env = {key: os.environ[key] for key in _INHERITED_ENV if key in os.environ} | server.env
+    # Every process the server starts inherits this marker, so descendants that leave its process group and
+    # session (setsid, a double fork) are still found and ended on close (see _marked_processes).
+    marker = secrets.token_hex(8)
+    env = {key: os.environ[key] for key in _INHERITED_ENV if key in os.environ} | server.env | {_MARK_VAR: marker}
     # Shielded: a cancellation inside the spawn would orphan a process that is already running; delivered
     # after it, the cancellation finds the process in the hands of the shutdown below.
     with anyio.CancelScope(shield=True):
@@ -118,7 +124,7 @@ async def open_stdio(server: McpServer) -> AsyncIterator[tuple[Streams, StdioPro
             cwd=server.cwd,
             start_new_session=True,
         )
-    info = StdioProcess(pid=process.pid, process=process)
+    info = StdioProcess(pid=process.pid, process=process, marker=marker)
     to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](0)
     try:
@@ -268,6 +274,7 @@ async def stop_process(info: StdioProcess) -> None:
     process = info.process
     info.stopped_by_kernel = info.returncode is None and not info.stdout_closed.is_set()
     escaped = _escaped_descendants(info.pid) if info.returncode is None else {}
+    escaped |= _marked_processes(info)
     if process.stdin is not None:
         with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             await process.stdin.aclose()
@@ -282,6 +289,7 @@ async def stop_process(info: StdioProcess) -> None:
             return process_group_alive(info.pid)
         return any(p.alive and (p.pgrp == info.pid or escaped.get(p.pid) == p.start) for p in _process_table())
 
+    escaped |= _marked_processes(info)  # and those that detached while it ran
     if leftovers():
         _signal_leftovers(info, escaped, signal.SIGTERM)
         with anyio.move_on_after(_TERM_GRACE):
@@ -362,6 +370,28 @@ def _process_table() -> list[_Proc]:
         if len(fields) > 19:
             table.append(_Proc(int(name), int(fields[1]), int(fields[2]), fields[19], fields[0] not in ("Z", "X")))
     return table
+
+
+def _marked_processes(info: StdioProcess) -> dict[int, str]:
+    """The live processes carrying the server's marker in their environment (its descendants, however detached),
+    outside its process group, with their start times. Linux only; elsewhere the process group alone is ended.
+
+    Written by hand: reading /proc/<pid>/environ is all it takes, and psutil would read the same files."""
+    if sys.platform != "linux" or not info.marker:  # pragma: no cover - no /proc
+        return {}
+    needle = f"{_MARK_VAR}={info.marker}".encode()
+    found: dict[int, str] = {}
+    for proc in _process_table():
+        if not proc.alive or proc.pgrp == info.pid or proc.pid == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{proc.pid}/environ", "rb") as file:
+                environ = file.read()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            found[proc.pid] = proc.start
+    return found
 
 
 def _escaped_descendants(pid: int) -> dict[int, str]:
