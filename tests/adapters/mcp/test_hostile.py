@@ -114,7 +114,7 @@ async def test_a_grandchild_that_double_forks_into_its_own_session_is_ended_on_c
     kernel.register_mcp_server(hostile("daemon", env={"DAEMON_PID_FILE": str(pid_file)}))
     with anyio.fail_after(20):
         assert (await kernel.call_tool("mcp://bad.t0", {"x": "a"})).result == "fine"  # type: ignore[attr-defined]
-        while not pid_file.exists() or not pid_file.read_text():
+        while not pid_file.exists() or not pid_file.read_text():  # noqa: ASYNC110 - a file, no event to wait on
             await anyio.sleep(0.02)
     grandchild = int(pid_file.read_text())
     server_pid = kernel.get_mcp_server_state("bad").pid
@@ -131,5 +131,5 @@ async def test_a_grandchild_that_double_forks_into_its_own_session_is_ended_on_c
         return state not in ("Z", "X")
 
     with anyio.fail_after(10):
-        while alive():
+        while alive():  # noqa: ASYNC110 - /proc, no event to wait on
             await anyio.sleep(0.05)
