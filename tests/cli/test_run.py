@@ -52,11 +52,14 @@ def test_input_file_trace_and_quiet(tmp_path: Path) -> None:
     assert result["trace"][2]["tool_calls"][0]["tool"] == "python://urgent_terms"
 
 
-def test_a_failed_run_exits_1_naming_the_node() -> None:
+def test_input_that_does_not_fit_the_workflow_exits_2_naming_the_node() -> None:
     code, out, err = _run("run", TRIAGE, "--input", '{"message": ""}')
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")  # invalid input is the caller's to fix, as docs/workflows.md says
     assert "  FAILED start: Node 'start': the workflow input does not fit type 'Message'" in err
-    assert "kavalai run: the run failed: Node 'start'" in err
+    assert "kavalai run: invalid input: Node 'start'" in err
+    missing, _, missing_err = _run("run", TRIAGE, "--input", "{}")  # a missing input field: 2 as well
+    assert missing == 2
+    assert "invalid input" in missing_err
 
 
 @pytest.mark.parametrize(

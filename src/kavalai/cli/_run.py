@@ -95,6 +95,7 @@ def _read_input(args: argparse.Namespace) -> Any:
 async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextIO) -> int:
     from kavalai.errors import FunctionKernelException
     from kavalai.workflow import RunFinished, WorkflowDefinitionError, WorkflowEngine
+    from kavalai.workflow.errors import NodeValidationError
 
     try:
         engine = WorkflowEngine.from_yaml(args.workflow, max_visits=args.max_visits)
@@ -122,7 +123,12 @@ async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextI
     elif result.ok:
         print(json.dumps(result.output_data(), indent=2, ensure_ascii=False), file=out)
     if not result.ok:
-        print(f"kavalai run: the run {result.status.value}: {result.error}", file=err)
+        error = result.error
+        if isinstance(error, NodeValidationError) and error.node == engine.workflow.start:
+            # The run input does not fit the workflow's input type: the caller's to fix, as a bad command line is.
+            print(f"kavalai run: invalid input: {error}", file=err)
+            return EXIT_USAGE
+        print(f"kavalai run: the run {result.status.value}: {error}", file=err)
         return EXIT_FAILED
     return EXIT_OK
 
