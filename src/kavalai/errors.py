@@ -14,6 +14,7 @@ aiohttp, the MCP SDK, pydantic) are translated into one of these at the adapter 
     ├── ToolOutputError                 a return value that does not fit the output model; .errors likewise
     ├── ToolExecutionError              the tool itself failed (raised, or reported an error)
     │   ├── HTTPStatusError             a REST tool answered 4xx/5xx; .status_code, .method, .body
+    │   ├── JsonRpcError                an MCP server answered a JSON-RPC error; .code, .data
     │   └── ResponseTooLargeError       a response or message over a size limit; .limit
     ├── ToolTimeoutError                the call took longer than its timeout; .timeout
     ├── ServerConnectionError           a REST or MCP server could not be reached or died; .server, .exit_code,
@@ -36,6 +37,7 @@ __all__ = [
     "FunctionKernelException",
     "HTTPStatusError",
     "InvalidToolURIError",
+    "JsonRpcError",
     "KernelClosedError",
     "ResponseTooLargeError",
     "ServerConnectionError",
@@ -146,6 +148,20 @@ class HTTPStatusError(ToolExecutionError):
         self.method = method
         self.status_code = status_code
         self.body = body
+
+
+class JsonRpcError(ToolExecutionError):
+    """An MCP server answered a call with a JSON-RPC error.
+
+    Attributes:
+        code: the JSON-RPC error code (``-32602`` invalid params, ``-32603`` internal error, ...).
+        data: the error's ``data`` member, as sent (``None`` when there was none).
+    """
+
+    def __init__(self, message: str, *, uri: str | None = None, code: int, data: Any = None) -> None:
+        super().__init__(message, uri=uri)
+        self.code = code
+        self.data = data
 
 
 class ResponseTooLargeError(ToolExecutionError):

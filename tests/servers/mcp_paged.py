@@ -86,7 +86,7 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
     """``rich`` echoes its arguments as structured content; ``media`` returns every content kind; ``tool0``
     answers with a JSON-RPC error."""
     if params.name == "tool0":
-        raise MCPError(code=types.INVALID_PARAMS, message="tool0 is out of order")
+        raise MCPError(code=types.INVALID_PARAMS, message="tool0 is out of order", data={"retry_after": 3})
     if params.name == "media":
         return types.CallToolResult(
             content=[

@@ -14,7 +14,7 @@ from tests.adapters.mcp.conftest import MARK_VAR, ROOT, live_processes_marked, w
 from tests.servers.mcp_paged import RICH_SCHEMA, TOOL_COUNT
 from tests.servers.mcp_tools import PIXEL_PNG
 
-from kavalai import FunctionKernel, McpServer, ToolExecutionError, ToolInputError, ToolNotFoundError
+from kavalai import FunctionKernel, JsonRpcError, McpServer, ToolExecutionError, ToolInputError, ToolNotFoundError
 from kavalai.adapters.mcp import McpAudioContent, McpImageContent, McpResourceContent, McpResourceLink
 
 # One kernel with both test servers for the whole module: these tests only call tools, and spawning a server
@@ -170,6 +170,9 @@ async def test_json_rpc_error_is_an_execution_error(tools: FunctionKernel) -> No
     with pytest.raises(ToolExecutionError, match="answered error -32602: tool0 is out of order") as info:
         await tools.call_tool("mcp://paged.tool0")
     assert info.value.uri == "mcp://paged.tool0"
+    assert isinstance(info.value, JsonRpcError)  # the JSON-RPC error's fields survive, not only its text
+    assert (info.value.code, info.value.data) == (-32602, {"retry_after": 3})
+    assert "(the server refused the arguments)" in str(info.value)
 
 
 async def test_a_large_result_arrives_whole(tools: FunctionKernel) -> None:

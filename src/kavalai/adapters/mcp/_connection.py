@@ -33,11 +33,11 @@ from pydantic import BaseModel
 from kavalai.adapters.base import ToolRegistry
 from kavalai.adapters.mcp._config import McpServer, McpTransport
 from kavalai.adapters.mcp._convert import build_models, content_output_schema, raise_tool_error, result_value
-from kavalai.adapters.mcp._errors import describe_failure, scrub
+from kavalai.adapters.mcp._errors import call_error, describe_failure, scrub
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 from kavalai.adapters.mcp._stdio import StdioProcess
 from kavalai.adapters.mcp._transports import open_transport
-from kavalai.errors import InvalidToolURIError, ServerConnectionError, ToolExecutionError
+from kavalai.errors import InvalidToolURIError, ServerConnectionError
 from kavalai.kernel import LazyTool, ToolDefinition, ToolURI
 
 __all__ = ["McpConnection"]
@@ -354,10 +354,7 @@ class McpConnection:
                     continue  # refused with the forgotten session, so it ran nowhere: again, on a new session
                 if exc.code == mcp_types.CONNECTION_CLOSED or gen.stop.is_set():
                     raise await self._lost(gen, uri) from exc
-                raise ToolExecutionError(
-                    f"Tool {uri} failed: the server answered error {exc.code}: {scrub(self.config, exc.message)}",
-                    uri=uri,
-                ) from exc
+                raise call_error(self.config, uri, exc) from exc
             if result.is_error:
                 raise_tool_error(uri, result)
             return result_value(result, structured=structured)

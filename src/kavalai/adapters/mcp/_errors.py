@@ -10,7 +10,7 @@ from mcp.shared.exceptions import MCPError
 
 from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._stdio import StdioProcess
-from kavalai.errors import ServerConnectionError
+from kavalai.errors import JsonRpcError, ServerConnectionError
 
 __all__ = ["describe_failure", "root_cause", "scrub"]
 
@@ -105,3 +105,21 @@ def scrub(config: McpServer, text: object) -> str:
         if len(secret) >= 4:
             result = result.replace(secret, _MASK)
     return result
+
+
+# JSON-RPC error codes and what they mean for a tool call; the one place MCP errors of a call are translated.
+_CALL_ERRORS: dict[int, str] = {
+    -32700: "the server could not parse the request",
+    -32600: "the server found the request invalid",
+    -32601: "the server does not offer tools/call",
+    -32602: "the server refused the arguments",
+    -32603: "the server failed internally",
+    -32001: "the server gave up on the request (timeout)",
+}
+
+
+def call_error(config: McpServer, uri: str, exc: MCPError) -> JsonRpcError:
+    """The error for a JSON-RPC error answer to a call of ``uri``, keeping its ``code`` and ``data``."""
+    meaning = _CALL_ERRORS.get(exc.code, "the server answered an error")
+    message = f"Tool {uri} failed: the server answered error {exc.code}: {scrub(config, exc.message)} ({meaning})"
+    return JsonRpcError(message, uri=uri, code=exc.code, data=exc.data)
