@@ -40,18 +40,20 @@ FUNCTIONS: Final[Mapping[str, Callable[..., Any]]] = {
     "int": int,
     "len": len,
     "list": list,
-    "lower": lambda s: str(s).lower(),
+    "lower": lambda s: _bounded_str(s).lower(),
     "max": max,
     "min": min,
     "round": round,
     "sorted": sorted,
-    "str": str,
+    "str": lambda value="": _bounded_str(value),
     "sum": sum,
-    "upper": lambda s: str(s).upper(),
+    "upper": lambda s: _bounded_str(s).upper(),
 }
 _GET: Final = "get"
 _MAX_EXPONENT: Final = 64
 _MAX_REPEAT: Final = 100_000
+_MAX_BITS: Final = 100_000  # the largest integer an expression may produce (about 30,000 digits)
+_MAX_SIZE: Final = 1_000_000  # the most characters of text, or items of a list, an expression may produce
 
 _BINARY: Final[Mapping[type[ast.operator], Callable[[Any, Any], Any]]] = {
     ast.Add: operator.add,
@@ -360,6 +362,48 @@ def _check_bounds(op: ast.operator, left: Any, right: Any) -> None:
             sized = isinstance(seq, str | bytes | list | tuple) and isinstance(count, int)
             if sized and len(seq) * count > _MAX_REPEAT:
                 raise _Refused(f"repetition of {len(seq) * count} items is above the limit of {_MAX_REPEAT}")
+    # Bound what the operation produces, not only its operands: chained ** and * of big integers, + of long texts.
+    if _is_int(left) and _is_int(right):
+        if isinstance(op, ast.Pow) and right > 0 and left.bit_length() * right > _MAX_BITS:
+            raise _Refused(f"the power would have more than {_MAX_BITS:,} bits")
+        if isinstance(op, ast.Mult) and left.bit_length() + right.bit_length() > _MAX_BITS:
+            raise _Refused(f"the product would have more than {_MAX_BITS:,} bits")
+    sequences = isinstance(left, str | list | tuple) and isinstance(right, str | list | tuple)
+    if isinstance(op, ast.Add) and sequences and len(left) + len(right) > _MAX_SIZE:
+        raise _Refused(f"the result would be longer than {_MAX_SIZE:,}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _bounded_str(value: Any) -> str:
+    """``str(value)``, refused when the text would be longer than the size limit (a list repeated from a long
+    text, say) instead of building gigabytes."""
+    if _text_size(value, _MAX_SIZE) > _MAX_SIZE:
+        raise _Refused(f"the text of the value would be longer than {_MAX_SIZE:,} characters")
+    return str(value)
+
+
+def _text_size(value: Any, limit: int) -> int:
+    """A cheap over-estimate of len(str(value)), stopping once past ``limit`` (shared items counted each time)."""
+    total, stack = 0, [value]
+    while stack and total <= limit:
+        item = stack.pop()
+        if isinstance(item, str | bytes):
+            total += len(item) + 4
+        elif isinstance(item, dict):
+            total += 2 + 4 * len(item)
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple | set | frozenset):
+            total += 2 + 2 * len(item)
+            stack.extend(item)
+        elif _is_int(item) and item.bit_length() > _MAX_BITS:
+            total += limit + 1
+        else:
+            total += 24
+    return total
 
 
 def _where(node: str | None, field: str | None = None) -> str:

@@ -1,0 +1,57 @@
+"""Hostile expressions and templates are bounded by what they produce: refused at once, never computed."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from kavalai.workflow._expressions import compile_expression
+from kavalai.workflow._templates import render_template
+from kavalai.workflow.errors import ExpressionError, NodeError
+
+
+@pytest.mark.parametrize(
+    ("source", "context", "message"),
+    [
+        ("(9 ** 64) ** 64 ** 2", {}, "exponent 4096 is above the limit"),
+        ("((9 ** 60) ** 60) ** 60", {}, "the power would have more than 100,000 bits"),
+        ("n * n * n * n * n * n * n * n", {"n": 10**14000}, "the product would have more than 100,000 bits"),
+        ("str(s * 100000)", {"s": ["x" * 100_000]}, "the text of the value would be longer"),
+        ("upper(t + t)", {"t": "y" * 600_000}, "the result would be longer than 1,000,000"),
+        ("(s * 10) * 100000", {"s": "ab"}, "repetition of"),
+    ],
+)
+def test_expressions_are_bounded_by_what_they_produce(source: str, context: dict[str, object], message: str) -> None:
+    expression = compile_expression(source)
+    started = time.monotonic()
+    with pytest.raises(ExpressionError, match=message):
+        expression.evaluate(context)
+    assert time.monotonic() - started < 5  # a hang guard: unbounded, these take minutes or gigabytes
+
+
+def test_an_ordinary_expression_still_works() -> None:
+    assert compile_expression("str(n * 2) + upper(s)").evaluate({"n": 21, "s": "ok"}) == "42OK"
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (
+            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+            "more than 1,000,000 steps",
+        ),
+        ("{% for i in range(1000) %}{{ text }}{% endfor %}", "longer than 1,000,000 characters"),
+    ],
+)
+def test_templates_are_bounded_by_their_loops_and_their_output(source: str, message: str) -> None:
+    started = time.monotonic()
+    with pytest.raises(NodeError, match=message):
+        render_template(source, {"text": "z" * 10_000}, node="n", field="prompt")
+    assert time.monotonic() - started < 5
+
+
+def test_an_ordinary_template_still_renders() -> None:
+    assert render_template("{% for i in range(3) %}{{ i }}{% endfor %} {{ a }}", {"a": "x"}, node="n", field="f") == (
+        "012 x"
+    )
