@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 import uuid
 from pathlib import Path
@@ -110,7 +111,10 @@ def test_environment_variables_are_expanded(tmp_path: Path, monkeypatch: pytest.
     ("change", "message"),
     [
         (("name: double-and-shout", "name: [x"), "is not valid YAML"),
-        (("limits: {max_visits: 10, timeout: 30}", "limts: {}"), "field 'limts': Extra inputs are not permitted"),
+        (("limits: {max_visits: 10, timeout: 30}", "limts: {}"), "field 'limts' is not a known field. Did you mean"),
+            ("limits: {max_visits: 10, timeout: 30}", "limts: {}"),
+            "field 'limts' is not a known field. Did you mean 'limits'",
+        ),
         (
             ("limits: {max_visits: 10, timeout: 30}", "limits: {max_visits: 0}"),
             "field 'limits.max_visits': Input should be greater than or equal to 1",
@@ -287,3 +291,18 @@ async def test_an_openapi_spec_that_cannot_be_used_fails_on_connect_naming_the_f
         await engine.connect()
     await engine.aclose()
     assert caught.value.field == "rest_servers[0].openapi"
+
+
+@pytest.mark.parametrize(
+    ("change", "hint"),
+    [
+        (("kind: function", "kind: fucntion"), "Did you mean 'function'?"),
+        (("output: Result", "otuput: Result"), "Did you mean 'output'?"),
+    ],
+)
+def test_misspelt_keys_and_kinds_get_did_you_mean(tmp_path: Path, change: tuple[str, str], hint: str) -> None:
+    source = GOOD.replace(*change, 1)
+    assert source != GOOD
+    path, _ = _write(tmp_path, source)
+    with pytest.raises(WorkflowDefinitionError, match=re.escape(hint)):
+        WorkflowEngine.from_yaml(path)

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kavalai.workflow._graph import DEFAULT_MAX_VISITS, Workflow
+from kavalai.workflow._graph import DEFAULT_MAX_VISITS, Workflow, field_problem
 from kavalai.workflow._nodes import (
     AgentNode,
     EndNode,
@@ -231,9 +231,7 @@ def node_from_fields(cls: type[NodeBase], fields: Mapping[str, Any], *, position
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
         field = ".".join(str(part) for part in error["loc"]) or None
-        problems = "; ".join(
-            f"field {'.'.join(map(str, e['loc'])) or '(node)'!r}: {e['msg']}" for e in exc.errors(include_url=False)
-        )
+        problems = "; ".join(field_problem(e, cls.model_fields) for e in exc.errors(include_url=False))
         if isinstance(node_id, str):
             label = f"Node {node_id!r}"
         else:

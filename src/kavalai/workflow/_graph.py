@@ -434,6 +434,16 @@ def did_you_mean(name: str, options: Iterable[str]) -> str:
     return f" Did you mean {close[0]!r}?" if close else ""
 
 
+def field_problem(error: Mapping[str, Any], fields: Iterable[str]) -> str:
+    """One pydantic error of a workflow document as ``field 'x': what``; an unknown field gets a did-you-mean
+    among ``fields`` (``otuput`` -> ``output``)."""
+    where = ".".join(map(str, error["loc"])) or "(node)"
+    if error.get("type") == "extra_forbidden":
+        name = str(error["loc"][-1]) if error["loc"] else where
+        return f"field {where!r} is not a known field.{did_you_mean(name, fields)}"
+    return f"field {where!r}: {error['msg']}"
+
+
 def checked_visits(value: int, what: str = "Workflow field 'max_visits'") -> int:
     """``value`` if it is a positive integer, else a :class:`WorkflowDefinitionError` (a ``ValueError``)."""
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kavalai.errors import ToolRegistrationError
 from kavalai.workflow._builder import node_from_fields
-from kavalai.workflow._graph import DEFAULT_MAX_VISITS, Workflow, did_you_mean
+from kavalai.workflow._graph import DEFAULT_MAX_VISITS, Workflow, did_you_mean, field_problem
 from kavalai.workflow._nodes import (
     AgentNode,
     EndNode,
@@ -53,6 +53,7 @@ _NODE_KINDS: dict[str, type[NodeBase]] = {
     cls.model_fields["kind"].default: cls
     for cls in (StartNode, EndNode, FunctionNode, AgentNode, LlmNode, IfNode, SwitchNode, ParallelNode)
 }
+_BUNDLED_GROUPS = ("fs", "http", "time", "web")
 _VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
 
 
@@ -153,9 +154,8 @@ def _parse(document: Any, source: str) -> _Document:
     try:
         return _Document.model_validate(document)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"field {'.'.join(map(str, e['loc']))!r}: {e['msg']}" for e in exc.errors(include_url=False)[:5]
-        )
+        fields = list(_Document.model_fields)
+        problems = "; ".join(field_problem(e, fields) for e in exc.errors(include_url=False)[:5])
         first = ".".join(map(str, exc.errors(include_url=False)[0]["loc"]))
         raise WorkflowDefinitionError(f"Workflow {source!r}: {problems}", field=first) from None
 
@@ -203,7 +203,7 @@ def _node(raw: Mapping[str, Any], index: int) -> NodeBase:
     if cls is None:
         kinds = ", ".join(_NODE_KINDS)
         raise WorkflowDefinitionError(
-            f"{label}: field 'kind' is {kind!r}; it must be one of: {kinds}.",
+            f"{label}: field 'kind' is {kind!r}; it must be one of: {kinds}.{did_you_mean(str(kind), _NODE_KINDS)}",
             node=node_id if isinstance(node_id, str) else None,
             field="kind",
         )
@@ -299,7 +299,9 @@ class _KernelLoader:
             module = importlib.import_module(f"kavalai.tools.{spec.group}")
         except ImportError:
             raise WorkflowDefinitionError(
-                f"Field 'tools' names the bundled tool group {spec.group!r}, which does not exist.", field="tools"
+                f"Field 'tools' names the bundled tool group {spec.group!r}, which does not exist (groups: "
+                f"{', '.join(_BUNDLED_GROUPS)}).{did_you_mean(spec.group, _BUNDLED_GROUPS)}",
+                field="tools",
             ) from None
         self._guard(f"tools.{spec.group}", lambda: module.register(self.kernel, **options))
 
