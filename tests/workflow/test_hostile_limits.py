@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +56,18 @@ def test_an_ordinary_template_still_renders() -> None:
     assert render_template("{% for i in range(3) %}{{ i }}{% endfor %} {{ a }}", {"a": "x"}, node="n", field="f") == (
         "012 x"
     )
+
+
+def test_a_workflow_file_that_is_an_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:
+    from kavalai.workflow import WorkflowDefinitionError, WorkflowEngine
+
+    lines = ['a0: &a0 ["x","x","x","x","x","x","x","x","x","x"]']
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 10)]
+    text = "\n".join(lines) + "\nnodes: *a9\n"
+    path = tmp_path / "bomb.yaml"
+    path.write_text(text)
+    started = time.monotonic()
+    for source in (path, text):
+        with pytest.raises(WorkflowDefinitionError, match="billion laughs"):
+            WorkflowEngine.from_yaml(source)
+    assert time.monotonic() - started < 5

@@ -83,12 +83,13 @@ def _read_input(args: argparse.Namespace) -> Any:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ValueError(f"cannot read --input-file {str(path)!r}: {exc.strerror}") from None
-        import yaml
+        from kavalai.documents import load_json_or_yaml
+        from kavalai.errors import ConfigurationError
 
-        try:
-            return yaml.safe_load(text)  # JSON is YAML too
-        except yaml.YAMLError as exc:
-            raise ValueError(f"--input-file {str(path)!r} is neither JSON nor YAML: {exc}") from None
+        try:  # bounded like every document from elsewhere (size, alias expansion)
+            return load_json_or_yaml(text, source=f"--input-file {str(path)!r}")
+        except ConfigurationError as exc:
+            raise ValueError(str(exc)) from None
     return {}
 
 

@@ -415,12 +415,13 @@ class WorkflowEngine:
 
 
 def _safe_yaml(text: str, source: str) -> Any:
-    import yaml
+    from kavalai.documents import load_yaml
+    from kavalai.errors import ConfigurationError
 
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise WorkflowDefinitionError(f"Workflow {source!r} is not valid YAML: {exc}") from None
+    try:  # bounded: size, and aliases expanded past a limit ("billion laughs") refused before anything is built
+        return load_yaml(text, source=f"Workflow {source!r}")
+    except ConfigurationError as exc:
+        raise WorkflowDefinitionError(str(exc)) from None
 
 
 def _is_kaval(document: Any) -> bool:

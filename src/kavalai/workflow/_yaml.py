@@ -22,10 +22,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kavalai.errors import ToolRegistrationError
+from kavalai.documents import load_yaml
+from kavalai.errors import ConfigurationError, ToolRegistrationError
 from kavalai.workflow._builder import node_from_fields
 from kavalai.workflow._graph import DEFAULT_MAX_VISITS, Workflow, did_you_mean, field_problem
 from kavalai.workflow._nodes import (
@@ -120,10 +120,10 @@ def load_workflow_file(path: Path, *, kernel: FunctionKernel | None = None) -> L
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise WorkflowDefinitionError(f"Cannot read workflow file {str(path)!r}: {exc.strerror}.") from None
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise WorkflowDefinitionError(f"Workflow file {str(path)!r} is not valid YAML: {exc}") from None
+    try:  # bounded: size, and aliases expanded past a limit ("billion laughs") refused before anything is built
+        document = load_yaml(text, source=f"Workflow file {str(path)!r}")
+    except ConfigurationError as exc:
+        raise WorkflowDefinitionError(str(exc)) from None
     return load_document(document, base_dir=path.resolve().parent, kernel=kernel, source=str(path))
 
 
