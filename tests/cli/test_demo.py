@@ -40,3 +40,18 @@ def test_console_script_runs_the_demo() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "Demo finished" in result.stdout
+
+
+def test_demo_with_an_unreachable_model_exits_non_zero() -> None:
+    # A local port nothing listens on: the OpenAI-compatible client cannot connect, fast and offline.
+    env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "kavalai.cli.main", "demo", "--model", "openai/gpt-4.1-mini"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "the agent could not run on the model" in done.stdout

@@ -28,7 +28,10 @@ async def run_demo(*, model: str | None = None, out: DemoConsole | None = None) 
         await python_section(kernel, console)
         await stack.enter_async_context(rest_section(kernel, console))
         await stack.enter_async_context(mcp_section(kernel, console))
-        await agent_section(kernel, console, model=model)
+        agents_ok = await agent_section(kernel, console, model=model)
     console.line()
+    if not agents_ok:
+        console.line("Demo finished, but the agent could not run on the model (see above).")
+        return 1
     console.line("Demo finished: every call above went through one typed FunctionKernel.")
     return 0

@@ -36,8 +36,9 @@ async def agent_section(
     *,
     model: str | None = None,
     calls: Sequence[tuple[str, Mapping[str, Any]]] | None = None,
-) -> None:
-    """Run the demo agent over the kernel's tools and print what happens.
+) -> bool:
+    """Run the demo agent over the kernel's tools and print what happens; return whether every run worked (a real
+    model that cannot be reached, or a missing API key, makes it ``False``, so ``kavalai demo`` exits non-zero).
 
     Args:
         kernel: the demo's kernel, with its tools registered.
@@ -50,32 +51,33 @@ async def agent_section(
     console.heading("agent (ScriptedLLM: scripted replies, no model is called)")
     console.line(f"The agent sees {len(descriptions)} tools; the script calls {len(chosen)} of them in one step.")
     llm = ScriptedLLM(_script(chosen))
-    await _run(Agent(llm, kernel=kernel, instructions=_INSTRUCTIONS, on_event=_printer(console)), console)
+    scripted_ok = await _run(Agent(llm, kernel=kernel, instructions=_INSTRUCTIONS, on_event=_printer(console)), console)
     if model is None:
         console.line("Run `kavalai demo --model openai/gpt-4.1-mini` to drive the same agent with a real model.")
-        return
+        return scripted_ok
     console.heading(f"agent on a real model: {model}")
     try:
         real = Agent(model, kernel=kernel, instructions=_INSTRUCTIONS, on_event=_printer(console))
     except LLMError as exc:
-        console.line(f"skipped: {exc}")
-        return
+        console.line(f"cannot use the model: {exc}")
+        return False
     async with real:  # the agent built the client from the model id, so it closes it
-        await _run(real, console)
+        return await _run(real, console) and scripted_ok
 
 
-async def _run(agent: Agent[str], console: DemoConsole) -> None:
+async def _run(agent: Agent[str], console: DemoConsole) -> bool:
     try:
         result = await agent.run(_PROMPT)
     except LLMError as exc:
         console.line(f"the run failed: {type(exc).__name__}: {exc}")
-        return
+        return False
     console.show("answer", result.output)
     failed = sum(1 for record in result.tool_calls if not record.ok)
     console.line(
         f"{result.steps} model calls, {len(result.tool_calls)} tool calls ({failed} failed), "
         f"{result.usage.total_tokens} tokens"
     )
+    return True
 
 
 def demo_calls(descriptions: Sequence[Mapping[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
