@@ -9,6 +9,7 @@ what MODE says:
 - ``noid``: answers with a broken line that names no request.
 - ``ok``: answers ``{"result": "fine"}`` as text.
 - ``many``: like ``ok``, but tools/list offers ``MANY_TOOLS`` (env, default 10,000) tools.
+- ``stubborn``: like ``ok``, but ignores SIGTERM and keeps running after its stdin closes (only SIGKILL ends it).
 - ``daemon``: like ``ok``, but first double-forks a grandchild into a session of its own (``setsid``), which
   sleeps and writes its pid to the file named by ``DAEMON_PID_FILE``.
 """
@@ -69,6 +70,11 @@ def main() -> None:
     mode = sys.argv[1]
     if mode == "daemon":
         detach_a_grandchild()
+    if mode == "stubborn":
+        import signal
+        import time
+
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     for line in sys.stdin.buffer:
         message = json.loads(line)
         method, request_id = message.get("method"), message.get("id")
@@ -88,6 +94,9 @@ def main() -> None:
             call(mode, request_id)
         elif request_id is not None:
             send({"jsonrpc": "2.0", "id": request_id, "result": {}})
+    if mode == "stubborn":
+        while True:  # stdin closed: stay anyway
+            time.sleep(1)
 
 
 if __name__ == "__main__":

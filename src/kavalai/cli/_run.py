@@ -52,10 +52,60 @@ def run_command(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
         print(f"kavalai run: {exc}", file=err)
         return EXIT_USAGE
     try:
-        return asyncio.run(_run(args, run_input, out, err))
+        return asyncio.run(_interruptible(_run(args, run_input, out, err), err))
     except KeyboardInterrupt:  # the engine was closed on the way out (async with)
         print("kavalai run: interrupted", file=err)
         return EXIT_INTERRUPTED
+
+
+def _exit_now() -> None:
+    """Exit at once (a second Ctrl-C): no clean-up and no traceback, but no MCP server process left running."""
+    import os
+
+    if "kavalai.adapters.mcp._stdio" in sys.modules:  # only when servers may have been started
+        from kavalai.adapters.mcp import kill_stdio_servers_now
+
+        kill_stdio_servers_now()
+    os._exit(EXIT_INTERRUPTED)
+
+
+async def _interruptible(work: Any, err: TextIO) -> int:
+    """Run ``work``; the first Ctrl-C cancels it (the engine then closes its servers, which is said), a second one
+    exits at once, without a traceback. Where signals cannot be handled (not the main thread, Windows), Python's
+    own KeyboardInterrupt applies."""
+    import signal
+
+    task = asyncio.ensure_future(work)
+    loop = asyncio.get_running_loop()
+    presses = 0
+
+    def on_sigint() -> None:
+        nonlocal presses
+        presses += 1
+        if presses == 1:
+            print("kavalai run: interrupted; closing the workflow's servers (Ctrl-C again to exit now)", file=err)
+            err.flush()
+            task.cancel()
+        else:
+            print("kavalai run: exiting now", file=err)
+            err.flush()
+            _exit_now()
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover - no loop signal handling here
+        return await task  # type: ignore[no-any-return]
+    try:
+        return await task  # type: ignore[no-any-return]
+    except asyncio.CancelledError:
+        if presses:
+            print("kavalai run: interrupted", file=err)
+            return EXIT_INTERRUPTED
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        if presses:  # until the process ends, another Ctrl-C still means "exit now", never a traceback
+            signal.signal(signal.SIGINT, lambda *_: _exit_now())
 
 
 def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:

@@ -125,6 +125,7 @@ async def open_stdio(server: McpServer) -> AsyncIterator[tuple[Streams, StdioPro
             start_new_session=True,
         )
     info = StdioProcess(pid=process.pid, process=process, marker=marker)
+    _LIVE_GROUPS.add(process.pid)
     to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](0)
     try:
@@ -142,6 +143,7 @@ async def open_stdio(server: McpServer) -> AsyncIterator[tuple[Streams, StdioPro
                     await stop_process(info)
                 tg.cancel_scope.cancel()
     finally:
+        _LIVE_GROUPS.discard(process.pid)
         with anyio.CancelScope(shield=True):
             await _release(process)
             for stream in (to_session, session_reads, session_writes, from_session):
@@ -370,6 +372,17 @@ def _process_table() -> list[_Proc]:
         if len(fields) > 19:
             table.append(_Proc(int(name), int(fields[1]), int(fields[2]), fields[19], fields[0] not in ("Z", "X")))
     return table
+
+
+_LIVE_GROUPS: set[int] = set()  # process groups of the stdio servers running now, for kill_now()
+
+
+def kill_now() -> None:
+    """SIGKILL every running stdio server's process group at once, without waiting: for a process about to exit
+    without clean-up (a second Ctrl-C), so that no server outlives it."""
+    for pgid in list(_LIVE_GROUPS):
+        with suppress(ProcessLookupError, PermissionError, OSError):
+            os.killpg(pgid, signal.SIGKILL)
 
 
 def _marked_processes(info: StdioProcess) -> dict[int, str]:
