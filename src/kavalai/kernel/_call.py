@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 __all__ = ["CallNext", "Middleware", "ToolCall", "current_call"]
 
 _next_id = itertools.count(1).__next__
-_current: ContextVar[ToolCall | None] = ContextVar("kavalai_current_call", default=None)
+# The current call's slot: [definition, arguments, ToolCall or None]. The ToolCall is made when first asked for, so
+# a call that no middleware and no tool looks at costs a three-item list, not an object built in Python.
+_current: ContextVar[list[Any] | None] = ContextVar("kavalai_current_call", default=None)
 
 
 class ToolCall:
@@ -78,12 +80,18 @@ Middleware: TypeAlias = Callable[[ToolCall, CallNext], Awaitable[Any]]
 
 def current_call() -> ToolCall | None:
     """The call being run in this context (a tool reads its call id, deadline and metadata here), or ``None``."""
-    return _current.get()
+    slot = _current.get()
+    if slot is None:
+        return None
+    call: ToolCall | None = slot[2]
+    if call is None:
+        call = slot[2] = ToolCall(slot[0], slot[1])
+    return call
 
 
 def set_current(call: ToolCall) -> Any:
     """Make ``call`` the current call; return the token that :func:`reset_current` takes."""
-    return _current.set(call)
+    return _current.set([call.definition, call.arguments, call])
 
 
 def reset_current(token: Any) -> None:

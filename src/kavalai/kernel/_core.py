@@ -218,15 +218,18 @@ class Kernel:
                 uri = f"{ToolURI.parse(uri).without_qualifier()} [{method}]"
             definition = await self.resolve_tool(uri)
         args = validate_input(definition, arguments)
-        limit = definition.timeout if isinstance(timeout, _Unset) else timeout
-        call = ToolCall(definition, args)
-        token = _current.set(call)
+        limit = definition.timeout if timeout is _UNSET else timeout
+        chain = self._chain
+        if limit is None and chain is None:  # the plain path: the call's context is made only if a tool asks
+            token = _current.set([definition, args, None])
+        else:
+            call = ToolCall(definition, args)
+            token = _current.set([definition, args, call])
         try:
             if limit is None:
-                chain = self._chain
                 raw = await (definition.invoke(args) if chain is None else chain(call))
             else:
-                raw = await self._run_with_deadline(call, limit)
+                raw = await self._run_with_deadline(call, limit)  # type: ignore[arg-type]
         except FunctionKernelException:
             raise
         except asyncio.CancelledError:
