@@ -37,13 +37,14 @@ async def test_explicit_calls_and_unavailable_model(
         ("python://math.add", {"a": 2, "b": 40}),
         ("python://weather.forecast", {"city": "Oslo"}),
     ]
-    await agent_section(kernel, DemoConsole(buffer), model="openai/gpt-4.1-mini", calls=calls)
+    ok = await agent_section(kernel, DemoConsole(buffer), model="openai/gpt-4.1-mini", calls=calls)
+    assert ok is False  # the model could not be used: `kavalai demo` exits 1
     text = buffer.getvalue()
     assert 'python://math.add -> {"result": 42}' in text
     assert "python://weather.forecast returned" in text
     assert "2 model calls, 2 tool calls (0 failed)" in text
     assert "== agent on a real model: openai/gpt-4.1-mini ==" in text
-    assert "skipped: No API key for 'openai/gpt-4.1-mini': set the OPENAI_API_KEY environment variable" in text
+    assert "cannot use the model: No API key for 'openai/gpt-4.1-mini': set the OPENAI_API_KEY environment variable" in text
 
 
 def test_demo_calls_pick_one_tool_per_kind() -> None:
