@@ -44,7 +44,10 @@ async def test_explicit_calls_and_unavailable_model(
     assert "python://weather.forecast returned" in text
     assert "2 model calls, 2 tool calls (0 failed)" in text
     assert "== agent on a real model: openai/gpt-4.1-mini ==" in text
-    assert "cannot use the model: No API key for 'openai/gpt-4.1-mini': set the OPENAI_API_KEY environment variable" in text
+    assert (
+        "cannot use the model: No API key for 'openai/gpt-4.1-mini': set the OPENAI_API_KEY environment variable"
+        in text
+    )
 
 
 def test_demo_calls_pick_one_tool_per_kind() -> None:
