@@ -37,7 +37,7 @@ from kavalai.documents import load_json_or_yaml
 from kavalai.errors import ConfigurationError, FunctionKernelException
 from kavalai.function_kernel import FunctionKernel
 
-__all__ = ["KernelConfig", "build_kernel", "mcp_servers_from_host_config"]
+__all__ = ["KernelConfig", "UnsetVariableError", "build_kernel", "expand_env", "mcp_servers_from_host_config"]
 
 logger = logging.getLogger("kavalai.config")
 
@@ -124,6 +124,42 @@ def mcp_servers_from_host_config(servers: Mapping[str, Mapping[str, Any]]) -> li
             logger.debug("MCP server %r: ignoring host-only keys %s", name, ", ".join(ignored))
         converted.append(server)
     return converted
+
+
+class UnsetVariableError(ConfigurationError):
+    """A configuration reads ``${VAR}`` but the variable is not set (and has no ``:-default``).
+
+    Attributes:
+        variable: the variable's name.
+    """
+
+    def __init__(self, variable: str) -> None:
+        super().__init__(f"the configuration reads ${{{variable}}}, but the environment variable {variable} is not set")
+        self.variable = variable
+
+
+def expand_env(value: Any, env: Mapping[str, str]) -> Any:
+    """``value`` with ``${VAR}`` and ``${VAR:-default}`` in its strings (at any depth) read from ``env``.
+
+    Raises:
+        ConfigurationError: a variable without a default is not in ``env``; the message names it.
+    """
+    if isinstance(value, str):
+
+        def substitute(match: re.Match[str]) -> str:
+            name, default = match.group("name"), match.group("default")
+            if name in env:
+                return env[name]
+            if default is not None:
+                return default
+            raise UnsetVariableError(name)
+
+        return _VAR.sub(substitute, value)
+    if isinstance(value, list):
+        return [expand_env(item, env) for item in value]
+    if isinstance(value, dict):
+        return {key: expand_env(item, env) for key, item in value.items()}
+    return value
 
 
 def build_kernel(
@@ -220,21 +256,7 @@ class _Builder:
             raise ConfigurationError(f"Configuration field {field!r}: {exc}") from None
 
     def _expand(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return _VAR.sub(self._substitute, value)
-        if isinstance(value, list):
-            return [self._expand(item) for item in value]
-        if isinstance(value, dict):
-            return {key: self._expand(item) for key, item in value.items()}
-        return value
-
-    def _substitute(self, match: re.Match[str]) -> str:
-        name, default = match.group("name"), match.group("default")
-        if name in self.env:
-            return self.env[name]
-        if default is not None:
-            return default
-        raise ConfigurationError(f"the configuration reads ${{{name}}}, but the environment variable is not set")
+        return expand_env(value, self.env)
 
     def _import(self, dotted: str) -> Any:
         module_name, _, attribute = dotted.rpartition(".")

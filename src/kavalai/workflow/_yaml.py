@@ -374,23 +374,15 @@ class _KernelLoader:
             raise WorkflowDefinitionError(f"Field {field!r}: {exc}", field=field) from None
 
     def _expand(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return _VAR.sub(self._substitute, value)
-        if isinstance(value, list):
-            return [self._expand(item) for item in value]
-        if isinstance(value, dict):
-            return {key: self._expand(item) for key, item in value.items()}
-        return value
+        from kavalai.config import UnsetVariableError, expand_env
 
-    def _substitute(self, match: re.Match[str]) -> str:
-        name, default = match.group("name"), match.group("default")
-        if name in self.env:
-            return self.env[name]
-        if default is not None:
-            return default
-        raise WorkflowDefinitionError(
-            f"The workflow reads ${{{name}}}, but the environment variable {name} is not set.", field=name
-        )
+        try:
+            return expand_env(value, self.env)
+        except UnsetVariableError as exc:
+            name = exc.variable
+            raise WorkflowDefinitionError(
+                f"The workflow reads ${{{name}}}, but the environment variable {name} is not set.", field=name
+            ) from None
 
     def _import(self, dotted: str, field: str) -> Any:
         module_name, _, attribute = dotted.rpartition(".")
