@@ -179,3 +179,13 @@ async def test_a_large_result_arrives_whole(tools: FunctionKernel) -> None:
     text = "0123456789abcdef\n" * 300_000  # ~5 MB: many pipe reads make up one message
     result = await tools.call_tool("mcp://tools.echo", {"text": text})
     assert result.result == text  # type: ignore[attr-defined]
+
+
+async def test_a_removed_mcp_tool_is_neither_listed_nor_callable(tools: FunctionKernel) -> None:
+    await tools.connect_mcp_servers()
+    assert tools.has_tool("mcp://tools.echo")
+    assert tools.remove_tool("mcp://tools.echo") is True
+    assert "mcp://tools.echo" not in tools.list_tools()
+    assert "mcp://tools.echo" not in [d["name"] for d in await tools.describe_tools()]
+    with pytest.raises(ToolNotFoundError):
+        await tools.call_tool("mcp://tools.echo", {"text": "still there?"})
