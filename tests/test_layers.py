@@ -66,6 +66,20 @@ def test_llm_does_not_import_the_agent() -> None:
     assert _offenders("kavalai.llm", ["kavalai.agent", "kavalai.workflow"]) == []
 
 
+def test_the_http_module_and_the_secret_masker_are_leaves() -> None:
+    above = [f"kavalai.{name}" for name in ("adapters", "tools", "llm", "agent", "workflow", "cli", "kernel")]
+    assert _offenders("kavalai.http", [*above, "mcp", "httpx"]) == []
+    assert _offenders("kavalai.secrets", [*above, "kavalai.http"]) == []
+
+
+def test_rest_and_the_web_tools_share_one_http_module() -> None:
+    """No second session owner, redirect guard or body reader: both import kavalai.http."""
+    for package in ("kavalai.adapters.rest", "kavalai.tools"):
+        names = {name for found in _package_imports(package).values() for name in found}
+        assert any(name.startswith("kavalai.http.LoopSession") for name in names), package
+        assert any(name.startswith("kavalai.http.read_limited") for name in names), package
+
+
 def test_the_checker_sees_imports_inside_functions_and_relative_ones(tmp_path: Path) -> None:
     sample = SRC / "kernel" / "_registry.py"
     assert "kavalai.errors.ToolRegistrationError" in _imports(sample)
@@ -74,7 +88,7 @@ def test_the_checker_sees_imports_inside_functions_and_relative_ones(tmp_path: P
     assert names == {"kavalai.adapters"}
 
 
-@pytest.mark.parametrize("package", ["adapters", "agent", "cli", "llm", "tools", "workflow", "kernel"])
+@pytest.mark.parametrize("package", ["adapters", "agent", "cli", "llm", "tools", "workflow", "kernel", "http"])
 def test_no_package_imports_another_packages_private_modules(package: str) -> None:
     own = f"kavalai.{package}"
     offenders = []

@@ -12,6 +12,7 @@ Serve it with ``tests.servers.uvicorn_server.serve(create_app())``. Routes:
 - ``/sized?size=N``: ``N`` bytes with a ``Content-Length``.
 - ``/page.html``: an HTML article with navigation, scripts and styles around it.
 - ``/binary``: ``application/octet-stream`` bytes.
+- ``/gzip?size=N``: ``N`` zero bytes, gzip-compressed on the wire (``Content-Encoding: gzip``).
 - ``/slow``: starts a body, then stalls until the client goes away (Starlette cancels the stream on disconnect).
 
 ``app.state.hits`` lists the path of every request received, so a test can show a refused request never arrived.
@@ -20,6 +21,7 @@ Serve it with ``tests.servers.uvicorn_server.serve(create_app())``. Routes:
 from __future__ import annotations
 
 import asyncio
+import gzip
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
@@ -110,6 +112,11 @@ async def sized(request: Request) -> Response:
     return PlainTextResponse("y" * int(request.query_params["size"]))
 
 
+async def gzipped(request: Request) -> Response:
+    body = gzip.compress(b"0" * int(request.query_params["size"]), compresslevel=9)
+    return Response(body, media_type="text/plain", headers={"Content-Encoding": "gzip"})
+
+
 async def page(request: Request) -> Response:
     return Response(PAGE_HTML, media_type="text/html; charset=utf-8")
 
@@ -153,6 +160,7 @@ def create_app() -> _Recorder:
             Route("/sized", sized),
             Route("/page.html", page),
             Route("/binary", binary),
+            Route("/gzip", gzipped),
             Route("/slow", slow),
         ]
     )

@@ -1,10 +1,11 @@
 """Guarded, pooled HTTP fetching shared by the bundled ``http`` and ``web`` tools.
 
-One :class:`GuardedClient` per registered group owns one aiohttp ``ClientSession``, created lazily in the running
-loop and closed by the kernel's ``close()`` (the next call creates a new one). Every hop of a request passes the
-SSRF guard of :mod:`kavalai.tools._netguard` twice: :func:`check_url` before sending, and the resolver the
-session dials through. Redirects are followed here, one hop at a time, never by aiohttp. The body is read in
-chunks and refused as soon as it exceeds the byte cap.
+One :class:`GuardedClient` per registered group owns one aiohttp ``ClientSession``,
+created lazily in the running loop and closed by the kernel's ``close()`` (the next call creates a new one). Every
+hop of a request, redirects included, passes the SSRF guard of :mod:`kavalai.tools._netguard` twice: :func:`check_url`
+in :func:`kavalai.http.origin_guard` before it is sent, and the resolver the session dials through; the same guard
+drops credential headers on a hop to another origin. The body is read by :func:`kavalai.http.read_limited`,
+refused as soon as it exceeds the byte cap.
 
 Failures are raised as built-in exceptions whose message is meant for a model: ``PermissionError`` (refused by the
 guard), ``ValueError`` (a bad URL or body, a response over the cap), ``ConnectionError`` (the transport failed,
@@ -13,9 +14,8 @@ too many redirects) and ``TimeoutError``.
 
 from __future__ import annotations
 
-import asyncio
 import json as jsonlib
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -27,6 +27,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from kavalai.errors import ConfigurationError
+from kavalai.http import BodyTooLargeError, HopRefusedError, LoopSession, origin_guard, read_limited
 from kavalai.tools._netguard import GuardedResolver, IPNetwork, check_url, parse_networks
 from kavalai.tools._register import check_limits
 
@@ -34,8 +35,6 @@ __all__ = ["DEFAULT_USER_AGENT", "FetchConfig", "Fetched", "GuardedClient", "ope
 
 DEFAULT_USER_AGENT: Final = "kavalai-tools/0.1"
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
-_CREDENTIAL_HEADERS: Final = ("Authorization", "Cookie", "Proxy-Authorization")
-_CHUNK: Final = 64 * 1024
 _FORBIDDEN_IN_HEADERS: Final = frozenset("\r\n\x00")
 
 
@@ -139,13 +138,11 @@ def parse_url(url: str) -> URL:
 
 
 class GuardedClient:
-    """Sends requests through the guard with one pooled session per event loop."""
+    """Sends requests through the guard with one pooled session per event loop (:class:`kavalai.http.LoopSession`)."""
 
     def __init__(self, config: FetchConfig) -> None:
         self.config = config
-        self._session: aiohttp.ClientSession | None = None
-        self._resolver: AbstractResolver | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pool = LoopSession(self._new_session)
 
     async def request(
         self,
@@ -168,46 +165,36 @@ class GuardedClient:
                 )
         try:
             with anyio.fail_after(timeout):
-                return await self._follow(method.upper(), url, headers, json, body)
+                return await self._send(method.upper(), url, headers, json, body)
         except TimeoutError as exc:
             raise TimeoutError(f"No complete response from {url} within {timeout:g} s.") from exc
 
     async def aclose(self) -> None:
         """Close the session and its resolver; the next request opens new ones."""
-        session, resolver = self._session, self._resolver
-        self._session = self._resolver = self._loop = None
-        if session is not None and not session.closed:
-            await session.close()
-        if resolver is not None:
-            await resolver.close()
+        await self._pool.aclose()
 
-    async def _follow(
+    async def _send(
         self, method: str, url: URL, headers: Mapping[str, str] | None, json: Any, body: str | None
     ) -> Fetched:
-        session = self._session_for_loop()
+        self._check(url)
+        session = await self._pool.get()
         sent: CIMultiDict[str] = CIMultiDict(headers or {})
         sent.setdefault("User-Agent", self.config.user_agent)
         payload = _payload(json, body, sent)
-        redirects: list[str] = []
-        current = url
-        self._check(current)
-        for _ in range(self.config.max_redirects + 1):
-            async with _transport_errors(current):
-                response = await session.request(method, current, headers=sent, allow_redirects=False, **payload)
-                async with response:
-                    target = _redirect_target(response)
-                    if target is None:
-                        return await self._read(response, redirects)
-            self._check(target)  # every hop passes the guard before it is sent, or even looked at
-            if response.status == 303 or (response.status in (301, 302) and method == "POST"):
-                method, payload = ("GET" if method != "HEAD" else method), {}
-                _drop(sent, "Content-Type")
-            if target.origin() != current.origin():
-                for name in _CREDENTIAL_HEADERS:
-                    _drop(sent, name)
-            redirects.append(str(target))
-            current = target
-        raise ConnectionError(f"Stopped at {current}: more than {self.config.max_redirects} redirects (max_redirects).")
+        limit = self.config.max_redirects
+        # aiohttp follows the redirects (303 and POST-on-301/302 become GET); the guard checks every hop.
+        options: dict[str, Any] = {
+            "allow_redirects": limit > 0,
+            "max_redirects": limit + 1,  # aiohttp counts the redirect that would pass the limit
+            "middlewares": (origin_guard(url, check=self._check),),
+        }
+        async with (
+            _transport_errors(url, limit),
+            session.request(method, url, headers=sent, **options, **payload) as response,
+        ):
+            if limit == 0 and _redirect_target(response) is not None:
+                raise ConnectionError(f"Stopped at {url}: more than 0 redirects (max_redirects).")
+            return await self._read(response)
 
     def _check(self, url: URL) -> None:
         if url.scheme not in ("http", "https"):
@@ -215,41 +202,36 @@ class GuardedClient:
         if not self.config.allow_private_networks:
             check_url(url, self.config.allowed_networks)
 
-    async def _read(self, response: aiohttp.ClientResponse, redirects: list[str]) -> Fetched:
-        cap = self.config.max_response_bytes
-        declared = response.content_length
-        if declared is not None and declared > cap:
-            raise ValueError(_too_large(response.url, cap, f"it declares {declared} bytes"))
-        buffer = bytearray()
-        async for chunk in response.content.iter_chunked(_CHUNK):
-            buffer += chunk
-            if len(buffer) > cap:
-                raise ValueError(_too_large(response.url, cap, "the body kept coming"))
+    async def _read(self, response: aiohttp.ClientResponse) -> Fetched:
+        try:
+            body = await read_limited(response, self.config.max_response_bytes)
+        except BodyTooLargeError as exc:
+            raise ValueError(
+                f"Refused the response from {response.url}: it is larger than the {exc.limit}-byte limit "
+                f"(max_response_bytes; {exc.detail})."
+            ) from None
         return Fetched(
             status=response.status,
             reason=response.reason or "",
             url=str(response.url),
             headers=_flat_headers(response),
-            body=bytes(buffer),
+            body=body,
             content_type=response.content_type,
             charset=response.charset,
-            redirects=redirects,
+            redirects=[str(hop.url) for hop in response.history[1:]]
+            + ([str(response.url)] if response.history else []),
         )
 
-    def _session_for_loop(self) -> aiohttp.ClientSession:
-        loop = asyncio.get_running_loop()
-        if self._session is None or self._session.closed or self._loop is not loop:
-            resolver, owned = self._make_resolver()
-            connector = aiohttp.TCPConnector(resolver=resolver, limit=64, ttl_dns_cache=10)
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                trust_env=False,
-                cookie_jar=aiohttp.DummyCookieJar(),
-                timeout=aiohttp.ClientTimeout(total=None),  # each request's own timeout governs (request())
-            )
-            self._resolver = resolver if owned else None
-            self._loop = loop
-        return self._session
+    def _new_session(self) -> tuple[aiohttp.ClientSession, Callable[[], Awaitable[None]] | None]:
+        resolver, owned = self._make_resolver()
+        connector = aiohttp.TCPConnector(resolver=resolver, limit=64, ttl_dns_cache=10)
+        session = aiohttp.ClientSession(
+            connector=connector,
+            trust_env=False,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            timeout=aiohttp.ClientTimeout(total=None),  # each request's own timeout governs (request())
+        )
+        return session, (resolver.close if owned else None)
 
     def _make_resolver(self) -> tuple[AbstractResolver, bool]:
         """The resolver to dial through, and whether this client must close it (never a caller's own)."""
@@ -263,18 +245,28 @@ class GuardedClient:
 
 
 @asynccontextmanager
-async def _transport_errors(url: URL) -> AsyncIterator[None]:
-    """Translate aiohttp's errors for one hop into the built-in exceptions the tools raise."""
+async def _transport_errors(url: URL, max_redirects: int) -> AsyncIterator[None]:
+    """Translate aiohttp's errors for a request into the built-in exceptions the tools raise (one table, in order:
+    the first matching branch wins)."""
     try:
         yield
+    except HopRefusedError as exc:
+        raise PermissionError(str(exc)) from None
+    except aiohttp.TooManyRedirects as exc:
+        last = exc.history[-1].url if exc.history else url
+        raise ConnectionError(f"Stopped at {last}: more than {max_redirects} redirects (max_redirects).") from None
+    except aiohttp.NonHttpUrlRedirectClientError as exc:
+        target = exc.args[0] if exc.args else "the redirect"
+        raise PermissionError(f"Refused {target}: only http:// and https:// URLs may be fetched.") from None
+    except aiohttp.InvalidURL as exc:
+        target = exc.args[0] if exc.args else ""
+        raise ValueError(f"{url} redirected to an invalid URL {str(target)!r}: {exc}") from exc
+    except aiohttp.ClientConnectorError as exc:
+        if isinstance(exc.os_error, PermissionError):
+            raise PermissionError(f"Refused {exc.host}: {exc.os_error}.") from exc
+        reason = exc.os_error.strerror or str(exc.os_error) or type(exc.os_error).__name__
+        raise ConnectionError(f"Could not connect to {url}: {reason}.") from exc
     except aiohttp.ClientError as exc:
-        if isinstance(exc, aiohttp.ClientConnectorError) and isinstance(exc.os_error, PermissionError):
-            raise PermissionError(f"Refused {url}: {exc.os_error}.") from exc
-        if isinstance(exc, aiohttp.InvalidURL):
-            raise ValueError(f"{url} is not a valid URL: {exc}") from exc
-        if isinstance(exc, aiohttp.ClientConnectorError):
-            reason = exc.os_error.strerror or str(exc.os_error) or type(exc.os_error).__name__
-            raise ConnectionError(f"Could not connect to {url}: {reason}.") from exc
         raise ConnectionError(f"Request to {url} failed: {type(exc).__name__}: {exc}") from exc
 
 
@@ -297,17 +289,9 @@ def _redirect_target(response: aiohttp.ClientResponse) -> URL | None:
         raise ValueError(f"{response.url} redirected to an invalid URL {location!r}: {exc}") from exc
 
 
-def _drop(headers: CIMultiDict[str], name: str) -> None:
-    headers.popall(name, None)
-
-
 def _flat_headers(response: aiohttp.ClientResponse) -> dict[str, str]:
     flat: dict[str, str] = {}
     for name, value in response.headers.items():
         key = name.lower()
         flat[key] = f"{flat[key]}, {value}" if key in flat else value
     return flat
-
-
-def _too_large(url: URL, cap: int, detail: str) -> str:
-    return f"Refused the response from {url}: it is larger than the {cap}-byte limit (max_response_bytes; {detail})."

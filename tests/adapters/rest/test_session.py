@@ -18,12 +18,12 @@ def _session(kernel: FunctionKernel, server: str = "shop") -> ServerSession:
 
 async def test_the_session_is_created_on_first_use_and_shared(shop: FunctionKernel) -> None:
     shop.register_rest_tool("shop", "get", "GET", ITEM, path="/items/{item_id}")
-    assert _session(shop)._session is None  # registering sends nothing
+    assert _session(shop).client_session is None  # registering sends nothing
     first = await shop.call_tool("rest://shop.get", {"item_id": 1})
-    session = _session(shop)._session
+    session = _session(shop).client_session
     assert isinstance(session, aiohttp.ClientSession)
     results = await asyncio.gather(*(shop.call_tool("rest://shop.get", {"item_id": i % 3 + 1}) for i in range(64)))
-    assert _session(shop)._session is session
+    assert _session(shop).client_session is session
     assert {r.result["id"] for r in results} == {1, 2, 3}  # type: ignore[attr-defined]
     assert first.result["name"] == "apple"  # type: ignore[attr-defined]
 
@@ -31,14 +31,14 @@ async def test_the_session_is_created_on_first_use_and_shared(shop: FunctionKern
 async def test_close_closes_the_session_and_the_next_call_reopens_it(shop: FunctionKernel) -> None:
     shop.register_rest_tool("shop", "get", "GET", ITEM, path="/items/{item_id}")
     await shop.call_tool("rest://shop.get", {"item_id": 1})
-    session = _session(shop)._session
+    session = _session(shop).client_session
     assert session is not None
     await shop.close()
     assert session.closed
     await shop.close()  # idempotent
     again = await shop.call_tool("rest://shop.get", {"item_id": 2})
     assert again.result["name"] == "bread"  # type: ignore[attr-defined]
-    assert _session(shop)._session is not session
+    assert _session(shop).client_session is not session
 
 
 async def test_servers_have_separate_sessions(kernel: FunctionKernel, shop_url: str) -> None:
@@ -46,7 +46,7 @@ async def test_servers_have_separate_sessions(kernel: FunctionKernel, shop_url: 
         kernel.register_rest_server(RestServer(name=name, url=shop_url))
         kernel.register_rest_tool(name, "get", "GET", ITEM, path="/items/{item_id}")
         await kernel.call_tool(f"rest://{name}.get", {"item_id": 1})
-    assert _session(kernel, "one")._session is not _session(kernel, "two")._session
+    assert _session(kernel, "one").client_session is not _session(kernel, "two").client_session
 
 
 async def test_replacing_a_server_repoints_its_tools_and_closes_the_old_pool(
@@ -94,7 +94,7 @@ def test_a_session_never_closed_is_closed_when_its_event_loop_ends(shop_url: str
 
     async def call() -> aiohttp.ClientSession | None:
         await kernel.call_tool("rest://s.get", {"item_id": 1})
-        return _session(kernel, "s")._session
+        return _session(kernel, "s").client_session
 
     pooled = asyncio.run(call())  # no kernel.close(): asyncio.run() shuts the loop down
     assert pooled is not None

@@ -35,13 +35,13 @@ __all__ = [
 
 if TYPE_CHECKING:
     from kavalai.adapters.mcp._adapter import McpAdapter
-    from kavalai.adapters.mcp._stdio import kill_now as kill_stdio_servers_now
+    from kavalai.adapters.mcp._reaper import kill_now as kill_stdio_servers_now
 
 
 def __getattr__(name: str) -> object:
     # The adapter imports its heavy dependencies: loaded when the kernel first needs it.
     if name == "kill_stdio_servers_now":
-        from kavalai.adapters.mcp._stdio import kill_now
+        from kavalai.adapters.mcp._reaper import kill_now
 
         return kill_now
     if name == "McpAdapter":

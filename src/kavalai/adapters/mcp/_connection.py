@@ -20,7 +20,6 @@ import logging
 import math
 from collections.abc import Coroutine
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 import anyio
@@ -34,8 +33,8 @@ from kavalai.adapters.base import ToolRegistry
 from kavalai.adapters.mcp._config import McpServer, McpTransport
 from kavalai.adapters.mcp._convert import build_models, content_output_schema, raise_tool_error, result_value
 from kavalai.adapters.mcp._errors import call_error, describe_failure, scrub
+from kavalai.adapters.mcp._generation import Ending, Generation, Phase
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
-from kavalai.adapters.mcp._stdio import StdioProcess
 from kavalai.adapters.mcp._transports import open_transport
 from kavalai.errors import InvalidToolURIError, ServerConnectionError
 from kavalai.kernel import LazyTool, ToolDefinition, ToolURI
@@ -52,35 +51,6 @@ _MAX_ATTEMPTS: Final = 3  # generations one use may start when each dies right a
 _CALL_ATTEMPTS: Final = 2  # a call refused because the HTTP server forgot the session is sent once more
 
 
-@dataclass(eq=False)
-class _Generation:
-    """One attempt at a connection, from spawn to shutdown, owned by one task."""
-
-    number: int
-    ready: anyio.Event = field(default_factory=anyio.Event)
-    stop: anyio.Event = field(default_factory=anyio.Event)
-    done: anyio.Event = field(default_factory=anyio.Event)
-    refresh: anyio.Event = field(default_factory=anyio.Event)
-    session: ClientSession | None = None
-    process: StdioProcess | None = None
-    scope: anyio.CancelScope | None = None
-    connected: bool = False  # it got as far as listing the tools
-    error: ServerConnectionError | None = None  # why it failed, once it has
-    cause: BaseException | None = None  # the transport's own exception, if one ended it
-    closing: bool = False  # the kernel is closing it
-    expired: bool = False  # the HTTP server no longer knew its session, so it refused what was sent
-    task: asyncio.Task[None] | None = None
-
-    def end(self) -> None:
-        """The connection is gone: let the owner shut it down."""
-        self.stop.set()
-
-    def expire(self) -> None:
-        """The HTTP server answered 404 for the session: it ran nothing sent on it; a new session is needed."""
-        self.expired = True
-        self.stop.set()
-
-
 _CONTENT_SCHEMA: Final = content_output_schema()  # shared by the descriptions of tools without an outputSchema
 
 
@@ -90,10 +60,10 @@ class McpConnection:
     def __init__(self, config: McpServer, registry: ToolRegistry) -> None:
         self.config = config
         self._registry = registry
-        self._gen: _Generation | None = None
+        self._gen: Generation | None = None
         self._generations = 0
         self._connects = 0
-        self._status: McpStatus = "registered"
+        self._status = McpStatus.REGISTERED
         self._error: str | None = None
         self._detected: McpTransport | None = None  # the transport a url turned out to speak, once known
         self._tools: dict[str, LazyTool] = {}  # what this server published (the registry holds the tools)
@@ -109,7 +79,7 @@ class McpConnection:
     def connected(self) -> bool:
         """Whether a live session is open now."""
         gen = self._gen
-        return gen is not None and gen.session is not None and not gen.stop.is_set()
+        return gen is not None and gen.live
 
     def state(self) -> McpServerState:
         """A snapshot of the connection."""
@@ -135,16 +105,16 @@ class McpConnection:
         """Connect unless connected; raise :class:`ServerConnectionError` naming the server and why not."""
         await self._session()
 
-    async def _session(self) -> tuple[_Generation, ClientSession]:
+    async def _session(self) -> tuple[Generation, ClientSession]:
         gen = self._gen
-        if gen is not None and gen.session is not None and not gen.stop.is_set():
+        if gen is not None and gen.session is not None and gen.phase is Phase.CONNECTED:
             return gen, gen.session  # the common case, without a checkpoint
         for _ in range(_MAX_ATTEMPTS):
             gen = await self._live_generation()
-            await gen.ready.wait()
-            if gen.session is not None and not gen.stop.is_set():
+            await gen.wait_ready()
+            if gen.session is not None and gen.phase is Phase.CONNECTED:
                 return gen, gen.session
-            if gen.error is not None and not gen.connected:
+            if gen.error is not None and not gen.was_connected:
                 raise ServerConnectionError(
                     gen.error.message,
                     server=self.name,
@@ -159,30 +129,30 @@ class McpConnection:
             server=self.name,
         )
 
-    async def _live_generation(self) -> _Generation:
+    async def _live_generation(self) -> Generation:
         """The generation to use: the current one, or a new one once a stopping one has finished."""
         gen = self._gen
-        if gen is not None and gen.stop.is_set() and not gen.done.is_set():
+        if gen is not None and gen.stopping and not gen.is_done():
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_WAIT):
-                await gen.done.wait()
-            if not gen.done.is_set():  # pragma: no cover - only a transport that ignores cancellation
+                await gen.wait_done()
+            if not gen.is_done():  # pragma: no cover - only a transport that ignores cancellation
                 raise ServerConnectionError(
                     f"MCP server {self.name!r} did not shut down in time to reconnect.", server=self.name
                 )
             gen = self._gen  # another task may have started the next generation meanwhile
-        if gen is None or gen.done.is_set():
+        if gen is None or gen.is_done():
             gen = self._start()
         return gen
 
-    def _start(self) -> _Generation:
+    def _start(self) -> Generation:
         self._generations += 1
-        gen = _Generation(number=self._generations)
+        gen = Generation(number=self._generations)
         self._gen = gen
-        self._status, self._error = "connecting", None
+        self._report(McpStatus.CONNECTING)
         gen.task = _spawn(self._own(gen), name=f"kavalai-mcp-{self.name}-{gen.number}")
         return gen
 
-    async def _own(self, gen: _Generation) -> None:
+    async def _own(self, gen: Generation) -> None:
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + self.config.connect_timeout) as scope:
                 gen.scope = scope
@@ -190,18 +160,19 @@ class McpConnection:
                     session = await self._open_session(gen, stack)
                     await self._publish(await _list_tools(session))
                     scope.deadline = math.inf
-                    gen.session, gen.connected = session, True
-                    self._connects += 1
-                    self._status, self._error = "connected", None
-                    gen.ready.set()
+                    gen.session = session
+                    gen.move(Phase.CONNECTED)
+                    if gen.was_connected:
+                        self._connects += 1
+                        self._report(McpStatus.CONNECTED)
                     async with anyio.create_task_group() as tg:
                         tg.start_soon(self._refresh_loop, gen, session)
-                        await gen.stop.wait()
+                        await gen.wait_stopping()
                         tg.cancel_scope.cancel()
-            if scope.cancelled_caught and not gen.connected and not gen.closing:
+            if scope.cancelled_caught and not gen.was_connected and not gen.closing:
                 gen.error = self._failure(gen, timed_out=True)
         except asyncio.CancelledError:
-            gen.closing = True  # the event loop is shutting down (asyncio.run's end): nothing failed
+            gen.move(gen.phase, Ending.CLOSED)  # the event loop is shutting down (asyncio.run's end): nothing failed
             raise
         except Exception as exc:
             gen.cause = exc
@@ -210,33 +181,32 @@ class McpConnection:
             self._finish(gen)
 
     def _failure(
-        self, gen: _Generation, exc: BaseException | None = None, *, phase: str | None = None, timed_out: bool = False
+        self, gen: Generation, exc: BaseException | None = None, *, phase: str | None = None, timed_out: bool = False
     ) -> ServerConnectionError:
         if phase is None:
-            phase = "while connected" if gen.connected else "while connecting"
+            phase = "while connected" if gen.was_connected else "while connecting"
         error = describe_failure(
             self.config, exc, phase=phase, process=gen.process, timed_out=timed_out, expired=gen.expired
         )
         error.__cause__ = exc
         return error
 
-    def _finish(self, gen: _Generation) -> None:
-        gen.session = None
-        gen.stop.set()
-        gen.ready.set()
-        gen.done.set()
+    def _finish(self, gen: Generation) -> None:
+        gen.move(Phase.DONE)
         if self._gen is not gen:
             return
         if gen.closing:
-            self._status, self._error = "closed", None
-        elif gen.error is not None:
-            self._status, self._error = "failed", gen.error.message
-        elif gen.connected:
-            self._status, self._error = "failed", self._failure(gen).message
+            self._report(McpStatus.CLOSED)
+        else:
+            self._report(McpStatus.FAILED, (gen.error or self._failure(gen)).message)
+
+    def _report(self, status: McpStatus, error: str | None = None) -> None:
+        """The one place the connection's reported status changes (``error`` only with ``FAILED``)."""
+        self._status, self._error = status, error
 
     # ------------------------------------------------------------------------------------------------ tools
 
-    async def _open_session(self, gen: _Generation, stack: AsyncExitStack) -> ClientSession:
+    async def _open_session(self, gen: Generation, stack: AsyncExitStack) -> ClientSession:
         """Open the transport and initialize a session on it. A ``url`` whose transport is not pinned is tried
         as streamable HTTP first and, when that fails, as the legacy SSE transport (the MCP specification's
         backwards compatibility); the transport that worked is kept for the next connects."""
@@ -246,7 +216,7 @@ class McpConnection:
         try:
             return await self._session_on(gen, stack, config)
         except Exception as first:
-            if config.url is None or config.transport is not None or gen.connected:
+            if config.url is None or config.transport is not None or gen.was_connected:
                 raise
             sse = config.model_copy(update={"transport": "sse"})
             logger.info("MCP server %r: streamable HTTP failed (%s); trying the legacy SSE transport", self.name, first)
@@ -257,7 +227,7 @@ class McpConnection:
             self._detected = "sse"
             return session
 
-    async def _session_on(self, gen: _Generation, stack: AsyncExitStack, config: McpServer) -> ClientSession:
+    async def _session_on(self, gen: Generation, stack: AsyncExitStack, config: McpServer) -> ClientSession:
         inner = await stack.enter_async_context(AsyncExitStack())
         try:
             reads, writes, gen.process = await inner.enter_async_context(
@@ -272,7 +242,7 @@ class McpConnection:
             raise
         return session
 
-    async def _refresh_loop(self, gen: _Generation, session: ClientSession) -> None:
+    async def _refresh_loop(self, gen: Generation, session: ClientSession) -> None:
         while True:
             await gen.refresh.wait()
             gen.refresh = anyio.Event()
@@ -352,7 +322,7 @@ class McpConnection:
             except MCPError as exc:
                 if gen.expired and attempt + 1 < _CALL_ATTEMPTS:
                     continue  # refused with the forgotten session, so it ran nowhere: again, on a new session
-                if exc.code == mcp_types.CONNECTION_CLOSED or gen.stop.is_set():
+                if exc.code == mcp_types.CONNECTION_CLOSED or gen.stopping:
                     raise await self._lost(gen, uri) from exc
                 raise call_error(self.config, uri, exc) from exc
             if result.is_error:
@@ -360,20 +330,20 @@ class McpConnection:
             return result_value(result, structured=structured)
         raise AssertionError("unreachable")  # pragma: no cover - the last attempt returns or raises
 
-    async def _lost(self, gen: _Generation, uri: str) -> ServerConnectionError:
+    async def _lost(self, gen: Generation, uri: str) -> ServerConnectionError:
         """The error for a call whose connection went away: why it did, as far as can be told within a moment."""
         if not gen.closing:
             gen.end()
             with anyio.CancelScope(shield=True), anyio.move_on_after(_EXIT_WAIT):
-                await gen.done.wait()  # the exit code and stderr of a stdio server, the cause of an HTTP failure
+                await gen.wait_done()  # the exit code and stderr of a stdio server, the cause of an HTTP failure
         if gen.closing:
             return ServerConnectionError(
                 f"MCP server {self.name!r} was closed during a call to {uri}.", uri=uri, server=self.name
             )
         error = self._failure(gen, gen.cause, phase=f"during a call to {uri}")
         error.uri = uri
-        if self._gen is gen and not gen.done.is_set():  # say so now, not only once it has finished shutting down
-            self._status, self._error = "failed", error.message
+        if self._gen is gen and not gen.is_done():  # say so now, not only once it has finished shutting down
+            self._report(McpStatus.FAILED, error.message)
         return error
 
     # ---------------------------------------------------------------------------------------------- closing
@@ -381,24 +351,23 @@ class McpConnection:
     async def aclose(self) -> None:
         """Close the connection (its process, session and task) and withdraw its tools. Idempotent."""
         gen = self._gen
-        if gen is not None and not gen.done.is_set():
-            gen.closing = True
+        if gen is not None and not gen.is_done():
             if gen.session is None and gen.scope is not None:
                 gen.scope.cancel()  # still connecting: interrupt it
-            gen.stop.set()
+            gen.move(Phase.STOPPING, Ending.CLOSED)
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_WAIT):
-                await gen.done.wait()
-            if not gen.done.is_set():  # pragma: no cover - only a transport that ignores cancellation
+                await gen.wait_done()
+            if not gen.is_done():  # pragma: no cover - only a transport that ignores cancellation
                 logger.warning("MCP server %r did not shut down within %s s", self.name, _CLOSE_WAIT)
         self.unpublish()
-        if self._status != "registered":
-            self._status, self._error = "closed", None
+        if self._status is not McpStatus.REGISTERED:
+            self._report(McpStatus.CLOSED)
 
 
 class _MessageHandler:
     """Receives the server's notifications; a changed tool list wakes the generation's refresher."""
 
-    def __init__(self, gen: _Generation) -> None:
+    def __init__(self, gen: Generation) -> None:
         self._gen = gen
 
     async def __call__(self, message: IncomingMessage) -> None:

@@ -11,10 +11,10 @@ from mcp.shared.exceptions import MCPError
 from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._stdio import StdioProcess
 from kavalai.errors import JsonRpcError, ServerConnectionError
+from kavalai.secrets import Redactor
 
 __all__ = ["describe_failure", "root_cause", "scrub"]
 
-_MASK: Final = "***"
 _MAX_DETAIL: Final = 500
 
 
@@ -97,14 +97,11 @@ def _reason(config: McpServer, exc: BaseException) -> str:
 
 def scrub(config: McpServer, text: object) -> str:
     """``text`` with every secret of ``config`` (env and header values, the url's credentials) masked."""
-    result = str(text)
     secrets = [*config.env.values(), *config.headers.values()]
     if config.url is not None and config.url != config.target:
         secrets.append(config.url)
-    for secret in sorted(secrets, key=len, reverse=True):
-        if len(secret) >= 4:
-            result = result.replace(secret, _MASK)
-    return result
+    # Values under four characters are env flags such as "1", not secrets worth making every message unreadable.
+    return Redactor(secrets, min_length=4).redact(text)
 
 
 # JSON-RPC error codes and what they mean for a tool call; the one place MCP errors of a call are translated.

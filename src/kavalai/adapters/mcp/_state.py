@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
 
 from kavalai.adapters.mcp._config import McpTransport
 
 __all__ = ["McpServerState", "McpStatus"]
 
-#: ``registered``: configured, never connected. ``connecting``: starting or reaching the server.
-#: ``connected``: its tools are listed and callable. ``failed``: it could not connect, or it died (``error``
-#: says why; the next use tries again). ``closed``: the kernel closed it (the next use connects again).
-McpStatus: TypeAlias = Literal["registered", "connecting", "connected", "failed", "closed"]
+
+class McpStatus(enum.StrEnum):
+    """The state of one MCP server's connection; each member is also its plain string (``"connected"``).
+
+    ``registered``: configured, never connected. ``connecting``: starting or reaching the server. ``connected``:
+    its tools are listed and callable. ``failed``: it could not connect, or it died (the state's ``error`` says
+    why; the next use tries again). ``closed``: the kernel closed it (the next use connects again).
+    """
+
+    REGISTERED = "registered"
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    FAILED = "failed"
+    CLOSED = "closed"
 
 
 @dataclass(frozen=True, slots=True)

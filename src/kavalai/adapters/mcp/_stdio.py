@@ -3,8 +3,7 @@
 Unlike the SDK's own ``stdio_client`` it exposes what the supervisor needs to explain a failure (the exit code
 and the last lines the server wrote to stderr), and it notices a dead server even when a grandchild still holds
 its stdout open. Shutdown follows the MCP specification: close stdin, wait, SIGTERM, SIGKILL. The server runs in
-its own session (process group), and the whole group is signalled, so the server's own children go too, as do
-descendants that left the group (found while the server still links them).
+its own session (process group); :mod:`kavalai.adapters.mcp._reaper` ends it and everything it started.
 """
 
 from __future__ import annotations
@@ -12,8 +11,6 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import signal
-import sys
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -28,21 +25,19 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 
 from kavalai.adapters.mcp._config import McpServer
+from kavalai.adapters.mcp._reaper import LIVE_GROUPS, MARK_VAR, signal_group, stop_process
 from kavalai.errors import ConfigurationError
 
-__all__ = ["StdioProcess", "open_stdio", "process_group_alive", "stop_process"]
+__all__ = ["StdioProcess", "open_stdio"]
 
 #: Environment variables a server inherits; everything else must be given in ``McpServer.env``.
 _INHERITED_ENV: Final = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
-_STDIN_GRACE: Final = 2.0  # seconds a server has to exit after its stdin closes
-_TERM_GRACE: Final = 2.0  # seconds between SIGTERM and SIGKILL
 _KILL_GRACE: Final = 2.0  # seconds for the kernel to carry out SIGKILL
 _EXIT_POLL: Final = 0.05  # how often the exit watcher looks at the process
 _EOF_GRACE: Final = 0.2  # time for stdout to drain after the process exited
 _STDERR_LINES: Final = 20
 _STDERR_LINE_CHARS: Final = 500
 _NOISE_LINES: Final = 3
-_MARK_VAR: Final = "KAVALAI_MCP_SERVER"
 _PARSE_OFF_LOOP: Final = 256 * 1024  # bytes above which a message is parsed in a worker thread
 
 
@@ -114,7 +109,7 @@ async def open_stdio(server: McpServer) -> AsyncIterator[tuple[Streams, StdioPro
     # Every process the server starts inherits this marker, so descendants that leave its process group and
     # session (setsid, a double fork) are still found and ended on close (see _marked_processes).
     marker = secrets.token_hex(8)
-    env = {key: os.environ[key] for key in _INHERITED_ENV if key in os.environ} | server.env | {_MARK_VAR: marker}
+    env = {key: os.environ[key] for key in _INHERITED_ENV if key in os.environ} | server.env | {MARK_VAR: marker}
     # Shielded: a cancellation inside the spawn would orphan a process that is already running; delivered
     # after it, the cancellation finds the process in the hands of the shutdown below.
     with anyio.CancelScope(shield=True):
@@ -125,7 +120,7 @@ async def open_stdio(server: McpServer) -> AsyncIterator[tuple[Streams, StdioPro
             start_new_session=True,
         )
     info = StdioProcess(pid=process.pid, process=process, marker=marker)
-    _LIVE_GROUPS.add(process.pid)
+    LIVE_GROUPS.add(process.pid)
     to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](0)
     try:
@@ -143,7 +138,7 @@ async def open_stdio(server: McpServer) -> AsyncIterator[tuple[Streams, StdioPro
                     await stop_process(info)
                 tg.cancel_scope.cancel()
     finally:
-        _LIVE_GROUPS.discard(process.pid)
+        LIVE_GROUPS.discard(process.pid)
         with anyio.CancelScope(shield=True):
             await _release(process)
             for stream in (to_session, session_reads, session_writes, from_session):
@@ -201,7 +196,7 @@ def _give_up(info: StdioProcess, why: str) -> None:
     """Stop reading a server whose output cannot be trusted: record why and kill its process group. The exit
     watcher then ends the session's stream, which fails every call in flight with ``why``."""
     info.protocol_error = why
-    _signal_group(info, kill=True)
+    signal_group(info, kill=True)
 
 
 _ID_RE: Final = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")')
@@ -267,160 +262,6 @@ async def _watch_exit(info: StdioProcess, to_session: MemoryObjectSendStream[Ses
         await info.stdout_closed.wait()
         await info.stderr_closed.wait()
     to_session.close()  # the session's stream ends: the supervisor learns that the server is gone
-
-
-async def stop_process(info: StdioProcess) -> None:
-    """Stop the server as the MCP specification says (close stdin, wait, SIGTERM, wait, SIGKILL), then what it
-    leaves behind: the rest of its process group, and descendants that left the group (``setsid``, a detached
-    child), found while the server still linked them. Every wait is bounded."""
-    process = info.process
-    info.stopped_by_kernel = info.returncode is None and not info.stdout_closed.is_set()
-    escaped = _escaped_descendants(info.pid) if info.returncode is None else {}
-    escaped |= _marked_processes(info)
-    if process.stdin is not None:
-        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await process.stdin.aclose()
-    if not await _wait_exit(info, _STDIN_GRACE):
-        _signal_group(info, kill=False)
-        if not await _wait_exit(info, _TERM_GRACE):
-            _signal_group(info, kill=True)
-            await _wait_exit(info, _KILL_GRACE)
-
-    def leftovers() -> bool:
-        if sys.platform != "linux":  # pragma: no cover - no /proc: the group alone
-            return process_group_alive(info.pid)
-        return any(p.alive and (p.pgrp == info.pid or escaped.get(p.pid) == p.start) for p in _process_table())
-
-    escaped |= _marked_processes(info)  # and those that detached while it ran
-    if leftovers():
-        _signal_leftovers(info, escaped, signal.SIGTERM)
-        with anyio.move_on_after(_TERM_GRACE):
-            while leftovers():  # noqa: ASYNC110 - no event tells when they are gone
-                await anyio.sleep(_EXIT_POLL / 5)
-        if leftovers():
-            _signal_leftovers(info, escaped, signal.SIGKILL)
-
-
-def _signal_leftovers(info: StdioProcess, escaped: dict[int, str], signum: int) -> None:
-    _signal_group(info, kill=signum == signal.SIGKILL)
-    current = {p.pid: p.start for p in _process_table()}
-    for pid, start in escaped.items():
-        if current.get(pid) == start:  # the same process, not a reused pid
-            with suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signum)
-
-
-async def _wait_exit(info: StdioProcess, timeout: float) -> bool:
-    with anyio.move_on_after(timeout):
-        while info.returncode is None:  # noqa: ASYNC110 - see _watch_exit
-            await anyio.sleep(_EXIT_POLL / 5)
-    return info.returncode is not None
-
-
-def _signal_group(info: StdioProcess, *, kill: bool) -> None:
-    """SIGTERM (or SIGKILL) the server's whole process group, which is also its session."""
-    if sys.platform == "win32":  # pragma: no cover - no process groups: stop the server itself
-        with suppress(ProcessLookupError, OSError):
-            if kill:
-                info.process.kill()
-            else:
-                info.process.terminate()
-        return
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(info.pid, signal.SIGKILL if kill else signal.SIGTERM)
-
-
-def process_group_alive(pgid: int) -> bool:
-    """Whether any live (non-zombie) process is in process group ``pgid``."""
-    if sys.platform == "win32":  # pragma: no cover - see _signal_group
-        return False
-    if sys.platform != "linux":  # pragma: no cover - /proc is Linux-only
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    return any(p.alive and p.pgrp == pgid for p in _process_table())
-
-
-@dataclass(frozen=True, slots=True)
-class _Proc:
-    pid: int
-    ppid: int
-    pgrp: int
-    start: str  # the start time, which tells a reused pid from the process seen before
-    alive: bool  # not a zombie
-
-
-def _process_table() -> list[_Proc]:
-    """Every process this user can see, from /proc (empty where there is no /proc)."""
-    if sys.platform != "linux":  # pragma: no cover
-        return []
-    table = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as file:
-                stat = file.read()
-        except OSError:
-            continue
-        # After the command name (which may hold spaces and parentheses): state ppid pgrp ... starttime is the 20th.
-        fields = stat.rsplit(")", 1)[-1].split()
-        if len(fields) > 19:
-            table.append(_Proc(int(name), int(fields[1]), int(fields[2]), fields[19], fields[0] not in ("Z", "X")))
-    return table
-
-
-_LIVE_GROUPS: set[int] = set()  # process groups of the stdio servers running now, for kill_now()
-
-
-def kill_now() -> None:
-    """SIGKILL every running stdio server's process group at once, without waiting: for a process about to exit
-    without clean-up (a second Ctrl-C), so that no server outlives it."""
-    for pgid in list(_LIVE_GROUPS):
-        with suppress(ProcessLookupError, PermissionError, OSError):
-            os.killpg(pgid, signal.SIGKILL)
-
-
-def _marked_processes(info: StdioProcess) -> dict[int, str]:
-    """The live processes carrying the server's marker in their environment (its descendants, however detached),
-    outside its process group, with their start times. Linux only; elsewhere the process group alone is ended.
-
-    Written by hand: reading /proc/<pid>/environ is all it takes, and psutil would read the same files."""
-    if sys.platform != "linux" or not info.marker:  # pragma: no cover - no /proc
-        return {}
-    needle = f"{_MARK_VAR}={info.marker}".encode()
-    found: dict[int, str] = {}
-    for proc in _process_table():
-        if not proc.alive or proc.pgrp == info.pid or proc.pid == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{proc.pid}/environ", "rb") as file:
-                environ = file.read()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0"):
-            found[proc.pid] = proc.start
-    return found
-
-
-def _escaped_descendants(pid: int) -> dict[int, str]:
-    """The live descendants of ``pid`` outside its process group, with their start times."""
-    table = _process_table()
-    children: dict[int, list[_Proc]] = {}
-    for proc in table:
-        children.setdefault(proc.ppid, []).append(proc)
-    found: dict[int, str] = {}
-    pending = [pid]
-    while pending:
-        for child in children.get(pending.pop(), []):
-            pending.append(child.pid)
-            if child.alive and child.pgrp != pid:
-                found[child.pid] = child.start
-    return found
 
 
 async def _release(process: anyio.abc.Process) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Self
 from urllib.parse import urlsplit
 
@@ -21,10 +21,9 @@ from pydantic import (
 from kavalai.adapters.rest._auth import Auth, BasicAuth, Credentials, read_env, validated
 from kavalai.errors import ConfigurationError
 from kavalai.kernel import SERVER_NAME_PATTERN
+from kavalai.secrets import MASK, Redactor
 
 __all__ = ["ResolvedServer", "RestServer"]
-
-_REDACTED = "***"
 
 
 class RestServer(BaseModel):
@@ -98,7 +97,7 @@ class RestServer(BaseModel):
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         for key, value in super().__repr_args__():
             if key == "headers" and isinstance(value, dict):
-                yield key, dict.fromkeys(value, _REDACTED)
+                yield key, dict.fromkeys(value, MASK)
             else:
                 yield key, value
 
@@ -165,16 +164,18 @@ class ResolvedServer:
     secrets: tuple[str, ...]
     secret_headers: tuple[str, ...] = ()
 
+    redactor: Redactor = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "redactor", Redactor(self.secrets))
+
     def holds_secret(self, text: str) -> bool:
         """Whether ``text`` contains one of the secret values."""
-        return any(secret in text for secret in self.secrets)
+        return self.redactor.holds(text)
 
     def redact(self, text: str) -> str:
         """``text`` with every secret value replaced by ``***``."""
-        for secret in self.secrets:
-            if secret in text:
-                text = text.replace(secret, _REDACTED)
-        return text
+        return self.redactor.redact(text)
 
     def __repr__(self) -> str:
         return f"ResolvedServer(name={self.name!r}, base_url={self.base_url!r})"

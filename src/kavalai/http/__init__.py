@@ -1,0 +1,28 @@
+"""The HTTP plumbing shared by the REST adapter and the bundled web tools.
+
+- :class:`LoopSession`: one pooled aiohttp session per event loop, opened on first use, closed by ``aclose()`` or
+  by the loop's shutdown.
+- :func:`origin_guard`: a client middleware run on every hop, redirects included, that keeps credential headers
+  at their origin and can refuse a hop (the web tools' SSRF guard).
+- :func:`read_limited`: a body read in chunks and refused as soon as it passes a byte limit, counted after
+  decompression.
+
+aiohttp is used directly (not httpx): it is several times faster on the small requests tools make. Its errors are
+mapped to kavalai's by each caller, in one table per protocol (REST: ``kavalai.adapters.rest``; the web tools map
+them to the built-in exceptions a model reads).
+"""
+
+from kavalai.http._body import BodyTooLargeError, read_limited
+from kavalai.http._guard import CREDENTIAL_HEADERS, HopCheck, HopRefusedError, origin_guard
+from kavalai.http._pool import LoopSession, SessionFactory
+
+__all__ = [
+    "CREDENTIAL_HEADERS",
+    "BodyTooLargeError",
+    "HopCheck",
+    "HopRefusedError",
+    "LoopSession",
+    "SessionFactory",
+    "origin_guard",
+    "read_limited",
+]

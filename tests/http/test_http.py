@@ -1,0 +1,167 @@
+"""The shared HTTP module: one session per loop, the per-hop origin guard, bounded body reads."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import aiohttp
+import pytest
+from yarl import URL
+
+from kavalai.http import (
+    BodyTooLargeError,
+    HopRefusedError,
+    LoopSession,
+    origin_guard,
+    read_limited,
+)
+from tests.servers.tools_app import create_app
+from tests.servers.uvicorn_server import serve
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    with serve(create_app(), lifespan="off") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def other_url() -> Iterator[str]:
+    """A second server: another origin (another port of 127.0.0.1)."""
+    with serve(create_app(), lifespan="off") as url:
+        yield url
+
+
+def _factory(
+    opened: list[aiohttp.ClientSession], cleaned: list[int] | None = None
+) -> Callable[[], tuple[aiohttp.ClientSession, Callable[[], Awaitable[None]] | None]]:
+    def make() -> tuple[aiohttp.ClientSession, Callable[[], Awaitable[None]] | None]:
+        session = aiohttp.ClientSession()
+        opened.append(session)
+
+        async def cleanup() -> None:
+            assert cleaned is not None
+            cleaned.append(len(opened))
+
+        return session, (cleanup if cleaned is not None else None)
+
+    return make
+
+
+async def test_one_session_per_loop_reused_until_closed() -> None:
+    opened: list[aiohttp.ClientSession] = []
+    cleaned: list[int] = []
+    pool = LoopSession(_factory(opened, cleaned))
+    assert pool.current() is None
+    assert pool.session is None
+    first = await pool.get()
+    assert await pool.get() is first
+    assert pool.current() is first
+    await pool.aclose()
+    assert first.closed
+    assert cleaned == [1]
+    assert pool.session is None
+    second = await pool.get()
+    assert second is not first
+    assert len(opened) == 2
+    await pool.aclose()
+    assert second.closed
+    assert cleaned == [1, 2]
+
+
+async def test_concurrent_first_uses_open_one_session() -> None:
+    opened: list[aiohttp.ClientSession] = []
+    pool = LoopSession(_factory(opened))
+    sessions = await asyncio.gather(*(pool.get() for _ in range(20)))
+    assert len({id(session) for session in sessions}) == 1
+    assert len(opened) == 1
+    await pool.aclose()
+
+
+def test_a_session_is_reopened_in_another_loop_and_closed_when_each_loop_ends() -> None:
+    opened: list[aiohttp.ClientSession] = []
+    pool = LoopSession(_factory(opened))
+
+    async def use() -> aiohttp.ClientSession:
+        return await pool.get()
+
+    first = asyncio.run(use())
+    assert first.closed  # asyncio.run() finalised the async generator that owned it
+    second = asyncio.run(use())
+    assert second is not first
+    assert second.closed
+    assert len(opened) == 2
+
+
+async def _get(url: str, **options: Any) -> tuple[int, Any]:
+    async with aiohttp.ClientSession() as session, session.get(url, **options) as response:
+        return response.status, await response.json()
+
+
+async def test_the_guard_strips_credentials_on_every_hop_to_another_origin(base_url: str, other_url: str) -> None:
+    guard = origin_guard(base_url, secret_headers=["X-Api-Key"])
+    headers = {"Authorization": "Bearer t0ken", "X-Api-Key": "k3y", "Cookie": "a=b", "X-Plain": "kept"}
+    # Home origin: everything is sent.
+    _, home = await _get(f"{base_url}/echo", headers=headers, middlewares=(guard,))
+    assert home["headers"]["x-api-key"] == "k3y"
+    assert home["headers"]["authorization"] == "Bearer t0ken"
+    # Home -> other -> other: the credentials never reach the other origin, on any hop.
+    target = f"{other_url}/redirect?to={other_url}/echo"
+    _, away = await _get(f"{base_url}/redirect", params={"to": target}, headers=headers, middlewares=(guard,))
+    sent = away["headers"]
+    assert "x-api-key" not in sent
+    assert "authorization" not in sent
+    assert "cookie" not in sent
+    assert sent["x-plain"] == "kept"
+
+
+async def test_a_guard_of_another_origin_strips_from_the_first_hop(base_url: str, other_url: str) -> None:
+    guard = origin_guard(other_url, secret_headers=["X-Token"])
+    _, echoed = await _get(f"{base_url}/echo", headers={"X-Token": "s3cret"}, middlewares=(guard,))
+    assert "x-token" not in echoed["headers"]
+
+
+async def test_the_hop_check_refuses_a_redirect_before_it_is_sent(base_url: str, other_url: str) -> None:
+    seen: list[str] = []
+
+    def check(url: URL) -> None:
+        seen.append(str(url))
+        if url.port != URL(base_url).port:
+            raise PermissionError(f"Refused {url}: not the home server")
+
+    guard = origin_guard(base_url, check=check)
+    with pytest.raises(HopRefusedError, match="not the home server") as info:
+        await _get(f"{base_url}/redirect", params={"to": f"{other_url}/echo"}, middlewares=(guard,))
+    assert not isinstance(info.value, OSError)  # aiohttp would have wrapped an OSError as ClientOSError
+    assert seen[0].startswith(f"{base_url}/redirect")
+    assert seen[1] == f"{other_url}/echo"
+
+
+async def _read(url: str, limit: int) -> bytes:
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        return await read_limited(response, limit)
+
+
+async def test_a_body_within_the_limit_is_read_whole(base_url: str) -> None:
+    assert await _read(f"{base_url}/stream?size=600000", 600_000) == b"x" * 600_000
+    assert await _read(f"{base_url}/gzip?size=1000", 1000) == b"0" * 1000
+
+
+async def test_a_declared_length_over_the_limit_is_refused_before_reading(base_url: str) -> None:
+    with pytest.raises(BodyTooLargeError, match="1000-byte limit .it declares 5000 bytes") as info:
+        await _read(f"{base_url}/sized?size=5000", 1000)
+    assert (info.value.limit, info.value.declared) == (1000, 5000)
+
+
+async def test_a_streamed_body_over_the_limit_is_refused(base_url: str) -> None:
+    with pytest.raises(BodyTooLargeError, match="the body kept coming"):
+        await _read(f"{base_url}/stream?size=300001", 300_000)
+
+
+async def test_a_gzip_bomb_is_counted_after_decompression(base_url: str) -> None:
+    # 64 MiB of zeros are about 64 KiB on the wire; the limit counts what aiohttp inflates.
+    with pytest.raises(BodyTooLargeError, match="1048576-byte limit") as info:
+        await _read(f"{base_url}/gzip?size={64 * 1024 * 1024}", 1024 * 1024)
+    assert info.value.declared is None
