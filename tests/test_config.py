@@ -120,3 +120,26 @@ def test_a_yaml_bomb_configuration_is_refused(tmp_path: Path) -> None:
     bomb.write_text("\n".join(lines))
     with pytest.raises(ConfigurationError, match="billion laughs"):
         KernelConfig.from_file(bomb)
+
+
+def test_a_field_error_names_the_entry_and_the_reason(folder: Path) -> None:
+    from kavalai.config import ConfigFieldError
+
+    document = {"rest_servers": [{"name": "a", "url": "http://127.0.0.1:1", "rest_tools": [{"method": "GET"}]}]}
+    with pytest.raises(ConfigFieldError) as caught:
+        build_kernel(KernelConfig.from_dict(document, base_dir=folder))
+    assert caught.value.field == "rest_servers[0].rest_tools[0]"
+    assert caught.value.reason == "needs a 'name'"
+    assert str(caught.value) == "Configuration field 'rest_servers[0].rest_tools[0]': needs a 'name'"
+
+
+def test_a_module_next_to_the_file_is_loaded_once(folder: Path) -> None:
+    from kavalai.config import import_dotted
+
+    (folder / "kt_once_helpers.py").write_text("LOADS = []\nLOADS.append(1)\ndef f() -> int:\n    return 1\n")
+    first = import_dotted("kt_once_helpers.f", folder)
+    second = import_dotted("kt_once_helpers.LOADS", folder)
+    assert first() == 1
+    assert second == [1]  # the module body ran once
+    with pytest.raises(ConfigurationError, match="module 'kt_once_helpers' has no attribute 'g'"):
+        import_dotted("kt_once_helpers.g", folder)

@@ -22,14 +22,17 @@ configuration: nothing connects until the kernel is used.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import logging
 import os
 import re
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -37,7 +40,16 @@ from kavalai.documents import load_json_or_yaml
 from kavalai.errors import ConfigurationError, FunctionKernelException
 from kavalai.function_kernel import FunctionKernel
 
-__all__ = ["KernelConfig", "UnsetVariableError", "build_kernel", "expand_env", "mcp_servers_from_host_config"]
+__all__ = [
+    "BUNDLED_GROUPS",
+    "ConfigFieldError",
+    "KernelConfig",
+    "UnsetVariableError",
+    "build_kernel",
+    "expand_env",
+    "import_dotted",
+    "mcp_servers_from_host_config",
+]
 
 logger = logging.getLogger("kavalai.config")
 
@@ -162,19 +174,81 @@ def expand_env(value: Any, env: Mapping[str, str]) -> Any:
     return value
 
 
+class ConfigFieldError(ConfigurationError):
+    """One entry of a configuration is invalid.
+
+    Attributes:
+        field: where, as a path into the document (``"tools[0]"``, ``"rest_servers[1].rest_tools[0]"``).
+        reason: what is wrong with it.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"Configuration field {field!r}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+#: The bundled tool groups a configuration can name.
+BUNDLED_GROUPS: Final = ("fs", "http", "time", "web")
+
+
 def build_kernel(
     config: KernelConfig, *, kernel: FunctionKernel | None = None, env: Mapping[str, str] | None = None
 ) -> FunctionKernel:
     """Register everything ``config`` declares on ``kernel`` (a new one by default) and return it.
 
     Nothing connects here: MCP servers start, and OpenAPI specs at a URL are fetched, when the kernel is first used.
+    An OpenAPI spec in a file is read now.
 
     Raises:
-        ConfigurationError: an entry is invalid; the message names its section and index.
+        ConfigFieldError: an entry is invalid; ``field`` names its section and index.
+        UnsetVariableError: an entry reads ``${VAR}`` and the variable is not set.
     """
     builder = _Builder(kernel or FunctionKernel(), config.base_dir, os.environ if env is None else env)
     builder.register(config)
     return builder.kernel
+
+
+def import_dotted(dotted: str, base_dir: str | os.PathLike[str]) -> Any:
+    """The object at ``package.module.attribute``: imported normally, or else from ``module.py`` in ``base_dir``
+    (a module next to the configuration or workflow file). A module loaded from a file is put in
+    ``sys.modules``, so it is loaded once however many entries name it.
+
+    Raises:
+        ConfigurationError: the path is not dotted, the module cannot be found, or it lacks the attribute.
+    """
+    module_name, _, attribute = dotted.rpartition(".")
+    if not module_name:
+        raise ConfigurationError(f"{dotted!r} is not a dotted path such as 'package.module.function'")
+    module = _module(module_name, Path(base_dir))
+    try:
+        return getattr(module, attribute)
+    except AttributeError:
+        raise ConfigurationError(f"module {module_name!r} has no attribute {attribute!r}") from None
+
+
+def _module(name: str, base_dir: Path) -> ModuleType:
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not name.startswith(exc.name):
+            raise  # the module exists but one of its own imports is missing
+    if name in sys.modules:
+        return sys.modules[name]
+    path = base_dir.joinpath(*name.split(".")).with_suffix(".py")
+    spec = importlib.util.spec_from_file_location(name, path) if path.is_file() else None
+    if spec is None or spec.loader is None:
+        raise ConfigurationError(
+            f"cannot import module {name!r} (not importable, and no {path.name} next to the file)"
+        ) from None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
 
 
 class _Builder:
@@ -187,7 +261,8 @@ class _Builder:
         for i, group in enumerate(config.tools):
             self._guard(f"tools[{i}]", lambda group=group: self._bundled(self._expand(group)))
         for i, server in enumerate(config.rest_servers):
-            self._guard(f"rest_servers[{i}]", lambda server=server: self._rest_server(self._expand(dict(server))))
+            field = f"rest_servers[{i}]"
+            self._guard(field, lambda server=server, field=field: self._rest_server(self._expand(dict(server)), field))
         for i, server in enumerate(config.all_mcp_servers()):
             self._guard(f"mcp_servers[{i}]", lambda server=server: self._mcp_server(self._expand(dict(server))))
 
@@ -198,7 +273,7 @@ class _Builder:
         dotted = spec.pop("function", None) or spec.pop("path", None)
         if not isinstance(dotted, str):
             raise ConfigurationError("a python function needs 'function': a dotted path such as 'pkg.mod.func'")
-        func = self._import(dotted)
+        func = import_dotted(dotted, self.base_dir)
         if not callable(func):
             raise ConfigurationError(f"{dotted!r} is not a function (it is a {type(func).__name__})")
         if not is_pythontool(func):
@@ -209,17 +284,17 @@ class _Builder:
     def _bundled(self, entry: str | Mapping[str, Any]) -> None:
         options = {"group": entry} if isinstance(entry, str) else dict(entry)
         group = options.pop("group", None)
-        if not isinstance(group, str) or not re.fullmatch(r"[a-z_]+", group):
-            raise ConfigurationError(f"a bundled tool group needs 'group' (fs, http, web, time), not {group!r}")
-        if isinstance(options.get("root"), str):
+        if not isinstance(group, str) or group not in BUNDLED_GROUPS:
+            hint = _did_you_mean(group, BUNDLED_GROUPS) if isinstance(group, str) else ""
+            raise ConfigurationError(
+                f"there is no bundled tool group {group!r} (groups: {', '.join(BUNDLED_GROUPS)}).{hint}"
+            )
+        if isinstance(options.get("root"), str):  # the fs group's folder, relative to the file
             options["root"] = str(self.base_dir / options["root"])
-        try:
-            module = importlib.import_module(f"kavalai.tools.{group}")
-        except ImportError:
-            raise ConfigurationError(f"there is no bundled tool group {group!r} (fs, http, web, time)") from None
+        module = importlib.import_module(f"kavalai.tools.{group}")
         module.register(self.kernel, **options)
 
-    def _rest_server(self, raw: dict[str, Any]) -> None:
+    def _rest_server(self, raw: dict[str, Any], field: str) -> None:
         from kavalai.adapters.rest import RestServer
 
         tools = raw.pop("rest_tools", [])
@@ -230,15 +305,20 @@ class _Builder:
         server = RestServer(**raw)
         self.kernel.register_rest_server(server)
         for j, tool in enumerate(tools):
-            spec = dict(tool)
-            name, method = spec.pop("name", None), spec.pop("method", "GET")
-            if not isinstance(name, str):
-                raise ConfigurationError(f"rest_tools[{j}] needs a 'name'")
-            self.kernel.register_rest_tool(server.name, name, method, **spec)
+            self._guard(f"{field}.rest_tools[{j}]", lambda tool=tool: self._rest_tool(server.name, dict(tool)))
         if isinstance(openapi, str) and not openapi.startswith("/") and "://" not in openapi:
-            openapi = self.base_dir / openapi
+            openapi = self.base_dir / openapi  # a Path: read now, as a file that must exist
         if openapi is not None:
-            self.kernel.register_openapi(server.name, openapi, include=include, exclude=exclude)
+            self._guard(
+                f"{field}.openapi",
+                lambda: self.kernel.register_openapi(server.name, openapi, include=include, exclude=exclude),
+            )
+
+    def _rest_tool(self, server: str, spec: dict[str, Any]) -> None:
+        name, method = spec.pop("name", None), spec.pop("method", "GET")
+        if not isinstance(name, str):
+            raise ConfigurationError("needs a 'name'")
+        self.kernel.register_rest_tool(server, name, method, **spec)
 
     def _mcp_server(self, raw: dict[str, Any]) -> None:
         from kavalai.adapters.mcp import McpServer
@@ -250,32 +330,17 @@ class _Builder:
     def _guard(self, field: str, action: Any) -> None:
         try:
             action()
+        except (ConfigFieldError, UnsetVariableError):
+            raise
         except FunctionKernelException as exc:
-            raise ConfigurationError(f"Configuration field {field!r}: {exc}") from exc
+            raise ConfigFieldError(field, str(exc)) from exc
         except (ValidationError, ValueError, TypeError) as exc:
-            raise ConfigurationError(f"Configuration field {field!r}: {exc}") from None
+            raise ConfigFieldError(field, str(exc)) from None
 
     def _expand(self, value: Any) -> Any:
         return expand_env(value, self.env)
 
-    def _import(self, dotted: str) -> Any:
-        module_name, _, attribute = dotted.rpartition(".")
-        if not module_name:
-            raise ConfigurationError(f"{dotted!r} is not a dotted path such as 'package.module.function'")
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name is None or not module_name.startswith(exc.name):
-                raise
-            path = self.base_dir.joinpath(*module_name.split(".")).with_suffix(".py")
-            spec = importlib.util.spec_from_file_location(module_name, path) if path.is_file() else None
-            if spec is None or spec.loader is None:
-                raise ConfigurationError(
-                    f"cannot import module {module_name!r} (not importable, and no {path.name} next to the file)"
-                ) from None
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-        try:
-            return getattr(module, attribute)
-        except AttributeError:
-            raise ConfigurationError(f"module {module_name!r} has no attribute {attribute!r}") from None
+
+def _did_you_mean(word: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""

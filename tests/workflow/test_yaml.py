@@ -121,14 +121,14 @@ def test_environment_variables_are_expanded(tmp_path: Path, monkeypatch: pytest.
         (("- HELPERS.double", "- double"), "'double' is not a dotted path"),
         (
             ("- {function: HELPERS.shout, name: text.shout}", "- {function: HELPERS.double, name: double}"),
-            "Field 'python_functions': Python tool 'double' is already registered at python://double",
+            "Field 'python_functions\\[1\\]': Python tool 'double' is already registered at python://double",
         ),
-        (("nodes:", "tools: [nope]\nnodes:"), "the bundled tool group 'nope', which does not exist"),
-        (("nodes:", "tools: [{group: fs, root: /no/such/dir/kv}]\nnodes:"), "Field 'tools.fs':"),
+        (("nodes:", "tools: [nope]\nnodes:"), "Field 'tools\\[0\\]': there is no bundled tool group 'nope'"),
+        (("nodes:", "tools: [{group: fs, root: /no/such/dir/kv}]\nnodes:"), "Field 'tools\\[0\\]':"),
         (("nodes:", "mcp_servers: [{name: 'bad name', command: x}]\nnodes:"), "Field 'mcp_servers\\[0\\]'"),
         (
             ("nodes:", "rest_servers: [{name: api, url: 'http://127.0.0.1:1', rest_tools: [{method: GET}]}]\nnodes:"),
-            "Field 'rest_servers\\[0\\].rest_tools\\[0\\]' needs a 'name'",
+            "Field 'rest_servers\\[0\\].rest_tools\\[0\\]': needs a 'name'",
         ),
         (("nodes:", "models: {m: {}}\nnodes:"), "Field 'models.m' needs one of 'factory' or 'model'"),
         (("output: Result", "output: Reslt"), "undeclared type 'Reslt'. Did you mean 'Result'"),
@@ -235,7 +235,8 @@ async def test_openapi_spec_next_to_the_yaml_file_is_imported_once(tmp_path: Pat
     """
     path, _ = _write(tmp_path, body)
     engine = WorkflowEngine.from_yaml(path)
-    assert engine.kernel.list_tools("rest://*") == []  # imported on connect, not at load time
+    # A spec in a file is read at load time (registration records configuration; only a URL waits for connect).
+    assert engine.kernel.list_tools("rest://*") == ["rest://api.reading_time"]
     async with engine:
         assert engine.kernel.list_tools("rest://*") == ["rest://api.reading_time"]
         results = [await engine.run({"words": n}) for n in (100, 1000)]
@@ -268,7 +269,7 @@ async def test_relative_paths_are_relative_to_the_yaml_file(tmp_path: Path) -> N
         ("bad.json", "The OpenAPI spec '.*bad.json' has a 'paths' entry that is not an object"),
     ],
 )
-async def test_an_openapi_spec_that_cannot_be_used_fails_on_connect_naming_the_field(
+def test_an_openapi_spec_file_that_cannot_be_used_fails_at_load_naming_the_field(
     tmp_path: Path, text_api_url: str, spec: str, message: str
 ) -> None:
     (tmp_path / "bad.json").write_text('{"openapi": "3.0.3", "paths": 5}', encoding="utf-8")
@@ -283,10 +284,8 @@ async def test_an_openapi_spec_that_cannot_be_used_fails_on_connect_naming_the_f
       - {{id: end, kind: end}}
     """
     path, _ = _write(tmp_path, body)
-    engine = WorkflowEngine.from_yaml(path)
     with pytest.raises(WorkflowDefinitionError, match=f"Field 'rest_servers\\[0\\].openapi': {message}") as caught:
-        await engine.connect()
-    await engine.aclose()
+        WorkflowEngine.from_yaml(path)
     assert caught.value.field == "rest_servers[0].openapi"
 
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from kavalai import FunctionKernel
 
-__all__ = ["OnceService", "ServedRestApp", "Service"]
+__all__ = ["ServedRestApp", "Service"]
 
 
 class Service(Protocol):
@@ -29,23 +29,6 @@ class Service(Protocol):
 
     async def stop(self) -> None:
         """Stop; must be safe to call when not started."""
-
-
-class OnceService:
-    """Runs ``step`` against the kernel on the first start only (an OpenAPI import); stopping is a no-op."""
-
-    def __init__(self, step: Callable[[FunctionKernel], Awaitable[None]]) -> None:
-        self._step = step
-        self._done = False
-
-    async def start(self, kernel: FunctionKernel) -> None:
-        """Run the step unless it has run."""
-        if not self._done:
-            await self._step(kernel)
-            self._done = True
-
-    async def stop(self) -> None:
-        """Nothing to stop: what the step registered stays on the kernel."""
 
 
 #: Registers a served app's REST server at ``url`` on the kernel; ``first`` is false on a restart.

@@ -11,15 +11,12 @@ it too.
 from __future__ import annotations
 
 import functools
-import importlib
-import importlib.util
 import os
 import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -39,7 +36,7 @@ from kavalai.workflow._nodes import (
     StartNode,
     SwitchNode,
 )
-from kavalai.workflow._services import OnceService, ServedRestApp, Service
+from kavalai.workflow._services import ServedRestApp, Service
 from kavalai.workflow._types import TypeRegistry
 from kavalai.workflow.errors import WorkflowDefinitionError
 
@@ -53,8 +50,6 @@ _NODE_KINDS: dict[str, type[NodeBase]] = {
     cls.model_fields["kind"].default: cls
     for cls in (StartNode, EndNode, FunctionNode, AgentNode, LlmNode, IfNode, SwitchNode, ParallelNode)
 }
-_BUNDLED_GROUPS = ("fs", "http", "time", "web")
-_VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
 
 
 class _Section(BaseModel):
@@ -238,7 +233,8 @@ def _camel(name: str) -> str:
 
 
 class _KernelLoader:
-    """Registers a document's tools, servers and models on a kernel."""
+    """Registers a document's tools and servers on a kernel (by :func:`kavalai.config.build_kernel`, the one
+    place configuration becomes a kernel), and makes what only workflows have: served REST apps and models."""
 
     def __init__(self, kernel: FunctionKernel, base_dir: Path, env: Mapping[str, str]) -> None:
         self.kernel = kernel
@@ -246,15 +242,31 @@ class _KernelLoader:
         self.env = env
 
     def register(self, spec: _Document) -> list[Service]:
-        for entry in spec.python_functions:
-            self._python_function(entry)
-        for tool in spec.tools:
-            self._bundled(tool)
+        from kavalai.config import ConfigFieldError, KernelConfig, UnsetVariableError, build_kernel
+
+        # Servers with an `app` are served by the engine for the length of a run; build_kernel gets the rest, and
+        # its field paths are numbered back to the document's own indexes.
+        served = [(i, server) for i, server in enumerate(spec.rest_servers) if "app" in server]
+        plain = [i for i, server in enumerate(spec.rest_servers) if "app" not in server]
+        config = KernelConfig(
+            python_functions=[
+                e if isinstance(e, str) else e.model_dump(exclude_none=True) for e in spec.python_functions
+            ],
+            tools=[e if isinstance(e, str) else {"group": e.group, **(e.model_extra or {})} for e in spec.tools],
+            rest_servers=[spec.rest_servers[i] for i in plain],
+            mcp_servers=spec.mcp_servers,
+            base_dir=self.base_dir,
+        )
+        try:
+            build_kernel(config, kernel=self.kernel, env=self.env)
+        except UnsetVariableError as exc:
+            raise self._unset(exc.variable) from None
+        except ConfigFieldError as exc:
+            field = _renumber(exc.field, plain)
+            raise WorkflowDefinitionError(f"Field {field!r}: {exc.reason}", field=field) from exc.__cause__
         services: list[Service] = []
-        for i, server in enumerate(spec.rest_servers):
-            services.extend(self._rest_server(self._expand(server), f"rest_servers[{i}]"))
-        for i, server in enumerate(spec.mcp_servers):
-            self._mcp_server(self._expand(server), f"mcp_servers[{i}]")
+        for i, server in served:
+            services.append(self._served_app(self._expand(dict(server)), f"rest_servers[{i}]"))
         return services
 
     def models(self, spec: _Document) -> dict[str, Callable[[], LLMClient]]:
@@ -279,59 +291,15 @@ class _KernelLoader:
             factories[name] = _guarded_factory(make, field)
         return factories
 
-    def _python_function(self, entry: str | _PythonFunction) -> None:
-        from kavalai.adapters.python import is_pythontool, pythontool
-
-        spec = _PythonFunction(function=entry) if isinstance(entry, str) else entry
-        dotted = self._expand(spec.function)
-        func = self._import(dotted, "python_functions")
-        if not is_pythontool(func):
-            func = pythontool(func)
-        name = self._expand(spec.name) if spec.name else dotted.rsplit(".", 1)[-1]
-        self._guard("python_functions", lambda: self.kernel.register_python_tool(name, func, timeout=spec.timeout))
-
-    def _bundled(self, entry: str | _Bundled) -> None:
-        spec = _Bundled(group=entry) if isinstance(entry, str) else entry
-        options = self._expand(dict(spec.model_extra or {}))
-        if isinstance(options.get("root"), str):  # the fs group's folder, relative to the YAML file
-            options["root"] = str(self.base_dir / options["root"])
-        try:
-            module = importlib.import_module(f"kavalai.tools.{spec.group}")
-        except ImportError:
-            raise WorkflowDefinitionError(
-                f"Field 'tools' names the bundled tool group {spec.group!r}, which does not exist (groups: "
-                f"{', '.join(_BUNDLED_GROUPS)}).{did_you_mean(spec.group, _BUNDLED_GROUPS)}",
-                field="tools",
-            ) from None
-        self._guard(f"tools.{spec.group}", lambda: module.register(self.kernel, **options))
-
-    def _rest_server(self, raw: dict[str, Any], field: str) -> list[Service]:
+    def _served_app(self, raw: dict[str, Any], field: str) -> Service:
         from kavalai.adapters.rest import RestServer
 
         tools = raw.pop("rest_tools", [])
         openapi = raw.pop("openapi", None)
         include, exclude = raw.pop("include", None), raw.pop("exclude", None)
-        app = raw.pop("app", None)
+        app = raw.pop("app")
         if isinstance(openapi, str) and not openapi.startswith("/") and "://" not in openapi:
             openapi = self.base_dir / openapi  # a Path: the kernel then reads it as a file that must exist
-
-        def register_tools(kernel: FunctionKernel, name: str) -> None:
-            for j, tool in enumerate(tools):
-                self._rest_tool(kernel, name, dict(tool), f"{field}.rest_tools[{j}]")
-
-        async def import_openapi(kernel: FunctionKernel, name: str) -> None:
-            if openapi is None:
-                return
-            try:
-                await kernel.register_openapi(name, openapi, include=include, exclude=exclude)
-            except ToolRegistrationError as exc:  # an unreadable or invalid spec (not an unreachable server)
-                raise WorkflowDefinitionError(f"Field '{field}.openapi': {exc}", field=f"{field}.openapi") from exc
-
-        if app is None:
-            server = self._guard(field, lambda: RestServer(**raw))
-            self._guard(field, lambda: self.kernel.register_rest_server(server))
-            register_tools(self.kernel, server.name)
-            return [] if openapi is None else [OnceService(lambda kernel: import_openapi(kernel, server.name))]
         if "url" in raw or "url_env" in raw:
             raise WorkflowDefinitionError(
                 f"Field {field!r}: give either 'app' (a REST app the engine serves) or 'url', not both.", field=field
@@ -342,11 +310,17 @@ class _KernelLoader:
         async def register(kernel: FunctionKernel, url: str, first: bool) -> None:
             server = self._guard(field, lambda: RestServer(**raw, url=url))
             self._guard(field, lambda: kernel.register_rest_server(server, replace=not first))
-            if first:
-                register_tools(kernel, server.name)
-                await import_openapi(kernel, server.name)
+            if not first:
+                return
+            for j, tool in enumerate(tools):
+                self._rest_tool(kernel, server.name, dict(tool), f"{field}.rest_tools[{j}]")
+            if openapi is not None:
+                try:
+                    await kernel.register_openapi(server.name, openapi, include=include, exclude=exclude)
+                except ToolRegistrationError as exc:  # an unreadable or invalid spec (not an unreachable server)
+                    raise WorkflowDefinitionError(f"Field '{field}.openapi': {exc}", field=f"{field}.openapi") from exc
 
-        return [ServedRestApp(served, register, field=f"{field}.app")]
+        return ServedRestApp(served, register, field=f"{field}.app")
 
     def _rest_tool(self, kernel: FunctionKernel, server: str, tool: dict[str, Any], field: str) -> None:
         name = tool.pop("name", None)
@@ -354,14 +328,6 @@ class _KernelLoader:
         if not isinstance(name, str):
             raise WorkflowDefinitionError(f"Field {field!r} needs a 'name'.", field=field)
         self._guard(field, lambda: kernel.register_rest_tool(server, name, method, **tool))
-
-    def _mcp_server(self, raw: dict[str, Any], field: str) -> None:
-        from kavalai.adapters.mcp import McpServer
-
-        if isinstance(raw.get("cwd"), str):
-            raw["cwd"] = str(self.base_dir / raw["cwd"])
-        server = self._guard(field, lambda: McpServer(**raw))
-        self._guard(field, lambda: self.kernel.register_mcp_server(server))
 
     # ----------------------------------------------------------------------------------------------- helpers
 
@@ -379,40 +345,26 @@ class _KernelLoader:
         try:
             return expand_env(value, self.env)
         except UnsetVariableError as exc:
-            name = exc.variable
-            raise WorkflowDefinitionError(
-                f"The workflow reads ${{{name}}}, but the environment variable {name} is not set.", field=name
-            ) from None
+            raise self._unset(exc.variable) from None
+
+    @staticmethod
+    def _unset(name: str) -> WorkflowDefinitionError:
+        return WorkflowDefinitionError(
+            f"The workflow reads ${{{name}}}, but the environment variable {name} is not set.", field=name
+        )
 
     def _import(self, dotted: str, field: str) -> Any:
-        module_name, _, attribute = dotted.rpartition(".")
-        if not module_name:
-            raise WorkflowDefinitionError(
-                f"Field {field!r}: {dotted!r} is not a dotted path such as 'package.module.function'.", field=field
-            )
-        module = self._module(module_name, field)
-        try:
-            return getattr(module, attribute)
-        except AttributeError:
-            raise WorkflowDefinitionError(
-                f"Field {field!r}: module {module_name!r} has no attribute {attribute!r}.", field=field
-            ) from None
+        from kavalai.config import import_dotted
 
-    def _module(self, name: str, field: str) -> ModuleType:
         try:
-            return importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name is None or not name.startswith(exc.name):
-                raise  # the module exists but one of its own imports is missing
-        path = self.base_dir.joinpath(*name.split(".")).with_suffix(".py")
-        spec = importlib.util.spec_from_file_location(name, path) if path.is_file() else None
-        if spec is None or spec.loader is None:
-            raise WorkflowDefinitionError(
-                f"Field {field!r}: cannot import module {name!r} (not importable, and no {path.name} next to the "
-                "workflow file).",
-                field=field,
-            )
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        return module
+            return import_dotted(dotted, self.base_dir)
+        except ConfigurationError as exc:
+            raise WorkflowDefinitionError(f"Field {field!r}: {exc}.", field=field) from None
+
+
+def _renumber(field: str, plain: list[int]) -> str:
+    """A ``rest_servers[k]`` field of the servers given to build_kernel, as the document's own index."""
+    match = re.match(r"rest_servers\[(\d+)\]", field)
+    if match is None:
+        return field
+    return f"rest_servers[{plain[int(match.group(1))]}]{field[match.end() :]}"
