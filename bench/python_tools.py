@@ -21,14 +21,14 @@ import asyncio
 import functools
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio.to_thread
 from pydantic import BaseModel, TypeAdapter
 
 from kavalai import FunctionKernel, FunctionKernelException, ToolExecutionError, pythontool
-from kavalai.kernel import CallNext, ToolCall, coerce_output, validate_input
+from kavalai.kernel import CallNext, ToolCall, ToolURI, coerce_output, validate_input
 
 BATCH = 1_000
 
@@ -88,32 +88,51 @@ async def noop(call: ToolCall, call_next: CallNext) -> Any:
     return await call_next(call)
 
 
+class _PriorUnset:
+    """The 0.1.0 kernel's marker for "no timeout given"."""
+
+
+_PRIOR_UNSET = _PriorUnset()
+
+
+class PriorKernel(FunctionKernel):
+    """A kernel that also has ``call_tool`` as it was before the pipeline (0.1.0): the baseline of the pipeline's
+    cost. The method below is that release's body, line for line, for tools without a timeout (the benchmark's)."""
+
+    async def prior_call_tool(
+        self,
+        uri: str | ToolURI,
+        arguments: Mapping[str, Any] | BaseModel | None = None,
+        *,
+        timeout: float | _PriorUnset | None = _PRIOR_UNSET,
+    ) -> BaseModel:
+        definition = self._tools.get(uri) if isinstance(uri, str) else None
+        if definition is None:
+            definition = await self.resolve_tool(uri)
+        args = validate_input(definition, arguments)
+        limit = definition.timeout if isinstance(timeout, _PriorUnset) else timeout
+        try:
+            if limit is None:
+                raw = await definition.invoke(args)
+            else:
+                raise NotImplementedError("the benchmark's tools have no timeout")
+        except FunctionKernelException:
+            raise
+        except Exception as exc:
+            raise ToolExecutionError(
+                f"Tool {definition.name} failed: {type(exc).__name__}: {exc}", uri=definition.name
+            ) from exc
+        return coerce_output(definition, raw)
+
+
 async def main(calls: int) -> None:
-    kernel = FunctionKernel()
+    kernel = PriorKernel()
     kernel.register_python_tool("add_async", add_async)
     kernel.register_python_tool("add_sync", add_sync)
     kernel.register_python_tool("add_inline", add_inline)
     with_noop = FunctionKernel(middleware=[noop])
     with_noop.register_python_tool("add_async", add_async)
     returns = TypeAdapter(int)
-    tools = {name: kernel.get_tool_definition(name) for name in kernel.list_tools()}
-
-    unset = object()
-
-    async def prior_path(uri: str, arguments: dict[str, Any], *, timeout: Any = unset) -> BaseModel:
-        # call_tool as it was before the pipeline (0.1.0), line for line, for a tool without a timeout.
-        definition = tools.get(uri) if isinstance(uri, str) else None
-        assert definition is not None
-        args = validate_input(definition, arguments)
-        limit = definition.timeout if timeout is unset else timeout
-        assert limit is None
-        try:
-            raw = await definition.invoke(args)
-        except FunctionKernelException:
-            raise
-        except Exception as exc:
-            raise ToolExecutionError(f"Tool {definition.name} failed: {exc}", uri=definition.name) from exc
-        return coerce_output(definition, raw)
 
     def floor() -> int:
         args = AddArgs.model_validate(ARGS)
@@ -125,7 +144,7 @@ async def main(calls: int) -> None:
             "floor": (floor, False),
             "async": (lambda: kernel.call_tool("python://add_async", ARGS), True),
             "inline": (lambda: kernel.call_tool("python://add_inline", ARGS), True),
-            "prior": (lambda: prior_path("python://add_async", ARGS), True),
+            "prior": (lambda: kernel.prior_call_tool("python://add_async", ARGS), True),
             "noop": (lambda: with_noop.call_tool("python://add_async", ARGS), True),
         },
         calls,

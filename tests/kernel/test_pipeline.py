@@ -403,3 +403,52 @@ async def test_a_bracketed_qualifier_is_the_adapters_to_interpret() -> None:
     kernel.register_python_tool("double", double)
     with pytest.raises(ToolNotFoundError, match=r"Unknown tool 'python://double \[GET\]'"):
         await kernel.call_tool("python://double", {"n": 1}, method="GET")
+
+
+async def test_the_call_context_under_middleware_a_deadline_and_in_what_the_tool_awaits() -> None:
+    seen: list[tuple[str, str | None]] = []
+
+    async def helper() -> str | None:
+        await asyncio.sleep(0)
+        call = current_call()  # in a coroutine the tool awaits, across a suspension
+        return call.call_id if call else None
+
+    @pythontool
+    async def reader(tag: str) -> str:
+        call = current_call()
+        assert call is not None
+        seen.append((tag, await helper()))
+        assert current_call() is call  # the same object for the whole call
+        return call.call_id
+
+    async def passthrough(call: ToolCall, call_next: CallNext) -> Any:
+        call.metadata["via"] = "mw"
+        return await call_next(call)
+
+    plain, wrapped = FunctionKernel(), FunctionKernel(middleware=[passthrough])
+    for kernel in (plain, wrapped):
+        kernel.register_python_tool("reader", reader)
+    ids = [
+        (await plain.call_tool("python://reader", {"tag": "plain"})).result,  # type: ignore[attr-defined]
+        (await plain.call_tool("python://reader", {"tag": "deadline"}, timeout=5)).result,  # type: ignore[attr-defined]
+        (await wrapped.call_tool("python://reader", {"tag": "middleware"})).result,  # type: ignore[attr-defined]
+    ]
+    assert [tag for tag, _ in seen] == ["plain", "deadline", "middleware"]
+    assert [call_id for _, call_id in seen] == ids
+    assert len(set(ids)) == 3
+    assert current_call() is None
+
+
+async def test_a_task_a_tool_spawns_sees_no_call_unless_given_it() -> None:
+    @pythontool
+    async def spawner() -> list[bool]:
+        mine = current_call()
+
+        async def child(given: ToolCall | None) -> list[bool]:
+            return [current_call() is None, given is mine]
+
+        return await asyncio.create_task(child(mine))
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("spawner", spawner)
+    assert (await kernel.call_tool("python://spawner")).result == [True, True]  # type: ignore[attr-defined]

@@ -14,7 +14,16 @@ import anyio.to_thread
 from pydantic import BaseModel
 
 from kavalai.errors import InvalidToolURIError, ToolRegistrationError
-from kavalai.kernel import Invoker, ToolAdapter, ToolDefinition, ToolURI, code_of, function_schema, qualname
+from kavalai.kernel import (
+    Invoker,
+    ToolAdapter,
+    ToolDefinition,
+    ToolURI,
+    bind_current_call,
+    code_of,
+    function_schema,
+    qualname,
+)
 
 __all__ = ["PythonToolAdapter", "ToolOptions", "is_pythontool", "pythontool"]
 
@@ -207,7 +216,7 @@ def _invoker(func: Callable[..., Any], is_async: bool, inline: bool, renamed: tu
         return invoke_inline
 
     async def invoke_in_thread(args: BaseModel) -> Any:
-        call = functools.partial(func, **kwargs(args))
+        call = bind_current_call(functools.partial(func, **kwargs(args)))  # no kernel frame in the worker thread
         raw = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
         return (await raw) if inspect.isawaitable(raw) else raw
 

@@ -2,28 +2,44 @@
 
 A :class:`ToolCall` is built by :meth:`Kernel.call_tool` after the arguments are validated, handed down the kernel's
 middleware chain and finally to the tool's adapter. The same object is the call's context: while the call runs,
-:func:`current_call` returns it, in the task that called and in the worker thread of a sync Python tool (both run
-in a copy of the caller's :mod:`contextvars` context).
+:func:`current_call` returns it, in the tool, in what the tool awaits, and in the worker thread of a sync Python
+tool.
+
+How the current call is found, and why: setting a :class:`~contextvars.ContextVar` and resetting it costs about a
+quarter of a microsecond, a tenth of a whole call. So :meth:`Kernel.call_tool` sets nothing: the call's slot is a
+local variable of its frame, and :func:`current_call` finds the innermost ``call_tool`` frame on the running stack
+(a coroutine awaited inline, as a tool and every middleware are, runs with its awaiting frames linked). Where no
+kernel frame is on the stack, in the worker thread of a sync tool, the adapter sets the context variable for that
+thread (:func:`bind_current_call`). A task that a tool spawns has neither, and sees ``None``: pass the call along
+(``current_call()`` read in the tool) if the task needs it.
 """
 
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, TypeAlias
+from types import CodeType, FrameType
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
     from kavalai.kernel._definition import ToolDefinition
 
-__all__ = ["CallNext", "Middleware", "ToolCall", "current_call"]
+__all__ = ["CallNext", "Middleware", "ToolCall", "bind_current_call", "current_call"]
+
+R = TypeVar("R")
 
 _next_id = itertools.count(1).__next__
-# The current call's slot: [definition, arguments, ToolCall or None]. The ToolCall is made when first asked for, so
-# a call that no middleware and no tool looks at costs a three-item list, not an object built in Python.
+# A call's slot: [definition, arguments, ToolCall or None]. The ToolCall is made when first asked for, so a call
+# that no middleware and no tool looks at costs a three-item list, not an object built in Python. The slot is the
+# local variable SLOT_NAME of Kernel.call_tool, and the value of _current in a worker thread (see the docstring).
 _current: ContextVar[list[Any] | None] = ContextVar("kavalai_current_call", default=None)
+SLOT_NAME = "slot"
+# The code objects of the functions whose frames hold a slot (Kernel.call_tool registers itself).
+CALL_FRAMES: set[CodeType] = set()
 
 
 class ToolCall:
@@ -80,7 +96,7 @@ Middleware: TypeAlias = Callable[[ToolCall, CallNext], Awaitable[Any]]
 
 def current_call() -> ToolCall | None:
     """The call being run in this context (a tool reads its call id, deadline and metadata here), or ``None``."""
-    slot = _current.get()
+    slot = _frame_slot() or _current.get()
     if slot is None:
         return None
     call: ToolCall | None = slot[2]
@@ -89,11 +105,30 @@ def current_call() -> ToolCall | None:
     return call
 
 
-def set_current(call: ToolCall) -> Any:
-    """Make ``call`` the current call; return the token that :func:`reset_current` takes."""
-    return _current.set([call.definition, call.arguments, call])
+def bind_current_call(func: Callable[[], R]) -> Callable[[], R]:
+    """``func`` made to run with the current call as its context, wherever it runs: an adapter hands a tool's
+    work to a worker thread through this, so that :func:`current_call` works there too."""
+    slot = _frame_slot() or _current.get()
+    if slot is None:
+        return func
+
+    def bound() -> R:
+        token = _current.set(slot)
+        try:
+            return func()
+        finally:
+            _current.reset(token)
+
+    return bound
 
 
-def reset_current(token: Any) -> None:
-    """Undo :func:`set_current`."""
-    _current.reset(token)
+def _frame_slot() -> list[Any] | None:
+    """The slot of the innermost ``call_tool`` frame on this thread's stack (which, in a coroutine, runs through
+    every coroutine awaiting it), or ``None``."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code in CALL_FRAMES:
+            slot: list[Any] | None = frame.f_locals.get(SLOT_NAME)
+            return slot
+        frame = frame.f_back
+    return None

@@ -26,7 +26,7 @@ from kavalai.errors import (
     ToolTimeoutError,
 )
 from kavalai.kernel._adapter import ToolAdapter
-from kavalai.kernel._call import Middleware, ToolCall, _current
+from kavalai.kernel._call import CALL_FRAMES, Middleware, ToolCall
 from kavalai.kernel._coerce import coerce_output, convert_output, validate_input
 from kavalai.kernel._definition import ToolDefinition
 from kavalai.kernel._descriptions import ToolDescriptions
@@ -218,18 +218,19 @@ class Kernel:
                 uri = f"{ToolURI.parse(uri).without_qualifier()} [{method}]"
             definition = await self.resolve_tool(uri)
         args = validate_input(definition, arguments)
-        limit = definition.timeout if timeout is _UNSET else timeout
+        limit: float | None = definition.timeout if timeout is _UNSET else timeout  # type: ignore[assignment]
         chain = self._chain
-        if limit is None and chain is None:  # the plain path: the call's context is made only if a tool asks
-            token = _current.set([definition, args, None])
-        else:
-            call = ToolCall(definition, args)
-            token = _current.set([definition, args, call])
+        # The call's slot is only this local, which current_call() reads from this frame (kernel/_call.py says why
+        # no context variable is set). The ToolCall is built here only when middleware or a deadline needs it.
+        call = None if limit is None and chain is None else ToolCall(definition, args)
+        slot: list[Any] = [definition, args, call]  # noqa: F841 - read through the frame by current_call()
         try:
-            if limit is None:
-                raw = await (definition.invoke(args) if chain is None else chain(call))
+            if call is None:
+                raw = await definition.invoke(args)
+            elif limit is None:
+                raw = await chain(call)  # type: ignore[misc]
             else:
-                raw = await self._run_with_deadline(call, limit)  # type: ignore[arg-type]
+                raw = await self._run_with_deadline(call, limit)
         except FunctionKernelException:
             raise
         except asyncio.CancelledError:
@@ -242,8 +243,6 @@ class Kernel:
             raise ToolExecutionError(
                 f"Tool {definition.name} failed: {type(exc).__name__}: {exc}", uri=definition.name
             ) from exc
-        finally:
-            _current.reset(token)
         output = coerce_output(definition, raw)
         return output if output_type is None else convert_output(definition, output, output_type)
 
@@ -510,9 +509,13 @@ class Kernel:
 _CALL_TOOL_CODE: Final = Kernel.call_tool.__code__
 
 
+# current_call() finds a call's slot in these functions' frames.
+CALL_FRAMES.add(Kernel.call_tool.__code__)
+
+
 def _compose(middleware: Sequence[Middleware]) -> Callable[[ToolCall], Awaitable[Any]]:
-    async def invoke(call: ToolCall) -> Any:
-        return await call.definition.invoke(call.arguments)
+    def invoke(call: ToolCall) -> Awaitable[Any]:  # hands back the tool's own awaitable: no coroutine of its own
+        return call.definition.invoke(call.arguments)
 
     chain: Callable[[ToolCall], Awaitable[Any]] = invoke
     for item in reversed(middleware):
