@@ -32,7 +32,7 @@ from pydantic import BaseModel
 from kavalai.adapters.base import ToolRegistry
 from kavalai.adapters.mcp._config import McpServer, McpTransport
 from kavalai.adapters.mcp._convert import build_models, content_output_schema, raise_tool_error, result_value
-from kavalai.adapters.mcp._errors import call_error, describe_failure, scrub
+from kavalai.adapters.mcp._errors import answer_unreadable, call_error, describe_failure, scrub
 from kavalai.adapters.mcp._generation import Ending, Generation, Phase
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 from kavalai.adapters.mcp._transports import open_transport
@@ -322,7 +322,7 @@ class McpConnection:
             except MCPError as exc:
                 if gen.expired and attempt + 1 < _CALL_ATTEMPTS:
                     continue  # refused with the forgotten session, so it ran nowhere: again, on a new session
-                if exc.code == mcp_types.CONNECTION_CLOSED or gen.stopping:
+                if (exc.code == mcp_types.CONNECTION_CLOSED and not answer_unreadable(exc)) or gen.stopping:
                     raise await self._lost(gen, uri) from exc
                 raise call_error(self.config, uri, exc) from exc
             if result.is_error:

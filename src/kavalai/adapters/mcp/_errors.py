@@ -13,7 +13,7 @@ from kavalai.adapters.mcp._stdio import StdioProcess
 from kavalai.errors import JsonRpcError, ServerConnectionError
 from kavalai.secrets import Redactor
 
-__all__ = ["describe_failure", "root_cause", "scrub"]
+__all__ = ["answer_unreadable", "call_error", "describe_failure", "root_cause", "scrub"]
 
 _MAX_DETAIL: Final = 500
 
@@ -117,6 +117,22 @@ _CALL_ERRORS: dict[int, str] = {
 
 def call_error(config: McpServer, uri: str, exc: MCPError) -> JsonRpcError:
     """The error for a JSON-RPC error answer to a call of ``uri``, keeping its ``code`` and ``data``."""
+    if answer_unreadable(exc):  # made by the SDK on this side: the server's answer could not be read
+        message = f"Tool {uri} failed: its answer from MCP server {config.name!r} could not be read: "
+        message += scrub(config, exc.message)
+        if "byte limit" in exc.message:  # the SDK's own wording for an event over max_sse_event_size
+            message += " (max_message_bytes of the McpServer; raise it if such messages are expected)"
+        return JsonRpcError(message, uri=uri, code=exc.code, data=exc.data)
     meaning = _CALL_ERRORS.get(exc.code, "the server answered an error")
     message = f"Tool {uri} failed: the server answered error {exc.code}: {scrub(config, exc.message)} ({meaning})"
     return JsonRpcError(message, uri=uri, code=exc.code, data=exc.data)
+
+
+# The messages of the errors the SDK's HTTP transports make up for a request whose answer they could not read (too
+# large, malformed, its event stream broken): the request failed, the session did not.
+_UNREADABLE: Final = ("Failed to parse JSON response", "Failed to parse SSE message", "SSE stream failed")
+
+
+def answer_unreadable(exc: MCPError) -> bool:
+    """Whether ``exc`` is the SDK's stand-in for an answer that could not be read (not the server's own error)."""
+    return exc.message.startswith(_UNREADABLE)

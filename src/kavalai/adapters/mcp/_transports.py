@@ -19,6 +19,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import MCP_SESSION_ID, streamable_http_client
 
 from kavalai.adapters.mcp._config import McpServer
+from kavalai.adapters.mcp._http_limits import bounded_transport
 from kavalai.adapters.mcp._stdio import StdioProcess, open_stdio
 from kavalai.errors import ConfigurationError
 
@@ -130,13 +131,25 @@ async def open_transport(
 async def _open_http(server: McpServer, on_session_expired: Callable[[], None]) -> AsyncIterator[Any]:
     if server.url is None:
         raise ConfigurationError(f"MCP server {server.name!r} has no url to connect to.")
+    limit, name = server.max_message_bytes, server.name
     if server.kind == "sse":
+
+        def bounded_client(
+            headers: dict[str, str] | None = None,
+            timeout: httpx2.Timeout | None = None,
+            auth: httpx2.Auth | None = None,
+        ) -> httpx2.AsyncClient:
+            return httpx2.AsyncClient(
+                headers=headers, timeout=timeout, auth=auth, transport=bounded_transport(name, limit)
+            )
+
         # A legacy SSE session ends with its event stream, which the end of the read stream reports.
         async with sse_client(
             server.url,
             headers=dict(server.headers),
             timeout=server.connect_timeout,
             sse_read_timeout=_SSE_READ_TIMEOUT,
+            httpx_client_factory=bounded_client,
         ) as streams:
             yield streams
         return
@@ -148,8 +161,11 @@ async def _open_http(server: McpServer, on_session_expired: Callable[[], None]) 
     timeout = httpx2.Timeout(server.connect_timeout, read=None)
     async with (
         httpx2.AsyncClient(
-            headers=dict(server.headers), timeout=timeout, event_hooks={"response": [check_session]}
+            headers=dict(server.headers),
+            timeout=timeout,
+            event_hooks={"response": [check_session]},
+            transport=bounded_transport(name, limit),
         ) as client,
-        streamable_http_client(server.url, http_client=client) as streams,
+        streamable_http_client(server.url, http_client=client, max_sse_event_size=limit) as streams,
     ):
         yield streams
