@@ -71,3 +71,35 @@ def test_a_workflow_file_that_is_an_alias_bomb_is_refused_at_once(tmp_path: Path
         with pytest.raises(WorkflowDefinitionError, match="billion laughs"):
             WorkflowEngine.from_yaml(source)
     assert time.monotonic() - started < 5
+
+
+def test_aliased_types_are_built_once_each_not_once_per_path(tmp_path: Path) -> None:
+    """15 nested aliases under the node limit (2**15 paths): walked as a tree, building the types took 98 s."""
+    from kavalai.workflow import WorkflowEngine
+
+    depth = 15
+    lines = ["name: aliased", f"input: T{depth}", "output: object", "types:"]
+    lines.append("  T0: &t0 {type: object, properties: {v: {type: string}}}")
+    lines += [
+        f"  T{i}: &t{i} {{type: object, properties: {{a: *t{i - 1}, b: *t{i - 1}}}}}" for i in range(1, depth + 1)
+    ]
+    lines += ["nodes:", "  - {id: start, kind: start, next: end}", "  - {id: end, kind: end}"]
+    path = tmp_path / "aliased.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    started = time.monotonic()
+    engine = WorkflowEngine.from_yaml(path)
+    assert time.monotonic() - started < 10  # a hang guard, not a benchmark
+    top = engine.workflow.types.get(f"T{depth}")
+    assert top is not None
+    fields = top.annotation.model_fields
+    assert fields["a"].annotation is fields["b"].annotation  # one model for the one aliased schema
+    leaf: dict[str, object] = {"v": "x"}
+    for _ in range(3):
+        leaf = {"a": leaf, "b": leaf}
+    assert top.validate(_nest(leaf, depth - 3))  # values of the type still validate
+
+
+def _nest(value: dict[str, object], levels: int) -> dict[str, object]:
+    for _ in range(levels):
+        value = {"a": value, "b": value}
+    return value

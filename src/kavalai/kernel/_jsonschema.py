@@ -178,6 +178,10 @@ class _Builder:
         self._names: set[str] = set()
         self._counter = 0
         self._inlining: set[str] = set()
+        # Models by the identity of the schema object they were built from. A document parsed from YAML shares one
+        # object wherever an alias repeats it, and a tree walk would build 2**n models for n nested aliases (a
+        # 1 KB spec taking minutes); each shared object is built once. The schema is kept to pin its id.
+        self._by_identity: dict[tuple[int, Extra | None], tuple[Mapping[str, Any], type[BaseModel]]] = {}
 
     # -- the entry points --------------------------------------------------------------------------------------
 
@@ -286,7 +290,15 @@ class _Builder:
         return dict[str, value_type]  # type: ignore[valid-type]
 
     def object_model(self, schema: Mapping[str, Any], name: str, *, extra: Extra | None) -> type[BaseModel]:
-        """A model with one field per property of an object schema."""
+        """A model with one field per property of an object schema (built once per schema object)."""
+        known = self._by_identity.get((id(schema), extra))
+        if known is not None and known[0] is schema:
+            return known[1]
+        model = self._build_object_model(schema, name, extra=extra)
+        self._by_identity[(id(schema), extra)] = (schema, model)
+        return model
+
+    def _build_object_model(self, schema: Mapping[str, Any], name: str, *, extra: Extra | None) -> type[BaseModel]:
         properties = schema.get("properties")
         if not isinstance(properties, Mapping):
             properties = {}

@@ -113,13 +113,21 @@ _JSON_TYPES: Final = frozenset({"string", "integer", "number", "boolean", "objec
 _DATA_KEYWORDS: Final = frozenset({"const", "default", "enum", "examples"})  # values, not schemas
 
 
-def _check_type_names(schema: Any, where: str) -> None:
-    """Refuse a ``type`` that is not a JSON Schema type name (the converter would quietly accept any value)."""
+def _check_type_names(schema: Any, where: str, seen: set[int] | None = None) -> None:
+    """Refuse a ``type`` that is not a JSON Schema type name (the converter would quietly accept any value).
+
+    Each object is looked at once: a YAML alias repeats one object, and walking it as a tree would take 2**n steps
+    for n nested aliases.
+    """
+    if not isinstance(schema, list | Mapping):
+        return
+    seen = set() if seen is None else seen
+    if id(schema) in seen:
+        return
+    seen.add(id(schema))
     if isinstance(schema, list):
         for i, item in enumerate(schema):
-            _check_type_names(item, f"{where}[{i}]")
-        return
-    if not isinstance(schema, Mapping):
+            _check_type_names(item, f"{where}[{i}]", seen)
         return
     declared = schema.get("type")
     names = [declared] if isinstance(declared, str) else declared if isinstance(declared, list) else []
@@ -131,7 +139,7 @@ def _check_type_names(schema: Any, where: str) -> None:
             )
     for key, value in schema.items():
         if key not in _DATA_KEYWORDS and not (key == "type" and isinstance(value, str | list)):
-            _check_type_names(value, f"{where}.{key}")
+            _check_type_names(value, f"{where}.{key}", seen)
 
 
 def type_name_of(annotation: Any) -> str:

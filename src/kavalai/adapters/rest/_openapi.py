@@ -356,6 +356,7 @@ class _Refs:
     document: Mapping[str, Any]
     defs: dict[str, Any] = field(default_factory=dict)
     _names: dict[str, str] = field(default_factory=dict)
+    _copies: dict[int, tuple[Any, Any]] = field(default_factory=dict)  # id(node) -> (node, its copy)
 
     def follow(self, node: Any) -> Mapping[str, Any]:
         """``node`` with ``$ref`` chains followed (for parameters, bodies, responses)."""
@@ -371,15 +372,27 @@ class _Refs:
         return node
 
     def schema(self, node: Any) -> Any:
-        """A copy of the schema ``node`` whose local ``$ref``s point into ``$defs`` (collected on the way)."""
-        if isinstance(node, list):
-            return [self.schema(item) for item in node]
-        if not isinstance(node, Mapping):
+        """A copy of the schema ``node`` whose local ``$ref``s point into ``$defs`` (collected on the way).
+
+        An object the document shares (a YAML alias repeats one object) is copied once and stays shared in the
+        copy: copied per path, ``n`` nested aliases would take ``2**n`` steps, and the models built from it as many.
+        """
+        if not isinstance(node, list | Mapping):
             return node
+        known = self._copies.get(id(node))
+        if known is not None and known[0] is node:
+            return known[1]
+        if isinstance(node, list):
+            items: list[Any] = []
+            self._copies[id(node)] = (node, items)
+            items.extend(self.schema(item) for item in node)
+            return items
+        copy: dict[str, Any] = {}
+        self._copies[id(node)] = (node, copy)  # before the children: a self-containing node meets its own copy
         if isinstance(node.get("$ref"), str):
-            rest = {key: self.schema(value) for key, value in node.items() if key != "$ref"}
-            return {"$ref": f"#/$defs/{self._define(node['$ref'])}", **rest}
-        return {key: self.schema(value) for key, value in node.items()}
+            copy["$ref"] = f"#/$defs/{self._define(node['$ref'])}"
+        copy.update((key, self.schema(value)) for key, value in node.items() if key != "$ref")
+        return copy
 
     def target(self, schema: Mapping[str, Any]) -> Mapping[str, Any]:
         """The definition a rewritten ``{"$ref": "#/$defs/X"}`` schema points to (or the schema itself)."""
@@ -433,14 +446,21 @@ class _Refs:
         return node
 
 
-def _local_refs(node: Any) -> Iterable[str]:
-    """The names of the ``#/$defs/<name>`` definitions that ``node`` refers to, at any depth."""
-    if isinstance(node, Mapping):
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            yield ref.removeprefix("#/$defs/")
-        for value in node.values():
-            yield from _local_refs(value)
-    elif isinstance(node, list):
+def _local_refs(node: Any, seen: set[int] | None = None) -> Iterable[str]:
+    """The names of the ``#/$defs/<name>`` definitions that ``node`` refers to, at any depth (each shared object
+    looked at once)."""
+    if not isinstance(node, Mapping | list):
+        return
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    if isinstance(node, list):
         for item in node:
-            yield from _local_refs(item)
+            yield from _local_refs(item, seen)
+        return
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        yield ref.removeprefix("#/$defs/")
+    for value in node.values():
+        yield from _local_refs(value, seen)
