@@ -43,12 +43,21 @@ def test_an_ordinary_expression_still_works() -> None:
             "more than 1,000,000 steps",
         ),
         ("{% for i in range(1000) %}{{ text }}{% endfor %}", "longer than 1,000,000 characters"),
+        # Loops over the run's data, not range(): 3,000 items nested three deep are 27 billion steps.
+        ("{% for a in items %}{% for b in items %}{% for c in items %}{% endfor %}{% endfor %}{% endfor %}", "steps"),
+        (
+            "{% for k, v in table.items() %}{% for x in items %}{% for y in items %}"
+            "{% endfor %}{% endfor %}{% endfor %}",
+            "steps",
+        ),
+        ("{% for c in text %}{% for d in text %}{% endfor %}{% endfor %}", "steps"),
     ],
 )
 def test_templates_are_bounded_by_their_loops_and_their_output(source: str, message: str) -> None:
+    variables = {"text": "z" * 10_000, "items": list(range(3000)), "table": dict.fromkeys(range(3000))}
     started = time.monotonic()
     with pytest.raises(NodeError, match=message):
-        render_template(source, {"text": "z" * 10_000}, node="n", field="prompt")
+        render_template(source, variables, node="n", field="prompt")
     assert time.monotonic() - started < 5
 
 
@@ -56,6 +65,10 @@ def test_an_ordinary_template_still_renders() -> None:
     assert render_template("{% for i in range(3) %}{{ i }}{% endfor %} {{ a }}", {"a": "x"}, node="n", field="f") == (
         "012 x"
     )
+    source = "{% for k, v in d.items() %}{{ loop.index }}:{{ k }}={{ v }};{% endfor %}"
+    assert render_template(source, {"d": {"a": 1, "b": 2}}, node="n", field="f") == "1:a=1;2:b=2;"
+    many = "{% for i in items %}{% if i % 250000 == 0 %}{{ i }},{% endif %}{% endfor %}"
+    assert render_template(many, {"items": range(1_000_000)}, node="n", field="f") == "0,250000,500000,750000,"
 
 
 def test_a_workflow_file_that_is_an_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:

@@ -1,11 +1,17 @@
 """Prompt templates: Jinja2 in its sandboxed environment, with undefined variables as errors.
 
+A rendering is bounded in what it produces (:data:`MAX_RENDERED_CHARS`) and in the steps its loops take, all loops
+together (:data:`MAX_LOOP_STEPS`): nested loops over the run's data that print nothing would otherwise spin the event
+loop for as long as their product. Jinja has no hook per loop step, so the environment counts them in the template's
+compiled code: its documented ``_compile`` hook wraps the iterable of every ``for`` in a counter.
+
 Jinja2 is imported on first use, so importing :mod:`kavalai.workflow` stays light.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import ast
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any, Final
@@ -15,22 +21,34 @@ from kavalai.workflow.errors import NodeError, WorkflowDefinitionError
 __all__ = ["check_template", "render_template"]
 
 
-#: The most characters one rendering may produce, and the most loop steps its `range()`s may give in all.
+#: The most characters one rendering may produce, and the most loop steps its loops may take in all.
 MAX_RENDERED_CHARS: Final = 1_000_000
-MAX_RANGE_STEPS: Final = 1_000_000
-_budget: ContextVar[list[int] | None] = ContextVar("kavalai_template_range_budget", default=None)
+MAX_LOOP_STEPS: Final = 1_000_000
+_budget: ContextVar[list[int] | None] = ContextVar("kavalai_template_loop_budget", default=None)
+_COUNTER: Final = "kavalai_loop_steps"  # the environment attribute the compiled loops call
 
 
-def _bounded_range(*args: int) -> range:
-    # The sandbox bounds one range() (100,000 items); nested loops multiply, so the steps of a whole rendering are
-    # counted too: a template cannot spin the event loop with loops that print nothing.
-    result = range(*args)
+def _counted(iterable: Iterable[Any]) -> Iterator[Any]:
+    """``iterable``'s items, each one spent from the rendering's loop budget."""
     budget = _budget.get()
-    if budget is not None:
-        budget[0] -= len(result)
+    if budget is None:
+        yield from iterable
+        return
+    for item in iterable:
+        budget[0] -= 1
         if budget[0] < 0:
-            raise OverflowError(f"the template's loops would take more than {MAX_RANGE_STEPS:,} steps")
-    return result
+            raise OverflowError(f"the template's loops would take more than {MAX_LOOP_STEPS:,} steps")
+        yield item
+
+
+class _LoopCounter(ast.NodeTransformer):
+    """Wraps the iterable of every ``for`` of a compiled template in ``environment.kavalai_loop_steps(...)``."""
+
+    def visit_For(self, node: ast.For) -> ast.AST:
+        self.generic_visit(node)
+        counter = ast.Attribute(value=ast.Name(id="environment", ctx=ast.Load()), attr=_COUNTER, ctx=ast.Load())
+        node.iter = ast.Call(func=counter, args=[node.iter], keywords=[])
+        return node
 
 
 @lru_cache(maxsize=1)
@@ -38,8 +56,13 @@ def _environment() -> Any:
     from jinja2 import StrictUndefined
     from jinja2.sandbox import SandboxedEnvironment
 
-    env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
-    env.globals["range"] = _bounded_range
+    class CountingEnvironment(SandboxedEnvironment):
+        def _compile(self, source: str, filename: str) -> Any:
+            tree = _LoopCounter().visit(ast.parse(source, filename))
+            return compile(ast.fix_missing_locations(tree), filename, "exec")
+
+    env = CountingEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    setattr(env, _COUNTER, _counted)
     return env
 
 
@@ -74,7 +97,7 @@ def render_template(source: str, variables: Mapping[str, Any], *, node: str, fie
     """Render ``source`` with ``variables`` in the sandbox; raise :class:`NodeError` naming node and field."""
     from jinja2 import TemplateError
 
-    token = _budget.set([MAX_RANGE_STEPS])
+    token = _budget.set([MAX_LOOP_STEPS])
     try:
         chunks: list[str] = []
         size = 0
