@@ -106,12 +106,14 @@ async def test_listing_10000_tools_does_not_stall_the_event_loop_for_seconds() -
     await kernel.close()
 
 
-async def test_a_grandchild_that_double_forks_into_its_own_session_is_ended_on_close(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["daemon", "daemon-scrubbed"])
+async def test_a_grandchild_that_double_forks_into_its_own_session_is_ended_on_close(tmp_path: Path, mode: str) -> None:
+    """daemon-scrubbed also empties its environment, so only the shim's subreaper can still find it."""
     import os
 
     pid_file = tmp_path / "daemon.pid"
     kernel = FunctionKernel()
-    kernel.register_mcp_server(hostile("daemon", env={"DAEMON_PID_FILE": str(pid_file)}))
+    kernel.register_mcp_server(hostile(mode, env={"DAEMON_PID_FILE": str(pid_file)}))
     with anyio.fail_after(20):
         assert (await kernel.call_tool("mcp://bad.t0", {"x": "a"})).result == "fine"  # type: ignore[attr-defined]
         while not pid_file.exists() or not pid_file.read_text():  # noqa: ASYNC110 - a file, no event to wait on

@@ -62,7 +62,8 @@ async def test_concurrent_first_calls_open_one_connection(
     assert sorted(results) == list(range(1, 11))
     state = kernel.get_mcp_server_state("tools")
     assert state.connects == 1
-    assert live_processes_marked(mark) == [state.pid]
+    assert state.pid in live_processes_marked(mark)  # one server (the shim it runs under on Linux aside)
+    assert len(live_processes_marked(mark)) == (2 if sys.platform == "linux" else 1)
 
 
 async def test_close_from_another_task_than_connect(kernel: FunctionKernel, stdio_server: StdioFactory) -> None:

@@ -91,7 +91,7 @@ class McpConnection:
             transport=self.config.kind,
             tools=tuple(sorted(self._tools)),
             error=self._error,
-            pid=process.pid if process is not None else None,
+            pid=process.server_pid if process is not None else None,
             connects=self._connects,
         )
 

@@ -35,7 +35,8 @@ class McpServerState:
         transport: ``"stdio"``, ``"streamable-http"`` or ``"sse"``.
         tools: the URIs of the tools it offers, sorted (empty until it has connected).
         error: why it failed (for a stdio server, with its exit code and stderr tail); ``None`` otherwise.
-        pid: the process id of a running stdio server; ``None`` otherwise.
+        pid: the process id of a running stdio server (the server's own, not the shim's it runs under on Linux);
+            ``None`` otherwise.
         connects: how many times it has connected successfully (a restart after a crash counts again).
     """
 

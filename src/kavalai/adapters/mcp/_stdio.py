@@ -8,13 +8,17 @@ its own session (process group); :mod:`kavalai.adapters.mcp._reaper` ends it and
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import secrets
+import shutil
+import sys
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Final
 
 import anyio
@@ -38,6 +42,7 @@ _EOF_GRACE: Final = 0.2  # time for stdout to drain after the process exited
 _STDERR_LINES: Final = 20
 _STDERR_LINE_CHARS: Final = 500
 _NOISE_LINES: Final = 3
+_SHIM: Final = str(Path(__file__).with_name("_shim.py"))
 _PARSE_OFF_LOOP: Final = 256 * 1024  # bytes above which a message is parsed in a worker thread
 
 
@@ -46,7 +51,8 @@ class StdioProcess:
     """What the supervisor may know about a running stdio server.
 
     Attributes:
-        pid: the process id (also the process group and session id).
+        pid: the process id of what the kernel started (also the process group and session id): on Linux the
+            shim the server runs under, elsewhere the server itself. :attr:`server_pid` is the server's.
         exited: set once the process has exited.
         stdout_closed: set once its stdout reached end of file.
         stderr_closed: set once its stderr reached end of file.
@@ -68,6 +74,24 @@ class StdioProcess:
     stdout_noise: deque[str] = field(default_factory=lambda: deque(maxlen=_NOISE_LINES), repr=False)
     _stderr: deque[str] = field(default_factory=lambda: deque(maxlen=_STDERR_LINES), repr=False)
     _partial: str = field(default="", repr=False)
+    shimmed: bool = False
+    _server_pid: int | None = field(default=None, repr=False)
+
+    @property
+    def server_pid(self) -> int:
+        """The server's own process id (the shim's only child, read once from /proc), else :attr:`pid`."""
+        if not self.shimmed:
+            return self.pid
+        if self._server_pid is None:
+            try:
+                with open(f"/proc/{self.pid}/task/{self.pid}/children") as file:
+                    children = file.read().split()
+            except OSError:
+                return self.pid
+            if not children:
+                return self.pid
+            self._server_pid = int(children[0])
+        return self._server_pid
 
     @property
     def returncode(self) -> int | None:
@@ -112,14 +136,15 @@ async def open_stdio(server: McpServer) -> AsyncIterator[tuple[Streams, StdioPro
     env = {key: os.environ[key] for key in _INHERITED_ENV if key in os.environ} | server.env | {MARK_VAR: marker}
     # Shielded: a cancellation inside the spawn would orphan a process that is already running; delivered
     # after it, the cancellation finds the process in the hands of the shutdown below.
+    command = _command_line(server, env)
     with anyio.CancelScope(shield=True):
         process = await anyio.open_process(
-            [server.command, *server.args],
+            command,
             env=env,
             cwd=server.cwd,
             start_new_session=True,
         )
-    info = StdioProcess(pid=process.pid, process=process, marker=marker)
+    info = StdioProcess(pid=process.pid, process=process, marker=marker, shimmed=_SHIM in command[:4])
     LIVE_GROUPS.add(process.pid)
     to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](0)
@@ -143,6 +168,17 @@ async def open_stdio(server: McpServer) -> AsyncIterator[tuple[Streams, StdioPro
             await _release(process)
             for stream in (to_session, session_reads, session_writes, from_session):
                 stream.close()
+
+
+def _command_line(server: McpServer, env: dict[str, str]) -> list[str]:
+    """The server's command line; on Linux under the shim (:mod:`kavalai.adapters.mcp._shim`), which ends whatever
+    the server leaves behind. The command is looked up first, so a missing one fails as it would unshimmed."""
+    command = [server.command or "", *server.args]
+    if sys.platform != "linux":
+        return command
+    if os.sep not in command[0] and shutil.which(command[0], path=env.get("PATH")) is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command[0])
+    return [sys.executable, "-I", "-S", _SHIM, *command]
 
 
 async def _read_stdout(
