@@ -61,3 +61,22 @@ def test_the_json_text_round_trips_through_the_constructor() -> None:
     assert repr(built) == repr(items)
     assert json.loads(str(built)) == items
     assert built != [{"name": "python://y"}]
+
+
+async def test_the_json_text_names_rest_tools_with_their_method_as_kaval_did() -> None:
+    from kavalai import RestServer
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("math.add", add)
+    kernel.register_rest_server(RestServer(name="shop", url="http://127.0.0.1:9"))
+    kernel.register_rest_tool("shop", "get_item", "get", {"type": "object", "properties": {"id": {"type": "integer"}}})
+    descriptions = await kernel.get_tool_descriptions(["rest://shop.*", "python://*"])
+    kaval = {item["name"] for item in json.loads(descriptions)}
+    assert kaval == {"python://math.add", "rest://shop.get_item [GET]"}
+    assert {item["name"] for item in descriptions} == {"python://math.add", "rest://shop.get_item"}
+    assert "rest://shop.get_item [GET]" in descriptions  # Kaval.AI code searching the text
+    # The qualified name is one the kernel accepts back.
+    assert kernel.select_tools(["rest://shop.get_item [GET]"]) == ["rest://shop.get_item"]
+    copy = pickle.loads(pickle.dumps(descriptions))
+    assert str(copy) == str(descriptions)
+    assert copy == descriptions.to_list()

@@ -345,7 +345,9 @@ class Kernel:
 
         The result reads as that list (iterate it, index it, compare it with a list, ``list(...)`` it) and is also
         its JSON text, as Kaval.AI 1.0 returned it, so ``json.loads(await kernel.get_tool_descriptions())`` works
-        too (see :class:`~kavalai.kernel.ToolDescriptions`). :meth:`describe_tools` returns a plain list.
+        too (see :class:`~kavalai.kernel.ToolDescriptions`). In that JSON text a tool whose adapter gives it a
+        qualifier is named as Kaval.AI 1.0 named it (``"rest://shop.get_item [GET]"``, a name ``call_tool`` and
+        ``allowed_tools`` accept too); the list keeps the plain URI. :meth:`describe_tools` returns a plain list.
 
         Connects any registered server that is not connected yet, so no tool is invisible. A server that cannot be
         reached does not hide the others: its tools are left out and the failure is logged as a warning on the
@@ -356,7 +358,10 @@ class Kernel:
                 ``"mcp://github.*"``, ``"*"``). ``[]`` allows nothing. An exact URI that names no tool, or a glob
                 that matches none, raises :class:`~kavalai.errors.ToolNotFoundError`.
         """
-        return ToolDescriptions(await self.describe_tools(allowed_tools))
+        items = await self.describe_tools(allowed_tools)
+        # Kaval.AI 1.0 named a tool with a qualifier (a REST tool's HTTP method) as "rest://s.t [GET]" in this JSON.
+        qualifiers = {item["name"]: self.registry.metadata_of(item["name"]).get("qualifier") for item in items}
+        return ToolDescriptions(items, qualifiers={name: q for name, q in qualifiers.items() if isinstance(q, str)})
 
     async def describe_tools(self, allowed_tools: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """:meth:`get_tool_descriptions` as a plain ``list`` of dicts, without building its JSON text."""

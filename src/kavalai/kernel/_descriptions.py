@@ -12,7 +12,7 @@ Two things stay as a ``str`` has them, because ``json.loads`` relies on them: ``
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, SupportsIndex, overload
 
 __all__ = ["ToolDescriptions"]
@@ -23,10 +23,19 @@ class ToolDescriptions(str):
     "outputSchema"}`` dicts it encodes."""
 
     _items: list[dict[str, Any]]
+    _qualifiers: dict[str, str]
 
-    def __new__(cls, items: list[dict[str, Any]]) -> ToolDescriptions:
-        text = super().__new__(cls, json.dumps(items, ensure_ascii=False))
+    def __new__(cls, items: list[dict[str, Any]], *, qualifiers: Mapping[str, str] | None = None) -> ToolDescriptions:
+        """``qualifiers``: by tool name, a qualifier the JSON text appends as Kaval.AI 1.0 did (``"... [GET]"``)."""
+        shown = items
+        if qualifiers:
+            shown = [
+                {**item, "name": f"{item['name']} [{qualifiers[item['name']]}]"} if item["name"] in qualifiers else item
+                for item in items
+            ]
+        text = super().__new__(cls, json.dumps(shown, ensure_ascii=False))
         text._items = items
+        text._qualifiers = dict(qualifiers or {})
         return text
 
     def to_list(self) -> list[dict[str, Any]]:
@@ -67,4 +76,8 @@ class ToolDescriptions(str):
         return repr(self._items)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return ToolDescriptions, (self._items,)
+        return _rebuild, (self._items, self._qualifiers)
+
+
+def _rebuild(items: list[dict[str, Any]], qualifiers: dict[str, str]) -> ToolDescriptions:
+    return ToolDescriptions(items, qualifiers=qualifiers)

@@ -10,7 +10,7 @@ with its Pydantic models built when it is first called or its definition first a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,6 +117,14 @@ class ToolRegistry:
         """
         found = self._tools.get(uri)
         return found.describe() if found is not None else self._lazy[uri].describe()
+
+    def metadata_of(self, uri: str) -> Mapping[str, Any]:
+        """The metadata of the tool at ``uri``, without building a lazily published one (``{}`` if unknown)."""
+        found = self._tools.get(uri)
+        if found is not None:
+            return found.metadata
+        lazy = self._lazy.get(uri)
+        return lazy.metadata if lazy is not None else {}
 
     def tools_of(self, scheme: str, server: str | None = None) -> list[ToolDefinition]:
         """The tools of one scheme (and of one server of it, when ``server`` is given); builds lazy ones."""

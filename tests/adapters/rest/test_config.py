@@ -156,7 +156,13 @@ def test_tool_registration_rules(kernel: FunctionKernel) -> None:
     assert uri == "rest://s.get_item"
     definition = kernel.get_tool_definition(uri)
     assert definition.description == "Get one item."
-    assert definition.metadata == {"server": "s", "method": "GET", "path": "/items/{item_id}", "own_timeout": False}
+    assert definition.metadata == {
+        "server": "s",
+        "method": "GET",
+        "qualifier": "GET",
+        "path": "/items/{item_id}",
+        "own_timeout": False,
+    }
     assert definition.timeout == 30.0
     assert definition.get_input_schema() == ITEM_SCHEMA
     with pytest.raises(ToolRegistrationError, match=r"already registered at rest://s\.get_item"):

@@ -294,7 +294,13 @@ class RestAdapter(ToolAdapter):
             timeout=timeout,
             input_schema=input_schema,
             output_schema=output_schema,
-            metadata={"server": server, "method": plan.method, "path": plan.path, **(extra_metadata or {})},
+            metadata={
+                "server": server,
+                "method": plan.method,
+                "qualifier": plan.method,  # the " [GET]" of Kaval.AI 1.0's names for REST tools
+                "path": plan.path,
+                **(extra_metadata or {}),
+            },
         )
 
     def _invoker(self, server_name: str, plan: RequestPlan, uri: str) -> Invoker:
