@@ -17,7 +17,17 @@ from kavalai.compat import KavalCompatMixin
 from kavalai.kernel import Kernel, Middleware, ToolAdapter, ToolRegistry
 
 if TYPE_CHECKING:
-    from kavalai.adapters.mcp import McpAdapter, McpServer, McpServerState
+    from kavalai.adapters.mcp import (
+        McpAdapter,
+        McpCompletion,
+        McpPrompt,
+        McpPromptResult,
+        McpResource,
+        McpResourceContent,
+        McpResourceTemplate,
+        McpServer,
+        McpServerState,
+    )
     from kavalai.adapters.rest import OpenApiImport, RestAdapter, RestServer
 
 __all__ = ["FunctionKernel"]
@@ -199,3 +209,50 @@ class FunctionKernel(KavalCompatMixin, Kernel):
             ToolNotFoundError: no MCP server of that name is registered.
         """
         return self._mcp().state(name)
+
+    # ------------------------------------------------------------------ mcp:// resources, prompts, completion
+
+    async def list_resources(self, server: str) -> list[McpResource]:
+        """The resources the MCP server ``server`` lists (every page), connecting it first if needed.
+
+        Raises:
+            ToolNotFoundError: no MCP server of that name is registered.
+            ServerConnectionError, JsonRpcError, ToolTimeoutError: as for a call (``JsonRpcError`` with code
+                -32601 when the server offers no resources).
+        """
+        return await self._mcp().list_resources(server)
+
+    async def list_resource_templates(self, server: str) -> list[McpResourceTemplate]:
+        """The resource templates (``weather://{city}/today``) of the MCP server ``server``; errors as
+        :meth:`list_resources`."""
+        return await self._mcp().list_resource_templates(server)
+
+    async def read_resource(self, server: str, uri: str) -> list[McpResourceContent]:
+        """The contents of the resource ``uri`` of the MCP server ``server``: text as ``.text``, binary as base64
+        ``.blob`` (``.decode()`` gives the bytes either way); errors as :meth:`list_resources`."""
+        return await self._mcp().read_resource(server, uri)
+
+    async def list_prompts(self, server: str) -> list[McpPrompt]:
+        """The prompts of the MCP server ``server``, with their arguments; errors as :meth:`list_resources`."""
+        return await self._mcp().list_prompts(server)
+
+    async def get_prompt(self, server: str, name: str, arguments: Mapping[str, Any] | None = None) -> McpPromptResult:
+        """The prompt ``name`` of the MCP server ``server`` rendered with ``arguments`` (sent as strings, as MCP
+        prompt arguments are): its messages, text and images kept; errors as :meth:`list_resources`."""
+        return await self._mcp().get_prompt(server, name, arguments)
+
+    async def complete(
+        self,
+        server: str,
+        ref: McpPrompt | McpResourceTemplate | str,
+        argument: str,
+        value: str = "",
+        *,
+        context: Mapping[str, str] | None = None,
+    ) -> McpCompletion:
+        """Suggestions for ``argument`` of a prompt or resource template of the MCP server ``server``, given
+        what was typed so far (``value``) and the arguments already chosen (``context``).
+
+        ``ref`` is a prompt or template as listed, a prompt's name, or a template's URI.
+        """
+        return await self._mcp().complete(server, ref, argument, value, context)

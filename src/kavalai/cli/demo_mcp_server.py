@@ -6,7 +6,8 @@ Run it over stdio with ``python -m kavalai.cli.demo_mcp_server``, or let a kerne
     await kernel.call_tool("mcp://demo.text_stats", {"text": "to be or not to be"})
 
 Its tools: ``text_stats`` (structured output), ``slugify`` (text), ``to_fahrenheit`` (a number, and an error
-below absolute zero). This module imports the ``mcp`` SDK; ``import kavalai`` never imports it.
+below absolute zero). It also offers a resource (``demo://about``), a resource template (``demo://units/{unit}``)
+and a prompt (``summarize``). This module imports the ``mcp`` SDK; ``import kavalai`` never imports it.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class TextStats(BaseModel):
 
 
 def build_demo_server() -> MCPServer:
-    """The demo server and its three tools."""
+    """The demo server: its three tools, a resource, a resource template and a prompt."""
     server = MCPServer("kavalai-demo", log_level="WARNING")
 
     @server.tool()
@@ -56,7 +57,22 @@ def build_demo_server() -> MCPServer:
             raise ToolError(f"{celsius} °C is below absolute zero ({_ABSOLUTE_ZERO} °C)")
         return round(celsius * 9 / 5 + 32, 2)
 
+    @server.resource("demo://about", name="about", description="What this server is.", mime_type="text/plain")
+    def about() -> str:
+        return "The kavalai demo MCP server: three tools, a resource, a template and a prompt."
+
+    @server.resource("demo://units/{unit}", name="unit", description="What a temperature unit is.")
+    def unit(unit: str) -> str:
+        return _UNITS.get(unit.lower(), f"{unit}: not a unit this server knows ({', '.join(_UNITS)})")
+
+    @server.prompt(description="Ask for a summary of a text in a given number of words.")
+    def summarize(text: str, words: str = "20") -> str:
+        return f"Summarize in at most {words} words:\n\n{text}"
+
     return server
+
+
+_UNITS = {"celsius": "celsius: 0 is where water freezes", "fahrenheit": "fahrenheit: 32 is where water freezes"}
 
 
 def demo_server_config(name: str = "demo") -> McpServer:

@@ -6,6 +6,16 @@ the ``mcp`` SDK) loads when the first server is registered.
 
 from typing import TYPE_CHECKING
 
+from kavalai.adapters.mcp._catalog import (
+    McpCompletion,
+    McpPrompt,
+    McpPromptArgument,
+    McpPromptContent,
+    McpPromptMessage,
+    McpPromptResult,
+    McpResource,
+    McpResourceTemplate,
+)
 from kavalai.adapters.mcp._config import McpServer, McpTransport
 from kavalai.adapters.mcp._content import (
     McpAudioContent,
@@ -14,20 +24,30 @@ from kavalai.adapters.mcp._content import (
     McpResourceContent,
     McpResourceLink,
     McpResult,
+    McpTextContent,
 )
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 
 __all__ = [
     "McpAdapter",
     "McpAudioContent",
+    "McpCompletion",
     "McpContent",
     "McpImageContent",
+    "McpPrompt",
+    "McpPromptArgument",
+    "McpPromptContent",
+    "McpPromptMessage",
+    "McpPromptResult",
+    "McpResource",
     "McpResourceContent",
     "McpResourceLink",
+    "McpResourceTemplate",
     "McpResult",
     "McpServer",
     "McpServerState",
     "McpStatus",
+    "McpTextContent",
     "McpTransport",
     "kill_stdio_servers_now",
 ]

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import anyio
 
 from kavalai.adapters.base import ToolAdapter, ToolRegistry
+from kavalai.adapters.mcp import _features as features
+from kavalai.adapters.mcp._catalog import (
+    McpCompletion,
+    McpPrompt,
+    McpPromptResult,
+    McpResource,
+    McpResourceTemplate,
+)
 from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._connection import McpConnection
+from kavalai.adapters.mcp._content import McpResourceContent
 from kavalai.adapters.mcp._state import McpServerState
 from kavalai.errors import ServerConnectionError, ToolNotFoundError, ToolRegistrationError
 from kavalai.kernel import ToolDefinition, ToolURI
@@ -113,11 +123,52 @@ class McpAdapter(ToolAdapter):
         Raises:
             ToolNotFoundError: no server of that name is registered.
         """
+        return self.connection(name).state()
+
+    def connection(self, name: str) -> McpConnection:
+        """The connection of the server ``name`` (connected on its first request).
+
+        Raises:
+            ToolNotFoundError: no server of that name is registered.
+        """
         connection = self._connections.get(name)
         if connection is None:
             known = ", ".join(repr(n) for n in self._connections) or "none"
             raise ToolNotFoundError(f"No MCP server named {name!r} is registered (registered: {known}).")
-        return connection.state()
+        return connection
+
+    # What a server offers besides tools (see kavalai.adapters.mcp._features); each connects its server if needed.
+
+    async def list_resources(self, server: str) -> list[McpResource]:
+        """The resources ``server`` lists."""
+        return await features.list_resources(self.connection(server).request)
+
+    async def list_resource_templates(self, server: str) -> list[McpResourceTemplate]:
+        """The resource templates ``server`` lists."""
+        return await features.list_resource_templates(self.connection(server).request)
+
+    async def read_resource(self, server: str, uri: str) -> list[McpResourceContent]:
+        """The contents of resource ``uri`` of ``server``."""
+        return await features.read_resource(self.connection(server).request, uri)
+
+    async def list_prompts(self, server: str) -> list[McpPrompt]:
+        """The prompts ``server`` lists."""
+        return await features.list_prompts(self.connection(server).request)
+
+    async def get_prompt(self, server: str, name: str, arguments: Mapping[str, Any] | None) -> McpPromptResult:
+        """The prompt ``name`` of ``server`` rendered with ``arguments``."""
+        return await features.get_prompt(self.connection(server).request, name, arguments)
+
+    async def complete(
+        self,
+        server: str,
+        ref: McpPrompt | McpResourceTemplate | str,
+        argument: str,
+        value: str,
+        context: Mapping[str, str] | None,
+    ) -> McpCompletion:
+        """Completions for ``argument`` of a prompt or resource template of ``server``."""
+        return await features.complete(self.connection(server).request, ref, argument, value, context)
 
     async def aclose(self) -> None:
         """Close every connection concurrently (processes, sessions, tasks). Idempotent."""

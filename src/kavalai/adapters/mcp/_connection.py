@@ -18,9 +18,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Coroutine
-from contextlib import AsyncExitStack
-from typing import Any, Final
+from collections.abc import Awaitable, Callable, Coroutine
+from contextlib import AsyncExitStack, nullcontext
+from typing import Any, Final, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -32,14 +32,16 @@ from pydantic import BaseModel
 from kavalai.adapters.base import ToolRegistry
 from kavalai.adapters.mcp._config import McpServer, McpTransport
 from kavalai.adapters.mcp._convert import build_models, content_output_schema, raise_tool_error, result_value
-from kavalai.adapters.mcp._errors import answer_unreadable, call_error, describe_failure, scrub
+from kavalai.adapters.mcp._errors import answer_unreadable, call_error, describe_failure, request_error, scrub
 from kavalai.adapters.mcp._generation import Ending, Generation, Phase
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 from kavalai.adapters.mcp._transports import open_transport
-from kavalai.errors import InvalidToolURIError, ServerConnectionError
+from kavalai.errors import InvalidToolURIError, ServerConnectionError, ToolTimeoutError
 from kavalai.kernel import LazyTool, ToolDefinition, ToolURI
 
 __all__ = ["McpConnection"]
+
+T = TypeVar("T")
 
 logger = logging.getLogger("kavalai.mcp")
 
@@ -329,6 +331,23 @@ class McpConnection:
                 raise_tool_error(uri, result)
             return result_value(result, structured=structured)
         raise AssertionError("unreachable")  # pragma: no cover - the last attempt returns or raises
+
+    async def request(self, send: Callable[[ClientSession], Awaitable[T]], what: str) -> T:
+        """Send one request other than ``tools/call`` (``what`` names it in errors), connecting first if needed,
+        within the server's timeout."""
+        gen, session = await self._session()
+        try:
+            with anyio.fail_after(self.config.timeout) if self.config.timeout is not None else nullcontext():
+                return await send(session)
+        except MCPError as exc:
+            if (exc.code == mcp_types.CONNECTION_CLOSED and not answer_unreadable(exc)) or gen.stopping:
+                raise await self._lost(gen, what) from exc
+            raise request_error(self.config, what, exc) from exc
+        except TimeoutError:
+            raise ToolTimeoutError(
+                f"MCP server {self.name!r}: {what} timed out after {self.config.timeout:g} s.",
+                timeout=self.config.timeout,
+            ) from None
 
     async def _lost(self, gen: Generation, uri: str) -> ServerConnectionError:
         """The error for a call whose connection went away: why it did, as far as can be told within a moment."""

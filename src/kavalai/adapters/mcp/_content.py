@@ -18,6 +18,7 @@ __all__ = [
     "McpResourceContent",
     "McpResourceLink",
     "McpResult",
+    "McpTextContent",
     "content_result_field",
 ]
 
@@ -51,13 +52,27 @@ class McpAudioContent(_Content):
 
 
 class McpResourceContent(_Content):
-    """A resource embedded in a tool result: its ``uri`` and either ``text`` or base64 ``blob``."""
+    """A resource's content (read with ``read_resource``, or embedded in a tool result or a prompt): its ``uri``
+    and either ``text`` or base64 ``blob``."""
 
     type: Literal["resource"] = "resource"
     uri: str = Field(description="The resource's URI.")
     mime_type: str | None = Field(default=None, alias="mimeType", description="The resource's MIME type.")
     text: str | None = Field(default=None, description="The content, for a text resource.")
     blob: str | None = Field(default=None, description="The content base64-encoded, for a binary resource.")
+
+    def decode(self) -> bytes:
+        """The content's bytes: the blob decoded, or the text as UTF-8."""
+        if self.blob is not None:
+            return base64.b64decode(self.blob)
+        return (self.text or "").encode()
+
+
+class McpTextContent(_Content):
+    """Text in a prompt message."""
+
+    type: Literal["text"] = "text"
+    text: str = Field(description="The text.")
 
 
 class McpResourceLink(_Content):

@@ -13,7 +13,7 @@ from kavalai.adapters.mcp._stdio import StdioProcess
 from kavalai.errors import JsonRpcError, ServerConnectionError
 from kavalai.secrets import Redactor
 
-__all__ = ["answer_unreadable", "call_error", "describe_failure", "root_cause", "scrub"]
+__all__ = ["answer_unreadable", "call_error", "describe_failure", "request_error", "root_cause", "scrub"]
 
 _MAX_DETAIL: Final = 500
 
@@ -126,6 +126,15 @@ def call_error(config: McpServer, uri: str, exc: MCPError) -> JsonRpcError:
     meaning = _CALL_ERRORS.get(exc.code, "the server answered an error")
     message = f"Tool {uri} failed: the server answered error {exc.code}: {scrub(config, exc.message)} ({meaning})"
     return JsonRpcError(message, uri=uri, code=exc.code, data=exc.data)
+
+
+def request_error(config: McpServer, what: str, exc: MCPError) -> JsonRpcError:
+    """The error for a JSON-RPC error answer to a request other than a tool call (``what`` names it)."""
+    meaning = "the server does not offer it" if exc.code == -32601 else _CALL_ERRORS.get(exc.code, "an error")
+    message = (
+        f"MCP server {config.name!r}: {what} failed with error {exc.code}: {scrub(config, exc.message)} ({meaning})"
+    )
+    return JsonRpcError(message, code=exc.code, data=exc.data)
 
 
 # The messages of the errors the SDK's HTTP transports make up for a request whose answer they could not read (too

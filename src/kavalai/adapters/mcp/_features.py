@@ -1,0 +1,166 @@
+"""Requests for what an MCP server offers besides tools: resources, resource templates, prompts and completion.
+
+The results are the models of :mod:`kavalai.adapters.mcp._catalog`, converted from the SDK's types here; text stays
+text, and images, audio and binary resources keep their bytes (base64, with ``decode()``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeAlias, TypeVar
+
+import mcp_types
+from mcp.client.session import ClientSession
+
+from kavalai.adapters.mcp._catalog import (
+    McpCompletion,
+    McpPrompt,
+    McpPromptArgument,
+    McpPromptContent,
+    McpPromptMessage,
+    McpPromptResult,
+    McpResource,
+    McpResourceTemplate,
+)
+from kavalai.adapters.mcp._content import (
+    McpAudioContent,
+    McpImageContent,
+    McpResourceContent,
+    McpResourceLink,
+    McpTextContent,
+)
+
+__all__ = [
+    "complete",
+    "get_prompt",
+    "list_prompts",
+    "list_resource_templates",
+    "list_resources",
+    "read_resource",
+]
+
+T = TypeVar("T")
+Send: TypeAlias = Callable[[Callable[[ClientSession], Awaitable[T]], str], Awaitable[T]]
+_MAX_PAGES = 1000  # a paginator that never ends cannot hang a listing
+
+
+async def list_resources(send: Send[Any]) -> list[McpResource]:
+    """Every resource the server lists (all pages)."""
+    items = await _all_pages(send, "resources/list", lambda s, p: s.list_resources(params=p), "resources")
+    return [
+        McpResource(
+            uri=str(r.uri), name=r.name, title=r.title, description=r.description, mime_type=r.mime_type, size=r.size
+        )
+        for r in items
+    ]
+
+
+async def list_resource_templates(send: Send[Any]) -> list[McpResourceTemplate]:
+    """Every resource template the server lists (all pages)."""
+    items = await _all_pages(
+        send, "resources/templates/list", lambda s, p: s.list_resource_templates(params=p), "resource_templates"
+    )
+    return [
+        McpResourceTemplate(
+            uri_template=t.uri_template, name=t.name, title=t.title, description=t.description, mime_type=t.mime_type
+        )
+        for t in items
+    ]
+
+
+async def read_resource(send: Send[Any], uri: str) -> list[McpResourceContent]:
+    """The contents of the resource at ``uri`` (usually one; text kept as text, binary as base64)."""
+    result = await send(lambda session: session.read_resource(uri), f"resources/read of {uri!r}")
+    return [_resource_content(item) for item in result.contents]
+
+
+async def list_prompts(send: Send[Any]) -> list[McpPrompt]:
+    """Every prompt the server lists (all pages)."""
+    items = await _all_pages(send, "prompts/list", lambda s, p: s.list_prompts(params=p), "prompts")
+    return [
+        McpPrompt(
+            name=p.name,
+            title=p.title,
+            description=p.description,
+            arguments=tuple(
+                McpPromptArgument(name=a.name, description=a.description, required=bool(a.required))
+                for a in p.arguments or ()
+            ),
+        )
+        for p in items
+    ]
+
+
+async def get_prompt(send: Send[Any], name: str, arguments: Mapping[str, str] | None) -> McpPromptResult:
+    """The prompt ``name`` rendered with ``arguments`` (MCP prompt arguments are strings)."""
+    args = {key: str(value) for key, value in (arguments or {}).items()}
+    result = await send(lambda session: session.get_prompt(name, args), f"prompts/get of {name!r}")
+    return McpPromptResult(
+        description=result.description,
+        messages=tuple(McpPromptMessage(role=m.role, content=_content(m.content)) for m in result.messages),
+    )
+
+
+async def complete(
+    send: Send[Any],
+    ref: McpPrompt | McpResourceTemplate | str,
+    argument: str,
+    value: str,
+    context: Mapping[str, str] | None = None,
+) -> McpCompletion:
+    """Completions for ``argument`` (typed so far: ``value``) of a prompt or resource template.
+
+    ``ref`` is a prompt or template as listed, a prompt name, or a template URI (anything with ``{``).
+    """
+    reference: mcp_types.PromptReference | mcp_types.ResourceTemplateReference
+    if isinstance(ref, McpPrompt) or (isinstance(ref, str) and "{" not in ref):
+        reference = mcp_types.PromptReference(name=ref.name if isinstance(ref, McpPrompt) else ref)
+    else:
+        uri = ref.uri_template if isinstance(ref, McpResourceTemplate) else ref
+        reference = mcp_types.ResourceTemplateReference(uri=uri)
+    result = await send(
+        lambda session: session.complete(reference, {"name": argument, "value": value}, dict(context or {})),
+        f"completion/complete of {argument!r}",
+    )
+    found = result.completion
+    return McpCompletion(values=tuple(found.values), total=found.total, has_more=bool(found.has_more))
+
+
+async def _all_pages(
+    send: Send[Any], what: str, request: Callable[[ClientSession, Any], Awaitable[Any]], field: str
+) -> list[Any]:
+    items: list[Any] = []
+    cursor: str | None = None
+    for _ in range(_MAX_PAGES):
+        params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
+        page = await send(functools.partial(_page, request, params), what)
+        items.extend(getattr(page, field))
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return items
+
+
+def _page(
+    request: Callable[[ClientSession, Any], Awaitable[Any]], params: Any, session: ClientSession
+) -> Awaitable[Any]:
+    return request(session, params)
+
+
+def _resource_content(item: Any) -> McpResourceContent:
+    return McpResourceContent(
+        uri=str(item.uri), mime_type=item.mime_type, text=getattr(item, "text", None), blob=getattr(item, "blob", None)
+    )
+
+
+def _content(item: Any) -> McpPromptContent:
+    if isinstance(item, mcp_types.TextContent):
+        return McpTextContent(text=item.text)
+    if isinstance(item, mcp_types.ImageContent):
+        return McpImageContent(data=item.data, mime_type=item.mime_type)
+    if isinstance(item, mcp_types.AudioContent):
+        return McpAudioContent(data=item.data, mime_type=item.mime_type)
+    if isinstance(item, mcp_types.EmbeddedResource):
+        return _resource_content(item.resource)
+    return McpResourceLink(uri=str(item.uri), name=item.name, description=item.description, mime_type=item.mime_type)

@@ -1,0 +1,87 @@
+"""Resources, resource templates, prompts and completion of a real MCP server, through the kernel."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from tests.adapters.mcp.conftest import StdioFactory
+from tests.servers.mcp_tools import PIXEL_PNG
+
+from kavalai import FunctionKernel
+from kavalai.adapters.mcp import (
+    McpImageContent,
+    McpPrompt,
+    McpResourceTemplate,
+    McpTextContent,
+)
+from kavalai.errors import JsonRpcError, ToolNotFoundError
+
+
+@pytest.fixture
+async def kernel(stdio_server: StdioFactory) -> AsyncIterator[FunctionKernel]:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(stdio_server("feat", module="tests.servers.mcp_features"))
+    kernel.register_mcp_server(stdio_server("tools"))  # offers tools only
+    yield kernel
+    await kernel.close()
+
+
+async def test_resources_are_listed_and_read_typed(kernel: FunctionKernel) -> None:
+    resources = {r.name: r for r in await kernel.list_resources("feat")}  # connects the server on demand
+    assert set(resources) == {"readme", "pixel"}
+    assert resources["readme"].uri == "notes://readme"
+    assert resources["readme"].mime_type == "text/plain"
+    assert resources["readme"].description == "The readme."
+    [text] = await kernel.read_resource("feat", "notes://readme")
+    assert text.text == "1.10 is a version, not a number"  # text stays text
+    [image] = await kernel.read_resource("feat", "notes://pixel")
+    assert image.text is None
+    assert image.decode() == PIXEL_PNG  # binary kept, byte for byte
+    assert image.mime_type == "image/png"
+
+
+async def test_templates_are_listed_read_and_completed(kernel: FunctionKernel) -> None:
+    [template] = await kernel.list_resource_templates("feat")
+    assert isinstance(template, McpResourceTemplate)
+    assert template.uri_template == "weather://{city}/today"
+    [content] = await kernel.read_resource("feat", "weather://Oslo/today")
+    assert content.text == "sunny in Oslo"
+    completion = await kernel.complete("feat", template, "city", "ber")
+    assert completion.values == ("Berlin", "Bern", "Bergen")
+    assert (await kernel.complete("feat", "weather://{city}/today", "city", "P")).values == ("Paris",)
+
+
+async def test_prompts_are_listed_rendered_and_completed(kernel: FunctionKernel) -> None:
+    prompts = {p.name: p for p in await kernel.list_prompts("feat")}
+    review = prompts["review"]
+    assert isinstance(review, McpPrompt)
+    assert [(a.name, a.required) for a in review.arguments] == [("code", True), ("language", False)]
+    rendered = await kernel.get_prompt("feat", "review", {"code": "x = 1", "language": "python"})
+    assert [m.role for m in rendered.messages] == ["user", "assistant"]
+    first = rendered.messages[0].content
+    assert isinstance(first, McpTextContent)
+    assert first.text == "Review this python:\nx = 1"
+    picture = await kernel.get_prompt("feat", "picture")
+    image = picture.messages[0].content
+    assert isinstance(image, McpImageContent)
+    assert image.decode() == PIXEL_PNG
+    completion = await kernel.complete("feat", review, "language", "p")
+    assert completion.values == ("python", "perl", "php")
+    assert completion.has_more is False
+
+
+async def test_errors_name_the_server_and_what_failed(kernel: FunctionKernel) -> None:
+    with pytest.raises(ToolNotFoundError, match="No MCP server named 'nope' is registered"):
+        await kernel.list_resources("nope")
+    with pytest.raises(JsonRpcError, match="MCP server 'feat': prompts/get of 'missing' failed") as caught:
+        await kernel.get_prompt("feat", "missing")
+    assert caught.value.code is not None
+    with pytest.raises(JsonRpcError, match="MCP server 'feat': resources/read of 'notes://none' failed"):
+        await kernel.read_resource("feat", "notes://none")
+    # A server that offers tools only.
+    assert await kernel.list_resources("tools") == []  # an MCPServer without resources lists none
+    with pytest.raises(JsonRpcError, match="prompts/get of 'x' failed"):
+        await kernel.get_prompt("tools", "x")
+    # The kernel still calls tools on the same connection.
+    assert (await kernel.call_tool("mcp://tools.add", {"a": 1, "b": 2})).model_dump() == {"result": 3}

@@ -1,0 +1,57 @@
+"""A real MCP server (the SDK's ``MCPServer``) with resources, a resource template, prompts and completion.
+
+Run it over stdio: ``python -m tests.servers.mcp_features``.
+"""
+
+from __future__ import annotations
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.prompts.base import AssistantMessage, UserMessage
+from mcp.server.mcpserver.utilities.types import Image
+from mcp_types import Completion, PromptReference, ResourceTemplateReference
+
+from tests.servers.mcp_tools import PIXEL_PNG
+
+CITIES = ("Berlin", "Bern", "Bergen", "Paris")
+
+
+def build_server(name: str = "features") -> MCPServer:
+    """The server."""
+    server = MCPServer(name, log_level="WARNING")
+
+    @server.resource("notes://readme", name="readme", description="The readme.", mime_type="text/plain")
+    def readme() -> str:
+        return "1.10 is a version, not a number"
+
+    @server.resource("notes://pixel", name="pixel", mime_type="image/png")
+    def pixel() -> bytes:
+        return PIXEL_PNG
+
+    @server.resource("weather://{city}/today", name="weather", description="Today's weather in a city.")
+    def weather(city: str) -> str:
+        return f"sunny in {city}"
+
+    @server.prompt(description="Ask for a review of some code.")
+    def review(code: str, language: str = "python") -> list[UserMessage | AssistantMessage]:
+        return [UserMessage(f"Review this {language}:\n{code}"), AssistantMessage("Looking at it.")]
+
+    @server.prompt(description="A prompt with a picture.")
+    def picture() -> list[UserMessage]:
+        return [UserMessage(Image(data=PIXEL_PNG, format="png").to_image_content())]
+
+    @server.completion()
+    async def complete(
+        ref: PromptReference | ResourceTemplateReference, argument: object, context: object
+    ) -> Completion | None:
+        value = getattr(argument, "value", "")
+        if isinstance(ref, ResourceTemplateReference) and getattr(argument, "name", "") == "city":
+            return Completion(values=[c for c in CITIES if c.lower().startswith(value.lower())])
+        if isinstance(ref, PromptReference) and getattr(argument, "name", "") == "language":
+            return Completion(values=[x for x in ("python", "perl", "php") if x.startswith(value)], has_more=False)
+        return None
+
+    return server
+
+
+if __name__ == "__main__":
+    build_server().run("stdio")
