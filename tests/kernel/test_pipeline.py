@@ -452,3 +452,26 @@ async def test_a_task_a_tool_spawns_sees_no_call_unless_given_it() -> None:
     kernel = FunctionKernel()
     kernel.register_python_tool("spawner", spawner)
     assert (await kernel.call_tool("python://spawner")).result == [True, True]  # type: ignore[attr-defined]
+
+
+async def test_a_python_tool_reports_progress_to_the_callers_callback() -> None:
+    @pythontool
+    async def steps(n: int) -> int:
+        call = current_call()
+        assert call is not None
+        for i in range(n):
+            await call.report_progress(i + 1, n, f"step {i + 1}")
+        return n
+
+    seen: list[tuple[float, float | None, str | None]] = []
+    kernel = FunctionKernel()
+    kernel.register_python_tool("steps", steps)
+    assert (await kernel.call_tool("python://steps", {"n": 2}, progress=lambda *a: seen.append(a))).result == 2  # type: ignore[attr-defined]
+    assert seen == [(1, 2, "step 1"), (2, 2, "step 2")]
+    assert (await kernel.call_tool("python://steps", {"n": 1})).result == 1  # type: ignore[attr-defined]  # no callback
+
+    def broken(progress: float, total: float | None, message: str | None) -> None:
+        raise RuntimeError("display gone")
+
+    # The caller's callback failing does not fail the tool.
+    assert (await kernel.call_tool("python://steps", {"n": 1}, progress=broken)).result == 1  # type: ignore[attr-defined]

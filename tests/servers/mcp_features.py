@@ -1,11 +1,12 @@
-"""A real MCP server (the SDK's ``MCPServer``) with resources, a resource template, prompts and completion.
+"""A real MCP server (the SDK's ``MCPServer``) with resources, a resource template, prompts and completion, and a
+tool that reports progress and logs.
 
 Run it over stdio: ``python -m tests.servers.mcp_features``.
 """
 
 from __future__ import annotations
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import AssistantMessage, UserMessage
 from mcp.server.mcpserver.utilities.types import Image
 from mcp_types import Completion, PromptReference, ResourceTemplateReference
@@ -38,6 +39,14 @@ def build_server(name: str = "features") -> MCPServer:
     @server.prompt(description="A prompt with a picture.")
     def picture() -> list[UserMessage]:
         return [UserMessage(Image(data=PIXEL_PNG, format="png").to_image_content())]
+
+    @server.tool()
+    async def count(n: int, ctx: Context) -> int:
+        """Count to n, reporting progress at each step and logging as it goes."""
+        await ctx.warning("counting started token=s3cr3t-token", logger_name="counter")
+        for i in range(n):
+            await ctx.report_progress(i + 1, n, f"step {i + 1}")
+        return n
 
     @server.completion()
     async def complete(

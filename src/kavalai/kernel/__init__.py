@@ -9,7 +9,7 @@ in by scheme (:meth:`Kernel.add_adapter`), cross-cutting concerns are middleware
 from __future__ import annotations
 
 from kavalai.kernel._adapter import ToolAdapter
-from kavalai.kernel._call import CallNext, Middleware, ToolCall, bind_current_call, current_call
+from kavalai.kernel._call import CallNext, Middleware, ProgressCallback, ToolCall, bind_current_call, current_call
 from kavalai.kernel._coerce import coerce_output, convert_output, validate_input
 from kavalai.kernel._core import Kernel
 from kavalai.kernel._definition import Invoker, ToolDefinition
@@ -28,6 +28,7 @@ __all__ = [
     "Kernel",
     "LazyTool",
     "Middleware",
+    "ProgressCallback",
     "ToolAdapter",
     "ToolCall",
     "ToolDefinition",

@@ -16,7 +16,9 @@ thread (:func:`bind_current_call`). A task that a tool spawns has neither, and s
 
 from __future__ import annotations
 
+import inspect
 import itertools
+import logging
 import sys
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -28,7 +30,9 @@ from pydantic import BaseModel
 if TYPE_CHECKING:
     from kavalai.kernel._definition import ToolDefinition
 
-__all__ = ["CallNext", "Middleware", "ToolCall", "bind_current_call", "current_call"]
+__all__ = ["CallNext", "Middleware", "ProgressCallback", "ToolCall", "bind_current_call", "current_call"]
+
+logger = logging.getLogger("kavalai")
 
 R = TypeVar("R")
 
@@ -51,12 +55,15 @@ class ToolCall:
         deadline: the event loop time (``loop.time()``) by which the call must end, or ``None`` for no limit.
         metadata: a dict for middleware and tools to share facts about this call (an idempotency key, a span, ...).
         call_id: a string unique to this call within the process.
+        progress: the caller's progress callback (``call_tool(..., progress=...)``), or ``None``; a tool reports
+            through :meth:`report_progress`, an MCP server through its progress notifications.
     """
 
     # Not slotted: the id and metadata are class-level defaults until first written, so building one is cheap.
     _id: int = 0
     _metadata: dict[str, Any] | None = None
     deadline: float | None = None
+    progress: ProgressCallback | None = None
 
     def __init__(self, definition: ToolDefinition, arguments: BaseModel) -> None:
         self.definition = definition
@@ -81,9 +88,25 @@ class ToolCall:
             self._metadata = {}
         return self._metadata
 
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Tell the caller how far the call is (``progress`` of ``total``, with an optional message); nothing
+        happens when the caller gave no progress callback. A callback that fails is logged, not raised."""
+        callback = self.progress
+        if callback is None:
+            return
+        try:
+            outcome = callback(progress, total, message)
+            if inspect.isawaitable(outcome):
+                await outcome
+        except Exception:  # the caller's display failing must not fail the tool
+            logger.warning("The progress callback of %s failed", self.uri, exc_info=True)
+
     def __repr__(self) -> str:
         return f"<ToolCall {self.uri} {self.call_id}>"
 
+
+#: ``callback(progress, total, message)``, sync or async: how a caller follows a long call.
+ProgressCallback: TypeAlias = Callable[[float, "float | None", "str | None"], "Awaitable[None] | None"]
 
 #: The rest of the chain: the next middleware, or at its end the adapter. Returns the tool's raw value.
 CallNext: TypeAlias = Callable[[ToolCall], Awaitable[Any]]

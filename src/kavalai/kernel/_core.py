@@ -26,7 +26,7 @@ from kavalai.errors import (
     ToolTimeoutError,
 )
 from kavalai.kernel._adapter import ToolAdapter
-from kavalai.kernel._call import CALL_FRAMES, Middleware, ToolCall
+from kavalai.kernel._call import CALL_FRAMES, Middleware, ProgressCallback, ToolCall
 from kavalai.kernel._coerce import coerce_output, convert_output, validate_input
 from kavalai.kernel._definition import ToolDefinition
 from kavalai.kernel._descriptions import ToolDescriptions
@@ -166,6 +166,7 @@ class Kernel:
         *,
         timeout: float | _Unset | None = _UNSET,
         method: str | None = None,
+        progress: ProgressCallback | None = None,
     ) -> BaseModel: ...
 
     @overload
@@ -177,6 +178,7 @@ class Kernel:
         output_type: type[T],
         timeout: float | _Unset | None = _UNSET,
         method: str | None = None,
+        progress: ProgressCallback | None = None,
     ) -> T: ...
 
     async def call_tool(
@@ -187,6 +189,7 @@ class Kernel:
         output_type: Any = None,
         timeout: float | _Unset | None = _UNSET,
         method: str | None = None,
+        progress: ProgressCallback | None = None,
     ) -> Any:
         """Call the tool at ``uri`` and return its validated output.
 
@@ -202,6 +205,8 @@ class Kernel:
             method: the same as a `` [METHOD]`` suffix on the URI, as Kaval.AI 1.0 wrote ``rest://`` calls: the
                 HTTP method of the REST tool meant, or of an ad-hoc call of ``<server url>/<tool>`` when no such
                 tool is registered. Schemes whose adapter gives it no meaning refuse it.
+            progress: ``callback(progress, total, message)``, sync or async, called as the tool reports progress:
+                an MCP server's progress notifications, a Python tool's ``current_call().report_progress(...)``.
 
         Returns:
             An instance of the tool's output model (for wrapped return values read ``.result``), or the output
@@ -222,15 +227,20 @@ class Kernel:
         chain = self._chain
         # The call's slot is only this local, which current_call() reads from this frame (kernel/_call.py says why
         # no context variable is set). The ToolCall is built here only when middleware or a deadline needs it.
-        call = None if limit is None and chain is None else ToolCall(definition, args)
+        call = None if limit is None and chain is None and progress is None else ToolCall(definition, args)
         slot: list[Any] = [definition, args, call]  # noqa: F841 - read through the frame by current_call()
         try:
             if call is None:
                 raw = await definition.invoke(args)
-            elif limit is None:
-                raw = await chain(call)  # type: ignore[misc]
             else:
-                raw = await self._run_with_deadline(call, limit)
+                if progress is not None:
+                    call.progress = progress
+                if limit is not None:
+                    raw = await self._run_with_deadline(call, limit)
+                elif chain is not None:
+                    raw = await chain(call)
+                else:
+                    raw = await definition.invoke(args)
         except FunctionKernelException:
             raise
         except asyncio.CancelledError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 
 import pytest
@@ -85,3 +86,32 @@ async def test_errors_name_the_server_and_what_failed(kernel: FunctionKernel) ->
         await kernel.get_prompt("tools", "x")
     # The kernel still calls tools on the same connection.
     assert (await kernel.call_tool("mcp://tools.add", {"a": 1, "b": 2})).model_dump() == {"result": 3}
+
+
+async def test_progress_reaches_the_callers_callback(kernel: FunctionKernel) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    result = await kernel.call_tool("mcp://feat.count", {"n": 3}, progress=on_progress)
+    assert result.model_dump() == {"result": 3}
+    assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+    # A sync callback works too, and a call without one asks for no progress.
+    synced: list[float] = []
+    await kernel.call_tool("mcp://feat.count", {"n": 2}, progress=lambda p, t, m: synced.append(p))
+    assert synced == [1, 2]
+    assert (await kernel.call_tool("mcp://feat.count", {"n": 2})).model_dump() == {"result": 2}
+
+
+async def test_server_logs_reach_python_logging_with_secrets_masked(
+    stdio_server: StdioFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(stdio_server("feat", module="tests.servers.mcp_features", env={"TOKEN": "s3cr3t-token"}))
+    with caplog.at_level(logging.DEBUG, logger="kavalai.mcp.feat"):
+        await kernel.call_tool("mcp://feat.count", {"n": 1})
+    await kernel.close()
+    [record] = [r for r in caplog.records if r.name == "kavalai.mcp.feat"]
+    assert record.levelno == logging.WARNING
+    assert record.getMessage() == "[counter] counting started token=***"

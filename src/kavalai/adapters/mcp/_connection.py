@@ -16,6 +16,7 @@ connection.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 from collections.abc import Awaitable, Callable, Coroutine
@@ -26,6 +27,7 @@ import anyio
 import anyio.lowlevel
 import mcp_types
 from mcp.client.session import ClientSession, IncomingMessage
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
@@ -37,7 +39,7 @@ from kavalai.adapters.mcp._generation import Ending, Generation, Phase
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 from kavalai.adapters.mcp._transports import open_transport
 from kavalai.errors import InvalidToolURIError, ServerConnectionError, ToolTimeoutError
-from kavalai.kernel import LazyTool, ToolDefinition, ToolURI
+from kavalai.kernel import LazyTool, ToolDefinition, ToolURI, current_call
 
 __all__ = ["McpConnection"]
 
@@ -50,6 +52,7 @@ _CLOSE_WAIT: Final = 15.0  # bound on waiting for a generation to shut down (std
 _EXIT_WAIT: Final = 0.5  # how long a failed call waits for the lost connection to wind up (exit code, stderr, cause)
 _MAX_PAGES: Final = 1000  # a tools/list paginator that never ends cannot hang discovery
 _MAX_ATTEMPTS: Final = 3  # generations one use may start when each dies right after connecting
+_MAX_LOG_CHARS: Final = 10_000  # a server's log line is cut here: a log record is not a place for megabytes
 _CALL_ATTEMPTS: Final = 2  # a call refused because the HTTP server forgot the session is sent once more
 
 
@@ -236,7 +239,13 @@ class McpConnection:
                 open_transport(config, on_end=gen.end, on_session_expired=gen.expire)
             )
             session = await inner.enter_async_context(
-                ClientSession(reads, writes, message_handler=_MessageHandler(gen), client_info=_CLIENT_INFO)
+                ClientSession(
+                    reads,
+                    writes,
+                    message_handler=_MessageHandler(gen),
+                    logging_callback=_ServerLog(config),
+                    client_info=_CLIENT_INFO,
+                )
             )
             await session.initialize()
         except BaseException:
@@ -320,7 +329,7 @@ class McpConnection:
         for attempt in range(_CALL_ATTEMPTS):
             gen, session = await self._session()
             try:
-                result = await session.send_request(request, mcp_types.CallToolResult)
+                result = await session.send_request(request, mcp_types.CallToolResult, progress_callback=_progress())
             except MCPError as exc:
                 if gen.expired and attempt + 1 < _CALL_ATTEMPTS:
                     continue  # refused with the forgotten session, so it ran nowhere: again, on a new session
@@ -383,6 +392,33 @@ class McpConnection:
             self._report(McpStatus.CLOSED)
 
 
+class _ServerLog:
+    """A server's log messages (``notifications/message``), on the Python logger ``kavalai.mcp.<server>`` at the
+    matching level, secrets masked."""
+
+    _LEVELS: Final = {
+        "debug": logging.DEBUG,
+        "info": logging.INFO,
+        "notice": logging.INFO,
+        "warning": logging.WARNING,
+        "error": logging.ERROR,
+        "critical": logging.CRITICAL,
+        "alert": logging.CRITICAL,
+        "emergency": logging.CRITICAL,
+    }
+
+    def __init__(self, config: McpServer) -> None:
+        self._config = config
+        self._logger = logging.getLogger(f"kavalai.mcp.{config.name}")
+
+    async def __call__(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
+        level = self._LEVELS.get(str(params.level), logging.INFO)
+        if self._logger.isEnabledFor(level):
+            source = f"[{params.logger}] " if params.logger else ""
+            data = params.data if isinstance(params.data, str) else json.dumps(params.data, default=str)
+            self._logger.log(level, "%s%s", source, scrub(self._config, data)[:_MAX_LOG_CHARS])
+
+
 class _MessageHandler:
     """Receives the server's notifications; a changed tool list wakes the generation's refresher."""
 
@@ -394,6 +430,14 @@ class _MessageHandler:
             self._gen.refresh.set()
         elif isinstance(message, Exception):
             logger.debug("MCP transport reported %s", type(message).__name__)
+
+
+def _progress() -> ProgressFnT | None:
+    """The caller's progress callback for the call being made, as the SDK takes it (``None``: ask for none)."""
+    call = current_call()
+    if call is None or call.progress is None:
+        return None
+    return call.report_progress
 
 
 async def _list_tools(session: ClientSession) -> list[mcp_types.Tool]:
