@@ -19,6 +19,7 @@ Pydantic model::
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any
 
 from kavalai.errors import (
@@ -38,6 +39,9 @@ from kavalai.errors import (
     ToolRegistrationError,
     ToolTimeoutError,
 )
+
+# A library logs; the application decides where it goes (and without a handler nothing reaches stderr).
+logging.getLogger("kavalai").addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:
     from kavalai.adapters.mcp import (

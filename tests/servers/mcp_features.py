@@ -48,6 +48,17 @@ def build_server(name: str = "features") -> MCPServer:
             await ctx.report_progress(i + 1, n, f"step {i + 1}")
         return n
 
+    @server.tool()
+    def trace_context(ctx: Context) -> str:
+        """The W3C traceparent this call's request carried in its _meta ("" when none)."""
+        meta = ctx.request_context.meta
+        if meta is None:
+            return ""
+        found = (
+            meta.get("traceparent") if isinstance(meta, dict) else getattr(meta, "model_extra", {}).get("traceparent")
+        )
+        return str(found or "")
+
     @server.completion()
     async def complete(
         ref: PromptReference | ResourceTemplateReference, argument: object, context: object

@@ -206,7 +206,16 @@ class McpConnection:
             self._report(McpStatus.FAILED, (gen.error or self._failure(gen)).message)
 
     def _report(self, status: McpStatus, error: str | None = None) -> None:
-        """The one place the connection's reported status changes (``error`` only with ``FAILED``)."""
+        """The one place the connection's reported status changes (``error`` only with ``FAILED``); connecting,
+        disconnecting and failing are logged at INFO on ``kavalai.mcp``."""
+        if status is not self._status:
+            if status is McpStatus.CONNECTED:
+                again = f" (connect #{self._connects})" if self._connects > 1 else ""
+                logger.info("MCP server %r connected%s: %d tools", self.name, again, len(self._tools))
+            elif status is McpStatus.CLOSED:
+                logger.info("MCP server %r closed", self.name)
+            elif status is McpStatus.FAILED:
+                logger.info("MCP server %r failed: %s", self.name, error)
         self._status, self._error = status, error
 
     # ------------------------------------------------------------------------------------------------ tools

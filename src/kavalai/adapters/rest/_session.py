@@ -21,6 +21,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
+from opentelemetry.propagate import inject
+from opentelemetry.trace import get_current_span
 from pydantic_core import from_json, to_json
 
 from kavalai.adapters.rest._config import ResolvedServer, RestServer
@@ -139,11 +141,14 @@ def _request_options(request: PreparedRequest, resolved: ResolvedServer, where: 
     options: dict[str, Any] = {}
     if request.query or resolved.query:
         options["params"] = [*request.query, *resolved.query]
-    if request.headers:
-        options["headers"] = request.headers
+    headers = dict(request.headers) if request.headers else {}
     if request.has_body:
         options["data"] = _json_body(request.body, where, uri)
-        options["headers"] = {**(request.headers or {}), "Content-Type": "application/json"}
+        headers["Content-Type"] = "application/json"
+    if get_current_span().get_span_context().is_valid:  # a traced call: the server continues the trace
+        inject(headers)
+    if headers:
+        options["headers"] = headers
     return options
 
 

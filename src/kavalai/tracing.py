@@ -1,0 +1,163 @@
+"""OpenTelemetry for tool calls, by the GenAI semantic conventions: a span and a duration per call, of every kind.
+
+``instrument(kernel)`` adds :func:`tool_tracing` to a kernel's middleware. Each call then runs in an
+``execute_tool {uri}`` span (``gen_ai.operation.name``, ``gen_ai.tool.name``, ``gen_ai.tool.call.id``,
+``gen_ai.tool.type``, ``error.type`` on failure; the arguments and the result only when ``capture_content=True``),
+and its duration is recorded on the ``gen_ai.execute_tool.duration`` histogram. Because the span is current while the
+tool runs, what the tool does nests under it: the MCP SDK's own client span for ``tools/call`` (which also puts the
+W3C trace context into the request's ``_meta``), and the ``traceparent`` header the REST adapter sends.
+
+Only ``opentelemetry-api`` is needed: without an SDK configured, spans and metrics are no-ops. A kernel that is not
+instrumented has no tracing middleware at all, so its calls cost nothing extra.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any, Final
+
+from opentelemetry import metrics, trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from kavalai.kernel import CallNext, Kernel, Middleware, ToolCall
+
+__all__ = ["call_logging", "instrument", "tool_tracing"]
+
+logger = logging.getLogger("kavalai.calls")
+
+#: ``gen_ai.tool.type`` by scheme: a Python function is a "function"; a REST endpoint or an MCP server's tool is
+#: an "extension" (a tool run by an external service), in the conventions' terms.
+_TOOL_TYPES: Final[Mapping[str, str]] = {"python": "function", "rest": "extension", "mcp": "extension"}
+_MAX_CONTENT_CHARS: Final = 8192  # captured arguments and results are cut here: an attribute is not a payload store
+_SCOPE: Final = "kavalai"
+
+
+def tool_tracing(
+    *,
+    tracer_provider: trace.TracerProvider | None = None,
+    meter_provider: metrics.MeterProvider | None = None,
+    capture_content: bool = False,
+) -> Middleware:
+    """A middleware that traces every call (see the module docstring).
+
+    Args:
+        tracer_provider: the provider to take the tracer from; the global one by default.
+        meter_provider: the provider to take the meter from; the global one by default.
+        capture_content: also record the validated arguments and the raw result as span attributes
+            (``gen_ai.tool.call.arguments`` and ``gen_ai.tool.call.result``, JSON, at most 8,192 characters each).
+            Off by default: they may hold personal data.
+    """
+    tracer = trace.get_tracer(_SCOPE, tracer_provider=tracer_provider)
+    meter = metrics.get_meter(_SCOPE, meter_provider=meter_provider)
+    duration = meter.create_histogram(
+        "gen_ai.execute_tool.duration", unit="s", description="The duration of tool calls, by tool and outcome."
+    )
+
+    async def tracing(call: ToolCall, call_next: CallNext) -> Any:
+        definition = call.definition
+        attributes = _attributes(call)
+        if capture_content:
+            attributes["gen_ai.tool.call.arguments"] = _json(call.arguments.model_dump(mode="json", by_alias=True))
+        started = time.perf_counter()
+        with tracer.start_as_current_span(
+            f"execute_tool {definition.name}",
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
+            try:
+                raw = await call_next(call)
+            except BaseException as exc:
+                error = _error_type(call, exc)
+                span.set_attribute("error.type", error)
+                span.set_status(Status(StatusCode.ERROR, str(exc)[:_MAX_CONTENT_CHARS] or error))
+                if isinstance(exc, Exception):
+                    span.record_exception(exc)
+                duration.record(time.perf_counter() - started, _metric_attributes(attributes, error))
+                raise
+            if capture_content:
+                span.set_attribute("gen_ai.tool.call.result", _json(raw))
+        duration.record(time.perf_counter() - started, _metric_attributes(attributes, None))
+        return raw
+
+    return tracing
+
+
+def call_logging() -> Middleware:
+    """A middleware that logs every call at DEBUG on ``kavalai.calls``: its URI, call id, duration and outcome
+    (the error's type and message on failure; never the arguments or the result, which may hold secrets)."""
+
+    async def logging_middleware(call: ToolCall, call_next: CallNext) -> Any:
+        if not logger.isEnabledFor(logging.DEBUG):
+            return await call_next(call)
+        started = time.perf_counter()
+        try:
+            raw = await call_next(call)
+        except BaseException as exc:
+            took = (time.perf_counter() - started) * 1000
+            logger.debug("%s %s failed after %.1f ms: %s", call.uri, call.call_id, took, _error_type(call, exc))
+            raise
+        logger.debug("%s %s ok in %.1f ms", call.uri, call.call_id, (time.perf_counter() - started) * 1000)
+        return raw
+
+    return logging_middleware
+
+
+def instrument(kernel: Kernel, *, log_calls: bool = True, **options: Any) -> None:
+    """Trace every call of ``kernel`` from now on: adds :func:`tool_tracing` (``options`` are its arguments) and,
+    unless ``log_calls=False``, :func:`call_logging` to its middleware. Middleware run in the order added, so
+    instrument first to have the others inside the span."""
+    kernel.add_middleware(tool_tracing(**options))
+    if log_calls:
+        kernel.add_middleware(call_logging())
+
+
+def _attributes(call: ToolCall) -> dict[str, Any]:
+    definition = call.definition
+    scheme = definition.uri.scheme
+    call_id = call.metadata.get("tool_call_id") or call.call_id  # an agent's tool-call id when it gave one
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": definition.name,
+        "gen_ai.tool.call.id": str(call_id),
+        "gen_ai.tool.type": _TOOL_TYPES.get(scheme, "extension"),
+    }
+    if definition.description:
+        attributes["gen_ai.tool.description"] = definition.description[:_MAX_CONTENT_CHARS]
+    server = definition.metadata.get("server")
+    if isinstance(server, str):
+        attributes["kavalai.tool.server"] = server
+    return attributes
+
+
+def _metric_attributes(attributes: Mapping[str, Any], error: str | None) -> dict[str, Any]:
+    shown = {key: attributes[key] for key in ("gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.type")}
+    if error is not None:
+        shown["error.type"] = error
+    return shown
+
+
+def _error_type(call: ToolCall, exc: BaseException) -> str:
+    """``error.type``: the exception's class name; a call cut short by its deadline is a ``timeout``."""
+    deadline = call.deadline
+    if deadline is not None and not isinstance(exc, Exception) and asyncio.get_running_loop().time() >= deadline:
+        return "timeout"
+    return type(exc).__qualname__
+
+
+def _json(value: Any) -> str:
+    try:
+        text = json.dumps(value, default=_fallback, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= _MAX_CONTENT_CHARS else f"{text[:_MAX_CONTENT_CHARS]}..."
+
+
+def _fallback(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json") if callable(dump) else repr(value)

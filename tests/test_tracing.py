@@ -1,0 +1,202 @@
+"""OpenTelemetry: an execute_tool span and a duration per call of every kind, trace context passed to servers.
+
+The OpenTelemetry SDK's in-memory exporter and metric reader record what the kernel emits.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from kavalai import FunctionKernel, McpServer, RestServer, ToolExecutionError, pythontool
+from kavalai.tracing import instrument
+from tests.servers.rest_app import create_app
+from tests.servers.uvicorn_server import serve
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pythontool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@pythontool
+def fail(reason: str) -> str:
+    """Always fails."""
+    raise ValueError(reason)
+
+
+@pytest.fixture
+def spans() -> InMemorySpanExporter:
+    return InMemorySpanExporter()
+
+
+@pytest.fixture
+def tracer_provider(spans: InMemorySpanExporter) -> TracerProvider:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    return provider
+
+
+@pytest.fixture
+def metrics() -> InMemoryMetricReader:
+    return InMemoryMetricReader()
+
+
+@pytest.fixture
+def traced(tracer_provider: TracerProvider, metrics: InMemoryMetricReader) -> FunctionKernel:
+    kernel = FunctionKernel()
+    instrument(kernel, tracer_provider=tracer_provider, meter_provider=MeterProvider(metric_readers=[metrics]))
+    kernel.register_python_tool("math.add", add)
+    kernel.register_python_tool("fail", fail)
+    return kernel
+
+
+@pytest.fixture(scope="module")
+def rest_url() -> Iterator[str]:
+    with serve(create_app()) as url:
+        yield url
+
+
+def _durations(metrics: InMemoryMetricReader) -> list[Any]:
+    data = metrics.get_metrics_data()
+    assert data is not None
+    found = []
+    for resource in data.resource_metrics:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name == "gen_ai.execute_tool.duration":
+                    found.extend(metric.data.data_points)
+    return found
+
+
+async def test_a_python_call_is_one_execute_tool_span_with_genai_attributes(
+    traced: FunctionKernel, spans: InMemorySpanExporter, metrics: InMemoryMetricReader
+) -> None:
+    assert (await traced.call_tool("python://math.add", {"a": 1, "b": 2})).result == 3  # type: ignore[attr-defined]
+    [span] = spans.get_finished_spans()
+    assert span.name == "execute_tool python://math.add"
+    assert span.kind is SpanKind.INTERNAL
+    attributes = dict(span.attributes or {})
+    assert attributes["gen_ai.operation.name"] == "execute_tool"
+    assert attributes["gen_ai.tool.name"] == "python://math.add"
+    assert attributes["gen_ai.tool.type"] == "function"
+    assert str(attributes["gen_ai.tool.call.id"]).startswith("call-")
+    assert attributes["gen_ai.tool.description"] == "Add two integers."
+    assert "gen_ai.tool.call.arguments" not in attributes  # content only when asked for
+    assert span.status.status_code is StatusCode.UNSET
+    [point] = _durations(metrics)
+    assert point.count == 1
+    assert dict(point.attributes)["gen_ai.tool.name"] == "python://math.add"
+
+
+async def test_a_failing_call_records_its_error_type(
+    traced: FunctionKernel, spans: InMemorySpanExporter, metrics: InMemoryMetricReader
+) -> None:
+    with pytest.raises(ToolExecutionError):
+        await traced.call_tool("python://fail", {"reason": "no"})
+    [span] = spans.get_finished_spans()
+    assert span.status.status_code is StatusCode.ERROR
+    assert dict(span.attributes or {})["error.type"] == "ValueError"
+    assert [event.name for event in span.events] == ["exception"]
+    [point] = _durations(metrics)
+    assert dict(point.attributes)["error.type"] == "ValueError"
+
+
+async def test_a_call_cut_by_its_timeout_is_a_timeout(traced: FunctionKernel, spans: InMemorySpanExporter) -> None:
+    @pythontool
+    async def slow() -> None:
+        import asyncio
+
+        await asyncio.sleep(10)
+
+    traced.register_python_tool("slow", slow)
+    with pytest.raises(Exception, match="timed out"):
+        await traced.call_tool("python://slow", timeout=0.05)
+    [span] = spans.get_finished_spans()
+    assert dict(span.attributes or {})["error.type"] == "timeout"
+
+
+async def test_content_is_captured_only_when_asked(
+    tracer_provider: TracerProvider, spans: InMemorySpanExporter
+) -> None:
+    kernel = FunctionKernel()
+    instrument(kernel, tracer_provider=tracer_provider, capture_content=True)
+    kernel.register_python_tool("math.add", add)
+    await kernel.call_tool("python://math.add", {"a": 2, "b": 3})
+    attributes = dict(spans.get_finished_spans()[0].attributes or {})
+    assert attributes["gen_ai.tool.call.arguments"] == '{"a": 2, "b": 3}'
+    assert attributes["gen_ai.tool.call.result"] == "5"
+
+
+async def test_a_rest_call_sends_the_trace_context_to_the_server(
+    traced: FunctionKernel, spans: InMemorySpanExporter, rest_url: str
+) -> None:
+    traced.register_rest_server(RestServer(name="shop", url=rest_url))
+    traced.register_rest_tool("shop", "headers", "GET", path="/echo/headers")
+    echoed = (await traced.call_tool("rest://shop.headers")).result  # type: ignore[attr-defined]
+    [span] = spans.get_finished_spans()
+    context = span.get_span_context()
+    assert context is not None
+    assert echoed["traceparent"].startswith(f"00-{context.trace_id:032x}-{context.span_id:016x}-")
+    assert dict(span.attributes or {})["gen_ai.tool.type"] == "extension"
+    assert dict(span.attributes or {})["kavalai.tool.server"] == "shop"
+    await traced.close()
+
+
+async def test_an_untraced_rest_call_sends_no_trace_context(rest_url: str) -> None:
+    kernel = FunctionKernel()
+    kernel.register_rest_server(RestServer(name="shop", url=rest_url))
+    kernel.register_rest_tool("shop", "headers", "GET", path="/echo/headers")
+    echoed = (await kernel.call_tool("rest://shop.headers")).result  # type: ignore[attr-defined]
+    assert "traceparent" not in echoed
+    await kernel.close()
+
+
+async def test_an_mcp_server_receives_the_trace_context_in_meta(
+    traced: FunctionKernel, spans: InMemorySpanExporter
+) -> None:
+    traced.register_mcp_server(
+        McpServer(name="feat", command=sys.executable, args=["-m", "tests.servers.mcp_features"], cwd=ROOT)
+    )
+    received = (await traced.call_tool("mcp://feat.trace_context")).result  # type: ignore[attr-defined]
+    await traced.close()
+    [span] = [s for s in spans.get_finished_spans() if s.name == "execute_tool mcp://feat.trace_context"]
+    context = span.get_span_context()
+    assert context is not None
+    assert received.startswith(f"00-{context.trace_id:032x}-")  # the same trace, continued by the server
+
+
+async def test_calls_are_logged_at_debug_without_their_content(
+    traced: FunctionKernel, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG, logger="kavalai.calls"):
+        await traced.call_tool("python://math.add", {"a": 40, "b": 2})
+        with pytest.raises(ToolExecutionError):
+            await traced.call_tool("python://fail", {"reason": "s3cret"})
+    messages = [r.getMessage() for r in caplog.records if r.name == "kavalai.calls"]
+    assert len(messages) == 2
+    assert re.fullmatch(r"python://math\.add call-\d+ ok in \d+\.\d ms", messages[0])
+    assert re.fullmatch(r"python://fail call-\d+ failed after \d+\.\d ms: ValueError", messages[1])
+    assert not any("s3cret" in m or "40" in m.split(" ok")[0] for m in messages)
+
+
+def test_the_library_logger_has_a_null_handler() -> None:
+    import kavalai
+
+    assert kavalai is not None
+    assert any(isinstance(h, logging.NullHandler) for h in logging.getLogger("kavalai").handlers)
