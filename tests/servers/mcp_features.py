@@ -9,11 +9,27 @@ from __future__ import annotations
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import AssistantMessage, UserMessage
 from mcp.server.mcpserver.utilities.types import Image
-from mcp_types import Completion, PromptReference, ResourceTemplateReference
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    Completion,
+    ModelHint,
+    ModelPreferences,
+    PromptReference,
+    ResourceTemplateReference,
+    SamplingMessage,
+    TextContent,
+)
+from pydantic import BaseModel
 
 from tests.servers.mcp_tools import PIXEL_PNG
 
 CITIES = ("Berlin", "Bern", "Bergen", "Paris")
+
+
+class NameForm(BaseModel):
+    """What ask_user asks for."""
+
+    name: str
 
 
 def build_server(name: str = "features") -> MCPServer:
@@ -58,6 +74,39 @@ def build_server(name: str = "features") -> MCPServer:
             meta.get("traceparent") if isinstance(meta, dict) else getattr(meta, "model_extra", {}).get("traceparent")
         )
         return str(found or "")
+
+    @server.tool()
+    async def ask_model(question: str, ctx: Context) -> str:
+        """Ask the client's model (sampling); the answer, or the refusal's message."""
+        try:
+            result = await ctx.session.create_message(
+                messages=[SamplingMessage(role="user", content=TextContent(text=question))],
+                max_tokens=100_000,
+                system_prompt="Answer briefly.",
+                model_preferences=ModelPreferences(hints=[ModelHint(name="small-model")]),
+            )
+        except MCPError as exc:
+            return f"refused: {exc.message}"
+        content = result.content
+        return content.text if isinstance(content, TextContent) else str(content)
+
+    @server.tool()
+    async def ask_user(ctx: Context) -> str:
+        """Ask the user for a name (elicitation); what happened."""
+        try:
+            answer = await ctx.elicit("Who are you?", NameForm)
+        except MCPError as exc:
+            return f"refused: {exc.message}"
+        return f"{answer.action}: {answer.data.name if answer.action == 'accept' and answer.data else '-'}"
+
+    @server.tool()
+    async def my_roots(ctx: Context) -> list[str]:
+        """The roots the client offers."""
+        try:
+            roots = await ctx.session.list_roots()
+        except MCPError as exc:
+            return [f"refused: {exc.message}"]
+        return [str(root.uri) for root in roots.roots]
 
     @server.completion()
     async def complete(

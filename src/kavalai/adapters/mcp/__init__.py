@@ -7,7 +7,10 @@ the ``mcp`` SDK) loads when the first server is registered.
 from typing import TYPE_CHECKING
 
 from kavalai.adapters.mcp._catalog import (
+    ElicitationHandler,
     McpCompletion,
+    McpElicitation,
+    McpElicitationResult,
     McpPrompt,
     McpPromptArgument,
     McpPromptContent,
@@ -15,6 +18,9 @@ from kavalai.adapters.mcp._catalog import (
     McpPromptResult,
     McpResource,
     McpResourceTemplate,
+    McpSamplingRequest,
+    SamplingApproval,
+    SamplingHandler,
 )
 from kavalai.adapters.mcp._config import McpServer, McpTransport
 from kavalai.adapters.mcp._content import (
@@ -29,10 +35,13 @@ from kavalai.adapters.mcp._content import (
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 
 __all__ = [
+    "ElicitationHandler",
     "McpAdapter",
     "McpAudioContent",
     "McpCompletion",
     "McpContent",
+    "McpElicitation",
+    "McpElicitationResult",
     "McpImageContent",
     "McpPrompt",
     "McpPromptArgument",
@@ -44,11 +53,14 @@ __all__ = [
     "McpResourceLink",
     "McpResourceTemplate",
     "McpResult",
+    "McpSamplingRequest",
     "McpServer",
     "McpServerState",
     "McpStatus",
     "McpTextContent",
     "McpTransport",
+    "SamplingApproval",
+    "SamplingHandler",
     "kill_stdio_servers_now",
 ]
 

@@ -1,9 +1,12 @@
-"""What an MCP server offers besides tools, as kavalai's own frozen models (no ``mcp`` import here, so callers and
-type hints need none): resources, resource templates, prompts and their messages, completions."""
+"""What an MCP server offers besides tools (resources, templates, prompts, completions) and what it may ask of the
+client (sampling, elicitation), as kavalai's own models: no ``mcp`` import here, so callers and type hints need none.
+"""
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,7 +19,10 @@ from kavalai.adapters.mcp._content import (
 )
 
 __all__ = [
+    "ElicitationHandler",
     "McpCompletion",
+    "McpElicitation",
+    "McpElicitationResult",
     "McpPrompt",
     "McpPromptArgument",
     "McpPromptContent",
@@ -24,6 +30,9 @@ __all__ = [
     "McpPromptResult",
     "McpResource",
     "McpResourceTemplate",
+    "McpSamplingRequest",
+    "SamplingApproval",
+    "SamplingHandler",
 ]
 
 
@@ -93,3 +102,65 @@ class McpCompletion(_Model):
     values: tuple[str, ...] = ()
     total: int | None = None
     has_more: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class McpSamplingRequest:
+    """A server's request for a model completion.
+
+    Attributes:
+        server: the server that asks.
+        messages: the conversation, as ``(role, text)`` pairs (a non-text part is described in brackets).
+        system_prompt: the system prompt it asks for, if any.
+        max_tokens: the tokens it may have (already capped at the server's ``sampling_max_tokens``).
+        temperature: the temperature it asks for, if any.
+        stop_sequences: where generation should stop.
+        model_hints: the model names it prefers, best first.
+    """
+
+    server: str
+    messages: tuple[tuple[Literal["user", "assistant"], str], ...]
+    system_prompt: str | None = None
+    max_tokens: int = 0
+    temperature: float | None = None
+    stop_sequences: tuple[str, ...] = ()
+    model_hints: tuple[str, ...] = ()
+
+
+#: Answers a sampling request with the reply's text, or ``None`` to refuse it. An ``LLMClient`` of
+#: :mod:`kavalai.llm` may be given instead: it is asked with the request's messages and limits.
+SamplingHandler: TypeAlias = Callable[[McpSamplingRequest], Awaitable["str | None"]]
+#: Decides whether a sampling request may be answered at all (sync or async); ``False`` refuses it.
+SamplingApproval: TypeAlias = Callable[[McpSamplingRequest], "bool | Awaitable[bool]"]
+
+
+@dataclass(frozen=True, slots=True)
+class McpElicitation:
+    """A server's request for input from the user.
+
+    Attributes:
+        server: the server that asks.
+        message: what it asks, for the user to read.
+        mode: ``"form"`` (answer with values fitting ``schema``) or ``"url"`` (the user opens ``url``).
+        schema: the JSON Schema of the values (form mode).
+        url: the page to open (URL mode).
+    """
+
+    server: str
+    message: str
+    mode: Literal["form", "url"] = "form"
+    schema: Mapping[str, Any] = field(default_factory=dict)
+    url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class McpElicitationResult:
+    """The user's answer: ``accept`` (with ``content`` in form mode), ``decline`` or ``cancel``."""
+
+    action: Literal["accept", "decline", "cancel"]
+    content: Mapping[str, Any] | None = None
+
+
+#: Answers an elicitation: the values (a mapping, meaning accept), ``None`` (decline), or a full
+#: :class:`McpElicitationResult`.
+ElicitationHandler: TypeAlias = Callable[[McpElicitation], Awaitable["Mapping[str, Any] | McpElicitationResult | None"]]

@@ -81,6 +81,36 @@ class McpServer(BaseModel):
         gt=0,
         description="The default timeout of one tool call in seconds (60 by default); None for no limit.",
     )
+    sampling: Any = Field(
+        default=None,
+        repr=False,
+        exclude=True,
+        description="Answers the server's sampling requests: `async handler(McpSamplingRequest) -> str | None` "
+        "(None refuses), or a kavalai.llm client. None (the default): sampling is not offered.",
+    )
+    sampling_approval: Any = Field(
+        default=None,
+        repr=False,
+        exclude=True,
+        description="`approve(McpSamplingRequest) -> bool` (sync or async), asked before each sampling request.",
+    )
+    sampling_max_tokens: int = Field(
+        default=4096, gt=0, description="The most tokens one sampling request gets (a larger ask is capped)."
+    )
+    sampling_max_requests: int = Field(
+        default=100, gt=0, description="The most sampling requests one session may make; later ones are refused."
+    )
+    elicitation: Any = Field(
+        default=None,
+        repr=False,
+        exclude=True,
+        description="Answers the server's requests for user input: `async handler(McpElicitation)` returning the "
+        "values (accept), None (decline) or an McpElicitationResult. None (the default): not offered.",
+    )
+    roots: list[str] | None = Field(
+        default=None,
+        description="Folders (or file:// URIs) the server is told it may work in; None: roots are not offered.",
+    )
 
     @model_validator(mode="wrap")
     @classmethod
@@ -93,6 +123,22 @@ class McpServer(BaseModel):
             raise ConfigurationError(
                 f"Invalid MCP server configuration {name or '(unnamed)'!r}: {format_validation_errors(errors)}"
             ) from None
+
+    @model_validator(mode="after")
+    def _check_handlers(self) -> McpServer:
+        for name in ("sampling_approval", "elicitation"):
+            value = getattr(self, name)
+            if value is not None and not callable(value):
+                raise ConfigurationError(
+                    f"MCP server {self.name!r}: {name} must be a function, not {type(value).__name__}"
+                )
+        sampling = self.sampling
+        if sampling is not None and not callable(sampling) and not callable(getattr(sampling, "complete", None)):
+            raise ConfigurationError(
+                f"MCP server {self.name!r}: sampling must be a function or a kavalai.llm client, "
+                f"not {type(sampling).__name__}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _check_kind(self) -> McpServer:

@@ -32,6 +32,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
 from kavalai.adapters.base import ToolRegistry
+from kavalai.adapters.mcp import _client_side as client_side
 from kavalai.adapters.mcp._config import McpServer, McpTransport
 from kavalai.adapters.mcp._convert import build_models, content_output_schema, raise_tool_error, result_value
 from kavalai.adapters.mcp._errors import answer_unreadable, call_error, describe_failure, request_error, scrub
@@ -254,6 +255,7 @@ class McpConnection:
                     message_handler=_MessageHandler(gen),
                     logging_callback=_ServerLog(config),
                     client_info=_CLIENT_INFO,
+                    **client_side.callbacks(config),
                 )
             )
             await session.initialize()

@@ -1,0 +1,169 @@
+"""What an MCP server may ask of the client: sampling (a model completion), elicitation (input from the user) and
+roots (the folders it may work in), answered by the handlers given on the :class:`~kavalai.McpServer`.
+
+Nothing is answered unless configured: without a handler the capability is not even advertised, and a server that
+asks anyway gets the SDK's "not supported" error. Sampling is limited by default (the tokens one request may ask
+for, the requests one session may make); every refusal is an MCP error whose message says why.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import mcp_types
+from mcp.client.session import ClientRequestContext
+
+from kavalai.adapters.mcp._catalog import (
+    ElicitationHandler,
+    McpElicitation,
+    McpElicitationResult,
+    McpSamplingRequest,
+    SamplingApproval,
+    SamplingHandler,
+)
+from kavalai.adapters.mcp._config import McpServer
+
+__all__ = ["callbacks", "elicitation_callback", "roots_callback", "sampling_callback"]
+
+
+def callbacks(config: McpServer) -> dict[str, Any]:
+    """The ``ClientSession`` callbacks for what ``config`` offers (a fresh sampling budget per session)."""
+    found = {
+        "sampling_callback": sampling_callback(
+            config.name,
+            config.sampling,
+            approval=config.sampling_approval,
+            max_tokens=config.sampling_max_tokens,
+            max_requests=config.sampling_max_requests,
+        ),
+        "elicitation_callback": elicitation_callback(config.name, config.elicitation),
+        "list_roots_callback": roots_callback(config.roots),
+    }
+    return {key: value for key, value in found.items() if value is not None}
+
+
+def sampling_callback(
+    server: str,
+    handler: Any,
+    *,
+    approval: SamplingApproval | None,
+    max_tokens: int,
+    max_requests: int,
+) -> Callable[[ClientRequestContext, mcp_types.CreateMessageRequestParams], Awaitable[Any]] | None:
+    """The SDK callback answering sampling requests of ``server`` through ``handler`` (``None``: no sampling)."""
+    if handler is None:
+        return None
+    answer = _llm_answer(handler) if _is_llm_client(handler) else handler
+    made = [0]  # requests answered in this session (one callback per connection generation)
+
+    async def callback(context: ClientRequestContext, params: mcp_types.CreateMessageRequestParams) -> Any:
+        request = _sampling_request(server, params, max_tokens)
+        if made[0] >= max_requests:
+            return _refusal(f"this session has made its {max_requests} sampling requests (sampling_max_requests)")
+        if approval is not None and not await _maybe_await(approval(request)):
+            return _refusal("the client did not approve the request")
+        made[0] += 1
+        try:
+            text = await answer(request)
+        except Exception as exc:  # the handler's failure is the server's answer, not the client's crash
+            return _refusal(f"the sampling handler failed: {type(exc).__name__}: {exc}")
+        if text is None:
+            return _refusal("the client declined the request")
+        model = getattr(handler, "model", None) or "kavalai"
+        return mcp_types.CreateMessageResult(
+            role="assistant", content=mcp_types.TextContent(text=str(text)), model=str(model), stop_reason="endTurn"
+        )
+
+    return callback
+
+
+def elicitation_callback(
+    server: str, handler: ElicitationHandler | None
+) -> Callable[[ClientRequestContext, Any], Awaitable[Any]] | None:
+    """The SDK callback answering elicitations of ``server`` through ``handler`` (``None``: no elicitation)."""
+    if handler is None:
+        return None
+
+    async def callback(context: ClientRequestContext, params: Any) -> Any:
+        if isinstance(params, mcp_types.ElicitRequestURLParams):
+            request = McpElicitation(server=server, message=params.message, mode="url", url=params.url)
+        else:
+            schema = params.requested_schema
+            shown = schema if isinstance(schema, Mapping) else schema.model_dump(mode="json", by_alias=True)
+            request = McpElicitation(server=server, message=params.message, schema=shown)
+        try:
+            outcome = await handler(request)
+        except Exception as exc:
+            return mcp_types.ErrorData(code=mcp_types.INTERNAL_ERROR, message=f"the elicitation handler failed: {exc}")
+        if outcome is None:
+            return mcp_types.ElicitResult(action="decline")
+        if isinstance(outcome, McpElicitationResult):
+            content = dict(outcome.content) if outcome.content is not None else None
+            return mcp_types.ElicitResult(action=outcome.action, content=content)
+        return mcp_types.ElicitResult(action="accept", content=dict(outcome))
+
+    return callback
+
+
+def roots_callback(roots: list[str] | None) -> Callable[[ClientRequestContext], Awaitable[Any]] | None:
+    """The SDK callback listing ``roots`` (folders or ``file://`` URIs); ``None`` when none are configured."""
+    if roots is None:
+        return None
+    listed = [
+        mcp_types.Root(uri=root if root.startswith("file://") else Path(root).resolve().as_uri(), name=Path(root).name)
+        for root in roots
+    ]
+
+    async def callback(context: ClientRequestContext) -> Any:
+        return mcp_types.ListRootsResult(roots=listed)
+
+    return callback
+
+
+def _sampling_request(server: str, params: mcp_types.CreateMessageRequestParams, cap: int) -> McpSamplingRequest:
+    hints = params.model_preferences.hints if params.model_preferences is not None else None
+    return McpSamplingRequest(
+        server=server,
+        messages=tuple((m.role, _text_of(m.content)) for m in params.messages),
+        system_prompt=params.system_prompt,
+        max_tokens=min(params.max_tokens, cap),
+        temperature=params.temperature,
+        stop_sequences=tuple(params.stop_sequences or ()),
+        model_hints=tuple(h.name for h in hints or () if h.name),
+    )
+
+
+def _text_of(content: Any) -> str:
+    parts = content if isinstance(content, list) else [content]
+    return "\n".join(
+        p.text if isinstance(p, mcp_types.TextContent) else f"[{getattr(p, 'type', 'content')}]" for p in parts
+    )
+
+
+def _refusal(why: str) -> mcp_types.ErrorData:
+    return mcp_types.ErrorData(code=mcp_types.INVALID_REQUEST, message=f"Sampling refused: {why}.")
+
+
+def _is_llm_client(handler: Any) -> bool:
+    return callable(getattr(handler, "complete", None)) and hasattr(handler, "provider")
+
+
+def _llm_answer(client: Any) -> SamplingHandler:
+    async def answer(request: McpSamplingRequest) -> str | None:
+        from kavalai.llm import AssistantMessage, ModelSettings, SystemMessage, UserMessage
+
+        messages: list[Any] = [SystemMessage(content=request.system_prompt)] if request.system_prompt else []
+        for role, text in request.messages:
+            messages.append(UserMessage(content=text) if role == "user" else AssistantMessage(content=text))
+        settings = ModelSettings(temperature=request.temperature, max_tokens=request.max_tokens)
+        response = await client.complete(messages, settings=settings)
+        return str(response.text)
+
+    return answer
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value

@@ -1,0 +1,110 @@
+"""The kernel as one MCP server (the SDK's low-level :class:`mcp.server.Server`): its tools listed with their own
+JSON schemas, and called through :meth:`kavalai.kernel.Kernel.call_tool`."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel
+
+import kavalai
+from kavalai.errors import FunctionKernelException
+from kavalai.kernel import Kernel, ProgressCallback
+from kavalai.serve._tools import ExposedTools, mcp_input_schema
+
+__all__ = ["build_mcp_server", "tool_error_result", "tool_result"]
+
+logger = logging.getLogger("kavalai.serve")
+
+
+def build_mcp_server(
+    kernel: Kernel,
+    *,
+    allow: Sequence[str] | None = None,
+    deny: Sequence[str] = (),
+    name: str = "kavalai",
+    instructions: str | None = None,
+) -> Server[Any]:
+    """An MCP server offering ``kernel``'s tools (``python://``, ``rest://`` and ``mcp://`` alike).
+
+    Each tool is listed under a provider-safe name (``python://fs.ls`` as ``python_fs_ls``, see
+    :class:`~kavalai.serve.ExposedTools`), with its description, its input schema and the schema of its output
+    model. A call returns the output model as ``structuredContent`` and as JSON text; a tool that fails
+    (:class:`~kavalai.errors.FunctionKernelException`) gives a result with ``isError`` and the error message. A
+    client's progress token receives the tool's progress; a client's cancellation cancels the kernel call.
+
+    The server neither connects nor closes the kernel: :func:`~kavalai.serve.serve_stdio` and
+    :func:`~kavalai.serve.serve_http` do, or the caller does.
+
+    Args:
+        kernel: the kernel whose tools are offered; connect it first so that MCP and OpenAPI tools are known.
+        allow: URI globs; when given, only tools matching one of them are offered.
+        deny: URI globs of tools never offered (nor callable).
+        name: the server name shown to clients.
+        instructions: optional instructions for the client's model.
+    """
+    tools = ExposedTools(kernel, allow=allow, deny=deny)
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools.mcp_tools())
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        uri = tools.uri_of(params.name)
+        if uri is None:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
+        return await call_kernel_tool(kernel, uri, params.arguments or {}, progress=_progress_of(ctx))
+
+    def input_schema(tool_name: str) -> dict[str, Any] | None:
+        definition = tools.definition_of(tool_name)
+        return None if definition is None else mcp_input_schema(definition)
+
+    return Server(
+        name,
+        version=kavalai.__version__,
+        instructions=instructions,
+        get_tool_input_schema=input_schema,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def call_kernel_tool(
+    kernel: Kernel, uri: str, arguments: dict[str, Any], *, progress: ProgressCallback | None = None
+) -> types.CallToolResult:
+    """Call the tool at ``uri`` and turn the outcome into an MCP tool result (a failure too)."""
+    try:
+        output = await kernel.call_tool(uri, arguments, progress=progress)
+    except FunctionKernelException as exc:
+        logger.info("%s failed: %s", uri, exc)
+        return tool_error_result(str(exc))
+    return tool_result(output)
+
+
+def tool_result(output: BaseModel) -> types.CallToolResult:
+    """A successful result: the output model dumped as JSON, as ``structuredContent`` and as text."""
+    data = output.model_dump(mode="json", by_alias=True, fallback=repr)
+    text = json.dumps(data, ensure_ascii=False)
+    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data)
+
+
+def tool_error_result(message: str) -> types.CallToolResult:
+    """A failed result: ``isError`` and the error message as text."""
+    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+
+
+def _progress_of(ctx: ServerRequestContext[Any]) -> ProgressCallback:
+    """The callback passing a tool's progress on to the client (the SDK drops it when the request carried no
+    progress token)."""
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        await ctx.session.report_progress(progress, total, message)
+
+    return report

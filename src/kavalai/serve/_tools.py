@@ -1,0 +1,136 @@
+"""Which kernel tools an MCP server offers, under which names, with which schemas.
+
+MCP hosts pass tool names on to model providers, which accept only ``^[a-zA-Z0-9_-]{1,64}$``. The names are the
+ones agents use (:class:`kavalai.llm.names.ToolNameMap`): ``python://fs.ls`` is ``python_fs_ls``; names that would
+clash or be too long end in ``_`` and 8 hex digits of the URI's SHA-256, so the mapping does not depend on the order
+of the tools. :class:`ExposedTools` keeps the mapping both ways.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+import mcp_types as types
+
+from kavalai.kernel import Kernel, ToolDefinition
+from kavalai.llm.names import ToolNameMap
+
+__all__ = ["ExposedTools", "mcp_input_schema", "mcp_output_schema"]
+
+_DEFINITION_KEYS: Final = ("$defs", "definitions")
+
+
+class ExposedTools:
+    """The kernel's tools an MCP server offers: those ``allow`` admits and ``deny`` does not, each under a
+    provider-safe name.
+
+    The set is read from the kernel whenever it is asked for, so tools of a server that reconnects with a new
+    catalog appear (and vanish) without a restart.
+
+    Args:
+        kernel: the kernel whose tools are offered.
+        allow: URI globs (``"python://fs.*"``, ``"mcp://github.*"``); when given, a tool must match one of them.
+        deny: URI globs; a tool matching any of them is never offered (nor callable), even when allowed.
+    """
+
+    def __init__(self, kernel: Kernel, *, allow: Sequence[str] | None = None, deny: Sequence[str] = ()) -> None:
+        self.kernel = kernel
+        self.allow = tuple(allow) if allow is not None else None
+        self.deny = tuple(deny)
+        self._uris: tuple[str, ...] = ()
+        self._to_uri: dict[str, str] = {}
+        self._to_name: dict[str, str] = {}
+
+    def admits(self, uri: str) -> bool:
+        """Whether ``uri`` passes the ``allow`` and ``deny`` globs."""
+        if self.allow is not None and not _matches(uri, self.allow):
+            return False
+        return not _matches(uri, self.deny)
+
+    def uris(self) -> list[str]:
+        """The URIs offered now, sorted."""
+        return [uri for uri in self.kernel.list_tools() if self.admits(uri)]
+
+    def names(self) -> dict[str, str]:
+        """The offered tools now, as ``{mcp name: URI}``."""
+        self._refresh()
+        return dict(self._to_uri)
+
+    def name_of(self, uri: str) -> str:
+        """The MCP name of an offered tool.
+
+        Raises:
+            KeyError: ``uri`` is not offered.
+        """
+        self._refresh()
+        return self._to_name[uri]
+
+    def uri_of(self, name: str) -> str | None:
+        """The URI behind an MCP name, or ``None`` when no offered tool has that name."""
+        self._refresh()
+        return self._to_uri.get(name)
+
+    def definition_of(self, name: str) -> ToolDefinition | None:
+        """The definition of the tool offered as ``name``, or ``None``."""
+        uri = self.uri_of(name)
+        return None if uri is None else self.kernel.get_tool_definition(uri)
+
+    def mcp_tools(self) -> list[types.Tool]:
+        """Every offered tool as an MCP tool: name, title (its URI), description and both schemas."""
+        return [self.mcp_tool(name, self.kernel.get_tool_definition(uri)) for name, uri in self.names().items()]
+
+    @staticmethod
+    def mcp_tool(name: str, definition: ToolDefinition) -> types.Tool:
+        """``definition`` as the MCP tool ``name``."""
+        return types.Tool(
+            name=name,
+            title=definition.name,
+            description=definition.description or definition.name,
+            input_schema=mcp_input_schema(definition),
+            output_schema=mcp_output_schema(definition),
+        )
+
+    def _refresh(self) -> None:
+        uris = tuple(self.uris())
+        if uris == self._uris and self._to_uri:
+            return
+        mapping = ToolNameMap(uris)
+        self._to_name = {uri: mapping.to_provider(uri) for uri in uris}
+        self._to_uri = {name: uri for uri, name in self._to_name.items()}
+        self._uris = uris
+
+
+def mcp_input_schema(definition: ToolDefinition) -> dict[str, Any]:
+    """The tool's input schema, with the ``"type": "object"`` root MCP requires."""
+    schema = definition.get_input_schema()
+    return schema if schema.get("type") == "object" else {**schema, "type": "object"}
+
+
+def mcp_output_schema(definition: ToolDefinition) -> dict[str, Any]:
+    """The JSON schema of what a call returns as ``structuredContent``: the output model dumped as JSON.
+
+    A tool whose raw value the kernel wraps (``{"result": value}``) may describe only the raw value (a REST
+    endpoint returning a list, say); its schema is then nested under ``result``, with its ``$defs`` kept at the
+    root so that its references still resolve.
+    """
+    schema = definition.get_output_schema()
+    if not definition.wrapped or _describes_wrapper(schema):
+        return schema if "type" in schema else {**schema, "type": "object"}
+    inner = {key: value for key, value in schema.items() if key not in _DEFINITION_KEYS}
+    wrapper: dict[str, Any] = {"type": "object", "properties": {"result": inner}, "required": ["result"]}
+    wrapper.update({key: schema[key] for key in _DEFINITION_KEYS if key in schema})
+    return wrapper
+
+
+def _describes_wrapper(schema: dict[str, Any]) -> bool:
+    """Whether an output schema already describes the ``{"result": ...}`` wrapper (the schema of a generated
+    wrapper model, or an adapter's own): a wrapped tool's raw schema never is an object with only ``result``, as
+    such an object would have been its model."""
+    properties = schema.get("properties")
+    return schema.get("type") == "object" and isinstance(properties, dict) and set(properties) == {"result"}
+
+
+def _matches(uri: str, patterns: Iterable[str]) -> bool:
+    return any(fnmatch.fnmatchcase(uri, pattern) for pattern in patterns)

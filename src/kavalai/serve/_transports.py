@@ -1,0 +1,209 @@
+"""Serving the kernel's MCP server over stdio or streamable HTTP, for the length of the serving.
+
+Both functions connect the kernel before the first request and close it when serving stops (the client closes
+stdin, the task is cancelled, or the server fails), so the MCP servers the kernel started stop with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import socket
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import Any
+
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from kavalai.kernel import Kernel
+from kavalai.serve._server import build_mcp_server
+
+__all__ = ["BearerTokenMiddleware", "http_app", "serve_http", "serve_stdio"]
+
+#: Called once the server accepts requests, with a description (stdio) or the endpoint URL (HTTP).
+ReadyCallback = Callable[[str], None]
+
+
+async def serve_stdio(
+    kernel: Kernel,
+    *,
+    allow: Sequence[str] | None = None,
+    deny: Sequence[str] = (),
+    name: str = "kavalai",
+    on_ready: ReadyCallback | None = None,
+) -> None:
+    """Serve ``kernel``'s tools as an MCP server on this process's stdin and stdout until the client closes stdin.
+
+    While serving, the SDK points file descriptor 1 at stderr, so stray output of tools cannot corrupt the
+    protocol stream. The kernel is connected first and closed at the end.
+
+    Args:
+        kernel: the kernel whose tools are offered.
+        allow: URI globs; when given, only matching tools are offered.
+        deny: URI globs of tools never offered.
+        name: the server name shown to clients.
+        on_ready: called with ``"stdio"`` once the kernel is connected and requests are read.
+
+    Raises:
+        ServerConnectionError: a server of the kernel cannot be connected.
+    """
+    server = build_mcp_server(kernel, allow=allow, deny=deny, name=name)
+    async with stdio_server() as (reads, writes), _connected(kernel):
+        if on_ready is not None:
+            on_ready("stdio")
+        await server.run(reads, writes, server.create_initialization_options())
+
+
+async def serve_http(
+    kernel: Kernel,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    path: str = "/mcp",
+    bearer_token: str | None = None,
+    allow: Sequence[str] | None = None,
+    deny: Sequence[str] = (),
+    name: str = "kavalai",
+    on_ready: ReadyCallback | None = None,
+) -> None:
+    """Serve ``kernel``'s tools as a streamable HTTP MCP endpoint at ``http://host:port/path`` until cancelled.
+
+    Cancelling the task stops the server gracefully (no new connections; requests in flight get a second to
+    finish), then closes the kernel. On a loopback ``host``, requests whose ``Host`` or ``Origin`` header is not
+    a loopback address are refused (DNS rebinding protection).
+
+    Args:
+        kernel: the kernel whose tools are offered.
+        host: the address to listen on.
+        port: the port; ``0`` picks a free one (``on_ready`` receives the URL with it).
+        path: the endpoint's path.
+        bearer_token: when given, every request needs ``Authorization: Bearer <bearer_token>``; others get 401.
+        allow: URI globs; when given, only matching tools are offered.
+        deny: URI globs of tools never offered.
+        name: the server name shown to clients.
+        on_ready: called with the endpoint URL once the kernel is connected and the port is listening.
+
+    Raises:
+        ServerConnectionError: a server of the kernel cannot be connected.
+        OSError: the address cannot be listened on.
+    """
+    import uvicorn
+
+    server = build_mcp_server(kernel, allow=allow, deny=deny, name=name)
+    app = http_app(server, path=path, host=host, bearer_token=bearer_token)
+    config = uvicorn.Config(app, log_level="warning", ws="none", lifespan="on", timeout_graceful_shutdown=1)
+    with _listening(host, port) as sock:
+        async with _connected(kernel):
+            if on_ready is not None:
+                on_ready(_endpoint(sock, path))
+            await _run_until_cancelled(_Uvicorn(config), sock)
+
+
+def http_app(server: Server[Any], *, path: str = "/mcp", host: str = "127.0.0.1", bearer_token: str | None = None) -> Any:
+    """The ASGI application of ``server``'s streamable HTTP endpoint at ``path``, behind a bearer token check
+    when ``bearer_token`` is given. Its lifespan runs the SDK's session manager."""
+    app: Any = server.streamable_http_app(streamable_http_path=path, host=host)
+    return app if bearer_token is None else BearerTokenMiddleware(app, bearer_token)
+
+
+class BearerTokenMiddleware:
+    """An ASGI middleware answering 401 to every HTTP request without ``Authorization: Bearer <token>``.
+
+    The token is compared in constant time. Lifespan events pass through.
+
+    Args:
+        app: the application behind the check.
+        token: the token requests must carry.
+    """
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        if not token:
+            raise ValueError("the bearer token must not be empty")
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Check the request's token; pass an authorized request (or a non-HTTP event) on."""
+        if scope["type"] != "http" or self._authorized(scope):
+            await self.app(scope, receive, send)
+            return
+        body = json.dumps({"error": "unauthorized", "error_description": "a valid bearer token is required"})
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"www-authenticate", b'Bearer error="invalid_token"'),
+            (b"content-length", str(len(body)).encode()),
+        ]
+        await send({"type": "http.response.start", "status": 401, "headers": headers})
+        await send({"type": "http.response.body", "body": body.encode()})
+
+    def _authorized(self, scope: Scope) -> bool:
+        given = [value for key, value in scope.get("headers", []) if key.lower() == b"authorization"]
+        return len(given) == 1 and hmac.compare_digest(given[0], self._expected)
+
+
+class _Uvicorn:
+    """A uvicorn server that leaves signals to its caller (it would otherwise re-raise them after stopping,
+    before the kernel is closed)."""
+
+    def __init__(self, config: Any) -> None:
+        import uvicorn
+
+        class Quiet(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self) -> Iterator[None]:
+                yield
+
+        self.server = Quiet(config)
+
+    async def serve(self, sock: socket.socket) -> None:
+        await self.server.serve(sockets=[sock])
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+
+
+async def _run_until_cancelled(server: _Uvicorn, sock: socket.socket) -> None:
+    """Serve; on cancellation stop gracefully, wait for the stop, then let the cancellation go on."""
+    serving = asyncio.ensure_future(server.serve(sock))
+    try:
+        await asyncio.shield(serving)
+    except asyncio.CancelledError:
+        server.stop()
+        with contextlib.suppress(Exception):
+            await serving
+        raise
+
+
+@contextlib.asynccontextmanager
+async def _connected(kernel: Kernel) -> AsyncIterator[None]:
+    """The kernel connected for the block, and closed after it (also when connecting fails)."""
+    try:
+        await kernel.connect()
+        yield
+    finally:
+        await kernel.close()
+
+
+@contextlib.contextmanager
+def _listening(host: str, port: int) -> Iterator[socket.socket]:
+    """A listening TCP socket on ``host`` and ``port``: connections made before the server runs wait in the
+    backlog rather than being refused."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+        sock.setblocking(False)
+        yield sock
+    finally:
+        sock.close()
+
+
+def _endpoint(sock: socket.socket, path: str) -> str:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}{path}"

@@ -1,0 +1,110 @@
+"""What a real MCP server may ask of the client: sampling, elicitation, roots; answered only when configured."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.adapters.mcp.conftest import StdioFactory
+
+from kavalai import ConfigurationError, FunctionKernel
+from kavalai.adapters.mcp import McpElicitation, McpElicitationResult, McpSamplingRequest
+from kavalai.testing import ScriptedLLM
+
+
+async def _call(stdio_server: StdioFactory, tool: str, arguments: dict[str, Any] | None = None, **options: Any) -> Any:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(stdio_server("feat", module="tests.servers.mcp_features", **options))
+    try:
+        return (await kernel.call_tool(f"mcp://feat.{tool}", arguments or {})).result  # type: ignore[attr-defined]
+    finally:
+        await kernel.close()
+
+
+async def test_without_handlers_nothing_is_offered(stdio_server: StdioFactory) -> None:
+    assert (await _call(stdio_server, "ask_model", {"question": "hi"})).startswith("refused:")
+    assert (await _call(stdio_server, "ask_user")).startswith("refused:")
+    [roots] = await _call(stdio_server, "my_roots")
+    assert roots.startswith("refused:")
+
+
+async def test_sampling_goes_through_the_handler_capped_and_approved(stdio_server: StdioFactory) -> None:
+    seen: list[McpSamplingRequest] = []
+
+    async def answer(request: McpSamplingRequest) -> str:
+        seen.append(request)
+        return f"answer to {request.messages[0][1]}"
+
+    assert await _call(stdio_server, "ask_model", {"question": "why?"}, sampling=answer) == "answer to why?"
+    [request] = seen
+    assert request.server == "feat"
+    assert request.messages == (("user", "why?"),)
+    assert request.system_prompt == "Answer briefly."
+    assert request.max_tokens == 4096  # the server asked for 100,000: capped at sampling_max_tokens
+    assert request.model_hints == ("small-model",)
+    refused = await _call(
+        stdio_server, "ask_model", {"question": "x"}, sampling=answer, sampling_approval=lambda r: False
+    )
+    assert refused == "refused: Sampling refused: the client did not approve the request."
+    declined = await _call(stdio_server, "ask_model", {"question": "x"}, sampling=lambda r: _none())
+    assert declined == "refused: Sampling refused: the client declined the request."
+
+
+async def _none() -> None:
+    return None
+
+
+async def test_sampling_with_a_kavalai_llm_client(stdio_server: StdioFactory) -> None:
+    llm = ScriptedLLM(["forty-two"])
+    assert await _call(stdio_server, "ask_model", {"question": "the answer?"}, sampling=llm) == "forty-two"
+    [request] = llm.requests
+    assert [m.content for m in request.messages] == ["Answer briefly.", "the answer?"]
+
+
+async def test_a_failing_sampling_handler_is_the_servers_error_not_ours(stdio_server: StdioFactory) -> None:
+    async def broken(request: McpSamplingRequest) -> str:
+        raise RuntimeError("model down")
+
+    result = await _call(stdio_server, "ask_model", {"question": "x"}, sampling=broken)
+    assert result == "refused: Sampling refused: the sampling handler failed: RuntimeError: model down."
+
+
+async def test_elicitation_accepts_declines_or_cancels(stdio_server: StdioFactory) -> None:
+    asked: list[McpElicitation] = []
+
+    async def accept(request: McpElicitation) -> dict[str, Any]:
+        asked.append(request)
+        return {"name": "Ada"}
+
+    assert await _call(stdio_server, "ask_user", elicitation=accept) == "accept: Ada"
+    assert asked[0].message == "Who are you?"
+    assert asked[0].mode == "form"
+    assert asked[0].schema["properties"]["name"]["type"] == "string"
+
+    async def decline(request: McpElicitation) -> None:
+        return None
+
+    async def cancel(request: McpElicitation) -> McpElicitationResult:
+        return McpElicitationResult(action="cancel")
+
+    assert await _call(stdio_server, "ask_user", elicitation=decline) == "decline: -"
+    assert await _call(stdio_server, "ask_user", elicitation=cancel) == "cancel: -"
+
+
+async def test_roots_are_listed_as_file_uris(stdio_server: StdioFactory, tmp_path: Path) -> None:
+    roots = await _call(stdio_server, "my_roots", roots=[str(tmp_path), "file:///srv/data"])
+    assert roots == [_uri(tmp_path), "file:///srv/data"]
+
+
+def _uri(path: Path) -> str:
+    return path.resolve().as_uri()
+
+
+def test_handlers_must_be_functions() -> None:
+    from kavalai import McpServer
+
+    with pytest.raises(ConfigurationError, match="sampling must be a function or a kavalai.llm client"):
+        McpServer(name="s", command="x", sampling="not a function")
+    with pytest.raises(ConfigurationError, match="elicitation must be a function"):
+        McpServer(name="s", command="x", elicitation=42)
