@@ -69,7 +69,7 @@ def _exit_now() -> None:
     os._exit(EXIT_INTERRUPTED)
 
 
-async def _interruptible(work: Any, err: TextIO) -> int:
+async def _interruptible(work: Any, err: TextIO, *, command: str = "kavalai run", what: str = "the workflow's") -> int:
     """Run ``work``; the first Ctrl-C cancels it (the engine then closes its servers, which is said), a second one
     exits at once, without a traceback. Where signals cannot be handled (not the main thread, Windows), Python's
     own KeyboardInterrupt applies."""
@@ -83,11 +83,11 @@ async def _interruptible(work: Any, err: TextIO) -> int:
         nonlocal presses
         presses += 1
         if presses == 1:
-            print("kavalai run: interrupted; closing the workflow's servers (Ctrl-C again to exit now)", file=err)
+            print(f"{command}: interrupted; closing {what} servers (Ctrl-C again to exit now)", file=err)
             err.flush()
             task.cancel()
         else:
-            print("kavalai run: exiting now", file=err)
+            print(f"{command}: exiting now", file=err)
             err.flush()
             _exit_now()
 
@@ -99,7 +99,7 @@ async def _interruptible(work: Any, err: TextIO) -> int:
         return await task  # type: ignore[no-any-return]
     except asyncio.CancelledError:
         if presses:
-            print("kavalai run: interrupted", file=err)
+            print(f"{command}: interrupted", file=err)
             return EXIT_INTERRUPTED
         raise
     finally:

@@ -11,8 +11,9 @@ __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``kavalai`` command: ``demo`` and ``run``."""
+    """The argument parser of the ``kavalai`` command: ``demo``, ``run`` and ``tools``."""
     parser = argparse.ArgumentParser(prog="kavalai", description="Typed tools for LLM agents and workflows.")
+    parser.add_argument("--version", action="version", version=f"kavalai {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = commands.add_parser("demo", help="show the FunctionKernel at work (offline, no API key needed)")
     demo.add_argument(
@@ -21,9 +22,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the demo agent on a real model, e.g. openai/gpt-4.1-mini (needs its API key)",
     )
     from kavalai.cli._run import add_run_parser
+    from kavalai.cli._tools_cmd import add_tools_parser
 
     add_run_parser(commands)
+    add_tools_parser(commands)
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kavalai")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree that was never installed
+        return "unknown"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -37,6 +49,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from kavalai.cli._run import run_command
 
         return run_command(args)
+    if args.command == "tools":
+        from kavalai.cli._tools_cmd import tools_command
+
+        return tools_command(args)
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 
