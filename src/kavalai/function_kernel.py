@@ -57,10 +57,15 @@ class FunctionKernel(KavalCompatMixin, Kernel):
 
     Args:
         middleware: middleware to wrap every call, outermost first (see :meth:`add_middleware`).
+        output_budget: the default output budget of agents using this kernel (a
+            :class:`kavalai.agent.budget.OutputBudget`).
     """
 
-    def __init__(self, *, middleware: Sequence[Middleware] = ()) -> None:
+    def __init__(self, *, middleware: Sequence[Middleware] = (), output_budget: Any = None) -> None:
         super().__init__(middleware=middleware)
+        #: The default :class:`~kavalai.agent.budget.OutputBudget` of the agents that use this kernel (an agent's
+        #: own ``output_budget`` wins); ``None`` for none. The kernel itself returns results whole.
+        self.output_budget = output_budget
         self._python = PythonToolAdapter(self.registry)
         self.add_adapter(self._python)
         self.add_adapter(_rest_adapter, scheme="rest")

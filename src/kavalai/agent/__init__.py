@@ -15,6 +15,7 @@ from kavalai.agent._events import (
     ToolCallStarted,
 )
 from kavalai.agent._result import AgentResult, ToolCallRecord
+from kavalai.agent.budget import ArtifactStore, FileArtifactStore, MemoryArtifactStore, OutputBudget
 from kavalai.agent.errors import AgentError, ApprovalHookError, MaxStepsExceededError
 
 __all__ = [
@@ -25,10 +26,14 @@ __all__ = [
     "Approval",
     "ApprovalHook",
     "ApprovalHookError",
+    "ArtifactStore",
     "EventHandler",
+    "FileArtifactStore",
     "MaxStepsExceededError",
+    "MemoryArtifactStore",
     "ModelResponded",
     "ModelTextDelta",
+    "OutputBudget",
     "RunFailed",
     "RunFinished",
     "RunStarted",

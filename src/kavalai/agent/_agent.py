@@ -23,6 +23,7 @@ from kavalai.agent._events import (
 )
 from kavalai.agent._result import AgentResult, ToolCallRecord
 from kavalai.agent._tools import HookFailures, ToolRunner
+from kavalai.agent.budget import OutputBudget
 from kavalai.agent.errors import ApprovalHookError, MaxStepsExceededError
 from kavalai.llm.base import LLMClient, ModelSettings, parse_structured
 from kavalai.llm.errors import LLMResponseError, StructuredOutputError
@@ -96,6 +97,8 @@ class Agent(Generic[OutputT]):
         on_event: an observer called with every :data:`~kavalai.agent.AgentEvent`, sync or async.
         stream: stream the model's replies, reporting text as ``ModelTextDelta`` events.
         settings: temperature and max tokens for every model call.
+        output_budget: how much of each tool result reaches the model, and what happens to the rest (cut, or kept
+            as an artifact the model reads with ``read_artifact``); ``None`` takes the kernel's ``output_budget``.
     """
 
     @overload
@@ -113,6 +116,7 @@ class Agent(Generic[OutputT]):
         on_event: EventHandler | None = None,
         stream: bool = False,
         settings: ModelSettings | None = None,
+        output_budget: OutputBudget | None = None,
     ) -> None: ...
 
     @overload
@@ -130,6 +134,7 @@ class Agent(Generic[OutputT]):
         on_event: EventHandler | None = None,
         stream: bool = False,
         settings: ModelSettings | None = None,
+        output_budget: OutputBudget | None = None,
     ) -> None: ...
 
     def __init__(
@@ -146,6 +151,7 @@ class Agent(Generic[OutputT]):
         on_event: EventHandler | None = None,
         stream: bool = False,
         settings: ModelSettings | None = None,
+        output_budget: OutputBudget | None = None,
     ) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
@@ -168,6 +174,7 @@ class Agent(Generic[OutputT]):
         self.on_event = on_event
         self.stream = stream
         self.settings = settings
+        self.output_budget = output_budget
 
     async def run(
         self, prompt: str, history: Sequence[Message | Mapping[str, Any]] | None = None
@@ -195,6 +202,7 @@ class Agent(Generic[OutputT]):
             approve=self.approve,
             require_approval=self.require_approval,
             emit=self._emit,
+            budget=self._budget(),
         )
         await self._emit(RunStarted(prompt=prompt, tools=[spec.name for spec in specs]))
         try:
@@ -259,7 +267,16 @@ class Agent(Generic[OutputT]):
         if self.kernel is None:
             return []
         descriptions = await self.kernel.describe_tools(self.allowed_tools)
+        budget = self._budget()
+        if budget is not None and budget.overflow == "artifact" and descriptions:
+            descriptions.append(budget.read_artifact_spec())
         return [ToolSpec.from_description(description) for description in descriptions]
+
+    def _budget(self) -> OutputBudget | None:
+        if self.output_budget is not None:
+            return self.output_budget
+        found = getattr(self.kernel, "output_budget", None)
+        return found if isinstance(found, OutputBudget) else None
 
     async def _call_model(self, step: int, messages: list[Message], specs: list[ToolSpec]) -> LLMResponse:
         if not self.stream:

@@ -23,6 +23,7 @@ from kavalai import FunctionKernel
 from kavalai.agent._approval import Approval, ApprovalHook
 from kavalai.agent._events import AgentEvent, ToolCallFinished, ToolCallStarted
 from kavalai.agent._result import ToolCallRecord
+from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
 from kavalai.errors import (
     FunctionKernelException,
     ToolExecutionError,
@@ -65,6 +66,7 @@ class ToolRunner:
         approve: the approval hook, or ``None``.
         require_approval: URIs and globs that need approval; ``None`` means every tool.
         emit: reports events to the agent's observer.
+        budget: how much of each result reaches the model (see :mod:`kavalai.agent.budget`), or ``None``.
     """
 
     def __init__(
@@ -75,8 +77,11 @@ class ToolRunner:
         approve: ApprovalHook | None,
         require_approval: Sequence[str] | None,
         emit: Callable[[AgentEvent], Awaitable[None]],
+        budget: OutputBudget | None = None,
     ) -> None:
         self._kernel = kernel
+        self._budget = budget
+        self._reads_artifacts = budget is not None and budget.overflow == "artifact"
         self._allowed = frozenset(allowed)
         self._approve = approve
         self._require = None if require_approval is None else tuple(require_approval)
@@ -130,6 +135,8 @@ class ToolRunner:
         await self._emit(ToolCallFinished(step=step, record=record))
         if outcome.status == "ok":
             content = json.dumps(outcome.result, ensure_ascii=False, separators=(",", ":"))
+            if self._budget is not None and call.name != READ_ARTIFACT:
+                content = await self._budget.fit(call.name, content)
         else:
             content = outcome.error or "The call failed."
         message = ToolResultMessage(
@@ -139,6 +146,12 @@ class ToolRunner:
 
     async def _outcome(self, call: ToolCall) -> _Outcome:
         arguments = call.arguments
+        if call.name == READ_ARTIFACT and self._reads_artifacts and self._budget is not None:
+            try:
+                return _Outcome("ok", arguments, result=await self._budget.read(arguments))
+            except KeyError:
+                message = f"There is no artifact {arguments.get('handle')!r}: use a handle given with a result."
+                return _error(arguments, "ToolInputError", message)
         if call.name not in self._allowed or self._kernel is None:
             return _denied(arguments, self._unavailable(call.name))
         if call.arguments_error is not None:
