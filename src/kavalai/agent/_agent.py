@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel
@@ -23,8 +24,9 @@ from kavalai.agent._events import (
 )
 from kavalai.agent._result import AgentResult, ToolCallRecord
 from kavalai.agent._tools import HookFailures, ToolRunner
-from kavalai.agent.budget import OutputBudget
+from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
 from kavalai.agent.errors import ApprovalHookError, MaxStepsExceededError
+from kavalai.agent.search import ToolSearch
 from kavalai.llm.base import LLMClient, ModelSettings, parse_structured
 from kavalai.llm.errors import LLMResponseError, StructuredOutputError
 from kavalai.llm.messages import (
@@ -99,6 +101,11 @@ class Agent(Generic[OutputT]):
         settings: temperature and max tokens for every model call.
         output_budget: how much of each tool result reaches the model, and what happens to the rest (cut, or kept
             as an artifact the model reads with ``read_artifact``); ``None`` takes the kernel's ``output_budget``.
+        tool_search: offer the ``core_tools`` and a ``search_tools`` tool instead of every tool, loading what a
+            search finds into the next step (see :mod:`kavalai.agent.search`); ``None`` (the default) does so when
+            the agent has more than ``search_threshold`` tools.
+        search_threshold: the number of tools above which ``tool_search=None`` searches (default 30).
+        core_tools: URIs and globs of the tools always offered when searching.
     """
 
     @overload
@@ -117,6 +124,9 @@ class Agent(Generic[OutputT]):
         stream: bool = False,
         settings: ModelSettings | None = None,
         output_budget: OutputBudget | None = None,
+        tool_search: bool | None = None,
+        search_threshold: int = 30,
+        core_tools: Sequence[str] = (),
     ) -> None: ...
 
     @overload
@@ -135,6 +145,9 @@ class Agent(Generic[OutputT]):
         stream: bool = False,
         settings: ModelSettings | None = None,
         output_budget: OutputBudget | None = None,
+        tool_search: bool | None = None,
+        search_threshold: int = 30,
+        core_tools: Sequence[str] = (),
     ) -> None: ...
 
     def __init__(
@@ -152,6 +165,9 @@ class Agent(Generic[OutputT]):
         stream: bool = False,
         settings: ModelSettings | None = None,
         output_budget: OutputBudget | None = None,
+        tool_search: bool | None = None,
+        search_threshold: int = 30,
+        core_tools: Sequence[str] = (),
     ) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
@@ -175,6 +191,9 @@ class Agent(Generic[OutputT]):
         self.stream = stream
         self.settings = settings
         self.output_budget = output_budget
+        self.tool_search = tool_search
+        self.search_threshold = search_threshold
+        self.core_tools = list(core_tools)
 
     async def run(
         self, prompt: str, history: Sequence[Message | Mapping[str, Any]] | None = None
@@ -194,15 +213,18 @@ class Agent(Generic[OutputT]):
             ToolNotFoundError: ``allowed_tools`` names a URI (not a glob) that no tool has.
             ServerConnectionError: an MCP server that was not connected yet failed to start.
         """
-        specs = await self._tool_specs()
+        every = await self._tool_specs()
+        search = self._search_index(every)
+        specs = self._core(every, search)
         state = _RunState(history=parse_messages(history or ()), new=[UserMessage(content=prompt)])
         runner = ToolRunner(
             self.kernel,
-            [spec.name for spec in specs],
+            [spec.name for spec in every],
             approve=self.approve,
             require_approval=self.require_approval,
             emit=self._emit,
             budget=self._budget(),
+            search=search,
         )
         await self._emit(RunStarted(prompt=prompt, tools=[spec.name for spec in specs]))
         try:
@@ -245,6 +267,7 @@ class Agent(Generic[OutputT]):
             for message, record in done:
                 state.new.append(message)
                 state.trace.append(record)
+            specs = runner.offer(specs)  # what a search found is offered from the next step on
         raise MaxStepsExceededError(
             f"The agent reached max_steps={self.max_steps} while the model was still calling tools. Raise "
             "max_steps, or tell the model in the instructions to answer sooner.",
@@ -271,6 +294,24 @@ class Agent(Generic[OutputT]):
         if budget is not None and budget.overflow == "artifact" and descriptions:
             descriptions.append(budget.read_artifact_spec())
         return [ToolSpec.from_description(description) for description in descriptions]
+
+    def _search_index(self, specs: list[ToolSpec]) -> ToolSearch | None:
+        searching = self.tool_search if self.tool_search is not None else len(specs) > self.search_threshold
+        if not searching:
+            return None
+        searchable = [
+            {"name": s.name, "description": s.description, "inputSchema": s.input_schema}
+            for s in specs
+            if s.name != READ_ARTIFACT
+        ]
+        return ToolSearch(searchable)
+
+    def _core(self, specs: list[ToolSpec], search: ToolSearch | None) -> list[ToolSpec]:
+        """What the model is offered first: everything, or, when searching, the core tools and ``search_tools``."""
+        if search is None:
+            return specs
+        core = [s for s in specs if s.name == READ_ARTIFACT or any(fnmatchcase(s.name, p) for p in self.core_tools)]
+        return [*core, ToolSpec.from_description(search.spec())]
 
     def _budget(self) -> OutputBudget | None:
         if self.output_budget is not None:

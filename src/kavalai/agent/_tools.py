@@ -24,6 +24,7 @@ from kavalai.agent._approval import Approval, ApprovalHook
 from kavalai.agent._events import AgentEvent, ToolCallFinished, ToolCallStarted
 from kavalai.agent._result import ToolCallRecord
 from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
+from kavalai.agent.search import SEARCH_TOOLS, ToolSearch
 from kavalai.errors import (
     FunctionKernelException,
     ToolExecutionError,
@@ -32,7 +33,7 @@ from kavalai.errors import (
     ToolOutputError,
     ToolTimeoutError,
 )
-from kavalai.llm.messages import ToolCall, ToolResultMessage
+from kavalai.llm.messages import ToolCall, ToolResultMessage, ToolSpec
 from kavalai.llm.names import provider_name
 
 __all__ = ["ToolRunner"]
@@ -67,7 +68,19 @@ class ToolRunner:
         require_approval: URIs and globs that need approval; ``None`` means every tool.
         emit: reports events to the agent's observer.
         budget: how much of each result reaches the model (see :mod:`kavalai.agent.budget`), or ``None``.
+        search: the index that answers ``search_tools`` calls (see :mod:`kavalai.agent.search`), or ``None``.
     """
+
+    def offer(self, specs: list[ToolSpec]) -> list[ToolSpec]:
+        """``specs`` with the tools searches found since, appended in the order found (the start stays the same,
+        so a provider's prompt cache holds)."""
+        if self._search is None:
+            return specs
+        offered = {spec.name for spec in specs}
+        added = [name for name in self._found if name not in offered]
+        if not added:
+            return specs
+        return [*specs, *(ToolSpec.from_description(self._search.description(name)) for name in added)]
 
     def __init__(
         self,
@@ -78,9 +91,12 @@ class ToolRunner:
         require_approval: Sequence[str] | None,
         emit: Callable[[AgentEvent], Awaitable[None]],
         budget: OutputBudget | None = None,
+        search: ToolSearch | None = None,
     ) -> None:
         self._kernel = kernel
         self._budget = budget
+        self._search = search
+        self._found: list[str] = []  # tools a search found, in the order found
         self._reads_artifacts = budget is not None and budget.overflow == "artifact"
         self._allowed = frozenset(allowed)
         self._approve = approve
@@ -146,6 +162,13 @@ class ToolRunner:
 
     async def _outcome(self, call: ToolCall) -> _Outcome:
         arguments = call.arguments
+        if call.name == SEARCH_TOOLS and self._search is not None:
+            query = arguments.get("query")
+            if not isinstance(query, str) or not query.strip():
+                return _error(arguments, "ToolInputError", "Give search_tools a query: what the tool should do.")
+            found = self._search.search(query)
+            self._found.extend(item["name"] for item in found if item["name"] not in self._found)
+            return _Outcome("ok", arguments, result={"tools": found})
         if call.name == READ_ARTIFACT and self._reads_artifacts and self._budget is not None:
             try:
                 return _Outcome("ok", arguments, result=await self._budget.read(arguments))

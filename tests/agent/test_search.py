@@ -1,0 +1,117 @@
+"""Tool search: with many tools the agent offers its core tools and search_tools, and loads what a search finds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kavalai import FunctionKernel, pythontool
+from kavalai.agent import Agent
+from kavalai.agent.search import ToolSearch
+from kavalai.testing import ScriptedLLM, ScriptedRequest, tool_call
+
+TOPICS = [
+    ("weather", "Get the weather forecast for a city", "city"),
+    ("stock", "Look up the latest stock price of a ticker symbol", "ticker"),
+    ("translate", "Translate a text into another language", "language"),
+    ("invoice", "Create an invoice for a customer", "customer"),
+    ("calendar", "Book a meeting in the calendar", "attendees"),
+    ("email", "Send an email message to a recipient", "recipient"),
+    ("geocode", "Turn a street address into coordinates", "address"),
+    ("currency", "Convert an amount between currencies", "amount"),
+    ("timezone", "Convert a time between time zones", "timezone"),
+    ("shipping", "Track a parcel shipment by tracking number", "tracking_number"),
+]
+
+
+def _tool(name: str, description: str, argument: str) -> Any:
+    def tool(**kwargs: str) -> str:
+        return f"{name}: {kwargs[argument]}"
+
+    tool.__name__ = name
+    tool.__doc__ = description
+    tool.__annotations__ = {argument: str, "return": str}
+    import inspect
+
+    tool.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(argument, inspect.Parameter.KEYWORD_ONLY, annotation=str)], return_annotation=str
+    )
+    return pythontool(tool)
+
+
+@pytest.fixture
+def catalog() -> FunctionKernel:
+    """40 tools: ten topics, each in four services."""
+    kernel = FunctionKernel()
+    for service in ("acme", "globex", "initech", "umbrella"):
+        for name, description, argument in TOPICS:
+            kernel.register_python_tool(f"{service}.{name}", _tool(name, f"{description} ({service}).", argument))
+    return kernel
+
+
+async def test_many_tools_are_searched_and_what_is_found_is_loaded_next_step(catalog: FunctionKernel) -> None:
+    def script(request: ScriptedRequest) -> object:
+        if len(request.messages) == 1:
+            return tool_call("search_tools", {"query": "what is the weather in a city"})
+        if "python://acme.weather" in request.tool_names and len(request.messages) == 3:
+            return tool_call("python://acme.weather", {"city": "Oslo"})
+        return "done"
+
+    llm = ScriptedLLM(script)
+    result = await Agent(llm, kernel=catalog, core_tools=["python://acme.email"]).run("Weather in Oslo?")
+    first, second, third = llm.requests
+    assert first.tool_names == ["python://acme.email", "search_tools"]  # not 40 tools
+    found = result.tool_calls[0].result["tools"]
+    assert {t["name"] for t in found[:4]} == {
+        f"python://{s}.weather" for s in ("acme", "globex", "initech", "umbrella")
+    }
+    assert second.tool_names[:2] == ["python://acme.email", "search_tools"]  # the start stays put (prompt cache)
+    assert "python://acme.weather" in second.tool_names
+    assert result.tool_calls[1].result == {"result": "weather: Oslo"}
+    assert third.tool_names == second.tool_names
+
+
+async def test_few_tools_are_all_offered_and_search_can_be_forced(catalog: FunctionKernel) -> None:
+    few = ScriptedLLM(["done"])
+    await Agent(few, kernel=catalog, allowed_tools=["python://acme.*"]).run("hi")
+    assert len(few.requests[0].tool_names) == 10
+    forced = ScriptedLLM(["done"])
+    await Agent(forced, kernel=catalog, allowed_tools=["python://acme.*"], tool_search=True).run("hi")
+    assert forced.requests[0].tool_names == ["search_tools"]
+    never = ScriptedLLM(["done"])
+    await Agent(never, kernel=catalog, tool_search=False).run("hi")
+    assert len(never.requests[0].tool_names) == 40
+
+
+async def test_a_tool_not_yet_offered_can_still_be_called_and_empty_queries_are_errors(catalog: FunctionKernel) -> None:
+    llm = ScriptedLLM(
+        [tool_call("python://globex.stock", {"ticker": "KVL"}), tool_call("search_tools", {"query": " "}), "done"]
+    )
+    result = await Agent(llm, kernel=catalog).run("price?")
+    assert result.tool_calls[0].result == {"result": "stock: KVL"}
+    assert result.tool_calls[1].status == "error"
+    assert "Give search_tools a query" in (result.tool_calls[1].error or "")
+
+
+def test_recall_at_5_on_queries_a_model_writes(catalog: FunctionKernel) -> None:
+    """The model writes the query (what the tool should do), not the user's raw words."""
+    descriptions = [catalog.registry.describe(name) for name in catalog.list_tools()]
+    search = ToolSearch(descriptions)
+    tasks = {
+        "weather forecast for Paris tomorrow": "weather",
+        "current price of AAPL stock": "stock",
+        "translate a sentence to French": "translate",
+        "bill a customer: create invoice": "invoice",
+        "schedule a meeting with attendees": "calendar",
+        "send the report by email": "email",
+        "coordinates of a street address": "geocode",
+        "convert 100 dollars to euros currency": "currency",
+        "what time is it in Tokyo, time zone conversion": "timezone",
+        "track my parcel": "shipping",
+    }
+    hits = 0
+    for task, topic in tasks.items():
+        names = [t["name"].split(".")[-1] for t in search.search(task, limit=5)]
+        hits += topic in names
+    assert hits / len(tasks) >= 0.9
