@@ -200,3 +200,77 @@ def test_the_library_logger_has_a_null_handler() -> None:
 
     assert kavalai is not None
     assert any(isinstance(h, logging.NullHandler) for h in logging.getLogger("kavalai").handlers)
+
+
+_GLOBAL_SPANS = InMemorySpanExporter()
+
+
+@pytest.fixture
+def global_spans() -> Iterator[InMemorySpanExporter]:
+    """The global tracer provider, set once for the process, recording into memory (cleared for each test)."""
+    from opentelemetry import trace
+
+    if not isinstance(trace.get_tracer_provider(), TracerProvider):
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(_GLOBAL_SPANS))
+        trace.set_tracer_provider(provider)
+    _GLOBAL_SPANS.clear()
+    yield _GLOBAL_SPANS
+
+
+def _by_name(spans: Any) -> dict[str, Any]:
+    return {span.name: span for span in spans}
+
+
+async def test_a_workflow_run_traces_down_to_the_mcp_server(global_spans: InMemorySpanExporter) -> None:
+    from kavalai.workflow import WorkflowEngine
+
+    engine = WorkflowEngine.from_yaml(
+        f"""
+name: traced
+input: object
+output: object
+mcp_servers:
+  - {{name: feat, command: {sys.executable}, args: [-m, tests.servers.mcp_features], cwd: {ROOT}}}
+nodes:
+  - {{id: start, kind: start, next: ask}}
+  - {{id: ask, kind: function, tool: "mcp://feat.trace_context", next: end}}
+  - {{id: end, kind: end, outputs: {{seen: ask.result}}}}
+"""
+    )
+    instrument(engine.kernel)
+    async with engine:
+        result = await engine.run({})
+    spans = _by_name(global_spans.get_finished_spans())
+    run, node, tool = spans["workflow traced"], spans["workflow.node ask"], spans["execute_tool mcp://feat.trace_context"]
+    [sdk] = [s for name, s in spans.items() if name.startswith("MCP send tools/call")]
+    assert run.parent is None
+    assert node.parent.span_id == run.context.span_id
+    assert tool.parent.span_id == node.context.span_id
+    assert sdk.parent.span_id == tool.context.span_id  # the MCP SDK's client span, under ours
+    assert {s.context.trace_id for s in (run, node, tool, sdk)} == {run.context.trace_id}
+    assert result.output["seen"].startswith(f"00-{run.context.trace_id:032x}-")  # the server continued the trace
+
+
+async def test_an_agent_run_is_an_invoke_agent_span_with_chat_and_tool_spans(
+    global_spans: InMemorySpanExporter,
+) -> None:
+    from kavalai.agent import Agent
+    from kavalai.testing import ScriptedLLM, tool_call
+
+    kernel = FunctionKernel()
+    instrument(kernel)
+    kernel.register_python_tool("math.add", add)
+    llm = ScriptedLLM([tool_call("python://math.add", {"a": 1, "b": 2}), "3"])
+    await Agent(llm, kernel=kernel).run("1 + 2?")
+    spans = global_spans.get_finished_spans()
+    [agent] = [s for s in spans if s.name == "invoke_agent scripted"]
+    chats = [s for s in spans if s.name == "chat scripted"]
+    [tool] = [s for s in spans if s.name == "execute_tool python://math.add"]
+    assert len(chats) == 2
+    assert {c.parent.span_id for c in chats} == {agent.context.span_id}
+    assert tool.parent.span_id == agent.context.span_id
+    assert dict(agent.attributes or {})["gen_ai.operation.name"] == "invoke_agent"
+    usage = dict(chats[0].attributes or {})
+    assert usage["gen_ai.provider.name"] == "scripted"
+    assert usage["gen_ai.usage.input_tokens"] > 0

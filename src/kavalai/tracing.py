@@ -17,7 +17,8 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Final
 
 from opentelemetry import metrics, trace
@@ -25,7 +26,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from kavalai.kernel import CallNext, Kernel, Middleware, ToolCall
 
-__all__ = ["call_logging", "instrument", "tool_tracing"]
+__all__ = ["call_logging", "instrument", "span", "tool_tracing", "tracing_configured"]
 
 logger = logging.getLogger("kavalai.calls")
 
@@ -115,6 +116,32 @@ def instrument(kernel: Kernel, *, log_calls: bool = True, **options: Any) -> Non
     kernel.add_middleware(tool_tracing(**options))
     if log_calls:
         kernel.add_middleware(call_logging())
+
+
+_tracer = trace.get_tracer(_SCOPE)  # a proxy: it follows the global provider once one is set
+
+
+def tracing_configured() -> bool:
+    """Whether a tracer provider has been set (spans then record); cheap enough to ask once per run."""
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
+@contextmanager
+def span(name: str, attributes: Mapping[str, Any], *, enabled: bool = True) -> Iterator[trace.Span | None]:
+    """A span of the global tracer for agents and workflows (``None`` when ``enabled`` is false): on an exception
+    it records ``error.type`` and an error status, then lets the exception go on."""
+    if not enabled:
+        yield None
+        return
+    with _tracer.start_as_current_span(
+        name, attributes=dict(attributes), record_exception=False, set_status_on_exception=False
+    ) as current:
+        try:
+            yield current
+        except BaseException as exc:
+            current.set_attribute("error.type", type(exc).__qualname__)
+            current.set_status(Status(StatusCode.ERROR, str(exc)[:_MAX_CONTENT_CHARS]))
+            raise
 
 
 def _attributes(call: ToolCall) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from kavalai.llm.messages import (
     UserMessage,
     parse_messages,
 )
+from kavalai.tracing import span
 
 __all__ = ["Agent"]
 
@@ -227,8 +228,15 @@ class Agent(Generic[OutputT]):
             search=search,
         )
         await self._emit(RunStarted(prompt=prompt, tools=[spec.name for spec in specs]))
+        attributes = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "agent",
+            "gen_ai.provider.name": self.llm.provider,
+            "gen_ai.request.model": self.llm.model,
+        }
         try:
-            return await self._loop(state, specs, runner)
+            with span(f"invoke_agent {self.llm.model}", attributes):
+                return await self._loop(state, specs, runner)
         except Exception as exc:
             await self._emit(RunFailed(error=exc, result=state.result(None)))
             raise
@@ -320,6 +328,25 @@ class Agent(Generic[OutputT]):
         return found if isinstance(found, OutputBudget) else None
 
     async def _call_model(self, step: int, messages: list[Message], specs: list[ToolSpec]) -> LLMResponse:
+        attributes = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": self.llm.provider,
+            "gen_ai.request.model": self.llm.model,
+        }
+        with span(f"chat {self.llm.model}", attributes) as current:
+            response = await self._model_reply(step, messages, specs)
+            if current is not None:
+                current.set_attributes(
+                    {
+                        "gen_ai.usage.input_tokens": response.usage.input_tokens,
+                        "gen_ai.usage.output_tokens": response.usage.output_tokens,
+                        "gen_ai.response.model": response.model or self.llm.model,
+                        "gen_ai.response.finish_reasons": [response.stop_reason or "stop"],
+                    }
+                )
+            return response
+
+    async def _model_reply(self, step: int, messages: list[Message], specs: list[ToolSpec]) -> LLMResponse:
         if not self.stream:
             response = await self.llm.complete(
                 messages, tools=specs, response_model=self.output_type, settings=self.settings

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from kavalai.errors import FunctionKernelException
+from kavalai.tracing import span, tracing_configured
 from kavalai.workflow._graph import Workflow
 from kavalai.workflow._nodes import EndNode, FunctionNode, IfNode, NodeBase, ParallelNode, SwitchNode
 from kavalai.workflow._result import (
@@ -83,6 +84,7 @@ class Execution:
         self._visits = 0
         self._per_node: Counter[str] = Counter()
         self._main: NodeTrace | None = None  # the record of the main-path node running now
+        self._traced = False
 
     async def run(self) -> RunResult:
         """Run the workflow; emit every event, :class:`RunFinished` last; return the result (never raise it)."""
@@ -96,11 +98,14 @@ class Execution:
         )
         self._emit(RunStarted(run_id=self.run_id, workflow=self.workflow.name, input=jsonable(self.values["input"])))
         env = self._env()
+        self._traced = tracing_configured()  # spans per node only when someone records them
+        attributes = {"kavalai.workflow.name": self.workflow.name, "kavalai.workflow.run_id": self.run_id}
         try:
-            with anyio.move_on_after(math.inf if self.timeout is None else self.timeout) as deadline:
-                result.output = await self._walk(self.workflow.start, env, branch=None)
-            if deadline.cancelled_caught:
-                raise self._run_timed_out()
+            with span(f"workflow {self.workflow.name}", attributes, enabled=self._traced):
+                with anyio.move_on_after(math.inf if self.timeout is None else self.timeout) as deadline:
+                    result.output = await self._walk(self.workflow.start, env, branch=None)
+                if deadline.cancelled_caught:
+                    raise self._run_timed_out()
         except WorkflowError as exc:
             result.status = RunStatus.TIMED_OUT if isinstance(exc, RunTimeoutError) else RunStatus.FAILED
             result.output = None
@@ -180,7 +185,11 @@ class Execution:
         # A function node applies its timeout to each attempt through the kernel, so retries stay possible.
         timeout = None if isinstance(node, FunctionNode) else getattr(node, "timeout", None)
         outcome: Outcome | None = None
-        with anyio.move_on_after(math.inf if timeout is None else timeout):
+        attributes = {"kavalai.workflow.node": node.id, "kavalai.workflow.node_kind": str(getattr(node, "kind", ""))}
+        with (
+            span(f"workflow.node {node.id}", attributes, enabled=self._traced),
+            anyio.move_on_after(math.inf if timeout is None else timeout),
+        ):
             outcome = await self._run_node(node, env, record)
         if outcome is None:
             raise NodeTimeoutError(
