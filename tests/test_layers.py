@@ -100,7 +100,7 @@ def test_the_checker_sees_imports_inside_functions_and_relative_ones(tmp_path: P
     assert names == {"kavalai.adapters"}
 
 
-@pytest.mark.parametrize("package", ["adapters", "agent", "cli", "llm", "tools", "workflow", "kernel", "http"])
+@pytest.mark.parametrize("package", ["adapters", "agent", "cli", "llm", "tools", "workflow", "kernel", "http", "serve"])
 def test_no_package_imports_another_packages_private_modules(package: str) -> None:
     own = f"kavalai.{package}"
     offenders = []

@@ -206,7 +206,7 @@ _GLOBAL_SPANS = InMemorySpanExporter()
 
 
 @pytest.fixture
-def global_spans() -> Iterator[InMemorySpanExporter]:
+def global_spans() -> InMemorySpanExporter:
     """The global tracer provider, set once for the process, recording into memory (cleared for each test)."""
     from opentelemetry import trace
 
@@ -215,7 +215,7 @@ def global_spans() -> Iterator[InMemorySpanExporter]:
         provider.add_span_processor(SimpleSpanProcessor(_GLOBAL_SPANS))
         trace.set_tracer_provider(provider)
     _GLOBAL_SPANS.clear()
-    yield _GLOBAL_SPANS
+    return _GLOBAL_SPANS
 
 
 def _by_name(spans: Any) -> dict[str, Any]:
@@ -242,7 +242,11 @@ nodes:
     async with engine:
         result = await engine.run({})
     spans = _by_name(global_spans.get_finished_spans())
-    run, node, tool = spans["workflow traced"], spans["workflow.node ask"], spans["execute_tool mcp://feat.trace_context"]
+    run, node, tool = (
+        spans["workflow traced"],
+        spans["workflow.node ask"],
+        spans["execute_tool mcp://feat.trace_context"],
+    )
     [sdk] = [s for name, s in spans.items() if name.startswith("MCP send tools/call")]
     assert run.parent is None
     assert node.parent.span_id == run.context.span_id

@@ -11,7 +11,7 @@ __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``kavalai`` command: ``demo``, ``run`` and ``tools``."""
+    """The argument parser of the ``kavalai`` command: ``demo``, ``run``, ``tools`` and ``serve``."""
     parser = argparse.ArgumentParser(prog="kavalai", description="Typed tools for LLM agents and workflows.")
     parser.add_argument("--version", action="version", version=f"kavalai {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -22,10 +22,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the demo agent on a real model, e.g. openai/gpt-4.1-mini (needs its API key)",
     )
     from kavalai.cli._run import add_run_parser
+    from kavalai.cli._serve import add_serve_parser
     from kavalai.cli._tools_cmd import add_tools_parser
 
     add_run_parser(commands)
     add_tools_parser(commands)
+    add_serve_parser(commands)
     return parser
 
 
@@ -49,6 +51,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from kavalai.cli._run import run_command
 
         return run_command(args)
+    if args.command == "serve":
+        from kavalai.cli._serve import serve_command
+
+        return serve_command(args)
     if args.command == "tools":
         from kavalai.cli._tools_cmd import tools_command
 

@@ -18,7 +18,7 @@ from kavalai.errors import FunctionKernelException
 from kavalai.kernel import Kernel, ProgressCallback
 from kavalai.serve._tools import ExposedTools, mcp_input_schema
 
-__all__ = ["build_mcp_server", "tool_error_result", "tool_result"]
+__all__ = ["build_mcp_server", "call_kernel_tool", "tool_error_result", "tool_result"]
 
 logger = logging.getLogger("kavalai.serve")
 

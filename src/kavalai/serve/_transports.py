@@ -14,6 +14,7 @@ import socket
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
+import uvicorn
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -21,7 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from kavalai.kernel import Kernel
 from kavalai.serve._server import build_mcp_server
 
-__all__ = ["BearerTokenMiddleware", "http_app", "serve_http", "serve_stdio"]
+__all__ = ["BearerTokenMiddleware", "ReadyCallback", "http_app", "serve_http", "serve_stdio"]
 
 #: Called once the server accepts requests, with a description (stdio) or the endpoint URL (HTTP).
 ReadyCallback = Callable[[str], None]
@@ -90,8 +91,6 @@ async def serve_http(
         ServerConnectionError: a server of the kernel cannot be connected.
         OSError: the address cannot be listened on.
     """
-    import uvicorn
-
     server = build_mcp_server(kernel, allow=allow, deny=deny, name=name)
     app = http_app(server, path=path, host=host, bearer_token=bearer_token)
     config = uvicorn.Config(app, log_level="warning", ws="none", lifespan="on", timeout_graceful_shutdown=1)
@@ -102,7 +101,9 @@ async def serve_http(
             await _run_until_cancelled(_Uvicorn(config), sock)
 
 
-def http_app(server: Server[Any], *, path: str = "/mcp", host: str = "127.0.0.1", bearer_token: str | None = None) -> Any:
+def http_app(
+    server: Server[Any], *, path: str = "/mcp", host: str = "127.0.0.1", bearer_token: str | None = None
+) -> Any:
     """The ASGI application of ``server``'s streamable HTTP endpoint at ``path``, behind a bearer token check
     when ``bearer_token`` is given. Its lifespan runs the SDK's session manager."""
     app: Any = server.streamable_http_app(streamable_http_path=path, host=host)
@@ -144,34 +145,22 @@ class BearerTokenMiddleware:
         return len(given) == 1 and hmac.compare_digest(given[0], self._expected)
 
 
-class _Uvicorn:
+class _Uvicorn(uvicorn.Server):
     """A uvicorn server that leaves signals to its caller (it would otherwise re-raise them after stopping,
     before the kernel is closed)."""
 
-    def __init__(self, config: Any) -> None:
-        import uvicorn
-
-        class Quiet(uvicorn.Server):
-            @contextlib.contextmanager
-            def capture_signals(self) -> Iterator[None]:
-                yield
-
-        self.server = Quiet(config)
-
-    async def serve(self, sock: socket.socket) -> None:
-        await self.server.serve(sockets=[sock])
-
-    def stop(self) -> None:
-        self.server.should_exit = True
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
 
 
-async def _run_until_cancelled(server: _Uvicorn, sock: socket.socket) -> None:
+async def _run_until_cancelled(server: uvicorn.Server, sock: socket.socket) -> None:
     """Serve; on cancellation stop gracefully, wait for the stop, then let the cancellation go on."""
-    serving = asyncio.ensure_future(server.serve(sock))
+    serving = asyncio.ensure_future(server.serve(sockets=[sock]))
     try:
         await asyncio.shield(serving)
     except asyncio.CancelledError:
-        server.stop()
+        server.should_exit = True
         with contextlib.suppress(Exception):
             await serving
         raise

@@ -1,0 +1,207 @@
+"""``kavalai serve tools.yaml``: the kernel a configuration file describes, served as one MCP server.
+
+Over stdio by default (what an MCP host such as Claude Desktop starts), or as a streamable HTTP endpoint with
+``--transport http``. Messages go to stderr; stdout is the protocol stream in stdio mode.
+
+Exit status: 0 when serving ended (the client closed stdin, or SIGINT / SIGTERM), 1 when a server of the kernel
+could not be connected or the address could not be listened on, 2 when the command line or the configuration file
+is invalid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from kavalai.kernel import Kernel
+
+__all__ = ["add_serve_parser", "build_serve_parser", "main", "serve_command"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def add_serve_parser(subparsers: Any) -> None:
+    """Add the ``serve`` command to the ``kavalai`` command's subparsers."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "serve",
+        help="serve the tools of a configuration file as one MCP server",
+        description="Serve the kernel a configuration file describes (python://, rest:// and mcp:// tools) as one "
+        "MCP server, over stdio (for MCP hosts such as Claude Desktop) or streamable HTTP.",
+    )
+    _add_arguments(parser)
+
+
+def build_serve_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m kavalai.cli._serve``: the ``serve`` command on its own."""
+    parser = argparse.ArgumentParser(prog="kavalai serve", description="Serve a kernel as one MCP server.")
+    _add_arguments(parser)
+    return parser
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", metavar="CONFIG", help="the YAML or JSON configuration file (tools, servers)")
+    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP: the address to listen on (default: 127.0.0.1)")
+    parser.add_argument("--port", type=_port, default=8000, help="HTTP: the port, 0 for a free one (default: 8000)")
+    parser.add_argument("--path", default="/mcp", help="HTTP: the endpoint's path (default: /mcp)")
+    parser.add_argument(
+        "--bearer-token-env",
+        metavar="VAR",
+        default=None,
+        help="HTTP: require 'Authorization: Bearer <token>', the token read from the environment variable VAR",
+    )
+    parser.add_argument(
+        "--allow", action="append", metavar="GLOB", default=None, help="offer only tools whose URI matches (repeat)"
+    )
+    parser.add_argument(
+        "--deny", action="append", metavar="GLOB", default=[], help="never offer tools whose URI matches (repeat)"
+    )
+    parser.add_argument("--name", default="kavalai", help="the server name shown to clients (default: kavalai)")
+
+
+def serve_command(args: argparse.Namespace, *, stderr: TextIO | None = None) -> int:
+    """Run the ``serve`` command with parsed ``args``; return the exit status."""
+    from kavalai.config import KernelConfig, build_kernel
+    from kavalai.errors import ConfigurationError
+
+    err = stderr if stderr is not None else sys.stderr
+    if args.bearer_token_env is not None and args.transport != "http":
+        print("kavalai serve: --bearer-token-env needs --transport http", file=err)
+        return EXIT_USAGE
+    try:
+        token = _bearer_token(args.bearer_token_env)
+        kernel = build_kernel(KernelConfig.from_file(args.config))
+    except (ConfigurationError, ValueError) as exc:
+        print(f"kavalai serve: {exc}", file=err)
+        return EXIT_USAGE
+    return asyncio.run(_until_signal(_serve(kernel, args, token, err), kernel, err))
+
+
+async def _serve(kernel: Kernel, args: argparse.Namespace, token: str | None, err: TextIO) -> int:
+    from kavalai.errors import FunctionKernelException
+    from kavalai.serve import serve_http, serve_stdio
+
+    def ready(where: str) -> None:
+        _report_ready(kernel, args, where, err)
+
+    options: dict[str, Any] = {"allow": args.allow, "deny": args.deny, "name": args.name, "on_ready": ready}
+    try:
+        if args.transport == "http":
+            await serve_http(kernel, host=args.host, port=args.port, path=args.path, bearer_token=token, **options)
+        else:
+            await serve_stdio(kernel, **options)
+    except (FunctionKernelException, OSError) as exc:
+        print(f"kavalai serve: {exc}", file=err)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _report_ready(kernel: Kernel, args: argparse.Namespace, where: str, err: TextIO) -> None:
+    """Say on stderr how many tools are offered, and where; warn about an ``--allow`` glob that matches none."""
+    import fnmatch
+
+    from kavalai.serve import ExposedTools
+
+    uris = kernel.list_tools()
+    for pattern in args.allow or ():
+        if not any(fnmatch.fnmatchcase(uri, pattern) for uri in uris):
+            print(f"kavalai serve: warning: --allow {pattern!r} matches no tool", file=err)
+    count = len(ExposedTools(kernel, allow=args.allow, deny=args.deny).uris())
+    place = f"at {where}" if "://" in where else f"over {where}"
+    print(f"kavalai serve: serving {count} of {len(uris)} tools of {args.config} {place}", file=err, flush=True)
+
+
+async def _until_signal(work: Coroutine[Any, Any, int], kernel: Kernel, err: TextIO) -> int:
+    """Run ``work``; SIGINT or SIGTERM cancel it (the server stops and the kernel closes) and the exit is 0.
+
+    Over stdio the SDK reads stdin in a thread that nothing can interrupt, so a signal that comes while the client
+    keeps stdin open would leave the process waiting for its next line: once the kernel is closed, the process
+    exits at once (``os._exit``) if it has not ended by itself.
+    """
+    task = asyncio.ensure_future(work)
+    loop = asyncio.get_running_loop()
+    stopped: list[int] = []
+    closed: list[bool] = []
+
+    async def on_close() -> None:
+        closed.append(True)
+
+    kernel.on_close(on_close)
+
+    def exit_when_closed() -> None:
+        if task.done():
+            return
+        if not closed:
+            loop.call_later(_EXIT_POLL, exit_when_closed)
+            return
+        print(f"kavalai serve: stopped ({signal.Signals(stopped[0]).name})", file=err, flush=True)
+        os._exit(EXIT_OK)
+
+    def stop(signum: int) -> None:
+        if not stopped:
+            loop.call_later(_EXIT_POLL, exit_when_closed)
+        stopped.append(signum)
+        task.cancel()
+
+    installed = _install_signal_handlers(loop, stop)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if not stopped:
+            raise
+        print(f"kavalai serve: stopped ({signal.Signals(stopped[0]).name})", file=err, flush=True)
+        return EXIT_OK
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+
+
+#: Seconds between checks, after a signal, whether the kernel is closed but the process still waits on stdin.
+_EXIT_POLL = 0.5
+
+
+def _install_signal_handlers(loop: asyncio.AbstractEventLoop, stop: Callable[[int], None]) -> list[int]:
+    installed: list[int] = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(signum, stop, signum)
+            installed.append(signum)
+        except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover - Windows, not the main thread
+            pass
+    return installed
+
+
+def _bearer_token(variable: str | None) -> str | None:
+    if variable is None:
+        return None
+    token = os.environ.get(variable, "")
+    if not token:
+        raise ValueError(f"--bearer-token-env {variable}: the environment variable {variable} is not set or empty")
+    return token
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (0-65535)")
+    return port
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m kavalai.cli._serve CONFIG ...``: the ``serve`` command without the ``kavalai`` entry point."""
+    return serve_command(build_serve_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
