@@ -16,6 +16,7 @@ from kavalai import (
     InvalidToolURIError,
     KernelClosedError,
     ToolExecutionError,
+    ToolInputError,
     ToolNotFoundError,
     ToolRegistrationError,
     ToolTimeoutError,
@@ -475,3 +476,54 @@ async def test_a_python_tool_reports_progress_to_the_callers_callback() -> None:
 
     # The caller's callback failing does not fail the tool.
     assert (await kernel.call_tool("python://steps", {"n": 1}, progress=broken)).result == 1  # type: ignore[attr-defined]
+
+
+async def test_start_tool_runs_a_call_in_the_background_with_status_result_and_cancel() -> None:
+    release = asyncio.Event()
+
+    @pythontool
+    async def slow_double(n: int) -> int:
+        await release.wait()
+        return n * 2
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("slow_double", slow_double)
+    kernel.register_python_tool("greet", greet)
+    task = kernel.start_tool("python://slow_double", {"n": 21})
+    await asyncio.sleep(0.01)
+    assert (task.status, task.done(), task.uri) == ("running", False, "python://slow_double")
+    assert task.task_id.startswith("task-")
+    release.set()
+    assert (await task.result()).result == 42  # type: ignore[attr-defined]
+    assert task.status == "completed"
+
+    bad = kernel.start_tool("python://slow_double", {"n": "x"})  # validated as call_tool validates
+    with pytest.raises(ToolInputError):
+        await bad.result()
+    assert bad.status == "failed"
+    assert isinstance(bad.error(), ToolInputError)
+
+    release.clear()
+    stopped = kernel.start_tool("python://slow_double", {"n": 1})
+    await asyncio.sleep(0.01)
+    await stopped.cancel()
+    assert stopped.status == "cancelled"
+
+    timed = kernel.start_tool("python://slow_double", {"n": 1}, timeout=0.05)
+    with pytest.raises(ToolTimeoutError):
+        await timed.result()
+
+
+async def test_close_ends_the_background_calls_still_running() -> None:
+    @pythontool
+    async def forever() -> None:
+        await asyncio.Event().wait()
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("forever", forever)
+    running = kernel.start_tool("python://forever")
+    await asyncio.sleep(0.01)
+    with anyio.fail_after(5):
+        await kernel.close()
+    assert running.done()
+    assert running.status in ("failed", "cancelled")

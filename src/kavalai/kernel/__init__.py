@@ -17,6 +17,7 @@ from kavalai.kernel._descriptions import ToolDescriptions
 from kavalai.kernel._jsonschema import model_from_json_schema, output_model_from_json_schema, type_from_json_schema
 from kavalai.kernel._registry import LazyTool, ToolRegistry
 from kavalai.kernel._schema import FunctionSchema, code_of, function_schema, qualname, wrap_output_model
+from kavalai.kernel._tasks import TaskStatus, ToolTask
 from kavalai.kernel._uri import SCHEMES, SERVER_NAME_PATTERN, ToolURI, validate_server_name
 
 __all__ = [
@@ -29,11 +30,13 @@ __all__ = [
     "LazyTool",
     "Middleware",
     "ProgressCallback",
+    "TaskStatus",
     "ToolAdapter",
     "ToolCall",
     "ToolDefinition",
     "ToolDescriptions",
     "ToolRegistry",
+    "ToolTask",
     "ToolURI",
     "bind_current_call",
     "code_of",

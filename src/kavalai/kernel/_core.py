@@ -31,6 +31,7 @@ from kavalai.kernel._coerce import coerce_output, convert_output, validate_input
 from kavalai.kernel._definition import ToolDefinition
 from kavalai.kernel._descriptions import ToolDescriptions
 from kavalai.kernel._registry import ToolRegistry
+from kavalai.kernel._tasks import ToolTask
 from kavalai.kernel._uri import ToolURI
 
 __all__ = ["Kernel"]
@@ -70,6 +71,8 @@ class Kernel:
         self._middleware: list[Middleware] = []
         self._chain: Callable[[ToolCall], Awaitable[Any]] | None = None
         self._closed_on: set[asyncio.Task[Any]] = set()  # tasks close() cancelled inside call_tool
+        # Started by start_tool and still running: held here (a task nobody holds may be collected) for close().
+        self._tool_tasks: set[ToolTask] = set()
         for item in middleware:
             self.add_middleware(item)
 
@@ -272,6 +275,26 @@ class Kernel:
             raise _timed_out(call.definition, limit)
         return raw
 
+    def start_tool(
+        self,
+        uri: str | ToolURI,
+        arguments: Mapping[str, Any] | BaseModel | None = None,
+        *,
+        timeout: float | _Unset | None = _UNSET,
+        progress: ProgressCallback | None = None,
+    ) -> ToolTask:
+        """Start ``call_tool(uri, arguments)`` in the background and return its :class:`ToolTask` at once.
+
+        Works for every tool kind: the call runs in a task of the running event loop, under the same validation,
+        timeout and middleware as ``call_tool``; ``close()`` cancels the tasks still running (their result is then
+        :class:`~kavalai.errors.KernelClosedError`, or cancelled when they had not started).
+        """
+        call = self.call_tool(uri, arguments, timeout=timeout, progress=progress)
+        task = ToolTask(str(uri), call)
+        self._tool_tasks.add(task)
+        task.add_done_callback(self._tool_tasks.discard)
+        return task
+
     async def call_tool_as(
         self,
         output_type: type[T],
@@ -455,6 +478,9 @@ class Kernel:
         """Fail every call in flight with :class:`~kavalai.errors.KernelClosedError`, then close every session,
         process and task the kernel holds. Idempotent; the kernel reconnects on next use."""
         self._cancel_running_calls()
+        for task in list(self._tool_tasks):
+            if not task.done():
+                await task.cancel()
         errors: list[BaseException] = []
         closers = [adapter.aclose for adapter in self._adapters.values()] + self._close_callbacks[::-1]
         for closer in closers:

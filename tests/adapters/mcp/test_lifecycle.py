@@ -380,3 +380,19 @@ async def test_stderr_is_drained_and_only_its_tail_kept(kernel: FunctionKernel, 
     assert len(tail) <= 20
     assert tail[-1] == "crashing on purpose with code 5"
     assert tail[-2].startswith("noise line 019999")
+
+
+async def test_a_background_mcp_call_runs_and_its_cancel_reaches_the_server(
+    kernel: FunctionKernel, stdio_server: StdioFactory, tmp_path: Path
+) -> None:
+    kernel.register_mcp_server(stdio_server())
+    quick = kernel.start_tool("mcp://tools.sleep", {"seconds": 0.01})
+    assert (await quick.result()).model_dump() == {"result": "slept"}
+    marker = tmp_path / "background"
+    task = kernel.start_tool("mcp://tools.sleep", {"seconds": 60, "marker": str(marker)})
+    await wait_until(lambda: marker.exists() and marker.read_text() == "started")
+    assert task.status == "running"
+    await task.cancel()
+    assert task.status == "cancelled"
+    await wait_until(lambda: marker.read_text() == "cancelled")  # notifications/cancelled reached the server
+    assert (await kernel.call_tool("mcp://tools.add", {"a": 2, "b": 2})).model_dump() == {"result": 4}
