@@ -25,6 +25,7 @@ from kavalai.agent._events import (
 from kavalai.agent._result import AgentResult, ToolCallRecord
 from kavalai.agent._tools import HookFailures, ToolRunner
 from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
+from kavalai.agent.code_mode import CodeMode
 from kavalai.agent.errors import ApprovalHookError, MaxStepsExceededError
 from kavalai.agent.search import ToolSearch
 from kavalai.llm.base import LLMClient, ModelSettings, parse_structured
@@ -107,6 +108,8 @@ class Agent(Generic[OutputT]):
             the agent has more than ``search_threshold`` tools.
         search_threshold: the number of tools above which ``tool_search=None`` searches (default 30).
         core_tools: URIs and globs of the tools always offered when searching.
+        code_mode: offer one ``run_python`` tool instead, whose snippets call the tools as async functions in the
+            ``pydantic-monty`` sandbox (see :mod:`kavalai.agent.code_mode`); ``True`` for the default limits.
     """
 
     @overload
@@ -128,6 +131,7 @@ class Agent(Generic[OutputT]):
         tool_search: bool | None = None,
         search_threshold: int = 30,
         core_tools: Sequence[str] = (),
+        code_mode: CodeMode | bool | None = None,
     ) -> None: ...
 
     @overload
@@ -149,6 +153,7 @@ class Agent(Generic[OutputT]):
         tool_search: bool | None = None,
         search_threshold: int = 30,
         core_tools: Sequence[str] = (),
+        code_mode: CodeMode | bool | None = None,
     ) -> None: ...
 
     def __init__(
@@ -169,6 +174,7 @@ class Agent(Generic[OutputT]):
         tool_search: bool | None = None,
         search_threshold: int = 30,
         core_tools: Sequence[str] = (),
+        code_mode: CodeMode | bool | None = None,
     ) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
@@ -195,6 +201,7 @@ class Agent(Generic[OutputT]):
         self.tool_search = tool_search
         self.search_threshold = search_threshold
         self.core_tools = list(core_tools)
+        self.code_mode = CodeMode() if code_mode is True else (code_mode or None)
 
     async def run(
         self, prompt: str, history: Sequence[Message | Mapping[str, Any]] | None = None
@@ -215,8 +222,8 @@ class Agent(Generic[OutputT]):
             ServerConnectionError: an MCP server that was not connected yet failed to start.
         """
         every = await self._tool_specs()
-        search = self._search_index(every)
-        specs = self._core(every, search)
+        search = None if self.code_mode is not None else self._search_index(every)
+        specs = self._core(every, search) if self.code_mode is None else await self._code_spec(every)
         state = _RunState(history=parse_messages(history or ()), new=[UserMessage(content=prompt)])
         runner = ToolRunner(
             self.kernel,
@@ -226,6 +233,8 @@ class Agent(Generic[OutputT]):
             emit=self._emit,
             budget=self._budget(),
             search=search,
+            code_mode=self.code_mode,
+            wrapped=self._wrapped_uris(every),
         )
         await self._emit(RunStarted(prompt=prompt, tools=[spec.name for spec in specs]))
         attributes = {
@@ -272,6 +281,8 @@ class Agent(Generic[OutputT]):
                 for _message, record in failures.done:  # the calls that completed stay in the partial result
                     state.trace.append(record)
                 raise _hook_error(failures, state.result(None)) from failures.errors[0]
+            state.trace.extend(runner.inner_records)  # the calls code-mode snippets made, before their snippet
+            runner.inner_records.clear()
             for message, record in done:
                 state.new.append(message)
                 state.trace.append(record)
@@ -302,6 +313,20 @@ class Agent(Generic[OutputT]):
         if budget is not None and budget.overflow == "artifact" and descriptions:
             descriptions.append(budget.read_artifact_spec())
         return [ToolSpec.from_description(description) for description in descriptions]
+
+    async def _code_spec(self, specs: list[ToolSpec]) -> list[ToolSpec]:
+        """Code mode offers one tool, run_python, describing every tool as a typed async stub."""
+        assert self.code_mode is not None
+        if not specs or self.kernel is None:
+            return []
+        descriptions = await self.kernel.describe_tools(self.allowed_tools)
+        return [ToolSpec.from_description(self.code_mode.spec(descriptions))]
+
+    def _wrapped_uris(self, specs: list[ToolSpec]) -> list[str]:
+        if self.kernel is None or self.code_mode is None:
+            return []
+        kernel = self.kernel
+        return [s.name for s in specs if kernel.has_tool(s.name) and kernel.get_tool_definition(s.name).wrapped]
 
     def _search_index(self, specs: list[ToolSpec]) -> ToolSearch | None:
         searching = self.tool_search if self.tool_search is not None else len(specs) > self.search_threshold

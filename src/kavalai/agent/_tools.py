@@ -24,6 +24,7 @@ from kavalai.agent._approval import Approval, ApprovalHook
 from kavalai.agent._events import AgentEvent, ToolCallFinished, ToolCallStarted
 from kavalai.agent._result import ToolCallRecord
 from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
+from kavalai.agent.code_mode import RUN_PYTHON, CodeMode, CodeModeError, function_names
 from kavalai.agent.search import SEARCH_TOOLS, ToolSearch
 from kavalai.errors import (
     FunctionKernelException,
@@ -69,6 +70,8 @@ class ToolRunner:
         emit: reports events to the agent's observer.
         budget: how much of each result reaches the model (see :mod:`kavalai.agent.budget`), or ``None``.
         search: the index that answers ``search_tools`` calls (see :mod:`kavalai.agent.search`), or ``None``.
+        code_mode: runs ``run_python`` snippets (see :mod:`kavalai.agent.code_mode`), or ``None``.
+        wrapped: the URIs whose output model wraps a bare value as ``{"result": ...}``.
     """
 
     def offer(self, specs: list[ToolSpec]) -> list[ToolSpec]:
@@ -92,10 +95,16 @@ class ToolRunner:
         emit: Callable[[AgentEvent], Awaitable[None]],
         budget: OutputBudget | None = None,
         search: ToolSearch | None = None,
+        code_mode: CodeMode | None = None,
+        wrapped: Collection[str] = (),
     ) -> None:
         self._kernel = kernel
         self._budget = budget
         self._search = search
+        self._code_mode = code_mode
+        self._wrapped = frozenset(wrapped)  # tools whose output is {"result": value}: code mode returns the value
+        self._step = 0
+        self.inner_records: list[ToolCallRecord] = []  # the calls a code-mode snippet made, for the trace
         self._found: list[str] = []  # tools a search found, in the order found
         self._reads_artifacts = budget is not None and budget.overflow == "artifact"
         self._allowed = frozenset(allowed)
@@ -109,6 +118,7 @@ class ToolRunner:
         A failing approval hook does not stop the other calls: they finish, and :class:`HookFailures` (raised
         afterwards) carries their results and every hook error.
         """
+        self._step = step
         slots: list[tuple[ToolResultMessage, ToolCallRecord] | None] = [None] * len(calls)
         hook_errors: list[BaseException] = []
 
@@ -162,6 +172,8 @@ class ToolRunner:
 
     async def _outcome(self, call: ToolCall) -> _Outcome:
         arguments = call.arguments
+        if call.name == RUN_PYTHON and self._code_mode is not None:
+            return await self._run_snippet(call, self._code_mode)
         if call.name == SEARCH_TOOLS and self._search is not None:
             query = arguments.get("query")
             if not isinstance(query, str) or not query.strip():
@@ -207,6 +219,38 @@ class ToolRunner:
             message = f"The result of {call.name} could not be written as JSON for you ({reason})."
             return _Outcome("error", arguments, error=message, error_type="ToolOutputError", edited=edited)
         return _Outcome("ok", arguments, result=result, edited=edited)
+
+    async def _run_snippet(self, call: ToolCall, mode: CodeMode) -> _Outcome:
+        arguments = call.arguments
+        code = arguments.get("code")
+        if not isinstance(code, str) or not code.strip():
+            return _error(arguments, "ToolInputError", "Give run_python the Python snippet to run as 'code'.")
+        names = function_names(sorted(self._allowed - {RUN_PYTHON}))
+        functions = {name: self._inner_tool(call.id, uri) for uri, name in names.items()}
+        try:
+            result = await mode.run(code, functions)
+        except CodeModeError as exc:
+            printed = f" It printed before failing:\n{exc.output}" if exc.output else ""
+            return _error(arguments, "CodeError", f"The snippet failed: {exc}.{printed}")
+        return _Outcome("ok", arguments, result=to_jsonable_python(result, fallback=str))
+
+    def _inner_tool(self, parent: str, uri: str) -> Callable[..., Awaitable[Any]]:
+        """A tool as a code-mode snippet calls it: through this runner (allowed tools, approval), recorded."""
+        count = [0]
+
+        async def call(**kwargs: Any) -> Any:
+            count[0] += 1
+            inner = ToolCall(id=f"{parent}.{uri}.{count[0]}", name=uri, arguments=kwargs)
+            _message, record = await self._run_call(self._step, inner)
+            self.inner_records.append(record)
+            if record.status != "ok":
+                raise RuntimeError(record.error or f"{uri} failed")
+            value = record.result
+            if uri in self._wrapped and isinstance(value, dict) and set(value) == {"result"}:
+                return value["result"]
+            return value
+
+        return call
 
     def _unavailable(self, name: str) -> str:
         message = f"Tool {name!r} is not available to you."
