@@ -73,6 +73,7 @@ class McpConnection:
         self._error: str | None = None
         self._detected: McpTransport | None = None  # the transport a url turned out to speak, once known
         self._tools: dict[str, LazyTool] = {}  # what this server published (the registry holds the tools)
+        self._protocol_version: str | None = None  # negotiated at the last connect
 
     # ------------------------------------------------------------------------------------------------ state
 
@@ -99,6 +100,7 @@ class McpConnection:
             error=self._error,
             pid=process.server_pid if process is not None else None,
             connects=self._connects,
+            protocol_version=self._protocol_version,
         )
 
     def tool(self, uri: str) -> ToolDefinition | None:  # built on first use (see _publish)
@@ -167,6 +169,7 @@ class McpConnection:
                     await self._publish(await _list_tools(session))
                     scope.deadline = math.inf
                     gen.session = session
+                    self._protocol_version = session.protocol_version
                     gen.move(Phase.CONNECTED)
                     if gen.was_connected:
                         self._connects += 1

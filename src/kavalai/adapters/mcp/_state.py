@@ -38,6 +38,8 @@ class McpServerState:
         pid: the process id of a running stdio server (the server's own, not the shim's it runs under on Linux);
             ``None`` otherwise.
         connects: how many times it has connected successfully (a restart after a crash counts again).
+        protocol_version: the MCP protocol revision negotiated with the server (``"2025-11-25"``, ...), once
+            connected.
     """
 
     name: str
@@ -47,3 +49,4 @@ class McpServerState:
     error: str | None = None
     pid: int | None = None
     connects: int = 0
+    protocol_version: str | None = None
