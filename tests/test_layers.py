@@ -81,15 +81,15 @@ def test_rest_and_the_web_tools_share_one_http_module() -> None:
 
 
 def test_configuration_becomes_a_kernel_in_one_place() -> None:
-    """The workflow loader hands its tool sections to kavalai.config.build_kernel rather than registering them."""
-    loader = SRC / "workflow" / "_yaml.py"
-    assert "kavalai.config.build_kernel" in _imports(loader)
-    calls = {
-        node.func.attr
-        for node in ast.walk(ast.parse(loader.read_text(encoding="utf-8")))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-    }
-    assert not calls & {"register_python_tool", "register_mcp_server"}
+    """Both workflow loaders (ours and Kaval.AI 1.0's format) hand their tool sections to build_kernel."""
+    for loader in (SRC / "workflow" / "_yaml.py", SRC / "workflow" / "kaval" / "_translate.py"):
+        assert "kavalai.config.build_kernel" in _imports(loader), loader
+        calls = {
+            node.func.attr
+            for node in ast.walk(ast.parse(loader.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        }
+        assert not calls & {"register_python_tool", "register_mcp_server"}, loader
 
 
 def test_the_checker_sees_imports_inside_functions_and_relative_ones(tmp_path: Path) -> None:

@@ -7,18 +7,13 @@ graph itself is checked by :class:`~kavalai.workflow.Workflow` like any other.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import keyword
-import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from kavalai.errors import FunctionKernelException
 from kavalai.workflow import ExpressionError, NodeBase, Workflow, WorkflowDefinitionError, compile_expression
 from kavalai.workflow._graph import _RESERVED, did_you_mean
 from kavalai.workflow._types import TypeRegistry
@@ -317,63 +312,24 @@ def _node_id(name: str) -> str:
 
 
 def _register(spec: KavalDocument, kernel: FunctionKernel, base_dir: Path) -> None:
-    from kavalai import McpServer, RestServer, pythontool
-    from kavalai.adapters.python import is_pythontool
+    """The tool sections, registered by :func:`kavalai.config.build_kernel` (the one place configuration becomes
+    a kernel): ``{name, path}`` functions and the servers' fields as Kaval.AI 1.0 wrote them."""
+    from kavalai.config import ConfigFieldError, KernelConfig, UnsetVariableError, build_kernel
 
-    for i, entry in enumerate(spec.python_functions):
-        field = f"python_functions[{i}]"
-        func = _import(entry.path, field, base_dir)
-        if not callable(func):
-            raise WorkflowDefinitionError(f"Field {field!r}: {entry.path!r} is not a function.", field=field)
-        tool = func if is_pythontool(func) else pythontool(func)
-        _guard(field, kernel.register_python_tool, entry.name, tool)
-    for i, raw in enumerate(spec.rest_servers):
-        field = f"rest_servers[{i}]"
-        server = _guard(field, RestServer, **raw)
-        _guard(field, kernel.register_rest_server, server)
-    for i, raw in enumerate(spec.mcp_servers):
-        field = f"mcp_servers[{i}]"
-        mcp = _guard(field, McpServer, **raw)
-        _guard(field, kernel.register_mcp_server, mcp)
-
-
-def _guard(field: str, action: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     try:
-        return action(*args, **kwargs)
-    except (ValidationError, ValueError, TypeError, FunctionKernelException) as exc:
-        raise WorkflowDefinitionError(f"Field {field!r}: {exc}", field=field) from None
-
-
-def _import(dotted: str, field: str, base_dir: Path) -> Any:
-    module_name, _, attribute = dotted.rpartition(".")
-    if not module_name:
-        raise WorkflowDefinitionError(
-            f"Field {field!r}: {dotted!r} is not a dotted path such as 'package.module.function'.", field=field
+        config = KernelConfig(
+            python_functions=[{"function": entry.path, "name": entry.name} for entry in spec.python_functions],
+            rest_servers=[dict(raw) for raw in spec.rest_servers],
+            mcp_servers=[dict(raw) for raw in spec.mcp_servers],
+            base_dir=base_dir,
         )
-    module = _module(module_name, field, base_dir)
-    try:
-        return getattr(module, attribute)
-    except AttributeError:
+        build_kernel(config, kernel=kernel)
+    except UnsetVariableError as exc:
         raise WorkflowDefinitionError(
-            f"Field {field!r}: module {module_name!r} has no attribute {attribute!r}.", field=field
+            f"The workflow reads ${{{exc.variable}}}, but the environment variable {exc.variable} is not set.",
+            field=exc.variable,
         ) from None
-
-
-def _module(name: str, field: str, base_dir: Path) -> ModuleType:
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name is None or not name.startswith(exc.name):
-            raise
-    path = base_dir.joinpath(*name.split(".")).with_suffix(".py")
-    spec = importlib.util.spec_from_file_location(name, path) if path.is_file() else None
-    if spec is None or spec.loader is None:
-        raise WorkflowDefinitionError(
-            f"Field {field!r}: cannot import module {name!r} (not importable, and no {path.name} next to the "
-            "workflow file).",
-            field=field,
-        )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    except ConfigFieldError as exc:
+        raise WorkflowDefinitionError(f"Field {exc.field!r}: {exc.reason}", field=exc.field) from exc.__cause__
+    except ValidationError as exc:
+        raise WorkflowDefinitionError(f"The tool sections are invalid: {exc}") from None
