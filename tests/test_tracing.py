@@ -248,11 +248,17 @@ nodes:
         spans["execute_tool mcp://feat.trace_context"],
     )
     [sdk] = [s for name, s in spans.items() if name.startswith("MCP send tools/call")]
+    client = spans["tools/call trace_context"]
     assert run.parent is None
     assert node.parent.span_id == run.context.span_id
     assert tool.parent.span_id == node.context.span_id
-    assert sdk.parent.span_id == tool.context.span_id  # the MCP SDK's client span, under ours
-    assert {s.context.trace_id for s in (run, node, tool, sdk)} == {run.context.trace_id}
+    assert client.parent.span_id == tool.context.span_id  # the MCP client span (mcp.* attributes)
+    assert sdk.parent.span_id == client.context.span_id  # and the MCP SDK's own, under it
+    attributes = dict(client.attributes or {})
+    assert attributes["mcp.method.name"] == "tools/call"
+    assert attributes["mcp.protocol.version"] == "2025-11-25"
+    assert attributes["network.transport"] == "pipe"
+    assert {s.context.trace_id for s in (run, node, tool, client, sdk)} == {run.context.trace_id}
     assert result.output["seen"].startswith(f"00-{run.context.trace_id:032x}-")  # the server continued the trace
 
 

@@ -26,7 +26,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from kavalai.kernel import CallNext, Kernel, Middleware, ToolCall
 
-__all__ = ["call_logging", "instrument", "span", "tool_tracing", "tracing_configured"]
+__all__ = ["call_logging", "instrument", "mcp_client_span", "span", "tool_tracing", "tracing_configured"]
 
 logger = logging.getLogger("kavalai.calls")
 
@@ -127,14 +127,16 @@ def tracing_configured() -> bool:
 
 
 @contextmanager
-def span(name: str, attributes: Mapping[str, Any], *, enabled: bool = True) -> Iterator[trace.Span | None]:
+def span(
+    name: str, attributes: Mapping[str, Any], *, enabled: bool = True, kind: SpanKind = SpanKind.INTERNAL
+) -> Iterator[trace.Span | None]:
     """A span of the global tracer for agents and workflows (``None`` when ``enabled`` is false): on an exception
     it records ``error.type`` and an error status, then lets the exception go on."""
     if not enabled:
         yield None
         return
     with _tracer.start_as_current_span(
-        name, attributes=dict(attributes), record_exception=False, set_status_on_exception=False
+        name, kind=kind, attributes=dict(attributes), record_exception=False, set_status_on_exception=False
     ) as current:
         try:
             yield current
@@ -142,6 +144,37 @@ def span(name: str, attributes: Mapping[str, Any], *, enabled: bool = True) -> I
             current.set_attribute("error.type", type(exc).__qualname__)
             current.set_status(Status(StatusCode.ERROR, str(exc)[:_MAX_CONTENT_CHARS]))
             raise
+
+
+_mcp_duration: metrics.Histogram | None = None
+
+
+@contextmanager
+def mcp_client_span(method: str, target: str, attributes: Mapping[str, Any]) -> Iterator[None]:
+    """An MCP client span ``{mcp.method.name} {target}`` (CLIENT) and the ``mcp.client.operation.duration``
+    histogram, by the MCP semantic conventions; nothing at all when no tracer provider is set."""
+    global _mcp_duration
+    if not tracing_configured():
+        yield
+        return
+    if _mcp_duration is None:
+        _mcp_duration = metrics.get_meter(_SCOPE).create_histogram(
+            "mcp.client.operation.duration", unit="s", description="The duration of MCP requests."
+        )
+    shown = {"mcp.method.name": method, **attributes}
+    started = time.perf_counter()
+    error: str | None = None
+    try:
+        with span(f"{method} {target}", shown, kind=SpanKind.CLIENT):
+            yield
+    except BaseException as exc:
+        error = type(exc).__qualname__
+        raise
+    finally:
+        measured = {k: v for k, v in shown.items() if k in ("mcp.method.name", "gen_ai.tool.name", "network.transport")}
+        if error is not None:
+            measured["error.type"] = error
+        _mcp_duration.record(time.perf_counter() - started, measured)
 
 
 def _attributes(call: ToolCall) -> dict[str, Any]:

@@ -93,8 +93,29 @@ def test_unreachable_server_exits_1(tmp_path: Path) -> None:
     )
     code, _, err = _run("run", str(path))
     assert code == 1
-    assert err.startswith("kavalai run: ")
-    assert "gone" in err
+    lines = err.splitlines()
+    assert lines[0] == "connecting 1 MCP server: gone"  # said before the wait, not after
+    assert lines[-1].startswith("kavalai run: ")
+    assert "gone" in lines[-1]
+
+
+def test_progress_says_which_servers_it_waits_for(tmp_path: Path) -> None:
+    path = tmp_path / "two.yaml"
+    demo = f"{{command: {sys.executable}, args: [-m, kavalai.cli.demo_mcp_server]}}"
+    path.write_text(
+        "name: m\ninput: object\noutput: object\n"
+        f"mcp_servers:\n  - {{name: one, {demo[1:]}\n  - {{name: two, {demo[1:]}\n"
+        "nodes:\n  - {id: start, kind: start, next: end}\n  - {id: end, kind: end}\n",
+        encoding="utf-8",
+    )
+    code, _, err = _run("run", str(path))
+    assert code == 0, err
+    lines = err.splitlines()
+    assert lines[0] == "connecting 2 MCP servers: one, two"
+    connected = sorted(line.split(" (")[0] for line in lines[1:3])
+    assert connected == ["  one: 3 tools", "  two: 3 tools"]
+    quiet_code, _, quiet = _run("run", str(path), "--quiet")
+    assert (quiet_code, quiet) == (0, "")
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,8 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -156,7 +157,7 @@ async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextI
     options: dict[str, Any] = {} if args.timeout is None else {"timeout": args.timeout}
     progress = _Progress(err, quiet=args.quiet)
     try:
-        async with engine:
+        async with _connected(engine, progress):
             result = None
             async for event in engine.stream(run_input, **options):
                 progress.show(event)
@@ -184,12 +185,62 @@ async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextI
     return EXIT_OK
 
 
+@asynccontextmanager
+async def _connected(engine: Any, progress: _Progress) -> AsyncIterator[Any]:
+    """``async with engine``, saying what it waits for while MCP servers start: a line per server as it connects
+    or fails (servers connect concurrently, so a slow one does not hold up the others' lines)."""
+    states = engine.kernel.mcp_server_states()
+    if not states or progress.quiet:
+        async with engine:
+            yield engine
+        return
+    plural = "s" if len(states) > 1 else ""
+    progress.line(f"connecting {len(states)} MCP server{plural}: " + ", ".join(state.name for state in states))
+    report = _ServerReport(engine.kernel, progress)
+    watcher = asyncio.ensure_future(report.watch())
+    try:
+        async with engine:
+            watcher.cancel()
+            report.sweep()  # the servers that connected since the last look
+            yield engine
+    finally:
+        watcher.cancel()
+
+
+class _ServerReport:
+    """Prints each MCP server's line once, as it connects or fails."""
+
+    def __init__(self, kernel: Any, progress: _Progress) -> None:
+        self.kernel, self.progress = kernel, progress
+        self.shown: set[str] = set()
+        self.started = asyncio.get_running_loop().time()
+
+    async def watch(self) -> None:
+        while True:
+            self.sweep()
+            await asyncio.sleep(0.05)
+
+    def sweep(self) -> None:
+        for state in self.kernel.mcp_server_states():
+            if state.name in self.shown or state.status not in ("connected", "failed"):
+                continue
+            self.shown.add(state.name)
+            took = asyncio.get_running_loop().time() - self.started
+            detail = f"{len(state.tools)} tools" if state.status == "connected" else "failed"
+            self.progress.line(f"  {state.name}: {detail} ({took:.1f} s)")
+
+
 class _Progress:
     """Writes one line per node event to stderr."""
 
     def __init__(self, stream: TextIO, *, quiet: bool) -> None:
         self.stream = stream
         self.quiet = quiet
+
+    def line(self, text: str) -> None:
+        """Write one line (unless quiet)."""
+        if not self.quiet:
+            print(text, file=self.stream, flush=True)
 
     def show(self, event: Any) -> None:
         from kavalai.workflow import NodeFailed, NodeFinished, NodeStarted, RunFinished, RunStarted

@@ -41,6 +41,7 @@ from kavalai.adapters.mcp._state import McpServerState, McpStatus
 from kavalai.adapters.mcp._transports import open_transport
 from kavalai.errors import InvalidToolURIError, ServerConnectionError, ToolTimeoutError
 from kavalai.kernel import LazyTool, ToolDefinition, ToolURI, current_call
+from kavalai.tracing import mcp_client_span
 
 __all__ = ["McpConnection"]
 
@@ -343,7 +344,10 @@ class McpConnection:
         for attempt in range(_CALL_ATTEMPTS):
             gen, session = await self._session()
             try:
-                result = await session.send_request(request, mcp_types.CallToolResult, progress_callback=_progress())
+                with mcp_client_span("tools/call", tool, self._span_attributes(tool, session)):
+                    result = await session.send_request(
+                        request, mcp_types.CallToolResult, progress_callback=_progress()
+                    )
             except MCPError as exc:
                 if gen.expired and attempt + 1 < _CALL_ATTEMPTS:
                     continue  # refused with the forgotten session, so it ran nowhere: again, on a new session
@@ -354,6 +358,15 @@ class McpConnection:
                 raise_tool_error(uri, result)
             return result_value(result, structured=structured)
         raise AssertionError("unreachable")  # pragma: no cover - the last attempt returns or raises
+
+    def _span_attributes(self, tool: str, session: ClientSession) -> dict[str, Any]:
+        return {
+            "gen_ai.tool.name": tool,
+            "gen_ai.operation.name": "execute_tool",
+            "mcp.protocol.version": session.protocol_version or "",
+            "network.transport": "pipe" if self.config.kind == "stdio" else "tcp",
+            "kavalai.mcp.server": self.name,
+        }
 
     async def request(self, send: Callable[[ClientSession], Awaitable[T]], what: str) -> T:
         """Send one request other than ``tools/call`` (``what`` names it in errors), connecting first if needed,
