@@ -1,0 +1,153 @@
+"""Against npm's reference server, @modelcontextprotocol/server-everything (installed by this test's set-up with the
+machine's npm): sampling, elicitation, roots, progress, resources, templates, prompts, completion, structured
+content and images, through the kernel."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kavalai import FunctionKernel, McpServer
+from kavalai.adapters.mcp import McpElicitation, McpImageContent, McpSamplingRequest
+
+VERSION = "2026.8.31"
+
+
+@pytest.fixture(scope="session")
+def everything_js() -> Path:
+    """The server's entry point, installed once into a folder of the system's temp dir (reused across runs)."""
+    folder = Path(tempfile.gettempdir()) / f"kavalai-test-server-everything-{VERSION}"
+    entry = folder / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+    if not entry.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [
+                "npm",
+                "install",
+                "--silent",
+                "--no-audit",
+                "--no-fund",
+                f"@modelcontextprotocol/server-everything@{VERSION}",
+            ],
+            cwd=folder,
+            check=True,
+            timeout=300,
+        )
+    return entry
+
+
+class Handlers:
+    """Records what the server asked of the client."""
+
+    def __init__(self) -> None:
+        self.sampled: list[McpSamplingRequest] = []
+        self.elicited: list[McpElicitation] = []
+
+    async def sample(self, request: McpSamplingRequest) -> str:
+        self.sampled.append(request)
+        return "The answer is 42."
+
+    async def elicit(self, request: McpElicitation) -> dict[str, Any]:
+        self.elicited.append(request)
+        return {"name": "Ada", "check": True}
+
+
+@pytest.fixture
+def handlers() -> Handlers:
+    return Handlers()
+
+
+@pytest.fixture
+async def kernel(everything_js: Path, handlers: Handlers, tmp_path: Path) -> AsyncIterator[FunctionKernel]:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(
+        McpServer(
+            name="ev",
+            command="node",
+            args=[str(everything_js), "stdio"],
+            sampling=handlers.sample,
+            elicitation=handlers.elicit,
+            roots=[str(tmp_path)],
+            timeout=60,
+        )
+    )
+    yield kernel
+    await kernel.close()
+
+
+def _uri(path: Path) -> str:
+    return path.resolve().as_uri()
+
+
+def _text(result: Any) -> str:
+    value = result.result
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+async def test_sampling_reaches_our_handler(kernel: FunctionKernel, handlers: Handlers) -> None:
+    result = await kernel.call_tool("mcp://ev.trigger-sampling-request", {"prompt": "What is six times seven?"})
+    [request] = handlers.sampled
+    assert request.server == "ev"
+    role, text = request.messages[0]
+    assert role == "user"
+    assert text.endswith("What is six times seven?")
+    assert "The answer is 42." in _text(result)
+
+
+async def test_elicitation_and_roots_reach_our_handlers(
+    kernel: FunctionKernel, handlers: Handlers, tmp_path: Path
+) -> None:
+    await kernel.call_tool("mcp://ev.trigger-elicitation-request")
+    [request] = handlers.elicited
+    assert request.mode == "form"
+    assert request.message
+    assert request.schema["type"] == "object"
+    roots = await kernel.call_tool("mcp://ev.get-roots-list")
+    assert _uri(tmp_path) in _text(roots)
+
+
+async def test_progress_of_a_long_running_operation(kernel: FunctionKernel) -> None:
+    seen: list[tuple[float, float | None]] = []
+    await kernel.call_tool(
+        "mcp://ev.trigger-long-running-operation",
+        {"duration": 0.3, "steps": 3},
+        progress=lambda progress, total, message: seen.append((progress, total)),
+    )
+    assert seen == [(1, 3), (2, 3), (3, 3)]
+
+
+async def test_structured_content_images_and_numbers(kernel: FunctionKernel) -> None:
+    weather = await kernel.call_tool("mcp://ev.get-structured-content", {"location": "Chicago"})
+    assert isinstance(weather.model_dump()["temperature"], int | float)
+    image = await kernel.call_tool("mcp://ev.get-tiny-image")
+    images = [item for item in image.result if isinstance(item, McpImageContent)]  # type: ignore[attr-defined]
+    assert images[0].mime_type == "image/png"
+    assert images[0].decode().startswith(b"\x89PNG")
+    total = await kernel.call_tool("mcp://ev.get-sum", {"a": 2, "b": 40})
+    assert "42" in _text(total)
+
+
+async def test_resources_templates_prompts_and_completion(kernel: FunctionKernel) -> None:
+    resources = await kernel.list_resources("ev")
+    static = [r for r in resources if r.uri.startswith("demo://resource/static/document/")]
+    assert static
+    [document] = await kernel.read_resource("ev", static[0].uri)
+    assert document.text
+    templates = {t.uri_template for t in await kernel.list_resource_templates("ev")}
+    assert "demo://resource/dynamic/blob/{resourceId}" in templates
+    [blob] = await kernel.read_resource("ev", "demo://resource/dynamic/blob/7")
+    assert blob.blob is not None
+    assert blob.decode()
+    prompts = {p.name: p for p in await kernel.list_prompts("ev")}
+    assert [a.name for a in prompts["args-prompt"].arguments] == ["city", "state"]
+    rendered = await kernel.get_prompt("ev", "args-prompt", {"city": "Oslo", "state": "Oslo"})
+    assert "Oslo" in rendered.messages[0].content.text  # type: ignore[union-attr]
+    completion = await kernel.complete("ev", prompts["completable-prompt"], "department", "E")
+    assert completion.values
+    assert all(value.startswith("E") for value in completion.values)
