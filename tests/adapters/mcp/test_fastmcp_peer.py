@@ -1,0 +1,61 @@
+"""The kernel as a client of a FastMCP server (the other widely used server library), over stdio and streamable
+HTTP: typed tools, progress, errors, resources, templates and prompts."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from tests.servers.fastmcp_server import build
+from tests.servers.uvicorn_server import serve
+
+from kavalai import FunctionKernel, McpServer, ToolExecutionError
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def http_url() -> Iterator[str]:
+    with serve(build().http_app()) as url:
+        yield f"{url}/mcp"
+
+
+@pytest.fixture(params=["stdio", "streamable-http"])
+async def kernel(request: pytest.FixtureRequest, http_url: str) -> AsyncIterator[FunctionKernel]:
+    kernel = FunctionKernel()
+    if request.param == "stdio":
+        server = McpServer(name="fast", command=sys.executable, args=["-m", "tests.servers.fastmcp_server"], cwd=ROOT)
+    else:
+        server = McpServer(name="fast", url=http_url)
+    kernel.register_mcp_server(server)
+    yield kernel
+    await kernel.close()
+
+
+async def test_tools_are_typed_and_called(kernel: FunctionKernel) -> None:
+    result = await kernel.call_tool("mcp://fast.text_stats", {"text": "to be or not to be"})
+    assert result.model_dump() == {"words": 6, "longest": "not"}
+    schema = kernel.get_tool_definition("mcp://fast.text_stats").describe()["outputSchema"]
+    assert set(schema["properties"]) == {"words", "longest"}
+    seen: list[float] = []
+    steps = await kernel.call_tool("mcp://fast.steps", {"n": 3}, progress=lambda p, t, m: seen.append(p))
+    assert steps.model_dump() == {"result": 3}
+    assert seen == [1, 2, 3]
+    with pytest.raises(ToolExecutionError, match="refused: no"):
+        await kernel.call_tool("mcp://fast.refuse", {"reason": "no"})
+
+
+async def test_resources_templates_and_prompts(kernel: FunctionKernel) -> None:
+    assert [r.uri for r in await kernel.list_resources("fast")] == ["fast://motd"]
+    [motd] = await kernel.read_resource("fast", "fast://motd")
+    assert motd.text == "1.10 stays a string"
+    [template] = await kernel.list_resource_templates("fast")
+    assert template.uri_template == "fast://greeting/{name}"
+    [greeting] = await kernel.read_resource("fast", "fast://greeting/Ada")
+    assert greeting.text == "hello Ada"
+    [prompt] = await kernel.list_prompts("fast")
+    assert [a.name for a in prompt.arguments] == ["topic"]
+    rendered = await kernel.get_prompt("fast", "haiku", {"topic": "rain"})
+    assert rendered.messages[0].content.text == "Write a haiku about rain."  # type: ignore[union-attr]
