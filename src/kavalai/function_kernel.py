@@ -237,6 +237,16 @@ class FunctionKernel(KavalCompatMixin, Kernel):
         ``.blob`` (``.decode()`` gives the bytes either way); errors as :meth:`list_resources`."""
         return await self._mcp().read_resource(server, uri)
 
+    async def subscribe_resource(self, server: str, uri: str) -> None:
+        """Ask the MCP server ``server`` to say when the resource ``uri`` changes: each change reaches its
+        ``McpServer(on_change=...)`` callback as an ``McpChange(kind="resource", uri=...)``. A subscription lasts
+        for the connection (a reconnect drops it). Errors as :meth:`list_resources`."""
+        await self._mcp().subscribe_resource(server, uri)
+
+    async def unsubscribe_resource(self, server: str, uri: str) -> None:
+        """Stop the changes of ``uri`` that :meth:`subscribe_resource` asked for."""
+        await self._mcp().subscribe_resource(server, uri, subscribe=False)
+
     async def list_prompts(self, server: str) -> list[McpPrompt]:
         """The prompts of the MCP server ``server``, with their arguments; errors as :meth:`list_resources`."""
         return await self._mcp().list_prompts(server)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 
+import anyio
 import pytest
 from tests.adapters.mcp.conftest import StdioFactory
 from tests.servers.mcp_tools import PIXEL_PNG
@@ -115,3 +116,25 @@ async def test_server_logs_reach_python_logging_with_secrets_masked(
     [record] = [r for r in caplog.records if r.name == "kavalai.mcp.feat"]
     assert record.levelno == logging.WARNING
     assert record.getMessage() == "[counter] counting started token=***"
+
+
+async def test_a_changed_tool_list_is_relisted_and_reaches_on_change(stdio_server: StdioFactory) -> None:
+    from kavalai.adapters.mcp import McpChange
+
+    changes: list[McpChange] = []
+
+    async def on_change(change: McpChange) -> None:
+        changes.append(change)
+
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(stdio_server(on_change=on_change))
+    try:
+        await kernel.connect()
+        assert "mcp://tools.extra" not in kernel.list_tools()
+        await kernel.call_tool("mcp://tools.grow")
+        with anyio.fail_after(10):
+            while "mcp://tools.extra" not in kernel.list_tools():  # noqa: ASYNC110 - refreshed by the notification
+                await anyio.sleep(0.02)
+        assert changes == [McpChange(server="tools", kind="tools")]
+    finally:
+        await kernel.close()

@@ -11,10 +11,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from kavalai import FunctionKernel, McpServer
-from kavalai.adapters.mcp import McpElicitation, McpImageContent, McpSamplingRequest
+from kavalai.adapters.mcp import McpChange, McpElicitation, McpImageContent, McpSamplingRequest
 
 VERSION = "2026.8.31"
 
@@ -151,3 +152,22 @@ async def test_resources_templates_prompts_and_completion(kernel: FunctionKernel
     completion = await kernel.complete("ev", prompts["completable-prompt"], "department", "E")
     assert completion.values
     assert all(value.startswith("E") for value in completion.values)
+
+
+async def test_a_subscribed_resource_change_reaches_on_change(everything_js: Path) -> None:
+    changes: list[McpChange] = []
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(
+        McpServer(name="ev", command="node", args=[str(everything_js), "stdio"], on_change=changes.append)
+    )
+    uri = "demo://resource/static/document/features.md"
+    try:
+        await kernel.subscribe_resource("ev", uri)
+        await kernel.call_tool("mcp://ev.toggle-subscriber-updates")  # it then sends an update every 5 s
+        with anyio.fail_after(15):
+            while not any(c.kind == "resource" for c in changes):  # noqa: ASYNC110 - the server's own timer
+                await anyio.sleep(0.1)
+        assert McpChange(server="ev", kind="resource", uri=uri) in changes
+        await kernel.unsubscribe_resource("ev", uri)
+    finally:
+        await kernel.close()

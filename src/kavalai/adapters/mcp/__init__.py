@@ -7,7 +7,9 @@ the ``mcp`` SDK) loads when the first server is registered.
 from typing import TYPE_CHECKING
 
 from kavalai.adapters.mcp._catalog import (
+    ChangeCallback,
     ElicitationHandler,
+    McpChange,
     McpCompletion,
     McpElicitation,
     McpElicitationResult,
@@ -35,9 +37,11 @@ from kavalai.adapters.mcp._content import (
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 
 __all__ = [
+    "ChangeCallback",
     "ElicitationHandler",
     "McpAdapter",
     "McpAudioContent",
+    "McpChange",
     "McpCompletion",
     "McpContent",
     "McpElicitation",

@@ -151,6 +151,10 @@ class McpAdapter(ToolAdapter):
         """The contents of resource ``uri`` of ``server``."""
         return await features.read_resource(self.connection(server).request, uri)
 
+    async def subscribe_resource(self, server: str, uri: str, *, subscribe: bool = True) -> None:
+        """Subscribe to (or unsubscribe from) changes of resource ``uri`` of ``server``."""
+        await features.subscribe_resource(self.connection(server).request, uri, subscribe=subscribe)
+
     async def list_prompts(self, server: str) -> list[McpPrompt]:
         """The prompts ``server`` lists."""
         return await features.list_prompts(self.connection(server).request)

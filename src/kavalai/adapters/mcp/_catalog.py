@@ -19,7 +19,9 @@ from kavalai.adapters.mcp._content import (
 )
 
 __all__ = [
+    "ChangeCallback",
     "ElicitationHandler",
+    "McpChange",
     "McpCompletion",
     "McpElicitation",
     "McpElicitationResult",
@@ -164,3 +166,23 @@ class McpElicitationResult:
 #: Answers an elicitation: the values (a mapping, meaning accept), ``None`` (decline), or a full
 #: :class:`McpElicitationResult`.
 ElicitationHandler: TypeAlias = Callable[[McpElicitation], Awaitable["Mapping[str, Any] | McpElicitationResult | None"]]
+
+
+@dataclass(frozen=True, slots=True)
+class McpChange:
+    """A server's notice that something changed (given to ``McpServer(on_change=...)``).
+
+    Attributes:
+        server: the server.
+        kind: ``"tools"``, ``"resources"`` or ``"prompts"`` (the list changed; the kernel has already re-listed the
+            tools), or ``"resource"`` (a subscribed resource changed: read it again).
+        uri: the resource's URI, for ``"resource"``.
+    """
+
+    server: str
+    kind: Literal["tools", "resources", "prompts", "resource"]
+    uri: str | None = None
+
+
+#: Called with each :class:`McpChange`, sync or async; a callback that fails is logged, not raised.
+ChangeCallback: TypeAlias = Callable[[McpChange], "Awaitable[None] | None"]

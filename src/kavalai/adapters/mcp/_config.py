@@ -107,6 +107,13 @@ class McpServer(BaseModel):
         description="Answers the server's requests for user input: `async handler(McpElicitation)` returning the "
         "values (accept), None (decline) or an McpElicitationResult. None (the default): not offered.",
     )
+    on_change: Any = Field(
+        default=None,
+        repr=False,
+        exclude=True,
+        description="Called with an McpChange when the server says its tools, resources or prompts changed, or "
+        "that a subscribed resource did (sync or async).",
+    )
     roots: list[str] | None = Field(
         default=None,
         description="Folders (or file:// URIs) the server is told it may work in; None: roots are not offered.",
@@ -126,7 +133,7 @@ class McpServer(BaseModel):
 
     @model_validator(mode="after")
     def _check_handlers(self) -> McpServer:
-        for name in ("sampling_approval", "elicitation"):
+        for name in ("sampling_approval", "elicitation", "on_change"):
             value = getattr(self, name)
             if value is not None and not callable(value):
                 raise ConfigurationError(

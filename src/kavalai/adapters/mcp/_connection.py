@@ -16,12 +16,13 @@ connection.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import math
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AsyncExitStack, nullcontext
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -33,6 +34,7 @@ from pydantic import BaseModel
 
 from kavalai.adapters.base import ToolRegistry
 from kavalai.adapters.mcp import _client_side as client_side
+from kavalai.adapters.mcp._catalog import McpChange
 from kavalai.adapters.mcp._config import McpServer, McpTransport
 from kavalai.adapters.mcp._convert import build_models, content_output_schema, raise_tool_error, result_value
 from kavalai.adapters.mcp._errors import answer_unreadable, call_error, describe_failure, request_error, scrub
@@ -256,7 +258,7 @@ class McpConnection:
                 ClientSession(
                     reads,
                     writes,
-                    message_handler=_MessageHandler(gen),
+                    message_handler=_MessageHandler(gen, config),
                     logging_callback=_ServerLog(config),
                     client_info=_CLIENT_INFO,
                     **client_side.callbacks(config),
@@ -447,16 +449,41 @@ class _ServerLog:
 
 
 class _MessageHandler:
-    """Receives the server's notifications; a changed tool list wakes the generation's refresher."""
+    """Receives the server's notifications: a changed tool list wakes the generation's refresher; every change
+    (tools, resources, prompts, a subscribed resource) reaches the server's ``on_change`` callback."""
 
-    def __init__(self, gen: Generation) -> None:
+    _LISTS: Final[dict[type, Literal["tools", "resources", "prompts"]]] = {
+        mcp_types.ToolListChangedNotification: "tools",
+        mcp_types.ResourceListChangedNotification: "resources",
+        mcp_types.PromptListChangedNotification: "prompts",
+    }
+
+    def __init__(self, gen: Generation, config: McpServer) -> None:
         self._gen = gen
+        self._config = config
 
     async def __call__(self, message: IncomingMessage) -> None:
+        if isinstance(message, Exception):
+            logger.debug("MCP transport reported %s", type(message).__name__)
+            return
         if isinstance(message, mcp_types.ToolListChangedNotification):
             self._gen.refresh.set()
-        elif isinstance(message, Exception):
-            logger.debug("MCP transport reported %s", type(message).__name__)
+        kind = self._LISTS.get(type(message))
+        if kind is not None:
+            await self._tell(McpChange(server=self._config.name, kind=kind))
+        elif isinstance(message, mcp_types.ResourceUpdatedNotification):
+            await self._tell(McpChange(server=self._config.name, kind="resource", uri=str(message.params.uri)))
+
+    async def _tell(self, change: McpChange) -> None:
+        callback = self._config.on_change
+        if callback is None:
+            return
+        try:
+            outcome = callback(change)
+            if inspect.isawaitable(outcome):
+                await outcome
+        except Exception:  # the application's callback failing must not end the connection
+            logger.warning("The on_change callback of MCP server %r failed", self._config.name, exc_info=True)
 
 
 def _progress() -> ProgressFnT | None:

@@ -38,6 +38,7 @@ __all__ = [
     "list_resource_templates",
     "list_resources",
     "read_resource",
+    "subscribe_resource",
 ]
 
 T = TypeVar("T")
@@ -125,6 +126,20 @@ async def complete(
     )
     found = result.completion
     return McpCompletion(values=tuple(found.values), total=found.total, has_more=bool(found.has_more))
+
+
+async def subscribe_resource(send: Send[Any], uri: str, *, subscribe: bool = True) -> None:
+    """Ask to be told (``notifications/resources/updated``) when the resource at ``uri`` changes, or to stop.
+
+    Sent as the request itself: the SDK's helpers warn that the 2026-07-28 era replaces subscriptions, and the
+    handshake era these connections speak still has them.
+    """
+    request: mcp_types.SubscribeRequest | mcp_types.UnsubscribeRequest
+    if subscribe:
+        request = mcp_types.SubscribeRequest(params=mcp_types.SubscribeRequestParams(uri=uri))
+    else:
+        request = mcp_types.UnsubscribeRequest(params=mcp_types.UnsubscribeRequestParams(uri=uri))
+    await send(lambda session: session.send_request(request, mcp_types.EmptyResult), f"{request.method} of {uri!r}")
 
 
 async def _all_pages(
