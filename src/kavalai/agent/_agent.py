@@ -27,6 +27,7 @@ from kavalai.agent._tools import HookFailures, ToolRunner
 from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
 from kavalai.agent.code_mode import CodeMode
 from kavalai.agent.errors import ApprovalHookError, MaxStepsExceededError
+from kavalai.agent.resources import resource_reader_spec
 from kavalai.agent.search import ToolSearch
 from kavalai.llm.base import LLMClient, ModelSettings, parse_structured
 from kavalai.llm.errors import LLMResponseError, StructuredOutputError
@@ -110,6 +111,8 @@ class Agent(Generic[OutputT]):
         core_tools: URIs and globs of the tools always offered when searching.
         code_mode: offer one ``run_python`` tool instead, whose snippets call the tools as async functions in the
             ``pydantic-monty`` sandbox (see :mod:`kavalai.agent.code_mode`); ``True`` for the default limits.
+        resources: names of MCP servers whose resources the model may read: it gets a ``read_resource`` tool
+            (``server``, ``uri``) whose description lists what each server offers.
     """
 
     @overload
@@ -132,6 +135,7 @@ class Agent(Generic[OutputT]):
         search_threshold: int = 30,
         core_tools: Sequence[str] = (),
         code_mode: CodeMode | bool | None = None,
+        resources: Sequence[str] = (),
     ) -> None: ...
 
     @overload
@@ -154,6 +158,7 @@ class Agent(Generic[OutputT]):
         search_threshold: int = 30,
         core_tools: Sequence[str] = (),
         code_mode: CodeMode | bool | None = None,
+        resources: Sequence[str] = (),
     ) -> None: ...
 
     def __init__(
@@ -175,6 +180,7 @@ class Agent(Generic[OutputT]):
         search_threshold: int = 30,
         core_tools: Sequence[str] = (),
         code_mode: CodeMode | bool | None = None,
+        resources: Sequence[str] = (),
     ) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
@@ -202,6 +208,7 @@ class Agent(Generic[OutputT]):
         self.search_threshold = search_threshold
         self.core_tools = list(core_tools)
         self.code_mode = CodeMode() if code_mode is True else (code_mode or None)
+        self.resources = list(resources)
 
     async def run(
         self, prompt: str, history: Sequence[Message | Mapping[str, Any]] | None = None
@@ -222,6 +229,8 @@ class Agent(Generic[OutputT]):
             ServerConnectionError: an MCP server that was not connected yet failed to start.
         """
         every = await self._tool_specs()
+        if self.resources and self.kernel is not None:
+            every.append(ToolSpec.from_description(await resource_reader_spec(self.kernel, self.resources)))
         search = None if self.code_mode is not None else self._search_index(every)
         specs = self._core(every, search) if self.code_mode is None else await self._code_spec(every)
         state = _RunState(history=parse_messages(history or ()), new=[UserMessage(content=prompt)])
@@ -235,6 +244,7 @@ class Agent(Generic[OutputT]):
             search=search,
             code_mode=self.code_mode,
             wrapped=self._wrapped_uris(every),
+            resources=self.resources,
         )
         await self._emit(RunStarted(prompt=prompt, tools=[spec.name for spec in specs]))
         attributes = {

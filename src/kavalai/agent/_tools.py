@@ -25,6 +25,7 @@ from kavalai.agent._events import AgentEvent, ToolCallFinished, ToolCallStarted
 from kavalai.agent._result import ToolCallRecord
 from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
 from kavalai.agent.code_mode import RUN_PYTHON, CodeMode, CodeModeError, function_names
+from kavalai.agent.resources import READ_RESOURCE, read_resource_result
 from kavalai.agent.search import SEARCH_TOOLS, ToolSearch
 from kavalai.errors import (
     FunctionKernelException,
@@ -72,6 +73,7 @@ class ToolRunner:
         search: the index that answers ``search_tools`` calls (see :mod:`kavalai.agent.search`), or ``None``.
         code_mode: runs ``run_python`` snippets (see :mod:`kavalai.agent.code_mode`), or ``None``.
         wrapped: the URIs whose output model wraps a bare value as ``{"result": ...}``.
+        resources: the MCP servers whose resources ``read_resource`` may read.
     """
 
     def offer(self, specs: list[ToolSpec]) -> list[ToolSpec]:
@@ -97,12 +99,14 @@ class ToolRunner:
         search: ToolSearch | None = None,
         code_mode: CodeMode | None = None,
         wrapped: Collection[str] = (),
+        resources: Collection[str] = (),
     ) -> None:
         self._kernel = kernel
         self._budget = budget
         self._search = search
         self._code_mode = code_mode
         self._wrapped = frozenset(wrapped)  # tools whose output is {"result": value}: code mode returns the value
+        self._resources = frozenset(resources)  # MCP servers whose resources read_resource may read
         self._step = 0
         self.inner_records: list[ToolCallRecord] = []  # the calls a code-mode snippet made, for the trace
         self._found: list[str] = []  # tools a search found, in the order found
@@ -172,6 +176,14 @@ class ToolRunner:
 
     async def _outcome(self, call: ToolCall) -> _Outcome:
         arguments = call.arguments
+        if call.name == READ_RESOURCE and self._resources and self._kernel is not None:
+            if arguments.get("server") not in self._resources:
+                shown = ", ".join(sorted(self._resources))
+                return _error(arguments, "ToolInputError", f"read_resource reads the resources of: {shown}.")
+            try:
+                return _Outcome("ok", arguments, result=await read_resource_result(self._kernel, arguments))
+            except FunctionKernelException as exc:
+                return _error(arguments, type(exc).__name__, _error_message(exc))
         if call.name == RUN_PYTHON and self._code_mode is not None:
             return await self._run_snippet(call, self._code_mode)
         if call.name == SEARCH_TOOLS and self._search is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 
@@ -138,3 +139,25 @@ async def test_a_changed_tool_list_is_relisted_and_reaches_on_change(stdio_serve
         assert changes == [McpChange(server="tools", kind="tools")]
     finally:
         await kernel.close()
+
+
+async def test_an_agent_reads_resources_through_read_resource(kernel: FunctionKernel) -> None:
+    from kavalai.agent import Agent
+    from kavalai.llm import ToolResultMessage
+    from kavalai.testing import ScriptedLLM, tool_call
+
+    llm = ScriptedLLM(
+        [
+            tool_call("read_resource", {"server": "feat", "uri": "notes://readme"}),
+            tool_call("read_resource", {"server": "tools", "uri": "notes://readme"}),
+            "done",
+        ]
+    )
+    await Agent(llm, kernel=kernel, resources=["feat"], allowed_tools=["mcp://feat.*"]).run("read the readme")
+    [spec] = [tool for tool in llm.requests[0].tools if tool.name == "read_resource"]
+    assert "notes://readme: The readme." in spec.description
+    assert "weather://{city}/today (a template" in spec.description
+    first, second = [m for m in llm.requests[2].messages if isinstance(m, ToolResultMessage)]
+    assert json.loads(first.content)["contents"][0]["text"] == "1.10 is a version, not a number"
+    assert second.is_error
+    assert "read_resource reads the resources of: feat" in second.content
