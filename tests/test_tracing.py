@@ -152,18 +152,22 @@ async def test_a_rest_call_sends_the_trace_context_to_the_server(
     [span] = spans.get_finished_spans()
     context = span.get_span_context()
     assert context is not None
-    assert echoed["traceparent"].startswith(f"00-{context.trace_id:032x}-{context.span_id:016x}-")
+    # The same trace (its parent is this span, or the HTTP client span under it when a global provider is set).
+    assert echoed["traceparent"].split("-")[1] == f"{context.trace_id:032x}"
     assert dict(span.attributes or {})["gen_ai.tool.type"] == "extension"
     assert dict(span.attributes or {})["kavalai.tool.server"] == "shop"
     await traced.close()
 
 
-async def test_an_untraced_rest_call_sends_no_trace_context(rest_url: str) -> None:
-    kernel = FunctionKernel()
+async def test_an_untraced_rest_call_sends_a_trace_context_only_under_a_tracer_provider(rest_url: str) -> None:
+    from kavalai.tracing import tracing_configured
+
+    kernel = FunctionKernel()  # not instrumented
     kernel.register_rest_server(RestServer(name="shop", url=rest_url))
     kernel.register_rest_tool("shop", "headers", "GET", path="/echo/headers")
     echoed = (await kernel.call_tool("rest://shop.headers")).result  # type: ignore[attr-defined]
-    assert "traceparent" not in echoed
+    # No provider: nothing is sent. A global provider (set by an earlier test here): the HTTP client span's context.
+    assert ("traceparent" in echoed) == tracing_configured()
     await kernel.close()
 
 
@@ -284,3 +288,22 @@ async def test_an_agent_run_is_an_invoke_agent_span_with_chat_and_tool_spans(
     usage = dict(chats[0].attributes or {})
     assert usage["gen_ai.provider.name"] == "scripted"
     assert usage["gen_ai.usage.input_tokens"] > 0
+
+
+async def test_a_traced_rest_call_is_an_http_client_span(global_spans: InMemorySpanExporter, rest_url: str) -> None:
+    kernel = FunctionKernel()
+    instrument(kernel)
+    kernel.register_rest_server(RestServer(name="shop", url=rest_url))
+    kernel.register_rest_tool("shop", "headers", "GET", path="/echo/headers")
+    echoed = (await kernel.call_tool("rest://shop.headers")).result  # type: ignore[attr-defined]
+    await kernel.close()
+    spans = global_spans.get_finished_spans()
+    [tool] = [s for s in spans if s.name == "execute_tool rest://shop.headers"]
+    [client] = [s for s in spans if s.name == "GET"]
+    assert client.kind is SpanKind.CLIENT
+    assert client.parent.span_id == tool.context.span_id
+    attributes = dict(client.attributes or {})
+    assert attributes["http.request.method"] == "GET"
+    assert attributes["http.response.status_code"] == 200
+    assert attributes["url.full"] == f"{rest_url}/echo/headers"
+    assert echoed["traceparent"].startswith(f"00-{client.context.trace_id:032x}-{client.context.span_id:016x}-")

@@ -22,14 +22,16 @@ from typing import Any
 
 import aiohttp
 from opentelemetry.propagate import inject
-from opentelemetry.trace import get_current_span
+from opentelemetry.trace import SpanKind, get_current_span
 from pydantic_core import from_json, to_json
+from yarl import URL
 
 from kavalai.adapters.rest._config import ResolvedServer, RestServer
 from kavalai.adapters.rest._errors import BODY_EXCERPT_CHARS, Failure, map_exception, status_error
 from kavalai.adapters.rest._request import PreparedRequest
 from kavalai.errors import ConfigurationError, FunctionKernelException, ResponseTooLargeError, ToolInputError
 from kavalai.http import BodyTooLargeError, LoopSession, origin_guard, read_limited
+from kavalai.tracing import span, tracing_configured
 
 __all__ = ["BODY_EXCERPT_CHARS", "ServerSession"]
 
@@ -80,8 +82,24 @@ class ServerSession:
     async def send(self, request: PreparedRequest, *, uri: str | None = None) -> Any:
         """Send ``request`` and return the decoded body; raise a kavalai error (naming ``uri``) on any failure.
 
-        ``request.path`` is relative to the base URL, or an absolute ``http(s)://`` URL (OpenAPI specs).
+        ``request.path`` is relative to the base URL, or an absolute ``http(s)://`` URL (OpenAPI specs). When a
+        tracer provider is set, the request is an HTTP CLIENT span (the OpenTelemetry HTTP conventions), and the
+        ``traceparent`` the server receives names it.
         """
+        if not tracing_configured():
+            return await self._send(request, uri, traced=False)
+        target = URL(request.path if not request.path.startswith("/") else f"{self.resolved.base_url}{request.path}")
+        attributes = {
+            "http.request.method": request.method,
+            "server.address": target.host or "",
+            "server.port": target.port or 0,
+            "url.full": self.resolved.redact(str(target.with_query(None))),
+            "kavalai.rest.server": self.name,
+        }
+        with span(f"{request.method}", attributes, kind=SpanKind.CLIENT):
+            return await self._send(request, uri, traced=True)
+
+    async def _send(self, request: PreparedRequest, uri: str | None, *, traced: bool) -> Any:
         session = self._pool.current()
         if session is None:
             try:
@@ -97,6 +115,8 @@ class ServerSession:
         failure = Failure(resolved, method, path, where, uri)
         try:
             async with session.request(method, url, max_redirects=MAX_REDIRECTS, **kwargs) as response:
+                if traced:
+                    get_current_span().set_attribute("http.response.status_code", response.status)
                 if response.status >= 400:
                     raise await status_error(failure, response)
                 return _decode(await self._read(response, where, uri), response)
