@@ -18,14 +18,12 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from kavalai.cli._run import EXIT_FAILED, EXIT_OK, EXIT_USAGE  # one set of exit codes for every command
+
 if TYPE_CHECKING:
     from kavalai.kernel import Kernel
 
 __all__ = ["add_serve_parser", "build_serve_parser", "main", "serve_command"]
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 
 
 def add_serve_parser(subparsers: Any) -> None:
