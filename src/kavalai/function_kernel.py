@@ -98,10 +98,9 @@ class FunctionKernel(KavalCompatMixin, Kernel):
                 positional-only parameters, a generator function, type hints that do not resolve or that pydantic
                 cannot build a model from, or a timeout that is not a positive number of seconds.
         """
-        definition = self._python.register(
+        return self._python.register(
             name, func, description=description, timeout=timeout, inline=inline, replace=replace
         )
-        return definition.name
 
     # ------------------------------------------------------------------------------------------------ rest://
 

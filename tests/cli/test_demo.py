@@ -24,7 +24,7 @@ async def test_demo_shows_every_tool_kind_and_an_agent() -> None:
     assert "caught ToolExecutionError: Tool mcp://demo.to_fahrenheit reported an error" in text
     assert "3 tool calls (0 failed)" in text
     assert "python://math.add(a, b): Add two integers." in text
-    assert "math.add(2, '40'): MathAddOutput({\"result\":42})" in text
+    assert "math.add(2, '40'): Result[int]({\"result\":42})" in text
     assert "math.percent returned '50', coerced to: 50 (int)" in text
     assert "caught ToolInputError: Invalid arguments for python://math.add" in text
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import inspect
 import sys
 import typing
 from collections.abc import AsyncIterator, Iterator
@@ -12,10 +13,12 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import pytest
 import typing_extensions
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, Field, ValidationError
 
 from kavalai import ToolRegistrationError
-from kavalai.kernel._schema import function_schema
+from kavalai.kernel._schema import function_schema, parse_doc
 
 URI = "python://t"
 T = TypeVar("T")
@@ -146,8 +149,25 @@ def test_other_returns_are_wrapped_in_result(hint: Any, value: Any, expected: An
     f.__annotations__["return"] = hint
     schema = function_schema(f, uri="python://math.percent")
     assert schema.wrapped is True
-    assert schema.output_model.__name__ == "MathPercentOutput"
+    assert schema.output_schema is not None
+    assert schema.output_schema["title"] == "MathPercentOutput"  # what is listed names the tool
+    assert schema.output_model.__name__.startswith("Result[")  # the model is shared by every tool returning hint
     assert schema.output_model.model_validate({"result": value}).result == expected
+
+
+def test_tools_returning_the_same_type_share_one_wrapper_and_order_matters() -> None:
+    def f() -> int | str: ...
+
+    def g() -> int | str: ...
+
+    def h() -> str | int: ...  # equal to `int | str` as a set, but validated and listed in its own order
+
+    first, second, third = (function_schema(x, uri=URI) for x in (f, g, h))
+    assert first.output_model is second.output_model
+    assert first.output_model.__name__ == "Result[int | str]"
+    assert third.output_model is not first.output_model
+    assert third.output_model.model_validate({"result": "1"}).result == "1"
+    assert [s["type"] for s in third.output_schema["properties"]["result"]["anyOf"]] == ["string", "integer"]
 
 
 def test_missing_return_hint_is_any() -> None:
@@ -436,3 +456,52 @@ def test_a_model_that_is_not_fully_defined_is_refused_at_registration(source: st
         f"Cannot register {URI}: a model in the signature of f is not fully defined (name 'Undefined' is not "
         "defined). Define every type it names before registering the tool."
     )
+
+
+_DOC_PIECES = st.sampled_from(
+    [
+        "Summary",
+        " line",
+        ".",
+        ":",
+        "@",
+        "-",
+        "--",
+        "..",
+        " ",
+        "\n",
+        "\n\n",
+        "    ",
+        "\t",
+        "Args",
+        "Returns",
+        "Parameters",
+        "x",
+        ": y",
+        ":param x:",
+        "@param x:",
+        "deprecated",
+        "Example",
+        "é",
+        "Parameters\n----------\nx : int\n    The x.\n",
+        "\nArgs:\n    x: The x.\n",
+        ".. deprecated:: 1.0\n",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(_DOC_PIECES, max_size=14))
+def test_docstrings_read_without_the_parser_read_as_the_parser_reads_them(pieces: list[str]) -> None:
+    import docstring_parser
+
+    text = inspect.cleandoc("".join(pieces))
+    description, params = parse_doc(text)
+    try:
+        doc = docstring_parser.parse(text)
+    except Exception:
+        assert (description, params) == (text, {})
+        return
+    expected = "\n\n".join(part for part in (doc.short_description, doc.long_description) if part)
+    assert description == expected
+    assert params == {p.arg_name: p.description for p in doc.params if p.description}

@@ -8,14 +8,16 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import FrameType
-from typing import Any, ClassVar, TypeVar, get_origin, overload
+from typing import Any, ClassVar, Final, TypeVar, get_origin, overload
 
 import anyio.to_thread
 from pydantic import BaseModel
 
 from kavalai.errors import InvalidToolURIError, ToolRegistrationError
 from kavalai.kernel import (
+    FunctionSchema,
     Invoker,
+    LazyTool,
     ToolAdapter,
     ToolDefinition,
     ToolURI,
@@ -48,6 +50,9 @@ class ToolOptions:
     timeout: float | None = None
     inline: bool = False
     local_types: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+
+
+_DEFAULT_OPTIONS: Final = ToolOptions()
 
 
 @overload
@@ -84,6 +89,8 @@ def pythontool(
     if not _valid_timeout(timeout):
         raise ValueError(f"pythontool timeout must be positive (in seconds) or None, got {timeout!r}")
     options = ToolOptions(description=description, timeout=timeout, inline=inline)
+    if options == _DEFAULT_OPTIONS:
+        options = _DEFAULT_OPTIONS  # one object for the common case, not one per function
 
     def mark(target: F, depth: int = 1) -> F:
         if not isinstance(target, staticmethod | classmethod) and not callable(target):
@@ -138,8 +145,12 @@ class PythonToolAdapter(ToolAdapter):
         timeout: float | None = None,
         inline: bool | None = None,
         replace: bool = False,
-    ) -> ToolDefinition:
-        """Build the definition of ``func`` at ``python://name`` and publish it."""
+    ) -> str:
+        """Publish ``func`` at ``python://name`` and return that URI.
+
+        Its description and JSON schemas are worked out now, and every error in its signature is raised now; its
+        models are built now or when it is first called (see :func:`~kavalai.kernel.function_schema`).
+        """
         uri = _python_uri(name)
         options = getattr(func, _FLAG, None)
         if not isinstance(options, ToolOptions):
@@ -157,25 +168,46 @@ class PythonToolAdapter(ToolAdapter):
         schema = function_schema(
             func, uri=str(uri), description=description or options.description, local_types=options.local_types
         )
-        run_inline = options.inline if inline is None else inline
-        definition = ToolDefinition(
-            uri=uri,
-            description=schema.description,
-            input_model=schema.input_model,
-            output_model=schema.output_model,
-            invoke=_invoker(func, schema.is_async, run_inline, schema.renamed),
-            wrapped=schema.wrapped,
-            timeout=timeout if timeout is not None else options.timeout,
-            metadata={"function": _dotted_name(func)},
-        )
-        if not replace and definition.name in self.registry:
+        name = str(uri)
+        if not replace and name in self.registry:
             raise ToolRegistrationError(
-                f"Python tool {uri.tool!r} is already registered at {definition.name}. Choose another name, or pass "
+                f"Python tool {uri.tool!r} is already registered at {name}. Choose another name, or pass "
                 "replace=True to replace it.",
-                uri=definition.name,
+                uri=name,
             )
-        self.registry.add_tool(definition, replace=replace)
-        return definition
+        run_inline = options.inline if inline is None else inline
+        metadata = {"function": _dotted_name(func)}
+        limit = timeout if timeout is not None else options.timeout
+        build = functools.partial(_definition, uri, schema, func, run_inline, limit, metadata)
+        if schema.deferred and schema.input_schema is not None and schema.output_schema is not None:
+            # Listed from its schemas now; its models are built when it is first called or looked up.
+            lazy = LazyTool(uri, schema.description, schema.input_schema, schema.output_schema, build, metadata)
+            self.registry.add_lazy(lazy, replace=replace)
+        else:
+            self.registry.add_tool(build(), replace=replace)
+        return name
+
+
+def _definition(
+    uri: ToolURI,
+    schema: FunctionSchema,
+    func: Callable[..., Any],
+    inline: bool,
+    timeout: float | None,
+    metadata: dict[str, Any],
+) -> ToolDefinition:
+    return ToolDefinition(
+        uri=uri,
+        description=schema.description,
+        input_model=schema.input_model,
+        output_model=schema.output_model,
+        invoke=_invoker(func, schema.is_async, inline, schema.renamed),
+        wrapped=schema.wrapped,
+        timeout=timeout,
+        input_schema=schema.input_schema,
+        output_schema=schema.output_schema,
+        metadata=metadata,
+    )
 
 
 def _dotted_name(func: Callable[..., Any]) -> str:

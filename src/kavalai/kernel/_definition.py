@@ -12,7 +12,7 @@ from pydantic_core import CoreSchema
 
 from kavalai.kernel._uri import ToolURI
 
-__all__ = ["Invoker", "ToolDefinition"]
+__all__ = ["Invoker", "OpenForPythonTypes", "ToolDefinition"]
 
 #: Runs a tool: receives the validated input model instance, returns the raw value that the output model coerces.
 Invoker = Callable[[BaseModel], Awaitable[Any]]
@@ -75,7 +75,7 @@ class ToolDefinition:
             return self.input_schema
         schema = self._schemas.get("input")
         if schema is None:  # built on first use: most tools of a large catalog are never described
-            schema = self._schemas["input"] = self.input_model.model_json_schema(schema_generator=_OpenForPythonTypes)
+            schema = self._schemas["input"] = self.input_model.model_json_schema(schema_generator=OpenForPythonTypes)
         return schema
 
     def get_output_schema(self) -> dict[str, Any]:
@@ -84,7 +84,7 @@ class ToolDefinition:
             return self.output_schema
         schema = self._schemas.get("output")
         if schema is None:
-            schema = self._schemas["output"] = self.output_model.model_json_schema(schema_generator=_OpenForPythonTypes)
+            schema = self._schemas["output"] = self.output_model.model_json_schema(schema_generator=OpenForPythonTypes)
         return schema
 
     def describe(self) -> dict[str, Any]:
@@ -97,7 +97,7 @@ class ToolDefinition:
         }
 
 
-class _OpenForPythonTypes(GenerateJsonSchema):
+class OpenForPythonTypes(GenerateJsonSchema):
     """Pydantic's schema generator, except that a type JSON Schema cannot express (an arbitrary class accepted as
     an instance, a callable) becomes the open schema ``{}`` instead of failing every tool listing."""
 

@@ -40,16 +40,20 @@ class LazyTool:
     output_schema: dict[str, Any] | None
     build: Callable[[], ToolDefinition] = field(repr=False)
     metadata: dict[str, Any] = field(default_factory=dict)
+    _name: str = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_name", str(self.uri))  # once: listing 10,000 tools reads it 10,000 times
 
     @property
     def name(self) -> str:
         """The tool's URI as a string."""
-        return str(self.uri)
+        return self._name
 
     def describe(self) -> dict[str, Any]:
         """The same description a built definition gives, from the schemas alone."""
         return {
-            "name": self.name,
+            "name": self._name,
             "description": self.description,
             "inputSchema": self.input_schema,
             "outputSchema": self.output_schema if self.output_schema is not None else {},

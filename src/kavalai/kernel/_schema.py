@@ -23,19 +23,25 @@ from __future__ import annotations
 import functools
 import inspect
 import keyword
+import re
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
+from typing import Annotated, Any, Final, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError
 from pydantic.fields import FieldInfo
 
 from kavalai.errors import ToolRegistrationError
+from kavalai.kernel._fieldschema import (
+    REQUIRED,
+    field_schema,
+    model_schema,
+    object_schema,
+    type_fragment,
+    type_key,
+    wrapped_schema,
+)
 from kavalai.kernel._names import RESERVED_FIELD_NAMES, create_model_quietly
-
-if TYPE_CHECKING:
-    import docstring_parser
 
 __all__ = ["FunctionSchema", "code_of", "function_schema", "qualname", "wrap_output_model"]
 
@@ -43,27 +49,74 @@ _FORBID = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 _FORBID_BY_NAME = ConfigDict(extra="forbid", arbitrary_types_allowed=True, populate_by_name=True)
 
 
-@dataclass(frozen=True, slots=True)
 class FunctionSchema:
-    """The models and description derived from one function.
+    """The models, JSON schemas and description derived from one function.
+
+    The JSON schemas are known at once; the models are built when first used, where the schemas could be put
+    together without them (``kernel/_fieldschema.py``: plain types and defaults), else at once.
 
     Attributes:
         description: the docstring's summary and body, or ``""``.
         input_model: one field per parameter, ``extra="forbid"``.
-        output_model: the returned model type, or a generated model with a single ``result`` field.
+        output_model: the returned model type, or a model with a single ``result`` field, shared by the functions
+            that return the same type (named ``Result[<type>]``).
         wrapped: whether ``output_model`` is the generated wrapper.
         renamed: ``(parameter, field)`` pairs for parameters stored under another field name; empty in the
             common case, when the validated model's ``__dict__`` can be passed as keyword arguments directly.
         is_async: whether calling the function gives a coroutine to await (an ``async def``, a method or callable
             object whose ``__call__`` is one, a partial of one, or a ``functools.wraps`` wrapper of one).
+        input_schema: the JSON schema of the arguments, or ``None`` when it is the input model's to give.
+        output_schema: the JSON schema of the output (titled after the tool), or ``None`` when it is the output
+            model's to give.
     """
 
-    description: str
-    input_model: type[BaseModel]
-    output_model: type[BaseModel]
-    wrapped: bool
-    renamed: tuple[tuple[str, str], ...]
-    is_async: bool
+    __slots__ = ("_input", "_output", "description", "input_schema", "is_async", "output_schema", "renamed", "wrapped")
+
+    def __init__(
+        self,
+        *,
+        description: str,
+        input_model: type[BaseModel] | Callable[[], type[BaseModel]],
+        output_model: type[BaseModel] | Callable[[], type[BaseModel]],
+        wrapped: bool,
+        renamed: tuple[tuple[str, str], ...],
+        is_async: bool,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+    ) -> None:
+        """``input_model`` and ``output_model``: a model, or what builds it when first used."""
+        self.description = description
+        self._input = input_model
+        self._output = output_model
+        self.wrapped = wrapped
+        self.renamed = renamed
+        self.is_async = is_async
+        self.input_schema = input_schema
+        self.output_schema = output_schema
+
+    @property
+    def input_model(self) -> type[BaseModel]:
+        """The input model (built now if it was not yet)."""
+        model = self._input
+        if not isinstance(model, type):
+            model = self._input = model()
+        return model
+
+    @property
+    def output_model(self) -> type[BaseModel]:
+        """The output model (built now if it was not yet)."""
+        model = self._output
+        if not isinstance(model, type):
+            model = self._output = model()
+        return model
+
+    @property
+    def deferred(self) -> bool:
+        """Whether a model is still to be built."""
+        return not (isinstance(self._input, type) and isinstance(self._output, type))
+
+    def __repr__(self) -> str:
+        return f"<FunctionSchema {self.input_schema and self.input_schema.get('title')!r} wrapped={self.wrapped}>"
 
 
 def function_schema(
@@ -73,7 +126,7 @@ def function_schema(
     description: str | None = None,
     local_types: Mapping[str, Any] | None = None,
 ) -> FunctionSchema:
-    """Build the input and output models of ``func``, registered at ``uri``.
+    """Build the input and output models of ``func``, registered at ``uri`` (or what builds them on first use).
 
     ``local_types`` are names a string annotation may use besides the function's module globals and closure
     (for a function defined inside another: the types in scope where it was defined).
@@ -81,7 +134,8 @@ def function_schema(
     Raises:
         ToolRegistrationError: for generator functions, ``*args``/``**kwargs`` or positional-only parameters,
             hints that do not resolve, ``BaseModel`` itself as a type, models that are not fully defined, or types
-            pydantic cannot build a model from; each message says what to change.
+            pydantic cannot build a model from; each message says what to change. Always here, never when a
+            model put off is built.
     """
     code = code_of(func)
     _check_not_generator(func, code, uri)
@@ -95,11 +149,12 @@ def function_schema(
             "another, before it is decorated).",
             uri=uri,
         ) from exc
-    doc = _parse_doc(inspect.cleandoc(code.__doc__ or "") or _fallback_doc(func))
-    param_docs = {p.arg_name: p.description for p in doc.params if p.description}
+    doc_text, param_docs = parse_doc(inspect.cleandoc(code.__doc__ or "") or _fallback_doc(func))
     model_name = _model_name(uri)
-    fields: dict[str, Any] = {}
+    specs: list[_FieldSpec] = []  # what the input model's fields are made of, when it is built
     renamed: list[tuple[str, str]] = []
+    properties: dict[str, dict[str, Any]] | None = {}  # the input schema's, while every field has a plain one
+    required: list[str] = []
     for param in signature.parameters.values():
         _check_parameter(param, uri, func)
         field_name = param.name
@@ -108,22 +163,35 @@ def function_schema(
             renamed.append((param.name, field_name))
         annotation = hints.get(param.name, Any)
         _check_not_bare_basemodel(annotation, f"parameter {param.name!r}", uri, func)
-        fields[field_name] = _field(param, annotation, param_docs.get(param.name), alias=field_name != param.name)
+        param_doc = param_docs.get(param.name)
+        specs.append((field_name, param.name, annotation, param.default, param_doc))
+        if properties is not None:
+            fragment = type_fragment(annotation)
+            empty = param.default is inspect.Parameter.empty
+            prop = (
+                None
+                if fragment is None
+                else field_schema(fragment, param.name, REQUIRED if empty else param.default, param_doc)
+            )
+            if prop is None:
+                properties = None
+            else:
+                properties[param.name] = prop
+                if empty:
+                    required.append(param.name)
     config = _FORBID_BY_NAME if renamed else _FORBID
     return_hint = hints.get("return", Any) if signature.return_annotation is not inspect.Signature.empty else Any
     _check_not_bare_basemodel(return_hint, "the return annotation", uri, func)
-    try:
-        input_model = create_model_quietly(f"{model_name}Input", __config__=config, **fields)
-        output_model, wrapped = _output_model(return_hint, model_name)
-    except PydanticUserError as exc:
-        raise ToolRegistrationError(
-            f"Cannot register {uri}: pydantic cannot build a model from the signature of {qualname(func)}: "
-            f"{str(exc).splitlines()[0]}",
-            uri=uri,
-        ) from exc
-    for model in (input_model, output_model):
-        _check_complete(model, uri, func)
-    text = description if description is not None else _doc_description(doc)
+    input_title = f"{model_name}Input"
+    build_input = functools.partial(_build_model, uri, func, input_title, config, tuple(specs))
+    input_model: type[BaseModel] | Callable[[], type[BaseModel]] = build_input
+    input_schema = None
+    if properties is None:
+        input_model = build_input()  # now: it may be refused, and it gives the schema
+    else:
+        input_schema = object_schema(input_title, properties, required, forbid_extra=True)
+    output_model, output_schema, wrapped = _output(return_hint, f"{model_name}Output", uri, func)
+    text = description if description is not None else doc_text
     return FunctionSchema(
         description=text,
         input_model=input_model,
@@ -131,13 +199,87 @@ def function_schema(
         wrapped=wrapped,
         renamed=tuple(renamed),
         is_async=inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(code),
+        input_schema=input_schema,
+        output_schema=output_schema,
     )
 
 
-def wrap_output_model(annotation: Any, model_name: str) -> type[BaseModel]:
-    """A model with a single required ``result`` field of type ``annotation``."""
+#: (field name, parameter name, annotation, default or ``Parameter.empty``, docstring text)
+_FieldSpec = tuple[str, str, Any, Any, "str | None"]
+
+
+def _build_model(
+    uri: str, func: Callable[..., Any], name: str, config: ConfigDict, specs: tuple[_FieldSpec, ...]
+) -> type[BaseModel]:
+    fields = {
+        field: _field(param, annotation, default, doc, alias=field != param)
+        for field, param, annotation, default, doc in specs
+    }
+    try:
+        model = create_model_quietly(name, __config__=config, **fields)
+    except PydanticUserError as exc:
+        raise _refused(uri, func, exc) from exc
+    _check_complete(model, uri, func)
+    return model
+
+
+def _refused(uri: str, func: Callable[..., Any], exc: Exception) -> ToolRegistrationError:
+    return ToolRegistrationError(
+        f"Cannot register {uri}: pydantic cannot build a model from the signature of {qualname(func)}: "
+        f"{str(exc).splitlines()[0]}",
+        uri=uri,
+    )
+
+
+def _output(
+    return_hint: Any, title: str, uri: str, func: Callable[..., Any]
+) -> tuple[type[BaseModel] | Callable[[], type[BaseModel]], dict[str, Any] | None, bool]:
+    """The output model (or what builds it), its schema titled ``title`` (or ``None``), and whether it wraps."""
+    bare = _strip_annotated(return_hint)
+    if isinstance(bare, type) and issubclass(bare, BaseModel):
+        _check_complete(bare, uri, func)
+        return bare, model_schema(bare), False
+    schema = wrapped_schema(return_hint, title)
+    if schema is not None:
+        return functools.partial(_shared_wrapper, return_hint, uri, func), schema, True
+    model = _shared_wrapper(return_hint, uri, func)
+    shared = model_schema(model)
+    return model, None if shared is None else {**shared, "title": title}, True
+
+
+_wrappers: dict[Any, type[BaseModel]] = {}
+
+
+def _shared_wrapper(annotation: Any, uri: str, func: Callable[..., Any]) -> type[BaseModel]:
+    # One `{result: T}` model per return type, not one per tool: 10,000 tools returning `int` share one class.
+    try:
+        key: Any = type_key(annotation)
+        found = _wrappers.get(key)
+    except TypeError:  # unhashable: a model of its own
+        key, found = None, None
+    if found is not None:
+        return found
+    try:
+        model = wrap_output_model(annotation, "", name=f"Result[{_type_name(annotation)}]")
+    except PydanticUserError as exc:
+        raise _refused(uri, func, exc) from exc
+    _check_complete(model, uri, func)
+    if key is not None:
+        _wrappers[key] = model
+    return model
+
+
+def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, type):
+        return annotation.__qualname__
+    return repr(annotation).replace("typing.", "").replace("typing_extensions.", "")
+
+
+def wrap_output_model(annotation: Any, model_name: str, *, name: str | None = None) -> type[BaseModel]:
+    """A model with a single required ``result`` field of type ``annotation``, named ``<model_name>Output`` (or
+    ``name``)."""
     return create_model_quietly(
-        f"{model_name}Output",
+        name or f"{model_name}Output",
         __config__=ConfigDict(arbitrary_types_allowed=True),
         result=(annotation, Field(...)),
     )
@@ -177,22 +319,29 @@ def _fallback_doc(func: Callable[..., Any]) -> str:
     return inspect.getdoc(func) or ""
 
 
-def _parse_doc(text: str) -> docstring_parser.Docstring:
-    import docstring_parser  # imported on first registration: it is not needed to import kavalai
+# A line that could start a section in some docstring style: `:param` (Sphinx), `@param` (Epydoc), `Args:`
+# (Google), a `----` underline or `.. deprecated::` (NumPy). Without one, every style reads only a description.
+_SECTION_LIKE: Final = re.compile(r"^[:@]|:[ \t\r\f\v]*$|^\s*-+\s*$|^\s*\.\.", re.MULTILINE)
+
+
+def parse_doc(text: str) -> tuple[str, dict[str, str]]:
+    """A cleaned docstring's description (summary and body) and its parameters' descriptions, as
+    ``docstring_parser`` reads them in whichever style finds the most.
+
+    A docstring with no line that could begin a section is read here, as ``docstring_parser`` would read it (its
+    first parser, reST, wins a tie of none found): a tenth of the cost of trying all four styles.
+    """
+    if not _SECTION_LIKE.search(text):
+        summary, _, body = inspect.cleandoc(text).partition("\n")  # as each parser cleans it again
+        return "\n\n".join(part for part in (summary, body.strip()) if part), {}
+    import docstring_parser  # imported on first need: it is not needed to import kavalai
 
     try:
-        return docstring_parser.parse(text)
+        doc = docstring_parser.parse(text)
     except Exception:  # it fails on a few malformed docstrings (IndexError, ParseError): keep the text as it is
-        doc = docstring_parser.Docstring()
-        doc.short_description = text
-        return doc
-
-
-def _output_model(return_hint: Any, model_name: str) -> tuple[type[BaseModel], bool]:
-    bare = _strip_annotated(return_hint)
-    if isinstance(bare, type) and issubclass(bare, BaseModel):
-        return bare, False
-    return wrap_output_model(return_hint, model_name), True
+        return text, {}
+    parts = [part for part in (doc.short_description, doc.long_description) if part]
+    return "\n\n".join(parts), {p.arg_name: p.description for p in doc.params if p.description}
 
 
 def _strip_annotated(hint: Any) -> Any:
@@ -257,14 +406,15 @@ def _check_parameter(param: inspect.Parameter, uri: str, func: Callable[..., Any
         )
 
 
-def _field(param: inspect.Parameter, annotation: Any, doc: str | None, *, alias: bool) -> tuple[Any, Any]:
-    default: Any = ... if param.default is inspect.Parameter.empty else param.default
+def _field(name: str, annotation: Any, default: Any, doc: str | None, *, alias: bool) -> tuple[Any, Any]:
+    if default is inspect.Parameter.empty:
+        default = ...
     extra: dict[str, Any] = {}
     explicit = _annotated_description(annotation) or (isinstance(default, FieldInfo) and default.description)
     if doc and not explicit:
         extra["description"] = doc
     if alias:
-        extra["alias"] = param.name
+        extra["alias"] = name
     if extra:
         annotation = Annotated[annotation, Field(**extra)]
     return annotation, default
@@ -274,11 +424,6 @@ def _annotated_description(annotation: Any) -> bool:
     if get_origin(annotation) is not Annotated:
         return False
     return any(isinstance(meta, FieldInfo) and meta.description for meta in get_args(annotation)[1:])
-
-
-def _doc_description(doc: docstring_parser.Docstring) -> str:
-    parts = [part for part in (doc.short_description, doc.long_description) if part]
-    return "\n\n".join(parts)
 
 
 def _model_name(uri: str) -> str:
