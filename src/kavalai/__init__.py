@@ -23,6 +23,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from kavalai.errors import (
+    AuthenticationError,
     ConfigurationError,
     FunctionKernelException,
     HTTPStatusError,
@@ -137,6 +138,7 @@ __all__ = [
     "AgentResult",
     "ApiKeyAuth",
     "Approval",
+    "AuthenticationError",
     "BasicAuth",
     "BearerAuth",
     "ConfigurationError",

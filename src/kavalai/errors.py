@@ -19,6 +19,7 @@ aiohttp, the MCP SDK, pydantic) are translated into one of these at the adapter 
     ├── ToolTimeoutError                the call took longer than its timeout; .timeout
     ├── ServerConnectionError           a REST or MCP server could not be reached or died; .server, .exit_code,
     │   │                               .stderr_tail
+    │   ├── AuthenticationError         the server refused the credentials, or OAuth could not get a token; .identity
     │   └── KernelClosedError           the kernel was closed while the call was running
     ├── LLMError                        an LLM client or agent failed (kavalai.llm.errors: configuration,
     │                                   connection, provider status, structured output, max steps)
@@ -33,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
+    "AuthenticationError",
     "ConfigurationError",
     "FunctionKernelException",
     "HTTPStatusError",
@@ -211,6 +213,23 @@ class ServerConnectionError(FunctionKernelException, ConnectionError):
         self.server = server
         self.exit_code = exit_code
         self.stderr_tail = stderr_tail
+
+
+class AuthenticationError(ServerConnectionError):
+    """A server refused the credentials, or OAuth could not get a token for it: the sign-in was declined or timed
+    out, the authorization server could not be reached or refused, or the server refused a token it had just been
+    given. The message names the server and the identity, never a credential.
+
+    Attributes:
+        server: the server's registered name.
+        identity: the identity the credentials were for (see :func:`kavalai.auth.identity`).
+    """
+
+    def __init__(
+        self, message: str, *, uri: str | None = None, server: str | None = None, identity: str | None = None
+    ) -> None:
+        super().__init__(message, uri=uri, server=server)
+        self.identity = identity
 
 
 class KernelClosedError(ServerConnectionError):
