@@ -19,6 +19,7 @@ from kavalai.adapters.mcp._catalog import (
 from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._connection import McpConnection
 from kavalai.adapters.mcp._content import McpResourceContent
+from kavalai.adapters.mcp._identities import connection_for
 from kavalai.adapters.mcp._state import McpServerState
 from kavalai.errors import ServerConnectionError, ToolNotFoundError, ToolRegistrationError
 from kavalai.kernel import ToolDefinition, ToolURI
@@ -50,7 +51,7 @@ class McpAdapter(ToolAdapter):
             raise ToolRegistrationError(
                 f"MCP server {server.name!r} is already registered; give each server its own name."
             )
-        self._connections[server.name] = McpConnection(server, self.registry)
+        self._connections[server.name] = connection_for(server, self.registry)  # per identity with OAuth
 
     async def connect(self) -> None:
         """Connect every registered server that is not connected yet, concurrently.

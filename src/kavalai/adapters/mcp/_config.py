@@ -11,6 +11,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
+from kavalai.auth import OAuth
 from kavalai.errors import ConfigurationError, format_validation_errors
 from kavalai.kernel import SERVER_NAME_PATTERN
 
@@ -118,6 +119,22 @@ class McpServer(BaseModel):
         default=None,
         description="Folders (or file:// URIs) the server is told it may work in; None: roots are not offered.",
     )
+
+    auth: OAuth | None = Field(
+        default=None,
+        description="OAuth 2.1 for an HTTP server: OAuth() to sign users in (authorization code with PKCE), or "
+        "OAuth(grant='client_credentials', ...); tokens and connections are kept per identity. None: no OAuth.",
+    )
+
+    @model_validator(mode="after")
+    def _check_auth(self) -> McpServer:
+        if self.auth is None:
+            return self
+        if self.command is not None or self.command_env is not None:
+            raise ValueError(f"MCP server {self.name!r} is a stdio server; auth (OAuth) applies only to a url.")
+        if any(header.lower() == "authorization" for header in self.headers):
+            raise ValueError(f"MCP server {self.name!r} has both auth and an Authorization header; give one of them.")
+        return self
 
     @model_validator(mode="wrap")
     @classmethod

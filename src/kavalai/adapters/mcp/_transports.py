@@ -132,6 +132,8 @@ async def _open_http(server: McpServer, on_session_expired: Callable[[], None]) 
     if server.url is None:
         raise ConfigurationError(f"MCP server {server.name!r} has no url to connect to.")
     limit, name = server.max_message_bytes, server.name
+    # OAuth: the identity's flow (the SDK's provider behind a fast path) authorizes every request of the session.
+    auth = server.auth.flow(name, server.url, kind="MCP server").httpx_auth() if server.auth is not None else None
     if server.kind == "sse":
 
         def bounded_client(
@@ -150,6 +152,7 @@ async def _open_http(server: McpServer, on_session_expired: Callable[[], None]) 
             timeout=server.connect_timeout,
             sse_read_timeout=_SSE_READ_TIMEOUT,
             httpx_client_factory=bounded_client,
+            auth=auth,
         ) as streams:
             yield streams
         return
@@ -165,6 +168,7 @@ async def _open_http(server: McpServer, on_session_expired: Callable[[], None]) 
             timeout=timeout,
             event_hooks={"response": [check_session]},
             transport=bounded_transport(name, limit),
+            auth=auth,
         ) as client,
         streamable_http_client(server.url, http_client=client, max_sse_event_size=limit) as streams,
     ):
