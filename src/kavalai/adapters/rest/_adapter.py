@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from kavalai.adapters.base import ToolAdapter, ToolRegistry
 from kavalai.adapters.rest._config import RestServer
+from kavalai.adapters.rest._oauth import session_for
 from kavalai.adapters.rest._openapi import OpenApiOperation, check_spec, parse_spec, read_operations
 from kavalai.adapters.rest._request import (
     METHODS,
@@ -110,7 +111,7 @@ class RestAdapter(ToolAdapter):
                 f"REST server {server.name!r} is already registered. Choose another name, or pass "
                 "replace=True to replace it."
             )
-        session = ServerSession(server)
+        session = session_for(server)  # per identity with OAuth
         if existing is not None:
             self._retired.append(existing)
         self._servers[server.name] = session

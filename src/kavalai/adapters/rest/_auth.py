@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from kavalai.auth import OAuth
 from kavalai.errors import ConfigurationError
 
 __all__ = ["ApiKeyAuth", "Auth", "BasicAuth", "BearerAuth", "Credentials", "read_env", "validated"]
@@ -161,5 +162,6 @@ class ApiKeyAuth(_AuthSetting):
         return Credentials(headers={self.name: key}, secrets=(key,))
 
 
-#: Any of the auth settings, told apart by ``type`` when loaded from a dict (``{"type": "bearer", ...}``).
-Auth = Annotated[BasicAuth | BearerAuth | ApiKeyAuth, Field(discriminator="type")]
+#: Any of the auth settings, told apart by ``type`` when loaded from a dict (``{"type": "bearer", ...}``);
+#: :class:`kavalai.auth.OAuth` (``"oauth"``) gets its tokens per request and identity.
+Auth = Annotated[BasicAuth | BearerAuth | ApiKeyAuth | OAuth, Field(discriminator="type")]

@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from kavalai.adapters.rest._auth import Auth, BasicAuth, Credentials, read_env, validated
+from kavalai.auth import OAuth
 from kavalai.errors import ConfigurationError
 from kavalai.kernel import SERVER_NAME_PATTERN
 from kavalai.secrets import MASK, Redactor
@@ -53,7 +54,7 @@ class RestServer(BaseModel):
     verify: bool | str = Field(
         default=True, description="Verify TLS certificates (default); False to skip, or a CA bundle path."
     )
-    auth: Auth | None = Field(default=None, description="BasicAuth, BearerAuth or ApiKeyAuth.")
+    auth: Auth | None = Field(default=None, description="BasicAuth, BearerAuth, ApiKeyAuth, or OAuth (kavalai.auth).")
     max_connections: int = Field(default=100, ge=1, description="Size of the server's connection pool.")
     max_response_bytes: int = Field(
         default=64 * 1024 * 1024,
@@ -101,6 +102,12 @@ class RestServer(BaseModel):
             else:
                 yield key, value
 
+    @model_validator(mode="after")
+    def _check_oauth(self) -> Self:
+        if isinstance(self.auth, OAuth) and any(name.lower() == "authorization" for name in self.headers):
+            raise ValueError("give auth=OAuth(...) or an Authorization header, not both")
+        return self
+
     def resolve(self) -> ResolvedServer:
         """Read the URL and credentials (from the environment where asked) into a :class:`ResolvedServer`.
 
@@ -122,7 +129,10 @@ class RestServer(BaseModel):
                 ) from exc
         else:
             url = self.url or ""
-        credentials = self.auth.credentials(self.name) if self.auth is not None else self._env_basic_auth()
+        if isinstance(self.auth, OAuth):  # tokens go per request and identity (kavalai.adapters.rest._oauth)
+            credentials = Credentials()
+        else:
+            credentials = self.auth.credentials(self.name) if self.auth is not None else self._env_basic_auth()
         headers = {**self.headers, **credentials.headers}
         sensitive = [name for name in self.headers if _is_sensitive(name)]
         secrets = credentials.secrets + tuple(self.headers[name] for name in sensitive)

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import json
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import aiohttp
+from aiohttp.client_middlewares import ClientMiddlewareType
 from opentelemetry.propagate import inject
 from opentelemetry.trace import SpanKind, get_current_span
 from pydantic_core import from_json, to_json
@@ -42,8 +43,9 @@ MAX_REDIRECTS = 10
 class ServerSession:
     """The connection pool of one REST server and the requests sent through it."""
 
-    def __init__(self, server: RestServer) -> None:
+    def __init__(self, server: RestServer, *, middlewares: Sequence[ClientMiddlewareType] = ()) -> None:
         self.server = server
+        self._middlewares = tuple(middlewares)  # run outside the origin guard (an OAuth flow's, per identity)
         # Registration only records the configuration: environment variables are read when a session opens.
         self._resolved: ResolvedServer | None = None
         self._ssl = self._ssl_setting()
@@ -74,7 +76,7 @@ class ServerSession:
             headers=resolved.headers,
             timeout=aiohttp.ClientTimeout(total=None),  # each call's own deadline governs
             raise_for_status=False,
-            middlewares=(origin_guard(resolved.base_url, secret_headers=resolved.secret_headers),),
+            middlewares=(*self._middlewares, origin_guard(resolved.base_url, secret_headers=resolved.secret_headers)),
             json_serialize=_dumps,
         )
         return session, None
