@@ -10,9 +10,9 @@ from dataclasses import dataclass, field, replace
 from types import FrameType
 from typing import Any, ClassVar, Final, TypeVar, get_origin, overload
 
-import anyio.to_thread
 from pydantic import BaseModel
 
+from kavalai.adapters._threads import run_in_thread
 from kavalai.errors import InvalidToolURIError, ToolRegistrationError
 from kavalai.kernel import (
     FunctionSchema,
@@ -129,9 +129,9 @@ def is_pythontool(func: object) -> bool:
 class PythonToolAdapter(ToolAdapter):
     """Registers decorated functions as ``python://`` tools and runs them.
 
-    Async functions are awaited; sync functions run in a worker thread (``anyio.to_thread``) unless registered
-    ``inline``. A timed-out sync call returns at once, but its thread runs to the end, since Python cannot stop
-    a thread.
+    Async functions are awaited; sync functions run in a worker thread (``kavalai.adapters._threads``: at most 40
+    calls of an event loop at a time) unless registered ``inline``. A timed-out sync call returns at once, but its
+    thread runs to the end, since Python cannot stop a thread.
     """
 
     scheme: ClassVar[str] = "python"
@@ -249,7 +249,7 @@ def _invoker(func: Callable[..., Any], is_async: bool, inline: bool, renamed: tu
 
     async def invoke_in_thread(args: BaseModel) -> Any:
         call = bind_current_call(functools.partial(func, **kwargs(args)))  # no kernel frame in the worker thread
-        raw = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        raw = await run_in_thread(call)
         return (await raw) if inspect.isawaitable(raw) else raw
 
     return invoke_in_thread

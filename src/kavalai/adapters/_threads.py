@@ -1,0 +1,94 @@
+"""Worker threads for sync Python tools: a call handed to a thread and its result handed back, and nothing more.
+
+``anyio.to_thread.run_sync`` costs about 85 µs a hop here and ``asyncio.to_thread`` about 60 µs; most of either is
+layers (a capacity limiter with checkpoints, a cancel scope, a concurrent ``Future`` chained to an asyncio one). A
+hop here is one ``SimpleQueue.put`` to an idle thread and one ``call_soon_threadsafe`` back, about 35 µs
+(``bench/python_tools.py`` prints it against both).
+
+The semantics are anyio's ``run_sync(..., abandon_on_cancel=True)``:
+
+- the function runs in a copy of the caller's context (its context variables, an OpenTelemetry span);
+- at most :data:`MAX_THREADS` calls per event loop wait on a thread at a time; more wait for a turn;
+- a call whose awaiting task is cancelled (a timeout) returns at once and gives its turn back; its thread runs the
+  function to the end, since Python cannot stop a thread, and is then free again;
+- threads are daemons, reused most-recently-idle first, and end after :data:`IDLE_SECONDS` without work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import queue
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
+
+__all__ = ["IDLE_SECONDS", "MAX_THREADS", "run_in_thread"]
+
+R = TypeVar("R")
+
+#: How many calls of one event loop may wait on a worker thread at a time (anyio's default limit too).
+MAX_THREADS: Final = 40
+#: How long an idle worker thread waits for work before it ends.
+IDLE_SECONDS: Final = 10.0
+
+_Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", contextvars.Context, Callable[[], Any]]
+_idle: list[_Worker] = []  # LIFO: the thread idle the shortest time is the warmest
+_turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+
+
+async def run_in_thread(func: Callable[[], R]) -> R:
+    """Run ``func()`` in a worker thread and return its result (or raise its exception) on the event loop."""
+    loop = asyncio.get_running_loop()
+    turns = _turns.get(loop)
+    if turns is None:
+        turns = _turns[loop] = asyncio.Semaphore(MAX_THREADS)
+    async with turns:
+        future: asyncio.Future[R] = loop.create_future()
+        try:
+            worker = _idle.pop()
+        except IndexError:
+            worker = _Worker()
+            worker.start()
+        worker.jobs.put((loop, future, contextvars.copy_context(), func))
+        return await future
+
+
+class _Worker(threading.Thread):
+    def __init__(self) -> None:
+        super().__init__(name="kavalai-tool", daemon=True)
+        self.jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+
+    def run(self) -> None:
+        jobs = self.jobs
+        while True:
+            try:
+                job = jobs.get(timeout=IDLE_SECONDS)
+            except queue.Empty:
+                try:
+                    _idle.remove(self)  # atomic: either this thread leaves, or a caller took it and a job is coming
+                except ValueError:
+                    job = jobs.get()
+                else:
+                    return
+            loop, future, context, func = job
+            del job
+            try:
+                result, error = context.run(func), None
+            except BaseException as exc:  # handed to the awaiting task, whatever it is
+                result, error = None, exc
+            _idle.append(self)
+            with contextlib.suppress(RuntimeError):  # the loop closed while the call ran: nobody is waiting
+                loop.call_soon_threadsafe(_settle, future, result, error)
+            del loop, future, context, func, result, error
+
+
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.done():  # cancelled: its caller has gone on
+        return
+    if error is None:
+        future.set_result(result)
+    else:
+        future.set_exception(error)

@@ -1,0 +1,105 @@
+"""The worker threads of sync Python tools: context, errors, the limit per event loop, cancellation, reuse, idling."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+import time
+
+import pytest
+
+from kavalai.adapters import _threads
+from kavalai.adapters._threads import MAX_THREADS, run_in_thread
+
+request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="none")
+
+
+async def test_the_function_runs_in_another_thread_in_a_copy_of_the_callers_context() -> None:
+    request_id.set("r-1")
+
+    def work() -> tuple[str, str]:
+        seen = request_id.get()
+        request_id.set("changed in the thread")
+        return threading.current_thread().name, seen
+
+    name, seen = await run_in_thread(work)
+    assert name == "kavalai-tool"
+    assert name != threading.current_thread().name
+    assert seen == "r-1"
+    assert request_id.get() == "r-1"  # the thread changed its copy only
+
+
+async def test_an_exception_reaches_the_caller_as_it_was_raised() -> None:
+    class Boom(Exception):
+        pass
+
+    def fail() -> None:
+        raise Boom("in the thread")
+
+    with pytest.raises(Boom, match="in the thread"):
+        await run_in_thread(fail)
+
+
+async def test_a_thread_is_reused_once_it_is_idle() -> None:
+    first = await run_in_thread(threading.get_ident)
+    second = await run_in_thread(threading.get_ident)
+    assert first == second
+
+
+async def test_at_most_max_threads_calls_of_a_loop_run_at_once_and_a_cancelled_one_gives_its_turn_back() -> None:
+    release = threading.Event()
+    running = 0
+    peak = 0
+    lock = threading.Lock()
+
+    def blocked() -> None:
+        nonlocal running, peak
+        with lock:
+            running += 1
+            peak = max(peak, running)
+        release.wait(timeout=20)
+        with lock:
+            running -= 1
+
+    tasks = [asyncio.create_task(run_in_thread(blocked)) for _ in range(MAX_THREADS + 2)]
+    try:
+        await _until(lambda: running == MAX_THREADS)
+        await asyncio.sleep(0.05)
+        assert running == MAX_THREADS  # the last two wait for a turn
+        tasks[0].cancel()  # returns at once; its thread keeps running, but the turn is free
+        with pytest.raises(asyncio.CancelledError):
+            await tasks[0]
+        await _until(lambda: running == MAX_THREADS + 1)
+    finally:
+        release.set()
+    await asyncio.gather(*tasks[1:])
+    assert peak == MAX_THREADS + 1
+
+
+async def test_idle_threads_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_threads, "IDLE_SECONDS", 0.05)
+    started = threading.Event()
+
+    def work() -> threading.Thread:
+        started.set()
+        return threading.current_thread()
+
+    # A fresh thread, which reads the short idle time: every idle one is busy meanwhile.
+    busy = threading.Event()
+    holders = [asyncio.create_task(run_in_thread(lambda: busy.wait(timeout=20))) for _ in _threads._idle[:]]
+    try:
+        thread = await run_in_thread(work)
+    finally:
+        busy.set()
+        await asyncio.gather(*holders)
+    await _until(lambda: not thread.is_alive())
+    assert thread not in _threads._idle
+    assert await run_in_thread(lambda: 7) == 7  # a new thread starts when none is idle
+
+
+async def _until(condition: object, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "the condition did not come true in time"
+        await asyncio.sleep(0.005)
