@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
 
 from kavalai import FunctionKernel
 from kavalai.agent._approval import ApprovalHook
@@ -29,6 +30,8 @@ from kavalai.agent.code_mode import CodeMode
 from kavalai.agent.errors import ApprovalHookError, MaxStepsExceededError
 from kavalai.agent.resources import resource_reader_spec
 from kavalai.agent.search import ToolSearch
+from kavalai.durable import DurableRunner, current_run, error_envelope, resolve_runner, restore_error
+from kavalai.durable import step as durable_step
 from kavalai.llm.base import LLMClient, ModelSettings, parse_structured
 from kavalai.llm.errors import LLMResponseError, StructuredOutputError
 from kavalai.llm.messages import (
@@ -113,6 +116,11 @@ class Agent(Generic[OutputT]):
             ``pydantic-monty`` sandbox (see :mod:`kavalai.agent.code_mode`); ``True`` for the default limits.
         resources: names of MCP servers whose resources the model may read: it gets a ``read_resource`` tool
             (``server``, ``uri``) whose description lists what each server offers.
+        durable: run durably on this runner (:mod:`kavalai.durable`; a runner, a database URL, or ``True``): the
+            tool listing, every model reply, approval and tool call is a journaled step, and ``run(...,
+            run_id=...)`` with the same id resumes a run whose process died without calling completed tools again.
+            The tool calls of one reply then run one after another, in the order the model gave them.
+        durable_name: the name a durable runner knows this agent by (the same in every process serving its runs).
     """
 
     @overload
@@ -136,6 +144,8 @@ class Agent(Generic[OutputT]):
         core_tools: Sequence[str] = (),
         code_mode: CodeMode | bool | None = None,
         resources: Sequence[str] = (),
+        durable: DurableRunner | str | bool | None = None,
+        durable_name: str = "agent",
     ) -> None: ...
 
     @overload
@@ -159,6 +169,8 @@ class Agent(Generic[OutputT]):
         core_tools: Sequence[str] = (),
         code_mode: CodeMode | bool | None = None,
         resources: Sequence[str] = (),
+        durable: DurableRunner | str | bool | None = None,
+        durable_name: str = "agent",
     ) -> None: ...
 
     def __init__(
@@ -181,6 +193,8 @@ class Agent(Generic[OutputT]):
         core_tools: Sequence[str] = (),
         code_mode: CodeMode | bool | None = None,
         resources: Sequence[str] = (),
+        durable: DurableRunner | str | bool | None = None,
+        durable_name: str = "agent",
     ) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
@@ -209,9 +223,15 @@ class Agent(Generic[OutputT]):
         self.core_tools = list(core_tools)
         self.code_mode = CodeMode() if code_mode is True else (code_mode or None)
         self.resources = list(resources)
+        self.durable: DurableRunner | None = resolve_runner(durable)
+        self._durable_name = durable_name
 
     async def run(
-        self, prompt: str, history: Sequence[Message | Mapping[str, Any]] | None = None
+        self,
+        prompt: str,
+        history: Sequence[Message | Mapping[str, Any]] | None = None,
+        *,
+        run_id: str | None = None,
     ) -> AgentResult[OutputT]:
         """Answer ``prompt``, calling tools as the model asks.
 
@@ -220,6 +240,8 @@ class Agent(Generic[OutputT]):
             history: earlier messages, sent before the prompt: a previous result's ``all_messages()``, or the
                 same as JSON-like dicts (``[{"role": "user", "content": ...}, ...]``, see
                 :func:`~kavalai.llm.parse_messages`).
+            run_id: with ``durable=``, the run's id (a new one by default): the same id returns a finished run's
+                result from the journal, or resumes a run whose process died.
 
         Raises:
             MaxStepsExceededError: the model was still calling tools after ``max_steps`` model calls.
@@ -228,6 +250,51 @@ class Agent(Generic[OutputT]):
             ToolNotFoundError: ``allowed_tools`` names a URI (not a glob) that no tool has.
             ServerConnectionError: an MCP server that was not connected yet failed to start.
         """
+        if self.durable is not None:
+            messages = parse_messages(history or ())
+            payload = {"prompt": prompt, "history": [_dump(message) for message in messages]}
+            data = await self.durable.run(self, payload, run_id=run_id)
+            if "error" in data:
+                raise restore_error(data["error"])
+            return self._result_from(data["result"])
+        return await self._run_here(prompt, history)
+
+    # ------------------------------------------------------------------------------------ as a durable target
+
+    @property
+    def durable_name(self) -> str:
+        """The name durable runners know this agent by: ``agent:<durable_name>``."""
+        return f"agent:{self._durable_name}"
+
+    @property
+    def durable_kernel(self) -> FunctionKernel | None:
+        """The kernel whose tool calls are the run's journaled steps."""
+        return self.kernel
+
+    async def run_journaled(self, payload: Any) -> Any:
+        """Run one payload inside the current durable run (the runner calls this); the outcome as JSON data."""
+        try:
+            result = await self._run_here(payload["prompt"], payload.get("history") or ())
+        except Exception as exc:
+            return {"error": error_envelope(exc)}
+        return {"result": _dump_result(result)}
+
+    def _result_from(self, data: Mapping[str, Any]) -> AgentResult[OutputT]:
+        output = data["output"]
+        if self.output_type is not None:
+            output = self.output_type.model_validate(output)
+        return AgentResult(
+            output=output,
+            new_messages=parse_messages(data["new_messages"]),
+            history=parse_messages(data["history"]),
+            tool_calls=[ToolCallRecord(**record) for record in data["tool_calls"]],
+            usage=Usage.model_validate(data["usage"]),
+            steps=int(data["steps"]),
+        )
+
+    async def _run_here(
+        self, prompt: str, history: Sequence[Message | Mapping[str, Any]] | None
+    ) -> AgentResult[OutputT]:
         every = await self._tool_specs()
         if self.resources and self.kernel is not None:
             every.append(ToolSpec.from_description(await resource_reader_spec(self.kernel, self.resources)))
@@ -245,6 +312,7 @@ class Agent(Generic[OutputT]):
             code_mode=self.code_mode,
             wrapped=self._wrapped_uris(every),
             resources=self.resources,
+            sequential=current_run() is not None,
         )
         await self._emit(RunStarted(prompt=prompt, tools=[spec.name for spec in specs]))
         attributes = {
@@ -315,10 +383,19 @@ class Agent(Generic[OutputT]):
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
+    async def _describe(self) -> list[dict[str, Any]]:
+        """The kernel's tool descriptions for this agent; in a durable run, a journaled step (the tools a run
+        resumes with are those it began with)."""
+        kernel = self.kernel
+        assert kernel is not None
+        return await durable_step(
+            "tools", lambda: kernel.describe_tools(self.allowed_tools), dump=_same, load=_description_list
+        )
+
     async def _tool_specs(self) -> list[ToolSpec]:
         if self.kernel is None:
             return []
-        descriptions = await self.kernel.describe_tools(self.allowed_tools)
+        descriptions = await self._describe()
         budget = self._budget()
         if budget is not None and budget.overflow == "artifact" and descriptions:
             descriptions.append(budget.read_artifact_spec())
@@ -329,7 +406,7 @@ class Agent(Generic[OutputT]):
         assert self.code_mode is not None
         if not specs or self.kernel is None:
             return []
-        descriptions = await self.kernel.describe_tools(self.allowed_tools)
+        descriptions = await self._describe()
         return [ToolSpec.from_description(self.code_mode.spec(descriptions))]
 
     def _wrapped_uris(self, specs: list[ToolSpec]) -> list[str]:
@@ -382,15 +459,22 @@ class Agent(Generic[OutputT]):
             return response
 
     async def _model_reply(self, step: int, messages: list[Message], specs: list[ToolSpec]) -> LLMResponse:
-        if not self.stream:
-            response = await self.llm.complete(
-                messages, tools=specs, response_model=self.output_type, settings=self.settings
-            )
-        else:
-            response = await self._stream_model(step, messages, specs)
+        response = await durable_step(
+            f"model {self.llm.provider}/{self.llm.model}",
+            lambda: self._raw_reply(step, messages, specs),
+            dump=_dump,
+            load=LLMResponse.model_validate,
+        )
         if self.output_type is not None and not isinstance(response.parsed, self.output_type):
             response = parse_structured(response, self.output_type, provider=self.llm.provider, model=self.llm.model)
         return response
+
+    async def _raw_reply(self, step: int, messages: list[Message], specs: list[ToolSpec]) -> LLMResponse:
+        if not self.stream:
+            return await self.llm.complete(
+                messages, tools=specs, response_model=self.output_type, settings=self.settings
+            )
+        return await self._stream_model(step, messages, specs)
 
     async def _stream_model(self, step: int, messages: list[Message], specs: list[ToolSpec]) -> LLMResponse:
         events = self.llm.stream(messages, tools=specs, response_model=self.output_type, settings=self.settings)
@@ -422,6 +506,31 @@ class Agent(Generic[OutputT]):
     def __repr__(self) -> str:
         output = self.output_type.__name__ if self.output_type is not None else "str"
         return f"<Agent {self.llm.provider}/{self.llm.model} output={output} max_steps={self.max_steps}>"
+
+
+def _dump(value: BaseModel) -> Any:
+    return value.model_dump(mode="json", by_alias=True)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _description_list(data: Any) -> list[dict[str, Any]]:
+    if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+        raise TypeError("The journaled tool listing is not a list of tool descriptions.")
+    return data
+
+
+def _dump_result(result: AgentResult[Any]) -> dict[str, Any]:
+    return {
+        "output": to_jsonable_python(result.output, by_alias=True, fallback=str),
+        "new_messages": [_dump(message) for message in result.new_messages],
+        "history": [_dump(message) for message in result.history],
+        "tool_calls": [to_jsonable_python(asdict(record), fallback=str) for record in result.tool_calls],
+        "usage": _dump(result.usage),
+        "steps": result.steps,
+    }
 
 
 def _make_client(model_id: str) -> LLMClient:

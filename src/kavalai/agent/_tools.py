@@ -27,6 +27,7 @@ from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
 from kavalai.agent.code_mode import RUN_PYTHON, CodeMode, CodeModeError, function_names
 from kavalai.agent.resources import READ_RESOURCE, read_resource_result
 from kavalai.agent.search import SEARCH_TOOLS, ToolSearch
+from kavalai.durable import step as durable_step
 from kavalai.errors import (
     FunctionKernelException,
     ToolExecutionError,
@@ -74,6 +75,8 @@ class ToolRunner:
         code_mode: runs ``run_python`` snippets (see :mod:`kavalai.agent.code_mode`), or ``None``.
         wrapped: the URIs whose output model wraps a bare value as ``{"result": ...}``.
         resources: the MCP servers whose resources ``read_resource`` may read.
+        sequential: run a step's calls one after another, in order (a durable run: each call's step position is
+            then the same in every attempt), instead of concurrently.
     """
 
     def offer(self, specs: list[ToolSpec]) -> list[ToolSpec]:
@@ -100,7 +103,9 @@ class ToolRunner:
         code_mode: CodeMode | None = None,
         wrapped: Collection[str] = (),
         resources: Collection[str] = (),
+        sequential: bool = False,
     ) -> None:
+        self._sequential = sequential
         self._kernel = kernel
         self._budget = budget
         self._search = search
@@ -133,9 +138,13 @@ class ToolRunner:
                 hook_errors.append(failed.error)
 
         try:
-            async with anyio.create_task_group() as group:
+            if self._sequential:
                 for index, call in enumerate(calls):
-                    group.start_soon(run_one, index, call)
+                    await run_one(index, call)
+            else:
+                async with anyio.create_task_group() as group:
+                    for index, call in enumerate(calls):
+                        group.start_soon(run_one, index, call)
         except BaseExceptionGroup as group_error:
             # A failing observer is the caller's error: raise it as itself, not wrapped in a group.
             if len(group_error.exceptions) == 1:
@@ -296,6 +305,22 @@ class HookFailures(Exception):
 
 
 async def _decide(approve: ApprovalHook, call: ToolCall) -> Approval:
+    """The hook's decision; in a durable run a journaled step, so a resumed run does not ask again."""
+    return await durable_step(f"approval {call.name}", lambda: _ask(approve, call), dump=_dump_approval, load=_approval)
+
+
+def _dump_approval(decision: Approval) -> dict[str, Any]:
+    return {"action": decision.action, "reason": decision.reason, "arguments": decision.arguments}
+
+
+def _approval(data: Any) -> Approval:
+    action = data.get("action") if isinstance(data, dict) else None
+    if action not in ("allow", "deny", "edit"):
+        raise ValueError(f"The journaled approval {data!r} is not an allow, deny or edit decision.")
+    return Approval(action, reason=data.get("reason"), arguments=dict(data.get("arguments") or {}))
+
+
+async def _ask(approve: ApprovalHook, call: ToolCall) -> Approval:
     decision = approve(call)
     if inspect.isawaitable(decision):
         decision = await decision

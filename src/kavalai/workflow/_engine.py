@@ -20,12 +20,13 @@ import anyio
 from kavalai.workflow._executor import Emit, Execution
 from kavalai.workflow._graph import Workflow, check_tools, checked_timeout, checked_visits
 from kavalai.workflow._nodes import AgentNode, LlmNode
-from kavalai.workflow._result import RunResult, WorkflowEvent
+from kavalai.workflow._result import RunResult, WorkflowEvent, jsonable
 from kavalai.workflow._services import Service
 from kavalai.workflow.errors import NodeError, WorkflowDefinitionError
 
 if TYPE_CHECKING:
     from kavalai import FunctionKernel
+    from kavalai.durable import DurableRunner
     from kavalai.llm.base import LLMClient
     from kavalai.workflow.kaval import History, Retriever
 
@@ -56,6 +57,10 @@ class WorkflowEngine:
         timeout: overrides the workflow's run timeout, in seconds.
         services: things to start with the connections and stop on :meth:`aclose` (the YAML loader uses these
             for OpenAPI imports and for REST apps it serves itself).
+        durable: run durably on this runner (:mod:`kavalai.durable`): a runner, a database URL for a
+            :class:`~kavalai.durable.DbosRunner` (``"sqlite:///runs.sqlite"``, ``"postgresql://..."``), or
+            ``True`` for one journaling in ``kavalai-runs.sqlite``. Name runs with ``run(..., run_id=...)``; the
+            same id resumes a run whose process died.
 
     Use it as ``async with engine:`` (connect on entry, close on exit) or call :meth:`connect` and
     :meth:`aclose` yourself.
@@ -73,6 +78,7 @@ class WorkflowEngine:
         timeout: float | _Unset | None = _UNSET,
         services: Sequence[Service] = (),
         owns_kernel: bool | None = None,
+        durable: DurableRunner | str | bool | None = None,
     ) -> None:
         # A kernel the caller passed in stays the caller's: aclose() closes only a kernel the engine made.
         self._owns_kernel = kernel is None if owns_kernel is None else owns_kernel
@@ -91,6 +97,11 @@ class WorkflowEngine:
         self._services = list(services)
         self._started = 0  # how many of the services are running
         self._lock = anyio.Lock()
+        self.durable: DurableRunner | None = None
+        if durable is not None and durable is not False:
+            from kavalai.durable import resolve_runner
+
+            self.durable = resolve_runner(durable)
 
     @classmethod
     def from_yaml(
@@ -104,6 +115,7 @@ class WorkflowEngine:
         timeout: float | _Unset | None = _UNSET,
         rag_services: Retriever | Mapping[str, Retriever] | None = None,
         history: History | None = None,
+        durable: DurableRunner | str | bool | None = None,
     ) -> WorkflowEngine:
         """Load a workflow from YAML text or a YAML file: build its graph and register what it declares on the
         kernel. Both formats load: ours and Kaval.AI 1.0's (told apart by shape, see :meth:`from_dict`).
@@ -113,7 +125,8 @@ class WorkflowEngine:
                 is read as a file; any other ``str`` containing a newline or a colon is the YAML text (as
                 Kaval.AI 1.0's ``from_yaml`` takes it). Use :meth:`from_yaml_path` to say "file" explicitly.
             kernel: register the declared tools on this kernel instead of a new one.
-            llm, llms, max_visits, timeout: as for the constructor; ``llms`` wins over the file's ``models``.
+            llm, llms, max_visits, timeout, durable: as for the constructor; ``llms`` wins over the file's
+                ``models``.
             rag_services, history: for Kaval.AI 1.0 documents only, see :meth:`from_dict`.
 
         Raises:
@@ -130,6 +143,7 @@ class WorkflowEngine:
             timeout=timeout,
             rag_services=rag_services,
             history=history,
+            durable=durable,
         )
 
     @classmethod
@@ -144,6 +158,7 @@ class WorkflowEngine:
         timeout: float | _Unset | None = _UNSET,
         rag_services: Retriever | Mapping[str, Retriever] | None = None,
         history: History | None = None,
+        durable: DurableRunner | str | bool | None = None,
     ) -> WorkflowEngine:
         """Load the workflow YAML file at ``path`` (either format); arguments as for :meth:`from_yaml`.
 
@@ -175,6 +190,7 @@ class WorkflowEngine:
         rag_services: Retriever | Mapping[str, Retriever] | None = None,
         history: History | None = None,
         base_dir: str | os.PathLike[str] | None = None,
+        durable: DurableRunner | str | bool | None = None,
     ) -> WorkflowEngine:
         """Load a parsed workflow document (a dict), in our format or in Kaval.AI 1.0's.
 
@@ -184,7 +200,7 @@ class WorkflowEngine:
 
         Args:
             data: the document.
-            kernel, llm, llms, max_visits, timeout: as for the constructor.
+            kernel, llm, llms, max_visits, timeout, durable: as for the constructor.
             rag_services: Kaval.AI 1.0 ``rag_query`` nodes: a retriever (used as ``"default"``) or retrievers by
                 service name; a retriever is any object with an async ``query(...)`` method
                 (:class:`kavalai.workflow.kaval.Retriever`).
@@ -235,6 +251,7 @@ class WorkflowEngine:
             max_visits=options["max_visits"],
             timeout=options["timeout"],
             owns_kernel=options["kernel"] is None,
+            durable=options.get("durable"),
         )
 
     @classmethod
@@ -249,6 +266,7 @@ class WorkflowEngine:
             timeout=options["timeout"],
             services=loaded.services,
             owns_kernel=options["kernel"] is None,
+            durable=options.get("durable"),
         )
 
     # ---------------------------------------------------------------------------------------------- lifecycle
@@ -317,7 +335,12 @@ class WorkflowEngine:
     # ----------------------------------------------------------------------------------------------- running
 
     async def run(
-        self, input: Any = None, *, max_visits: int | None = None, timeout: float | _Unset | None = _UNSET
+        self,
+        input: Any = None,
+        *,
+        max_visits: int | None = None,
+        timeout: float | _Unset | None = _UNSET,
+        run_id: str | None = None,
     ) -> RunResult:
         """Run the workflow on ``input`` and return the result (it does not raise for a failed run).
 
@@ -325,13 +348,50 @@ class WorkflowEngine:
             input: the run input, validated by the workflow's input type (a dict, a model, or a scalar).
             max_visits: overrides the node-visit limit for this run.
             timeout: overrides the run timeout for this run, in seconds (``None``: no limit).
+            run_id: the run's id (a new one by default). On a durable engine it names the run: running the same
+                id again returns a finished run's result from the journal and resumes one whose process died,
+                without calling its recorded tool calls again.
 
         Returns:
             The :class:`RunResult`: status, validated output, error and trace. Call ``raise_for_status()`` to
             turn a failure into its exception.
         """
+        if self.durable is not None:
+            payload = {"input": jsonable(input), "max_visits": max_visits}
+            if not isinstance(timeout, _Unset):
+                payload["timeout"] = timeout
+            data = await self.durable.run(self, payload, run_id=run_id)
+            return RunResult.from_dict(data, output_type=self.workflow.output_type)
         await self._prepare()
-        return await self._execution(input, max_visits, timeout).run()
+        return await self._execution(input, max_visits, timeout, run_id=run_id).run()
+
+    # ------------------------------------------------------------------------------------ as a durable target
+
+    @property
+    def durable_name(self) -> str:
+        """The name durable runners know this engine by: ``workflow:<workflow name>``."""
+        return f"workflow:{self.workflow.name}"
+
+    @property
+    def durable_kernel(self) -> FunctionKernel:
+        """The kernel whose tool calls are the run's journaled steps."""
+        return self.kernel
+
+    async def run_journaled(self, payload: Any) -> Any:
+        """Run one payload inside the current durable run (the runner calls this); the result as JSON data."""
+        from kavalai.durable import current_run, error_envelope
+
+        run = current_run()
+        await self._prepare()
+        timeout = payload.get("timeout", _UNSET)
+        execution = self._execution(
+            payload.get("input"), payload.get("max_visits"), timeout, run_id=run.run_id if run else None
+        )
+        result = await execution.run()
+        data = result.to_dict()
+        if result.error is not None:
+            data["error"]["envelope"] = error_envelope(result.error)
+        return data
 
     async def stream(
         self, input: Any = None, *, max_visits: int | None = None, timeout: float | _Unset | None = _UNSET
@@ -343,6 +403,11 @@ class WorkflowEngine:
         so the consumer may stop iterating at any point: leaving the loop (or closing the iterator) cancels
         the run. Arguments are those of :meth:`run`.
         """
+        if self.durable is not None:
+            raise TypeError(
+                "A durable engine runs with run(..., run_id=...), which journals every step; stream() does not. "
+                "Use an engine without durable= to stream events."
+            )
         await self._prepare()
         send, receive = anyio.create_memory_object_stream[WorkflowEvent](math.inf)
         execution = self._execution(input, max_visits, timeout, emit=send.send_nowait)
@@ -366,7 +431,13 @@ class WorkflowEngine:
                 task.exception()  # retrieved: it was raised above, or the consumer left early
 
     def _execution(
-        self, input: Any, max_visits: int | None, timeout: float | _Unset | None, *, emit: Emit | None = None
+        self,
+        input: Any,
+        max_visits: int | None,
+        timeout: float | _Unset | None,
+        *,
+        emit: Emit | None = None,
+        run_id: str | None = None,
     ) -> Execution:
         return Execution(
             self.workflow,
@@ -376,6 +447,7 @@ class WorkflowEngine:
             max_visits=self.max_visits if max_visits is None else checked_visits(max_visits, "max_visits"),
             timeout=self.timeout if isinstance(timeout, _Unset) else checked_timeout(timeout, "timeout"),
             emit=emit,
+            run_id=run_id,
         )
 
     def _client(self, model: str) -> LLMClient:

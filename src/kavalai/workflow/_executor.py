@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from kavalai.durable import current_run
 from kavalai.errors import FunctionKernelException
 from kavalai.tracing import span, tracing_configured
 from kavalai.workflow._graph import Workflow
@@ -71,11 +72,12 @@ class Execution:
         max_visits: int,
         timeout: float | None,
         emit: Emit | None = None,
+        run_id: str | None = None,
     ) -> None:
         self.workflow = workflow
         self.kernel = kernel
         self.llm_for = llm_for
-        self.run_id = uuid.uuid4().hex
+        self.run_id = run_id or uuid.uuid4().hex
         self.values: dict[str, Any] = {"input": run_input}
         self.trace: list[NodeTrace] = []
         self.max_visits = max_visits
@@ -230,9 +232,18 @@ class Execution:
             else:
                 outputs[head] = env.previous
 
-        async with anyio.create_task_group() as group:
-            for head in node.branches:
-                group.start_soon(branch, head, group.cancel_scope)
+        if current_run() is not None:
+            # In a durable run the branches run one after another, so that every step has the same position in
+            # every attempt of the run (concurrent branches would take positions in the order their calls end).
+            with anyio.CancelScope() as scope:
+                for head in node.branches:
+                    await branch(head, scope)
+                    if failures:
+                        break
+        else:
+            async with anyio.create_task_group() as group:
+                for head in node.branches:
+                    group.start_soon(branch, head, group.cancel_scope)
         if failures:
             raise failures[0]
         return {head: outputs.get(head) for head in node.branches}, node.next

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic_core import to_jsonable_python
 
 from kavalai.workflow.errors import WorkflowError
+
+if TYPE_CHECKING:
+    from kavalai.workflow._types import DataType
 
 __all__ = [
     "NodeFailed",
@@ -148,6 +152,37 @@ class RunResult:
         """The output as JSON-ready data (models dumped by alias)."""
         return jsonable(self.output)
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, output_type: DataType | None = None) -> RunResult:
+        """A result back from :meth:`to_dict`'s data (a durable run's journaled outcome): the output validated by
+        ``output_type`` when given, the error restored as the workflow error it was (with its fields) when the data
+        holds its ``envelope``."""
+        from kavalai.durable import restore_error
+
+        status = RunStatus(data["status"])
+        output = data.get("output")
+        if status is RunStatus.SUCCEEDED and output_type is not None:
+            output = output_type.validate(output)
+        error: WorkflowError | None = None
+        shown = data.get("error")
+        if shown is not None:
+            restored = restore_error(shown["envelope"]) if "envelope" in shown else None
+            if isinstance(restored, WorkflowError):
+                error = restored
+            else:
+                error = WorkflowError(str(shown.get("message", "")), node=data.get("failed_node"))
+        trace = [_node_trace(item) for item in data.get("trace", [])]
+        return cls(
+            run_id=data["run_id"],
+            workflow=data["workflow"],
+            status=status,
+            started_at=datetime.fromisoformat(data["started_at"]),
+            output=output,
+            error=error,
+            trace=trace,
+            duration=float(data.get("duration", 0.0)),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """The whole result as JSON-ready data."""
         return {
@@ -225,3 +260,10 @@ def jsonable(value: Any) -> Any:
 def vars_of(obj: Any) -> dict[str, Any]:
     """The fields of a dataclass instance as a dict (works with ``slots=True``)."""
     return {name: getattr(obj, name) for name in obj.__dataclass_fields__}
+
+
+def _node_trace(data: Mapping[str, Any]) -> NodeTrace:
+    fields = {name: data[name] for name in NodeTrace.__dataclass_fields__ if name in data}
+    fields["started_at"] = datetime.fromisoformat(data["started_at"])
+    fields["tool_calls"] = [ToolCallTrace(**call) for call in data.get("tool_calls", [])]
+    return NodeTrace(**fields)

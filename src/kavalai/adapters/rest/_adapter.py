@@ -37,13 +37,22 @@ from kavalai.errors import (
     ToolRegistrationError,
     ToolTimeoutError,
 )
-from kavalai.kernel import Invoker, ToolDefinition, ToolURI, model_from_json_schema, output_model_from_json_schema
+from kavalai.kernel import (
+    Invoker,
+    ToolDefinition,
+    ToolURI,
+    current_call,
+    model_from_json_schema,
+    output_model_from_json_schema,
+)
 
 __all__ = ["OpenApiImport", "RestAdapter"]
 
 logger = logging.getLogger("kavalai.rest")
 
 _NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}}
+#: The call metadata key whose value is sent as the ``Idempotency-Key`` header (kavalai.durable sets it).
+IDEMPOTENCY_KEY = "idempotency_key"
 
 
 class OpenApiImport(list[str]):
@@ -309,7 +318,12 @@ class RestAdapter(ToolAdapter):
 
         async def invoke(args: BaseModel) -> Any:
             values = args.model_dump(by_alias=True, exclude_unset=True, mode="json")
-            return await servers[server_name].send(plan.prepare(values, uri=uri), uri=uri)
+            request = plan.prepare(values, uri=uri)
+            call = current_call()
+            key = call.metadata.get(IDEMPOTENCY_KEY) if call is not None else None
+            if isinstance(key, str):  # a durable run's step (or a middleware) gave the call one: the same on retries
+                request.headers.setdefault("Idempotency-Key", key)
+            return await servers[server_name].send(request, uri=uri)
 
         return invoke
 

@@ -1,0 +1,93 @@
+"""Durable runs: workflows and agents that survive a crash, spread over workers, and call side-effecting tools once.
+
+A :class:`DurableRunner` runs a :class:`~kavalai.workflow.WorkflowEngine` or an :class:`~kavalai.agent.Agent` on a
+durable engine; give it to either as ``durable=`` and name runs with ``run_id=``::
+
+    runner = DbosRunner("sqlite:///runs.sqlite")
+    engine = WorkflowEngine.from_yaml("order.yaml", durable=runner)
+    result = await engine.run({"order": 42}, run_id="order-42")   # again after a crash: resumes
+
+Inside a durable run every tool call, model call, the tool listing at the start and every approval is a journaled
+step; a resumed run replays what was recorded and runs the rest. Each tool call carries an idempotency key (run id,
+step position, hash of the arguments) that is the same in every attempt: REST tools send it as ``Idempotency-Key``,
+MCP tools in ``_meta``, Python tools read it with :func:`idempotency_key`.
+
+Engines: :class:`DbosRunner` (the ``dbos`` extra; SQLite or Postgres, in-process) and :class:`TemporalRunner`
+(the ``temporal`` extra; a Temporal server). Both load on first use. See ``docs/durable.md``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from kavalai.durable._run import DurableRun, Journal, bind_run, current_run, inside_step, step_key
+from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id
+from kavalai.durable._steps import (
+    IDEMPOTENCY_KEY,
+    DurableStepError,
+    durable_steps,
+    error_envelope,
+    idempotency_key,
+    restore_error,
+    step,
+)
+from kavalai.durable._store import FileResultStore, ResultStore, SqlResultStore
+
+if TYPE_CHECKING:
+    from kavalai.durable.dbos import DbosRunner
+
+__all__ = [
+    "IDEMPOTENCY_KEY",
+    "DbosRunner",
+    "DurableRun",
+    "DurableRunner",
+    "DurableStepError",
+    "DurableTarget",
+    "FileResultStore",
+    "Journal",
+    "ResultStore",
+    "SqlResultStore",
+    "bind_run",
+    "current_run",
+    "durable_steps",
+    "error_envelope",
+    "idempotency_key",
+    "inside_step",
+    "new_run_id",
+    "resolve_runner",
+    "restore_error",
+    "step",
+    "step_key",
+]
+
+_LAZY = {"DbosRunner": ("kavalai.durable.dbos", "dbos")}
+
+
+def __getattr__(name: str) -> Any:
+    found = _LAZY.get(name)
+    if found is None:
+        raise AttributeError(f"module 'kavalai.durable' has no attribute {name!r}")
+    module, extra = found
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError as exc:
+        if exc.name and exc.name.split(".")[0] in ("dbos", "temporalio"):
+            raise ImportError(
+                f"{name} needs the {extra!r} extra: pip install 'kavalai[{extra}]' ({exc.name} is missing)."
+            ) from exc
+        raise
+
+
+def resolve_runner(durable: DurableRunner | str | bool | None) -> DurableRunner | None:
+    """What ``durable=`` means: a runner as given; a database URL for a :class:`DbosRunner`; ``True`` for a
+    :class:`DbosRunner` journaling in ``kavalai-runs.sqlite`` here; ``None`` or ``False`` for none."""
+    if durable is None or durable is False:
+        return None
+    if isinstance(durable, DurableRunner):
+        return durable
+    if durable is True or isinstance(durable, str):
+        runner_class = __getattr__("DbosRunner")
+        runner: DurableRunner = runner_class(None if durable is True else durable)
+        return runner
+    raise TypeError(f"durable= takes a DurableRunner, a database URL or True, not {type(durable).__name__}")

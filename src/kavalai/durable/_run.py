@@ -1,0 +1,138 @@
+"""The run a durable engine is executing, as the code inside it sees it: its id, its journal and its step counter.
+
+An engine (DBOS, Temporal) starts a run by binding a :class:`DurableRun` to the context (:func:`bind_run`) and then
+running the workflow or agent as usual. Every journaled thing the run does (a tool call, a model call, the tool
+discovery at its start, an approval) asks :meth:`DurableRun.step` for its turn: the step gets the next position,
+and the engine's :class:`Journal` either returns what it recorded for that position in an earlier attempt of the
+run or runs the step and records its JSON result. Code outside a durable run sees :func:`current_run` return
+``None`` and runs as it always did.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Protocol
+
+from kavalai.durable._store import ResultStore
+
+__all__ = ["DurableRun", "Journal", "bind_run", "current_run", "inside_step", "step_key"]
+
+#: A step's result as journaled: JSON-ready data (dicts, lists, strings, numbers, booleans, ``None``).
+JsonValue = Any
+
+_current: ContextVar[DurableRun | None] = ContextVar("kavalai_durable_run", default=None)
+_in_step: ContextVar[bool] = ContextVar("kavalai_durable_in_step", default=False)
+
+
+class Journal(Protocol):
+    """How an engine records steps: ``record(position, name, execute)`` returns the JSON result recorded for the
+    step at ``position`` of the run, running ``execute`` first (and recording its result) when there is none."""
+
+    async def record(self, position: int, name: str, execute: Callable[[], Awaitable[JsonValue]]) -> JsonValue:
+        """The result of the step at ``position`` named ``name``: recorded earlier, or ``await execute()`` now."""
+        ...
+
+
+class DurableRun:
+    """One durable run, bound to the context while the engine executes it.
+
+    Attributes:
+        run_id: the run's id: the engine's workflow id, the same in every attempt of the run.
+        journal: the engine's journal of steps.
+        store: where results over ``inline_limit`` bytes are kept; the journal holds a reference.
+        inline_limit: the largest result, in bytes of JSON, journaled inline.
+        engine: the engine's name (``"dbos"``, ``"temporal"``), for messages.
+    """
+
+    def __init__(
+        self,
+        run_id: str,
+        journal: Journal,
+        *,
+        store: ResultStore | None = None,
+        inline_limit: int = 64 * 1024,
+        engine: str = "durable",
+    ) -> None:
+        self.run_id = run_id
+        self.journal = journal
+        self.store = store
+        self.inline_limit = inline_limit
+        self.engine = engine
+        self._position = 0
+
+    @property
+    def steps(self) -> int:
+        """How many steps the run has begun so far (in this attempt, replayed ones included)."""
+        return self._position
+
+    async def step(self, name: str, execute: Callable[[], Awaitable[JsonValue]]) -> JsonValue:
+        """Journal one step: the next position is taken now, before anything is awaited, so concurrent steps
+        take positions in the order they begin. Returns the JSON result, recorded or fresh.
+
+        A result larger than ``inline_limit`` is put in the :attr:`store` and journaled as a reference; what this
+        returns is always the value itself.
+        """
+        self._position += 1
+        position = self._position
+        store, limit = self.store, self.inline_limit
+
+        async def run_and_keep() -> JsonValue:
+            token = _in_step.set(True)
+            try:
+                value = await execute()
+            finally:
+                _in_step.reset(token)
+            if store is None:
+                return value
+            return await store.keep(value, limit)
+
+        recorded = await self.journal.record(position, name, run_and_keep)
+        return recorded if store is None else await store.load(recorded)
+
+    def next_key(self, payload: Any) -> str:
+        """The idempotency key of the step about to begin (at the next position) with ``payload`` as arguments."""
+        return step_key(self.run_id, self._position + 1, payload)
+
+    def __repr__(self) -> str:
+        return f"<DurableRun {self.run_id} on {self.engine}, {self._position} steps>"
+
+
+def step_key(run_id: str, position: int, payload: Any) -> str:
+    """An idempotency key: the run id, the step's position and a hash of its arguments (canonical JSON), so the
+    same logical call has the same key in every attempt of the run, and a different call a different one."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return f"{run_id}.{position}.{digest}"
+
+
+def current_run() -> DurableRun | None:
+    """The durable run executing in this context, or ``None`` outside one (and inside a step, where the calls a
+    step makes are part of it, not steps of their own)."""
+    if _in_step.get():
+        return None
+    return _current.get()
+
+
+def inside_step() -> bool:
+    """Whether this code runs inside a journaled step."""
+    return _in_step.get()
+
+
+@contextmanager
+def bind_run(run: DurableRun) -> Iterator[DurableRun]:
+    """Make ``run`` the current run for the code inside the ``with`` block (and the tasks it starts)."""
+    token = _current.set(run)
+    try:
+        yield run
+    finally:
+        _current.reset(token)
+
+
+def jsonable_mapping(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A mapping's JSON round trip: what the journal would hand back (tuples become lists, keys strings)."""
+    loaded: dict[str, Any] = json.loads(json.dumps(value, ensure_ascii=False))
+    return loaded

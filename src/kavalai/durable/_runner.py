@@ -1,0 +1,109 @@
+"""The seam between kavalai and a durable engine: :class:`DurableRunner`, and what it runs (:class:`DurableTarget`).
+
+A target is something with a name, a kernel and a way to run one JSON payload inside a durable run: a
+:class:`~kavalai.workflow.WorkflowEngine` (the payload is the run input) or an :class:`~kavalai.agent.Agent` (the
+prompt and history). The runner registers targets by name, so a run recovered in another process (or another worker)
+finds the same target there, adds the journaling middleware to their kernels, and runs payloads under a run id.
+"""
+
+from __future__ import annotations
+
+import uuid
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+from kavalai.durable._steps import durable_steps, is_durable_middleware
+
+if TYPE_CHECKING:
+    from kavalai.kernel import Kernel
+
+__all__ = ["DurableRunner", "DurableTarget", "new_run_id"]
+
+
+@runtime_checkable
+class DurableTarget(Protocol):
+    """What a durable runner runs: a workflow engine or an agent (or anything of this shape)."""
+
+    @property
+    def durable_name(self) -> str:
+        """The name the target is registered under; the same in every process that serves its runs."""
+        ...
+
+    @property
+    def durable_kernel(self) -> Kernel | None:
+        """The kernel whose tool calls become steps, or ``None`` for a target without tools."""
+        ...
+
+    async def run_journaled(self, payload: Any) -> Any:
+        """Run ``payload`` inside the current durable run and return the outcome as JSON-ready data; an error
+        of the run is part of that data, not raised."""
+        ...
+
+
+class DurableRunner(ABC):
+    """Runs targets durably on an engine. :class:`~kavalai.durable.DbosRunner` and
+    :class:`~kavalai.durable.TemporalRunner` are the two engines; both give the same guarantees to the code they run
+    (see ``docs/durable.md``).
+    """
+
+    #: The engine's name, for messages.
+    engine: ClassVar[str] = "durable"
+
+    def __init__(self) -> None:
+        self._targets: dict[str, DurableTarget] = {}
+
+    def register(self, target: DurableTarget) -> str:
+        """Register ``target`` by its name (runs recovered here find it by that name) and make its kernel's tool
+        calls journaled steps. Registering the same object again is harmless; another one under a taken name is an
+        error. Returns the name."""
+        name = target.durable_name
+        known = self._targets.get(name)
+        if known is not None and known is not target:
+            raise ValueError(
+                f"Another target is already registered as {name!r} on this {self.engine} runner: give each "
+                "workflow a distinct name (or each agent a distinct durable_name)."
+            )
+        self._targets[name] = target
+        kernel = target.durable_kernel
+        if kernel is not None:
+            self.attach(kernel)
+        return name
+
+    def target(self, name: str) -> DurableTarget | None:
+        """The target registered as ``name``, or ``None``."""
+        return self._targets.get(name)
+
+    @property
+    def targets(self) -> list[str]:
+        """The names of the registered targets, sorted."""
+        return sorted(self._targets)
+
+    @staticmethod
+    def attach(kernel: Kernel) -> None:
+        """Add the journaling middleware to ``kernel`` (once; later middleware run inside it). Outside a durable
+        run it only passes each call on."""
+        if not any(is_durable_middleware(item) for item in kernel.middleware):
+            kernel.add_middleware(durable_steps())
+
+    @abstractmethod
+    async def run(self, target: DurableTarget, payload: Any, *, run_id: str | None = None) -> Any:
+        """Run ``payload`` on ``target`` durably under ``run_id`` and return the target's JSON outcome.
+
+        The run id names one run: running it again returns the recorded outcome of a finished run, resumes one
+        whose process died, and waits for one still running elsewhere.
+        """
+
+    @abstractmethod
+    async def aclose(self) -> None:
+        """Stop the engine's client or worker in this process. Runs in flight stay in the journal, to be resumed."""
+
+    async def __aenter__(self) -> DurableRunner:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def new_run_id() -> str:
+    """A fresh run id."""
+    return uuid.uuid4().hex

@@ -1,0 +1,194 @@
+"""Tool calls, model calls and other work as journaled steps, and the idempotency key each tool call carries.
+
+:func:`durable_steps` is the kernel middleware: inside a durable run every call becomes one step of the run's journal.
+The step's idempotency key (run id, position, hash of the arguments) is put in ``call.metadata["idempotency_key"]``
+before the tool runs, where the REST adapter sends it as the ``Idempotency-Key`` header, the MCP adapter in the
+request's ``_meta``, and a Python tool reads it (:func:`idempotency_key`). The result crosses the journal as JSON:
+validated by the tool's output model before it is recorded, and again by the kernel when it is returned, replayed or
+fresh. A failure is journaled too (as its type, message and fields), so a resumed run takes the same path.
+
+:func:`step` journals anything else (a model call, the tool listing at the start of a run, an approval) the same
+way, given how to write its result as JSON and read it back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, TypeVar
+
+from kavalai.durable._run import DurableRun, current_run
+from kavalai.errors import FunctionKernelException, KernelClosedError, ToolExecutionError, ToolOutputError
+from kavalai.kernel import CallNext, Middleware, ToolCall, coerce_output, current_call
+
+__all__ = ["DurableStepError", "durable_steps", "idempotency_key", "is_durable_middleware", "step"]
+
+T = TypeVar("T")
+
+#: Where the middleware puts a call's idempotency key, and where the REST and MCP adapters look for it.
+IDEMPOTENCY_KEY: Final = "idempotency_key"
+
+
+class DurableStepError(FunctionKernelException):
+    """A journaled step failed with an exception that is not a kavalai error; replayed, it is raised as this,
+    with the original type's name in :attr:`error_type`."""
+
+    def __init__(self, message: str, *, error_type: str, uri: str | None = None) -> None:
+        super().__init__(message, uri=uri)
+        self.error_type = error_type
+
+
+def durable_steps() -> Middleware:
+    """The middleware that journals every call made inside a durable run (outside one it only passes the call on).
+
+    A runner adds it to the kernels it runs on (see :meth:`kavalai.durable.DurableRunner.attach`); put it last, so
+    that tracing and policies outside it run in every attempt, and only the tool itself is skipped on replay.
+    """
+
+    async def durable(call: ToolCall, call_next: CallNext) -> Any:
+        run = current_run()
+        if run is None:
+            return await call_next(call)
+        return await _journaled_call(run, call, call_next)
+
+    durable.__kavalai_durable__ = True  # type: ignore[attr-defined]
+    return durable
+
+
+def is_durable_middleware(middleware: object) -> bool:
+    """Whether ``middleware`` is one made by :func:`durable_steps`."""
+    return getattr(middleware, "__kavalai_durable__", False) is True
+
+
+async def _journaled_call(run: DurableRun, call: ToolCall, call_next: CallNext) -> Any:
+    definition = call.definition
+    arguments = call.arguments.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    call.metadata[IDEMPOTENCY_KEY] = run.next_key({"tool": definition.name, "arguments": arguments})
+
+    async def execute() -> Any:
+        try:
+            raw = await call_next(call)
+            output = coerce_output(definition, raw)  # validated before it is recorded...
+            data = output.model_dump(mode="json", by_alias=True)
+        except (asyncio.CancelledError, KernelClosedError):
+            raise  # not a fact of the run: the step is not recorded, and runs again on resume
+        except FunctionKernelException as exc:
+            return {"error": error_envelope(exc)}
+        except Exception as exc:
+            if type(exc).__name__ == "PydanticSerializationError":
+                failure: FunctionKernelException = ToolOutputError(
+                    f"Tool {definition.name} returned a value a durable run cannot journal as JSON: {exc}",
+                    uri=definition.name,
+                )
+            else:  # what the kernel itself would raise for a tool's own exception
+                failure = ToolExecutionError(
+                    f"Tool {definition.name} failed: {type(exc).__name__}: {exc}", uri=definition.name
+                )
+            return {"error": error_envelope(failure)}
+        return {"ok": data}
+
+    recorded = await run.step(f"tool {definition.name}", execute)
+    if "error" in recorded:
+        raise restore_error(recorded["error"])
+    data = recorded["ok"]
+    # ...and again by the kernel, after this returns: a wrapped output is handed back as its bare value.
+    return data.get("result") if definition.wrapped and isinstance(data, dict) else data
+
+
+async def step(
+    name: str,
+    execute: Callable[[], Awaitable[T]],
+    *,
+    dump: Callable[[T], Any],
+    load: Callable[[Any], T],
+) -> T:
+    """Run ``execute`` as one journaled step of the current durable run, or just run it outside one.
+
+    Args:
+        name: what the step is (``"model openai/gpt-4.1"``, ``"tools"``), recorded with it.
+        execute: the work.
+        dump: the result as JSON-ready data, for the journal.
+        load: the result back from that data (validated: a replayed result is checked like a fresh one).
+
+    An exception ``execute`` raises is journaled (type, message, fields) and raised again, on replay as well: a
+    kavalai error as its own class, another exception as :class:`DurableStepError`.
+    """
+    run = current_run()
+    if run is None:
+        return await execute()
+
+    async def journaled() -> Any:
+        try:
+            return {"ok": dump(await execute())}
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return {"error": error_envelope(exc)}
+
+    recorded = await run.step(name, journaled)
+    if "error" in recorded:
+        raise restore_error(recorded["error"])
+    return load(recorded["ok"])
+
+
+def idempotency_key() -> str | None:
+    """The idempotency key of the tool call running now (in a tool, or what it awaits), or ``None`` when the call
+    has none: it is not part of a durable run, and no middleware gave it one."""
+    call = current_call()
+    if call is None:
+        return None
+    key = call.metadata.get(IDEMPOTENCY_KEY)
+    return key if isinstance(key, str) else None
+
+
+# ------------------------------------------------------------------------------------------------- errors as JSON
+
+
+def error_envelope(exc: BaseException) -> dict[str, Any]:
+    """An exception as JSON: its class (module and name), message and JSON-ready fields."""
+    from pydantic_core import to_jsonable_python
+
+    fields: dict[str, Any] = {}
+    if isinstance(exc, FunctionKernelException):
+        for name, value in vars(exc).items():
+            if name.startswith("_") or name == "message":
+                continue
+            try:
+                fields[name] = to_jsonable_python(value, fallback=str)
+            except Exception:  # a field that is not data: left out
+                continue
+    cls = type(exc)
+    return {"type": f"{cls.__module__}:{cls.__qualname__}", "message": str(exc), "fields": fields}
+
+
+def restore_error(envelope: dict[str, Any]) -> FunctionKernelException:
+    """The exception a journaled error stands for: the kavalai error class it was, with its fields, or a
+    :class:`DurableStepError` naming a foreign type."""
+    type_name = str(envelope.get("type", ""))
+    message = str(envelope.get("message", ""))
+    fields = envelope.get("fields") or {}
+    cls = _kavalai_error_class(type_name)
+    if cls is None:
+        return DurableStepError(
+            f"{type_name.rpartition(':')[2] or 'Error'}: {message}", error_type=type_name, uri=fields.get("uri")
+        )
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    error.message = message
+    error.uri = None
+    for name, value in fields.items():
+        setattr(error, name, value)
+    return error
+
+
+def _kavalai_error_class(type_name: str) -> type[FunctionKernelException] | None:
+    module, _, qualname = type_name.partition(":")
+    if not module.startswith("kavalai"):
+        return None
+    pending: list[type[FunctionKernelException]] = [FunctionKernelException]
+    while pending:  # every loaded subclass, by module and name: no import of the module named in the journal
+        cls = pending.pop()
+        if cls.__module__ == module and cls.__qualname__ == qualname:
+            return cls
+        pending.extend(cls.__subclasses__())
+    return None

@@ -1,0 +1,141 @@
+"""Results too large for the journal: kept in a store, journaled as a reference (a content hash).
+
+A journal row per step is cheap while it is small; a tool that returns a few megabytes would make every read of the
+run's journal heavy. :meth:`ResultStore.keep` puts such a result in the store and returns a small reference that the
+engine journals instead; :meth:`ResultStore.load` turns a reference back into the value (anything else passes
+through). References are content hashes, so writing the same result twice (a step run again after a crash, before
+it was recorded) stores it once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = ["FileResultStore", "ResultStore", "SqlResultStore"]
+
+REF_KEY: Final = "$kavalai_result_ref"
+
+
+class ResultStore(ABC):
+    """Where results over the inline limit live; subclasses implement :meth:`put` and :meth:`get`."""
+
+    @abstractmethod
+    def put(self, ref: str, data: bytes) -> None:
+        """Store ``data`` under ``ref`` (a content hash: storing it again is harmless)."""
+
+    @abstractmethod
+    def get(self, ref: str) -> bytes:
+        """The data stored under ``ref``; raise :class:`KeyError` when there is none."""
+
+    async def keep(self, value: Any, limit: int) -> Any:
+        """``value`` itself when its JSON is at most ``limit`` bytes, else a reference to it, stored now."""
+        data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+        if len(data) <= limit:
+            return value
+        ref = "sha256:" + hashlib.sha256(data).hexdigest()
+        await asyncio.to_thread(self.put, ref, data)
+        return {REF_KEY: ref, "bytes": len(data)}
+
+    async def load(self, recorded: Any) -> Any:
+        """The value a journaled result stands for: the result itself, or what its reference names."""
+        if not (isinstance(recorded, dict) and REF_KEY in recorded):
+            return recorded
+        ref = recorded[REF_KEY]
+        try:
+            data = await asyncio.to_thread(self.get, ref)
+        except KeyError:
+            raise LookupError(
+                f"The journal refers to result {ref} ({recorded.get('bytes')} bytes), which the result store does "
+                "not hold: was the store deleted or pointed elsewhere since the run began?"
+            ) from None
+        return json.loads(data)
+
+
+class FileResultStore(ResultStore):
+    """Results as files in ``directory`` (created on first write), one per content hash."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+
+    def _path(self, ref: str) -> Path:
+        algorithm, _, digest = ref.partition(":")
+        if algorithm != "sha256" or len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
+            raise KeyError(ref)
+        return self.directory / f"{digest}.json"
+
+    def put(self, ref: str, data: bytes) -> None:
+        """Write the file atomically (a temporary file renamed into place)."""
+        path = self._path(ref)
+        if path.exists():
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.part")
+        partial.write_bytes(data)
+        os.replace(partial, path)
+
+    def get(self, ref: str) -> bytes:
+        """Read the file of ``ref``."""
+        try:
+            return self._path(ref).read_bytes()
+        except FileNotFoundError:
+            raise KeyError(ref) from None
+
+    def __repr__(self) -> str:
+        return f"<FileResultStore {str(self.directory)!r}>"
+
+
+class SqlResultStore(ResultStore):
+    """Results in a table (``kavalai_results``) of an SQL database, the journal's own by default: SQLite or
+    Postgres, through SQLAlchemy (which the ``dbos`` extra brings)."""
+
+    def __init__(self, url: str, *, engine: Any = None) -> None:
+        import sqlalchemy as sa
+
+        self.url = url
+        self._engine = engine if engine is not None else sa.create_engine(url)
+        self._table = sa.Table(
+            "kavalai_results",
+            sa.MetaData(),
+            sa.Column("ref", sa.String(80), primary_key=True),
+            sa.Column("body", sa.LargeBinary, nullable=False),
+        )
+        self._created = False
+
+    def _create(self) -> None:
+        if not self._created:
+            self._table.metadata.create_all(self._engine, checkfirst=True)
+            self._created = True
+
+    def put(self, ref: str, data: bytes) -> None:
+        """Insert the row unless it is there already."""
+        import sqlalchemy as sa
+
+        self._create()
+        with self._engine.begin() as connection:
+            found = connection.execute(sa.select(self._table.c.ref).where(self._table.c.ref == ref)).first()
+            if found is None:
+                connection.execute(self._table.insert().values(ref=ref, body=data))
+
+    def get(self, ref: str) -> bytes:
+        """Read the row of ``ref``."""
+        import sqlalchemy as sa
+
+        self._create()
+        with self._engine.connect() as connection:
+            row = connection.execute(sa.select(self._table.c.body).where(self._table.c.ref == ref)).first()
+        if row is None:
+            raise KeyError(ref)
+        return bytes(row[0])
+
+    def dispose(self) -> None:
+        """Close the store's connections."""
+        self._engine.dispose()
+
+    def __repr__(self) -> str:
+        return f"<SqlResultStore {self._engine.url!r}>"

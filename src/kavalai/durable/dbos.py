@@ -1,0 +1,392 @@
+"""DBOS, the default durable engine: in-process, journaled in SQLite (one machine) or Postgres (many workers).
+
+Every run is a DBOS workflow (``kavalai.run``) started through a DBOS queue under the run id, so the id deduplicates
+it, the queue bounds how many run at once, and any process serving the queue can take it over. Each journaled
+step of the run (a tool call, a model call, the tool listing, an approval) is one DBOS step, recorded in the
+system database before the run goes on; a run resumed after a crash replays the recorded steps and runs the rest.
+
+DBOS recovers a crashed process's runs when that process starts again under the same executor id. Workers come and
+go, so each runner here has an executor id of its own, writes a heartbeat into ``kavalai_executors`` every
+``heartbeat`` seconds, and looks for runs left pending by executors that are gone (a process of this host that no
+longer exists, or a heartbeat older than ``stale_after`` seconds): those runs go back on their queue, where one
+live worker takes each. DBOS's own hand-over admits one runner per run.
+
+Needs the ``dbos`` extra: ``pip install 'kavalai[dbos]'``. DBOS is one per process: one :class:`DbosRunner` may be
+started at a time in a process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Final
+
+import sqlalchemy as sa
+from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, Queue, SetWorkflowID, WorkflowHandleAsync
+
+from kavalai.durable._run import DurableRun, bind_run
+from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id
+from kavalai.durable._store import ResultStore, SqlResultStore
+
+__all__ = ["DbosRunner", "default_journal_url"]
+
+logger = logging.getLogger("kavalai.durable")
+
+#: The DBOS application version of every kavalai run: the journal's format, not kavalai's release, so a run begun
+#: before an upgrade is still recovered after it.
+JOURNAL_VERSION: Final = "kavalai-journal-1"
+_WORKFLOW: Final = "kavalai.run"
+_TARGET_WAIT: Final = 5.0  # how long a recovered run waits for its target to be registered in this process
+_HOST: Final = socket.gethostname()
+
+_active: DbosRunner | None = None  # the started runner of this process (DBOS is one per process)
+
+
+def default_journal_url(beside: str | os.PathLike[str] | None = None) -> str:
+    """The SQLite journal of a workflow file: ``<file>.runs.sqlite`` beside it, or ``kavalai-runs.sqlite`` in the
+    current directory."""
+    if beside is None:
+        return "sqlite:///kavalai-runs.sqlite"
+    path = Path(beside).resolve()
+    return f"sqlite:///{path.with_name(path.name + '.runs.sqlite')}"
+
+
+class DbosRunner(DurableRunner):
+    """Runs workflows and agents durably on DBOS.
+
+    Args:
+        db: the system database: ``sqlite:///path`` (the default, ``kavalai-runs.sqlite`` here) or
+            ``postgresql://user:password@host:port/database`` for workers on many machines.
+        queue: the DBOS queue runs go through; every process serving the same targets uses the same name.
+        concurrency: the most runs of the queue running at once in one process (``None``: no limit).
+        inline_limit: results up to this many bytes of JSON are journaled inline; larger ones go to the result
+            store (a table of the same database) and the journal keeps a reference.
+        store: where large results go instead.
+        heartbeat: seconds between this process's heartbeats (and looks for abandoned runs).
+        stale_after: seconds without a heartbeat after which another process's runs are taken over.
+        polling: seconds between looks at the queue.
+        executor_id: this process's DBOS executor id; a new one by default.
+    """
+
+    engine = "dbos"
+
+    def __init__(
+        self,
+        db: str | None = None,
+        *,
+        queue: str = "kavalai",
+        concurrency: int | None = None,
+        inline_limit: int = 64 * 1024,
+        store: ResultStore | None = None,
+        heartbeat: float = 1.0,
+        stale_after: float = 10.0,
+        polling: float = 0.05,
+        executor_id: str | None = None,
+    ) -> None:
+        super().__init__()
+        if concurrency is not None and concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        self.db = db or default_journal_url()
+        self.queue_name = queue
+        self.concurrency = concurrency
+        self.inline_limit = inline_limit
+        self.heartbeat = heartbeat
+        self.stale_after = stale_after
+        self.polling = polling
+        self.executor_id = executor_id or f"kavalai-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._store = store
+        self._queue: Queue | None = None
+        self._engine: sa.Engine | None = None
+        self._liveness: _Liveness | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def started(self) -> bool:
+        """Whether DBOS is launched for this runner."""
+        return self._queue is not None
+
+    @property
+    def store(self) -> ResultStore | None:
+        """Where results over the inline limit are kept (made on start)."""
+        return self._store
+
+    # --------------------------------------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        """Launch DBOS in this process (in the running event loop, where the runs it dequeues then run), register
+        the queue and start the heartbeat. Idempotent.
+
+        Raises:
+            RuntimeError: another runner is started in this process.
+        """
+        global _active
+        async with self._lock:
+            if self._queue is not None:
+                return
+            if _active is not None and _active is not self:
+                raise RuntimeError(
+                    "DBOS runs one engine per process and another DbosRunner is started here: share that runner "
+                    "(engines and agents take the same runner object), or close it first."
+                )
+            url = _sqlalchemy_url(self.db)
+            self._engine = _make_engine(url)
+            if self._store is None:
+                self._store = SqlResultStore(url, engine=self._engine)
+            self._liveness = _Liveness(self, self._engine)
+            self._liveness.register()
+            config: DBOSConfig = {
+                "name": "kavalai",
+                "system_database_url": self.db,
+                "application_version": JOURNAL_VERSION,
+                "executor_id": self.executor_id,
+                "serializer": DBOSPortableJSONSerializer(),
+                "log_level": "WARNING",
+            }
+            if url.startswith("sqlite"):
+                config["system_database_engine"] = _make_engine(url)
+            _active = self
+            try:
+                DBOS(config=config)
+                DBOS.listen_queues([self.queue_name])
+                DBOS.launch()
+                self._queue = await DBOS.register_queue_async(
+                    self.queue_name,
+                    worker_concurrency=self.concurrency,
+                    polling_interval_sec=self.polling,
+                    on_conflict="always_update",
+                )
+            except BaseException:
+                _active = None
+                self._liveness.unregister()
+                DBOS.destroy()
+                raise
+            self._liveness.start()
+            await asyncio.to_thread(self._liveness.sweep)  # runs of a crashed process go back on the queue now
+
+    async def aclose(self) -> None:
+        """Stop the heartbeat and DBOS. Runs still going stay pending in the journal; removing this process's
+        heartbeat at once lets another process take them over without waiting ``stale_after``."""
+        global _active
+        async with self._lock:
+            if self._queue is None:
+                return
+            self._queue = None
+            if self._liveness is not None:
+                self._liveness.stop()
+            await asyncio.to_thread(DBOS.destroy)
+            if self._liveness is not None:
+                self._liveness.unregister()
+            if self._engine is not None:
+                self._engine.dispose()
+            if _active is self:
+                _active = None
+
+    # ----------------------------------------------------------------------------------------------- running
+
+    async def run(self, target: DurableTarget, payload: Any, *, run_id: str | None = None) -> Any:
+        """Run ``payload`` on ``target`` under ``run_id`` (a new id by default) and return its JSON outcome.
+
+        The same run id is the same run: a finished run's outcome comes back from the journal, a run whose
+        process died is resumed (here or in another process serving the queue), a run still going elsewhere is
+        waited for.
+        """
+        handle_id = await self.submit(target, payload, run_id=run_id)
+        return await self.result(handle_id)
+
+    async def submit(self, target: DurableTarget, payload: Any, *, run_id: str | None = None) -> str:
+        """Put the run on the queue (deduplicated by ``run_id``) and return its id without waiting for it."""
+        await self.start()
+        name = self.register(target)
+        queue = self._queue
+        assert queue is not None
+        run_id = run_id or new_run_id()
+        with SetWorkflowID(run_id):
+            handle = await queue.enqueue_async(_kavalai_run, name, payload)
+        return handle.get_workflow_id()
+
+    async def result(self, run_id: str) -> Any:
+        """Wait for the run ``run_id`` and return its JSON outcome."""
+        await self.start()
+        handle: WorkflowHandleAsync[Any] = await DBOS.retrieve_workflow_async(run_id, existing_workflow=True)
+        return await handle.get_result(polling_interval_sec=self.polling)
+
+    async def status(self, run_id: str) -> str | None:
+        """The run's DBOS status (``"PENDING"``, ``"ENQUEUED"``, ``"SUCCESS"``, ``"ERROR"``, ...), or ``None``."""
+        await self.start()
+        found = await DBOS.get_workflow_status_async(run_id)
+        return None if found is None else str(found.status)
+
+    async def serve(self) -> None:
+        """Serve the queue until cancelled: the ``kavalai worker`` loop. Register the targets first."""
+        await self.start()
+        await asyncio.Event().wait()
+
+    def __repr__(self) -> str:
+        state = "started" if self.started else "not started"
+        return f"<DbosRunner {_redacted(self.db)} queue={self.queue_name!r} {state}>"
+
+
+class _DbosJournal:
+    """The journal of one run: each record is a DBOS step, at the run's next DBOS step position."""
+
+    async def record(self, position: int, name: str, execute: Any) -> Any:
+        return await DBOS.run_step_async({"name": name}, execute)
+
+
+@DBOS.workflow(name=_WORKFLOW)
+async def _kavalai_run(target: str, payload: Any) -> Any:
+    """The DBOS workflow of every kavalai run: the target's run inside a :class:`DurableRun`."""
+    runner = _active
+    found = runner.target(target) if runner is not None else None
+    waited = 0.0
+    while found is None and waited < _TARGET_WAIT:  # a run recovered before its target was registered here
+        await asyncio.sleep(0.05)
+        waited += 0.05
+        runner = _active
+        found = runner.target(target) if runner is not None else None
+    if runner is None or found is None:
+        served = ", ".join(runner.targets) if runner is not None else "nothing"
+        raise LookupError(f"This process serves {served}, not the target {target!r} of run {DBOS.workflow_id}.")
+    run_id = DBOS.workflow_id
+    assert run_id is not None
+    run = DurableRun(run_id, _DbosJournal(), store=runner.store, inline_limit=runner.inline_limit, engine="dbos")
+    with bind_run(run):
+        return await found.run_journaled(payload)
+
+
+class _Liveness:
+    """This process's heartbeat row, and the take-over of runs whose process is gone."""
+
+    def __init__(self, runner: DbosRunner, engine: sa.Engine) -> None:
+        self.runner = runner
+        self.engine = engine
+        self.table = sa.Table(
+            "kavalai_executors",
+            sa.MetaData(),
+            sa.Column("executor_id", sa.String(200), primary_key=True),
+            sa.Column("host", sa.String(200), nullable=False),
+            sa.Column("pid", sa.Integer, nullable=False),
+            sa.Column("beat", sa.Float, nullable=False),
+        )
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def register(self) -> None:
+        self.table.metadata.create_all(self.engine, checkfirst=True)
+        with self.engine.begin() as connection:
+            connection.execute(self.table.delete().where(self.table.c.executor_id == self.runner.executor_id))
+            connection.execute(
+                self.table.insert().values(
+                    executor_id=self.runner.executor_id, host=_HOST, pid=os.getpid(), beat=time.time()
+                )
+            )
+
+    def unregister(self) -> None:
+        try:
+            with self.engine.begin() as connection:
+                connection.execute(self.table.delete().where(self.table.c.executor_id == self.runner.executor_id))
+        except sa.exc.SQLAlchemyError:  # the database went away first: the heartbeat goes stale instead
+            logger.warning("Could not remove the heartbeat of %s", self.runner.executor_id, exc_info=True)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="kavalai-heartbeat", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.runner.heartbeat):
+            try:
+                with self.engine.begin() as connection:
+                    connection.execute(
+                        self.table.update()
+                        .where(self.table.c.executor_id == self.runner.executor_id)
+                        .values(beat=time.time())
+                    )
+                self.sweep()
+            except Exception:  # a database hiccup: the next beat tries again
+                logger.warning("kavalai heartbeat failed", exc_info=True)
+
+    def sweep(self) -> None:
+        """Put the pending runs of executors that are gone back on their queue."""
+        pending = DBOS.list_workflows(
+            status="PENDING", queue_name=self.runner.queue_name, load_input=False, load_output=False
+        )
+        others = {w.executor_id for w in pending if w.executor_id and w.executor_id != self.runner.executor_id}
+        if not others:
+            return
+        with self.engine.connect() as connection:
+            rows = {row.executor_id: row for row in connection.execute(sa.select(self.table))}
+        now = time.time()
+        gone = sorted(executor for executor in others if self._gone(rows.get(executor), now))
+        if gone:
+            logger.info("Taking over the pending runs of %s", ", ".join(gone))
+            _recover(gone)
+
+    def _gone(self, row: Any, now: float) -> bool:
+        if row is None:
+            return True  # every runner writes its row before it starts runs, and removes it when it stops
+        if row.host == _HOST and not _pid_alive(int(row.pid)):
+            return True
+        return bool(now - float(row.beat) > self.runner.stale_after)
+
+
+def _recover(executor_ids: list[str]) -> None:
+    # DBOS hands a dead executor's pending workflows back to their queue here: the in-process form of what its docs
+    # offer through Conductor or an admin endpoint. Idempotent: a workflow another process already took is skipped.
+    DBOS._recover_pending_workflows(executor_ids)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _sqlalchemy_url(url: str) -> str:
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    if not url.startswith(("sqlite:", "postgresql+")):
+        raise ValueError(f"The journal database must be sqlite:///PATH or postgresql://..., not {_redacted(url)!r}")
+    return url
+
+
+def _make_engine(url: str) -> sa.Engine:
+    if not url.startswith("sqlite"):
+        return sa.create_engine(url, pool_pre_ping=True)
+    engine = sa.create_engine(url)
+
+    @sa.event.listens_for(engine, "connect")
+    def configure(connection: Any, record: Any) -> None:
+        # As DBOS configures SQLite (IMMEDIATE transactions, a long busy timeout), plus write-ahead logging with
+        # synchronous=NORMAL: a committed step survives the process being killed at any point (a power cut may lose
+        # the last ones), at a tenth of the cost of a full sync per step.
+        connection.isolation_level = "IMMEDIATE"
+        connection.execute("PRAGMA busy_timeout=30000")
+        connection.execute("PRAGMA foreign_keys=ON")
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
+
+    return engine
+
+
+def _redacted(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    if "@" not in rest:
+        return url
+    credentials, _, host = rest.rpartition("@")
+    user = credentials.split(":", 1)[0]
+    return f"{scheme}{sep}{user}:***@{host}"

@@ -1,0 +1,48 @@
+"""Fixtures of the durable-run tests: a REST service that records effects by ``Idempotency-Key``, and a way to run
+the crash-test worker (``tests/servers/durable_worker.py``) in a process of its own."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.servers.effects_app import create_app
+from tests.servers.uvicorn_server import serve
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def effects_url() -> Iterator[str]:
+    """The base URL of a fresh effects service on 127.0.0.1."""
+    with serve(create_app()) as url:
+        yield url
+
+
+def fetch(url: str) -> Any:
+    """GET ``url`` and decode its JSON (plain urllib: the check must not share the code under test)."""
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def worker(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run the crash-test worker with ``args``; returns the finished process (stdout: the outcome as JSON)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "tests.servers.durable_worker", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

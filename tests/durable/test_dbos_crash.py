@@ -1,0 +1,74 @@
+"""A process killed in the middle of a durable run (``os._exit``), and the run resumed by a new process: the
+checks of issue 14 on DBOS with SQLite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.durable.conftest import fetch, worker
+
+
+def test_a_workflow_killed_after_a_call_was_sent_but_not_recorded_completes_once_per_call(
+    effects_url: str, tmp_path: Path
+) -> None:
+    db = f"sqlite:///{tmp_path / 'journal.sqlite'}"
+    crashed = worker("workflow", db, effects_url, "order-1", "--crash-after", "2")
+    assert crashed.returncode == 3, crashed.stderr[-2000:]
+    assert [r["order"] for r in fetch(f"{effects_url}/requests")] == ["A", "B"]  # B was sent, then the crash
+
+    resumed = worker("workflow", db, effects_url, "order-1")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    outcome = json.loads(resumed.stdout)
+    assert outcome["status"] == "succeeded", outcome
+    assert outcome["output"] == {"charges": [1, 2, 3]}
+
+    requests = fetch(f"{effects_url}/requests")
+    effects = fetch(f"{effects_url}/effects")
+    # A was not sent again (recorded); B was sent again with the same key (not recorded), and done once.
+    assert [r["order"] for r in requests] == ["A", "B", "B", "C"]
+    assert requests[1]["key"] == requests[2]["key"]
+    assert [e["order"] for e in effects] == ["A", "B", "C"]
+    keys = [e["key"] for e in effects]
+    assert len(set(keys)) == 3
+    assert all(key.startswith("order-1.") for key in keys)
+
+    again = worker("workflow", db, effects_url, "order-1")  # a finished run: its result, from the journal
+    assert json.loads(again.stdout)["output"] == {"charges": [1, 2, 3]}
+    assert len(fetch(f"{effects_url}/requests")) == 4
+
+
+def test_a_crash_after_the_step_was_recorded_resends_nothing(effects_url: str, tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'journal.sqlite'}"
+    crashed = worker("workflow", db, effects_url, "order-2", "--crash-after", "2", "--recorded")
+    assert crashed.returncode == 3, crashed.stderr[-2000:]
+    resumed = worker("workflow", db, effects_url, "order-2")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert [r["order"] for r in fetch(f"{effects_url}/requests")] == ["A", "B", "C"]
+
+
+def test_an_agent_survives_a_crash_between_two_model_steps(effects_url: str, tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'journal.sqlite'}"
+    crashed = worker("agent", db, effects_url, "chat-1", "--crash-after", "2", "--recorded")
+    assert crashed.returncode == 3, crashed.stderr[-2000:]
+    assert [r["order"] for r in fetch(f"{effects_url}/requests")] == ["A", "B"]
+
+    resumed = worker("agent", db, effects_url, "chat-1")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    outcome = json.loads(resumed.stdout)
+    assert outcome["output"] == "charged 3 orders"
+    assert outcome["tools"] == ["rest://shop.charge"] * 3  # the whole run's trace, replayed steps included
+    # The model was asked only for what the journal did not hold: the reply after B's result, and the last one.
+    assert outcome["llm_requests"] == 2
+    assert [r["order"] for r in fetch(f"{effects_url}/requests")] == ["A", "B", "C"]  # nothing called again
+
+
+def test_an_agent_killed_during_a_tool_call_sends_it_again_with_the_same_key(effects_url: str, tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'journal.sqlite'}"
+    assert worker("agent", db, effects_url, "chat-2", "--crash-after", "1").returncode == 3
+    resumed = worker("agent", db, effects_url, "chat-2")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    requests = fetch(f"{effects_url}/requests")
+    assert [r["order"] for r in requests] == ["A", "A", "B", "C"]
+    assert requests[0]["key"] == requests[1]["key"]
+    assert [e["order"] for e in fetch(f"{effects_url}/effects")] == ["A", "B", "C"]

@@ -1,0 +1,132 @@
+"""A process that runs one durable workflow (or agent) and may kill itself mid-run, for the crash tests.
+
+    python -m tests.servers.durable_worker workflow DB_URL REST_URL RUN_ID [--crash-after N]
+    python -m tests.servers.durable_worker agent DB_URL REST_URL RUN_ID [--crash-after N]
+
+The workflow charges three orders through ``rest://shop.charge`` (a REST service of ``effects_app``). With
+``--crash-after N`` the process ends with ``os._exit(3)`` right after the N-th tool call returned and before the
+durable engine recorded it: the request was sent and answered, the journal does not know. With ``--recorded`` it
+ends just after the engine recorded the N-th call instead (between that step and the next). The agent (a
+``ScriptedLLM``) makes one charge per model step and crashes the same way. The result is printed as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from typing import Any
+
+from kavalai import FunctionKernel, RestServer
+from kavalai.durable import DbosRunner
+from kavalai.kernel import CallNext, ToolCall
+from kavalai.workflow import WorkflowBuilder, WorkflowEngine
+
+CHARGE_SCHEMA = {
+    "type": "object",
+    "properties": {"order": {"type": "string"}, "amount": {"type": "integer"}},
+    "required": ["order", "amount"],
+}
+
+
+def make_kernel(rest_url: str) -> FunctionKernel:
+    """A kernel with the charge tool of the effects service."""
+    kernel = FunctionKernel()
+    kernel.register_rest_server(RestServer(name="shop", url=rest_url))
+    kernel.register_rest_tool("shop", "charge", method="POST", path="/charge", input_schema=CHARGE_SCHEMA)
+    return kernel
+
+
+def crash_after(count: int | None) -> Any:
+    """A middleware (added after the runner's, so inside it) that exits the process after the count-th call."""
+    seen = [0]
+
+    async def crash(call: ToolCall, call_next: CallNext) -> Any:
+        raw = await call_next(call)
+        seen[0] += 1
+        if count is not None and seen[0] == count:
+            print(f"crashing after call {seen[0]}", file=sys.stderr, flush=True)
+            os._exit(3)
+        return raw
+
+    return crash
+
+
+def workflow() -> Any:
+    builder = WorkflowBuilder("charges", input=dict, output=dict).start(next="a")
+    for node, order, after in (("a", "A", "b"), ("b", "B", "c"), ("c", "C", "done")):
+        builder = builder.function(
+            node,
+            tool="rest://shop.charge",
+            inputs={"order": {"expr": f"'{order}'"}, "amount": "input.amount"},
+            next=after,
+        )
+    charges = "[a.result.charge, b.result.charge, c.result.charge]"
+    return builder.end("done", outputs={"charges": {"expr": charges}}).build()
+
+
+async def run_workflow(args: argparse.Namespace) -> Any:
+    runner = DbosRunner(args.db, stale_after=args.stale_after)
+    kernel = make_kernel(args.rest)
+    if args.recorded:  # outside the runner's middleware: after the step is journaled
+        kernel.add_middleware(crash_after(args.crash_after))
+    engine = WorkflowEngine(workflow(), kernel, durable=runner)
+    runner.register(engine)
+    if not args.recorded:  # inside it: after the tool answered, before the step is journaled
+        kernel.add_middleware(crash_after(args.crash_after))
+    try:
+        result = await engine.run({"amount": 5}, run_id=args.run_id)
+        return result.to_dict()
+    finally:
+        await runner.aclose()
+        await kernel.close()
+
+
+async def run_agent(args: argparse.Namespace) -> Any:
+    from kavalai.agent import Agent
+    from kavalai.testing import ScriptedLLM, tool_call
+
+    def reply(request: Any) -> Any:
+        # One charge per model step, by how many tool results the conversation holds: the script answers the
+        # same whichever process asks, so a resumed run gets what the first one would have.
+        done = sum(1 for message in request.messages if message.role == "tool")
+        if done < 3:
+            order = "ABC"[done]
+            return tool_call("rest://shop.charge", {"order": order, "amount": 7})
+        return f"charged {done} orders"
+
+    llm = ScriptedLLM(reply)
+    runner = DbosRunner(args.db, stale_after=args.stale_after)
+    kernel = make_kernel(args.rest)
+    if args.recorded:
+        kernel.add_middleware(crash_after(args.crash_after))
+    agent = Agent(llm, kernel=kernel, durable=runner)
+    runner.register(agent)
+    if not args.recorded:
+        kernel.add_middleware(crash_after(args.crash_after))
+    try:
+        result = await agent.run("charge A, B and C", run_id=args.run_id)
+        return {"output": result.output, "tools": [c.uri for c in result.tool_calls], "llm_requests": len(llm.requests)}
+    finally:
+        await runner.aclose()
+        await kernel.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("kind", choices=["workflow", "agent"])
+    parser.add_argument("db")
+    parser.add_argument("rest")
+    parser.add_argument("run_id")
+    parser.add_argument("--crash-after", type=int, default=None)
+    parser.add_argument("--recorded", action="store_true")
+    parser.add_argument("--stale-after", type=float, default=10.0)
+    args = parser.parse_args()
+    outcome = asyncio.run(run_workflow(args) if args.kind == "workflow" else run_agent(args))
+    print(json.dumps(outcome))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""A REST service with side effects that honours ``Idempotency-Key``, for the durable-run tests.
+
+``POST /charge`` records one effect per new key and answers a repeated key with the answer it gave the first time,
+as payment APIs do. ``GET /effects`` shows every effect; ``GET /requests`` every request with its key (repeats
+included), so a test can tell "sent twice, done once" from "done twice".
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Header
+from pydantic import BaseModel
+
+__all__ = ["create_app"]
+
+
+class Charge(BaseModel):
+    """A charge to make."""
+
+    order: str
+    amount: int
+
+
+def create_app() -> FastAPI:
+    """A fresh app with empty records."""
+    app = FastAPI()
+    lock = threading.Lock()
+    effects: list[dict[str, Any]] = []
+    requests: list[dict[str, Any]] = []
+    answers: dict[str, dict[str, Any]] = {}
+
+    @app.post("/charge")
+    def charge(body: Charge, idempotency_key: Annotated[str | None, Header()] = None) -> dict[str, Any]:
+        with lock:
+            requests.append({"order": body.order, "key": idempotency_key})
+            if idempotency_key is not None and idempotency_key in answers:
+                return answers[idempotency_key]
+            effects.append({"order": body.order, "amount": body.amount, "key": idempotency_key})
+            answer = {"charge": len(effects), "order": body.order, "amount": body.amount}
+            if idempotency_key is not None:
+                answers[idempotency_key] = answer
+            return answer
+
+    @app.get("/effects")
+    def list_effects() -> list[dict[str, Any]]:
+        with lock:
+            return list(effects)
+
+    @app.get("/requests")
+    def list_requests() -> list[dict[str, Any]]:
+        with lock:
+            return list(requests)
+
+    return app
