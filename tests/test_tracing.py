@@ -260,7 +260,7 @@ nodes:
     assert sdk.parent.span_id == client.context.span_id  # and the MCP SDK's own, under it
     attributes = dict(client.attributes or {})
     assert attributes["mcp.method.name"] == "tools/call"
-    assert attributes["mcp.protocol.version"] == "2025-11-25"
+    assert attributes["mcp.protocol.version"] == "2026-07-28"
     assert attributes["network.transport"] == "pipe"
     assert {s.context.trace_id for s in (run, node, tool, client, sdk)} == {run.context.trace_id}
     assert result.output["seen"].startswith(f"00-{run.context.trace_id:032x}-")  # the server continued the trace

@@ -46,6 +46,7 @@ __all__ = [
     "KernelConfig",
     "UnsetVariableError",
     "build_kernel",
+    "configuration_problem",
     "expand_env",
     "import_dotted",
     "mcp_servers_from_host_config",
@@ -335,10 +336,20 @@ class _Builder:
         except FunctionKernelException as exc:
             raise ConfigFieldError(field, str(exc)) from exc
         except (ValidationError, ValueError, TypeError) as exc:
-            raise ConfigFieldError(field, str(exc)) from None
+            raise ConfigFieldError(field, configuration_problem(exc)) from None
 
     def _expand(self, value: Any) -> Any:
         return expand_env(value, self.env)
+
+
+def configuration_problem(exc: Exception) -> str:
+    """The readable text of a configuration error: a server setting's own message(s) without pydantic's header
+    (``1 validation error for McpServer``), or ``str(exc)`` for anything else."""
+    if isinstance(exc, ValidationError):
+        messages = [str(e["msg"]).removeprefix("Value error, ") for e in exc.errors(include_url=False)]
+        if messages:
+            return "; ".join(messages)
+    return str(exc)
 
 
 def _did_you_mean(word: str, choices: Sequence[str]) -> str:

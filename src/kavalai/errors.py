@@ -8,7 +8,8 @@ aiohttp, the MCP SDK, pydantic) are translated into one of these at the adapter 
     ├── InvalidToolURIError             a URI that does not parse (also a ValueError)
     ├── ToolNotFoundError               no tool at that URI; .suggestions holds close matches
     ├── ToolRegistrationError           a tool or server that cannot be registered (bad function, duplicate, ...)
-    │   └── ConfigurationError          a server or tool configuration that is invalid or incomplete
+    │   └── ConfigurationError          a configuration that is invalid or incomplete (McpServer(...) and
+    │                                   RestServer(...) themselves raise pydantic's ValidationError, as models do)
     ├── ToolAccessDeniedError           a tool outside an allow-list, or refused by an approval hook
     ├── ToolInputError                  arguments that do not fit the input model; .errors is pydantic's list
     ├── ToolOutputError                 a return value that does not fit the output model; .errors likewise

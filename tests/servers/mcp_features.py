@@ -6,12 +6,16 @@ Run it over stdio: ``python -m tests.servers.mcp_features``.
 
 from __future__ import annotations
 
-from mcp.server.mcpserver import Context, MCPServer
+from typing import Annotated
+
+from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
 from mcp.server.mcpserver.prompts.base import AssistantMessage, UserMessage
 from mcp.server.mcpserver.utilities.types import Image
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     Completion,
+    CreateMessageResult,
+    ListRootsResult,
     ModelHint,
     ModelPreferences,
     PromptReference,
@@ -30,6 +34,21 @@ class NameForm(BaseModel):
     """What ask_user asks for."""
 
     name: str
+
+
+# The same three questions asked the way that works in both eras: a resolver returns what it needs, and the
+# SDK asks it on the session (handshake era) or in an InputRequiredResult (2026-07-28).
+def sample_question(question: str) -> Sample:
+    message = SamplingMessage(role="user", content=TextContent(text=question))
+    return Sample([message], max_tokens=100_000, system_prompt="Answer briefly.")
+
+
+def name_question() -> Elicit[NameForm]:
+    return Elicit("Who are you?", NameForm)
+
+
+def roots_question() -> ListRoots:
+    return ListRoots()
 
 
 def build_server(name: str = "features") -> MCPServer:
@@ -106,6 +125,22 @@ def build_server(name: str = "features") -> MCPServer:
             roots = await ctx.session.list_roots()
         except MCPError as exc:
             return [f"refused: {exc.message}"]
+        return [str(root.uri) for root in roots.roots]
+
+    @server.tool()
+    def consult(question: str, answer: Annotated[CreateMessageResult, Resolve(sample_question)]) -> str:
+        """Ask the client's model (sampling), in either era."""
+        content = answer.content
+        return content.text if isinstance(content, TextContent) else str(content)
+
+    @server.tool()
+    def greet(who: Annotated[NameForm, Resolve(name_question)]) -> str:
+        """Ask the user for a name (elicitation), in either era."""
+        return f"hello {who.name}"
+
+    @server.tool()
+    def folders(roots: Annotated[ListRootsResult, Resolve(roots_question)]) -> list[str]:
+        """The roots the client offers, in either era."""
         return [str(root.uri) for root in roots.roots]
 
     @server.completion()

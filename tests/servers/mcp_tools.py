@@ -129,7 +129,10 @@ def build_server(name: str = "tools") -> MCPServer:
         """Add a tool named 'extra' and tell the client that the tool list changed."""
         if "extra" not in {tool.name for tool in await server.list_tools()}:
             server.add_tool(lambda: "extra!", name="extra", description="Added at run time.")
-        await ctx.session.send_tool_list_changed()
+        if ctx.request_context.protocol_version >= "2026-07-28":
+            await ctx.notify_tools_changed()  # to the client's subscriptions/listen stream
+        else:
+            await ctx.session.send_tool_list_changed()  # on the session, as the handshake era does
         return "grown"
 
     return server

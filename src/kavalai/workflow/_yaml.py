@@ -337,7 +337,9 @@ class _KernelLoader:
         except WorkflowDefinitionError:
             raise
         except (ValidationError, ValueError, TypeError, ToolRegistrationError) as exc:
-            raise WorkflowDefinitionError(f"Field {field!r}: {exc}", field=field) from None
+            from kavalai.config import configuration_problem
+
+            raise WorkflowDefinitionError(f"Field {field!r}: {configuration_problem(exc)}", field=field) from None
 
     def _expand(self, value: Any) -> Any:
         from kavalai.config import UnsetVariableError, expand_env

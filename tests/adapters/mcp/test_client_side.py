@@ -1,4 +1,8 @@
-"""What a real MCP server may ask of the client: sampling, elicitation, roots; answered only when configured."""
+"""What a real MCP server may ask of the client: sampling, elicitation, roots; answered only when configured.
+
+The tools used here ask on the session, as handshake-era servers do (``ctx.session.create_message``), so the
+connection is pinned to the handshake (``protocol="legacy"``); ``test_input_required.py`` covers both eras with
+tools that ask the 2026-07-28 way."""
 
 from __future__ import annotations
 
@@ -6,15 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 from tests.adapters.mcp.conftest import StdioFactory
 
-from kavalai import ConfigurationError, FunctionKernel
+from kavalai import FunctionKernel
 from kavalai.adapters.mcp import McpElicitation, McpElicitationResult, McpSamplingRequest
 from kavalai.testing import ScriptedLLM
 
 
 async def _call(stdio_server: StdioFactory, tool: str, arguments: dict[str, Any] | None = None, **options: Any) -> Any:
     kernel = FunctionKernel()
+    options.setdefault("protocol", "legacy")
     kernel.register_mcp_server(stdio_server("feat", module="tests.servers.mcp_features", **options))
     try:
         return (await kernel.call_tool(f"mcp://feat.{tool}", arguments or {})).result  # type: ignore[attr-defined]
@@ -104,7 +110,7 @@ def _uri(path: Path) -> str:
 def test_handlers_must_be_functions() -> None:
     from kavalai import McpServer
 
-    with pytest.raises(ConfigurationError, match="sampling must be a function or a kavalai.llm client"):
+    with pytest.raises(ValidationError, match="sampling must be a function or a kavalai.llm client"):
         McpServer(name="s", command="x", sampling="not a function")
-    with pytest.raises(ConfigurationError, match="elicitation must be a function"):
+    with pytest.raises(ValidationError, match="elicitation must be a function"):
         McpServer(name="s", command="x", elicitation=42)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
-from kavalai import ConfigurationError, FunctionKernel, McpServer, ToolNotFoundError, ToolRegistrationError
+from kavalai import FunctionKernel, McpServer, ToolNotFoundError, ToolRegistrationError
 
 
 def test_stdio_and_http_kinds() -> None:
@@ -30,17 +31,42 @@ def test_stdio_and_http_kinds() -> None:
         ({"command": "x", "headers": {"A": "b"}}, "headers apply only to a url"),
         ({"command": " "}, "empty command"),
         ({"command": "x", "timeout": 0}, "timeout: Input should be greater than 0"),
-        ({"command": "x", "bogus": 1}, "bogus: unexpected argument"),
+        ({"command": "x", "bogus": 1}, "bogus: not a setting of this server (misspelt?)"),
     ],
 )
 def test_invalid_configuration_is_a_clear_error(options: dict[str, Any], message: str) -> None:
-    with pytest.raises(ConfigurationError, match="'broken'") as info:
+    # pydantic's ValidationError, as for any model and as Kaval.AI 1.0 raised; one message of ours inside.
+    with pytest.raises(ValidationError, match="'broken'") as info:
         McpServer(name="broken", **options)
     assert message in str(info.value)
+    assert [e["type"] for e in info.value.errors()] == ["kavalai_configuration"]
+    assert isinstance(info.value, ValueError)  # `except ValueError` catches it and ConfigurationError alike
+
+
+@pytest.mark.parametrize(
+    ("options", "upstream"),
+    [
+        ({"command": "x", "url": "http://h/mcp"}, "Cannot specify both stdio (command/command_env) and HTTP"),
+        ({}, "Either stdio (command/command_env) or HTTP (url/url_env) must be specified"),
+        ({"command": "x", "command_env": "X"}, "Only one of 'command' or 'command_env' can be specified for stdio"),
+        ({"url": "http://h", "url_env": "X"}, "Only one of 'url' or 'url_env' can be specified for HTTP"),
+    ],
+)
+def test_messages_start_with_kaval_wording(options: dict[str, Any], upstream: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        McpServer(name="m", **options)
+    assert f"MCP server 'm': {upstream}" in str(info.value)
+
+
+def test_values_never_appear_in_the_error() -> None:
+    with pytest.raises(ValidationError) as info:
+        McpServer(name="m", command="x", headers={"Authorization": "Bearer sekrit-42"}, env={"K": "sekrit-43"})
+    assert "sekrit" not in str(info.value)
+    assert "sekrit" not in repr(info.value.errors())
 
 
 def test_bad_name_is_a_configuration_error() -> None:
-    with pytest.raises(ConfigurationError, match="name: String should match pattern"):
+    with pytest.raises(ValidationError, match="name: String should match pattern"):
         McpServer(name="has.dot", command="x")
 
 
@@ -85,5 +111,5 @@ async def test_command_env_and_url_env_are_read_at_connect(
     with pytest.raises(Exception, match="Command for MCP server 'later' not found: environment variable KT_MCP_CMD"):
         await kernel.call_tool("mcp://later.anything")
     assert (await kernel.call_tool("mcp://web.add", {"a": 1, "b": 2})).model_dump() == {"result": 3}
-    with pytest.raises(ConfigurationError, match="both command and command_env"):
+    with pytest.raises(ValidationError, match="Only one of 'command' or 'command_env'"):
         McpServer(name="x", command=sys.executable, command_env="KT_MCP_CMD")

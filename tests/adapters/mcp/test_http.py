@@ -14,7 +14,14 @@ from tests.adapters.mcp.conftest import wait_until
 from tests.servers.mcp_http import SessionForgettingApp, sse_app, streamable_http_app
 from tests.servers.uvicorn_server import ServerThread, serve
 
-from kavalai import FunctionKernel, McpServer, ServerConnectionError, ToolExecutionError, ToolTimeoutError
+from kavalai import (
+    FunctionKernel,
+    FunctionKernelException,
+    McpServer,
+    ServerConnectionError,
+    ToolExecutionError,
+    ToolTimeoutError,
+)
 
 
 @pytest.mark.parametrize("transport", ["streamable-http", "sse"])
@@ -88,7 +95,8 @@ async def test_server_going_away_fails_the_call_in_flight(kernel: FunctionKernel
             failures.append(exc)
 
     try:
-        kernel.register_mcp_server(McpServer(name="web", url=f"{base_url}/mcp"))
+        # The handshake era: one session, whose loss fails the call in flight (see the 2026-07-28 case below).
+        kernel.register_mcp_server(McpServer(name="web", url=f"{base_url}/mcp", protocol="legacy"))
         await kernel.connect_mcp_servers()
         with anyio.fail_after(20):  # a hang guard
             async with anyio.create_task_group() as tg:
@@ -108,9 +116,10 @@ async def test_server_going_away_fails_the_call_in_flight(kernel: FunctionKernel
 async def test_a_forgotten_session_is_replaced_and_the_call_goes_through(kernel: FunctionKernel) -> None:
     # A restarted server (or one whose session timed out) answers 404 for the old session id; the MCP
     # specification then asks for a new session. The refused call ran nowhere, so it is sent again on the new one.
+    # Sessions are of the handshake era (2026-07-28 has none), so it is pinned.
     app = SessionForgettingApp(streamable_http_app())
     with serve(app) as base_url:
-        kernel.register_mcp_server(McpServer(name="web", url=f"{base_url}/mcp"))
+        kernel.register_mcp_server(McpServer(name="web", url=f"{base_url}/mcp", protocol="legacy"))
         assert (await kernel.call_tool("mcp://web.add", {"a": 1, "b": 1})).model_dump() == {"result": 2}
         app.forget()
         assert (await kernel.call_tool("mcp://web.add", {"a": 2, "b": 2})).model_dump() == {"result": 4}
@@ -118,6 +127,31 @@ async def test_a_forgotten_session_is_replaced_and_the_call_goes_through(kernel:
         assert (state.status, state.connects) == ("connected", 2)
         assert (await kernel.call_tool("mcp://web.echo", {"text": "still"})).model_dump() == {"result": "still"}
         await kernel.close()
+
+
+async def test_stateless_server_going_away_fails_the_call_in_flight(kernel: FunctionKernel, tmp_path: Path) -> None:
+    server = ServerThread(streamable_http_app(), shutdown_timeout=1)
+    base_url = server.start()
+    marker = tmp_path / "marker"
+    try:
+        kernel.register_mcp_server(McpServer(name="web", url=f"{base_url}/mcp"))
+        await kernel.connect_mcp_servers()
+        assert kernel.get_mcp_server_state("web").protocol_version == "2026-07-28"
+        with anyio.fail_after(20):  # a hang guard
+            async with anyio.create_task_group() as tg:
+
+                async def stop_when_running() -> None:
+                    await wait_until(marker.exists)
+                    await anyio.to_thread.run_sync(server.stop)
+
+                tg.start_soon(stop_when_running)
+                with pytest.raises(FunctionKernelException, match=r"mcp://web\.sleep") as info:
+                    await kernel.call_tool("mcp://web.sleep", {"seconds": 10, "marker": str(marker)})
+        assert info.value.uri == "mcp://web.sleep"
+        with pytest.raises(FunctionKernelException, match="'web'"):
+            await kernel.call_tool("mcp://web.add", {"a": 1, "b": 1})
+    finally:
+        server.stop()
 
 
 def _collect_the_servers_streams() -> None:

@@ -44,7 +44,7 @@ async def test_get_tool_descriptions_connects_lazily(kernel: FunctionKernel, std
     names = [d["name"] for d in await kernel.get_tool_descriptions(["mcp://tools.*"])]
     assert "mcp://tools.add" in names
     assert kernel.get_mcp_server_state("tools").status == "connected"
-    assert kernel.get_mcp_server_state("tools").protocol_version == "2025-11-25"  # the handshake era's newest
+    assert kernel.get_mcp_server_state("tools").protocol_version == "2026-07-28"  # server/discover, not a handshake
 
 
 async def test_concurrent_first_calls_open_one_connection(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from tests.servers.rest_app import BASIC_PASSWORD, BASIC_USER
 
 from kavalai import ConfigurationError, FunctionKernel, HTTPStatusError, RestServer, ToolNotFoundError
@@ -51,7 +51,7 @@ async def test_username_env_and_password_env_send_basic_auth_when_both_are_set(
     with pytest.raises(HTTPStatusError) as info:
         await kernel._call_rest_tool("api", "auth_check", {})
     assert info.value.status_code == 401
-    with pytest.raises(ConfigurationError, match="both username_env and password_env"):
+    with pytest.raises(ValidationError, match="both username_env and password_env"):
         RestServer(name="x", url=shop_url, username_env="KT_USER")
 
 

@@ -154,7 +154,7 @@ class McpAdapter(ToolAdapter):
 
     async def subscribe_resource(self, server: str, uri: str, *, subscribe: bool = True) -> None:
         """Subscribe to (or unsubscribe from) changes of resource ``uri`` of ``server``."""
-        await features.subscribe_resource(self.connection(server).request, uri, subscribe=subscribe)
+        await self.connection(server).subscribe(uri, subscribe=subscribe)
 
     async def list_prompts(self, server: str) -> list[McpPrompt]:
         """The prompts ``server`` lists."""

@@ -11,8 +11,9 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
+from kavalai.adapters._settings import settings_error
 from kavalai.auth import OAuth
-from kavalai.errors import ConfigurationError, format_validation_errors
+from kavalai.errors import ConfigurationError
 from kavalai.kernel import SERVER_NAME_PATTERN
 
 __all__ = ["McpServer", "McpTransport"]
@@ -36,11 +37,12 @@ class McpServer(BaseModel):
     message, a log line or a tool description.
 
     Raises:
-        ConfigurationError: the configuration is incomplete or contradictory (both ``command`` and ``url``,
-            neither, a transport that does not fit, a bad name or timeout).
+        pydantic.ValidationError: the configuration is incomplete or contradictory (both ``command`` and ``url``,
+            neither, a transport that does not fit, a bad name or timeout); its one message names the server, the
+            fields at fault and the fix. Like pydantic's other models, and like Kaval.AI 1.0's ``McpServer``.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
 
     name: str = Field(pattern=f"^{SERVER_NAME_PATTERN}$", description="The server name used in tool URIs.")
     command: str | None = Field(default=None, description="The executable that starts a stdio server.")
@@ -67,6 +69,13 @@ class McpServer(BaseModel):
     transport: McpTransport | None = Field(
         default=None,
         description="'stdio' for `command`; for `url`, 'streamable-http' (the default) or the legacy 'sse'.",
+    )
+    protocol: str = Field(
+        default="auto",
+        pattern=r"^(auto|legacy|\d{4}-\d{2}-\d{2})$",
+        description="'auto' (the default): the stateless 2026-07-28 protocol when the server speaks it, else the "
+        "initialize handshake (2025-11-25 and older); 'legacy' (or a handshake-era date) always shakes hands; "
+        "'2026-07-28' requires it.",
     )
     max_message_bytes: int = Field(
         default=32 * 1024 * 1024,
@@ -136,29 +145,15 @@ class McpServer(BaseModel):
             raise ValueError(f"MCP server {self.name!r} has both auth and an Authorization header; give one of them.")
         return self
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _as_configuration_error(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        try:
-            return handler(data)
-        except ValidationError as exc:
-            name = data.get("name") if isinstance(data, dict) else None
-            errors = exc.errors(include_url=False, include_input=False)
-            raise ConfigurationError(
-                f"Invalid MCP server configuration {name or '(unnamed)'!r}: {format_validation_errors(errors)}"
-            ) from None
-
     @model_validator(mode="after")
     def _check_handlers(self) -> McpServer:
         for name in ("sampling_approval", "elicitation", "on_change"):
             value = getattr(self, name)
             if value is not None and not callable(value):
-                raise ConfigurationError(
-                    f"MCP server {self.name!r}: {name} must be a function, not {type(value).__name__}"
-                )
+                raise ValueError(f"MCP server {self.name!r}: {name} must be a function, not {type(value).__name__}")
         sampling = self.sampling
         if sampling is not None and not callable(sampling) and not callable(getattr(sampling, "complete", None)):
-            raise ConfigurationError(
+            raise ValueError(
                 f"MCP server {self.name!r}: sampling must be a function or a kavalai.llm client, "
                 f"not {type(sampling).__name__}"
             )
@@ -170,31 +165,49 @@ class McpServer(BaseModel):
         commands = [n for n in ("command", "command_env") if getattr(self, n) is not None]
         urls = [n for n in ("url", "url_env") if getattr(self, n) is not None]
         if commands and urls:
-            raise ConfigurationError(f"{where} has both a command and a url; give one of them.")
-        if len(commands) > 1 or len(urls) > 1:
-            raise ConfigurationError(f"{where} has both {' and '.join(commands + urls)}; give one of them.")
+            raise ValueError(
+                f"{where}: Cannot specify both stdio (command/command_env) and HTTP (url/url_env) configurations: "
+                "it has both a command and a url; give one of them."
+            )
+        if len(commands) > 1:
+            raise ValueError(
+                f"{where}: Only one of 'command' or 'command_env' can be specified for stdio; it has both."
+            )
+        if len(urls) > 1:
+            raise ValueError(f"{where}: Only one of 'url' or 'url_env' can be specified for HTTP; it has both.")
         if not commands and not urls:
-            raise ConfigurationError(
-                f"{where} has neither a command nor a url: give command=... (with args=[...]) for a server "
-                "started as a process, or url=... for an HTTP server (or command_env=/url_env= naming a variable)."
+            raise ValueError(
+                f"{where}: Either stdio (command/command_env) or HTTP (url/url_env) must be specified: it has "
+                "neither a command nor a url. Give command=... (with args=[...]) for a server started as a process, "
+                "or url=... for an HTTP server (or command_env=/url_env= naming a variable)."
             )
         if commands:
             if self.command is not None and not self.command.strip():
-                raise ConfigurationError(f"{where} has an empty command.")
+                raise ValueError(f"{where} has an empty command.")
             if self.transport not in (None, "stdio"):
-                raise ConfigurationError(
+                raise ValueError(
                     f"{where} is started with a command, so its transport is 'stdio', not {self.transport!r}."
                 )
             if self.headers:
-                raise ConfigurationError(f"{where} is a stdio server; headers apply only to a url.")
+                raise ValueError(f"{where} is a stdio server; headers apply only to a url.")
         else:
             if self.transport == "stdio":
-                raise ConfigurationError(f"{where} has a url; use 'streamable-http' or 'sse', not 'stdio'.")
+                raise ValueError(f"{where} has a url; use 'streamable-http' or 'sse', not 'stdio'.")
             if self.args or self.env or self.cwd is not None:
-                raise ConfigurationError(f"{where} has a url; args, env and cwd apply only to a command.")
+                raise ValueError(f"{where} has a url; args, env and cwd apply only to a command.")
             if self.url is not None:
                 _check_http(where, self.url, self.target)
         return self
+
+    # Defined after the other validators, so it also sees their errors (pydantic wraps them in this order).
+    @model_validator(mode="wrap")
+    @classmethod
+    def _one_message(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            name = data.get("name") if isinstance(data, dict) else None
+            raise settings_error(cls.__name__, f"MCP server configuration {name or '(unnamed)'!r}", exc) from None
 
     def resolved(self) -> McpServer:
         """This configuration with ``command_env``/``url_env`` read from the environment (at connect time).
@@ -213,7 +226,10 @@ class McpServer(BaseModel):
                     f"{variable} is not set or empty."
                 )
             if target == "url":
-                _check_http(f"MCP server {self.name!r}", value, f"${variable}")
+                try:
+                    _check_http(f"MCP server {self.name!r}", value, f"${variable}")
+                except ValueError as exc:
+                    raise ConfigurationError(str(exc)) from None
             return self.model_copy(update={field: None, target: value})
         return self
 
@@ -247,7 +263,7 @@ class McpServer(BaseModel):
 
 def _check_http(where: str, url: str, shown: str) -> None:
     if urlsplit(url).scheme not in ("http", "https"):
-        raise ConfigurationError(f"{where} needs an http:// or https:// url, not {_safe_url(shown)!r}.")
+        raise ValueError(f"{where} needs an http:// or https:// url, not {_safe_url(shown)!r}.")
 
 
 def _safe_url(url: str) -> str:

@@ -25,8 +25,10 @@ from contextlib import AsyncExitStack, nullcontext
 from typing import Any, Final, Literal, TypeVar
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
 import mcp_types
+from mcp.client import CacheConfig, Client, InputRequiredRoundsExceededError
 from mcp.client.session import ClientSession, IncomingMessage
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
@@ -34,6 +36,8 @@ from pydantic import BaseModel
 
 from kavalai.adapters.base import ToolRegistry
 from kavalai.adapters.mcp import _client_side as client_side
+from kavalai.adapters.mcp import _era as era
+from kavalai.adapters.mcp import _features as features
 from kavalai.adapters.mcp._catalog import McpChange
 from kavalai.adapters.mcp._config import McpServer, McpTransport
 from kavalai.adapters.mcp._convert import build_models, content_output_schema, raise_tool_error, result_value
@@ -41,7 +45,7 @@ from kavalai.adapters.mcp._errors import answer_unreadable, call_error, describe
 from kavalai.adapters.mcp._generation import Ending, Generation, Phase
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 from kavalai.adapters.mcp._transports import open_transport
-from kavalai.errors import InvalidToolURIError, ServerConnectionError, ToolTimeoutError
+from kavalai.errors import ConfigurationError, InvalidToolURIError, ServerConnectionError, ToolTimeoutError
 from kavalai.kernel import LazyTool, ToolDefinition, ToolURI, current_call
 from kavalai.tracing import mcp_client_span
 
@@ -77,6 +81,8 @@ class McpConnection:
         self._detected: McpTransport | None = None  # the transport a url turned out to speak, once known
         self._tools: dict[str, LazyTool] = {}  # what this server published (the registry holds the tools)
         self._protocol_version: str | None = None  # negotiated at the last connect
+        self._stale_at = math.inf  # when the tool listing's ttlMs runs out (inf: no hint, kept until changed)
+        self._subscribed: set[str] = set()  # resources subscribed to (2026-07-28: the listen stream's filter)
 
     # ------------------------------------------------------------------------------------------------ state
 
@@ -169,16 +175,19 @@ class McpConnection:
                 gen.scope = scope
                 async with AsyncExitStack() as stack:
                     session = await self._open_session(gen, stack)
-                    await self._publish(await _list_tools(session))
-                    scope.deadline = math.inf
-                    gen.session = session
-                    self._protocol_version = session.protocol_version
-                    gen.move(Phase.CONNECTED)
-                    if gen.was_connected:
-                        self._connects += 1
-                        self._report(McpStatus.CONNECTED)
                     async with anyio.create_task_group() as tg:
-                        tg.start_soon(self._refresh_loop, gen, session)
+                        if era.is_modern(session.protocol_version):
+                            # Listening before the first listing: nothing that changes after it can be missed.
+                            await tg.start(self._listen_loop, gen)
+                        await self._publish(await self._list_tools(gen))
+                        scope.deadline = math.inf
+                        gen.session = session
+                        self._protocol_version = session.protocol_version
+                        gen.move(Phase.CONNECTED)
+                        if gen.was_connected:
+                            self._connects += 1
+                            self._report(McpStatus.CONNECTED)
+                        tg.start_soon(self._refresh_loop, gen)
                         await gen.wait_stopping()
                         tg.cancel_scope.cancel()
             if scope.cancelled_caught and not gen.was_connected and not gen.closing:
@@ -254,30 +263,85 @@ class McpConnection:
             reads, writes, gen.process = await inner.enter_async_context(
                 open_transport(config, on_end=gen.end, on_session_expired=gen.expire)
             )
-            session = await inner.enter_async_context(
-                ClientSession(
-                    reads,
-                    writes,
-                    message_handler=_MessageHandler(gen, config),
-                    logging_callback=_ServerLog(config),
-                    client_info=_CLIENT_INFO,
-                    **client_side.callbacks(config),
-                )
+            # The SDK's Client negotiates the era (server/discover, else the handshake) over our transport, and
+            # keeps list results for as long as their ttlMs hints allow.
+            client = Client(
+                _Opened(reads, writes),
+                mode=era.client_mode(config.protocol),
+                message_handler=_MessageHandler(gen, config),
+                logging_callback=_ServerLog(config),
+                log_level=era.log_level(config.name),
+                client_info=_CLIENT_INFO,
+                cache=CacheConfig(),
+                **client_side.callbacks(config),
             )
-            await session.initialize()
+            await inner.enter_async_context(client)
+            problem = era.pin_problem(config.protocol, client.protocol_version)
+            if problem is not None:
+                raise ConfigurationError(f"MCP server {config.name!r}: {problem}.")
         except BaseException:
             await inner.aclose()
             raise
-        return session
+        gen.client = client
+        return client.session
 
-    async def _refresh_loop(self, gen: Generation, session: ClientSession) -> None:
+    async def _refresh_loop(self, gen: Generation) -> None:
         while True:
             await gen.refresh.wait()
             gen.refresh = anyio.Event()
             try:
-                await self._publish(await _list_tools(session))
+                await self._publish(await self._list_tools(gen, cache_mode="refresh"))
             except Exception as exc:  # keep the old tools; the connection itself reports real failures
                 logger.warning("MCP server %r: refreshing the tool list failed: %s", self.name, scrub(self.config, exc))
+
+    async def _listen_loop(self, gen: Generation, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """2026-07-28: changes arrive on a ``subscriptions/listen`` stream, opened again whenever the resources
+        subscribed to change (a stream's filter is fixed when it opens). Started once the first stream is open."""
+        started = False
+
+        def opened() -> None:
+            nonlocal started
+            if not started:
+                started = True
+                task_status.started()
+            else:
+                gen.refresh.set()  # a stream opened again: what changed in between is not replayed, so list again
+
+        while True:
+            relisten = gen.relisten = anyio.Event()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(era.listen, gen.client, self.name, self._subscribed, opened)
+                await relisten.wait()
+                tg.cancel_scope.cancel()
+
+    async def subscribe(self, uri: str, *, subscribe: bool) -> None:
+        """Ask to be told when the resource at ``uri`` changes (``on_change``), or to stop."""
+        gen, session = await self._session()
+        if not era.is_modern(session.protocol_version):
+            await features.subscribe_resource(self.request, uri, subscribe=subscribe)
+            return
+        if subscribe:
+            self._subscribed.add(uri)
+        else:
+            self._subscribed.discard(uri)
+        if gen.relisten is not None:
+            gen.relisten.set()
+
+    async def _list_tools(self, gen: Generation, cache_mode: Literal["use", "refresh"] = "use") -> list[mcp_types.Tool]:
+        tools: list[mcp_types.Tool] = []
+        cursor: str | None = None
+        ttl_ms = 0
+        for _ in range(_MAX_PAGES):
+            page = await gen.client.list_tools(cursor=cursor, cache_mode=cache_mode)
+            tools.extend(page.tools)
+            ttl_ms = page.ttl_ms if cursor is None else min(ttl_ms, page.ttl_ms)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        # A listing the server says may be kept ttlMs is listed again at the first call after that; without a
+        # hint (0, and every handshake-era server) it is kept until the server says the list changed.
+        self._stale_at = anyio.current_time() + ttl_ms / 1000 if ttl_ms > 0 else math.inf
+        return tools
 
     async def _publish(self, tools: list[mcp_types.Tool]) -> None:
         # Published lazily: listed and described from the server's schemas now, models built at the first call,
@@ -342,14 +406,28 @@ class McpConnection:
     async def call(self, tool: str, uri: str, args: BaseModel, *, structured: bool) -> Any:
         """Run ``tools/call`` and return the raw value for the output model."""
         arguments = args.model_dump(by_alias=True, exclude_unset=True, mode="json")
-        request = mcp_types.CallToolRequest(params=mcp_types.CallToolRequestParams(name=tool, arguments=arguments))
         for attempt in range(_CALL_ATTEMPTS):
             gen, session = await self._session()
+            if self._stale_at < anyio.current_time():
+                self._stale_at = math.inf
+                gen.refresh.set()  # the listing's ttlMs has passed: list again, in the background
+            progress = _progress()
+
+            async def send(
+                responses: mcp_types.InputResponses | None,
+                state: str | None,
+                session: ClientSession = session,
+                progress: ProgressFnT | None = progress,
+            ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult:
+                params = mcp_types.CallToolRequestParams(
+                    name=tool, arguments=arguments, input_responses=responses, request_state=state
+                )
+                request = mcp_types.CallToolRequest(params=params)
+                return await session.send_request(request, era.CALL_RESULT, progress_callback=progress)
+
             try:
                 with mcp_client_span("tools/call", tool, self._span_attributes(tool, session)):
-                    result = await session.send_request(
-                        request, mcp_types.CallToolResult, progress_callback=_progress()
-                    )
+                    result = await era.drive_input_required(session, await send(None, None), send)
             except MCPError as exc:
                 if gen.expired and attempt + 1 < _CALL_ATTEMPTS:
                     continue  # refused with the forgotten session, so it ran nowhere: again, on a new session
@@ -370,13 +448,15 @@ class McpConnection:
             "kavalai.mcp.server": self.name,
         }
 
-    async def request(self, send: Callable[[ClientSession], Awaitable[T]], what: str) -> T:
-        """Send one request other than ``tools/call`` (``what`` names it in errors), connecting first if needed,
-        within the server's timeout."""
-        gen, session = await self._session()
+    async def request(self, send: Callable[[Client], Awaitable[T]], what: str) -> T:
+        """Send one request other than ``tools/call`` through the SDK's client (``what`` names it in errors),
+        connecting first if needed, within the server's timeout."""
+        gen, _ = await self._session()
         try:
             with anyio.fail_after(self.config.timeout) if self.config.timeout is not None else nullcontext():
-                return await send(session)
+                return await send(gen.client)
+        except InputRequiredRoundsExceededError as exc:
+            raise request_error(self.config, what, MCPError(code=mcp_types.INTERNAL_ERROR, message=str(exc))) from None
         except MCPError as exc:
             if (exc.code == mcp_types.CONNECTION_CLOSED and not answer_unreadable(exc)) or gen.stopping:
                 raise await self._lost(gen, what) from exc
@@ -466,8 +546,6 @@ class _MessageHandler:
         if isinstance(message, Exception):
             logger.debug("MCP transport reported %s", type(message).__name__)
             return
-        if isinstance(message, mcp_types.ToolListChangedNotification):
-            self._gen.refresh.set()
         kind = self._LISTS.get(type(message))
         if kind is not None:
             await self._tell(McpChange(server=self._config.name, kind=kind))
@@ -475,6 +553,8 @@ class _MessageHandler:
             await self._tell(McpChange(server=self._config.name, kind="resource", uri=str(message.params.uri)))
 
     async def _tell(self, change: McpChange) -> None:
+        if change.kind == "tools":
+            self._gen.refresh.set()  # listed again (in the background) before anyone reads the change
         callback = self._config.on_change
         if callback is None:
             return
@@ -494,19 +574,6 @@ def _progress() -> ProgressFnT | None:
     return call.report_progress
 
 
-async def _list_tools(session: ClientSession) -> list[mcp_types.Tool]:
-    tools: list[mcp_types.Tool] = []
-    cursor: str | None = None
-    for _ in range(_MAX_PAGES):
-        params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-        page = await session.list_tools(params=params)
-        tools.extend(page.tools)
-        cursor = page.next_cursor
-        if not cursor:
-            break
-    return tools
-
-
 def _spawn(coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
     """Start the owner task on the running asyncio loop; it belongs to no caller's task group."""
     try:
@@ -515,3 +582,17 @@ def _spawn(coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
         coro.close()
         raise RuntimeError("MCP connections need an asyncio event loop (anyio's asyncio backend).") from None
     return loop.create_task(coro, name=name)
+
+
+class _Opened:
+    """Our transport's streams, already open, as the SDK's ``Transport`` (an async context manager yielding them);
+    the transport itself is entered and left by the generation's exit stack."""
+
+    def __init__(self, reads: Any, writes: Any) -> None:
+        self._streams = (reads, writes)
+
+    async def __aenter__(self) -> tuple[Any, Any]:
+        return self._streams
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None

@@ -123,6 +123,10 @@ def call_error(config: McpServer, uri: str, exc: MCPError) -> JsonRpcError:
         if "byte limit" in exc.message:  # the SDK's own wording for an event over max_sse_event_size
             message += " (max_message_bytes of the McpServer; raise it if such messages are expected)"
         return JsonRpcError(message, uri=uri, code=exc.code, data=exc.data)
+    kind = getattr(exc, "kind", None)  # the era module's InputRefused: refused here, not by the server
+    if kind is not None:
+        message = f"Tool {uri} failed: it asked for input ({kind}), which was refused: {scrub(config, exc.message)}"
+        return JsonRpcError(message, uri=uri, code=exc.code, data=exc.data)
     meaning = _CALL_ERRORS.get(exc.code, "the server answered an error")
     message = f"Tool {uri} failed: the server answered error {exc.code}: {scrub(config, exc.message)} ({meaning})"
     return JsonRpcError(message, uri=uri, code=exc.code, data=exc.data)

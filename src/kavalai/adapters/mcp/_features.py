@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeAlias, TypeVar
 
 import mcp_types
-from mcp.client.session import ClientSession
+from mcp.client import Client
 
 from kavalai.adapters.mcp._catalog import (
     McpCompletion,
@@ -42,13 +42,13 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-Send: TypeAlias = Callable[[Callable[[ClientSession], Awaitable[T]], str], Awaitable[T]]
+Send: TypeAlias = Callable[[Callable[[Client], Awaitable[T]], str], Awaitable[T]]
 _MAX_PAGES = 1000  # a paginator that never ends cannot hang a listing
 
 
 async def list_resources(send: Send[Any]) -> list[McpResource]:
     """Every resource the server lists (all pages)."""
-    items = await _all_pages(send, "resources/list", lambda s, p: s.list_resources(params=p), "resources")
+    items = await _all_pages(send, "resources/list", lambda c, cursor: c.list_resources(cursor=cursor), "resources")
     return [
         McpResource(
             uri=str(r.uri), name=r.name, title=r.title, description=r.description, mime_type=r.mime_type, size=r.size
@@ -60,7 +60,10 @@ async def list_resources(send: Send[Any]) -> list[McpResource]:
 async def list_resource_templates(send: Send[Any]) -> list[McpResourceTemplate]:
     """Every resource template the server lists (all pages)."""
     items = await _all_pages(
-        send, "resources/templates/list", lambda s, p: s.list_resource_templates(params=p), "resource_templates"
+        send,
+        "resources/templates/list",
+        lambda c, cursor: c.list_resource_templates(cursor=cursor),
+        "resource_templates",
     )
     return [
         McpResourceTemplate(
@@ -72,13 +75,14 @@ async def list_resource_templates(send: Send[Any]) -> list[McpResourceTemplate]:
 
 async def read_resource(send: Send[Any], uri: str) -> list[McpResourceContent]:
     """The contents of the resource at ``uri`` (usually one; text kept as text, binary as base64)."""
-    result = await send(lambda session: session.read_resource(uri), f"resources/read of {uri!r}")
+    # The SDK's client answers a 2026-07-28 server's requests for input on the way, and honours ttlMs.
+    result = await send(lambda client: client.read_resource(uri), f"resources/read of {uri!r}")
     return [_resource_content(item) for item in result.contents]
 
 
 async def list_prompts(send: Send[Any]) -> list[McpPrompt]:
     """Every prompt the server lists (all pages)."""
-    items = await _all_pages(send, "prompts/list", lambda s, p: s.list_prompts(params=p), "prompts")
+    items = await _all_pages(send, "prompts/list", lambda c, cursor: c.list_prompts(cursor=cursor), "prompts")
     return [
         McpPrompt(
             name=p.name,
@@ -96,7 +100,7 @@ async def list_prompts(send: Send[Any]) -> list[McpPrompt]:
 async def get_prompt(send: Send[Any], name: str, arguments: Mapping[str, str] | None) -> McpPromptResult:
     """The prompt ``name`` rendered with ``arguments`` (MCP prompt arguments are strings)."""
     args = {key: str(value) for key, value in (arguments or {}).items()}
-    result = await send(lambda session: session.get_prompt(name, args), f"prompts/get of {name!r}")
+    result = await send(lambda client: client.get_prompt(name, args), f"prompts/get of {name!r}")
     return McpPromptResult(
         description=result.description,
         messages=tuple(McpPromptMessage(role=m.role, content=_content(m.content)) for m in result.messages),
@@ -121,7 +125,7 @@ async def complete(
         uri = ref.uri_template if isinstance(ref, McpResourceTemplate) else ref
         reference = mcp_types.ResourceTemplateReference(uri=uri)
     result = await send(
-        lambda session: session.complete(reference, {"name": argument, "value": value}, dict(context or {})),
+        lambda client: client.complete(reference, {"name": argument, "value": value}, dict(context or {})),
         f"completion/complete of {argument!r}",
     )
     found = result.completion
@@ -131,25 +135,26 @@ async def complete(
 async def subscribe_resource(send: Send[Any], uri: str, *, subscribe: bool = True) -> None:
     """Ask to be told (``notifications/resources/updated``) when the resource at ``uri`` changes, or to stop.
 
-    Sent as the request itself: the SDK's helpers warn that the 2026-07-28 era replaces subscriptions, and the
-    handshake era these connections speak still has them.
+    Handshake era only (the 2026-07-28 era subscribes on its ``subscriptions/listen`` stream instead). Sent as the
+    request itself: the SDK's helpers are deprecated for the new era's sake.
     """
     request: mcp_types.SubscribeRequest | mcp_types.UnsubscribeRequest
     if subscribe:
         request = mcp_types.SubscribeRequest(params=mcp_types.SubscribeRequestParams(uri=uri))
     else:
         request = mcp_types.UnsubscribeRequest(params=mcp_types.UnsubscribeRequestParams(uri=uri))
-    await send(lambda session: session.send_request(request, mcp_types.EmptyResult), f"{request.method} of {uri!r}")
+    await send(
+        lambda client: client.session.send_request(request, mcp_types.EmptyResult), f"{request.method} of {uri!r}"
+    )
 
 
 async def _all_pages(
-    send: Send[Any], what: str, request: Callable[[ClientSession, Any], Awaitable[Any]], field: str
+    send: Send[Any], what: str, request: Callable[[Client, str | None], Awaitable[Any]], field: str
 ) -> list[Any]:
     items: list[Any] = []
     cursor: str | None = None
     for _ in range(_MAX_PAGES):
-        params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-        page = await send(functools.partial(_page, request, params), what)
+        page = await send(functools.partial(_page, request, cursor), what)
         items.extend(getattr(page, field))
         cursor = page.next_cursor
         if not cursor:
@@ -158,9 +163,9 @@ async def _all_pages(
 
 
 def _page(
-    request: Callable[[ClientSession, Any], Awaitable[Any]], params: Any, session: ClientSession
+    request: Callable[[Client, str | None], Awaitable[Any]], cursor: str | None, client: Client
 ) -> Awaitable[Any]:
-    return request(session, params)
+    return request(client, cursor)
 
 
 def _resource_content(item: Any) -> McpResourceContent:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 from mcp.client.session import ClientSession
@@ -47,6 +48,8 @@ class Generation:
     ending: Ending | None = None
     was_connected: bool = False  # it reached CONNECTED (a later failure is "while connected")
     session: ClientSession | None = None
+    client: Any = None  # the SDK's mcp.Client around the session, while connected
+    relisten: anyio.Event | None = None  # set to reopen the 2026-07-28 change stream (subscriptions changed)
     process: StdioProcess | None = None
     scope: anyio.CancelScope | None = None
     error: ServerConnectionError | None = None  # why it failed, once it has

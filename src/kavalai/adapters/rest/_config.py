@@ -13,12 +13,14 @@ from pydantic import (
     ConfigDict,
     Field,
     SecretStr,
+    ValidationError,
     ValidatorFunctionWrapHandler,
     field_validator,
     model_validator,
 )
 
-from kavalai.adapters.rest._auth import Auth, BasicAuth, Credentials, read_env, validated
+from kavalai.adapters._settings import settings_error
+from kavalai.adapters.rest._auth import Auth, BasicAuth, Credentials, read_env
 from kavalai.auth import OAuth
 from kavalai.errors import ConfigurationError
 from kavalai.kernel import SERVER_NAME_PATTERN
@@ -38,8 +40,10 @@ class RestServer(BaseModel):
     values and secrets never appear in the repr.
 
     Raises:
-        ConfigurationError: the configuration is incomplete or invalid (both or neither of ``url`` and
-            ``url_env``, a URL that is not http(s) or holds credentials, a bad name, timeout or auth setting).
+        pydantic.ValidationError: the configuration is incomplete or invalid (both or neither of ``url`` and
+            ``url_env``, a URL that is not http(s) or holds credentials, a bad name or timeout); its one message
+            names the server, the fields at fault and the fix. Like pydantic's other models, and like Kaval.AI
+            1.0's ``RestServer``. (An auth setting such as ``BearerAuth`` checks itself when it is made.)
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
@@ -75,8 +79,15 @@ class RestServer(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> Self:
-        if (self.url is None) == (self.url_env is None):
-            raise ValueError("give exactly one of url or url_env")
+        if self.url is not None and self.url_env is not None:
+            raise ValueError(
+                f"REST server {self.name!r}: Only one of 'url' or 'url_env' can be specified: give url= or url_env=."
+            )
+        if self.url is None and self.url_env is None:
+            raise ValueError(
+                f"REST server {self.name!r}: Either 'url' or 'url_env' must be specified: give url= (the base URL) or "
+                "url_env= (the variable holding it)."
+            )
         if (self.username_env is None) != (self.password_env is None):
             raise ValueError("give both username_env and password_env, or neither")
         if self.username_env is not None and self.auth is not None:
@@ -85,15 +96,13 @@ class RestServer(BaseModel):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _configuration_error(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    def _one_message(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         name = data.get("name") if isinstance(data, dict) else None
         where = f"REST server configuration {name!r}" if isinstance(name, str) else "REST server configuration"
         try:
-            return validated(data, handler, where)
-        except ConfigurationError as exc:
-            if exc.message.startswith(f"Invalid {where}"):
-                raise
-            raise ConfigurationError(f"{where}: {exc}") from None  # an auth setting's own complaint
+            return handler(data)
+        except (ValidationError, ConfigurationError) as exc:
+            raise settings_error(cls.__name__, where, exc) from None
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         for key, value in super().__repr_args__():

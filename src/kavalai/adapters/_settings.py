@@ -1,0 +1,56 @@
+"""How a server setting (``RestServer``, ``McpServer``) reports a bad configuration.
+
+They are pydantic models, so a bad one raises pydantic's ``ValidationError`` like any other model (and as
+Kaval.AI 1.0 did: its users catch that). pydantic's own text repeats the model's name and lists each field's
+error in its vocabulary; ours is one message that names the server, every field at fault and the fix. So the
+error raised is a ``ValidationError`` holding one error of type ``kavalai_configuration`` whose message is ours.
+``ValidationError`` is a ``ValueError``, as our ``ConfigurationError`` is: ``except ValueError`` catches both.
+"""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from kavalai.errors import ConfigurationError
+
+__all__ = ["CONFIGURATION_ERROR_TYPE", "settings_error"]
+
+#: The pydantic error type of a server setting's one error.
+CONFIGURATION_ERROR_TYPE = "kavalai_configuration"
+
+
+def settings_error(title: str, what: str, exc: ValidationError | ConfigurationError) -> ValidationError:
+    """One error for ``exc``: a ValidationError titled ``title``, to raise from a model validator, whose message is
+    ``Invalid <what>: <field>: <problem>; ...``.
+
+    A problem found by a model validator (it names the server already) is kept as it is when it is the only one;
+    a nested setting's own ``ConfigurationError`` (an auth setting's) is put after ``<what>: ``. Values are never
+    shown: a header or an environment value may be a secret.
+    """
+    if isinstance(exc, ConfigurationError):
+        return _error(title, f"{what}: {exc}")
+    problems = []
+    for error in exc.errors(include_url=False, include_input=False, include_context=False):
+        message = str(error["msg"]).removeprefix("Value error, ")
+        where = ".".join(str(part) for part in error["loc"])
+        if error["type"] == "extra_forbidden":
+            message = "not a setting of this server (misspelt?)"
+        problems.append(f"{where}: {message}" if where else message)
+    if len(problems) == 1 and not exc.errors()[0]["loc"]:
+        text = problems[0]
+    else:
+        text = f"Invalid {what}: {'; '.join(problems)}."
+    return _error(title, text)
+
+
+def _error(title: str, text: str) -> ValidationError:
+    # The text goes in as context, not as the template, so braces in it are never read as placeholders. The
+    # input is not kept: `errors()` would otherwise hand every header and environment value to whoever logs it.
+    problem = PydanticCustomError(CONFIGURATION_ERROR_TYPE, "{problem}", {"problem": text})
+    return ValidationError.from_exception_data(
+        title, [InitErrorDetails(type=problem, loc=(), input=_HIDDEN)], hide_input=True
+    )
+
+
+_HIDDEN = "(not shown: it may hold secrets)"

@@ -1,0 +1,181 @@
+"""The two protocol eras, and what the 2026-07-28 one asks of a client that the handshake era did not.
+
+A connection is negotiated by the SDK's ``mcp.Client``: ``server/discover`` first (the stateless 2026-07-28
+era), and the ``initialize`` handshake (2025-11-25 and older) when the server does not know it. ``McpServer
+(protocol=...)`` pins one: ``"legacy"`` (or a handshake-era date) always shakes hands; a 2026 date must be what
+the server speaks, or the connection fails saying so.
+
+In the 2026-07-28 era a server no longer sends the client requests (sampling, elicitation, roots) on a
+session: it answers ``tools/call``, ``prompts/get`` or ``resources/read`` with an ``InputRequiredResult``, the
+client answers its requests through the same handlers and sends the request again (:func:`drive_input_required`).
+Change notifications arrive on a ``subscriptions/listen`` stream instead of the session (:func:`listen`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Awaitable, Callable, Collection
+from typing import Annotated, Any, Final, TypeVar
+
+import anyio
+import mcp_types
+from mcp.client import Client, ClientRequestContext, ClientSession
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import Discriminator, Tag, TypeAdapter
+
+__all__ = [
+    "CALL_RESULT",
+    "MAX_INPUT_ROUNDS",
+    "InputRefused",
+    "client_mode",
+    "drive_input_required",
+    "is_modern",
+    "listen",
+    "log_level",
+    "pin_problem",
+]
+
+T = TypeVar("T")
+
+logger = logging.getLogger("kavalai.mcp")
+
+#: How many times one request may come back asking for input before the call fails (the SDKs' default).
+MAX_INPUT_ROUNDS: Final = 10
+_STATE_ONLY_DELAY: Final = (0.05, 0.25)  # first and longest wait before re-sending a request the server holds
+_DATE: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+class InputRefused(MCPError):
+    """This client refused (or could not answer) what a 2026-07-28 server asked for in an ``InputRequiredResult``:
+    the request ends here, on our side; the server is not told."""
+
+    def __init__(self, kind: str, error: mcp_types.ErrorData) -> None:
+        super().__init__(code=error.code, message=error.message, data=error.data)
+        self.kind = kind
+
+
+def _call_result_arm(value: Any) -> str:
+    tag = value.get("resultType") if isinstance(value, dict) else getattr(value, "result_type", None)
+    return "input" if tag == "input_required" else "result"
+
+
+#: A ``tools/call`` answer: the result, or (2026-07-28) a request for input first.
+CALL_RESULT: Final[TypeAdapter[mcp_types.CallToolResult | mcp_types.InputRequiredResult]] = TypeAdapter(
+    Annotated[
+        Annotated[mcp_types.CallToolResult, Tag("result")] | Annotated[mcp_types.InputRequiredResult, Tag("input")],
+        Discriminator(_call_result_arm),
+    ]
+)
+
+
+def client_mode(protocol: str) -> str:
+    """The SDK client's ``mode`` for ``McpServer.protocol``: ``"legacy"`` for the handshake, else ``"auto"``
+    (a pinned 2026 date is probed like auto, then checked by :func:`pin_problem`, so that a server that does not
+    speak it fails at connect rather than at the first call)."""
+    if protocol == "legacy" or (_DATE.fullmatch(protocol) and protocol not in MODERN_PROTOCOL_VERSIONS):
+        return "legacy"
+    return "auto"
+
+
+def pin_problem(protocol: str, negotiated: str | None) -> str | None:
+    """Why the negotiated version does not satisfy the pin, or ``None`` when it does (or nothing is pinned)."""
+    if protocol in ("auto", "legacy") or negotiated == protocol:
+        return None
+    if protocol in MODERN_PROTOCOL_VERSIONS:
+        return f"protocol={protocol!r} is pinned, but the server speaks {negotiated or 'no known version'}"
+    if not _DATE.fullmatch(protocol):
+        known = ", ".join(["auto", "legacy", *MODERN_PROTOCOL_VERSIONS])
+        return f"protocol={protocol!r} is not a protocol this client speaks ({known}, or a handshake-era date)"
+    if not is_modern(negotiated):
+        return None  # a handshake-era date: the handshake picks the version, the newest both sides speak
+    return f"protocol={protocol!r} asks for the handshake, but the server speaks {negotiated}"  # pragma: no cover
+
+
+def is_modern(version: str | None) -> bool:
+    """Whether ``version`` is of the stateless 2026-07-28 era (or later)."""
+    return version in MODERN_PROTOCOL_VERSIONS
+
+
+_PY_TO_MCP: Final = ((logging.DEBUG, "debug"), (logging.INFO, "info"), (logging.WARNING, "warning"))
+
+
+def log_level(server: str) -> mcp_types.LoggingLevel:
+    """The level a 2026-07-28 server is asked to log at: what Python logging would show of ``kavalai.mcp.<server>``
+    (a modern server sends no log messages unless each request asks for them)."""
+    level = logging.getLogger(f"kavalai.mcp.{server}").getEffectiveLevel()
+    for threshold, name in _PY_TO_MCP:
+        if level <= threshold:
+            return name  # type: ignore[return-value]
+    return "error"
+
+
+async def drive_input_required(
+    session: ClientSession,
+    first: T | mcp_types.InputRequiredResult,
+    retry: Callable[[mcp_types.InputResponses | None, str | None], Awaitable[T | mcp_types.InputRequiredResult]],
+) -> T:
+    """Answer a server's requests for input (through the connection's sampling, elicitation and roots handlers)
+    and send the request again, until it ends or :data:`MAX_INPUT_ROUNDS` pass.
+
+    Written here rather than taken from ``Client.call_tool``: that one also validates structured results with
+    ``jsonschema`` on the event loop (a server's regex there could run without bound); ours are validated by the
+    tool's pydantic model (linear-time regexes).
+
+    Raises:
+        InputRefused: a handler refused, or none is configured for what was asked.
+        MCPError: the server kept asking past the limit.
+    """
+    current = first
+    delay = _STATE_ONLY_DELAY[0]
+    for _ in range(MAX_INPUT_ROUNDS):
+        if not isinstance(current, mcp_types.InputRequiredResult):
+            return current
+        responses: dict[str, mcp_types.InputResponse] | None = None
+        if current.input_requests:
+            delay = _STATE_ONLY_DELAY[0]
+            responses = {}
+            for key, request in current.input_requests.items():
+                meta = request.params.meta if request.params else None
+                context = ClientRequestContext(session=session, request_id=key, meta=meta)
+                answer = await session.dispatch_input_request(context, request)
+                if isinstance(answer, mcp_types.ErrorData):
+                    raise InputRefused(request.method, answer)
+                responses[key] = answer
+        else:  # the server holds the request (state only): ask again after a short, growing wait
+            await anyio.sleep(delay)
+            delay = min(delay * 2, _STATE_ONLY_DELAY[1])
+        current = await retry(responses, current.request_state)
+    if isinstance(current, mcp_types.InputRequiredResult):
+        raise MCPError(
+            code=mcp_types.INTERNAL_ERROR,
+            message=f"the server asked for input more than {MAX_INPUT_ROUNDS} times for one request",
+        )
+    return current
+
+
+async def listen(client: Client, server: str, subscriptions: Collection[str], on_open: Callable[[], None]) -> None:
+    """Hold one ``subscriptions/listen`` stream (lists of tools, prompts and resources, and the subscribed
+    resources) until it ends or the caller cancels. Its events reach the connection's message handler as the
+    notifications they stand for (the SDK tees them there), as on a handshake-era session. ``on_open`` is called
+    once the server has acknowledged the stream, or once it is clear that there will be none (a server that offers
+    no such stream is simply not listened to)."""
+    opened = False
+    try:
+        async with client.listen(
+            tools_list_changed=True,
+            prompts_list_changed=True,
+            resources_list_changed=True,
+            resource_subscriptions=tuple(sorted(subscriptions)),
+        ) as stream:
+            opened = True
+            on_open()
+            async for _event in stream:
+                pass  # delivered to the message handler already
+    except (MCPError, ListenNotSupportedError, SubscriptionLost, TimeoutError) as exc:
+        logger.debug("MCP server %r: no change stream (%s)", server, exc)
+    finally:
+        if not opened:
+            on_open()

@@ -1,0 +1,124 @@
+"""Both protocol eras against real servers: the stateless 2026-07-28 protocol (server/discover, input requests in
+results, changes on a listen stream) and the initialize handshake, negotiated automatically or pinned."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+from tests.adapters.mcp.conftest import StdioFactory, wait_until
+
+from kavalai import FunctionKernel, FunctionKernelException, ServerConnectionError
+from kavalai.adapters.mcp import McpChange, McpElicitation, McpSamplingRequest
+
+MODERN, LEGACY = "2026-07-28", "2025-11-25"
+ERAS = [pytest.param("2026-07-28", id="2026-07-28"), pytest.param("legacy", id="handshake")]
+
+
+async def _kernel(stdio_server: StdioFactory, protocol: str, **options: Any) -> FunctionKernel:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(stdio_server("feat", module="tests.servers.mcp_features", protocol=protocol, **options))
+    await kernel.connect_mcp_servers()
+    return kernel
+
+
+@pytest.mark.parametrize(("protocol", "negotiated"), [("auto", MODERN), ("legacy", LEGACY), (MODERN, MODERN)])
+async def test_the_era_is_negotiated_or_pinned(stdio_server: StdioFactory, protocol: str, negotiated: str) -> None:
+    kernel = await _kernel(stdio_server, protocol)
+    try:
+        assert kernel.get_mcp_server_state("feat").protocol_version == negotiated
+        assert (await kernel.call_tool("mcp://feat.count", {"n": 2})).result == 2  # type: ignore[attr-defined]
+    finally:
+        await kernel.close()
+
+
+async def test_a_server_of_the_handshake_era_is_reached_by_auto(stdio_server: StdioFactory, tmp_path: Path) -> None:
+    # A server written before 2026-07-28: server/discover is "method not found", so the handshake follows.
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(stdio_server("old", module="tests.servers.mcp_handshake_only", protocol="auto"))
+    try:
+        assert (await kernel.call_tool("mcp://old.add", {"a": 2, "b": 3})).result == 5  # type: ignore[attr-defined]
+        assert kernel.get_mcp_server_state("old").protocol_version == LEGACY
+    finally:
+        await kernel.close()
+
+
+async def test_a_pinned_era_the_server_does_not_speak_fails_the_connect(stdio_server: StdioFactory) -> None:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(stdio_server("old", module="tests.servers.mcp_handshake_only", protocol=MODERN))
+    try:
+        with pytest.raises(ServerConnectionError, match=r"'old'.*protocol='2026-07-28' is pinned.*2025-11-25"):
+            await kernel.call_tool("mcp://old.add", {"a": 1, "b": 1})
+    finally:
+        await kernel.close()
+
+
+@pytest.mark.parametrize("protocol", ["newest", "2026", "auto "])
+def test_a_protocol_that_is_not_one_is_refused_at_once(protocol: str) -> None:
+    with pytest.raises(ValidationError, match="protocol"):
+        FunctionKernel().register_mcp_server(__import__("kavalai").McpServer(name="x", command="x", protocol=protocol))
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_sampling_elicitation_and_roots_in_both_eras(
+    stdio_server: StdioFactory, protocol: str, tmp_path: Path
+) -> None:
+    sampled: list[McpSamplingRequest] = []
+    asked: list[McpElicitation] = []
+
+    async def model(request: McpSamplingRequest) -> str:
+        sampled.append(request)
+        return f"because {request.messages[0][1]}"
+
+    async def user(request: McpElicitation) -> dict[str, Any]:
+        asked.append(request)
+        return {"name": "Ada"}
+
+    kernel = await _kernel(stdio_server, protocol, sampling=model, elicitation=user, roots=[str(tmp_path)])
+    try:
+        consult = await kernel.call_tool("mcp://feat.consult", {"question": "why?"})
+        assert consult.result == "because why?"  # type: ignore[attr-defined]
+        assert sampled[0].max_tokens == 4096  # the server asked for 100,000: capped
+        assert (await kernel.call_tool("mcp://feat.greet")).result == "hello Ada"  # type: ignore[attr-defined]
+        assert asked[0].message == "Who are you?"
+        folders = (await kernel.call_tool("mcp://feat.folders")).result  # type: ignore[attr-defined]
+        assert folders == [tmp_path.as_uri()]
+    finally:
+        await kernel.close()
+
+
+async def test_a_refused_input_request_fails_the_call_naming_why(stdio_server: StdioFactory) -> None:
+    # 2026-07-28: the client answers the server's questions itself, so a refusal ends the call on our side.
+    def never(request: McpSamplingRequest) -> bool:
+        return False
+
+    async def model(request: McpSamplingRequest) -> str:
+        raise AssertionError("not approved, so never asked")
+
+    kernel = await _kernel(stdio_server, MODERN, sampling=model, sampling_approval=never)
+    try:
+        with pytest.raises(
+            FunctionKernelException, match=r"mcp://feat\.consult failed: it asked for input.*refused.*did not approve"
+        ):
+            await kernel.call_tool("mcp://feat.consult", {"question": "why?"})
+        with pytest.raises(FunctionKernelException, match=r"mcp://feat\.greet"):
+            await kernel.call_tool("mcp://feat.greet")  # no elicitation handler: refused, not hung
+    finally:
+        await kernel.close()
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_changes_reach_on_change_in_both_eras(stdio_server: StdioFactory, protocol: str) -> None:
+    changes: list[McpChange] = []
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(stdio_server("tools", protocol=protocol, on_change=changes.append))
+    try:
+        assert not kernel.has_tool("mcp://tools.extra")
+        await kernel.call_tool("mcp://tools.grow")
+        await wait_until(lambda: kernel.has_tool("mcp://tools.extra"))
+        assert (await kernel.call_tool("mcp://tools.extra")).result == "extra!"  # type: ignore[attr-defined]
+        assert McpChange(server="tools", kind="tools") in changes
+    finally:
+        await kernel.close()
