@@ -2,6 +2,10 @@
 
     python -m tests.servers.durable_worker workflow DB_URL REST_URL RUN_ID [--crash-after N]
     python -m tests.servers.durable_worker agent DB_URL REST_URL RUN_ID [--crash-after N]
+    python -m tests.servers.durable_worker serve DB_URL REST_URL NAME [--concurrency N]
+
+``serve`` is a worker: it serves the queue of the ``charges`` workflow until killed, its REST requests marked with
+an ``X-Worker: NAME`` header.
 
 The workflow charges three orders through ``rest://shop.charge`` (a REST service of ``effects_app``). With
 ``--crash-after N`` the process ends with ``os._exit(3)`` right after the N-th tool call returned and before the
@@ -31,10 +35,10 @@ CHARGE_SCHEMA = {
 }
 
 
-def make_kernel(rest_url: str) -> FunctionKernel:
+def make_kernel(rest_url: str, worker: str = "main") -> FunctionKernel:
     """A kernel with the charge tool of the effects service."""
     kernel = FunctionKernel()
-    kernel.register_rest_server(RestServer(name="shop", url=rest_url))
+    kernel.register_rest_server(RestServer(name="shop", url=rest_url, headers={"X-Worker": worker}))
     kernel.register_rest_tool("shop", "charge", method="POST", path="/charge", input_schema=CHARGE_SCHEMA)
     return kernel
 
@@ -114,16 +118,29 @@ async def run_agent(args: argparse.Namespace) -> Any:
         await kernel.close()
 
 
+async def serve(args: argparse.Namespace) -> Any:
+    runner = DbosRunner(args.db, concurrency=args.concurrency, stale_after=args.stale_after)
+    kernel = make_kernel(args.rest, args.run_id)
+    runner.register(WorkflowEngine(workflow(), kernel, durable=runner))
+    await runner.start()
+    print("serving", flush=True)
+    await runner.serve()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=["workflow", "agent"])
+    parser.add_argument("kind", choices=["workflow", "agent", "serve"])
     parser.add_argument("db")
     parser.add_argument("rest")
     parser.add_argument("run_id")
     parser.add_argument("--crash-after", type=int, default=None)
     parser.add_argument("--recorded", action="store_true")
+    parser.add_argument("--concurrency", type=int, default=None)
     parser.add_argument("--stale-after", type=float, default=10.0)
     args = parser.parse_args()
+    if args.kind == "serve":
+        asyncio.run(serve(args))
+        return
     outcome = asyncio.run(run_workflow(args) if args.kind == "workflow" else run_agent(args))
     print(json.dumps(outcome))
 

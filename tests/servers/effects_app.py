@@ -7,6 +7,7 @@ included), so a test can tell "sent twice, done once" from "done twice".
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Annotated, Any
 
@@ -23,8 +24,8 @@ class Charge(BaseModel):
     amount: int
 
 
-def create_app() -> FastAPI:
-    """A fresh app with empty records."""
+def create_app(*, delay: float = 0.0) -> FastAPI:
+    """A fresh app with empty records; each charge takes ``delay`` seconds after it is recorded (a slow API)."""
     app = FastAPI()
     lock = threading.Lock()
     effects: list[dict[str, Any]] = []
@@ -32,16 +33,22 @@ def create_app() -> FastAPI:
     answers: dict[str, dict[str, Any]] = {}
 
     @app.post("/charge")
-    def charge(body: Charge, idempotency_key: Annotated[str | None, Header()] = None) -> dict[str, Any]:
+    async def charge(
+        body: Charge,
+        idempotency_key: Annotated[str | None, Header()] = None,
+        x_worker: Annotated[str | None, Header()] = None,
+    ) -> dict[str, Any]:
         with lock:
-            requests.append({"order": body.order, "key": idempotency_key})
-            if idempotency_key is not None and idempotency_key in answers:
-                return answers[idempotency_key]
-            effects.append({"order": body.order, "amount": body.amount, "key": idempotency_key})
-            answer = {"charge": len(effects), "order": body.order, "amount": body.amount}
-            if idempotency_key is not None:
-                answers[idempotency_key] = answer
-            return answer
+            requests.append({"order": body.order, "key": idempotency_key, "worker": x_worker})
+            answer = answers.get(idempotency_key) if idempotency_key is not None else None
+            if answer is None:
+                effects.append({"order": body.order, "amount": body.amount, "key": idempotency_key})
+                answer = {"charge": len(effects), "order": body.order, "amount": body.amount}
+                if idempotency_key is not None:
+                    answers[idempotency_key] = answer
+        if delay:
+            await asyncio.sleep(delay)
+        return answer
 
     @app.get("/effects")
     def list_effects() -> list[dict[str, Any]]:

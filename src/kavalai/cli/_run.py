@@ -41,6 +41,25 @@ def add_run_parser(subparsers: Any) -> None:
         "--trace", action="store_true", help="print the whole result (status, output, trace) instead of the output"
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="do not report progress on stderr")
+    durable = parser.add_argument_group("durable runs (the dbos extra; see docs/durable.md)")
+    durable.add_argument(
+        "--durable",
+        action="store_true",
+        help="journal every step, so the run can be resumed after a crash (in WORKFLOW.runs.sqlite unless --db)",
+    )
+    durable.add_argument(
+        "--db", metavar="URL", help="the journal: sqlite:///PATH or postgresql://... (implies --durable)"
+    )
+    durable.add_argument(
+        "--run-id",
+        metavar="ID",
+        help="name the run (implies --durable); the same id again resumes it after a crash, or prints its result",
+    )
+    durable.add_argument(
+        "--submit",
+        action="store_true",
+        help="only put the run on the queue for `kavalai worker` processes and print its id (implies --durable)",
+    )
 
 
 def run_command(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -149,20 +168,39 @@ async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextI
     from kavalai.workflow import RunFinished, WorkflowDefinitionError, WorkflowEngine
     from kavalai.workflow.errors import NodeValidationError
 
+    durable = args.durable or args.db is not None or args.run_id is not None or args.submit
     try:
-        engine = WorkflowEngine.from_yaml(args.workflow, max_visits=args.max_visits)
+        runner = _durable_runner(args, err) if durable else None
+    except ImportError as exc:
+        print(f"kavalai run: {exc}", file=err)
+        return EXIT_USAGE
+    try:
+        engine = WorkflowEngine.from_yaml(args.workflow, max_visits=args.max_visits, durable=runner)
     except WorkflowDefinitionError as exc:
         print(f"kavalai run: invalid workflow {args.workflow}: {exc}", file=err)
         return EXIT_USAGE
     options: dict[str, Any] = {} if args.timeout is None else {"timeout": args.timeout}
     progress = _Progress(err, quiet=args.quiet)
+    if args.submit:
+        return await _submit(args, engine, run_input, out)
     try:
         async with _connected(engine, progress):
             result = None
-            async for event in engine.stream(run_input, **options):
-                progress.show(event)
-                if isinstance(event, RunFinished):
-                    result = event.result
+            if runner is not None:
+                from kavalai.durable import new_run_id
+
+                run_id = args.run_id or new_run_id()
+                progress.line(f"run {engine.workflow.name} ({run_id}), journaled in {runner.journal}")
+                try:
+                    result = await engine.run(run_input, run_id=run_id, **options)
+                finally:
+                    await runner.aclose()
+                progress.show(RunFinished(run_id=run_id, result=result))
+            else:
+                async for event in engine.stream(run_input, **options):
+                    progress.show(event)
+                    if isinstance(event, RunFinished):
+                        result = event.result
     except WorkflowDefinitionError as exc:  # found on connect: a tool the kernel lacks, a model it cannot create
         print(f"kavalai run: invalid workflow {args.workflow}: {exc}", file=err)
         return EXIT_USAGE
@@ -182,6 +220,35 @@ async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextI
             return EXIT_USAGE
         print(f"kavalai run: the run {result.status.value}: {error}", file=err)
         return EXIT_FAILED
+    return EXIT_OK
+
+
+def _durable_runner(args: argparse.Namespace, err: TextIO) -> Any:
+    """The DBOS runner of ``--durable``/``--db``/``--run-id``: the journal beside the workflow file by default."""
+    from kavalai.durable import DbosRunner
+    from kavalai.durable.dbos import default_journal_url
+
+    return DbosRunner(args.db or default_journal_url(args.workflow))
+
+
+async def _submit(args: argparse.Namespace, engine: Any, run_input: Any, out: TextIO) -> int:
+    """``--submit``: enqueue the run for the workers and print its id."""
+    import asyncio
+
+    from kavalai.durable.dbos import DbosClient, default_journal_url
+
+    payload = {"input": run_input, "max_visits": args.max_visits}
+    if args.timeout is not None:
+        payload["timeout"] = args.timeout
+
+    def submit() -> str:
+        client = DbosClient(args.db or default_journal_url(args.workflow))
+        try:
+            return client.submit(engine.durable_name, payload, run_id=args.run_id)
+        finally:
+            client.close()
+
+    print(await asyncio.to_thread(submit), file=out)
     return EXIT_OK
 
 

@@ -11,7 +11,7 @@ __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``kavalai`` command: ``demo``, ``run``, ``tools`` and ``serve``."""
+    """The argument parser of the ``kavalai`` command: ``demo``, ``run``, ``tools``, ``serve`` and ``worker``."""
     parser = argparse.ArgumentParser(prog="kavalai", description="Typed tools for LLM agents and workflows.")
     parser.add_argument("--version", action="version", version=f"kavalai {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -24,10 +24,12 @@ def build_parser() -> argparse.ArgumentParser:
     from kavalai.cli._run import add_run_parser
     from kavalai.cli._serve import add_serve_parser
     from kavalai.cli._tools_cmd import add_tools_parser
+    from kavalai.cli._worker import add_worker_parser
 
     add_run_parser(commands)
     add_tools_parser(commands)
     add_serve_parser(commands)
+    add_worker_parser(commands)
     return parser
 
 
@@ -55,6 +57,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from kavalai.cli._serve import serve_command
 
         return serve_command(args)
+    if args.command == "worker":
+        from kavalai.cli._worker import worker_command
+
+        return worker_command(args)
     if args.command == "tools":
         from kavalai.cli._tools_cmd import tools_command
 

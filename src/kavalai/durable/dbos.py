@@ -28,13 +28,22 @@ from pathlib import Path
 from typing import Any, Final
 
 import sqlalchemy as sa
-from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, Queue, SetWorkflowID, WorkflowHandleAsync
+from dbos import (
+    DBOS,
+    DBOSClient,
+    DBOSConfig,
+    DBOSPortableJSONSerializer,
+    EnqueueOptions,
+    Queue,
+    SetWorkflowID,
+    WorkflowHandleAsync,
+)
 
 from kavalai.durable._run import DurableRun, bind_run
 from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id
 from kavalai.durable._store import ResultStore, SqlResultStore
 
-__all__ = ["DbosRunner", "default_journal_url"]
+__all__ = ["DbosClient", "DbosRunner", "default_journal_url"]
 
 logger = logging.getLogger("kavalai.durable")
 
@@ -110,6 +119,11 @@ class DbosRunner(DurableRunner):
     def started(self) -> bool:
         """Whether DBOS is launched for this runner."""
         return self._queue is not None
+
+    @property
+    def journal(self) -> str:
+        """The journal database's URL, its password masked (for messages)."""
+        return _redacted(self.db)
 
     @property
     def store(self) -> ResultStore | None:
@@ -230,6 +244,46 @@ class DbosRunner(DurableRunner):
     def __repr__(self) -> str:
         state = "started" if self.started else "not started"
         return f"<DbosRunner {_redacted(self.db)} queue={self.queue_name!r} {state}>"
+
+
+class DbosClient:
+    """Puts runs on a queue that workers (``kavalai worker``, :meth:`DbosRunner.serve`) serve, and reads their
+    results, without running anything itself. Synchronous; :meth:`close` when done.
+
+    Args:
+        db: the workers' system database.
+        queue: the workers' queue.
+    """
+
+    def __init__(self, db: str, *, queue: str = "kavalai") -> None:
+        self.db = db
+        self.queue_name = queue
+        DBOS.migrate(db)  # the journal's tables, if no worker has made them yet
+        self._client = DBOSClient(system_database_url=db, serializer=DBOSPortableJSONSerializer())
+
+    def submit(self, target: str, payload: Any, *, run_id: str | None = None) -> str:
+        """Put a run of the target named ``target`` (``"workflow:<name>"``, ``"agent:<name>"``) on the queue,
+        deduplicated by ``run_id``; return the run id."""
+        options: EnqueueOptions = {
+            "queue_name": self.queue_name,
+            "workflow_name": _WORKFLOW,
+            "workflow_id": run_id or new_run_id(),
+            "app_version": JOURNAL_VERSION,
+        }
+        return self._client.enqueue(options, target, payload).get_workflow_id()
+
+    def result(self, run_id: str, *, polling: float = 0.1) -> Any:
+        """Wait for the run ``run_id`` and return its JSON outcome."""
+        return self._client.retrieve_workflow(run_id).get_result(polling_interval_sec=polling)
+
+    def status(self, run_id: str) -> str | None:
+        """The run's DBOS status, or ``None`` when there is no such run."""
+        found = self._client.list_workflows(workflow_ids=[run_id], load_input=False, load_output=False)
+        return str(found[0].status) if found else None
+
+    def close(self) -> None:
+        """Close the client's connections."""
+        self._client.destroy()
 
 
 class _DbosJournal:

@@ -1,0 +1,92 @@
+"""``kavalai worker workflow.yaml --db postgresql://...``: serve the durable runs of a workflow from a DBOS queue.
+
+Any number of workers on any number of machines serve the same queue of the same database: each takes runs as its
+``--concurrency`` allows, and the runs of a worker that dies are taken over by the others (see docs/durable.md).
+Put runs on the queue with ``kavalai run workflow.yaml --db ... --submit`` or :class:`kavalai.durable.DbosClient`.
+
+Exit status: 2 when the command line or the workflow file is invalid (or the ``dbos`` extra is missing), 1 when a
+server could not be connected, 130 when interrupted (runs in flight stay in the journal for another worker).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any, TextIO
+
+__all__ = ["add_worker_parser", "worker_command"]
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def add_worker_parser(subparsers: Any) -> None:
+    """Add the ``worker`` command to the ``kavalai`` command's subparsers."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "worker",
+        help="serve the durable runs of a workflow from a queue",
+        description="Serve the durable runs of a workflow from a DBOS queue (the dbos extra; see docs/durable.md).",
+    )
+    parser.add_argument("workflow", help="the workflow YAML file")
+    parser.add_argument(
+        "--db", metavar="URL", help="the journal: postgresql://... for many workers (default: WORKFLOW.runs.sqlite)"
+    )
+    parser.add_argument("--queue", default="kavalai", help="the queue to serve (default: kavalai)")
+    parser.add_argument("--concurrency", type=int, default=None, metavar="N", help="the most runs at once here")
+    parser.add_argument("-q", "--quiet", action="store_true", help="do not report on stderr")
+
+
+def worker_command(args: argparse.Namespace, *, stderr: TextIO | None = None) -> int:
+    """Run the ``worker`` command with parsed ``args``; return the exit status."""
+    err = stderr if stderr is not None else sys.stderr
+    if args.concurrency is not None and args.concurrency < 1:
+        print("kavalai worker: --concurrency must be at least 1", file=err)
+        return EXIT_USAGE
+    from kavalai.cli._run import _interruptible
+
+    try:
+        return asyncio.run(_interruptible(_serve(args, err), err, command="kavalai worker"))
+    except KeyboardInterrupt:
+        print("kavalai worker: interrupted", file=err)
+        return EXIT_INTERRUPTED
+
+
+async def _serve(args: argparse.Namespace, err: TextIO) -> int:
+    from kavalai.errors import FunctionKernelException
+    from kavalai.workflow import WorkflowDefinitionError, WorkflowEngine
+
+    try:
+        from kavalai.durable import DbosRunner
+        from kavalai.durable.dbos import default_journal_url
+    except ImportError as exc:
+        print(f"kavalai worker: {exc}", file=err)
+        return EXIT_USAGE
+    runner = DbosRunner(args.db or default_journal_url(args.workflow), queue=args.queue, concurrency=args.concurrency)
+    try:
+        engine = WorkflowEngine.from_yaml(args.workflow, durable=runner)
+    except WorkflowDefinitionError as exc:
+        print(f"kavalai worker: invalid workflow {args.workflow}: {exc}", file=err)
+        return EXIT_USAGE
+    runner.register(engine)
+    try:
+        async with engine:
+            await runner.start()
+            if not args.quiet:
+                print(
+                    f"kavalai worker: serving {engine.durable_name} from queue {args.queue!r} of {runner.journal}",
+                    file=err,
+                    flush=True,
+                )
+            try:
+                await runner.serve()
+            finally:
+                await runner.aclose()
+    except WorkflowDefinitionError as exc:
+        print(f"kavalai worker: invalid workflow {args.workflow}: {exc}", file=err)
+        return EXIT_USAGE
+    except FunctionKernelException as exc:
+        print(f"kavalai worker: {exc}", file=err)
+        return EXIT_FAILED
+    return 0  # pragma: no cover - serve() returns only by cancellation

@@ -1,0 +1,154 @@
+"""``kavalai run FILE --durable`` / ``--run-id`` / ``--db`` / ``--submit`` and ``kavalai worker``, in processes
+of their own, on a workflow whose Python tool keeps a ledger keyed by the call's idempotency key."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.durable.conftest import ROOT
+
+TOOLS = '''
+import json, os
+from kavalai import pythontool
+from kavalai.durable import idempotency_key
+
+@pythontool
+def pay(order: str) -> dict:
+    """Pay an order once per idempotency key (a ledger file), crash once on CRASH_ON."""
+    ledger, key = os.environ["LEDGER"], idempotency_key()
+    with open(ledger + ".attempts", "a") as log:
+        log.write(json.dumps({"order": order, "key": key}) + "\\n")
+    lines = open(ledger).read().splitlines() if os.path.exists(ledger) else []
+    done = {json.loads(line)["key"]: json.loads(line) for line in lines}
+    entry = done.get(key) if key is not None else None
+    if entry is None:  # a new payment (a call without a key is always new)
+        entry = {"order": order, "key": key, "n": len(lines) + 1}
+        with open(ledger, "a") as out:
+            out.write(json.dumps(entry) + "\\n")
+    marker = ledger + ".crashed"
+    if os.environ.get("CRASH_ON") == order and not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(3)  # paid, and the run's journal does not know it
+    return entry
+'''
+
+WORKFLOW = """
+name: ledger
+input: {type: object, properties: {who: {type: string}}}
+output: object
+python_functions: [ledger_tools.pay]
+nodes:
+  - {id: start, kind: start, next: a}
+  - {id: a, kind: function, tool: python://pay, inputs: {order: {expr: "input.who + '-A'"}}, next: b}
+  - {id: b, kind: function, tool: python://pay, inputs: {order: {expr: "input.who + '-B'"}}, next: c}
+  - {id: c, kind: function, tool: python://pay, inputs: {order: {expr: "input.who + '-C'"}}, next: done}
+  - {id: done, kind: end, outputs: {paid: {expr: "[a.result.n, b.result.n, c.result.n]"}}}
+"""
+
+
+@pytest.fixture
+def workflow(tmp_path: Path) -> Path:
+    (tmp_path / "ledger_tools.py").write_text(TOOLS, encoding="utf-8")
+    path = tmp_path / "ledger.yaml"
+    path.write_text(WORKFLOW, encoding="utf-8")
+    return path
+
+
+def kavalai(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "kavalai.cli.main", *args]
+    full = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    return subprocess.run(command, cwd=cwd, env=full, capture_output=True, text=True, timeout=90, check=False)
+
+
+def ledger(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_run_durable_resumes_by_run_id_after_a_crash(workflow: Path, tmp_path: Path) -> None:
+    env = {"LEDGER": str(tmp_path / "ledger.jsonl"), "CRASH_ON": "ann-B"}
+    args = ["run", str(workflow), "--input", '{"who": "ann"}', "--run-id", "ann-1"]
+    crashed = kavalai(*args, env=env, cwd=tmp_path)
+    assert crashed.returncode == 3, crashed.stderr[-2000:]
+    assert (tmp_path / "ledger.yaml.runs.sqlite").exists()  # the journal beside the workflow file
+
+    resumed = kavalai(*args, env=env, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert json.loads(resumed.stdout) == {"paid": [1, 2, 3]}
+    assert "ann-1" in resumed.stderr
+
+    paid = ledger(tmp_path / "ledger.jsonl")
+    attempts = ledger(tmp_path / "ledger.jsonl.attempts")
+    assert [entry["order"] for entry in paid] == ["ann-A", "ann-B", "ann-C"]
+    assert [entry["order"] for entry in attempts] == ["ann-A", "ann-B", "ann-B", "ann-C"]
+    assert attempts[1]["key"] == attempts[2]["key"]  # the tool read the same key in both attempts
+    assert all(str(entry["key"]).startswith("ann-1.") for entry in paid)
+
+    # A finished run's id prints its result from the journal and calls nothing.
+    again = kavalai(*args, env=env, cwd=tmp_path)
+    assert json.loads(again.stdout) == {"paid": [1, 2, 3]}
+    assert len(ledger(tmp_path / "ledger.jsonl.attempts")) == 4
+
+
+def test_run_without_a_run_id_is_not_durable_unless_asked(workflow: Path, tmp_path: Path) -> None:
+    env = {"LEDGER": str(tmp_path / "ledger.jsonl")}
+    plain = kavalai("run", str(workflow), "--input", '{"who": "bo"}', env=env, cwd=tmp_path)
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    assert not (tmp_path / "ledger.yaml.runs.sqlite").exists()
+    assert all(entry["key"] is None for entry in ledger(tmp_path / "ledger.jsonl.attempts"))  # no key outside a run
+
+    db = tmp_path / "elsewhere.sqlite"
+    durable = kavalai(
+        "run", str(workflow), "--input", '{"who": "cy"}', "--db", f"sqlite:///{db}", env=env, cwd=tmp_path
+    )
+    assert durable.returncode == 0, durable.stderr[-2000:]
+    assert db.exists()
+    assert json.loads(durable.stdout) == {"paid": [4, 5, 6]}
+
+
+def test_submit_puts_runs_on_the_queue_that_a_worker_serves(workflow: Path, tmp_path: Path) -> None:
+    env = {"LEDGER": str(tmp_path / "ledger.jsonl")}
+    db = f"sqlite:///{tmp_path / 'queue.sqlite'}"
+    for who in ("dee", "eve"):
+        submitted = kavalai(
+            "run",
+            str(workflow),
+            "--input",
+            json.dumps({"who": who}),
+            "--db",
+            db,
+            "--submit",
+            "--run-id",
+            who,
+            env=env,
+            cwd=tmp_path,
+        )
+        assert submitted.returncode == 0, submitted.stderr[-2000:]
+        assert submitted.stdout.strip() == who
+    assert not ledger(tmp_path / "ledger.jsonl")  # only queued
+
+    command = [sys.executable, "-m", "kavalai.cli.main", "worker", str(workflow), "--db", db, "--concurrency", "1"]
+    full = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    worker = subprocess.Popen(command, cwd=tmp_path, env=full, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(ledger(tmp_path / "ledger.jsonl")) < 6:
+            assert worker.poll() is None, worker.stderr.read() if worker.stderr else ""
+            assert time.monotonic() < deadline, "the worker did not run the queued runs"
+            time.sleep(0.1)
+    finally:
+        worker.send_signal(signal.SIGINT)
+        _, stderr = worker.communicate(timeout=30)
+    assert worker.returncode == 130, stderr[-2000:]
+    assert "serving workflow:ledger" in stderr
+    orders = sorted(str(entry["order"]) for entry in ledger(tmp_path / "ledger.jsonl"))
+    assert orders == ["dee-A", "dee-B", "dee-C", "eve-A", "eve-B", "eve-C"]
+    result = kavalai("run", str(workflow), "--db", db, "--run-id", "eve", env=env, cwd=tmp_path)
+    assert json.loads(result.stdout)["paid"][0] in (1, 4)
