@@ -1,6 +1,10 @@
 """Benchmark: mcp:// tools through the kernel against the raw MCP SDK client, in the same run.
 
-Run: ``.venv/bin/python bench/mcp.py [--calls N] [--concurrency C] [--rounds R]``.
+Run: ``.venv/bin/python bench/mcp.py [--calls N] [--concurrency C] [--rounds R] [--protocol legacy|2026-07-28]``.
+
+``--protocol`` picks the era measured on both sides: ``legacy`` (the default; the raw side is a ``ClientSession``
+after ``initialize``) or ``2026-07-28`` (the raw side is the SDK's ``mcp.Client``, negotiating with
+``server/discover`` as the kernel does; the kernel also opens its ``subscriptions/listen`` stream when connecting).
 
 Against the stdio demo server that ships with kavalai (an SDK ``MCPServer``), on its ``slugify`` tool (text
 output, no output schema, so neither side validates structured content):
@@ -27,18 +31,19 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 # Run as a script, this file's directory comes first on sys.path, and its name would shadow the mcp package.
 sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != Path(__file__).resolve().parent]
 
 import anyio  # noqa: E402
+from mcp.client import Client  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
-from kavalai import FunctionKernel  # noqa: E402
+from kavalai import FunctionKernel, McpServer  # noqa: E402
 from kavalai.cli.demo_mcp_server import demo_server_config  # noqa: E402
 
 TOOL = "slugify"
@@ -73,12 +78,35 @@ async def concurrent(call: Callable[[], Awaitable[object]], calls: int, concurre
     return per_worker * concurrency / (time.perf_counter() - start)
 
 
+#: The protocol era measured (``--protocol``): "legacy" (the initialize handshake) or "2026-07-28".
+PROTOCOL = "legacy"
+
+
+def _config(name: str = "demo") -> McpServer:
+    return demo_server_config(name).model_copy(update={"protocol": PROTOCOL})
+
+
+@asynccontextmanager
+async def _raw_session(params: StdioServerParameters) -> AsyncIterator[Callable[[], Awaitable[object]]]:
+    """The raw SDK connected in the era measured, as a function making one call (the floor)."""
+    if PROTOCOL == "legacy":
+        async with stdio_client(params) as streams, ClientSession(*streams) as session:
+            await session.initialize()
+            await session.list_tools()
+            yield lambda: session.call_tool(TOOL, ARGS)
+        return
+    async with Client(params, mode="auto") as client:  # discover, as the kernel does
+        assert client.protocol_version == PROTOCOL
+        await client.list_tools()
+        yield lambda: client.call_tool(TOOL, ARGS)
+
+
 async def connect_time(servers: int) -> tuple[float, float, float]:
     """Seconds to connect ``servers`` demo servers concurrently, and to close them; and the CPU seconds the server
     processes had used by the time they were connected."""
     kernel = FunctionKernel()
     for i in range(servers):
-        kernel.register_mcp_server(demo_server_config(f"demo{i}"))
+        kernel.register_mcp_server(_config(f"demo{i}"))
     start = time.perf_counter()
     await kernel.connect_mcp_servers()
     connected = time.perf_counter() - start
@@ -104,9 +132,7 @@ async def raw_connect_time(servers: int) -> tuple[float, float]:
 
     async def connect_one() -> None:
         nonlocal connected
-        async with stdio_client(params) as streams, ClientSession(*streams) as session:
-            await session.initialize()
-            await session.list_tools()
+        async with _raw_session(params):
             connected += 1
             if connected == servers:
                 all_connected.set()
@@ -127,7 +153,7 @@ async def connect_sequentially(servers: int) -> float:
     """Seconds to connect ``servers`` demo servers one after another (for comparison)."""
     kernel = FunctionKernel()
     for i in range(servers):
-        kernel.register_mcp_server(demo_server_config(f"demo{i}"))
+        kernel.register_mcp_server(_config(f"demo{i}"))
     start = time.perf_counter()
     for i in range(servers):
         await kernel.resolve_tool(f"mcp://demo{i}.{TOOL}")
@@ -155,13 +181,10 @@ def p99(samples: list[float]) -> float:
 
 
 async def main(calls: int, concurrency: int, rounds: int) -> None:
-    config = demo_server_config()
+    config = _config()
     params = StdioServerParameters(command=config.command or "", args=config.args, env=config.env)
     async with AsyncExitStack() as stack:
-        streams = await stack.enter_async_context(stdio_client(params))
-        session = await stack.enter_async_context(ClientSession(*streams))
-        await session.initialize()
-        await session.list_tools()
+        raw_call = await stack.enter_async_context(_raw_session(params))
         kernel = FunctionKernel()
         stack.push_async_callback(kernel.close)
         kernel.register_mcp_server(config)
@@ -169,7 +192,7 @@ async def main(calls: int, concurrency: int, rounds: int) -> None:
         uri = f"mcp://demo.{TOOL}"
 
         async def raw() -> object:
-            return await session.call_tool(TOOL, ARGS)
+            return await raw_call()
 
         async def ours() -> object:
             return await kernel.call_tool(uri, ARGS)
@@ -200,14 +223,15 @@ async def main(calls: int, concurrency: int, rounds: int) -> None:
     # Four starts need 4 * cpu seconds of CPU on `cpus` CPUs, and none can be faster than one start alone (a lower
     # bound: the kernel's own process needs some CPU too).
     best_ratio = max(1.0, 4 * cpu / cpus / one)
-    print(f"mcp:// over stdio, tool {TOOL!r} of the demo server; {len(raw_seq)} sequential calls each, {rounds} rounds")
-    print(f"  raw SDK ClientSession.call_tool   median {raw_median * 1e3:6.3f} ms   p99 {p99(raw_seq) * 1e3:6.3f} ms")
+    print(f"mcp:// over stdio, protocol {PROTOCOL}, tool {TOOL!r} of the demo server")
+    print(f"{len(raw_seq)} sequential calls each, {rounds} rounds")
+    print(f"  raw SDK call_tool                 median {raw_median * 1e3:6.3f} ms   p99 {p99(raw_seq) * 1e3:6.3f} ms")
     print(
         f"  kernel.call_tool                  median {our_median * 1e3:6.3f} ms   p99 {p99(our_seq) * 1e3:6.3f} ms"
         f"   {seq_ratio:.2f}x raw (target <= 1.10x: {_verdict(seq_ratio <= 1.10)})"
     )
     print(f"{concurrency} calls in flight on one session, median of {rounds} rounds")
-    print(f"  raw SDK ClientSession.call_tool   {raw_tput:8.0f} calls/s")
+    print(f"  raw SDK call_tool                 {raw_tput:8.0f} calls/s")
     print(
         f"  kernel.call_tool                  {our_tput:8.0f} calls/s"
         f"   {tput_ratio:.2f}x raw (target >= 0.9x: {_verdict(tput_ratio >= 0.9)})"
@@ -249,6 +273,8 @@ if __name__ == "__main__":
     parser.add_argument("--calls", type=int, default=2_000, help="calls per client and case (default 2000)")
     parser.add_argument("--concurrency", type=int, default=32, help="calls in flight (default 32)")
     parser.add_argument("--rounds", type=int, default=20, help="alternating rounds (default 20)")
+    parser.add_argument("--protocol", choices=["legacy", "2026-07-28"], default="legacy", help="the era measured")
     args = parser.parse_args()
+    PROTOCOL = args.protocol
     anyio.run(main, args.calls, args.concurrency, args.rounds)
     sys.exit(0)
