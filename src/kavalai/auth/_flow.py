@@ -230,9 +230,16 @@ class OAuthFlow:
                 if not _challenged(response.status, response.headers.get("WWW-Authenticate")):
                     return response
                 response.release()
-            return await self._drive(request, handler)
+            try:
+                return await self._drive(request, handler)
+            except AuthenticationError as exc:
+                raise _Carrier(exc) from None
 
         return oauth
+
+    def unwrap(self, exc: BaseException) -> AuthenticationError | None:
+        """The :class:`AuthenticationError` that left :meth:`aiohttp_middleware` as ``exc``, if it is one."""
+        return exc.error if isinstance(exc, _Carrier) else None
 
     async def _drive(self, request: aiohttp.ClientRequest, handler: ClientHandlerType) -> aiohttp.ClientResponse:
         """Run the SDK's flow for an aiohttp request: the request itself through ``handler`` (the REST server's
@@ -348,6 +355,15 @@ class OAuthFlow:
         )
         with contextlib.suppress(FunctionKernelException):  # an unset variable is reported when the secret is needed
             self.remember(self.oauth.client_secret_value())
+
+
+class _Carrier(Exception):
+    """Carries an :class:`AuthenticationError` out of aiohttp, which would wrap it (a ``ConnectionError``, so an
+    ``OSError``) into a ``ClientOSError``; the REST adapter unwraps it with :meth:`OAuthFlow.unwrap`."""
+
+    def __init__(self, error: AuthenticationError) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 class _Storage:

@@ -52,6 +52,10 @@ class IdentityConnections(McpConnection):
         pool: dict[str, IdentityConnections] | None = None,
         default: str | None = None,
     ) -> None:
+        if config.transport is None:
+            # Not the fallback to legacy SSE after a failed streamable-HTTP connect: a refused sign-in would only be
+            # asked again. OAuth came with streamable HTTP (2025-03-26); pin transport="sse" for an older server.
+            config = config.model_copy(update={"transport": "streamable-http"})
         super().__init__(config, registry)
         oauth = config.auth
         if not isinstance(oauth, OAuth):  # pragma: no cover - connection_for decides

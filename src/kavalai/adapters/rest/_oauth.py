@@ -75,6 +75,12 @@ class OAuthServerSession(ServerSession):
             exc.uri = exc.uri or uri
             _scrub(exc, flow)
             raise
+        except Exception as exc:
+            error = flow.unwrap(exc)  # the flow's failure, carried out of aiohttp's middleware chain
+            if error is None:
+                raise
+            error.uri = error.uri or uri
+            raise error from None
 
     async def aclose(self) -> None:
         """Close every identity's session (the next request opens a new one)."""
