@@ -13,7 +13,8 @@ step position, hash of the arguments) that is the same in every attempt: REST to
 MCP tools in ``_meta``, Python tools read it with :func:`idempotency_key`.
 
 Engines: :class:`DbosRunner` (the ``dbos`` extra; SQLite or Postgres, in-process) and :class:`TemporalRunner`
-(the ``temporal`` extra; a Temporal server). Both load on first use. See ``docs/durable.md``.
+(the ``temporal`` extra; a Temporal server), both loaded on first use; :class:`MemoryRunner` keeps the journal in
+memory (the baseline of the benchmarks, and a check that a run replays). See ``docs/durable.md``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from kavalai.durable._memory import MemoryRunner
 from kavalai.durable._run import DurableRun, Journal, bind_run, current_run, inside_step, step_key
 from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id
 from kavalai.durable._steps import (
@@ -46,6 +48,7 @@ __all__ = [
     "DurableTarget",
     "FileResultStore",
     "Journal",
+    "MemoryRunner",
     "ResultStore",
     "SqlResultStore",
     "bind_run",

@@ -52,13 +52,14 @@ class DurableRunner(ABC):
     def __init__(self) -> None:
         self._targets: dict[str, DurableTarget] = {}
 
-    def register(self, target: DurableTarget) -> str:
+    def register(self, target: DurableTarget, *, replace: bool = False) -> str:
         """Register ``target`` by its name (runs recovered here find it by that name) and make its kernel's tool
         calls journaled steps. Registering the same object again is harmless; another one under a taken name is an
-        error. Returns the name."""
+        error unless ``replace`` (:meth:`run` replaces: the target a run is started with serves its name from then
+        on). Returns the name."""
         name = target.durable_name
         known = self._targets.get(name)
-        if known is not None and known is not target:
+        if known is not None and known is not target and not replace:
             raise ValueError(
                 f"Another target is already registered as {name!r} on this {self.engine} runner: give each "
                 "workflow a distinct name (or each agent a distinct durable_name)."

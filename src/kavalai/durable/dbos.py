@@ -216,7 +216,7 @@ class DbosRunner(DurableRunner):
     async def submit(self, target: DurableTarget, payload: Any, *, run_id: str | None = None) -> str:
         """Put the run on the queue (deduplicated by ``run_id``) and return its id without waiting for it."""
         await self.start()
-        name = self.register(target)
+        name = self.register(target, replace=True)
         queue = self._queue
         assert queue is not None
         run_id = run_id or new_run_id()

@@ -1,0 +1,97 @@
+"""The DBOS engine in this process, on SQLite: runs by id, the journal's steps, results by reference."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from dbos import DBOS
+
+from kavalai import FunctionKernel, pythontool
+from kavalai.durable import DbosRunner, SqlResultStore, resolve_runner
+from kavalai.workflow import WorkflowBuilder, WorkflowEngine
+
+
+@pytest.fixture
+async def runner(tmp_path: Path) -> AsyncIterator[DbosRunner]:
+    started = DbosRunner(f"sqlite:///{tmp_path / 'journal.sqlite'}", inline_limit=2000)
+    try:
+        yield started
+    finally:
+        await started.aclose()
+
+
+def engine_on(runner: DbosRunner, calls: list[int]) -> WorkflowEngine:
+    @pythontool
+    def page(n: int) -> str:
+        calls.append(n)
+        return "p" * n
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("page", page)
+    workflow = (
+        WorkflowBuilder("pages", input=dict, output=dict)
+        .start(next="one")
+        .function("one", tool="python://page", inputs={"n": {"expr": "3"}}, next="two")
+        .function("two", tool="python://page", inputs={"n": "input.n"}, next="done")
+        .end("done", outputs={"sizes": {"expr": "[len(one.result), len(two.result)]"}})
+        .build()
+    )
+    return WorkflowEngine(workflow, kernel, durable=runner)
+
+
+async def test_a_run_id_is_one_run_and_each_tool_call_one_step(runner: DbosRunner) -> None:
+    calls: list[int] = []
+    engine = engine_on(runner, calls)
+    result = await engine.run({"n": 5}, run_id="pages-1")
+    assert result.ok, result.error
+    assert result.output == {"sizes": [3, 5]}
+    assert result.run_id == "pages-1"
+    again = await engine.run({"n": 5}, run_id="pages-1")
+    assert again.output == result.output
+    assert calls == [3, 5]
+    assert await runner.status("pages-1") == "SUCCESS"
+    assert await runner.status("no-such-run") is None
+
+    steps = await DBOS.list_workflow_steps_async("pages-1")
+    assert [step["function_name"] for step in steps] == ["tool python://page", "tool python://page"]
+    assert steps[0]["output"] == {"ok": {"result": "ppp"}}  # the journal holds JSON
+
+
+async def test_a_result_over_the_inline_limit_is_kept_in_the_results_table(runner: DbosRunner, tmp_path: Path) -> None:
+    calls: list[int] = []
+    engine = engine_on(runner, calls)
+    result = await engine.run({"n": 10_000}, run_id="big")
+    assert result.output == {"sizes": [3, 10_000]}
+    steps = await DBOS.list_workflow_steps_async("big")
+    reference = steps[1]["output"]
+    assert set(reference) == {"$kavalai_result_ref", "bytes"}
+    assert isinstance(runner.store, SqlResultStore)
+    engine_sql = sa.create_engine(f"sqlite:///{tmp_path / 'journal.sqlite'}")
+    with engine_sql.connect() as connection:
+        refs = [row[0] for row in connection.execute(sa.text("SELECT ref FROM kavalai_results"))]
+    engine_sql.dispose()
+    assert refs == [reference["$kavalai_result_ref"]]
+
+
+async def test_one_dbos_runner_per_process(runner: DbosRunner, tmp_path: Path) -> None:
+    await runner.start()
+    other = DbosRunner(f"sqlite:///{tmp_path / 'other.sqlite'}")
+    with pytest.raises(RuntimeError, match="one engine per process"):
+        await other.start()
+    assert runner.started
+    assert "journal.sqlite" in runner.journal
+
+
+def test_durable_takes_a_runner_a_url_or_true() -> None:
+    made = resolve_runner("sqlite:///x.sqlite")
+    assert isinstance(made, DbosRunner)
+    assert made.db == "sqlite:///x.sqlite"
+    assert isinstance(resolve_runner(True), DbosRunner)
+    assert resolve_runner(None) is None
+    assert resolve_runner(made) is made
+    with pytest.raises(TypeError, match="durable= takes"):
+        resolve_runner(3)  # type: ignore[arg-type]
+    assert DbosRunner("postgresql://u:secret@db:5432/k").journal == "postgresql://u:***@db:5432/k"
