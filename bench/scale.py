@@ -13,7 +13,9 @@ with its own docstring, as in a catalog built from many sources.
   ``tool_def`` of every pydantic-ai tool (its parameters and return schemas); and registering plus listing
   together, since each library may do the schema work in either step;
 - call cost: ``call_tool`` on a kernel of 10 tools and of N tools, interleaved;
-- per node: a workflow ``start -> function -> end`` run, per function node, against a direct ``call_tool``.
+- per node: a workflow ``start -> function -> end`` run, per function node, against a direct ``call_tool`` of its
+  (sync) tool; and, since a thread hop hides most of the engine's own cost, what one more function node adds to a
+  run of an async tool, against a direct ``call_tool`` of that tool.
 """
 
 from __future__ import annotations
@@ -118,6 +120,42 @@ async def node_cost(kernel: FunctionKernel, runs: int) -> tuple[float, float]:
     return statistics.median(per_node), statistics.median(direct)
 
 
+def chain(length: int) -> str:
+    """A workflow of ``length`` function nodes in a row, each calling ``python://cat.add`` (an async tool)."""
+    nodes = ["  - {id: start, kind: start, next: n0}"]
+    for i in range(length):
+        after = f"n{i + 1}" if i < length - 1 else "end"
+        nodes.append(
+            f'  - {{id: n{i}, kind: function, tool: "python://cat.add", inputs: {{a: 1, b: 2}}, next: {after}}}'
+        )
+    nodes.append(f"  - {{id: end, kind: end, outputs: {{sum: n{length - 1}.result}}}}")
+    return "name: chain\ninput: object\noutput: object\nnodes:\n" + "\n".join(nodes) + "\n"
+
+
+@pythontool
+async def add(a: int, b: int) -> int:
+    return a + b
+
+
+async def marginal_node_cost(rounds: int) -> tuple[float, float]:
+    """Microseconds a further function node adds to a run (runs of 11 and of 1 function nodes, so the start and end
+    nodes and the run's own set-up cancel out), and a direct ``call_tool`` of the same async tool."""
+    kernel = FunctionKernel()
+    kernel.register_python_tool("cat.add", add)
+    one, eleven = WorkflowEngine.from_yaml(chain(1), kernel=kernel), WorkflowEngine.from_yaml(chain(11), kernel=kernel)
+    direct, added = [], []
+    for _ in range(rounds):
+        direct.append(await call_cost(kernel, "python://cat.add", 200))
+        start = time.perf_counter()
+        for _ in range(50):
+            await one.run({})
+        middle = time.perf_counter()
+        for _ in range(50):
+            await eleven.run({})
+        added.append(((time.perf_counter() - middle) - (middle - start)) / 50 / 10 * 1e6)
+    return statistics.median(added), statistics.median(direct)
+
+
 async def first_calls(functions: list[Callable[..., int]]) -> tuple[float, float]:
     """Microseconds of the first call of each tool (which builds its models) and of a second call."""
     kernel = register_kavalai(functions)
@@ -171,6 +209,8 @@ async def main(count: int) -> None:
     print(line(f"call_tool with {count:,} tools vs with 10", many_cost, few_cost, "µs", 1.10))
     node, direct = await node_cost(few, 2000)
     print(line("workflow run per function node vs call_tool", node, direct, "µs", 3.0))
+    node, direct = await marginal_node_cost(40)
+    print(line("a further function node (async tool) vs call_tool", node, direct, "µs", 3.0))
 
 
 def _pydantic_ai_version() -> str:

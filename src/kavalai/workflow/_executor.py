@@ -3,13 +3,17 @@
 The main path and every parallel branch are walked by the same loop (:meth:`Execution._walk`); a parallel node
 runs its branches in a task group and joins them. Events are handed to an ``emit`` callback the moment they
 happen, so a streaming consumer sees branch nodes start and finish while the branches run.
+
+What a visit costs besides the node's own work is kept to what the run records (``bench/scale.py`` measures it
+against a direct ``call_tool``): events are built only when someone streams them, spans only when a tracer
+provider is set, and a cancel scope only around a node (or a run) that has a timeout.
 """
 
 from __future__ import annotations
 
-import math
+import contextlib
+import time
 import uuid
-from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -33,7 +37,7 @@ from kavalai.workflow._result import (
     WorkflowEvent,
     jsonable,
 )
-from kavalai.workflow._runners import NodeEnv, Outcome, run_simple_node, to_context
+from kavalai.workflow._runners import NodeEnv, Outcome, run_function, run_simple_node, to_context
 from kavalai.workflow.errors import (
     NodeError,
     NodeTimeoutError,
@@ -53,6 +57,8 @@ LlmResolver = Callable[[str | None, str], Awaitable["LLMClient"]]
 Emit = Callable[[WorkflowEvent], None]
 
 _CANCELLED = "cancelled before it finished: another branch failed or a timeout ran out"
+_now = time.monotonic  # anyio.current_time() on asyncio, without its backend look-up
+_BRANCHING = (IfNode, SwitchNode)  # a tuple made once: `IfNode | SwitchNode` builds a union at every visit
 
 
 def _ignore(event: WorkflowEvent) -> None:
@@ -83,14 +89,15 @@ class Execution:
         self.max_visits = max_visits
         self.timeout = timeout
         self._emit = emit or _ignore
+        self._streamed = emit is not None  # events are built only for someone who receives them
         self._visits = 0
-        self._per_node: Counter[str] = Counter()
+        self._per_node: dict[str, int] = {}
         self._main: NodeTrace | None = None  # the record of the main-path node running now
         self._traced = False
 
     async def run(self) -> RunResult:
         """Run the workflow; emit every event, :class:`RunFinished` last; return the result (never raise it)."""
-        clock = anyio.current_time()
+        clock = _now()
         result = RunResult(
             run_id=self.run_id,
             workflow=self.workflow.name,
@@ -98,23 +105,36 @@ class Execution:
             started_at=datetime.now(UTC),
             trace=self.trace,
         )
-        self._emit(RunStarted(run_id=self.run_id, workflow=self.workflow.name, input=jsonable(self.values["input"])))
+        if self._streamed:
+            run_input = jsonable(self.values["input"])
+            self._emit(RunStarted(run_id=self.run_id, workflow=self.workflow.name, input=run_input))
         env = self._env()
         self._traced = tracing_configured()  # spans per node only when someone records them
-        attributes = {"kavalai.workflow.name": self.workflow.name, "kavalai.workflow.run_id": self.run_id}
         try:
-            with span(f"workflow {self.workflow.name}", attributes, enabled=self._traced):
-                with anyio.move_on_after(math.inf if self.timeout is None else self.timeout) as deadline:
+            with self._span(f"workflow {self.workflow.name}", "kavalai.workflow.name", self.workflow.name):
+                if self.timeout is None:
                     result.output = await self._walk(self.workflow.start, env, branch=None)
-                if deadline.cancelled_caught:
-                    raise self._run_timed_out()
+                else:
+                    with anyio.move_on_after(self.timeout) as deadline:
+                        result.output = await self._walk(self.workflow.start, env, branch=None)
+                    if deadline.cancelled_caught:
+                        raise self._run_timed_out()
         except WorkflowError as exc:
             result.status = RunStatus.TIMED_OUT if isinstance(exc, RunTimeoutError) else RunStatus.FAILED
             result.output = None
             result.error = exc
-        result.duration = anyio.current_time() - clock
-        self._emit(RunFinished(run_id=self.run_id, result=result))
+        result.duration = _now() - clock
+        if self._streamed:
+            self._emit(RunFinished(run_id=self.run_id, result=result))
         return result
+
+    def _span(self, name: str, key: str, value: str) -> contextlib.AbstractContextManager[Any]:
+        if not self._traced:
+            return contextlib.nullcontext()
+        attributes = {key: value}
+        if key == "kavalai.workflow.name":
+            attributes["kavalai.workflow.run_id"] = self.run_id
+        return span(name, attributes)
 
     # -------------------------------------------------------------------------------------------- visiting
 
@@ -130,8 +150,9 @@ class Execution:
             record = self._begin(node, branch)
             if branch is None:
                 self._main = record
-            self._emit(NodeStarted(self.run_id, node.id, record.kind, record.visit, branch))
-            clock = anyio.current_time()
+            if self._streamed:
+                self._emit(NodeStarted(self.run_id, node.id, record.kind, record.visit, branch))
+            clock = _now()
             try:
                 output, current = await self._visit(node, env, record)
             except anyio.get_cancelled_exc_class():
@@ -143,9 +164,11 @@ class Execution:
                 raise
             record.output, record.next = jsonable(output), current
             self._close(record, clock)
-            self._emit(NodeFinished(self.run_id, record))
-            if not isinstance(node, IfNode | SwitchNode):
-                env.previous = to_context(output)
+            if self._streamed:
+                self._emit(NodeFinished(self.run_id, record))
+            if not isinstance(node, _BRANCHING):
+                # the context form _visit stored (a model dumped once, not once more here)
+                env.previous = to_context(output) if isinstance(node, EndNode) else self.values[node.id]
         return output
 
     def _begin(self, node: NodeBase, branch: str | None) -> NodeTrace:
@@ -157,14 +180,12 @@ class Execution:
                 node=node.id,
                 limit=self.max_visits,
             )
-        self._per_node[node.id] += 1
+        visit = self._per_node[node.id] = self._per_node.get(node.id, 0) + 1
         kind = str(getattr(node, "kind", type(node).__name__))
-        return NodeTrace(
-            node=node.id, kind=kind, visit=self._per_node[node.id], started_at=datetime.now(UTC), branch=branch
-        )
+        return NodeTrace(node=node.id, kind=kind, visit=visit, started_at=datetime.now(UTC), branch=branch)
 
     def _close(self, record: NodeTrace, clock: float, *, error: str | None = None) -> None:
-        record.duration = anyio.current_time() - clock
+        record.duration = _now() - clock
         if error is not None:
             record.status = "failed"
             record.error = error
@@ -185,14 +206,27 @@ class Execution:
 
     async def _visit(self, node: NodeBase, env: NodeEnv, record: NodeTrace) -> Outcome:
         # A function node applies its timeout to each attempt through the kernel, so retries stay possible.
-        timeout = None if isinstance(node, FunctionNode) else getattr(node, "timeout", None)
+        # Read from the fields (__dict__): getattr() of a field a node kind lacks is a costly pydantic miss.
+        timeout = None if isinstance(node, FunctionNode) else node.__dict__.get("timeout")
         outcome: Outcome | None = None
-        attributes = {"kavalai.workflow.node": node.id, "kavalai.workflow.node_kind": str(getattr(node, "kind", ""))}
-        with (
-            span(f"workflow.node {node.id}", attributes, enabled=self._traced),
-            anyio.move_on_after(math.inf if timeout is None else timeout),
-        ):
-            outcome = await self._run_node(node, env, record)
+        try:
+            if timeout is None and not self._traced:
+                outcome = await self._start(node, env, record)
+            else:
+                with self._span(f"workflow.node {node.id}", "kavalai.workflow.node", node.id) as current:
+                    if current is not None:
+                        current.set_attribute("kavalai.workflow.node_kind", record.kind)
+                    if timeout is None:
+                        outcome = await self._start(node, env, record)
+                    else:
+                        with anyio.move_on_after(timeout):
+                            outcome = await self._start(node, env, record)
+        except WorkflowError:
+            raise
+        except FunctionKernelException as exc:
+            raise NodeError(f"Node {node.id!r}: {exc.message}", node=node.id, uri=exc.uri) from exc
+        except Exception as exc:
+            raise NodeError(f"Node {node.id!r} failed: {type(exc).__name__}: {exc}", node=node.id) from exc
         if outcome is None:
             raise NodeTimeoutError(
                 f"Node {node.id!r} did not finish within its timeout of {timeout:g} s.",
@@ -203,17 +237,13 @@ class Execution:
             self.values[node.id] = to_context(outcome[0])
         return outcome
 
-    async def _run_node(self, node: NodeBase, env: NodeEnv, record: NodeTrace) -> Outcome:
-        try:
-            if isinstance(node, ParallelNode):
-                return await self._parallel(node, record)
-            return await run_simple_node(node, env, record)
-        except WorkflowError:
-            raise
-        except FunctionKernelException as exc:
-            raise NodeError(f"Node {node.id!r}: {exc.message}", node=node.id, uri=exc.uri) from exc
-        except Exception as exc:
-            raise NodeError(f"Node {node.id!r} failed: {type(exc).__name__}: {exc}", node=node.id) from exc
+    def _start(self, node: NodeBase, env: NodeEnv, record: NodeTrace) -> Awaitable[Outcome]:
+        # The node's coroutine itself, awaited by _visit: no coroutine of its own in between.
+        if type(node) is FunctionNode:  # the common kind, straight to its runner
+            return run_function(node, env, record)
+        if isinstance(node, ParallelNode):
+            return self._parallel(node, record)
+        return run_simple_node(node, env, record)
 
     # -------------------------------------------------------------------------------------------- parallel
 

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from kavalai import FunctionKernel
     from kavalai.llm.base import LLMClient
 
-__all__ = ["NodeEnv", "Outcome", "check_fits", "run_simple_node", "to_context"]
+__all__ = ["NodeEnv", "Outcome", "check_fits", "run_function", "run_simple_node", "to_context"]
 
 _NO_RETRY = RetryPolicy(attempts=1)
 _sleep = anyio.sleep  # the backoff wait (a module attribute, so tests can record the delays)
@@ -71,14 +71,13 @@ class NodeEnv:
 
 async def run_simple_node(node: NodeBase, env: NodeEnv, record: NodeTrace) -> Outcome:
     """Run any node except ``parallel``."""
-    execute = getattr(node, "execute", None)
-    if execute is not None:  # a node kind that runs itself (the Kaval.AI 1.0 nodes of kavalai.workflow.kaval)
-        outcome: Outcome = await execute(env, record)
+    if _runs_itself(type(node)):  # a node kind that runs itself (the Kaval.AI 1.0 nodes of kavalai.workflow.kaval)
+        outcome: Outcome = await node.execute(env, record)  # type: ignore[attr-defined]
         return outcome
     if isinstance(node, StartNode):
         return _run_start(node, env, record), node.next
     if isinstance(node, FunctionNode):
-        return await _run_function(node, env, record), node.next
+        return await run_function(node, env, record)
     if isinstance(node, AgentNode):
         return await _run_agent(node, env, record), node.next
     if isinstance(node, LlmNode):
@@ -93,6 +92,17 @@ async def run_simple_node(node: NodeBase, env: NodeEnv, record: NodeTrace) -> Ou
     if isinstance(node, EndNode):
         return _run_end(node, env, record), None
     raise NodeError(f"Node {node.id!r}: kind {type(node).__name__} cannot run here.", node=node.id)
+
+
+_self_running: dict[type, bool] = {}
+
+
+def _runs_itself(kind: type) -> bool:
+    # Once per class: a missing attribute of a pydantic model (or its class) is a costly __getattr__ miss.
+    found = _self_running.get(kind)
+    if found is None:
+        found = _self_running[kind] = callable(getattr(kind, "execute", None))
+    return found
 
 
 def to_context(value: Any) -> Any:
@@ -169,7 +179,8 @@ def _fit_output(node_id: str, env: NodeEnv, value: Any) -> Any:
 # ---------------------------------------------------------------------------------------------------- function
 
 
-async def _run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> Any:
+async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> Outcome:
+    """Run a ``function`` node: call its tool (retrying as its policy says) and check the output."""
     arguments = _resolve(env, node.id)
     record.inputs = jsonable(arguments)
     policy = node.retry or _NO_RETRY
@@ -184,7 +195,7 @@ async def _run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> 
             if record.attempts >= policy.attempts or not _retryable(exc, policy):
                 raise _tool_failure(node, exc, record.attempts) from exc
         await _sleep(policy.delay(record.attempts))
-    return _fit_output(node.id, env, result)
+    return _fit_output(node.id, env, result), node.next
 
 
 def _retryable(exc: BaseException, policy: RetryPolicy) -> bool:
