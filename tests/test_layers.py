@@ -72,6 +72,12 @@ def test_the_http_module_and_the_secret_masker_are_leaves() -> None:
     assert _offenders("kavalai.secrets", [*above, "kavalai.http"]) == []
 
 
+def test_auth_is_below_the_adapters() -> None:
+    """The adapters use kavalai.auth (its public names); it knows nothing of them, nor of anything above them."""
+    above = [f"kavalai.{name}" for name in ("adapters", "tools", "llm", "agent", "workflow", "cli", "config", "serve")]
+    assert _offenders("kavalai.auth", above) == []
+
+
 def test_rest_and_the_web_tools_share_one_http_module() -> None:
     """No second session owner, redirect guard or body reader: both import kavalai.http."""
     for package in ("kavalai.adapters.rest", "kavalai.tools"):
@@ -100,7 +106,9 @@ def test_the_checker_sees_imports_inside_functions_and_relative_ones(tmp_path: P
     assert names == {"kavalai.adapters"}
 
 
-@pytest.mark.parametrize("package", ["adapters", "agent", "cli", "llm", "tools", "workflow", "kernel", "http", "serve"])
+@pytest.mark.parametrize(
+    "package", ["adapters", "agent", "auth", "cli", "llm", "tools", "workflow", "kernel", "http", "serve"]
+)
 def test_no_package_imports_another_packages_private_modules(package: str) -> None:
     own = f"kavalai.{package}"
     offenders = []
