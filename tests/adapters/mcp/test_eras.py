@@ -3,14 +3,17 @@ results, changes on a listen stream) and the initialize handshake, negotiated au
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 from tests.adapters.mcp.conftest import StdioFactory, wait_until
+from tests.servers.mcp_features import build_server
+from tests.servers.uvicorn_server import serve
 
-from kavalai import FunctionKernel, FunctionKernelException, ServerConnectionError
+from kavalai import FunctionKernel, FunctionKernelException, McpServer, ServerConnectionError
 from kavalai.adapters.mcp import McpChange, McpElicitation, McpSamplingRequest
 
 MODERN, LEGACY = "2026-07-28", "2025-11-25"
@@ -120,5 +123,33 @@ async def test_changes_reach_on_change_in_both_eras(stdio_server: StdioFactory, 
         await wait_until(lambda: kernel.has_tool("mcp://tools.extra"))
         assert (await kernel.call_tool("mcp://tools.extra")).result == "extra!"  # type: ignore[attr-defined]
         assert McpChange(server="tools", kind="tools") in changes
+    finally:
+        await kernel.close()
+
+
+@pytest.fixture(scope="module")
+def features_url() -> Iterator[str]:
+    """The features server over streamable HTTP on a free 127.0.0.1 port."""
+    with serve(build_server().streamable_http_app()) as base_url:
+        yield f"{base_url}/mcp"
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_input_requests_over_streamable_http_in_both_eras(features_url: str, protocol: str) -> None:
+    async def model(request: McpSamplingRequest) -> str:
+        return "over http"
+
+    async def user(request: McpElicitation) -> dict[str, Any]:
+        return {"name": "Grace"}
+
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(
+        McpServer(name="feat", url=features_url, protocol=protocol, sampling=model, elicitation=user)
+    )
+    try:
+        assert (await kernel.call_tool("mcp://feat.consult", {"question": "?"})).result == "over http"  # type: ignore[attr-defined]
+        assert (await kernel.call_tool("mcp://feat.greet")).result == "hello Grace"  # type: ignore[attr-defined]
+        expected = MODERN if protocol == MODERN else LEGACY
+        assert kernel.get_mcp_server_state("feat").protocol_version == expected
     finally:
         await kernel.close()

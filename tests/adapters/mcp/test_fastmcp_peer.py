@@ -1,5 +1,5 @@
 """The kernel as a client of a FastMCP server (the other widely used server library), over stdio and streamable
-HTTP: typed tools, progress, errors, resources, templates and prompts."""
+HTTP, in both protocol eras: typed tools, progress, errors, resources, templates and prompts."""
 
 from __future__ import annotations
 
@@ -22,14 +22,27 @@ def http_url() -> Iterator[str]:
         yield f"{url}/mcp"
 
 
-@pytest.fixture(params=["stdio", "streamable-http"])
+@pytest.fixture(
+    params=[
+        ("stdio", "2026-07-28"),
+        ("stdio", "legacy"),
+        ("streamable-http", "2026-07-28"),
+        ("streamable-http", "legacy"),
+    ],
+    ids=lambda p: "-".join(p),
+)
 async def kernel(request: pytest.FixtureRequest, http_url: str) -> AsyncIterator[FunctionKernel]:
+    transport, protocol = request.param
     kernel = FunctionKernel()
-    if request.param == "stdio":
-        server = McpServer(name="fast", command=sys.executable, args=["-m", "tests.servers.fastmcp_server"], cwd=ROOT)
+    if transport == "stdio":
+        args = ["-m", "tests.servers.fastmcp_server"]
+        server = McpServer(name="fast", command=sys.executable, args=args, cwd=ROOT, protocol=protocol)
     else:
-        server = McpServer(name="fast", url=http_url)
+        server = McpServer(name="fast", url=http_url, protocol=protocol)
     kernel.register_mcp_server(server)
+    await kernel.connect_mcp_servers()
+    expected = "2025-11-25" if protocol == "legacy" else protocol
+    assert kernel.get_mcp_server_state("fast").protocol_version == expected
     yield kernel
     await kernel.close()
 

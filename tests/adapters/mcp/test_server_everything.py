@@ -91,6 +91,12 @@ def _text(result: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+async def test_a_handshake_era_server_is_reached_by_the_default_negotiation(kernel: FunctionKernel) -> None:
+    # This release of the reference server predates server/discover: "auto" falls back to the handshake.
+    await kernel.connect_mcp_servers()
+    assert kernel.get_mcp_server_state("ev").protocol_version == "2025-11-25"
+
+
 async def test_sampling_reaches_our_handler(kernel: FunctionKernel, handlers: Handlers) -> None:
     result = await kernel.call_tool("mcp://ev.trigger-sampling-request", {"prompt": "What is six times seven?"})
     [request] = handlers.sampled
