@@ -10,6 +10,7 @@ import pytest
 
 from kavalai import McpServer, RestServer
 from kavalai.auth import DEFAULT_IDENTITY, FileTokenStore, MemoryTokenStore, OAuth, current_identity, identity
+from kavalai.config import KernelConfig, build_kernel
 
 
 def test_identity_blocks_nest_and_reach_tasks() -> None:
@@ -117,3 +118,26 @@ def test_oauth_on_a_rest_server_loads_from_data() -> None:
     assert server.resolve().headers == {}  # no fixed credentials: tokens go per request and identity
     with pytest.raises(ValueError, match="or an Authorization header, not both"):
         RestServer(name="r", url="http://x/api", headers={"Authorization": "Bearer x"}, auth=OAuth())
+
+
+def test_oauth_in_a_configuration_file(tmp_path: Path) -> None:
+    (tmp_path / "kernel.yaml").write_text(
+        f"""
+mcp_servers:
+  - name: files
+    url: http://127.0.0.1:9/mcp
+    auth: {{type: oauth, store: {tmp_path}/tokens.json, identity: ops}}
+rest_servers:
+  - name: api
+    url: http://127.0.0.1:9/api
+    auth: {{type: oauth, grant: client_credentials, client_id: etl, client_secret_env: ETL_SECRET, issuer: "http://as/"}}
+"""
+    )
+    kernel = build_kernel(KernelConfig.from_file(tmp_path / "kernel.yaml"))
+    files = kernel.adapter("mcp").connection("files").config.auth  # type: ignore[attr-defined]
+    assert isinstance(files, OAuth)
+    assert isinstance(files.store, FileTokenStore)
+    assert (files.store.path, files.identity) == (tmp_path / "tokens.json", "ops")
+    api = kernel.adapter("rest").server("api").auth  # type: ignore[attr-defined]
+    assert isinstance(api, OAuth)
+    assert (api.grant, api.client_id, api.client_secret_env) == ("client_credentials", "etl", "ETL_SECRET")

@@ -256,3 +256,16 @@ async def test_no_credential_in_logs(demo: DemoOAuth, kernel: FunctionKernel, ca
     assert len(secrets) >= 2
     for secret in secrets:
         assert secret not in caplog.text
+
+
+async def test_the_legacy_sse_transport(demo_with: DemoFactory) -> None:
+    async with demo_with(sse=True) as demo, FunctionKernel() as kernel:
+        assert demo.sse_url is not None
+        oauth = OAuth(on_authorize=demo.sign_in)
+        kernel.register_mcp_server(McpServer(name="files", url=demo.sse_url, transport="sse", auth=oauth))
+        with identity("alice"):
+            assert await _whoami(kernel) == "alice"
+            assert kernel.get_mcp_server_state("files").transport == "sse"
+        with identity("bob"):
+            assert await _whoami(kernel) == "bob"
+        assert [e for e in demo.server.events if e.startswith("sign-in")] == ["sign-in:alice", "sign-in:bob"]

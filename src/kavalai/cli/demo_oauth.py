@@ -316,7 +316,8 @@ class _TokenEndpoint:
         await self._sdk(scope, replay, send)
 
 
-def _mcp_app(server: DemoAuthorizationServer, mcp_url: str) -> Starlette:
+def _mcp_app(server: DemoAuthorizationServer, mcp_url: str, *, sse: bool = False) -> Starlette:
+    """The protected MCP server (the SDK's): its tool ``whoami``, over streamable HTTP (or legacy SSE)."""
     mcp = MCPServer(
         "demo-oauth",
         log_level="WARNING",
@@ -335,7 +336,7 @@ def _mcp_app(server: DemoAuthorizationServer, mcp_url: str) -> Starlette:
         token = get_access_token()
         return {"user": token.subject if token else None, "client_id": token.client_id if token else None}
 
-    return mcp.streamable_http_app()
+    return mcp.sse_app() if sse else mcp.streamable_http_app()
 
 
 def _rest_app(server: DemoAuthorizationServer, rest_url: str, extra: Sequence[web.RouteDef]) -> web.Application:
@@ -383,6 +384,7 @@ class DemoOAuth:
         mcp_url: the protected MCP server's endpoint.
         rest_url: the protected REST API's base URL.
         server: the authorization server (its ``events``, its tokens).
+        sse_url: the protected MCP server's legacy SSE endpoint, when asked for (``sse=True``).
         visits: the authorization URLs :meth:`sign_in` followed, in order.
     """
 
@@ -390,6 +392,7 @@ class DemoOAuth:
     mcp_url: str
     rest_url: str
     server: DemoAuthorizationServer
+    sse_url: str | None = None
     visits: list[str] = field(default_factory=list)
 
     async def sign_in(self, url: str, identity: str) -> None:
@@ -412,6 +415,7 @@ async def serve_demo_oauth(
     clients: dict[str, str] | None = None,
     deny: Iterable[str] = (),
     rest_routes: Sequence[web.RouteDef] = (),
+    sse: bool = False,
 ) -> AsyncIterator[DemoOAuth]:
     """Serve the authorization server, the MCP server and the REST API on free loopback ports for the block.
 
@@ -420,6 +424,7 @@ async def serve_demo_oauth(
         clients: confidential clients allowed the client credentials grant, ``{client_id: secret}``.
         deny: users whose sign-in is refused (the client is redirected back with ``access_denied``).
         rest_routes: more routes of the REST API (aiohttp route definitions, paths relative to its base URL).
+        sse: also serve the MCP server over the legacy SSE transport, at ``DemoOAuth.sse_url``.
     """
     with _listening() as as_socket, _listening() as mcp_socket:
         issuer = str(AnyHttpUrl(_base_url(as_socket)))  # as the metadata renders it ("http://host:port/")
@@ -437,7 +442,12 @@ async def serve_demo_oauth(
             await runner.setup()
             stack.push_async_callback(runner.cleanup)
             await web.SockSite(runner, rest_socket).start()
-            yield DemoOAuth(issuer=issuer, mcp_url=mcp_url, rest_url=rest_url, server=server)
+            sse_url = None
+            if sse:
+                sse_socket = stack.enter_context(_listening())
+                sse_url = f"{_base_url(sse_socket)}/sse"
+                await stack.enter_async_context(_uvicorn(_mcp_app(server, sse_url, sse=True), sse_socket))
+            yield DemoOAuth(issuer=issuer, mcp_url=mcp_url, rest_url=rest_url, server=server, sse_url=sse_url)
 
 
 @contextlib.contextmanager
