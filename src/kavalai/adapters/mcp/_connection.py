@@ -28,7 +28,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 import mcp_types
-from mcp.client import CacheConfig, Client, InputRequiredRoundsExceededError
+from mcp.client import CacheConfig, Client, InputRequiredRoundsExceededError, advertise
 from mcp.client.session import ClientSession, IncomingMessage
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
@@ -44,6 +44,8 @@ from kavalai.adapters.mcp._convert import build_models, content_output_schema, r
 from kavalai.adapters.mcp._errors import answer_unreadable, call_error, describe_failure, request_error, scrub
 from kavalai.adapters.mcp._generation import Ending, Generation, Phase
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
+from kavalai.adapters.mcp._tasks import EXTENSION as TASKS_EXTENSION
+from kavalai.adapters.mcp._tasks import TaskCreated, drive_task
 from kavalai.adapters.mcp._transports import open_transport
 from kavalai.errors import ConfigurationError, InvalidToolURIError, ServerConnectionError, ToolTimeoutError
 from kavalai.kernel import LazyTool, ToolDefinition, ToolURI, current_call
@@ -273,6 +275,7 @@ class McpConnection:
                 log_level=era.log_level(config.name),
                 client_info=_CLIENT_INFO,
                 cache=CacheConfig(),
+                extensions=[advertise(TASKS_EXTENSION)],  # a long call may come back as a task (_tasks.py)
                 **client_side.callbacks(config),
             )
             await inner.enter_async_context(client)
@@ -418,7 +421,7 @@ class McpConnection:
                 state: str | None,
                 session: ClientSession = session,
                 progress: ProgressFnT | None = progress,
-            ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult:
+            ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult | TaskCreated:
                 params = mcp_types.CallToolRequestParams(
                     name=tool, arguments=arguments, input_responses=responses, request_state=state
                 )
@@ -427,7 +430,11 @@ class McpConnection:
 
             try:
                 with mcp_client_span("tools/call", tool, self._span_attributes(tool, session)):
-                    result = await era.drive_input_required(session, await send(None, None), send)
+                    answered: mcp_types.CallToolResult | TaskCreated = await era.drive_input_required(
+                        session, await send(None, None), send
+                    )
+                    # A server may run the call as a task: then it is followed to its end (_tasks.py).
+                    result = await drive_task(session, answered) if isinstance(answered, TaskCreated) else answered
             except MCPError as exc:
                 if gen.expired and attempt + 1 < _CALL_ATTEMPTS:
                     continue  # refused with the forgotten session, so it ran nowhere: again, on a new session

@@ -26,6 +26,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Discriminator, Tag, TypeAdapter
 
+from kavalai.adapters.mcp._tasks import TaskCreated
+
 __all__ = [
     "CALL_RESULT",
     "MAX_INPUT_ROUNDS",
@@ -59,13 +61,15 @@ class InputRefused(MCPError):
 
 def _call_result_arm(value: Any) -> str:
     tag = value.get("resultType") if isinstance(value, dict) else getattr(value, "result_type", None)
-    return "input" if tag == "input_required" else "result"
+    return {"input_required": "input", "task": "task"}.get(tag, "result") if isinstance(tag, str) else "result"
 
 
-#: A ``tools/call`` answer: the result, or (2026-07-28) a request for input first.
-CALL_RESULT: Final[TypeAdapter[mcp_types.CallToolResult | mcp_types.InputRequiredResult]] = TypeAdapter(
+#: A ``tools/call`` answer: the result, or (2026-07-28) a request for input first, or a task to follow.
+CALL_RESULT: Final[TypeAdapter[mcp_types.CallToolResult | mcp_types.InputRequiredResult | TaskCreated]] = TypeAdapter(
     Annotated[
-        Annotated[mcp_types.CallToolResult, Tag("result")] | Annotated[mcp_types.InputRequiredResult, Tag("input")],
+        Annotated[mcp_types.CallToolResult, Tag("result")]
+        | Annotated[mcp_types.InputRequiredResult, Tag("input")]
+        | Annotated[TaskCreated, Tag("task")],
         Discriminator(_call_result_arm),
     ]
 )

@@ -1,0 +1,163 @@
+"""The client half of MCP's tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663; 2026-07-28 era).
+
+A server may run a ``tools/call`` as a task: it answers at once with a task (``resultType: "task"``, an id, a
+status) and keeps working. :func:`drive_task` then polls ``tasks/get`` until the task ends, answers what it asks
+for meanwhile (``input_required``: the connection's elicitation and sampling handlers, delivered with
+``tasks/update``) and returns the tool's ``CallToolResult``, so ``call_tool`` callers never see the difference. When
+the call is cancelled (its timeout, the caller, ``ToolTask.cancel()``) the task is cancelled on the server too
+(``tasks/cancel``).
+
+Written here: the SDK has the building blocks (``ClientSession.send_request``, ``dispatch_input_request``) but no
+tasks client; FastMCP's lives in a package that pins its own FastMCP release.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final, Literal, TypeVar
+
+import anyio
+import mcp_types
+from mcp.client import ClientRequestContext, ClientSession
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+__all__ = ["EXTENSION", "TaskCreated", "drive_task"]
+
+logger = logging.getLogger("kavalai.mcp")
+M = TypeVar("M", bound=BaseModel)
+
+#: The extension's identifier, advertised in the client's capabilities.
+EXTENSION: Final = "io.modelcontextprotocol/tasks"
+
+_FIRST_POLL: Final = 0.02  # seconds: a quick task is seen done at once; the wait doubles up to the server's interval
+_MAX_POLL: Final = 5.0  # the longest wait between polls, whatever the server advertises
+_MAX_INPUT_ROUNDS: Final = 10  # times one task may stop to ask for input
+_CANCEL_WAIT: Final = 2.0  # how long a cancelled call waits for tasks/cancel to be sent
+
+
+class _TaskFields(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    task_id: str = Field(alias="taskId", max_length=1024)
+    status: Literal["working", "input_required", "completed", "failed", "cancelled"]
+    status_message: str | None = Field(default=None, alias="statusMessage")
+    poll_interval_ms: int | None = Field(default=None, alias="pollIntervalMs")
+
+
+class TaskCreated(_TaskFields):
+    """A ``tools/call`` answered with a task instead of a result."""
+
+    result_type: Literal["task"] = Field(alias="resultType")
+
+
+class _TaskState(_TaskFields):
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    input_requests: dict[str, Any] | None = Field(default=None, alias="inputRequests")
+
+
+_TaskRequest = mcp_types.Request[dict[str, Any], str]
+_ANY: Final = TypeAdapter(dict[str, Any])
+_INPUT_REQUEST: Final = TypeAdapter(mcp_types.InputRequest)
+
+
+async def drive_task(session: ClientSession, task: TaskCreated) -> mcp_types.CallToolResult:
+    """Follow ``task`` to its end and return the tool's result.
+
+    Raises:
+        MCPError: the task failed or was cancelled on the server, or asked for input that was refused.
+    """
+    try:
+        return await _follow(session, task)
+    except BaseException:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_WAIT):
+            await _send(session, "tasks/cancel", {"taskId": task.task_id}, suppress=True)
+        raise
+
+
+async def _follow(session: ClientSession, task: TaskCreated) -> mcp_types.CallToolResult:
+    logger.debug("MCP tools/call runs as task %s (%s)", task.task_id, task.status)
+    delay, inputs = _FIRST_POLL, 0
+    ceiling = _ceiling(task.poll_interval_ms)
+    state: _TaskFields = task
+    while True:
+        if state.status == "completed" and isinstance(state, _TaskState):
+            return _read(mcp_types.CallToolResult, state.result or {}, "its result")
+        if state.status in ("failed", "cancelled"):
+            raise _ended(state)
+        if state.status == "input_required" and isinstance(state, _TaskState):
+            inputs += 1
+            if inputs > _MAX_INPUT_ROUNDS:
+                raise MCPError(code=mcp_types.INTERNAL_ERROR, message="the task asked for input too many times")
+            responses = await _answer(session, state)
+            await _send(session, "tasks/update", {"taskId": task.task_id, "inputResponses": responses})
+            delay = _FIRST_POLL
+        elif state is not task:
+            await anyio.sleep(delay)
+            delay = min(delay * 2, ceiling)
+        raw = await _send(session, "tasks/get", {"taskId": task.task_id})
+        state = _read(_TaskState, raw, "its tasks/get answer")
+        ceiling = _ceiling(state.poll_interval_ms)
+
+
+def _read(model: type[M], raw: Any, what: str) -> M:
+    try:
+        return model.model_validate(raw, by_name=False)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(answer)'}: {e['msg']}" for e in exc.errors()[:3])
+        message = f"the task's server sent {what} malformed: {problems}"
+        raise MCPError(code=mcp_types.INTERNAL_ERROR, message=message) from None
+
+
+def _ceiling(poll_interval_ms: int | None) -> float:
+    if poll_interval_ms is None or poll_interval_ms <= 0:
+        return 1.0
+    return min(max(poll_interval_ms / 1000, _FIRST_POLL), _MAX_POLL)
+
+
+def _ended(state: _TaskFields) -> MCPError:
+    error = getattr(state, "error", None)
+    if state.status == "cancelled":
+        return MCPError(code=mcp_types.INTERNAL_ERROR, message=f"the task was cancelled on the server{_said(state)}")
+    if isinstance(error, dict):
+        code = error.get("code")
+        message = error.get("message")
+        return MCPError(
+            code=code if isinstance(code, int) else mcp_types.INTERNAL_ERROR,
+            message=f"the task failed: {message if isinstance(message, str) and message else 'no reason given'}",
+            data=error.get("data"),
+        )
+    return MCPError(code=mcp_types.INTERNAL_ERROR, message=f"the task failed{_said(state)}")
+
+
+def _said(state: _TaskFields) -> str:
+    return f": {state.status_message}" if state.status_message else ""
+
+
+async def _answer(session: ClientSession, state: _TaskState) -> dict[str, Any]:
+    """Answer a parked task's requests through the connection's handlers (the same ones, with the same limits,
+    that answer a server's requests in the other forms)."""
+    responses: dict[str, Any] = {}
+    for key, payload in (state.input_requests or {}).items():
+        request = _INPUT_REQUEST.validate_python(payload, by_name=False)
+        meta = request.params.meta if request.params else None
+        context = ClientRequestContext(session=session, request_id=f"task-{state.task_id}-{key}", meta=meta)
+        answer = await session.dispatch_input_request(context, request)
+        if isinstance(answer, mcp_types.ErrorData):
+            # Imported here: the era module imports this one for its result union.
+            from kavalai.adapters.mcp._era import InputRefused
+
+            raise InputRefused(request.method, answer)
+        responses[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return responses
+
+
+async def _send(session: ClientSession, method: str, params: dict[str, Any], *, suppress: bool = False) -> Any:
+    try:
+        return await session.send_request(_TaskRequest(method=method, params=params), _ANY)
+    except MCPError:
+        if not suppress:
+            raise
+        logger.debug("MCP %s of task %s failed", method, params.get("taskId"), exc_info=True)
+        return None
