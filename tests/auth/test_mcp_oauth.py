@@ -11,8 +11,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import pytest
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.mcpserver.exceptions import ToolError
 
-from kavalai import AuthenticationError, FunctionKernel, McpServer, ServerConnectionError
+from kavalai import AuthenticationError, FunctionKernel, McpServer, ServerConnectionError, ToolExecutionError
 from kavalai.auth import FileTokenStore, MemoryTokenStore, OAuth, OAuthRecord, StoredTokens, identity
 from kavalai.cli.demo_oauth import DemoOAuth
 from tests.auth.conftest import DemoFactory, all_secrets, wait_until_expired
@@ -269,3 +271,34 @@ async def test_the_legacy_sse_transport(demo_with: DemoFactory) -> None:
         with identity("bob"):
             assert await _whoami(kernel) == "bob"
         assert [e for e in demo.server.events if e.startswith("sign-in")] == ["sign-in:alice", "sign-in:bob"]
+
+
+def leak_token() -> str:
+    """Fails, echoing the caller's access token (a careless server)."""
+    token = get_access_token()
+    raise ToolError(f"cannot use token {token.token if token else None}")
+
+
+async def test_a_token_echoed_in_an_error_is_masked(demo_with: DemoFactory) -> None:
+    async with demo_with(mcp_tools=[leak_token]) as demo, FunctionKernel() as kernel:
+        oauth = OAuth(on_authorize=demo.sign_in)
+        kernel.register_mcp_server(McpServer(name="files", url=demo.mcp_url, auth=oauth))
+        with identity("alice"), pytest.raises(ToolExecutionError) as caught:
+            await kernel.call_tool("mcp://files.leak_token")
+        record = await oauth.store.load(demo.mcp_url, "alice")
+        assert record is not None
+        assert record.tokens is not None
+        assert record.tokens.access_token not in str(caught.value)
+        assert "cannot use token ***" in str(caught.value)
+
+
+async def test_a_redirect_port_that_is_taken(demo: DemoOAuth, kernel: FunctionKernel) -> None:
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        oauth = OAuth(on_authorize=demo.sign_in, redirect_port=port)
+        kernel.register_mcp_server(McpServer(name="files", url=demo.mcp_url, auth=oauth))
+        with pytest.raises(AuthenticationError, match=f"cannot listen for the redirect on http://127.0.0.1:{port}/"):
+            await _whoami(kernel)
+    assert demo.visits == []  # nobody was sent to sign in with nowhere to come back to

@@ -195,7 +195,12 @@ class OAuthFlow:
     async def _send_user(self, url: str) -> None:
         state = parse_qs(urlsplit(url).query).get("state", [""])[0]
         listener = self.oauth.listener()
-        await listener.expect(state)
+        try:
+            await listener.expect(state)
+        except OSError as exc:
+            raise self._error(
+                f"cannot listen for the redirect on {self._redirect_uri}: {exc.strerror or exc}"
+            ) from None
         self._pending_state = state
         try:
             await self.oauth.tell_user(url)
@@ -265,6 +270,10 @@ class OAuthFlow:
                         response = await handler(request)
                         challenge = [(k, v) for k, v in response.headers.items() if k.lower() == "www-authenticate"]
                         reply.set(httpx2.Response(response.status, headers=challenge, request=proxy))
+            except AuthenticationError as exc:
+                if response is not None:
+                    response.release()
+                raise self.failed(exc) from None
             except FunctionKernelException:
                 if response is not None:
                     response.release()
@@ -285,18 +294,18 @@ class OAuthFlow:
 
     def failed(self, exc: BaseException) -> AuthenticationError:
         """The error for a flow that could not get a token (``exc`` is why); counted in :attr:`failures`."""
-        if isinstance(exc, AuthenticationError):
-            error = exc
-        else:
-            error = AuthenticationError(
-                f"{self.label}: OAuth for identity {self.identity!r} failed: {self._why(exc)}.",
-                server=self.server,
-                identity=self.identity,
-            )
+        error = exc if isinstance(exc, AuthenticationError) else self._error(self._why(exc))
         self.failures += 1
         self.last_failure = error
         self.failed_at = time.monotonic()
         return error
+
+    def _error(self, why: str) -> AuthenticationError:
+        return AuthenticationError(
+            f"{self.label}: OAuth for identity {self.identity!r} failed: {why}.",
+            server=self.server,
+            identity=self.identity,
+        )
 
     def refused(self, status: int) -> AuthenticationError:
         """The error for a server that refused a token it had just been given (HTTP ``status``)."""
@@ -318,8 +327,6 @@ class OAuthFlow:
             return f"the authorization server refused the sign-in ({self.redact(exc)})"
         if isinstance(exc, TimeoutError):
             return f"nobody signed in within {self.oauth.login_timeout:g} s (login_timeout of the OAuth setting)"
-        if isinstance(exc, OSError) and self._pending_state is None and self._redirect_uri is not None:
-            return f"cannot listen for the redirect on {self._redirect_uri}: {exc.strerror or exc}"
         if isinstance(exc, httpx2.TransportError):
             return f"cannot reach the authorization server ({type(exc).__name__})"
         if isinstance(exc, FunctionKernelException):
@@ -330,6 +337,19 @@ class OAuthFlow:
         if isinstance(exc, OAuthFlowError):
             return detail or type(exc).__name__
         return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+
+    def scrub(self, exc: FunctionKernelException) -> None:
+        """Mask this flow's tokens and secrets in ``exc``: its message and, for an HTTP error, its body excerpt (a
+        server may echo a token back); a cause whose text holds one is dropped."""
+        if self.holds_secret(exc.message):
+            exc.message = self.redact(exc.message)
+            exc.args = (exc.message,)
+        body = getattr(exc, "body", None)
+        if isinstance(body, str) and self.holds_secret(body):
+            exc.body = self.redact(body)  # type: ignore[attr-defined]
+        if exc.__cause__ is not None and self.holds_secret(exc.__cause__):
+            exc.__cause__ = None
+            exc.__suppress_context__ = True
 
     def redact(self, text: object) -> str:
         """``text`` with every token and client secret of this flow masked."""
@@ -461,6 +481,8 @@ class _HttpxAuth(httpx2.Auth):
                     if outgoing is request:
                         last = response
                     reply.set(response)
+        except AuthenticationError as exc:
+            raise flow.failed(exc) from None
         except FunctionKernelException:
             raise
         except Exception as exc:

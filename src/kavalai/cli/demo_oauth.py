@@ -30,7 +30,7 @@ import math
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -316,7 +316,9 @@ class _TokenEndpoint:
         await self._sdk(scope, replay, send)
 
 
-def _mcp_app(server: DemoAuthorizationServer, mcp_url: str, *, sse: bool = False) -> Starlette:
+def _mcp_app(
+    server: DemoAuthorizationServer, mcp_url: str, *, sse: bool = False, tools: Sequence[Callable[..., Any]] = ()
+) -> Starlette:
     """The protected MCP server (the SDK's): its tool ``whoami``, over streamable HTTP (or legacy SSE)."""
     mcp = MCPServer(
         "demo-oauth",
@@ -336,6 +338,8 @@ def _mcp_app(server: DemoAuthorizationServer, mcp_url: str, *, sse: bool = False
         token = get_access_token()
         return {"user": token.subject if token else None, "client_id": token.client_id if token else None}
 
+    for tool in tools:
+        mcp.tool()(tool)
     return mcp.sse_app() if sse else mcp.streamable_http_app()
 
 
@@ -415,6 +419,7 @@ async def serve_demo_oauth(
     clients: dict[str, str] | None = None,
     deny: Iterable[str] = (),
     rest_routes: Sequence[web.RouteDef] = (),
+    mcp_tools: Sequence[Callable[..., Any]] = (),
     sse: bool = False,
 ) -> AsyncIterator[DemoOAuth]:
     """Serve the authorization server, the MCP server and the REST API on free loopback ports for the block.
@@ -424,6 +429,7 @@ async def serve_demo_oauth(
         clients: confidential clients allowed the client credentials grant, ``{client_id: secret}``.
         deny: users whose sign-in is refused (the client is redirected back with ``access_denied``).
         rest_routes: more routes of the REST API (aiohttp route definitions, paths relative to its base URL).
+        mcp_tools: more tools of the MCP server (functions, as ``MCPServer.tool()`` takes them).
         sse: also serve the MCP server over the legacy SSE transport, at ``DemoOAuth.sse_url``.
     """
     with _listening() as as_socket, _listening() as mcp_socket:
@@ -435,7 +441,7 @@ async def serve_demo_oauth(
         runner: web.AppRunner | None = None
         async with contextlib.AsyncExitStack() as stack:
             await stack.enter_async_context(_uvicorn(server.app(), as_socket))
-            await stack.enter_async_context(_uvicorn(_mcp_app(server, mcp_url), mcp_socket))
+            await stack.enter_async_context(_uvicorn(_mcp_app(server, mcp_url, tools=mcp_tools), mcp_socket))
             rest_socket = stack.enter_context(_listening())
             rest_url = f"{_base_url(rest_socket)}/api"
             runner = web.AppRunner(_rest_app(server, rest_url, rest_routes), access_log=None)
@@ -446,7 +452,9 @@ async def serve_demo_oauth(
             if sse:
                 sse_socket = stack.enter_context(_listening())
                 sse_url = f"{_base_url(sse_socket)}/sse"
-                await stack.enter_async_context(_uvicorn(_mcp_app(server, sse_url, sse=True), sse_socket))
+                await stack.enter_async_context(
+                    _uvicorn(_mcp_app(server, sse_url, sse=True, tools=mcp_tools), sse_socket)
+                )
             yield DemoOAuth(issuer=issuer, mcp_url=mcp_url, rest_url=rest_url, server=server, sse_url=sse_url)
 
 

@@ -18,7 +18,7 @@ Routing is by a context variable read here only, so servers without OAuth pay no
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -27,8 +27,11 @@ from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._connection import McpConnection
 from kavalai.adapters.mcp._state import McpServerState
 from kavalai.auth import OAuth, current_identity
-from kavalai.errors import AuthenticationError, ConfigurationError, ServerConnectionError
+from kavalai.errors import AuthenticationError, ConfigurationError, FunctionKernelException, ServerConnectionError
 from kavalai.kernel import ToolDefinition
+
+if TYPE_CHECKING:
+    from kavalai.auth import OAuthFlow
 
 __all__ = ["IdentityConnections", "connection_for"]
 
@@ -89,22 +92,28 @@ class IdentityConnections(McpConnection):
         except AuthenticationError:
             raise
         except ServerConnectionError as exc:
-            failure = self._auth_failure(started)
+            flow = self._flow()
+            failure = flow.last_failure if flow is not None and flow.failed_at >= started else None
             if failure is None:
+                if flow is not None:
+                    flow.scrub(exc)
                 raise
             raise AuthenticationError(failure.message, uri=exc.uri, server=self.name, identity=self.identity) from exc
+        except FunctionKernelException as exc:
+            flow = self._flow()
+            if flow is not None:
+                flow.scrub(exc)  # a server may echo a token in an error
+            raise
 
-    def _auth_failure(self, since: float) -> AuthenticationError | None:
+    def _flow(self) -> OAuthFlow | None:
+        """This identity's OAuth flow (the one its transport uses), if its url can be read."""
         try:
             url = self.config.resolved().url
         except ConfigurationError:
             return None
         if url is None:  # pragma: no cover - an McpServer with auth has a url
             return None
-        flow = self._oauth.flow(self.name, url, kind="MCP server")
-        if flow.last_failure is None or flow.failed_at < since:
-            return None
-        return flow.last_failure
+        return self._oauth.flow(self.name, url, kind="MCP server")
 
     # ------------------------------------------------------------------------------ what the adapter calls
 

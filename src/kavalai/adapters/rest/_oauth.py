@@ -8,7 +8,8 @@ caller's identity is a context variable (:func:`kavalai.auth.identity`), read he
 pay nothing for it.
 
 Tokens change while the process runs, so they cannot be among the server's fixed secrets: an error whose message,
-body excerpt or cause holds one of the flow's tokens has it masked (or the cause dropped) here.
+body excerpt or cause holds one of the flow's tokens has it masked (or the cause dropped) here
+(:meth:`OAuthFlow.scrub <kavalai.auth.OAuthFlow.scrub>`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from kavalai.adapters.rest._config import RestServer
 from kavalai.adapters.rest._request import PreparedRequest
 from kavalai.adapters.rest._session import ServerSession
 from kavalai.auth import OAuth, current_identity
-from kavalai.errors import ConfigurationError, FunctionKernelException, HTTPStatusError
+from kavalai.errors import ConfigurationError, FunctionKernelException
 
 if TYPE_CHECKING:
     from kavalai.auth import OAuthFlow  # the MCP SDK's OAuth client loads with the first flow
@@ -73,7 +74,7 @@ class OAuthServerSession(ServerSession):
             return await session.send(request, uri=uri)
         except FunctionKernelException as exc:
             exc.uri = exc.uri or uri
-            _scrub(exc, flow)
+            flow.scrub(exc)  # a server may echo a token in its error body
             raise
         except Exception as exc:
             error = flow.unwrap(exc)  # the flow's failure, carried out of aiohttp's middleware chain
@@ -87,15 +88,3 @@ class OAuthServerSession(ServerSession):
         for session, _flow in list(self._identities.values()):
             await session.aclose()
         await super().aclose()
-
-
-def _scrub(exc: FunctionKernelException, flow: OAuthFlow) -> None:
-    """Mask the flow's tokens in ``exc`` (a server may echo a token in its error body); drop a cause holding one."""
-    if flow.holds_secret(exc.message):
-        exc.message = flow.redact(exc.message)
-        exc.args = (exc.message,)
-    if isinstance(exc, HTTPStatusError) and flow.holds_secret(exc.body):
-        exc.body = flow.redact(exc.body)
-    if exc.__cause__ is not None and flow.holds_secret(exc.__cause__):
-        exc.__cause__ = None
-        exc.__suppress_context__ = True
