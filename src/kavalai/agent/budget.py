@@ -129,16 +129,24 @@ class OutputBudget:
         limit = self.limit_for(uri)
         if len(text) <= limit:
             return text
-        shown = text[:limit]
-        if self.overflow == "truncate":
-            return (
-                f"{shown}\n[Truncated: the result of {uri} has {len(text):,} characters; only the first {limit:,} are "
-                "shown. Ask for less (filters, paging) if you need the rest.]"
-            )
-        handle = await self.store.put(text)
+        handle = await self.store.put(text) if self.overflow == "artifact" else None
+        return f"{text[:limit]}\n{self.notice(f'the result of {uri}', len(text), limit, handle)}"
+
+    def notice(self, what: str, total: int, shown: int, handle: str | None = None, *, readable: bool = True) -> str:
+        """The note that follows a cut text: ``what`` (``"the result of python://x"``) had ``total`` characters,
+        the first ``shown`` of which are shown; ``handle``, the artifact keeping it whole, if there is one.
+
+        ``readable``: whether the model can call ``read_artifact`` (an agent can; a workflow's ``llm`` node, which
+        has no tools, cannot: its note names the artifact and does not offer to read on).
+        """
+        cut = f"[Truncated: {what} has {total:,} characters; only the first {shown:,} are shown."
+        if handle is None:
+            return f"{cut} Ask for less (filters, paging) if you need the rest.]" if readable else f"{cut}]"
+        if not readable:
+            return f"{cut} It is kept whole as {handle}.]"
         return (
-            f"{shown}\n[The result of {uri} has {len(text):,} characters; the first {limit:,} are shown. The whole "
-            f"result is {handle}: call {READ_ARTIFACT} with handle={handle!r}, offset={limit} to read on.]"
+            f"[{what[:1].upper()}{what[1:]} has {total:,} characters; the first {shown:,} are shown. The whole "
+            f"result is {handle}: call {READ_ARTIFACT} with handle={handle!r}, offset={shown} to read on.]"
         )
 
     async def read(self, arguments: Mapping[str, Any]) -> dict[str, Any]:

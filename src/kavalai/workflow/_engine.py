@@ -26,6 +26,7 @@ from kavalai.workflow.errors import NodeError, WorkflowDefinitionError
 
 if TYPE_CHECKING:
     from kavalai import FunctionKernel
+    from kavalai.agent.budget import OutputBudget
     from kavalai.durable import DurableRunner
     from kavalai.llm.base import LLMClient
     from kavalai.workflow.kaval import History, Retriever
@@ -61,6 +62,10 @@ class WorkflowEngine:
             :class:`~kavalai.durable.DbosRunner` (``"sqlite:///runs.sqlite"``, ``"postgresql://..."``), or
             ``True`` for one journaling in ``kavalai-runs.sqlite``. Name runs with ``run(..., run_id=...)``; the
             same id resumes a run whose process died.
+        output_budget: how much of the run's data reaches the models of ``llm`` and ``agent`` nodes (a
+            :class:`~kavalai.agent.OutputBudget`): each value their templates print, and the tool results an agent
+            node's agent reads; ``None`` takes the kernel's ``output_budget`` (the YAML ``output_budget`` section
+            sets it for a workflow file). A run's trace keeps everything whole.
 
     Use it as ``async with engine:`` (connect on entry, close on exit) or call :meth:`connect` and
     :meth:`aclose` yourself.
@@ -79,7 +84,10 @@ class WorkflowEngine:
         services: Sequence[Service] = (),
         owns_kernel: bool | None = None,
         durable: DurableRunner | str | bool | None = None,
+        output_budget: OutputBudget | None = None,
     ) -> None:
+        #: The output budget of the run's model nodes (``None``: the kernel's ``output_budget``, read at each run).
+        self.output_budget = output_budget
         # A kernel the caller passed in stays the caller's: aclose() closes only a kernel the engine made.
         self._owns_kernel = kernel is None if owns_kernel is None else owns_kernel
         if kernel is None:
@@ -267,6 +275,7 @@ class WorkflowEngine:
             services=loaded.services,
             owns_kernel=options["kernel"] is None,
             durable=options.get("durable"),
+            output_budget=loaded.output_budget,
         )
 
     # ---------------------------------------------------------------------------------------------- lifecycle
@@ -448,6 +457,7 @@ class WorkflowEngine:
             timeout=self.timeout if isinstance(timeout, _Unset) else checked_timeout(timeout, "timeout"),
             emit=emit,
             run_id=run_id,
+            budget=self.output_budget or getattr(self.kernel, "output_budget", None),
         )
 
     def _client(self, model: str) -> LLMClient:

@@ -48,6 +48,7 @@ from kavalai.workflow.errors import (
 
 if TYPE_CHECKING:
     from kavalai import FunctionKernel
+    from kavalai.agent.budget import OutputBudget
     from kavalai.llm.base import LLMClient
 
 __all__ = ["Emit", "Execution"]
@@ -79,8 +80,10 @@ class Execution:
         timeout: float | None,
         emit: Emit | None = None,
         run_id: str | None = None,
+        budget: OutputBudget | None = None,
     ) -> None:
         self.workflow = workflow
+        self.budget = budget
         self.kernel = kernel
         self.llm_for = llm_for
         self.run_id = run_id or uuid.uuid4().hex
@@ -139,7 +142,9 @@ class Execution:
     # -------------------------------------------------------------------------------------------- visiting
 
     def _env(self) -> NodeEnv:
-        return NodeEnv(workflow=self.workflow, kernel=self.kernel, values=self.values, llm_for=self.llm_for)
+        return NodeEnv(
+            workflow=self.workflow, kernel=self.kernel, values=self.values, llm_for=self.llm_for, budget=self.budget
+        )
 
     async def _walk(self, head: str, env: NodeEnv, *, branch: str | None) -> Any:
         """Visit nodes from ``head`` along ``next`` until a node has none; return the last node's output."""

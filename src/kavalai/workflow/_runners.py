@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, ValidationError
 
+from kavalai.durable import call_options
 from kavalai.errors import (
     FunctionKernelException,
     ToolInputError,
     ToolOutputError,
     ToolTimeoutError,
 )
+from kavalai.workflow._budget import PromptFit
 from kavalai.workflow._graph import Workflow
 from kavalai.workflow._nodes import (
     AgentNode,
@@ -39,6 +41,7 @@ from kavalai.workflow.errors import NodeError, NodeTimeoutError, NodeValidationE
 
 if TYPE_CHECKING:
     from kavalai import FunctionKernel
+    from kavalai.agent.budget import OutputBudget
     from kavalai.llm.base import LLMClient
 
 __all__ = ["NodeEnv", "Outcome", "check_fits", "run_function", "run_simple_node", "to_context"]
@@ -60,6 +63,7 @@ class NodeEnv:
         values: the run context: ``input`` and the output of every node visited so far, by id.
         llm_for: returns the LLM client for a node's ``model`` (``None``: the engine's default).
         previous: the output of the node visited last on this path (an end node without ``outputs`` returns it).
+        budget: the output budget of what the run's model nodes show their models, or ``None``.
     """
 
     workflow: Workflow
@@ -67,6 +71,7 @@ class NodeEnv:
     values: dict[str, Any]
     llm_for: Callable[[str | None, str], Awaitable[LLMClient]]
     previous: Any = None
+    budget: OutputBudget | None = None
 
 
 async def run_simple_node(node: NodeBase, env: NodeEnv, record: NodeTrace) -> Outcome:
@@ -185,6 +190,7 @@ async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> O
     record.inputs = jsonable(arguments)
     policy = node.retry or _NO_RETRY
     options: dict[str, Any] = {} if node.timeout is None else {"timeout": node.timeout}
+    options.update(call_options())  # on an engine whose steps run elsewhere, each attempt is limited there
     record.attempts = 0
     while True:
         record.attempts += 1
@@ -243,16 +249,29 @@ def _template_vars(env: NodeEnv, variables: Mapping[str, Any]) -> dict[str, Any]
     return {"input": env.values.get("input"), **variables}
 
 
+def _prompt_fit(env: NodeEnv, *, readable: bool) -> PromptFit | None:
+    if env.budget is None:
+        return None
+    return PromptFit(env.budget, env.workflow, env.values, readable=readable)
+
+
+async def _render(source: str, variables: Mapping[str, Any], node: str, field: str, fit: PromptFit | None) -> str:
+    """A model node's template, each printed value fitted to the output budget when there is one."""
+    text = render_template(source, variables, node=node, field=field, fit=fit)
+    return text if fit is None else await fit.settle(text)
+
+
 async def _run_agent(node: AgentNode, env: NodeEnv, record: NodeTrace) -> Any:
     from kavalai.agent import Agent, MaxStepsExceededError
 
     resolved = _resolve(env, node.id)
     variables = _template_vars(env, resolved)
-    prompt = render_template(node.prompt, variables, node=node.id, field="prompt")
+    fit = _prompt_fit(env, readable=node.allowed_tools != [])  # an agent with tools gets read_artifact
+    prompt = await _render(node.prompt, variables, node.id, "prompt", fit)
     record.inputs = {"prompt": prompt, **jsonable(resolved)}
     instructions = None
     if node.instructions is not None:
-        instructions = render_template(node.instructions, variables, node=node.id, field="instructions")
+        instructions = await _render(node.instructions, variables, node.id, "instructions", fit)
     agent = Agent(
         await env.llm_for(node.model, node.id),
         kernel=env.kernel,
@@ -260,6 +279,7 @@ async def _run_agent(node: AgentNode, env: NodeEnv, record: NodeTrace) -> Any:
         allowed_tools=node.allowed_tools,
         max_steps=node.max_steps or 10,
         output_type=_model_output(node.id, env),
+        output_budget=env.budget,
     )
     try:
         result = await agent.run(prompt)
@@ -286,11 +306,12 @@ async def _run_llm(node: LlmNode, env: NodeEnv, record: NodeTrace) -> Any:
 
     resolved = _resolve(env, node.id)
     variables = _template_vars(env, resolved)
-    prompt = render_template(node.prompt, variables, node=node.id, field="prompt")
+    fit = _prompt_fit(env, readable=False)  # one model call, no tools: nothing to read an artifact with
+    prompt = await _render(node.prompt, variables, node.id, "prompt", fit)
     record.inputs = {"prompt": prompt, **jsonable(resolved)}
     messages: list[Message] = []
     if node.system is not None:
-        messages.append(SystemMessage(content=render_template(node.system, variables, node=node.id, field="system")))
+        messages.append(SystemMessage(content=await _render(node.system, variables, node.id, "system", fit)))
     messages.append(UserMessage(content=prompt))
     client = await env.llm_for(node.model, node.id)
     response_model = _model_output(node.id, env)

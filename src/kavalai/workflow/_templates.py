@@ -5,13 +5,16 @@ together (:data:`MAX_LOOP_STEPS`): nested loops over the run's data that print n
 loop for as long as their product. Jinja has no hook per loop step, so the environment counts them in the template's
 compiled code: its documented ``_compile`` hook wraps the iterable of every ``for`` in a counter.
 
+Each value a template prints (``{{ ... }}``) passes through the environment's ``finalize``; a rendering may give a
+``fit`` callable there (the output budget of a model node, :mod:`kavalai.workflow._budget`).
+
 Jinja2 is imported on first use, so importing :mod:`kavalai.workflow` stays light.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any, Final
@@ -25,6 +28,7 @@ __all__ = ["check_template", "render_template"]
 MAX_RENDERED_CHARS: Final = 1_000_000
 MAX_LOOP_STEPS: Final = 1_000_000
 _budget: ContextVar[list[int] | None] = ContextVar("kavalai_template_loop_budget", default=None)
+_fit: ContextVar[Callable[[Any], Any] | None] = ContextVar("kavalai_template_fit", default=None)
 _COUNTER: Final = "kavalai_loop_steps"  # the environment attribute the compiled loops call
 
 
@@ -51,6 +55,12 @@ class _LoopCounter(ast.NodeTransformer):
         return node
 
 
+def _finalize(value: Any) -> Any:
+    """Each printed value, through the rendering's ``fit`` when it has one."""
+    fit = _fit.get()
+    return value if fit is None else fit(value)
+
+
 @lru_cache(maxsize=1)
 def _environment() -> Any:
     from jinja2 import StrictUndefined
@@ -61,7 +71,9 @@ def _environment() -> Any:
             tree = _LoopCounter().visit(ast.parse(source, filename))
             return compile(ast.fix_missing_locations(tree), filename, "exec")
 
-    env = CountingEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    env = CountingEnvironment(
+        undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True, finalize=_finalize
+    )
     setattr(env, _COUNTER, _counted)
     return env
 
@@ -93,11 +105,22 @@ def check_template(source: str, names: Collection[str], *, node: str, field: str
         )
 
 
-def render_template(source: str, variables: Mapping[str, Any], *, node: str, field: str) -> str:
-    """Render ``source`` with ``variables`` in the sandbox; raise :class:`NodeError` naming node and field."""
+def render_template(
+    source: str,
+    variables: Mapping[str, Any],
+    *,
+    node: str,
+    field: str,
+    fit: Callable[[Any], Any] | None = None,
+) -> str:
+    """Render ``source`` with ``variables`` in the sandbox; raise :class:`NodeError` naming node and field.
+
+    ``fit``: called with each value the template prints; what it returns is printed instead.
+    """
     from jinja2 import TemplateError
 
     token = _budget.set([MAX_LOOP_STEPS])
+    fitting = _fit.set(fit)
     try:
         chunks: list[str] = []
         size = 0
@@ -113,3 +136,4 @@ def render_template(source: str, variables: Mapping[str, Any], *, node: str, fie
         ) from exc
     finally:
         _budget.reset(token)
+        _fit.reset(fitting)

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -42,6 +42,7 @@ from kavalai.workflow.errors import WorkflowDefinitionError
 
 if TYPE_CHECKING:
     from kavalai import FunctionKernel
+    from kavalai.agent.budget import OutputBudget
     from kavalai.llm.base import LLMClient
 
 __all__ = ["LoadedWorkflow", "load_workflow_file", "workflow_from_document"]
@@ -77,6 +78,13 @@ class _Model(_Section):
     model: str | None = None
 
 
+class _OutputBudget(_Section):
+    max_chars: int = Field(20_000, ge=1)
+    per_tool: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
+    overflow: Literal["truncate", "artifact"] = "truncate"
+    artifact_dir: str | None = None
+
+
 class _Document(_Section):
     name: str = "workflow"
     description: str = ""
@@ -89,6 +97,7 @@ class _Document(_Section):
     rest_servers: list[dict[str, Any]] = Field(default_factory=list)
     mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
     models: dict[str, str | _Model] = Field(default_factory=dict)
+    output_budget: _OutputBudget | None = None
     nodes: list[dict[str, Any]]
 
 
@@ -101,12 +110,14 @@ class LoadedWorkflow:
         kernel: the kernel with the declared tools and servers registered (nothing connected yet).
         models: client factories from the ``models`` section, by name (the engine creates and closes them).
         services: what the engine starts with its connections: OpenAPI imports and the REST apps it serves.
+        output_budget: the ``output_budget`` section, or ``None``.
     """
 
     workflow: Workflow
     kernel: FunctionKernel
     models: dict[str, Callable[[], LLMClient]] = field(default_factory=dict)
     services: list[Service] = field(default_factory=list)
+    output_budget: OutputBudget | None = None
 
 
 def load_workflow_file(path: Path, *, kernel: FunctionKernel | None = None) -> LoadedWorkflow:
@@ -135,7 +146,24 @@ def load_document(
     env = {**os.environ, "WORKFLOW_DIR": str(base_dir), "PYTHON": sys.executable}
     loader = _KernelLoader(kernel, base_dir, env)
     services = loader.register(spec)
-    return LoadedWorkflow(workflow=workflow, kernel=kernel, models=loader.models(spec), services=services)
+    return LoadedWorkflow(
+        workflow=workflow,
+        kernel=kernel,
+        models=loader.models(spec),
+        services=services,
+        output_budget=_output_budget(spec.output_budget, base_dir),
+    )
+
+
+def _output_budget(section: _OutputBudget | None, base_dir: Path) -> OutputBudget | None:
+    if section is None:
+        return None
+    from kavalai.agent.budget import FileArtifactStore, MemoryArtifactStore, OutputBudget
+
+    store = (
+        MemoryArtifactStore() if section.artifact_dir is None else FileArtifactStore(base_dir / section.artifact_dir)
+    )
+    return OutputBudget(section.max_chars, dict(section.per_tool), section.overflow, store)
 
 
 def workflow_from_document(document: Any, *, source: str = "<document>") -> Workflow:
