@@ -123,13 +123,16 @@ class DemoAuthorizationServer:
     # ------------------------------------------------------------- the SDK's OAuthAuthorizationServerProvider
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        """A registered client, or one whose client ID metadata document was published."""
         return self._clients.get(client_id) or self._documents.get(client_id)
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        """Dynamic registration: keep the client."""
         self.events.append("register")
         self._clients[client_info.client_id] = client_info
 
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+        """Where the browser goes to sign in: this server's sign-in page for the request."""
         request = secrets.token_urlsafe(16)
         self._pending[request] = (client, params)
         return f"{self.issuer.rstrip('/')}/login?request={request}"
@@ -137,12 +140,14 @@ class DemoAuthorizationServer:
     async def load_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: str
     ) -> AuthorizationCode | None:
+        """The code issued to ``client``, if it is still unused."""
         code = self._codes.get(authorization_code)
         return code if code is not None and code.client_id == client.client_id else None
 
     async def exchange_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode
     ) -> OAuthToken:
+        """Tokens for a code (the SDK's handler has checked PKCE, the client and the redirect URI)."""
         self._codes.pop(authorization_code.code, None)
         self.events.append("token:authorization_code")
         return self._issue(
@@ -150,12 +155,14 @@ class DemoAuthorizationServer:
         )
 
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
+        """The refresh token issued to ``client``, if it is still unused."""
         token = self._refresh.get(refresh_token)
         return token if token is not None and token.client_id == client.client_id else None
 
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
     ) -> OAuthToken:
+        """New tokens for a refresh token, which is used up (rotated)."""
         self._refresh.pop(refresh_token.token, None)  # rotated: a refresh token is used once
         self.events.append("token:refresh_token")
         return self._issue(
@@ -163,18 +170,21 @@ class DemoAuthorizationServer:
         )
 
     async def load_access_token(self, token: str) -> AccessToken | None:
+        """The access token, if it was issued and has not expired or been revoked."""
         found = self._access.get(token)
         if found is None or (found.expires_at is not None and found.expires_at <= time.time()):
             return None
         return found
 
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
+        """Forget ``token``."""
         self._access.pop(token.token, None)
         self._refresh.pop(token.token, None)
 
     async def exchange_identity_assertion(
         self, client: OAuthClientInformationFull, params: IdentityAssertionParams
     ) -> OAuthToken:
+        """Not supported by the demo."""
         raise TokenError(error="unsupported_grant_type", error_description="not supported by the demo")
 
     # --------------------------------------------------------------------------------------- own endpoints
