@@ -124,6 +124,12 @@ def create_app() -> FastAPI:
             "query": dict(request.query_params),
         }
 
+    @app.post("/echo/form", tags=["echo"], include_in_schema=False)
+    async def echo_form(request: Request) -> dict[str, Any]:
+        """The form fields as received, in order and repeated keys included, and the content type."""
+        form = await request.form()
+        return {"form": [[k, v] for k, v in form.multi_items()], "content_type": request.headers.get("content-type")}
+
     @app.get("/echo/path/{value:path}", tags=["echo"])
     async def echo_path(request: Request, value: str) -> dict[str, str]:
         """The raw path as received (so percent-encoding can be checked) and the decoded value."""

@@ -176,7 +176,7 @@ async def test_non_json_bodies_are_skipped_and_reported(shop: FunctionKernel, ca
     with caplog.at_level(logging.WARNING, logger="kavalai.rest"):
         uris = await shop.register_openapi("shop", spec)
     assert uris == ["rest://shop.text"]
-    assert "skipped POST /upload: the request body is not JSON (multipart/form-data)" in caplog.text
+    assert "skipped POST /upload: the request body is neither JSON nor a form (multipart/form-data)" in caplog.text
     assert (await shop.call_tool("rest://shop.text")).result == "plain old text"  # type: ignore[attr-defined]
 
 
@@ -304,3 +304,31 @@ async def test_query_lists_follow_the_explode_setting(shop: FunctionKernel) -> N
     await shop.register_openapi("shop", _spec({"/echo/query": {"get": operation}}))
     echoed = await shop.call_tool("rest://shop.echo", {"joined": ["a", "b"], "repeated": ["c", "d"]})
     assert echoed.result == {"joined": ["a,b"], "repeated": ["c", "d"]}  # type: ignore[attr-defined]
+
+
+async def test_a_form_body_reaches_the_server_form_encoded(shop: FunctionKernel) -> None:
+    form = {
+        "type": "object",
+        "properties": {
+            "channel": {"type": "string"},
+            "unfurl": {"type": "boolean"},
+            "users": {"type": "array", "items": {"type": "string"}},
+            "meta": {"type": "object", "properties": {"k": {"type": "integer"}}},
+            "note": {"type": "string"},
+        },
+        "required": ["channel"],
+    }
+    body = {"required": True, "content": {"application/x-www-form-urlencoded": {"schema": form}}}
+    post = {"operationId": "post_form", "requestBody": body, "responses": {"200": {"description": "echo"}}}
+    spec = {"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": {"/echo/form": {"post": post}}}
+    [uri] = await shop.register_openapi("shop", spec)
+    arguments = {"channel": "#général & co", "unfurl": False, "users": ["a", "b"], "meta": {"k": 1}}
+    echoed = (await shop.call_tool(uri, arguments)).result  # type: ignore[attr-defined]
+    assert echoed["content_type"] == "application/x-www-form-urlencoded"
+    assert echoed["form"] == [
+        ["channel", "#général & co"],
+        ["unfurl", "false"],
+        ["users", "a"],
+        ["users", "b"],
+        ["meta", '{"k":1}'],
+    ]  # the unset `note` is not sent

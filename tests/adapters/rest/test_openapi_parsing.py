@@ -132,8 +132,24 @@ def test_operations_that_cannot_be_tools_are_skipped_with_a_reason() -> None:
     assert [op.tool_name for op in operations] == ["fine"]
     assert [(skip.label, skip.reason) for skip in skipped] == [
         ("GET /a/{id}", "the path placeholders id have no path parameter"),
-        ("POST /b", "the request body is not JSON (application/x-www-form-urlencoded)"),
+        ("POST /b", "the form body is not an object of named fields"),
     ]
+
+
+def test_a_form_body_of_named_fields_becomes_arguments_sent_as_a_form() -> None:
+    form = {
+        "type": "object",
+        "properties": {"channel": {"type": "string"}, "text": {"type": "string"}},
+        "required": ["channel"],
+    }
+    body = {"required": True, "content": {"application/x-www-form-urlencoded": {"schema": form}}}
+    spec = _spec({"/chat.postMessage": {"post": {"operationId": "post", "requestBody": body, "responses": {}}}})
+    [operation], skipped = read_operations(spec)
+    assert skipped == []
+    assert set(operation.input_schema["properties"]) == {"channel", "text"}
+    assert operation.input_schema["required"] == ["channel"]
+    assert operation.plan.body_form
+    assert operation.plan.body_object
 
 
 def test_read_only_body_properties_are_not_arguments() -> None:

@@ -233,6 +233,7 @@ class _InputSchema:
         self.body_field: str | None = None
         self.body_object = False
         self.body_optional = False
+        self.body_form = False
 
     def add_parameter(self, param: Mapping[str, Any]) -> None:
         name, place = str(param.get("name", "")), param.get("in")
@@ -259,10 +260,12 @@ class _InputSchema:
             self.header_params.append((arg, name))
 
     def add_body(self, body: Mapping[str, Any]) -> None:
-        media = _json_media(body.get("content", {}))
+        content = body.get("content", {})
+        media = _json_media(content)
+        form = media is None and (media := _form_media(content)) is not None
         if media is None:
-            kinds = ", ".join(body.get("content", {})) or "no content"
-            raise _Unsupported(f"the request body is not JSON ({kinds})")
+            kinds = ", ".join(content) or "no content"
+            raise _Unsupported(f"the request body is neither JSON nor a form ({kinds})")
         schema = self._refs.schema(media.get("schema", {}))
         target = self._refs.target(schema)
         props = target.get("properties")
@@ -280,7 +283,10 @@ class _InputSchema:
                 self.required.extend(str(name) for name in target.get("required", ()) if name in sent)
             self.body_object = True
             self.body_optional = not body.get("required")
+            self.body_form = form
             return
+        if form:
+            raise _Unsupported("the form body is not an object of named fields")
         if "body" in self.properties:
             raise _Unsupported("the request body and a parameter are both named 'body'")
         self.properties["body"] = schema
@@ -305,11 +311,19 @@ class _InputSchema:
             body_field=self.body_field,
             body_object=self.body_object,
             body_optional=self.body_optional,
+            body_form=self.body_form,
         )
 
 
 def _read_only(schema: Any) -> bool:
     return isinstance(schema, Mapping) and schema.get("readOnly") is True
+
+
+def _form_media(content: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for media_type, media in content.items():
+        if str(media_type).split(";", 1)[0].strip().lower() == "application/x-www-form-urlencoded":
+            return media if isinstance(media, Mapping) else {}
+    return None
 
 
 def _json_media(content: Mapping[str, Any]) -> Mapping[str, Any] | None:

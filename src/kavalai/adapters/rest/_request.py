@@ -11,6 +11,8 @@ the input model dumped in JSON mode with ``exclude_unset=True``: arguments the c
 - The JSON body is either the remaining arguments as an object, or one argument's value (``body_field``), as
   OpenAPI imports do for a request body that is not an object. An optional object body (``body_optional``) is
   not sent at all when no argument went into it.
+- A form body (``body_form``, OpenAPI's ``application/x-www-form-urlencoded``, which Slack, Stripe and Twilio
+  use) holds the remaining arguments encoded as query values are.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class PreparedRequest:
     headers: dict[str, str]
     body: Any
     has_body: bool
+    form: bool = False  # the body is form pairs (list[tuple[str, str]]), not JSON
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +71,7 @@ class RequestPlan:
         body_object: send the arguments not placed elsewhere as a JSON object body.
         body_optional: with ``body_object``, send no body at all when no argument is left for it (an OpenAPI
             request body that is not required); otherwise an empty object is sent.
+        body_form: with ``body_object``, send that body form-encoded (``application/x-www-form-urlencoded``).
     """
 
     method: str
@@ -79,6 +83,7 @@ class RequestPlan:
     body_field: str | None = None
     body_object: bool = False
     body_optional: bool = False
+    body_form: bool = False
 
     @classmethod
     def simple(cls, method: str, path: str) -> RequestPlan:
@@ -112,6 +117,10 @@ class RequestPlan:
             has_body = self.body_field in remaining
             return PreparedRequest(self.method, path, query, headers, remaining.get(self.body_field), has_body)
         if self.body_object and (remaining or not self.body_optional):
+            if self.body_form:
+                pairs: list[tuple[str, str]] = []
+                _add_query(pairs, remaining, self.joined_params)
+                return PreparedRequest(self.method, path, query, headers, pairs, True, True)
             return PreparedRequest(self.method, path, query, headers, remaining, True)
         return PreparedRequest(self.method, path, query, headers, None, False)
 

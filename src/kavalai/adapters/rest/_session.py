@@ -19,6 +19,7 @@ import json
 import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
 from aiohttp.client_middlewares import ClientMiddlewareType
@@ -164,7 +165,10 @@ def _request_options(request: PreparedRequest, resolved: ResolvedServer, where: 
     if request.query or resolved.query:
         options["params"] = [*request.query, *resolved.query]
     headers = dict(request.headers) if request.headers else {}
-    if request.has_body:
+    if request.has_body and request.form:
+        options["data"] = urlencode(request.body).encode()
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
+    elif request.has_body:
         options["data"] = _json_body(request.body, where, uri)
         headers["Content-Type"] = "application/json"
     if get_current_span().get_span_context().is_valid:  # a traced call: the server continues the trace
