@@ -11,7 +11,9 @@ with its own docstring, as in a catalog built from many sources.
   a tool's first call, so that cost is printed too (not compared: pydantic-ai has none left to pay);
 - first listing: ``kernel.describe_tools()`` (every tool's input and output JSON schema) against collecting the
   ``tool_def`` of every pydantic-ai tool (its parameters and return schemas); and registering plus listing
-  together, since each library may do the schema work in either step;
+  together, since each library may do the schema work in either step. ``get_tool_descriptions()`` returns the same
+  list as JSON text too (Kaval.AI 1.0's form), which pydantic-ai has no counterpart of: its time is printed, not
+  compared;
 - call cost: ``call_tool`` on a kernel of 10 tools and of N tools, interleaved;
 - per node: a workflow ``start -> function -> end`` run, per function node, against a direct ``call_tool`` of its
   (sync) tool; and, since a thread hop hides most of the engine's own cost, what one more function node adds to a
@@ -197,6 +199,12 @@ async def main(count: int) -> None:
     print(line("first listing of every tool's schemas", ours_list, theirs_list, "s", 1.0))
     ours_both, theirs_both = ours_time + ours_list, theirs_time + theirs_list
     print(line("register, then list every tool", ours_both, theirs_both, "s", 1.0))
+    fresh = register_kavalai(functions)
+    gc.collect()
+    start = time.perf_counter()
+    text = await fresh.get_tool_descriptions()
+    as_text = time.perf_counter() - start
+    print(f"  first get_tool_descriptions() (the list and its {len(text) / 1e6:.1f} MB of JSON text) {as_text:.3f} s")
     first, later = await first_calls(small)
     print(f"  first call_tool of each of {len(small):,} tools (builds its models) {first:8.1f} µs; then {later:.1f} µs")
 
