@@ -14,7 +14,7 @@ from tests.servers.mcp_features import build_server
 from tests.servers.uvicorn_server import serve
 
 from kavalai import FunctionKernel, FunctionKernelException, McpServer, ServerConnectionError
-from kavalai.adapters.mcp import McpChange, McpElicitation, McpSamplingRequest
+from kavalai.adapters.mcp import McpChange, McpElicitation, McpLogMessage, McpSamplingRequest
 
 MODERN, LEGACY = "2026-07-28", "2025-11-25"
 ERAS = [pytest.param("2026-07-28", id="2026-07-28"), pytest.param("legacy", id="handshake")]
@@ -151,5 +151,27 @@ async def test_input_requests_over_streamable_http_in_both_eras(features_url: st
         assert (await kernel.call_tool("mcp://feat.greet")).result == "hello Grace"  # type: ignore[attr-defined]
         expected = MODERN if protocol == MODERN else LEGACY
         assert kernel.get_mcp_server_state("feat").protocol_version == expected
+    finally:
+        await kernel.close()
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_server_logs_reach_the_log_handler_at_the_level_asked(stdio_server: StdioFactory, protocol: str) -> None:
+    seen: list[McpLogMessage] = []
+    kernel = await _kernel(stdio_server, protocol, log_handler=seen.append, env={"TOKEN": "s3cr3t-token"})
+    try:
+        await kernel.call_tool("mcp://feat.count", {"n": 1})
+        await wait_until(lambda: bool(seen))
+        [message] = seen
+        assert (message.server, message.level, message.logger) == ("feat", "warning", "counter")
+        assert message.data == "counting started token=***"  # the server's secrets are masked
+    finally:
+        await kernel.close()
+    quiet: list[McpLogMessage] = []
+    kernel = await _kernel(stdio_server, protocol, log_handler=quiet.append, log_level="error")
+    try:
+        await kernel.call_tool("mcp://feat.count", {"n": 1})
+        await kernel.call_tool("mcp://feat.count", {"n": 1})  # any log of the first call has arrived by now
+        assert quiet == []  # a warning is below the level asked for
     finally:
         await kernel.close()

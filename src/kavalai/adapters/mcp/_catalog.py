@@ -186,3 +186,28 @@ class McpChange:
 
 #: Called with each :class:`McpChange`, sync or async; a callback that fails is logged, not raised.
 ChangeCallback: TypeAlias = Callable[[McpChange], "Awaitable[None] | None"]
+
+
+#: The levels of MCP's log messages (RFC 5424's), least severe first.
+McpLogLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+
+
+@dataclass(frozen=True, slots=True)
+class McpLogMessage:
+    """A log message of a server (``notifications/message``), given to ``McpServer(log_handler=...)``.
+
+    Attributes:
+        server: the server.
+        level: its level.
+        logger: the name the server gave its logger, if any.
+        data: what it logged (text, or JSON data), with the server's configured secrets masked.
+    """
+
+    server: str
+    level: McpLogLevel
+    logger: str | None
+    data: Any
+
+
+#: Called with each :class:`McpLogMessage`, sync or async; a handler that fails is logged, not raised.
+LogHandler: TypeAlias = Callable[[McpLogMessage], "Awaitable[None] | None"]

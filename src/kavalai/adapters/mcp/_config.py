@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
 from kavalai.adapters._settings import settings_error
+from kavalai.adapters.mcp._catalog import McpLogLevel
 from kavalai.auth import OAuth
 from kavalai.errors import ConfigurationError
 from kavalai.kernel import SERVER_NAME_PATTERN
@@ -124,6 +125,18 @@ class McpServer(BaseModel):
         description="Called with an McpChange when the server says its tools, resources or prompts changed, or "
         "that a subscribed resource did (sync or async).",
     )
+    log_handler: Any = Field(
+        default=None,
+        repr=False,
+        exclude=True,
+        description="Called (sync or async) with an McpLogMessage for each log message of the server, instead of "
+        "Python logging under `kavalai.mcp.<server>` (the default).",
+    )
+    log_level: McpLogLevel | None = Field(
+        default=None,
+        description="The least severe level the server is asked to send. None (the default): what Python logging "
+        "would show of `kavalai.mcp.<server>` (WARNING unless configured).",
+    )
     roots: list[str] | None = Field(
         default=None,
         description="Folders (or file:// URIs) the server is told it may work in; None: roots are not offered.",
@@ -147,7 +160,7 @@ class McpServer(BaseModel):
 
     @model_validator(mode="after")
     def _check_handlers(self) -> McpServer:
-        for name in ("sampling_approval", "elicitation", "on_change"):
+        for name in ("sampling_approval", "elicitation", "on_change", "log_handler"):
             value = getattr(self, name)
             if value is not None and not callable(value):
                 raise ValueError(f"MCP server {self.name!r}: {name} must be a function, not {type(value).__name__}")

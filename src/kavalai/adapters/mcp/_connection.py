@@ -38,7 +38,7 @@ from kavalai.adapters.base import ToolRegistry
 from kavalai.adapters.mcp import _client_side as client_side
 from kavalai.adapters.mcp import _era as era
 from kavalai.adapters.mcp import _features as features
-from kavalai.adapters.mcp._catalog import McpChange
+from kavalai.adapters.mcp._catalog import McpChange, McpLogMessage
 from kavalai.adapters.mcp._config import McpServer, McpTransport
 from kavalai.adapters.mcp._convert import build_models, content_output_schema, raise_tool_error, result_value
 from kavalai.adapters.mcp._errors import answer_unreadable, call_error, describe_failure, request_error, scrub
@@ -272,7 +272,7 @@ class McpConnection:
                 mode=era.client_mode(config.protocol),
                 message_handler=_MessageHandler(gen, config),
                 logging_callback=_ServerLog(config),
-                log_level=era.log_level(config.name),
+                log_level=config.log_level or era.log_level(config.name),
                 client_info=_CLIENT_INFO,
                 cache=CacheConfig(),
                 extensions=[advertise(TASKS_EXTENSION)],  # a long call may come back as a task (_tasks.py)
@@ -282,6 +282,7 @@ class McpConnection:
             problem = era.pin_problem(config.protocol, client.protocol_version)
             if problem is not None:
                 raise ConfigurationError(f"MCP server {config.name!r}: {problem}.")
+            await era.ask_log_level(client, config.log_level)
         except BaseException:
             await inner.aclose()
             raise
@@ -508,9 +509,12 @@ class McpConnection:
             self._report(McpStatus.CLOSED)
 
 
+_ORDER: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
 class _ServerLog:
     """A server's log messages (``notifications/message``), on the Python logger ``kavalai.mcp.<server>`` at the
-    matching level, secrets masked."""
+    matching level, or to the server's ``log_handler``; secrets masked either way."""
 
     _LEVELS: Final = {
         "debug": logging.DEBUG,
@@ -528,11 +532,31 @@ class _ServerLog:
         self._logger = logging.getLogger(f"kavalai.mcp.{config.name}")
 
     async def __call__(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
+        handler = self._config.log_handler
+        if handler is not None:
+            await self._hand(handler, params)
+            return
         level = self._LEVELS.get(str(params.level), logging.INFO)
         if self._logger.isEnabledFor(level):
             source = f"[{params.logger}] " if params.logger else ""
             data = params.data if isinstance(params.data, str) else json.dumps(params.data, default=str)
             self._logger.log(level, "%s%s", source, scrub(self._config, data)[:_MAX_LOG_CHARS])
+
+    async def _hand(self, handler: Any, params: mcp_types.LoggingMessageNotificationParams) -> None:
+        wanted = self._config.log_level
+        if wanted is not None and _ORDER.index(str(params.level)) < _ORDER.index(wanted):
+            return  # below the level asked for: a server that does not filter itself is filtered here
+        text = params.data if isinstance(params.data, str) else json.dumps(params.data, default=str)
+        masked = scrub(self._config, text)
+        data = masked[:_MAX_LOG_CHARS] if isinstance(params.data, str) or masked != text else params.data
+        level = str(params.level) if str(params.level) in self._LEVELS else "info"
+        message = McpLogMessage(server=self._config.name, level=level, logger=params.logger, data=data)  # type: ignore[arg-type]
+        try:
+            outcome = handler(message)
+            if inspect.isawaitable(outcome):
+                await outcome
+        except Exception:  # the application's handler failing must not end the connection
+            logger.warning("The log_handler of MCP server %r failed", self._config.name, exc_info=True)
 
 
 class _MessageHandler:

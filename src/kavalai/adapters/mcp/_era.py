@@ -32,6 +32,7 @@ __all__ = [
     "CALL_RESULT",
     "MAX_INPUT_ROUNDS",
     "InputRefused",
+    "ask_log_level",
     "client_mode",
     "drive_input_required",
     "is_modern",
@@ -114,6 +115,21 @@ def log_level(server: str) -> mcp_types.LoggingLevel:
         if level <= threshold:
             return name  # type: ignore[return-value]
     return "error"
+
+
+async def ask_log_level(client: Client, level: mcp_types.LoggingLevel | None) -> None:
+    """Handshake era: ask the server to send log messages from ``level`` on (``logging/setLevel``), when a level
+    is configured and the server logs. (A 2026-07-28 server is asked on every request instead.)"""
+    session = client.session
+    capabilities = session.server_capabilities
+    if level is None or is_modern(session.protocol_version) or capabilities is None or capabilities.logging is None:
+        return
+    try:
+        await session.send_request(
+            mcp_types.SetLevelRequest(params=mcp_types.SetLevelRequestParams(level=level)), mcp_types.EmptyResult
+        )
+    except MCPError as exc:  # a server that cannot is still usable
+        logger.debug("MCP logging/setLevel refused: %s", exc)
 
 
 async def drive_input_required(
