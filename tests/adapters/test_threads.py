@@ -77,6 +77,24 @@ async def test_at_most_max_threads_calls_of_a_loop_run_at_once_and_a_cancelled_o
     assert peak == MAX_THREADS + 1
 
 
+async def test_a_call_cancelled_while_it_waits_for_a_turn_leaves_the_count_right() -> None:
+    release = threading.Event()
+    running = [asyncio.create_task(run_in_thread(lambda: release.wait(timeout=20))) for _ in range(MAX_THREADS)]
+    loop = asyncio.get_running_loop()
+    await _until(lambda: loop in _threads._turns and _threads._turns[loop].free == 0)
+    turns = _threads._turns[loop]
+    waiting = [asyncio.create_task(run_in_thread(lambda: "late")) for _ in range(3)]
+    await _until(lambda: len(turns.waiting) == 3)
+    waiting[0].cancel()
+    waiting[1].cancel()
+    release.set()
+    assert await waiting[2] == "late"
+    await asyncio.gather(*running)
+    for task in waiting[:2]:
+        assert task.cancelled()
+    assert (turns.free, len(turns.waiting)) == (MAX_THREADS, 0)  # every turn back, no waiter left behind
+
+
 async def test_idle_threads_end(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_threads, "IDLE_SECONDS", 0.05)
     started = threading.Event()

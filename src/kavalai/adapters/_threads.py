@@ -17,6 +17,7 @@ The semantics are anyio's ``run_sync(..., abandon_on_cancel=True)``:
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import contextvars
 import queue
@@ -36,7 +37,7 @@ IDLE_SECONDS: Final = 10.0
 
 _Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", contextvars.Context, Callable[[], Any]]
 _idle: list[_Worker] = []  # LIFO: the thread idle the shortest time is the warmest
-_turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+_turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Turns] = weakref.WeakKeyDictionary()
 
 
 async def run_in_thread(func: Callable[[], R]) -> R:
@@ -44,8 +45,12 @@ async def run_in_thread(func: Callable[[], R]) -> R:
     loop = asyncio.get_running_loop()
     turns = _turns.get(loop)
     if turns is None:
-        turns = _turns[loop] = asyncio.Semaphore(MAX_THREADS)
-    async with turns:
+        turns = _turns[loop] = _Turns()
+    if turns.free and not turns.waiting:
+        turns.free -= 1
+    else:
+        await turns.wait(loop)
+    try:
         future: asyncio.Future[R] = loop.create_future()
         try:
             worker = _idle.pop()
@@ -54,6 +59,40 @@ async def run_in_thread(func: Callable[[], R]) -> R:
             worker.start()
         worker.jobs.put((loop, future, contextvars.copy_context(), func))
         return await future
+    finally:
+        turns.give_back()
+
+
+class _Turns:
+    """The turns of one event loop: a semaphore that, unlike ``asyncio.Semaphore``, keeps no reference to its loop
+    once nobody waits (it is kept by the loop, weakly)."""
+
+    __slots__ = ("free", "waiting")
+
+    def __init__(self) -> None:
+        self.free = MAX_THREADS
+        self.waiting: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    async def wait(self, loop: asyncio.AbstractEventLoop) -> None:
+        turn = loop.create_future()
+        self.waiting.append(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():  # given a turn just as it was cancelled: pass it on
+                self.give_back()
+            else:
+                with contextlib.suppress(ValueError):  # already passed over by give_back()
+                    self.waiting.remove(turn)
+            raise
+
+    def give_back(self) -> None:
+        while self.waiting:
+            turn = self.waiting.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                return
+        self.free += 1
 
 
 class _Worker(threading.Thread):
