@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import subprocess
+import sys
 import threading
 import time
 
@@ -121,3 +123,24 @@ async def _until(condition: object, timeout: float = 10.0) -> None:
     while not condition():  # type: ignore[operator]
         assert time.monotonic() < deadline, "the condition did not come true in time"
         await asyncio.sleep(0.005)
+
+
+def test_idle_worker_threads_end_when_the_interpreter_exits() -> None:
+    # A daemon thread still waiting at finalization is stopped by force, which can abort the process; the idle
+    # ones are ended and joined at exit instead. The child's own exit handler, registered before kavalai's (exit
+    # handlers run last-registered first), counts the worker threads still alive after kavalai's has run.
+    code = (
+        "import atexit, threading\n"
+        "atexit.register(lambda: print('left', sum(t.name == 'kavalai-tool' and t.is_alive()"
+        " for t in threading.enumerate())))\n"
+        "import asyncio\n"
+        "from kavalai.adapters._threads import run_in_thread\n"
+        "async def main():\n"
+        "    await asyncio.gather(*(run_in_thread(lambda: 1) for _ in range(8)))\n"
+        "asyncio.run(main())\n"
+        "print('started', sum(t.name == 'kavalai-tool' for t in threading.enumerate()))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    started, left = done.stdout.splitlines()
+    assert int(started.removeprefix("started ")) >= 1  # there were threads to end
+    assert left == "left 0"

@@ -11,12 +11,16 @@ The semantics are anyio's ``run_sync(..., abandon_on_cancel=True)``:
 - at most :data:`MAX_THREADS` calls per event loop wait on a thread at a time; more wait for a turn;
 - a call whose awaiting task is cancelled (a timeout) returns at once and gives its turn back; its thread runs the
   function to the end, since Python cannot stop a thread, and is then free again;
-- threads are daemons, reused most-recently-idle first, and end after :data:`IDLE_SECONDS` without work.
+- threads are daemons, reused most-recently-idle first, and end after :data:`IDLE_SECONDS` without work;
+- at the interpreter's exit the idle ones are ended and joined (:func:`_stop_idle`): a daemon thread still waiting
+  when the interpreter finalizes is stopped by force, which aborts the process now and then (seen with
+  pydantic-monty loaded).
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import collections
 import contextlib
 import contextvars
@@ -98,18 +102,22 @@ class _Turns:
 class _Worker(threading.Thread):
     def __init__(self) -> None:
         super().__init__(name="kavalai-tool", daemon=True)
-        self.jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self.jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
 
     def run(self) -> None:
         jobs = self.jobs
         while True:
             try:
                 job = jobs.get(timeout=IDLE_SECONDS)
+                if job is None:  # the interpreter is exiting
+                    return
             except queue.Empty:
                 try:
                     _idle.remove(self)  # atomic: either this thread leaves, or a caller took it and a job is coming
                 except ValueError:
                     job = jobs.get()
+                    if job is None:
+                        return
                 else:
                     return
             loop, future, context, func = job
@@ -131,3 +139,17 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
         future.set_result(result)
     else:
         future.set_exception(error)
+
+
+_EXIT_WAIT: Final = 1.0  # seconds the exit waits, in all, for idle threads to end
+
+
+@atexit.register
+def _stop_idle() -> None:
+    """End the idle worker threads and wait for them (briefly): see the module's docstring."""
+    workers = list(_idle)
+    _idle.clear()
+    for worker in workers:
+        worker.jobs.put(None)
+    for worker in workers:
+        worker.join(_EXIT_WAIT / max(len(workers), 1))
