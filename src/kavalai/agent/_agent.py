@@ -28,9 +28,10 @@ from kavalai.agent._tools import HookFailures, ToolRunner
 from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
 from kavalai.agent.code_mode import CodeMode
 from kavalai.agent.errors import ApprovalHookError, MaxStepsExceededError
+from kavalai.agent.prompts import prompt_messages, split_prompt
 from kavalai.agent.resources import resource_reader_spec
 from kavalai.agent.search import ToolSearch
-from kavalai.durable import DurableRunner, current_run, error_envelope, resolve_runner, restore_error
+from kavalai.durable import DurableRunner, current_run, error_envelope, guarded, resolve_runner, restore_error
 from kavalai.durable import step as durable_step
 from kavalai.llm.base import LLMClient, ModelSettings, parse_structured
 from kavalai.llm.errors import LLMResponseError, StructuredOutputError
@@ -258,6 +259,28 @@ class Agent(Generic[OutputT]):
                 raise restore_error(data["error"])
             return self._result_from(data["result"])
         return await self._run_here(prompt, history)
+
+    async def run_prompt(
+        self,
+        server: str,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        history: Sequence[Message | Mapping[str, Any]] | None = None,
+        run_id: str | None = None,
+    ) -> AgentResult[OutputT]:
+        """Run on an MCP prompt: the prompt ``name`` of ``server`` (a template the user picked), rendered with
+        ``arguments``; its last message (the user's) is the prompt, the ones before it follow ``history``.
+
+        Raises:
+            ValueError: the agent has no kernel, or the rendered prompt does not end with the user's message.
+            FunctionKernelException: the server failed or refused the prompt (see :meth:`run` for the rest).
+        """
+        if self.kernel is None:
+            raise ValueError("run_prompt needs an agent with a kernel: Agent(llm, kernel=...).")
+        messages = await prompt_messages(self.kernel, server, name, arguments)
+        before, prompt = split_prompt(messages, what=f"The MCP prompt {name!r} of server {server!r}")
+        return await self.run(prompt, [*parse_messages(history or ()), *before], run_id=run_id)
 
     # ------------------------------------------------------------------------------------ as a durable target
 
