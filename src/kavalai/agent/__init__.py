@@ -5,6 +5,7 @@ from kavalai.agent._approval import Approval, ApprovalHook
 from kavalai.agent._events import (
     AgentEvent,
     EventHandler,
+    InputRequested,
     ModelResponded,
     ModelTextDelta,
     RunFailed,
@@ -29,6 +30,7 @@ __all__ = [
     "ArtifactStore",
     "EventHandler",
     "FileArtifactStore",
+    "InputRequested",
     "MaxStepsExceededError",
     "MemoryArtifactStore",
     "ModelResponded",

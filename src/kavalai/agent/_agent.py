@@ -12,10 +12,12 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from kavalai import FunctionKernel
+from kavalai.adapters.mcp import ElicitationHandler, McpElicitation, McpElicitationResult, answering
 from kavalai.agent._approval import ApprovalHook
 from kavalai.agent._events import (
     AgentEvent,
     EventHandler,
+    InputRequested,
     ModelResponded,
     ModelTextDelta,
     RunFailed,
@@ -117,6 +119,10 @@ class Agent(Generic[OutputT]):
             ``pydantic-monty`` sandbox (see :mod:`kavalai.agent.code_mode`); ``True`` for the default limits.
         resources: names of MCP servers whose resources the model may read: it gets a ``read_resource`` tool
             (``server``, ``uri``) whose description lists what each server offers.
+        on_elicitation: answers what an MCP server configured with ``elicitation="caller"`` asks the user during
+            this agent's tool calls (an :data:`~kavalai.adapters.mcp.ElicitationHandler`: the values, ``None`` to
+            decline, or an ``McpElicitationResult``); each request is also reported as an ``InputRequested``
+            event. Without it such requests are refused.
         durable: run durably on this runner (:mod:`kavalai.durable`; a runner, a database URL, or ``True``): the
             tool listing, every model reply, approval and tool call is a journaled step, and ``run(...,
             run_id=...)`` with the same id resumes a run whose process died without calling completed tools again.
@@ -145,6 +151,7 @@ class Agent(Generic[OutputT]):
         core_tools: Sequence[str] = (),
         code_mode: CodeMode | bool | None = None,
         resources: Sequence[str] = (),
+        on_elicitation: ElicitationHandler | None = None,
         durable: DurableRunner | str | bool | None = None,
         durable_name: str = "agent",
     ) -> None: ...
@@ -170,6 +177,7 @@ class Agent(Generic[OutputT]):
         core_tools: Sequence[str] = (),
         code_mode: CodeMode | bool | None = None,
         resources: Sequence[str] = (),
+        on_elicitation: ElicitationHandler | None = None,
         durable: DurableRunner | str | bool | None = None,
         durable_name: str = "agent",
     ) -> None: ...
@@ -194,6 +202,7 @@ class Agent(Generic[OutputT]):
         core_tools: Sequence[str] = (),
         code_mode: CodeMode | bool | None = None,
         resources: Sequence[str] = (),
+        on_elicitation: ElicitationHandler | None = None,
         durable: DurableRunner | str | bool | None = None,
         durable_name: str = "agent",
     ) -> None:
@@ -224,6 +233,7 @@ class Agent(Generic[OutputT]):
         self.core_tools = list(core_tools)
         self.code_mode = CodeMode() if code_mode is True else (code_mode or None)
         self.resources = list(resources)
+        self.on_elicitation = on_elicitation
         self.durable: DurableRunner | None = resolve_runner(durable)
         self._durable_name = durable_name
 
@@ -259,6 +269,18 @@ class Agent(Generic[OutputT]):
                 raise restore_error(data["error"])
             return self._result_from(data["result"])
         return await self._run_here(prompt, history)
+
+    def _answerer(self) -> ElicitationHandler | None:
+        """The answerer of this run's elicitations: ``on_elicitation``, after an ``InputRequested`` event."""
+        hook = self.on_elicitation
+        if hook is None:
+            return None
+
+        async def answer(request: McpElicitation) -> Mapping[str, Any] | McpElicitationResult | None:
+            await self._emit(InputRequested(request=request))
+            return await hook(request)
+
+        return answer
 
     async def run_prompt(
         self,
@@ -345,7 +367,7 @@ class Agent(Generic[OutputT]):
             "gen_ai.request.model": self.llm.model,
         }
         try:
-            with span(f"invoke_agent {self.llm.model}", attributes):
+            with span(f"invoke_agent {self.llm.model}", attributes), answering(self._answerer()):
                 return await self._loop(state, specs, runner)
         except Exception as exc:
             await self._emit(RunFailed(error=exc, result=state.result(None)))

@@ -6,12 +6,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from kavalai.adapters.mcp import McpElicitation
 from kavalai.agent._result import AgentResult, ToolCallRecord
 from kavalai.llm.messages import LLMResponse, ToolCall
 
 __all__ = [
     "AgentEvent",
     "EventHandler",
+    "InputRequested",
     "ModelResponded",
     "ModelTextDelta",
     "RunFailed",
@@ -77,6 +79,14 @@ class ToolCallFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class InputRequested:
+    """An MCP server asked the user for input during a tool call (``Agent(on_elicitation=...)`` answers it)."""
+
+    request: McpElicitation
+    type: Literal["input_requested"] = "input_requested"
+
+
+@dataclass(frozen=True, slots=True)
 class RunFinished:
     """The run produced its final answer."""
 
@@ -101,6 +111,7 @@ AgentEvent: TypeAlias = (
     | ModelResponded
     | ToolCallStarted
     | ToolCallFinished
+    | InputRequested
     | RunFinished
     | RunFailed
 )

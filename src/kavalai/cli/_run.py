@@ -164,8 +164,9 @@ def _read_input(args: argparse.Namespace) -> Any:
 
 
 async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextIO) -> int:
+    from kavalai.cli._ask import answer_on_terminal
     from kavalai.errors import FunctionKernelException
-    from kavalai.workflow import RunFinished, WorkflowDefinitionError, WorkflowEngine
+    from kavalai.workflow import InputRequested, RunFinished, WorkflowDefinitionError, WorkflowEngine
     from kavalai.workflow.errors import NodeValidationError
 
     durable = args.durable or args.db is not None or args.run_id is not None or args.submit
@@ -199,6 +200,8 @@ async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextI
             else:
                 async for event in engine.stream(run_input, **options):
                     progress.show(event)
+                    if isinstance(event, InputRequested):  # an MCP server asks the user (elicitation: caller)
+                        await answer_on_terminal(event, err)
                     if isinstance(event, RunFinished):
                         result = event.result
     except WorkflowDefinitionError as exc:  # found on connect: a tool the kernel lacks, a model it cannot create

@@ -29,6 +29,7 @@ from kavalai.workflow._nodes import (
     SwitchNode,
 )
 from kavalai.workflow._result import (
+    InputRequested,
     NodeFailed,
     NodeFinished,
     NodeStarted,
@@ -59,6 +60,7 @@ __all__ = [
     "ExpressionError",
     "FunctionNode",
     "IfNode",
+    "InputRequested",
     "LlmNode",
     "Node",
     "NodeBase",

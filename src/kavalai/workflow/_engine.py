@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from kavalai.adapters.mcp import ElicitationHandler, McpElicitation, answering
 from kavalai.workflow._executor import Emit, Execution
 from kavalai.workflow._graph import Workflow, check_tools, checked_timeout, checked_visits
 from kavalai.workflow._nodes import AgentNode, LlmNode
-from kavalai.workflow._result import RunResult, WorkflowEvent, jsonable
+from kavalai.workflow._result import InputRequested, RunResult, WorkflowEvent, jsonable
 from kavalai.workflow._services import Service
 from kavalai.workflow.errors import NodeError, WorkflowDefinitionError
 
@@ -350,6 +351,7 @@ class WorkflowEngine:
         max_visits: int | None = None,
         timeout: float | _Unset | None = _UNSET,
         run_id: str | None = None,
+        on_elicitation: ElicitationHandler | None = None,
     ) -> RunResult:
         """Run the workflow on ``input`` and return the result (it does not raise for a failed run).
 
@@ -360,6 +362,9 @@ class WorkflowEngine:
             run_id: the run's id (a new one by default). On a durable engine it names the run: running the same
                 id again returns a finished run's result from the journal and resumes one whose process died,
                 without calling its recorded tool calls again.
+            on_elicitation: answers what an MCP server configured with ``elicitation="caller"`` asks the user
+                during the run's tool calls (the values, ``None`` to decline, or an ``McpElicitationResult``).
+                Without it such requests are refused; :meth:`stream` hands them to its consumer instead.
 
         Returns:
             The :class:`RunResult`: status, validated output, error and trace. Call ``raise_for_status()`` to
@@ -372,7 +377,8 @@ class WorkflowEngine:
             data = await self.durable.run(self, payload, run_id=run_id)
             return RunResult.from_dict(data, output_type=self.workflow.output_type)
         await self._prepare()
-        return await self._execution(input, max_visits, timeout, run_id=run_id).run()
+        with answering(on_elicitation):
+            return await self._execution(input, max_visits, timeout, run_id=run_id).run()
 
     # ------------------------------------------------------------------------------------ as a durable target
 
@@ -410,7 +416,9 @@ class WorkflowEngine:
 
         Nodes inside parallel branches report while the branches run. The run executes in a task of its own,
         so the consumer may stop iterating at any point: leaving the loop (or closing the iterator) cancels
-        the run. Arguments are those of :meth:`run`.
+        the run. Arguments are those of :meth:`run`. When an MCP server configured with ``elicitation="caller"``
+        asks the user for input, an ``InputRequested`` event comes and the run waits for its ``answer()`` or
+        ``decline()``.
         """
         if self.durable is not None:
             raise TypeError(
@@ -425,7 +433,13 @@ class WorkflowEngine:
             with send:
                 return await execution.run()
 
-        task = asyncio.get_running_loop().create_task(drive())
+        async def ask(request: McpElicitation) -> Mapping[str, Any] | None:
+            reply: asyncio.Future[Mapping[str, Any] | None] = asyncio.get_running_loop().create_future()
+            send.send_nowait(InputRequested(request=request, _reply=reply))
+            return await reply
+
+        with answering(ask):  # the run's task starts with a copy of this context
+            task = asyncio.get_running_loop().create_task(drive())
         try:
             async for event in receive:
                 yield event

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -10,12 +11,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic_core import to_jsonable_python
 
+from kavalai.adapters.mcp import McpElicitation
 from kavalai.workflow.errors import WorkflowError
 
 if TYPE_CHECKING:
     from kavalai.workflow._types import DataType
 
 __all__ = [
+    "InputRequested",
     "NodeFailed",
     "NodeFinished",
     "NodeStarted",
@@ -248,8 +251,32 @@ class RunFinished:
     type: Literal["run_finished"] = "run_finished"
 
 
+@dataclass(frozen=True, slots=True)
+class InputRequested:
+    """An MCP server (configured with ``elicitation="caller"``) asks the user for input during a tool call of the
+    run; the run waits until the consumer of :meth:`WorkflowEngine.stream` calls :meth:`answer` or :meth:`decline`.
+
+    Attributes:
+        request: what is asked (``message``, the fields' JSON ``schema``, or a ``url`` to visit).
+    """
+
+    request: McpElicitation
+    _reply: asyncio.Future[Mapping[str, Any] | None] = field(repr=False, compare=False)
+    type: Literal["input_requested"] = "input_requested"
+
+    def answer(self, values: Mapping[str, Any]) -> None:
+        """Accept the request with ``values`` (the fields the schema asks for)."""
+        if not self._reply.done():
+            self._reply.set_result(dict(values))
+
+    def decline(self) -> None:
+        """Decline the request."""
+        if not self._reply.done():
+            self._reply.set_result(None)
+
+
 #: Any event :meth:`WorkflowEngine.stream` yields.
-WorkflowEvent = RunStarted | NodeStarted | NodeFinished | NodeFailed | RunFinished
+WorkflowEvent = RunStarted | NodeStarted | NodeFinished | NodeFailed | InputRequested | RunFinished
 
 
 def jsonable(value: Any) -> Any:

@@ -6,6 +6,7 @@ the ``mcp`` SDK) loads when the first server is registered.
 
 from typing import TYPE_CHECKING
 
+from kavalai.adapters.mcp._answering import CALLER, answering
 from kavalai.adapters.mcp._catalog import (
     ChangeCallback,
     ElicitationHandler,
@@ -40,6 +41,7 @@ from kavalai.adapters.mcp._content import (
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 
 __all__ = [
+    "CALLER",
     "ChangeCallback",
     "ElicitationHandler",
     "LogHandler",
@@ -71,6 +73,7 @@ __all__ = [
     "McpTransport",
     "SamplingApproval",
     "SamplingHandler",
+    "answering",
     "kill_stdio_servers_now",
 ]
 

@@ -16,6 +16,7 @@ from typing import Any
 import mcp_types
 from mcp.client.session import ClientRequestContext
 
+from kavalai.adapters.mcp._answering import CALLER, current_answerer
 from kavalai.adapters.mcp._catalog import (
     ElicitationHandler,
     McpElicitation,
@@ -29,8 +30,9 @@ from kavalai.adapters.mcp._config import McpServer
 __all__ = ["callbacks", "elicitation_callback", "roots_callback", "sampling_callback"]
 
 
-def callbacks(config: McpServer) -> dict[str, Any]:
-    """The ``ClientSession`` callbacks for what ``config`` offers (a fresh sampling budget per session)."""
+def callbacks(config: McpServer, in_flight: Callable[[], list[ElicitationHandler]] = list) -> dict[str, Any]:
+    """The ``ClientSession`` callbacks for what ``config`` offers (a fresh sampling budget per session);
+    ``in_flight`` gives the answerers of the calls in flight on the connection (for ``elicitation="caller"``)."""
     found = {
         "sampling_callback": sampling_callback(
             config.name,
@@ -39,7 +41,9 @@ def callbacks(config: McpServer) -> dict[str, Any]:
             max_tokens=config.sampling_max_tokens,
             max_requests=config.sampling_max_requests,
         ),
-        "elicitation_callback": elicitation_callback(config.name, config.elicitation),
+        "elicitation_callback": elicitation_callback(
+            config.name, _from_caller(in_flight) if config.elicitation == CALLER else config.elicitation
+        ),
         "list_roots_callback": roots_callback(config.roots),
     }
     return {key: value for key, value in found.items() if value is not None}
@@ -106,6 +110,24 @@ def elicitation_callback(
         return mcp_types.ElicitResult(action="accept", content=dict(outcome))
 
     return callback
+
+
+def _from_caller(in_flight: Callable[[], list[ElicitationHandler]]) -> ElicitationHandler:
+    """The handler of ``elicitation="caller"``: the answerer of the calling context, else the one shared by the
+    calls in flight on the connection (a handshake-era server asks on the session, outside its caller's task)."""
+
+    async def ask(request: McpElicitation) -> Mapping[str, Any] | McpElicitationResult | None:
+        handler = current_answerer()
+        if handler is None:
+            found = list(dict.fromkeys(in_flight()))
+            if len(found) > 1:
+                raise LookupError(f"{len(found)} calls with different answerers are in flight; cannot tell whose")
+            if not found:
+                raise LookupError("the call was made with no answerer (see kavalai.adapters.mcp.answering)")
+            handler = found[0]
+        return await handler(request)
+
+    return ask
 
 
 def roots_callback(roots: list[str] | None) -> Callable[[ClientRequestContext], Awaitable[Any]] | None:

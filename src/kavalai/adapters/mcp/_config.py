@@ -116,7 +116,8 @@ class McpServer(BaseModel):
         repr=False,
         exclude=True,
         description="Answers the server's requests for user input: `async handler(McpElicitation)` returning the "
-        "values (accept), None (decline) or an McpElicitationResult. None (the default): not offered.",
+        "values (accept), None (decline) or an McpElicitationResult; or 'caller': whoever makes each call answers "
+        "(an agent's on_elicitation, a workflow run's, `kavalai run`'s terminal). None (the default): not offered.",
     )
     on_change: Any = Field(
         default=None,
@@ -162,6 +163,8 @@ class McpServer(BaseModel):
     def _check_handlers(self) -> McpServer:
         for name in ("sampling_approval", "elicitation", "on_change", "log_handler"):
             value = getattr(self, name)
+            if name == "elicitation" and value == "caller":
+                continue  # answered by the caller of each tool call (kavalai.adapters.mcp.answering)
             if value is not None and not callable(value):
                 raise ValueError(f"MCP server {self.name!r}: {name} must be a function, not {type(value).__name__}")
         sampling = self.sampling

@@ -38,7 +38,8 @@ from kavalai.adapters.base import ToolRegistry
 from kavalai.adapters.mcp import _client_side as client_side
 from kavalai.adapters.mcp import _era as era
 from kavalai.adapters.mcp import _features as features
-from kavalai.adapters.mcp._catalog import McpChange, McpLogMessage
+from kavalai.adapters.mcp._answering import CALLER, current_answerer
+from kavalai.adapters.mcp._catalog import ElicitationHandler, McpChange, McpLogMessage
 from kavalai.adapters.mcp._config import McpServer, McpTransport
 from kavalai.adapters.mcp._convert import build_models, content_output_schema, raise_tool_error, result_value
 from kavalai.adapters.mcp._errors import answer_unreadable, call_error, describe_failure, request_error, scrub
@@ -85,6 +86,7 @@ class McpConnection:
         self._protocol_version: str | None = None  # negotiated at the last connect
         self._stale_at = math.inf  # when the tool listing's ttlMs runs out (inf: no hint, kept until changed)
         self._subscribed: set[str] = set()  # resources subscribed to (2026-07-28: the listen stream's filter)
+        self._in_flight: list[ElicitationHandler] = []  # answerers of the calls in flight (elicitation="caller")
 
     # ------------------------------------------------------------------------------------------------ state
 
@@ -276,7 +278,7 @@ class McpConnection:
                 client_info=_CLIENT_INFO,
                 cache=CacheConfig(),
                 extensions=[advertise(TASKS_EXTENSION)],  # a long call may come back as a task (_tasks.py)
-                **client_side.callbacks(config),
+                **client_side.callbacks(config, self._in_flight.copy),
             )
             await inner.enter_async_context(client)
             problem = era.pin_problem(config.protocol, client.protocol_version)
@@ -409,6 +411,16 @@ class McpConnection:
 
     async def call(self, tool: str, uri: str, args: BaseModel, *, structured: bool) -> Any:
         """Run ``tools/call`` and return the raw value for the output model."""
+        answerer = current_answerer() if self.config.elicitation == CALLER else None
+        if answerer is None:
+            return await self._call(tool, uri, args, structured=structured)
+        self._in_flight.append(answerer)  # for a handshake-era server, which asks outside this task
+        try:
+            return await self._call(tool, uri, args, structured=structured)
+        finally:
+            self._in_flight.remove(answerer)
+
+    async def _call(self, tool: str, uri: str, args: BaseModel, *, structured: bool) -> Any:
         arguments = args.model_dump(by_alias=True, exclude_unset=True, mode="json")
         for attempt in range(_CALL_ATTEMPTS):
             gen, session = await self._session()

@@ -1,0 +1,42 @@
+"""Who answers a server's request for user input (an elicitation) when ``McpServer(elicitation="caller")``: the
+code that made the call, rather than one handler fixed for the server.
+
+The caller says how it answers with :func:`answering` (an agent does it with ``Agent(on_elicitation=...)``, a
+workflow run with ``WorkflowEngine.run(..., on_elicitation=...)``, ``kavalai run`` with a prompt on the terminal).
+A 2026-07-28 server's input requests (and those of a task) are answered in the caller's own task, so the caller's
+answerer is simply the one in effect there. A handshake-era server asks on its session, in the connection's task;
+then the answerer is the one of the calls in flight on that connection, when they all have the same, and the
+request is declined, saying why, when they have none or several different ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Final, Literal
+
+from kavalai.adapters.mcp._catalog import ElicitationHandler
+
+__all__ = ["CALLER", "answering", "current_answerer"]
+
+#: ``McpServer(elicitation=CALLER)``: the caller of each tool call answers (see the module's docstring).
+CALLER: Final[Literal["caller"]] = "caller"
+
+_answerer: ContextVar[ElicitationHandler | None] = ContextVar("kavalai_mcp_answerer", default=None)
+
+
+@contextmanager
+def answering(handler: ElicitationHandler | None) -> Iterator[None]:
+    """Within the block, input requests of ``elicitation="caller"`` servers are answered by ``handler`` (an
+    :data:`~kavalai.adapters.mcp.ElicitationHandler`; ``None``: declined)."""
+    token = _answerer.set(handler)
+    try:
+        yield
+    finally:
+        _answerer.reset(token)
+
+
+def current_answerer() -> ElicitationHandler | None:
+    """The answerer in effect here, if any."""
+    return _answerer.get()
