@@ -281,3 +281,62 @@ async def test_an_sdk_too_old_for_the_request_is_a_configuration_error(fake: Fak
             await llm.complete([UserMessage(content="hi")])
     assert isinstance(caught.value.__cause__, TypeError)
     assert fake.requests == []  # nothing was sent
+
+
+async def test_native_tool_search_defers_tools_and_sends_its_blocks_back(
+    fake: FakeProvider, client: AnthropicClient, tools_kernel: FunctionKernel
+) -> None:
+    @pythontool
+    def multiply(a: int, b: int) -> int:
+        """Multiply two integers."""
+        return a * b
+
+    tools_kernel.register_python_tool("math.multiply", multiply)
+    search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "tool_search_tool_bm25"}
+    found = {
+        "type": "tool_search_tool_result",
+        "tool_use_id": "srvtoolu_1",
+        "content": {
+            "type": "tool_search_tool_search_result",
+            "tool_references": [{"type": "tool_reference", "tool_name": "python_math_multiply"}],
+        },
+    }
+    fake.reply_json(
+        message(
+            {**search, "input": {"query": "multiply"}},
+            found,
+            tool_use_block("toolu_1", "python_math_multiply", {"a": 6, "b": 7}),
+        )
+    )
+    fake.reply_json(message(text_block("42.")))
+    agent = Agent(client, kernel=tools_kernel, tool_search="native", core_tools=["python://math.add"])
+    result = await agent.run("What is six times seven?")
+
+    assert result.output == "42."
+    [record] = result.tool_calls
+    assert (record.uri, record.result) == ("python://math.multiply", {"result": 42})
+    first, second = fake.bodies
+    tools = {tool["name"]: tool for tool in first["tools"]}
+    assert first["tools"][0] == {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}
+    assert tools["python_math_multiply"]["defer_loading"] is True
+    assert "defer_loading" not in tools["python_math_add"]  # a core tool is shown up front
+    assistant = second["messages"][1]
+    assert assistant["role"] == "assistant"
+    assert [block["type"] for block in assistant["content"]] == [
+        "server_tool_use",
+        "tool_search_tool_result",
+        "tool_use",
+    ]
+    assert assistant["content"][1]["content"]["tool_references"] == [
+        {"type": "tool_reference", "tool_name": "python_math_multiply"}
+    ]
+    assert second["messages"][2]["content"][0]["type"] == "tool_result"
+
+
+async def test_native_tool_search_falls_back_to_ours_when_streaming(
+    fake: FakeProvider, client: AnthropicClient, tools_kernel: FunctionKernel
+) -> None:
+    fake.reply_stream(stream_events([(text_block(""), ["Nothing to do."])]))
+    await Agent(client, kernel=tools_kernel, tool_search="native", stream=True).run("Hello.")
+    [body] = fake.bodies
+    assert [tool["name"] for tool in body["tools"]] == ["search_tools"]  # kavalai's search instead

@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatchcase
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, Literal, TypeVar, overload
 
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
@@ -33,7 +33,7 @@ from kavalai.agent.errors import ApprovalHookError, MaxStepsExceededError
 from kavalai.agent.prompts import prompt_messages, split_prompt
 from kavalai.agent.resources import resource_reader_spec
 from kavalai.agent.search import ToolSearch
-from kavalai.durable import DurableRunner, current_run, error_envelope, guarded, resolve_runner, restore_error
+from kavalai.durable import DurableRunner, current_run, error_envelope, resolve_runner, restore_error
 from kavalai.durable import step as durable_step
 from kavalai.llm.base import LLMClient, ModelSettings, parse_structured
 from kavalai.llm.errors import LLMResponseError, StructuredOutputError
@@ -112,7 +112,9 @@ class Agent(Generic[OutputT]):
             as an artifact the model reads with ``read_artifact``); ``None`` takes the kernel's ``output_budget``.
         tool_search: offer the ``core_tools`` and a ``search_tools`` tool instead of every tool, loading what a
             search finds into the next step (see :mod:`kavalai.agent.search`); ``None`` (the default) does so when
-            the agent has more than ``search_threshold`` tools.
+            the agent has more than ``search_threshold`` tools. ``"native"``: the provider's own tool search where
+            the client has one (Anthropic; not while streaming), the tools outside ``core_tools`` deferred to it;
+            ours elsewhere.
         search_threshold: the number of tools above which ``tool_search=None`` searches (default 30).
         core_tools: URIs and globs of the tools always offered when searching.
         code_mode: offer one ``run_python`` tool instead, whose snippets call the tools as async functions in the
@@ -146,7 +148,7 @@ class Agent(Generic[OutputT]):
         stream: bool = False,
         settings: ModelSettings | None = None,
         output_budget: OutputBudget | None = None,
-        tool_search: bool | None = None,
+        tool_search: bool | Literal["native"] | None = None,
         search_threshold: int = 30,
         core_tools: Sequence[str] = (),
         code_mode: CodeMode | bool | None = None,
@@ -172,7 +174,7 @@ class Agent(Generic[OutputT]):
         stream: bool = False,
         settings: ModelSettings | None = None,
         output_budget: OutputBudget | None = None,
-        tool_search: bool | None = None,
+        tool_search: bool | Literal["native"] | None = None,
         search_threshold: int = 30,
         core_tools: Sequence[str] = (),
         code_mode: CodeMode | bool | None = None,
@@ -197,7 +199,7 @@ class Agent(Generic[OutputT]):
         stream: bool = False,
         settings: ModelSettings | None = None,
         output_budget: OutputBudget | None = None,
-        tool_search: bool | None = None,
+        tool_search: bool | Literal["native"] | None = None,
         search_threshold: int = 30,
         core_tools: Sequence[str] = (),
         code_mode: CodeMode | bool | None = None,
@@ -343,8 +345,12 @@ class Agent(Generic[OutputT]):
         every = await self._tool_specs()
         if self.resources and self.kernel is not None:
             every.append(ToolSpec.from_description(await resource_reader_spec(self.kernel, self.resources)))
-        search = None if self.code_mode is not None else self._search_index(every)
-        specs = self._core(every, search) if self.code_mode is None else await self._code_spec(every)
+        native = self._native_search(every) if self.code_mode is None else None
+        search = None if self.code_mode is not None or native is not None else self._search_index(every)
+        if native is not None:
+            specs = native
+        else:
+            specs = self._core(every, search) if self.code_mode is None else await self._code_spec(every)
         state = _RunState(history=parse_messages(history or ()), new=[UserMessage(content=prompt)])
         runner = ToolRunner(
             self.kernel,
@@ -459,6 +465,16 @@ class Agent(Generic[OutputT]):
             return []
         kernel = self.kernel
         return [s.name for s in specs if kernel.has_tool(s.name) and kernel.get_tool_definition(s.name).wrapped]
+
+    def _native_search(self, specs: list[ToolSpec]) -> list[ToolSpec] | None:
+        """With ``tool_search="native"`` and a client that searches itself (not streaming): every tool, the ones
+        outside ``core_tools`` deferred to the provider's search; ``None`` otherwise (our search instead)."""
+        if self.tool_search != "native" or self.stream or not getattr(self.llm, "native_tool_search", False):
+            return None
+        return [
+            s if s.name == READ_ARTIFACT or any(fnmatchcase(s.name, p) for p in self.core_tools) else _deferred(s)
+            for s in specs
+        ]
 
     def _search_index(self, specs: list[ToolSpec]) -> ToolSearch | None:
         searching = self.tool_search if self.tool_search is not None else len(specs) > self.search_threshold
@@ -609,3 +625,7 @@ def _hook_error(failures: HookFailures, result: AgentResult[Any]) -> ApprovalHoo
         errors=list(failures.errors),
         result=result,
     )
+
+
+def _deferred(spec: ToolSpec) -> ToolSpec:
+    return spec.model_copy(update={"deferred": True})

@@ -53,6 +53,8 @@ class AnthropicClient(SDKClient):
     _sdk_client = "AsyncAnthropic"
     _sdk_base_error = "AnthropicError"
     _key_env = "ANTHROPIC_API_KEY"
+    #: Claude searches ``deferred`` tools itself (the API's BM25 tool search), loading what it finds.
+    native_tool_search = True
 
     def __init__(
         self,
@@ -96,14 +98,9 @@ class AnthropicClient(SDKClient):
         if system:
             body["system"] = "\n\n".join(system)
         if tools:
-            body["tools"] = [
-                {
-                    "name": names.to_provider(tool.name),
-                    "description": tool.description,
-                    "input_schema": anthropic_input_schema(tool.input_schema),
-                }
-                for tool in tools
-            ]
+            body["tools"] = [_tool(tool, names) for tool in tools]
+            if any(tool.deferred for tool in tools):  # Claude finds the deferred ones with its own search
+                body["tools"].insert(0, dict(_TOOL_SEARCH))
         if settings is not None and settings.temperature is not None:
             body["temperature"] = settings.temperature
         return body
@@ -126,18 +123,40 @@ class AnthropicClient(SDKClient):
             )
         texts: list[str] = []
         calls: list[ToolCall] = []
+        kept: tuple[dict[str, Any], ...] = ()
         for block in reply.content:
             if block.type == "text":
                 texts.append(block.text)
             elif block.type == "tool_use":
                 arguments = block.input if isinstance(block.input, dict) else str(block.input)
                 calls.append(tool_call(block.id, block.name, arguments, names))
+            elif block.type in _SERVER_BLOCKS:
+                # Its own tool search ran: the next request must carry these blocks back, in their place.
+                kept = tuple(b.model_dump(mode="json", exclude_none=True) for b in reply.content)
+        message = AssistantMessage(content="".join(texts) or None, tool_calls=tuple(calls), provider_content=kept)
         return LLMResponse(
-            message=AssistantMessage(content="".join(texts) or None, tool_calls=tuple(calls)),
+            message=message,
             usage=_usage(reply.usage, reply.usage.output_tokens),
             model=reply.model,
             stop_reason=reply.stop_reason,
         )
+
+
+#: The API's own tool search (BM25 over the deferred tools' names, descriptions and arguments).
+_TOOL_SEARCH: Final = {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}
+#: Blocks of a reply that only the API reads back: its tool search's call and result.
+_SERVER_BLOCKS: Final = frozenset({"server_tool_use", "tool_search_tool_result"})
+
+
+def _tool(tool: ToolSpec, names: ToolNameMap) -> dict[str, Any]:
+    wire: dict[str, Any] = {
+        "name": names.to_provider(tool.name),
+        "description": tool.description,
+        "input_schema": anthropic_input_schema(tool.input_schema),
+    }
+    if tool.deferred:
+        wire["defer_loading"] = True
+    return wire
 
 
 def _messages(messages: Sequence[Message], names: ToolNameMap) -> list[dict[str, Any]]:
@@ -165,6 +184,8 @@ def _blocks(message: Message, names: ToolNameMap) -> tuple[str, list[dict[str, A
         }
         return "user", [block]
     if isinstance(message, AssistantMessage):
+        if message.provider_content:
+            return "assistant", [dict(block) for block in message.provider_content]
         blocks: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
         blocks += [
             {"type": "tool_use", "id": call.id, "name": names.to_provider(call.name), "input": call.arguments}

@@ -81,6 +81,9 @@ class AssistantMessage(BaseModel):
     role: Literal["assistant"] = "assistant"
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
+    #: The reply's content as the provider sent it, kept when it holds what only that provider reads back (the
+    #: blocks of its own tool search): sent back as it is to that provider, ignored by others.
+    provider_content: tuple[dict[str, Any], ...] = ()
 
 
 class ToolResultMessage(BaseModel):
@@ -130,6 +133,9 @@ class ToolSpec(BaseModel):
     name: str
     description: str = ""
     input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    #: Left for the provider's own tool search to find (a client whose ``native_tool_search`` is true); other
+    #: clients offer it like any tool.
+    deferred: bool = False
 
     @classmethod
     def from_description(cls, description: Mapping[str, Any]) -> ToolSpec:
