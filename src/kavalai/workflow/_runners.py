@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from kavalai.durable import call_options
 from kavalai.errors import (
     FunctionKernelException,
     ToolInputError,
@@ -190,7 +189,6 @@ async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> O
     record.inputs = jsonable(arguments)
     policy = node.retry or _NO_RETRY
     options: dict[str, Any] = {} if node.timeout is None else {"timeout": node.timeout}
-    options.update(call_options())  # on an engine whose steps run elsewhere, each attempt is limited there
     record.attempts = 0
     while True:
         record.attempts += 1
