@@ -4,6 +4,7 @@
 - ``forever``: the task stays ``working`` for ever (its ``pollIntervalMs`` is 0, to tempt a client to spin).
 - ``garbage``: ``tasks/get`` answers with a status no task has.
 - ``asks``: the task asks for input (elicitation) again after every answer.
+- ``floods``: ``tools/call`` itself answers with an ``InputRequiredResult`` of 1,000 requests.
 
 Every ``tasks/cancel`` it receives is appended to the file named by ``CANCEL_LOG``, and every ``tasks/get`` counted
 in ``GET_LOG`` (one line each). Run as ``python -m tests.servers.mcp_tasks_hostile MODE``.
@@ -41,6 +42,8 @@ def answer(mode: str, method: str, params: dict[str, object]) -> dict[str, objec
     if method == "tools/list":
         return {"tools": [TOOL], "resultType": "complete", "ttlMs": 0, "cacheScope": "private"}
     if method == "tools/call":
+        if mode == "floods":
+            return {"resultType": "input_required", "inputRequests": {f"k{i}": ASK for i in range(1000)}}
         return {**task("working"), "resultType": "task"}
     if method == "tasks/get":
         log("GET_LOG", "get")

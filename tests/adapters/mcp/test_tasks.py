@@ -176,3 +176,20 @@ async def test_a_task_asking_without_end_is_stopped(tmp_path: Path) -> None:
             await kernel.call_tool("mcp://bad.work", timeout=20)
     finally:
         await kernel.close()
+
+
+async def test_a_thousand_questions_at_once_are_refused_without_asking_one(tmp_path: Path) -> None:
+    asked: list[McpElicitation] = []
+
+    async def user(request: McpElicitation) -> dict[str, Any]:
+        asked.append(request)
+        return {}
+
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(_hostile("floods", tmp_path, elicitation=user))
+    try:
+        with pytest.raises(ToolExecutionError, match=r"mcp://bad\.work.*1000 requests at once, more than the 16"):
+            await kernel.call_tool("mcp://bad.work", timeout=20)
+        assert asked == []
+    finally:
+        await kernel.close()

@@ -30,6 +30,7 @@ from kavalai.adapters.mcp._tasks import TaskCreated
 
 __all__ = [
     "CALL_RESULT",
+    "MAX_INPUT_REQUESTS",
     "MAX_INPUT_ROUNDS",
     "InputRefused",
     "ask_log_level",
@@ -47,6 +48,8 @@ logger = logging.getLogger("kavalai.mcp")
 
 #: How many times one request may come back asking for input before the call fails (the SDKs' default).
 MAX_INPUT_ROUNDS: Final = 10
+#: The most requests one round may ask (a user is not asked a thousand questions at once).
+MAX_INPUT_REQUESTS: Final = 16
 _STATE_ONLY_DELAY: Final = (0.05, 0.25)  # first and longest wait before re-sending a request the server holds
 _DATE: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -155,6 +158,15 @@ async def drive_input_required(
             return current
         responses: dict[str, mcp_types.InputResponse] | None = None
         if current.input_requests:
+            if len(current.input_requests) > MAX_INPUT_REQUESTS:
+                raise InputRefused(
+                    "input",
+                    mcp_types.ErrorData(
+                        code=mcp_types.INVALID_REQUEST,
+                        message=f"{len(current.input_requests)} requests at once, more than the "
+                        f"{MAX_INPUT_REQUESTS} a round may ask",
+                    ),
+                )
             delay = _STATE_ONLY_DELAY[0]
             responses = {}
             for key, request in current.input_requests.items():

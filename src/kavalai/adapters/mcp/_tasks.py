@@ -138,16 +138,19 @@ def _said(state: _TaskFields) -> str:
 async def _answer(session: ClientSession, state: _TaskState) -> dict[str, Any]:
     """Answer a parked task's requests through the connection's handlers (the same ones, with the same limits,
     that answer a server's requests in the other forms)."""
+    from kavalai.adapters.mcp._era import MAX_INPUT_REQUESTS, InputRefused  # the era module imports this one
+
+    requests = state.input_requests or {}
+    if len(requests) > MAX_INPUT_REQUESTS:
+        message = f"{len(requests)} requests at once, more than the {MAX_INPUT_REQUESTS} a round may ask"
+        raise InputRefused("input", mcp_types.ErrorData(code=mcp_types.INVALID_REQUEST, message=message))
     responses: dict[str, Any] = {}
-    for key, payload in (state.input_requests or {}).items():
+    for key, payload in requests.items():
         request = _INPUT_REQUEST.validate_python(payload, by_name=False)
         meta = request.params.meta if request.params else None
         context = ClientRequestContext(session=session, request_id=f"task-{state.task_id}-{key}", meta=meta)
         answer = await session.dispatch_input_request(context, request)
         if isinstance(answer, mcp_types.ErrorData):
-            # Imported here: the era module imports this one for its result union.
-            from kavalai.adapters.mcp._era import InputRefused
-
             raise InputRefused(request.method, answer)
         responses[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
     return responses
