@@ -113,3 +113,13 @@ async def test_command_env_and_url_env_are_read_at_connect(
     assert (await kernel.call_tool("mcp://web.add", {"a": 1, "b": 2})).model_dump() == {"result": 3}
     with pytest.raises(ValidationError, match="Only one of 'command' or 'command_env'"):
         McpServer(name="x", command=sys.executable, command_env="KT_MCP_CMD")
+
+
+def test_fastmcp_names_of_the_handlers_are_accepted() -> None:
+    async def model(request: object) -> str:
+        return "ok"
+
+    server = McpServer(name="s", command="x", sampling_handler=model, elicitation_handler="caller")
+    assert (server.sampling, server.elicitation) == (model, "caller")
+    with pytest.raises(ValidationError, match="sampling_handlr: not a setting of this server"):
+        McpServer(name="s", command="x", sampling_handlr=model)

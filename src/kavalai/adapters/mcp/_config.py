@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
 from kavalai.adapters._settings import settings_error
@@ -96,6 +96,7 @@ class McpServer(BaseModel):
         default=None,
         repr=False,
         exclude=True,
+        validation_alias=AliasChoices("sampling", "sampling_handler"),  # FastMCP's client calls it so
         description="Answers the server's sampling requests: `async handler(McpSamplingRequest) -> str | None` "
         "(None refuses), or a kavalai.llm client. None (the default): sampling is not offered.",
     )
@@ -115,6 +116,7 @@ class McpServer(BaseModel):
         default=None,
         repr=False,
         exclude=True,
+        validation_alias=AliasChoices("elicitation", "elicitation_handler"),
         description="Answers the server's requests for user input: `async handler(McpElicitation)` returning the "
         "values (accept), None (decline) or an McpElicitationResult; or 'caller': whoever makes each call answers "
         "(an agent's on_elicitation, a workflow run's, `kavalai run`'s terminal). None (the default): not offered.",
