@@ -41,9 +41,12 @@ from dbos import (
 
 from kavalai.durable._run import DurableRun, bind_run
 from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id
+from kavalai.durable._sqlite_compat import install as sqlite_unixepoch
 from kavalai.durable._store import ResultStore, SqlResultStore
 
 __all__ = ["DbosClient", "DbosRunner", "default_journal_url"]
+
+sqlite_unixepoch()  # DBOS's timestamps on SQLite older than 3.42, in every engine (see _sqlite_compat)
 
 logger = logging.getLogger("kavalai.durable")
 
@@ -112,6 +115,7 @@ class DbosRunner(DurableRunner):
         self._store = store
         self._queue: Queue | None = None
         self._engine: sa.Engine | None = None
+        self._system_engine: sa.Engine | None = None  # the one given to DBOS (SQLite)
         self._liveness: _Liveness | None = None
         self._lock = asyncio.Lock()
 
@@ -163,7 +167,8 @@ class DbosRunner(DurableRunner):
                 "log_level": "WARNING",
             }
             if url.startswith("sqlite"):
-                config["system_database_engine"] = _make_engine(url)
+                # DBOS does not dispose an engine it was given: this runner does, in aclose().
+                self._system_engine = config["system_database_engine"] = _make_engine(url)
             _active = self
             try:
                 DBOS(config=config)
@@ -179,6 +184,7 @@ class DbosRunner(DurableRunner):
                 _active = None
                 self._liveness.unregister()
                 DBOS.destroy()
+                self._dispose_engines()
                 raise
             self._liveness.start()
             await asyncio.to_thread(self._liveness.sweep)  # runs of a crashed process go back on the queue now
@@ -196,10 +202,16 @@ class DbosRunner(DurableRunner):
             await asyncio.to_thread(DBOS.destroy)
             if self._liveness is not None:
                 self._liveness.unregister()
-            if self._engine is not None:
-                self._engine.dispose()
+            self._dispose_engines()
             if _active is self:
                 _active = None
+
+    def _dispose_engines(self) -> None:
+        """Close the pooled connections of the journal's engines (SQLite's would otherwise be left to the GC)."""
+        for engine in (self._engine, self._system_engine):
+            if engine is not None:
+                engine.dispose()
+        self._system_engine = None
 
     # ----------------------------------------------------------------------------------------------- running
 
