@@ -112,7 +112,8 @@ def _runs_itself(kind: type) -> bool:
 def to_context(value: Any) -> Any:
     """The form node outputs take in the run context: models become dicts (by alias), the rest is kept."""
     if isinstance(value, BaseModel):
-        return value.model_dump(by_alias=True)
+        # What model_dump(by_alias=True) does, without its argument handling (a third of the cost, once a node).
+        return type(value).__pydantic_serializer__.to_python(value, by_alias=True)
     return value
 
 
