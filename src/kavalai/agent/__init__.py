@@ -14,6 +14,7 @@ from kavalai.agent._events import (
     StepStarted,
     ToolCallFinished,
     ToolCallStarted,
+    ToolProgress,
 )
 from kavalai.agent._result import AgentResult, ToolCallRecord
 from kavalai.agent.budget import ArtifactStore, FileArtifactStore, MemoryArtifactStore, OutputBudget
@@ -43,4 +44,5 @@ __all__ = [
     "ToolCallFinished",
     "ToolCallRecord",
     "ToolCallStarted",
+    "ToolProgress",
 ]

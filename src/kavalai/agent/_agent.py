@@ -364,6 +364,7 @@ class Agent(Generic[OutputT]):
             wrapped=self._wrapped_uris(every),
             resources=self.resources,
             sequential=current_run() is not None,
+            report_progress=self.on_event is not None,
         )
         await self._emit(RunStarted(prompt=prompt, tools=[spec.name for spec in specs]))
         attributes = {

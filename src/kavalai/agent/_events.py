@@ -22,6 +22,7 @@ __all__ = [
     "StepStarted",
     "ToolCallFinished",
     "ToolCallStarted",
+    "ToolProgress",
 ]
 
 
@@ -79,6 +80,19 @@ class ToolCallFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """A running tool call reported how far it is (an MCP server's progress notifications, a Python tool's
+    ``current_call().report_progress``): ``progress`` of ``total`` (when known), with an optional message."""
+
+    step: int
+    call: ToolCall
+    progress: float
+    total: float | None
+    message: str | None
+    type: Literal["tool_progress"] = "tool_progress"
+
+
+@dataclass(frozen=True, slots=True)
 class InputRequested:
     """An MCP server asked the user for input during a tool call (``Agent(on_elicitation=...)`` answers it)."""
 
@@ -111,6 +125,7 @@ AgentEvent: TypeAlias = (
     | ModelResponded
     | ToolCallStarted
     | ToolCallFinished
+    | ToolProgress
     | InputRequested
     | RunFinished
     | RunFailed

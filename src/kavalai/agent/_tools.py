@@ -21,7 +21,7 @@ from pydantic_core import to_jsonable_python
 
 from kavalai import FunctionKernel
 from kavalai.agent._approval import Approval, ApprovalHook
-from kavalai.agent._events import AgentEvent, ToolCallFinished, ToolCallStarted
+from kavalai.agent._events import AgentEvent, ToolCallFinished, ToolCallStarted, ToolProgress
 from kavalai.agent._result import ToolCallRecord
 from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
 from kavalai.agent.code_mode import RUN_PYTHON, CodeMode, CodeModeError, function_names
@@ -104,8 +104,10 @@ class ToolRunner:
         wrapped: Collection[str] = (),
         resources: Collection[str] = (),
         sequential: bool = False,
+        report_progress: bool = False,
     ) -> None:
         self._sequential = sequential
+        self._report_progress = report_progress  # someone observes the run: tools' progress becomes events
         self._kernel = kernel
         self._budget = budget
         self._search = search
@@ -227,8 +229,9 @@ class ToolRunner:
                 return _denied(arguments, f"The call to {call.name} was refused: {reason}. Do not retry it as is.")
             if decision.action == "edit":
                 arguments, edited = decision.arguments, True
+        progress = self._progress(call) if self._report_progress else None
         try:
-            output = await self._kernel.call_tool(call.name, arguments)
+            output = await self._kernel.call_tool(call.name, arguments, progress=progress)
         except FunctionKernelException as exc:
             return _Outcome("error", arguments, error=_error_message(exc), error_type=type(exc).__name__, edited=edited)
         try:
@@ -240,6 +243,15 @@ class ToolRunner:
             message = f"The result of {call.name} could not be written as JSON for you ({reason})."
             return _Outcome("error", arguments, error=message, error_type="ToolOutputError", edited=edited)
         return _Outcome("ok", arguments, result=result, edited=edited)
+
+    def _progress(self, call: ToolCall) -> Callable[[float, float | None, str | None], Awaitable[None]]:
+        """The progress callback of one call: each report becomes a ``ToolProgress`` event."""
+        step = self._step
+
+        async def report(progress: float, total: float | None, message: str | None) -> None:
+            await self._emit(ToolProgress(step=step, call=call, progress=progress, total=total, message=message))
+
+        return report
 
     async def _run_snippet(self, call: ToolCall, mode: CodeMode) -> _Outcome:
         arguments = call.arguments

@@ -28,6 +28,7 @@ from kavalai.workflow._nodes import EndNode, FunctionNode, IfNode, NodeBase, Par
 from kavalai.workflow._result import (
     NodeFailed,
     NodeFinished,
+    NodeProgress,
     NodeStarted,
     NodeTrace,
     RunFinished,
@@ -143,8 +144,16 @@ class Execution:
 
     def _env(self) -> NodeEnv:
         return NodeEnv(
-            workflow=self.workflow, kernel=self.kernel, values=self.values, llm_for=self.llm_for, budget=self.budget
+            workflow=self.workflow,
+            kernel=self.kernel,
+            values=self.values,
+            llm_for=self.llm_for,
+            budget=self.budget,
+            progress=self._progress if self._streamed else None,
         )
+
+    def _progress(self, node: str, progress: float, total: float | None, message: str | None) -> None:
+        self._emit(NodeProgress(self.run_id, node, progress, total, message))
 
     async def _walk(self, head: str, env: NodeEnv, *, branch: str | None) -> Any:
         """Visit nodes from ``head`` along ``next`` until a node has none; return the last node's output."""

@@ -21,6 +21,7 @@ __all__ = [
     "InputRequested",
     "NodeFailed",
     "NodeFinished",
+    "NodeProgress",
     "NodeStarted",
     "NodeTrace",
     "RunFinished",
@@ -252,6 +253,18 @@ class RunFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeProgress:
+    """A node's tool call reported how far it is: ``progress`` of ``total`` (when known), with an optional message."""
+
+    run_id: str
+    node: str
+    progress: float
+    total: float | None
+    message: str | None
+    type: Literal["node_progress"] = "node_progress"
+
+
+@dataclass(frozen=True, slots=True)
 class InputRequested:
     """An MCP server (configured with ``elicitation="caller"``) asks the user for input during a tool call of the
     run; the run waits until the consumer of :meth:`WorkflowEngine.stream` calls :meth:`answer` or :meth:`decline`.
@@ -276,7 +289,7 @@ class InputRequested:
 
 
 #: Any event :meth:`WorkflowEngine.stream` yields.
-WorkflowEvent = RunStarted | NodeStarted | NodeFinished | NodeFailed | InputRequested | RunFinished
+WorkflowEvent = RunStarted | NodeStarted | NodeProgress | NodeFinished | NodeFailed | InputRequested | RunFinished
 
 
 def jsonable(value: Any) -> Any:

@@ -7,6 +7,7 @@ node's output and the id of the node to visit next.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -63,6 +64,8 @@ class NodeEnv:
         llm_for: returns the LLM client for a node's ``model`` (``None``: the engine's default).
         previous: the output of the node visited last on this path (an end node without ``outputs`` returns it).
         budget: the output budget of what the run's model nodes show their models, or ``None``.
+        progress: reports a node's tool call progress as an event (``node``, ``progress``, ``total``, ``message``),
+            when the run is streamed; ``None`` otherwise.
     """
 
     workflow: Workflow
@@ -71,6 +74,7 @@ class NodeEnv:
     llm_for: Callable[[str | None, str], Awaitable[LLMClient]]
     previous: Any = None
     budget: OutputBudget | None = None
+    progress: Callable[[str, float, float | None, str | None], None] | None = None
 
 
 async def run_simple_node(node: NodeBase, env: NodeEnv, record: NodeTrace) -> Outcome:
@@ -190,6 +194,8 @@ async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> O
     record.inputs = jsonable(arguments)
     policy = node.retry or _NO_RETRY
     options: dict[str, Any] = {} if node.timeout is None else {"timeout": node.timeout}
+    if env.progress is not None:  # a streamed run: the tool's progress becomes NodeProgress events
+        options["progress"] = functools.partial(env.progress, node.id)
     record.attempts = 0
     while True:
         record.attempts += 1
