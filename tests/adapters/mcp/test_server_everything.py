@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from kavalai import FunctionKernel, McpServer
+from kavalai import FunctionKernel, McpServer, ToolExecutionError
 from kavalai.adapters.mcp import McpChange, McpElicitation, McpImageContent, McpSamplingRequest
 
 VERSION = "2026.8.31"
@@ -177,3 +177,11 @@ async def test_a_subscribed_resource_change_reaches_on_change(everything_js: Pat
         await kernel.unsubscribe_resource("ev", uri)
     finally:
         await kernel.close()
+
+
+async def test_a_tool_that_runs_only_as_a_2025_task_is_refused_clearly(kernel: FunctionKernel) -> None:
+    # simulate-research-query is listed with taskSupport "required" (2025-11-25 core tasks): the SDK's client
+    # cannot take a task as a tools/call answer, so the call is refused before it is sent, saying why.
+    with pytest.raises(ToolExecutionError, match=r"mcp://ev\.simulate-research-query failed: it runs only as a task"):
+        await kernel.call_tool("mcp://ev.simulate-research-query", {"topic": "tide pools"})
+    assert (await kernel.call_tool("mcp://ev.echo", {"message": "still here"})).result  # type: ignore[attr-defined]

@@ -48,7 +48,13 @@ from kavalai.adapters.mcp._state import McpServerState, McpStatus
 from kavalai.adapters.mcp._tasks import EXTENSION as TASKS_EXTENSION
 from kavalai.adapters.mcp._tasks import TaskCreated, drive_task
 from kavalai.adapters.mcp._transports import open_transport
-from kavalai.errors import ConfigurationError, InvalidToolURIError, ServerConnectionError, ToolTimeoutError
+from kavalai.errors import (
+    ConfigurationError,
+    InvalidToolURIError,
+    ServerConnectionError,
+    ToolExecutionError,
+    ToolTimeoutError,
+)
 from kavalai.kernel import LazyTool, ToolDefinition, ToolURI, current_call
 from kavalai.tracing import mcp_client_span
 
@@ -86,6 +92,7 @@ class McpConnection:
         self._protocol_version: str | None = None  # negotiated at the last connect
         self._stale_at = math.inf  # when the tool listing's ttlMs runs out (inf: no hint, kept until changed)
         self._subscribed: set[str] = set()  # resources subscribed to (2026-07-28: the listen stream's filter)
+        self._task_only: set[str] = set()  # tools that run only as tasks (2025-11-25 `taskSupport: "required"`)
         self._in_flight: list[ElicitationHandler] = []  # answerers of the calls in flight (elicitation="caller")
 
     # ------------------------------------------------------------------------------------------------ state
@@ -359,6 +366,7 @@ class McpConnection:
                 fresh[lazy.name] = lazy
             if i % 500 == 499:
                 await anyio.lowlevel.checkpoint()  # let other tasks run between batches of a long listing
+        self._task_only = {t.name for t in tools if t.execution is not None and t.execution.task_support == "required"}
         for uri in set(self._tools) - set(fresh):
             self._registry.remove_tool(uri)
         for lazy in fresh.values():
@@ -424,6 +432,14 @@ class McpConnection:
         arguments = args.model_dump(by_alias=True, exclude_unset=True, mode="json")
         for attempt in range(_CALL_ATTEMPTS):
             gen, session = await self._session()
+            if tool in self._task_only and not era.is_modern(session.protocol_version):
+                raise ToolExecutionError(
+                    f'Tool {uri} failed: it runs only as a task (taskSupport "required" in the 2025-11-25 protocol '
+                    f"MCP server {self.name!r} speaks), which this client does not drive: the MCP SDK's client takes "
+                    "a tools/call answer only as a result. Its tasks in the 2026-07-28 era (the tasks extension) are "
+                    "followed to their end.",
+                    uri=uri,
+                )
             if self._stale_at < anyio.current_time():
                 self._stale_at = math.inf
                 gen.refresh.set()  # the listing's ttlMs has passed: list again, in the background
