@@ -5,7 +5,8 @@
     python -m tests.servers.durable_worker serve DB_URL REST_URL NAME [--concurrency N]
 
 ``serve`` is a worker: it serves the queue of the ``charges`` workflow until killed, its REST requests marked with
-an ``X-Worker: NAME`` header.
+an ``X-Worker: NAME`` header. ``temporal`` is the same on Temporal (DB_URL is the server's ``host:port``), and
+``--crash-after N`` ends it after its N-th tool call answered, before Temporal recorded it.
 
 The workflow charges three orders through ``rest://shop.charge`` (a REST service of ``effects_app``). With
 ``--crash-after N`` the process ends with ``os._exit(3)`` right after the N-th tool call returned and before the
@@ -127,9 +128,26 @@ async def serve(args: argparse.Namespace) -> Any:
     await runner.serve()
 
 
+async def serve_temporal(args: argparse.Namespace) -> Any:
+    from kavalai.durable import TemporalRunner
+
+    runner = TemporalRunner(args.db, step_timeout=args.stale_after)
+    kernel = make_kernel(args.rest, args.run_id)
+    engine = WorkflowEngine(workflow(), kernel, durable=runner)
+    runner.register(engine)
+    kernel.add_middleware(crash_after(args.crash_after))
+    async with engine:
+        await runner.start_worker()
+        print("serving", flush=True)
+        try:
+            await runner.serve()
+        finally:
+            await runner.aclose()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=["workflow", "agent", "serve"])
+    parser.add_argument("kind", choices=["workflow", "agent", "serve", "temporal"])
     parser.add_argument("db")
     parser.add_argument("rest")
     parser.add_argument("run_id")
@@ -140,6 +158,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.kind == "serve":
         asyncio.run(serve(args))
+        return
+    if args.kind == "temporal":
+        asyncio.run(serve_temporal(args))
         return
     outcome = asyncio.run(run_workflow(args) if args.kind == "workflow" else run_agent(args))
     print(json.dumps(outcome))

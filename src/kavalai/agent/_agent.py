@@ -26,14 +26,14 @@ from kavalai.agent._events import (
     StepStarted,
 )
 from kavalai.agent._result import AgentResult, ToolCallRecord
-from kavalai.agent._tools import HookFailures, ToolRunner
+from kavalai.agent._tools import HookFailures, ToolRunner, approval_step
 from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
 from kavalai.agent.code_mode import CodeMode
 from kavalai.agent.errors import ApprovalHookError, MaxStepsExceededError
 from kavalai.agent.prompts import prompt_messages, split_prompt
 from kavalai.agent.resources import resource_reader_spec
 from kavalai.agent.search import ToolSearch
-from kavalai.durable import DurableRunner, current_run, error_envelope, resolve_runner, restore_error
+from kavalai.durable import DurableRunner, current_run, error_envelope, guarded, resolve_runner, restore_error
 from kavalai.durable import step as durable_step
 from kavalai.llm.base import LLMClient, ModelSettings, parse_structured
 from kavalai.llm.errors import LLMResponseError, StructuredOutputError
@@ -326,6 +326,24 @@ class Agent(Generic[OutputT]):
             return {"error": error_envelope(exc)}
         return {"result": _dump_result(result)}
 
+    async def execute_step(self, request: Mapping[str, Any]) -> Any:
+        """Redo a step of a durable run from its JSON request (an engine that runs steps elsewhere, such as a
+        Temporal activity, calls this): the tool listing, a model reply or an approval. Returns the step's result
+        as the journal holds it."""
+        kind = request.get("kind")
+        if kind == "tools":
+            kernel = self.kernel
+            if kernel is None:
+                return {"ok": []}
+            return await guarded(lambda: kernel.describe_tools(self.allowed_tools), _same)
+        if kind == "model":
+            messages = parse_messages(request["messages"])
+            specs = [ToolSpec.model_validate(spec) for spec in request["tools"]]
+            return await guarded(lambda: self._raw_reply(int(request["step"]), messages, specs), _dump)
+        if kind == "approval" and self.approve is not None:
+            return await approval_step(self.approve, request)
+        raise ValueError(f"An agent cannot redo a step of kind {kind!r}.")
+
     def _result_from(self, data: Mapping[str, Any]) -> AgentResult[OutputT]:
         output = data["output"]
         if self.output_type is not None:
@@ -441,7 +459,11 @@ class Agent(Generic[OutputT]):
         kernel = self.kernel
         assert kernel is not None
         return await durable_step(
-            "tools", lambda: kernel.describe_tools(self.allowed_tools), dump=_same, load=_description_list
+            "tools",
+            lambda: kernel.describe_tools(self.allowed_tools),
+            dump=_same,
+            load=_description_list,
+            request=lambda: {"kind": "tools"},
         )
 
     async def _tool_specs(self) -> list[ToolSpec]:
@@ -526,6 +548,12 @@ class Agent(Generic[OutputT]):
             lambda: self._raw_reply(step, messages, specs),
             dump=_dump,
             load=LLMResponse.model_validate,
+            request=lambda: {
+                "kind": "model",
+                "step": step,
+                "messages": [_dump(message) for message in messages],
+                "tools": [_dump(spec) for spec in specs],
+            },
         )
         if self.output_type is not None and not isinstance(response.parsed, self.output_type):
             response = parse_structured(response, self.output_type, provider=self.llm.provider, model=self.llm.model)

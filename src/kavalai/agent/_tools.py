@@ -12,7 +12,7 @@ import fnmatch
 import inspect
 import json
 import time
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -27,6 +27,7 @@ from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
 from kavalai.agent.code_mode import RUN_PYTHON, CodeMode, CodeModeError, function_names
 from kavalai.agent.resources import READ_RESOURCE, read_resource_result
 from kavalai.agent.search import SEARCH_TOOLS, ToolSearch
+from kavalai.durable import call_options, guarded
 from kavalai.durable import step as durable_step
 from kavalai.errors import (
     FunctionKernelException,
@@ -39,7 +40,7 @@ from kavalai.errors import (
 from kavalai.llm.messages import ToolCall, ToolResultMessage, ToolSpec
 from kavalai.llm.names import provider_name
 
-__all__ = ["ToolRunner"]
+__all__ = ["ToolRunner", "approval_step"]
 
 _MAX_ERROR_CHARS: Final = 2000
 _HINTS: tuple[tuple[type[FunctionKernelException], str], ...] = (
@@ -231,7 +232,7 @@ class ToolRunner:
                 arguments, edited = decision.arguments, True
         progress = self._progress(call) if self._report_progress else None
         try:
-            output = await self._kernel.call_tool(call.name, arguments, progress=progress)
+            output = await self._kernel.call_tool(call.name, arguments, progress=progress, **call_options())
         except FunctionKernelException as exc:
             return _Outcome("error", arguments, error=_error_message(exc), error_type=type(exc).__name__, edited=edited)
         try:
@@ -318,7 +319,19 @@ class HookFailures(Exception):
 
 async def _decide(approve: ApprovalHook, call: ToolCall) -> Approval:
     """The hook's decision; in a durable run a journaled step, so a resumed run does not ask again."""
-    return await durable_step(f"approval {call.name}", lambda: _ask(approve, call), dump=_dump_approval, load=_approval)
+    return await durable_step(
+        f"approval {call.name}",
+        lambda: _ask(approve, call),
+        dump=_dump_approval,
+        load=_approval,
+        request=lambda: {"kind": "approval", "call": call.model_dump(mode="json")},
+    )
+
+
+async def approval_step(approve: ApprovalHook, request: Mapping[str, Any]) -> Any:
+    """An approval step redone from its request (see :meth:`Agent.execute_step`): the decision as journaled."""
+    call = ToolCall.model_validate(request["call"])
+    return await guarded(lambda: _ask(approve, call), _dump_approval)
 
 
 def _dump_approval(decision: Approval) -> dict[str, Any]:

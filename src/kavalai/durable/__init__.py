@@ -23,21 +23,25 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from kavalai.durable._memory import MemoryRunner
-from kavalai.durable._run import DurableRun, Journal, bind_run, current_run, inside_step, step_key
+from kavalai.durable._run import DurableRun, Journal, bind_run, call_options, current_run, inside_step, step_key
 from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id
 from kavalai.durable._steps import (
     IDEMPOTENCY_KEY,
     DurableStepError,
     durable_steps,
     error_envelope,
+    guarded,
     idempotency_key,
     restore_error,
+    retry_allowed,
+    run_tool_step,
     step,
 )
 from kavalai.durable._store import FileResultStore, ResultStore, SqlResultStore
 
 if TYPE_CHECKING:
     from kavalai.durable.dbos import DbosRunner
+    from kavalai.durable.temporal import TemporalRunner
 
 __all__ = [
     "IDEMPOTENCY_KEY",
@@ -51,20 +55,25 @@ __all__ = [
     "MemoryRunner",
     "ResultStore",
     "SqlResultStore",
+    "TemporalRunner",
     "bind_run",
+    "call_options",
     "current_run",
     "durable_steps",
     "error_envelope",
+    "guarded",
     "idempotency_key",
     "inside_step",
     "new_run_id",
     "resolve_runner",
     "restore_error",
+    "retry_allowed",
+    "run_tool_step",
     "step",
     "step_key",
 ]
 
-_LAZY = {"DbosRunner": ("kavalai.durable.dbos", "dbos")}
+_LAZY = {"DbosRunner": ("kavalai.durable.dbos", "dbos"), "TemporalRunner": ("kavalai.durable.temporal", "temporal")}
 
 
 def __getattr__(name: str) -> Any:

@@ -23,7 +23,9 @@ class _MemoryJournal:
     def __init__(self, steps: dict[int, tuple[str, JsonValue]]) -> None:
         self.steps = steps
 
-    async def record(self, position: int, name: str, execute: Callable[[], Awaitable[JsonValue]]) -> JsonValue:
+    async def record(
+        self, position: int, name: str, execute: Callable[[], Awaitable[JsonValue]], request: JsonValue = None
+    ) -> JsonValue:
         found = self.steps.get(position)
         if found is not None:
             recorded_name, value = found

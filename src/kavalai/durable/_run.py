@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from kavalai.durable._store import ResultStore
 
-__all__ = ["DurableRun", "Journal", "bind_run", "current_run", "inside_step", "step_key"]
+__all__ = ["DurableRun", "Journal", "bind_run", "call_options", "current_run", "inside_step", "step_key"]
 
 #: A step's result as journaled: JSON-ready data (dicts, lists, strings, numbers, booleans, ``None``).
 JsonValue = Any
@@ -29,11 +29,18 @@ _in_step: ContextVar[bool] = ContextVar("kavalai_durable_in_step", default=False
 
 
 class Journal(Protocol):
-    """How an engine records steps: ``record(position, name, execute)`` returns the JSON result recorded for the
-    step at ``position`` of the run, running ``execute`` first (and recording its result) when there is none."""
+    """How an engine records steps: ``record(position, name, execute, request)`` returns the JSON result recorded
+    for the step at ``position`` of the run, running the step first (and recording its result) when there is none.
 
-    async def record(self, position: int, name: str, execute: Callable[[], Awaitable[JsonValue]]) -> JsonValue:
-        """The result of the step at ``position`` named ``name``: recorded earlier, or ``await execute()`` now."""
+    An engine that runs the step in the run's own process awaits ``execute()``. One that runs steps elsewhere (a
+    Temporal activity, possibly on another worker) sends ``request`` instead: JSON from which the run's target
+    redoes the step (:meth:`DurableTarget.execute_step`); ``None`` when the step has no such form.
+    """
+
+    async def record(
+        self, position: int, name: str, execute: Callable[[], Awaitable[JsonValue]], request: JsonValue = None
+    ) -> JsonValue:
+        """The result of the step at ``position`` named ``name``: recorded earlier, or run now."""
         ...
 
 
@@ -46,6 +53,8 @@ class DurableRun:
         store: where results over ``inline_limit`` bytes are kept; the journal holds a reference.
         inline_limit: the largest result, in bytes of JSON, journaled inline.
         engine: the engine's name (``"dbos"``, ``"temporal"``), for messages.
+        steps_elsewhere: whether the engine runs steps outside the run's code (Temporal activities): a tool's
+            timeout then limits each attempt of the step where it runs, not the wait for it in the run's code.
     """
 
     def __init__(
@@ -56,8 +65,10 @@ class DurableRun:
         store: ResultStore | None = None,
         inline_limit: int = 64 * 1024,
         engine: str = "durable",
+        steps_elsewhere: bool = False,
     ) -> None:
         self.run_id = run_id
+        self.steps_elsewhere = steps_elsewhere
         self.journal = journal
         self.store = store
         self.inline_limit = inline_limit
@@ -69,10 +80,13 @@ class DurableRun:
         """How many steps the run has begun so far (in this attempt, replayed ones included)."""
         return self._position
 
-    async def step(self, name: str, execute: Callable[[], Awaitable[JsonValue]]) -> JsonValue:
+    async def step(
+        self, name: str, execute: Callable[[], Awaitable[JsonValue]], *, request: JsonValue = None
+    ) -> JsonValue:
         """Journal one step: the next position is taken now, before anything is awaited, so concurrent steps
         take positions in the order they begin. Returns the JSON result, recorded or fresh.
 
+        ``request`` is the step as JSON, for engines that run steps in another process (see :class:`Journal`).
         A result larger than ``inline_limit`` is put in the :attr:`store` and journaled as a reference; what this
         returns is always the value itself.
         """
@@ -90,7 +104,7 @@ class DurableRun:
                 return value
             return await store.keep(value, limit)
 
-        recorded = await self.journal.record(position, name, run_and_keep)
+        recorded = await self.journal.record(position, name, run_and_keep, request)
         return recorded if store is None else await store.load(recorded)
 
     def next_key(self, payload: Any) -> str:
@@ -115,6 +129,14 @@ def current_run() -> DurableRun | None:
     if _in_step.get():
         return None
     return _current.get()
+
+
+def call_options() -> dict[str, Any]:
+    """Extra ``call_tool`` options for code that calls tools inside a durable run: on an engine that runs steps
+    elsewhere, ``{"timeout": None}`` (the step's own attempts are limited where they run; a deadline in the run's
+    code would count the time a dead worker takes to be replaced); otherwise nothing."""
+    run = current_run()
+    return {"timeout": None} if run is not None and run.steps_elsewhere else {}
 
 
 def inside_step() -> bool:

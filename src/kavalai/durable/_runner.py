@@ -22,7 +22,11 @@ __all__ = ["DurableRunner", "DurableTarget", "new_run_id"]
 
 @runtime_checkable
 class DurableTarget(Protocol):
-    """What a durable runner runs: a workflow engine or an agent (or anything of this shape)."""
+    """What a durable runner runs: a workflow engine or an agent (or anything of this shape).
+
+    A target whose steps other than tool calls should run on an engine that runs steps in another process (Temporal)
+    also has ``async def execute_step(request) -> JSON``, redoing a step from its JSON request.
+    """
 
     @property
     def durable_name(self) -> str:

