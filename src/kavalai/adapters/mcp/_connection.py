@@ -44,6 +44,7 @@ from kavalai.adapters.mcp._config import McpServer, McpTransport
 from kavalai.adapters.mcp._convert import build_models, content_output_schema, raise_tool_error, result_value
 from kavalai.adapters.mcp._errors import answer_unreadable, call_error, describe_failure, request_error, scrub
 from kavalai.adapters.mcp._generation import Ending, Generation, Phase
+from kavalai.adapters.mcp._idempotency import call_meta
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 from kavalai.adapters.mcp._tasks import EXTENSION as TASKS_EXTENSION
 from kavalai.adapters.mcp._tasks import TaskCreated, drive_task
@@ -430,6 +431,7 @@ class McpConnection:
 
     async def _call(self, tool: str, uri: str, args: BaseModel, *, structured: bool) -> Any:
         arguments = args.model_dump(by_alias=True, exclude_unset=True, mode="json")
+        meta = call_meta()  # the call's idempotency key, when it has one (kavalai.durable)
         for attempt in range(_CALL_ATTEMPTS):
             gen, session = await self._session()
             if tool in self._task_only and not era.is_modern(session.protocol_version):
@@ -452,7 +454,7 @@ class McpConnection:
                 progress: ProgressFnT | None = progress,
             ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult | TaskCreated:
                 params = mcp_types.CallToolRequestParams(
-                    name=tool, arguments=arguments, input_responses=responses, request_state=state
+                    name=tool, arguments=arguments, input_responses=responses, request_state=state, _meta=meta
                 )
                 request = mcp_types.CallToolRequest(params=params)
                 return await session.send_request(request, era.CALL_RESULT, progress_callback=progress)

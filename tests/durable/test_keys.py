@@ -1,0 +1,58 @@
+"""The idempotency key on the wire: in ``_meta`` of an MCP ``tools/call`` (a real stdio server), and the retry rule
+engines derive from tool hints."""
+
+from __future__ import annotations
+
+import sys
+
+from pydantic import BaseModel
+
+from kavalai import FunctionKernel, McpServer
+from kavalai.durable import MemoryRunner, retry_allowed, step_key
+from kavalai.kernel import ToolDefinition, ToolURI, model_from_json_schema
+from kavalai.workflow import WorkflowBuilder, WorkflowEngine
+from tests.durable.conftest import ROOT
+
+
+async def test_an_mcp_tool_call_of_a_durable_run_carries_its_key_in_meta() -> None:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(
+        McpServer(name="pay", command=sys.executable, args=["-m", "tests.servers.mcp_idempotent"], cwd=str(ROOT))
+    )
+    workflow = (
+        WorkflowBuilder("mcp-pay", input=dict, output=dict)
+        .start(next="a")
+        .function("a", tool="mcp://pay.charge", inputs={"order": {"expr": "'A'"}}, next="done")
+        .end("done", outputs={"key": "a.result"})
+        .build()
+    )
+    try:
+        plain = await kernel.call_tool("mcp://pay.charge", {"order": "A"})
+        assert plain.result == ""  # type: ignore[attr-defined]  # no run, no key
+        engine = WorkflowEngine(workflow, kernel, durable=MemoryRunner())
+        result = await engine.run({}, run_id="mcp-1")
+        assert result.ok, result.error
+        assert result.output == {"key": step_key("mcp-1", 1, {"tool": "mcp://pay.charge", "arguments": {"order": "A"}})}
+    finally:
+        await kernel.close()
+
+
+def definition(scheme: str, **metadata: object) -> ToolDefinition:
+    async def invoke(args: BaseModel) -> None:
+        return None
+
+    model = model_from_json_schema({"type": "object", "properties": {}}, "In")
+    uri = ToolURI.build(scheme, "s", "t") if scheme != "python" else ToolURI.parse("python://t")
+    return ToolDefinition(
+        uri=uri, description="", input_model=model, output_model=model, invoke=invoke, metadata=dict(metadata)
+    )
+
+
+def test_retries_follow_the_tool_hints() -> None:
+    assert retry_allowed(definition("rest", qualifier="POST"))  # the key travels with it
+    assert retry_allowed(definition("mcp"))
+    assert retry_allowed(definition("rest", qualifier="GET"))
+    assert not retry_allowed(definition("python"))  # a Python tool may ignore the key
+    assert retry_allowed(definition("python", idempotent=True))
+    assert retry_allowed(definition("python", annotations={"readOnlyHint": True}))
+    assert not retry_allowed(definition("clock"))  # a scheme of one's own sends no key
