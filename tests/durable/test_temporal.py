@@ -86,3 +86,42 @@ async def test_a_worker_killed_mid_run_leaves_the_run_to_another_with_one_effect
     assert (await again.result(await again.submit("workflow:charges", {}, run_id="order-t1")))["output"] == {
         "charges": [1, 2, 3]
     }
+
+
+async def test_an_agent_runs_on_temporal_with_its_model_replies_and_tool_calls_as_activities(temporal: str) -> None:
+    from temporalio.client import Client
+
+    from kavalai import FunctionKernel, pythontool
+    from kavalai.agent import Agent
+    from kavalai.testing import ScriptedLLM, tool_call
+
+    calls: list[str] = []
+
+    @pythontool
+    def note(text: str) -> str:
+        calls.append(text)
+        return f"noted {text}"
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("note", note)
+    llm = ScriptedLLM([tool_call("python://note", {"text": "hello"}), "done"])
+    runner = TemporalRunner(temporal, task_queue="agents")
+    agent = Agent(llm, kernel=kernel, durable=runner, durable_name="noter")
+    try:
+        result = await agent.run("note hello", run_id="agent-t1")
+        again = await agent.run("note hello", run_id="agent-t1")  # finished: from its history
+    finally:
+        await runner.aclose()
+    assert result.output == "done"
+    assert again.output == "done"
+    assert calls == ["hello"]
+    assert len(llm.requests) == 2
+
+    client = await Client.connect(temporal)
+    history = await client.get_workflow_handle("agent-t1").fetch_history()
+    scheduled = [
+        event.activity_task_scheduled_event_attributes.activity_type.name
+        for event in history.events
+        if event.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert scheduled == ["kavalai.step"] * 4  # the tool listing, two model replies, one tool call
