@@ -581,12 +581,7 @@ class _ServerLog:
         data = masked[:_MAX_LOG_CHARS] if isinstance(params.data, str) or masked != text else params.data
         level = str(params.level) if str(params.level) in self._LEVELS else "info"
         message = McpLogMessage(server=self._config.name, level=level, logger=params.logger, data=data)  # type: ignore[arg-type]
-        try:
-            outcome = handler(message)
-            if inspect.isawaitable(outcome):
-                await outcome
-        except Exception:  # the application's handler failing must not end the connection
-            logger.warning("The log_handler of MCP server %r failed", self._config.name, exc_info=True)
+        await _hand_over(handler, message, "log_handler", self._config.name)
 
 
 class _MessageHandler:
@@ -616,15 +611,19 @@ class _MessageHandler:
     async def _tell(self, change: McpChange) -> None:
         if change.kind == "tools":
             self._gen.refresh.set()  # listed again (in the background) before anyone reads the change
-        callback = self._config.on_change
-        if callback is None:
-            return
-        try:
-            outcome = callback(change)
-            if inspect.isawaitable(outcome):
-                await outcome
-        except Exception:  # the application's callback failing must not end the connection
-            logger.warning("The on_change callback of MCP server %r failed", self._config.name, exc_info=True)
+        if self._config.on_change is not None:
+            await _hand_over(self._config.on_change, change, "on_change callback", self._config.name)
+
+
+async def _hand_over(callback: Any, value: Any, what: str, server: str) -> None:
+    """Call the application's ``callback`` (sync or async) with ``value``; its failure is logged, never raised
+    into the connection."""
+    try:
+        outcome = callback(value)
+        if inspect.isawaitable(outcome):
+            await outcome
+    except Exception:
+        logger.warning("The %s of MCP server %r failed", what, server, exc_info=True)
 
 
 def _progress() -> ProgressFnT | None:
