@@ -58,6 +58,24 @@ async def test_a_pinned_era_the_server_does_not_speak_fails_the_connect(stdio_se
         await kernel.close()
 
 
+async def test_a_date_that_is_no_protocol_fails_the_connect_naming_the_known_ones(stdio_server: StdioFactory) -> None:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(stdio_server("feat", module="tests.servers.mcp_features", protocol="2031-01-01"))
+    try:
+        with pytest.raises(ServerConnectionError, match=r"protocol='2031-01-01' is not a protocol this client speaks"):
+            await kernel.connect_mcp_servers()
+    finally:
+        await kernel.close()
+
+
+async def test_a_handshake_era_version_shakes_hands(stdio_server: StdioFactory) -> None:
+    kernel = await _kernel(stdio_server, "2025-06-18")
+    try:
+        assert kernel.get_mcp_server_state("feat").protocol_version == LEGACY  # the newest both sides speak
+    finally:
+        await kernel.close()
+
+
 @pytest.mark.parametrize("protocol", ["newest", "2026", "auto "])
 def test_a_protocol_that_is_not_one_is_refused_at_once(protocol: str) -> None:
     with pytest.raises(ValidationError, match="protocol"):

@@ -14,7 +14,6 @@ Change notifications arrive on a ``subscriptions/listen`` stream instead of the 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Awaitable, Callable, Collection
 from typing import Annotated, Any, Final, TypeVar
 
@@ -23,7 +22,7 @@ import mcp_types
 from mcp.client import Client, ClientRequestContext, ClientSession
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import Discriminator, Tag, TypeAdapter
 
 from kavalai.adapters.mcp._tasks import TaskCreated
@@ -51,7 +50,6 @@ MAX_INPUT_ROUNDS: Final = 10
 #: The most requests one round may ask (a user is not asked a thousand questions at once).
 MAX_INPUT_REQUESTS: Final = 16
 _STATE_ONLY_DELAY: Final = (0.05, 0.25)  # first and longest wait before re-sending a request the server holds
-_DATE: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 class InputRefused(MCPError):
@@ -80,10 +78,10 @@ CALL_RESULT: Final[TypeAdapter[mcp_types.CallToolResult | mcp_types.InputRequire
 
 
 def client_mode(protocol: str) -> str:
-    """The SDK client's ``mode`` for ``McpServer.protocol``: ``"legacy"`` for the handshake, else ``"auto"``
-    (a pinned 2026 date is probed like auto, then checked by :func:`pin_problem`, so that a server that does not
-    speak it fails at connect rather than at the first call)."""
-    if protocol == "legacy" or (_DATE.fullmatch(protocol) and protocol not in MODERN_PROTOCOL_VERSIONS):
+    """The SDK client's ``mode`` for ``McpServer.protocol``: ``"legacy"`` for the handshake (``"legacy"`` or a
+    handshake-era version), else ``"auto"`` (a pinned 2026 version is probed like auto, then checked by
+    :func:`pin_problem`, so that a server that does not speak it fails at connect rather than at the first call)."""
+    if protocol == "legacy" or protocol in HANDSHAKE_PROTOCOL_VERSIONS:
         return "legacy"
     return "auto"
 
@@ -94,12 +92,10 @@ def pin_problem(protocol: str, negotiated: str | None) -> str | None:
         return None
     if protocol in MODERN_PROTOCOL_VERSIONS:
         return f"protocol={protocol!r} is pinned, but the server speaks {negotiated or 'no known version'}"
-    if not _DATE.fullmatch(protocol):
-        known = ", ".join(["auto", "legacy", *MODERN_PROTOCOL_VERSIONS])
-        return f"protocol={protocol!r} is not a protocol this client speaks ({known}, or a handshake-era date)"
-    if not is_modern(negotiated):
-        return None  # a handshake-era date: the handshake picks the version, the newest both sides speak
-    return f"protocol={protocol!r} asks for the handshake, but the server speaks {negotiated}"  # pragma: no cover
+    if protocol in HANDSHAKE_PROTOCOL_VERSIONS:
+        return None  # a handshake-era version: the handshake picks the newest both sides speak
+    known = ", ".join(["auto", "legacy", *MODERN_PROTOCOL_VERSIONS, *HANDSHAKE_PROTOCOL_VERSIONS])
+    return f"protocol={protocol!r} is not a protocol this client speaks ({known})"
 
 
 def is_modern(version: str | None) -> bool:
