@@ -5,6 +5,8 @@
 - ``garbage``: ``tasks/get`` answers with a status no task has.
 - ``asks``: the task asks for input (elicitation) again after every answer.
 - ``floods``: ``tools/call`` itself answers with an ``InputRequiredResult`` of 1,000 requests.
+- ``late``: ``tools/call`` starts the task's work (a line in the file named by ``STARTED_LOG``) a second before
+  answering with the task, so a client may give up while the task's id is still on its way.
 
 Every ``tasks/cancel`` it receives is appended to the file named by ``CANCEL_LOG``, and every ``tasks/get`` counted
 in ``GET_LOG`` (one line each). Run as ``python -m tests.servers.mcp_tasks_hostile MODE``.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 
 VERSION = "2026-07-28"
 TOOL = {"name": "work", "description": "Work as a task.", "inputSchema": {"type": "object", "properties": {}}}
@@ -44,6 +47,9 @@ def answer(mode: str, method: str, params: dict[str, object]) -> dict[str, objec
     if method == "tools/call":
         if mode == "floods":
             return {"resultType": "input_required", "inputRequests": {f"k{i}": ASK for i in range(1000)}}
+        if mode == "late":
+            log("STARTED_LOG", "started")
+            time.sleep(1.0)
         return {**task("working"), "resultType": "task"}
     if method == "tasks/get":
         log("GET_LOG", "get")

@@ -133,7 +133,7 @@ async def test_the_handshake_era_runs_the_same_tools_without_tasks(kernel: Funct
 
 
 def _hostile(mode: str, tmp_path: Path, **options: Any) -> McpServer:
-    env = {"CANCEL_LOG": str(tmp_path / "cancels"), "GET_LOG": str(tmp_path / "gets")}
+    env = {name: str(tmp_path / name.split("_")[0].lower()) for name in ("CANCEL_LOG", "GET_LOG", "STARTED_LOG")}
     args = ["-m", "tests.servers.mcp_tasks_hostile", mode]
     return McpServer(name="bad", command=sys.executable, args=args, cwd=ROOT, env=env, **options)
 
@@ -147,10 +147,25 @@ async def test_a_task_working_for_ever_ends_at_the_timeout_and_is_cancelled(tmp_
     try:
         with anyio.fail_after(10), pytest.raises(ToolTimeoutError, match=r"mcp://bad\.work"):
             await kernel.call_tool("mcp://bad.work", timeout=2)
-        await wait_until(lambda: (tmp_path / "cancels").exists())
-        assert (tmp_path / "cancels").read_text() == "t-1\n"
-        gets = len((tmp_path / "gets").read_text().splitlines())
+        await wait_until(lambda: (tmp_path / "cancel").exists())
+        assert (tmp_path / "cancel").read_text() == "t-1\n"
+        gets = len((tmp_path / "get").read_text().splitlines())
         assert 3 <= gets <= 60  # polled, backing off: pollIntervalMs 0 does not make it spin
+    finally:
+        await kernel.close()
+
+
+async def test_a_call_left_before_its_task_id_arrives_still_cancels_the_task(tmp_path: Path) -> None:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(_hostile("late", tmp_path))
+    try:
+        await kernel.connect_mcp_servers()  # connected, so the call below is sent at once
+        task = kernel.start_tool("mcp://bad.work")
+        await wait_until(lambda: (tmp_path / "started").exists())  # the work began; its task id is a second away
+        with anyio.fail_after(5):
+            await task.cancel()
+        assert task.status == "cancelled"
+        assert (tmp_path / "cancel").read_text() == "t-1\n"  # asked to cancel before cancel() returned
     finally:
         await kernel.close()
 

@@ -47,7 +47,7 @@ from kavalai.adapters.mcp._generation import Ending, Generation, Phase
 from kavalai.adapters.mcp._idempotency import call_meta
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 from kavalai.adapters.mcp._tasks import EXTENSION as TASKS_EXTENSION
-from kavalai.adapters.mcp._tasks import TaskCreated, drive_task
+from kavalai.adapters.mcp._tasks import TaskCreated, drive_task, offers_tasks, send_call
 from kavalai.adapters.mcp._transports import open_transport
 from kavalai.errors import (
     ConfigurationError,
@@ -457,6 +457,10 @@ class McpConnection:
                     name=tool, arguments=arguments, input_responses=responses, request_state=state, _meta=meta
                 )
                 request = mcp_types.CallToolRequest(params=params)
+                if offers_tasks(session):  # a task the caller leaves before its answer is cancelled too
+                    return await send_call(
+                        session, lambda: session.send_request(request, era.CALL_RESULT, progress_callback=progress)
+                    )
                 return await session.send_request(request, era.CALL_RESULT, progress_callback=progress)
 
             try:

@@ -14,6 +14,7 @@ tasks client; FastMCP's lives in a package that pins its own FastMCP release.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, Literal, TypeVar
 
 import anyio
@@ -22,10 +23,11 @@ from mcp.client import ClientRequestContext, ClientSession
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-__all__ = ["EXTENSION", "TaskCreated", "drive_task"]
+__all__ = ["EXTENSION", "TaskCreated", "drive_task", "offers_tasks", "send_call"]
 
 logger = logging.getLogger("kavalai.mcp")
 M = TypeVar("M", bound=BaseModel)
+R = TypeVar("R")
 
 #: The extension's identifier, advertised in the client's capabilities.
 EXTENSION: Final = "io.modelcontextprotocol/tasks"
@@ -60,6 +62,52 @@ class _TaskState(_TaskFields):
 _TaskRequest = mcp_types.Request[dict[str, Any], str]
 _ANY: Final = TypeAdapter(dict[str, Any])
 _INPUT_REQUEST: Final = TypeAdapter(mcp_types.InputRequest)
+
+
+def offers_tasks(session: ClientSession) -> bool:
+    """Whether the server declared the tasks extension (2026-07-28 era), so a call may come back as a task."""
+    discovered = session.discover_result
+    extensions = discovered.capabilities.extensions if discovered is not None else None
+    return extensions is not None and EXTENSION in extensions
+
+
+async def send_call(session: ClientSession, send: Callable[[], Awaitable[R]]) -> R:
+    """Send a ``tools/call`` that the server may answer with a task, and return the answer.
+
+    A server may start the task's work before its answer (the task's id) reaches us. If the caller gives up in
+    that gap, the id would be lost and the work go on unowned; so on cancellation the answer is still awaited, for
+    at most ``_CANCEL_WAIT`` seconds, and a task it names is cancelled (``tasks/cancel``) before the cancellation
+    goes on.
+    """
+    answered: list[R] = []
+    failed: list[Exception] = []
+    done = anyio.Event()
+    waiting = anyio.CancelScope(shield=True)  # shielded from the caller; given a deadline when the caller leaves
+
+    async def run() -> None:
+        try:
+            with waiting:
+                answered.append(await send())
+        except Exception as exc:  # handed to the caller below, outside the task group
+            failed.append(exc)
+        finally:
+            done.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        try:
+            await done.wait()
+        except anyio.get_cancelled_exc_class():
+            waiting.deadline = anyio.current_time() + _CANCEL_WAIT
+            with anyio.CancelScope(shield=True):
+                await done.wait()
+                if answered and isinstance(answered[0], TaskCreated):
+                    with anyio.move_on_after(_CANCEL_WAIT):
+                        await _send(session, "tasks/cancel", {"taskId": answered[0].task_id}, suppress=True)
+            raise
+    if failed:
+        raise failed[0]
+    return answered[0]
 
 
 async def drive_task(session: ClientSession, task: TaskCreated) -> mcp_types.CallToolResult:
