@@ -123,12 +123,14 @@ async def node_cost(kernel: FunctionKernel, runs: int) -> tuple[float, float]:
 
 
 def chain(length: int) -> str:
-    """A workflow of ``length`` function nodes in a row, each calling ``python://cat.add`` (an async tool)."""
+    """A workflow of ``length`` function nodes in a row, each calling ``python://cat.add`` (an async tool) on the
+    previous node's result, as nodes pass data on in real workflows."""
     nodes = ["  - {id: start, kind: start, next: n0}"]
     for i in range(length):
         after = f"n{i + 1}" if i < length - 1 else "end"
+        a = f"n{i - 1}.result" if i else "1"
         nodes.append(
-            f'  - {{id: n{i}, kind: function, tool: "python://cat.add", inputs: {{a: 1, b: 2}}, next: {after}}}'
+            f'  - {{id: n{i}, kind: function, tool: "python://cat.add", inputs: {{a: {a}, b: 2}}, next: {after}}}'
         )
     nodes.append(f"  - {{id: end, kind: end, outputs: {{sum: n{length - 1}.result}}}}")
     return "name: chain\ninput: object\noutput: object\nnodes:\n" + "\n".join(nodes) + "\n"

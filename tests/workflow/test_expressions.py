@@ -119,3 +119,42 @@ def test_fails_at_evaluation_naming_node_field_and_expression(source: str, reaso
 )
 def test_is_path(source: str, expected: bool) -> None:
     assert is_path(source) is expected
+
+
+class _Point(BaseModel):
+    x: int
+    tags: dict[str, int]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("input", {"folder": "docs", "n": {1: "one", "k": "v"}, "p": _Point(x=1, tags={"t": 2})}),
+        ("input.folder", "docs"),
+        ("input['folder']", "docs"),
+        ("input.n[1]", "one"),
+        ("input.n[True]", "one"),  # True == 1, read the way Python reads it
+        ("input.p.x", 1),  # through a model: the general reading
+        ("input.p.tags.t", 2),
+        ("rows[1].id", 7),  # through a list
+    ],
+)
+def test_plain_paths_read_as_the_general_evaluator_does(source: str, expected: object) -> None:
+    context = {
+        "input": {"folder": "docs", "n": {1: "one", "k": "v"}, "p": _Point(x=1, tags={"t": 2})},
+        "rows": [{"id": 6}, {"id": 7}],
+    }
+    expression = compile_expression(source)
+    assert expression.evaluate(context) == expected
+    assert expression.evaluate(_ReadOnly(context)) == expected  # any mapping, not only dicts
+
+
+class _ReadOnly(dict[str, object]):
+    """A mapping that is not exactly a dict (the quick path takes only dicts)."""
+
+
+def test_a_plain_path_that_misses_fails_as_any_expression_does() -> None:
+    with pytest.raises(ExpressionError, match=r"no key 'nope' \(keys: 'folder'\)"):
+        compile_expression("input.nope.deeper").evaluate({"input": {"folder": 1}}, node="n", field="inputs.a")
+    with pytest.raises(ExpressionError, match="'input' is not defined"):
+        compile_expression("input.folder").evaluate({}, node="n", field="inputs.a")

@@ -176,8 +176,8 @@ class Execution:
                 self._close(record, clock, error=str(exc))
                 self._emit(NodeFailed(self.run_id, record, exc))
                 raise
-            record.output, record.next = jsonable(output), current
-            self._close(record, clock)
+            record.output, record.next, record.duration = jsonable(output), current, _now() - clock
+            self.trace.append(record)
             if self._streamed:
                 self._emit(NodeFinished(self.run_id, record))
             if not isinstance(node, _BRANCHING):
@@ -195,8 +195,7 @@ class Execution:
                 limit=self.max_visits,
             )
         visit = self._per_node[node.id] = self._per_node.get(node.id, 0) + 1
-        kind = str(getattr(node, "kind", type(node).__name__))
-        return NodeTrace(node=node.id, kind=kind, visit=visit, started_at=datetime.now(UTC), branch=branch)
+        return NodeTrace(node.id, self.workflow.kinds[node.id], visit, datetime.now(UTC), branch=branch)
 
     def _close(self, record: NodeTrace, clock: float, *, error: str | None = None) -> None:
         record.duration = _now() - clock
@@ -221,10 +220,13 @@ class Execution:
     async def _visit(self, node: NodeBase, env: NodeEnv, record: NodeTrace) -> Outcome:
         # A function node applies its timeout to each attempt through the kernel, so retries stay possible.
         # Read from the fields (__dict__): getattr() of a field a node kind lacks is a costly pydantic miss.
-        timeout = None if isinstance(node, FunctionNode) else node.__dict__.get("timeout")
+        kind = type(node)
+        timeout = None if kind is FunctionNode else node.__dict__.get("timeout")
         outcome: Outcome | None = None
         try:
-            if timeout is None and not self._traced:
+            if kind is FunctionNode and not self._traced:  # the common case, straight to its runner
+                outcome = await run_function(node, env, record)  # type: ignore[arg-type]
+            elif timeout is None and not self._traced:
                 outcome = await self._start(node, env, record)
             else:
                 with self._span(f"workflow.node {node.id}", "kavalai.workflow.node", node.id) as current:

@@ -119,26 +119,40 @@ class Expression:
         names: the root names it reads (``{"input", "listing"}``), for build-time checks.
     """
 
-    __slots__ = ("_tree", "names", "source")
+    __slots__ = ("_path", "_tree", "names", "source")
 
     def __init__(self, source: str, tree: ast.Expression, names: frozenset[str]) -> None:
         self.source = source
         self._tree = tree
         self.names = names
+        self._path = _path_keys(tree.body)
 
     def evaluate(self, context: Mapping[str, Any], *, node: str | None = None, field: str | None = None) -> Any:
         """Evaluate against ``context`` (names to values); raise :class:`ExpressionError` naming ``node`` and
         ``field``."""
-        where = _where(node, field)
+        if self._path is not None and type(context) is dict:
+            # A plain path through dicts (most bindings: ``step.result.items``) read without the tree walk; any
+            # other case (a list index, a model, a missing key and its error) goes the general way below.
+            value = context.get(self._path[0], _NOTHING)
+            for key in self._path[1]:
+                if type(value) is not dict or key not in value:
+                    break
+                value = value[key]
+            else:
+                if value is not _NOTHING:
+                    return value
         try:
             return _Evaluator(context).eval(self._tree.body)
         except (_Missing, _Refused) as exc:
             raise ExpressionError(
-                f"{where}expression {self.source!r}: {exc.args[0]}", expression=self.source, node=node, field=field
+                f"{_where(node, field)}expression {self.source!r}: {exc.args[0]}",
+                expression=self.source,
+                node=node,
+                field=field,
             ) from None
         except Exception as exc:
             raise ExpressionError(
-                f"{where}expression {self.source!r} failed: {type(exc).__name__}: {exc}",
+                f"{_where(node, field)}expression {self.source!r} failed: {type(exc).__name__}: {exc}",
                 expression=self.source,
                 node=node,
                 field=field,
@@ -169,6 +183,25 @@ def is_path(source: str) -> bool:
     except SyntaxError:
         return False
     return _path_root(tree.body) is not None
+
+
+_NOTHING: Final = object()
+
+
+def _path_keys(node: ast.expr) -> tuple[str, tuple[Any, ...]] | None:
+    """The root name and the keys of a plain path (``a.b["c"]`` gives ``("a", ("b", "c"))``), else ``None``."""
+    keys: list[Any] = []
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        if isinstance(node, ast.Attribute):
+            keys.append(node.attr)
+        elif isinstance(node.slice, ast.Constant):
+            keys.append(node.slice.value)
+        else:
+            return None
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id in FUNCTIONS or node.id == _GET:
+        return None
+    return node.id, tuple(reversed(keys))
 
 
 def _path_root(node: ast.expr) -> str | None:

@@ -99,6 +99,11 @@ class Workflow:
         self.output_type = self._type(output_type, "output", None)
         self.start = _single_start(self.nodes)
         self._bindings: dict[str, dict[str, Binding]] = {}
+        self._plans: dict[str, tuple[tuple[str, Any, Expression | None, str], ...]] = {}
+        #: Each node's kind as traces name it (``"function"``, ``"if"``, ...).
+        self.kinds: dict[str, str] = {
+            node.id: str(getattr(node, "kind", type(node).__name__)) for node in self.nodes.values()
+        }
         self._expressions: dict[str, Expression] = {}
         self.node_types: dict[str, DataType] = {}
         for node in self.nodes.values():
@@ -110,6 +115,11 @@ class Workflow:
     def bindings(self, node_id: str) -> dict[str, Binding]:
         """The compiled ``inputs`` (or an end node's ``outputs``) of a node."""
         return self._bindings.get(node_id, {})
+
+    def plan(self, node_id: str) -> tuple[tuple[str, Any, Expression | None, str], ...]:
+        """A node's bindings as ``(name, literal, expression, field)`` rows, the form a run reads them in: a
+        literal row has ``expression`` ``None``; an expression row's literal is unused."""
+        return self._plans.get(node_id, ())
 
     def expression(self, node_id: str) -> Expression:
         """The compiled condition of an ``if`` node or value of a ``switch`` node."""
@@ -210,6 +220,9 @@ class Workflow:
         compiled: dict[str, Binding] = {}
         for key, raw in mapping.items():
             compiled[key] = self._binding(node, f"{field}.{key}", raw)
+        self._plans[node] = tuple(
+            (key, b.value, b.value if isinstance(b.value, Expression) else None, b.field) for key, b in compiled.items()
+        )
         return compiled
 
     def _binding(self, node: str, field: str, raw: Any) -> Binding:

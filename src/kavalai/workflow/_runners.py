@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from kavalai.durable import call_options
+from kavalai.durable import call_options, current_run
 from kavalai.errors import (
     FunctionKernelException,
     ToolInputError,
@@ -137,8 +137,11 @@ def check_fits(data_type: DataType, value: Any, *, node: str, what: str, field: 
 
 
 def _resolve(env: NodeEnv, node_id: str) -> dict[str, Any]:
-    bindings = env.workflow.bindings(node_id)
-    return {name: binding.resolve(env.values, node=node_id) for name, binding in bindings.items()}
+    values = env.values
+    resolved: dict[str, Any] = {}
+    for name, literal, expression, field in env.workflow.plan(node_id):  # a loop: a comprehension is a call more
+        resolved[name] = literal if expression is None else expression.evaluate(values, node=node_id, field=field)
+    return resolved
 
 
 def _run_start(node: StartNode, env: NodeEnv, record: NodeTrace) -> Any:
@@ -197,7 +200,8 @@ async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> O
     options: dict[str, Any] = {} if node.timeout is None else {"timeout": node.timeout}
     if env.progress is not None:  # a streamed run: the tool's progress becomes NodeProgress events
         options["progress"] = functools.partial(env.progress, node.id)
-    options.update(call_options())  # on an engine whose steps run elsewhere, each attempt is limited there
+    if current_run() is not None:
+        options.update(call_options())  # on an engine whose steps run elsewhere, each attempt is limited there
     record.attempts = 0
     while True:
         record.attempts += 1
@@ -208,7 +212,10 @@ async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> O
             if record.attempts >= policy.attempts or not _retryable(exc, policy):
                 raise _tool_failure(node, exc, record.attempts) from exc
         await _sleep(policy.delay(record.attempts))
-    return _fit_output(node.id, env, result), node.next
+    declared = env.workflow.node_types.get(node.id)
+    if declared is not None:
+        result = check_fits(declared, result, node=node.id, what="the output", field="output")
+    return result, node.next
 
 
 def _retryable(exc: BaseException, policy: RetryPolicy) -> bool:
