@@ -95,3 +95,23 @@ def test_durable_takes_a_runner_a_url_or_true() -> None:
     with pytest.raises(TypeError, match="durable= takes"):
         resolve_runner(3)  # type: ignore[arg-type]
     assert DbosRunner("postgresql://u:secret@db:5432/k").journal == "postgresql://u:***@db:5432/k"
+
+
+def test_a_run_left_by_a_gone_worker_is_claimed_by_one_taker(tmp_path: Path) -> None:
+    from kavalai.durable.dbos import _Liveness
+
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'claims.sqlite'}")
+    try:
+        first = _Liveness(DbosRunner("sqlite://", executor_id="worker-a"), engine)
+        second = _Liveness(DbosRunner("sqlite://", executor_id="worker-b"), engine)
+        first.register()
+        second.register()
+        assert first.claim("run-1", "worker-gone") is True
+        assert second.claim("run-1", "worker-gone") is False  # both noticed: only the first hands it back
+        assert first.claim("run-1", "worker-gone") is False
+        assert second.claim("run-1", "worker-c") is True  # the same run, left again later by its next worker
+        with engine.connect() as connection:
+            rows = connection.execute(sa.text("SELECT run_id, from_executor, taken_by FROM kavalai_takeovers")).all()
+        assert sorted(map(tuple, rows)) == [("run-1", "worker-c", "worker-b"), ("run-1", "worker-gone", "worker-a")]
+    finally:
+        engine.dispose()

@@ -9,7 +9,8 @@ DBOS recovers a crashed process's runs when that process starts again under the 
 go, so each runner here has an executor id of its own, writes a heartbeat into ``kavalai_executors`` every
 ``heartbeat`` seconds, and looks for runs left pending by executors that are gone (a process of this host that no
 longer exists, or a heartbeat older than ``stale_after`` seconds): those runs go back on their queue, where one
-live worker takes each. DBOS's own hand-over admits one runner per run.
+live worker takes each. A claim row per run and gone executor (``kavalai_takeovers``) admits one taker per run,
+which hands the run back with DBOS's public ``resume_workflows``.
 
 Needs the ``dbos`` extra: ``pip install 'kavalai[dbos]'``. DBOS is one per process: one :class:`DbosRunner` may be
 started at a time in a process.
@@ -340,6 +341,14 @@ class _Liveness:
             sa.Column("pid", sa.Integer, nullable=False),
             sa.Column("beat", sa.Float, nullable=False),
         )
+        self.claims = sa.Table(
+            "kavalai_takeovers",
+            self.table.metadata,
+            sa.Column("run_id", sa.String(200), primary_key=True),
+            sa.Column("from_executor", sa.String(200), primary_key=True),
+            sa.Column("taken_by", sa.String(200), nullable=False),
+            sa.Column("at", sa.Float, nullable=False),
+        )
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -393,10 +402,28 @@ class _Liveness:
         with self.engine.connect() as connection:
             rows = {row.executor_id: row for row in connection.execute(sa.select(self.table))}
         now = time.time()
-        gone = sorted(executor for executor in others if self._gone(rows.get(executor), now))
-        if gone:
-            logger.info("Taking over the pending runs of %s", ", ".join(gone))
-            _recover(gone)
+        gone = {executor for executor in others if self._gone(rows.get(executor), now)}
+        if not gone:
+            return
+        logger.info("Taking over the pending runs of %s", ", ".join(sorted(gone)))
+        mine = [w.workflow_id for w in pending if w.executor_id in gone and self.claim(w.workflow_id, w.executor_id)]
+        if mine:
+            DBOS.resume_workflows(mine, queue_name=self.runner.queue_name)
+
+    def claim(self, run_id: str, executor_id: str) -> bool:
+        """Whether this process is the one to hand ``run_id``, left by ``executor_id``, back to the queue: the
+        first to insert the claim row is. Two live workers that both see the executor gone would otherwise both
+        re-enqueue the run, and the second could do it while the first's worker already runs it."""
+        try:
+            with self.engine.begin() as connection:
+                connection.execute(
+                    self.claims.insert().values(
+                        run_id=run_id, from_executor=executor_id, taken_by=self.runner.executor_id, at=time.time()
+                    )
+                )
+        except sa.exc.IntegrityError:
+            return False
+        return True
 
     def _gone(self, row: Any, now: float) -> bool:
         if row is None:
@@ -404,12 +431,6 @@ class _Liveness:
         if row.host == _HOST and not _pid_alive(int(row.pid)):
             return True
         return bool(now - float(row.beat) > self.runner.stale_after)
-
-
-def _recover(executor_ids: list[str]) -> None:
-    # DBOS hands a dead executor's pending workflows back to their queue here: the in-process form of what its docs
-    # offer through Conductor or an admin endpoint. Idempotent: a workflow another process already took is skipped.
-    DBOS._recover_pending_workflows(executor_ids)
 
 
 def _pid_alive(pid: int) -> bool:
