@@ -166,6 +166,20 @@ async def test_results_over_the_limit_are_stored_by_reference(tmp_path: Path) ->
     assert inline == {"ok": {"result": "x" * 10}}
 
 
+async def test_a_stored_result_that_was_altered_or_removed_is_refused_naming_it(tmp_path: Path) -> None:
+    store = FileResultStore(tmp_path / "results")
+    ref = await store.keep({"rows": list(range(1000))}, 100)
+    assert store.load_now(ref) == await store.load(ref) == {"rows": list(range(1000))}
+    assert store.keep_now({"rows": [1]}, 100) == {"rows": [1]}  # small: inline, nothing stored
+    (file,) = (tmp_path / "results").iterdir()
+    file.write_text('{"rows": []}')  # a worker sharing the store wrote something else under the hash
+    with pytest.raises(LookupError, match="does not match its hash"):
+        await store.load(ref)
+    file.unlink()
+    with pytest.raises(LookupError, match=ref["$kavalai_result_ref"]):
+        store.load_now(ref)
+
+
 def test_errors_cross_the_journal_as_their_own_class_with_their_fields() -> None:
     error = HTTPStatusError("rest://shop.pay: 502", uri="rest://shop.pay", method="POST", status_code=502, body="x")
     envelope = json.loads(json.dumps(error_envelope(error)))

@@ -125,3 +125,55 @@ async def test_an_agent_runs_on_temporal_with_its_model_replies_and_tool_calls_a
         if event.HasField("activity_task_scheduled_event_attributes")
     ]
     assert scheduled == ["kavalai.step"] * 4  # the tool listing, two model replies, one tool call
+
+
+async def test_values_over_the_inline_limit_go_to_the_store_and_the_history_holds_hashes(
+    temporal: str, tmp_path: Path
+) -> None:
+    from temporalio.client import Client
+
+    from kavalai import FunctionKernel, pythontool
+    from kavalai.durable import FileResultStore
+    from kavalai.workflow import WorkflowBuilder, WorkflowEngine
+
+    @pythontool
+    def page(n: int) -> str:
+        return "p" * n
+
+    @pythontool
+    def size(text: str) -> int:
+        return len(text)
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("page", page)
+    kernel.register_python_tool("size", size)
+    workflow = (
+        WorkflowBuilder("big-pages", input=dict, output=dict)
+        .start(next="one")
+        .function("one", tool="python://page", inputs={"n": "input.n"}, next="two")
+        .function("two", tool="python://size", inputs={"text": "one.result"}, next="done")
+        .end("done", outputs={"size": "two.result", "head": {"expr": "one.result[:3]"}})
+        .build()
+    )
+    store = FileResultStore(tmp_path / "results")
+    runner = TemporalRunner(temporal, task_queue="big", store=store, inline_limit=4000)
+    engine = WorkflowEngine(workflow, kernel, durable=runner)
+    try:
+        result = await engine.run({"n": 300_000}, run_id="big-1")
+    finally:
+        await runner.aclose()
+    assert result.ok, result.error
+    assert result.output == {"size": 300_000, "head": "ppp"}
+    assert result.trace[1].output == {"result": "p" * 300_000}  # the outcome came back whole from the store
+    assert len(list((tmp_path / "results").glob("*.json"))) >= 3  # the page, the request carrying it, the outcome
+
+    client = await Client.connect(temporal)
+    history = await client.get_workflow_handle("big-1").fetch_history()
+    assert len(history.to_json()) < 60_000  # 300 KB moved three times, yet the history holds hashes
+    results = [
+        event.activity_task_completed_event_attributes.result.payloads[0].data
+        for event in history.events
+        if event.HasField("activity_task_completed_event_attributes")
+    ]
+    assert b"$kavalai_result_ref" in results[0]  # the page: stored
+    assert b"$kavalai_result_ref" not in results[1]  # its size: inline

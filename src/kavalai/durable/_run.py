@@ -55,6 +55,8 @@ class DurableRun:
         engine: the engine's name (``"dbos"``, ``"temporal"``), for messages.
         steps_elsewhere: whether the engine runs steps outside the run's code (Temporal activities): a tool's
             timeout then limits each attempt of the step where it runs, not the wait for it in the run's code.
+            Such an engine keeps large results in the store where the step runs; the run's code only loads them,
+            blocking (no thread can be started in Temporal's workflow loop).
     """
 
     def __init__(
@@ -105,7 +107,9 @@ class DurableRun:
             return await store.keep(value, limit)
 
         recorded = await self.journal.record(position, name, run_and_keep, request)
-        return recorded if store is None else await store.load(recorded)
+        if store is None:
+            return recorded
+        return store.load_now(recorded) if self.steps_elsewhere else await store.load(recorded)
 
     def next_key(self, payload: Any) -> str:
         """The idempotency key of the step about to begin (at the next position) with ``payload`` as arguments."""

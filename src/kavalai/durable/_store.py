@@ -35,26 +35,62 @@ class ResultStore(ABC):
 
     async def keep(self, value: Any, limit: int) -> Any:
         """``value`` itself when its JSON is at most ``limit`` bytes, else a reference to it, stored now."""
-        data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+        data = _encoded(value)
         if len(data) <= limit:
             return value
-        ref = "sha256:" + hashlib.sha256(data).hexdigest()
+        ref = _ref(data)
         await asyncio.to_thread(self.put, ref, data)
         return {REF_KEY: ref, "bytes": len(data)}
 
     async def load(self, recorded: Any) -> Any:
         """The value a journaled result stands for: the result itself, or what its reference names."""
-        if not (isinstance(recorded, dict) and REF_KEY in recorded):
+        if not is_reference(recorded):
             return recorded
+        return _decoded(recorded, await asyncio.to_thread(self._get, recorded))
+
+    def keep_now(self, value: Any, limit: int) -> Any:
+        """:meth:`keep`, blocking: for code that runs where no thread can be started (Temporal's workflow loop)."""
+        data = _encoded(value)
+        if len(data) <= limit:
+            return value
+        ref = _ref(data)
+        self.put(ref, data)
+        return {REF_KEY: ref, "bytes": len(data)}
+
+    def load_now(self, recorded: Any) -> Any:
+        """:meth:`load`, blocking (see :meth:`keep_now`)."""
+        if not is_reference(recorded):
+            return recorded
+        return _decoded(recorded, self._get(recorded))
+
+    def _get(self, recorded: dict[str, Any]) -> bytes:
         ref = recorded[REF_KEY]
         try:
-            data = await asyncio.to_thread(self.get, ref)
+            return self.get(ref)
         except KeyError:
             raise LookupError(
                 f"The journal refers to result {ref} ({recorded.get('bytes')} bytes), which the result store does "
                 "not hold: was the store deleted or pointed elsewhere since the run began?"
             ) from None
-        return json.loads(data)
+
+
+def is_reference(recorded: Any) -> bool:
+    """Whether a journaled value is a reference to a stored result."""
+    return isinstance(recorded, dict) and REF_KEY in recorded
+
+
+def _encoded(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _ref(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _decoded(recorded: dict[str, Any], data: bytes) -> Any:
+    if _ref(data) != recorded[REF_KEY]:  # a store is shared by workers: a damaged or replaced entry is refused
+        raise LookupError(f"The stored result {recorded[REF_KEY]} does not match its hash: the store was altered.")
+    return json.loads(data)
 
 
 class FileResultStore(ResultStore):

