@@ -152,3 +152,61 @@ def test_submit_puts_runs_on_the_queue_that_a_worker_serves(workflow: Path, tmp_
     assert orders == ["dee-A", "dee-B", "dee-C", "eve-A", "eve-B", "eve-C"]
     result = kavalai("run", str(workflow), "--db", db, "--run-id", "eve", env=env, cwd=tmp_path)
     assert json.loads(result.stdout)["paid"][0] in (1, 4)
+
+
+def test_kavalai_answer_lists_and_answers_a_waiting_run(tmp_path: Path) -> None:
+    import asyncio
+
+    from kavalai import FunctionKernel, pythontool
+    from kavalai.agent import Agent, OutsideApproval
+    from kavalai.durable import DbosRunner
+    from kavalai.testing import ScriptedLLM, tool_call
+
+    db = f"sqlite:///{tmp_path / 'journal.sqlite'}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def answer(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "kavalai.cli.main", "answer", *args, "--db", db]
+        return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False)
+
+    calls: list[str] = []
+
+    @pythontool
+    def note(text: str) -> str:
+        calls.append(text)
+        return text
+
+    async def main() -> str:
+        kernel = FunctionKernel()
+        kernel.register_python_tool("note", note)
+        runner = DbosRunner(db)
+        llm = ScriptedLLM([tool_call("python://note", {"text": "x"}), "done"])
+        agent = Agent(llm, kernel=kernel, durable=runner, approve=OutsideApproval())
+        try:
+            running = asyncio.create_task(agent.run("note x", run_id="cli-1"))
+            listed: dict[str, object] = {}
+            for _ in range(200):
+                await asyncio.sleep(0.1)
+                shown = await asyncio.to_thread(answer, "cli-1")
+                assert shown.returncode == 0, shown.stderr
+                listed = json.loads(shown.stdout)
+                if listed:
+                    break
+            ((key, question),) = listed.items()
+            assert question == {"key": key, "kind": "approval", "tool": "python://note", "arguments": {"text": "x"}}
+            assert (await asyncio.to_thread(answer, "cli-1", key)).returncode == 2  # no ANSWER
+            wrong = await asyncio.to_thread(answer, "cli-1", key, "yes please")
+            assert wrong.returncode == 2
+            assert "allow, deny or JSON" in wrong.stderr
+            unknown = await asyncio.to_thread(answer, "cli-1", "approval-99", "allow")
+            assert unknown.returncode == 1
+            assert f"waits for {key}" in unknown.stderr
+            sent = await asyncio.to_thread(answer, "cli-1", key, '{"action": "edit", "arguments": {"text": "y"}}')
+            assert sent.returncode == 0, sent.stderr
+            return (await asyncio.wait_for(running, 30)).output
+        finally:
+            await runner.aclose()
+
+    assert asyncio.run(main()) == "done"
+    assert calls == ["y"]
+    assert json.loads(answer("cli-1").stdout) == {}

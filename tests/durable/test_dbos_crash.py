@@ -72,3 +72,43 @@ def test_an_agent_killed_during_a_tool_call_sends_it_again_with_the_same_key(eff
     assert [r["order"] for r in requests] == ["A", "A", "B", "C"]
     assert requests[0]["key"] == requests[1]["key"]
     assert [e["order"] for e in fetch(f"{effects_url}/effects")] == ["A", "B", "C"]
+
+
+def test_an_approval_waits_across_a_crash_and_an_answer_sent_meanwhile_is_taken(
+    effects_url: str, tmp_path: Path
+) -> None:
+    import pytest
+
+    from kavalai.durable.dbos import DbosClient
+
+    db = f"sqlite:///{tmp_path / 'journal.sqlite'}"
+    waiting = worker("agent", db, effects_url, "approve-1", "--approval", "--exit-when-waiting")
+    assert waiting.returncode == 3, waiting.stderr[-2000:]
+    ((key, question),) = json.loads(waiting.stdout).items()
+    assert question == {
+        "key": key,
+        "kind": "approval",
+        "tool": "rest://shop.charge",
+        "arguments": {"order": "A", "amount": 7},
+    }
+    assert fetch(f"{effects_url}/requests") == []  # nothing was charged before the approval
+
+    client = DbosClient(db)  # no process runs the run now: the answer waits in the journal
+    try:
+        assert client.pending("approve-1") == {key: question}
+        with pytest.raises(LookupError, match=f"waits for {key}"):
+            client.answer("approve-1", "approval-99", "allow")
+        with pytest.raises(ValueError, match="An approval is"):
+            client.answer("approve-1", key, "maybe")
+        client.answer("approve-1", key, "allow")
+        client.answer("approve-1", key, "allow")  # twice: sent once
+    finally:
+        client.close()
+
+    # This process would refuse A: A charged shows the run took the answer sent while no process ran it.
+    answers = json.dumps({"A": "deny", "B": {"action": "deny", "reason": "B is on hold"}})
+    resumed = worker("agent", db, effects_url, "approve-1", "--approval", "--answers", answers)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    outcome = json.loads(resumed.stdout)
+    assert outcome["output"] == "charged 3 orders"
+    assert [e["order"] for e in fetch(f"{effects_url}/effects")] == ["A", "C"]  # A as answered meanwhile; B refused

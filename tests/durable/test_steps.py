@@ -265,3 +265,67 @@ def test_the_seam_is_light_and_sits_above_the_kernel() -> None:
         for above in ("kavalai.workflow", "kavalai.agent", "kavalai.llm", "kavalai.cli", "kavalai.adapters"):
             assert f"import {above}" not in text, (path, above)
             assert f"from {above}" not in text, (path, above)
+
+
+async def test_an_outside_approval_waits_for_the_runner_s_answer_and_replays_it() -> None:
+    import asyncio
+
+    from kavalai.agent import AgentError, OutsideApproval
+
+    calls: list[str] = []
+
+    @pythontool
+    def note(text: str) -> str:
+        calls.append(text)
+        return f"noted {text}"
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("note", note)
+    script = [tool_call("python://note", {"text": "a"}), tool_call("python://note", {"text": "b"}), "done"]
+    runner = MemoryRunner()
+    agent = Agent(ScriptedLLM(list(script)), kernel=kernel, durable=runner, approve=OutsideApproval())
+    running = asyncio.create_task(agent.run("note", run_id="wait-1"))
+
+    async def question() -> tuple[str, Any]:
+        pending: dict[str, Any] = {}
+        for _ in range(500):
+            await asyncio.sleep(0.01)
+            if pending := await runner.pending("wait-1"):
+                break
+        ((key, asked),) = pending.items()
+        return key, asked
+
+    key, asked = await asyncio.wait_for(question(), 5)
+    assert asked == {"key": key, "kind": "approval", "tool": "python://note", "arguments": {"text": "a"}}
+    assert calls == []
+    with pytest.raises(ValueError, match="An approval is"):
+        await runner.answer("wait-1", key, {"action": "edit"})  # no arguments: refused before the run sees it
+    with pytest.raises(LookupError, match="waits for no answer 'approval-9'"):
+        await runner.answer("wait-1", "approval-9", "allow")
+    await runner.answer("wait-1", key, {"action": "edit", "arguments": {"text": "A"}})
+    key, asked = await asyncio.wait_for(question(), 5)
+    assert asked["arguments"] == {"text": "b"}
+    await runner.answer("wait-1", key, {"action": "deny", "reason": "not b"})
+    result = await asyncio.wait_for(running, 5)
+    assert result.output == "done"
+    assert calls == ["A"]
+    assert [record.error for record in result.tool_calls][1] is not None
+    assert await runner.pending("wait-1") == {}
+
+    again = await Agent(ScriptedLLM([]), kernel=kernel, durable=runner, approve=OutsideApproval()).run(
+        "note", run_id="wait-1"
+    )
+    assert again.output == "done"  # finished: nothing asked again
+
+    # With a timeout, an unanswered question takes on_timeout's decision; outside a durable run it cannot wait.
+    timed = Agent(
+        ScriptedLLM([tool_call("python://note", {"text": "c"}), "gave up"]),
+        kernel=kernel,
+        durable=runner,
+        approve=OutsideApproval(timeout=0.05),
+    )
+    assert (await timed.run("note", run_id="wait-2")).output == "gave up"
+    assert calls == ["A"]
+    plain = Agent(ScriptedLLM([tool_call("python://note", {"text": "d"})]), kernel=kernel, approve=OutsideApproval())
+    with pytest.raises(AgentError, match="needs a durable run"):
+        await plain.run("note")

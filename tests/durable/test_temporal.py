@@ -177,3 +177,46 @@ async def test_values_over_the_inline_limit_go_to_the_store_and_the_history_hold
     ]
     assert b"$kavalai_result_ref" in results[0]  # the page: stored
     assert b"$kavalai_result_ref" not in results[1]  # its size: inline
+
+
+async def test_an_outside_approval_on_temporal_is_a_query_and_a_signal(temporal: str) -> None:
+    import asyncio
+
+    from kavalai import FunctionKernel, pythontool
+    from kavalai.agent import Agent, OutsideApproval
+    from kavalai.testing import ScriptedLLM, tool_call
+
+    calls: list[str] = []
+
+    @pythontool
+    def note(text: str) -> str:
+        calls.append(text)
+        return f"noted {text}"
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("note", note)
+    llm = ScriptedLLM([tool_call("python://note", {"text": "hello"}), "done"])
+    runner = TemporalRunner(temporal, task_queue="approvals")
+    agent = Agent(llm, kernel=kernel, durable=runner, durable_name="approver", approve=OutsideApproval())
+    try:
+        running = asyncio.create_task(agent.run("note hello", run_id="approve-t1"))
+        pending: dict[str, object] = {}
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            try:
+                pending = await runner.pending("approve-t1")
+            except Exception:  # the run not started yet: the query has no workflow to ask
+                continue
+            if pending:
+                break
+        ((key, question),) = pending.items()
+        assert question == {"key": key, "kind": "approval", "tool": "python://note", "arguments": {"text": "hello"}}
+        assert calls == []
+        with pytest.raises(ValueError, match="An approval is"):
+            await runner.answer("approve-t1", key, 42)
+        await runner.answer("approve-t1", key, {"action": "edit", "arguments": {"text": "HELLO"}})
+        result = await asyncio.wait_for(running, 60)
+    finally:
+        await runner.aclose()
+    assert result.output == "done"
+    assert calls == ["HELLO"]

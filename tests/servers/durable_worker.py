@@ -13,6 +13,10 @@ The workflow charges three orders through ``rest://shop.charge`` (a REST service
 durable engine recorded it: the request was sent and answered, the journal does not know. With ``--recorded`` it
 ends just after the engine recorded the N-th call instead (between that step and the next). The agent (a
 ``ScriptedLLM``) makes one charge per model step and crashes the same way. The result is printed as JSON.
+
+``agent --approval`` has every charge approved from outside (``OutsideApproval``): ``--exit-when-waiting`` ends the
+process (``os._exit(3)``) as soon as the run waits for an answer, printing the pending questions as JSON first;
+``--answers '{"B": "deny"}'`` answers the questions of this process's run by order, through the runner.
 """
 
 from __future__ import annotations
@@ -107,16 +111,41 @@ async def run_agent(args: argparse.Namespace) -> Any:
     kernel = make_kernel(args.rest)
     if args.recorded:
         kernel.add_middleware(crash_after(args.crash_after))
-    agent = Agent(llm, kernel=kernel, durable=runner)
+    approval: dict[str, Any] = {}
+    if args.approval:
+        from kavalai.agent import OutsideApproval
+
+        approval = {"require_approval": ["rest://shop.*"], "approve": OutsideApproval()}
+    agent = Agent(llm, kernel=kernel, durable=runner, **approval)
     runner.register(agent)
+    watcher = asyncio.get_running_loop().create_task(watch(runner, args)) if args.approval else None
     if not args.recorded:
         kernel.add_middleware(crash_after(args.crash_after))
     try:
         result = await agent.run("charge A, B and C", run_id=args.run_id)
         return {"output": result.output, "tools": [c.uri for c in result.tool_calls], "llm_requests": len(llm.requests)}
     finally:
+        if watcher is not None:
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
         await runner.aclose()
         await kernel.close()
+
+
+async def watch(runner: DbosRunner, args: argparse.Namespace) -> None:
+    """Answer the run's questions by order (``--answers``), or exit once it waits for one (``--exit-when-waiting``)."""
+    answers = json.loads(args.answers or "{}")
+    while True:
+        await asyncio.sleep(0.05)
+        try:
+            pending = await runner.pending(args.run_id)
+            if pending and args.exit_when_waiting:
+                print(json.dumps(pending), flush=True)
+                os._exit(3)
+            for key, question in pending.items():
+                await runner.answer(args.run_id, key, answers.get(question["arguments"]["order"], "allow"))
+        except Exception as exc:  # shown in the test's failure message; the next look tries again
+            print(f"watch: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
 
 
 async def serve(args: argparse.Namespace) -> Any:
@@ -155,6 +184,9 @@ def main() -> None:
     parser.add_argument("--recorded", action="store_true")
     parser.add_argument("--concurrency", type=int, default=None)
     parser.add_argument("--stale-after", type=float, default=10.0)
+    parser.add_argument("--approval", action="store_true")
+    parser.add_argument("--exit-when-waiting", action="store_true")
+    parser.add_argument("--answers", default=None)
     args = parser.parse_args()
     if args.kind == "serve":
         asyncio.run(serve(args))

@@ -1,7 +1,7 @@
 """The tool-calling agent: :class:`Agent`, its :class:`AgentResult`, events for observers and approval hooks."""
 
 from kavalai.agent._agent import Agent
-from kavalai.agent._approval import Approval, ApprovalHook
+from kavalai.agent._approval import Approval, ApprovalHook, OutsideApproval
 from kavalai.agent._events import (
     AgentEvent,
     EventHandler,
@@ -37,6 +37,7 @@ __all__ = [
     "ModelResponded",
     "ModelTextDelta",
     "OutputBudget",
+    "OutsideApproval",
     "RunFailed",
     "RunFinished",
     "RunStarted",

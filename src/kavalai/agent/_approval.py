@@ -8,7 +8,7 @@ from typing import Any, Literal, TypeAlias
 
 from kavalai.llm.messages import ToolCall
 
-__all__ = ["Approval", "ApprovalHook"]
+__all__ = ["Approval", "ApprovalHook", "OutsideApproval"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,3 +44,29 @@ class Approval:
 #: Decides on one tool call (its ``name`` is the URI). Return an :class:`Approval`, or ``True``/``False`` for
 #: allow/deny; sync or async.
 ApprovalHook: TypeAlias = Callable[[ToolCall], "Approval | bool | Awaitable[Approval | bool]"]
+
+
+@dataclass(frozen=True, slots=True)
+class OutsideApproval:
+    """An approval given from outside the run, durably: give it as ``Agent(approve=OutsideApproval())`` to an agent
+    that runs durably (``durable=``). Each call that needs approval publishes a question (the tool's URI and
+    arguments) and the run waits; the runner's ``pending(run_id)`` lists the questions, and ``answer(run_id, key,
+    "allow" | "deny" | {"action": "edit", "arguments": {...}})``, ``DbosClient.answer`` or ``kavalai answer`` answers
+    from any process. The wait survives a crash: a resumed run waits on, and an answer sent while no process ran the
+    run is taken when one does.
+
+    Attributes:
+        timeout: seconds to wait for an answer (``None``: no limit); the wait is journaled, so a restart does not
+            extend it.
+        on_timeout: the decision when no answer came in time.
+    """
+
+    timeout: float | None = None
+    on_timeout: Approval = field(default_factory=lambda: Approval.deny("no answer in time"))
+
+    def __call__(self, call: ToolCall) -> Approval:
+        """Refuse to be used as a plain hook: the answer comes through the durable run, not from this call."""
+        raise RuntimeError(
+            f"OutsideApproval waits for an answer to {call.name} from outside the run, which needs a durable run: "
+            "give the agent durable=... (a DbosRunner, a TemporalRunner or a MemoryRunner)."
+        )

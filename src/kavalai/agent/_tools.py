@@ -20,14 +20,14 @@ import anyio
 from pydantic_core import to_jsonable_python
 
 from kavalai import FunctionKernel
-from kavalai.agent._approval import Approval, ApprovalHook
+from kavalai.agent._approval import Approval, ApprovalHook, OutsideApproval
 from kavalai.agent._events import AgentEvent, ToolCallFinished, ToolCallStarted, ToolProgress
 from kavalai.agent._result import ToolCallRecord
 from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
 from kavalai.agent.code_mode import RUN_PYTHON, CodeMode, CodeModeError, function_names
 from kavalai.agent.resources import READ_RESOURCE, read_resource_result
 from kavalai.agent.search import SEARCH_TOOLS, ToolSearch
-from kavalai.durable import call_options, guarded
+from kavalai.durable import approval_answer, call_options, current_run, guarded
 from kavalai.durable import step as durable_step
 from kavalai.errors import (
     FunctionKernelException,
@@ -319,6 +319,8 @@ class HookFailures(Exception):
 
 async def _decide(approve: ApprovalHook, call: ToolCall) -> Approval:
     """The hook's decision; in a durable run a journaled step, so a resumed run does not ask again."""
+    if isinstance(approve, OutsideApproval):
+        return await _wait_outside(approve, call)
     return await durable_step(
         f"approval {call.name}",
         lambda: _ask(approve, call),
@@ -332,6 +334,15 @@ async def approval_step(approve: ApprovalHook, request: Mapping[str, Any]) -> An
     """An approval step redone from its request (see :meth:`Agent.execute_step`): the decision as journaled."""
     call = ToolCall.model_validate(request["call"])
     return await guarded(lambda: _ask(approve, call), _dump_approval)
+
+
+async def _wait_outside(approve: OutsideApproval, call: ToolCall) -> Approval:
+    run = current_run()
+    if run is None:
+        return approve(call)  # raises, saying a durable run is needed
+    question = {"tool": call.name, "arguments": call.arguments}
+    answer = await run.wait_for_answer("approval", question, timeout=approve.timeout)
+    return approve.on_timeout if answer is None else _approval(approval_answer(answer))
 
 
 def _dump_approval(decision: Approval) -> dict[str, Any]:

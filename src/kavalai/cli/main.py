@@ -11,7 +11,8 @@ __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``kavalai`` command: ``demo``, ``run``, ``tools``, ``serve`` and ``worker``."""
+    """The argument parser of the ``kavalai`` command: ``demo``, ``run``, ``tools``, ``serve``, ``worker`` and
+    ``answer``."""
     parser = argparse.ArgumentParser(prog="kavalai", description="Typed tools for LLM agents and workflows.")
     parser.add_argument("--version", action="version", version=f"kavalai {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -21,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="run the demo agent on a real model, e.g. openai/gpt-4.1-mini (needs its API key)",
     )
+    from kavalai.cli._answer import add_answer_parser
     from kavalai.cli._run import add_run_parser
     from kavalai.cli._serve import add_serve_parser
     from kavalai.cli._tools_cmd import add_tools_parser
@@ -30,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_tools_parser(commands)
     add_serve_parser(commands)
     add_worker_parser(commands)
+    add_answer_parser(commands)
     return parser
 
 
@@ -61,6 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from kavalai.cli._worker import worker_command
 
         return worker_command(args)
+    if args.command == "answer":
+        from kavalai.cli._answer import answer_command
+
+        return answer_command(args)
     if args.command == "tools":
         from kavalai.cli._tools_cmd import tools_command
 

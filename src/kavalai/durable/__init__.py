@@ -15,6 +15,10 @@ MCP tools in ``_meta``, Python tools read it with :func:`idempotency_key`.
 Engines: :class:`DbosRunner` (the ``dbos`` extra; SQLite or Postgres, in-process) and :class:`TemporalRunner`
 (the ``temporal`` extra; a Temporal server), both loaded on first use; :class:`MemoryRunner` keeps the journal in
 memory (the baseline of the benchmarks, and a check that a run replays). See ``docs/durable.md``.
+
+A run can wait, durably, for an answer from outside (an agent's :class:`~kavalai.agent.OutsideApproval`): the
+runner's ``pending(run_id)`` lists what it waits for and ``answer(run_id, key, value)`` (or ``kavalai answer``)
+answers it, from any process, before or after a restart.
 """
 
 from __future__ import annotations
@@ -22,8 +26,18 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from kavalai.durable._answers import approval_answer, checked_answer
 from kavalai.durable._memory import MemoryRunner
-from kavalai.durable._run import DurableRun, Journal, bind_run, call_options, current_run, inside_step, step_key
+from kavalai.durable._run import (
+    AnswerWaiter,
+    DurableRun,
+    Journal,
+    bind_run,
+    call_options,
+    current_run,
+    inside_step,
+    step_key,
+)
 from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id
 from kavalai.durable._steps import (
     IDEMPOTENCY_KEY,
@@ -45,6 +59,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IDEMPOTENCY_KEY",
+    "AnswerWaiter",
     "DbosRunner",
     "DurableRun",
     "DurableRunner",
@@ -56,8 +71,10 @@ __all__ = [
     "ResultStore",
     "SqlResultStore",
     "TemporalRunner",
+    "approval_answer",
     "bind_run",
     "call_options",
+    "checked_answer",
     "current_run",
     "durable_steps",
     "error_envelope",

@@ -12,16 +12,42 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from kavalai.durable._answers import checked_answer
 from kavalai.durable._run import DurableRun, JsonValue, bind_run
-from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id
+from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id, not_pending
 from kavalai.durable._store import ResultStore
 
 __all__ = ["MemoryRunner"]
 
 
+class _Question:
+    def __init__(self, question: JsonValue, answer: asyncio.Future[JsonValue]) -> None:
+        self.question = question
+        self.answer = answer
+
+
 class _MemoryJournal:
-    def __init__(self, steps: dict[int, tuple[str, JsonValue]]) -> None:
+    def __init__(self, steps: dict[int, tuple[str, JsonValue]], questions: dict[str, _Question]) -> None:
         self.steps = steps
+        self.questions = questions
+
+    async def wait_for_answer(
+        self, position: int, key: str, question: JsonValue, timeout: float | None
+    ) -> JsonValue | None:
+        name = f"answer {key}"
+        found = self.steps.get(position)
+        if found is not None and found[0] == name:
+            return found[1]
+        waiting = self.questions.get(key)
+        if waiting is None:  # a run resumed after an interruption finds the answer given meanwhile
+            waiting = self.questions[key] = _Question(question, asyncio.get_running_loop().create_future())
+        try:
+            answer = await asyncio.wait_for(asyncio.shield(waiting.answer), timeout)
+        except TimeoutError:
+            answer = None
+        self.steps[position] = (name, answer)
+        del self.questions[key]
+        return answer
 
     async def record(
         self, position: int, name: str, execute: Callable[[], Awaitable[JsonValue]], request: JsonValue = None
@@ -57,6 +83,7 @@ class MemoryRunner(DurableRunner):
         self.journals: dict[str, dict[int, tuple[str, JsonValue]]] = {}
         self.outcomes: dict[str, JsonValue] = {}
         self._running: dict[str, asyncio.Future[JsonValue]] = {}
+        self._questions: dict[str, dict[str, _Question]] = {}
 
     async def run(self, target: DurableTarget, payload: Any, *, run_id: str | None = None) -> Any:
         """Run ``payload`` on ``target`` under ``run_id``: the recorded outcome of a finished run, a run still
@@ -70,7 +97,7 @@ class MemoryRunner(DurableRunner):
         name = self.register(target, replace=True)
         future: asyncio.Future[JsonValue] = asyncio.get_running_loop().create_future()
         self._running[run_id] = future
-        journal = _MemoryJournal(self.journals.setdefault(run_id, {}))
+        journal = _MemoryJournal(self.journals.setdefault(run_id, {}), self._questions.setdefault(run_id, {}))
         run = DurableRun(run_id, journal, store=self.store, inline_limit=self.inline_limit, engine=self.engine)
         try:
             with bind_run(run):
@@ -87,6 +114,18 @@ class MemoryRunner(DurableRunner):
             return outcome
         finally:
             del self._running[run_id]
+
+    async def pending(self, run_id: str) -> dict[str, Any]:
+        """The questions run ``run_id`` waits to have answered, by key."""
+        waiting = self._questions.get(run_id, {})
+        return {key: question.question for key, question in waiting.items() if not question.answer.done()}
+
+    async def answer(self, run_id: str, key: str, value: Any) -> None:
+        """Answer the question ``key`` of run ``run_id``."""
+        waiting = self._questions.get(run_id, {}).get(key)
+        if waiting is None or waiting.answer.done():
+            raise not_pending(run_id, key, await self.pending(run_id))
+        waiting.answer.set_result(checked_answer(waiting.question, value))
 
     async def aclose(self) -> None:
         """Nothing to close: the journal lives as long as the runner."""

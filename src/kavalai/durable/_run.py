@@ -19,7 +19,16 @@ from typing import Any, Protocol
 
 from kavalai.durable._store import ResultStore
 
-__all__ = ["DurableRun", "Journal", "bind_run", "call_options", "current_run", "inside_step", "step_key"]
+__all__ = [
+    "AnswerWaiter",
+    "DurableRun",
+    "Journal",
+    "bind_run",
+    "call_options",
+    "current_run",
+    "inside_step",
+    "step_key",
+]
 
 #: A step's result as journaled: JSON-ready data (dicts, lists, strings, numbers, booleans, ``None``).
 JsonValue = Any
@@ -41,6 +50,19 @@ class Journal(Protocol):
         self, position: int, name: str, execute: Callable[[], Awaitable[JsonValue]], request: JsonValue = None
     ) -> JsonValue:
         """The result of the step at ``position`` named ``name``: recorded earlier, or run now."""
+        ...
+
+
+class AnswerWaiter(Protocol):
+    """How an engine waits, durably, for an answer given from outside the run (see
+    :meth:`DurableRun.wait_for_answer`): the question is published where :meth:`DurableRunner.pending` finds it, the
+    answer (:meth:`DurableRunner.answer`) is kept by the engine until the run takes it, and the wait itself is
+    journaled, so a run resumed after a crash waits on (or replays the answer it got)."""
+
+    async def wait_for_answer(
+        self, position: int, key: str, question: JsonValue, timeout: float | None
+    ) -> JsonValue | None:
+        """The answer to ``question`` (published under ``key``), or ``None`` when none came within ``timeout``."""
         ...
 
 
@@ -110,6 +132,27 @@ class DurableRun:
         if store is None:
             return recorded
         return store.load_now(recorded) if self.steps_elsewhere else await store.load(recorded)
+
+    async def wait_for_answer(
+        self, kind: str, question: Mapping[str, Any], *, timeout: float | None = None
+    ) -> JsonValue | None:
+        """Wait for an answer to ``question`` from outside the run, durably: the engine publishes the question
+        under a key (``"<kind>-<position>"``) that :meth:`DurableRunner.pending` lists, and
+        :meth:`DurableRunner.answer` (or ``kavalai answer``) delivers the answer, from any process. The wait takes a
+        position like a step: a run resumed after a crash waits again for an unanswered question, and gets the
+        recorded answer of one answered before. Returns the answer (JSON), or ``None`` after ``timeout`` seconds.
+
+        Raises:
+            RuntimeError: the engine cannot wait for answers from outside.
+        """
+        self._position += 1
+        key = f"{kind}-{self._position}"
+        waiter = getattr(self.journal, "wait_for_answer", None)
+        if waiter is None:
+            raise RuntimeError(f"The {self.engine} engine cannot wait for an answer from outside the run.")
+        published = {"key": key, "kind": kind, **question}
+        answer: JsonValue | None = await waiter(self._position, key, published, timeout)
+        return answer
 
     def next_key(self, payload: Any) -> str:
         """The idempotency key of the step about to begin (at the next position) with ``payload`` as arguments."""

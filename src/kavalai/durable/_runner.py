@@ -98,6 +98,21 @@ class DurableRunner(ABC):
         whose process died, and waits for one still running elsewhere.
         """
 
+    async def pending(self, run_id: str) -> dict[str, Any]:
+        """The questions run ``run_id`` waits to have answered from outside (an approval, ...), by key; empty when
+        it waits for none (or there is no such run)."""
+        raise NotImplementedError(f"The {self.engine} runner does not wait for answers from outside.")
+
+    async def answer(self, run_id: str, key: str, value: Any) -> None:
+        """Answer the question ``key`` that run ``run_id`` waits on (see :meth:`pending`) with ``value`` (JSON;
+        an approval takes ``{"action": "allow"}``, ``{"action": "deny", "reason": ...}`` or ``{"action": "edit",
+        "arguments": {...}}``). The run may be in another process, or resumed later: the engine keeps the answer.
+
+        Raises:
+            LookupError: the run waits for no question ``key``.
+        """
+        raise NotImplementedError(f"The {self.engine} runner does not wait for answers from outside.")
+
     @abstractmethod
     async def aclose(self) -> None:
         """Stop the engine's client or worker in this process. Runs in flight stay in the journal, to be resumed."""
@@ -107,6 +122,12 @@ class DurableRunner(ABC):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def not_pending(run_id: str, key: str, pending: dict[str, Any]) -> LookupError:
+    """The error for an answer to a question the run does not wait for."""
+    waits = ", ".join(sorted(pending)) or "no question"
+    return LookupError(f"Run {run_id} waits for no answer {key!r} (it waits for {waits}).")
 
 
 def new_run_id() -> str:

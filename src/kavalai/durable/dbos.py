@@ -40,8 +40,9 @@ from dbos import (
     WorkflowHandleAsync,
 )
 
+from kavalai.durable._answers import checked_answer
 from kavalai.durable._run import DurableRun, bind_run
-from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id
+from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id, not_pending
 from kavalai.durable._sqlite_compat import install as sqlite_unixepoch
 from kavalai.durable._store import ResultStore, SqlResultStore
 
@@ -55,6 +56,8 @@ logger = logging.getLogger("kavalai.durable")
 #: before an upgrade is still recovered after it.
 JOURNAL_VERSION: Final = "kavalai-journal-1"
 _WORKFLOW: Final = "kavalai.run"
+_PENDING: Final = "kavalai.pending"  # the DBOS event holding the questions a run waits to have answered
+_FOREVER: Final = 10 * 365 * 24 * 3600.0  # DBOS.recv's timeout for a wait without one
 _TARGET_WAIT: Final = 5.0  # how long a recovered run waits for its target to be registered in this process
 _HOST: Final = socket.gethostname()
 
@@ -249,6 +252,21 @@ class DbosRunner(DurableRunner):
         found = await DBOS.get_workflow_status_async(run_id)
         return None if found is None else str(found.status)
 
+    async def pending(self, run_id: str) -> dict[str, Any]:
+        """The questions run ``run_id`` waits to have answered (the run's ``kavalai.pending`` DBOS event)."""
+        await self.start()
+        found = await DBOS.get_event_async(run_id, _PENDING, timeout_seconds=0)
+        return dict(found) if isinstance(found, dict) else {}
+
+    async def answer(self, run_id: str, key: str, value: Any) -> None:
+        """Send the answer to question ``key`` of run ``run_id`` (a DBOS message: kept until the run takes it, by
+        whichever process runs it, after a restart too). Answering the same question twice sends it once."""
+        pending = await self.pending(run_id)
+        if key not in pending:
+            raise not_pending(run_id, key, pending)
+        value = checked_answer(pending[key], value)
+        await DBOS.send_async(run_id, value, topic=_topic(key), idempotency_key=f"{run_id}.{key}")
+
     async def serve(self) -> None:
         """Serve the queue until cancelled: the ``kavalai worker`` loop. Register the targets first."""
         await self.start()
@@ -294,6 +312,19 @@ class DbosClient:
         found = self._client.list_workflows(workflow_ids=[run_id], load_input=False, load_output=False)
         return str(found[0].status) if found else None
 
+    def pending(self, run_id: str) -> dict[str, Any]:
+        """The questions run ``run_id`` waits to have answered, by key (see :meth:`DbosRunner.pending`)."""
+        found = self._client.get_event(run_id, _PENDING, timeout_seconds=0)
+        return dict(found) if isinstance(found, dict) else {}
+
+    def answer(self, run_id: str, key: str, value: Any) -> None:
+        """Answer question ``key`` of run ``run_id`` (see :meth:`DbosRunner.answer`)."""
+        pending = self.pending(run_id)
+        if key not in pending:
+            raise not_pending(run_id, key, pending)
+        value = checked_answer(pending[key], value)
+        self._client.send(run_id, value, topic=_topic(key), idempotency_key=f"{run_id}.{key}")
+
     def close(self) -> None:
         """Close the client's connections."""
         self._client.destroy()
@@ -302,8 +333,25 @@ class DbosClient:
 class _DbosJournal:
     """The journal of one run: each record is a DBOS step, at the run's next DBOS step position."""
 
+    def __init__(self) -> None:
+        self.pending: dict[str, Any] = {}
+
     async def record(self, position: int, name: str, execute: Any, request: Any = None) -> Any:
         return await DBOS.run_step_async({"name": name}, execute)
+
+    async def wait_for_answer(self, position: int, key: str, question: Any, timeout: float | None) -> Any:
+        # DBOS journals each of these calls in the run: the event's updates, and the message received (or the
+        # timeout's deadline), so a resumed run replays them up to where it waits again.
+        self.pending[key] = question
+        await DBOS.set_event_async(_PENDING, dict(self.pending))
+        answer = await DBOS.recv_async(_topic(key), timeout_seconds=_FOREVER if timeout is None else timeout)
+        del self.pending[key]
+        await DBOS.set_event_async(_PENDING, dict(self.pending))
+        return answer
+
+
+def _topic(key: str) -> str:
+    return f"kavalai.answer.{key}"
 
 
 @DBOS.workflow(name=_WORKFLOW)

@@ -33,8 +33,9 @@ from temporalio.common import RetryPolicy, WorkflowIDConflictPolicy, WorkflowIDR
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
+from kavalai.durable._answers import checked_answer
 from kavalai.durable._run import DurableRun, JsonValue, bind_run
-from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id
+from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id, not_pending
 from kavalai.durable._steps import run_tool_step
 from kavalai.durable._store import ResultStore
 
@@ -42,6 +43,8 @@ __all__ = ["TemporalRunner"]
 
 _WORKFLOW: Final = "kavalai.run"
 _ACTIVITY: Final = "kavalai.step"
+_ANSWER: Final = "kavalai.answer"  # the signal that answers a question of a run
+_PENDING: Final = "kavalai.pending"  # the query listing a run's unanswered questions
 
 _serving: dict[str, TemporalRunner] = {}  # by task queue: the runners whose worker runs in this process
 
@@ -131,6 +134,21 @@ class TemporalRunner(DurableRunner):
         outcome = await handle.result()
         return outcome if self.store is None else await self.store.load(outcome)
 
+    async def pending(self, run_id: str) -> dict[str, Any]:
+        """The questions run ``run_id`` waits to have answered (a query of the run: a worker must be up)."""
+        client = await self.connect()
+        found = await client.get_workflow_handle(run_id).query(_PENDING)
+        return dict(found) if isinstance(found, dict) else {}
+
+    async def answer(self, run_id: str, key: str, value: Any) -> None:
+        """Answer question ``key`` of run ``run_id``: a signal, kept in the run's history until the run takes it."""
+        pending = await self.pending(run_id)
+        if key not in pending:
+            raise not_pending(run_id, key, pending)
+        value = checked_answer(pending[key], value)
+        client = await self.connect()
+        await client.get_workflow_handle(run_id).signal(_ANSWER, args=[key, value])
+
     # ----------------------------------------------------------------------------------------------- serving
 
     def worker_for(self, client: Client) -> Worker:
@@ -187,8 +205,20 @@ def _runner_of(task_queue: str) -> TemporalRunner:
 class _TemporalJournal:
     """A run's steps as activities of the workflow."""
 
-    def __init__(self, runner: TemporalRunner, target: str, run_id: str) -> None:
-        self.runner, self.target, self.run_id = runner, target, run_id
+    def __init__(self, runner: TemporalRunner, target: str, run_id: str, run: KavalaiRun) -> None:
+        self.runner, self.target, self.run_id, self.run = runner, target, run_id, run
+
+    async def wait_for_answer(self, position: int, key: str, question: Any, timeout: float | None) -> Any:
+        answers, pending = self.run.answers, self.run.pending
+        pending[key] = question
+        try:
+            limit = None if timeout is None else timedelta(seconds=timeout)
+            await workflow.wait_condition(lambda: key in answers, timeout=limit)
+        except TimeoutError:
+            return None
+        finally:
+            del pending[key]
+        return answers.pop(key)
 
     async def record(self, position: int, name: str, execute: Any, request: JsonValue = None) -> JsonValue:
         if request is None:
@@ -215,6 +245,21 @@ class _TemporalJournal:
 class KavalaiRun:
     """The Temporal workflow of every kavalai run."""
 
+    def __init__(self) -> None:
+        self.pending: dict[str, Any] = {}
+        self.answers: dict[str, Any] = {}
+
+    @workflow.signal(name=_ANSWER)
+    def answer(self, key: str, value: Any) -> None:
+        """An answer to the question ``key`` (one not waited for is dropped: the run asks by key)."""
+        if key in self.pending:
+            self.answers[key] = value
+
+    @workflow.query(name=_PENDING)
+    def questions(self) -> dict[str, Any]:
+        """The questions the run waits to have answered, by key."""
+        return dict(self.pending)
+
     @workflow.run
     async def run(self, target: str, payload: Any) -> Any:
         """Run the target's payload inside a :class:`DurableRun` whose steps are activities."""
@@ -223,7 +268,7 @@ class KavalaiRun:
         found = runner.target(target)
         if found is None:
             raise LookupError(f"This worker serves {', '.join(runner.targets) or 'nothing'}, not {target!r}.")
-        journal = _TemporalJournal(runner, target, info.workflow_id)
+        journal = _TemporalJournal(runner, target, info.workflow_id, self)
         store, limit = runner.store, runner.inline_limit
         run = DurableRun(
             info.workflow_id, journal, store=store, inline_limit=limit, engine="temporal", steps_elsewhere=True
