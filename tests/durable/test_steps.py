@@ -329,3 +329,37 @@ async def test_an_outside_approval_waits_for_the_runner_s_answer_and_replays_it(
     plain = Agent(ScriptedLLM([tool_call("python://note", {"text": "d"})]), kernel=kernel, approve=OutsideApproval())
     with pytest.raises(AgentError, match="needs a durable run"):
         await plain.run("note")
+
+
+async def test_an_llm_node_s_model_call_is_a_step_a_resumed_run_does_not_repeat() -> None:
+    crash = [True]
+
+    @pythontool
+    def save(text: str) -> str:
+        if crash[0]:
+            crash[0] = False
+            raise Crash
+        return f"saved {text}"
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("save", save)
+    workflow = (
+        WorkflowBuilder("titles", input=dict, output=dict)
+        .start(next="title")
+        .llm("title", prompt="A title for {{ input.topic }}", next="save")
+        .function("save", tool="python://save", inputs={"text": "title"}, next="done")
+        .end("done", outputs={"saved": "save.result"})
+        .build()
+    )
+    llm = ScriptedLLM(["Tides", "Another title"])
+    runner = MemoryRunner()
+    engine = WorkflowEngine(workflow, kernel, llm=llm, durable=runner)
+    with pytest.raises(Crash):
+        await engine.run({"topic": "the sea"}, run_id="titles-1")
+    result = await engine.run({"topic": "the sea"}, run_id="titles-1")
+    assert result.output == {"saved": "saved Tides"}  # the recorded reply, not the script's next one
+    assert len(llm.requests) == 1
+    assert [name for name, _ in runner.journals["titles-1"].values()] == [
+        "model scripted/scripted",
+        "tool python://save",
+    ]

@@ -9,10 +9,12 @@ import sys
 import sysconfig
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from kavalai import FunctionKernel
 from kavalai.durable import TemporalRunner
 from tests.durable.conftest import ROOT, fetch
 
@@ -220,3 +222,65 @@ async def test_an_outside_approval_on_temporal_is_a_query_and_a_signal(temporal:
         await runner.aclose()
     assert result.output == "done"
     assert calls == ["HELLO"]
+
+
+def model_nodes_workflow() -> tuple[FunctionKernel, Any, list[str]]:
+    """A workflow with an llm node, then an agent node that calls a tool; the calls the tool received."""
+    from kavalai import FunctionKernel, pythontool
+    from kavalai.workflow import WorkflowBuilder
+
+    calls: list[str] = []
+
+    @pythontool
+    def note(text: str) -> str:
+        calls.append(text)
+        return f"noted {text}"
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("note", note)
+    workflow = (
+        WorkflowBuilder("model-nodes", input=dict, output=dict)
+        .start(next="title")
+        .llm("title", prompt="A title for {{ input.topic }}", next="writer")
+        .agent(
+            "writer",
+            prompt="Note {{ title }}",
+            inputs={"title": "title"},
+            allowed_tools=["python://note"],
+            next="done",
+        )
+        .end("done", outputs={"title": "title", "said": "writer"})
+        .build()
+    )
+    return kernel, workflow, calls
+
+
+async def test_llm_and_agent_nodes_of_a_workflow_run_on_temporal_as_activities(temporal: str) -> None:
+    from temporalio.client import Client
+
+    from kavalai.testing import ScriptedLLM, tool_call
+    from kavalai.workflow import WorkflowEngine
+
+    kernel, workflow, calls = model_nodes_workflow()
+    llm = ScriptedLLM(["Tides", tool_call("python://note", {"text": "Tides"}), "noted"])
+    runner = TemporalRunner(temporal, task_queue="model-nodes")
+    engine = WorkflowEngine(workflow, kernel, llm=llm, durable=runner)
+    try:
+        result = await engine.run({"topic": "the sea"}, run_id="nodes-t1")
+        again = await engine.run({"topic": "the sea"}, run_id="nodes-t1")
+    finally:
+        await runner.aclose()
+    assert result.ok, result.error
+    assert result.output == {"title": "Tides", "said": "noted"}
+    assert again.output == result.output
+    assert calls == ["Tides"]
+    assert len(llm.requests) == 3  # the llm node's call and the agent's two replies, once each
+
+    client = await Client.connect(temporal)
+    history = await client.get_workflow_handle("nodes-t1").fetch_history()
+    scheduled = [
+        event.activity_task_scheduled_event_attributes.activity_type.name
+        for event in history.events
+        if event.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert scheduled == ["kavalai.step"] * 5  # the llm node, the agent's listing, two replies and the tool call

@@ -50,6 +50,7 @@ from kavalai.durable._steps import (
     retry_allowed,
     run_tool_step,
     step,
+    step_context,
 )
 from kavalai.durable._store import FileResultStore, ResultStore, SqlResultStore
 
@@ -87,6 +88,7 @@ __all__ = [
     "retry_allowed",
     "run_tool_step",
     "step",
+    "step_context",
     "step_key",
 ]
 

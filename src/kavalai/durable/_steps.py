@@ -14,7 +14,8 @@ way, given how to write its result as JSON and read it back.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Final, TypeVar
 
@@ -31,6 +32,7 @@ __all__ = [
     "retry_allowed",
     "run_tool_step",
     "step",
+    "step_context",
 ]
 
 T = TypeVar("T")
@@ -39,6 +41,7 @@ T = TypeVar("T")
 IDEMPOTENCY_KEY: Final = "idempotency_key"
 
 _preset_key: ContextVar[str | None] = ContextVar("kavalai_durable_preset_key", default=None)
+_context: ContextVar[Mapping[str, Any] | None] = ContextVar("kavalai_durable_step_context", default=None)
 
 
 class DurableStepError(FunctionKernelException):
@@ -146,10 +149,28 @@ async def step(
     async def journaled() -> Any:
         return await guarded(execute, dump)
 
-    recorded = await run.step(name, journaled, request=None if request is None else request())
+    made = None
+    if request is not None:
+        made = request()
+        context = _context.get()
+        if context is not None and isinstance(made, dict):
+            made = {**made, **context}
+    recorded = await run.step(name, journaled, request=made)
     if "error" in recorded:
         raise restore_error(recorded["error"])
     return load(recorded["ok"])
+
+
+@contextmanager
+def step_context(**fields: Any) -> Iterator[None]:
+    """Add ``fields`` to the JSON request of every :func:`step` begun inside the ``with`` block, so the target that
+    redoes a step elsewhere (a Temporal activity) knows where it came from: a workflow's agent node marks its
+    agent's steps with ``node=<id>``."""
+    token = _context.set({**(_context.get() or {}), **fields})
+    try:
+        yield
+    finally:
+        _context.reset(token)
 
 
 async def run_tool_step(kernel: Kernel, request: Mapping[str, Any]) -> Any:

@@ -224,7 +224,7 @@ class _TemporalJournal:
         if request is None:
             raise RuntimeError(
                 f"Step {name!r} of run {self.run_id} cannot run on Temporal: it has no JSON form to run as an "
-                "activity (agent nodes inside workflows are not supported on Temporal yet; run the agent itself)."
+                "activity (a step made with kavalai.durable.step needs request=...)."
             )
         retry = bool(request.get("retry", True)) if isinstance(request, dict) else True
         timeout = request.get("timeout") if isinstance(request, dict) else None

@@ -22,6 +22,7 @@ from kavalai.workflow._executor import Emit, Execution
 from kavalai.workflow._graph import Workflow, check_tools, checked_timeout, checked_visits
 from kavalai.workflow._nodes import AgentNode, LlmNode
 from kavalai.workflow._result import InputRequested, RunResult, WorkflowEvent, jsonable
+from kavalai.workflow._runners import llm_node_reply, node_agent
 from kavalai.workflow._services import Service
 from kavalai.workflow.errors import NodeError, WorkflowDefinitionError
 
@@ -407,6 +408,32 @@ class WorkflowEngine:
         if result.error is not None:
             data["error"]["envelope"] = error_envelope(result.error)
         return data
+
+    async def execute_step(self, request: Mapping[str, Any]) -> Any:
+        """Redo a step of a durable run from its JSON request (a Temporal activity calls this): an llm node's
+        model call, or a step of an agent node's agent (its tool listing, a model reply, an approval). Tool calls
+        are redone through :attr:`durable_kernel` by the engine itself. Returns the step's result as the journal
+        holds it."""
+        from kavalai.durable import guarded
+        from kavalai.llm.messages import parse_messages
+
+        node = self.workflow.nodes.get(str(request.get("node")))
+        if isinstance(node, LlmNode) and request.get("kind") == "model":
+            client = await self._llm_for(node.model, node.id)
+            declared = self.workflow.node_types.get(node.id)
+            response_model = declared.annotation if declared is not None and declared.is_model else None
+            messages = parse_messages(request["messages"])
+            return await guarded(
+                lambda: llm_node_reply(client, messages, response_model, node.id),
+                lambda response: response.model_dump(mode="json", by_alias=True),
+            )
+        if isinstance(node, AgentNode):
+            agent = node_agent(node, await self._llm_for(node.model, node.id), self.kernel, self.workflow)
+            return await agent.execute_step(request)
+        raise ValueError(
+            f"Workflow {self.workflow.name!r} cannot redo a step of kind {request.get('kind')!r} "
+            f"for node {request.get('node')!r}."
+        )
 
     async def stream(
         self, input: Any = None, *, max_visits: int | None = None, timeout: float | _Unset | None = _UNSET

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from kavalai.durable import call_options, current_run
+from kavalai.durable import call_options, current_run, step_context
+from kavalai.durable import step as durable_step
 from kavalai.errors import (
     FunctionKernelException,
     ToolInputError,
@@ -45,7 +46,16 @@ if TYPE_CHECKING:
     from kavalai.agent.budget import OutputBudget
     from kavalai.llm.base import LLMClient
 
-__all__ = ["NodeEnv", "Outcome", "check_fits", "run_function", "run_simple_node", "to_context"]
+__all__ = [
+    "NodeEnv",
+    "Outcome",
+    "check_fits",
+    "llm_node_reply",
+    "node_agent",
+    "run_function",
+    "run_simple_node",
+    "to_context",
+]
 
 _NO_RETRY = RetryPolicy(attempts=1)
 _sleep = anyio.sleep  # the backoff wait (a module attribute, so tests can record the delays)
@@ -296,13 +306,48 @@ async def _run_agent(node: AgentNode, env: NodeEnv, record: NodeTrace) -> Any:
         output_budget=env.budget,
     )
     try:
-        result = await agent.run(prompt)
+        if current_run() is None:
+            result = await agent.run(prompt)
+        else:  # its steps name the node, so an engine that redoes them elsewhere finds its agent
+            with step_context(node=node.id):
+                result = await agent.run(prompt)
     except MaxStepsExceededError as exc:
         if exc.result is not None:
             record.tool_calls = [_tool_call_trace(call) for call in exc.result.tool_calls]
         raise NodeError(f"Node {node.id!r}: {exc}", node=node.id, field="max_steps") from exc
     record.tool_calls = [_tool_call_trace(call) for call in result.tool_calls]
     return _fit_output(node.id, env, result.output)
+
+
+def node_agent(node: AgentNode, llm: LLMClient, kernel: FunctionKernel, workflow: Workflow) -> Any:
+    """The agent of an agent node, as far as redoing one of its steps elsewhere needs it (its model, tools and
+    output type; the prompt and instructions are in the step's messages)."""
+    from kavalai.agent import Agent
+
+    declared = workflow.node_types.get(node.id)
+    output_type = declared.annotation if declared is not None and declared.is_model else None
+    return Agent(llm, kernel=kernel, allowed_tools=node.allowed_tools, output_type=output_type)
+
+
+async def llm_node_reply(
+    client: LLMClient, messages: list[Any], response_model: type[BaseModel] | None, node: str
+) -> Any:
+    """An llm node's model call; in a durable run a journaled step (a resumed run does not ask the model again)."""
+    if current_run() is None:
+        return await client.complete(messages, response_model=response_model)
+    from kavalai.llm.messages import LLMResponse
+
+    return await durable_step(
+        f"model {client.provider}/{client.model}",
+        lambda: client.complete(messages, response_model=response_model),
+        dump=lambda response: response.model_dump(mode="json", by_alias=True),
+        load=LLMResponse.model_validate,
+        request=lambda: {
+            "kind": "model",
+            "node": node,
+            "messages": [message.model_dump(mode="json", by_alias=True) for message in messages],
+        },
+    )
 
 
 def _tool_call_trace(call: Any) -> ToolCallTrace:
@@ -329,7 +374,7 @@ async def _run_llm(node: LlmNode, env: NodeEnv, record: NodeTrace) -> Any:
     messages.append(UserMessage(content=prompt))
     client = await env.llm_for(node.model, node.id)
     response_model = _model_output(node.id, env)
-    response = await client.complete(messages, response_model=response_model)
+    response = await llm_node_reply(client, messages, response_model, node.id)
     if response_model is None:
         return _fit_output(node.id, env, response.text)
     if not isinstance(response.parsed, response_model):
