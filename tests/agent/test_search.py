@@ -115,3 +115,78 @@ def test_recall_at_5_on_queries_a_model_writes(catalog: FunctionKernel) -> None:
         names = [t["name"].split(".")[-1] for t in search.search(task, limit=5)]
         hits += topic in names
     assert hits / len(tasks) >= 0.9
+
+
+RAW_WORDING = {  # what a user types: few words shared with the tool's description
+    "will it rain in Oslo tomorrow?": "weather",
+    "how much is Apple trading at": "stock",
+    "say this in Spanish please": "translate",
+    "bill Globex for last month's work": "invoice",
+    "set up a call with Ana on Friday": "calendar",
+    "mail the quarterly report to my boss": "email",
+    "where exactly is 10 Downing Street on a map": "geocode",
+    "how many yen is 50 dollars": "currency",
+    "what hour is it in Tokyo right now": "timezone",
+    "where is my package": "shipping",
+}
+
+
+def _recall(search: ToolSearch, tasks: dict[str, str]) -> float:
+    found = {task: [t["name"].split(".")[-1] for t in search.search(task, limit=5)] for task in tasks}
+    return sum(topic in found[task] for task, topic in tasks.items()) / len(tasks)
+
+
+def test_the_local_embedder_finds_tools_by_meaning_where_words_do_not_overlap(catalog: FunctionKernel) -> None:
+    from kavalai.agent.embeddings import local_embedder
+
+    descriptions = [catalog.registry.describe(name) for name in catalog.list_tools()]
+    words_only = _recall(ToolSearch(descriptions), RAW_WORDING)
+    fused = _recall(ToolSearch(descriptions, embedder=local_embedder()), RAW_WORDING)
+    assert words_only <= 0.3  # BM25 cannot bridge "rain" to "weather forecast"
+    assert fused >= 0.9
+    assert local_embedder() is local_embedder()  # loaded once per process
+
+
+def test_an_embedder_of_the_user_s_ranks_with_bm25_and_is_asked_once_per_document(catalog: FunctionKernel) -> None:
+    asked: list[list[str]] = []
+
+    def embedder(texts: Any) -> list[list[float]]:
+        asked.append(list(texts))
+        # Two dimensions: "money" and "time". A toy, but a real ranking by cosine.
+        return [[float("price" in t or "invoice" in t or "dollars" in t), float("time" in t)] for t in texts]
+
+    descriptions = [catalog.registry.describe(name) for name in catalog.list_tools()]
+    search = ToolSearch(descriptions, embedder=embedder)
+    found = [t["name"] for t in search.search("dollars", limit=8)]
+    assert {name.split(".")[-1] for name in found} == {"stock", "invoice"}  # by meaning: no tool says "dollars"
+    assert ToolSearch(descriptions, embedder=embedder).search("time", limit=4)
+    documents = [call for call in asked if len(call) > 1]
+    assert len(documents) == 1  # the catalog's vectors were cached for the second index
+    assert len(documents[0]) == 40
+
+
+def test_an_embedder_returning_the_wrong_shape_is_refused_saying_so(catalog: FunctionKernel) -> None:
+    descriptions = [catalog.registry.describe(name) for name in catalog.list_tools()]
+    with pytest.raises(ValueError, match=r"40 vector\(s\) of finite numbers.*shape \(3, 2\)"):
+        ToolSearch(descriptions, embedder=lambda texts: [[1.0, 0.0]] * 3)
+    with pytest.raises(ValueError, match="not a list of vectors"):
+        ToolSearch(descriptions, embedder=lambda texts: [[1.0], [1.0, 2.0]] + [[0.0]] * 38)
+    with pytest.raises(ValueError, match="finite numbers"):
+        ToolSearch(descriptions, embedder=lambda texts: [[float("nan")]] * len(texts))
+    with pytest.raises(ValueError, match="search_embedder is an embedder or 'local'"):
+        Agent(ScriptedLLM([]), kernel=catalog, search_embedder="wordllama")  # type: ignore[arg-type]
+
+
+async def test_an_agent_searching_with_the_local_embedder_finds_and_calls_the_tool(catalog: FunctionKernel) -> None:
+    def script(request: ScriptedRequest) -> object:
+        if len(request.messages) == 1:
+            return tool_call("search_tools", {"query": "where is my package"})
+        if len(request.messages) == 3:
+            found = [name for name in request.tool_names if name.endswith(".shipping")]
+            return tool_call(found[0], {"tracking_number": "KV123"}) if found else "nothing found"
+        return "done"
+
+    llm = ScriptedLLM(script)
+    result = await Agent(llm, kernel=catalog, search_embedder="local").run("Where is my package KV123?")
+    assert result.tool_calls[1].uri.endswith(".shipping")
+    assert result.tool_calls[1].result == {"result": "shipping: KV123"}

@@ -29,6 +29,7 @@ from kavalai.agent._result import AgentResult, ToolCallRecord
 from kavalai.agent._tools import HookFailures, ToolRunner, approval_step
 from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
 from kavalai.agent.code_mode import CodeMode
+from kavalai.agent.embeddings import Embedder, local_embedder
 from kavalai.agent.errors import ApprovalHookError, MaxStepsExceededError
 from kavalai.agent.prompts import prompt_messages, split_prompt
 from kavalai.agent.resources import resource_reader_spec
@@ -117,6 +118,9 @@ class Agent(Generic[OutputT]):
             ours elsewhere.
         search_threshold: the number of tools above which ``tool_search=None`` searches (default 30).
         core_tools: URIs and globs of the tools always offered when searching.
+        search_embedder: also rank tools by meaning when searching: an embedder (texts in, one vector each out;
+            see :mod:`kavalai.agent.embeddings`) or ``"local"`` for the bundled WordLlama model (the ``embeddings``
+            extra; no download). ``None``: BM25 only.
         code_mode: offer one ``run_python`` tool instead, whose snippets call the tools as async functions in the
             ``pydantic-monty`` sandbox (see :mod:`kavalai.agent.code_mode`); ``True`` for the default limits.
         resources: names of MCP servers whose resources the model may read: it gets a ``read_resource`` tool
@@ -151,6 +155,7 @@ class Agent(Generic[OutputT]):
         tool_search: bool | Literal["native"] | None = None,
         search_threshold: int = 30,
         core_tools: Sequence[str] = (),
+        search_embedder: Embedder | Literal["local"] | None = None,
         code_mode: CodeMode | bool | None = None,
         resources: Sequence[str] = (),
         on_elicitation: ElicitationHandler | None = None,
@@ -177,6 +182,7 @@ class Agent(Generic[OutputT]):
         tool_search: bool | Literal["native"] | None = None,
         search_threshold: int = 30,
         core_tools: Sequence[str] = (),
+        search_embedder: Embedder | Literal["local"] | None = None,
         code_mode: CodeMode | bool | None = None,
         resources: Sequence[str] = (),
         on_elicitation: ElicitationHandler | None = None,
@@ -202,6 +208,7 @@ class Agent(Generic[OutputT]):
         tool_search: bool | Literal["native"] | None = None,
         search_threshold: int = 30,
         core_tools: Sequence[str] = (),
+        search_embedder: Embedder | Literal["local"] | None = None,
         code_mode: CodeMode | bool | None = None,
         resources: Sequence[str] = (),
         on_elicitation: ElicitationHandler | None = None,
@@ -233,6 +240,9 @@ class Agent(Generic[OutputT]):
         self.tool_search = tool_search
         self.search_threshold = search_threshold
         self.core_tools = list(core_tools)
+        if isinstance(search_embedder, str) and search_embedder != "local":
+            raise ValueError(f"search_embedder is an embedder or 'local', not {search_embedder!r}.")
+        self.search_embedder = search_embedder
         self.code_mode = CodeMode() if code_mode is True else (code_mode or None)
         self.resources = list(resources)
         self.on_elicitation = on_elicitation
@@ -508,7 +518,9 @@ class Agent(Generic[OutputT]):
             for s in specs
             if s.name != READ_ARTIFACT
         ]
-        return ToolSearch(searchable)
+        chosen = self.search_embedder
+        embedder = local_embedder() if isinstance(chosen, str) else chosen
+        return ToolSearch(searchable, embedder=embedder)
 
     def _core(self, specs: list[ToolSpec], search: ToolSearch | None) -> list[ToolSpec]:
         """What the model is offered first: everything, or, when searching, the core tools and ``search_tools``."""

@@ -1,0 +1,56 @@
+"""Embeddings for tool search: the meaning of a query, where BM25 only sees its words.
+
+BM25 finds ``send a message to the team channel`` -> ``slack.chat-post-message`` only if the words overlap.
+An embedder maps texts to vectors whose cosine says how close their meanings are; :class:`~kavalai.agent.search.
+ToolSearch` fuses both rankings. Any callable taking a list of texts and returning one vector per text is an
+embedder (a sentence-transformers model's ``encode``, an embeddings API behind a cache). :func:`local_embedder`
+is a small static model that needs no download: WordLlama's ``l2_supercat`` weights (256 dimensions, 16 MB), which
+its wheel ships (the ``embeddings`` extra: ``pip install 'kavalai[embeddings]'``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeAlias
+
+__all__ = ["Embedder", "local_embedder"]
+
+#: Texts in, one vector per text out (any sequence of floats; numpy arrays too).
+Embedder: TypeAlias = Callable[[Sequence[str]], Any]
+
+_lock = threading.Lock()
+_local: Embedder | None = None
+
+
+def local_embedder() -> Embedder:
+    """The bundled local embedder (WordLlama ``l2_supercat``, 256 dimensions), loaded once per process from the
+    installed wheel; nothing is downloaded.
+
+    Raises:
+        ImportError: ``wordllama`` is not installed (``pip install 'kavalai[embeddings]'``).
+        FileNotFoundError: the installed wordllama does not carry its weights.
+    """
+    global _local
+    with _lock:
+        if _local is None:
+            _local = _load_wordllama()
+        return _local
+
+
+def _load_wordllama() -> Embedder:
+    try:
+        import wordllama
+    except ImportError as exc:
+        raise ImportError("The local embedder needs wordllama: pip install 'kavalai[embeddings]'.") from exc
+    # WordLlama looks for its bundled tokenizer under "<package>/tokenizer" but ships it in "<package>/tokenizers";
+    # its cache lookup ("<cache_dir>/tokenizers/...") finds it when the package directory is the cache directory.
+    # disable_download: a missing file is an error here, never a request to Hugging Face.
+    package = Path(wordllama.__file__).parent
+    model = wordllama.WordLlama.load("l2_supercat", cache_dir=package, disable_download=True)
+
+    def embed(texts: Sequence[str]) -> Any:
+        return model.embed(list(texts), norm=True)
+
+    return embed
