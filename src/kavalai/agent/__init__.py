@@ -2,6 +2,7 @@
 
 from kavalai.agent._agent import Agent
 from kavalai.agent._approval import Approval, ApprovalHook, OutsideApproval
+from kavalai.agent._elicitation import OutsideElicitation
 from kavalai.agent._events import (
     AgentEvent,
     EventHandler,
@@ -38,6 +39,7 @@ __all__ = [
     "ModelTextDelta",
     "OutputBudget",
     "OutsideApproval",
+    "OutsideElicitation",
     "RunFailed",
     "RunFinished",
     "RunStarted",

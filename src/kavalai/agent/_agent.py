@@ -14,6 +14,7 @@ from pydantic_core import to_jsonable_python
 from kavalai import FunctionKernel
 from kavalai.adapters.mcp import ElicitationHandler, McpElicitation, McpElicitationResult, answering
 from kavalai.agent._approval import ApprovalHook
+from kavalai.agent._elicitation import OutsideElicitation
 from kavalai.agent._events import (
     AgentEvent,
     EventHandler,
@@ -292,6 +293,8 @@ class Agent(Generic[OutputT]):
             await self._emit(InputRequested(request=request))
             return await hook(request)
 
+        if isinstance(hook, OutsideElicitation):  # answered outside a durable run (see _elicitation.recorded)
+            answer.outside = hook  # type: ignore[attr-defined]
         return answer
 
     async def run_prompt(

@@ -20,7 +20,9 @@ import anyio
 from pydantic_core import to_jsonable_python
 
 from kavalai import FunctionKernel
+from kavalai.adapters.mcp import answering, current_answerer
 from kavalai.agent._approval import Approval, ApprovalHook, OutsideApproval
+from kavalai.agent._elicitation import recorded
 from kavalai.agent._events import AgentEvent, ToolCallFinished, ToolCallStarted, ToolProgress
 from kavalai.agent._result import ToolCallRecord
 from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
@@ -232,7 +234,7 @@ class ToolRunner:
                 arguments, edited = decision.arguments, True
         progress = self._progress(call) if self._report_progress else None
         try:
-            output = await self._kernel.call_tool(call.name, arguments, progress=progress, **call_options())
+            output = await _call_in_run(self._kernel, call.name, arguments, progress)
         except FunctionKernelException as exc:
             return _Outcome("error", arguments, error=_error_message(exc), error_type=type(exc).__name__, edited=edited)
         try:
@@ -315,6 +317,17 @@ class HookFailures(Exception):
         super().__init__(f"{len(errors)} approval hook call(s) failed")
         self.errors = errors
         self.done = done
+
+
+async def _call_in_run(kernel: FunctionKernel, uri: str, arguments: dict[str, Any], progress: Any) -> Any:
+    """The kernel call; in a durable run, with the run's answerer of servers' input requests recording its answers
+    under the step this call is about to take (the run's steps go one after another)."""
+    run = current_run()
+    answerer = current_answerer() if run is not None else None
+    if run is None or answerer is None:
+        return await kernel.call_tool(uri, arguments, progress=progress, **call_options())
+    with answering(recorded(answerer, run, run.steps + 1)):
+        return await kernel.call_tool(uri, arguments, progress=progress, **call_options())
 
 
 async def _decide(approve: ApprovalHook, call: ToolCall) -> Approval:

@@ -26,9 +26,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from kavalai.durable._answers import approval_answer, checked_answer
+from kavalai.durable._answers import approval_answer, checked_answer, elicitation_answer
 from kavalai.durable._memory import MemoryRunner
 from kavalai.durable._run import (
+    AnswerLog,
     AnswerWaiter,
     DurableRun,
     Journal,
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IDEMPOTENCY_KEY",
+    "AnswerLog",
     "AnswerWaiter",
     "DbosRunner",
     "DurableRun",
@@ -78,6 +80,7 @@ __all__ = [
     "checked_answer",
     "current_run",
     "durable_steps",
+    "elicitation_answer",
     "error_envelope",
     "guarded",
     "idempotency_key",

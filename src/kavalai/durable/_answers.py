@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["approval_answer", "checked_answer"]
+__all__ = ["approval_answer", "checked_answer", "elicitation_answer"]
 
 
 def checked_answer(question: Mapping[str, Any], value: Any) -> Any:
@@ -22,6 +22,8 @@ def checked_answer(question: Mapping[str, Any], value: Any) -> Any:
     """
     if question.get("kind") == "approval":
         return approval_answer(value)
+    if question.get("kind") == "elicitation":
+        return elicitation_answer(value)
     try:
         return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
     except (TypeError, ValueError) as exc:
@@ -51,4 +53,29 @@ def approval_answer(value: Any) -> dict[str, Any]:
     raise ValueError(
         f"An approval is 'allow', 'deny', {{'action': 'deny', 'reason': '...'}} or "
         f"{{'action': 'edit', 'arguments': {{...}}}}, not {value!r}."
+    )
+
+
+def elicitation_answer(value: Any) -> dict[str, Any]:
+    """An answer to an MCP server's request for user input as ``{"action": "accept", "content": {...}}``,
+    ``{"action": "decline"}`` or ``{"action": "cancel"}``; ``"decline"``/``"cancel"``/``"accept"`` and a plain
+    mapping of values (meaning accept) are short forms.
+
+    Raises:
+        ValueError: anything else.
+    """
+    if value in ("decline", "cancel"):
+        return {"action": value}
+    if value == "accept":
+        return {"action": "accept", "content": {}}
+    if isinstance(value, Mapping):
+        action = value.get("action")
+        if action in ("decline", "cancel"):
+            return {"action": action}
+        content = value.get("content", {}) if action == "accept" else value
+        if (action is None or action == "accept") and isinstance(content, Mapping):
+            return {"action": "accept", "content": checked_answer({}, dict(content))}
+    raise ValueError(
+        "An answer to a request for input is 'decline', 'cancel', the values as an object, or "
+        f"{{'action': 'accept', 'content': {{...}}}}, not {value!r}."
     )

@@ -66,6 +66,26 @@ class _MemoryJournal:
         return value
 
 
+class _MemoryAnswers:
+    """The answer log of :class:`MemoryRunner` (see :class:`~kavalai.durable.AnswerLog`)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str], tuple[JsonValue, bool, JsonValue]] = {}
+
+    async def lookup(self, run_id: str, key: str) -> tuple[bool, JsonValue]:
+        _, answered, value = self.rows.get((run_id, key), (None, False, None))
+        return answered, value if answered else None
+
+    async def keep(self, run_id: str, key: str, question: JsonValue, answer: JsonValue) -> None:
+        self.rows[run_id, key] = (question, True, answer)
+
+    async def publish(self, run_id: str, key: str, question: JsonValue) -> None:
+        self.rows.setdefault((run_id, key), (question, False, None))
+
+    async def open_questions(self, run_id: str) -> dict[str, JsonValue]:
+        return {key: row[0] for (run, key), row in self.rows.items() if run == run_id and not row[1]}
+
+
 class MemoryRunner(DurableRunner):
     """Runs targets with a journal kept in this process's memory (see the module docstring).
 
@@ -84,6 +104,7 @@ class MemoryRunner(DurableRunner):
         self.outcomes: dict[str, JsonValue] = {}
         self._running: dict[str, asyncio.Future[JsonValue]] = {}
         self._questions: dict[str, dict[str, _Question]] = {}
+        self.answer_log = _MemoryAnswers()
 
     async def run(self, target: DurableTarget, payload: Any, *, run_id: str | None = None) -> Any:
         """Run ``payload`` on ``target`` under ``run_id``: the recorded outcome of a finished run, a run still
@@ -98,7 +119,14 @@ class MemoryRunner(DurableRunner):
         future: asyncio.Future[JsonValue] = asyncio.get_running_loop().create_future()
         self._running[run_id] = future
         journal = _MemoryJournal(self.journals.setdefault(run_id, {}), self._questions.setdefault(run_id, {}))
-        run = DurableRun(run_id, journal, store=self.store, inline_limit=self.inline_limit, engine=self.engine)
+        run = DurableRun(
+            run_id,
+            journal,
+            store=self.store,
+            inline_limit=self.inline_limit,
+            engine=self.engine,
+            answers=self.answer_log,
+        )
         try:
             with bind_run(run):
                 found = self.target(name)
@@ -118,10 +146,15 @@ class MemoryRunner(DurableRunner):
     async def pending(self, run_id: str) -> dict[str, Any]:
         """The questions run ``run_id`` waits to have answered, by key."""
         waiting = self._questions.get(run_id, {})
-        return {key: question.question for key, question in waiting.items() if not question.answer.done()}
+        found = {key: question.question for key, question in waiting.items() if not question.answer.done()}
+        return {**found, **await self.answer_log.open_questions(run_id)}
 
     async def answer(self, run_id: str, key: str, value: Any) -> None:
         """Answer the question ``key`` of run ``run_id``."""
+        in_step = await self.answer_log.open_questions(run_id)
+        if key in in_step:
+            await self.answer_log.keep(run_id, key, in_step[key], checked_answer(in_step[key], value))
+            return
         waiting = self._questions.get(run_id, {}).get(key)
         if waiting is None or waiting.answer.done():
             raise not_pending(run_id, key, await self.pending(run_id))

@@ -10,6 +10,7 @@ run or runs the step and records its JSON result. Code outside a durable run see
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -20,6 +21,7 @@ from typing import Any, Protocol
 from kavalai.durable._store import ResultStore
 
 __all__ = [
+    "AnswerLog",
     "AnswerWaiter",
     "DurableRun",
     "Journal",
@@ -66,6 +68,29 @@ class AnswerWaiter(Protocol):
         ...
 
 
+class AnswerLog(Protocol):
+    """Answers given during a step (an MCP server's request for user input in the middle of a tool call), kept
+    where the step's next attempt finds them: the step cannot journal them itself, since it is recorded only when it
+    ends. Keys are the run id and ``"<kind>-<step position>-<n>"``. A question published and not yet answered is
+    listed by :meth:`DurableRunner.pending` and answered by :meth:`DurableRunner.answer`."""
+
+    async def lookup(self, run_id: str, key: str) -> tuple[bool, JsonValue]:
+        """``(True, answer)`` when ``key`` is answered, else ``(False, None)``."""
+        ...
+
+    async def keep(self, run_id: str, key: str, question: JsonValue, answer: JsonValue) -> None:
+        """Record ``answer`` to ``question`` under ``key``."""
+        ...
+
+    async def publish(self, run_id: str, key: str, question: JsonValue) -> None:
+        """Put ``question`` up for an answer from outside (kept if it is there already)."""
+        ...
+
+    async def open_questions(self, run_id: str) -> dict[str, JsonValue]:
+        """The run's published questions not answered yet, by key."""
+        ...
+
+
 class DurableRun:
     """One durable run, bound to the context while the engine executes it.
 
@@ -90,7 +115,9 @@ class DurableRun:
         inline_limit: int = 64 * 1024,
         engine: str = "durable",
         steps_elsewhere: bool = False,
+        answers: AnswerLog | None = None,
     ) -> None:
+        self.answers = answers
         self.run_id = run_id
         self.steps_elsewhere = steps_elsewhere
         self.journal = journal
@@ -154,12 +181,61 @@ class DurableRun:
         answer: JsonValue | None = await waiter(self._position, key, published, timeout)
         return answer
 
+    async def answer_in_step(
+        self,
+        key: str,
+        question: Mapping[str, Any],
+        ask: Callable[[], Awaitable[JsonValue]] | None,
+        *,
+        timeout: float | None = None,
+        poll: float = 0.2,
+    ) -> JsonValue | None:
+        """An answer asked for during a step, kept in the engine's :class:`AnswerLog` so that the step's next
+        attempt (after a crash) gets it again instead of asking again. ``ask`` answers in this process; without it
+        the question is published and answered from outside (:meth:`DurableRunner.answer`), polled every ``poll``
+        seconds for at most ``timeout`` (``None``: no limit; then ``None`` is returned). An engine without an answer
+        log (Temporal) asks every time.
+
+        Raises:
+            RuntimeError: ``ask`` is ``None`` and the engine has no answer log.
+        """
+        log = self.answers
+        if log is None:
+            if ask is None:
+                raise RuntimeError(f"The {self.engine} engine cannot wait for an answer from outside during a step.")
+            return await ask()
+        found, value = await log.lookup(self.run_id, key)
+        if found:
+            return value
+        if ask is not None:
+            value = await ask()
+            await log.keep(self.run_id, key, dict(question), value)
+            return value
+        await log.publish(self.run_id, key, dict(question))
+        value = await _poll(log, self.run_id, key, timeout, poll)
+        if value is None:  # no answer in time: so it stays, in this attempt and the next
+            await log.keep(self.run_id, key, dict(question), None)
+        return value
+
     def next_key(self, payload: Any) -> str:
         """The idempotency key of the step about to begin (at the next position) with ``payload`` as arguments."""
         return step_key(self.run_id, self._position + 1, payload)
 
     def __repr__(self) -> str:
         return f"<DurableRun {self.run_id} on {self.engine}, {self._position} steps>"
+
+
+async def _poll(log: AnswerLog, run_id: str, key: str, timeout: float | None, poll: float) -> JsonValue | None:
+    """Look for the answer every ``poll`` seconds, until ``timeout``."""
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    while True:
+        found, value = await log.lookup(run_id, key)
+        if found:
+            return value
+        if deadline is not None and loop.time() >= deadline:
+            return None
+        await asyncio.sleep(poll if deadline is None else max(0.0, min(poll, deadline - loop.time())))
 
 
 def step_key(run_id: str, position: int, payload: Any) -> str:

@@ -19,6 +19,7 @@ started at a time in a process.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import socket
@@ -121,6 +122,7 @@ class DbosRunner(DurableRunner):
         self._engine: sa.Engine | None = None
         self._system_engine: sa.Engine | None = None  # the one given to DBOS (SQLite)
         self._liveness: _Liveness | None = None
+        self._answers: AnswerTable | None = None
         self._lock = asyncio.Lock()
 
     @property
@@ -162,6 +164,7 @@ class DbosRunner(DurableRunner):
                 self._store = SqlResultStore(url, engine=self._engine)
             self._liveness = _Liveness(self, self._engine)
             self._liveness.register()
+            self._answers = AnswerTable(self._engine)
             config: DBOSConfig = {
                 "name": "kavalai",
                 "system_database_url": self.db,
@@ -253,18 +256,26 @@ class DbosRunner(DurableRunner):
         return None if found is None else str(found.status)
 
     async def pending(self, run_id: str) -> dict[str, Any]:
-        """The questions run ``run_id`` waits to have answered (the run's ``kavalai.pending`` DBOS event)."""
+        """The questions run ``run_id`` waits to have answered: the run's ``kavalai.pending`` DBOS event, and the
+        questions its steps published in ``kavalai_answers``."""
         await self.start()
         found = await DBOS.get_event_async(run_id, _PENDING, timeout_seconds=0)
-        return dict(found) if isinstance(found, dict) else {}
+        assert self._answers is not None
+        in_steps = await self._answers.open_questions(run_id)
+        return {**(dict(found) if isinstance(found, dict) else {}), **in_steps}
 
     async def answer(self, run_id: str, key: str, value: Any) -> None:
-        """Send the answer to question ``key`` of run ``run_id`` (a DBOS message: kept until the run takes it, by
-        whichever process runs it, after a restart too). Answering the same question twice sends it once."""
+        """Send the answer to question ``key`` of run ``run_id`` (a DBOS message, or a row of ``kavalai_answers``
+        for a question asked during a step: kept until the run takes it, by whichever process runs it, after a
+        restart too). Answering the same question twice sends it once."""
         pending = await self.pending(run_id)
         if key not in pending:
             raise not_pending(run_id, key, pending)
         value = checked_answer(pending[key], value)
+        assert self._answers is not None
+        if key in await self._answers.open_questions(run_id):
+            await self._answers.keep(run_id, key, pending[key], value)
+            return
         await DBOS.send_async(run_id, value, topic=_topic(key), idempotency_key=f"{run_id}.{key}")
 
     async def serve(self) -> None:
@@ -291,6 +302,8 @@ class DbosClient:
         self.queue_name = queue
         DBOS.migrate(db)  # the journal's tables, if no worker has made them yet
         self._client = DBOSClient(system_database_url=db, serializer=DBOSPortableJSONSerializer())
+        self._engine = _make_engine(_sqlalchemy_url(db))
+        self._answers = AnswerTable(self._engine)
 
     def submit(self, target: str, payload: Any, *, run_id: str | None = None) -> str:
         """Put a run of the target named ``target`` (``"workflow:<name>"``, ``"agent:<name>"``) on the queue,
@@ -315,7 +328,7 @@ class DbosClient:
     def pending(self, run_id: str) -> dict[str, Any]:
         """The questions run ``run_id`` waits to have answered, by key (see :meth:`DbosRunner.pending`)."""
         found = self._client.get_event(run_id, _PENDING, timeout_seconds=0)
-        return dict(found) if isinstance(found, dict) else {}
+        return {**(dict(found) if isinstance(found, dict) else {}), **self._answers.open_now(run_id)}
 
     def answer(self, run_id: str, key: str, value: Any) -> None:
         """Answer question ``key`` of run ``run_id`` (see :meth:`DbosRunner.answer`)."""
@@ -323,11 +336,15 @@ class DbosClient:
         if key not in pending:
             raise not_pending(run_id, key, pending)
         value = checked_answer(pending[key], value)
+        if key in self._answers.open_now(run_id):
+            self._answers.keep_now(run_id, key, pending[key], value)
+            return
         self._client.send(run_id, value, topic=_topic(key), idempotency_key=f"{run_id}.{key}")
 
     def close(self) -> None:
         """Close the client's connections."""
         self._client.destroy()
+        self._engine.dispose()
 
 
 class _DbosJournal:
@@ -350,6 +367,78 @@ class _DbosJournal:
         return answer
 
 
+class AnswerTable:
+    """The answer log of DBOS runs (:class:`~kavalai.durable.AnswerLog`): the table ``kavalai_answers`` of the
+    journal's database, one row per question asked during a step, its answer once given."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+        self.table = sa.Table(
+            "kavalai_answers",
+            sa.MetaData(),
+            sa.Column("run_id", sa.String(200), primary_key=True),
+            sa.Column("key", sa.String(200), primary_key=True),
+            sa.Column("question", sa.Text, nullable=False),
+            sa.Column("answered", sa.Boolean, nullable=False),
+            sa.Column("answer", sa.Text, nullable=True),
+        )
+        self.table.metadata.create_all(engine, checkfirst=True)
+
+    async def lookup(self, run_id: str, key: str) -> tuple[bool, Any]:
+        """See :meth:`kavalai.durable.AnswerLog.lookup`."""
+        return await asyncio.to_thread(self._lookup, run_id, key)
+
+    async def keep(self, run_id: str, key: str, question: Any, answer: Any) -> None:
+        """See :meth:`kavalai.durable.AnswerLog.keep`."""
+        await asyncio.to_thread(self.keep_now, run_id, key, question, answer)
+
+    async def publish(self, run_id: str, key: str, question: Any) -> None:
+        """See :meth:`kavalai.durable.AnswerLog.publish`."""
+        await asyncio.to_thread(self._publish, run_id, key, question)
+
+    async def open_questions(self, run_id: str) -> dict[str, Any]:
+        """See :meth:`kavalai.durable.AnswerLog.open_questions`."""
+        return await asyncio.to_thread(self.open_now, run_id)
+
+    def open_now(self, run_id: str) -> dict[str, Any]:
+        """:meth:`open_questions`, blocking."""
+        t = self.table
+        with self.engine.connect() as connection:
+            rows = connection.execute(sa.select(t.c.key, t.c.question).where(t.c.run_id == run_id, ~t.c.answered))
+            return {row.key: json.loads(row.question) for row in rows}
+
+    def keep_now(self, run_id: str, key: str, question: Any, answer: Any) -> None:
+        """:meth:`keep`, blocking: an upsert, in one transaction."""
+        t = self.table
+        values = {"answered": True, "answer": json.dumps(answer, ensure_ascii=False)}
+        with self.engine.begin() as connection:
+            where = (t.c.run_id == run_id) & (t.c.key == key)
+            if connection.execute(t.update().where(where).values(**values)).rowcount == 0:
+                connection.execute(t.insert().values(run_id=run_id, key=key, question=_text(question), **values))
+
+    def _lookup(self, run_id: str, key: str) -> tuple[bool, Any]:
+        t = self.table
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                sa.select(t.c.answered, t.c.answer).where(t.c.run_id == run_id, t.c.key == key)
+            ).first()
+        if row is None or not row.answered:
+            return False, None
+        return True, json.loads(row.answer)
+
+    def _publish(self, run_id: str, key: str, question: Any) -> None:
+        t = self.table
+        try:
+            with self.engine.begin() as connection:
+                connection.execute(t.insert().values(run_id=run_id, key=key, question=_text(question), answered=False))
+        except sa.exc.IntegrityError:  # published by an earlier attempt of the step: kept as it is
+            pass
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
 def _topic(key: str) -> str:
     return f"kavalai.answer.{key}"
 
@@ -370,7 +459,14 @@ async def _kavalai_run(target: str, payload: Any) -> Any:
         raise LookupError(f"This process serves {served}, not the target {target!r} of run {DBOS.workflow_id}.")
     run_id = DBOS.workflow_id
     assert run_id is not None
-    run = DurableRun(run_id, _DbosJournal(), store=runner.store, inline_limit=runner.inline_limit, engine="dbos")
+    run = DurableRun(
+        run_id,
+        _DbosJournal(),
+        store=runner.store,
+        inline_limit=runner.inline_limit,
+        engine="dbos",
+        answers=runner._answers,
+    )
     with bind_run(run):
         return await found.run_journaled(payload)
 

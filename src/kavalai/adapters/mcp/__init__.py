@@ -6,7 +6,7 @@ the ``mcp`` SDK) loads when the first server is registered.
 
 from typing import TYPE_CHECKING
 
-from kavalai.adapters.mcp._answering import CALLER, answering
+from kavalai.adapters.mcp._answering import CALLER, answering, current_answerer
 from kavalai.adapters.mcp._catalog import (
     ChangeCallback,
     ElicitationHandler,
@@ -74,6 +74,7 @@ __all__ = [
     "SamplingApproval",
     "SamplingHandler",
     "answering",
+    "current_answerer",
     "kill_stdio_servers_now",
 ]
 
