@@ -26,6 +26,8 @@ from kavalai.llm.messages import ToolCall
 from kavalai.testing import ScriptedLLM, tool_call
 from kavalai.workflow import RetryPolicy, WorkflowBuilder, WorkflowEngine
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 class Crash(BaseException):
     """Stands for the process dying: nothing catches it, so the step running is not recorded."""
@@ -363,3 +365,59 @@ async def test_an_llm_node_s_model_call_is_a_step_a_resumed_run_does_not_repeat(
         "model scripted/scripted",
         "tool python://save",
     ]
+
+
+async def test_a_durable_workflow_s_engine_answers_input_requests_and_keeps_the_answers() -> None:
+    import sys
+
+    from kavalai import McpServer
+    from kavalai.adapters.mcp import McpElicitation
+    from kavalai.kernel import CallNext
+    from kavalai.kernel import ToolCall as KernelCall
+
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(
+        McpServer(
+            name="feat",
+            command=sys.executable,
+            args=["-m", "tests.servers.mcp_features"],
+            cwd=ROOT,
+            elicitation="caller",
+        )
+    )
+    asked: list[str] = []
+
+    async def user(request: McpElicitation) -> dict[str, Any]:
+        asked.append(request.message)
+        return {"name": "Ada"}
+
+    crash = [True]
+
+    async def dies_once(call: KernelCall, call_next: CallNext) -> Any:
+        result = await call_next(call)
+        if crash[0]:
+            crash[0] = False
+            raise Crash
+        return result
+
+    workflow = (
+        WorkflowBuilder("greeting", input=dict, output=dict)
+        .start(next="greet")
+        .function("greet", tool="mcp://feat.greet", inputs={}, next="done")
+        .end("done", outputs={"said": "greet.result"})
+        .build()
+    )
+    runner = MemoryRunner()
+    engine = WorkflowEngine(workflow, kernel, durable=runner, on_elicitation=user)
+    runner.register(engine)
+    kernel.add_middleware(dies_once)
+    try:
+        with pytest.raises(ValueError, match="give the engine its answerer"):
+            await engine.run({}, run_id="greet-w", on_elicitation=user)
+        with pytest.raises(Crash):
+            await engine.run({}, run_id="greet-w")
+        result = await engine.run({}, run_id="greet-w")
+    finally:
+        await kernel.close()
+    assert result.output == {"said": "hello Ada"}
+    assert asked == ["Who are you?"]  # the redone call's request was answered from the answer log

@@ -2,7 +2,6 @@
 
 from kavalai.agent._agent import Agent
 from kavalai.agent._approval import Approval, ApprovalHook, OutsideApproval
-from kavalai.agent._elicitation import OutsideElicitation
 from kavalai.agent._events import (
     AgentEvent,
     EventHandler,
@@ -19,6 +18,7 @@ from kavalai.agent._events import (
 )
 from kavalai.agent._result import AgentResult, ToolCallRecord
 from kavalai.agent.budget import ArtifactStore, FileArtifactStore, MemoryArtifactStore, OutputBudget
+from kavalai.agent.elicitation import OutsideElicitation
 from kavalai.agent.errors import AgentError, ApprovalHookError, MaxStepsExceededError
 
 __all__ = [

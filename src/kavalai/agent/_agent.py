@@ -14,7 +14,6 @@ from pydantic_core import to_jsonable_python
 from kavalai import FunctionKernel
 from kavalai.adapters.mcp import ElicitationHandler, McpElicitation, McpElicitationResult, answering
 from kavalai.agent._approval import ApprovalHook
-from kavalai.agent._elicitation import OutsideElicitation
 from kavalai.agent._events import (
     AgentEvent,
     EventHandler,
@@ -30,6 +29,7 @@ from kavalai.agent._result import AgentResult, ToolCallRecord
 from kavalai.agent._tools import HookFailures, ToolRunner, approval_step
 from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
 from kavalai.agent.code_mode import CodeMode
+from kavalai.agent.elicitation import OutsideElicitation
 from kavalai.agent.embeddings import Embedder, local_embedder
 from kavalai.agent.errors import ApprovalHookError, MaxStepsExceededError
 from kavalai.agent.prompts import prompt_messages, split_prompt
@@ -293,7 +293,9 @@ class Agent(Generic[OutputT]):
             await self._emit(InputRequested(request=request))
             return await hook(request)
 
-        if isinstance(hook, OutsideElicitation):  # answered outside a durable run (see _elicitation.recorded)
+        if isinstance(
+            hook, OutsideElicitation
+        ):  # answered outside a durable run (see kavalai.agent.elicitation.recorded)
             answer.outside = hook  # type: ignore[attr-defined]
         return answer
 

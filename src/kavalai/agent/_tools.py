@@ -22,11 +22,11 @@ from pydantic_core import to_jsonable_python
 from kavalai import FunctionKernel
 from kavalai.adapters.mcp import answering, current_answerer
 from kavalai.agent._approval import Approval, ApprovalHook, OutsideApproval
-from kavalai.agent._elicitation import recorded
 from kavalai.agent._events import AgentEvent, ToolCallFinished, ToolCallStarted, ToolProgress
 from kavalai.agent._result import ToolCallRecord
 from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
 from kavalai.agent.code_mode import RUN_PYTHON, CodeMode, CodeModeError, function_names
+from kavalai.agent.elicitation import recorded
 from kavalai.agent.resources import READ_RESOURCE, read_resource_result
 from kavalai.agent.search import SEARCH_TOOLS, ToolSearch
 from kavalai.durable import approval_answer, call_options, current_run, guarded

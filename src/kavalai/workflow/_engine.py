@@ -87,7 +87,12 @@ class WorkflowEngine:
         owns_kernel: bool | None = None,
         durable: DurableRunner | str | bool | None = None,
         output_budget: OutputBudget | None = None,
+        on_elicitation: ElicitationHandler | None = None,
     ) -> None:
+        #: Answers what MCP servers (``elicitation="caller"``) ask the user during a durable run's tool calls, in
+        #: whichever process runs it: a handler, or :class:`~kavalai.agent.OutsideElicitation` to answer through
+        #: the runner. Its answers are kept across a crash. (A run that is not durable takes ``run(on_elicitation=)``.)
+        self.on_elicitation = on_elicitation
         #: The output budget of the run's model nodes (``None``: the kernel's ``output_budget``, read at each run).
         self.output_budget = output_budget
         # A kernel the caller passed in stays the caller's: aclose() closes only a kernel the engine made.
@@ -372,6 +377,12 @@ class WorkflowEngine:
             turn a failure into its exception.
         """
         if self.durable is not None:
+            if on_elicitation is not None:
+                raise ValueError(
+                    "A durable run may run in another process, where run(on_elicitation=...) cannot reach: give the "
+                    "engine its answerer instead (WorkflowEngine(..., on_elicitation=...) or engine.on_elicitation; "
+                    "kavalai.agent.OutsideElicitation() to answer through the runner)."
+                )
             payload = {"input": jsonable(input), "max_visits": max_visits}
             if not isinstance(timeout, _Unset):
                 payload["timeout"] = timeout
@@ -403,7 +414,8 @@ class WorkflowEngine:
         execution = self._execution(
             payload.get("input"), payload.get("max_visits"), timeout, run_id=run.run_id if run else None
         )
-        result = await execution.run()
+        with answering(self.on_elicitation):
+            result = await execution.run()
         data = result.to_dict()
         if result.error is not None:
             data["error"]["envelope"] = error_envelope(result.error)

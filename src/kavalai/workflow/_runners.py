@@ -216,7 +216,7 @@ async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> O
     while True:
         record.attempts += 1
         try:
-            result = await env.kernel.call_tool(node.tool, arguments, **options)
+            result = await _call(env, node.tool, arguments, options)
             break
         except FunctionKernelException as exc:
             if record.attempts >= policy.attempts or not _retryable(exc, policy):
@@ -226,6 +226,22 @@ async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> O
     if declared is not None:
         result = check_fits(declared, result, node=node.id, what="the output", field="output")
     return result, node.next
+
+
+async def _call(env: NodeEnv, uri: str, arguments: Any, options: dict[str, Any]) -> Any:
+    """The node's tool call; in a durable run, with the run's answerer of servers' input requests keeping its
+    answers under the step the call takes (so a redone step does not ask the user again)."""
+    run = current_run()
+    if run is None:
+        return await env.kernel.call_tool(uri, arguments, **options)
+    from kavalai.adapters.mcp import answering, current_answerer
+    from kavalai.agent.elicitation import recorded
+
+    answerer = current_answerer()
+    if answerer is None:
+        return await env.kernel.call_tool(uri, arguments, **options)
+    with answering(recorded(answerer, run, run.steps + 1)):
+        return await env.kernel.call_tool(uri, arguments, **options)
 
 
 def _retryable(exc: BaseException, policy: RetryPolicy) -> bool:
