@@ -50,10 +50,11 @@ def test_without_a_terminal_the_request_is_declined(tmp_path: Path) -> None:
     assert "greet" in done.stderr.splitlines()[-1]
 
 
-def test_on_a_terminal_the_user_answers(tmp_path: Path) -> None:
+@pytest.mark.parametrize("durable", [[], ["--durable"]], ids=["plain", "durable"])
+def test_on_a_terminal_the_user_answers(tmp_path: Path, durable: list[str]) -> None:
     controller, terminal = pty.openpty()
     process = subprocess.Popen(
-        [sys.executable, "-m", "kavalai.cli.main", "run", str(_workflow(tmp_path))],
+        [sys.executable, "-m", "kavalai.cli.main", "run", str(_workflow(tmp_path)), *durable],
         stdin=terminal,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -192,6 +192,7 @@ async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextI
 
                 run_id = args.run_id or new_run_id()
                 progress.line(f"run {engine.workflow.name} ({run_id}), journaled in {runner.journal}")
+                engine.on_elicitation = _terminal_answerer(err)  # its answers are kept across a crash
                 try:
                     result = await engine.run(run_input, run_id=run_id, **options)
                 finally:
@@ -224,6 +225,21 @@ async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextI
         print(f"kavalai run: the run {result.status.value}: {error}", file=err)
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _terminal_answerer(err: TextIO) -> Any:
+    """An MCP server's request for input during a durable run, asked on the terminal (refused without one)."""
+    import asyncio
+
+    from kavalai.cli._ask import answer_on_terminal
+    from kavalai.workflow import InputRequested
+
+    async def ask(request: Any) -> Any:
+        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        await answer_on_terminal(InputRequested(request=request, _reply=reply), err)
+        return await reply
+
+    return ask
 
 
 def _durable_runner(args: argparse.Namespace, err: TextIO) -> Any:
