@@ -40,6 +40,18 @@ async def temporal() -> AsyncIterator[str]:
         await env.shutdown()
 
 
+async def scheduled_activities(address: str, run_id: str) -> list[str]:
+    """The names of the activities a run scheduled, from its history."""
+    from temporalio.client import Client
+
+    history = await (await Client.connect(address)).get_workflow_handle(run_id).fetch_history()
+    return [
+        event.activity_task_scheduled_event_attributes.activity_type.name
+        for event in history.events
+        if event.HasField("activity_task_scheduled_event_attributes")
+    ]
+
+
 def worker(address: str, rest: str, name: str, logs: Path, *extra: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "tests.servers.durable_worker", "temporal", address, rest, name]
@@ -91,7 +103,6 @@ async def test_a_worker_killed_mid_run_leaves_the_run_to_another_with_one_effect
 
 
 async def test_an_agent_runs_on_temporal_with_its_model_replies_and_tool_calls_as_activities(temporal: str) -> None:
-    from temporalio.client import Client
 
     from kavalai import FunctionKernel, pythontool
     from kavalai.agent import Agent
@@ -119,13 +130,7 @@ async def test_an_agent_runs_on_temporal_with_its_model_replies_and_tool_calls_a
     assert calls == ["hello"]
     assert len(llm.requests) == 2
 
-    client = await Client.connect(temporal)
-    history = await client.get_workflow_handle("agent-t1").fetch_history()
-    scheduled = [
-        event.activity_task_scheduled_event_attributes.activity_type.name
-        for event in history.events
-        if event.HasField("activity_task_scheduled_event_attributes")
-    ]
+    scheduled = await scheduled_activities(temporal, "agent-t1")
     assert scheduled == ["kavalai.step"] * 4  # the tool listing, two model replies, one tool call
 
 
@@ -256,7 +261,6 @@ def model_nodes_workflow() -> tuple[FunctionKernel, Any, list[str]]:
 
 
 async def test_llm_and_agent_nodes_of_a_workflow_run_on_temporal_as_activities(temporal: str) -> None:
-    from temporalio.client import Client
 
     from kavalai.testing import ScriptedLLM, tool_call
     from kavalai.workflow import WorkflowEngine
@@ -276,11 +280,5 @@ async def test_llm_and_agent_nodes_of_a_workflow_run_on_temporal_as_activities(t
     assert calls == ["Tides"]
     assert len(llm.requests) == 3  # the llm node's call and the agent's two replies, once each
 
-    client = await Client.connect(temporal)
-    history = await client.get_workflow_handle("nodes-t1").fetch_history()
-    scheduled = [
-        event.activity_task_scheduled_event_attributes.activity_type.name
-        for event in history.events
-        if event.HasField("activity_task_scheduled_event_attributes")
-    ]
+    scheduled = await scheduled_activities(temporal, "nodes-t1")
     assert scheduled == ["kavalai.step"] * 5  # the llm node, the agent's listing, two replies and the tool call
