@@ -282,3 +282,68 @@ async def test_llm_and_agent_nodes_of_a_workflow_run_on_temporal_as_activities(t
 
     scheduled = await scheduled_activities(temporal, "nodes-t1")
     assert scheduled == ["kavalai.step"] * 5  # the llm node, the agent's listing, two replies and the tool call
+
+
+async def test_input_requests_during_a_tool_activity_are_answered_and_kept(temporal: str, tmp_path: Path) -> None:
+    import asyncio
+    import sys
+
+    from kavalai import McpServer
+    from kavalai.adapters.mcp import McpElicitation
+    from kavalai.agent import Agent, OutsideElicitation
+    from kavalai.durable import SqlAnswerLog
+    from kavalai.testing import ScriptedLLM, tool_call
+
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(
+        McpServer(
+            name="feat",
+            command=sys.executable,
+            args=["-m", "tests.servers.mcp_features"],
+            cwd=ROOT,
+            elicitation="caller",
+        )
+    )
+    asked: list[str] = []
+
+    async def user(request: McpElicitation) -> dict[str, Any]:
+        asked.append(request.message)
+        return {"name": "Ada"}
+
+    answers = SqlAnswerLog(f"sqlite:///{tmp_path / 'answers.sqlite'}")
+    runner = TemporalRunner(temporal, task_queue="ask", answers=answers)
+    script = [tool_call("mcp://feat.greet", {}), "Greeted."]
+    agent = Agent(ScriptedLLM(list(script)), kernel=kernel, durable=runner, on_elicitation=user)
+    outside = Agent(
+        ScriptedLLM(list(script)),
+        kernel=kernel,
+        durable=runner,
+        durable_name="outside",
+        on_elicitation=OutsideElicitation(poll=0.05),
+    )
+    try:
+        result = await agent.run("Greet whoever is there.", run_id="ask-t1")
+        assert [(r.status, r.result) for r in result.tool_calls] == [("ok", {"result": "hello Ada"})]
+        assert asked == ["Who are you?"]
+        assert await answers.open_questions("ask-t1") == {}  # answered: nothing open
+        assert await answers.lookup("ask-t1", "elicitation-3-1") == (
+            True,
+            {"action": "accept", "content": {"name": "Ada"}},
+        )
+
+        running = asyncio.create_task(outside.run("Greet whoever is there.", run_id="ask-t2"))
+        pending: dict[str, Any] = {}
+        for _ in range(300):
+            await asyncio.sleep(0.05)
+            if pending := await answers.open_questions("ask-t2"):
+                break
+        ((key, question),) = pending.items()
+        assert question["message"] == "Who are you?"
+        assert key in await runner.pending("ask-t2")
+        await runner.answer("ask-t2", key, {"name": "Grace"})
+        second = await asyncio.wait_for(running, 60)
+        assert [(r.status, r.result) for r in second.tool_calls] == [("ok", {"result": "hello Grace"})]
+    finally:
+        await runner.aclose()
+        await kernel.close()
+        answers.dispose()

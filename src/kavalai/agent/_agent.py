@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, Generic, Literal, TypeVar, overload
@@ -29,13 +30,21 @@ from kavalai.agent._result import AgentResult, ToolCallRecord
 from kavalai.agent._tools import HookFailures, ToolRunner, approval_step
 from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
 from kavalai.agent.code_mode import CodeMode
-from kavalai.agent.elicitation import OutsideElicitation
+from kavalai.agent.elicitation import OutsideElicitation, recorded
 from kavalai.agent.embeddings import Embedder, local_embedder
 from kavalai.agent.errors import ApprovalHookError, MaxStepsExceededError
 from kavalai.agent.prompts import prompt_messages, split_prompt
 from kavalai.agent.resources import resource_reader_spec
 from kavalai.agent.search import ToolSearch
-from kavalai.durable import DurableRunner, current_run, error_envelope, guarded, resolve_runner, restore_error
+from kavalai.durable import (
+    DurableRun,
+    DurableRunner,
+    current_run,
+    error_envelope,
+    guarded,
+    resolve_runner,
+    restore_error,
+)
 from kavalai.durable import step as durable_step
 from kavalai.llm.base import LLMClient, ModelSettings, parse_structured
 from kavalai.llm.errors import LLMResponseError, StructuredOutputError
@@ -340,6 +349,12 @@ class Agent(Generic[OutputT]):
         except Exception as exc:
             return {"error": error_envelope(exc)}
         return {"result": _dump_result(result)}
+
+    def step_answers(self, run: DurableRun, position: int) -> AbstractContextManager[None]:
+        """Where a tool step redone elsewhere (a Temporal activity) gets its answers to MCP servers' requests for
+        input: this agent's ``on_elicitation``, its answers kept in ``run``'s answer log under ``position``."""
+        answerer = self._answerer()
+        return nullcontext() if answerer is None else answering(recorded(answerer, run, position))
 
     async def execute_step(self, request: Mapping[str, Any]) -> Any:
         """Redo a step of a durable run from its JSON request (an engine that runs steps elsewhere, such as a

@@ -26,6 +26,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from kavalai.durable._answer_log import SqlAnswerLog
 from kavalai.durable._answers import approval_answer, checked_answer, elicitation_answer
 from kavalai.durable._memory import MemoryRunner
 from kavalai.durable._run import (
@@ -72,6 +73,7 @@ __all__ = [
     "Journal",
     "MemoryRunner",
     "ResultStore",
+    "SqlAnswerLog",
     "SqlResultStore",
     "TemporalRunner",
     "approval_answer",

@@ -25,7 +25,9 @@ class DurableTarget(Protocol):
     """What a durable runner runs: a workflow engine or an agent (or anything of this shape).
 
     A target whose steps other than tool calls should run on an engine that runs steps in another process (Temporal)
-    also has ``async def execute_step(request) -> JSON``, redoing a step from its JSON request.
+    also has ``async def execute_step(request) -> JSON``, redoing a step from its JSON request, and may have
+    ``step_answers(run, position)``, a context manager under which a tool step redone there answers MCP servers'
+    requests for input.
     """
 
     @property

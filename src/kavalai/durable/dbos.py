@@ -19,7 +19,6 @@ started at a time in a process.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import socket
@@ -41,6 +40,7 @@ from dbos import (
     WorkflowHandleAsync,
 )
 
+from kavalai.durable._answer_log import SqlAnswerLog
 from kavalai.durable._answers import checked_answer
 from kavalai.durable._run import DurableRun, bind_run
 from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id, not_pending
@@ -122,7 +122,7 @@ class DbosRunner(DurableRunner):
         self._engine: sa.Engine | None = None
         self._system_engine: sa.Engine | None = None  # the one given to DBOS (SQLite)
         self._liveness: _Liveness | None = None
-        self._answers: AnswerTable | None = None
+        self._answers: SqlAnswerLog | None = None
         self._lock = asyncio.Lock()
 
     @property
@@ -164,7 +164,7 @@ class DbosRunner(DurableRunner):
                 self._store = SqlResultStore(url, engine=self._engine)
             self._liveness = _Liveness(self, self._engine)
             self._liveness.register()
-            self._answers = AnswerTable(self._engine)
+            self._answers = SqlAnswerLog(engine=self._engine)
             config: DBOSConfig = {
                 "name": "kavalai",
                 "system_database_url": self.db,
@@ -303,7 +303,7 @@ class DbosClient:
         DBOS.migrate(db)  # the journal's tables, if no worker has made them yet
         self._client = DBOSClient(system_database_url=db, serializer=DBOSPortableJSONSerializer())
         self._engine = _make_engine(_sqlalchemy_url(db))
-        self._answers = AnswerTable(self._engine)
+        self._answers = SqlAnswerLog(engine=self._engine)
 
     def submit(self, target: str, payload: Any, *, run_id: str | None = None) -> str:
         """Put a run of the target named ``target`` (``"workflow:<name>"``, ``"agent:<name>"``) on the queue,
@@ -365,78 +365,6 @@ class _DbosJournal:
         del self.pending[key]
         await DBOS.set_event_async(_PENDING, dict(self.pending))
         return answer
-
-
-class AnswerTable:
-    """The answer log of DBOS runs (:class:`~kavalai.durable.AnswerLog`): the table ``kavalai_answers`` of the
-    journal's database, one row per question asked during a step, its answer once given."""
-
-    def __init__(self, engine: sa.Engine) -> None:
-        self.engine = engine
-        self.table = sa.Table(
-            "kavalai_answers",
-            sa.MetaData(),
-            sa.Column("run_id", sa.String(200), primary_key=True),
-            sa.Column("key", sa.String(200), primary_key=True),
-            sa.Column("question", sa.Text, nullable=False),
-            sa.Column("answered", sa.Boolean, nullable=False),
-            sa.Column("answer", sa.Text, nullable=True),
-        )
-        self.table.metadata.create_all(engine, checkfirst=True)
-
-    async def lookup(self, run_id: str, key: str) -> tuple[bool, Any]:
-        """See :meth:`kavalai.durable.AnswerLog.lookup`."""
-        return await asyncio.to_thread(self._lookup, run_id, key)
-
-    async def keep(self, run_id: str, key: str, question: Any, answer: Any) -> None:
-        """See :meth:`kavalai.durable.AnswerLog.keep`."""
-        await asyncio.to_thread(self.keep_now, run_id, key, question, answer)
-
-    async def publish(self, run_id: str, key: str, question: Any) -> None:
-        """See :meth:`kavalai.durable.AnswerLog.publish`."""
-        await asyncio.to_thread(self._publish, run_id, key, question)
-
-    async def open_questions(self, run_id: str) -> dict[str, Any]:
-        """See :meth:`kavalai.durable.AnswerLog.open_questions`."""
-        return await asyncio.to_thread(self.open_now, run_id)
-
-    def open_now(self, run_id: str) -> dict[str, Any]:
-        """:meth:`open_questions`, blocking."""
-        t = self.table
-        with self.engine.connect() as connection:
-            rows = connection.execute(sa.select(t.c.key, t.c.question).where(t.c.run_id == run_id, ~t.c.answered))
-            return {row.key: json.loads(row.question) for row in rows}
-
-    def keep_now(self, run_id: str, key: str, question: Any, answer: Any) -> None:
-        """:meth:`keep`, blocking: an upsert, in one transaction."""
-        t = self.table
-        values = {"answered": True, "answer": json.dumps(answer, ensure_ascii=False)}
-        with self.engine.begin() as connection:
-            where = (t.c.run_id == run_id) & (t.c.key == key)
-            if connection.execute(t.update().where(where).values(**values)).rowcount == 0:
-                connection.execute(t.insert().values(run_id=run_id, key=key, question=_text(question), **values))
-
-    def _lookup(self, run_id: str, key: str) -> tuple[bool, Any]:
-        t = self.table
-        with self.engine.connect() as connection:
-            row = connection.execute(
-                sa.select(t.c.answered, t.c.answer).where(t.c.run_id == run_id, t.c.key == key)
-            ).first()
-        if row is None or not row.answered:
-            return False, None
-        return True, json.loads(row.answer)
-
-    def _publish(self, run_id: str, key: str, question: Any) -> None:
-        t = self.table
-        try:
-            with self.engine.begin() as connection:
-                connection.execute(t.insert().values(run_id=run_id, key=key, question=_text(question), answered=False))
-        except sa.exc.IntegrityError:  # published by an earlier attempt of the step: kept as it is
-            pass
-
-
-def _text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
 
 
 def _topic(key: str) -> str:

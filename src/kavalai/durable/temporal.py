@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from contextlib import nullcontext
 from datetime import timedelta
 from typing import Any, Final
 
@@ -34,7 +35,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from kavalai.durable._answers import checked_answer
-from kavalai.durable._run import DurableRun, JsonValue, bind_run
+from kavalai.durable._run import AnswerLog, DurableRun, JsonValue, bind_run
 from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id, not_pending
 from kavalai.durable._steps import run_tool_step
 from kavalai.durable._store import ResultStore
@@ -63,6 +64,10 @@ class TemporalRunner(DurableRunner):
         worker: run a worker in this process while :meth:`run` waits (``False``: only workers elsewhere run).
         store: where values over ``inline_limit`` bytes of JSON are kept instead of the history; every worker and
             client of the task queue needs the same store. ``None``: every value inline.
+        answers: where the answers to MCP servers' requests for input during a tool step are kept for the step's
+            next attempt, and where questions for an answer from outside wait (a
+            :class:`~kavalai.durable.SqlAnswerLog` every worker and client reaches). ``None``: a redone step asks
+            again, and ``OutsideElicitation`` cannot wait.
         inline_limit: the largest value, in bytes of JSON, kept inline in the history when there is a store.
     """
 
@@ -80,8 +85,10 @@ class TemporalRunner(DurableRunner):
         worker: bool = True,
         store: ResultStore | None = None,
         inline_limit: int = 64 * 1024,
+        answers: AnswerLog | None = None,
     ) -> None:
         super().__init__()
+        self.answers = answers
         self.store = store
         self.inline_limit = inline_limit
         self.address = address
@@ -135,17 +142,23 @@ class TemporalRunner(DurableRunner):
         return outcome if self.store is None else await self.store.load(outcome)
 
     async def pending(self, run_id: str) -> dict[str, Any]:
-        """The questions run ``run_id`` waits to have answered (a query of the run: a worker must be up)."""
+        """The questions run ``run_id`` waits to have answered: the run's own (a query of the run: a worker must be
+        up), and those its steps published in the answer log."""
         client = await self.connect()
         found = await client.get_workflow_handle(run_id).query(_PENDING)
-        return dict(found) if isinstance(found, dict) else {}
+        in_steps = {} if self.answers is None else await self.answers.open_questions(run_id)
+        return {**(dict(found) if isinstance(found, dict) else {}), **in_steps}
 
     async def answer(self, run_id: str, key: str, value: Any) -> None:
-        """Answer question ``key`` of run ``run_id``: a signal, kept in the run's history until the run takes it."""
+        """Answer question ``key`` of run ``run_id``: a signal, kept in the run's history until the run takes it,
+        or a row of the answer log for a question asked during a step."""
         pending = await self.pending(run_id)
         if key not in pending:
             raise not_pending(run_id, key, pending)
         value = checked_answer(pending[key], value)
+        if self.answers is not None and key in await self.answers.open_questions(run_id):
+            await self.answers.keep(run_id, key, pending[key], value)
+            return
         client = await self.connect()
         await client.get_workflow_handle(run_id).signal(_ANSWER, args=[key, value])
 
@@ -241,6 +254,16 @@ class _TemporalJournal:
         )
 
 
+class _NoJournal:
+    """The journal of the run an activity sees: a step inside an activity is part of that step, never its own."""
+
+    async def record(self, position: int, name: str, execute: Any, request: JsonValue = None) -> JsonValue:
+        raise RuntimeError(f"Step {name!r} cannot begin inside another step (a Temporal activity).")
+
+
+_NO_JOURNAL: Final = _NoJournal()
+
+
 @workflow.defn(name=_WORKFLOW, sandboxed=False)
 class KavalaiRun:
     """The Temporal workflow of every kavalai run."""
@@ -288,16 +311,19 @@ async def _run_step(task: dict[str, Any]) -> Any:
         raise LookupError(f"This worker does not serve {task['target']!r}.")
     store = runner.store
     request = task["request"] if store is None else await store.load(task["request"])
-    result = await _redo(target, str(task["target"]), request)
+    run = DurableRun(str(task["run_id"]), _NO_JOURNAL, answers=runner.answers, engine="temporal")
+    result = await _redo(target, str(task["target"]), request, run, int(task["position"]))
     return result if store is None else await store.keep(result, runner.inline_limit)
 
 
-async def _redo(target: DurableTarget, name: str, request: dict[str, Any]) -> Any:
+async def _redo(target: DurableTarget, name: str, request: dict[str, Any], run: DurableRun, position: int) -> Any:
     if request.get("kind") == "tool":
         kernel = target.durable_kernel
         if kernel is None:
             raise LookupError(f"{name!r} has no kernel to call {request.get('uri')!r} on.")
-        return await run_tool_step(kernel, request)
+        answers = getattr(target, "step_answers", None)  # who answers a server's requests for input meanwhile
+        with nullcontext() if answers is None else answers(run, position):
+            return await run_tool_step(kernel, request)
     execute_step = getattr(target, "execute_step", None)
     if execute_step is None:
         raise LookupError(f"{name!r} cannot redo a step of kind {request.get('kind')!r}.")

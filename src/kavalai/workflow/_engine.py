@@ -11,6 +11,7 @@ import asyncio
 import math
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,7 @@ from kavalai.workflow.errors import NodeError, WorkflowDefinitionError
 if TYPE_CHECKING:
     from kavalai import FunctionKernel
     from kavalai.agent.budget import OutputBudget
-    from kavalai.durable import DurableRunner
+    from kavalai.durable import DurableRun, DurableRunner
     from kavalai.llm.base import LLMClient
     from kavalai.workflow.kaval import History, Retriever
 
@@ -420,6 +421,16 @@ class WorkflowEngine:
         if result.error is not None:
             data["error"]["envelope"] = error_envelope(result.error)
         return data
+
+    def step_answers(self, run: DurableRun, position: int) -> AbstractContextManager[None]:
+        """Where a tool step redone elsewhere (a Temporal activity) gets its answers to MCP servers' requests for
+        input: :attr:`on_elicitation`, its answers kept in ``run``'s answer log under ``position``."""
+        from contextlib import nullcontext
+
+        from kavalai.agent.elicitation import recorded
+
+        answerer = self.on_elicitation
+        return nullcontext() if answerer is None else answering(recorded(answerer, run, position))
 
     async def execute_step(self, request: Mapping[str, Any]) -> Any:
         """Redo a step of a durable run from its JSON request (a Temporal activity calls this): an llm node's
