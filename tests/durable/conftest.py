@@ -46,3 +46,28 @@ def worker(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         timeout=timeout,
         check=False,
     )
+
+
+def asking_kernel() -> tuple[Any, Any, list[str]]:
+    """A kernel with the features server (``elicitation="caller"``), whose ``greet`` asks for a name; an answerer
+    that gives "Ada"; and the messages it was asked."""
+    from kavalai import FunctionKernel, McpServer
+    from kavalai.adapters.mcp import McpElicitation
+
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(
+        McpServer(
+            name="feat",
+            command=sys.executable,
+            args=["-m", "tests.servers.mcp_features"],
+            cwd=ROOT,
+            elicitation="caller",
+        )
+    )
+    asked: list[str] = []
+
+    async def user(request: McpElicitation) -> dict[str, Any]:
+        asked.append(request.message)
+        return {"name": "Ada"}
+
+    return kernel, user, asked

@@ -26,8 +26,6 @@ from kavalai.llm.messages import ToolCall
 from kavalai.testing import ScriptedLLM, tool_call
 from kavalai.workflow import RetryPolicy, WorkflowBuilder, WorkflowEngine
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 class Crash(BaseException):
     """Stands for the process dying: nothing catches it, so the step running is not recorded."""
@@ -368,28 +366,11 @@ async def test_an_llm_node_s_model_call_is_a_step_a_resumed_run_does_not_repeat(
 
 
 async def test_a_durable_workflow_s_engine_answers_input_requests_and_keeps_the_answers() -> None:
-    import sys
-
-    from kavalai import McpServer
-    from kavalai.adapters.mcp import McpElicitation
     from kavalai.kernel import CallNext
     from kavalai.kernel import ToolCall as KernelCall
+    from tests.durable.conftest import asking_kernel
 
-    kernel = FunctionKernel()
-    kernel.register_mcp_server(
-        McpServer(
-            name="feat",
-            command=sys.executable,
-            args=["-m", "tests.servers.mcp_features"],
-            cwd=ROOT,
-            elicitation="caller",
-        )
-    )
-    asked: list[str] = []
-
-    async def user(request: McpElicitation) -> dict[str, Any]:
-        asked.append(request.message)
-        return {"name": "Ada"}
+    kernel, user, asked = asking_kernel()
 
     crash = [True]
 

@@ -286,29 +286,13 @@ async def test_llm_and_agent_nodes_of_a_workflow_run_on_temporal_as_activities(t
 
 async def test_input_requests_during_a_tool_activity_are_answered_and_kept(temporal: str, tmp_path: Path) -> None:
     import asyncio
-    import sys
 
-    from kavalai import McpServer
-    from kavalai.adapters.mcp import McpElicitation
     from kavalai.agent import Agent, OutsideElicitation
     from kavalai.durable import SqlAnswerLog
     from kavalai.testing import ScriptedLLM, tool_call
+    from tests.durable.conftest import asking_kernel
 
-    kernel = FunctionKernel()
-    kernel.register_mcp_server(
-        McpServer(
-            name="feat",
-            command=sys.executable,
-            args=["-m", "tests.servers.mcp_features"],
-            cwd=ROOT,
-            elicitation="caller",
-        )
-    )
-    asked: list[str] = []
-
-    async def user(request: McpElicitation) -> dict[str, Any]:
-        asked.append(request.message)
-        return {"name": "Ada"}
+    kernel, user, asked = asking_kernel()
 
     answers = SqlAnswerLog(f"sqlite:///{tmp_path / 'answers.sqlite'}")
     runner = TemporalRunner(temporal, task_queue="ask", answers=answers)
