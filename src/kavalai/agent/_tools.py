@@ -20,13 +20,12 @@ import anyio
 from pydantic_core import to_jsonable_python
 
 from kavalai import FunctionKernel
-from kavalai.adapters.mcp import answering, current_answerer
 from kavalai.agent._approval import Approval, ApprovalHook, OutsideApproval
 from kavalai.agent._events import AgentEvent, ToolCallFinished, ToolCallStarted, ToolProgress
 from kavalai.agent._result import ToolCallRecord
 from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
 from kavalai.agent.code_mode import RUN_PYTHON, CodeMode, CodeModeError, function_names
-from kavalai.agent.elicitation import recorded
+from kavalai.agent.elicitation import recording_in_run
 from kavalai.agent.resources import READ_RESOURCE, read_resource_result
 from kavalai.agent.search import SEARCH_TOOLS, ToolSearch
 from kavalai.durable import approval_answer, call_options, current_run, guarded
@@ -234,7 +233,8 @@ class ToolRunner:
                 arguments, edited = decision.arguments, True
         progress = self._progress(call) if self._report_progress else None
         try:
-            output = await _call_in_run(self._kernel, call.name, arguments, progress)
+            with recording_in_run():  # a durable run keeps the answers to servers' input requests
+                output = await self._kernel.call_tool(call.name, arguments, progress=progress, **call_options())
         except FunctionKernelException as exc:
             return _Outcome("error", arguments, error=_error_message(exc), error_type=type(exc).__name__, edited=edited)
         try:
@@ -317,17 +317,6 @@ class HookFailures(Exception):
         super().__init__(f"{len(errors)} approval hook call(s) failed")
         self.errors = errors
         self.done = done
-
-
-async def _call_in_run(kernel: FunctionKernel, uri: str, arguments: dict[str, Any], progress: Any) -> Any:
-    """The kernel call; in a durable run, with the run's answerer of servers' input requests recording its answers
-    under the step this call is about to take (the run's steps go one after another)."""
-    run = current_run()
-    answerer = current_answerer() if run is not None else None
-    if run is None or answerer is None:
-        return await kernel.call_tool(uri, arguments, progress=progress, **call_options())
-    with answering(recorded(answerer, run, run.steps + 1)):
-        return await kernel.call_tool(uri, arguments, progress=progress, **call_options())
 
 
 async def _decide(approve: ApprovalHook, call: ToolCall) -> Approval:

@@ -12,13 +12,20 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from kavalai.adapters.mcp import ElicitationHandler, McpElicitation, McpElicitationResult
-from kavalai.durable import DurableRun, elicitation_answer
+from kavalai.adapters.mcp import (
+    ElicitationHandler,
+    McpElicitation,
+    McpElicitationResult,
+    answering,
+    current_answerer,
+)
+from kavalai.durable import DurableRun, current_run, elicitation_answer
 
-__all__ = ["OutsideElicitation", "recorded"]
+__all__ = ["OutsideElicitation", "recorded", "recording_in_run"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +83,17 @@ def recorded(answerer: ElicitationHandler, run: DurableRun, position: int) -> El
         return _as_result(value)
 
     return answer
+
+
+def recording_in_run() -> AbstractContextManager[None]:
+    """For a tool call about to be made in a durable run (whose steps go one after another): the run's answerer of
+    servers' input requests, :func:`recorded` under the step the call takes. Outside a durable run, or without an
+    answerer, nothing changes."""
+    run = current_run()
+    answerer = current_answerer() if run is not None else None
+    if run is None or answerer is None:
+        return nullcontext()
+    return answering(recorded(answerer, run, run.steps + 1))
 
 
 def _as_json(outcome: Mapping[str, Any] | McpElicitationResult | None) -> dict[str, Any]:

@@ -229,18 +229,13 @@ async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> O
 
 
 async def _call(env: NodeEnv, uri: str, arguments: Any, options: dict[str, Any]) -> Any:
-    """The node's tool call; in a durable run, with the run's answerer of servers' input requests keeping its
-    answers under the step the call takes (so a redone step does not ask the user again)."""
-    run = current_run()
-    if run is None:
+    """The node's tool call; in a durable run, the answers to servers' input requests during it are kept (so a
+    redone step does not ask the user again)."""
+    if current_run() is None:
         return await env.kernel.call_tool(uri, arguments, **options)
-    from kavalai.adapters.mcp import answering, current_answerer
-    from kavalai.agent.elicitation import recorded
+    from kavalai.agent.elicitation import recording_in_run
 
-    answerer = current_answerer()
-    if answerer is None:
-        return await env.kernel.call_tool(uri, arguments, **options)
-    with answering(recorded(answerer, run, run.steps + 1)):
+    with recording_in_run():
         return await env.kernel.call_tool(uri, arguments, **options)
 
 
