@@ -13,7 +13,15 @@ from tests.servers.uvicorn_server import serve
 
 from kavalai import FunctionKernel, pythontool
 from kavalai.agent import Agent
-from kavalai.llm import ResponseDone, TextDelta, ToolSpec, UserMessage
+from kavalai.llm import (
+    AssistantMessage,
+    ResponseDone,
+    TextDelta,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+)
 from kavalai.llm.anthropic import AnthropicClient
 from kavalai.llm.errors import LLMConfigurationError, LLMConnectionError, LLMProviderError, LLMResponseError
 from kavalai.llm.names import ToolNameMap
@@ -340,3 +348,21 @@ async def test_native_tool_search_falls_back_to_ours_when_streaming(
     await Agent(client, kernel=tools_kernel, tool_search="native", stream=True).run("Hello.")
     [body] = fake.bodies
     assert [tool["name"] for tool in body["tools"]] == ["search_tools"]  # kavalai's search instead
+
+
+async def test_another_providers_kept_content_is_not_sent(fake: FakeProvider, client: AnthropicClient) -> None:
+    # A conversation begun on OpenAI's Responses API goes on with Claude: its items are OpenAI's, not blocks.
+    fake.reply_json(message(text_block("Done.")))
+    openai_items = ({"type": "reasoning", "id": "rs_1", "summary": []},)
+    history = [
+        UserMessage(content="Add."),
+        AssistantMessage(
+            tool_calls=(ToolCall(id="c1", name="python://math.add", arguments={"a": 1}),),
+            provider_content=openai_items,
+            provider_format="openai-responses",
+        ),
+        ToolResultMessage(tool_call_id="c1", name="python://math.add", content="2"),
+    ]
+    await client.complete(history, tools=[ToolSpec(name="python://math.add")])
+    assistant = fake.bodies[0]["messages"][1]
+    assert assistant["content"] == [{"type": "tool_use", "id": "c1", "name": "python_math_add", "input": {"a": 1}}]

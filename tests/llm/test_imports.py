@@ -10,7 +10,8 @@ import kavalai.llm
 
 def test_light_imports() -> None:
     code = (
-        "import sys, kavalai, kavalai.agent, kavalai.llm, kavalai.testing, kavalai.llm.openai, kavalai.llm.anthropic;"
+        "import sys, kavalai, kavalai.agent, kavalai.llm, kavalai.testing, kavalai.llm.openai, kavalai.llm.anthropic,"
+        " kavalai.llm.openai_responses;"
         "print(sorted(m for m in ('openai', 'anthropic', 'httpx2') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)

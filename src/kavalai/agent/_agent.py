@@ -124,8 +124,8 @@ class Agent(Generic[OutputT]):
         tool_search: offer the ``core_tools`` and a ``search_tools`` tool instead of every tool, loading what a
             search finds into the next step (see :mod:`kavalai.agent.search`); ``None`` (the default) does so when
             the agent has more than ``search_threshold`` tools. ``"native"``: the provider's own tool search where
-            the client has one (Anthropic; not while streaming), the tools outside ``core_tools`` deferred to it;
-            ours elsewhere.
+            the client has one (Anthropic's, not while streaming; OpenAI's Responses API's), the tools outside
+            ``core_tools`` deferred to it; ours elsewhere.
         search_threshold: the number of tools above which ``tool_search=None`` searches (default 30).
         core_tools: URIs and globs of the tools always offered when searching.
         search_embedder: also rank tools by meaning when searching: an embedder (texts in, one vector each out;
@@ -520,9 +520,12 @@ class Agent(Generic[OutputT]):
         return [s.name for s in specs if kernel.has_tool(s.name) and kernel.get_tool_definition(s.name).wrapped]
 
     def _native_search(self, specs: list[ToolSpec]) -> list[ToolSpec] | None:
-        """With ``tool_search="native"`` and a client that searches itself (not streaming): every tool, the ones
-        outside ``core_tools`` deferred to the provider's search; ``None`` otherwise (our search instead)."""
-        if self.tool_search != "native" or self.stream or not getattr(self.llm, "native_tool_search", False):
+        """With ``tool_search="native"`` and a client that searches itself (and, when streaming, keeps its
+        search's items in a streamed reply): every tool, the ones outside ``core_tools`` deferred to the
+        provider's search; ``None`` otherwise (our search instead)."""
+        if self.tool_search != "native" or not getattr(self.llm, "native_tool_search", False):
+            return None
+        if self.stream and not getattr(self.llm, "native_tool_search_streams", False):
             return None
         return [
             s if s.name == READ_ARTIFACT or any(fnmatchcase(s.name, p) for p in self.core_tools) else _deferred(s)

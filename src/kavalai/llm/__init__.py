@@ -1,9 +1,9 @@
 """LLM clients behind one provider-neutral interface.
 
 Messages, tool specs, usage and stream events live in :mod:`kavalai.llm.messages`; the client protocol in
-:mod:`kavalai.llm.base`. Provider clients (:class:`OpenAIClient`, :class:`AnthropicClient`) import their SDK only
-when they are built, so importing this package stays light. :func:`make_client` builds one from a model id such
-as ``"openai/gpt-4.1-mini"``.
+:mod:`kavalai.llm.base`. Provider clients (:class:`OpenAIClient`, :class:`OpenAIResponsesClient`,
+:class:`AnthropicClient`) import their SDK only when they are built, so importing this package stays light.
+:func:`make_client` builds one from a model id such as ``"openai/gpt-4.1-mini"``.
 """
 
 from kavalai.llm.anthropic import AnthropicClient
@@ -32,6 +32,7 @@ from kavalai.llm.messages import (
     parse_messages,
 )
 from kavalai.llm.openai import OpenAIClient
+from kavalai.llm.openai_responses import OpenAIResponsesClient
 from kavalai.llm.registry import PROVIDERS, make_client
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "Message",
     "ModelSettings",
     "OpenAIClient",
+    "OpenAIResponsesClient",
     "ResponseDone",
     "StreamEvent",
     "StructuredOutputError",

@@ -133,7 +133,12 @@ class AnthropicClient(SDKClient):
             elif block.type in _SERVER_BLOCKS:
                 # Its own tool search ran: the next request must carry these blocks back, in their place.
                 kept = tuple(b.model_dump(mode="json", exclude_none=True) for b in reply.content)
-        message = AssistantMessage(content="".join(texts) or None, tool_calls=tuple(calls), provider_content=kept)
+        message = AssistantMessage(
+            content="".join(texts) or None,
+            tool_calls=tuple(calls),
+            provider_content=kept,
+            provider_format=_FORMAT if kept else None,
+        )
         return LLMResponse(
             message=message,
             usage=_usage(reply.usage, reply.usage.output_tokens),
@@ -144,6 +149,8 @@ class AnthropicClient(SDKClient):
 
 #: The API's own tool search (BM25 over the deferred tools' names, descriptions and arguments).
 _TOOL_SEARCH: Final = {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}
+#: The ``provider_format`` of the blocks this client keeps.
+_FORMAT: Final = "anthropic"
 #: Blocks of a reply that only the API reads back: its tool search's call and result.
 _SERVER_BLOCKS: Final = frozenset({"server_tool_use", "tool_search_tool_result"})
 
@@ -184,7 +191,7 @@ def _blocks(message: Message, names: ToolNameMap) -> tuple[str, list[dict[str, A
         }
         return "user", [block]
     if isinstance(message, AssistantMessage):
-        if message.provider_content:
+        if message.provider_content and message.provider_format in (None, _FORMAT):
             return "assistant", [dict(block) for block in message.provider_content]
         blocks: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
         blocks += [

@@ -2,6 +2,7 @@
 
 A client turns provider-neutral messages and tool specs (:mod:`kavalai.llm.messages`) into one provider call.
 Implementations: :class:`~kavalai.llm.openai.OpenAIClient` (Chat Completions and compatible servers),
+:class:`~kavalai.llm.openai_responses.OpenAIResponsesClient` (OpenAI's Responses API),
 :class:`~kavalai.llm.anthropic.AnthropicClient` (Messages) and :class:`~kavalai.testing.ScriptedLLM` (no network).
 """
 

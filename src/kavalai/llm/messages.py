@@ -82,8 +82,12 @@ class AssistantMessage(BaseModel):
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     #: The reply's content as the provider sent it, kept when it holds what only that provider reads back (the
-    #: blocks of its own tool search): sent back as it is to that provider, ignored by others.
+    #: blocks of its own tool search, reasoning items): sent back as it is to that provider, ignored by others.
     provider_content: tuple[dict[str, Any], ...] = ()
+    #: Whose format ``provider_content`` is in: ``"anthropic"`` (Messages blocks) or ``"openai-responses"``
+    #: (Responses items); ``None`` in conversations stored before the field existed, which only Anthropic's
+    #: client wrote.
+    provider_format: str | None = None
 
 
 class ToolResultMessage(BaseModel):

@@ -51,21 +51,37 @@ PROVIDERS: Final[Mapping[str, ProviderInfo]] = {
 _PLACEHOLDER_KEY: Final = "not-needed"
 
 
-def make_client(model_id: str, *, api_key: str | None = None, base_url: str | None = None, **options: Any) -> LLMClient:
+def make_client(
+    model_id: str,
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    api: Literal["chat", "responses"] | None = None,
+    **options: Any,
+) -> LLMClient:
     """Build the client for ``model_id``, e.g. ``"openai/gpt-4.1-mini"`` or ``"anthropic/claude-sonnet-4-5"``.
 
     Args:
         model_id: ``<provider>/<model>``; providers are the keys of :data:`PROVIDERS`.
         api_key: the key; by default read from the provider's variable (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``).
         base_url: the API's base URL; by default the provider's variable (``OPENAI_BASE_URL``, ...) or default.
+        api: for OpenAI and compatible servers, ``"chat"`` (Chat Completions, the default) or ``"responses"``
+            (the Responses API: :class:`~kavalai.llm.openai_responses.OpenAIResponsesClient`, with OpenAI's
+            hosted tool search).
         options: passed to the client (``timeout``, ``max_retries``, ``http_client``, ...).
 
     Raises:
         LLMConfigurationError: an id without a known provider, a missing key, a missing base URL for
-            ``openai-compatible``, or the provider's SDK not installed.
+            ``openai-compatible``, an ``api`` the provider does not speak, or the provider's SDK not installed.
     """
     provider, model = _split(model_id)
     info = PROVIDERS[provider]
+    if api not in (None, "chat", "responses") or (api is not None and info.api != "openai"):
+        raise LLMConfigurationError(
+            f"api={api!r} is not an API of {provider!r}: 'chat' and 'responses' are OpenAI's and compatible servers'.",
+            provider=provider,
+            model=model,
+        )
     key = api_key or os.environ.get(info.key_env)
     if not key:
         if info.key_required:
@@ -87,6 +103,10 @@ def make_client(model_id: str, *, api_key: str | None = None, base_url: str | No
         from kavalai.llm.anthropic import AnthropicClient
 
         return AnthropicClient(model, api_key=key, base_url=url, **options)
+    if api == "responses":
+        from kavalai.llm.openai_responses import OpenAIResponsesClient
+
+        return OpenAIResponsesClient(model, api_key=key, base_url=url, provider=provider, **options)
     from kavalai.llm.openai import OpenAIClient
 
     return OpenAIClient(model, api_key=key, base_url=url, provider=provider, **options)
