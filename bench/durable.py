@@ -5,8 +5,8 @@ Run: ``.venv/bin/python bench/durable.py [--steps N] [--pairs P]``.
 A workflow of ``--steps`` ``function`` nodes, each calling a trivial Python tool, is run durably, and so is a
 workflow of one such node. The cost of a step is the slope between the two: (median time of the long run - median
 time of the short run) / (steps - 1), so what a run costs once (enqueueing, waiting for the result, starting the
-workflow) is not counted against its steps; the long run has a hundred steps so that the queue's polling (up to
-50 ms a run) is small beside them. Per engine the figure is printed beside the same slope on
+workflow) is not counted against its steps; the long run has three hundred steps so that the queue's polling
+(up to 10 ms a run, ``POLLING``) is small beside them. Per engine the figure is printed beside the same slope on
 :class:`~kavalai.durable.MemoryRunner` (the journal in a dict: the seam without a database) and on a plain,
 non-durable engine, measured in the same process, interleaved: the long and short runs of the engine and of the
 in-memory baseline take turns (which goes first alternates), so a change of load on the shared cores hits both.
@@ -71,6 +71,10 @@ async def timed(engine: WorkflowEngine, run_id: str) -> float:
 
 
 Run = Callable[[str], Awaitable[float]]
+
+#: Seconds between the runner's looks at the queue and at a run's result: a run waits up to this long to start and
+#: to be seen done, so it is kept small beside the long run's steps (the slope cancels it only on average).
+POLLING = 0.01
 
 
 def timer(engine: WorkflowEngine) -> Run:
@@ -149,7 +153,7 @@ async def engine_main(engine: str, steps: int, pairs: int) -> None:
     extra = {"raw": raw_dbos(steps)}  # registered before DBOS launches
     if engine == "sqlite":
         with tempfile.TemporaryDirectory() as directory:
-            runner = DbosRunner(f"sqlite:///{Path(directory) / 'journal.sqlite'}")
+            runner = DbosRunner(f"sqlite:///{Path(directory) / 'journal.sqlite'}", polling=POLLING)
             try:
                 await runner.start()
                 figures = await measure(runner, steps, pairs, extra)
@@ -159,7 +163,7 @@ async def engine_main(engine: str, steps: int, pairs: int) -> None:
         from tests.servers.postgres_server import postgres
 
         with postgres() as url:
-            runner = DbosRunner(url)
+            runner = DbosRunner(url, polling=POLLING)
             try:
                 await runner.start()
                 figures = await measure(runner, steps, pairs, extra)
@@ -201,7 +205,7 @@ def main(steps: int, pairs: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--steps", type=int, default=101, help="function nodes in the long workflow (default 101)")
+    parser.add_argument("--steps", type=int, default=301, help="function nodes in the long workflow (default 301)")
     parser.add_argument("--pairs", type=int, default=10, help="interleaved pairs of runs per engine (default 10)")
     parser.add_argument("--engine", choices=["sqlite", "postgres"], help=argparse.SUPPRESS)
     options = parser.parse_args()

@@ -6,18 +6,24 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.durable.conftest import fetch, worker
 
+#: Both places a DBOS run's steps can be recorded: kavalai's step log (the default) and DBOS's own steps.
+STEP_LOGS = pytest.mark.parametrize("step_log", ["kavalai", "dbos"])
 
+
+@STEP_LOGS
 def test_a_workflow_killed_after_a_call_was_sent_but_not_recorded_completes_once_per_call(
-    effects_url: str, tmp_path: Path
+    effects_url: str, tmp_path: Path, step_log: str
 ) -> None:
     db = f"sqlite:///{tmp_path / 'journal.sqlite'}"
-    crashed = worker("workflow", db, effects_url, "order-1", "--crash-after", "2")
+    crashed = worker("workflow", db, effects_url, "order-1", "--crash-after", "2", "--step-log", step_log)
     assert crashed.returncode == 3, crashed.stderr[-2000:]
     assert [r["order"] for r in fetch(f"{effects_url}/requests")] == ["A", "B"]  # B was sent, then the crash
 
-    resumed = worker("workflow", db, effects_url, "order-1")
+    resumed = worker("workflow", db, effects_url, "order-1", "--step-log", step_log)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     outcome = json.loads(resumed.stdout)
     assert outcome["status"] == "succeeded", outcome
@@ -33,16 +39,19 @@ def test_a_workflow_killed_after_a_call_was_sent_but_not_recorded_completes_once
     assert len(set(keys)) == 3
     assert all(key.startswith("order-1.") for key in keys)
 
-    again = worker("workflow", db, effects_url, "order-1")  # a finished run: its result, from the journal
+    again = worker(
+        "workflow", db, effects_url, "order-1", "--step-log", step_log
+    )  # a finished run: its result, from the journal
     assert json.loads(again.stdout)["output"] == {"charges": [1, 2, 3]}
     assert len(fetch(f"{effects_url}/requests")) == 4
 
 
-def test_a_crash_after_the_step_was_recorded_resends_nothing(effects_url: str, tmp_path: Path) -> None:
+@STEP_LOGS
+def test_a_crash_after_the_step_was_recorded_resends_nothing(effects_url: str, tmp_path: Path, step_log: str) -> None:
     db = f"sqlite:///{tmp_path / 'journal.sqlite'}"
-    crashed = worker("workflow", db, effects_url, "order-2", "--crash-after", "2", "--recorded")
+    crashed = worker("workflow", db, effects_url, "order-2", "--crash-after", "2", "--recorded", "--step-log", step_log)
     assert crashed.returncode == 3, crashed.stderr[-2000:]
-    resumed = worker("workflow", db, effects_url, "order-2")
+    resumed = worker("workflow", db, effects_url, "order-2", "--step-log", step_log)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert [r["order"] for r in fetch(f"{effects_url}/requests")] == ["A", "B", "C"]
 

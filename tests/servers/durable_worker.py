@@ -77,7 +77,7 @@ def workflow() -> Any:
 
 
 async def run_workflow(args: argparse.Namespace) -> Any:
-    runner = DbosRunner(args.db, stale_after=args.stale_after)
+    runner = DbosRunner(args.db, stale_after=args.stale_after, step_log=args.step_log)
     kernel = make_kernel(args.rest)
     if args.recorded:  # outside the runner's middleware: after the step is journaled
         kernel.add_middleware(crash_after(args.crash_after))
@@ -107,7 +107,7 @@ async def run_agent(args: argparse.Namespace) -> Any:
         return f"charged {done} orders"
 
     llm = ScriptedLLM(reply)
-    runner = DbosRunner(args.db, stale_after=args.stale_after)
+    runner = DbosRunner(args.db, stale_after=args.stale_after, step_log=args.step_log)
     kernel = make_kernel(args.rest)
     if args.recorded:
         kernel.add_middleware(crash_after(args.crash_after))
@@ -149,7 +149,7 @@ async def watch(runner: DbosRunner, args: argparse.Namespace) -> None:
 
 
 async def serve(args: argparse.Namespace) -> Any:
-    runner = DbosRunner(args.db, concurrency=args.concurrency, stale_after=args.stale_after)
+    runner = DbosRunner(args.db, concurrency=args.concurrency, stale_after=args.stale_after, step_log=args.step_log)
     kernel = make_kernel(args.rest, args.run_id)
     runner.register(WorkflowEngine(workflow(), kernel, durable=runner))
     await runner.start()
@@ -182,6 +182,7 @@ def main() -> None:
     parser.add_argument("run_id")
     parser.add_argument("--crash-after", type=int, default=None)
     parser.add_argument("--recorded", action="store_true")
+    parser.add_argument("--step-log", choices=["kavalai", "dbos"], default="kavalai")
     parser.add_argument("--concurrency", type=int, default=None)
     parser.add_argument("--stale-after", type=float, default=10.0)
     parser.add_argument("--approval", action="store_true")

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kavalai.durable._answers import checked_answer
-from kavalai.durable._run import DurableRun, JsonValue, bind_run
+from kavalai.durable._run import DurableRun, JsonValue, bind_run, replayed
 from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id, not_pending
 from kavalai.durable._store import ResultStore
 
@@ -54,13 +54,7 @@ class _MemoryJournal:
     ) -> JsonValue:
         found = self.steps.get(position)
         if found is not None:
-            recorded_name, value = found
-            if recorded_name != name:
-                raise RuntimeError(
-                    f"Step {position} of the run was {recorded_name!r} and is {name!r} on replay: the run does not "
-                    "take the same path again (is it deterministic outside its steps?)."
-                )
-            return value
+            return replayed(position, found, name)
         value = await execute()
         self.steps[position] = (name, value)
         return value

@@ -29,6 +29,7 @@ __all__ = [
     "call_options",
     "current_run",
     "inside_step",
+    "replayed",
     "step_key",
 ]
 
@@ -236,6 +237,21 @@ async def _poll(log: AnswerLog, run_id: str, key: str, timeout: float | None, po
         if deadline is not None and loop.time() >= deadline:
             return None
         await asyncio.sleep(poll if deadline is None else max(0.0, min(poll, deadline - loop.time())))
+
+
+def replayed(position: int, recorded: tuple[str, JsonValue], name: str) -> JsonValue:
+    """The result of step ``position`` as a journal recorded it, checked to be the step the run takes now.
+
+    Raises:
+        RuntimeError: the recorded step has another name: the run does not take the same path again.
+    """
+    recorded_name, value = recorded
+    if recorded_name != name:
+        raise RuntimeError(
+            f"Step {position} of the run was {recorded_name!r} and is {name!r} on replay: the run does not "
+            "take the same path again (is it deterministic outside its steps?)."
+        )
+    return value
 
 
 def step_key(run_id: str, position: int, payload: Any) -> str:

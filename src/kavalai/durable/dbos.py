@@ -2,8 +2,10 @@
 
 Every run is a DBOS workflow (``kavalai.run``) started through a DBOS queue under the run id, so the id deduplicates
 it, the queue bounds how many run at once, and any process serving the queue can take it over. Each journaled
-step of the run (a tool call, a model call, the tool listing, an approval) is one DBOS step, recorded in the
-system database before the run goes on; a run resumed after a crash replays the recorded steps and runs the rest.
+step of the run (a tool call, a model call, the tool listing) is recorded in the journal's database before the run
+goes on, as one row of ``kavalai_steps`` (see :mod:`kavalai.durable._step_log`; ``step_log="dbos"``: as a DBOS
+step instead, listed by DBOS's own tools, several times dearer); a run resumed after a crash replays the recorded
+steps and runs the rest. Waits for answers are DBOS events and messages.
 
 DBOS recovers a crashed process's runs when that process starts again under the same executor id. Workers come and
 go, so each runner here has an executor id of its own, writes a heartbeat into ``kavalai_executors`` every
@@ -26,7 +28,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import sqlalchemy as sa
 from dbos import (
@@ -45,6 +47,7 @@ from kavalai.durable._answers import checked_answer
 from kavalai.durable._run import DurableRun, bind_run
 from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id, not_pending
 from kavalai.durable._sqlite_compat import install as sqlite_unixepoch
+from kavalai.durable._step_log import SqlStepLog, StepLogJournal
 from kavalai.durable._store import ResultStore, SqlResultStore
 
 __all__ = ["DbosClient", "DbosRunner", "default_journal_url"]
@@ -89,6 +92,9 @@ class DbosRunner(DurableRunner):
         stale_after: seconds without a heartbeat after which another process's runs are taken over.
         polling: seconds between looks at the queue.
         executor_id: this process's DBOS executor id; a new one by default.
+        step_log: where steps are recorded: ``"kavalai"`` (one row of the table ``kavalai_steps`` per step, in
+            one prepared statement) or ``"dbos"`` (one DBOS step each, which DBOS's tools list, at several times
+            the cost). Every worker of a queue uses the same.
     """
 
     engine = "dbos"
@@ -105,10 +111,14 @@ class DbosRunner(DurableRunner):
         stale_after: float = 10.0,
         polling: float = 0.05,
         executor_id: str | None = None,
+        step_log: Literal["kavalai", "dbos"] = "kavalai",
     ) -> None:
         super().__init__()
         if concurrency is not None and concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        if step_log not in ("kavalai", "dbos"):
+            raise ValueError(f"step_log must be 'kavalai' or 'dbos', got {step_log!r}")
+        self.step_log = step_log
         self.db = db or default_journal_url()
         self.queue_name = queue
         self.concurrency = concurrency
@@ -123,6 +133,7 @@ class DbosRunner(DurableRunner):
         self._system_engine: sa.Engine | None = None  # the one given to DBOS (SQLite)
         self._liveness: _Liveness | None = None
         self._answers: SqlAnswerLog | None = None
+        self._steps: SqlStepLog | None = None
         self._lock = asyncio.Lock()
 
     @property
@@ -165,6 +176,7 @@ class DbosRunner(DurableRunner):
             self._liveness = _Liveness(self, self._engine)
             self._liveness.register()
             self._answers = SqlAnswerLog(engine=self._engine)
+            self._steps = SqlStepLog(self._engine) if self.step_log == "kavalai" else None
             config: DBOSConfig = {
                 "name": "kavalai",
                 "system_database_url": self.db,
@@ -254,6 +266,16 @@ class DbosRunner(DurableRunner):
         await self.start()
         found = await DBOS.get_workflow_status_async(run_id)
         return None if found is None else str(found.status)
+
+    async def recorded_steps(self, run_id: str) -> list[tuple[int, str, Any]]:
+        """The steps recorded for run ``run_id`` so far, in order: ``(position, name, JSON result)``; a result
+        kept in the result store appears as its reference."""
+        await self.start()
+        if self._steps is not None:
+            return await asyncio.to_thread(self._steps.steps, run_id)
+        found = await DBOS.list_workflow_steps_async(run_id)
+        kept = [step for step in found if not step["function_name"].startswith("DBOS.")]  # DBOS's own operations
+        return [(position, step["function_name"], step["output"]) for position, step in enumerate(kept, start=1)]
 
     async def pending(self, run_id: str) -> dict[str, Any]:
         """The questions run ``run_id`` waits to have answered: the run's ``kavalai.pending`` DBOS event, and the
@@ -348,12 +370,16 @@ class DbosClient:
 
 
 class _DbosJournal:
-    """The journal of one run: each record is a DBOS step, at the run's next DBOS step position."""
+    """The journal of one run: each record a row of the step log, or (without one) a DBOS step at the run's next
+    DBOS step position."""
 
-    def __init__(self) -> None:
+    def __init__(self, steps: StepLogJournal | None) -> None:
+        self.steps = steps
         self.pending: dict[str, Any] = {}
 
     async def record(self, position: int, name: str, execute: Any, request: Any = None) -> Any:
+        if self.steps is not None:
+            return await self.steps.record(position, name, execute, request)
         return await DBOS.run_step_async({"name": name}, execute)
 
     async def wait_for_answer(self, position: int, key: str, question: Any, timeout: float | None) -> Any:
@@ -387,9 +413,11 @@ async def _kavalai_run(target: str, payload: Any) -> Any:
         raise LookupError(f"This process serves {served}, not the target {target!r} of run {DBOS.workflow_id}.")
     run_id = DBOS.workflow_id
     assert run_id is not None
+    log = runner._steps
+    steps = None if log is None else StepLogJournal(log, run_id, await asyncio.to_thread(log.recorded, run_id))
     run = DurableRun(
         run_id,
-        _DbosJournal(),
+        _DbosJournal(steps),
         store=runner.store,
         inline_limit=runner.inline_limit,
         engine="dbos",
