@@ -63,6 +63,18 @@ async def test_a_run_id_is_one_run_and_each_tool_call_one_step(runner: DbosRunne
     assert dbos_steps == ([] if runner.step_log == "kavalai" else ["tool python://page"] * 2)
 
 
+async def test_a_run_id_that_a_journal_cannot_hold_is_refused_before_the_run(runner: DbosRunner) -> None:
+    calls: list[int] = []
+    engine = engine_on(runner, calls)
+    for bad in ("x" * 201, "line\nbreak", ""):
+        with pytest.raises(ValueError, match="A run id is 1 to 200 printable characters"):
+            await engine.run({"n": 5}, run_id=bad)
+    assert calls == []
+    result = await engine.run({"n": 5}, run_id="é" * 200)  # the longest, in any script
+    assert result.ok, result.error
+    assert [name for _, name, _ in await runner.recorded_steps("é" * 200)] == ["tool python://page"] * 2
+
+
 async def test_a_result_over_the_inline_limit_is_kept_in_the_results_table(runner: DbosRunner, tmp_path: Path) -> None:
     calls: list[int] = []
     engine = engine_on(runner, calls)

@@ -14,7 +14,7 @@ from typing import Any
 
 from kavalai.durable._answers import checked_answer
 from kavalai.durable._run import DurableRun, JsonValue, bind_run, replayed
-from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id, not_pending
+from kavalai.durable._runner import DurableRunner, DurableTarget, checked_run_id, not_pending
 from kavalai.durable._store import ResultStore
 
 __all__ = ["MemoryRunner"]
@@ -103,7 +103,7 @@ class MemoryRunner(DurableRunner):
     async def run(self, target: DurableTarget, payload: Any, *, run_id: str | None = None) -> Any:
         """Run ``payload`` on ``target`` under ``run_id``: the recorded outcome of a finished run, a run still
         going awaited, an interrupted one resumed from its journal."""
-        run_id = run_id or new_run_id()
+        run_id = checked_run_id(run_id)
         if run_id in self.outcomes:
             return self.outcomes[run_id]
         running = self._running.get(run_id)

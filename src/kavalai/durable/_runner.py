@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, runtime_checkable
 
 from kavalai.durable._steps import durable_steps, is_durable_middleware
 
 if TYPE_CHECKING:
     from kavalai.kernel import Kernel
 
-__all__ = ["DurableRunner", "DurableTarget", "new_run_id"]
+__all__ = ["MAX_RUN_ID", "DurableRunner", "DurableTarget", "checked_run_id", "new_run_id"]
 
 
 @runtime_checkable
@@ -135,3 +135,21 @@ def not_pending(run_id: str, key: str, pending: dict[str, Any]) -> LookupError:
 def new_run_id() -> str:
     """A fresh run id."""
     return uuid.uuid4().hex
+
+
+#: The longest run id: the journals' tables (``kavalai_steps``, ``kavalai_answers``) hold up to this many characters.
+MAX_RUN_ID: Final = 200
+
+
+def checked_run_id(run_id: str | None) -> str:
+    """``run_id``, or a fresh one for ``None``; checked before anything is journaled under it.
+
+    Raises:
+        ValueError: not a string of 1 to :data:`MAX_RUN_ID` printable characters.
+    """
+    if run_id is None:
+        return new_run_id()
+    if not isinstance(run_id, str) or not 0 < len(run_id) <= MAX_RUN_ID or not run_id.isprintable():
+        shown = repr(run_id) if len(repr(run_id)) <= 60 else f"{repr(run_id)[:57]}..."
+        raise ValueError(f"A run id is 1 to {MAX_RUN_ID} printable characters, got {shown}.")
+    return run_id

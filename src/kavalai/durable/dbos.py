@@ -45,7 +45,7 @@ from dbos import (
 from kavalai.durable._answer_log import SqlAnswerLog
 from kavalai.durable._answers import checked_answer
 from kavalai.durable._run import DurableRun, bind_run
-from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id, not_pending
+from kavalai.durable._runner import DurableRunner, DurableTarget, checked_run_id, not_pending
 from kavalai.durable._sqlite_compat import install as sqlite_unixepoch
 from kavalai.durable._step_log import SqlStepLog, StepLogJournal
 from kavalai.durable._store import ResultStore, SqlResultStore
@@ -250,7 +250,7 @@ class DbosRunner(DurableRunner):
         name = self.register(target, replace=True)
         queue = self._queue
         assert queue is not None
-        run_id = run_id or new_run_id()
+        run_id = checked_run_id(run_id)
         with SetWorkflowID(run_id):
             handle = await queue.enqueue_async(_kavalai_run, name, payload)
         return handle.get_workflow_id()
@@ -333,7 +333,7 @@ class DbosClient:
         options: EnqueueOptions = {
             "queue_name": self.queue_name,
             "workflow_name": _WORKFLOW,
-            "workflow_id": run_id or new_run_id(),
+            "workflow_id": checked_run_id(run_id),
             "app_version": JOURNAL_VERSION,
         }
         return self._client.enqueue(options, target, payload).get_workflow_id()

@@ -36,7 +36,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from kavalai.durable._answers import checked_answer
 from kavalai.durable._run import AnswerLog, DurableRun, JsonValue, bind_run
-from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id, not_pending
+from kavalai.durable._runner import DurableRunner, DurableTarget, checked_run_id, not_pending
 from kavalai.durable._steps import run_tool_step
 from kavalai.durable._store import ResultStore
 
@@ -122,7 +122,7 @@ class TemporalRunner(DurableRunner):
         """Start the run (by target or target name) without waiting for it; the same run id is the same run."""
         client = await self.connect()
         name = target if isinstance(target, str) else self.register(target, replace=True)
-        run_id = run_id or new_run_id()
+        run_id = checked_run_id(run_id)
         with contextlib.suppress(WorkflowAlreadyStartedError):  # finished before: its result is in its history
             await client.start_workflow(
                 _WORKFLOW,
