@@ -38,7 +38,7 @@ from kavalai.workflow._result import (
     WorkflowEvent,
     jsonable,
 )
-from kavalai.workflow._runners import NodeEnv, Outcome, run_function, run_simple_node, to_context
+from kavalai.workflow._runners import NodeEnv, Outcome, output_json, run_function, run_simple_node, to_context
 from kavalai.workflow.errors import (
     NodeError,
     NodeTimeoutError,
@@ -175,9 +175,11 @@ class Execution:
                         raise
                     except Exception as exc:
                         raise _node_error(node, exc) from exc
-                    self.values[node.id] = to_context(output)
+                    context = self.values[node.id] = to_context(output)
+                    record.output = output_json(output, context)
                 else:
                     output, current = await self._visit(node, env, record)
+                    record.output = jsonable(output)
             except anyio.get_cancelled_exc_class():
                 self._close(record, clock, error=_CANCELLED)
                 raise
@@ -185,7 +187,7 @@ class Execution:
                 self._close(record, clock, error=str(exc))
                 self._emit(NodeFailed(self.run_id, record, exc))
                 raise
-            record.output, record.next, record.duration = jsonable(output), current, _now() - clock
+            record.next, record.duration = current, _now() - clock
             self.trace.append(record)
             if self._streamed:
                 self._emit(NodeFinished(self.run_id, record))

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from kavalai.workflow._types import DataType
 
 __all__ = [
+    "PLAIN",
     "InputRequested",
     "NodeFailed",
     "NodeFinished",
@@ -292,7 +293,8 @@ class InputRequested:
 WorkflowEvent = RunStarted | NodeStarted | NodeProgress | NodeFinished | NodeFailed | InputRequested | RunFinished
 
 
-_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
+#: The types of values that are JSON-ready as they are.
+PLAIN: Final = frozenset({str, int, float, bool, type(None)})
 
 
 def jsonable(value: Any) -> Any:
@@ -300,7 +302,7 @@ def jsonable(value: Any) -> Any:
     # Twice per node (its inputs and its output), so the common cases go first: a plain value as it is, then
     # pydantic's conversion without a fallback, which costs half as much as with one; only a value holding an
     # object pydantic cannot convert takes the second pass.
-    if type(value) in _PLAIN:
+    if type(value) in PLAIN:
         return value
     try:
         return to_jsonable_python(value, by_alias=True)

@@ -8,6 +8,7 @@ node's output and the id of the node to visit next.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,7 @@ from kavalai.workflow._nodes import (
     StartNode,
     SwitchNode,
 )
-from kavalai.workflow._result import NodeTrace, ToolCallTrace, jsonable
+from kavalai.workflow._result import PLAIN, NodeTrace, ToolCallTrace, jsonable
 from kavalai.workflow._templates import render_template
 from kavalai.workflow._types import DataType, describe_errors
 from kavalai.workflow.errors import NodeError, NodeTimeoutError, NodeValidationError
@@ -126,10 +127,47 @@ def _runs_itself(kind: type) -> bool:
 
 def to_context(value: Any) -> Any:
     """The form node outputs take in the run context: models become dicts (by alias), the rest is kept."""
+    if type(value) in PLAIN:  # once a node: isinstance() against a model class costs a metaclass check
+        return value
     if isinstance(value, BaseModel):
         # What model_dump(by_alias=True) does, without its argument handling (a third of the cost, once a node).
         return type(value).__pydantic_serializer__.to_python(value, by_alias=True)
     return value
+
+
+def output_json(output: Any, context: Any) -> Any:
+    """The JSON form of a node's output for its trace, given its context form (:func:`to_context`).
+
+    A model without custom serialization whose fields dumped to plain values (the usual tool output,
+    ``{"result": 5}``) dumps the same in JSON mode, so its context dict is copied rather than the model dumped a
+    second time, once a node; anything else goes through :func:`jsonable`.
+    """
+    kind = type(output)
+    alike = _dumps_alike.get(kind)
+    if alike is None:
+        alike = _dumps_alike[kind] = issubclass(kind, BaseModel) and not _custom_serialization(
+            kind.__pydantic_core_schema__
+        )
+    if alike and type(context) is dict:
+        for item in context.values():
+            if type(item) not in PLAIN or (type(item) is float and not math.isfinite(item)):
+                break
+        else:
+            return context.copy()
+    return jsonable(output)
+
+
+_dumps_alike: dict[type, bool] = {}
+
+
+def _custom_serialization(schema: Any) -> bool:
+    """Whether a core schema holds a serializer of its own anywhere (``field_serializer``, ``PlainSerializer``,
+    a model serializer...), which may dump differently in JSON mode."""
+    if isinstance(schema, dict):
+        return "serialization" in schema or any(_custom_serialization(value) for value in schema.values())
+    if isinstance(schema, list):
+        return any(_custom_serialization(value) for value in schema)
+    return False
 
 
 def check_fits(data_type: DataType, value: Any, *, node: str, what: str, field: str) -> Any:
@@ -210,13 +248,17 @@ async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> O
     options: dict[str, Any] = {} if node.timeout is None else {"timeout": node.timeout}
     if env.progress is not None:  # a streamed run: the tool's progress becomes NodeProgress events
         options["progress"] = functools.partial(env.progress, node.id)
-    if current_run() is not None:
+    durable = current_run() is not None
+    if durable:
         options.update(call_options())  # on an engine whose steps run elsewhere, each attempt is limited there
     record.attempts = 0
     while True:
         record.attempts += 1
         try:
-            result = await _call(env, node.tool, arguments, options)
+            if durable:
+                result = await _call_in_run(env, node.tool, arguments, options)
+            else:  # the common case, without a coroutine in between
+                result = await env.kernel.call_tool(node.tool, arguments, **options)
             break
         except FunctionKernelException as exc:
             if record.attempts >= policy.attempts or not _retryable(exc, policy):
@@ -228,11 +270,9 @@ async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> O
     return result, node.next
 
 
-async def _call(env: NodeEnv, uri: str, arguments: Any, options: dict[str, Any]) -> Any:
-    """The node's tool call; in a durable run, the answers to servers' input requests during it are kept (so a
+async def _call_in_run(env: NodeEnv, uri: str, arguments: Any, options: dict[str, Any]) -> Any:
+    """The node's tool call in a durable run: the answers to servers' input requests during it are kept (so a
     redone step does not ask the user again)."""
-    if current_run() is None:
-        return await env.kernel.call_tool(uri, arguments, **options)
     from kavalai.agent.elicitation import recording_in_run
 
     with recording_in_run():
