@@ -121,3 +121,15 @@ def test_an_approval_waits_across_a_crash_and_an_answer_sent_meanwhile_is_taken(
     outcome = json.loads(resumed.stdout)
     assert outcome["output"] == "charged 3 orders"
     assert [e["order"] for e in fetch(f"{effects_url}/effects")] == ["A", "C"]  # A as answered meanwhile; B refused
+
+
+def test_a_run_keeps_the_step_log_it_began_with(effects_url: str, tmp_path: Path) -> None:
+    # Begun by a worker recording DBOS steps, resumed by one whose own runs use kavalai's step log: the recorded
+    # steps are replayed from where they were recorded, not run again.
+    db = f"sqlite:///{tmp_path / 'journal.sqlite'}"
+    crashed = worker("workflow", db, effects_url, "order-3", "--crash-after", "2", "--recorded", "--step-log", "dbos")
+    assert crashed.returncode == 3, crashed.stderr[-2000:]
+    resumed = worker("workflow", db, effects_url, "order-3", "--step-log", "kavalai")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert json.loads(resumed.stdout)["output"] == {"charges": [1, 2, 3]}
+    assert [r["order"] for r in fetch(f"{effects_url}/requests")] == ["A", "B", "C"]

@@ -92,9 +92,10 @@ class DbosRunner(DurableRunner):
         stale_after: seconds without a heartbeat after which another process's runs are taken over.
         polling: seconds between looks at the queue.
         executor_id: this process's DBOS executor id; a new one by default.
-        step_log: where steps are recorded: ``"kavalai"`` (one row of the table ``kavalai_steps`` per step, in
-            one prepared statement) or ``"dbos"`` (one DBOS step each, which DBOS's tools list, at several times
-            the cost). Every worker of a queue uses the same.
+        step_log: where the steps of the runs this runner puts on the queue are recorded: ``"kavalai"`` (one
+            row of the table ``kavalai_steps`` per step, in one prepared statement) or ``"dbos"`` (one DBOS step
+            each, which DBOS's tools list, at several times the cost). A run keeps the step log it began with,
+            whichever worker resumes it.
     """
 
     engine = "dbos"
@@ -176,7 +177,7 @@ class DbosRunner(DurableRunner):
             self._liveness = _Liveness(self, self._engine)
             self._liveness.register()
             self._answers = SqlAnswerLog(engine=self._engine)
-            self._steps = SqlStepLog(self._engine) if self.step_log == "kavalai" else None
+            self._steps = SqlStepLog(self._engine)  # made for every runner: it may resume a run that uses it
             config: DBOSConfig = {
                 "name": "kavalai",
                 "system_database_url": self.db,
@@ -252,7 +253,7 @@ class DbosRunner(DurableRunner):
         assert queue is not None
         run_id = checked_run_id(run_id)
         with SetWorkflowID(run_id):
-            handle = await queue.enqueue_async(_kavalai_run, name, payload)
+            handle = await queue.enqueue_async(_kavalai_run, name, payload, self.step_log)
         return handle.get_workflow_id()
 
     async def result(self, run_id: str) -> Any:
@@ -271,9 +272,11 @@ class DbosRunner(DurableRunner):
         """The steps recorded for run ``run_id`` so far, in order: ``(position, name, JSON result)``; a result
         kept in the result store appears as its reference."""
         await self.start()
-        if self._steps is not None:
-            return await asyncio.to_thread(self._steps.steps, run_id)
-        found = await DBOS.list_workflow_steps_async(run_id)
+        assert self._steps is not None
+        mine = await asyncio.to_thread(self._steps.steps, run_id)
+        if mine:
+            return mine
+        found = await DBOS.list_workflow_steps_async(run_id)  # a run begun with step_log="dbos"
         kept = [step for step in found if not step["function_name"].startswith("DBOS.")]  # DBOS's own operations
         return [(position, step["function_name"], step["output"]) for position, step in enumerate(kept, start=1)]
 
@@ -317,11 +320,15 @@ class DbosClient:
     Args:
         db: the workers' system database.
         queue: the workers' queue.
+        step_log: where the steps of the runs it submits are recorded (see :class:`DbosRunner`).
     """
 
-    def __init__(self, db: str, *, queue: str = "kavalai") -> None:
+    def __init__(self, db: str, *, queue: str = "kavalai", step_log: Literal["kavalai", "dbos"] = "kavalai") -> None:
+        if step_log not in ("kavalai", "dbos"):
+            raise ValueError(f"step_log must be 'kavalai' or 'dbos', got {step_log!r}")
         self.db = db
         self.queue_name = queue
+        self.step_log = step_log
         DBOS.migrate(db)  # the journal's tables, if no worker has made them yet
         self._client = DBOSClient(system_database_url=db, serializer=DBOSPortableJSONSerializer())
         self._engine = _make_engine(_sqlalchemy_url(db))
@@ -336,7 +343,7 @@ class DbosClient:
             "workflow_id": checked_run_id(run_id),
             "app_version": JOURNAL_VERSION,
         }
-        return self._client.enqueue(options, target, payload).get_workflow_id()
+        return self._client.enqueue(options, target, payload, self.step_log).get_workflow_id()
 
     def result(self, run_id: str, *, polling: float = 0.1) -> Any:
         """Wait for the run ``run_id`` and return its JSON outcome."""
@@ -398,8 +405,10 @@ def _topic(key: str) -> str:
 
 
 @DBOS.workflow(name=_WORKFLOW)
-async def _kavalai_run(target: str, payload: Any) -> Any:
-    """The DBOS workflow of every kavalai run: the target's run inside a :class:`DurableRun`."""
+async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos") -> Any:
+    """The DBOS workflow of every kavalai run: the target's run inside a :class:`DurableRun`, its steps recorded
+    where the run began recording them (``step_log`` is part of the run's input, so a resumed run keeps it; runs
+    enqueued before the argument existed recorded DBOS steps)."""
     runner = _active
     found = runner.target(target) if runner is not None else None
     waited = 0.0
@@ -413,7 +422,7 @@ async def _kavalai_run(target: str, payload: Any) -> Any:
         raise LookupError(f"This process serves {served}, not the target {target!r} of run {DBOS.workflow_id}.")
     run_id = DBOS.workflow_id
     assert run_id is not None
-    log = runner._steps
+    log = runner._steps if step_log == "kavalai" else None
     steps = None if log is None else StepLogJournal(log, run_id, await asyncio.to_thread(log.recorded, run_id))
     run = DurableRun(
         run_id,
