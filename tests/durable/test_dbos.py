@@ -130,3 +130,8 @@ def test_a_run_left_by_a_gone_worker_is_claimed_by_one_taker(tmp_path: Path) -> 
         assert sorted(map(tuple, rows)) == [("run-1", "worker-c", "worker-b"), ("run-1", "worker-gone", "worker-a")]
     finally:
         engine.dispose()
+
+
+def test_an_unknown_step_log_is_refused() -> None:
+    with pytest.raises(ValueError, match="step_log must be 'kavalai' or 'dbos', got 'files'"):
+        DbosRunner("sqlite://", step_log="files")  # type: ignore[arg-type]

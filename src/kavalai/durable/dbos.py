@@ -117,9 +117,7 @@ class DbosRunner(DurableRunner):
         super().__init__()
         if concurrency is not None and concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-        if step_log not in ("kavalai", "dbos"):
-            raise ValueError(f"step_log must be 'kavalai' or 'dbos', got {step_log!r}")
-        self.step_log = step_log
+        self.step_log = _checked_step_log(step_log)
         self.db = db or default_journal_url()
         self.queue_name = queue
         self.concurrency = concurrency
@@ -324,11 +322,9 @@ class DbosClient:
     """
 
     def __init__(self, db: str, *, queue: str = "kavalai", step_log: Literal["kavalai", "dbos"] = "kavalai") -> None:
-        if step_log not in ("kavalai", "dbos"):
-            raise ValueError(f"step_log must be 'kavalai' or 'dbos', got {step_log!r}")
         self.db = db
         self.queue_name = queue
-        self.step_log = step_log
+        self.step_log = _checked_step_log(step_log)
         DBOS.migrate(db)  # the journal's tables, if no worker has made them yet
         self._client = DBOSClient(system_database_url=db, serializer=DBOSPortableJSONSerializer())
         self._engine = _make_engine(_sqlalchemy_url(db))
@@ -398,6 +394,12 @@ class _DbosJournal:
         del self.pending[key]
         await DBOS.set_event_async(_PENDING, dict(self.pending))
         return answer
+
+
+def _checked_step_log(step_log: Literal["kavalai", "dbos"]) -> Literal["kavalai", "dbos"]:
+    if step_log not in ("kavalai", "dbos"):
+        raise ValueError(f"step_log must be 'kavalai' or 'dbos', got {step_log!r}")
+    return step_log
 
 
 def _topic(key: str) -> str:
