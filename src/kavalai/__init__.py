@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from kavalai.errors import (
     AuthenticationError,
     ConfigurationError,
+    DeadlineExceededError,
     FunctionKernelException,
     HTTPStatusError,
     InvalidToolURIError,
@@ -142,6 +143,7 @@ __all__ = [
     "BasicAuth",
     "BearerAuth",
     "ConfigurationError",
+    "DeadlineExceededError",
     "FunctionKernel",
     "FunctionKernelException",
     "HTTPStatusError",

@@ -18,6 +18,8 @@ aiohttp, the MCP SDK, pydantic) are translated into one of these at the adapter 
     │   ├── JsonRpcError                an MCP server answered a JSON-RPC error; .code, .data
     │   └── ResponseTooLargeError       a response or message over a size limit; .limit
     ├── ToolTimeoutError                the call took longer than its timeout; .timeout
+    │   └── DeadlineExceededError       a block run under a deadline (kavalai.kernel.deadline, Agent.run(timeout=),
+    │                                   a code-mode snippet) ran out of time
     ├── ServerConnectionError           a REST or MCP server could not be reached or died; .server, .exit_code,
     │   │                               .stderr_tail
     │   ├── AuthenticationError         the server refused the credentials, or OAuth could not get a token; .identity
@@ -37,6 +39,7 @@ from typing import Any
 __all__ = [
     "AuthenticationError",
     "ConfigurationError",
+    "DeadlineExceededError",
     "FunctionKernelException",
     "HTTPStatusError",
     "InvalidToolURIError",
@@ -190,6 +193,11 @@ class ToolTimeoutError(FunctionKernelException, TimeoutError):
     def __init__(self, message: str, *, uri: str | None = None, timeout: float | None = None) -> None:
         super().__init__(message, uri=uri)
         self.timeout = timeout
+
+
+class DeadlineExceededError(ToolTimeoutError):
+    """A block given a deadline (``with kavalai.kernel.deadline(seconds):``, ``Agent.run(timeout=)``, a code-mode
+    snippet's ``max_seconds``) ran out of time; the tool calls inside it were cut at the same moment."""
 
 
 class ServerConnectionError(FunctionKernelException, ConnectionError):

@@ -68,8 +68,8 @@ class FunctionKernel(KavalCompatMixin, Kernel):
         self.output_budget = output_budget
         self._python = PythonToolAdapter(self.registry)
         self.add_adapter(self._python)
-        self.add_adapter(_rest_adapter, scheme="rest")
-        self.add_adapter(_mcp_adapter, scheme="mcp")
+        self.add_adapter(_rest_adapter, scheme="rest", lazy=True)
+        self.add_adapter(_mcp_adapter, scheme="mcp", lazy=True)
 
     # ---------------------------------------------------------------------------------------------- python://
 

@@ -13,7 +13,6 @@ instrumented has no tracing middleware at all, so its calls cost nothing extra.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -204,8 +203,7 @@ def _metric_attributes(attributes: Mapping[str, Any], error: str | None) -> dict
 
 def _error_type(call: ToolCall, exc: BaseException) -> str:
     """``error.type``: the exception's class name; a call cut short by its deadline is a ``timeout``."""
-    deadline = call.deadline
-    if deadline is not None and not isinstance(exc, Exception) and asyncio.get_running_loop().time() >= deadline:
+    if not isinstance(exc, Exception) and call.remaining() == 0.0:
         return "timeout"
     return type(exc).__qualname__
 

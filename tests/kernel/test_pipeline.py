@@ -440,19 +440,21 @@ async def test_the_call_context_under_middleware_a_deadline_and_in_what_the_tool
     assert current_call() is None
 
 
-async def test_a_task_a_tool_spawns_sees_no_call_unless_given_it() -> None:
+async def test_a_task_a_tool_spawns_sees_the_call_it_was_started_in() -> None:
+    # The current call is a context variable: a task copies the context it was created in.
     @pythontool
     async def spawner() -> list[bool]:
         mine = current_call()
 
-        async def child(given: ToolCall | None) -> list[bool]:
-            return [current_call() is None, given is mine]
+        async def child() -> list[bool]:
+            return [mine is not None, current_call() is mine]
 
-        return await asyncio.create_task(child(mine))
+        return await asyncio.create_task(child())
 
     kernel = FunctionKernel()
     kernel.register_python_tool("spawner", spawner)
     assert (await kernel.call_tool("python://spawner")).result == [True, True]  # type: ignore[attr-defined]
+    assert current_call() is None
 
 
 async def test_a_python_tool_reports_progress_to_the_callers_callback() -> None:

@@ -21,7 +21,6 @@ from kavalai.kernel import (
     ToolAdapter,
     ToolDefinition,
     ToolURI,
-    bind_current_call,
     code_of,
     function_schema,
     qualname,
@@ -248,8 +247,7 @@ def _invoker(func: Callable[..., Any], is_async: bool, inline: bool, renamed: tu
         return invoke_inline
 
     async def invoke_in_thread(args: BaseModel) -> Any:
-        call = bind_current_call(functools.partial(func, **kwargs(args)))  # no kernel frame in the worker thread
-        raw = await run_in_thread(call)
+        raw = await run_in_thread(functools.partial(func, **kwargs(args)))  # in a copy of the call's context
         return (await raw) if inspect.isawaitable(raw) else raw
 
     return invoke_in_thread

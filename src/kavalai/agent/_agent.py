@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
@@ -46,6 +47,8 @@ from kavalai.durable import (
     restore_error,
 )
 from kavalai.durable import step as durable_step
+from kavalai.errors import DeadlineExceededError
+from kavalai.kernel import current_deadline, deadline
 from kavalai.llm.base import LLMClient, ModelSettings, parse_structured
 from kavalai.llm.errors import LLMResponseError, StructuredOutputError
 from kavalai.llm.messages import (
@@ -265,6 +268,7 @@ class Agent(Generic[OutputT]):
         history: Sequence[Message | Mapping[str, Any]] | None = None,
         *,
         run_id: str | None = None,
+        timeout: float | None = None,
     ) -> AgentResult[OutputT]:
         """Answer ``prompt``, calling tools as the model asks.
 
@@ -275,6 +279,10 @@ class Agent(Generic[OutputT]):
                 :func:`~kavalai.llm.parse_messages`).
             run_id: with ``durable=``, the run's id (a new one by default): the same id returns a finished run's
                 result from the journal, or resumes a run whose process died.
+            timeout: seconds the whole run may take (``None``: no limit). It is a deadline the run's tool calls
+                inherit: a tool whose own timeout is longer is cut when the run's time is up (an MCP server is told
+                the milliseconds left), and the run then ends with
+                :class:`~kavalai.errors.DeadlineExceededError`.
 
         Raises:
             MaxStepsExceededError: the model was still calling tools after ``max_steps`` model calls.
@@ -282,7 +290,14 @@ class Agent(Generic[OutputT]):
             LLMError: the provider failed (connection, error status).
             ToolNotFoundError: ``allowed_tools`` names a URI (not a glob) that no tool has.
             ServerConnectionError: an MCP server that was not connected yet failed to start.
+            DeadlineExceededError: the run took longer than ``timeout``.
         """
+        with deadline(timeout, what="agent run"):
+            return await self._run(prompt, history, run_id)
+
+    async def _run(
+        self, prompt: str, history: Sequence[Message | Mapping[str, Any]] | None, run_id: str | None
+    ) -> AgentResult[OutputT]:
         if self.durable is not None:
             messages = parse_messages(history or ())
             payload = {"prompt": prompt, "history": [_dump(message) for message in messages]}
@@ -432,6 +447,7 @@ class Agent(Generic[OutputT]):
         system = SystemMessage(content=self.instructions) if self.instructions else None
         repairs_left = 1
         for step in range(1, self.max_steps + 1):
+            _check_deadline()  # a tool's timeout error may have used up the run's time: no further model call
             state.steps = step
             await self._emit(StepStarted(step=step))
             try:
@@ -693,3 +709,10 @@ def _hook_error(failures: HookFailures, result: AgentResult[Any]) -> ApprovalHoo
 
 def _deferred(spec: ToolSpec) -> ToolSpec:
     return spec.model_copy(update={"deferred": True})
+
+
+def _check_deadline() -> None:
+    """Raise when the deadline of the run (``Agent.run(timeout=)``, or whatever the run is inside) has passed."""
+    at = current_deadline()
+    if at is not None and time.monotonic() >= at:
+        raise DeadlineExceededError("The agent run ran past its deadline.")

@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kavalai.errors import DeadlineExceededError
+from kavalai.kernel import deadline
 from kavalai.llm.names import provider_name
 
 __all__ = ["RUN_PYTHON", "CodeMode", "function_names", "stubs"]
@@ -37,7 +39,9 @@ class CodeMode:
     """Code mode's limits.
 
     Attributes:
-        max_seconds: how long one snippet may run (the sandbox stops it after that).
+        max_seconds: how long one snippet may run, the tools it awaits included: a deadline that every tool call
+            the snippet makes inherits (a call still running then ends with ``ToolTimeoutError``, later ones are
+            refused), and after which the snippet is stopped with an error.
         max_memory: the most memory (bytes) one snippet may use.
         max_calls: the most tool calls one snippet may make.
         max_output_chars: how much printed output is kept.
@@ -87,12 +91,21 @@ class CodeMode:
         limits = ResourceLimits(max_feed_duration_secs=self.max_seconds, max_memory=self.max_memory)
         printed = CollectString(max_bytes=self.max_output_chars)
         try:
-            async with AsyncMonty(min_processes=1, max_processes=1) as pool, pool.checkout(limits=limits) as session:
-                value = await session.feed_run(
-                    code, external_lookup={name: limited(f) for name, f in functions.items()}, print_callback=printed
-                )
+            # The sandbox's own limit counts its CPU time; the deadline counts the wall clock, awaited tools and all.
+            with deadline(self.max_seconds, what="code-mode snippet"):
+                async with AsyncMonty(min_processes=1, max_processes=1) as pool, pool.checkout(limits=limits) as box:
+                    value = await box.feed_run(
+                        code,
+                        external_lookup={name: limited(f) for name, f in functions.items()},
+                        print_callback=printed,
+                    )
         except MontyError as exc:
             raise CodeModeError(str(exc), printed.output) from None
+        except DeadlineExceededError:
+            message = (
+                f"the snippet ran past its time limit of {self.max_seconds:g} s (max_seconds), tool calls included"
+            )
+            raise CodeModeError(message, printed.output) from None
         return {"result": value, "output": printed.output, "tool_calls": calls[0]}
 
 

@@ -9,7 +9,17 @@ in by scheme (:meth:`Kernel.add_adapter`), cross-cutting concerns are middleware
 from __future__ import annotations
 
 from kavalai.kernel._adapter import ToolAdapter
-from kavalai.kernel._call import CallNext, Middleware, ProgressCallback, ToolCall, bind_current_call, current_call
+from kavalai.kernel._call import (
+    CallNext,
+    Deadline,
+    Middleware,
+    ProgressCallback,
+    ToolCall,
+    bind_current_call,
+    current_call,
+    current_deadline,
+    deadline,
+)
 from kavalai.kernel._coerce import coerce_output, convert_output, validate_input
 from kavalai.kernel._core import Kernel
 from kavalai.kernel._definition import Invoker, ToolDefinition
@@ -24,6 +34,7 @@ __all__ = [
     "SCHEMES",
     "SERVER_NAME_PATTERN",
     "CallNext",
+    "Deadline",
     "FunctionSchema",
     "Invoker",
     "Kernel",
@@ -43,6 +54,8 @@ __all__ = [
     "coerce_output",
     "convert_output",
     "current_call",
+    "current_deadline",
+    "deadline",
     "function_schema",
     "model_from_json_schema",
     "output_model_from_json_schema",

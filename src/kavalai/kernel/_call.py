@@ -1,68 +1,172 @@
-"""One tool call as the middleware chain sees it, and the per-call context a tool can read.
+"""One tool call as the middleware chain sees it, the per-call context a tool can read, and deadlines.
 
 A :class:`ToolCall` is built by :meth:`Kernel.call_tool` after the arguments are validated, handed down the kernel's
-middleware chain and finally to the tool's adapter. The same object is the call's context: while the call runs,
-:func:`current_call` returns it, in the tool, in what the tool awaits, and in the worker thread of a sync Python
-tool.
+middleware chain and finally to the tool's adapter. The same object is the call's context and its record in the
+kernel's in-flight registry:
 
-How the current call is found, and why: setting a :class:`~contextvars.ContextVar` and resetting it costs about a
-quarter of a microsecond, a tenth of a whole call. So :meth:`Kernel.call_tool` sets nothing: the call's slot is a
-local variable of its frame, and :func:`current_call` finds the innermost ``call_tool`` frame on the running stack
-(a coroutine awaited inline, as a tool and every middleware are, runs with its awaiting frames linked). Where no
-kernel frame is on the stack, in the worker thread of a sync tool, the adapter sets the context variable for that
-thread (:func:`bind_current_call`). A task that a tool spawns has neither, and sees ``None``: pass the call along
-(``current_call()`` read in the tool) if the task needs it.
+- **Context.** While the call runs it is the value of a :class:`~contextvars.ContextVar`, set when the call starts
+  and reset in ``finally``, so :func:`current_call` is a plain look-up. The value travels the way every context
+  variable does: into what the tool awaits, into tasks started inside the call (``asyncio.create_task``,
+  ``asyncio.shield``, ``asyncio.wait_for`` copy the context), and into worker threads started with a copy of the
+  context (``asyncio.to_thread``, ``contextvars.copy_context().run``; the adapters do this for sync tools).
+- **Ownership.** The call knows the task it runs in and that task's cancellation count when it started. The kernel
+  cuts *the call's own work* (``close()``: :data:`CLOSED`; its deadline: :data:`TIMED_OUT`) by cancelling that task
+  on its own event loop, and the call turns that one cancellation into its own error, taking back the request (see
+  :mod:`kavalai._cancel`), so a caller that is itself cancelled still sees ``CancelledError``.
+- **Deadlines.** A call's :attr:`ToolCall.deadline` is the smaller of its own timeout and what remains of whatever
+  contains it: the call it is made from, or a :class:`Deadline` block (an agent run, a code-mode snippet, a workflow
+  run, the ``io.kavalai/deadline`` an MCP client sent to ``kavalai serve``). Nested calls inherit it without an
+  argument; adapters pass :meth:`ToolCall.remaining` downstream.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextvars
 import inspect
 import itertools
 import logging
-import sys
+import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from types import CodeType, FrameType
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
 
 from pydantic import BaseModel
+
+from kavalai._cancel import withdraw_cut
+from kavalai.errors import DeadlineExceededError
 
 if TYPE_CHECKING:
     from kavalai.kernel._definition import ToolDefinition
 
-__all__ = ["CallNext", "Middleware", "ProgressCallback", "ToolCall", "bind_current_call", "current_call"]
+__all__ = [
+    "CLOSED",
+    "TIMED_OUT",
+    "CallNext",
+    "Deadline",
+    "Middleware",
+    "ProgressCallback",
+    "ToolCall",
+    "bind_current_call",
+    "current_call",
+    "current_deadline",
+    "deadline",
+]
 
 logger = logging.getLogger("kavalai")
 
 R = TypeVar("R")
 
+#: Why a call's work was cut: the kernel was closed, or the call's deadline passed.
+CLOSED: Final = "kernel closed"
+TIMED_OUT: Final = "deadline passed"
+
 _next_id = itertools.count(1).__next__
-# A call's slot: [definition, arguments, ToolCall or None]. The ToolCall is made when first asked for, so a call
-# that no middleware and no tool looks at costs a three-item list, not an object built in Python. The slot is the
-# local variable SLOT_NAME of Kernel.call_tool, and the value of _current in a worker thread (see the docstring).
-_current: ContextVar[list[Any] | None] = ContextVar("kavalai_current_call", default=None)
-SLOT_NAME = "slot"
-# The code objects of the functions whose frames hold a slot (Kernel.call_tool registers itself).
-CALL_FRAMES: set[CodeType] = set()
+_monotonic: Final = time.monotonic
+_current_task: Final = asyncio.current_task
+# The innermost context: the ToolCall running, or a Deadline block (which knows the call around it).
+_current: ContextVar[ToolCall | Deadline | None] = ContextVar("kavalai_current_call", default=None)
 
 
-class ToolCall:
+class _Scope:
+    """What a tool call and a deadline block share: an absolute deadline, the task whose work they can cut, and
+    the scope whose deadline they inherited (``source``: themselves when their own limit is the nearer one)."""
+
+    # Class-level defaults until first written: building a call without a deadline writes almost nothing.
+    deadline: float | None = None
+    parent: ToolCall | Deadline | None = None
+    _source: _Scope | None = None
+    _task: asyncio.Task[Any] | None = None
+    _baseline = 0
+    _cut: str | None = None
+    _timer: asyncio.TimerHandle | None = None
+    _done = False  # the work has ended: nothing may cut the task for it any more
+
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline (never below 0), or ``None`` when there is none."""
+        deadline = self.deadline
+        if deadline is None:
+            return None
+        return max(0.0, deadline - _monotonic())
+
+    @property
+    def expired(self) -> bool:
+        """Whether this scope's deadline has passed and its work was cut for it."""
+        return self._cut == TIMED_OUT
+
+    def cut(self, reason: str) -> bool:
+        """Interrupt the work of this scope: its task receives ``CancelledError`` at its next suspension, which
+        the scope turns into its own error. Call it on the task's own event loop. Return whether it did."""
+        task = self._task
+        if self._cut is not None or self._done or task is None or task.done():
+            return False
+        self._cut = reason
+        task.cancel(reason)
+        return True
+
+    def _bind(self, outer: ToolCall | Deadline | None, limit: float | None) -> None:
+        """Take the nearer of ``limit`` (seconds from now) and the outer scope's deadline, and arm a timer that
+        cuts this scope's work at it. Raises nothing; a deadline already passed is the caller's to refuse."""
+        self.parent = outer
+        inherited = outer.deadline if outer is not None else None
+        if limit is not None:
+            own = _monotonic() + limit
+            if inherited is None or own < inherited:
+                self.deadline, self._source = own, self
+                return
+        if inherited is not None and outer is not None:
+            self.deadline, self._source = inherited, outer._source
+
+    def _arm(self) -> None:
+        deadline = self.deadline
+        if deadline is not None and self._task is not None:
+            loop = self._task.get_loop()
+            self._timer = loop.call_at(loop.time() + (deadline - _monotonic()), self.cut, TIMED_OUT)
+
+    def _enter_task(self) -> None:
+        task = self._task = _current_task()
+        if task is not None:
+            self._baseline = task.cancelling()
+
+    def _withdraw(self) -> bool:
+        """After the work ended: take back this scope's cut; whether the task's cancellation was ours alone."""
+        task = self._task
+        return task is not None and withdraw_cut(task, self._baseline)
+
+    def _cut_around(self) -> str | None:
+        """Why the nearest scope around this one *in the same task* was cut (then a cancellation seen here is that
+        cut, and this scope ends with the same kind of error), or ``None``. Walks the scopes' own parent links."""
+        task = self._task
+        scope = self.parent
+        while scope is not None and scope._task is task:
+            if scope._cut is not None:
+                return scope._cut
+            scope = scope.parent
+        return None
+
+
+class ToolCall(_Scope):
     """One call of one tool, with its validated arguments; also the context a running tool reads.
 
     Attributes:
         definition: the tool being called.
         arguments: the validated input model instance (a middleware may hand a new one to ``call_next``).
-        deadline: the event loop time (``loop.time()``) by which the call must end, or ``None`` for no limit.
+        deadline: the ``time.monotonic()`` time by which the call must end (on asyncio's own event loops that is
+            ``loop.time()``), or ``None`` for no limit: the nearer of the call's own timeout and the deadline of
+            the call, run or block around it.
+        parent: the call (or :class:`Deadline` block) this call was made inside, or ``None``.
         metadata: a dict for middleware and tools to share facts about this call (an idempotency key, a span, ...).
         call_id: a string unique to this call within the process.
         progress: the caller's progress callback (``call_tool(..., progress=...)``), or ``None``; a tool reports
             through :meth:`report_progress`, an MCP server through its progress notifications.
     """
 
-    # Not slotted: the id and metadata are class-level defaults until first written, so building one is cheap.
     _id: int = 0
     _metadata: dict[str, Any] | None = None
-    deadline: float | None = None
+    _limit: float | None = None  # the call's own timeout, for its error message
+    _ended: concurrent.futures.Future[None] | None = None  # set when close() waits for this call to end
     progress: ProgressCallback | None = None
 
     def __init__(self, definition: ToolDefinition, arguments: BaseModel) -> None:
@@ -88,6 +192,11 @@ class ToolCall:
             self._metadata = {}
         return self._metadata
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop the call runs on (``None`` for a call driven outside any task)."""
+        return self._task.get_loop() if self._task is not None else None
+
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Tell the caller how far the call is (``progress`` of ``total``, with an optional message); nothing
         happens when the caller gave no progress callback. A callback that fails is logged, not raised."""
@@ -101,8 +210,88 @@ class ToolCall:
         except Exception:  # the caller's display failing must not fail the tool
             logger.warning("The progress callback of %s failed", self.uri, exc_info=True)
 
+    def close_from_outside(self, ended: concurrent.futures.Future[None]) -> None:
+        """Cut this call because its kernel is closing, and resolve ``ended`` once the call has ended. Run on the
+        call's own event loop (``loop.call_soon_threadsafe``)."""
+        if not self.cut(CLOSED):
+            if not ended.done():
+                ended.set_result(None)
+            return
+        self._ended = ended
+
+    def _finish(self) -> None:
+        """The call has ended (its ``finally``): disarm its timer, tell a waiting ``close()``."""
+        self._done = True
+        timer = self._timer
+        if timer is not None:
+            timer.cancel()
+        ended = self._ended
+        if ended is not None and not ended.done():
+            ended.set_result(None)
+
     def __repr__(self) -> str:
         return f"<ToolCall {self.uri} {self.call_id}>"
+
+
+class Deadline(_Scope):
+    """A block of work with a deadline that the tool calls inside it inherit: ``with deadline(2.0): ...``.
+
+    Entered inside a task (it is a cancel scope, like ``asyncio.timeout``): when the deadline passes, the block is
+    cut; the calls inside it end with :class:`~kavalai.errors.ToolTimeoutError` naming their tool, and the block
+    itself with :class:`~kavalai.errors.DeadlineExceededError` unless what it ran raised first. A block inside
+    another call or block gets the nearer of its own limit and theirs. Agents (``Agent.run(timeout=)``), code mode
+    (``CodeMode(max_seconds=)``), workflow runs and ``kavalai serve`` (an MCP client's ``io.kavalai/deadline``)
+    are such blocks.
+
+    Args:
+        seconds: the block's own limit from now; ``None`` for none of its own (it still carries the deadline of
+            what contains it).
+        what: what the block is, for the error message (``"agent run"``, ``"code-mode snippet"``).
+    """
+
+    def __init__(self, seconds: float | None, *, what: str = "block") -> None:
+        if seconds is not None and not seconds >= 0:
+            raise ValueError(f"A deadline is a number of seconds >= 0, not {seconds!r}.")
+        self.seconds = seconds
+        self.what = what
+        self.call: ToolCall | None = None  # the tool call this block runs inside, for current_call()
+        self._token: contextvars.Token[ToolCall | Deadline | None] | None = None
+
+    def __enter__(self) -> Deadline:
+        outer = _current.get()
+        self.call = outer if isinstance(outer, ToolCall) else (outer.call if outer is not None else None)
+        self._bind(outer, self.seconds)
+        self._enter_task()
+        self._token = _current.set(self)
+        self._arm()  # a deadline already passed cuts the block at its first suspension (a timer due at once)
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._done = True
+        if self._token is not None:
+            _current.reset(self._token)
+            self._token = None
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._cut is None:
+            return
+        sole = self._withdraw()
+        if exc_type is not None and issubclass(exc_type, asyncio.CancelledError) and sole:
+            raise self.error() from None
+        if exc_type is None:  # the block swallowed its cut and finished anyway: still too late
+            raise self.error()
+
+    def error(self) -> DeadlineExceededError:
+        """The error this block ends with when its deadline passes."""
+        shown = "" if self.seconds is None else f" of {self.seconds:g} s"
+        return DeadlineExceededError(f"The {self.what} ran past its deadline{shown}.", timeout=self.seconds)
+
+
+def deadline(seconds: float | None, *, what: str = "block") -> Deadline:
+    """A :class:`Deadline` block: ``with deadline(2.0): await kernel.call_tool(...)`` (see :class:`Deadline`)."""
+    return Deadline(seconds, what=what)
 
 
 #: ``callback(progress, total, message)``, sync or async: how a caller follows a long call.
@@ -119,39 +308,39 @@ Middleware: TypeAlias = Callable[[ToolCall, CallNext], Awaitable[Any]]
 
 def current_call() -> ToolCall | None:
     """The call being run in this context (a tool reads its call id, deadline and metadata here), or ``None``."""
-    slot = _frame_slot() or _current.get()
-    if slot is None:
-        return None
-    call: ToolCall | None = slot[2]
-    if call is None:
-        call = slot[2] = ToolCall(slot[0], slot[1])
-    return call
+    scope = _current.get()
+    if scope is None or isinstance(scope, ToolCall):
+        return scope
+    return scope.call
+
+
+def current_deadline() -> float | None:
+    """The deadline (``time.monotonic()`` time) of the innermost call or block around this code, or ``None``."""
+    scope = _current.get()
+    return scope.deadline if scope is not None else None
 
 
 def bind_current_call(func: Callable[[], R]) -> Callable[[], R]:
-    """``func`` made to run with the current call as its context, wherever it runs: an adapter hands a tool's
-    work to a worker thread through this, so that :func:`current_call` works there too."""
-    slot = _frame_slot() or _current.get()
-    if slot is None:
-        return func
+    """``func`` made to run in a copy of this context, wherever it runs (a thread of your own, an executor), so
+    that :func:`current_call` and inherited deadlines work there too. ``asyncio.to_thread`` does this already."""
+    context = contextvars.copy_context()
 
     def bound() -> R:
-        token = _current.set(slot)
-        try:
-            return func()
-        finally:
-            _current.reset(token)
+        return context.run(func)
 
     return bound
 
 
-def _frame_slot() -> list[Any] | None:
-    """The slot of the innermost ``call_tool`` frame on this thread's stack (which, in a coroutine, runs through
-    every coroutine awaiting it), or ``None``."""
-    frame: FrameType | None = sys._getframe(2)
-    while frame is not None:
-        if frame.f_code in CALL_FRAMES:
-            slot: list[Any] | None = frame.f_locals.get(SLOT_NAME)
-            return slot
-        frame = frame.f_back
-    return None
+def enter_call(call: ToolCall) -> contextvars.Token[ToolCall | Deadline | None]:
+    """Make ``call`` the current context (the kernel does this; reset the token when the call ends)."""
+    return _current.set(call)
+
+
+def exit_call(token: contextvars.Token[ToolCall | Deadline | None]) -> None:
+    """Undo :func:`enter_call`."""
+    _current.reset(token)
+
+
+def outer_scope() -> ToolCall | Deadline | None:
+    """The innermost call or deadline block around this code (what a new call inherits from), or ``None``."""
+    return _current.get()

@@ -8,6 +8,8 @@ class plus the seed's registration methods for the three built-in kinds.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
 import fnmatch
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -26,7 +28,7 @@ from kavalai.errors import (
     ToolTimeoutError,
 )
 from kavalai.kernel._adapter import ToolAdapter
-from kavalai.kernel._call import CALL_FRAMES, Middleware, ProgressCallback, ToolCall
+from kavalai.kernel._call import CLOSED, Deadline, Middleware, ProgressCallback, ToolCall, _current
 from kavalai.kernel._coerce import coerce_output, convert_output, validate_input
 from kavalai.kernel._definition import ToolDefinition
 from kavalai.kernel._descriptions import ToolDescriptions
@@ -50,6 +52,7 @@ class _Unset:
 
 _UNSET: Final = _Unset()
 _GLOB_CHARS: Final = frozenset("*?[")
+_CLOSE_WAIT: Final = 5.0  # how long close() waits for the calls it cut to end (a tool may ignore cancellation)
 _current_task = asyncio.current_task
 
 
@@ -67,10 +70,12 @@ class Kernel:
         self._tools = self.registry._tools
         self._adapters: dict[str, ToolAdapter] = {}
         self._factories: dict[str, AdapterFactory] = {}
+        self._eager: set[str] = set()  # factories built at the first connect or listing, not only on use
         self._close_callbacks: list[Callable[[], Awaitable[None]]] = []
         self._middleware: list[Middleware] = []
         self._chain: Callable[[ToolCall], Awaitable[Any]] | None = None
-        self._closed_on: set[asyncio.Task[Any]] = set()  # tasks close() cancelled inside call_tool
+        # The in-flight registry: every call running now, on any loop or thread; call_tool adds and removes its own.
+        self._inflight: set[ToolCall] = set()
         # Started by start_tool and still running: held here (a task nobody holds may be collected) for close().
         self._tool_tasks: set[ToolTask] = set()
         for item in middleware:
@@ -78,12 +83,19 @@ class Kernel:
 
     # ---------------------------------------------------------------------------------------------- adapters
 
-    def add_adapter(self, adapter: ToolAdapter | AdapterFactory, *, scheme: str | None = None) -> None:
+    def add_adapter(
+        self, adapter: ToolAdapter | AdapterFactory, *, scheme: str | None = None, lazy: bool = False
+    ) -> None:
         """Plug in the adapter of a scheme: an instance built on :attr:`registry`, or a factory taking the registry
-        that is called when the scheme is first needed (give ``scheme`` then, or set ``scheme`` on the factory).
+        (an adapter class, or any callable) that the kernel calls to build it (give ``scheme`` then, or set
+        ``scheme`` on the factory).
+
+        A factory's adapter is built when the scheme is first needed: a URI of the scheme is called, resolved or
+        looked up, or the kernel connects or describes its tools. With ``lazy=True`` only a URI of the scheme
+        builds it (the built-in ``rest://`` and ``mcp://`` adapters, whose libraries are imported then).
 
         Raises:
-            ValueError: another adapter already serves that scheme.
+            ValueError: another adapter already serves that scheme, or the scheme is not given.
         """
         name = scheme or getattr(adapter, "scheme", None)
         if not isinstance(name, str) or not name:
@@ -94,25 +106,43 @@ class Kernel:
             if adapter.registry is not self.registry:
                 raise ValueError(f"The {name}:// adapter was built on another registry: build it on kernel.registry.")
             self._adapters[name] = adapter
-        else:
+        elif callable(adapter):
             self._factories[name] = adapter
+            if not lazy:
+                self._eager.add(name)
+        else:
+            raise TypeError(f"add_adapter takes a ToolAdapter or a factory of one, not {type(adapter).__name__}")
 
     def adapter(self, scheme: str) -> ToolAdapter:
         """The adapter of ``scheme``, created now if it was plugged in as a factory.
 
         Raises:
             InvalidToolURIError: no adapter serves that scheme.
+            TypeError: the factory did not build a ToolAdapter on this kernel's registry.
         """
         found = self._adapters.get(scheme)
         if found is not None:
             return found
-        factory = self._factories.pop(scheme, None)
+        factory = self._factories.get(scheme)
         if factory is None:
             raise InvalidToolURIError(
                 f"Invalid tool URI scheme {scheme!r}: unknown scheme {scheme!r}; {self._handled()}."
             )
-        created = self._adapters[scheme] = factory(self.registry)
+        created = factory(self.registry)
+        if not isinstance(created, ToolAdapter) or created.registry is not self.registry:
+            raise TypeError(
+                f"The factory of the {scheme}:// adapter must return a ToolAdapter built on the registry it is given, "
+                f"not {type(created).__name__}."
+            )
+        del self._factories[scheme]
+        self._eager.discard(scheme)
+        self._adapters[scheme] = created
         return created
+
+    def _build_eager_adapters(self) -> None:
+        """Build the adapters plugged in as (non-lazy) factories that are not built yet."""
+        for scheme in list(self._eager):
+            self.adapter(scheme)
 
     @property
     def schemes(self) -> list[str]:
@@ -226,54 +256,61 @@ class Kernel:
                 uri = f"{ToolURI.parse(uri).without_qualifier()} [{method}]"
             definition = await self.resolve_tool(uri)
         args = validate_input(definition, arguments)
+        call = ToolCall(definition, args)
+        outer = _current.get()
         limit: float | None = definition.timeout if timeout is _UNSET else timeout  # type: ignore[assignment]
+        if progress is not None:
+            call.progress = progress
+        task = call._task = _current_task()  # the task whose work close() and the deadline may cut
+        if task is not None:
+            call._baseline = task.cancelling()
+        if limit is not None or outer is not None:
+            self._bind_deadline(call, outer, limit)
+        token = _current.set(call)
+        inflight = self._inflight
+        inflight.add(call)
         chain = self._chain
-        # The call's slot is only this local, which current_call() reads from this frame (kernel/_call.py says why
-        # no context variable is set). The ToolCall is built here only when middleware or a deadline needs it.
-        call = None if limit is None and chain is None and progress is None else ToolCall(definition, args)
-        slot: list[Any] = [definition, args, call]  # noqa: F841 - read through the frame by current_call()
         try:
-            if call is None:
-                raw = await definition.invoke(args)
-            else:
-                if progress is not None:
-                    call.progress = progress
-                if limit is not None:
-                    raw = await self._run_with_deadline(call, limit)
-                elif chain is not None:
-                    raw = await chain(call)
-                else:
-                    raw = await definition.invoke(args)
+            raw = await (definition.invoke(args) if chain is None else chain(call))
         except FunctionKernelException:
+            if call._cut is not None:
+                call._withdraw()
             raise
         except asyncio.CancelledError:
-            if self._closed_on and self._claim_close_cancellation():
-                raise KernelClosedError(
-                    f"The kernel was closed while {definition.name} was running.", uri=definition.name
-                ) from None
-            raise
+            error = _cancellation(call)
+            if error is None:
+                raise
+            raise error from None
         except Exception as exc:
+            if call._cut is not None and call._withdraw():
+                raise _cut_error(call) from exc  # the tool turned our cancellation into an error of its own
             raise ToolExecutionError(
                 f"Tool {definition.name} failed: {type(exc).__name__}: {exc}", uri=definition.name
             ) from exc
+        finally:
+            inflight.discard(call)
+            _current.reset(token)
+            call._done = True
+            if call._timer is not None or call._ended is not None:
+                call._finish()
+        if call._cut is not None:  # the tool caught the cancellation and returned anyway: still too late
+            call._withdraw()
+            raise _cut_error(call)
         output = coerce_output(definition, raw)
         return output if output_type is None else convert_output(definition, output, output_type)
 
-    async def _run_with_deadline(self, call: ToolCall, limit: float) -> Any:
-        # asyncio's timeout rather than an anyio cancel scope: the same guarantees at a tenth of the cost per call.
-        deadline = call.deadline = asyncio.get_running_loop().time() + limit
-        scope = asyncio.timeout_at(deadline)
-        chain = self._chain
-        try:
-            async with scope:
-                raw = await (call.definition.invoke(call.arguments) if chain is None else chain(call))
-        except TimeoutError:
-            if not scope.expired():
-                raise  # the tool's own TimeoutError: an execution error, not ours
-            raise _timed_out(call.definition, limit) from None
-        if scope.expired():  # the tool caught the cancellation and returned anyway: still too late
-            raise _timed_out(call.definition, limit)
-        return raw
+    @staticmethod
+    def _bind_deadline(call: ToolCall, outer: ToolCall | Deadline | None, limit: float | None) -> None:
+        """The call's deadline: the nearer of its own ``limit`` and the deadline of the scope around it; a timer
+        cuts the call's work at it. A deadline that has already passed refuses the call before it starts."""
+        call._bind(outer, limit)
+        left = call.remaining()
+        if left is None:
+            return
+        call._limit = limit if call._source is call else left
+        if left <= 0.0:
+            raise _cut_error(call, started=False)
+        call._arm()
 
     def start_tool(
         self,
@@ -287,10 +324,13 @@ class Kernel:
 
         Works for every tool kind: the call runs in a task of the running event loop, under the same validation,
         timeout and middleware as ``call_tool``; ``close()`` cancels the tasks still running (their result is then
-        :class:`~kavalai.errors.KernelClosedError`, or cancelled when they had not started).
+        :class:`~kavalai.errors.KernelClosedError`, or cancelled when they had not started). Started inside a tool
+        call or a deadline block, the background call is not part of it: it keeps only its own timeout.
         """
         call = self.call_tool(uri, arguments, timeout=timeout, progress=progress)
-        task = ToolTask(str(uri), call)
+        detached = contextvars.copy_context()
+        detached.run(_current.set, None)
+        task = ToolTask(str(uri), call, context=detached)
         self._tool_tasks.add(task)
         task.add_done_callback(self._tool_tasks.discard)
         return task
@@ -319,12 +359,16 @@ class Kernel:
         Args:
             pattern: an optional glob such as ``"python://fs.*"``.
         """
+        if self._eager:
+            self._build_eager_adapters()
         if pattern is None:
             return sorted(self.registry.names())
         return sorted(name for name in self.registry.names() if fnmatch.fnmatchcase(name, pattern))
 
     def has_tool(self, uri: str | ToolURI) -> bool:
         """Whether a tool is registered at ``uri`` now (no connecting)."""
+        if self._eager:
+            self._build_eager_adapters()
         return str(uri) in self.registry
 
     def get_tool_definition(self, uri: str | ToolURI) -> ToolDefinition:
@@ -334,6 +378,9 @@ class Kernel:
         (which connects on demand) or connect first.
         """
         definition = self.registry.get(str(uri))
+        if definition is None and self._eager:
+            self._build_eager_adapters()
+            definition = self.registry.get(str(uri))
         if definition is None:
             raise self._not_found(self._parse(uri))
         return definition
@@ -344,11 +391,12 @@ class Kernel:
         definition = None if parsed.qualifier else self.registry.get(str(parsed))
         if definition is not None:
             return definition
-        adapter = self.adapter(parsed.scheme) if parsed.qualifier else self._adapters.get(parsed.scheme)
-        if adapter is not None:
+        adapter = self.adapter(parsed.scheme)  # built now if it was plugged in as a factory
+        definition = None if parsed.qualifier else self.registry.get(str(parsed))  # it may publish as it is built
+        if definition is None:
             definition = await adapter.resolve(parsed)  # a qualified URI is the adapter's to interpret
-            if definition is not None:
-                return definition
+        if definition is not None:
+            return definition
         raise self._not_found(parsed)
 
     def _parse(self, uri: str | ToolURI) -> ToolURI:
@@ -464,10 +512,12 @@ class Kernel:
 
     async def connect(self) -> None:
         """Connect every registered server that is not connected yet (MCP servers start here)."""
+        self._build_eager_adapters()
         for adapter in list(self._adapters.values()):
             await adapter.connect()
 
     async def _connect_what_can(self) -> None:
+        self._build_eager_adapters()
         for adapter in list(self._adapters.values()):
             try:
                 await adapter.connect()
@@ -477,7 +527,7 @@ class Kernel:
     async def close(self) -> None:
         """Fail every call in flight with :class:`~kavalai.errors.KernelClosedError`, then close every session,
         process and task the kernel holds. Idempotent; the kernel reconnects on next use."""
-        self._cancel_running_calls()
+        await self._end_calls_in_flight()
         for task in list(self._tool_tasks):
             if not task.done():
                 await task.cancel()
@@ -493,37 +543,33 @@ class Kernel:
         if errors:
             raise errors[0]
 
-    def _cancel_running_calls(self) -> None:
-        # The calls in flight are found when close() runs, not tracked per call: a task inside call_tool has this
-        # kernel's call_tool frame on its coroutine stack (Task.get_stack). This keeps the hot path free of any
-        # bookkeeping. Calls awaited on another event loop are not seen here; their adapters fail them on close.
+    def calls_in_flight(self) -> list[ToolCall]:
+        """The calls running now, on every event loop and thread (a snapshot of the in-flight registry)."""
+        return list(self._inflight)
+
+    async def _end_calls_in_flight(self) -> None:
+        """Cut every call in the in-flight registry (each on its own event loop) and wait, boundedly, until they
+        have ended with :class:`~kavalai.errors.KernelClosedError`. A call made by the task running ``close()``
+        (a tool closing its own kernel) is left to finish."""
         me = _current_task()
-        for task in asyncio.all_tasks():
-            if task is me or task.done() or task in self._closed_on or not self._inside_call(task):
+        running = asyncio.get_running_loop()
+        waits: list[asyncio.Future[None]] = []
+        for call in list(self._inflight):
+            task = call._task
+            if task is None or task is me:
                 continue
-            self._closed_on.add(task)
-            task.cancel("kernel closed")
-
-    def _inside_call(self, task: asyncio.Task[Any]) -> bool:
-        awaited: Any = task.get_coro()
-        for _ in range(10_000):  # the chain of awaits of a suspended task, outermost first
-            frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "gi_frame", None)
-            if frame is None:
-                return False
-            if frame.f_code is _CALL_TOOL_CODE and frame.f_locals.get("self") is self:
-                return True
-            awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
-        return False
-
-    def _claim_close_cancellation(self) -> bool:
-        """In a call_tool that caught CancelledError: whether close() caused it (then the cancellation is consumed,
-        so the caller's task goes on with KernelClosedError instead of being torn down)."""
-        task = _current_task()
-        if task is None or task not in self._closed_on:
-            return False
-        self._closed_on.discard(task)
-        task.uncancel()
-        return True
+            ended: concurrent.futures.Future[None] = concurrent.futures.Future()
+            loop = task.get_loop()
+            if loop is running:
+                call.close_from_outside(ended)
+            else:
+                try:
+                    loop.call_soon_threadsafe(call.close_from_outside, ended)
+                except RuntimeError:  # that loop is closed: nothing runs there any more
+                    continue
+            waits.append(asyncio.wrap_future(ended))
+        if waits:
+            await asyncio.wait(waits, timeout=_CLOSE_WAIT)
 
     async def aclose(self) -> None:
         """Alias of :meth:`close`."""
@@ -547,13 +593,6 @@ class Kernel:
         return f"<{type(self).__name__} tools: {kinds or 'none'}>"
 
 
-_CALL_TOOL_CODE: Final = Kernel.call_tool.__code__
-
-
-# current_call() finds a call's slot in these functions' frames.
-CALL_FRAMES.add(Kernel.call_tool.__code__)
-
-
 def _compose(middleware: Sequence[Middleware]) -> Callable[[ToolCall], Awaitable[Any]]:
     def invoke(call: ToolCall) -> Awaitable[Any]:  # hands back the tool's own awaitable: no coroutine of its own
         return call.definition.invoke(call.arguments)
@@ -571,8 +610,44 @@ def _link(item: Middleware, call_next: Callable[[ToolCall], Awaitable[Any]]) -> 
     return step
 
 
-def _timed_out(definition: ToolDefinition, limit: float) -> ToolTimeoutError:
-    return ToolTimeoutError(f"Tool {definition.name} timed out after {limit:g} s.", uri=definition.name, timeout=limit)
+def _cancellation(call: ToolCall) -> FunctionKernelException | None:
+    """What a ``CancelledError`` that reached ``call_tool`` means: the call's own cut (closed, timed out), a cut of
+    a call or block around it in the same task (the kernel closing, a deadline it inherited passing), or (``None``)
+    the caller's own cancellation, which goes on."""
+    around = call._cut_around()
+    if call._cut is not None:
+        sole = call._withdraw()
+        return _cut_error(call) if sole or around is not None else None
+    if around is not None:
+        return _cut_error(call, reason=around)
+    return None
+
+
+def _cut_error(call: ToolCall, *, started: bool = True, reason: str | None = None) -> FunctionKernelException:
+    """The error of a call whose work was cut: closed, timed out on its own timeout, or cut at the deadline of the
+    call or block around it (or refused before it started because that deadline had already passed)."""
+    uri = call.definition.name
+    if (reason or call._cut) == CLOSED:
+        return KernelClosedError(f"The kernel was closed while {uri} was running.", uri=uri)
+    limit = call._limit
+    if call._source is call and limit is not None:
+        return ToolTimeoutError(f"Tool {uri} timed out after {limit:g} s.", uri=uri, timeout=limit)
+    what = _scope_name(call._source)
+    if not started:
+        message = f"Tool {uri} was not started: the deadline of the {what} around it has passed."
+        return ToolTimeoutError(message, uri=uri, timeout=0.0)
+    shown = f" ({limit:.3g} s after it started)" if limit is not None else ""
+    return ToolTimeoutError(
+        f"Tool {uri} was cut at the deadline of the {what} around it{shown}.", uri=uri, timeout=limit
+    )
+
+
+def _scope_name(scope: object) -> str:
+    if isinstance(scope, Deadline):
+        return scope.what
+    if isinstance(scope, ToolCall):
+        return f"call of {scope.uri}"
+    return "run"
 
 
 def _count_by_scheme(names: Iterable[str]) -> dict[str, int]:

@@ -9,6 +9,7 @@ and failed with ``KernelClosedError`` when the kernel closes.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import itertools
 from collections.abc import Callable, Coroutine
 from typing import Any, Literal, TypeAlias
@@ -33,10 +34,13 @@ class ToolTask:
         task_id: a string unique to this task within the process (``"task-3"``).
     """
 
-    def __init__(self, uri: str, call: Coroutine[Any, Any, BaseModel]) -> None:
+    def __init__(
+        self, uri: str, call: Coroutine[Any, Any, BaseModel], *, context: contextvars.Context | None = None
+    ) -> None:
         self.uri = uri
         self.task_id = f"task-{_next_id()}"
-        self._task: asyncio.Task[BaseModel] = asyncio.get_running_loop().create_task(call, name=self.task_id)
+        loop = asyncio.get_running_loop()
+        self._task: asyncio.Task[BaseModel] = loop.create_task(call, name=self.task_id, context=context)
 
     @property
     def status(self) -> TaskStatus:

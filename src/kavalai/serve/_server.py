@@ -14,8 +14,9 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
 import kavalai
-from kavalai.errors import FunctionKernelException
-from kavalai.kernel import Kernel, ProgressCallback
+from kavalai.adapters.mcp import deadline_from_meta
+from kavalai.errors import DeadlineExceededError, FunctionKernelException
+from kavalai.kernel import Kernel, ProgressCallback, deadline
 from kavalai.serve._tools import ExposedTools, mcp_input_schema
 
 __all__ = ["build_mcp_server", "call_kernel_tool", "tool_error_result", "tool_result"]
@@ -60,7 +61,12 @@ def build_mcp_server(
         uri = tools.uri_of(params.name)
         if uri is None:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
-        return await call_kernel_tool(kernel, uri, params.arguments or {}, progress=_progress_of(ctx))
+        try:
+            with deadline(deadline_from_meta(params.meta), what=f"MCP client's request for {params.name}"):
+                # The client's io.kavalai/deadline, when it sent one, bounds every call made for this request.
+                return await call_kernel_tool(kernel, uri, params.arguments or {}, progress=_progress_of(ctx))
+        except DeadlineExceededError as exc:
+            return tool_error_result(str(exc))
 
     def input_schema(tool_name: str) -> dict[str, Any] | None:
         definition = tools.definition_of(tool_name)

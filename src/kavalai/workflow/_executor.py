@@ -22,6 +22,7 @@ import anyio
 
 from kavalai.durable import current_run
 from kavalai.errors import FunctionKernelException
+from kavalai.kernel import deadline
 from kavalai.tracing import span, tracing_configured
 from kavalai.workflow._graph import Workflow
 from kavalai.workflow._nodes import EndNode, FunctionNode, IfNode, NodeBase, ParallelNode, SwitchNode
@@ -119,10 +120,7 @@ class Execution:
                 if self.timeout is None:
                     result.output = await self._walk(self.workflow.start, env, branch=None)
                 else:
-                    with anyio.move_on_after(self.timeout) as deadline:
-                        result.output = await self._walk(self.workflow.start, env, branch=None)
-                    if deadline.cancelled_caught:
-                        raise self._run_timed_out()
+                    result.output = await self._walk_within(self.timeout, env)
         except WorkflowError as exc:
             result.status = RunStatus.TIMED_OUT if isinstance(exc, RunTimeoutError) else RunStatus.FAILED
             result.output = None
@@ -230,6 +228,18 @@ class Execution:
             record.status = "failed"
             record.error = error
         self.trace.append(record)
+
+    async def _walk_within(self, seconds: float, env: NodeEnv) -> Any:
+        """The walk under the run's deadline, which the tool calls of its nodes inherit: when it passes, the call
+        running is cut and the run ends timed out, whatever error the cut made on its way up."""
+        scope = deadline(seconds, what=f"run of workflow {self.workflow.name!r}")
+        try:
+            with scope:
+                return await self._walk(self.workflow.start, env, branch=None)
+        except Exception as exc:
+            if scope.expired:
+                raise self._run_timed_out() from exc
+            raise
 
     def _run_timed_out(self) -> RunTimeoutError:
         record = self._main

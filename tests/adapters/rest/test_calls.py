@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from kavalai import FunctionKernel, RestServer, ToolExecutionError, ToolInputError, ToolOutputError
+from kavalai.kernel import deadline
 
 ITEM_ID = {"item_id": {"type": "integer"}}
 ITEM_FIELDS = {
@@ -171,3 +173,21 @@ async def test_unicode_and_big_numbers_survive_the_round_trip(shop: FunctionKern
     )
     sent = {"s": 'café ☕ "quoted" \\ 日本', "n": 12345678901234567890123}
     assert (await shop.call_tool("rest://shop.echo", sent)).result["json"] == sent  # type: ignore[attr-defined]
+
+
+async def test_a_server_that_opts_in_hears_the_call_deadline(kernel: FunctionKernel, shop_url: str) -> None:
+    kernel.register_rest_server(RestServer(name="d", url=shop_url, deadline_header="X-Request-Deadline-Ms"))
+    kernel.register_rest_server(RestServer(name="quiet", url=shop_url))  # no opt-in: nothing sent
+    kernel.register_rest_tool("d", "headers", "GET", path="/echo/headers")
+    kernel.register_rest_tool("quiet", "headers", "GET", path="/echo/headers")
+    seen = (await kernel.call_tool("rest://d.headers", timeout=5)).result  # type: ignore[attr-defined]
+    assert 4000 <= int(seen["x-request-deadline-ms"]) <= 5000
+    with deadline(2):  # the run around the call is the nearer deadline
+        seen = (await kernel.call_tool("rest://d.headers", timeout=60)).result  # type: ignore[attr-defined]
+    assert 1000 <= int(seen["x-request-deadline-ms"]) <= 2000
+    unbounded = (await kernel.call_tool("rest://d.headers", timeout=None)).result  # type: ignore[attr-defined]
+    assert "x-request-deadline-ms" not in unbounded
+    quiet = (await kernel.call_tool("rest://quiet.headers", timeout=5)).result  # type: ignore[attr-defined]
+    assert not any("deadline" in name for name in quiet)
+    with pytest.raises(ValidationError):
+        RestServer(name="bad", url=shop_url, deadline_header="Bad Header: x")

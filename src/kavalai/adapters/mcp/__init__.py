@@ -38,10 +38,13 @@ from kavalai.adapters.mcp._content import (
     McpResult,
     McpTextContent,
 )
+from kavalai.adapters.mcp._idempotency import DEADLINE_META_KEY, IDEMPOTENCY_META_KEY, deadline_from_meta
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 
 __all__ = [
     "CALLER",
+    "DEADLINE_META_KEY",
+    "IDEMPOTENCY_META_KEY",
     "ChangeCallback",
     "ElicitationHandler",
     "LogHandler",
@@ -75,6 +78,7 @@ __all__ = [
     "SamplingHandler",
     "answering",
     "current_answerer",
+    "deadline_from_meta",
     "kill_stdio_servers_now",
 ]
 

@@ -45,6 +45,7 @@ from kavalai.adapters.mcp._convert import build_models, content_output_schema, r
 from kavalai.adapters.mcp._errors import answer_unreadable, call_error, describe_failure, request_error, scrub
 from kavalai.adapters.mcp._generation import Ending, Generation, Phase
 from kavalai.adapters.mcp._idempotency import call_meta
+from kavalai.adapters.mcp._loops import elsewhere, run_on
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 from kavalai.adapters.mcp._tasks import EXTENSION as TASKS_EXTENSION
 from kavalai.adapters.mcp._tasks import TaskCreated, drive_task, offers_tasks, send_call
@@ -132,6 +133,10 @@ class McpConnection:
 
     async def connect(self) -> None:
         """Connect unless connected; raise :class:`ServerConnectionError` naming the server and why not."""
+        loop = elsewhere(self._gen.task if self._gen is not None else None)
+        if loop is not None:  # the session lives on another event loop (_loops.py)
+            await run_on(loop, self.connect())
+            return
         await self._session()
 
     async def _session(self) -> tuple[Generation, ClientSession]:
@@ -330,6 +335,10 @@ class McpConnection:
 
     async def subscribe(self, uri: str, *, subscribe: bool) -> None:
         """Ask to be told when the resource at ``uri`` changes (``on_change``), or to stop."""
+        loop = elsewhere(self._gen.task if self._gen is not None else None)
+        if loop is not None:  # the session lives on another event loop (_loops.py)
+            await run_on(loop, self.subscribe(uri, subscribe=subscribe))
+            return
         gen, session = await self._session()
         if not era.is_modern(session.protocol_version):
             await features.subscribe_resource(self.request, uri, subscribe=subscribe)
@@ -420,6 +429,9 @@ class McpConnection:
 
     async def call(self, tool: str, uri: str, args: BaseModel, *, structured: bool) -> Any:
         """Run ``tools/call`` and return the raw value for the output model."""
+        loop = elsewhere(self._gen.task if self._gen is not None else None)
+        if loop is not None:  # the session lives on another event loop (_loops.py)
+            return await run_on(loop, self.call(tool, uri, args, structured=structured))
         answerer = current_answerer() if self.config.elicitation == CALLER else None
         if answerer is None:
             return await self._call(tool, uri, args, structured=structured)
@@ -431,7 +443,6 @@ class McpConnection:
 
     async def _call(self, tool: str, uri: str, args: BaseModel, *, structured: bool) -> Any:
         arguments = args.model_dump(by_alias=True, exclude_unset=True, mode="json")
-        meta = call_meta()  # the call's idempotency key, when it has one (kavalai.durable)
         for attempt in range(_CALL_ATTEMPTS):
             gen, session = await self._session()
             if tool in self._task_only and not era.is_modern(session.protocol_version):
@@ -454,7 +465,11 @@ class McpConnection:
                 progress: ProgressFnT | None = progress,
             ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult | TaskCreated:
                 params = mcp_types.CallToolRequestParams(
-                    name=tool, arguments=arguments, input_responses=responses, request_state=state, _meta=meta
+                    name=tool,
+                    arguments=arguments,
+                    input_responses=responses,
+                    request_state=state,
+                    _meta=call_meta(),  # its idempotency key and the milliseconds it has left
                 )
                 request = mcp_types.CallToolRequest(params=params)
                 if offers_tasks(session):  # a task the caller leaves before its answer is cancelled too
@@ -493,6 +508,9 @@ class McpConnection:
     async def request(self, send: Callable[[Client], Awaitable[T]], what: str) -> T:
         """Send one request other than ``tools/call`` through the SDK's client (``what`` names it in errors),
         connecting first if needed, within the server's timeout."""
+        loop = elsewhere(self._gen.task if self._gen is not None else None)
+        if loop is not None:  # the session lives on another event loop (_loops.py)
+            return await run_on(loop, self.request(send, what))
         gen, _ = await self._session()
         try:
             with anyio.fail_after(self.config.timeout) if self.config.timeout is not None else nullcontext():
@@ -529,6 +547,10 @@ class McpConnection:
 
     async def aclose(self) -> None:
         """Close the connection (its process, session and task) and withdraw its tools. Idempotent."""
+        loop = elsewhere(self._gen.task if self._gen is not None else None)
+        if loop is not None:  # the session lives on another event loop (_loops.py)
+            await run_on(loop, self.aclose())
+            return
         gen = self._gen
         if gen is not None and not gen.is_done():
             if gen.session is None and gen.scope is not None:

@@ -1,24 +1,51 @@
-"""The idempotency key of a ``tools/call``, in the request's ``_meta``.
+"""What a ``tools/call`` tells the server about the call in its ``_meta``: its idempotency key and its deadline.
 
 A durable run (``kavalai.durable``) gives each tool call a key that is the same in every attempt of its step, in
 ``call.metadata["idempotency_key"]``; a middleware of your own may set one too. The MCP adapter sends it as
 ``_meta["io.kavalai/idempotency-key"]`` (MCP reserves unprefixed ``_meta`` keys; this one is kavalai's), so a
 server can tell a repeat from a new request.
+
+A call with a deadline (its own timeout, or the remaining time of the agent run, code-mode snippet, workflow run or
+call around it) sends the milliseconds it has left as ``_meta["io.kavalai/deadline"]`` (an integer, at least 0), so
+a server can stop work nobody will wait for. ``kavalai serve`` honours it: the calls it makes for that request get
+no more time than that, so a chain of gateways keeps one budget end to end.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Final
 
 from kavalai.kernel import current_call
 
-__all__ = ["IDEMPOTENCY_META_KEY", "call_meta"]
+__all__ = ["DEADLINE_META_KEY", "IDEMPOTENCY_META_KEY", "call_meta", "deadline_from_meta"]
 
 IDEMPOTENCY_META_KEY: Final = "io.kavalai/idempotency-key"
+DEADLINE_META_KEY: Final = "io.kavalai/deadline"
+_MAX_DEADLINE_MS: Final = 366 * 24 * 3600 * 1000  # a year: more than that is no deadline worth carrying
 
 
 def call_meta() -> dict[str, Any] | None:
-    """The ``_meta`` of the tool call running now: its idempotency key, or ``None`` when it has none."""
+    """The ``_meta`` of the tool call running now: its idempotency key and remaining milliseconds, or ``None``."""
     call = current_call()
-    key = call.metadata.get("idempotency_key") if call is not None else None
-    return {IDEMPOTENCY_META_KEY: key} if isinstance(key, str) else None
+    if call is None:
+        return None
+    meta: dict[str, Any] = {}
+    key = call.metadata.get("idempotency_key")
+    if isinstance(key, str):
+        meta[IDEMPOTENCY_META_KEY] = key
+    left = call.remaining()
+    if left is not None:
+        meta[DEADLINE_META_KEY] = math.floor(left * 1000)
+    return meta or None
+
+
+def deadline_from_meta(meta: Any) -> float | None:
+    """The seconds a client gave a request in ``_meta["io.kavalai/deadline"]``, or ``None`` when it gave none or
+    something that is not a whole number of milliseconds (ignored rather than failing the request)."""
+    if not isinstance(meta, dict):
+        return None
+    value = meta.get(DEADLINE_META_KEY)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return min(max(float(value), 0.0), _MAX_DEADLINE_MS) / 1000

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import math
 import os
 from collections.abc import Generator, Mapping
 from pathlib import Path
@@ -320,10 +321,18 @@ class RestAdapter(ToolAdapter):
             values = args.model_dump(by_alias=True, exclude_unset=True, mode="json")
             request = plan.prepare(values, uri=uri)
             call = current_call()
-            key = call.metadata.get(IDEMPOTENCY_KEY) if call is not None else None
-            if isinstance(key, str):  # a durable run's step (or a middleware) gave the call one: the same on retries
-                request.headers.setdefault("Idempotency-Key", key)
-            return await servers[server_name].send(request, uri=uri)
+            server = servers[server_name]
+            if call is not None:
+                key = call.metadata.get(IDEMPOTENCY_KEY)
+                if isinstance(
+                    key, str
+                ):  # a durable run's step (or a middleware) gave the call one: the same on retries
+                    request.headers.setdefault("Idempotency-Key", key)
+                header = server.server.deadline_header
+                left = call.remaining() if header is not None else None
+                if header is not None and left is not None:  # the server opted in to hear the call's deadline
+                    request.headers[header] = str(math.floor(left * 1000))
+            return await server.send(request, uri=uri)
 
         return invoke
 

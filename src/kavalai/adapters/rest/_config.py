@@ -59,6 +59,13 @@ class RestServer(BaseModel):
         default=True, description="Verify TLS certificates (default); False to skip, or a CA bundle path."
     )
     auth: Auth | None = Field(default=None, description="BasicAuth, BearerAuth, ApiKeyAuth, or OAuth (kavalai.auth).")
+    deadline_header: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$",
+        description="A header in which each request tells the server the milliseconds its call has left (the "
+        "smaller of the call's timeout and the deadline of the run around it), e.g. 'X-Request-Deadline-Ms'; "
+        "sent only when the call has a deadline. None (the default) sends nothing: the server must opt in.",
+    )
     max_connections: int = Field(default=100, ge=1, description="Size of the server's connection pool.")
     max_response_bytes: int = Field(
         default=64 * 1024 * 1024,

@@ -1,0 +1,230 @@
+"""A stateful model of one kernel used from everywhere at once, for Hypothesis (``RuleBasedStateMachine``).
+
+Calls of every kind (an async Python tool, a sync Python tool in a worker thread, an MCP tool of a real stdio
+server) are started from tasks of the kernel's event loop and from a second event loop in another thread, with and
+without timeouts, interleaved with ``close()``, reconnects, ``remove_tool`` and the cancellation of callers. After
+every step each call must have ended, or still be within its deadline (its timeout, or the ``close()`` that came
+after it) plus a bounded slack; each ended call must have ended one of the ways it may: its result,
+``ToolTimeoutError`` (it had a timeout), ``KernelClosedError`` (a close came after it started),
+``ToolNotFoundError`` (its tool was withdrawn when it started), or ``CancelledError`` (its caller was cancelled).
+At the end nothing the kernel started may be left: no call in flight, no server process, and both loops stop.
+
+Used by ``tests/kernel/test_ownership_state.py`` with a few examples, and by ``bench/ownership_fuzz.py`` with many.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import sys
+import threading
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from kavalai import FunctionKernel, McpServer, pythontool
+from kavalai.errors import KernelClosedError, ToolNotFoundError, ToolTimeoutError
+
+ROOT = Path(__file__).resolve().parents[2]
+#: How late past its deadline a call may still be running when a step ends (a loaded machine, a process start).
+SLACK = 8.0
+_URIS = {"python": "python://nap", "sync": "python://doze", "mcp": "mcp://d.sleep"}
+
+
+@pythontool
+async def nap(seconds: float) -> str:
+    """Sleep on the event loop."""
+    await asyncio.sleep(seconds)
+    return "napped"
+
+
+@pythontool
+def doze(seconds: float) -> str:
+    """Sleep in a worker thread."""
+    time.sleep(seconds)
+    return "dozed"
+
+
+@dataclass
+class Started:
+    """One call the machine started, and what may become of it."""
+
+    kind: str
+    where: str
+    timeout: float | None
+    seconds: float
+    started: float
+    future: concurrent.futures.Future[Any]
+    withdrawn: bool  # its tool was removed when it started
+    closed_at: float | None = None  # the first close() after it started
+    cancelled: bool = False
+
+    def due(self) -> float | None:
+        """By when it must have ended (``time.monotonic()``), or ``None`` while nothing bounds it."""
+        bounds = [self.started + self.seconds]
+        if self.timeout is not None:
+            bounds.append(self.started + self.timeout)
+        if self.closed_at is not None:
+            bounds.append(self.closed_at)
+        return min(bounds) + SLACK if self.seconds < 3600 or len(bounds) > 1 else None
+
+
+class _LoopThread:
+    """An event loop running forever in a thread of its own."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self.thread.start()
+
+    def submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def run(self, coro: Coroutine[Any, Any, Any], within: float = 60.0) -> Any:
+        return self.submit(coro).result(within)
+
+    def stop(self) -> None:
+        self.run(self.loop.shutdown_asyncgens(), within=30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(30)
+        assert not self.thread.is_alive(), f"{self.thread.name} did not stop"
+        self.loop.close()
+
+
+class KernelMachine(RuleBasedStateMachine):
+    """See the module docstring."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.main = _LoopThread("kernel-loop")
+        self.second = _LoopThread("second-loop")
+        self.kernel = FunctionKernel()
+        self.kernel.register_python_tool("nap", nap)
+        self.kernel.register_python_tool("doze", doze)
+        server = McpServer(
+            name="d", command=sys.executable, args=["-m", "tests.servers.mcp_deadline"], cwd=str(ROOT), timeout=30
+        )
+        self.kernel.register_mcp_server(server)
+        self.main.run(self.kernel.connect())
+        self.calls: list[Started] = []
+        self.withdrawn = False
+
+    # ----------------------------------------------------------------------------------------------- rules
+
+    @rule(
+        kind=st.sampled_from(["python", "sync", "mcp"]),
+        where=st.sampled_from(["task", "second-loop"]),
+        seconds=st.sampled_from([0.0, 0.05, 0.4, 3600.0]),
+        timeout=st.sampled_from([None, 0.1, 1.0]),
+    )
+    def start_call(self, kind: str, where: str, seconds: float, timeout: float | None) -> None:
+        if kind == "sync":
+            seconds = min(seconds, 0.4)  # a thread cannot be stopped: a sync tool that never ends would outlive all
+        uri = _URIS[kind]
+        withdrawn = self.withdrawn and kind != "mcp"
+        coro = self.kernel.call_tool(uri, {"seconds": seconds}, timeout=timeout)
+        loop = self.main if where == "task" else self.second
+        before = {id(call) for call in self.kernel.calls_in_flight()}
+        future = loop.submit(coro)
+        self.calls.append(Started(kind, where, timeout, seconds, time.monotonic(), future, withdrawn))
+        # Until the call is in flight (or over): a close() after this step is then one it must obey.
+        limit = time.monotonic() + SLACK
+        while not future.done() and {id(c) for c in self.kernel.calls_in_flight()} <= before:
+            assert time.monotonic() < limit, f"{uri} did not start within {SLACK} s"
+            time.sleep(0.002)
+
+    @precondition(lambda self: any(not c.future.done() for c in self.calls))
+    @rule(data=st.data())
+    def cancel_a_caller(self, data: st.DataObject) -> None:
+        running = [c for c in self.calls if not c.future.done()]
+        chosen = data.draw(st.sampled_from(running))
+        chosen.cancelled = chosen.future.cancel() or chosen.cancelled
+
+    @rule()
+    def close(self) -> None:
+        now = time.monotonic()
+        for call in self.calls:
+            if call.closed_at is None and not call.future.done():
+                call.closed_at = now
+        self.main.run(self.kernel.close())
+
+    @rule()
+    def reconnect(self) -> None:
+        self.main.run(self.kernel.connect())
+
+    @rule()
+    def withdraw_or_restore(self) -> None:
+        if self.withdrawn:
+            self.kernel.register_python_tool("nap", nap)
+            self.kernel.register_python_tool("doze", doze)
+        else:
+            assert self.kernel.remove_tool("python://nap")
+            assert self.kernel.remove_tool("python://doze")
+            for call in self.calls:
+                if call.kind != "mcp" and not call.future.done():
+                    call.withdrawn = True  # not started yet, it may find no tool
+        self.withdrawn = not self.withdrawn
+
+    # ---------------------------------------------------------------------------------------- invariants
+
+    @invariant()
+    def every_call_ends_in_time_and_one_way_it_may(self) -> None:
+        now = time.monotonic()
+        for call in self.calls:
+            if call.future.done():
+                self._check_outcome(call)
+                continue
+            due = call.due()
+            assert due is None or now <= due, f"{call} is still running {now - due + SLACK:.1f} s past its deadline"
+
+    def _check_outcome(self, call: Started) -> None:
+        if call.future.cancelled():
+            assert call.cancelled, f"{call} was cancelled without its caller being cancelled"
+            return
+        error = call.future.exception()
+        if error is None:
+            expected = {"python": "napped", "sync": "dozed", "mcp": "slept"}[call.kind]
+            assert call.future.result().result == expected
+            return
+        if isinstance(error, asyncio.CancelledError):
+            assert call.cancelled, f"{call} saw CancelledError though its caller was not cancelled"
+        elif isinstance(error, ToolNotFoundError):
+            assert call.withdrawn, f"{call} found no tool though its tool was registered: {error}"
+        elif isinstance(error, KernelClosedError):
+            assert call.closed_at is not None, f"{call} failed with KernelClosedError without a close: {error}"
+            assert error.uri == _URIS[call.kind]
+        elif isinstance(error, ToolTimeoutError):
+            assert call.timeout is not None, f"{call} timed out without a timeout: {error}"
+            assert error.uri == _URIS[call.kind]
+        else:
+            raise AssertionError(f"{call} ended with {type(error).__name__}: {error}")
+
+    # ------------------------------------------------------------------------------------------ teardown
+
+    def teardown(self) -> None:
+        try:
+            self.close()
+            for call in self.calls:
+                with contextlib.suppress(concurrent.futures.CancelledError):
+                    call.future.exception(timeout=SLACK + 2)  # the close above bounds every call
+                self._check_outcome(call)
+            assert self.kernel.calls_in_flight() == [], self.kernel.calls_in_flight()
+            children = [p for p in psutil.Process().children(recursive=True) if _alive(p)]
+            assert not children, f"processes left after close(): {children}"
+        finally:
+            self.main.stop()
+            self.second.stop()
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -1,0 +1,65 @@
+"""A chain of two ``kavalai serve`` processes keeps one deadline: the MCP client's ``io.kavalai/deadline`` bounds the
+outer gateway's call, which tells the inner gateway what is left, whose Python tool sees that much and is cut."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from tests.serve.test_serve import stdio_session
+
+INNER_TOOLS = '''
+"""The inner gateway's tool."""
+
+from pathlib import Path
+
+import anyio
+
+from kavalai.kernel import current_call
+
+
+async def nap(seconds: float, record: str) -> str:
+    """Write the seconds the call has left to the record file, then sleep."""
+    call = current_call()
+    left = call.remaining() if call is not None else None
+    Path(record).write_text(repr(left))
+    await anyio.sleep(seconds)
+    return "slept"
+'''
+
+
+def _configs(tmp_path: Path) -> Path:
+    inner_dir = tmp_path / "inner"
+    inner_dir.mkdir()
+    (inner_dir / "inner_tools.py").write_text(INNER_TOOLS, encoding="utf-8")
+    inner = inner_dir / "inner.yaml"
+    inner.write_text(json.dumps({"python_functions": [{"function": "inner_tools.nap", "name": "nap"}]}))
+    outer = tmp_path / "outer.yaml"
+    serve = [sys.executable, "-m", "kavalai.cli._serve", str(inner)]
+    document = {"mcp_servers": [{"name": "inner", "command": serve[0], "args": serve[1:], "cwd": str(inner_dir)}]}
+    outer.write_text(json.dumps(document), encoding="utf-8")
+    return outer
+
+
+async def test_two_chained_gateways_keep_one_budget(tmp_path: Path) -> None:
+    outer = _configs(tmp_path)
+    record = tmp_path / "left.txt"
+    async with stdio_session(outer) as client:
+        [name] = [tool.name for tool in (await client.list_tools()).tools if "nap" in tool.name]
+        started = time.monotonic()
+        result = await client.call_tool(
+            name, {"seconds": 30, "record": str(record)}, meta={"io.kavalai/deadline": 1500}
+        )
+        elapsed = time.monotonic() - started
+        without = await client.call_tool(name, {"seconds": 0, "record": str(tmp_path / "none.txt")})
+    assert result.is_error
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert "deadline" in text, text
+    assert elapsed < 15, elapsed  # cut at the client's 1.5 s, not the tool's 30 s
+    left = float(record.read_text())
+    assert 0.5 < left <= 1.5, left  # the inner tool was given what the client's budget had left
+    assert not without.is_error  # without a deadline the same tool runs to its end
+    inner_left = (tmp_path / "none.txt").read_text()
+    assert inner_left == "None" or float(inner_left) > 10  # only the MCP servers' own timeout, if any
