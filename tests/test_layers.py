@@ -62,6 +62,18 @@ def test_the_kernel_is_a_leaf() -> None:
     assert _offenders("kavalai.kernel", forbidden) == []
 
 
+def test_the_kernel_owns_its_calls_instead_of_discovering_them() -> None:
+    # Issue 24: no frame walks, no coroutine chains, no task scans, no taking back someone else's cancellation.
+    banned = ("_getframe", "f_locals", "cr_await", "all_tasks", "uncancel")
+    found = [
+        f"{path.relative_to(SRC)}: {word}"
+        for path in sorted((SRC / "kernel").rglob("*.py"))
+        for word in banned
+        if word in path.read_text(encoding="utf-8")
+    ]
+    assert found == []
+
+
 def test_llm_does_not_import_the_agent() -> None:
     assert _offenders("kavalai.llm", ["kavalai.agent", "kavalai.workflow"]) == []
 
