@@ -126,7 +126,10 @@ class _Scope:
             self._timer = loop.call_at(loop.time() + (deadline - _monotonic()), self.cut, TIMED_OUT)
 
     def _enter_task(self) -> None:
-        task = self._task = _current_task()
+        try:
+            task = self._task = _current_task()
+        except RuntimeError:  # no asyncio loop: nothing can be cut, the deadline is only inherited
+            return
         if task is not None:
             self._baseline = task.cancelling()
 

@@ -261,7 +261,10 @@ class Kernel:
         limit: float | None = definition.timeout if timeout is _UNSET else timeout  # type: ignore[assignment]
         if progress is not None:
             call.progress = progress
-        task = call._task = _current_task()  # the task whose work close() and the deadline may cut
+        try:
+            task = call._task = _current_task()  # the task whose work close() and the deadline may cut
+        except RuntimeError:  # no asyncio loop (another event loop library): nothing can be cut
+            task = None
         if task is not None:
             call._baseline = task.cancelling()
         if limit is not None or outer is not None:
