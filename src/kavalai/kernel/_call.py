@@ -213,10 +213,11 @@ class ToolCall(_Scope):
         except Exception:  # the caller's display failing must not fail the tool
             logger.warning("The progress callback of %s failed", self.uri, exc_info=True)
 
-    def close_from_outside(self, ended: concurrent.futures.Future[None]) -> None:
+    def close_from_outside(self, ended: concurrent.futures.Future[None], inflight: set[ToolCall]) -> None:
         """Cut this call because its kernel is closing, and resolve ``ended`` once the call has ended. Run on the
-        call's own event loop (``loop.call_soon_threadsafe``)."""
-        if not self.cut(CLOSED):
+        call's own event loop (``loop.call_soon_threadsafe``), where the call itself adds itself to ``inflight``
+        (its kernel's registry) and takes itself out: a call no longer there has ended."""
+        if self not in inflight or not self.cut(CLOSED):
             if not ended.done():
                 ended.set_result(None)
             return

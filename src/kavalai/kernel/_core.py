@@ -293,7 +293,6 @@ class Kernel:
         finally:
             inflight.discard(call)
             _current.reset(token)
-            call._done = True
             if call._timer is not None or call._ended is not None:
                 call._finish()
         if call._cut is not None:  # the tool caught the cancellation and returned anyway: still too late
@@ -557,17 +556,18 @@ class Kernel:
         me = _current_task()
         running = asyncio.get_running_loop()
         waits: list[asyncio.Future[None]] = []
-        for call in list(self._inflight):
+        inflight = self._inflight
+        for call in list(inflight):
             task = call._task
             if task is None or task is me:
                 continue
             ended: concurrent.futures.Future[None] = concurrent.futures.Future()
             loop = task.get_loop()
             if loop is running:
-                call.close_from_outside(ended)
+                call.close_from_outside(ended, inflight)
             else:
                 try:
-                    loop.call_soon_threadsafe(call.close_from_outside, ended)
+                    loop.call_soon_threadsafe(call.close_from_outside, ended, inflight)
                 except RuntimeError:  # that loop is closed: nothing runs there any more
                     continue
             waits.append(asyncio.wrap_future(ended))
