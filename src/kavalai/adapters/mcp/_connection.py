@@ -72,6 +72,7 @@ _MAX_PAGES: Final = 1000  # a tools/list paginator that never ends cannot hang d
 _MAX_ATTEMPTS: Final = 3  # generations one use may start when each dies right after connecting
 _MAX_LOG_CHARS: Final = 10_000  # a server's log line is cut here: a log record is not a place for megabytes
 _CALL_ATTEMPTS: Final = 2  # a call refused because the HTTP server forgot the session is sent once more
+_STRAYS_LOGGED: Final = 3  # stray messages logged one by one; after these only every power of ten is
 
 
 _CONTENT_SCHEMA: Final = content_output_schema()  # shared by the descriptions of tools without an outputSchema
@@ -95,6 +96,7 @@ class McpConnection:
         self._subscribed: set[str] = set()  # resources subscribed to (2026-07-28: the listen stream's filter)
         self._task_only: set[str] = set()  # tools that run only as tasks (2025-11-25 `taskSupport: "required"`)
         self._in_flight: list[ElicitationHandler] = []  # answerers of the calls in flight (elicitation="caller")
+        self._strays = 0  # messages that answered no request (dropped), over all generations
 
     # ------------------------------------------------------------------------------------------------ state
 
@@ -122,6 +124,7 @@ class McpConnection:
             pid=process.server_pid if process is not None else None,
             connects=self._connects,
             protocol_version=self._protocol_version,
+            stray_messages=self._strays,
         )
 
     def tool(self, uri: str) -> ToolDefinition | None:  # built on first use (see _publish)
@@ -246,6 +249,17 @@ class McpConnection:
                 logger.info("MCP server %r failed: %s", self.name, error)
         self._status, self._error = status, error
 
+    def _stray(self, what: str) -> None:
+        """A message that answers no request: dropped and counted; logged the first few times, then only at
+        every power of ten, so a server that sends one with every message cannot flood the log."""
+        self._strays += 1
+        count = self._strays
+        if count <= _STRAYS_LOGGED:
+            more = " (later ones are counted in its state's stray_messages)" if count == _STRAYS_LOGGED else ""
+            logger.warning("MCP server %r sent %s; ignored%s", self.name, scrub(self.config, what)[:300], more)
+        elif math.log10(count).is_integer():
+            logger.warning("MCP server %r has sent %d messages that answer no request; ignored", self.name, count)
+
     # ------------------------------------------------------------------------------------------------ tools
 
     async def _open_session(self, gen: Generation, stack: AsyncExitStack) -> ClientSession:
@@ -273,14 +287,14 @@ class McpConnection:
         inner = await stack.enter_async_context(AsyncExitStack())
         try:
             reads, writes, gen.process = await inner.enter_async_context(
-                open_transport(config, on_end=gen.end, on_session_expired=gen.expire)
+                open_transport(config, on_end=gen.end, on_session_expired=gen.expire, on_stray=self._stray)
             )
             # The SDK's Client negotiates the era (server/discover, else the handshake) over our transport, and
             # keeps list results for as long as their ttlMs hints allow.
             client = Client(
                 _Opened(reads, writes),
                 mode=era.client_mode(config.protocol),
-                message_handler=_MessageHandler(gen, config),
+                message_handler=_MessageHandler(gen, config, self._stray),
                 logging_callback=_ServerLog(config),
                 log_level=config.log_level or era.log_level(config.name),
                 client_info=_CLIENT_INFO,
@@ -598,11 +612,15 @@ class _MessageHandler:
         mcp_types.PromptListChangedNotification: "prompts",
     }
 
-    def __init__(self, gen: Generation, config: McpServer) -> None:
+    def __init__(self, gen: Generation, config: McpServer, on_stray: Callable[[str], None]) -> None:
         self._gen = gen
         self._config = config
+        self._on_stray = on_stray
 
     async def __call__(self, message: IncomingMessage) -> None:
+        if isinstance(message, ValueError):  # an HTTP transport's message that could not be read, naming no request
+            self._on_stray(f"a message that could not be read ({type(message).__name__}: {str(message)[:200]})")
+            return
         if isinstance(message, Exception):
             logger.debug("MCP transport reported %s", type(message).__name__)
             return

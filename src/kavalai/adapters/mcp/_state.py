@@ -40,6 +40,9 @@ class McpServerState:
         connects: how many times it has connected successfully (a restart after a crash counts again).
         protocol_version: the MCP protocol revision negotiated with the server (``"2025-11-25"``, ...), once
             connected.
+        stray_messages: how many messages the server sent that answer no request (unreadable ones naming none,
+            answers with a null id or the id of no request awaiting one), over all its connects. Each is dropped
+            and the session goes on; the first few are logged at WARNING on ``kavalai.mcp``.
     """
 
     name: str
@@ -50,3 +53,4 @@ class McpServerState:
     pid: int | None = None
     connects: int = 0
     protocol_version: str | None = None
+    stray_messages: int = 0

@@ -114,13 +114,18 @@ class SessionWrites(Generic[T]):
 
 @asynccontextmanager
 async def open_transport(
-    server: McpServer, *, on_end: Callable[[], None], on_session_expired: Callable[[], None]
+    server: McpServer,
+    *,
+    on_end: Callable[[], None],
+    on_session_expired: Callable[[], None],
+    on_stray: Callable[[str], None] | None = None,
 ) -> AsyncIterator[tuple[SessionReads[Any], SessionWrites[Any], StdioProcess | None]]:
     """Open ``server``'s transport; yield the stream the session reads, the one it writes, and the process of a
-    stdio server (``None`` for HTTP)."""
+    stdio server (``None`` for HTTP). ``on_stray`` is told of each message that answers no request (stdio; the
+    SDK's HTTP transports hand those to the session as exceptions)."""
     server = server.resolved()  # command_env / url_env are read now, at each connect
     if server.kind == "stdio":
-        async with open_stdio(server) as ((reads, writes), process):
+        async with open_stdio(server, on_stray) as ((reads, writes), process):
             yield SessionReads(reads, on_end), SessionWrites(writes), process
         return
     async with _open_http(server, on_session_expired) as (reads, writes):
