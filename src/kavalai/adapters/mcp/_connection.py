@@ -118,7 +118,7 @@ class McpConnection:
         return McpServerState(
             name=self.name,
             status=self._status,
-            transport=self.config.kind,
+            transport=self.transport,
             tools=tuple(sorted(self._tools)),
             error=self._error,
             pid=process.server_pid if process is not None else None,
@@ -126,6 +126,11 @@ class McpConnection:
             protocol_version=self._protocol_version,
             stray_messages=self._strays,
         )
+
+    @property
+    def transport(self) -> McpTransport:
+        """The transport in use: for a ``url`` left to auto-detection, the one found (once found)."""
+        return self._detected if self.config.transport is None and self._detected is not None else self.config.kind
 
     def tool(self, uri: str) -> ToolDefinition | None:  # built on first use (see _publish)
         """The published definition at ``uri``, if this server offers it."""
@@ -394,7 +399,7 @@ class McpConnection:
         except InvalidToolURIError as exc:
             logger.warning("MCP server %r: skipping tool %r: %s", self.name, tool.name, exc)
             return None
-        metadata = {"server": self.name, "tool": tool.name, "transport": self.config.kind}
+        metadata = {"server": self.name, "tool": tool.name, "transport": self.transport}
         return LazyTool(
             uri=uri,
             description=tool.description or tool.title or "",

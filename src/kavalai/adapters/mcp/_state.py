@@ -32,7 +32,8 @@ class McpServerState:
     Attributes:
         name: the server's registered name.
         status: see :data:`McpStatus`.
-        transport: ``"stdio"``, ``"streamable-http"`` or ``"sse"``.
+        transport: ``"stdio"``, ``"streamable-http"`` or ``"sse"``: for a ``url`` left to auto-detection, the
+            transport found (streamable HTTP is reported until one is found).
         tools: the URIs of the tools it offers, sorted (empty until it has connected).
         error: why it failed (for a stdio server, with its exit code and stderr tail); ``None`` otherwise.
         pid: the process id of a running stdio server (the server's own, not the shim's it runs under on Linux);
