@@ -118,7 +118,8 @@ class McpServer(BaseModel):
         exclude=True,
         validation_alias=AliasChoices("elicitation", "elicitation_handler"),
         description="Answers the server's requests for user input: `async handler(McpElicitation)` returning the "
-        "values (accept), None (decline) or an McpElicitationResult; or 'caller': whoever makes each call answers "
+        "values as a mapping (accept), None (decline), an McpElicitationResult or the SDK's ElicitResult (anything "
+        "else is refused to the server); or 'caller': whoever makes each call answers "
         "(an agent's on_elicitation, a workflow run's, `kavalai run`'s terminal). None (the default): not offered.",
     )
     on_change: Any = Field(
