@@ -75,8 +75,9 @@ class McpServer(BaseModel):
         default="auto",
         pattern=r"^(auto|legacy|\d{4}-\d{2}-\d{2})$",
         description="'auto' (the default): the stateless 2026-07-28 protocol when the server speaks it, else the "
-        "initialize handshake (2025-11-25 and older); 'legacy' (or a handshake-era date) always shakes hands; "
-        "'2026-07-28' requires it.",
+        "initialize handshake (2025-11-25 and older); 'legacy' always shakes hands; a date (2024-11-05, 2025-03-26, "
+        "2025-06-18, 2025-11-25, 2026-07-28) is spoken exactly, or the connect fails naming the versions both sides "
+        "speak.",
     )
     max_message_bytes: int = Field(
         default=32 * 1024 * 1024,

@@ -297,7 +297,7 @@ class McpConnection:
             # The SDK's Client negotiates the era (server/discover, else the handshake) over our transport, and
             # keeps list results for as long as their ttlMs hints allow.
             client = Client(
-                _Opened(reads, writes),
+                _Opened(reads, era.pinned_writes(writes, config.protocol)),
                 mode=era.client_mode(config.protocol),
                 message_handler=_MessageHandler(gen, config, self._stray),
                 logging_callback=_ServerLog(config),
@@ -308,7 +308,7 @@ class McpConnection:
                 **client_side.callbacks(config, self._in_flight.copy),
             )
             await inner.enter_async_context(client)
-            problem = era.pin_problem(config.protocol, client.protocol_version)
+            problem = era.pin_problem(config.protocol, client.protocol_version, era.offered(client.session))
             if problem is not None:
                 raise ConfigurationError(f"MCP server {config.name!r}: {problem}.")
             await era.ask_log_level(client, config.log_level)
