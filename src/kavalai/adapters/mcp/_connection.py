@@ -329,26 +329,40 @@ class McpConnection:
 
     async def _listen_loop(self, gen: Generation, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         """2026-07-28: changes arrive on a ``subscriptions/listen`` stream, opened again whenever the resources
-        subscribed to change (a stream's filter is fixed when it opens). Started once the first stream is open."""
+        subscribed to change (a stream's filter is fixed when it opens). Started once the first stream is open.
+        Whoever changed the subscriptions before a stream was asked for (``gen.listened``) is woken once it is
+        open (or once it is clear that there will be none), and when the loop ends."""
         started = False
+        waiting: list[anyio.Event] = []
+        try:
+            while True:
+                relisten = gen.relisten = anyio.Event()
+                waiting, gen.listened = waiting + gen.listened, []  # their changes are in the filter asked for now
+                stream = _Stream(waiting)
 
-        def opened() -> None:
-            nonlocal started
-            if not started:
-                started = True
-                task_status.started()
-            else:
-                gen.refresh.set()  # a stream opened again: what changed in between is not replayed, so list again
+                def opened(stream: _Stream = stream) -> None:
+                    nonlocal started
+                    if stream.replaced:
+                        return  # left for the next stream before this one opened: its waiters wait for that one
+                    if not started:
+                        started = True
+                        task_status.started()
+                    else:
+                        gen.refresh.set()  # a stream opened again: what changed in between is not replayed
+                    stream.wake()
 
-        while True:
-            relisten = gen.relisten = anyio.Event()
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(era.listen, gen.client, self.name, self._subscribed, opened)
-                await relisten.wait()
-                tg.cancel_scope.cancel()
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(era.listen, gen.client, self.name, self._subscribed, opened)
+                    await relisten.wait()
+                    stream.replaced = True
+                    tg.cancel_scope.cancel()
+        finally:
+            for event in [*waiting, *gen.listened]:
+                event.set()  # the generation is ending: nobody waits for a stream that will not open
 
     async def subscribe(self, uri: str, *, subscribe: bool) -> None:
-        """Ask to be told when the resource at ``uri`` changes (``on_change``), or to stop."""
+        """Ask to be told when the resource at ``uri`` changes (``on_change``), or to stop; return once that is in
+        force (2026-07-28: once the change stream with the new filter is open)."""
         gen, session = await self._session()
         if not era.is_modern(session.protocol_version):
             await features.subscribe_resource(self.request, uri, subscribe=subscribe)
@@ -357,8 +371,25 @@ class McpConnection:
             self._subscribed.add(uri)
         else:
             self._subscribed.discard(uri)
-        if gen.relisten is not None:
-            gen.relisten.set()
+        if gen.relisten is None:
+            return
+        listened = anyio.Event()
+        gen.listened.append(listened)
+        gen.relisten.set()
+        limit = self.config.timeout or self.config.connect_timeout
+        with anyio.move_on_after(limit) as waited:
+            await listened.wait()
+        what = f"{'subscribing to' if subscribe else 'unsubscribing from'} {uri}"
+        if waited.cancelled_caught:
+            raise ServerConnectionError(
+                f"MCP server {self.name!r} did not open its subscriptions/listen stream within {limit:g} s "
+                f"when {what}.",
+                server=self.name,
+            )
+        if gen.stopping:
+            raise ServerConnectionError(
+                f"MCP server {self.name!r} closed its connection when {what}.", server=self.name
+            )
 
     async def _list_tools(self, gen: Generation, cache_mode: Literal["use", "refresh"] = "use") -> list[mcp_types.Tool]:
         tools: list[mcp_types.Tool] = []
@@ -669,6 +700,20 @@ def _spawn(coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
         coro.close()
         raise RuntimeError("MCP connections need an asyncio event loop (anyio's asyncio backend).") from None
     return loop.create_task(coro, name=name)
+
+
+class _Stream:
+    """One ``subscriptions/listen`` stream being opened: who waits for it to be open, and whether it was replaced
+    (the subscriptions changed again) before it opened."""
+
+    def __init__(self, waiting: list[anyio.Event]) -> None:
+        self.waiting = waiting
+        self.replaced = False
+
+    def wake(self) -> None:
+        for event in self.waiting:
+            event.set()
+        self.waiting.clear()
 
 
 class _Opened:

@@ -50,6 +50,7 @@ class Generation:
     session: ClientSession | None = None
     client: Any = None  # the SDK's mcp.Client around the session, while connected
     relisten: anyio.Event | None = None  # set to reopen the 2026-07-28 change stream (subscriptions changed)
+    listened: list[anyio.Event] = field(default_factory=list)  # set once a change stream with the new filter is open
     process: StdioProcess | None = None
     scope: anyio.CancelScope | None = None
     error: ServerConnectionError | None = None  # why it failed, once it has
