@@ -227,7 +227,13 @@ class McpConnection:
         if phase is None:
             phase = "while connected" if gen.was_connected else "while connecting"
         error = describe_failure(
-            self.config, exc, phase=phase, process=gen.process, timed_out=timed_out, expired=gen.expired
+            self.config,
+            exc,
+            phase=phase,
+            process=gen.process,
+            timed_out=timed_out,
+            expired=gen.expired,
+            challenge=gen.challenge,
         )
         error.__cause__ = exc
         return error
@@ -292,7 +298,13 @@ class McpConnection:
         inner = await stack.enter_async_context(AsyncExitStack())
         try:
             reads, writes, gen.process = await inner.enter_async_context(
-                open_transport(config, on_end=gen.end, on_session_expired=gen.expire, on_stray=self._stray)
+                open_transport(
+                    config,
+                    on_end=gen.end,
+                    on_session_expired=gen.expire,
+                    on_stray=self._stray,
+                    on_challenge=gen.challenged,
+                )
             )
             # The SDK's Client negotiates the era (server/discover, else the handshake) over our transport, and
             # keeps list results for as long as their ttlMs hints allow.
