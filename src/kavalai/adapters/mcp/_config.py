@@ -79,6 +79,19 @@ class McpServer(BaseModel):
         "2025-06-18, 2025-11-25, 2026-07-28) is spoken exactly, or the connect fails naming the versions both sides "
         "speak.",
     )
+    extra_arguments: Literal["forbid", "allow"] = Field(
+        default="forbid",
+        description="Arguments a tool's inputSchema does not declare, where the schema does not say (no "
+        "additionalProperties): 'forbid' (the default) refuses them before anything is sent, as a misspelt name "
+        "would otherwise be dropped or sent unchecked; 'allow' sends them on, as JSON Schema allows.",
+    )
+    extra_output: Literal["allow", "ignore", "forbid"] = Field(
+        default="allow",
+        description="Fields of a tool's structured output that its outputSchema does not declare: 'allow' (the "
+        "default) keeps them (servers add fields), whatever the schema says at its top level; 'ignore' drops "
+        "them and 'forbid' fails the call, where the schema does not say (no additionalProperties), and the top "
+        "level then follows its additionalProperties too.",
+    )
     max_message_bytes: int = Field(
         default=32 * 1024 * 1024,
         gt=0,

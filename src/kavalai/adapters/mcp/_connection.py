@@ -453,7 +453,8 @@ class McpConnection:
         )
 
     def _definition(self, uri: ToolURI, tool: mcp_types.Tool, metadata: dict[str, Any]) -> ToolDefinition:
-        models = build_models(self.name, tool)
+        config = self.config
+        models = build_models(self.name, tool, extra_arguments=config.extra_arguments, extra_output=config.extra_output)
         name, uri_text, structured = tool.name, str(uri), models.structured
 
         async def invoke(args: BaseModel) -> Any:
