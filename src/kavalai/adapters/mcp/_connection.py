@@ -47,13 +47,19 @@ from kavalai.adapters.mcp._generation import Ending, Generation, Phase
 from kavalai.adapters.mcp._idempotency import call_meta
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 from kavalai.adapters.mcp._tasks import EXTENSION as TASKS_EXTENSION
-from kavalai.adapters.mcp._tasks import TaskCreated, drive_task, offers_tasks, send_call
+from kavalai.adapters.mcp._tasks import (
+    LegacyTaskReads,
+    TaskCreated,
+    call_as_legacy_task,
+    drive_task,
+    offers_tasks,
+    send_call,
+)
 from kavalai.adapters.mcp._transports import open_transport
 from kavalai.errors import (
     ConfigurationError,
     InvalidToolURIError,
     ServerConnectionError,
-    ToolExecutionError,
     ToolTimeoutError,
 )
 from kavalai.kernel import LazyTool, ToolDefinition, ToolURI, current_call
@@ -309,7 +315,7 @@ class McpConnection:
             # The SDK's Client negotiates the era (server/discover, else the handshake) over our transport, and
             # keeps list results for as long as their ttlMs hints allow.
             client = Client(
-                _Opened(reads, era.pinned_writes(writes, config.protocol)),
+                _Opened(LegacyTaskReads(reads), era.pinned_writes(writes, config.protocol)),
                 mode=era.client_mode(config.protocol),
                 message_handler=_MessageHandler(gen, config, self._stray),
                 logging_callback=_ServerLog(config),
@@ -497,14 +503,8 @@ class McpConnection:
         meta = call_meta()  # the call's idempotency key, when it has one (kavalai.durable)
         for attempt in range(_CALL_ATTEMPTS):
             gen, session = await self._session()
-            if tool in self._task_only and not era.is_modern(session.protocol_version):
-                raise ToolExecutionError(
-                    f'Tool {uri} failed: it runs only as a task (taskSupport "required" in the 2025-11-25 protocol '
-                    f"MCP server {self.name!r} speaks), which this client does not drive: the MCP SDK's client takes "
-                    "a tools/call answer only as a result. Its tasks in the 2026-07-28 era (the tasks extension) are "
-                    "followed to their end.",
-                    uri=uri,
-                )
+            # 2025-11-25: a tool listed with taskSupport "required" is called as a task (_tasks.py).
+            legacy_task = tool in self._task_only and not era.is_modern(session.protocol_version)
             if self._stale_at < anyio.current_time():
                 self._stale_at = math.inf
                 gen.refresh.set()  # the listing's ttlMs has passed: list again, in the background
@@ -515,11 +515,14 @@ class McpConnection:
                 state: str | None,
                 session: ClientSession = session,
                 progress: ProgressFnT | None = progress,
+                legacy_task: bool = legacy_task,
             ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult | TaskCreated:
                 params = mcp_types.CallToolRequestParams(
                     name=tool, arguments=arguments, input_responses=responses, request_state=state, _meta=meta
                 )
                 request = mcp_types.CallToolRequest(params=params)
+                if legacy_task:
+                    return await call_as_legacy_task(session, request, progress)
                 if offers_tasks(session):  # a task the caller leaves before its answer is cancelled too
                     return await send_call(
                         session, lambda: session.send_request(request, era.CALL_RESULT, progress_callback=progress)
