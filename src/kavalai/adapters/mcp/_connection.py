@@ -78,7 +78,7 @@ _MAX_PAGES: Final = 1000  # a tools/list paginator that never ends cannot hang d
 _MAX_ATTEMPTS: Final = 3  # generations one use may start when each dies right after connecting
 _MAX_LOG_CHARS: Final = 10_000  # a server's log line is cut here: a log record is not a place for megabytes
 _CALL_ATTEMPTS: Final = 2  # a call refused because the HTTP server forgot the session is sent once more
-_STRAYS_LOGGED: Final = 3  # stray messages logged one by one; after these only every power of ten is
+_STRAYS_LOGGED: Final = 3  # stray messages logged one by one; after these, only at counts that are powers of ten
 
 
 _CONTENT_SCHEMA: Final = content_output_schema()  # shared by the descriptions of tools without an outputSchema
@@ -274,7 +274,7 @@ class McpConnection:
         if count <= _STRAYS_LOGGED:
             more = " (later ones are counted in its state's stray_messages)" if count == _STRAYS_LOGGED else ""
             logger.warning("MCP server %r sent %s; ignored%s", self.name, scrub(self.config, what)[:300], more)
-        elif math.log10(count).is_integer():
+        elif str(count).rstrip("0") == "1":  # 10, 100, 1000, ...
             logger.warning("MCP server %r has sent %d messages that answer no request; ignored", self.name, count)
 
     # ------------------------------------------------------------------------------------------------ tools
@@ -727,6 +727,7 @@ class _Stream:
         self.replaced = False
 
     def wake(self) -> None:
+        """The stream is open (or will not be): its waiters go on."""
         for event in self.waiting:
             event.set()
         self.waiting.clear()
