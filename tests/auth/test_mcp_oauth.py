@@ -302,3 +302,28 @@ async def test_a_redirect_port_that_is_taken(demo: DemoOAuth, kernel: FunctionKe
         with pytest.raises(AuthenticationError, match=f"cannot listen for the redirect on http://127.0.0.1:{port}/"):
             await _whoami(kernel)
     assert demo.visits == []  # nobody was sent to sign in with nowhere to come back to
+
+
+async def test_without_auth_the_401_and_its_challenge_are_named_with_the_fix(
+    demo_with: DemoFactory, kernel: FunctionKernel
+) -> None:
+    async with demo_with(sse=True) as demo:
+        assert demo.sse_url is not None
+        for name, url in (("files", demo.mcp_url), ("old", demo.sse_url)):  # streamable HTTP, then SSE found by url=
+            kernel.register_mcp_server(McpServer(name=name, url=url))
+            with pytest.raises(ServerConnectionError) as caught:
+                await kernel.call_tool(f"mcp://{name}.whoami")
+            message = str(caught.value)
+            assert f"MCP server {name!r}" in message
+            assert "HTTP 401 Unauthorized (WWW-Authenticate: Bearer" in message
+            assert "/.well-known/oauth-protected-resource" in message.split("its resource metadata: ")[1]
+            assert "give the McpServer auth=OAuth(...) (from kavalai.auth) to sign in" in message
+            assert "Server returned an error response" not in message
+
+
+async def test_a_refused_authorization_header_is_named(demo: DemoOAuth, kernel: FunctionKernel) -> None:
+    kernel.register_mcp_server(McpServer(name="files", url=demo.mcp_url, headers={"Authorization": "Bearer nope-1234"}))
+    with pytest.raises(
+        ServerConnectionError, match=r"HTTP 401 Unauthorized .*the Authorization header given was refused"
+    ):
+        await kernel.call_tool("mcp://files.whoami")

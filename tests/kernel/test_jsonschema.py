@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Final, Literal, get_args, get_origin
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -37,6 +37,28 @@ def _sent(instance: BaseModel) -> dict[str, Any]:
 
 
 # -- primitive types and constraints -------------------------------------------------------------------------
+
+
+_NESTED: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "inner": {"type": "object", "properties": {"a": {"type": "integer"}}},
+        "closed": {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False},
+    },
+}
+
+
+def test_undeclared_sets_what_a_schema_that_does_not_say_means_nested_too() -> None:
+    model = model_from_json_schema(_NESTED, "In", undeclared="allow")
+    assert _accepts(model, {"zzz": 1, "inner": {"a": 1, "b": 2}})
+    assert not _accepts(model, {"closed": {"a": 1, "b": 2}})  # a schema that says is followed
+    out, _ = output_model_from_json_schema(_NESTED, "Out", undeclared="forbid")
+    assert not _accepts(out, {"zzz": 1})
+    assert not _accepts(out, {"inner": {"a": 1, "b": 2}})
+    ignoring, _ = output_model_from_json_schema(_NESTED, "Ign", undeclared="ignore")
+    assert ignoring.model_validate({"zzz": 1, "inner": {"a": 1, "b": 2}}).model_dump(exclude_unset=True) == {
+        "inner": {"a": 1}
+    }
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,8 @@ The rules:
 - Objects with ``properties`` -> nested models named after the parent model plus the property; objects without
   properties -> ``dict[str, T]`` (``T`` from ``additionalProperties``, else ``Any``). ``additionalProperties``
   false -> ``extra="forbid"``; true or a schema -> ``"allow"``; absent -> ``"forbid"`` for inputs and data types
-  (an unknown argument name is an error, not silently dropped) and ``"allow"`` for outputs (servers add fields).
+  (an unknown argument name is an error, not silently dropped) and ``"allow"`` for outputs (servers add fields),
+  unless the caller says otherwise (``undeclared=``).
 - ``items`` -> ``list[T]``; ``prefixItems`` (or draft-4 ``items: [...]``) closed by ``items: false`` or
   ``maxItems`` and with ``minItems`` equal to its length -> ``tuple[...]``, otherwise a list.
 - ``enum`` and ``const`` -> ``Literal[...]``; ``anyOf``/``oneOf`` -> unions; ``allOf`` -> one merged schema
@@ -87,6 +88,7 @@ def model_from_json_schema(
     *,
     extra: Extra | None = None,
     root: Mapping[str, Any] | None = None,
+    undeclared: Extra = "forbid",
 ) -> type[BaseModel]:
     """Build a model named ``name`` from an object schema.
 
@@ -94,8 +96,10 @@ def model_from_json_schema(
         schema: a JSON Schema of ``"type": "object"`` (or with ``properties``, or ``{}``).
         name: the model's class name (made a valid identifier if it is not one).
         extra: ``"forbid"``, ``"allow"`` or ``"ignore"``; ``None`` derives it from ``additionalProperties``
-            (false or absent -> forbid, true or a schema -> allow).
+            (false -> forbid, true or a schema -> allow, absent -> ``undeclared``).
         root: the document ``$ref`` pointers resolve against; defaults to ``schema`` itself.
+        undeclared: the ``extra`` of every object schema (nested ones too) that does not say
+            (no ``additionalProperties``): ``"forbid"`` by default, so an unknown argument name is an error.
 
     Raises:
         ValueError: ``schema`` is not an object schema; use :func:`type_from_json_schema` for any other.
@@ -103,7 +107,7 @@ def model_from_json_schema(
     if root is None and schema.get("$ref") == "#":
         # A root that points at itself says nothing more than its siblings do: without this it is a loop.
         schema = {key: value for key, value in schema.items() if key != "$ref"}
-    builder = _Builder(schema if root is None else root, output=False)
+    builder = _Builder(schema if root is None else root, output=False, undeclared=undeclared)
     flat = builder.merge_branches(builder.flatten(schema))
     if "$ref" in flat:
         # A reference that does not resolve: the arguments cannot be checked, so accept any.
@@ -124,20 +128,27 @@ def output_model_from_json_schema(
     name: str,
     *,
     root: Mapping[str, Any] | None = None,
+    undeclared: Extra | None = None,
 ) -> tuple[type[BaseModel], bool]:
     """Build the output model named ``name`` for a tool's output schema.
 
+    Args:
+        undeclared: ``None`` (the default): the top model allows fields its schema does not declare, whatever
+            the schema says (servers add fields), and so do nested models whose schemas do not say (no
+            ``additionalProperties``). Else the ``extra`` of every object schema that does not say, the top one
+            included, and the top model follows its schema's ``additionalProperties`` like the others.
+
     Returns:
-        ``(model, False)`` for an object schema with properties (``extra="allow"``: servers may add fields);
-        otherwise ``(wrapper, True)``, where the wrapper has a single required ``result`` field of the converted
-        type (``Any`` for ``None`` or ``{}``).
+        ``(model, False)`` for an object schema with properties; otherwise ``(wrapper, True)``, where the wrapper
+        has a single required ``result`` field of the converted type (``Any`` for ``None`` or ``{}``).
     """
     if schema is None or not isinstance(schema, Mapping):
         return _wrapper(name, Any, None), True
-    builder = _Builder(schema if root is None else root, output=True)
+    builder = _Builder(schema if root is None else root, output=True, undeclared=undeclared or "allow")
     flat = builder.flatten(schema)
     if _is_record(flat):
-        model = builder.top_model(schema, flat, name, extra="allow", is_root=root is None)
+        top_extra: Extra | None = "allow" if undeclared is None else None
+        model = builder.top_model(schema, flat, name, extra=top_extra, is_root=root is None)
         builder.finish()
         return model, False
     result_type = builder.type_of(schema, f"{_identifier(name)}Result")
@@ -165,11 +176,11 @@ def type_from_json_schema(schema: Mapping[str, Any], name: str, *, root: Mapping
 class _Builder:
     """Converts the schemas of one document; holds the models built so far, by ``$ref``, for reuse and recursion."""
 
-    def __init__(self, root: Mapping[str, Any], *, output: bool) -> None:
+    def __init__(self, root: Mapping[str, Any], *, output: bool, undeclared: Extra | None = None) -> None:
         self.root = root
         self.output = output
         # Inputs refuse names the schema does not declare; outputs keep what a newer server adds.
-        self.default_extra: Extra = "allow" if output else "forbid"
+        self.default_extra: Extra = undeclared or ("allow" if output else "forbid")
         self.models: list[type[BaseModel]] = []
         self._done: dict[str, Any] = {}
         # ref -> forward-reference identifier while its model is being built; None for non-object targets.

@@ -6,14 +6,16 @@ tools that ask the 2026-07-28 way."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
+from mcp_types import ElicitResult
+from pydantic import BaseModel, ValidationError
 from tests.adapters.mcp.conftest import StdioFactory
 
-from kavalai import FunctionKernel
+from kavalai import FunctionKernel, ToolExecutionError
 from kavalai.adapters.mcp import McpElicitation, McpElicitationResult, McpSamplingRequest
 from kavalai.testing import ScriptedLLM
 
@@ -96,6 +98,38 @@ async def test_elicitation_accepts_declines_or_cancels(stdio_server: StdioFactor
 
     assert await _call(stdio_server, "ask_user", elicitation=decline) == "decline: -"
     assert await _call(stdio_server, "ask_user", elicitation=cancel) == "cancel: -"
+
+
+async def test_the_sdks_elicit_result_is_sent_with_its_own_action(stdio_server: StdioFactory) -> None:
+    async def sdk_decline(request: McpElicitation) -> Any:
+        return ElicitResult(action="decline")
+
+    async def sdk_accept(request: McpElicitation) -> Any:
+        return ElicitResult(action="accept", content={"name": "Grace"})
+
+    assert await _call(stdio_server, "ask_user", elicitation=sdk_decline) == "decline: -"  # not an accept
+    assert await _call(stdio_server, "ask_user", elicitation=sdk_accept) == "accept: Grace"
+
+
+class _Unrelated(BaseModel):
+    name: str = "Ada"
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "2026-07-28"])
+async def test_an_answer_that_is_none_of_the_accepted_kinds_is_refused_and_logged(
+    stdio_server: StdioFactory, protocol: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def odd(request: McpElicitation) -> Any:
+        return _Unrelated()  # iterable as (field, value) pairs: once sent as an accept of {"name": "Ada"}
+
+    with caplog.at_level(logging.WARNING, logger="kavalai.mcp"):
+        if protocol == "legacy":  # asked on the session: the server gets our error and says so
+            result = await _call(stdio_server, "ask_user", elicitation=odd)
+            assert result.startswith("refused: the elicitation handler returned a _Unrelated, which is no answer")
+        else:  # asked in an InputRequiredResult: the call fails here, saying why
+            with pytest.raises(ToolExecutionError, match=r"returned a _Unrelated, which is no answer.*a mapping"):
+                await _call(stdio_server, "greet", elicitation=odd, protocol=protocol)
+    assert any("returned a _Unrelated" in r.getMessage() and "'feat'" in r.getMessage() for r in caplog.records)
 
 
 async def test_roots_are_listed_as_file_uris(stdio_server: StdioFactory, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ results, changes on a listen stream) and the initialize handshake, negotiated au
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from kavalai import FunctionKernel, FunctionKernelException, McpServer, ServerCo
 from kavalai.adapters.mcp import McpChange, McpElicitation, McpLogMessage, McpSamplingRequest
 
 MODERN, LEGACY = "2026-07-28", "2025-11-25"
+VERSIONS = Path(__file__).resolve().parents[2] / "servers" / "mcp_versions.py"
 ERAS = [pytest.param("2026-07-28", id="2026-07-28"), pytest.param("legacy", id="handshake")]
 
 
@@ -68,10 +70,42 @@ async def test_a_date_that_is_no_protocol_fails_the_connect_naming_the_known_one
         await kernel.close()
 
 
-async def test_a_handshake_era_version_shakes_hands(stdio_server: StdioFactory) -> None:
-    kernel = await _kernel(stdio_server, "2025-06-18")
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-03-26", "2024-11-05"])
+async def test_a_handshake_era_pin_is_spoken_exactly(stdio_server: StdioFactory, version: str) -> None:
+    kernel = await _kernel(stdio_server, version)  # the SDK's server, which speaks every handshake version
     try:
-        assert kernel.get_mcp_server_state("feat").protocol_version == LEGACY  # the newest both sides speak
+        assert kernel.get_mcp_server_state("feat").protocol_version == version
+        assert (await kernel.call_tool("mcp://feat.count", {"n": 3})).result == 3  # type: ignore[attr-defined]
+    finally:
+        await kernel.close()
+
+
+def _versions_server(*speaks: str, protocol: str) -> McpServer:
+    return McpServer(name="ver", command=sys.executable, args=[str(VERSIONS), *speaks], protocol=protocol)
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-03-26", "2024-11-05"])
+async def test_the_server_is_offered_the_pinned_version_in_initialize(version: str) -> None:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(_versions_server("2024-11-05", "2025-03-26", "2025-06-18", LEGACY, protocol=version))
+    try:
+        assert (await kernel.call_tool("mcp://ver.offered")).result == version  # type: ignore[attr-defined]
+        assert kernel.get_mcp_server_state("ver").protocol_version == version
+    finally:
+        await kernel.close()
+
+
+async def test_a_pin_the_server_does_not_speak_is_refused_naming_both_sides_versions() -> None:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(_versions_server("2025-03-26", LEGACY, protocol="2025-06-18"))
+    try:
+        with pytest.raises(
+            ServerConnectionError,
+            match=r"'ver'.*protocol='2025-06-18' is pinned, but the server speaks 2025-11-25; kavalai speaks "
+            r"2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25 and 2026-07-28",
+        ):
+            await kernel.connect_mcp_servers()
+        assert kernel.list_tools("mcp://ver.*") == []
     finally:
         await kernel.close()
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from kavalai import FunctionKernel, McpServer, ServerConnectionError, ToolExecutionError
+from kavalai import FunctionKernel, McpServer, ServerConnectionError, ToolExecutionError, ToolTimeoutError
 
 HOSTILE = Path(__file__).resolve().parents[2] / "servers" / "mcp_hostile.py"
 
@@ -31,12 +31,16 @@ async def test_an_unreadable_response_that_names_its_request_fails_that_call() -
         await kernel.close()
 
 
-async def test_an_unreadable_line_that_names_no_request_fails_the_connection_not_silently() -> None:
+async def test_an_unreadable_line_that_names_no_request_is_dropped_and_counted_not_fatal() -> None:
+    # It answers no request, so the call it stands in for stays unanswered until its timeout; the session lives on.
     kernel = FunctionKernel()
     kernel.register_mcp_server(hostile("noid"))
     with anyio.fail_after(20):
-        with pytest.raises(ServerConnectionError, match="could not be read .*naming no request"):
-            await kernel.call_tool("mcp://bad.t0", {"x": "a"})
+        with pytest.raises(ToolTimeoutError):
+            await kernel.call_tool("mcp://bad.t0", {"x": "a"}, timeout=0.5)
+    state = kernel.get_mcp_server_state("bad")
+    assert state.stray_messages == 1
+    assert state.status == "connected"
     await kernel.close()
 
 

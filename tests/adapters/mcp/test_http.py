@@ -205,9 +205,12 @@ async def test_a_url_without_a_transport_reaches_a_legacy_sse_server(kernel: Fun
     with anyio.fail_after(30):
         result = await kernel.call_tool("mcp://old.add", {"a": 2, "b": 3})
     assert result.model_dump() == {"result": 5}
+    assert kernel.get_mcp_server_state("old").transport == "sse"  # the transport found, not the first one tried
+    assert kernel.get_tool_definition("mcp://old.add").metadata["transport"] == "sse"
     await kernel.close_mcp_servers()
     with anyio.fail_after(30):  # the transport found is kept: the next connect goes straight to SSE
         assert (await kernel.call_tool("mcp://old.add", {"a": 1, "b": 1})).model_dump() == {"result": 2}
+    assert kernel.get_mcp_server_state("old").transport == "sse"
 
 
 async def test_a_pinned_transport_is_not_second_guessed(kernel: FunctionKernel, sse_url: str) -> None:

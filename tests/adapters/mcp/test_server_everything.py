@@ -5,6 +5,7 @@ content and images, through the kernel."""
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator
@@ -13,8 +14,9 @@ from typing import Any
 
 import anyio
 import pytest
+from tests.adapters.mcp.conftest import wait_until
 
-from kavalai import FunctionKernel, McpServer, ToolExecutionError
+from kavalai import FunctionKernel, McpServer
 from kavalai.adapters.mcp import McpChange, McpElicitation, McpImageContent, McpSamplingRequest
 
 VERSION = "2026.8.31"
@@ -179,9 +181,54 @@ async def test_a_subscribed_resource_change_reaches_on_change(everything_js: Pat
         await kernel.close()
 
 
-async def test_a_tool_that_runs_only_as_a_2025_task_is_refused_clearly(kernel: FunctionKernel) -> None:
-    # simulate-research-query is listed with taskSupport "required" (2025-11-25 core tasks): the SDK's client
-    # cannot take a task as a tools/call answer, so the call is refused before it is sent, saying why.
-    with pytest.raises(ToolExecutionError, match=r"mcp://ev\.simulate-research-query failed: it runs only as a task"):
-        await kernel.call_tool("mcp://ev.simulate-research-query", {"topic": "tide pools"})
+async def test_a_tool_that_runs_only_as_a_2025_task_is_run_as_one(
+    kernel: FunctionKernel, caplog: pytest.LogCaptureFixture
+) -> None:
+    # simulate-research-query is listed with taskSupport "required" (2025-11-25 core tasks): it is called with a
+    # task, tasks/get is polled while it works and tasks/result gives its report.
+    with caplog.at_level(logging.DEBUG, logger="kavalai.mcp"), anyio.fail_after(60):
+        result = await kernel.call_tool("mcp://ev.simulate-research-query", {"topic": "tide pools"})
+    report = _text(result)
+    assert report.startswith("# Research Report: tide pools")
+    assert "Stage 4: Generating report" in report
+    assert any("runs as 2025-11-25 task" in r.getMessage() for r in caplog.records)
     assert (await kernel.call_tool("mcp://ev.echo", {"message": "still here"})).result  # type: ignore[attr-defined]
+
+
+async def test_a_2025_task_that_asks_for_input_gets_it_from_the_elicitation_handler(everything_js: Path) -> None:
+    asked: list[McpElicitation] = []
+
+    async def clarify(request: McpElicitation) -> dict[str, Any]:
+        asked.append(request)
+        return {"interpretation": "snake"}
+
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(
+        McpServer(name="ev", command="node", args=[str(everything_js), "stdio"], elicitation=clarify)
+    )
+    try:
+        with anyio.fail_after(60):
+            result = await kernel.call_tool("mcp://ev.simulate-research-query", {"topic": "python", "ambiguous": True})
+        [request] = asked  # asked while the task was input_required, answered through tasks/result's stream
+        assert "multiple interpretations" in request.message
+        assert "- **Clarification**: snake" in _text(result)
+    finally:
+        await kernel.close()
+
+
+async def test_a_2025_task_tool_runs_in_the_background_and_is_cancelled_there_too(
+    kernel: FunctionKernel, caplog: pytest.LogCaptureFixture
+) -> None:
+    task = kernel.start_tool("mcp://ev.simulate-research-query", {"topic": "coral"})
+    assert task.status == "running"
+    with anyio.fail_after(60):
+        result = await task.result()
+    assert task.status == "completed"
+    assert _text(result).startswith("# Research Report: coral")
+    slow = kernel.start_tool("mcp://ev.simulate-research-query", {"topic": "kelp"})
+    with caplog.at_level(logging.DEBUG, logger="kavalai.mcp"), anyio.fail_after(20):
+        await wait_until(lambda: any("runs as 2025-11-25 task" in r.getMessage() for r in caplog.records))
+        await slow.cancel()
+    assert slow.status == "cancelled"
+    assert any("cancelling it on the server (tasks/cancel)" in r.getMessage() for r in caplog.records)
+    assert (await kernel.call_tool("mcp://ev.echo", {"message": "after"})).result  # type: ignore[attr-defined]

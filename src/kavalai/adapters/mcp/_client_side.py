@@ -9,6 +9,7 @@ for, the requests one session may make); every refusal is an MCP error whose mes
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,9 @@ from kavalai.adapters.mcp._catalog import (
 )
 from kavalai.adapters.mcp._config import McpServer
 
-__all__ = ["callbacks", "elicitation_callback", "roots_callback", "sampling_callback"]
+__all__ = ["callbacks", "elicit_result", "elicitation_callback", "roots_callback", "sampling_callback"]
+
+logger = logging.getLogger("kavalai.mcp")
 
 
 def callbacks(config: McpServer, in_flight: Callable[[], list[ElicitationHandler]] = list) -> dict[str, Any]:
@@ -102,14 +105,31 @@ def elicitation_callback(
             outcome = await handler(request)
         except Exception as exc:
             return mcp_types.ErrorData(code=mcp_types.INTERNAL_ERROR, message=f"the elicitation handler failed: {exc}")
-        if outcome is None:
-            return mcp_types.ElicitResult(action="decline")
-        if isinstance(outcome, McpElicitationResult):
-            content = dict(outcome.content) if outcome.content is not None else None
-            return mcp_types.ElicitResult(action=outcome.action, content=content)
-        return mcp_types.ElicitResult(action="accept", content=dict(outcome))
+        return elicit_result(server, outcome)
 
     return callback
+
+
+def elicit_result(server: str, outcome: object) -> mcp_types.ElicitResult | mcp_types.ErrorData:
+    """The answer to send for what an elicitation handler returned: a mapping (accept with those values), ``None``
+    (decline), an :class:`McpElicitationResult`, or the SDK's ``ElicitResult`` (its own action). Anything else is
+    refused to the server with an error saying so, and logged: guessing would send a decline as an accept."""
+    if outcome is None:
+        return mcp_types.ElicitResult(action="decline")
+    if isinstance(outcome, McpElicitationResult):
+        content = dict(outcome.content) if outcome.content is not None else None
+        return mcp_types.ElicitResult(action=outcome.action, content=content)
+    if isinstance(outcome, mcp_types.ElicitResult):
+        return outcome
+    if isinstance(outcome, Mapping):
+        return mcp_types.ElicitResult(action="accept", content=dict(outcome))
+    what = type(outcome).__qualname__
+    logger.warning("The elicitation handler of MCP server %r returned a %s, which is no answer: refused", server, what)
+    message = (
+        f"the elicitation handler returned a {what}, which is no answer: it returns the values (a mapping: accept), "
+        "None (decline), or an McpElicitationResult"
+    )
+    return mcp_types.ErrorData(code=mcp_types.INTERNAL_ERROR, message=message)
 
 
 def _from_caller(in_flight: Callable[[], list[ElicitationHandler]]) -> ElicitationHandler:

@@ -75,8 +75,22 @@ class McpServer(BaseModel):
         default="auto",
         pattern=r"^(auto|legacy|\d{4}-\d{2}-\d{2})$",
         description="'auto' (the default): the stateless 2026-07-28 protocol when the server speaks it, else the "
-        "initialize handshake (2025-11-25 and older); 'legacy' (or a handshake-era date) always shakes hands; "
-        "'2026-07-28' requires it.",
+        "initialize handshake (2025-11-25 and older); 'legacy' always shakes hands; a date (2024-11-05, 2025-03-26, "
+        "2025-06-18, 2025-11-25, 2026-07-28) is spoken exactly, or the connect fails naming the versions both sides "
+        "speak.",
+    )
+    extra_arguments: Literal["forbid", "allow"] = Field(
+        default="forbid",
+        description="Arguments a tool's inputSchema does not declare, where the schema does not say (no "
+        "additionalProperties): 'forbid' (the default) refuses them before anything is sent, as a misspelt name "
+        "would otherwise be dropped or sent unchecked; 'allow' sends them on, as JSON Schema allows.",
+    )
+    extra_output: Literal["allow", "ignore", "forbid"] = Field(
+        default="allow",
+        description="Fields of a tool's structured output that its outputSchema does not declare: 'allow' (the "
+        "default) keeps them (servers add fields), whatever the schema says at its top level; 'ignore' drops "
+        "them and 'forbid' fails the call, where the schema does not say (no additionalProperties), and the top "
+        "level then follows its additionalProperties too.",
     )
     max_message_bytes: int = Field(
         default=32 * 1024 * 1024,
@@ -118,7 +132,8 @@ class McpServer(BaseModel):
         exclude=True,
         validation_alias=AliasChoices("elicitation", "elicitation_handler"),
         description="Answers the server's requests for user input: `async handler(McpElicitation)` returning the "
-        "values (accept), None (decline) or an McpElicitationResult; or 'caller': whoever makes each call answers "
+        "values as a mapping (accept), None (decline), an McpElicitationResult or the SDK's ElicitResult (anything "
+        "else is refused to the server); or 'caller': whoever makes each call answers "
         "(an agent's on_elicitation, a workflow run's, `kavalai run`'s terminal). None (the default): not offered.",
     )
     on_change: Any = Field(

@@ -48,13 +48,19 @@ from kavalai.adapters.mcp._idempotency import call_meta
 from kavalai.adapters.mcp._loops import elsewhere, run_on
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 from kavalai.adapters.mcp._tasks import EXTENSION as TASKS_EXTENSION
-from kavalai.adapters.mcp._tasks import TaskCreated, drive_task, offers_tasks, send_call
+from kavalai.adapters.mcp._tasks import (
+    LegacyTaskReads,
+    TaskCreated,
+    call_as_legacy_task,
+    drive_task,
+    offers_tasks,
+    send_call,
+)
 from kavalai.adapters.mcp._transports import open_transport
 from kavalai.errors import (
     ConfigurationError,
     InvalidToolURIError,
     ServerConnectionError,
-    ToolExecutionError,
     ToolTimeoutError,
 )
 from kavalai.kernel import LazyTool, ToolDefinition, ToolURI, current_call
@@ -73,6 +79,7 @@ _MAX_PAGES: Final = 1000  # a tools/list paginator that never ends cannot hang d
 _MAX_ATTEMPTS: Final = 3  # generations one use may start when each dies right after connecting
 _MAX_LOG_CHARS: Final = 10_000  # a server's log line is cut here: a log record is not a place for megabytes
 _CALL_ATTEMPTS: Final = 2  # a call refused because the HTTP server forgot the session is sent once more
+_STRAYS_LOGGED: Final = 3  # stray messages logged one by one; after these, only at counts that are powers of ten
 
 
 _CONTENT_SCHEMA: Final = content_output_schema()  # shared by the descriptions of tools without an outputSchema
@@ -96,6 +103,7 @@ class McpConnection:
         self._subscribed: set[str] = set()  # resources subscribed to (2026-07-28: the listen stream's filter)
         self._task_only: set[str] = set()  # tools that run only as tasks (2025-11-25 `taskSupport: "required"`)
         self._in_flight: list[ElicitationHandler] = []  # answerers of the calls in flight (elicitation="caller")
+        self._strays = 0  # messages that answered no request (dropped), over all generations
 
     # ------------------------------------------------------------------------------------------------ state
 
@@ -117,13 +125,19 @@ class McpConnection:
         return McpServerState(
             name=self.name,
             status=self._status,
-            transport=self.config.kind,
+            transport=self.transport,
             tools=tuple(sorted(self._tools)),
             error=self._error,
             pid=process.server_pid if process is not None else None,
             connects=self._connects,
             protocol_version=self._protocol_version,
+            stray_messages=self._strays,
         )
+
+    @property
+    def transport(self) -> McpTransport:
+        """The transport in use: for a ``url`` left to auto-detection, the one found (once found)."""
+        return self._detected if self.config.transport is None and self._detected is not None else self.config.kind
 
     def tool(self, uri: str) -> ToolDefinition | None:  # built on first use (see _publish)
         """The published definition at ``uri``, if this server offers it."""
@@ -224,7 +238,13 @@ class McpConnection:
         if phase is None:
             phase = "while connected" if gen.was_connected else "while connecting"
         error = describe_failure(
-            self.config, exc, phase=phase, process=gen.process, timed_out=timed_out, expired=gen.expired
+            self.config,
+            exc,
+            phase=phase,
+            process=gen.process,
+            timed_out=timed_out,
+            expired=gen.expired,
+            challenge=gen.challenge,
         )
         error.__cause__ = exc
         return error
@@ -250,6 +270,17 @@ class McpConnection:
             elif status is McpStatus.FAILED:
                 logger.info("MCP server %r failed: %s", self.name, error)
         self._status, self._error = status, error
+
+    def _stray(self, what: str) -> None:
+        """A message that answers no request: dropped and counted; logged the first few times, then only at
+        every power of ten, so a server that sends one with every message cannot flood the log."""
+        self._strays += 1
+        count = self._strays
+        if count <= _STRAYS_LOGGED:
+            more = " (later ones are counted in its state's stray_messages)" if count == _STRAYS_LOGGED else ""
+            logger.warning("MCP server %r sent %s; ignored%s", self.name, scrub(self.config, what)[:300], more)
+        elif str(count).rstrip("0") == "1":  # 10, 100, 1000, ...
+            logger.warning("MCP server %r has sent %d messages that answer no request; ignored", self.name, count)
 
     # ------------------------------------------------------------------------------------------------ tools
 
@@ -278,14 +309,20 @@ class McpConnection:
         inner = await stack.enter_async_context(AsyncExitStack())
         try:
             reads, writes, gen.process = await inner.enter_async_context(
-                open_transport(config, on_end=gen.end, on_session_expired=gen.expire)
+                open_transport(
+                    config,
+                    on_end=gen.end,
+                    on_session_expired=gen.expire,
+                    on_stray=self._stray,
+                    on_challenge=gen.challenged,
+                )
             )
             # The SDK's Client negotiates the era (server/discover, else the handshake) over our transport, and
             # keeps list results for as long as their ttlMs hints allow.
             client = Client(
-                _Opened(reads, writes),
+                _Opened(LegacyTaskReads(reads), era.pinned_writes(writes, config.protocol)),
                 mode=era.client_mode(config.protocol),
-                message_handler=_MessageHandler(gen, config),
+                message_handler=_MessageHandler(gen, config, self._stray),
                 logging_callback=_ServerLog(config),
                 log_level=config.log_level or era.log_level(config.name),
                 client_info=_CLIENT_INFO,
@@ -294,7 +331,7 @@ class McpConnection:
                 **client_side.callbacks(config, self._in_flight.copy),
             )
             await inner.enter_async_context(client)
-            problem = era.pin_problem(config.protocol, client.protocol_version)
+            problem = era.pin_problem(config.protocol, client.protocol_version, era.offered(client.session))
             if problem is not None:
                 raise ConfigurationError(f"MCP server {config.name!r}: {problem}.")
             await era.ask_log_level(client, config.log_level)
@@ -315,26 +352,40 @@ class McpConnection:
 
     async def _listen_loop(self, gen: Generation, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         """2026-07-28: changes arrive on a ``subscriptions/listen`` stream, opened again whenever the resources
-        subscribed to change (a stream's filter is fixed when it opens). Started once the first stream is open."""
+        subscribed to change (a stream's filter is fixed when it opens). Started once the first stream is open.
+        Whoever changed the subscriptions before a stream was asked for (``gen.listened``) is woken once it is
+        open (or once it is clear that there will be none), and when the loop ends."""
         started = False
+        waiting: list[anyio.Event] = []
+        try:
+            while True:
+                relisten = gen.relisten = anyio.Event()
+                waiting, gen.listened = waiting + gen.listened, []  # their changes are in the filter asked for now
+                stream = _Stream(waiting)
 
-        def opened() -> None:
-            nonlocal started
-            if not started:
-                started = True
-                task_status.started()
-            else:
-                gen.refresh.set()  # a stream opened again: what changed in between is not replayed, so list again
+                def opened(stream: _Stream = stream) -> None:
+                    nonlocal started
+                    if stream.replaced:
+                        return  # left for the next stream before this one opened: its waiters wait for that one
+                    if not started:
+                        started = True
+                        task_status.started()
+                    else:
+                        gen.refresh.set()  # a stream opened again: what changed in between is not replayed
+                    stream.wake()
 
-        while True:
-            relisten = gen.relisten = anyio.Event()
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(era.listen, gen.client, self.name, self._subscribed, opened)
-                await relisten.wait()
-                tg.cancel_scope.cancel()
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(era.listen, gen.client, self.name, self._subscribed, opened)
+                    await relisten.wait()
+                    stream.replaced = True
+                    tg.cancel_scope.cancel()
+        finally:
+            for event in [*waiting, *gen.listened]:
+                event.set()  # the generation is ending: nobody waits for a stream that will not open
 
     async def subscribe(self, uri: str, *, subscribe: bool) -> None:
-        """Ask to be told when the resource at ``uri`` changes (``on_change``), or to stop."""
+        """Ask to be told when the resource at ``uri`` changes (``on_change``), or to stop; return once that is in
+        force (2026-07-28: once the change stream with the new filter is open)."""
         loop = elsewhere(self._gen.task if self._gen is not None else None)
         if loop is not None:  # the session lives on another event loop (_loops.py)
             await run_on(loop, self.subscribe(uri, subscribe=subscribe))
@@ -347,8 +398,25 @@ class McpConnection:
             self._subscribed.add(uri)
         else:
             self._subscribed.discard(uri)
-        if gen.relisten is not None:
-            gen.relisten.set()
+        if gen.relisten is None:
+            return
+        listened = anyio.Event()
+        gen.listened.append(listened)
+        gen.relisten.set()
+        limit = self.config.timeout or self.config.connect_timeout
+        with anyio.move_on_after(limit) as waited:
+            await listened.wait()
+        what = f"{'subscribing to' if subscribe else 'unsubscribing from'} {uri}"
+        if waited.cancelled_caught:
+            raise ServerConnectionError(
+                f"MCP server {self.name!r} did not open its subscriptions/listen stream within {limit:g} s "
+                f"when {what}.",
+                server=self.name,
+            )
+        if gen.stopping:
+            raise ServerConnectionError(
+                f"MCP server {self.name!r} closed its connection when {what}.", server=self.name
+            )
 
     async def _list_tools(self, gen: Generation, cache_mode: Literal["use", "refresh"] = "use") -> list[mcp_types.Tool]:
         tools: list[mcp_types.Tool] = []
@@ -389,7 +457,7 @@ class McpConnection:
         except InvalidToolURIError as exc:
             logger.warning("MCP server %r: skipping tool %r: %s", self.name, tool.name, exc)
             return None
-        metadata = {"server": self.name, "tool": tool.name, "transport": self.config.kind}
+        metadata = {"server": self.name, "tool": tool.name, "transport": self.transport}
         return LazyTool(
             uri=uri,
             description=tool.description or tool.title or "",
@@ -400,7 +468,8 @@ class McpConnection:
         )
 
     def _definition(self, uri: ToolURI, tool: mcp_types.Tool, metadata: dict[str, Any]) -> ToolDefinition:
-        models = build_models(self.name, tool)
+        config = self.config
+        models = build_models(self.name, tool, extra_arguments=config.extra_arguments, extra_output=config.extra_output)
         name, uri_text, structured = tool.name, str(uri), models.structured
 
         async def invoke(args: BaseModel) -> Any:
@@ -445,14 +514,8 @@ class McpConnection:
         arguments = args.model_dump(by_alias=True, exclude_unset=True, mode="json")
         for attempt in range(_CALL_ATTEMPTS):
             gen, session = await self._session()
-            if tool in self._task_only and not era.is_modern(session.protocol_version):
-                raise ToolExecutionError(
-                    f'Tool {uri} failed: it runs only as a task (taskSupport "required" in the 2025-11-25 protocol '
-                    f"MCP server {self.name!r} speaks), which this client does not drive: the MCP SDK's client takes "
-                    "a tools/call answer only as a result. Its tasks in the 2026-07-28 era (the tasks extension) are "
-                    "followed to their end.",
-                    uri=uri,
-                )
+            # 2025-11-25: a tool listed with taskSupport "required" is called as a task (_tasks.py).
+            legacy_task = tool in self._task_only and not era.is_modern(session.protocol_version)
             if self._stale_at < anyio.current_time():
                 self._stale_at = math.inf
                 gen.refresh.set()  # the listing's ttlMs has passed: list again, in the background
@@ -463,6 +526,7 @@ class McpConnection:
                 state: str | None,
                 session: ClientSession = session,
                 progress: ProgressFnT | None = progress,
+                legacy_task: bool = legacy_task,
             ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult | TaskCreated:
                 params = mcp_types.CallToolRequestParams(
                     name=tool,
@@ -472,6 +536,8 @@ class McpConnection:
                     _meta=call_meta(),  # its idempotency key and the milliseconds it has left
                 )
                 request = mcp_types.CallToolRequest(params=params)
+                if legacy_task:
+                    return await call_as_legacy_task(session, request, progress)
                 if offers_tasks(session):  # a task the caller leaves before its answer is cancelled too
                     return await send_call(
                         session, lambda: session.send_request(request, era.CALL_RESULT, progress_callback=progress)
@@ -620,11 +686,15 @@ class _MessageHandler:
         mcp_types.PromptListChangedNotification: "prompts",
     }
 
-    def __init__(self, gen: Generation, config: McpServer) -> None:
+    def __init__(self, gen: Generation, config: McpServer, on_stray: Callable[[str], None]) -> None:
         self._gen = gen
         self._config = config
+        self._on_stray = on_stray
 
     async def __call__(self, message: IncomingMessage) -> None:
+        if isinstance(message, ValueError):  # an HTTP transport's message that could not be read, naming no request
+            self._on_stray(f"a message that could not be read ({type(message).__name__}: {str(message)[:200]})")
+            return
         if isinstance(message, Exception):
             logger.debug("MCP transport reported %s", type(message).__name__)
             return
@@ -668,6 +738,21 @@ def _spawn(coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
         coro.close()
         raise RuntimeError("MCP connections need an asyncio event loop (anyio's asyncio backend).") from None
     return loop.create_task(coro, name=name)
+
+
+class _Stream:
+    """One ``subscriptions/listen`` stream being opened: who waits for it to be open, and whether it was replaced
+    (the subscriptions changed again) before it opened."""
+
+    def __init__(self, waiting: list[anyio.Event]) -> None:
+        self.waiting = waiting
+        self.replaced = False
+
+    def wake(self) -> None:
+        """The stream is open (or will not be): its waiters go on."""
+        for event in self.waiting:
+            event.set()
+        self.waiting.clear()
 
 
 class _Opened:

@@ -6,7 +6,7 @@ import copy
 import json
 import logging
 import re
-from typing import Any, Final, NoReturn
+from typing import Any, Final, Literal, NoReturn
 
 import mcp_types
 from pydantic import BaseModel, ConfigDict, create_model
@@ -59,18 +59,29 @@ def content_output_schema() -> dict[str, Any]:
     return copy.deepcopy(_CONTENT_OUTPUT_SCHEMA)
 
 
-def build_models(server: str, tool: mcp_types.Tool) -> ToolModels:
+def build_models(
+    server: str,
+    tool: mcp_types.Tool,
+    *,
+    extra_arguments: Literal["forbid", "allow"] = "forbid",
+    extra_output: Literal["allow", "ignore", "forbid"] = "allow",
+) -> ToolModels:
     """Build the input and output models of ``tool``. Never raises: a schema the converter cannot use gives
-    a permissive model instead, so one odd tool does not break the server's discovery."""
+    a permissive model instead, so one odd tool does not break the server's discovery. ``extra_arguments`` and
+    ``extra_output``: as on :class:`~kavalai.McpServer` (what a schema that does not say about undeclared
+    properties means)."""
     base = _class_name(server, tool.name)
     try:
-        input_model = model_from_json_schema(tool.input_schema, f"{base}Input")
+        input_model = model_from_json_schema(tool.input_schema, f"{base}Input", undeclared=extra_arguments)
     except Exception as exc:  # an unusable schema must not break discovery of the server's other tools
         logger.warning("mcp://%s.%s: input schema not understood (%s); accepting any arguments", server, tool.name, exc)
         input_model = create_model(f"{base}Input", __config__=ConfigDict(extra="allow"))
     if tool.output_schema is not None:
         try:
-            output_model, wrapped = output_model_from_json_schema(tool.output_schema, f"{base}Output")
+            undeclared = None if extra_output == "allow" else extra_output  # "allow": open at the top, as ever
+            output_model, wrapped = output_model_from_json_schema(
+                tool.output_schema, f"{base}Output", undeclared=undeclared
+            )
             return ToolModels(
                 input_model=input_model,
                 output_model=output_model,

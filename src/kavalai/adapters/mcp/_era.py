@@ -2,8 +2,8 @@
 
 A connection is negotiated by the SDK's ``mcp.Client``: ``server/discover`` first (the stateless 2026-07-28
 era), and the ``initialize`` handshake (2025-11-25 and older) when the server does not know it. ``McpServer
-(protocol=...)`` pins one: ``"legacy"`` (or a handshake-era date) always shakes hands; a 2026 date must be what
-the server speaks, or the connection fails saying so.
+(protocol=...)`` pins one: ``"legacy"`` always shakes hands; a date is spoken exactly (a handshake-era one is the
+version offered in ``initialize``), or the connection fails naming the versions both sides speak.
 
 In the 2026-07-28 era a server no longer sends the client requests (sampling, elicitation, roots) on a
 session: it answers ``tools/call``, ``prompts/get`` or ``resources/read`` with an ``InputRequiredResult``, the
@@ -14,15 +14,16 @@ Change notifications arrive on a ``subscriptions/listen`` stream instead of the 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Collection
-from typing import Annotated, Any, Final, TypeVar
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from typing import Annotated, Any, Final, Protocol, TypeVar
 
 import anyio
 import mcp_types
 from mcp.client import Client, ClientRequestContext, ClientSession
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from mcp.shared.message import SessionMessage
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import Discriminator, Tag, TypeAdapter
 
 from kavalai.adapters.mcp._tasks import TaskCreated
@@ -38,7 +39,9 @@ __all__ = [
     "is_modern",
     "listen",
     "log_level",
+    "offered",
     "pin_problem",
+    "pinned_writes",
 ]
 
 T = TypeVar("T")
@@ -79,23 +82,76 @@ CALL_RESULT: Final[TypeAdapter[mcp_types.CallToolResult | mcp_types.InputRequire
 
 def client_mode(protocol: str) -> str:
     """The SDK client's ``mode`` for ``McpServer.protocol``: ``"legacy"`` for the handshake (``"legacy"`` or a
-    handshake-era version), else ``"auto"`` (a pinned 2026 version is probed like auto, then checked by
-    :func:`pin_problem`, so that a server that does not speak it fails at connect rather than at the first call)."""
+    handshake-era version, offered by :func:`pinned_writes`), else ``"auto"`` (a pinned 2026 version is probed like
+    auto, then checked by :func:`pin_problem`, so that a server that does not speak it fails at connect rather than
+    at the first call)."""
     if protocol == "legacy" or protocol in HANDSHAKE_PROTOCOL_VERSIONS:
         return "legacy"
     return "auto"
 
 
-def pin_problem(protocol: str, negotiated: str | None) -> str | None:
-    """Why the negotiated version does not satisfy the pin, or ``None`` when it does (or nothing is pinned)."""
+def pin_problem(protocol: str, negotiated: str | None, offered: Sequence[str] = ()) -> str | None:
+    """Why the negotiated version does not satisfy the pin, or ``None`` when it does (or nothing is pinned).
+    ``offered``: the versions the server said it speaks (its ``server/discover`` list, or its handshake answer)."""
     if protocol in ("auto", "legacy") or negotiated == protocol:
         return None
-    if protocol in MODERN_PROTOCOL_VERSIONS:
-        return f"protocol={protocol!r} is pinned, but the server speaks {negotiated or 'no known version'}"
-    if protocol in HANDSHAKE_PROTOCOL_VERSIONS:
-        return None  # a handshake-era version: the handshake picks the newest both sides speak
-    known = ", ".join(["auto", "legacy", *MODERN_PROTOCOL_VERSIONS, *HANDSHAKE_PROTOCOL_VERSIONS])
-    return f"protocol={protocol!r} is not a protocol this client speaks ({known})"
+    ours = f"kavalai speaks {_listed(KNOWN_PROTOCOL_VERSIONS)}"
+    if protocol not in KNOWN_PROTOCOL_VERSIONS:
+        known = ", ".join(["auto", "legacy", *KNOWN_PROTOCOL_VERSIONS])
+        return f"protocol={protocol!r} is not a protocol this client speaks ({known})"
+    theirs = _listed(offered) if offered else negotiated or "no known version"
+    return f"protocol={protocol!r} is pinned, but the server speaks {theirs}; {ours}"
+
+
+def _listed(versions: Sequence[str]) -> str:
+    return versions[0] if len(versions) == 1 else f"{', '.join(versions[:-1])} and {versions[-1]}"
+
+
+class _Writes(Protocol):
+    async def send(self, item: SessionMessage, /) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+class _PinnedWrites:
+    """The session's write stream, with the ``initialize`` request offering the pinned version: the SDK's client
+    always offers its newest (2025-11-25), and a server answers with that one whenever it speaks it."""
+
+    def __init__(self, inner: _Writes, version: str) -> None:
+        self._inner = inner
+        self._version = version
+
+    async def send(self, item: SessionMessage, /) -> None:
+        message = item.message
+        if isinstance(message, mcp_types.JSONRPCRequest) and message.method == "initialize" and message.params:
+            params = {**message.params, "protocolVersion": self._version}
+            item = SessionMessage(message.model_copy(update={"params": params}), item.metadata)
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        """Close the inner stream (for our transports' streams, nothing: the transport closes them)."""
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _PinnedWrites:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def offered(session: ClientSession) -> list[str]:
+    """The versions the server said it speaks: its ``server/discover`` list, or the one it answered the handshake
+    with."""
+    if session.discover_result is not None:
+        return list(session.discover_result.supported_versions)
+    return [session.protocol_version] if session.protocol_version else []
+
+
+def pinned_writes(writes: Any, protocol: str) -> Any:
+    """``writes`` for a session of ``McpServer.protocol``: a handshake-era pin is the version offered in
+    ``initialize`` (so the server answers it, or the version it speaks instead, which :func:`pin_problem`
+    refuses)."""
+    return _PinnedWrites(writes, protocol) if protocol in HANDSHAKE_PROTOCOL_VERSIONS else writes
 
 
 def is_modern(version: str | None) -> bool:

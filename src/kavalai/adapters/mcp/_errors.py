@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 from typing import Final
 
@@ -26,10 +27,11 @@ def describe_failure(
     process: StdioProcess | None = None,
     timed_out: bool = False,
     expired: bool = False,
+    challenge: str | None = None,
 ) -> ServerConnectionError:
     """The error for MCP server ``config`` failing ``phase`` ("while connecting", "during a call to ..."), naming the
-    server, what it is, and why: how a stdio server exited (if it did by itself) and its stderr tail, else the
-    cause."""
+    server, what it is, and why: how a stdio server exited (if it did by itself) and its stderr tail, an HTTP
+    server's 401 challenge (``WWW-Authenticate``) and the fix, else the cause."""
     exit_code = process.exit_code if process is not None else None
     stderr_tail = scrub(config, process.stderr_tail()) or None if process is not None else None
     if process is not None and process.protocol_error:
@@ -39,6 +41,8 @@ def describe_failure(
         why = f"did not finish connecting within {config.connect_timeout:g} s (connect_timeout)"
     elif exit_code is not None:
         why = f"{_exit(exit_code)} {phase}"
+    elif challenge is not None:
+        why = f"answered {phase} with {_unauthorized(config, challenge)}"
     elif expired:
         why = f"no longer knew the session (HTTP 404) {phase}; the next use starts a new one"
     elif exc is not None:
@@ -57,6 +61,20 @@ def describe_failure(
             f"messages (send logs to stderr):\n{noise}"
         )
     return ServerConnectionError(message, server=config.name, exit_code=exit_code, stderr_tail=stderr_tail)
+
+
+_RESOURCE_METADATA: Final = re.compile(r'resource_metadata="?([^",\s]+)')
+
+
+def _unauthorized(config: McpServer, challenge: str) -> str:
+    """An HTTP 401: the challenge the server sent (its resource metadata URL, RFC 9728), and what to do."""
+    shown = scrub(config, challenge)[:_MAX_DETAIL] if challenge else "none"
+    found = _RESOURCE_METADATA.search(challenge)
+    metadata = f"; its resource metadata: {found.group(1)}" if found else ""
+    said = f"HTTP 401 Unauthorized (WWW-Authenticate: {shown}{metadata})"
+    if any(header.lower() == "authorization" for header in config.headers):
+        return f"{said}: the Authorization header given was refused"
+    return f"{said}. It is protected: give the McpServer auth=OAuth(...) (from kavalai.auth) to sign in"
 
 
 def _exit(code: int) -> str:

@@ -50,10 +50,12 @@ class Generation:
     session: ClientSession | None = None
     client: Any = None  # the SDK's mcp.Client around the session, while connected
     relisten: anyio.Event | None = None  # set to reopen the 2026-07-28 change stream (subscriptions changed)
+    listened: list[anyio.Event] = field(default_factory=list)  # set once a change stream with the new filter is open
     process: StdioProcess | None = None
     scope: anyio.CancelScope | None = None
     error: ServerConnectionError | None = None  # why it failed, once it has
     cause: BaseException | None = None  # the transport's own exception, if one ended it
+    challenge: str | None = None  # the WWW-Authenticate header of an HTTP 401 answer, if the server sent one
     task: asyncio.Task[None] | None = None
     refresh: anyio.Event = field(default_factory=anyio.Event)  # the server said its tool list changed
     _ready: anyio.Event = field(default_factory=anyio.Event)  # CONNECTED or DONE
@@ -85,6 +87,10 @@ class Generation:
     def end(self) -> None:
         """The connection is gone: let the owner shut it down."""
         self.move(Phase.STOPPING, Ending.ENDED)
+
+    def challenged(self, header: str) -> None:
+        """The HTTP server answered 401 with this ``WWW-Authenticate`` header (empty: none)."""
+        self.challenge = header
 
     def expire(self) -> None:
         """The HTTP server answered 404 for the session: a new session is needed."""

@@ -32,7 +32,8 @@ class McpServerState:
     Attributes:
         name: the server's registered name.
         status: see :data:`McpStatus`.
-        transport: ``"stdio"``, ``"streamable-http"`` or ``"sse"``.
+        transport: ``"stdio"``, ``"streamable-http"`` or ``"sse"``: for a ``url`` left to auto-detection, the
+            transport found (streamable HTTP is reported until one is found).
         tools: the URIs of the tools it offers, sorted (empty until it has connected).
         error: why it failed (for a stdio server, with its exit code and stderr tail); ``None`` otherwise.
         pid: the process id of a running stdio server (the server's own, not the shim's it runs under on Linux);
@@ -40,6 +41,9 @@ class McpServerState:
         connects: how many times it has connected successfully (a restart after a crash counts again).
         protocol_version: the MCP protocol revision negotiated with the server (``"2025-11-25"``, ...), once
             connected.
+        stray_messages: how many messages the server sent that answer no request (unreadable ones naming none,
+            answers with a null id or the id of no request awaiting one), over all its connects. Each is dropped
+            and the session goes on; the first few are logged at WARNING on ``kavalai.mcp``.
     """
 
     name: str
@@ -50,3 +54,4 @@ class McpServerState:
     pid: int | None = None
     connects: int = 0
     protocol_version: str | None = None
+    stray_messages: int = 0

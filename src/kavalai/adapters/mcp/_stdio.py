@@ -15,7 +15,7 @@ import secrets
 import shutil
 import sys
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +44,7 @@ _STDERR_LINE_CHARS: Final = 500
 _NOISE_LINES: Final = 3
 _SHIM: Final = str(Path(__file__).with_name("_shim.py"))
 _PARSE_OFF_LOOP: Final = 256 * 1024  # bytes above which a message is parsed in a worker thread
+_MAX_AWAITED: Final = 10_000  # request ids remembered as unanswered (a server that never answers cannot grow it)
 
 
 @dataclass(eq=False)
@@ -59,8 +60,11 @@ class StdioProcess:
         stopped_by_kernel: whether it was still running when the kernel began to stop it.
         stdout_noise: the last lines it wrote to stdout that are not JSON-RPC (a server must write only
             protocol messages there).
-        protocol_error: why the kernel gave up on the server's output (a message over the size limit, a
-            message that looks like JSON-RPC but cannot be read and names no request), or ``None``.
+        protocol_error: why the kernel gave up on the server's output (a message over the size limit), or
+            ``None``.
+        on_stray: told (with why) of each message that answers no request: one that cannot be read and names no
+            request, or an answer whose id is null or not that of a request awaiting one. Such a message is
+            dropped; the session goes on.
     """
 
     pid: int
@@ -75,7 +79,27 @@ class StdioProcess:
     _stderr: deque[str] = field(default_factory=lambda: deque(maxlen=_STDERR_LINES), repr=False)
     _partial: str = field(default="", repr=False)
     shimmed: bool = False
+    on_stray: Callable[[str], None] = field(default=lambda why: None, repr=False)
     _server_pid: int | None = field(default=None, repr=False)
+    _awaited: dict[str, None] = field(default_factory=dict, repr=False)  # ids of requests sent, not yet answered
+
+    def _sent(self, message: SessionMessage) -> None:
+        if isinstance(message.message, mcp_types.JSONRPCRequest):
+            self._awaited[str(message.message.id)] = None
+            if len(self._awaited) > _MAX_AWAITED:
+                del self._awaited[next(iter(self._awaited))]  # the oldest: a request given up on long ago
+
+    def _answers_a_request(self, message: SessionMessage) -> bool:
+        """Whether ``message`` may go to the session: anything but an answer to no request awaiting one."""
+        inner = message.message
+        if not isinstance(inner, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError):
+            return True
+        key = str(inner.id)
+        if inner.id is not None and key in self._awaited:
+            del self._awaited[key]
+            return True
+        self.on_stray(f"an answer with id {inner.id!r}, which is no request awaiting one")
+        return False
 
     @property
     def server_pid(self) -> int:
@@ -119,8 +143,11 @@ Streams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObj
 
 
 @asynccontextmanager
-async def open_stdio(server: McpServer) -> AsyncIterator[tuple[Streams, StdioProcess]]:
-    """Start ``server``'s process and yield the session's streams and the process.
+async def open_stdio(
+    server: McpServer, on_stray: Callable[[str], None] | None = None
+) -> AsyncIterator[tuple[Streams, StdioProcess]]:
+    """Start ``server``'s process and yield the session's streams and the process (``on_stray``: see
+    :attr:`StdioProcess.on_stray`).
 
     When the process exits, the stream the session reads ends. Leaving the block stops the process and its
     group, even when the caller is cancelled.
@@ -145,13 +172,15 @@ async def open_stdio(server: McpServer) -> AsyncIterator[tuple[Streams, StdioPro
             start_new_session=True,
         )
     info = StdioProcess(pid=process.pid, process=process, marker=marker, shimmed=_SHIM in command[:4])
+    if on_stray is not None:
+        info.on_stray = on_stray
     LIVE_GROUPS.add(process.pid)
     to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](0)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_read_stdout, info, to_session, server.max_message_bytes)
-            tg.start_soon(_write_stdin, process, from_session, to_session)
+            tg.start_soon(_write_stdin, info, from_session, to_session)
             tg.start_soon(_read_stderr, process, info)
             tg.start_soon(_watch_exit, info, to_session)
             try:
@@ -218,8 +247,10 @@ async def _read_stdout(
                         if message is None:
                             continue
                         if isinstance(message, str):
-                            _give_up(info, message)
-                            return
+                            info.on_stray(message)
+                            continue
+                        if not info._answers_a_request(message):
+                            continue
                         try:
                             await to_session.send(message)
                         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -241,7 +272,7 @@ _ID_RE: Final = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")')
 def _parse(info: StdioProcess, line: bytes) -> SessionMessage | str | None:
     """The message on ``line``; ``None`` for a line that is not JSON-RPC at all (a log line: kept as noise); or,
     for a line that looks like JSON-RPC but cannot be read, an error response failing the request it names, or
-    when it names none, the reason to give up on the server (a ``str``)."""
+    when it names none (``"id": null``, or no id at all), what it is (a ``str``: a stray message, dropped)."""
     try:
         return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError as exc:
@@ -251,7 +282,7 @@ def _parse(info: StdioProcess, line: bytes) -> SessionMessage | str | None:
         reason = f"a message that could not be read ({_first_line(exc)})"
         found = _ID_RE.search(line)
         if found is None:
-            return f"sent {reason}, naming no request"
+            return f"{reason}, naming no request"
         raw_id = found.group(1).decode()
         request_id: int | str = int(raw_id) if raw_id[0] != '"' else raw_id.strip('"')
         error = mcp_types.ErrorData(code=mcp_types.PARSE_ERROR, message=f"The server sent {reason}.")
@@ -264,14 +295,16 @@ def _first_line(exc: Exception) -> str:
 
 
 async def _write_stdin(
-    process: anyio.abc.Process,
+    info: StdioProcess,
     from_session: MemoryObjectReceiveStream[SessionMessage],
     to_session: MemoryObjectSendStream[SessionMessage | Exception],
 ) -> None:
+    process = info.process
     assert process.stdin is not None
     try:
         async with from_session:
             async for message in from_session:
+                info._sent(message)
                 data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
                 await process.stdin.send(data.encode() + b"\n")
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):

@@ -7,6 +7,12 @@ for meanwhile (``input_required``: the connection's elicitation and sampling han
 the call is cancelled (its timeout, the caller, ``ToolTask.cancel()``) the task is cancelled on the server too
 (``tasks/cancel``).
 
+The 2025-11-25 revision had tasks in its core (experimental, SEP-1686), which the reference server
+``@modelcontextprotocol/server-everything`` uses for tools listed with ``taskSupport: "required"``: such a tool is
+called with a ``task`` in its params (:func:`call_as_legacy_task`), the server answers with the task it created,
+``tasks/get`` is polled while it works, and ``tasks/result`` gives the tool's result once it ends; what the task asks
+of the client meanwhile (elicitation, sampling) arrives on the session and is answered by its handlers as usual.
+
 Written here: the SDK has the building blocks (``ClientSession.send_request``, ``dispatch_input_request``) but no
 tasks client; FastMCP's lives in a package that pins its own FastMCP release.
 """
@@ -21,9 +27,18 @@ import anyio
 import mcp_types
 from mcp.client import ClientRequestContext, ClientSession
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-__all__ = ["EXTENSION", "TaskCreated", "drive_task", "offers_tasks", "send_call"]
+__all__ = [
+    "EXTENSION",
+    "LegacyTaskReads",
+    "TaskCreated",
+    "call_as_legacy_task",
+    "drive_task",
+    "offers_tasks",
+    "send_call",
+]
 
 logger = logging.getLogger("kavalai.mcp")
 M = TypeVar("M", bound=BaseModel)
@@ -57,6 +72,73 @@ class _TaskState(_TaskFields):
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     input_requests: dict[str, Any] | None = Field(default=None, alias="inputRequests")
+
+
+class _LegacyTask(BaseModel):
+    """A 2025-11-25 task, as ``tools/call`` (under ``task``) and ``tasks/get`` give it."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    task_id: str = Field(alias="taskId", max_length=1024)
+    status: Literal["working", "input_required", "completed", "failed", "cancelled"]
+    status_message: str | None = Field(default=None, alias="statusMessage")
+    poll_interval: int | None = Field(default=None, alias="pollInterval")
+
+
+#: Where a 2025-11-25 task created for a ``tools/call`` travels inside the result the SDK's session is handed (see
+#: :class:`LegacyTaskReads`).
+_CREATED: Final = "io.kavalai/created-task"
+
+
+class LegacyTaskReads:
+    """The stream a handshake-era session reads, with each ``CreateTaskResult`` (a 2025-11-25 task-augmented
+    ``tools/call`` answered with the task it created) handed on as a ``CallToolResult`` with no content and the task
+    under ``_meta`` (``io.kavalai/created-task``): the SDK's session checks a ``tools/call`` answer against the
+    negotiated revision's ``CallToolResult`` and would refuse the task. Only a result holding a ``task`` object and no
+    ``content`` is changed, which answers nothing but a task-augmented request."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    @property
+    def last_context(self) -> Any:
+        """The inner stream's sender context of the last message (the SDK's HTTP transports record one)."""
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        """The next message, a created task carried as above."""
+        return _carry_task(await self._inner.receive())
+
+    def __aiter__(self) -> LegacyTaskReads:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        """Close the inner stream."""
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> LegacyTaskReads:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _carry_task(item: Any) -> Any:
+    message = getattr(item, "message", None)
+    if not isinstance(message, mcp_types.JSONRPCResponse):
+        return item
+    result = message.result
+    if not isinstance(result.get("task"), dict) or "content" in result:
+        return item
+    meta = result.get("_meta")
+    carried = {"content": [], "_meta": {**(meta if isinstance(meta, dict) else {}), _CREATED: result["task"]}}
+    return SessionMessage(message.model_copy(update={"result": carried}), item.metadata)
 
 
 _TaskRequest = mcp_types.Request[dict[str, Any], str]
@@ -101,13 +183,66 @@ async def send_call(session: ClientSession, send: Callable[[], Awaitable[R]]) ->
             waiting.deadline = anyio.current_time() + _CANCEL_WAIT
             with anyio.CancelScope(shield=True):
                 await done.wait()
-                if answered and isinstance(answered[0], TaskCreated):
+                task_id = _task_id(answered[0]) if answered else None
+                if task_id is not None:
                     with anyio.move_on_after(_CANCEL_WAIT):
-                        await _send(session, "tasks/cancel", {"taskId": answered[0].task_id}, suppress=True)
+                        await _cancel(session, task_id)
             raise
     if failed:
         raise failed[0]
     return answered[0]
+
+
+def _task_id(answer: object) -> str | None:
+    if isinstance(answer, TaskCreated):
+        return answer.task_id
+    meta = answer.meta if isinstance(answer, mcp_types.CallToolResult) else None
+    created = (meta or {}).get(_CREATED)
+    task_id = created.get("taskId") if isinstance(created, dict) else None
+    return task_id if isinstance(task_id, str) else None
+
+
+async def call_as_legacy_task(
+    session: ClientSession, request: mcp_types.CallToolRequest, progress: Any = None
+) -> mcp_types.CallToolResult:
+    """Send ``request`` as a 2025-11-25 task-augmented call (``task`` in its params) and follow the task the
+    server creates to its end; return the tool's result. The session must read through :class:`LegacyTaskReads`.
+
+    Raises:
+        MCPError: the server refused the call, or the task failed, was cancelled or asked what was refused.
+    """
+    params = request.params.model_copy(update={"task": mcp_types.TaskMetadata()})
+    augmented = request.model_copy(update={"params": params})
+    answer = await send_call(
+        session, lambda: session.send_request(augmented, mcp_types.CallToolResult, progress_callback=progress)
+    )
+    created = (answer.meta or {}).get(_CREATED)
+    if created is None:
+        return answer  # the server ran it at once
+    task = _read(_LegacyTask, created, "the task it created")
+    logger.debug("MCP tools/call runs as 2025-11-25 task %s (%s)", task.task_id, task.status)
+    try:
+        return await _follow_legacy(session, task)
+    except BaseException:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_WAIT):
+            await _cancel(session, task.task_id)
+        raise
+
+
+async def _follow_legacy(session: ClientSession, task: _LegacyTask) -> mcp_types.CallToolResult:
+    delay, state = _FIRST_POLL, task
+    while state.status == "working":
+        await anyio.sleep(delay)
+        delay = min(delay * 2, _ceiling(state.poll_interval))
+        state = _read(_LegacyTask, await _send(session, "tasks/get", {"taskId": task.task_id}), "its tasks/get answer")
+    if state.status in ("failed", "cancelled"):
+        said = f": {state.status_message}" if state.status_message else ""
+        reason = "was cancelled on the server" if state.status == "cancelled" else "failed"
+        raise MCPError(code=mcp_types.INTERNAL_ERROR, message=f"the task {reason}{said}")
+    # Completed, or waiting for input: tasks/result answers once the task has ended, and what it asks for meanwhile
+    # comes on the session (answered by the connection's handlers).
+    raw = await _send(session, "tasks/result", {"taskId": task.task_id})
+    return _read(mcp_types.CallToolResult, raw, "its tasks/result answer")
 
 
 async def drive_task(session: ClientSession, task: TaskCreated) -> mcp_types.CallToolResult:
@@ -120,7 +255,7 @@ async def drive_task(session: ClientSession, task: TaskCreated) -> mcp_types.Cal
         return await _follow(session, task)
     except BaseException:
         with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_WAIT):
-            await _send(session, "tasks/cancel", {"taskId": task.task_id}, suppress=True)
+            await _cancel(session, task.task_id)
         raise
 
 
@@ -202,6 +337,11 @@ async def _answer(session: ClientSession, state: _TaskState) -> dict[str, Any]:
             raise InputRefused(request.method, answer)
         responses[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
     return responses
+
+
+async def _cancel(session: ClientSession, task_id: str) -> None:
+    logger.debug("MCP task %s: the call ended early; cancelling it on the server (tasks/cancel)", task_id)
+    await _send(session, "tasks/cancel", {"taskId": task_id}, suppress=True)
 
 
 async def _send(session: ClientSession, method: str, params: dict[str, Any], *, suppress: bool = False) -> Any:

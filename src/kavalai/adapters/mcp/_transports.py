@@ -114,26 +114,41 @@ class SessionWrites(Generic[T]):
 
 @asynccontextmanager
 async def open_transport(
-    server: McpServer, *, on_end: Callable[[], None], on_session_expired: Callable[[], None]
+    server: McpServer,
+    *,
+    on_end: Callable[[], None],
+    on_session_expired: Callable[[], None],
+    on_stray: Callable[[str], None] | None = None,
+    on_challenge: Callable[[str], None] | None = None,
 ) -> AsyncIterator[tuple[SessionReads[Any], SessionWrites[Any], StdioProcess | None]]:
     """Open ``server``'s transport; yield the stream the session reads, the one it writes, and the process of a
-    stdio server (``None`` for HTTP)."""
+    stdio server (``None`` for HTTP). ``on_stray`` is told of each message that answers no request (stdio; the
+    SDK's HTTP transports hand those to the session as exceptions); ``on_challenge`` of the ``WWW-Authenticate``
+    header of an HTTP 401 answer (the SDK's transports tell the session only "an error response")."""
     server = server.resolved()  # command_env / url_env are read now, at each connect
     if server.kind == "stdio":
-        async with open_stdio(server) as ((reads, writes), process):
+        async with open_stdio(server, on_stray) as ((reads, writes), process):
             yield SessionReads(reads, on_end), SessionWrites(writes), process
         return
-    async with _open_http(server, on_session_expired) as (reads, writes):
+    async with _open_http(server, on_session_expired, on_challenge) as (reads, writes):
         yield SessionReads(reads, on_end), SessionWrites(writes), None
 
 
 @asynccontextmanager
-async def _open_http(server: McpServer, on_session_expired: Callable[[], None]) -> AsyncIterator[Any]:
+async def _open_http(
+    server: McpServer, on_session_expired: Callable[[], None], on_challenge: Callable[[str], None] | None
+) -> AsyncIterator[Any]:
     if server.url is None:
         raise ConfigurationError(f"MCP server {server.name!r} has no url to connect to.")
     limit, name = server.max_message_bytes, server.name
     # OAuth: the identity's flow (the SDK's provider behind a fast path) authorizes every request of the session.
     auth = server.auth.flow(name, server.url, kind="MCP server").httpx_auth() if server.auth is not None else None
+
+    async def check_challenge(response: httpx2.Response) -> None:
+        # Not with auth=: its OAuth flow answers a 401 itself (and says why when it cannot).
+        if response.status_code == 401 and on_challenge is not None and server.auth is None:
+            on_challenge(response.headers.get("www-authenticate", ""))
+
     if server.kind == "sse":
 
         def bounded_client(
@@ -142,7 +157,11 @@ async def _open_http(server: McpServer, on_session_expired: Callable[[], None]) 
             auth: httpx2.Auth | None = None,
         ) -> httpx2.AsyncClient:
             return httpx2.AsyncClient(
-                headers=headers, timeout=timeout, auth=auth, transport=bounded_transport(name, limit)
+                headers=headers,
+                timeout=timeout,
+                auth=auth,
+                transport=bounded_transport(name, limit),
+                event_hooks={"response": [check_challenge]},
             )
 
         # A legacy SSE session ends with its event stream, which the end of the read stream reports.
@@ -166,7 +185,7 @@ async def _open_http(server: McpServer, on_session_expired: Callable[[], None]) 
         httpx2.AsyncClient(
             headers=dict(server.headers),
             timeout=timeout,
-            event_hooks={"response": [check_session]},
+            event_hooks={"response": [check_session, check_challenge]},
             transport=bounded_transport(name, limit),
             auth=auth,
         ) as client,
