@@ -149,7 +149,7 @@ class WorkflowEngine:
             WorkflowDefinitionError: the document is invalid; the message names the node or section and field.
         """
         if isinstance(path, str) and not os.path.isfile(path) and ("\n" in path or ":" in path):
-            return cls._from_text(path, Path.cwd(), "<yaml text>", locals())
+            return cls._from_text(path, Path.cwd(), text_source(path), locals())
         return cls.from_yaml_path(
             path,
             kernel=kernel,
@@ -558,6 +558,19 @@ class WorkflowEngine:
 
     def __repr__(self) -> str:
         return f"<WorkflowEngine {self.workflow!r} on {self.kernel!r}>"
+
+
+#: How much of a YAML text's first line names it in messages.
+_SOURCE_CHARS = 40
+
+
+def text_source(text: str) -> str:
+    """How messages name a workflow given as YAML text: by its first non-blank line, cut short (never the whole
+    document, which may be long or hold secrets further down)."""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if len(first) > _SOURCE_CHARS:
+        first = first[: _SOURCE_CHARS - 3] + "..."
+    return f"<yaml text: {first}>"
 
 
 def _safe_yaml(text: str, source: str) -> Any:
