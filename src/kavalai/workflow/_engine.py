@@ -29,6 +29,8 @@ from kavalai.workflow._services import Service
 from kavalai.workflow.errors import NodeError, WorkflowDefinitionError
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from kavalai import FunctionKernel
     from kavalai.agent.budget import OutputBudget
     from kavalai.durable import DurableRun, DurableRunner
@@ -220,6 +222,7 @@ class WorkflowEngine:
         base_dir: str | os.PathLike[str] | None = None,
         durable: DurableRunner | str | bool | None = None,
         client_factory: ClientFactory | None = None,
+        data_models: Mapping[str, type[BaseModel]] | None = None,
     ) -> WorkflowEngine:
         """Load a parsed workflow document (a dict), in our format or in Kaval.AI 1.0's.
 
@@ -236,6 +239,8 @@ class WorkflowEngine:
             history: Kaval.AI 1.0 ``history`` inputs and ``use_history``: a
                 :class:`kavalai.workflow.kaval.History`, such as :class:`~kavalai.workflow.kaval.InMemoryHistory`.
             base_dir: where module paths are looked up besides ``sys.path``; the current directory by default.
+            data_models: Kaval.AI 1.0 documents only: Pydantic models used as they are for the ``data_types`` of
+                those names (Kaval.AI's ``data_models=``, what ``WorkflowBuilder.data_model`` gives).
         """
         directory = Path.cwd() if base_dir is None else Path(base_dir)
         if _is_kaval(data):
@@ -271,6 +276,7 @@ class WorkflowEngine:
             rag_services=options["rag_services"],
             history=options["history"],
             source=source,
+            data_models=options.get("data_models"),
         )
         return cls(
             workflow,

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from kavalai.workflow import ExpressionError, NodeBase, Workflow, WorkflowDefinitionError, compile_expression
 from kavalai.workflow._graph import _RESERVED, did_you_mean
@@ -104,6 +104,7 @@ def load_kaval_document(
     rag_services: Retriever | Mapping[str, Retriever] | None = None,
     history: History | None = None,
     source: str = "<document>",
+    data_models: Mapping[str, type[BaseModel]] | None = None,
 ) -> Workflow:
     """Check a Kaval.AI 1.0 document, register its tools and servers on ``kernel`` and return our graph.
 
@@ -120,7 +121,7 @@ def load_kaval_document(
     else:
         services = {"default": rag_services}
     try:
-        workflow = _Translator(spec, services, history).workflow()
+        workflow = _Translator(spec, services, history, dict(data_models or {})).workflow()
         _register(spec, kernel, base_dir)
     except WorkflowDefinitionError as exc:
         raise _invalid(source, exc) from exc.__cause__
@@ -134,8 +135,15 @@ def _invalid(source: str, cause: WorkflowDefinitionError) -> WorkflowDefinitionE
 
 
 class _Translator:
-    def __init__(self, spec: KavalDocument, services: dict[str, Retriever], history: History | None) -> None:
+    def __init__(
+        self,
+        spec: KavalDocument,
+        services: dict[str, Retriever],
+        history: History | None,
+        models: dict[str, type[BaseModel]],
+    ) -> None:
         self.spec = spec
+        self.models = models
         self.types = TypeRegistry()
         self.ids = {node.name: _node_id(node.name) for node in spec.nodes}
         self.outputs = frozenset(node.output for node in spec.nodes if isinstance(node, WRITERS))
@@ -153,6 +161,9 @@ class _Translator:
     def workflow(self) -> Workflow:
         spec = self.spec
         for name in spec.data_types:
+            if name in self.models:  # a Pydantic model given for it (Kaval.AI's data_models=): used as it is
+                self.types.add(name, self.models[name])
+                continue
             try:
                 self.types.add_json_schema(name, kaval_json_schema(name, spec.data_types))
             except (ValueError, TypeError) as exc:
