@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import unicodedata
 from collections.abc import Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
+from uuid import UUID
 
 from pydantic import BaseModel, ValidationError
 
@@ -22,7 +25,7 @@ from kavalai.errors import ToolNotFoundError, ToolOutputError
 if TYPE_CHECKING:
     from kavalai.kernel import Kernel, ToolDefinition
 
-__all__ = ["KavalCompatMixin", "cast_output", "is_tool_allowed", "to_plain"]
+__all__ = ["KavalCompatMixin", "cast_output", "clean_text", "is_tool_allowed", "to_plain"]
 
 
 def cast_output(raw: Any, output_type: type[Any] | None, uri: str) -> Any:
@@ -53,14 +56,31 @@ def cast_output(raw: Any, output_type: type[Any] | None, uri: str) -> Any:
         raise ToolOutputError(message, uri=uri) from exc
 
 
+def clean_text(text: Any) -> Any:
+    """``text`` in Unicode NFC with control characters (NUL included) removed, keeping newlines, carriage returns
+    and tabs, as Kaval.AI 1.0's ``clean_text`` made text safe for its database; anything not a string as it is."""
+    if not isinstance(text, str):
+        return text
+    text = unicodedata.normalize("NFC", text)
+    if text.isprintable():  # the common case: nothing to remove
+        return text
+    return "".join(ch for ch in text if ch in "\n\r\t" or unicodedata.category(ch)[0] != "C")
+
+
 def to_plain(value: Any) -> Any:
-    """``value`` as plain data, without the ``__dunder__`` metadata keys YAML loaders add (``__line__``), at any depth;
-    models become their dumped data."""
+    """``value`` as plain data, as Kaval.AI 1.0's ``to_plain`` made it: models become their dumped data, tuples
+    lists, datetimes and UUIDs their ``str()``, text :func:`clean_text`, and the ``__dunder__`` metadata keys YAML
+    loaders add (``__line__``) are dropped at any depth (Kaval.AI dropped every key starting with ``_``; a field
+    named ``_id`` is data here)."""
+    if isinstance(value, str):
+        return clean_text(value)
     if isinstance(value, BaseModel):
         value = value.model_dump()
+    if isinstance(value, datetime | UUID):
+        return str(value)
     if isinstance(value, Mapping):
         return {
-            key: to_plain(item)
+            clean_text(key): to_plain(item)
             for key, item in value.items()
             if not (isinstance(key, str) and key.startswith("__") and key.endswith("__"))
         }

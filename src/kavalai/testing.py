@@ -188,6 +188,11 @@ class ScriptedLLM:
             yield TextDelta(text=piece)
         yield ResponseDone(response=response)
 
+    def __call__(self, model: str | None = None, *args: Any, **kwargs: Any) -> ScriptedLLM:
+        """This client: a ``ScriptedLLM`` is also a ``client_factory`` (Kaval.AI 1.0's scripted client was one),
+        so ``WorkflowEngine.from_yaml(text, client_factory=scripted)`` serves every model from one script."""
+        return self
+
     async def aclose(self) -> None:
         """Nothing to release."""
 

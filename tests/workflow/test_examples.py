@@ -34,7 +34,7 @@ async def test_document_report_uses_bundled_mcp_and_rest_tools_and_starts_what_i
         assert url.startswith("http://127.0.0.1:")
         result = await engine.run({"path": "release-notes.md", "wpm": 50})
     assert result.ok, result.error
-    assert result.output_data() == {
+    assert result.output_data == {
         "path": "release-notes.md",
         "words": 88,
         "top_words": ["node", "release", "workflows"],
@@ -78,7 +78,7 @@ async def test_support_triage_agent_routes_by_priority(message: str, priority: s
     async with WorkflowEngine.from_yaml(EXAMPLES / "support_triage.yaml") as engine:
         result = await engine.run({"message": message})
     assert result.ok, result.error
-    output = result.output_data()
+    output = result.output_data
     assert (output["priority"], output["queue"]) == (priority, queue)
     assert output["ticket"].startswith(queue.upper() + "-")
     assert output["words"] == len(message.split())

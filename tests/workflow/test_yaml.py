@@ -75,7 +75,7 @@ async def test_loads_and_runs_a_yaml_workflow(tmp_path: Path) -> None:
         assert engine.kernel.list_tools() == ["python://double", "python://text.shout"]
         result = await engine.run({"n": "21", "word": "hey"})
         assert result.ok, result.error
-        assert result.output_data() == {"doubled": 42, "shouted": "HEY!", "big": True}
+        assert result.output_data == {"doubled": 42, "shouted": "HEY!", "big": True}
         assert type(result.output).__name__ == "Result"
         invalid = await engine.run({"n": 1})
         assert invalid.failed_node == "start"

@@ -215,7 +215,7 @@ async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextI
     if args.trace:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False), file=out)
     elif result.ok:
-        print(json.dumps(result.output_data(), indent=2, ensure_ascii=False), file=out)
+        print(json.dumps(result.output_json(), indent=2, ensure_ascii=False), file=out)
     if not result.ok:
         error = result.error
         if isinstance(error, NodeValidationError) and error.node == engine.workflow.start:

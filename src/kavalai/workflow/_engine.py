@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
@@ -20,6 +20,7 @@ import anyio
 
 from kavalai.adapters.mcp import ElicitationHandler, McpElicitation, answering
 from kavalai.workflow._executor import Emit, Execution
+from kavalai.workflow._factory import ClientFactory, RunClients, ScopedRun
 from kavalai.workflow._graph import Workflow, check_tools, checked_timeout, checked_visits
 from kavalai.workflow._nodes import AgentNode, LlmNode
 from kavalai.workflow._result import InputRequested, RunResult, WorkflowEvent, jsonable
@@ -28,6 +29,8 @@ from kavalai.workflow._services import Service
 from kavalai.workflow.errors import NodeError, WorkflowDefinitionError
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from kavalai import FunctionKernel
     from kavalai.agent.budget import OutputBudget
     from kavalai.durable import DurableRun, DurableRunner
@@ -69,6 +72,11 @@ class WorkflowEngine:
             :class:`~kavalai.agent.OutputBudget`): each value their templates print, and the tool results an agent
             node's agent reads; ``None`` takes the kernel's ``output_budget`` (the YAML ``output_budget`` section
             sets it for a workflow file). A run's trace keeps everything whole.
+        client_factory: Kaval.AI 1.0's way to give the engine its LLM clients:
+            ``client_factory(model, parameters, stats) -> LLMClient``, called the first time a run needs a model
+            id (a node's ``model``, else a model id given as ``llm``) that ``llms`` and ``models`` do not hold;
+            the client serves the rest of that run and is closed when the run ends. ``parameters`` and ``stats``
+            are ``None``: nodes apply their settings to each call, and usage is in the run's trace.
 
     Use it as ``async with engine:`` (connect on entry, close on exit) or call :meth:`connect` and
     :meth:`aclose` yourself.
@@ -89,6 +97,7 @@ class WorkflowEngine:
         durable: DurableRunner | str | bool | None = None,
         output_budget: OutputBudget | None = None,
         on_elicitation: ElicitationHandler | None = None,
+        client_factory: ClientFactory | None = None,
     ) -> None:
         #: Answers what MCP servers (``elicitation="caller"``) ask the user during a durable run's tool calls, in
         #: whichever process runs it: a handler, or :class:`~kavalai.agent.OutsideElicitation` to answer through
@@ -105,6 +114,8 @@ class WorkflowEngine:
         self.workflow = workflow
         self.kernel = kernel
         self._llm = llm
+        #: Makes the clients of each run's model ids (Kaval.AI 1.0's ``client_factory``), or ``None``.
+        self.client_factory = client_factory
         self._llms: dict[str, LLMClient] = dict(llms or {})
         self._factories: dict[str, Callable[[], LLMClient]] = dict(models or {})
         self._made: dict[str, LLMClient] = {}
@@ -132,6 +143,7 @@ class WorkflowEngine:
         rag_services: Retriever | Mapping[str, Retriever] | None = None,
         history: History | None = None,
         durable: DurableRunner | str | bool | None = None,
+        client_factory: ClientFactory | None = None,
     ) -> WorkflowEngine:
         """Load a workflow from YAML text or a YAML file: build its graph and register what it declares on the
         kernel. Both formats load: ours and Kaval.AI 1.0's (told apart by shape, see :meth:`from_dict`).
@@ -141,15 +153,15 @@ class WorkflowEngine:
                 is read as a file; any other ``str`` containing a newline or a colon is the YAML text (as
                 Kaval.AI 1.0's ``from_yaml`` takes it). Use :meth:`from_yaml_path` to say "file" explicitly.
             kernel: register the declared tools on this kernel instead of a new one.
-            llm, llms, max_visits, timeout, durable: as for the constructor; ``llms`` wins over the file's
-                ``models``.
+            llm, llms, max_visits, timeout, durable, client_factory: as for the constructor; ``llms`` wins over
+                the file's ``models``.
             rag_services, history: for Kaval.AI 1.0 documents only, see :meth:`from_dict`.
 
         Raises:
             WorkflowDefinitionError: the document is invalid; the message names the node or section and field.
         """
         if isinstance(path, str) and not os.path.isfile(path) and ("\n" in path or ":" in path):
-            return cls._from_text(path, Path.cwd(), "<yaml text>", locals())
+            return cls._from_text(path, Path.cwd(), text_source(path), locals())
         return cls.from_yaml_path(
             path,
             kernel=kernel,
@@ -160,6 +172,7 @@ class WorkflowEngine:
             rag_services=rag_services,
             history=history,
             durable=durable,
+            client_factory=client_factory,
         )
 
     @classmethod
@@ -175,6 +188,7 @@ class WorkflowEngine:
         rag_services: Retriever | Mapping[str, Retriever] | None = None,
         history: History | None = None,
         durable: DurableRunner | str | bool | None = None,
+        client_factory: ClientFactory | None = None,
     ) -> WorkflowEngine:
         """Load the workflow YAML file at ``path`` (either format); arguments as for :meth:`from_yaml`.
 
@@ -207,6 +221,8 @@ class WorkflowEngine:
         history: History | None = None,
         base_dir: str | os.PathLike[str] | None = None,
         durable: DurableRunner | str | bool | None = None,
+        client_factory: ClientFactory | None = None,
+        data_models: Mapping[str, type[BaseModel]] | None = None,
     ) -> WorkflowEngine:
         """Load a parsed workflow document (a dict), in our format or in Kaval.AI 1.0's.
 
@@ -216,13 +232,15 @@ class WorkflowEngine:
 
         Args:
             data: the document.
-            kernel, llm, llms, max_visits, timeout, durable: as for the constructor.
+            kernel, llm, llms, max_visits, timeout, durable, client_factory: as for the constructor.
             rag_services: Kaval.AI 1.0 ``rag_query`` nodes: a retriever (used as ``"default"``) or retrievers by
                 service name; a retriever is any object with an async ``query(...)`` method
                 (:class:`kavalai.workflow.kaval.Retriever`).
             history: Kaval.AI 1.0 ``history`` inputs and ``use_history``: a
                 :class:`kavalai.workflow.kaval.History`, such as :class:`~kavalai.workflow.kaval.InMemoryHistory`.
             base_dir: where module paths are looked up besides ``sys.path``; the current directory by default.
+            data_models: Kaval.AI 1.0 documents only: Pydantic models used as they are for the ``data_types`` of
+                those names (Kaval.AI's ``data_models=``, what ``WorkflowBuilder.data_model`` gives).
         """
         directory = Path.cwd() if base_dir is None else Path(base_dir)
         if _is_kaval(data):
@@ -258,6 +276,7 @@ class WorkflowEngine:
             rag_services=options["rag_services"],
             history=options["history"],
             source=source,
+            data_models=options.get("data_models"),
         )
         return cls(
             workflow,
@@ -268,6 +287,7 @@ class WorkflowEngine:
             timeout=options["timeout"],
             owns_kernel=options["kernel"] is None,
             durable=options.get("durable"),
+            client_factory=options.get("client_factory"),
         )
 
     @classmethod
@@ -284,6 +304,7 @@ class WorkflowEngine:
             owns_kernel=options["kernel"] is None,
             durable=options.get("durable"),
             output_budget=loaded.output_budget,
+            client_factory=options.get("client_factory"),
         )
 
     # ---------------------------------------------------------------------------------------------- lifecycle
@@ -305,7 +326,10 @@ class WorkflowEngine:
         for node in self.workflow.nodes.values():
             if isinstance(node, AgentNode | LlmNode):
                 try:
-                    await self._llm_for(node.model, node.id)
+                    if self.client_factory is None:
+                        await self._llm_for(node.model, node.id)
+                    else:  # the factory makes a run's clients when the run needs them
+                        self._choice(node.model, node.id)
                 except NodeError as exc:
                     raise WorkflowDefinitionError(exc.message, node=node.id, field="model") from exc
         check_tools(self.workflow, self.kernel)
@@ -437,12 +461,22 @@ class WorkflowEngine:
         model call, or a step of an agent node's agent (its tool listing, a model reply, an approval). Tool calls
         are redone through :attr:`durable_kernel` by the engine itself. Returns the step's result as the journal
         holds it."""
+        clients = self._run_clients()
+        try:
+            return await self._execute_step(request, self._llm_for if clients is None else clients.llm_for)
+        finally:
+            if clients is not None:
+                await clients.aclose()
+
+    async def _execute_step(
+        self, request: Mapping[str, Any], llm_for: Callable[[str | None, str], Awaitable[LLMClient]]
+    ) -> Any:
         from kavalai.durable import guarded
         from kavalai.llm.messages import parse_messages
 
         node = self.workflow.nodes.get(str(request.get("node")))
         if isinstance(node, LlmNode) and request.get("kind") == "model":
-            client = await self._llm_for(node.model, node.id)
+            client = await llm_for(node.model, node.id)
             declared = self.workflow.node_types.get(node.id)
             response_model = declared.annotation if declared is not None and declared.is_model else None
             messages = parse_messages(request["messages"])
@@ -451,7 +485,7 @@ class WorkflowEngine:
                 lambda response: response.model_dump(mode="json", by_alias=True),
             )
         if isinstance(node, AgentNode):
-            agent = node_agent(node, await self._llm_for(node.model, node.id), self.kernel, self.workflow)
+            agent = node_agent(node, await llm_for(node.model, node.id), self.kernel, self.workflow)
             return await agent.execute_step(request)
         raise ValueError(
             f"Workflow {self.workflow.name!r} cannot redo a step of kind {request.get('kind')!r} "
@@ -511,11 +545,12 @@ class WorkflowEngine:
         *,
         emit: Emit | None = None,
         run_id: str | None = None,
-    ) -> Execution:
-        return Execution(
+    ) -> Execution | ScopedRun:
+        clients = self._run_clients()
+        execution = Execution(
             self.workflow,
             self.kernel,
-            self._llm_for,
+            self._llm_for if clients is None else clients.llm_for,
             input,
             max_visits=self.max_visits if max_visits is None else checked_visits(max_visits, "max_visits"),
             timeout=self.timeout if isinstance(timeout, _Unset) else checked_timeout(timeout, "timeout"),
@@ -523,6 +558,12 @@ class WorkflowEngine:
             run_id=run_id,
             budget=self.output_budget or getattr(self.kernel, "output_budget", None),
         )
+        return execution if clients is None else ScopedRun(execution, clients)
+
+    def _run_clients(self) -> RunClients | None:
+        if self.client_factory is None:
+            return None
+        return RunClients(self.client_factory, self._choice, self._llm_for, self._factories.__contains__)
 
     def _client(self, model: str) -> LLMClient:
         """The client for a model name of ``models`` or a model id, created once and closed on aclose()."""
@@ -536,7 +577,8 @@ class WorkflowEngine:
                 self._made[model] = make_client(model)
         return self._made[model]
 
-    async def _llm_for(self, model: str | None, node: str) -> LLMClient:
+    def _choice(self, model: str | None, node: str) -> LLMClient | str:
+        """The client given to the engine for a node's ``model``, else the model id (or name) to make one for."""
         if model is not None and model in self._llms:
             return self._llms[model]
         chosen: LLMClient | str | None = self._llm
@@ -549,6 +591,10 @@ class WorkflowEngine:
                 node=node,
                 field="model",
             )
+        return chosen
+
+    async def _llm_for(self, model: str | None, node: str) -> LLMClient:
+        chosen = self._choice(model, node)
         if not isinstance(chosen, str):
             return chosen
         try:
@@ -558,6 +604,19 @@ class WorkflowEngine:
 
     def __repr__(self) -> str:
         return f"<WorkflowEngine {self.workflow!r} on {self.kernel!r}>"
+
+
+#: How much of a YAML text's first line names it in messages.
+_SOURCE_CHARS = 40
+
+
+def text_source(text: str) -> str:
+    """How messages name a workflow given as YAML text: by its first non-blank line, cut short (never the whole
+    document, which may be long or hold secrets further down)."""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if len(first) > _SOURCE_CHARS:
+        first = first[: _SOURCE_CHARS - 3] + "..."
+    return f"<yaml text: {first}>"
 
 
 def _safe_yaml(text: str, source: str) -> Any:

@@ -25,6 +25,8 @@ __all__ = [
     "NodeProgress",
     "NodeStarted",
     "NodeTrace",
+    "OutputData",
+    "OutputList",
     "RunFinished",
     "RunResult",
     "RunStarted",
@@ -153,8 +155,19 @@ class RunResult:
             raise self.error
         return self
 
+    @property
     def output_data(self) -> Any:
-        """The output as JSON-ready data (models dumped by alias)."""
+        """The output as JSON-ready data (models dumped by alias), read as an attribute, as Kaval.AI 1.0's
+        ``WorkflowState.output_data`` is: ``result.output_data == {"answer": 42}``.
+
+        A dict or list comes as an :class:`OutputData` / :class:`OutputList`, which is that dict or list and may
+        also be called, so ``result.output_data()`` (the method form of earlier kavalai releases) keeps working
+        for them; :meth:`output_json` returns the same data as plain types, whatever its shape.
+        """
+        return _callable_data(jsonable(self.output))
+
+    def output_json(self) -> Any:
+        """The output as JSON-ready data of plain types (dicts, lists, strings, numbers, ``None``)."""
         return jsonable(self.output)
 
     @classmethod
@@ -194,7 +207,7 @@ class RunResult:
             "run_id": self.run_id,
             "workflow": self.workflow,
             "status": self.status.value,
-            "output": self.output_data(),
+            "output": self.output_json(),
             "error": None if self.error is None else {"type": type(self.error).__name__, "message": str(self.error)},
             "failed_node": self.failed_node,
             "started_at": self.started_at.isoformat(),
@@ -308,6 +321,35 @@ def jsonable(value: Any) -> Any:
         return to_jsonable_python(value, by_alias=True)
     except PydanticSerializationError:
         return to_jsonable_python(value, by_alias=True, fallback=str)
+
+
+class OutputData(dict[str, Any]):
+    """A run's output dict (:attr:`RunResult.output_data`): a plain ``dict`` in every way, and callable, returning
+    itself, for code that calls ``result.output_data()``."""
+
+    __slots__ = ()
+
+    def __call__(self) -> OutputData:
+        """This dict (the method form of ``output_data`` of earlier kavalai releases)."""
+        return self
+
+
+class OutputList(list[Any]):
+    """A run's output list (:attr:`RunResult.output_data`): a plain ``list``, and callable, returning itself."""
+
+    __slots__ = ()
+
+    def __call__(self) -> OutputList:
+        """This list (the method form of ``output_data`` of earlier kavalai releases)."""
+        return self
+
+
+def _callable_data(value: Any) -> Any:
+    if type(value) is dict:
+        return OutputData(value)
+    if type(value) is list:
+        return OutputList(value)
+    return value
 
 
 def vars_of(obj: Any) -> dict[str, Any]:

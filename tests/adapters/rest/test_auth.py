@@ -98,15 +98,19 @@ async def test_a_server_echoing_credentials_has_them_redacted(kernel: FunctionKe
     assert BEARER_TOKEN not in str(info.value)
 
 
-async def test_a_rotated_variable_is_read_when_the_session_reopens(
+async def test_a_rotated_variable_is_read_at_the_next_request(
     kernel: FunctionKernel, shop_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KT_SECRET", "stale-token")
     with pytest.raises(HTTPStatusError):
         await _call(kernel, shop_url, "bearer", BearerAuth(token_env="KT_SECRET"))
-    monkeypatch.setenv("KT_SECRET", BEARER_TOKEN)
-    await kernel.close()
+    monkeypatch.setenv("KT_SECRET", BEARER_TOKEN)  # the same session: no close() needed
     assert (await kernel.call_tool("rest://api.check")).result == {"auth": "bearer"}  # type: ignore[attr-defined]
+    monkeypatch.setenv("KT_SECRET", "revoked-token")
+    with pytest.raises(HTTPStatusError) as info:
+        await kernel.call_tool("rest://api.check")
+    assert info.value.status_code == 401
+    assert "revoked-token" not in str(info.value)
 
 
 async def test_a_variable_unset_after_registration_fails_the_call_not_silently(
@@ -114,13 +118,35 @@ async def test_a_variable_unset_after_registration_fails_the_call_not_silently(
 ) -> None:
     monkeypatch.setenv("KT_SECRET", BEARER_TOKEN)
     assert await _call(kernel, shop_url, "bearer", BearerAuth(token_env="KT_SECRET")) == {"auth": "bearer"}
-    monkeypatch.delenv("KT_SECRET")
-    await kernel.close()  # the next call opens a new session and reads the variable again
+    monkeypatch.delenv("KT_SECRET")  # read again at the next request, on the same session
     with pytest.raises(
         ConfigurationError, match="'api': environment variable KT_SECRET .bearer token. is not set"
     ) as info:
         await kernel.call_tool("rest://api.check")
     assert info.value.uri == "rest://api.check"
+
+
+async def test_a_server_echoing_a_credential_read_per_request_has_it_redacted(
+    kernel: FunctionKernel, shop_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KT_SECRET", BEARER_TOKEN)
+    with pytest.raises(HTTPStatusError) as info:
+        await _call(kernel, shop_url, "echo-secret", BearerAuth(token_env="KT_SECRET"))
+    assert info.value.body == "denied for Bearer ***"
+    assert BEARER_TOKEN not in str(info.value)
+
+
+async def test_a_credential_read_per_request_does_not_follow_a_redirect_to_another_origin(
+    kernel: FunctionKernel, shop_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KT_SECRET", API_KEY)
+    kernel.register_rest_server(RestServer(name="api", url=shop_url, auth=ApiKeyAuth(key_env="KT_SECRET")))
+    kernel.register_rest_tool("api", "go", "GET", {"properties": {"to": {"type": "string"}}}, path="/redirect")
+    same = (await kernel.call_tool("rest://api.go", {"to": f"{shop_url}/echo/headers"})).result  # type: ignore[attr-defined]
+    assert same["x-api-key"] == API_KEY
+    with serve(create_app()) as other_url:
+        away = (await kernel.call_tool("rest://api.go", {"to": f"{other_url}/echo/headers"})).result  # type: ignore[attr-defined]
+    assert "x-api-key" not in away
 
 
 async def test_credential_headers_do_not_follow_a_redirect_to_another_origin(

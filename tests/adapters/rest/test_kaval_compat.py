@@ -46,11 +46,12 @@ async def test_username_env_and_password_env_send_basic_auth_when_both_are_set(
     monkeypatch.setenv("KT_PASS", BASIC_PASSWORD)
     kernel.register_rest_server(RestServer(name="api", url=shop_url, username_env="KT_USER", password_env="KT_PASS"))
     assert await kernel._call_rest_tool("api", "auth_check", {}) == {"user": BASIC_USER}
-    monkeypatch.delenv("KT_PASS")
-    await kernel.close()  # the next session reads the environment again: no password, so no auth (as in 1.0)
+    monkeypatch.delenv("KT_PASS")  # read at every request: no password now, so no auth is sent (as in 1.0)
     with pytest.raises(HTTPStatusError) as info:
         await kernel._call_rest_tool("api", "auth_check", {})
     assert info.value.status_code == 401
+    monkeypatch.setenv("KT_PASS", BASIC_PASSWORD)  # and set again, sent again, on the same session
+    assert await kernel._call_rest_tool("api", "auth_check", {}) == {"user": BASIC_USER}
     with pytest.raises(ValidationError, match="both username_env and password_env"):
         RestServer(name="x", url=shop_url, username_env="KT_USER")
 

@@ -44,7 +44,7 @@ async def test_a_function_workflow_runs_offline() -> None:
     shallow = await engine.run({"pond": "duck"})
     assert deep.completed
     assert deep.status is RunStatus.SUCCEEDED
-    assert deep.output_data() == {"depth_cm": 140, "unit": "cm"}
+    assert deep.output_data == {"depth_cm": 140, "unit": "cm"}
     assert deep.visited == ["begin", "measure", "deep_enough", "finish"]
     assert shallow.visited == ["begin", "measure", "deep_enough", "finish_shallow"]
     assert deep.trace[1].inputs == {"name": "mill", "unit": "cm"}
@@ -55,7 +55,7 @@ async def test_support_agent_routes_on_the_classification() -> None:
     engine = WorkflowEngine.from_yaml_path(DATA / "support_agent.yaml", llm=llm)
     result = await engine.run({"user_message": "I want my money back"})
     assert result.completed, result.error
-    assert result.output_data() == {"agent_response": "Your refund is on its way."}
+    assert result.output_data == {"agent_response": "Your refund is on its way."}
     assert result.visited == ["begin", "classify", "route", "refund_reply", "finish"]
     system, user = llm.requests[0].messages
     assert isinstance(system, SystemMessage)
@@ -100,8 +100,8 @@ async def test_orders_python_decides_and_absent_outputs_read_as_null(
     engine = WorkflowEngine.from_yaml_path(DATA / "orders.yaml", llm=llm)
     result = await engine.run({"message": "Two rye loaves for Friday, Mari"})
     assert result.completed, result.error
-    assert result.output_data()["status"] == status
-    assert (result.output_data()["order_id"] is None) == (status != "stored")
+    assert result.output_data["status"] == status
+    assert (result.output_data["order_id"] is None) == (status != "stored")
     assert len(llm.requests) == 1 + drafts
     # {% ... %} blocks are not Kaval.AI 1.0 syntax: they reach the model as written, as upstream sends them
     assert "{% for line in context.parsed.order.lines %}" in str(llm.requests[0].messages[0].content)
@@ -124,7 +124,7 @@ async def test_rag_query_reads_the_retriever_and_the_llm_sees_the_hits() -> None
     engine = WorkflowEngine.from_yaml_path(DATA / "grounded_chatbot.yaml", llm=llm, rag_services=retriever)
     result = await engine.run({"user_message": "how deep is the mill pond"})
     assert result.completed, result.error
-    assert result.output_data() == reply
+    assert result.output_data == reply
     assert retriever.queries == [
         {"text": "how deep is the mill pond", "top_k": 3, "collection": "village", "match": None}
     ]
@@ -254,7 +254,7 @@ async def test_parallel_branches_join_and_both_outputs_are_read() -> None:
 
     result = await WorkflowEngine.from_dict(doc(nodes, types=types), llm=ScriptedLLM(reply)).run({"user_message": "m"})
     assert result.completed, result.error
-    assert result.output_data() == {"agent_response": "left+right"}
+    assert result.output_data == {"agent_response": "left+right"}
     assert sorted(result.visited[1:3]) == ["left", "right"]
     assert result.visited[3:] == ["fan", "join", "e"]
 

@@ -1,8 +1,9 @@
 """Credentials of a REST server: HTTP Basic, a bearer token, or an API key in a header or query parameter.
 
 Each secret is given directly (held as a :class:`pydantic.SecretStr`, so it never shows in a repr) or as the name
-of an environment variable read when the server is registered and again whenever its session opens. A variable
-that is unset or empty is a :class:`~kavalai.errors.ConfigurationError`, never a request sent without auth. An
+of an environment variable, read for every request (so a rotated or removed credential takes effect at the next
+call). A variable that is unset or empty is a :class:`~kavalai.errors.ConfigurationError`, never a request sent
+without auth. An
 incomplete or contradictory setting is a ``ConfigurationError`` too (not a pydantic ``ValidationError``), and its
 message never shows the values given.
 """
@@ -102,6 +103,16 @@ class _AuthSetting(BaseModel):
     def _configuration_error(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         return validated(data, handler, cls.__name__)
 
+    @property
+    def reads_env(self) -> bool:
+        """Whether a secret comes from an environment variable (then it is read for every request)."""
+        return any(getattr(self, f"{name}_env") is not None for name in self._given_once)
+
+    @property
+    def header_names(self) -> tuple[str, ...]:
+        """The headers that carry the credentials (never sent to another origin)."""
+        return ("Authorization",)
+
 
 class BasicAuth(_AuthSetting):
     """HTTP Basic auth: ``username`` and ``password``, each given directly or by environment variable name."""
@@ -153,6 +164,11 @@ class ApiKeyAuth(_AuthSetting):
     location: Literal["header", "query"] = "header"
     key: SecretStr | None = None
     key_env: str | None = Field(default=None, description="Environment variable holding the key.")
+
+    @property
+    def header_names(self) -> tuple[str, ...]:
+        """The header that carries the key, when it goes in a header."""
+        return (self.name,) if self.location == "header" else ()
 
     def credentials(self, server: str) -> Credentials:
         """The header or query parameter carrying the key for ``server`` (reads environment variables now)."""

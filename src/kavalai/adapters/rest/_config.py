@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Self
 from urllib.parse import urlsplit
 
@@ -124,8 +124,12 @@ class RestServer(BaseModel):
             raise ValueError("give auth=OAuth(...) or an Authorization header, not both")
         return self
 
-    def resolve(self) -> ResolvedServer:
+    def resolve(self, *, env_credentials: bool = True) -> ResolvedServer:
         """Read the URL and credentials (from the environment where asked) into a :class:`ResolvedServer`.
+
+        With ``env_credentials=False`` the credentials held in environment variables are left out (a session
+        reads them for every request, :meth:`request_credentials`); the headers carrying them are still named
+        in ``secret_headers``.
 
         Raises:
             ConfigurationError: an environment variable is unset or empty, or holds an invalid URL.
@@ -145,10 +149,11 @@ class RestServer(BaseModel):
                 ) from exc
         else:
             url = self.url or ""
-        if isinstance(self.auth, OAuth):  # tokens go per request and identity (kavalai.adapters.rest._oauth)
+        # OAuth tokens go per request and identity (kavalai.adapters.rest._oauth).
+        if isinstance(self.auth, OAuth) or (self.credentials_per_request and not env_credentials):
             credentials = Credentials()
         else:
-            credentials = self.auth.credentials(self.name) if self.auth is not None else self._env_basic_auth()
+            credentials = self.request_credentials() if self.credentials_per_request else self._static_credentials()
         headers = {**self.headers, **credentials.headers}
         sensitive = [name for name in self.headers if _is_sensitive(name)]
         secrets = credentials.secrets + tuple(self.headers[name] for name in sensitive)
@@ -158,8 +163,41 @@ class RestServer(BaseModel):
             headers=headers,
             query=credentials.query,
             secrets=tuple(s for s in secrets if s),
-            secret_headers=tuple(dict.fromkeys([*credentials.headers, *sensitive])),
+            secret_headers=tuple(dict.fromkeys([*credentials.headers, *self._env_header_names(), *sensitive])),
         )
+
+    @property
+    def credentials_per_request(self) -> bool:
+        """Whether the credentials come from environment variables, read for every request (``username_env`` /
+        ``password_env``, or an auth setting's ``*_env`` field)."""
+        if self.username_env is not None:
+            return True
+        return self.auth is not None and not isinstance(self.auth, OAuth) and self.auth.reads_env
+
+    def request_credentials(self) -> Credentials:
+        """The credentials read from the environment now (for one request); none when the server has none there.
+
+        ``username_env``/``password_env`` with either variable unset or empty give no credentials (the request
+        goes without auth, as in Kaval.AI 1.0); an auth setting's unset variable raises.
+
+        Raises:
+            ConfigurationError: an auth setting's variable is unset or empty.
+        """
+        if self.auth is not None and not isinstance(self.auth, OAuth) and self.auth.reads_env:
+            return self.auth.credentials(self.name)
+        return self._env_basic_auth()
+
+    def _static_credentials(self) -> Credentials:
+        if self.auth is None or isinstance(self.auth, OAuth):
+            return Credentials()
+        return self.auth.credentials(self.name)
+
+    def _env_header_names(self) -> tuple[str, ...]:
+        if not self.credentials_per_request:
+            return ()
+        if self.auth is not None and not isinstance(self.auth, OAuth):
+            return self.auth.header_names
+        return ("Authorization",)
 
     def _env_basic_auth(self) -> Credentials:
         if self.username_env is None or self.password_env is None:
@@ -191,6 +229,8 @@ class ResolvedServer:
     secret_headers: tuple[str, ...] = ()
 
     redactor: Redactor = field(init=False, compare=False)
+    #: Headers of credentials read for one request (:meth:`with_credentials`), sent with it.
+    request_headers: dict[str, str] = field(init=False, compare=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "redactor", Redactor(self.secrets))
@@ -202,6 +242,19 @@ class ResolvedServer:
     def redact(self, text: str) -> str:
         """``text`` with every secret value replaced by ``***``."""
         return self.redactor.redact(text)
+
+    def with_credentials(self, credentials: Credentials) -> ResolvedServer:
+        """These settings with ``credentials`` (read for one request) added: their query parameters and secrets;
+        their headers go with the request (:attr:`request_headers`)."""
+        if not (credentials.headers or credentials.query or credentials.secrets):
+            return self
+        resolved = replace(
+            self,
+            query=self.query + credentials.query,
+            secrets=self.secrets + tuple(s for s in credentials.secrets if s),
+        )
+        object.__setattr__(resolved, "request_headers", credentials.headers)
+        return resolved
 
     def __repr__(self) -> str:
         return f"ResolvedServer(name={self.name!r}, base_url={self.base_url!r})"

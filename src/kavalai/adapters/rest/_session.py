@@ -47,8 +47,10 @@ class ServerSession:
     def __init__(self, server: RestServer, *, middlewares: Sequence[ClientMiddlewareType] = ()) -> None:
         self.server = server
         self._middlewares = tuple(middlewares)  # run outside the origin guard (an OAuth flow's, per identity)
-        # Registration only records the configuration: environment variables are read when a session opens.
+        # Registration only records the configuration: the URL's variable is read when a session opens, credential
+        # variables at every request.
         self._resolved: ResolvedServer | None = None
+        self._per_request = server.credentials_per_request
         self._ssl = self._ssl_setting()
         self._pool = LoopSession(self._new_session)
 
@@ -56,7 +58,7 @@ class ServerSession:
     def resolved(self) -> ResolvedServer:
         """The server's settings with URL and credentials read (read now if no session has read them yet)."""
         if self._resolved is None:
-            self._resolved = self.server.resolve()
+            self._resolved = self.server.resolve(env_credentials=False)
         return self._resolved
 
     @property
@@ -70,8 +72,8 @@ class ServerSession:
         return self._pool.session
 
     def _new_session(self) -> tuple[aiohttp.ClientSession, Callable[[], Awaitable[None]] | None]:
-        """A new pooled session; the environment is read again, so a rotated credential is picked up."""
-        self._resolved = resolved = self.server.resolve()
+        """A new pooled session; the URL's variable is read again (credentials from variables go per request)."""
+        self._resolved = resolved = self.server.resolve(env_credentials=False)
         session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=self.server.max_connections, ssl=self._ssl),
             headers=resolved.headers,
@@ -111,6 +113,12 @@ class ServerSession:
                 exc.uri = exc.uri or uri
                 raise
         resolved = self.resolved
+        if self._per_request:  # credentials from the environment: read for every request, so a change counts
+            try:
+                resolved = resolved.with_credentials(self.server.request_credentials())
+            except ConfigurationError as exc:  # a credential variable unset since the last call: name the tool
+                exc.uri = exc.uri or uri
+                raise
         method, path = request.method, request.path
         url = f"{resolved.base_url}{path}" if path.startswith("/") else path
         where = uri or f"REST server {self.name!r}"
@@ -165,6 +173,8 @@ def _request_options(request: PreparedRequest, resolved: ResolvedServer, where: 
     if request.query or resolved.query:
         options["params"] = [*request.query, *resolved.query]
     headers = dict(request.headers) if request.headers else {}
+    if resolved.request_headers:
+        headers.update(resolved.request_headers)
     if request.has_body and request.form:
         options["data"] = urlencode(request.body).encode()
         headers["Content-Type"] = "application/x-www-form-urlencoded"

@@ -6,6 +6,7 @@ checks, node-visit limits, timeouts, the trace and the event stream are the same
 ``docs/migrating_from_kaval.md`` for every difference.
 """
 
+from kavalai.workflow.kaval._builder import KavalWorkflowBuilder
 from kavalai.workflow.kaval._models import (
     KavalAgentNode,
     KavalArgument,
@@ -38,6 +39,7 @@ IfNode = KavalIfNode
 SwitchNode = KavalSwitchNode
 ParallelNode = KavalParallelNode
 RagQueryNode = KavalRagQueryNode
+WorkflowBuilder = KavalWorkflowBuilder
 
 __all__ = [
     "AgentNode",
@@ -60,6 +62,7 @@ __all__ = [
     "KavalStartNode",
     "KavalSwitchNode",
     "KavalTemplate",
+    "KavalWorkflowBuilder",
     "LLMNode",
     "ParallelNode",
     "PythonFunction",
@@ -69,6 +72,7 @@ __all__ = [
     "StartNode",
     "SwitchNode",
     "TemplateModel",
+    "WorkflowBuilder",
     "WorkflowGraph",
     "is_kaval_document",
     "load_kaval_document",

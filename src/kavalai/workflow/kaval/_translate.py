@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from kavalai.workflow import ExpressionError, NodeBase, Workflow, WorkflowDefinitionError, compile_expression
 from kavalai.workflow._graph import _RESERVED, did_you_mean
@@ -72,21 +72,28 @@ def is_kaval_document(document: Any) -> bool:
     return any(key in document for key in _KAVAL_KEYS)
 
 
+#: What every message about an invalid Kaval.AI document starts with (Kaval.AI 1.0's tests match these words).
+FAILED = "validation failed"
+
+
 def parse_kaval_document(document: Any, *, source: str = "<document>") -> KavalDocument:
-    """Check a parsed document against the Kaval.AI 1.0 schema and upstream's load-time checks."""
+    """Check a parsed document against the Kaval.AI 1.0 schema and upstream's load-time checks.
+
+    Raises:
+        WorkflowDefinitionError: ``validation failed: Kaval.AI workflow '<source>': <the problem>``; ``source``
+            names the file (or the text's first line), never the whole document.
+    """
     try:
         return KavalDocument.model_validate(document)
     except ValidationError as exc:
-        errors = exc.errors(include_url=False)
+        errors = exc.errors(include_url=False, include_input=False)
         for error in errors:  # a document-level check: re-raise it as it was, with its node and field
             cause = (error.get("ctx") or {}).get("error")
             if isinstance(cause, WorkflowDefinitionError):
-                raise WorkflowDefinitionError(
-                    f"Kaval.AI workflow {source!r}: {cause.message}", node=cause.node, field=cause.field
-                ) from None
+                raise _invalid(source, cause) from None
         problems = "; ".join(f"field {'.'.join(map(str, e['loc']))!r}: {e['msg']}" for e in errors[:5])
         first = ".".join(map(str, errors[0]["loc"])) if errors else None
-        raise WorkflowDefinitionError(f"Kaval.AI workflow {source!r}: {problems}", field=first) from None
+        raise _invalid(source, WorkflowDefinitionError(problems, field=first)) from None
 
 
 def load_kaval_document(
@@ -97,8 +104,14 @@ def load_kaval_document(
     rag_services: Retriever | Mapping[str, Retriever] | None = None,
     history: History | None = None,
     source: str = "<document>",
+    data_models: Mapping[str, type[BaseModel]] | None = None,
 ) -> Workflow:
-    """Check a Kaval.AI 1.0 document, register its tools and servers on ``kernel`` and return our graph."""
+    """Check a Kaval.AI 1.0 document, register its tools and servers on ``kernel`` and return our graph.
+
+    Raises:
+        WorkflowDefinitionError: the document is invalid; the message starts ``validation failed: Kaval.AI
+            workflow '<source>': `` and names the node or section and the field.
+    """
     spec = parse_kaval_document(document, source=source)
     services: dict[str, Retriever]
     if rag_services is None:
@@ -107,14 +120,30 @@ def load_kaval_document(
         services = dict(rag_services)
     else:
         services = {"default": rag_services}
-    workflow = _Translator(spec, services, history).workflow()
-    _register(spec, kernel, base_dir)
+    try:
+        workflow = _Translator(spec, services, history, dict(data_models or {})).workflow()
+        _register(spec, kernel, base_dir)
+    except WorkflowDefinitionError as exc:
+        raise _invalid(source, exc) from exc.__cause__
     return workflow
 
 
+def _invalid(source: str, cause: WorkflowDefinitionError) -> WorkflowDefinitionError:
+    return WorkflowDefinitionError(
+        f"{FAILED}: Kaval.AI workflow {source!r}: {cause.message}", node=cause.node, field=cause.field
+    )
+
+
 class _Translator:
-    def __init__(self, spec: KavalDocument, services: dict[str, Retriever], history: History | None) -> None:
+    def __init__(
+        self,
+        spec: KavalDocument,
+        services: dict[str, Retriever],
+        history: History | None,
+        models: dict[str, type[BaseModel]],
+    ) -> None:
         self.spec = spec
+        self.models = models
         self.types = TypeRegistry()
         self.ids = {node.name: _node_id(node.name) for node in spec.nodes}
         self.outputs = frozenset(node.output for node in spec.nodes if isinstance(node, WRITERS))
@@ -132,6 +161,9 @@ class _Translator:
     def workflow(self) -> Workflow:
         spec = self.spec
         for name in spec.data_types:
+            if name in self.models:  # a Pydantic model given for it (Kaval.AI's data_models=): used as it is
+                self.types.add(name, self.models[name])
+                continue
             try:
                 self.types.add_json_schema(name, kaval_json_schema(name, spec.data_types))
             except (ValueError, TypeError) as exc:
@@ -332,4 +364,7 @@ def _register(spec: KavalDocument, kernel: FunctionKernel, base_dir: Path) -> No
     except ConfigFieldError as exc:
         raise WorkflowDefinitionError(f"Field {exc.field!r}: {exc.reason}", field=exc.field) from exc.__cause__
     except ValidationError as exc:
-        raise WorkflowDefinitionError(f"The tool sections are invalid: {exc}") from None
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False, include_input=False)
+        )
+        raise WorkflowDefinitionError(f"The tool sections are invalid: {problems}") from None
