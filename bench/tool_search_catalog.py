@@ -34,6 +34,12 @@ OUT = Path(__file__).resolve().parent / "data" / "tool_catalog.json"
 TEMPORAL = "bridge/sdk-core/crates/protos/protos/api_upstream/openapi/openapiv3.yaml"
 
 
+def _git_repository() -> Path:
+    work = Path(tempfile.mkdtemp())
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    return work
+
+
 def _scratch() -> Path:
     folder = Path(tempfile.gettempdir()) / "kavalai-tool-catalog"
     if not (folder / "node_modules").exists():
@@ -48,9 +54,9 @@ def _scratch() -> Path:
 
 
 async def main() -> None:
-    folder = _scratch()
+    folder = _scratch()  # once, before the event loop has anything else to do
     modules = folder / "node_modules" / "@modelcontextprotocol"
-    work = Path(tempfile.mkdtemp())
+    work = _git_repository()
     kernel = FunctionKernel()
     spec = Path(temporalio.__file__).parent / TEMPORAL
     kernel.register_rest_server(RestServer(name="temporal", url="http://127.0.0.1:7243"))
@@ -61,7 +67,6 @@ async def main() -> None:
     kernel.register_mcp_server(McpServer(name="files", command="node", args=[str(filesystem), str(work)]))
     bin_dir = folder / "venv" / "bin"
     kernel.register_mcp_server(McpServer(name="time", command=str(bin_dir / "mcp-server-time")))
-    subprocess.run(["git", "init", "-q", str(work)], check=True)
     kernel.register_mcp_server(McpServer(name="git", command=str(bin_dir / "mcp-server-git"), args=["-r", str(work)]))
     kernel.register_mcp_server(demo_server_config("demo"))
     fs.register(kernel, work, writable=True)
@@ -76,7 +81,11 @@ async def main() -> None:
         ]
     finally:
         await kernel.close()
-    sources = {"npm": NPM, "pypi": PYPI, "temporalio": temporalio.__version__ if hasattr(temporalio, "__version__") else ""}
+    sources = {
+        "npm": NPM,
+        "pypi": PYPI,
+        "temporalio": temporalio.__version__ if hasattr(temporalio, "__version__") else "",
+    }
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text(json.dumps({"sources": sources, "tools": tools}, indent=1, sort_keys=True) + "\n")
     print(f"{len(tools)} tools -> {OUT}")

@@ -548,7 +548,7 @@ class Agent(Generic[OutputT]):
             for s in specs
             if s.name != READ_ARTIFACT
         ]
-        key = tuple((s["name"], s["description"]) for s in searchable)
+        key = tuple((s.name, s.description) for s in specs if s.name != READ_ARTIFACT)
         if self._search_cache is not None and self._search_cache[0] == key:
             return self._search_cache[1]
         chosen = self.search_embedder

@@ -33,8 +33,53 @@ MAX_QUERY_WORDS: Final = 64
 _WORD: Final = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 # English function words that say nothing about what a tool does (bm25s's list, plus a few words of requests).
 _STOP: Final = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their then there these they "
-    "this to was will with me my i you your please can could would should pls u".split()
+    {
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+        "me",
+        "my",
+        "i",
+        "you",
+        "your",
+        "please",
+        "can",
+        "could",
+        "would",
+        "should",
+        "pls",
+        "u",
+    }
 )
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s")
 _lock = threading.Lock()

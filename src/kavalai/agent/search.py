@@ -159,9 +159,7 @@ class ToolSearch:
     def __len__(self) -> int:
         return len(self._names)
 
-    def search(
-        self, query: str, *, limit: int | None = None, exclude: Collection[str] = ()
-    ) -> list[dict[str, Any]]:
+    def search(self, query: str, *, limit: int | None = None, exclude: Collection[str] = ()) -> list[dict[str, Any]]:
         """The best matches for ``query``, best first (nothing for no match), skipping the tools named in
         ``exclude``: ``{"name", "description", "required"}`` each (the description's first sentence, the names of
         the required arguments), plus ``"also"``: the names of the same tool offered again, where there are any.
