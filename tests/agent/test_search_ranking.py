@@ -26,8 +26,10 @@ def unstemmed() -> Iterator[None]:
     """Words compared as written, as before stemming."""
     saved = _search_text._stem
     _search_text._stem = list
+    _search_text._stems.clear()  # the words' stems learnt so far
     yield
     _search_text._stem = saved
+    _search_text._stems.clear()
 
 
 def test_names_are_split_into_the_words_a_user_types() -> None:
@@ -51,6 +53,7 @@ def test_stemming_finds_a_tool_whatever_form_of_the_word_the_user_uses(unstemmed
     before = ToolSearch(tools)
     assert _names(before, "deleting old logging output") == []  # "deleting" is not "delete", "logging" not "logs"
     _search_text._stem = None  # the stemmer again
+    _search_text._stems.clear()
     after = ToolSearch(tools)
     assert _names(after, "deleting old logging output") == ["fs.remove", "git.history"]
     assert _search_text.stems("deleting deleted deletes") == ["delet"] * 3
