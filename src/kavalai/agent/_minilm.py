@@ -31,6 +31,7 @@ MODEL_ID: Final = "all-MiniLM-L6-v2-onnx-int8"
 _MAX_TOKENS: Final = 128  # the model was trained on 128-token inputs; a tool's summary fits
 _BATCH: Final = 32
 _CHUNK: Final = 500  # SQLite's host parameters per statement stay well under its limit
+_STORE_EVERY: Final = 1_024
 
 
 def default_cache_dir() -> Path:
@@ -114,11 +115,11 @@ class MiniLmEmbedder:
         with self._cache() as db:
             found = _read(db, list(dict.fromkeys(keys)))
             missing = list(dict.fromkeys(text for text, key in zip(texts, keys, strict=True) if key not in found))
-            if missing:
-                fresh = self(missing)
+            for start in range(0, len(missing), _STORE_EVERY):  # stored as it goes: an interrupted run keeps its work
+                chunk = missing[start : start + _STORE_EVERY]
                 stored = {
                     hashlib.sha256(f"{MODEL_ID}\0{text}".encode()).digest(): vector
-                    for text, vector in zip(missing, fresh, strict=True)
+                    for text, vector in zip(chunk, self(chunk), strict=True)
                 }
                 with db:
                     db.executemany(
