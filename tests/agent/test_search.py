@@ -52,9 +52,9 @@ def catalog() -> FunctionKernel:
 
 async def test_many_tools_are_searched_and_what_is_found_is_loaded_next_step(catalog: FunctionKernel) -> None:
     def script(request: ScriptedRequest) -> object:
-        if len(request.messages) == 1:
+        if len(request.messages) == 2:  # the instructions (how to search) and the prompt
             return tool_call("search_tools", {"query": "what is the weather in a city"})
-        if "python://acme.weather" in request.tool_names and len(request.messages) == 3:
+        if "python://acme.weather" in request.tool_names and len(request.messages) == 4:
             return tool_call("python://acme.weather", {"city": "Oslo"})
         return "done"
 
@@ -162,26 +162,26 @@ def test_an_embedder_of_the_user_s_ranks_with_bm25_and_is_asked_once_per_documen
     assert ToolSearch(descriptions, embedder=embedder).search("time", limit=4)
     documents = [call for call in asked if len(call) > 1]
     assert len(documents) == 1  # the catalog's vectors were cached for the second index
-    assert len(documents[0]) == 40
+    assert len(documents[0]) == 80  # two views of each of the 40 tools: its name's words, name and description
 
 
 def test_an_embedder_returning_the_wrong_shape_is_refused_saying_so(catalog: FunctionKernel) -> None:
     descriptions = [catalog.registry.describe(name) for name in catalog.list_tools()]
-    with pytest.raises(ValueError, match=r"40 vector\(s\) of finite numbers.*shape \(3, 2\)"):
+    with pytest.raises(ValueError, match=r"80 vector\(s\) of finite numbers.*shape \(3, 2\)"):
         ToolSearch(descriptions, embedder=lambda texts: [[1.0, 0.0]] * 3)
     with pytest.raises(ValueError, match="not a list of vectors"):
-        ToolSearch(descriptions, embedder=lambda texts: [[1.0], [1.0, 2.0]] + [[0.0]] * 38)
+        ToolSearch(descriptions, embedder=lambda texts: [[1.0], [1.0, 2.0]] + [[0.0]] * 78)
     with pytest.raises(ValueError, match="finite numbers"):
         ToolSearch(descriptions, embedder=lambda texts: [[float("nan")]] * len(texts))
-    with pytest.raises(ValueError, match="search_embedder is an embedder or 'local'"):
+    with pytest.raises(ValueError, match="search_embedder is an embedder, 'auto', 'local' or 'minilm'"):
         Agent(ScriptedLLM([]), kernel=catalog, search_embedder="wordllama")  # type: ignore[arg-type]
 
 
 async def test_an_agent_searching_with_the_local_embedder_finds_and_calls_the_tool(catalog: FunctionKernel) -> None:
     def script(request: ScriptedRequest) -> object:
-        if len(request.messages) == 1:
+        if len(request.messages) == 2:
             return tool_call("search_tools", {"query": "where is my package"})
-        if len(request.messages) == 3:
+        if len(request.messages) == 4:
             found = [name for name in request.tool_names if name.endswith(".shipping")]
             return tool_call(found[0], {"tracking_number": "KV123"}) if found else "nothing found"
         return "done"

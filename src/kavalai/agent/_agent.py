@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, Generic, Literal, TypeVar, overload
 
+import anyio.to_thread
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
@@ -32,7 +33,7 @@ from kavalai.agent._tools import HookFailures, ToolRunner, approval_step
 from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
 from kavalai.agent.code_mode import CodeMode
 from kavalai.agent.elicitation import OutsideElicitation, recorded
-from kavalai.agent.embeddings import Embedder, local_embedder
+from kavalai.agent.embeddings import Embedder, local_embedder, minilm_embedder
 from kavalai.agent.errors import ApprovalHookError, MaxStepsExceededError
 from kavalai.agent.prompts import prompt_messages, split_prompt
 from kavalai.agent.resources import resource_reader_spec
@@ -132,8 +133,10 @@ class Agent(Generic[OutputT]):
         search_threshold: the number of tools above which ``tool_search=None`` searches (default 30).
         core_tools: URIs and globs of the tools always offered when searching.
         search_embedder: also rank tools by meaning when searching: an embedder (texts in, one vector each out;
-            see :mod:`kavalai.agent.embeddings`) or ``"local"`` for the bundled WordLlama model (the ``embeddings``
-            extra; no download). ``None``: BM25 only.
+            see :mod:`kavalai.agent.embeddings`), ``"local"`` for the bundled WordLlama model (the ``embeddings``
+            extra; no download), ``"minilm"`` for all-MiniLM-L6-v2 on ONNX Runtime (the ``minilm`` extra; no
+            download, tools' vectors kept on disk). ``"auto"`` (the default): ``"local"`` where the
+            ``embeddings`` extra is installed, BM25 alone elsewhere. ``None``: BM25 only.
         code_mode: offer one ``run_python`` tool instead, whose snippets call the tools as async functions in the
             ``pydantic-monty`` sandbox (see :mod:`kavalai.agent.code_mode`); ``True`` for the default limits.
         resources: names of MCP servers whose resources the model may read: it gets a ``read_resource`` tool
@@ -168,7 +171,7 @@ class Agent(Generic[OutputT]):
         tool_search: bool | Literal["native"] | None = None,
         search_threshold: int = 30,
         core_tools: Sequence[str] = (),
-        search_embedder: Embedder | Literal["local"] | None = None,
+        search_embedder: Embedder | Literal["auto", "local", "minilm"] | None = "auto",
         code_mode: CodeMode | bool | None = None,
         resources: Sequence[str] = (),
         on_elicitation: ElicitationHandler | None = None,
@@ -195,7 +198,7 @@ class Agent(Generic[OutputT]):
         tool_search: bool | Literal["native"] | None = None,
         search_threshold: int = 30,
         core_tools: Sequence[str] = (),
-        search_embedder: Embedder | Literal["local"] | None = None,
+        search_embedder: Embedder | Literal["auto", "local", "minilm"] | None = "auto",
         code_mode: CodeMode | bool | None = None,
         resources: Sequence[str] = (),
         on_elicitation: ElicitationHandler | None = None,
@@ -221,7 +224,7 @@ class Agent(Generic[OutputT]):
         tool_search: bool | Literal["native"] | None = None,
         search_threshold: int = 30,
         core_tools: Sequence[str] = (),
-        search_embedder: Embedder | Literal["local"] | None = None,
+        search_embedder: Embedder | Literal["auto", "local", "minilm"] | None = "auto",
         code_mode: CodeMode | bool | None = None,
         resources: Sequence[str] = (),
         on_elicitation: ElicitationHandler | None = None,
@@ -253,9 +256,10 @@ class Agent(Generic[OutputT]):
         self.tool_search = tool_search
         self.search_threshold = search_threshold
         self.core_tools = list(core_tools)
-        if isinstance(search_embedder, str) and search_embedder != "local":
-            raise ValueError(f"search_embedder is an embedder or 'local', not {search_embedder!r}.")
+        if isinstance(search_embedder, str) and search_embedder not in ("auto", "local", "minilm"):
+            raise ValueError(f"search_embedder is an embedder, 'auto', 'local' or 'minilm', not {search_embedder!r}.")
         self.search_embedder = search_embedder
+        self._search_cache: tuple[tuple[tuple[str, str], ...], ToolSearch] | None = None
         self.code_mode = CodeMode() if code_mode is True else (code_mode or None)
         self.resources = list(resources)
         self.on_elicitation = on_elicitation
@@ -409,7 +413,7 @@ class Agent(Generic[OutputT]):
         if self.resources and self.kernel is not None:
             every.append(ToolSpec.from_description(await resource_reader_spec(self.kernel, self.resources)))
         native = self._native_search(every) if self.code_mode is None else None
-        search = None if self.code_mode is not None or native is not None else self._search_index(every)
+        search = None if self.code_mode is not None or native is not None else await self._search_index(every)
         if native is not None:
             specs = native
         else:
@@ -444,7 +448,8 @@ class Agent(Generic[OutputT]):
             raise
 
     async def _loop(self, state: _RunState, specs: list[ToolSpec], runner: ToolRunner) -> AgentResult[OutputT]:
-        system = SystemMessage(content=self.instructions) if self.instructions else None
+        text = "\n\n".join(part for part in (self.instructions, runner.search_hint) if part)
+        system = SystemMessage(content=text) if text else None
         repairs_left = 1
         for step in range(1, self.max_steps + 1):
             _check_deadline()  # a tool's timeout error may have used up the run's time: no further model call
@@ -548,7 +553,9 @@ class Agent(Generic[OutputT]):
             for s in specs
         ]
 
-    def _search_index(self, specs: list[ToolSpec]) -> ToolSearch | None:
+    async def _search_index(self, specs: list[ToolSpec]) -> ToolSearch | None:
+        """The search index over ``specs``, built in a worker thread (thousands of tools, or an embedder, take
+        longer than the event loop may be held) and kept while the agent's tools stay the same."""
         searching = self.tool_search if self.tool_search is not None else len(specs) > self.search_threshold
         if not searching:
             return None
@@ -557,9 +564,13 @@ class Agent(Generic[OutputT]):
             for s in specs
             if s.name != READ_ARTIFACT
         ]
+        key = tuple((s.name, s.description) for s in specs if s.name != READ_ARTIFACT)
+        if self._search_cache is not None and self._search_cache[0] == key:
+            return self._search_cache[1]
         chosen = self.search_embedder
-        embedder = local_embedder() if isinstance(chosen, str) else chosen
-        return ToolSearch(searchable, embedder=embedder)
+        index = await anyio.to_thread.run_sync(lambda: ToolSearch(searchable, embedder=_embedder(chosen)))
+        self._search_cache = (key, index)
+        return index
 
     def _core(self, specs: list[ToolSpec], search: ToolSearch | None) -> list[ToolSpec]:
         """What the model is offered first: everything, or, when searching, the core tools and ``search_tools``."""
@@ -716,3 +727,17 @@ def _check_deadline() -> None:
     at = current_deadline()
     if at is not None and time.monotonic() >= at:
         raise DeadlineExceededError("The agent run ran past its deadline.")
+
+
+def _embedder(chosen: Embedder | str | None) -> Embedder | None:
+    """The embedder ``search_embedder`` names (``"auto"``: WordLlama where it is installed)."""
+    if chosen == "local":
+        return local_embedder()
+    if chosen == "minilm":
+        return minilm_embedder()
+    if chosen == "auto":
+        try:
+            return local_embedder()
+        except ImportError:
+            return None
+    return None if isinstance(chosen, str) else chosen

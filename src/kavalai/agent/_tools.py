@@ -27,7 +27,7 @@ from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
 from kavalai.agent.code_mode import RUN_PYTHON, CodeMode, CodeModeError, function_names
 from kavalai.agent.elicitation import recording_in_run
 from kavalai.agent.resources import READ_RESOURCE, read_resource_result
-from kavalai.agent.search import SEARCH_TOOLS, ToolSearch
+from kavalai.agent.search import SEARCH_HINT, SEARCH_TOOLS, ToolSearch
 from kavalai.durable import approval_answer, call_options, current_run, guarded
 from kavalai.durable import step as durable_step
 from kavalai.errors import (
@@ -80,6 +80,11 @@ class ToolRunner:
         sequential: run a step's calls one after another, in order (a durable run: each call's step position is
             then the same in every attempt), instead of concurrently.
     """
+
+    @property
+    def search_hint(self) -> str | None:
+        """What the first request tells the model about searching, when it searches."""
+        return SEARCH_HINT if self._search is not None else None
 
     def offer(self, specs: list[ToolSpec]) -> list[ToolSpec]:
         """``specs`` with the tools searches found since, appended in the order found (the start stays the same,
@@ -203,7 +208,8 @@ class ToolRunner:
             query = arguments.get("query")
             if not isinstance(query, str) or not query.strip():
                 return _error(arguments, "ToolInputError", "Give search_tools a query: what the tool should do.")
-            found = self._search.search(query)
+            seen = () if arguments.get("show_seen") is True else self._found
+            found = await self._search.asearch(query, exclude=frozenset(seen))
             self._found.extend(item["name"] for item in found if item["name"] not in self._found)
             return _Outcome("ok", arguments, result={"tools": found})
         if call.name == READ_ARTIFACT and self._reads_artifacts and self._budget is not None:

@@ -1,46 +1,115 @@
 """Tool search: with many tools, an agent offers a few and a ``search_tools`` tool that finds the others.
 
 Past a few dozen tools, sending every definition costs thousands of tokens per request and models choose worse.
-:class:`ToolSearch` ranks the agent's tools for a query with BM25 (the ``bm25s`` library, from the ``search`` extra)
-over each tool's name, description and argument names and descriptions; given an embedder
-(:mod:`kavalai.agent.embeddings`), it also ranks them by the cosine of their embeddings and fuses the two rankings
-(reciprocal rank fusion), so a query finds a tool whose description says the same thing in other words. The agent
-offers its core tools plus ``search_tools``; what a search finds is offered from the next step on, after the tools
-already offered, so the start of the tool list (and a provider's prompt cache) stays the same.
+:class:`ToolSearch` ranks the agent's tools for a query:
+
+- by words, with BM25 (the ``bm25s`` library, from the ``search`` extra) over each tool's name split into words and
+  its description, every word stemmed (``PyStemmer``: "deleting" finds "delete"); the arguments' names and
+  descriptions count too, at a lower weight (:data:`ARGUMENT_WEIGHT`), so they break ties without pulling in every
+  tool that takes a ``path``;
+- by meaning, given an embedder (:mod:`kavalai.agent.embeddings`): the cosine of the query's vector and each tool's;
+- the two rankings fused by reciprocal rank (:data:`EMBEDDING_WEIGHT`, :data:`RRF_K`), weights chosen on the
+  development half of bench/data/tool_requests.json and reported on the other half by bench/tool_search.py.
+
+Tools that are the same tool offered twice (the same description and arguments under two names) are collapsed into
+the first, whose result lists the others under ``also``. The agent offers its core tools plus ``search_tools``;
+what a search finds is offered from the next step on, after the tools already offered, so the start of the tool
+list (and a provider's prompt cache) stays the same.
+
+Bounds: a query is cut to :data:`~kavalai.agent._search_text.MAX_QUERY_CHARS` characters before anything reads it,
+and only its first :data:`~kavalai.agent._search_text.MAX_QUERY_WORDS` words are searched, so any query costs what
+a short one costs. The agent builds the index and runs each search in a worker thread (:meth:`ToolSearch.asearch`),
+so neither blocks the event loop.
 """
 
 from __future__ import annotations
 
-import re
+import logging
+import sys
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
+
+import anyio.to_thread
+
+from kavalai.agent._search_text import (
+    MAX_QUERY_CHARS,
+    MAX_QUERY_WORDS,
+    dedupe_key,
+    document_fields,
+    one_line,
+    required_arguments,
+    stems,
+    summary,
+    words,
+)
 
 if TYPE_CHECKING:
     from kavalai.agent.embeddings import Embedder
 
-__all__ = ["SEARCH_TOOLS", "ToolSearch"]
+__all__ = [
+    "ARGUMENT_WEIGHT",
+    "EMBEDDING_WEIGHT",
+    "MAX_QUERY_CHARS",
+    "MAX_QUERY_WORDS",
+    "RRF_K",
+    "SEARCH_HINT",
+    "SEARCH_TOOLS",
+    "ToolSearch",
+]
 
 #: The name the model calls to search (handled by the agent, not the kernel).
 SEARCH_TOOLS: Final = "search_tools"
-_WORD = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|\d+")
-_RRF_K: Final = 60  # reciprocal rank fusion's damping constant, as in Cormack et al. (2009)
-# The embedding ranking's weight in the fusion: it rescues queries whose words no tool shares, while BM25 stays in
-# charge where it matches (on bench/tool_search.py's 50 tasks over 494 tools, recall@5: 0.96 at 1.0, 0.98 at 0.5).
-_SEMANTIC_WEIGHT: Final = 0.5
+#: Added to the agent's instructions when it searches: how to search, in the first request.
+SEARCH_HINT: Final = (
+    "Only some tools are offered now. To find others, call search_tools with a few words in the tools' own "
+    "vocabulary (an action and a thing, such as 'terminate workflow' or 'delete file'), not the user's sentence; "
+    "when nothing fits, search again with other words."
+)
+#: How much a match in the arguments' names and descriptions counts beside one in the name and description.
+ARGUMENT_WEIGHT: Final = 0.5
+#: The embedding ranking's weight in the fusion, BM25's being 1: users' own words often share no word with the
+#: tool, and there the meaning decides (chosen on the development set; see bench/tool_search.py).
+EMBEDDING_WEIGHT: Final = 5.0
+#: Reciprocal rank fusion's damping constant: each ranking adds ``weight / (RRF_K + rank)``.
+RRF_K: Final = 10
+_NAME_REPEAT: Final = 3  # the name's words count thrice in BM25: a name says what a tool does in a few words
+_BM25: Final = {"k1": 1.5, "b": 0.75}  # bm25s's defaults
 _CACHE_LIMIT: Final = 50_000  # tool documents' vectors kept per embedder (a catalog is embedded once, not per run)
 _vectors: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+_THREAD_ABOVE: Final = 500  # without an embedder, a search over this many tools or fewer takes well under 1 ms
+
+
+def _import_bm25s() -> Any:
+    """``bm25s``, its logger left to the application's logging configuration.
+
+    bm25s sets its logger to DEBUG when imported, so once anything adds a root handler (a library's bare
+    ``logging.warning`` does), every index build prints ``DEBUG:bm25s:...``. Imported here first, the logger goes
+    back to NOTSET: the level the application gives the root (or ``bm25s``) logger decides.
+    """
+    imported_here = "bm25s" not in sys.modules
+    try:
+        import bm25s
+    except ImportError as exc:  # pragma: no cover - the extra is installed in development
+        raise ImportError("Tool search needs bm25s: pip install 'kavalai[search]'.") from exc
+    if imported_here:
+        logging.getLogger("bm25s").setLevel(logging.NOTSET)
+    return bm25s
 
 
 class ToolSearch:
-    """A BM25 index over tool descriptions (as ``kernel.describe_tools()`` gives them).
+    """A search index over tool descriptions (as ``kernel.describe_tools()`` gives them).
 
     Args:
         descriptions: the tools to search.
         limit: the most tools one search returns.
         embedder: also rank by meaning, with this embedder (see :mod:`kavalai.agent.embeddings`;
             :func:`~kavalai.agent.embeddings.local_embedder` needs no download). Tool documents' vectors are cached
-            per embedder, so a catalog is embedded once per process.
+            per embedder, so a catalog is embedded once per process (and once per machine with an embedder that
+            keeps them on disk, such as :func:`~kavalai.agent.embeddings.minilm_embedder`).
+
+    Building the index embeds the tools (with an embedder) and may take a while for thousands of tools: in async
+    code, build it with ``await anyio.to_thread.run_sync(ToolSearch, tools)`` and search with :meth:`asearch`.
 
     Raises:
         ImportError: ``bm25s`` is not installed (``pip install 'kavalai[search]'``).
@@ -50,72 +119,184 @@ class ToolSearch:
     def __init__(
         self, descriptions: Sequence[Mapping[str, Any]], *, limit: int = 5, embedder: Embedder | None = None
     ) -> None:
-        try:
-            import bm25s
-        except ImportError as exc:  # pragma: no cover - the extra is installed in development
-            raise ImportError("Tool search needs bm25s: pip install 'kavalai[search]'.") from exc
-        self._bm25s = bm25s
+        bm25s = _import_bm25s()
         self.limit = limit
         self._tools = [dict(d) for d in descriptions]
-        self._names = [str(d["name"]) for d in self._tools]
-        documents = [_document(d) for d in self._tools]
-        self._index = bm25s.BM25()
-        self._index.index(self._tokenize(documents), show_progress=False)
+        self._names = [str(d.get("name", "")) for d in self._tools]
+        self._position = {name: i for i, name in reversed(list(enumerate(self._names)))}
+        self._also: dict[int, list[str]] = {}
+        self._kept = self._collapse()  # the tools searched: one of each set of duplicates
+        fields = [document_fields(self._tools[i]) for i in self._kept]
+        main = [stems(name) * _NAME_REPEAT + stems(text) for name, text, _ in fields]
+        arguments = [stems(text) for _, _, text in fields]
+        self._main = _bm25(bm25s, main)
+        self._arguments = _bm25(bm25s, arguments)
         self._embedder = embedder
-        if embedder is None or not documents:
+        if embedder is None or not self._kept:
             self._matrix = None
-        else:  # the name and description only: argument names blur what a tool does (recall@5 0.76 -> 0.92)
-            self._matrix = _document_vectors(embedder, [_summary(d) for d in self._tools])
+        else:  # two views of each tool (arguments blur what a tool does): its name's words, and name + description
+            names = [" ".join(words(name)) for name, _, _ in fields]
+            summaries = [summary(self._tools[i]) for i in self._kept]
+            both = _document_vectors(embedder, names + summaries)
+            self._matrix = both[: len(names)]
+            self._summaries = both[len(names) :]
 
-    def search(self, query: str, *, limit: int | None = None) -> list[dict[str, Any]]:
-        """The best matches for ``query``, best first: ``{"name", "description"}`` each (nothing for no match)."""
-        k = min(limit or self.limit, len(self._names))
-        if k == 0 or not _words(query):
+    def _collapse(self) -> list[int]:
+        first: dict[tuple[str, tuple[str, ...]], int] = {}
+        kept = []
+        for i, description in enumerate(self._tools):
+            key = dedupe_key(description)
+            if key is not None and key in first:
+                self._also.setdefault(first[key], []).append(self._names[i])
+                continue
+            if key is not None:
+                first[key] = i
+            kept.append(i)
+        return kept
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def search(self, query: str, *, limit: int | None = None, exclude: Collection[str] = ()) -> list[dict[str, Any]]:
+        """The best matches for ``query``, best first (nothing for no match), skipping the tools named in
+        ``exclude``: ``{"name", "description", "required"}`` each (the description's first sentence, the names of
+        the required arguments), plus ``"also"``: the names of the same tool offered again, where there are any.
+
+        The query is cut to :data:`MAX_QUERY_CHARS` characters and its first :data:`MAX_QUERY_WORDS` words.
+        """
+        query = _bounded(query)
+        k = min(limit or self.limit, len(self._kept))
+        if k == 0 or not words(query):
             return []
-        found = self._lexical(query, k) if self._matrix is None else self._fused(query, k)
-        return [{"name": self._names[i], "description": self._tools[i].get("description") or ""} for i in found]
+        pool = min(len(self._kept), max(10 * k, 50) + len(exclude))
+        ranked = self._lexical(query, pool) if self._matrix is None else self._fused(query, pool)
+        found = [self._kept[i] for i in ranked]
+        return [self._result(i) for i in found if self._names[i] not in exclude][:k]
+
+    async def asearch(
+        self, query: str, *, limit: int | None = None, exclude: Collection[str] = ()
+    ) -> list[dict[str, Any]]:
+        """:meth:`search` in a worker thread when it may take over a millisecond (an embedder, or more than 500
+        tools), so the event loop keeps running; in place otherwise (a thread hop costs about 0.1 ms)."""
+        if self._matrix is None and len(self._kept) <= _THREAD_ABOVE:
+            return self.search(query, limit=limit, exclude=exclude)
+        return await anyio.to_thread.run_sync(lambda: self.search(query, limit=limit, exclude=exclude))
+
+    def _result(self, index: int) -> dict[str, Any]:
+        tool = self._tools[index]
+        result = {
+            "name": self._names[index],
+            "description": one_line(str(tool.get("description") or "")),
+            "required": required_arguments(tool),
+        }
+        if index in self._also:
+            result["also"] = list(self._also[index])
+        return result
+
+    def _scores(self, query: str) -> Any:
+        """Each kept tool's BM25 score: name and description, plus the arguments' at :data:`ARGUMENT_WEIGHT`."""
+        import numpy as np
+
+        tokens = stems(query, limit=MAX_QUERY_WORDS)
+        total = np.zeros(len(self._kept), dtype=np.float32)
+        for index, weight in ((self._main, 1.0), (self._arguments, ARGUMENT_WEIGHT)):
+            if index is None:
+                continue
+            known = [token for token in tokens if token in index.vocab_dict]
+            if known:
+                total += weight * index.get_scores(known)
+        return total
 
     def _lexical(self, query: str, k: int) -> list[int]:
-        """Tool indexes by BM25 score, best first; only tools sharing a word with the query."""
-        found, scores = self._index.retrieve(self._tokenize([query]), k=k, show_progress=False)
-        return [int(i) for i, score in zip(found[0], scores[0], strict=True) if score > 0]
+        """Kept tools' places by BM25 score, best first; only tools sharing a word with the query."""
+        scores = self._scores(query)
+        return [int(i) for i in _top(scores, k) if scores[i] > 0]
 
     def _fused(self, query: str, k: int) -> list[int]:
         """The BM25 and embedding rankings fused by reciprocal rank: each tool scores the weighted sum of
-        1 / (60 + rank) over the rankings it is in, so agreement wins and neither ranking's scale matters."""
+        1 / (RRF_K + rank) over the rankings it is in, so agreement wins and neither ranking's scale matters."""
         import numpy as np
 
         assert self._embedder is not None
         assert self._matrix is not None
-        pool = min(len(self._names), max(10 * k, 50))
-        (query_vector,) = _unit_rows(self._embedder([query]), 1)
-        semantic = np.argsort(-(self._matrix @ query_vector), kind="stable")[:pool]
+        cut = " ".join(query.split()[:MAX_QUERY_WORDS])
+        (query_vector,) = _unit_rows(self._embedder([cut]), 1)
+        # A tool is as close as its closer view: "kill the workflow" is near "terminate workflow execution" even
+        # where the description goes on about event histories.
+        semantic = _top(np.maximum(_cosines(self._matrix, query_vector), _cosines(self._summaries, query_vector)), k)
         fused: dict[int, float] = {}
-        rankings = ((1.0, self._lexical(query, pool)), (_SEMANTIC_WEIGHT, [int(i) for i in semantic]))
-        for weight, ranking in rankings:
+        for weight, ranking in ((1.0, self._lexical(query, k)), (EMBEDDING_WEIGHT, semantic)):
             for rank, index in enumerate(ranking, start=1):
-                fused[index] = fused.get(index, 0.0) + weight / (_RRF_K + rank)
+                fused[int(index)] = fused.get(int(index), 0.0) + weight / (RRF_K + rank)
         return sorted(fused, key=lambda index: (-fused[index], index))[:k]
 
     def description(self, name: str) -> dict[str, Any]:
         """The full description of the tool ``name``."""
-        return self._tools[self._names.index(name)]
+        return self._tools[self._position[name]]
 
     def spec(self) -> dict[str, Any]:
         """The description of the ``search_tools`` tool."""
         return {
             "name": SEARCH_TOOLS,
-            "description": f"Find tools for a task among the {len(self._names)} available; the tools found can be "
-            "called from the next step on. Search again with other words when nothing fits.",
+            "description": f"Find tools for a task among the {len(self._names)} available. Search with a few words "
+            "in the tools' own vocabulary (the action and the thing: 'terminate workflow', 'delete file', 'add "
+            "numbers'), not the user's whole request. Each result gives a tool's name, what it does and its "
+            "required arguments; the tools found can be called from the next step on. A search does not repeat "
+            "tools an earlier one showed (set show_seen to see them again); when nothing fits, search again with "
+            "other words.",
             "inputSchema": {
                 "type": "object",
-                "properties": {"query": {"type": "string", "description": "What the tool should do, in words."}},
+                "properties": {
+                    "query": {
+                        "type": "string",
+                        "description": "What the tool does, in a few words (at most "
+                        f"{MAX_QUERY_WORDS} words are read).",
+                        "maxLength": MAX_QUERY_CHARS,
+                    },
+                    "show_seen": {
+                        "type": "boolean",
+                        "description": "Also list tools earlier searches showed.",
+                        "default": False,
+                    },
+                },
                 "required": ["query"],
             },
         }
 
-    def _tokenize(self, texts: Iterable[str]) -> Any:
-        return self._bm25s.tokenize([" ".join(_words(text)) for text in texts], stopwords="en", show_progress=False)
+
+def _cosines(matrix: Any, vector: Any) -> Any:
+    """``matrix @ vector`` in blocks of 1,024 rows: OpenBLAS splits a larger product over threads, which gains
+    nothing here and, on a busy machine, made it five times slower (bench/tool_search.py at 10,000 tools)."""
+    import numpy as np
+
+    out = np.empty(len(matrix), dtype=np.float32)
+    for start in range(0, len(matrix), 1024):
+        np.dot(matrix[start : start + 1024], vector, out=out[start : start + 1024])
+    return out
+
+
+def _bm25(bm25s: Any, documents: list[list[str]]) -> Any:
+    """A BM25 index of ``documents``' stems, or ``None`` when none has any (bm25s would divide by zero)."""
+    if not any(documents):
+        return None
+    index = bm25s.BM25(**_BM25)
+    index.index(documents, show_progress=False)
+    return index
+
+
+def _bounded(query: str) -> str:
+    """``query`` cut to :data:`MAX_QUERY_CHARS` characters: what a search reads of any query."""
+    return query[:MAX_QUERY_CHARS]
+
+
+def _top(scores: Any, k: int) -> list[int]:
+    """The places of the ``k`` highest scores, highest first (ties by place), without sorting them all."""
+    import numpy as np
+
+    if k >= len(scores):
+        return [int(i) for i in np.argsort(-scores, kind="stable")]
+    part = np.argpartition(-scores, k)[:k]
+    return [int(i) for i in part[np.lexsort((part, -scores[part]))]]
 
 
 def _document_vectors(embedder: Embedder, documents: list[str]) -> Any:
@@ -130,7 +311,8 @@ def _document_vectors(embedder: Embedder, documents: list[str]) -> Any:
     if missing:
         if len(cache) + len(missing) > _CACHE_LIMIT:
             cache.clear()
-        cache.update(zip(missing, _unit_rows(embedder(missing), len(missing)), strict=True))
+        embed = getattr(embedder, "embed_documents", embedder)  # an embedder that keeps documents' vectors on disk
+        cache.update(zip(missing, _unit_rows(embed(missing), len(missing)), strict=True))
     return np.stack([cache[text] for text in documents])
 
 
@@ -149,26 +331,3 @@ def _unit_rows(vectors: Any, count: int) -> Any:
         )
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix / np.where(norms == 0, 1.0, norms)
-
-
-def _words(text: str) -> list[str]:
-    """Lower-case words, splitting URIs, snake_case and camelCase (``mcp://gh.createIssue`` -> gh create issue)."""
-    return [word.lower() for word in _WORD.findall(text)]
-
-
-def _summary(description: Mapping[str, Any]) -> str:
-    """What a tool does, for embedding: its name's words and its description."""
-    name = str(description.get("name", "")).split("://", 1)[-1]
-    return f"{' '.join(_words(name))}. {description.get('description') or ''}"
-
-
-def _document(description: Mapping[str, Any]) -> str:
-    parts = [str(description.get("name", "")), str(description.get("description") or "")]
-    schema = description.get("inputSchema")
-    properties = schema.get("properties") if isinstance(schema, Mapping) else None
-    if isinstance(properties, Mapping):
-        for name, prop in properties.items():
-            parts.append(str(name))
-            if isinstance(prop, Mapping) and isinstance(prop.get("description"), str):
-                parts.append(prop["description"])
-    return " ".join(parts)

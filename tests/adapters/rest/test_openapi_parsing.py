@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kavalai.adapters.rest._openapi import read_operations
+from kavalai.adapters.rest._openapi import parse_spec, read_operations
 
 
 def _spec(paths: dict[str, Any], schemas: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -108,10 +108,33 @@ def test_refs_are_collected_as_defs_and_recursion_stays_finite() -> None:
 
 def test_names_are_made_unique_and_descriptions_merged() -> None:
     op = {"operationId": "do it!", "summary": "Do it.", "description": "Do it.\n\nAt length.", "responses": {}}
-    spec = _spec({"/a": {"get": op}, "/b": {"get": op}})
-    first, second = read_operations(spec)[0]
-    assert (first.tool_name, second.tool_name) == ("do_it", "do_it_2")
+    spec = _spec({"/a": {"get": op, "post": op}, "/b": {"get": {**op, "operationId": "do_it"}}})
+    first, second, third = read_operations(spec)[0]
+    assert (first.tool_name, second.tool_name, third.tool_name) == ("do_it", "do_it_2", "do_it_3")
     assert first.description == "Do it.\n\nAt length."
+
+
+def test_an_operation_served_at_several_paths_is_one_tool_that_knows_them_all() -> None:
+    op = {"operationId": "GetClusterInfo", "summary": "Get the cluster's info.", "responses": {}}
+    spec = _spec({"/api/v1/cluster-info": {"get": op}, "/cluster": {"get": op}, "/other": {"get": op}})
+    [operation] = read_operations(spec)[0]
+    assert operation.tool_name == "GetClusterInfo"
+    assert operation.paths == ("GET /api/v1/cluster-info", "GET /cluster", "GET /other")
+    assert operation.plan.path == "/api/v1/cluster-info"
+
+
+def test_temporal_s_openapi_document_gives_one_tool_per_operation() -> None:
+    from pathlib import Path
+
+    import temporalio
+
+    root = Path(temporalio.__file__).parent / "bridge/sdk-core/crates/protos/protos/api_upstream/openapi"
+    spec = parse_spec((root / "openapiv3.yaml").read_text(), source="temporal")
+    operations, _ = read_operations(spec)
+    names = [operation.tool_name for operation in operations]
+    assert len(names) == len(set(names)) == 106
+    assert not [name for name in names if name.endswith("_2")]
+    assert sum(len(operation.paths) for operation in operations) == 228
 
 
 def test_operations_that_cannot_be_tools_are_skipped_with_a_reason() -> None:

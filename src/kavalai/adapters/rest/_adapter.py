@@ -270,7 +270,11 @@ class RestAdapter(ToolAdapter):
             operation.output_schema,
             operation.description,
             session.server.timeout,
-            extra_metadata={"operation_id": operation.operation_id, "tags": list(operation.tags)},
+            extra_metadata={
+                "operation_id": operation.operation_id,
+                "tags": list(operation.tags),
+                "paths": list(operation.paths),
+            },
         )
 
     def _definition(

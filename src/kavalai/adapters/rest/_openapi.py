@@ -14,13 +14,16 @@ What it relies on and does:
   keys, or comma-joined for ``explode: false``; other parameter styles are not supported.
 - The output schema is the JSON schema of the first 2xx response that has one; ``None`` (any value) otherwise.
 - Operations whose request body has no JSON media type are skipped, and reported back as such.
+- One tool per operation: an operationId served at several paths (gRPC-gateway documents such as Temporal's bind
+  each call at two or four) is one tool that knows all its paths and calls the first; the same operationId under
+  another method stays a tool of its own (``name_2``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from difflib import get_close_matches
 from typing import Any, Final
 
@@ -47,6 +50,7 @@ class OpenApiOperation:
         plan: where each argument goes in the request.
         input_schema: a self-contained JSON schema of the arguments.
         output_schema: the JSON schema of the 2xx JSON response, or ``None``.
+        paths: every ``METHOD /path`` the document serves this operation at; the plan calls the first.
     """
 
     tool_name: str
@@ -56,6 +60,7 @@ class OpenApiOperation:
     plan: RequestPlan
     input_schema: dict[str, Any]
     output_schema: dict[str, Any] | None
+    paths: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,11 +123,17 @@ def read_operations(
     operations: list[OpenApiOperation] = []
     skipped: list[OpenApiSkip] = []
     taken: set[str] = set()
+    by_id: dict[tuple[str, str], int] = {}  # (operationId, method) -> its place in `operations`
     for path, method, operation, shared_params in _walk(spec):
         keys = _filter_keys(operation)
         if (wanted is not None and not keys & wanted) or keys & unwanted:
             continue
         label = f"{method.upper()} {path}"
+        operation_id = operation.get("operationId")
+        known = by_id.get((operation_id, method)) if isinstance(operation_id, str) else None
+        if known is not None:  # another path of an operation already read
+            operations[known] = replace(operations[known], paths=(*operations[known].paths, label))
+            continue
         try:
             built = _build(spec, path, method, operation, shared_params, taken)
         except _Unsupported as exc:
@@ -136,7 +147,9 @@ def read_operations(
                 "OpenAPI 3 specification."
             ) from exc
         taken.add(built.tool_name)
-        operations.append(built)
+        if isinstance(operation_id, str):
+            by_id[operation_id, method] = len(operations)
+        operations.append(replace(built, paths=(label,)))
     return operations, skipped
 
 

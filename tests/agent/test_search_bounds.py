@@ -1,0 +1,143 @@
+"""Tool search is bounded: a query is cut to a documented size, heavy work runs off the event loop, and the search
+libraries print nothing unless the application configured logging."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from kavalai import FunctionKernel, pythontool
+from kavalai.agent import Agent
+from kavalai.agent.search import MAX_QUERY_CHARS, MAX_QUERY_WORDS, ToolSearch
+from kavalai.testing import ScriptedLLM, tool_call
+
+TOOLS = [
+    {"name": "wx.forecast", "description": "Weather forecast for a city."},
+    {"name": "fs.delete", "description": "Delete a file."},
+]
+
+
+class _Recorder:
+    """An embedder that notes the thread it ran on and the longest text it was given."""
+
+    def __init__(self) -> None:
+        self.threads: set[int] = set()
+        self.longest = 0
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        self.threads.add(threading.get_ident())
+        self.longest = max([self.longest, *(len(text) for text in texts)])
+        return [[float("weather" in text.lower()), float("delete" in text.lower()), 1.0] for text in texts]
+
+
+def test_a_query_is_cut_to_its_first_characters_and_words() -> None:
+    search = ToolSearch(TOOLS)
+    assert [hit["name"] for hit in search.search("weather " + "x" * (MAX_QUERY_CHARS + 10))] == ["wx.forecast"]
+    assert search.search("x" * MAX_QUERY_CHARS + " weather") == []  # past the characters read
+    assert search.search("zz " * MAX_QUERY_WORDS + "weather") == []  # past the words read
+    assert [hit["name"] for hit in search.search("zz " * (MAX_QUERY_WORDS - 1) + "weather")] == ["wx.forecast"]
+    assert search.search("7" * 1_000_000) == []  # numbers are arguments, not what a tool does
+
+
+async def test_a_million_character_query_runs_off_the_loop_while_the_loop_keeps_ticking() -> None:
+    embedder = _Recorder()
+    search = ToolSearch(TOOLS, embedder=embedder)
+    loop_thread = threading.get_ident()
+    ticks = 0
+    done = asyncio.Event()
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+            await asyncio.sleep(0)
+
+    ticking = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    before = ticks
+    found = await search.asearch("7" * 1_000_000 + " weather")
+    done.set()
+    await ticking
+    assert found  # an embedder always ranks every tool
+    assert embedder.threads - {loop_thread}  # the search ran on a worker thread
+    assert embedder.longest <= MAX_QUERY_CHARS  # the embedder never saw the million characters
+    assert ticks > before  # the loop went on while the search ran
+
+
+async def test_the_agent_builds_its_index_and_searches_on_worker_threads() -> None:
+    @pythontool
+    def forecast(city: str) -> str:
+        """Weather forecast for a city."""
+        return f"sunny in {city}"
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("wx.forecast", forecast)
+    embedder = _Recorder()
+    llm = ScriptedLLM([tool_call("search_tools", {"query": "weather " * 200_000}), "done"])
+    result = await Agent(llm, kernel=kernel, tool_search=True, search_embedder=embedder).run("Weather?")
+    assert threading.get_ident() not in embedder.threads  # index build and query alike
+    assert embedder.longest <= MAX_QUERY_CHARS
+    assert result.tool_calls[0].result["tools"][0]["name"] == "python://wx.forecast"
+
+
+def _stderr_of(script: str) -> str:
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    return done.stderr
+
+
+SEARCH = """
+import logging
+{setup}
+from kavalai.agent.embeddings import local_embedder
+from kavalai.agent.search import ToolSearch
+logging.getLogger("some.library").warning("a library's warning")  # gives the root logger a handler
+ToolSearch([{{"name": "a", "description": "add numbers"}}], embedder=local_embedder()).search("add")
+"""
+
+
+def test_the_search_libraries_log_nothing_unless_the_application_asks() -> None:
+    quiet = _stderr_of(SEARCH.format(setup=""))
+    assert "bm25s" not in quiet
+    assert "a library's warning" in quiet  # the application's own logging still shows
+    loud = _stderr_of(SEARCH.format(setup="logging.basicConfig(level=logging.DEBUG)"))
+    assert "DEBUG:bm25s" in loud  # an application that asks for debug output gets bm25s's too
+
+
+def _results(result: Any) -> list[list[str]]:
+    return [[tool["name"] for tool in call.result["tools"]] for call in result.tool_calls]
+
+
+async def test_a_search_again_shows_only_new_tools_unless_asked_and_the_first_request_says_how() -> None:
+    kernel = FunctionKernel()
+    for i in range(12):
+
+        def forecast(city: str) -> str:
+            return city
+
+        forecast.__doc__ = f"Weather forecast for a city, from provider {i}."
+        kernel.register_python_tool(f"wx{i}.forecast", pythontool(forecast))
+    query = {"query": "weather forecast"}
+    llm = ScriptedLLM(
+        [
+            tool_call("search_tools", query),
+            tool_call("search_tools", query),
+            tool_call("search_tools", {**query, "show_seen": True}),
+            "done",
+        ]
+    )
+    result = await Agent(llm, kernel=kernel, tool_search=True, search_embedder=None).run("Weather?")
+    first, second, third = _results(result)
+    assert len(first) == len(second) == 5
+    assert not set(first) & set(second)
+    assert set(third) <= set(first) | set(second)
+    system = llm.requests[0].messages[0]
+    assert system.role == "system"
+    assert "search_tools" in system.content
+    assert "tools' own vocabulary" in system.content
+    spec = next(tool for tool in llm.requests[0].tools if tool.name == "search_tools")
+    assert "required arguments" in spec.description
+    assert "show_seen" in spec.input_schema["properties"]

@@ -1,0 +1,135 @@
+"""How tool search ranks: name splitting, stemming, argument weight, duplicates collapsed, fusion with embeddings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from kavalai.agent import _search_text
+from kavalai.agent.search import ToolSearch
+
+
+def _tool(name: str, description: str = "", **arguments: str) -> dict[str, Any]:
+    properties = {arg: {"type": "string", "description": text} for arg, text in arguments.items()}
+    schema = {"type": "object", "properties": properties, "required": list(arguments)}
+    return {"name": name, "description": description, "inputSchema": schema}
+
+
+def _names(search: ToolSearch, query: str) -> list[str]:
+    return [hit["name"] for hit in search.search(query)]
+
+
+@pytest.fixture
+def unstemmed() -> Iterator[None]:
+    """Words compared as written, as before stemming."""
+    saved = _search_text._stem
+    _search_text._stem = list
+    _search_text._stems.clear()  # the words' stems learnt so far
+    yield
+    _search_text._stem = saved
+    _search_text._stems.clear()
+
+
+def test_names_are_split_into_the_words_a_user_types() -> None:
+    assert _search_text.words("rest://temporal.TerminateWorkflowExecution") == [
+        "rest",
+        "temporal",
+        "terminate",
+        "workflow",
+        "execution",
+    ]
+    assert _search_text.words("mcp://everything.get-sum2 HTTPRequest read_text_file") == [
+        *("mcp", "everything", "get", "sum", "2", "http", "request", "read", "text", "file"),
+    ]
+    search = ToolSearch([_tool("rest://temporal.TerminateWorkflowExecution"), _tool("mcp://files.read_text_file")])
+    assert _names(search, "terminate the workflow") == ["rest://temporal.TerminateWorkflowExecution"]
+    assert _names(search, "read a text") == ["mcp://files.read_text_file"]
+
+
+def test_stemming_finds_a_tool_whatever_form_of_the_word_the_user_uses(unstemmed: None) -> None:
+    tools = [_tool("fs.remove", "Delete a file."), _tool("git.history", "Show the commit logs.")]
+    before = ToolSearch(tools)
+    assert _names(before, "deleting old logging output") == []  # "deleting" is not "delete", "logging" not "logs"
+    _search_text._stem = None  # the stemmer again
+    _search_text._stems.clear()
+    after = ToolSearch(tools)
+    assert _names(after, "deleting old logging output") == ["fs.remove", "git.history"]
+    assert _search_text.stems("deleting deleted deletes") == ["delet"] * 3
+
+
+def test_numbers_and_function_words_are_not_searched_for() -> None:
+    assert _search_text.stems("add 17 and 25 for me please") == ["add"]
+    search = ToolSearch([_tool("math.add", "Add two numbers."), _tool("v1.status", "Status of API version 1.")])
+    assert _names(search, "add 17 and 25") == ["math.add"]
+
+
+def test_arguments_count_but_less_than_the_name_and_description() -> None:
+    tools = [
+        _tool("notes.write", "Write a note.", path="Where the note goes."),
+        _tool("fs.path_info", "Describe a location."),
+    ]
+    assert _names(ToolSearch(tools), "path") == ["fs.path_info", "notes.write"]
+
+
+def test_duplicates_are_collapsed_into_the_first_and_named_as_also() -> None:
+    same = "Get the cluster's info."
+    tools = [
+        _tool("rest://t.GetClusterInfo", same),
+        _tool("rest://t.GetClusterInfo_2", same),
+        _tool("rest://t.GetSystemInfo", "Get the system's info."),
+        _tool("rest://u.GetClusterInfo", same, namespace="Another argument: another tool."),
+    ]
+    hits = ToolSearch(tools).search("cluster info")
+    assert [hit["name"] for hit in hits] == [
+        "rest://t.GetClusterInfo",
+        "rest://u.GetClusterInfo",
+        "rest://t.GetSystemInfo",
+    ]
+    assert hits[0]["also"] == ["rest://t.GetClusterInfo_2"]
+    assert "also" not in hits[1]
+    assert ToolSearch(tools).description("rest://t.GetClusterInfo_2")["name"] == "rest://t.GetClusterInfo_2"
+
+
+def test_results_give_the_name_the_first_sentence_and_the_required_arguments() -> None:
+    tool = _tool(
+        "rest://temporal.TerminateWorkflowExecution", "Terminates a workflow.\n\nAt length, more.", namespace=""
+    )
+    [hit] = ToolSearch([tool]).search("terminate workflow")
+    assert hit == {
+        "name": "rest://temporal.TerminateWorkflowExecution",
+        "description": "Terminates a workflow.",
+        "required": ["namespace"],
+    }
+
+
+def test_excluded_tools_leave_room_for_the_next_ones() -> None:
+    tools = [_tool(f"svc{i}.weather", f"Weather forecast number {i}.") for i in range(8)]
+    first = _names(ToolSearch(tools, limit=3), "weather forecast")
+    again = ToolSearch(tools, limit=3).search("weather forecast", exclude=set(first))
+    assert len(again) == 3
+    assert not {hit["name"] for hit in again} & set(first)
+
+
+class _Toy:
+    """Two dimensions, "stopping" and "reading": a real ranking by cosine, of a toy model."""
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        stop, read = ("kill", "stop", "terminat", "halt"), ("read", "show", "open")
+        return [[float(any(w in t.lower() for w in stop)), float(any(w in t.lower() for w in read))] for t in texts]
+
+
+def test_fusion_adds_what_the_meaning_finds_and_puts_what_both_agree_on_first() -> None:
+    tools = [
+        _tool("wf.halt_run", "Halt a run."),  # the meaning matches "kill"; no word does
+        _tool("wf.terminate_workflow", "Terminate a workflow."),  # both
+        *(_tool(f"wf.open_file{i}", "Open a file.") for i in range(5)),
+        _tool("wf.show_workflow", "Show a workflow."),  # a word matches; the meaning does not
+    ]
+    words_only = _names(ToolSearch(tools), "kill that workflow")
+    assert set(words_only) == {"wf.show_workflow", "wf.terminate_workflow"}
+    fused = _names(ToolSearch(tools, embedder=_Toy()), "kill that workflow")
+    assert fused[0] == "wf.terminate_workflow"  # both rankings put it near the top
+    assert "wf.halt_run" in fused[:2]  # found by meaning alone, above a tool that only shares a word
+    assert fused.index("wf.halt_run") < fused.index("wf.show_workflow")
