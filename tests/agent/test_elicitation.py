@@ -182,3 +182,32 @@ async def test_on_dbos_an_outside_answer_is_a_row_a_client_in_another_process_ca
     finally:
         await runner.aclose()
     assert [(record.status, record.result) for record in result.tool_calls] == [("ok", {"result": "hello Lin"})]
+
+
+async def test_in_a_durable_run_an_sdk_decline_is_kept_as_a_decline_and_a_stray_model_is_refused(
+    kernel: FunctionKernel,
+) -> None:
+    import mcp_types
+    from pydantic import BaseModel
+
+    from kavalai.durable import MemoryRunner
+
+    class Stray(BaseModel):
+        name: str = "Mallory"
+
+    answers: list[Any] = [mcp_types.ElicitResult(action="decline"), Stray()]
+
+    async def user(request: McpElicitation) -> Any:
+        return answers.pop(0)
+
+    runner = MemoryRunner()
+    for run_id in ("declined", "stray"):
+        llm = ScriptedLLM([tool_call("mcp://feat.greet", {}), "Done."])
+        agent = Agent(llm, kernel=kernel, durable=runner, on_elicitation=user, durable_name=run_id)
+        runner.register(agent)
+        result = await agent.run("Greet whoever is there.", run_id=run_id)
+        [record] = result.tool_calls
+        assert record.status == "error"  # neither answer is the name the tool needs
+        assert "Mallory" not in str(record.result) + str(record.error)
+    rows = list(runner.answer_log.rows.values())
+    assert [answer for _question, _answered, answer in rows] == [{"action": "decline"}]  # the stray one: no row

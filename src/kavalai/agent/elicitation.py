@@ -11,6 +11,7 @@ runner's ``pending()`` lists and ``answer()`` (or ``kavalai answer``) answers fr
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -96,13 +97,24 @@ def recording_in_run() -> AbstractContextManager[None]:
     return answering(recorded(answerer, run, run.steps + 1))
 
 
-def _as_json(outcome: Mapping[str, Any] | McpElicitationResult | None) -> dict[str, Any]:
+def _as_json(outcome: object) -> dict[str, Any]:
+    """What an answerer returned, as the answer log keeps it: a mapping (accept with those values), ``None``
+    (decline), an :class:`McpElicitationResult`, or the MCP SDK's ``ElicitResult`` (its own action). Anything else
+    is refused (raised), as the connection refuses it: guessing would record a decline as an accept."""
     if outcome is None:
         return {"action": "decline"}
+    sdk = sys.modules.get("mcp_types")  # an SDK ElicitResult can only exist once the SDK's types are loaded
+    if sdk is not None and isinstance(outcome, sdk.ElicitResult):
+        outcome = McpElicitationResult(outcome.action, outcome.content)
     if isinstance(outcome, McpElicitationResult):
         content = dict(outcome.content) if outcome.content is not None else None
         return {"action": outcome.action, "content": content} if content is not None else {"action": outcome.action}
-    return elicitation_answer(dict(outcome))
+    if isinstance(outcome, Mapping):
+        return elicitation_answer(dict(outcome))
+    raise TypeError(
+        f"the elicitation answerer returned a {type(outcome).__qualname__}, which is no answer: it returns the values "
+        "(a mapping: accept), None (decline), or an McpElicitationResult"
+    )
 
 
 def _as_result(value: Any) -> McpElicitationResult:
