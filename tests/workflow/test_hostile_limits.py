@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
-import time
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kavalai.workflow._expressions import compile_expression
 from kavalai.workflow._templates import render_template
 from kavalai.workflow.errors import ExpressionError, NodeError
+
+
+def peak_mib(work: Callable[[], Any]) -> float:
+    """The peak of the memory Python allocated while ``work()`` ran (it may raise), in MiB."""
+    tracemalloc.start()
+    try:
+        work()
+    except Exception:  # the caller checks the error separately; here only the memory counts
+        pass
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak / 2**20
 
 
 @pytest.mark.parametrize(
@@ -25,10 +40,9 @@ from kavalai.workflow.errors import ExpressionError, NodeError
 )
 def test_expressions_are_bounded_by_what_they_produce(source: str, context: dict[str, object], message: str) -> None:
     expression = compile_expression(source)
-    started = time.monotonic()
     with pytest.raises(ExpressionError, match=message):
         expression.evaluate(context)
-    assert time.monotonic() - started < 5  # a hang guard: unbounded, these take minutes or gigabytes
+    assert peak_mib(lambda: expression.evaluate(context)) < 4  # refused before anything large was built
 
 
 def test_an_ordinary_expression_still_works() -> None:
@@ -55,10 +69,8 @@ def test_an_ordinary_expression_still_works() -> None:
 )
 def test_templates_are_bounded_by_their_loops_and_their_output(source: str, message: str) -> None:
     variables = {"text": "z" * 10_000, "items": list(range(3000)), "table": dict.fromkeys(range(3000))}
-    started = time.monotonic()
-    with pytest.raises(NodeError, match=message):
+    with pytest.raises(NodeError, match=message):  # the count of steps, or of characters, ran out
         render_template(source, variables, node="n", field="prompt")
-    assert time.monotonic() - started < 5
 
 
 def test_an_ordinary_template_still_renders() -> None:
@@ -79,11 +91,9 @@ def test_a_workflow_file_that_is_an_alias_bomb_is_refused_at_once(tmp_path: Path
     text = "\n".join(lines) + "\nnodes: *a9\n"
     path = tmp_path / "bomb.yaml"
     path.write_text(text)
-    started = time.monotonic()
     for source in (path, text):
-        with pytest.raises(WorkflowDefinitionError, match="billion laughs"):
+        with pytest.raises(WorkflowDefinitionError, match="billion laughs"):  # before its 10**10 nodes are walked
             WorkflowEngine.from_yaml(source)
-    assert time.monotonic() - started < 5
 
 
 def test_aliased_types_are_built_once_each_not_once_per_path(tmp_path: Path) -> None:
@@ -99,9 +109,14 @@ def test_aliased_types_are_built_once_each_not_once_per_path(tmp_path: Path) -> 
     lines += ["nodes:", "  - {id: start, kind: start, next: end}", "  - {id: end, kind: end}"]
     path = tmp_path / "aliased.yaml"
     path.write_text("\n".join(lines) + "\n")
-    started = time.monotonic()
-    engine = WorkflowEngine.from_yaml(path)
-    assert time.monotonic() - started < 10  # a hang guard, not a benchmark
+    tracemalloc.start()
+    try:
+        engine = WorkflowEngine.from_yaml(path)
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+    print(f"peak while loading 2**15 aliased paths: {peak:.1f} MiB")
+    assert peak < 10  # each aliased type built once; built per path (2**15 of them), it is far more
     top = engine.workflow.types.get(f"T{depth}")
     assert top is not None
     fields = top.annotation.model_fields
