@@ -39,6 +39,7 @@ from kavalai.workflow._result import (
     jsonable,
 )
 from kavalai.workflow._runners import NodeEnv, Outcome, output_json, run_function, run_simple_node, to_context
+from kavalai.workflow._sizes import size_limit
 from kavalai.workflow.errors import (
     NodeError,
     NodeTimeoutError,
@@ -118,6 +119,7 @@ class Execution:
             with (
                 self._span(f"workflow {self.workflow.name}", "kavalai.workflow.name", self.workflow.name),
                 self._artifact_scope(),
+                size_limit(self.workflow.max_value_size),
             ):
                 if self.timeout is None:
                     result.output = await self._walk(self.workflow.start, env, branch=None)
