@@ -229,6 +229,8 @@ def test_ordinary_uses_of_the_bounded_operations_still_work() -> None:
     )
     rendered = render_template(source, {"s": "ab", "items": [1, 2, 3]}, node="n", field="f")
     assert rendered == 'ababab|abab|[1, 2, 3]|  x  |1,2,3|ab  |  ab|ab..|1+2+3|10|a_b|{"k": "ab"}'
+    escaped = "{% autoescape true %}{{ s ~ t }}{% endautoescape %}|{{ s ~ t }}"  # '~' keeps Jinja's escaping
+    assert render_template(escaped, {"s": "<a>", "t": "&"}, node="n", field="f") == "&lt;a&gt;&amp;|<a>&"
 
 
 async def test_the_size_limit_is_the_workflows_own(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from jinja2 import pass_environment
 from jinja2.filters import make_attrgetter
+from jinja2.runtime import markup_join, str_join
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from kavalai.workflow._sizes import (
@@ -253,17 +254,17 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
             return str(lipsum(n, html, min, max))
 
         self.globals["lipsum"] = bounded_lipsum
-        self.kavalai_str_join = self._joined(str)  # the compiled template calls these for '~'
-        self.kavalai_markup_join = self._joined(str)
+        self.kavalai_str_join = self._joined(str_join)  # the compiled template calls these for '~'
+        self.kavalai_markup_join = self._joined(markup_join)
 
     @staticmethod
-    def _joined(kind: type[str]) -> Callable[[Iterable[Any]], str]:
-        def join(items: Iterable[Any]) -> str:
+    def _joined(join: Callable[[Iterable[Any]], str]) -> Callable[[Iterable[Any]], str]:
+        def checked(items: Iterable[Any]) -> str:
             values = list(items)
             check_size(joined_size(values, ""), "the joined text")
-            return "".join(kind(value) for value in values)
+            return join(values)
 
-        return join
+        return checked
 
     @staticmethod
     def concat(items: Iterable[Any]) -> str:
