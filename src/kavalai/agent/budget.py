@@ -74,7 +74,7 @@ def artifact_scope() -> Iterator[None]:
 
         with artifact_scope():
             first = await researcher.run("Collect the logs")
-            second = await reviewer.run(f"Review {handle}")  # may read what the first run kept
+            second = await reviewer.run("Review the logs")  # may read what the first run kept
     """
     token = _scope.set(_Scope())
     try:
