@@ -105,8 +105,9 @@ async def test_per_tool_budgets_and_the_kernels_default(rest_url: str, tmp_path:
     rest, python = _results(llm.requests[2])
     assert "the first 100 are shown" in rest
     assert len(json.loads(python)["result"]) == 2000  # under the default budget of 10,000
-    [stored] = list((tmp_path / "artifacts").iterdir())
+    [stored] = list((tmp_path / "artifacts").glob("*.txt"))
     assert stat.S_IMODE(os.stat(stored).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(tmp_path / "artifacts" / FileArtifactStore.MANIFEST).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(tmp_path / "artifacts").st_mode) == 0o700
     await kernel.close()
 

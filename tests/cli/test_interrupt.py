@@ -64,16 +64,14 @@ def _start(tmp_path: Path) -> subprocess.Popen[str]:
 @pytest.mark.parametrize("presses", [1, 2])
 def test_ctrl_c_stops_the_run_and_says_what_it_waits_for(tmp_path: Path, presses: int) -> None:
     process = _start(tmp_path)
-    started = time.monotonic()
     for _ in range(presses):
         process.send_signal(signal.SIGINT)
         time.sleep(0.3)
+    # The node would sleep 60 s: a run that waited for it would not end within half of that.
     _, rest = process.communicate(timeout=30)
-    elapsed = time.monotonic() - started
     assert process.returncode == 130
     assert "closing the workflow's servers (Ctrl-C again to exit now)" in rest
     assert "Traceback" not in rest
     assert ("exiting now" in rest) == (presses == 2)
-    assert elapsed < 10  # a hang guard: the node would sleep 60 s
     leftovers = subprocess.run(["pgrep", "-f", f"{HOSTILE} stubborn"], capture_output=True, text=True, check=False)
     assert leftovers.stdout == ""  # even an exit without clean-up leaves no MCP server running

@@ -189,11 +189,9 @@ def test_ctrl_c_stops_the_call(tmp_path: Path, python_config: str) -> None:
         assert process.poll() is None, process.communicate()
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    started = time.monotonic()
     process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=30)
+    out, err = process.communicate(timeout=30)  # the tool would sleep 60 s: a command waiting for it fails here
     assert process.returncode == 130
     assert "kavalai tools: interrupted; closing the servers (Ctrl-C again to exit now)" in err
     assert "Traceback" not in err
-    assert out == ""
-    assert time.monotonic() - started < 10  # the tool would sleep 60 s
+    assert out == ""  # the tool never returned its result

@@ -17,7 +17,7 @@ from kavalai.agent._events import (
     ToolProgress,
 )
 from kavalai.agent._result import AgentResult, ToolCallRecord
-from kavalai.agent.budget import ArtifactStore, FileArtifactStore, MemoryArtifactStore, OutputBudget
+from kavalai.agent.budget import ArtifactStore, FileArtifactStore, MemoryArtifactStore, OutputBudget, artifact_scope
 from kavalai.agent.elicitation import OutsideElicitation
 from kavalai.agent.errors import AgentError, ApprovalHookError, MaxStepsExceededError
 
@@ -48,4 +48,5 @@ __all__ = [
     "ToolCallRecord",
     "ToolCallStarted",
     "ToolProgress",
+    "artifact_scope",
 ]

@@ -30,7 +30,7 @@ from kavalai.agent._events import (
 )
 from kavalai.agent._result import AgentResult, ToolCallRecord
 from kavalai.agent._tools import HookFailures, ToolRunner, approval_step
-from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
+from kavalai.agent.budget import READ_ARTIFACT, OutputBudget, run_scope
 from kavalai.agent.code_mode import CodeMode
 from kavalai.agent.elicitation import OutsideElicitation, recorded
 from kavalai.agent.embeddings import Embedder, local_embedder, minilm_embedder
@@ -441,7 +441,7 @@ class Agent(Generic[OutputT]):
             "gen_ai.request.model": self.llm.model,
         }
         try:
-            with span(f"invoke_agent {self.llm.model}", attributes), answering(self._answerer()):
+            with span(f"invoke_agent {self.llm.model}", attributes), answering(self._answerer()), run_scope():
                 return await self._loop(state, specs, runner)
         except Exception as exc:
             await self._emit(RunFailed(error=exc, result=state.result(None)))

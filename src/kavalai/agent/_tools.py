@@ -215,9 +215,8 @@ class ToolRunner:
         if call.name == READ_ARTIFACT and self._reads_artifacts and self._budget is not None:
             try:
                 return _Outcome("ok", arguments, result=await self._budget.read(arguments))
-            except KeyError:
-                message = f"There is no artifact {arguments.get('handle')!r}: use a handle given with a result."
-                return _error(arguments, "ToolInputError", message)
+            except ToolInputError as exc:  # a bad handle: its message is short and quotes little of it
+                return _error(arguments, "ToolInputError", exc.message)
         if call.name not in self._allowed or self._kernel is None:
             return _denied(arguments, self._unavailable(call.name))
         if call.arguments_error is not None:

@@ -5,42 +5,115 @@ A result over its budget is either cut, with a notice saying so (``overflow="tru
 ``read_artifact`` tool, with which it pages through the rest. Budgets count characters of the JSON text the model
 reads. One :class:`OutputBudget` sets the default and, by URI or glob, the budget of single tools; an agent takes
 its own (``Agent(output_budget=...)``) or, failing that, its kernel's (``kernel.output_budget``).
+
+The model reads an artifact only through a handle given in its own run: a store serves only what it wrote (a
+handle is 128 random bits, recorded when written), and ``read_artifact`` serves only handles issued in the current
+*artifact scope*. Each agent run, and each workflow run with the agents of its nodes, is a scope of its own, so two
+agents sharing a budget (a kernel's ``output_budget``) cannot read each other's results. Runs share on purpose:
+inside one ``with artifact_scope():`` block, or with ``OutputBudget(share_artifacts=True)`` (any handle the store
+wrote). Every bad handle (unknown, another run's, too long, not text) is an error result for the model, whose
+message quotes at most :data:`HANDLE_ECHO_CHARS` characters of it.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 
 import anyio
 
+from kavalai.errors import ToolInputError
+
 __all__ = [
+    "HANDLE_ECHO_CHARS",
+    "MAX_HANDLE_CHARS",
     "READ_ARTIFACT",
     "ArtifactStore",
     "FileArtifactStore",
     "MemoryArtifactStore",
     "OutputBudget",
+    "artifact_scope",
 ]
 
 #: The name the model calls to read an artifact (it is handled by the agent, not the kernel).
 READ_ARTIFACT: Final = "read_artifact"
+#: The longest handle ``read_artifact`` looks up; a longer one is refused unread.
+MAX_HANDLE_CHARS: Final = 128
+#: The most characters of a refused handle an error message quotes.
+HANDLE_ECHO_CHARS: Final = 64
 _HANDLE_PREFIX: Final = "artifact://"
+_OUR_HANDLE: Final = re.compile(r"artifact://([0-9a-f]{32})")  # what both stores issue: 128 random bits
+
+
+class _Scope:
+    """The handles issued to one run (or one ``artifact_scope()`` block); gone with it."""
+
+    __slots__ = ("handles",)
+
+    def __init__(self) -> None:
+        self.handles: set[str] = set()
+
+
+_scope: ContextVar[_Scope | None] = ContextVar("kavalai_artifact_scope", default=None)
+
+
+@contextmanager
+def artifact_scope() -> Iterator[None]:
+    """A scope of artifacts shared by every run inside the block: an agent run reads the handles issued to any
+    run before it in the block (by default each run is a scope of its own).
+
+    Example::
+
+        with artifact_scope():
+            first = await researcher.run("Collect the logs")
+            second = await reviewer.run("Review the logs")  # may read what the first run kept
+    """
+    token = _scope.set(_Scope())
+    try:
+        yield
+    finally:
+        _scope.reset(token)
+
+
+@contextmanager
+def run_scope() -> Iterator[None]:
+    """The artifact scope of a run: the current one when the run is inside another (an agent node in a workflow
+    run, an ``artifact_scope()`` block), else a new one for the run."""
+    if _scope.get() is not None:
+        yield
+        return
+    with artifact_scope():
+        yield
+
+
+def _quoted(handle: str) -> str:
+    """``handle`` as an error message may quote it: at most :data:`HANDLE_ECHO_CHARS` characters, printable."""
+    shown = handle[:HANDLE_ECHO_CHARS].encode("unicode_escape").decode("ascii")[:HANDLE_ECHO_CHARS]
+    return repr(shown) if len(handle) <= HANDLE_ECHO_CHARS else f"{shown!r}... ({len(handle):,} characters)"
 
 
 class ArtifactStore(Protocol):
-    """Where results over their budget are kept whole."""
+    """Where results over their budget are kept whole.
+
+    A store serves only what it wrote: ``get`` raises ``KeyError`` for any handle its ``put`` did not return
+    (never reading a path or key made of the handle's text). :class:`OutputBudget` also checks every handle the
+    model sends before it reaches the store (its length, and that it was issued in the model's own run).
+    """
 
     async def put(self, text: str) -> str:
         """Keep ``text``; return its handle (``artifact://...``)."""
         ...
 
     async def get(self, handle: str) -> str:
-        """The text kept under ``handle``. Raises ``KeyError`` for an unknown handle."""
+        """The text kept under ``handle``. Raises ``KeyError`` for a handle this store did not issue."""
         ...
 
 
@@ -52,35 +125,47 @@ class MemoryArtifactStore:
 
     async def put(self, text: str) -> str:
         """Keep ``text``; return its handle."""
-        handle = f"{_HANDLE_PREFIX}{secrets.token_hex(8)}"
+        handle = f"{_HANDLE_PREFIX}{secrets.token_hex(16)}"
         self._texts[handle] = text
         return handle
 
     async def get(self, handle: str) -> str:
         """The text kept under ``handle``."""
+        if not isinstance(handle, str) or len(handle) > MAX_HANDLE_CHARS:
+            raise KeyError(handle if isinstance(handle, str) else repr(handle))
         return self._texts[handle]
 
 
 class FileArtifactStore:
-    """Artifacts as files in ``directory`` (created with mode 0700; each file 0600), surviving the process."""
+    """Artifacts as files in ``directory`` (created with mode 0700; each file 0600), surviving the process.
+
+    The store serves only the files it wrote: those its own ``put`` named, and those listed in the directory's
+    manifest (``.kavalai-artifacts``, which ``put`` appends to), so another store on the same directory (the next
+    process) reads them too. Any other file in the directory, whatever its name, is never served.
+    """
+
+    MANIFEST: Final = ".kavalai-artifacts"
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
+        self._written: set[str] = set()
 
     async def put(self, text: str) -> str:
         """Write ``text`` to a new file; return its handle."""
-        name = secrets.token_hex(8)
+        name = secrets.token_hex(16)
         await anyio.to_thread.run_sync(self._write, name, text)
+        self._written.add(name)
         return f"{_HANDLE_PREFIX}{name}"
 
     async def get(self, handle: str) -> str:
         """The text of the file behind ``handle``."""
-        name = handle.removeprefix(_HANDLE_PREFIX)
-        if not name.isalnum():  # a handle is ours or nothing: never a path the model made up
-            raise KeyError(handle)
+        found = _OUR_HANDLE.fullmatch(handle) if isinstance(handle, str) else None
+        if found is None:  # a handle is ours or nothing: never a path the model made up
+            raise KeyError(handle[:HANDLE_ECHO_CHARS] if isinstance(handle, str) else repr(handle))
+        name = found.group(1)
         try:
             return await anyio.to_thread.run_sync(self._read, name)
-        except FileNotFoundError:
+        except (OSError, UnicodeDecodeError):
             raise KeyError(handle) from None
 
     def _write(self, name: str, text: str) -> None:
@@ -88,9 +173,24 @@ class FileArtifactStore:
         descriptor = os.open(self.directory / f"{name}.txt", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
             file.write(text)
+        manifest = os.open(self.directory / self.MANIFEST, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(manifest, "a", encoding="ascii") as file:
+            file.write(f"{name}\n")  # one short line in one append: whole, even with other writers
 
     def _read(self, name: str) -> str:
-        return (self.directory / f"{name}.txt").read_text(encoding="utf-8")
+        if name not in self._written and name not in self._manifest():
+            raise FileNotFoundError(name)
+        descriptor = os.open(self.directory / f"{name}.txt", os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(descriptor, encoding="utf-8") as file:
+            return file.read()
+
+    def _manifest(self) -> set[str]:
+        """The names the directory's manifest lists (another store on this directory wrote them)."""
+        try:
+            text = (self.directory / self.MANIFEST).read_text(encoding="ascii", errors="replace")
+        except FileNotFoundError:
+            return set()
+        return {line for line in text.splitlines() if _OUR_HANDLE.fullmatch(f"{_HANDLE_PREFIX}{line}")}
 
 
 @dataclass(frozen=True)
@@ -103,12 +203,15 @@ class OutputBudget:
         overflow: ``"truncate"`` cuts the result, with a notice; ``"artifact"`` keeps it whole in ``store`` and
             gives the model its start, its handle and the ``read_artifact`` tool.
         store: where artifacts are kept; a :class:`MemoryArtifactStore` by default.
+        share_artifacts: ``read_artifact`` serves any handle the store wrote, whichever run it was issued to
+            (by default only those issued in the model's own run, see :func:`artifact_scope`).
     """
 
     max_chars: int = 20_000
     per_tool: Mapping[str, int] = field(default_factory=dict)
     overflow: Literal["truncate", "artifact"] = "truncate"
     store: ArtifactStore = field(default_factory=MemoryArtifactStore)
+    share_artifacts: bool = False
 
     def __post_init__(self) -> None:
         limits = [self.max_chars, *self.per_tool.values()]
@@ -129,8 +232,16 @@ class OutputBudget:
         limit = self.limit_for(uri)
         if len(text) <= limit:
             return text
-        handle = await self.store.put(text) if self.overflow == "artifact" else None
+        handle = await self.keep(text) if self.overflow == "artifact" else None
         return f"{text[:limit]}\n{self.notice(f'the result of {uri}', len(text), limit, handle)}"
+
+    async def keep(self, text: str) -> str:
+        """Keep ``text`` in the store; return its handle, issued to the current run (its artifact scope)."""
+        handle = await self.store.put(text)
+        scope = _scope.get()
+        if scope is not None:
+            scope.handles.add(handle)
+        return handle
 
     def notice(self, what: str, total: int, shown: int, handle: str | None = None, *, readable: bool = True) -> str:
         """The note that follows a cut text: ``what`` (``"the result of python://x"``) had ``total`` characters,
@@ -150,11 +261,17 @@ class OutputBudget:
         )
 
     async def read(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """Answer a ``read_artifact`` call: a page of an artifact (at most the default budget)."""
-        handle = str(arguments.get("handle", ""))
+        """Answer a ``read_artifact`` call: a page of an artifact (at most the default budget).
+
+        Raises:
+            ToolInputError: the handle is not one issued in this run (or, with ``share_artifacts``, not one the
+                store wrote), is longer than :data:`MAX_HANDLE_CHARS`, or is not text; its message (for the model)
+                is under 200 characters and quotes at most :data:`HANDLE_ECHO_CHARS` of the handle.
+        """
+        handle = arguments.get("handle")
         offset = max(0, _int(arguments.get("offset"), 0))
         size = min(max(1, _int(arguments.get("limit"), self.max_chars)), self.max_chars)
-        text = await self.store.get(handle)
+        text = await self._text(handle)
         page = text[offset : offset + size]
         following = offset + len(page)
         return {
@@ -164,6 +281,23 @@ class OutputBudget:
             "total": len(text),
             "next_offset": following if following < len(text) else None,
         }
+
+    async def _text(self, handle: object) -> str:
+        if not isinstance(handle, str) or not handle:
+            raise ToolInputError(
+                "Give read_artifact the handle (artifact://...) given with a result.", uri=READ_ARTIFACT
+            )
+        missing = f"There is no artifact {_quoted(handle)} in this run: use a handle given with a result."
+        if len(handle) > MAX_HANDLE_CHARS:
+            raise ToolInputError(missing, uri=READ_ARTIFACT)
+        if not self.share_artifacts:
+            scope = _scope.get()
+            if scope is None or handle not in scope.handles:
+                raise ToolInputError(missing, uri=READ_ARTIFACT)
+        try:
+            return await self.store.get(handle)
+        except (LookupError, OSError, ValueError):  # a store's "not mine", whatever its kind
+            raise ToolInputError(missing, uri=READ_ARTIFACT) from None
 
     def read_artifact_spec(self) -> dict[str, Any]:
         """The description of the ``read_artifact`` tool, as the kernel describes tools."""

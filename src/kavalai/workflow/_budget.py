@@ -60,7 +60,7 @@ class PromptFit:
         """``rendered`` with every value kept as an artifact stored, and its placeholder replaced by its start
         and notice."""
         for placeholder, text, limit, what in self._pending:
-            handle = await self.budget.store.put(text)
+            handle = await self.budget.keep(text)  # issued to this run: its agent nodes may read it
             notice = self.budget.notice(what, len(text), limit, handle, readable=self.readable)
             rendered = rendered.replace(placeholder, f"{text[:limit]}\n{notice}")
         self._pending.clear()

@@ -20,6 +20,7 @@ from kavalai.workflow._nodes import (
     StartNode,
     SwitchNode,
 )
+from kavalai.workflow._sizes import DEFAULT_MAX_SIZE
 from kavalai.workflow._types import TypeRegistry, type_name_of
 from kavalai.workflow.errors import WorkflowDefinitionError
 
@@ -95,14 +96,20 @@ class WorkflowBuilder:
         self._output = self._ref(output)
         self._max_visits = DEFAULT_MAX_VISITS
         self._timeout: float | None = None
+        self._max_value_size = DEFAULT_MAX_SIZE
 
     def declare_type(self, annotation: Any, name: str | None = None) -> WorkflowBuilder:
         """Declare a data type under ``name`` (by default its class name)."""
         self._ref(annotation, name)
         return self
 
-    def limits(self, *, max_visits: int | None = None, timeout: float | None = None) -> WorkflowBuilder:
-        """Set the node-visit limit and the run timeout in seconds; a limit not given is left as it was."""
+    def limits(
+        self, *, max_visits: int | None = None, timeout: float | None = None, max_value_size: int | None = None
+    ) -> WorkflowBuilder:
+        """Set the node-visit limit, the run timeout in seconds and the size limit of the values expressions and
+        templates build (characters or items, see :class:`Workflow`); a limit not given is left as it was."""
+        if max_value_size is not None:
+            self._max_value_size = max_value_size
         if max_visits is not None:
             self._max_visits = max_visits
         if timeout is not None:
@@ -229,6 +236,7 @@ class WorkflowBuilder:
             output_type=self._output,
             max_visits=self._max_visits,
             timeout=self._timeout,
+            max_value_size=self._max_value_size,
         )
 
     # ------------------------------------------------------------------------------------------------ helpers

@@ -40,6 +40,7 @@ from kavalai.workflow._result import (
     jsonable,
 )
 from kavalai.workflow._runners import NodeEnv, Outcome, output_json, run_function, run_simple_node, to_context
+from kavalai.workflow._sizes import size_limit
 from kavalai.workflow.errors import (
     NodeError,
     NodeTimeoutError,
@@ -116,7 +117,11 @@ class Execution:
         env = self._env()
         self._traced = tracing_configured()  # spans per node only when someone records them
         try:
-            with self._span(f"workflow {self.workflow.name}", "kavalai.workflow.name", self.workflow.name):
+            with (
+                self._span(f"workflow {self.workflow.name}", "kavalai.workflow.name", self.workflow.name),
+                self._artifact_scope(),
+                size_limit(self.workflow.max_value_size),
+            ):
                 if self.timeout is None:
                     result.output = await self._walk(self.workflow.start, env, branch=None)
                 else:
@@ -139,6 +144,14 @@ class Execution:
         return span(name, attributes)
 
     # -------------------------------------------------------------------------------------------- visiting
+
+    def _artifact_scope(self) -> contextlib.AbstractContextManager[None]:
+        """The run's artifact scope: what its model nodes keep as artifacts, its agent nodes may read."""
+        if self.budget is None:
+            return contextlib.nullcontext()
+        from kavalai.agent.budget import run_scope
+
+        return run_scope()
 
     def _env(self) -> NodeEnv:
         return NodeEnv(

@@ -12,8 +12,10 @@ allowed:
 - calls of a fixed set of functions (:data:`FUNCTIONS`), plus ``get("path.to.value", default)``, which reads a
   path and falls back to ``default`` when any part of it is missing (useful for loop counters).
 
-Results are bounded: exponents above 64, repetitions longer than 100,000 items and ``%`` formatting of text
-(whose field widths are unbounded) are refused.
+Results are bounded before they are built (:mod:`kavalai.workflow._sizes`): exponents above 64, repetitions longer
+than 100,000 items, texts and lists over the size limit (``+``, ``str()``, ``sum()`` of lists), integers over 100,000
+bits, ``round()`` to more than 1,000 digits, and ``%`` formatting of text (whose field widths are unbounded) are
+refused.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
+from kavalai.workflow._sizes import SizeError, bounded_str, bounded_sum, check_binop
 from kavalai.workflow.errors import ExpressionError
 
 __all__ = ["FUNCTIONS", "Expression", "compile_expression", "is_path", "read_key"]
@@ -40,20 +43,20 @@ FUNCTIONS: Final[Mapping[str, Callable[..., Any]]] = {
     "int": int,
     "len": len,
     "list": list,
-    "lower": lambda s: _bounded_str(s).lower(),
+    "lower": lambda s: bounded_str(s).lower(),
     "max": max,
     "min": min,
-    "round": round,
+    "round": lambda number, digits=None: _round(number, digits),
     "sorted": sorted,
-    "str": lambda value="": _bounded_str(value),
-    "sum": sum,
-    "upper": lambda s: _bounded_str(s).upper(),
+    "str": lambda value="": bounded_str(value),
+    "sum": bounded_sum,
+    "upper": lambda s: bounded_str(s).upper(),
 }
 _GET: Final = "get"
 _MAX_EXPONENT: Final = 64
 _MAX_REPEAT: Final = 100_000
-_MAX_BITS: Final = 100_000  # the largest integer an expression may produce (about 30,000 digits)
-_MAX_SIZE: Final = 1_000_000  # the most characters of text, or items of a list, an expression may produce
+_MAX_DIGITS: Final = 1_000  # round(n, -10**9) would compute 10**(10**9)
+_OPERATORS: Final[Mapping[type[ast.operator], str]] = {ast.Add: "+", ast.Mult: "*", ast.Pow: "**", ast.Mod: "%"}
 
 _BINARY: Final[Mapping[type[ast.operator], Callable[[Any, Any], Any]]] = {
     ast.Add: operator.add,
@@ -143,7 +146,7 @@ class Expression:
                     return value
         try:
             return _Evaluator(context).eval(self._tree.body)
-        except (_Missing, _Refused) as exc:
+        except (_Missing, _Refused, SizeError) as exc:
             raise ExpressionError(
                 f"{_where(node, field)}expression {self.source!r}: {exc.args[0]}",
                 expression=self.source,
@@ -396,47 +399,15 @@ def _check_bounds(op: ast.operator, left: Any, right: Any) -> None:
             if sized and len(seq) * count > _MAX_REPEAT:
                 raise _Refused(f"repetition of {len(seq) * count} items is above the limit of {_MAX_REPEAT}")
     # Bound what the operation produces, not only its operands: chained ** and * of big integers, + of long texts.
-    if _is_int(left) and _is_int(right):
-        if isinstance(op, ast.Pow) and right > 0 and left.bit_length() * right > _MAX_BITS:
-            raise _Refused(f"the power would have more than {_MAX_BITS:,} bits")
-        if isinstance(op, ast.Mult) and left.bit_length() + right.bit_length() > _MAX_BITS:
-            raise _Refused(f"the product would have more than {_MAX_BITS:,} bits")
-    sequences = isinstance(left, str | list | tuple) and isinstance(right, str | list | tuple)
-    if isinstance(op, ast.Add) and sequences and len(left) + len(right) > _MAX_SIZE:
-        raise _Refused(f"the result would be longer than {_MAX_SIZE:,}")
+    symbol = _OPERATORS.get(type(op))
+    if symbol is not None:
+        check_binop(symbol, left, right)
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _bounded_str(value: Any) -> str:
-    """``str(value)``, refused when the text would be longer than the size limit (a list repeated from a long
-    text, say) instead of building gigabytes."""
-    if _text_size(value, _MAX_SIZE) > _MAX_SIZE:
-        raise _Refused(f"the text of the value would be longer than {_MAX_SIZE:,} characters")
-    return str(value)
-
-
-def _text_size(value: Any, limit: int) -> int:
-    """A cheap over-estimate of len(str(value)), stopping once past ``limit`` (shared items counted each time)."""
-    total, stack = 0, [value]
-    while stack and total <= limit:
-        item = stack.pop()
-        if isinstance(item, str | bytes):
-            total += len(item) + 4
-        elif isinstance(item, dict):
-            total += 2 + 4 * len(item)
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple | set | frozenset):
-            total += 2 + 2 * len(item)
-            stack.extend(item)
-        elif _is_int(item) and item.bit_length() > _MAX_BITS:
-            total += limit + 1
-        else:
-            total += 24
-    return total
+def _round(number: Any, digits: Any = None) -> Any:
+    if isinstance(digits, int) and abs(digits) > _MAX_DIGITS:
+        raise _Refused(f"round() to {digits} digits is beyond the limit of {_MAX_DIGITS}")
+    return round(number) if digits is None else round(number, digits)
 
 
 def _where(node: str | None, field: str | None = None) -> str:

@@ -24,6 +24,7 @@ from kavalai.workflow._nodes import (
     StartNode,
     SwitchNode,
 )
+from kavalai.workflow._sizes import DEFAULT_MAX_SIZE
 from kavalai.workflow._templates import check_template
 from kavalai.workflow._types import DataType, TypeRegistry
 from kavalai.workflow.errors import ExpressionError, WorkflowDefinitionError
@@ -75,6 +76,8 @@ class Workflow:
         start: the id of the start node.
         max_visits: the most node visits a run may make (loops are allowed; runaway loops are stopped).
         timeout: the default run timeout in seconds, or ``None``.
+        max_value_size: the most characters of a text, or items of a list, one expression or template operation
+            of a run may build (checked before it is built), and the most characters a template may render.
     """
 
     def __init__(
@@ -88,7 +91,13 @@ class Workflow:
         description: str = "",
         max_visits: int = DEFAULT_MAX_VISITS,
         timeout: float | None = None,
+        max_value_size: int = DEFAULT_MAX_SIZE,
     ) -> None:
+        if not isinstance(max_value_size, int) or isinstance(max_value_size, bool) or max_value_size < 1:
+            raise WorkflowDefinitionError(
+                f"Workflow field 'max_value_size' must be a positive integer, not {max_value_size!r}"
+            )
+        self.max_value_size = max_value_size
         self.name = name
         self.description = description
         self.types = types

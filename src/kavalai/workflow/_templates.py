@@ -1,9 +1,11 @@
 """Prompt templates: Jinja2 in its sandboxed environment, with undefined variables as errors.
 
-A rendering is bounded in what it produces (:data:`MAX_RENDERED_CHARS`) and in the steps its loops take, all loops
-together (:data:`MAX_LOOP_STEPS`): nested loops over the run's data that print nothing would otherwise spin the event
-loop for as long as their product. Jinja has no hook per loop step, so the environment counts them in the template's
-compiled code: its documented ``_compile`` hook wraps the iterable of every ``for`` in a counter.
+A rendering is bounded in what it produces (the size limit of :mod:`kavalai.workflow._sizes`, 1,000,000 characters
+by default), in what each operation builds (the same limit, checked before it is built: see
+:mod:`kavalai.workflow._sandbox`) and in the steps its loops take, all loops together (:data:`MAX_LOOP_STEPS`):
+nested loops over the run's data that print nothing would otherwise spin the event loop for as long as their product.
+Jinja has no hook per loop step, so the environment counts them in the template's compiled code: its documented
+``_compile`` hook wraps the iterable of every ``for`` in a counter.
 
 Each value a template prints (``{{ ... }}``) passes through the environment's ``finalize``; a rendering may give a
 ``fit`` callable there (the output budget of a model node, :mod:`kavalai.workflow._budget`).
@@ -19,13 +21,15 @@ from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any, Final
 
+from kavalai.workflow._sizes import DEFAULT_MAX_SIZE, check_size, max_size, text_size
 from kavalai.workflow.errors import NodeError, WorkflowDefinitionError
 
 __all__ = ["check_template", "render_template"]
 
 
-#: The most characters one rendering may produce, and the most loop steps its loops may take in all.
-MAX_RENDERED_CHARS: Final = 1_000_000
+#: The most characters one rendering may produce by default (a workflow's ``max_value_size`` changes it), and the
+#: most loop steps its loops may take in all.
+MAX_RENDERED_CHARS: Final = DEFAULT_MAX_SIZE
 MAX_LOOP_STEPS: Final = 1_000_000
 _budget: ContextVar[list[int] | None] = ContextVar("kavalai_template_loop_budget", default=None)
 _fit: ContextVar[Callable[[Any], Any] | None] = ContextVar("kavalai_template_fit", default=None)
@@ -56,7 +60,10 @@ class _LoopCounter(ast.NodeTransformer):
 
 
 def _finalize(value: Any) -> Any:
-    """Each printed value, through the rendering's ``fit`` when it has one."""
+    """Each printed value, through the rendering's ``fit`` when it has one; refused first when its text would be
+    over the limit (a list holding one long text many times)."""
+    if not isinstance(value, str):
+        check_size(text_size(value), "the text of a printed value")
     fit = _fit.get()
     return value if fit is None else fit(value)
 
@@ -64,11 +71,12 @@ def _finalize(value: Any) -> Any:
 @lru_cache(maxsize=1)
 def _environment() -> Any:
     from jinja2 import StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
 
-    class CountingEnvironment(SandboxedEnvironment):
+    from kavalai.workflow._sandbox import BoundedEnvironment, JoinRewriter
+
+    class CountingEnvironment(BoundedEnvironment):
         def _compile(self, source: str, filename: str) -> Any:
-            tree = _LoopCounter().visit(ast.parse(source, filename))
+            tree = JoinRewriter().visit(_LoopCounter().visit(ast.parse(source, filename)))
             return compile(ast.fix_missing_locations(tree), filename, "exec")
 
     env = CountingEnvironment(
@@ -124,10 +132,11 @@ def render_template(
     try:
         chunks: list[str] = []
         size = 0
+        limit = max_size()
         for chunk in _template(source).generate(dict(variables)):  # streamed: the size is checked as it grows
             size += len(chunk)
-            if size > MAX_RENDERED_CHARS:
-                raise OverflowError(f"the rendered text is longer than {MAX_RENDERED_CHARS:,} characters")
+            if size > limit:
+                raise OverflowError(f"the rendered text is longer than {limit:,} characters")
             chunks.append(chunk)
         return "".join(chunks)
     except (TemplateError, OverflowError) as exc:

@@ -37,6 +37,7 @@ from kavalai.workflow._nodes import (
     SwitchNode,
 )
 from kavalai.workflow._services import ServedRestApp, Service
+from kavalai.workflow._sizes import DEFAULT_MAX_SIZE
 from kavalai.workflow._types import TypeRegistry
 from kavalai.workflow.errors import WorkflowDefinitionError
 
@@ -60,6 +61,7 @@ class _Section(BaseModel):
 class _Limits(_Section):
     max_visits: int = Field(DEFAULT_MAX_VISITS, ge=1)
     timeout: float | None = Field(None, gt=0)
+    max_value_size: int = Field(DEFAULT_MAX_SIZE, ge=1)
 
 
 class _PythonFunction(_Section):
@@ -199,6 +201,7 @@ def _workflow(spec: _Document) -> Workflow:
         output_type=output_type,
         max_visits=spec.limits.max_visits,
         timeout=spec.limits.timeout,
+        max_value_size=spec.limits.max_value_size,
     )
 
 

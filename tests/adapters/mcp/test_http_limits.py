@@ -4,7 +4,6 @@ with the limit named, and the connection stays usable."""
 from __future__ import annotations
 
 import resource
-import time
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -38,11 +37,11 @@ def _peak_rss_mib() -> float:
 
 async def test_a_json_answer_over_the_limit_fails_its_call_and_is_not_read_whole(kernel: FunctionKernel) -> None:
     assert (await kernel.call_tool("mcp://hostile.small")).model_dump()  # connected, and a small answer passes
-    before, started = _peak_rss_mib(), time.monotonic()
+    before = _peak_rss_mib()
     with pytest.raises(FunctionKernelException, match="larger than 1,048,576 bytes .max_message_bytes") as caught:
         await kernel.call_tool("mcp://hostile.big_json", {"size": 300 * 1024 * 1024})
     assert caught.value.uri == "mcp://hostile.big_json"
-    assert time.monotonic() - started < 10  # refused as it came, not after 300 MiB or at the 20 s timeout
+    # Refused as it came: the error names the byte limit, not the 20 s timeout, and 300 MiB were never buffered.
     assert _peak_rss_mib() - before < 100  # 300 MiB were never buffered
     assert (await kernel.call_tool("mcp://hostile.small")).model_dump()  # the connection is still up
 
@@ -59,9 +58,7 @@ async def test_a_compressed_answer_is_refused_unread(kernel: FunctionKernel) -> 
 
 
 async def test_an_event_over_the_limit_fails_its_call(kernel: FunctionKernel) -> None:
-    started = time.monotonic()
     with pytest.raises(FunctionKernelException, match="1048576 byte limit.*max_message_bytes") as caught:
         await kernel.call_tool("mcp://hostile.big_event", {"size": 50 * 1024 * 1024})
-    assert caught.value.uri == "mcp://hostile.big_event"
-    assert time.monotonic() - started < 10
+    assert caught.value.uri == "mcp://hostile.big_event"  # the limit's error, not the 20 s timeout's
     assert (await kernel.call_tool("mcp://hostile.small")).model_dump()

@@ -3,7 +3,7 @@ and hostile OpenAPI documents are refused: paths that leave the server, alias bo
 
 from __future__ import annotations
 
-import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -62,10 +62,8 @@ def test_a_yaml_alias_bomb_is_refused_at_once(shop: FunctionKernel, tmp_path: Pa
     bomb = tmp_path / "bomb.yaml"
     bomb.write_text("\n".join(lines) + "\npaths: {}\n")
     assert bomb.stat().st_size < 1024
-    started = time.monotonic()
-    with pytest.raises(ConfigurationError, match="billion laughs"):
+    with pytest.raises(ConfigurationError, match="billion laughs"):  # refused before walking its 10**10 nodes
         shop.register_openapi("shop", bomb)
-    assert time.monotonic() - started < 5  # a hang guard, not a benchmark: unguarded, this walks 10**10 nodes
 
 
 def test_an_oversize_or_deeply_nested_spec_file_is_refused(shop: FunctionKernel, tmp_path: Path) -> None:
@@ -110,8 +108,13 @@ def test_aliased_schemas_are_copied_and_built_once_not_once_per_path(shop: Funct
     ]
     spec = tmp_path / "aliased.yaml"
     spec.write_text("\n".join(lines) + "\n")
-    started = time.monotonic()
-    shop.register_openapi("shop", spec)
-    assert time.monotonic() - started < 10  # a hang guard, not a benchmark
+    tracemalloc.start()
+    try:
+        shop.register_openapi("shop", spec)
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+    print(f"peak while importing 2**15 aliased paths: {peak:.1f} MiB")
+    assert peak < 5  # one copy per shared schema; a copy per path (2**16 nodes of dicts) is tens of MiB
     fields = shop.get_input_model("rest://shop.deep").model_fields
     assert fields["a"].annotation is fields["b"].annotation  # the shared schema became one shared model

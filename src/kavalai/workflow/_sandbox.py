@@ -1,0 +1,299 @@
+"""The Jinja environment of workflow templates: Jinja's immutable sandbox, with every way to build a large value in
+one step checked by the size of its result before it is built (:mod:`kavalai.workflow._sizes`).
+
+Jinja's sandbox keeps templates away from Python's internals; it does not bound sizes. Here:
+
+- the operators ``+ * % **`` go through :meth:`BoundedEnvironment.call_binop` (Jinja's documented
+  ``intercepted_binops``), ``~`` through a checked join (the compiled template's ``str_join`` is replaced), and the
+  joins of blocks, macros and ``{% set %}`` blocks through a checked ``concat``;
+- the filters that multiply (``center``, ``indent``, ``join``, ``replace``, ``wordwrap``, ``format``, ``batch``,
+  ``slice``, ``sum``, ``round``, ``urlize``) and those that write a value as text (``string``, ``list``, ``pprint``,
+  ``tojson``, ``escape``, ``forceescape``, ``urlencode``, ``xmlattr``) are wrapped with a check of their result's size,
+  and ``map`` yields items only while their text in all stays within the limit;
+- method calls (``s.center(n)``, ``s.ljust``, ``s.rjust``, ``s.zfill``, ``s.expandtabs``, ``s.replace``,
+  ``s.join``, ``s.translate``, ``s.format``, ``s.format_map``, ``n.to_bytes``) are checked in
+  :meth:`BoundedEnvironment.call`; the sandbox's immutable variant refuses ``append``, ``extend`` and the other
+  methods that grow a list, dict or set in place (a loop doubling a list);
+- ``lipsum(n)`` is checked, and ``range()`` is the sandbox's (at most 100,000 items).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
+
+from jinja2 import pass_environment
+from jinja2.filters import make_attrgetter
+from jinja2.runtime import markup_join, str_join
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from kavalai.workflow._sizes import (
+    bounded_sum,
+    check_binop,
+    check_size,
+    counted,
+    format_size,
+    joined_size,
+    max_size,
+    percent_size,
+    text_size,
+)
+
+__all__ = ["BoundedEnvironment"]
+
+_MAX_DIGITS: Final = 1_000  # round(n, -10**9) would compute 10**(10**9)
+_JOINS: Final = {"str_join": "kavalai_str_join", "markup_join": "kavalai_markup_join"}
+_Check = Callable[[Any, list[Any], dict[str, Any]], None]
+
+
+def _arg(args: list[Any], kwargs: Mapping[str, Any], index: int, name: str, default: Any) -> Any:
+    return args[index] if len(args) > index else kwargs.get(name, default)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _text(value: Any) -> str:
+    """``value`` as text, refused first when that text would be over the limit."""
+    if isinstance(value, str):
+        return value
+    check_size(text_size(value), "the text of the value")
+    return str(value)
+
+
+# --------------------------------------------------------------------------------------------- filters
+
+
+def _center(env: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    check_size(max(text_size(args[0]), _int(_arg(args, kwargs, 1, "width", 80))), "the centered text")
+
+
+def _indent(env: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    width = _arg(args, kwargs, 1, "width", 4)
+    text = _text(args[0])
+    per_line = len(width) if isinstance(width, str) else _int(width)
+    check_size(per_line, "the indentation")
+    check_size(len(text) + (text.count("\n") + 1) * per_line, "the indented text")
+
+
+def _join(env: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    items = list(args[0])
+    attribute = _arg(args, kwargs, 2, "attribute", None)
+    if attribute is not None:
+        items = list(map(make_attrgetter(env, attribute), items))
+        if len(args) > 2:
+            args[2] = None
+        kwargs.pop("attribute", None)
+    args[0] = items
+    check_size(joined_size(items, str(_arg(args, kwargs, 1, "d", ""))), "the joined text")
+
+
+def _replace(env: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    text = _text(args[0])
+    old, new = str(_arg(args, kwargs, 1, "old", "")), str(_arg(args, kwargs, 2, "new", ""))
+    count = _arg(args, kwargs, 3, "count", None)
+    check_size(_replaced_size(text, old, new, count), "the replaced text")
+
+
+def _replaced_size(text: Any, old: Any, new: Any, count: Any) -> int:
+    found = (text.count(old) if old else len(text) + 1) if isinstance(old, type(text)) else 0
+    if isinstance(count, int) and count >= 0:
+        found = min(found, count)
+    return len(text) + found * max(len(new) - len(old), 0) if isinstance(new, str | bytes) else len(text)
+
+
+def _wordwrap(env: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    text = _text(args[0])
+    width = max(_int(_arg(args, kwargs, 1, "width", 79)), 1)
+    wrap = _arg(args, kwargs, 3, "wrapstring", None) or env.newline_sequence
+    check_size(len(text) + (len(text) // width + text.count("\n") + 1) * len(str(wrap)), "the wrapped text")
+
+
+def _format(env: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    values: Any = kwargs or tuple(args[1:])  # what do_format gives '%'
+    check_size(percent_size(_text(args[0]), values), "the formatted text")
+
+
+def _batch(env: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    check_size(_int(_arg(args, kwargs, 1, "linecount", 0)), "a batch")
+
+
+def _slice(env: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    check_size(8 * _int(_arg(args, kwargs, 1, "slices", 0)), "the slices (a list each, counted as 8 items)")
+
+
+def _round(env: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    if abs(_int(_arg(args, kwargs, 1, "precision", 0))) > _MAX_DIGITS:
+        check_size(max_size() + 1, f"rounding to more than {_MAX_DIGITS:,} digits")
+
+
+def _urlize(env: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    text = _text(args[0])
+    extra = sum(len(str(kwargs.get(name) or "")) for name in ("target", "rel")) + 60
+    check_size(2 * len(text) + (text.count(" ") + text.count("\n") + 1) * extra, "the text with links")
+
+
+def _as_text(factor: int) -> _Check:
+    """A check for a filter that writes its value as text up to ``factor`` times longer (escaping: 6x)."""
+
+    def check(env: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+        check_size(factor * text_size(args[0]), "the text of the value")
+
+    return check
+
+
+def _tojson(env: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    indent = _int(_arg(args, kwargs, 1, "indent", 0))
+    check_size((1 + indent) * text_size(args[0]), "the JSON text of the value")
+
+
+_FILTER_CHECKS: Final[Mapping[str, _Check]] = {
+    "center": _center,
+    "indent": _indent,
+    "join": _join,
+    "replace": _replace,
+    "wordwrap": _wordwrap,
+    "format": _format,
+    "batch": _batch,
+    "slice": _slice,
+    "round": _round,
+    "urlize": _urlize,
+    "string": _as_text(1),
+    "list": _as_text(1),
+    "tojson": _tojson,
+    "pprint": _as_text(2),
+    "e": _as_text(6),
+    "escape": _as_text(6),
+    "forceescape": _as_text(6),
+    "xmlattr": _as_text(6),
+    "urlencode": _as_text(12),
+}
+
+
+def _guarded(original: Callable[..., Any], check: _Check) -> Callable[..., Any]:
+    """``original`` (a Jinja filter), its arguments checked first; Jinja's ``pass_*`` marker kept."""
+    passes = getattr(original, "jinja_pass_arg", None)
+
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        head, values = (list(args[:1]), list(args[1:])) if passes is not None else ([], list(args))
+        environment = getattr(head[0], "environment", head[0]) if head else None
+        check(environment, values, kwargs)
+        return original(*head, *values, **kwargs)
+
+    if passes is not None:
+        guarded.jinja_pass_arg = passes  # type: ignore[attr-defined]
+    return guarded
+
+
+def _counting(original: Callable[..., Any]) -> Callable[..., Any]:
+    """The ``map`` filter, its items refused once their text in all would be over the limit."""
+
+    def mapped(*args: Any, **kwargs: Any) -> Any:
+        return counted(original(*args, **kwargs), "the mapped items")
+
+    mapped.jinja_pass_arg = original.jinja_pass_arg  # type: ignore[attr-defined]
+    return mapped
+
+
+@pass_environment
+def _sum(environment: Any, iterable: Iterable[Any], attribute: Any = None, start: Any = 0) -> Any:
+    items = iterable if attribute is None else map(make_attrgetter(environment, attribute), iterable)
+    return bounded_sum(items, start)
+
+
+# --------------------------------------------------------------------------------------------- methods
+
+
+def _method_check(owner: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
+    if isinstance(owner, str | bytes | bytearray):
+        text: Any = owner
+        if name in ("center", "ljust", "rjust", "zfill"):
+            check_size(max(len(owner), _int(_arg(args, kwargs, 0, "width", 0))), f"the text of {name}()")
+        elif name == "expandtabs":
+            tab = _int(_arg(args, kwargs, 0, "tabsize", 8))
+            check_size(len(owner) + text.count(b"\t" if isinstance(text, bytes | bytearray) else "\t") * tab, name)
+        elif name == "replace":
+            old, new, count = (_arg(args, kwargs, i, key, -1) for i, key in enumerate(("old", "new", "count")))
+            check_size(_replaced_size(owner, old, new, count), "the replaced text")
+        elif name == "join" and args:
+            args[0] = list(args[0])
+            check_size(joined_size(args[0], owner), "the joined text")
+        elif name == "translate" and args and isinstance(args[0], Mapping):
+            longest = max((len(v) for v in args[0].values() if isinstance(v, str | bytes)), default=1)
+            check_size(len(owner) * max(longest, 1), "the translated text")
+        elif name in ("format", "format_map") and isinstance(owner, str):
+            if name == "format_map":
+                values = args[0] if args and isinstance(args[0], Mapping) else {}
+                check_size(format_size(owner, (), values), "the formatted text")
+            else:
+                check_size(format_size(owner, tuple(args), kwargs), "the formatted text")
+    elif isinstance(owner, int) and name == "to_bytes":
+        check_size(_int(_arg(args, kwargs, 0, "length", 1)), "the bytes")
+
+
+# --------------------------------------------------------------------------------------------- environment
+
+
+class BoundedEnvironment(ImmutableSandboxedEnvironment):
+    """Jinja's immutable sandbox with every size-multiplying operation checked before it builds its result."""
+
+    intercepted_binops = frozenset({"+", "*", "%", "**"})
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        for name, check in _FILTER_CHECKS.items():
+            self.filters[name] = _guarded(self.filters[name], check)
+        self.filters["sum"] = _sum
+        self.filters["map"] = _counting(self.filters["map"])
+        lipsum: Callable[..., Any] = self.globals["lipsum"]  # type: ignore[assignment]
+
+        def bounded_lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:
+            check_size(_int(n) * _int(max) * 12, "the lorem ipsum")
+            return str(lipsum(n, html, min, max))
+
+        self.globals["lipsum"] = bounded_lipsum
+        self.kavalai_str_join = self._joined(str_join)  # the compiled template calls these for '~'
+        self.kavalai_markup_join = self._joined(markup_join)
+
+    @staticmethod
+    def _joined(join: Callable[[Iterable[Any]], str]) -> Callable[[Iterable[Any]], str]:
+        def checked(items: Iterable[Any]) -> str:
+            values = list(items)
+            check_size(joined_size(values, ""), "the joined text")
+            return join(values)
+
+        return checked
+
+    @staticmethod
+    def concat(items: Iterable[Any]) -> str:
+        """The join of a block's, a macro's or a ``{% set %}`` block's output, checked first."""
+        values = list(items)
+        check_size(joined_size(values, ""), "the text of the block")
+        return "".join(values)
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        """``left <operator> right``, refused first when its result would be over the limit."""
+        check_binop(operator, left, right)
+        return super().call_binop(context, operator, left, right)
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        """Call ``__obj`` from the template; a method that builds a text (``s.center(n)``) is checked first."""
+        target = getattr(__obj, "__wrapped__", __obj)  # Jinja wraps str.format in a function of its own
+        owner, name = getattr(target, "__self__", None), getattr(target, "__name__", "")
+        values = list(args)
+        if owner is not None:
+            _method_check(owner, name, values, kwargs)
+        return super().call(__context, __obj, *values, **kwargs)
+
+
+class JoinRewriter(ast.NodeTransformer):
+    """Points the compiled template's ``str_join`` and ``markup_join`` (the ``~`` operator) at the checked ones."""
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        replacement = _JOINS.get(node.id)
+        if replacement is None or not isinstance(node.ctx, ast.Load):
+            return node
+        environment = ast.Name(id="environment", ctx=ast.Load())
+        return ast.copy_location(ast.Attribute(value=environment, attr=replacement, ctx=ast.Load()), node)
