@@ -256,3 +256,16 @@ async def test_the_size_limit_is_the_workflows_own(tmp_path: Path) -> None:
     )
     failed = await WorkflowEngine.from_yaml(path, kernel=FunctionKernel()).run({"s": "x" * 600})
     assert "longer than 1,000 characters" in str(failed.error)
+
+
+@pytest.mark.parametrize(
+    ("template", "named"),
+    [
+        ("{{ 1 - 'x' }}", "TypeError"),
+        ("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", "RecursionError"),
+        ("{{ 1 // 0 }}", "ZeroDivisionError"),
+    ],
+)
+def test_a_template_failing_outside_jinja_is_a_node_error_naming_the_cause(template: str, named: str) -> None:
+    with pytest.raises(NodeError, match=rf"Node 'n': field 'f': the template could not be rendered: {named}"):
+        render_template(template, {}, node="n", field="f")

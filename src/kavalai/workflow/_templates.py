@@ -139,9 +139,13 @@ def render_template(
                 raise OverflowError(f"the rendered text is longer than {limit:,} characters")
             chunks.append(chunk)
         return "".join(chunks)
-    except (TemplateError, OverflowError) as exc:
+    except NodeError:
+        raise
+    except (TemplateError, OverflowError, ArithmeticError, TypeError, ValueError, LookupError, RecursionError) as exc:
+        # Not only Jinja's own errors: `{{ 1 - 'x' }}` raises TypeError, a macro calling itself RecursionError.
+        what = "" if isinstance(exc, TemplateError | OverflowError) else f"{type(exc).__name__}: "
         raise NodeError(
-            f"Node {node!r}: field {field!r}: the template could not be rendered: {exc}", node=node, field=field
+            f"Node {node!r}: field {field!r}: the template could not be rendered: {what}{exc}", node=node, field=field
         ) from exc
     finally:
         _budget.reset(token)
