@@ -10,7 +10,7 @@ import threading
 from typing import Any, Literal
 
 import pytest
-from pydantic import BaseModel, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from kavalai import (
     FunctionKernel,
@@ -560,6 +560,25 @@ async def test_output_type_validates_into_the_callers_own_types(kernel: Function
     assert as_dict == {"name": "abc", "size": 3}
     with pytest.raises(ToolOutputError, match="size: Input should be a valid string"):
         await kernel.call_tool("python://entry", {"name": "a"}, output_type=OtherEntry)  # no int -> str coercion
+
+
+class Total(BaseModel):
+    result: int
+
+
+class Named(BaseModel):
+    value: float = Field(alias="Value")
+
+
+async def test_a_bare_value_fills_a_one_field_output_type(kernel: FunctionKernel) -> None:
+    # Kaval.AI 1.0 wrapped a tool's bare answer into a caller's model of one field.
+    kernel.register_python_tool("math.add", add)
+    kernel.register_python_tool("coerce", stringly)
+    assert await kernel.call_tool("python://math.add", {"a": 40, "b": 2}, output_type=Total) == Total(result=42)
+    named = await kernel.call_tool("python://math.add", {"a": 1, "b": 1}, output_type=Named)
+    assert named.value == 2.0
+    with pytest.raises(ToolOutputError, match="output_type Todo"):  # two fields: no guessing
+        await kernel.call_tool("python://math.add", {"a": 1, "b": 1}, output_type=Todo)
 
 
 async def test_output_type_that_does_not_fit_is_an_output_error_naming_the_tool(kernel: FunctionKernel) -> None:

@@ -105,6 +105,7 @@ def convert_output(definition: ToolDefinition, output: BaseModel, output_type: A
     value: Any = getattr(output, "result", None) if definition.wrapped else output
     if isinstance(output_type, type) and isinstance(value, output_type) and not isinstance(value, bool | int | float):
         return value  # numbers are validated: `int` must not pass a bool, nor `float` an int unconverted
+    adapter: TypeAdapter[Any] | None = None
     try:
         adapter = _adapters.get(output_type)
         if adapter is None:
@@ -113,6 +114,12 @@ def convert_output(definition: ToolDefinition, output: BaseModel, output_type: A
             value = value.model_dump(by_alias=True)
         return adapter.validate_python(value, from_attributes=True)
     except ValidationError as exc:
+        single = _one_field(output_type, value)
+        if single is not None and adapter is not None:  # a bare value for a model of one field (Kaval.AI 1.0 wrapped it so): {field: value}
+            try:
+                return adapter.validate_python({single: value})
+            except ValidationError:
+                pass  # the error about the value as given says more
         errors = exc.errors(include_url=False)
         problems = format_validation_errors(errors, root="(output)")
         reason = f"which does not fit the output_type {_type_name(output_type)}: {problems}"
@@ -121,6 +128,17 @@ def convert_output(definition: ToolDefinition, output: BaseModel, output_type: A
         problem = f"{type(exc).__name__}: {exc}"
         reason = f"and it cannot be validated into the output_type {_type_name(output_type)}: {problem}"
         raise _output_error(definition, value, reason, []) from exc
+
+
+def _one_field(output_type: Any, value: Any) -> str | None:
+    """The name (alias) of the one field of ``output_type`` when it is a model of exactly one field and ``value`` is
+    a bare value (neither a mapping nor a model), else ``None``."""
+    if not (isinstance(output_type, type) and issubclass(output_type, BaseModel)):
+        return None
+    if isinstance(value, Mapping | BaseModel) or len(output_type.model_fields) != 1:
+        return None
+    [(name, field)] = output_type.model_fields.items()
+    return field.alias or name
 
 
 def _type_name(expected: Any) -> str:
