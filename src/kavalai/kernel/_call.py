@@ -119,11 +119,15 @@ class _Scope:
         if inherited is not None and outer is not None:
             self.deadline, self._source = inherited, outer._source
 
-    def _arm(self) -> None:
+    def _arm(self, own: float | None) -> None:
+        """Arm the timer that cuts this scope at its deadline: ``own`` seconds from now when the scope's own limit
+        is the nearer (given as is, so an event loop whose clock is its own, as a Temporal workflow's is, gets the
+        same timer on every replay), else what is left of the deadline it inherited."""
         deadline = self.deadline
         if deadline is not None and self._task is not None:
             loop = self._task.get_loop()
-            self._timer = loop.call_at(loop.time() + (deadline - _monotonic()), self.cut, TIMED_OUT)
+            delay = own if own is not None and self._source is self else deadline - _monotonic()
+            self._timer = loop.call_at(loop.time() + delay, self.cut, TIMED_OUT)
 
     def _enter_task(self) -> None:
         try:
@@ -267,7 +271,7 @@ class Deadline(_Scope):
         self._bind(outer, self.seconds)
         self._enter_task()
         self._token = _current.set(self)
-        self._arm()  # a deadline already passed cuts the block at its first suspension (a timer due at once)
+        self._arm(self.seconds)  # a deadline already passed cuts the block at its first suspension (due at once)
         return self
 
     def __exit__(

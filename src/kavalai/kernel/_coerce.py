@@ -115,7 +115,7 @@ def convert_output(definition: ToolDefinition, output: BaseModel, output_type: A
         return adapter.validate_python(value, from_attributes=True)
     except ValidationError as exc:
         single = _one_field(output_type, value)
-        if single is not None and adapter is not None:  # a bare value for a model of one field (Kaval.AI 1.0 wrapped it so): {field: value}
+        if single is not None and adapter is not None:  # a bare value, a model of one field: {field: value}
             try:
                 return adapter.validate_python({single: value})
             except ValidationError:

@@ -312,7 +312,7 @@ class Kernel:
         call._limit = limit if call._source is call else left
         if left <= 0.0:
             raise _cut_error(call, started=False)
-        call._arm()
+        call._arm(limit)
 
     def start_tool(
         self,
