@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from contextlib import nullcontext
 from datetime import timedelta
 from typing import Any, Final
@@ -47,6 +48,8 @@ _ACTIVITY: Final = "kavalai.step"
 _ANSWER: Final = "kavalai.answer"  # the signal that answers a question of a run
 _PENDING: Final = "kavalai.pending"  # the query listing a run's unanswered questions
 
+logger = logging.getLogger("kavalai.durable")
+
 _serving: dict[str, TemporalRunner] = {}  # by task queue: the runners whose worker runs in this process
 
 
@@ -69,6 +72,8 @@ class TemporalRunner(DurableRunner):
             :class:`~kavalai.durable.SqlAnswerLog` every worker and client reaches). ``None``: a redone step asks
             again, and ``OutsideElicitation`` cannot wait.
         inline_limit: the largest value, in bytes of JSON, kept inline in the history when there is a store.
+        shutdown_timeout: seconds a worker may take to shut down (finish evicting the runs it holds) before it is
+            cancelled.
     """
 
     engine = "temporal"
@@ -86,8 +91,10 @@ class TemporalRunner(DurableRunner):
         store: ResultStore | None = None,
         inline_limit: int = 64 * 1024,
         answers: AnswerLog | None = None,
+        shutdown_timeout: float = 30.0,
     ) -> None:
         super().__init__()
+        self.shutdown_timeout = shutdown_timeout
         self.answers = answers
         self.store = store
         self.inline_limit = inline_limit
@@ -100,6 +107,14 @@ class TemporalRunner(DurableRunner):
         self._client = client
         self._worker: Worker | None = None
         self._worker_task: asyncio.Task[None] | None = None
+        self._serving_always = False  # start_worker()/serve(): the worker stays until aclose()
+        self._runs_waiting = 0  # run() calls that started or share the worker, which stops after the last
+        self._stopping: asyncio.Task[None] | None = None
+
+    @property
+    def serving(self) -> bool:
+        """Whether a worker of this runner runs in this process now."""
+        return self._worker is not None
 
     async def connect(self) -> Client:
         """The Temporal client (connected on first use)."""
@@ -111,12 +126,25 @@ class TemporalRunner(DurableRunner):
 
     async def run(self, target: DurableTarget, payload: Any, *, run_id: str | None = None) -> Any:
         """Run ``payload`` on ``target`` under ``run_id`` and return its JSON outcome (a finished run's from its
-        history; a run still going, here or on another worker, awaited)."""
+        history; a run still going, here or on another worker, awaited).
+
+        With ``worker=True`` a worker serves the task queue in this process while the call waits, and is shut down
+        (cleanly: the runs it holds in its cache are evicted first) before the call returns, unless
+        :meth:`start_worker` started it for longer or another ``run`` still waits. A worker left running would be
+        cancelled by the event loop's end in the middle of its work (Temporal then retries the eviction of the runs
+        it held forever, and the program never ends)."""
+        run_id = checked_run_id(run_id)
         self.register(target, replace=True)
-        if self.runs_worker:
-            await self.start_worker()
-        run_id = await self.submit(target, payload, run_id=run_id)
-        return await self.result(run_id)
+        if not self.runs_worker:
+            return await self.result(await self.submit(target, payload, run_id=run_id))
+        self._runs_waiting += 1
+        try:
+            await self.start_worker(keep=False)
+            return await self.result(await self.submit(target, payload, run_id=run_id))
+        finally:
+            self._runs_waiting -= 1
+            if self._runs_waiting == 0 and not self._serving_always:
+                await self._stop_worker()
 
     async def submit(self, target: DurableTarget | str, payload: Any, *, run_id: str | None = None) -> str:
         """Start the run (by target or target name) without waiting for it; the same run id is the same run."""
@@ -174,16 +202,39 @@ class TemporalRunner(DurableRunner):
             workflow_runner=UnsandboxedWorkflowRunner(),
         )
 
-    async def start_worker(self) -> None:
-        """Run a worker in this process, in the background, until :meth:`aclose`. Idempotent."""
+    async def start_worker(self, *, keep: bool = True) -> None:
+        """Run a worker in this process, in the background, until :meth:`aclose` (``keep=False``: until the last
+        :meth:`run` waiting returns). Idempotent."""
+        self._serving_always = self._serving_always or keep
+        if self._stopping is not None:  # a worker shutting down: a new one once it is down
+            await asyncio.shield(self._stopping)
         if self._worker is not None:
             return
         known = _serving.get(self.task_queue)
         if known is not None and known is not self:
             raise RuntimeError(f"Another TemporalRunner already serves task queue {self.task_queue!r} here.")
         _serving[self.task_queue] = self
-        self._worker = self.worker_for(await self.connect())
+        try:
+            # What the workflow's code may need is made here, on this loop: an activation runs in a thread with its
+            # own loop and a deadline of 2 s (Temporal then interrupts it, at any point of the code), so nothing
+            # slow or bound to a loop may happen first in there (imports, starting servers, connecting).
+            await self._prepare_targets()
+            self._worker = self.worker_for(await self.connect())
+        except BaseException:
+            del _serving[self.task_queue]
+            raise
         self._worker_task = asyncio.get_running_loop().create_task(self._worker.run())
+
+    async def _prepare_targets(self) -> None:
+        import kavalai.agent.elicitation  # noqa: F401 - imported by a durable run's tool calls
+
+        for name in self.targets:
+            target = self.target(name)
+            connect = getattr(target, "connect", None)  # a workflow engine: its services, servers and models
+            if connect is not None:
+                await connect()
+            elif target is not None and target.durable_kernel is not None:
+                await target.durable_kernel.connect()
 
     async def serve(self) -> None:
         """Serve the task queue until cancelled: the worker loop. Register the targets first."""
@@ -193,16 +244,37 @@ class TemporalRunner(DurableRunner):
 
     async def aclose(self) -> None:
         """Stop this process's worker (runs in flight go on on other workers, or when one starts again)."""
-        worker, self._worker = self._worker, None
-        if worker is not None:
-            await worker.shutdown()
-        task, self._worker_task = self._worker_task, None
-        if task is not None and not task.done():
-            task.cancel()
-        if task is not None:
-            await asyncio.gather(task, return_exceptions=True)
-        if _serving.get(self.task_queue) is self:
-            del _serving[self.task_queue]
+        self._serving_always = False
+        await self._stop_worker()
+
+    async def _stop_worker(self) -> None:
+        """Shut the worker down, once, whoever waits for it: a caller cancelled meanwhile leaves it going on (a
+        worker cancelled in the middle of an eviction never ends)."""
+        if self._stopping is None and self._worker is not None:
+            self._stopping = asyncio.get_running_loop().create_task(self._shutdown())
+        if self._stopping is not None:
+            await asyncio.shield(self._stopping)
+
+    async def _shutdown(self) -> None:
+        worker, task = self._worker, self._worker_task
+        try:
+            if worker is not None:
+                try:
+                    await asyncio.wait_for(worker.shutdown(), self.shutdown_timeout)
+                except TimeoutError:
+                    logger.warning(
+                        "The Temporal worker of task queue %r did not shut down within %.0f s: cancelled",
+                        self.task_queue,
+                        self.shutdown_timeout,
+                    )
+            if task is not None and not task.done():
+                task.cancel()
+            if task is not None:
+                await asyncio.gather(task, return_exceptions=True)
+        finally:
+            self._worker = self._worker_task = self._stopping = None
+            if _serving.get(self.task_queue) is self:
+                del _serving[self.task_queue]
 
     def __repr__(self) -> str:
         return f"<TemporalRunner {self.address} task_queue={self.task_queue!r}>"
