@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,26 +15,19 @@ from kavalai.durable import TemporalRunner
 from kavalai.workflow import WorkflowEngine
 from tests.durable.fault_matrix import Case, fetch, start, workflow_text
 from tests.servers.effects_app import create_app
-from tests.servers.temporal_server import temporal_server
 from tests.servers.uvicorn_server import serve
 
 pytestmark = pytest.mark.timeout(180)
 
 
-@pytest.fixture(scope="module")
-def temporal() -> Iterator[str]:
-    with temporal_server() as address:
-        yield address
-
-
 async def test_a_run_killed_during_a_rest_step_is_resumed_by_the_documented_call_here(
-    temporal: str, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    temporal_address: str, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     workflow = tmp_path / "five.yaml"
     workflow.write_text(workflow_text(), encoding="utf-8")
     case = Case("temporal", "during", 1)
     with serve(create_app(kill_during="C")) as rest:
-        first = start(case, temporal, workflow, "R1", "first", rest)
+        first = start(case, temporal_address, workflow, "R1", "first", rest)
         first.communicate(timeout=120)
         assert first.returncode == -signal.SIGKILL, (tmp_path / "first.log").read_text()[-3000:]
         assert [r["order"] for r in fetch(f"{rest}/requests")] == ["A", "B", "C"]
@@ -43,7 +35,7 @@ async def test_a_run_killed_during_a_rest_step_is_resumed_by_the_documented_call
         monkeypatch.setenv("SHOP_URL", rest)
         monkeypatch.setenv("WORKER_NAME", "here")
         monkeypatch.setenv("WORKER_PID", str(os.getpid()))
-        runner = TemporalRunner(temporal, task_queue="q-R1", step_timeout=4)
+        runner = TemporalRunner(temporal_address, task_queue="q-R1", step_timeout=4)
         engine = WorkflowEngine.from_yaml(workflow, durable=runner)
         with caplog.at_level(logging.WARNING, logger="temporalio"):
             try:

@@ -4,7 +4,8 @@
         ...
 
 The server keeps its state in memory (``temporal server start-dev --headless``), runs as a child process, and the
-block waits (bounded) until a client can describe the ``default`` namespace. On exit it is stopped (SIGTERM, then
+block waits (bounded) until a client can describe the ``default`` namespace (asked from a thread of its own, so
+that an async fixture may start it too). On exit it is stopped (SIGTERM, then
 SIGKILL after a bound). A plain context manager, so code that runs runs in processes of their own (the fault
 matrix) needs no event loop to start it.
 """
@@ -12,6 +13,7 @@ matrix) needs no event loop to start it.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import socket
 import subprocess
@@ -49,6 +51,12 @@ async def _serving(address: str) -> bool:
     return True
 
 
+def _ready(address: str) -> bool:
+    # In a thread of its own: the caller may be inside a running event loop (an async fixture asking for this).
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(_serving(address))).result()
+
+
 @contextlib.contextmanager
 def temporal_server(*, startup_timeout: float = 60.0) -> Iterator[str]:
     """Start a throw-away Temporal dev server and yield its ``host:port``."""
@@ -59,7 +67,7 @@ def temporal_server(*, startup_timeout: float = 60.0) -> Iterator[str]:
     address = f"127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + startup_timeout
-        while not asyncio.run(_serving(address)):
+        while not _ready(address):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"The Temporal dev server did not start (exit code {process.poll()})")
             time.sleep(0.2)

@@ -40,7 +40,7 @@ from kavalai.durable._run import (
     inside_step,
     step_key,
 )
-from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id
+from kavalai.durable._runner import RUN_ID_RULE, DurableRunner, DurableTarget, UnknownRunError, new_run_id
 from kavalai.durable._steps import (
     IDEMPOTENCY_KEY,
     DurableStepError,
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IDEMPOTENCY_KEY",
+    "RUN_ID_RULE",
     "AnswerLog",
     "AnswerWaiter",
     "DbosRunner",
@@ -76,6 +77,7 @@ __all__ = [
     "SqlAnswerLog",
     "SqlResultStore",
     "TemporalRunner",
+    "UnknownRunError",
     "approval_answer",
     "bind_run",
     "call_options",

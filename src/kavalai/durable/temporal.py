@@ -33,11 +33,19 @@ from temporalio import activity, workflow
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import RetryPolicy, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from kavalai.durable._answers import checked_answer
 from kavalai.durable._run import AnswerLog, DurableRun, JsonValue, bind_run
-from kavalai.durable._runner import DurableRunner, DurableTarget, checked_run_id, not_pending
+from kavalai.durable._runner import (
+    DurableRunner,
+    DurableTarget,
+    UnknownRunError,
+    checked_run_id,
+    existing_run_id,
+    not_pending,
+)
 from kavalai.durable._steps import run_tool_step
 from kavalai.durable._store import ResultStore
 
@@ -148,9 +156,9 @@ class TemporalRunner(DurableRunner):
 
     async def submit(self, target: DurableTarget | str, payload: Any, *, run_id: str | None = None) -> str:
         """Start the run (by target or target name) without waiting for it; the same run id is the same run."""
+        run_id = checked_run_id(run_id)
         client = await self.connect()
         name = target if isinstance(target, str) else self.register(target, replace=True)
-        run_id = checked_run_id(run_id)
         with contextlib.suppress(WorkflowAlreadyStartedError):  # finished before: its result is in its history
             await client.start_workflow(
                 _WORKFLOW,
@@ -163,15 +171,26 @@ class TemporalRunner(DurableRunner):
         return run_id
 
     async def result(self, run_id: str) -> Any:
-        """Wait for the run ``run_id`` and return its JSON outcome."""
+        """Wait for the run ``run_id`` and return its JSON outcome.
+
+        Raises:
+            UnknownRunError: the server has no run with this id.
+        """
+        run_id = existing_run_id(run_id)
         client = await self.connect()
         handle: WorkflowHandle[Any, Any] = client.get_workflow_handle(run_id)
-        outcome = await handle.result()
+        try:
+            outcome = await handle.result()
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                raise UnknownRunError(run_id, f"temporal ({self.address}, {self.namespace})") from None
+            raise
         return outcome if self.store is None else await self.store.load(outcome)
 
     async def pending(self, run_id: str) -> dict[str, Any]:
         """The questions run ``run_id`` waits to have answered: the run's own (a query of the run: a worker must be
         up), and those its steps published in the answer log."""
+        run_id = existing_run_id(run_id)
         client = await self.connect()
         found = await client.get_workflow_handle(run_id).query(_PENDING)
         in_steps = {} if self.answers is None else await self.answers.open_questions(run_id)
@@ -217,7 +236,7 @@ class TemporalRunner(DurableRunner):
         try:
             # What the workflow's code may need is made here, on this loop: an activation runs in a thread with its
             # own loop and a deadline of 2 s (Temporal then interrupts it, at any point of the code), so nothing
-            # slow or bound to a loop may happen first in there (imports, starting servers, connecting).
+            # slow or bound to a loop may happen first in there (starting servers, connecting, making clients).
             await self._prepare_targets()
             self._worker = self.worker_for(await self.connect())
         except BaseException:
@@ -226,8 +245,6 @@ class TemporalRunner(DurableRunner):
         self._worker_task = asyncio.get_running_loop().create_task(self._worker.run())
 
     async def _prepare_targets(self) -> None:
-        import kavalai.agent.elicitation  # noqa: F401 - imported by a durable run's tool calls
-
         for name in self.targets:
             target = self.target(name)
             connect = getattr(target, "connect", None)  # a workflow engine: its services, servers and models
