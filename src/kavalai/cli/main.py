@@ -7,12 +7,12 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "entry", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``kavalai`` command: ``demo``, ``run``, ``tools``, ``serve``, ``worker`` and
-    ``answer``."""
+    """The argument parser of the ``kavalai`` command: ``demo``, ``run``, ``tools``, ``serve``, ``worker``,
+    ``runs`` and ``answer``."""
     parser = argparse.ArgumentParser(prog="kavalai", description="Typed tools for LLM agents and workflows.")
     parser.add_argument("--version", action="version", version=f"kavalai {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     from kavalai.cli._answer import add_answer_parser
     from kavalai.cli._run import add_run_parser
+    from kavalai.cli._runs import add_runs_parser
     from kavalai.cli._serve import add_serve_parser
     from kavalai.cli._tools_cmd import add_tools_parser
     from kavalai.cli._worker import add_worker_parser
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_tools_parser(commands)
     add_serve_parser(commands)
     add_worker_parser(commands)
+    add_runs_parser(commands)
     add_answer_parser(commands)
     return parser
 
@@ -64,6 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from kavalai.cli._worker import worker_command
 
         return worker_command(args)
+    if args.command == "runs":
+        from kavalai.cli._runs import runs_command
+
+        return runs_command(args)
     if args.command == "answer":
         from kavalai.cli._answer import answer_command
 
@@ -75,5 +81,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 
+def entry() -> None:
+    """The ``kavalai`` program: :func:`main`, then the exit.
+
+    After a command that used Temporal the process ends with ``os._exit`` once its output is flushed: the Temporal
+    client's Rust threads can otherwise call into Python while the interpreter finalizes, which aborts the process
+    ("Fatal Python error: PyGILState_Release", temporalio/sdk-python#300) after the command itself succeeded.
+    """
+    code = main()
+    if "temporalio" in sys.modules:
+        import os
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()

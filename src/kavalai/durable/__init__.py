@@ -40,7 +40,14 @@ from kavalai.durable._run import (
     inside_step,
     step_key,
 )
-from kavalai.durable._runner import RUN_ID_RULE, DurableRunner, DurableTarget, UnknownRunError, new_run_id
+from kavalai.durable._runner import (
+    RUN_ID_RULE,
+    DurableRunner,
+    DurableTarget,
+    RunInfo,
+    UnknownRunError,
+    new_run_id,
+)
 from kavalai.durable._steps import (
     IDEMPOTENCY_KEY,
     DurableStepError,
@@ -74,6 +81,7 @@ __all__ = [
     "Journal",
     "MemoryRunner",
     "ResultStore",
+    "RunInfo",
     "SqlAnswerLog",
     "SqlResultStore",
     "TemporalRunner",

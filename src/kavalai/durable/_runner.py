@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, runtime_checkable
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol, runtime_checkable
 
 from kavalai.durable._steps import durable_steps, is_durable_middleware
 
@@ -22,6 +24,8 @@ __all__ = [
     "RUN_ID_RULE",
     "DurableRunner",
     "DurableTarget",
+    "RunInfo",
+    "RunState",
     "UnknownRunError",
     "checked_run_id",
     "existing_run_id",
@@ -200,3 +204,38 @@ def existing_run_id(run_id: str) -> str:
     if run_id is None:
         raise ValueError(f"{RUN_ID_RULE}, got None.")
     return checked_run_id(run_id)
+
+
+#: Where a run is, in words every engine's statuses map to.
+RunState = Literal["queued", "running", "finished", "failed", "cancelled"]
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """Where a durable run is, as ``kavalai runs show|list`` prints it.
+
+    Attributes:
+        run_id: the run's id.
+        state: ``queued``, ``running``, ``finished`` (the engine holds its outcome, which says whether the workflow
+            or agent succeeded), ``failed`` (the engine itself gave up on it) or ``cancelled``.
+        engine_status: the engine's own word for it (DBOS ``SUCCESS``, Temporal ``COMPLETED``, ...).
+        target: what it runs (``workflow:<name>``, ``agent:<name>``), when the engine says.
+        created_at, updated_at: when it began and last changed (UTC), when the engine says.
+        outcome: a finished run's JSON outcome (only from ``describe``).
+    """
+
+    run_id: str
+    state: RunState
+    engine_status: str
+    target: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    outcome: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as JSON-ready data (times in ISO 8601)."""
+        data = asdict(self)
+        for name in ("created_at", "updated_at"):
+            if data[name] is not None:
+                data[name] = data[name].isoformat()
+        return data

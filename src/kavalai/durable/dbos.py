@@ -27,6 +27,7 @@ import socket
 import threading
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -48,6 +49,8 @@ from kavalai.durable._run import DurableRun, bind_run
 from kavalai.durable._runner import (
     DurableRunner,
     DurableTarget,
+    RunInfo,
+    RunState,
     UnknownRunError,
     checked_run_id,
     existing_run_id,
@@ -374,6 +377,34 @@ class DbosClient:
         found = self._client.list_workflows(workflow_ids=[existing_run_id(run_id)], load_input=False, load_output=False)
         return str(found[0].status) if found else None
 
+    def describe(self, run_id: str) -> RunInfo:
+        """Where the run ``run_id`` is, with its outcome once finished.
+
+        Raises:
+            UnknownRunError: no run has this id in the journal.
+        """
+        found = self._client.list_workflows(workflow_ids=[existing_run_id(run_id)], load_input=True)
+        if not found:
+            raise UnknownRunError(run_id, f"dbos ({_redacted(self.db)})")
+        return _run_info(found[0], with_outcome=True)
+
+    def list_runs(self, *, limit: int = 20) -> list[RunInfo]:
+        """The newest ``limit`` runs of the journal (every queue), newest first."""
+        found = self._client.list_workflows(
+            name=_WORKFLOW, limit=limit, sort_desc=True, load_input=True, load_output=False
+        )
+        return [_run_info(status, with_outcome=False) for status in found]
+
+    def cancel(self, run_id: str) -> None:
+        """Cancel the run ``run_id``: it stops at its next step, wherever it runs, and is not resumed.
+
+        Raises:
+            UnknownRunError: no run has this id in the journal.
+        """
+        if self.status(run_id) is None:
+            raise UnknownRunError(run_id, f"dbos ({_redacted(self.db)})")
+        self._client.cancel_workflow(run_id)
+
     def pending(self, run_id: str) -> dict[str, Any]:
         """The questions run ``run_id`` waits to have answered, by key (see :meth:`DbosRunner.pending`)."""
         run_id = existing_run_id(run_id)
@@ -419,6 +450,38 @@ class _DbosJournal:
         del self.pending[key]
         await DBOS.set_event_async(_PENDING, dict(self.pending))
         return answer
+
+
+#: DBOS's statuses in the words of :class:`RunInfo`.
+_STATES: Final[dict[str, RunState]] = {
+    "ENQUEUED": "queued",
+    "DELAYED": "queued",
+    "PENDING": "running",
+    "SUCCESS": "finished",
+    "ERROR": "failed",
+    "MAX_RECOVERY_ATTEMPTS_EXCEEDED": "failed",
+    "CANCELLED": "cancelled",
+}
+
+
+def _run_info(status: Any, *, with_outcome: bool) -> RunInfo:
+    engine_status = str(status.status)
+    inputs = status.input
+    args = inputs.get("args") if isinstance(inputs, dict) else getattr(inputs, "args", None)
+    target = str(args[0]) if args else None
+    return RunInfo(
+        run_id=status.workflow_id,
+        state=_STATES.get(engine_status, "running"),
+        engine_status=engine_status,
+        target=target,
+        created_at=_time(status.created_at),
+        updated_at=_time(status.updated_at),
+        outcome=status.output if with_outcome and engine_status == "SUCCESS" else None,
+    )
+
+
+def _time(epoch_ms: int | None) -> datetime | None:
+    return None if epoch_ms is None else datetime.fromtimestamp(epoch_ms / 1000, UTC)
 
 
 def _checked_step_log(step_log: Literal["kavalai", "dbos"]) -> Literal["kavalai", "dbos"]:

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from contextlib import nullcontext
 from datetime import timedelta
 from typing import Any, Final
 
 from temporalio import activity, workflow
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import RetryPolicy, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
@@ -41,6 +42,8 @@ from kavalai.durable._run import AnswerLog, DurableRun, JsonValue, bind_run
 from kavalai.durable._runner import (
     DurableRunner,
     DurableTarget,
+    RunInfo,
+    RunState,
     UnknownRunError,
     checked_run_id,
     existing_run_id,
@@ -182,9 +185,7 @@ class TemporalRunner(DurableRunner):
         try:
             outcome = await handle.result()
         except RPCError as exc:
-            if exc.status == RPCStatusCode.NOT_FOUND:
-                raise UnknownRunError(run_id, f"temporal ({self.address}, {self.namespace})") from None
-            raise
+            raise self._unknown(run_id, exc) from None
         return outcome if self.store is None else await self.store.load(outcome)
 
     async def pending(self, run_id: str) -> dict[str, Any]:
@@ -208,6 +209,47 @@ class TemporalRunner(DurableRunner):
             return
         client = await self.connect()
         await client.get_workflow_handle(run_id).signal(_ANSWER, args=[key, value])
+
+    async def describe(self, run_id: str) -> RunInfo:
+        """Where the run ``run_id`` is, with its outcome once finished.
+
+        Raises:
+            UnknownRunError: the server has no run with this id.
+        """
+        run_id = existing_run_id(run_id)
+        handle = (await self.connect()).get_workflow_handle(run_id)
+        try:
+            found = await handle.describe()
+        except RPCError as exc:
+            raise self._unknown(run_id, exc) from None
+        info = _run_info(found)
+        if found.status == WorkflowExecutionStatus.COMPLETED:
+            outcome = await handle.result()
+            info = dataclasses.replace(info, outcome=outcome if self.store is None else await self.store.load(outcome))
+        return info
+
+    async def list_runs(self, *, limit: int = 20) -> list[RunInfo]:
+        """The newest ``limit`` runs of this runner's task queue, newest first."""
+        client = await self.connect()
+        query = f"WorkflowType = '{_WORKFLOW}' AND TaskQueue = '{self.task_queue}'"
+        return [_run_info(found) async for found in client.list_workflows(query, limit=limit)]
+
+    async def cancel(self, run_id: str) -> None:
+        """Ask the run ``run_id`` to stop: it is cancelled at its next step, on whichever worker runs it.
+
+        Raises:
+            UnknownRunError: the server has no run with this id.
+        """
+        run_id = existing_run_id(run_id)
+        try:
+            await (await self.connect()).get_workflow_handle(run_id).cancel()
+        except RPCError as exc:
+            raise self._unknown(run_id, exc) from None
+
+    def _unknown(self, run_id: str, exc: RPCError) -> Exception:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            return UnknownRunError(run_id, f"temporal ({self.address}, {self.namespace})")
+        return exc
 
     # ----------------------------------------------------------------------------------------------- serving
 
@@ -295,6 +337,29 @@ class TemporalRunner(DurableRunner):
 
     def __repr__(self) -> str:
         return f"<TemporalRunner {self.address} task_queue={self.task_queue!r}>"
+
+
+#: Temporal's statuses in the words of :class:`RunInfo`.
+_STATES: Final[dict[WorkflowExecutionStatus, RunState]] = {
+    WorkflowExecutionStatus.RUNNING: "running",
+    WorkflowExecutionStatus.CONTINUED_AS_NEW: "running",
+    WorkflowExecutionStatus.COMPLETED: "finished",
+    WorkflowExecutionStatus.FAILED: "failed",
+    WorkflowExecutionStatus.TIMED_OUT: "failed",
+    WorkflowExecutionStatus.TERMINATED: "failed",
+    WorkflowExecutionStatus.CANCELED: "cancelled",
+}
+
+
+def _run_info(found: WorkflowExecution) -> RunInfo:
+    status = found.status
+    return RunInfo(
+        run_id=found.id,
+        state=_STATES.get(status, "running") if status is not None else "running",
+        engine_status=status.name if status is not None else "UNKNOWN",
+        created_at=found.start_time,
+        updated_at=found.close_time or found.execution_time or found.start_time,
+    )
 
 
 def _runner_of(task_queue: str) -> TemporalRunner:
