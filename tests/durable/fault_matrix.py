@@ -119,21 +119,13 @@ def all_cases() -> list[Case]:
     return [Case(e, b, w) for e in ENGINES for b in BOUNDARIES for w in (1, 2)]
 
 
+@dataclass(frozen=True)
 class Engines:
-    """The engines' servers, started once for many cases: a Postgres server (a fresh database per case) and a
-    Temporal dev server (a task queue per case)."""
+    """The engines' servers, shared by many cases: a Postgres server (a fresh database per case) and a Temporal dev
+    server (a task queue per case)."""
 
-    def __init__(self, stack: ExitStack, engines: set[str]) -> None:
-        self.postgres: str | None = None
-        self.temporal: str | None = None
-        if "postgres" in engines:
-            from tests.servers.postgres_server import postgres
-
-            self.postgres = stack.enter_context(postgres())
-        if "temporal" in engines:
-            from tests.servers.temporal_server import temporal_server
-
-            self.temporal = stack.enter_context(temporal_server())
+    postgres: str | None = None
+    temporal: str | None = None
 
     def target(self, case: Case, directory: Path) -> str:
         """The journal (DBOS) or server address (Temporal) of a new case."""
@@ -150,7 +142,16 @@ class Engines:
 def engines(names: set[str]) -> Iterator[Engines]:
     """The servers the engines ``names`` need, for as long as the block runs."""
     with ExitStack() as stack:
-        yield Engines(stack, names)
+        postgres_url = temporal_address = None
+        if "postgres" in names:
+            from tests.servers.postgres_server import postgres
+
+            postgres_url = stack.enter_context(postgres())
+        if "temporal" in names:
+            from tests.servers.temporal_server import temporal_server
+
+            temporal_address = stack.enter_context(temporal_server())
+        yield Engines(postgres_url, temporal_address)
 
 
 def new_database(server: str, name: str) -> str:

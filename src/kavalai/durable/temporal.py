@@ -121,6 +121,7 @@ class TemporalRunner(DurableRunner):
         self._serving_always = False  # start_worker()/serve(): the worker stays until aclose()
         self._runs_waiting = 0  # run() calls that started or share the worker, which stops after the last
         self._stopping: asyncio.Task[None] | None = None
+        self._prepared: set[int] = set()  # the targets connected for the worker running now
 
     @property
     def serving(self) -> bool:
@@ -151,6 +152,8 @@ class TemporalRunner(DurableRunner):
         self._runs_waiting += 1
         try:
             await self.start_worker(keep=False)
+            if self._needs_preparing(target):
+                await _prepare(target)
             return await self.result(await self.submit(target, payload, run_id=run_id))
         finally:
             self._runs_waiting -= 1
@@ -287,13 +290,19 @@ class TemporalRunner(DurableRunner):
         self._worker_task = asyncio.get_running_loop().create_task(self._worker.run())
 
     async def _prepare_targets(self) -> None:
+        self._prepared = set()
         for name in self.targets:
             target = self.target(name)
-            connect = getattr(target, "connect", None)  # a workflow engine: its services, servers and models
-            if connect is not None:
-                await connect()
-            elif target is not None and target.durable_kernel is not None:
-                await target.durable_kernel.connect()
+            if target is not None:
+                await _prepare(target)
+                self._prepared.add(id(target))
+
+    def _needs_preparing(self, target: DurableTarget) -> bool:
+        """Whether ``target`` was registered after the worker started, so not connected yet (then marked as)."""
+        if id(target) in self._prepared:
+            return False
+        self._prepared.add(id(target))
+        return True
 
     async def serve(self) -> None:
         """Serve the task queue until cancelled: the worker loop. Register the targets first."""
@@ -332,11 +341,21 @@ class TemporalRunner(DurableRunner):
                 await asyncio.gather(task, return_exceptions=True)
         finally:
             self._worker = self._worker_task = self._stopping = None
+            self._prepared = set()
             if _serving.get(self.task_queue) is self:
                 del _serving[self.task_queue]
 
     def __repr__(self) -> str:
         return f"<TemporalRunner {self.address} task_queue={self.task_queue!r}>"
+
+
+async def _prepare(target: DurableTarget) -> None:
+    """Connect what ``target`` calls, on the caller's loop (see :meth:`TemporalRunner.start_worker`)."""
+    connect = getattr(target, "connect", None)  # a workflow engine: its services, servers and models
+    if connect is not None:
+        await connect()
+    elif target.durable_kernel is not None:
+        await target.durable_kernel.connect()
 
 
 #: Temporal's statuses in the words of :class:`RunInfo`.
