@@ -7,7 +7,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-__all__ = ["build_parser", "entry", "main"]
+__all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -81,22 +81,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 
-def entry() -> None:
-    """The ``kavalai`` program: :func:`main`, then the exit.
-
-    After a command that used Temporal the process ends with ``os._exit`` once its output is flushed: the Temporal
-    client's Rust threads can otherwise call into Python while the interpreter finalizes, which aborts the process
-    ("Fatal Python error: PyGILState_Release", temporalio/sdk-python#300) after the command itself succeeded.
-    """
-    code = main()
-    if "temporalio" in sys.modules:
-        import os
-
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    sys.exit(code)
-
-
 if __name__ == "__main__":  # pragma: no cover
-    entry()
+    sys.exit(main())

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import logging
 from contextlib import nullcontext
 from datetime import timedelta
@@ -116,6 +117,7 @@ class TemporalRunner(DurableRunner):
         self.max_attempts = max_attempts
         self.runs_worker = worker
         self._client = client
+        self._own_client = client is None
         self._worker: Worker | None = None
         self._worker_task: asyncio.Task[None] | None = None
         self._serving_always = False  # start_worker()/serve(): the worker stays until aclose()
@@ -159,6 +161,7 @@ class TemporalRunner(DurableRunner):
             self._runs_waiting -= 1
             if self._runs_waiting == 0 and not self._serving_always:
                 await self._stop_worker()
+                self._release_client()
 
     async def submit(self, target: DurableTarget | str, payload: Any, *, run_id: str | None = None) -> str:
         """Start the run (by target or target name) without waiting for it; the same run id is the same run."""
@@ -314,6 +317,16 @@ class TemporalRunner(DurableRunner):
         """Stop this process's worker (runs in flight go on on other workers, or when one starts again)."""
         self._serving_always = False
         await self._stop_worker()
+        self._release_client()
+
+    def _release_client(self) -> None:
+        """Let go of the client this runner connected, now, while the interpreter runs: a Temporal client collected
+        only when the interpreter finalizes has its Rust threads call into a dying interpreter, which aborts the
+        process (SIGABRT or SIGSEGV after the program's last line; temporalio/sdk-python#300). It sits in reference
+        cycles, hence the collection. A client given to the runner stays its owner's."""
+        if self._client is not None and self._own_client and self._runs_waiting == 0 and self._worker is None:
+            self._client = None
+            gc.collect()
 
     async def _stop_worker(self) -> None:
         """Shut the worker down, once, whoever waits for it: a caller cancelled meanwhile leaves it going on (a
