@@ -104,6 +104,9 @@ def test_temporal_from_the_command_line(workflow: Path, tmp_path: Path, temporal
     bad = run("run", str(workflow), "--run-id", " ", "--submit", *engine)
     assert bad.returncode == 2
     assert "A run id is 1 to 200 printable characters" in bad.stderr
+    mixed = run("worker", str(workflow), "--db", "sqlite:///x.sqlite", *engine)
+    assert mixed.returncode == 2
+    assert "--db and --concurrency are DBOS's" in mixed.stderr
 
 
 def test_runs_on_a_dbos_journal(workflow: Path, tmp_path: Path) -> None:

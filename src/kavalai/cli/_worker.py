@@ -49,6 +49,9 @@ def worker_command(args: argparse.Namespace, *, stderr: TextIO | None = None) ->
     if args.concurrency is not None and args.concurrency < 1:
         print("kavalai worker: --concurrency must be at least 1", file=err)
         return EXIT_USAGE
+    if engine_of(args) == "temporal" and (args.db is not None or args.concurrency is not None):
+        print("kavalai worker: --db and --concurrency are DBOS's; a Temporal worker takes --address", file=err)
+        return EXIT_USAGE
     from kavalai.cli._run import _interruptible
 
     try:
