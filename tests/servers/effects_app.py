@@ -3,11 +3,17 @@
 ``POST /charge`` records one effect per new key and answers a repeated key with the answer it gave the first time,
 as payment APIs do. ``GET /effects`` shows every effect; ``GET /requests`` every request with its key (repeats
 included), so a test can tell "sent twice, done once" from "done twice".
+
+``kill_during="C"`` makes the service kill the caller (``SIGKILL`` to the process named by the request's ``X-Pid``
+header) the first time it receives a charge of order ``C``, after recording it and before answering: a crash
+during the HTTP call, for the fault matrix.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import threading
 from typing import Annotated, Any
 
@@ -24,8 +30,9 @@ class Charge(BaseModel):
     amount: int
 
 
-def create_app(*, delay: float = 0.0) -> FastAPI:
-    """A fresh app with empty records; each charge takes ``delay`` seconds after it is recorded (a slow API)."""
+def create_app(*, delay: float = 0.0, kill_during: str | None = None) -> FastAPI:
+    """A fresh app with empty records; each charge takes ``delay`` seconds after it is recorded (a slow API);
+    the first charge of order ``kill_during`` kills its caller before the answer (see the module docstring)."""
     app = FastAPI()
     lock = threading.Lock()
     effects: list[dict[str, Any]] = []
@@ -37,8 +44,10 @@ def create_app(*, delay: float = 0.0) -> FastAPI:
         body: Charge,
         idempotency_key: Annotated[str | None, Header()] = None,
         x_worker: Annotated[str | None, Header()] = None,
+        x_pid: Annotated[str | None, Header()] = None,
     ) -> dict[str, Any]:
         with lock:
+            first = not any(r["order"] == body.order for r in requests)
             requests.append({"order": body.order, "key": idempotency_key, "worker": x_worker})
             answer = answers.get(idempotency_key) if idempotency_key is not None else None
             if answer is None:
@@ -46,6 +55,8 @@ def create_app(*, delay: float = 0.0) -> FastAPI:
                 answer = {"charge": len(effects), "order": body.order, "amount": body.amount}
                 if idempotency_key is not None:
                     answers[idempotency_key] = answer
+            if first and body.order == kill_during and x_pid:
+                os.kill(int(x_pid), signal.SIGKILL)  # the caller dies while its request is being answered
         if delay:
             await asyncio.sleep(delay)
         return answer

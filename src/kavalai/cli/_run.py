@@ -16,6 +16,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+from kavalai.cli._engines import add_engine_options, engine_of, temporal_runner, where
+
 __all__ = ["add_run_parser", "run_command"]
 
 EXIT_OK = 0
@@ -41,7 +43,7 @@ def add_run_parser(subparsers: Any) -> None:
         "--trace", action="store_true", help="print the whole result (status, output, trace) instead of the output"
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="do not report progress on stderr")
-    durable = parser.add_argument_group("durable runs (the dbos extra; see docs/durable.md)")
+    durable = parser.add_argument_group("durable runs (the dbos or temporal extra; see docs/durable.md)")
     durable.add_argument(
         "--durable",
         action="store_true",
@@ -60,6 +62,7 @@ def add_run_parser(subparsers: Any) -> None:
         action="store_true",
         help="only put the run on the queue for `kavalai worker` processes and print its id (implies --durable)",
     )
+    add_engine_options(durable)
 
 
 def run_command(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -169,7 +172,11 @@ async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextI
     from kavalai.workflow import InputRequested, RunFinished, WorkflowDefinitionError, WorkflowEngine
     from kavalai.workflow.errors import NodeValidationError
 
-    durable = args.durable or args.db is not None or args.run_id is not None or args.submit
+    temporal = engine_of(args) == "temporal"
+    durable = args.durable or args.db is not None or args.run_id is not None or args.submit or temporal
+    if temporal and args.db is not None:
+        print("kavalai run: --db is DBOS's journal; a Temporal run lives on its server (--address)", file=err)
+        return EXIT_USAGE
     try:
         runner = _durable_runner(args, err) if durable else None
     except ImportError as exc:
@@ -183,7 +190,11 @@ async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextI
     options: dict[str, Any] = {} if args.timeout is None else {"timeout": args.timeout}
     progress = _Progress(err, quiet=args.quiet)
     if args.submit:
-        return await _submit(args, engine, run_input, out)
+        try:
+            return await _submit(args, engine, run_input, out)
+        except ValueError as exc:  # a run id that breaks the rule
+            print(f"kavalai run: {exc}", file=err)
+            return EXIT_USAGE
     try:
         async with _connected(engine, progress):
             result = None
@@ -191,10 +202,13 @@ async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextI
                 from kavalai.durable import new_run_id
 
                 run_id = args.run_id or new_run_id()
-                progress.line(f"run {engine.workflow.name} ({run_id}), journaled in {runner.journal}")
+                progress.line(f"run {engine.workflow.name} ({run_id}), journaled in {where(runner)}")
                 engine.on_elicitation = _terminal_answerer(err)  # its answers are kept across a crash
                 try:
                     result = await engine.run(run_input, run_id=run_id, **options)
+                except ValueError as exc:  # a run id that breaks the rule
+                    print(f"kavalai run: {exc}", file=err)
+                    return EXIT_USAGE
                 finally:
                     await runner.aclose()
                 progress.show(RunFinished(run_id=run_id, result=result))
@@ -243,11 +257,14 @@ def _terminal_answerer(err: TextIO) -> Any:
 
 
 def _durable_runner(args: argparse.Namespace, err: TextIO) -> Any:
-    """The DBOS runner of ``--durable``/``--db``/``--run-id``: the journal beside the workflow file by default."""
+    """The runner of ``--durable``/``--db``/``--run-id``: DBOS with the journal beside the workflow file by
+    default, or Temporal (``--engine temporal``) with a worker in this process while the run goes on."""
+    if engine_of(args) == "temporal":
+        return temporal_runner(args, worker=True)
     from kavalai.durable import DbosRunner
     from kavalai.durable.dbos import default_journal_url
 
-    return DbosRunner(args.db or default_journal_url(args.workflow))
+    return DbosRunner(args.db or default_journal_url(args.workflow), queue=args.queue)
 
 
 async def _submit(args: argparse.Namespace, engine: Any, run_input: Any, out: TextIO) -> int:
@@ -259,9 +276,16 @@ async def _submit(args: argparse.Namespace, engine: Any, run_input: Any, out: Te
     payload = {"input": run_input, "max_visits": args.max_visits}
     if args.timeout is not None:
         payload["timeout"] = args.timeout
+    if engine_of(args) == "temporal":
+        runner = temporal_runner(args, worker=False)
+        try:
+            print(await runner.submit(engine.durable_name, payload, run_id=args.run_id), file=out)
+        finally:
+            await runner.aclose()
+        return EXIT_OK
 
     def submit() -> str:
-        client = DbosClient(args.db or default_journal_url(args.workflow))
+        client = DbosClient(args.db or default_journal_url(args.workflow), queue=args.queue)
         try:
             return client.submit(engine.durable_name, payload, run_id=args.run_id)
         finally:

@@ -11,8 +11,8 @@ __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``kavalai`` command: ``demo``, ``run``, ``tools``, ``serve``, ``worker`` and
-    ``answer``."""
+    """The argument parser of the ``kavalai`` command: ``demo``, ``run``, ``tools``, ``serve``, ``worker``,
+    ``runs`` and ``answer``."""
     parser = argparse.ArgumentParser(prog="kavalai", description="Typed tools for LLM agents and workflows.")
     parser.add_argument("--version", action="version", version=f"kavalai {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     from kavalai.cli._answer import add_answer_parser
     from kavalai.cli._run import add_run_parser
+    from kavalai.cli._runs import add_runs_parser
     from kavalai.cli._serve import add_serve_parser
     from kavalai.cli._tools_cmd import add_tools_parser
     from kavalai.cli._worker import add_worker_parser
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_tools_parser(commands)
     add_serve_parser(commands)
     add_worker_parser(commands)
+    add_runs_parser(commands)
     add_answer_parser(commands)
     return parser
 
@@ -64,6 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from kavalai.cli._worker import worker_command
 
         return worker_command(args)
+    if args.command == "runs":
+        from kavalai.cli._runs import runs_command
+
+        return runs_command(args)
     if args.command == "answer":
         from kavalai.cli._answer import answer_command
 

@@ -40,7 +40,14 @@ from kavalai.durable._run import (
     inside_step,
     step_key,
 )
-from kavalai.durable._runner import DurableRunner, DurableTarget, new_run_id
+from kavalai.durable._runner import (
+    RUN_ID_RULE,
+    DurableRunner,
+    DurableTarget,
+    RunInfo,
+    UnknownRunError,
+    new_run_id,
+)
 from kavalai.durable._steps import (
     IDEMPOTENCY_KEY,
     DurableStepError,
@@ -62,6 +69,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IDEMPOTENCY_KEY",
+    "RUN_ID_RULE",
     "AnswerLog",
     "AnswerWaiter",
     "DbosRunner",
@@ -73,9 +81,11 @@ __all__ = [
     "Journal",
     "MemoryRunner",
     "ResultStore",
+    "RunInfo",
     "SqlAnswerLog",
     "SqlResultStore",
     "TemporalRunner",
+    "UnknownRunError",
     "approval_answer",
     "bind_run",
     "call_options",

@@ -28,17 +28,11 @@ class SqlAnswerLog:
             if url is None:
                 raise ValueError("SqlAnswerLog needs a database: SqlAnswerLog('sqlite:///answers.sqlite').")
             engine = sa.create_engine(url)
+        from kavalai.durable._schema import ANSWERS, ensure_schema
+
         self.engine = engine
-        self.table = sa.Table(
-            "kavalai_answers",
-            sa.MetaData(),
-            sa.Column("run_id", sa.String(200), primary_key=True),
-            sa.Column("key", sa.String(200), primary_key=True),
-            sa.Column("question", sa.Text, nullable=False),
-            sa.Column("answered", sa.Boolean, nullable=False),
-            sa.Column("answer", sa.Text, nullable=True),
-        )
-        self.table.metadata.create_all(engine, checkfirst=True)
+        self.table = ANSWERS
+        ensure_schema(engine)
 
     async def lookup(self, run_id: str, key: str) -> tuple[bool, Any]:
         """See :meth:`kavalai.durable.AnswerLog.lookup`."""

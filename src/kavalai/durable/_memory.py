@@ -14,7 +14,14 @@ from typing import Any
 
 from kavalai.durable._answers import checked_answer
 from kavalai.durable._run import DurableRun, JsonValue, bind_run, replayed
-from kavalai.durable._runner import DurableRunner, DurableTarget, checked_run_id, not_pending
+from kavalai.durable._runner import (
+    DurableRunner,
+    DurableTarget,
+    UnknownRunError,
+    checked_run_id,
+    existing_run_id,
+    not_pending,
+)
 from kavalai.durable._store import ResultStore
 
 __all__ = ["MemoryRunner"]
@@ -136,6 +143,20 @@ class MemoryRunner(DurableRunner):
             return outcome
         finally:
             del self._running[run_id]
+
+    async def result(self, run_id: str) -> Any:
+        """The outcome of the run ``run_id``: recorded, or awaited while it runs.
+
+        Raises:
+            UnknownRunError: no run of this runner has this id (or it was interrupted: resume it with ``run``).
+        """
+        run_id = existing_run_id(run_id)
+        if run_id in self.outcomes:
+            return self.outcomes[run_id]
+        running = self._running.get(run_id)
+        if running is None:
+            raise UnknownRunError(run_id, "memory")
+        return await asyncio.shield(running)
 
     async def pending(self, run_id: str) -> dict[str, Any]:
         """The questions run ``run_id`` waits to have answered, by key."""

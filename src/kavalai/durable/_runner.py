@@ -10,14 +10,27 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, runtime_checkable
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol, runtime_checkable
 
 from kavalai.durable._steps import durable_steps, is_durable_middleware
 
 if TYPE_CHECKING:
     from kavalai.kernel import Kernel
 
-__all__ = ["MAX_RUN_ID", "DurableRunner", "DurableTarget", "checked_run_id", "new_run_id"]
+__all__ = [
+    "MAX_RUN_ID",
+    "RUN_ID_RULE",
+    "DurableRunner",
+    "DurableTarget",
+    "RunInfo",
+    "RunState",
+    "UnknownRunError",
+    "checked_run_id",
+    "existing_run_id",
+    "new_run_id",
+]
 
 
 @runtime_checkable
@@ -100,6 +113,15 @@ class DurableRunner(ABC):
         whose process died, and waits for one still running elsewhere.
         """
 
+    async def result(self, run_id: str) -> Any:
+        """Wait for the run ``run_id`` (here or in any process serving it) and return its JSON outcome.
+
+        Raises:
+            ValueError: the id breaks :data:`RUN_ID_RULE`.
+            UnknownRunError: no run has this id.
+        """
+        raise NotImplementedError(f"The {self.engine} runner cannot wait for a run by its id.")
+
     async def pending(self, run_id: str) -> dict[str, Any]:
         """The questions run ``run_id`` waits to have answered from outside (an approval, ...), by key; empty when
         it waits for none (or there is no such run)."""
@@ -140,16 +162,80 @@ def new_run_id() -> str:
 #: The longest run id: the journals' tables (``kavalai_steps``, ``kavalai_answers``) hold up to this many characters.
 MAX_RUN_ID: Final = 200
 
+#: The rule every runner applies to run ids, before any engine sees one.
+RUN_ID_RULE: Final = f"A run id is 1 to {MAX_RUN_ID} printable characters, with no space at either end (so never blank)"
+
+
+class UnknownRunError(LookupError, ValueError):
+    """No run has this id (on this runner's engine): waiting for its result, or resuming it, needs a run started
+    under it first. A :class:`LookupError` (nothing found) and a :class:`ValueError` (the id given names no run)."""
+
+    def __init__(self, run_id: str, engine: str) -> None:
+        super().__init__(f"No run {run_id!r} on the {engine} runner: start it with run(..., run_id={run_id!r}).")
+        self.run_id = run_id
+
 
 def checked_run_id(run_id: str | None) -> str:
-    """``run_id``, or a fresh one for ``None``; checked before anything is journaled under it.
+    """``run_id``, or a fresh one for ``None``; checked before anything is journaled under it (see
+    :data:`RUN_ID_RULE`), the same on every runner.
 
     Raises:
-        ValueError: not a string of 1 to :data:`MAX_RUN_ID` printable characters.
+        ValueError: the id breaks the rule; the message states it.
     """
     if run_id is None:
         return new_run_id()
-    if not isinstance(run_id, str) or not 0 < len(run_id) <= MAX_RUN_ID or not run_id.isprintable():
+    if (
+        not isinstance(run_id, str)
+        or not 0 < len(run_id) <= MAX_RUN_ID
+        or not run_id.isprintable()
+        or run_id != run_id.strip()
+    ):
         shown = repr(run_id) if len(repr(run_id)) <= 60 else f"{repr(run_id)[:57]}..."
-        raise ValueError(f"A run id is 1 to {MAX_RUN_ID} printable characters, got {shown}.")
+        raise ValueError(f"{RUN_ID_RULE}, got {shown}.")
     return run_id
+
+
+def existing_run_id(run_id: str) -> str:
+    """``run_id`` of a run that should exist (to wait for, answer, show, cancel): checked by the same rule.
+
+    Raises:
+        ValueError: the id breaks :data:`RUN_ID_RULE`.
+    """
+    if run_id is None:
+        raise ValueError(f"{RUN_ID_RULE}, got None.")
+    return checked_run_id(run_id)
+
+
+#: Where a run is, in words every engine's statuses map to.
+RunState = Literal["queued", "running", "finished", "failed", "cancelled"]
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """Where a durable run is, as ``kavalai runs show|list`` prints it.
+
+    Attributes:
+        run_id: the run's id.
+        state: ``queued``, ``running``, ``finished`` (the engine holds its outcome, which says whether the workflow
+            or agent succeeded), ``failed`` (the engine itself gave up on it) or ``cancelled``.
+        engine_status: the engine's own word for it (DBOS ``SUCCESS``, Temporal ``COMPLETED``, ...).
+        target: what it runs (``workflow:<name>``, ``agent:<name>``), when the engine says.
+        created_at, updated_at: when it began and last changed (UTC), when the engine says.
+        outcome: a finished run's JSON outcome (only from ``describe``).
+    """
+
+    run_id: str
+    state: RunState
+    engine_status: str
+    target: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    outcome: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as JSON-ready data (times in ISO 8601)."""
+        data = asdict(self)
+        for name in ("created_at", "updated_at"):
+            if data[name] is not None:
+                data[name] = data[name].isoformat()
+        return data

@@ -17,6 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from kavalai.durable._run import JsonValue, replayed
+from kavalai.durable._schema import STEPS, ensure_schema
 
 __all__ = ["RecordedStep", "SqlStepLog", "StepLogJournal"]
 
@@ -28,20 +29,13 @@ class SqlStepLog:
     """The table ``kavalai_steps`` (run id, position, name, JSON result) of an SQL database.
 
     Args:
-        engine: the SQLAlchemy engine of the journal's database; the table is made if missing.
+        engine: the SQLAlchemy engine of the journal's database; kavalai's tables are made if missing.
     """
 
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
-        self.table = sa.Table(
-            "kavalai_steps",
-            sa.MetaData(),
-            sa.Column("run_id", sa.String(200), primary_key=True),
-            sa.Column("position", sa.Integer, primary_key=True, autoincrement=False),
-            sa.Column("name", sa.Text, nullable=False),
-            sa.Column("result", sa.Text, nullable=False),
-        )
-        self.table.metadata.create_all(engine, checkfirst=True)
+        self.table = STEPS
+        ensure_schema(engine)
         self._insert = self.table.insert()
 
     def recorded(self, run_id: str) -> dict[int, RecordedStep]:

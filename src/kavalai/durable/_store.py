@@ -133,20 +133,16 @@ class SqlResultStore(ResultStore):
     def __init__(self, url: str, *, engine: Any = None) -> None:
         import sqlalchemy as sa
 
+        from kavalai.durable._schema import RESULTS
+
         self.url = url
         self._engine = engine if engine is not None else sa.create_engine(url)
-        self._table = sa.Table(
-            "kavalai_results",
-            sa.MetaData(),
-            sa.Column("ref", sa.String(80), primary_key=True),
-            sa.Column("body", sa.LargeBinary, nullable=False),
-        )
-        self._created = False
+        self._table = RESULTS
 
     def _create(self) -> None:
-        if not self._created:
-            self._table.metadata.create_all(self._engine, checkfirst=True)
-            self._created = True
+        from kavalai.durable._schema import ensure_schema
+
+        ensure_schema(self._engine)  # once per engine: later calls are a set look-up
 
     def put(self, ref: str, data: bytes) -> None:
         """Insert the row unless it is there already."""

@@ -27,6 +27,7 @@ import socket
 import threading
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -45,7 +46,17 @@ from dbos import (
 from kavalai.durable._answer_log import SqlAnswerLog
 from kavalai.durable._answers import checked_answer
 from kavalai.durable._run import DurableRun, bind_run
-from kavalai.durable._runner import DurableRunner, DurableTarget, checked_run_id, not_pending
+from kavalai.durable._runner import (
+    DurableRunner,
+    DurableTarget,
+    RunInfo,
+    RunState,
+    UnknownRunError,
+    checked_run_id,
+    existing_run_id,
+    not_pending,
+)
+from kavalai.durable._schema import EXECUTORS, TAKEOVERS, ensure_schema
 from kavalai.durable._sqlite_compat import install as sqlite_unixepoch
 from kavalai.durable._step_log import SqlStepLog, StepLogJournal
 from kavalai.durable._store import ResultStore, SqlResultStore
@@ -245,23 +256,31 @@ class DbosRunner(DurableRunner):
 
     async def submit(self, target: DurableTarget, payload: Any, *, run_id: str | None = None) -> str:
         """Put the run on the queue (deduplicated by ``run_id``) and return its id without waiting for it."""
+        run_id = checked_run_id(run_id)
         await self.start()
         name = self.register(target, replace=True)
         queue = self._queue
         assert queue is not None
-        run_id = checked_run_id(run_id)
         with SetWorkflowID(run_id):
             handle = await queue.enqueue_async(_kavalai_run, name, payload, self.step_log)
         return handle.get_workflow_id()
 
     async def result(self, run_id: str) -> Any:
-        """Wait for the run ``run_id`` and return its JSON outcome."""
+        """Wait for the run ``run_id`` and return its JSON outcome.
+
+        Raises:
+            UnknownRunError: no run has this id in the journal.
+        """
+        run_id = existing_run_id(run_id)
         await self.start()
+        if await DBOS.get_workflow_status_async(run_id) is None:
+            raise UnknownRunError(run_id, f"dbos ({self.journal})")
         handle: WorkflowHandleAsync[Any] = await DBOS.retrieve_workflow_async(run_id, existing_workflow=True)
         return await handle.get_result(polling_interval_sec=self.polling)
 
     async def status(self, run_id: str) -> str | None:
         """The run's DBOS status (``"PENDING"``, ``"ENQUEUED"``, ``"SUCCESS"``, ``"ERROR"``, ...), or ``None``."""
+        run_id = existing_run_id(run_id)
         await self.start()
         found = await DBOS.get_workflow_status_async(run_id)
         return None if found is None else str(found.status)
@@ -269,6 +288,7 @@ class DbosRunner(DurableRunner):
     async def recorded_steps(self, run_id: str) -> list[tuple[int, str, Any]]:
         """The steps recorded for run ``run_id`` so far, in order: ``(position, name, JSON result)``; a result
         kept in the result store appears as its reference."""
+        run_id = existing_run_id(run_id)
         await self.start()
         assert self._steps is not None
         mine = await asyncio.to_thread(self._steps.steps, run_id)
@@ -281,6 +301,7 @@ class DbosRunner(DurableRunner):
     async def pending(self, run_id: str) -> dict[str, Any]:
         """The questions run ``run_id`` waits to have answered: the run's ``kavalai.pending`` DBOS event, and the
         questions its steps published in ``kavalai_answers``."""
+        run_id = existing_run_id(run_id)
         await self.start()
         found = await DBOS.get_event_async(run_id, _PENDING, timeout_seconds=0)
         assert self._answers is not None
@@ -342,16 +363,51 @@ class DbosClient:
         return self._client.enqueue(options, target, payload, self.step_log).get_workflow_id()
 
     def result(self, run_id: str, *, polling: float = 0.1) -> Any:
-        """Wait for the run ``run_id`` and return its JSON outcome."""
+        """Wait for the run ``run_id`` and return its JSON outcome.
+
+        Raises:
+            UnknownRunError: no run has this id in the journal.
+        """
+        if self.status(run_id) is None:
+            raise UnknownRunError(run_id, f"dbos ({_redacted(self.db)})")
         return self._client.retrieve_workflow(run_id).get_result(polling_interval_sec=polling)
 
     def status(self, run_id: str) -> str | None:
         """The run's DBOS status, or ``None`` when there is no such run."""
-        found = self._client.list_workflows(workflow_ids=[run_id], load_input=False, load_output=False)
+        found = self._client.list_workflows(workflow_ids=[existing_run_id(run_id)], load_input=False, load_output=False)
         return str(found[0].status) if found else None
+
+    def describe(self, run_id: str) -> RunInfo:
+        """Where the run ``run_id`` is, with its outcome once finished.
+
+        Raises:
+            UnknownRunError: no run has this id in the journal.
+        """
+        found = self._client.list_workflows(workflow_ids=[existing_run_id(run_id)], load_input=True)
+        if not found:
+            raise UnknownRunError(run_id, f"dbos ({_redacted(self.db)})")
+        return _run_info(found[0], with_outcome=True)
+
+    def list_runs(self, *, limit: int = 20) -> list[RunInfo]:
+        """The newest ``limit`` runs of the journal (every queue), newest first."""
+        found = self._client.list_workflows(
+            name=_WORKFLOW, limit=limit, sort_desc=True, load_input=True, load_output=False
+        )
+        return [_run_info(status, with_outcome=False) for status in found]
+
+    def cancel(self, run_id: str) -> None:
+        """Cancel the run ``run_id``: it stops at its next step, wherever it runs, and is not resumed.
+
+        Raises:
+            UnknownRunError: no run has this id in the journal.
+        """
+        if self.status(run_id) is None:
+            raise UnknownRunError(run_id, f"dbos ({_redacted(self.db)})")
+        self._client.cancel_workflow(run_id)
 
     def pending(self, run_id: str) -> dict[str, Any]:
         """The questions run ``run_id`` waits to have answered, by key (see :meth:`DbosRunner.pending`)."""
+        run_id = existing_run_id(run_id)
         found = self._client.get_event(run_id, _PENDING, timeout_seconds=0)
         return {**(dict(found) if isinstance(found, dict) else {}), **self._answers.open_now(run_id)}
 
@@ -394,6 +450,38 @@ class _DbosJournal:
         del self.pending[key]
         await DBOS.set_event_async(_PENDING, dict(self.pending))
         return answer
+
+
+#: DBOS's statuses in the words of :class:`RunInfo`.
+_STATES: Final[dict[str, RunState]] = {
+    "ENQUEUED": "queued",
+    "DELAYED": "queued",
+    "PENDING": "running",
+    "SUCCESS": "finished",
+    "ERROR": "failed",
+    "MAX_RECOVERY_ATTEMPTS_EXCEEDED": "failed",
+    "CANCELLED": "cancelled",
+}
+
+
+def _run_info(status: Any, *, with_outcome: bool) -> RunInfo:
+    engine_status = str(status.status)
+    inputs = status.input
+    args = inputs.get("args") if isinstance(inputs, dict) else getattr(inputs, "args", None)
+    target = str(args[0]) if args else None
+    return RunInfo(
+        run_id=status.workflow_id,
+        state=_STATES.get(engine_status, "running"),
+        engine_status=engine_status,
+        target=target,
+        created_at=_time(status.created_at),
+        updated_at=_time(status.updated_at),
+        outcome=status.output if with_outcome and engine_status == "SUCCESS" else None,
+    )
+
+
+def _time(epoch_ms: int | None) -> datetime | None:
+    return None if epoch_ms is None else datetime.fromtimestamp(epoch_ms / 1000, UTC)
 
 
 def _checked_step_log(step_log: Literal["kavalai", "dbos"]) -> Literal["kavalai", "dbos"]:
@@ -444,27 +532,13 @@ class _Liveness:
     def __init__(self, runner: DbosRunner, engine: sa.Engine) -> None:
         self.runner = runner
         self.engine = engine
-        self.table = sa.Table(
-            "kavalai_executors",
-            sa.MetaData(),
-            sa.Column("executor_id", sa.String(200), primary_key=True),
-            sa.Column("host", sa.String(200), nullable=False),
-            sa.Column("pid", sa.Integer, nullable=False),
-            sa.Column("beat", sa.Float, nullable=False),
-        )
-        self.claims = sa.Table(
-            "kavalai_takeovers",
-            self.table.metadata,
-            sa.Column("run_id", sa.String(200), primary_key=True),
-            sa.Column("from_executor", sa.String(200), primary_key=True),
-            sa.Column("taken_by", sa.String(200), nullable=False),
-            sa.Column("at", sa.Float, nullable=False),
-        )
+        self.table = EXECUTORS
+        self.claims = TAKEOVERS
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def register(self) -> None:
-        self.table.metadata.create_all(self.engine, checkfirst=True)
+        ensure_schema(self.engine)
         with self.engine.begin() as connection:
             connection.execute(self.table.delete().where(self.table.c.executor_id == self.runner.executor_id))
             connection.execute(

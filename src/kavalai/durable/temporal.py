@@ -24,19 +24,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import gc
+import logging
 from contextlib import nullcontext
 from datetime import timedelta
 from typing import Any, Final
 
 from temporalio import activity, workflow
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import RetryPolicy, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from kavalai.durable._answers import checked_answer
 from kavalai.durable._run import AnswerLog, DurableRun, JsonValue, bind_run
-from kavalai.durable._runner import DurableRunner, DurableTarget, checked_run_id, not_pending
+from kavalai.durable._runner import (
+    DurableRunner,
+    DurableTarget,
+    RunInfo,
+    RunState,
+    UnknownRunError,
+    checked_run_id,
+    existing_run_id,
+    not_pending,
+)
 from kavalai.durable._steps import run_tool_step
 from kavalai.durable._store import ResultStore
 
@@ -46,6 +59,8 @@ _WORKFLOW: Final = "kavalai.run"
 _ACTIVITY: Final = "kavalai.step"
 _ANSWER: Final = "kavalai.answer"  # the signal that answers a question of a run
 _PENDING: Final = "kavalai.pending"  # the query listing a run's unanswered questions
+
+logger = logging.getLogger("kavalai.durable")
 
 _serving: dict[str, TemporalRunner] = {}  # by task queue: the runners whose worker runs in this process
 
@@ -69,6 +84,8 @@ class TemporalRunner(DurableRunner):
             :class:`~kavalai.durable.SqlAnswerLog` every worker and client reaches). ``None``: a redone step asks
             again, and ``OutsideElicitation`` cannot wait.
         inline_limit: the largest value, in bytes of JSON, kept inline in the history when there is a store.
+        shutdown_timeout: seconds a worker may take to shut down (finish evicting the runs it holds) before it is
+            cancelled.
     """
 
     engine = "temporal"
@@ -86,8 +103,10 @@ class TemporalRunner(DurableRunner):
         store: ResultStore | None = None,
         inline_limit: int = 64 * 1024,
         answers: AnswerLog | None = None,
+        shutdown_timeout: float = 30.0,
     ) -> None:
         super().__init__()
+        self.shutdown_timeout = shutdown_timeout
         self.answers = answers
         self.store = store
         self.inline_limit = inline_limit
@@ -98,8 +117,18 @@ class TemporalRunner(DurableRunner):
         self.max_attempts = max_attempts
         self.runs_worker = worker
         self._client = client
+        self._own_client = client is None
         self._worker: Worker | None = None
         self._worker_task: asyncio.Task[None] | None = None
+        self._serving_always = False  # start_worker()/serve(): the worker stays until aclose()
+        self._runs_waiting = 0  # run() calls that started or share the worker, which stops after the last
+        self._stopping: asyncio.Task[None] | None = None
+        self._prepared: set[int] = set()  # the targets connected for the worker running now
+
+    @property
+    def serving(self) -> bool:
+        """Whether a worker of this runner runs in this process now."""
+        return self._worker is not None
 
     async def connect(self) -> Client:
         """The Temporal client (connected on first use)."""
@@ -111,18 +140,34 @@ class TemporalRunner(DurableRunner):
 
     async def run(self, target: DurableTarget, payload: Any, *, run_id: str | None = None) -> Any:
         """Run ``payload`` on ``target`` under ``run_id`` and return its JSON outcome (a finished run's from its
-        history; a run still going, here or on another worker, awaited)."""
+        history; a run still going, here or on another worker, awaited).
+
+        With ``worker=True`` a worker serves the task queue in this process while the call waits, and is shut down
+        (cleanly: the runs it holds in its cache are evicted first) before the call returns, unless
+        :meth:`start_worker` started it for longer or another ``run`` still waits. A worker left running would be
+        cancelled by the event loop's end in the middle of its work (Temporal then retries the eviction of the runs
+        it held forever, and the program never ends)."""
+        run_id = checked_run_id(run_id)
         self.register(target, replace=True)
-        if self.runs_worker:
-            await self.start_worker()
-        run_id = await self.submit(target, payload, run_id=run_id)
-        return await self.result(run_id)
+        if not self.runs_worker:
+            return await self.result(await self.submit(target, payload, run_id=run_id))
+        self._runs_waiting += 1
+        try:
+            await self.start_worker(keep=False)
+            if self._needs_preparing(target):
+                await _prepare(target)
+            return await self.result(await self.submit(target, payload, run_id=run_id))
+        finally:
+            self._runs_waiting -= 1
+            if self._runs_waiting == 0 and not self._serving_always:
+                await self._stop_worker()
+                self._release_client()
 
     async def submit(self, target: DurableTarget | str, payload: Any, *, run_id: str | None = None) -> str:
         """Start the run (by target or target name) without waiting for it; the same run id is the same run."""
+        run_id = checked_run_id(run_id)
         client = await self.connect()
         name = target if isinstance(target, str) else self.register(target, replace=True)
-        run_id = checked_run_id(run_id)
         with contextlib.suppress(WorkflowAlreadyStartedError):  # finished before: its result is in its history
             await client.start_workflow(
                 _WORKFLOW,
@@ -135,15 +180,24 @@ class TemporalRunner(DurableRunner):
         return run_id
 
     async def result(self, run_id: str) -> Any:
-        """Wait for the run ``run_id`` and return its JSON outcome."""
+        """Wait for the run ``run_id`` and return its JSON outcome.
+
+        Raises:
+            UnknownRunError: the server has no run with this id.
+        """
+        run_id = existing_run_id(run_id)
         client = await self.connect()
         handle: WorkflowHandle[Any, Any] = client.get_workflow_handle(run_id)
-        outcome = await handle.result()
+        try:
+            outcome = await handle.result()
+        except RPCError as exc:
+            raise self._unknown(run_id, exc) from None
         return outcome if self.store is None else await self.store.load(outcome)
 
     async def pending(self, run_id: str) -> dict[str, Any]:
         """The questions run ``run_id`` waits to have answered: the run's own (a query of the run: a worker must be
         up), and those its steps published in the answer log."""
+        run_id = existing_run_id(run_id)
         client = await self.connect()
         found = await client.get_workflow_handle(run_id).query(_PENDING)
         in_steps = {} if self.answers is None else await self.answers.open_questions(run_id)
@@ -162,6 +216,47 @@ class TemporalRunner(DurableRunner):
         client = await self.connect()
         await client.get_workflow_handle(run_id).signal(_ANSWER, args=[key, value])
 
+    async def describe(self, run_id: str) -> RunInfo:
+        """Where the run ``run_id`` is, with its outcome once finished.
+
+        Raises:
+            UnknownRunError: the server has no run with this id.
+        """
+        run_id = existing_run_id(run_id)
+        handle = (await self.connect()).get_workflow_handle(run_id)
+        try:
+            found = await handle.describe()
+        except RPCError as exc:
+            raise self._unknown(run_id, exc) from None
+        info = _run_info(found)
+        if found.status == WorkflowExecutionStatus.COMPLETED:
+            outcome = await handle.result()
+            info = dataclasses.replace(info, outcome=outcome if self.store is None else await self.store.load(outcome))
+        return info
+
+    async def list_runs(self, *, limit: int = 20) -> list[RunInfo]:
+        """The newest ``limit`` runs of this runner's task queue, newest first."""
+        client = await self.connect()
+        query = f"WorkflowType = '{_WORKFLOW}' AND TaskQueue = '{self.task_queue}'"
+        return [_run_info(found) async for found in client.list_workflows(query, limit=limit)]
+
+    async def cancel(self, run_id: str) -> None:
+        """Ask the run ``run_id`` to stop: it is cancelled at its next step, on whichever worker runs it.
+
+        Raises:
+            UnknownRunError: the server has no run with this id.
+        """
+        run_id = existing_run_id(run_id)
+        try:
+            await (await self.connect()).get_workflow_handle(run_id).cancel()
+        except RPCError as exc:
+            raise self._unknown(run_id, exc) from None
+
+    def _unknown(self, run_id: str, exc: RPCError) -> Exception:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            return UnknownRunError(run_id, f"temporal ({self.address}, {self.namespace})")
+        return exc
+
     # ----------------------------------------------------------------------------------------------- serving
 
     def worker_for(self, client: Client) -> Worker:
@@ -174,16 +269,43 @@ class TemporalRunner(DurableRunner):
             workflow_runner=UnsandboxedWorkflowRunner(),
         )
 
-    async def start_worker(self) -> None:
-        """Run a worker in this process, in the background, until :meth:`aclose`. Idempotent."""
+    async def start_worker(self, *, keep: bool = True) -> None:
+        """Run a worker in this process, in the background, until :meth:`aclose` (``keep=False``: until the last
+        :meth:`run` waiting returns). Idempotent."""
+        self._serving_always = self._serving_always or keep
+        if self._stopping is not None:  # a worker shutting down: a new one once it is down
+            await asyncio.shield(self._stopping)
         if self._worker is not None:
             return
         known = _serving.get(self.task_queue)
         if known is not None and known is not self:
             raise RuntimeError(f"Another TemporalRunner already serves task queue {self.task_queue!r} here.")
         _serving[self.task_queue] = self
-        self._worker = self.worker_for(await self.connect())
+        try:
+            # What the workflow's code may need is made here, on this loop: an activation runs in a thread with its
+            # own loop and a deadline of 2 s (Temporal then interrupts it, at any point of the code), so nothing
+            # slow or bound to a loop may happen first in there (starting servers, connecting, making clients).
+            await self._prepare_targets()
+            self._worker = self.worker_for(await self.connect())
+        except BaseException:
+            del _serving[self.task_queue]
+            raise
         self._worker_task = asyncio.get_running_loop().create_task(self._worker.run())
+
+    async def _prepare_targets(self) -> None:
+        self._prepared = set()
+        for name in self.targets:
+            target = self.target(name)
+            if target is not None:
+                await _prepare(target)
+                self._prepared.add(id(target))
+
+    def _needs_preparing(self, target: DurableTarget) -> bool:
+        """Whether ``target`` was registered after the worker started, so not connected yet (then marked as)."""
+        if id(target) in self._prepared:
+            return False
+        self._prepared.add(id(target))
+        return True
 
     async def serve(self) -> None:
         """Serve the task queue until cancelled: the worker loop. Register the targets first."""
@@ -193,19 +315,83 @@ class TemporalRunner(DurableRunner):
 
     async def aclose(self) -> None:
         """Stop this process's worker (runs in flight go on on other workers, or when one starts again)."""
-        worker, self._worker = self._worker, None
-        if worker is not None:
-            await worker.shutdown()
-        task, self._worker_task = self._worker_task, None
-        if task is not None and not task.done():
-            task.cancel()
-        if task is not None:
-            await asyncio.gather(task, return_exceptions=True)
-        if _serving.get(self.task_queue) is self:
-            del _serving[self.task_queue]
+        self._serving_always = False
+        await self._stop_worker()
+        self._release_client()
+
+    def _release_client(self) -> None:
+        """Let go of the client this runner connected, now, while the interpreter runs: a Temporal client collected
+        only when the interpreter finalizes has its Rust threads call into a dying interpreter, which aborts the
+        process (SIGABRT or SIGSEGV after the program's last line; temporalio/sdk-python#300). It sits in reference
+        cycles, hence the collection. A client given to the runner stays its owner's."""
+        if self._client is not None and self._own_client and self._runs_waiting == 0 and self._worker is None:
+            self._client = None
+            gc.collect()
+
+    async def _stop_worker(self) -> None:
+        """Shut the worker down, once, whoever waits for it: a caller cancelled meanwhile leaves it going on (a
+        worker cancelled in the middle of an eviction never ends)."""
+        if self._stopping is None and self._worker is not None:
+            self._stopping = asyncio.get_running_loop().create_task(self._shutdown())
+        if self._stopping is not None:
+            await asyncio.shield(self._stopping)
+
+    async def _shutdown(self) -> None:
+        worker, task = self._worker, self._worker_task
+        try:
+            if worker is not None:
+                try:
+                    await asyncio.wait_for(worker.shutdown(), self.shutdown_timeout)
+                except TimeoutError:
+                    logger.warning(
+                        "The Temporal worker of task queue %r did not shut down within %.0f s: cancelled",
+                        self.task_queue,
+                        self.shutdown_timeout,
+                    )
+            if task is not None and not task.done():
+                task.cancel()
+            if task is not None:
+                await asyncio.gather(task, return_exceptions=True)
+        finally:
+            self._worker = self._worker_task = self._stopping = None
+            self._prepared = set()
+            if _serving.get(self.task_queue) is self:
+                del _serving[self.task_queue]
 
     def __repr__(self) -> str:
         return f"<TemporalRunner {self.address} task_queue={self.task_queue!r}>"
+
+
+async def _prepare(target: DurableTarget) -> None:
+    """Connect what ``target`` calls, on the caller's loop (see :meth:`TemporalRunner.start_worker`)."""
+    connect = getattr(target, "connect", None)  # a workflow engine: its services, servers and models
+    if connect is not None:
+        await connect()
+    elif target.durable_kernel is not None:
+        await target.durable_kernel.connect()
+
+
+#: Temporal's statuses in the words of :class:`RunInfo`.
+_STATES: Final[dict[WorkflowExecutionStatus, RunState]] = {
+    WorkflowExecutionStatus.RUNNING: "running",
+    WorkflowExecutionStatus.CONTINUED_AS_NEW: "running",
+    WorkflowExecutionStatus.COMPLETED: "finished",
+    WorkflowExecutionStatus.FAILED: "failed",
+    WorkflowExecutionStatus.TIMED_OUT: "failed",
+    WorkflowExecutionStatus.TERMINATED: "failed",
+    WorkflowExecutionStatus.CANCELED: "cancelled",
+}
+
+
+def _run_info(found: WorkflowExecution) -> RunInfo:
+    status = found.status
+    return RunInfo(
+        run_id=found.id,
+        state=_STATES.get(status, "running") if status is not None else "running",
+        engine_status=status.name if status is not None else "UNKNOWN",
+        created_at=found.start_time,
+        updated_at=found.close_time or found.execution_time or found.start_time,
+    )
 
 
 def _runner_of(task_queue: str) -> TemporalRunner:

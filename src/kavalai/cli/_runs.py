@@ -1,0 +1,99 @@
+"""``kavalai runs show|list|cancel``: where durable runs are, without Python, on DBOS (``--db URL``) or Temporal
+(``--engine temporal --address HOST:PORT``).
+
+``show RUN_ID`` prints the run as JSON (its state, the engine's own status, what it runs, when it began and last
+changed, and a finished run's outcome); ``list`` prints a line per run, newest first (``--json`` for JSON);
+``cancel RUN_ID`` cancels it (it stops at its next step, wherever it runs, and is not resumed).
+
+Exit status: 0 done, 1 no run has that id, 2 a usage error (no ``--db`` for DBOS, a run id that breaks the rule,
+the engine's extra missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any, TextIO
+
+from kavalai.cli._engines import add_engine_options, engine_of, temporal_runner
+
+__all__ = ["add_runs_parser", "runs_command"]
+
+
+def add_runs_parser(subparsers: Any) -> None:
+    """Add the ``runs`` command to the ``kavalai`` command's subparsers."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "runs",
+        help="show, list or cancel durable runs (DBOS or Temporal)",
+        description="Show, list or cancel durable runs (the dbos or temporal extra; see docs/durable.md).",
+    )
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, text in (("show", "a run, as JSON"), ("list", "the newest runs"), ("cancel", "cancel a run")):
+        action = actions.add_parser(name, help=text)
+        if name != "list":
+            action.add_argument("run_id", metavar="RUN_ID", help="the run's id")
+        else:
+            action.add_argument("--limit", type=int, default=20, metavar="N", help="how many (default 20)")
+            action.add_argument("--json", action="store_true", help="print the runs as JSON")
+        action.add_argument("--db", metavar="URL", help="the DBOS journal (sqlite:///... or postgresql://...)")
+        add_engine_options(action)
+
+
+def runs_command(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    """Run the ``runs`` command with parsed ``args``; return the exit status."""
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    temporal = engine_of(args) == "temporal"
+    if not temporal and args.db is None:
+        print("kavalai runs: give the DBOS journal (--db URL), or --engine temporal --address HOST:PORT", file=err)
+        return 2
+    try:
+        found = asyncio.run(_temporal(args) if temporal else asyncio.to_thread(_dbos, args))
+    except ImportError as exc:
+        print(f"kavalai runs: {exc}", file=err)
+        return 2
+    except LookupError as exc:  # UnknownRunError
+        print(f"kavalai runs: {exc}", file=err)
+        return 1
+    except ValueError as exc:  # a run id that breaks the rule
+        print(f"kavalai runs: {exc}", file=err)
+        return 2
+    if args.action == "cancel":
+        print(f"kavalai runs: cancelled {args.run_id}", file=err)
+    elif args.action == "show":
+        print(json.dumps(found.to_dict(), indent=2, ensure_ascii=False, default=str), file=out)
+    elif args.json:
+        print(json.dumps([run.to_dict() for run in found], indent=2, ensure_ascii=False, default=str), file=out)
+    else:
+        for run in found:
+            created = run.created_at.isoformat(timespec="seconds") if run.created_at else "-"
+            print(f"{run.run_id}\t{run.state}\t{run.engine_status}\t{created}\t{run.target or '-'}", file=out)
+    return 0
+
+
+def _dbos(args: argparse.Namespace) -> Any:
+    from kavalai.durable.dbos import DbosClient
+
+    client = DbosClient(args.db, queue=args.queue)
+    try:
+        if args.action == "show":
+            return client.describe(args.run_id)
+        if args.action == "cancel":
+            return client.cancel(args.run_id)
+        return client.list_runs(limit=args.limit)
+    finally:
+        client.close()
+
+
+async def _temporal(args: argparse.Namespace) -> Any:
+    runner = temporal_runner(args, worker=False)
+    try:
+        if args.action == "show":
+            return await runner.describe(args.run_id)
+        if args.action == "cancel":
+            return await runner.cancel(args.run_id)
+        return await runner.list_runs(limit=args.limit)
+    finally:
+        await runner.aclose()

@@ -1,0 +1,304 @@
+"""The fault matrix of durable runs: a worker killed (``SIGKILL``) at a step boundary, one or two new workers racing
+to resume the run, and what must hold afterwards (issue 27).
+
+A workflow file of five steps charges orders A to E through ``rest://shop.charge``, a real local REST service
+(``effects_app``) that records every request with its ``Idempotency-Key`` and makes one effect per key. For one
+:class:`Case` (an engine, a boundary, a number of resuming workers), :func:`run_case`:
+
+1. runs ``tests.servers.fault_worker`` in a process of its own, which runs the workflow durably under a run id and is
+   killed at the cut step (order C): ``before`` the step's request is sent, ``during`` the HTTP call (the service
+   kills the caller after recording the request, before answering), or ``after`` the answer came back and before
+   the engine recorded the step;
+2. starts ``workers`` new processes at once, each making the same call (``engine.run(input, run_id=...)``), so they
+   race to resume it;
+3. checks (:meth:`Outcome.problems`): every resuming process returned, with the run's output; the run completed once
+   (the engine says so, and every process got the same output); each step's request reached the service with one
+   key, the cut step's at most twice, the steps before the cut once (none ran again), every step had one effect.
+
+``tests/durable/test_faults.py`` runs a slice of the matrix in the default suite and the whole of it behind the
+``faults`` marker; ``bench/durable_faults.py`` prints the whole matrix as a table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.servers.effects_app import create_app
+from tests.servers.uvicorn_server import serve
+
+ROOT = Path(__file__).resolve().parents[2]
+ORDERS = ("A", "B", "C", "D", "E")
+CUT = "C"
+ENGINES = ("sqlite", "postgres", "temporal")
+BOUNDARIES = ("before", "during", "after")
+
+#: The REST tool's timeout, which is also the longest an attempt of its step may take on Temporal: after it, a step
+#: whose worker died is tried again on another worker.
+TOOL_TIMEOUT = 4
+
+WORKFLOW = """
+name: five-charges
+input: {type: object, properties: {amount: {type: integer}}}
+output: object
+rest_servers:
+  - name: shop
+    url_env: SHOP_URL
+    headers: {X-Worker: "${WORKER_NAME}", X-Pid: "${WORKER_PID}"}
+    rest_tools:
+      - name: charge
+        method: POST
+        path: /charge
+        timeout: %(timeout)s
+        input_schema:
+          type: object
+          properties: {order: {type: string}, amount: {type: integer}}
+          required: [order, amount]
+nodes:
+  - {id: start, kind: start, next: a}
+%(nodes)s
+  - {id: done, kind: end, outputs: {charges: {expr: "[%(charges)s]"}}}
+"""
+
+
+def workflow_text() -> str:
+    """The five-step workflow file."""
+    ids = [order.lower() for order in ORDERS]
+    nodes = []
+    for index, (node, order) in enumerate(zip(ids, ORDERS, strict=True)):
+        after = ids[index + 1] if index + 1 < len(ids) else "done"
+        inputs = f"{{order: {{expr: \"'{order}'\"}}, amount: input.amount}}"
+        nodes.append(f"  - {{id: {node}, kind: function, tool: rest://shop.charge, inputs: {inputs}, next: {after}}}")
+    charges = ", ".join(f"{node}.result.charge" for node in ids)
+    return WORKFLOW % {"timeout": TOOL_TIMEOUT, "nodes": "\n".join(nodes), "charges": charges}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One cell of the matrix."""
+
+    engine: str  # sqlite, postgres (DBOS on each) or temporal
+    boundary: str  # before, during or after (the cut step's call)
+    workers: int  # resuming processes started at once
+
+    @property
+    def label(self) -> str:
+        return f"{self.engine}-{self.boundary}-{self.workers}"
+
+
+@dataclass
+class Outcome:
+    """What a case did, and what was wrong with it."""
+
+    case: Case
+    killed: bool = False
+    returned: int = 0  # resuming processes that returned the run's output
+    completed_once: bool = False
+    duplicates: int = 0  # requests beyond one per step (the cut step's repeat)
+    seconds: float = 0.0  # from the kill to the last resuming process's exit
+    problems: list[str] = field(default_factory=list)
+    logs: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def all_cases() -> list[Case]:
+    """The whole matrix: every engine, boundary and number of resuming workers (1 and 2)."""
+    return [Case(e, b, w) for e in ENGINES for b in BOUNDARIES for w in (1, 2)]
+
+
+@dataclass(frozen=True)
+class Engines:
+    """The engines' servers, shared by many cases: a Postgres server (a fresh database per case) and a Temporal dev
+    server (a task queue per case)."""
+
+    postgres: str | None = None
+    temporal: str | None = None
+
+    def target(self, case: Case, directory: Path) -> str:
+        """The journal (DBOS) or server address (Temporal) of a new case."""
+        if case.engine == "sqlite":
+            return f"sqlite:///{directory / 'journal.sqlite'}"
+        if case.engine == "postgres":
+            assert self.postgres is not None
+            return new_database(self.postgres, "faults_" + uuid.uuid4().hex[:12])
+        assert self.temporal is not None
+        return self.temporal
+
+
+@contextmanager
+def engines(names: set[str]) -> Iterator[Engines]:
+    """The servers the engines ``names`` need, for as long as the block runs."""
+    with ExitStack() as stack:
+        postgres_url = temporal_address = None
+        if "postgres" in names:
+            from tests.servers.postgres_server import postgres
+
+            postgres_url = stack.enter_context(postgres())
+        if "temporal" in names:
+            from tests.servers.temporal_server import temporal_server
+
+            temporal_address = stack.enter_context(temporal_server())
+        yield Engines(postgres_url, temporal_address)
+
+
+def new_database(server: str, name: str) -> str:
+    """Create the database ``name`` on the Postgres ``server`` (its URL) and return its URL."""
+    import psycopg
+
+    with psycopg.connect(server, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    return server.rsplit("/", 1)[0] + "/" + name
+
+
+def fetch(url: str) -> Any:
+    """GET ``url``'s JSON (plain urllib: the check must not share the code under test)."""
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def start(case: Case, target: str, workflow: Path, run_id: str, name: str, rest: str, *extra: str) -> Any:
+    """A ``fault_worker`` process of ``case``; its stderr goes to ``NAME.log`` beside the workflow file."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SHOP_URL": rest}
+    engine = "temporal" if case.engine == "temporal" else "dbos"
+    command = [sys.executable, "-m", "tests.servers.fault_worker", engine, target, str(workflow), run_id, name]
+    command += ["--task-queue", f"q-{run_id}", "--step-timeout", str(TOOL_TIMEOUT), *extra]
+    with (workflow.parent / f"{name}.log").open("w") as log:
+        return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
+
+
+def run_case(case: Case, servers: Engines, directory: Path, *, timeout: float = 180.0) -> Outcome:
+    """Run one case in ``directory`` (its workflow file, journal and logs) and check it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    workflow = directory / "five.yaml"
+    workflow.write_text(workflow_text(), encoding="utf-8")
+    run_id = f"{case.label}-{uuid.uuid4().hex[:8]}"
+    target = servers.target(case, directory)
+    outcome = Outcome(case)
+    kill_during = CUT if case.boundary == "during" else None
+    with serve(create_app(kill_during=kill_during)) as rest:
+        cut = [] if case.boundary == "during" else ["--cut", case.boundary, "--order", CUT]
+        first = start(case, target, workflow, run_id, "first", rest, *cut)
+        try:
+            first.communicate(timeout=timeout)
+        finally:
+            if first.poll() is None:
+                first.kill()
+                first.communicate(timeout=10)
+        outcome.killed = first.returncode == -signal.SIGKILL
+        if not outcome.killed:
+            outcome.problems.append(f"the first worker was not killed (exit {first.returncode})")
+        before = fetch(f"{rest}/requests")
+        began = time.monotonic()
+        resumers = [start(case, target, workflow, run_id, f"resumer{n}", rest) for n in range(1, case.workers + 1)]
+        outputs = [finish(process, timeout, outcome) for process in resumers]
+        outcome.seconds = time.monotonic() - began
+        requests, effects = fetch(f"{rest}/requests"), fetch(f"{rest}/effects")
+    outcome.logs = "\n".join(
+        f"--- {log.name}\n{log.read_text(errors='replace')[-3000:]}" for log in sorted(directory.glob("*.log"))
+    )
+    check(outcome, outputs, before, requests, effects)
+    outcome.completed_once = outcome.ok and completed(case, target, run_id, outcome)
+    return outcome
+
+
+def finish(process: Any, timeout: float, outcome: Outcome) -> Any:
+    """Wait for a resuming process; its printed result, or ``None`` (with the problem noted)."""
+    try:
+        stdout, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate(timeout=10)
+        outcome.problems.append(f"a resuming worker did not return within {timeout:.0f} s")
+        return None
+    if process.returncode != 0:
+        outcome.problems.append(f"a resuming worker exited with {process.returncode}")
+        return None
+    outcome.returned += 1
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def check(outcome: Outcome, outputs: list[Any], before: list[Any], requests: list[Any], effects: list[Any]) -> None:
+    """The matrix's checks on what the service received and what the resuming processes returned."""
+    expected = {"status": "succeeded", "output": {"charges": [1, 2, 3, 4, 5]}}
+    for output in outputs:
+        if output is not None and output != expected:
+            outcome.problems.append(f"a resuming worker returned {output}")
+    cut = ORDERS.index(CUT)
+    for index, order in enumerate(ORDERS):
+        mine = [r for r in requests if r["order"] == order]
+        keys = {r["key"] for r in mine}
+        most = 2 if index == cut else 1
+        if not 1 <= len(mine) <= most or len(keys) != 1:
+            outcome.problems.append(f"step {order}: {len(mine)} requests with keys {sorted(map(str, keys))}")
+        if index < cut and len(mine) != sum(r["order"] == order for r in before):
+            outcome.problems.append(f"step {order}, before the cut, ran again")
+    outcome.duplicates = len(requests) - len(ORDERS)
+    if [e["order"] for e in effects] != list(ORDERS):
+        outcome.problems.append(f"effects {[e['order'] for e in effects]}, not one per step")
+    sent_before = {r["order"] for r in before}
+    if outcome.case.boundary == "before" and CUT in sent_before:
+        outcome.problems.append("the cut step's request was sent before the kill")
+    if outcome.case.boundary != "before" and CUT not in sent_before:
+        outcome.problems.append("the cut step's request was not sent before the kill")
+
+
+def completed(case: Case, target: str, run_id: str, outcome: Outcome) -> bool:
+    """Whether the engine holds one completed run under ``run_id``."""
+    if case.engine == "temporal":
+        import asyncio
+
+        return asyncio.run(_temporal_completed(target, run_id, outcome))
+    from kavalai.durable.dbos import DbosClient
+
+    client = DbosClient(target)
+    try:
+        status = client.status(run_id)
+    finally:
+        client.close()
+    if status != "SUCCESS":
+        outcome.problems.append(f"the DBOS run's status is {status}")
+    return status == "SUCCESS"
+
+
+async def _temporal_completed(address: str, run_id: str, outcome: Outcome) -> bool:
+    from temporalio.client import Client, WorkflowExecutionStatus
+
+    client = await Client.connect(address)
+    runs = [run async for run in client.list_workflows(f"WorkflowId = '{run_id}'")]
+    history = await client.get_workflow_handle(run_id).fetch_history()
+    ends = [e for e in history.events if e.HasField("workflow_execution_completed_event_attributes")]
+    once = len(runs) == 1 and runs[0].status == WorkflowExecutionStatus.COMPLETED and len(ends) == 1
+    if not once:
+        outcome.problems.append(f"Temporal holds {len(runs)} runs, {len(ends)} completions")
+    return once
+
+
+def table(outcomes: list[Outcome]) -> str:
+    """The matrix as a Markdown table."""
+    lines = [
+        "| engine | boundary | resuming workers | completed once | duplicate requests | resumers returned | time (s) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    names = {"sqlite": "DBOS, SQLite", "postgres": "DBOS, Postgres", "temporal": "Temporal"}
+    for o in outcomes:
+        done = "yes" if o.completed_once else "NO"
+        lines.append(
+            f"| {names[o.case.engine]} | {o.case.boundary} | {o.case.workers} | {done} | {o.duplicates} | "
+            f"{o.returned}/{o.case.workers} | {o.seconds:.1f} |"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,47 @@
+"""The fault matrix of durable runs (``tests/durable/fault_matrix.py``): a worker killed with SIGKILL at a step
+boundary, new workers racing to resume the run, against the real engines (issue 27).
+
+The default suite runs a slice (one boundary per engine, racing workers on Postgres); ``-m faults`` runs the whole
+matrix (every engine, boundary and number of resuming workers), as ``bench/durable_faults.py`` does with a table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.durable.fault_matrix import Case, Engines, all_cases, run_case
+
+pytestmark = pytest.mark.timeout(420)
+
+SLICE = [Case("sqlite", "after", 1), Case("postgres", "during", 2), Case("temporal", "before", 1)]
+
+
+def servers_for(case: Case, request: pytest.FixtureRequest) -> Engines:
+    return Engines(
+        postgres=request.getfixturevalue("postgres_server") if case.engine == "postgres" else None,
+        temporal=request.getfixturevalue("temporal_address") if case.engine == "temporal" else None,
+    )
+
+
+def check(case: Case, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    outcome = run_case(case, servers_for(case, request), tmp_path)
+    assert outcome.ok, f"{case.label}: {outcome.problems}\n{outcome.logs}"
+    assert outcome.killed
+    assert outcome.completed_once
+    assert outcome.returned == case.workers
+    assert outcome.duplicates == (0 if case.boundary == "before" else 1)
+
+
+@pytest.mark.parametrize("case", SLICE, ids=lambda case: case.label)
+def test_a_worker_killed_at_a_step_boundary_and_its_run_resumed(
+    case: Case, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    check(case, request, tmp_path)
+
+
+@pytest.mark.faults
+@pytest.mark.parametrize("case", [c for c in all_cases() if c not in SLICE], ids=lambda case: case.label)
+def test_the_whole_fault_matrix(case: Case, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    check(case, request, tmp_path)
