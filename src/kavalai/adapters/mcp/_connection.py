@@ -41,7 +41,13 @@ from kavalai.adapters.mcp import _features as features
 from kavalai.adapters.mcp._answering import CALLER, current_answerer
 from kavalai.adapters.mcp._catalog import ElicitationHandler, McpChange, McpLogMessage
 from kavalai.adapters.mcp._config import McpServer, McpTransport
-from kavalai.adapters.mcp._convert import build_models, content_output_schema, raise_tool_error, result_value
+from kavalai.adapters.mcp._convert import (
+    build_models,
+    content_output_schema,
+    raise_tool_error,
+    result_value,
+    unwrapped,
+)
 from kavalai.adapters.mcp._errors import answer_unreadable, call_error, describe_failure, request_error, scrub
 from kavalai.adapters.mcp._generation import Ending, Generation, Phase
 from kavalai.adapters.mcp._idempotency import call_meta
@@ -397,12 +403,15 @@ class McpConnection:
         async def invoke(args: BaseModel) -> Any:
             return await self.call(name, uri_text, args, structured=structured)
 
+        async def invoke_unwrapped(args: BaseModel) -> Any:  # a FastMCP-style server's {"result": value}
+            return unwrapped(await self.call(name, uri_text, args, structured=structured))
+
         return ToolDefinition(
             uri=uri,
             description=tool.description or tool.title or "",
             input_model=models.input_model,
             output_model=models.output_model,
-            invoke=invoke,
+            invoke=invoke_unwrapped if models.unwrap else invoke,
             wrapped=models.wrapped,
             timeout=self.config.timeout,
             input_schema=tool.input_schema,
