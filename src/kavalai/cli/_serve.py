@@ -19,6 +19,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from kavalai.cli._run import EXIT_FAILED, EXIT_OK, EXIT_USAGE  # one set of exit codes for every command
+from kavalai.cli._serve_filter import needed_servers_only
 from kavalai.cli._tracing import add_tracing_arguments, flush_on_close, start_tracing, stop_tracing
 
 if TYPE_CHECKING:
@@ -59,7 +60,11 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="HTTP: require 'Authorization: Bearer <token>', the token read from the environment variable VAR",
     )
     parser.add_argument(
-        "--allow", action="append", metavar="GLOB", default=None, help="offer only tools whose URI matches (repeat)"
+        "--allow",
+        action="append",
+        metavar="GLOB",
+        default=None,
+        help="offer only tools whose URI matches (repeat); servers none of whose tools can match are not started",
     )
     parser.add_argument(
         "--deny", action="append", metavar="GLOB", default=[], help="never offer tools whose URI matches (repeat)"
@@ -80,6 +85,11 @@ def serve_command(args: argparse.Namespace, *, stderr: TextIO | None = None) -> 
     try:
         token = _bearer_token(args.bearer_token_env)
         config = KernelConfig.from_file(args.config)
+        if args.allow is not None or args.deny:
+            config, left_out = needed_servers_only(config, args.allow, args.deny)
+            if left_out:
+                servers = ", ".join(prefix.rstrip(".") for prefix in left_out)
+                print(f"kavalai serve: not starting {servers}: --allow/--deny admit none of its tools", file=err)
         kernel = build_kernel(config)
         tracing = start_tracing(kernel, args.tracing, config.tracing, command="kavalai serve", err=err)
     except (ConfigurationError, ValueError) as exc:

@@ -97,6 +97,7 @@ class McpConnection:
         self._detected: McpTransport | None = None  # the transport a url turned out to speak, once known
         self._tools: dict[str, LazyTool] = {}  # what this server published (the registry holds the tools)
         self._protocol_version: str | None = None  # negotiated at the last connect
+        self._server_info_name: str | None = None  # the serverInfo.name of the last connect
         self._stale_at = math.inf  # when the tool listing's ttlMs runs out (inf: no hint, kept until changed)
         self._subscribed: set[str] = set()  # resources subscribed to (2026-07-28: the listen stream's filter)
         self._task_only: set[str] = set()  # tools that run only as tasks (2025-11-25 `taskSupport: "required"`)
@@ -128,6 +129,7 @@ class McpConnection:
             pid=process.server_pid if process is not None else None,
             connects=self._connects,
             protocol_version=self._protocol_version,
+            server_info_name=self._server_info_name,
         )
 
     def tool(self, uri: str) -> ToolDefinition | None:  # built on first use (see _publish)
@@ -201,6 +203,7 @@ class McpConnection:
                         scope.deadline = math.inf
                         gen.session = session
                         self._protocol_version = session.protocol_version
+                        self._server_info_name = session.server_info.name if session.server_info else None
                         gen.move(Phase.CONNECTED)
                         if gen.was_connected:
                             self._connects += 1

@@ -40,6 +40,7 @@ class McpServerState:
         connects: how many times it has connected successfully (a restart after a crash counts again).
         protocol_version: the MCP protocol revision negotiated with the server (``"2025-11-25"``, ...), once
             connected.
+        server_info_name: the name the server gives itself (``serverInfo.name``), once connected.
     """
 
     name: str
@@ -50,3 +51,4 @@ class McpServerState:
     pid: int | None = None
     connects: int = 0
     protocol_version: str | None = None
+    server_info_name: str | None = None
