@@ -57,3 +57,26 @@ def _ancestors(spans: list[ReceivedSpan], span_id: str) -> set[str]:
         found.add(current.parent_span_id)
         current = by_id.get(current.parent_span_id)
     return found
+
+
+def test_a_tracing_key_in_the_workflow_file_is_the_switch(tmp_path: Path) -> None:
+    text = Path(TRIAGE).read_text(encoding="utf-8")
+    (tmp_path / "off.yaml").write_text("tracing: false\n" + text, encoding="utf-8")
+    for name in ("support_tools.py", "support_llm.py"):  # the workflow's tools and model sit beside it
+        (tmp_path / name).write_text((Path(TRIAGE).parent / name).read_text(encoding="utf-8"), encoding="utf-8")
+    env = {**os.environ, "OTEL_TRACES_EXPORTER": "console"}
+    command = [KAVALAI, "run", str(tmp_path / "off.yaml"), "--input", '{"message": "hello"}']
+    off = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60, check=False, cwd=tmp_path)
+    assert off.returncode == 0, off.stderr
+    assert '"trace_id"' not in off.stderr  # the file says no, over the environment
+    on = subprocess.run([*command, "--tracing"], capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert on.returncode == 0, on.stderr
+    assert '"name": "workflow support-triage"' in on.stderr  # the command line says yes, over the file
+
+
+def test_a_worker_asked_to_trace_without_an_exporter_exits_2(tmp_path: Path) -> None:
+    env = {**os.environ, "OTEL_TRACES_EXPORTER": "zipkin_json"}
+    command = [KAVALAI, "worker", TRIAGE, "--db", f"sqlite:///{tmp_path / 'runs.sqlite'}", "--trace"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "kavalai worker: OTEL_TRACES_EXPORTER: no trace exporter 'zipkin_json' is installed" in done.stderr
