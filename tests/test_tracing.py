@@ -307,3 +307,22 @@ async def test_a_traced_rest_call_is_an_http_client_span(global_spans: InMemoryS
     assert attributes["http.response.status_code"] == 200
     assert attributes["url.full"] == f"{rest_url}/echo/headers"
     assert echoed["traceparent"].startswith(f"00-{client.context.trace_id:032x}-{client.context.span_id:016x}-")
+
+
+def test_the_environment_asks_for_traces_by_exporter_or_endpoint() -> None:
+    from kavalai.tracing import tracing_requested
+
+    assert tracing_requested({}) is False
+    assert tracing_requested({"OTEL_TRACES_EXPORTER": "otlp"}) is True
+    assert tracing_requested({"OTEL_TRACES_EXPORTER": "console,otlp"}) is True
+    assert tracing_requested({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}) is True
+    assert tracing_requested({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces"}) is True
+    # "none" wins over an endpoint meant for other signals
+    assert tracing_requested({"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://x"}) is False
+    assert tracing_requested({"OTEL_SERVICE_NAME": "svc"}) is False  # naming a service switches nothing on
+
+
+def test_off_is_off_whatever_the_environment_says() -> None:
+    from kavalai.tracing import configure_tracing
+
+    assert configure_tracing(enabled=False, env={"OTEL_TRACES_EXPORTER": "otlp"}) is None

@@ -70,6 +70,8 @@ class KernelConfig(BaseModel):
     mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
     host_mcp_servers: dict[str, dict[str, Any]] = Field(default_factory=dict, alias="mcpServers")
     vscode_servers: dict[str, dict[str, Any]] = Field(default_factory=dict, alias="servers")
+    #: ``kavalai serve``'s switch for OpenTelemetry traces: on, off, or (absent) as the ``OTEL_*`` environment says.
+    tracing: bool | None = None
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
 
     @classmethod

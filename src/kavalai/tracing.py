@@ -9,6 +9,10 @@ W3C trace context into the request's ``_meta``), and the ``traceparent`` header 
 
 Only ``opentelemetry-api`` is needed: without an SDK configured, spans and metrics are no-ops. A kernel that is not
 instrumented has no tracing middleware at all, so its calls cost nothing extra.
+
+:func:`configure_tracing` sets the SDK up from the standard ``OTEL_*`` environment (the ``otel`` extra), or takes the
+provider ``opentelemetry-instrument`` already set; ``kavalai serve``, ``run`` and ``worker`` call it, then
+``instrument`` their kernel.
 """
 
 from __future__ import annotations
@@ -23,9 +27,20 @@ from typing import Any, Final
 from opentelemetry import metrics, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from kavalai._tracing_setup import TracingSetup, configure_tracing, tracing_requested
 from kavalai.kernel import CallNext, Kernel, Middleware, ToolCall
 
-__all__ = ["call_logging", "instrument", "mcp_client_span", "span", "tool_tracing", "tracing_configured"]
+__all__ = [
+    "TracingSetup",
+    "call_logging",
+    "configure_tracing",
+    "instrument",
+    "mcp_client_span",
+    "span",
+    "tool_tracing",
+    "tracing_configured",
+    "tracing_requested",
+]
 
 logger = logging.getLogger("kavalai.calls")
 

@@ -7,6 +7,7 @@ use a configuration with one; the others use the Python-only configuration.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -44,7 +45,9 @@ async def nap(seconds: float, marker: str) -> float:
 
 
 def kavalai(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kavalai.cli.main", *args], capture_output=True, text=True, timeout=60)
+    env = {key: value for key, value in os.environ.items() if key != "COLUMNS"}  # pytest sets it: no cut listings
+    command = [sys.executable, "-m", "kavalai.cli.main", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""get_tool_descriptions() reads as our list and as Kaval.AI 1.0's JSON text, so code written for either works."""
+"""get_tool_descriptions() is Kaval.AI 1.0's JSON text (a real str), with the list at .tools; iterating and indexing
+the text give the list's dicts too, so code written for either form works."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ async def test_no_tools_is_falsy_in_both_forms() -> None:
 def test_the_json_text_round_trips_through_the_constructor() -> None:
     items = [{"name": "python://x", "description": "", "inputSchema": {}, "outputSchema": {}}]
     built = ToolDescriptions(items)
-    assert repr(built) == repr(items)
+    assert repr(built) == f"ToolDescriptions({items!r})"  # says what it is, not a list's repr
     assert json.loads(str(built)) == items
     assert built != [{"name": "python://y"}]
 
@@ -80,3 +81,26 @@ async def test_the_json_text_names_rest_tools_with_their_method_as_kaval_did() -
     copy = pickle.loads(pickle.dumps(descriptions))
     assert str(copy) == str(descriptions)
     assert copy == descriptions.to_list()
+
+
+async def test_it_is_a_str_where_a_str_is_expected_and_the_list_is_at_tools() -> None:
+    kernel = FunctionKernel()
+    kernel.register_python_tool("math.add", add)
+    kernel.register_python_tool("math.neg", négatif)
+    descriptions = await kernel.get_tool_descriptions()
+    plain = await kernel.describe_tools()
+    # what it is: the JSON text, as Kaval.AI 1.0 returned it
+    assert len(descriptions) == len(str(descriptions)) > 2  # characters, as for any str
+    assert json.loads(json.dumps(descriptions)) == str(descriptions)  # encoded as one JSON string, as any str
+    assert f"{descriptions}" == str(descriptions) == json.dumps(plain, ensure_ascii=False)
+    from jinja2 import Template  # how Kaval.AI 1.0's agent put it in its prompt
+
+    assert json.loads(Template("{{ tools }}").render(tools=descriptions)) == plain
+    # the list, for code that needs one
+    tools = descriptions.tools
+    assert type(tools) is list
+    assert len(tools) == 2
+    assert json.loads(json.dumps(tools)) == plain  # encoded once
+    assert tools is not descriptions.tools  # a new list each time: changing it changes nothing here
+    tools.clear()
+    assert len(descriptions.tools) == 2

@@ -32,6 +32,7 @@ from kavalai import FunctionKernel, pythontool
 from kavalai.cli.demo_rest_app import serve_demo_app
 from kavalai.serve import ExposedTools, build_mcp_server, mcp_output_schema
 
+ROOT = Path(__file__).resolve().parents[2]
 TOKEN_VAR = "KAVALAI_SERVE_TEST_TOKEN"
 TOKEN = "serve-test-token-0123456789"
 NAME_RULE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -342,6 +343,10 @@ async def _check_with_fastmcp(client: Any) -> None:
     assert stats.structured_content == {"words": 3, "characters": 8, "longest_word": "ccc"}
     added = await client.call_tool("python_math_add_" + _hash("python://math.add"), {"a": 40, "b": 2})
     assert added.structured_content == {"result": 42}
+    assert added.data == 42  # the schema's "x-fastmcp-wrap-result" mark: FastMCP's client unwraps the value
+    assert stats.data.words == 3  # an object stays the object
+    books = await client.call_tool("rest_shop_listBooks", {"author": "Ursula K. Le Guin"})
+    assert [book.id for book in books.data] == [1, 2]  # a list, its items typed by the schema
     failed = await client.call_tool("python_fail", {"reason": "no"}, raise_on_error=False)
     assert failed.is_error is True
 
@@ -381,12 +386,14 @@ async def test_a_wrapped_output_schema_describes_the_structured_content(kernel: 
         "properties": {"result": {"type": "array", "items": {"$ref": "#/$defs/Book"}}},
         "required": ["result"],
         "$defs": {"Book": {"type": "object"}},
+        "x-fastmcp-wrap-result": True,
     }
     kernel.register_python_tool("echo", _echo)
     async with Client(build_mcp_server(kernel, allow=["python://*"])) as client:
         (tool,) = (await client.list_tools()).tools
         assert tool.output_schema is not None
         assert tool.output_schema["properties"]["result"]["type"] == "string"
+        assert tool.output_schema["x-fastmcp-wrap-result"] is True
         _check_result(await client.call_tool(tool.name, {"text": "hi"}), {"result": "hi"})
 
 
@@ -394,3 +401,21 @@ def _rest_server() -> Any:
     from kavalai import RestServer
 
     return RestServer(name="shop", url="http://127.0.0.1:9")
+
+
+async def test_a_fastmcp_servers_marked_values_are_served_marked(kernel: FunctionKernel) -> None:
+    from kavalai import McpServer
+
+    args = ["-m", "tests.servers.fastmcp_server"]
+    kernel.register_mcp_server(McpServer(name="fast", command=sys.executable, args=args, cwd=ROOT))
+    await kernel.connect()
+    async with Client(build_mcp_server(kernel, allow=["mcp://fast.word_count", "mcp://fast.text_stats"])) as client:
+        listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+        counting = listed["mcp_fast_word_count"].output_schema
+        assert counting is not None
+        assert counting["x-fastmcp-wrap-result"] is True
+        assert counting["properties"]["result"]["type"] == "integer"
+        stats = listed["mcp_fast_text_stats"].output_schema
+        assert stats is not None
+        assert "x-fastmcp-wrap-result" not in stats
+        _check_result(await client.call_tool("mcp_fast_word_count", {"text": "two words"}), {"result": 2})

@@ -1,5 +1,6 @@
 """A real FastMCP server (the ``fastmcp`` package, a dev dependency) for the ``mcp://`` tests: a typed tool with
-structured output, a tool that reports progress, a tool that fails, a resource, a template and a prompt.
+structured output, tools returning plain values (which FastMCP wraps and marks), a tool that reports progress, a tool
+that fails, a resource, a template and a prompt.
 
 Run it over stdio: ``python -m tests.servers.fastmcp_server``; or serve :func:`build` over HTTP.
 """
@@ -26,6 +27,16 @@ def build() -> FastMCP:
         """Count the words of a text and find its longest word."""
         words = text.split()
         return Stats(words=len(words), longest=max(words, key=len, default=""))
+
+    @server.tool
+    def word_count(text: str) -> int:
+        """Count the words of a text (a plain value: FastMCP wraps it as {"result": n} and marks the schema)."""
+        return len(text.split())
+
+    @server.tool
+    def each_stats(texts: list[str]) -> list[Stats]:
+        """The stats of each text (a list of models: wrapped, with its $defs at the schema's root)."""
+        return [text_stats(text) for text in texts]
 
     @server.tool
     async def steps(n: int, ctx: Context) -> int:

@@ -43,6 +43,9 @@ def add_run_parser(subparsers: Any) -> None:
         "--trace", action="store_true", help="print the whole result (status, output, trace) instead of the output"
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="do not report progress on stderr")
+    from kavalai.cli._tracing import add_tracing_arguments
+
+    add_tracing_arguments(parser, short=False)
     durable = parser.add_argument_group("durable runs (the dbos or temporal extra; see docs/durable.md)")
     durable.add_argument(
         "--durable",
@@ -74,11 +77,17 @@ def run_command(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
     except ValueError as exc:
         print(f"kavalai run: {exc}", file=err)
         return EXIT_USAGE
+    tracing: list[Any] = []  # what _run set up, stopped (its spans sent) however the run ends
     try:
-        return asyncio.run(_interruptible(_run(args, run_input, out, err), err))
+        return asyncio.run(_interruptible(_run(args, run_input, out, err, tracing), err))
     except KeyboardInterrupt:  # the engine was closed on the way out (async with)
         print("kavalai run: interrupted", file=err)
         return EXIT_INTERRUPTED
+    finally:
+        from kavalai.cli._tracing import stop_tracing
+
+        for setup in tracing:
+            stop_tracing(setup)
 
 
 def _exit_now() -> None:
@@ -166,9 +175,10 @@ def _read_input(args: argparse.Namespace) -> Any:
     return {}
 
 
-async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextIO) -> int:
+async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextIO, tracing: list[Any]) -> int:
     from kavalai.cli._ask import answer_on_terminal
-    from kavalai.errors import FunctionKernelException
+    from kavalai.cli._tracing import file_tracing, start_tracing
+    from kavalai.errors import ConfigurationError, FunctionKernelException
     from kavalai.workflow import InputRequested, RunFinished, WorkflowDefinitionError, WorkflowEngine
     from kavalai.workflow.errors import NodeValidationError
 
@@ -186,6 +196,14 @@ async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextI
         engine = WorkflowEngine.from_yaml(args.workflow, max_visits=args.max_visits, durable=runner)
     except WorkflowDefinitionError as exc:
         print(f"kavalai run: invalid workflow {args.workflow}: {exc}", file=err)
+        return EXIT_USAGE
+    try:
+        switch, configured = args.tracing, file_tracing(args.workflow)
+        tracing.append(
+            start_tracing(engine.kernel, switch, configured, command="kavalai run", err=err, quiet=args.quiet)
+        )
+    except ConfigurationError as exc:
+        print(f"kavalai run: {exc}", file=err)
         return EXIT_USAGE
     options: dict[str, Any] = {} if args.timeout is None else {"timeout": args.timeout}
     progress = _Progress(err, quiet=args.quiet)

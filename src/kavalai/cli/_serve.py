@@ -19,8 +19,11 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from kavalai.cli._run import EXIT_FAILED, EXIT_OK, EXIT_USAGE  # one set of exit codes for every command
+from kavalai.cli._serve_filter import needed_servers_only
+from kavalai.cli._tracing import add_tracing_arguments, flush_on_close, start_tracing, stop_tracing
 
 if TYPE_CHECKING:
+    from kavalai._tracing_setup import TracingSetup
     from kavalai.kernel import Kernel
 
 __all__ = ["add_serve_parser", "build_serve_parser", "main", "serve_command"]
@@ -57,12 +60,17 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="HTTP: require 'Authorization: Bearer <token>', the token read from the environment variable VAR",
     )
     parser.add_argument(
-        "--allow", action="append", metavar="GLOB", default=None, help="offer only tools whose URI matches (repeat)"
+        "--allow",
+        action="append",
+        metavar="GLOB",
+        default=None,
+        help="offer only tools whose URI matches (repeat); servers none of whose tools can match are not started",
     )
     parser.add_argument(
         "--deny", action="append", metavar="GLOB", default=[], help="never offer tools whose URI matches (repeat)"
     )
     parser.add_argument("--name", default="kavalai", help="the server name shown to clients (default: kavalai)")
+    add_tracing_arguments(parser, short=True)
 
 
 def serve_command(args: argparse.Namespace, *, stderr: TextIO | None = None) -> int:
@@ -76,16 +84,30 @@ def serve_command(args: argparse.Namespace, *, stderr: TextIO | None = None) -> 
         return EXIT_USAGE
     try:
         token = _bearer_token(args.bearer_token_env)
-        kernel = build_kernel(KernelConfig.from_file(args.config))
+        config = KernelConfig.from_file(args.config)
+        if args.allow is not None or args.deny:
+            config, left_out = needed_servers_only(config, args.allow, args.deny)
+            if left_out:
+                servers = ", ".join(prefix.rstrip(".") for prefix in left_out)
+                print(f"kavalai serve: not starting {servers}: --allow/--deny admit none of its tools", file=err)
+        kernel = build_kernel(config)
+        tracing = start_tracing(kernel, args.tracing, config.tracing, command="kavalai serve", err=err)
     except (ConfigurationError, ValueError) as exc:
         print(f"kavalai serve: {exc}", file=err)
         return EXIT_USAGE
-    return asyncio.run(_until_signal(_serve(kernel, args, token, err), kernel, err))
+    try:
+        return asyncio.run(_until_signal(_serve(kernel, args, token, err, tracing), kernel, err))
+    finally:
+        stop_tracing(tracing)
 
 
-async def _serve(kernel: Kernel, args: argparse.Namespace, token: str | None, err: TextIO) -> int:
+async def _serve(
+    kernel: Kernel, args: argparse.Namespace, token: str | None, err: TextIO, tracing: TracingSetup | None
+) -> int:
     from kavalai.errors import FunctionKernelException
     from kavalai.serve import serve_http, serve_stdio
+
+    flush_on_close(kernel, tracing)  # added after _until_signal's callback, so it runs before that one (newest first)
 
     def ready(where: str) -> None:
         _report_ready(kernel, args, where, err)

@@ -13,16 +13,37 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import re
 import shlex
+import shutil
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from kavalai.cli._run import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _interruptible
 
-__all__ = ["add_tools_parser", "tools_command"]
+__all__ = ["add_tools_parser", "command_name", "first_sentence", "tools_command"]
 
 _COMMAND = "kavalai tools"
+_PROVISIONAL: Final = "server"  # the name of a --url server until it names itself
+_NOT_NAME: Final = re.compile(r"[^A-Za-z0-9_-]+")
+_LAUNCHER: Final = re.compile(r"uvx|uv|run|npx|pnpm|dlx|bunx|bun|node|deno|pipx|docker|python[0-9.]*|py")
+_AFFIXES: Final = (r"^mcp[-_]server[-_]", r"^server[-_]", r"[-_]mcp[-_]server$", r"[-_]mcp$", r"^mcp[-_]")
+#: Launchers' options that take a value (``uvx --from PKG``, ``docker run -e KEY=VALUE``).
+_VALUE_OPTIONS: Final = frozenset(
+    {"--from", "--with", "--python", "-p", "--directory", "--package", "-e", "--env", "-v"}
+)
+_SENTENCE_END: Final = re.compile(r"[.!?](\s|$)")
+_MIN_ROOM: Final = 20  # the least room a cut description gets, however narrow the terminal
+# The command's help, as plain text (the module docstring is reStructuredText for the API docs).
+_DESCRIPTION = (
+    "List, describe and call tools from the command line. The tools come from a configuration file given as "
+    "--config FILE (our YAML's tool sections, or the mcpServers JSON that Claude Desktop, Cursor and VS Code write), "
+    'or from one MCP server given as --command "uvx mcp-server-time" or --url URL. Results are printed as JSON on '
+    "stdout, errors as one line on stderr. Exit status: 0 done, 1 the tool or a server failed, 2 the command line, "
+    "the configuration or the arguments are invalid (an unknown URI included), 130 interrupted."
+)
 
 
 def add_tools_parser(subparsers: Any) -> None:
@@ -33,14 +54,22 @@ def add_tools_parser(subparsers: Any) -> None:
         "--command", dest="server_command", metavar="CMD", help='one stdio MCP server, e.g. "uvx mcp-server-time"'
     )
     source.add_argument("--url", metavar="URL", help="one HTTP MCP server")
-    source.add_argument("--name", default="server", help="the server's name in URIs with --command/--url")
+    source.add_argument(
+        "--name",
+        default=None,
+        help="the server's name in URIs with --command/--url (default: from the command, e.g. 'time' for "
+        "'uvx mcp-server-time'; with --url, the name the server gives itself)",
+    )
     parser = subparsers.add_parser(
-        "tools", help="list, describe and call the tools of a configuration", description=__doc__.split("\n\n")[1]
+        "tools", help="list, describe and call the tools of a configuration", description=_DESCRIPTION
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     listing = actions.add_parser("list", parents=[source], help="the tools' URIs and one-line descriptions")
     listing.add_argument("--pattern", default=None, help='only URIs matching this glob, e.g. "mcp://time.*"')
     listing.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+    listing.add_argument(
+        "--long", action="store_true", help="whole descriptions, not their first sentence cut to the terminal's width"
+    )
     describe = actions.add_parser("describe", parents=[source], help="a tool's description and schemas (JSON)")
     describe.add_argument("uri", help="the tool's URI")
     call = actions.add_parser("call", parents=[source], help="call a tool and print its typed result (JSON)")
@@ -79,9 +108,10 @@ def _config(args: argparse.Namespace) -> Any:
             return KernelConfig.from_file(Path(args.config))
         if args.server_command:
             command, *rest = shlex.split(args.server_command) or [""]
-            server: dict[str, Any] = {"name": args.name, "command": command, "args": rest}
+            name = args.name or command_name([command, *rest])
+            server: dict[str, Any] = {"name": name, "command": command, "args": rest}
         else:
-            server = {"name": args.name, "url": args.url}
+            server = {"name": args.name or _PROVISIONAL, "url": args.url}
         return KernelConfig.from_dict({"mcp_servers": [server]})
     except ConfigurationError as exc:
         raise ValueError(str(exc)) from None
@@ -125,6 +155,8 @@ async def _run(args: argparse.Namespace, config: Any, arguments: dict[str, Any],
         print(f"{_COMMAND}: {exc}", file=err)
         return EXIT_USAGE
     try:
+        if args.url and not args.name:
+            kernel = await _named_by_server(kernel, config)
         await _act(kernel, args, arguments, out)
     except (ToolNotFoundError, InvalidToolURIError, ToolInputError, ConfigurationError) as exc:
         print(f"{_COMMAND}: {exc}", file=err)
@@ -137,17 +169,52 @@ async def _run(args: argparse.Namespace, config: Any, arguments: dict[str, Any],
     return EXIT_OK
 
 
+async def _named_by_server(kernel: Any, config: Any) -> Any:
+    """The kernel of ``--url`` without ``--name``: its server named as it names itself (``serverInfo.name``),
+    which is known once connected; a name that cannot be a server name keeps the provisional one."""
+    from kavalai.config import build_kernel
+
+    await kernel.connect()
+    given = kernel.get_mcp_server_state(_PROVISIONAL).server_info_name or ""
+    name = _NOT_NAME.sub("-", given).strip("-")
+    if not name or name == _PROVISIONAL:
+        return kernel
+    await kernel.close()
+    server = {**config.mcp_servers[0], "name": name}
+    return build_kernel(config.model_copy(update={"mcp_servers": [server]}))
+
+
+def command_name(argv: list[str]) -> str:
+    """A server's name from the command that starts it: the package or script it runs, without launchers,
+    options, scopes, versions, extensions and ``mcp-server-`` affixes (``uvx mcp-server-time`` is ``time``,
+    ``npx -y @modelcontextprotocol/server-filesystem /tmp`` is ``filesystem``, ``python -m pkg.demo_mcp_server`` is
+    ``demo``); ``server`` when nothing is left."""
+    words, skip = [], False
+    for word in argv:
+        if not skip and not word.startswith("-"):
+            words.append(word)
+        skip = word in _VALUE_OPTIONS  # the option's value is not the program
+    while len(words) > 1 and _LAUNCHER.fullmatch(Path(words[0]).name.lower()):
+        words = words[1:]
+    word = words[0] if words else ""
+    word = word.rsplit("/", 1)[-1].split("@", 1)[0] if word.startswith("@") else Path(word).name.split("@", 1)[0]
+    word = re.sub(r"\.(py|js|mjs|ts|exe)$", "", word).rsplit(".", 1)[-1]
+    for affix in _AFFIXES:
+        word = re.sub(affix, "", word, flags=re.IGNORECASE)
+    name = _NOT_NAME.sub("-", word).strip("-_")
+    return name or _PROVISIONAL
+
+
 async def _act(kernel: Any, args: argparse.Namespace, arguments: dict[str, Any], out: TextIO) -> None:
     if args.action == "list":
         await kernel.connect()
         names = kernel.list_tools(args.pattern)
-        rows = [(name, _first_line(kernel.get_tool_definition(name).description)) for name in names]
+        descriptions = [kernel.get_tool_definition(name).description for name in names]
         if args.json:
-            _print_json([{"name": name, "description": text} for name, text in rows], out)
+            shown = descriptions if args.long else [first_sentence(text) for text in descriptions]
+            _print_json([{"name": name, "description": text} for name, text in zip(names, shown, strict=True)], out)
         else:
-            width = max((len(name) for name, _ in rows), default=0)
-            for name, text in rows:
-                print(f"{name:<{width}}  {text}".rstrip(), file=out)
+            _print_table(names, descriptions, long=args.long, out=out)
         return
     definition = await kernel.resolve_tool(args.uri)
     if args.action == "describe":
@@ -158,8 +225,32 @@ async def _act(kernel: Any, args: argparse.Namespace, arguments: dict[str, Any],
     _print_json(result.model_dump(mode="json", by_alias=True), out)
 
 
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else ""
+def first_sentence(text: str) -> str:
+    """The first sentence of a description's first paragraph (its lines joined), or that paragraph when it has no
+    sentence end."""
+    paragraph = " ".join(text.strip().split("\n\n", 1)[0].split())
+    found = _SENTENCE_END.search(paragraph)
+    return paragraph[: found.start() + 1] if found else paragraph
+
+
+def _print_table(names: list[str], descriptions: list[str], *, long: bool, out: TextIO) -> None:
+    """A name and a description a line, the descriptions cut to the terminal's width (when printing to one, or
+    ``COLUMNS`` is set: output read by a program is not cut); with ``long``, each whole description, its lines
+    indented under the first."""
+    width = max((len(name) for name in names), default=0)
+    cut = "COLUMNS" in os.environ or out.isatty()
+    room = max(shutil.get_terminal_size().columns - width - 2, _MIN_ROOM) if cut else sys.maxsize
+    for name, text in zip(names, descriptions, strict=True):
+        if long:
+            lines = text.strip().splitlines() or [""]
+            print(f"{name:<{width}}  {lines[0]}".rstrip(), file=out)
+            for line in lines[1:]:
+                print(f"{'':<{width}}  {line}".rstrip(), file=out)
+            continue
+        shown = first_sentence(text)
+        if len(shown) > room:
+            shown = shown[: room - 1].rstrip() + "…"
+        print(f"{name:<{width}}  {shown}".rstrip(), file=out)
 
 
 def _print_json(value: Any, out: TextIO) -> None:

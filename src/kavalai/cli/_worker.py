@@ -41,6 +41,9 @@ def add_worker_parser(subparsers: Any) -> None:
     add_engine_options(parser)
     parser.add_argument("--concurrency", type=int, default=None, metavar="N", help="the most runs at once here")
     parser.add_argument("-q", "--quiet", action="store_true", help="do not report on stderr")
+    from kavalai.cli._tracing import add_tracing_arguments
+
+    add_tracing_arguments(parser, short=True)
 
 
 def worker_command(args: argparse.Namespace, *, stderr: TextIO | None = None) -> int:
@@ -54,15 +57,22 @@ def worker_command(args: argparse.Namespace, *, stderr: TextIO | None = None) ->
         return EXIT_USAGE
     from kavalai.cli._run import _interruptible
 
+    tracing: list[Any] = []  # what _serve set up, stopped (its spans sent) however serving ends
     try:
-        return asyncio.run(_interruptible(_serve(args, err), err, command="kavalai worker"))
+        return asyncio.run(_interruptible(_serve(args, err, tracing), err, command="kavalai worker"))
     except KeyboardInterrupt:
         print("kavalai worker: interrupted", file=err)
         return EXIT_INTERRUPTED
+    finally:
+        from kavalai.cli._tracing import stop_tracing
+
+        for setup in tracing:
+            stop_tracing(setup)
 
 
-async def _serve(args: argparse.Namespace, err: TextIO) -> int:
-    from kavalai.errors import FunctionKernelException
+async def _serve(args: argparse.Namespace, err: TextIO, tracing: list[Any]) -> int:
+    from kavalai.cli._tracing import file_tracing, start_tracing
+    from kavalai.errors import ConfigurationError, FunctionKernelException
     from kavalai.workflow import WorkflowDefinitionError, WorkflowEngine
 
     try:
@@ -74,6 +84,13 @@ async def _serve(args: argparse.Namespace, err: TextIO) -> int:
         engine = WorkflowEngine.from_yaml(args.workflow, durable=runner)
     except WorkflowDefinitionError as exc:
         print(f"kavalai worker: invalid workflow {args.workflow}: {exc}", file=err)
+        return EXIT_USAGE
+    try:
+        switch, configured = args.tracing, file_tracing(args.workflow)
+        quiet = args.quiet
+        tracing.append(start_tracing(engine.kernel, switch, configured, command="kavalai worker", err=err, quiet=quiet))
+    except ConfigurationError as exc:
+        print(f"kavalai worker: {exc}", file=err)
         return EXIT_USAGE
     runner.register(engine)
     try:

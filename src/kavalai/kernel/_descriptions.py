@@ -1,12 +1,16 @@
-"""What ``get_tool_descriptions()`` returns: the list of tool descriptions, readable in both published forms.
+"""What ``get_tool_descriptions()`` returns: Kaval.AI 1.0's JSON text of the tool descriptions, with the list at hand.
 
-kavalai returns a list of dicts; Kaval.AI 1.0 returned the same list as JSON text, which its users ``json.loads``.
-:class:`ToolDescriptions` is both, so code written for either keeps working unchanged: it *is* the JSON text (a
-``str``, so ``json.loads(descriptions)`` and ``print(descriptions)`` behave as in Kaval.AI), and it *reads as* the
-list (iteration, indexing, slicing, membership of a dict, comparison with a list, truthiness, ``list(descriptions)``).
-Two things stay as a ``str`` has them, because ``json.loads`` relies on them: ``len()`` counts characters, and
-``json.dumps`` writes it as one string. Count tools with ``len(descriptions.to_list())``, and call
-:meth:`ToolDescriptions.to_list` (or ``describe_tools()`` on the kernel) where a real ``list`` is needed.
+Kaval.AI 1.0 returned a ``str``: the JSON text of a list of ``{"name", "description", "inputSchema",
+"outputSchema"}`` dicts, which its agents put in a prompt as it is and its users ``json.loads``. kavalai keeps that
+type, so that code runs unchanged: :class:`ToolDescriptions` *is* that JSON text, a ``str`` in every way a function
+taking a ``str`` can tell (``print``, f-strings, Jinja templates, ``json.loads``, ``len()`` counting characters, and
+``json.dumps`` writing it as one JSON string, as it would any text).
+
+The list itself is :attr:`ToolDescriptions.tools` (a plain ``list``; ``describe_tools()`` on the kernel returns one
+too, without building the text). For convenience the text also reads as that list where a ``str`` has nothing
+meaningful to say: iterating it, indexing it and ``list(...)`` give the dicts, ``==`` compares with a list, and it is
+false when there are no tools. Anything that needs a real list (``len``, ``json.dumps`` into a request body, list
+methods) takes ``.tools``.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ __all__ = ["ToolDescriptions"]
 
 
 class ToolDescriptions(str):
-    """The tool descriptions: JSON text that also reads as the list of ``{"name", "description", "inputSchema",
-    "outputSchema"}`` dicts it encodes."""
+    """The tool descriptions as JSON text (a ``str``, as Kaval.AI 1.0 returned them), with the list of
+    ``{"name", "description", "inputSchema", "outputSchema"}`` dicts at :attr:`tools`; iterating or indexing the
+    text gives those dicts too (see the module docstring)."""
 
     _items: list[dict[str, Any]]
     _qualifiers: dict[str, str]
@@ -38,8 +43,14 @@ class ToolDescriptions(str):
         text._qualifiers = dict(qualifiers or {})
         return text
 
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The descriptions as a plain ``list`` of dicts (a new list each time; the dicts are shared):
+        ``len(descriptions.tools)`` counts the tools, ``json.dumps(descriptions.tools)`` encodes them once."""
+        return list(self._items)
+
     def to_list(self) -> list[dict[str, Any]]:
-        """The descriptions as a plain ``list`` (a new list; the dicts are shared)."""
+        """The same as :attr:`tools`."""
         return list(self._items)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:  # type: ignore[override]
@@ -72,8 +83,8 @@ class ToolDescriptions(str):
 
     __hash__ = str.__hash__
 
-    def __repr__(self) -> str:
-        return repr(self._items)
+    def __repr__(self) -> str:  # says what it is: a REPL user would otherwise take it for a list
+        return f"ToolDescriptions({self._items!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return _rebuild, (self._items, self._qualifiers)

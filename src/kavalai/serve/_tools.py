@@ -20,6 +20,8 @@ from kavalai.llm.names import ToolNameMap
 __all__ = ["ExposedTools", "mcp_input_schema", "mcp_output_schema"]
 
 _DEFINITION_KEYS: Final = ("$defs", "definitions")
+#: FastMCP's mark on an output schema whose ``structuredContent`` is the value wrapped as ``{"result": value}``.
+WRAP_RESULT_MARK: Final = "x-fastmcp-wrap-result"
 
 
 class ExposedTools:
@@ -113,14 +115,18 @@ def mcp_output_schema(definition: ToolDefinition) -> dict[str, Any]:
 
     A tool whose raw value the kernel wraps (``{"result": value}``) may describe only the raw value (a REST
     endpoint returning a list, say); its schema is then nested under ``result``, with its ``$defs`` kept at the
-    root so that its references still resolve.
+    root so that its references still resolve. A wrapped schema carries ``"x-fastmcp-wrap-result": true``, the
+    mark FastMCP's client reads to hand its caller the value itself (``.data == 2``, not ``{"result": 2}``).
     """
     schema = definition.get_output_schema()
-    if not definition.wrapped or _describes_wrapper(schema):
+    if not definition.wrapped:
         return schema if "type" in schema else {**schema, "type": "object"}
+    if _describes_wrapper(schema):
+        return {**schema, WRAP_RESULT_MARK: True}
     inner = {key: value for key, value in schema.items() if key not in _DEFINITION_KEYS}
     wrapper: dict[str, Any] = {"type": "object", "properties": {"result": inner}, "required": ["result"]}
     wrapper.update({key: schema[key] for key in _DEFINITION_KEYS if key in schema})
+    wrapper[WRAP_RESULT_MARK] = True
     return wrapper
 
 

@@ -100,6 +100,7 @@ class _Document(_Section):
     mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
     models: dict[str, str | _Model] = Field(default_factory=dict)
     output_budget: _OutputBudget | None = None
+    tracing: bool | None = None  # read by `kavalai run` and `kavalai worker` (kavalai.cli._tracing)
     nodes: list[dict[str, Any]]
 
 

@@ -60,6 +60,23 @@ async def test_tools_are_typed_and_called(kernel: FunctionKernel) -> None:
         await kernel.call_tool("mcp://fast.refuse", {"reason": "no"})
 
 
+async def test_values_fastmcp_wraps_are_unwrapped(kernel: FunctionKernel) -> None:
+    # FastMCP sends a plain value as {"result": value} under an output schema marked "x-fastmcp-wrap-result":
+    # the kernel takes the value, as for a tool of its own returning one (wrapped, read at .result).
+    definition = kernel.get_tool_definition("mcp://fast.word_count")
+    assert definition.wrapped is True
+    assert definition.output_schema is not None
+    assert definition.output_schema["x-fastmcp-wrap-result"] is True
+    counted = await kernel.call_tool("mcp://fast.word_count", {"text": "two words"})
+    assert counted.model_dump() == {"result": 2}
+    assert type(counted.result) is int
+    each = await kernel.call_tool("mcp://fast.each_stats", {"texts": ["a bb", "ccc"]})
+    assert kernel.get_tool_definition("mcp://fast.each_stats").wrapped is True
+    expected = [{"words": 2, "longest": "bb"}, {"words": 1, "longest": "ccc"}]
+    assert [stats.model_dump() for stats in each.result] == expected
+    assert await kernel.call_tool("mcp://fast.word_count", {"text": "one two three"}, output_type=int) == 3
+
+
 async def test_resources_templates_and_prompts(kernel: FunctionKernel) -> None:
     assert [r.uri for r in await kernel.list_resources("fast")] == ["fast://motd"]
     [motd] = await kernel.read_resource("fast", "fast://motd")

@@ -41,7 +41,13 @@ from kavalai.adapters.mcp import _features as features
 from kavalai.adapters.mcp._answering import CALLER, current_answerer
 from kavalai.adapters.mcp._catalog import ElicitationHandler, McpChange, McpLogMessage
 from kavalai.adapters.mcp._config import McpServer, McpTransport
-from kavalai.adapters.mcp._convert import build_models, content_output_schema, raise_tool_error, result_value
+from kavalai.adapters.mcp._convert import (
+    build_models,
+    content_output_schema,
+    raise_tool_error,
+    result_value,
+    unwrapped,
+)
 from kavalai.adapters.mcp._errors import answer_unreadable, call_error, describe_failure, request_error, scrub
 from kavalai.adapters.mcp._generation import Ending, Generation, Phase
 from kavalai.adapters.mcp._idempotency import call_meta
@@ -99,6 +105,7 @@ class McpConnection:
         self._detected: McpTransport | None = None  # the transport a url turned out to speak, once known
         self._tools: dict[str, LazyTool] = {}  # what this server published (the registry holds the tools)
         self._protocol_version: str | None = None  # negotiated at the last connect
+        self._server_info_name: str | None = None  # the serverInfo.name of the last connect
         self._stale_at = math.inf  # when the tool listing's ttlMs runs out (inf: no hint, kept until changed)
         self._subscribed: set[str] = set()  # resources subscribed to (2026-07-28: the listen stream's filter)
         self._task_only: set[str] = set()  # tools that run only as tasks (2025-11-25 `taskSupport: "required"`)
@@ -132,6 +139,7 @@ class McpConnection:
             connects=self._connects,
             protocol_version=self._protocol_version,
             stray_messages=self._strays,
+            server_info_name=self._server_info_name,
         )
 
     @property
@@ -214,6 +222,7 @@ class McpConnection:
                         scope.deadline = math.inf
                         gen.session = session
                         self._protocol_version = session.protocol_version
+                        self._server_info_name = session.server_info.name if session.server_info else None
                         gen.move(Phase.CONNECTED)
                         if gen.was_connected:
                             self._connects += 1
@@ -475,12 +484,15 @@ class McpConnection:
         async def invoke(args: BaseModel) -> Any:
             return await self.call(name, uri_text, args, structured=structured)
 
+        async def invoke_unwrapped(args: BaseModel) -> Any:  # a FastMCP-style server's {"result": value}
+            return unwrapped(await self.call(name, uri_text, args, structured=structured))
+
         return ToolDefinition(
             uri=uri,
             description=tool.description or tool.title or "",
             input_model=models.input_model,
             output_model=models.output_model,
-            invoke=invoke,
+            invoke=invoke_unwrapped if models.unwrap else invoke,
             wrapped=models.wrapped,
             timeout=self.config.timeout,
             input_schema=tool.input_schema,

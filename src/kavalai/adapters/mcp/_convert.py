@@ -6,6 +6,7 @@ import copy
 import json
 import logging
 import re
+from collections.abc import Mapping
 from typing import Any, Final, Literal, NoReturn
 
 import mcp_types
@@ -21,7 +22,15 @@ from kavalai.adapters.mcp._content import (
 from kavalai.errors import ToolExecutionError
 from kavalai.kernel import model_from_json_schema, output_model_from_json_schema
 
-__all__ = ["ToolModels", "build_models", "error_text", "raise_tool_error", "result_value"]
+__all__ = [
+    "ToolModels",
+    "build_models",
+    "error_text",
+    "raise_tool_error",
+    "result_value",
+    "unwrapped",
+    "wraps_result",
+]
 
 logger = logging.getLogger("kavalai.mcp")
 
@@ -40,6 +49,7 @@ _CONTENT_OUTPUT_SCHEMA: Final[dict[str, Any]] = {
     "required": ["result"],
 }
 _MAX_ERROR_CHARS = 2000
+_WRAP_RESULT_MARK: Final = "x-fastmcp-wrap-result"
 
 
 class ToolModels(BaseModel):
@@ -52,6 +62,21 @@ class ToolModels(BaseModel):
     wrapped: bool
     structured: bool
     output_schema: dict[str, Any]
+    #: The server wraps the value as ``{"result": value}`` and says so with FastMCP's mark (:func:`wraps_result`).
+    unwrap: bool = False
+
+
+def wraps_result(schema: Mapping[str, Any]) -> bool:
+    """Whether an output schema carries FastMCP's ``"x-fastmcp-wrap-result": true``: the tool returns a plain
+    value (an ``int``, a list) that its ``structuredContent`` holds as ``{"result": value}``. The value, not the
+    wrapper, is then what the tool returns."""
+    properties = schema.get("properties")
+    return schema.get(_WRAP_RESULT_MARK) is True and isinstance(properties, Mapping) and "result" in properties
+
+
+def unwrapped(value: Any) -> Any:
+    """The value inside a marked tool's ``{"result": value}`` (anything else as it is)."""
+    return value["result"] if isinstance(value, dict) and "result" in value else value
 
 
 def content_output_schema() -> dict[str, Any]:
@@ -82,12 +107,19 @@ def build_models(
             output_model, wrapped = output_model_from_json_schema(
                 tool.output_schema, f"{base}Output", undeclared=undeclared
             )
+            unwrap = False
+            if wraps_result(tool.output_schema):  # the model of the value itself, which the kernel wraps
+                inner = tool.output_schema["properties"]["result"]
+                value_model, unwrap = output_model_from_json_schema(inner, f"{base}Output", root=tool.output_schema)
+                if unwrap:  # (FastMCP marks only values that are not objects; an object stays as sent)
+                    output_model, wrapped = value_model, True
             return ToolModels(
                 input_model=input_model,
                 output_model=output_model,
                 wrapped=wrapped,
                 structured=True,
                 output_schema=tool.output_schema,
+                unwrap=unwrap,
             )
         except Exception as exc:
             logger.warning(

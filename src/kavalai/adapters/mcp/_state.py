@@ -44,6 +44,7 @@ class McpServerState:
         stray_messages: how many messages the server sent that answer no request (unreadable ones naming none,
             answers with a null id or the id of no request awaiting one), over all its connects. Each is dropped
             and the session goes on; the first few are logged at WARNING on ``kavalai.mcp``.
+        server_info_name: the name the server gives itself (``serverInfo.name``), once connected.
     """
 
     name: str
@@ -55,3 +56,4 @@ class McpServerState:
     connects: int = 0
     protocol_version: str | None = None
     stray_messages: int = 0
+    server_info_name: str | None = None

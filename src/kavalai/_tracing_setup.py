@@ -1,0 +1,184 @@
+"""Tracing switched on the standard OpenTelemetry way: from the ``OTEL_*`` environment, or an explicit switch.
+
+:func:`configure_tracing` makes the OpenTelemetry SDK's tracer provider the global one, with the exporters
+``OTEL_TRACES_EXPORTER`` names (``otlp`` by default, sent over OTLP/HTTP unless ``OTEL_EXPORTER_OTLP_PROTOCOL`` says
+``grpc``; ``console``, written to stderr; any exporter installed under the ``opentelemetry_traces_exporter`` entry
+points). The exporters, the batch processor and the sampler read the rest of the standard variables themselves
+(``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_HEADERS``, ``OTEL_BSP_*``, ``OTEL_TRACES_SAMPLER``, ...);
+the resource reads ``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES``.
+
+When a global tracer provider is already set (the program runs under ``opentelemetry-instrument``, or its own code
+set one), that provider is used as it is: nothing is configured twice.
+
+This module needs only ``opentelemetry-api`` to import; the SDK and the OTLP exporter (``pip install
+'kavalai[otel]'``) are imported when tracing is switched on.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Final, Literal
+
+from opentelemetry import trace
+
+from kavalai.errors import ConfigurationError
+
+__all__ = ["TracingSetup", "configure_tracing", "tracing_requested"]
+
+_INSTALL: Final = "pip install 'kavalai[otel]'"
+_ENTRY_POINTS: Final = "opentelemetry_traces_exporter"
+#: The exporter (entry point name) of ``otlp`` by protocol; OTLP/HTTP with protobuf is the specification's default.
+_OTLP_BY_PROTOCOL: Final = {"http/protobuf": "otlp_proto_http", "grpc": "otlp_proto_grpc"}
+_OTLP_PACKAGES: Final = {
+    "otlp_proto_http": "opentelemetry-exporter-otlp-proto-http",
+    "otlp_proto_grpc": "opentelemetry-exporter-otlp-proto-grpc",
+}
+
+
+@dataclass(frozen=True)
+class TracingSetup:
+    """How spans are recorded, once :func:`configure_tracing` switched tracing on.
+
+    Attributes:
+        source: ``"global"`` (a provider was already set, by ``opentelemetry-instrument`` say), ``"environment"``
+            (``OTEL_*`` variables asked for it) or ``"switch"`` (the caller asked for it).
+        exporters: where spans go, one line each (``"otlp http://127.0.0.1:4318/v1/traces"``); empty for a
+            global provider, whose exporters are its owner's.
+        service_name: the resource's ``service.name`` (``None`` for a global provider).
+    """
+
+    source: Literal["global", "environment", "switch"]
+    exporters: tuple[str, ...] = ()
+    service_name: str | None = None
+    _provider: Any = field(default=None, repr=False, compare=False)
+
+    def describe(self) -> str:
+        """One line saying how spans are recorded, for a command's start-up message."""
+        if self.source == "global":
+            return "tracing with the tracer provider already set (opentelemetry-instrument or the program's own)"
+        where = ", ".join(self.exporters) or "no exporter (OTEL_TRACES_EXPORTER=none)"
+        return f"tracing as service {self.service_name!r} to {where}"
+
+    def flush(self, timeout: float = 5.0) -> None:
+        """Send the spans still buffered (blocking, at most ``timeout`` seconds); nothing for a global provider."""
+        if self._provider is not None:
+            self._provider.force_flush(timeout_millis=int(timeout * 1000))
+
+    def shutdown(self) -> None:
+        """Flush and stop the provider this setup made (a global provider set by others is theirs to stop)."""
+        if self._provider is not None:
+            self._provider.shutdown()
+
+
+def tracing_requested(env: Mapping[str, str] | None = None) -> bool:
+    """Whether the environment asks for traces: ``OTEL_TRACES_EXPORTER`` is set (and not ``none``), or an OTLP
+    endpoint is (``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``)."""
+    env = os.environ if env is None else env
+    exporters = env.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    if exporters:
+        return exporters != "none"
+    return bool(env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+
+
+def configure_tracing(
+    *, enabled: bool | None = None, service_name: str = "kavalai", env: Mapping[str, str] | None = None
+) -> TracingSetup | None:
+    """Make spans record: the global tracer provider when one is set, else a new SDK provider set as the global
+    one, with the exporters the standard environment names.
+
+    Args:
+        enabled: ``True`` to trace (exporting over OTLP to the standard endpoint when no variable says otherwise);
+            ``False`` never to (``None`` is returned); ``None`` to trace when :func:`tracing_requested` or a global
+            provider is set.
+        service_name: the ``service.name`` when neither ``OTEL_SERVICE_NAME`` nor ``OTEL_RESOURCE_ATTRIBUTES``
+            gives one.
+        env: the environment to read (``os.environ`` by default; the exporters read ``os.environ`` themselves).
+
+    Returns:
+        How spans are recorded, or ``None`` when tracing stays off.
+
+    Raises:
+        ConfigurationError: tracing is asked for but the SDK or a named exporter is not installed, or
+            ``OTEL_TRACES_EXPORTER`` names an exporter nobody provides.
+    """
+    if enabled is False:
+        return None
+    env = os.environ if env is None else env
+    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        return TracingSetup(source="global")
+    if enabled is None and not tracing_requested(env):
+        return None
+    try:
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError:
+        raise ConfigurationError(f"Tracing needs the OpenTelemetry SDK: {_INSTALL}") from None
+    exporters = [(name, _exporter(name, env)) for name in _exporter_names(env)]
+    resource = Resource.create()
+    if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
+        resource = resource.merge(Resource({"service.name": service_name}))
+    provider = TracerProvider(resource=resource)
+    for _, exporter in exporters:
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    return TracingSetup(
+        source="switch" if enabled else "environment",
+        exporters=tuple(_shown(name, env) for name, _ in exporters),
+        service_name=str(resource.attributes["service.name"]),
+        _provider=provider,
+    )
+
+
+def _exporter_names(env: Mapping[str, str]) -> list[str]:
+    names = [name.strip().lower() for name in env.get("OTEL_TRACES_EXPORTER", "otlp").split(",") if name.strip()]
+    if names == ["none"]:
+        return []
+    resolved = []
+    for name in names or ["otlp"]:
+        if name == "otlp":
+            protocol = _protocol(env)
+            name = _OTLP_BY_PROTOCOL.get(protocol, "")
+            if not name:
+                raise ConfigurationError(
+                    f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not one of {', '.join(_OTLP_BY_PROTOCOL)}"
+                )
+        resolved.append(name)
+    return resolved
+
+
+def _exporter(name: str, env: Mapping[str, str]) -> Any:
+    """An exporter by its entry point name, as the SDK's own configuration finds them."""
+    found = entry_points(group=_ENTRY_POINTS, name=name)
+    if not found:
+        package = _OTLP_PACKAGES.get(name)
+        fix = f"install {package} ({_INSTALL} has the OTLP/HTTP one)" if package else "install the package giving it"
+        raise ConfigurationError(f"OTEL_TRACES_EXPORTER: no trace exporter {name!r} is installed; {fix}")
+    exporter_class = next(iter(found)).load()
+    if name == "console":  # stdout is a command's output, or the MCP protocol stream of `kavalai serve`
+        import sys
+
+        return exporter_class(out=sys.stderr)
+    return exporter_class()
+
+
+def _protocol(env: Mapping[str, str]) -> str:
+    return (
+        env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf"
+    ).strip()
+
+
+def _shown(name: str, env: Mapping[str, str]) -> str:
+    """Where an exporter sends spans, as the OTLP specification derives the endpoint from the variables."""
+    if name == "otlp_proto_http":
+        endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        if not endpoint:
+            endpoint = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "http://localhost:4318").rstrip("/") + "/v1/traces"
+        return f"OTLP/HTTP {endpoint}"
+    if name == "otlp_proto_grpc":
+        endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        return f"OTLP/gRPC {endpoint or 'http://localhost:4317'}"
+    return name

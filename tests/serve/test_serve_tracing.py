@@ -1,0 +1,175 @@
+"""``kavalai serve`` traced the standard OpenTelemetry way: the ``OTEL_*`` environment, ``--tracing``, a
+``tracing:`` key, and ``opentelemetry-instrument``.
+
+The served process is the real ``kavalai`` command, driven by the MCP SDK's client over stdio; its spans go over
+OTLP/HTTP to a real receiver on 127.0.0.1 (``tests/servers/otlp_receiver.py``) that decodes the protobuf. The client
+sends a W3C ``traceparent`` in the call's ``_meta``, so the served call's spans must continue that trace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from tests.servers.otlp_receiver import ReceivedSpan, Receiver, receive_traces
+
+TOOLS = '''
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+'''
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+PARENT_ID = "00f067aa0ba902b7"
+TRACEPARENT = f"00-{TRACE_ID}-{PARENT_ID}-01"
+BIN = Path(sys.executable).parent
+
+
+def _config(folder: Path, **extra: object) -> Path:
+    (folder / "traced_tools.py").write_text(TOOLS, encoding="utf-8")
+    document = {
+        "python_functions": [{"function": "traced_tools.add", "name": "math.add"}],
+        "mcp_servers": [{"name": "demo", "command": sys.executable, "args": ["-m", "kavalai.cli.demo_mcp_server"]}],
+        **extra,
+    }
+    path = folder / "tools.yaml"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+def _environment(receiver: Receiver, **variables: str) -> dict[str, str]:
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
+    # the batch processor sends every 50 ms; the process sends the rest when it ends
+    return {**clean, "OTEL_BSP_SCHEDULE_DELAY": "50", "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, **variables}
+
+
+@contextlib.asynccontextmanager
+async def _served(command: list[str], folder: Path, env: dict[str, str]) -> AsyncIterator[Client]:
+    params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(folder), env=env)
+    with (folder / "serve.log").open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as client:
+            yield client
+
+
+async def _call_both(client: Client) -> None:
+    """A Python tool and a proxied MCP tool, each under the client's trace."""
+    names = {tool.title: tool.name for tool in (await client.list_tools()).tools}
+    added = await client.call_tool(names["python://math.add"], {"a": 2, "b": 40}, meta={"traceparent": TRACEPARENT})
+    assert added.structured_content == {"result": 42}
+    stats = await client.call_tool(names["mcp://demo.text_stats"], {"text": "a bb"}, meta={"traceparent": TRACEPARENT})
+    assert stats.structured_content is not None
+    assert stats.structured_content["words"] == 2
+
+
+def _one(spans: list[ReceivedSpan]) -> ReceivedSpan:
+    assert len(spans) == 1, spans
+    return spans[0]
+
+
+def _check_call_spans(receiver: Receiver) -> None:
+    """The served calls' spans: the SDK's SERVER span continues the client's trace, kavalai's ``execute_tool``
+    span nests under it, and the proxied call's CLIENT span under that."""
+    server = _one([s for s in receiver.named("tools/call python_math_add") if s.kind == "SERVER"])
+    assert (server.trace_id, server.parent_span_id) == (TRACE_ID, PARENT_ID)
+    tool = _one(receiver.named("execute_tool python://math.add"))
+    assert (tool.trace_id, tool.parent_span_id, tool.kind) == (TRACE_ID, server.span_id, "INTERNAL")
+    assert tool.scope == "kavalai"
+    assert tool.attributes["gen_ai.operation.name"] == "execute_tool"
+    assert tool.attributes["gen_ai.tool.name"] == "python://math.add"
+    assert tool.attributes["gen_ai.tool.type"] == "function"
+    assert tool.attributes["gen_ai.tool.description"] == "Add two integers."
+    proxied = _one(receiver.named("execute_tool mcp://demo.text_stats"))
+    outer = _one([s for s in receiver.named("tools/call mcp_demo_text_stats") if s.kind == "SERVER"])
+    assert (proxied.trace_id, proxied.parent_span_id) == (TRACE_ID, outer.span_id)
+    assert proxied.attributes["kavalai.tool.server"] == "demo"
+    inner = _one([s for s in receiver.named("tools/call text_stats") if s.kind == "CLIENT"])
+    assert (inner.trace_id, inner.parent_span_id) == (TRACE_ID, proxied.span_id)
+
+
+async def test_the_otel_environment_traces_a_served_call(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    with anyio.fail_after(40):
+        async with receive_traces() as receiver:
+            env = _environment(
+                receiver, OTEL_SERVICE_NAME="served-tools", OTEL_RESOURCE_ATTRIBUTES="deployment.environment=test"
+            )
+            async with _served([str(BIN / "kavalai"), "serve", str(config)], tmp_path, env) as client:
+                await _call_both(client)
+            # the client closed stdin: the process ended, sending what it still held
+    _check_call_spans(receiver)
+    assert set(receiver.content_types) == {"application/x-protobuf"}
+    tool = _one(receiver.named("execute_tool python://math.add"))
+    assert tool.resource["service.name"] == "served-tools"
+    assert tool.resource["deployment.environment"] == "test"
+    log = (tmp_path / "serve.log").read_text()
+    assert f"kavalai serve: tracing as service 'served-tools' to OTLP/HTTP {receiver.url}/v1/traces" in log
+
+
+async def test_the_command_line_wins_over_the_file_and_the_file_over_the_environment(tmp_path: Path) -> None:
+    config = _config(tmp_path, tracing=False)
+    with anyio.fail_after(40):
+        async with receive_traces() as receiver:
+            env = _environment(receiver)  # the environment asks for traces; the file's `tracing: false` wins
+            async with _served([str(BIN / "kavalai"), "serve", str(config)], tmp_path, env) as client:
+                await _call_both(client)
+            assert receiver.spans == []
+            assert "tracing" not in (tmp_path / "serve.log").read_text()
+            async with _served([str(BIN / "kavalai"), "serve", str(config), "--tracing"], tmp_path, env) as client:
+                await _call_both(client)  # --tracing wins over the file
+    _check_call_spans(receiver)
+    assert _one(receiver.named("execute_tool python://math.add")).resource["service.name"] == "kavalai"
+
+
+def test_an_exporter_nobody_provides_is_a_usage_error(tmp_path: Path) -> None:
+    import subprocess
+
+    env = {**os.environ, "OTEL_TRACES_EXPORTER": "zipkin_json"}
+    done = subprocess.run(
+        [str(BIN / "kavalai"), "serve", str(_config(tmp_path))],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "no trace exporter 'zipkin_json' is installed" in done.stderr
+
+
+async def test_under_opentelemetry_instrument_the_global_provider_is_used(tmp_path: Path) -> None:
+    instrument = shutil.which("opentelemetry-instrument", path=str(BIN))
+    assert instrument is not None, "opentelemetry-distro (a dev dependency) provides opentelemetry-instrument"
+    config = _config(tmp_path)
+    with anyio.fail_after(40):
+        async with receive_traces() as receiver:
+            # opentelemetry-instrument sets the provider up (its default OTLP protocol is gRPC: HTTP is asked for)
+            env = _environment(
+                receiver,
+                OTEL_SERVICE_NAME="instrumented",
+                OTEL_TRACES_EXPORTER="otlp_proto_http",
+                OTEL_METRICS_EXPORTER="none",
+                OTEL_LOGS_EXPORTER="none",
+            )
+            command = [instrument, str(BIN / "kavalai"), "serve", str(config)]
+            async with _served(command, tmp_path, env) as client:
+                await _call_both(client)
+            await _wait_for(receiver, "execute_tool mcp://demo.text_stats")
+    _check_call_spans(receiver)  # each span once: kavalai set no second provider
+    assert _one(receiver.named("execute_tool python://math.add")).resource["service.name"] == "instrumented"
+    log = (tmp_path / "serve.log").read_text()
+    assert "kavalai serve: tracing with the tracer provider already set" in log
+
+
+async def _wait_for(receiver: Receiver, name: str) -> None:
+    """Until a span named ``name`` arrived (the instrumented process sends on its own schedule, at most 10 s)."""
+    with anyio.fail_after(10):
+        while not receiver.named(name):  # noqa: ASYNC110 - spans arrive over HTTP; no event to wait on
+            await anyio.sleep(0.05)
