@@ -145,3 +145,23 @@ async def test_serve_starts_only_the_servers_allow_and_deny_need(tmp_path: Path)
         assert "not starting mcp://other" in log
         names, _ = await served("--deny", "mcp://demo.slug*")  # might still match demo's other tools: both start
         assert sorted(path.name for path in started.iterdir()) == ["demo", "other"]
+
+
+async def test_serve_with_allow_starts_the_servers_it_needs_at_the_first_request(tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    started.mkdir()
+    marked = ["-c", f'touch "{started}/$0"; exec {DEMO}']
+    document = {"mcp_servers": [{"name": "demo", "command": "sh", "args": [*marked, "demo"]}]}
+    config = tmp_path / "tools.yaml"
+    config.write_text(json.dumps(document))
+    for options, lazy in ((["--allow", "mcp://demo.*"], True), (["--allow", "mcp://demo.*", "--no-lazy"], False)):
+        for marker in started.iterdir():
+            marker.unlink()
+        params = StdioServerParameters(command=KAVALAI, args=["serve", str(config), *options], cwd=str(tmp_path))
+        with anyio.fail_after(40), (tmp_path / "serve.log").open("w") as errlog:
+            async with Client(stdio_client(params, errlog=errlog)) as client:  # initialized: the handshake is done
+                before = sorted(path.name for path in started.iterdir())
+                names = {tool.title or "" for tool in (await client.list_tools()).tools}
+        assert before == ([] if lazy else ["demo"]), options  # lazily: nothing started until tools are asked for
+        assert sorted(path.name for path in started.iterdir()) == ["demo"]
+        assert "mcp://demo.text_stats" in names

@@ -69,6 +69,13 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--deny", action="append", metavar="GLOB", default=[], help="never offer tools whose URI matches (repeat)"
     )
+    parser.add_argument(
+        "--lazy",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="start the configured servers at the first request that needs their tools, not at start (the default "
+        "with --allow or --deny)",
+    )
     parser.add_argument("--name", default="kavalai", help="the server name shown to clients (default: kavalai)")
     add_tracing_arguments(parser, short=True)
 
@@ -112,7 +119,13 @@ async def _serve(
     def ready(where: str) -> None:
         _report_ready(kernel, args, where, err)
 
-    options: dict[str, Any] = {"allow": args.allow, "deny": args.deny, "name": args.name, "on_ready": ready}
+    options: dict[str, Any] = {
+        "allow": args.allow,
+        "deny": args.deny,
+        "name": args.name,
+        "on_ready": ready,
+        "lazy": _lazy(args),
+    }
     try:
         if args.transport == "http":
             await serve_http(kernel, host=args.host, port=args.port, path=args.path, bearer_token=token, **options)
@@ -124,18 +137,34 @@ async def _serve(
     return EXIT_OK
 
 
+def _lazy(args: argparse.Namespace) -> bool:
+    """Whether servers start at the first request: ``--lazy``, or by default when ``--allow``/``--deny`` narrow
+    what is served (the servers left are started only once a client asks for their tools)."""
+    if args.lazy is not None:
+        return bool(args.lazy)
+    return args.allow is not None or bool(args.deny)
+
+
 def _report_ready(kernel: Kernel, args: argparse.Namespace, where: str, err: TextIO) -> None:
     """Say on stderr how many tools are offered, and where; warn about an ``--allow`` glob that matches none."""
     import fnmatch
 
     from kavalai.serve import ExposedTools
 
+    place = f"at {where}" if "://" in where else f"over {where}"
+    if _lazy(args):
+        print(
+            f"kavalai serve: serving the tools of {args.config} {place}; its servers start at the first request",
+            file=err,
+            flush=True,
+        )
+        return
+
     uris = kernel.list_tools()
     for pattern in args.allow or ():
         if not any(fnmatch.fnmatchcase(uri, pattern) for uri in uris):
             print(f"kavalai serve: warning: --allow {pattern!r} matches no tool", file=err)
     count = len(ExposedTools(kernel, allow=args.allow, deny=args.deny).uris())
-    place = f"at {where}" if "://" in where else f"over {where}"
     print(f"kavalai serve: serving {count} of {len(uris)} tools of {args.config} {place}", file=err, flush=True)
 
 

@@ -8,6 +8,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -15,7 +16,7 @@ from pydantic import BaseModel
 
 import kavalai
 from kavalai.adapters.mcp import deadline_from_meta
-from kavalai.errors import DeadlineExceededError, FunctionKernelException
+from kavalai.errors import DeadlineExceededError, FunctionKernelException, ServerConnectionError
 from kavalai.kernel import Kernel, ProgressCallback, deadline
 from kavalai.serve._tools import ExposedTools, mcp_input_schema
 
@@ -31,6 +32,7 @@ def build_mcp_server(
     deny: Sequence[str] = (),
     name: str = "kavalai",
     instructions: str | None = None,
+    lazy: bool = False,
 ) -> Server[Any]:
     """An MCP server offering ``kernel``'s tools (``python://``, ``rest://`` and ``mcp://`` alike).
 
@@ -49,15 +51,22 @@ def build_mcp_server(
         deny: URI globs of tools never offered (nor callable).
         name: the server name shown to clients.
         instructions: optional instructions for the client's model.
+        lazy: connect the kernel's servers at the first request that needs their tools (a listing or a call),
+            not before; a server that cannot be reached then is logged and its tools left out.
     """
     tools = ExposedTools(kernel, allow=allow, deny=deny)
+    connecting = _LazyConnect(kernel) if lazy else None
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        if connecting is not None:
+            await connecting()
         return types.ListToolsResult(tools=tools.mcp_tools())
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        if connecting is not None:
+            await connecting()
         uri = tools.uri_of(params.name)
         if uri is None:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
@@ -80,6 +89,30 @@ def build_mcp_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+class _LazyConnect:
+    """Connects the kernel's servers at the first request that needs them; one connect at a time, and again at a
+    later request while a server is still unreachable (it may have come up since)."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self._kernel = kernel
+        self._lock = anyio.Lock()
+        self._done = False
+
+    async def __call__(self) -> None:
+        if not self._done:
+            async with self._lock:
+                await self._connect_once()
+
+    async def _connect_once(self) -> None:
+        if not self._done:  # another request may have connected while this one waited for the lock
+            try:
+                await self._kernel.connect()
+            except ServerConnectionError as exc:
+                logger.warning("kavalai serve: a server of the kernel could not be connected: %s", exc)
+                return
+            self._done = True
 
 
 async def call_kernel_tool(

@@ -35,6 +35,7 @@ async def serve_stdio(
     deny: Sequence[str] = (),
     name: str = "kavalai",
     on_ready: ReadyCallback | None = None,
+    lazy: bool = False,
 ) -> None:
     """Serve ``kernel``'s tools as an MCP server on this process's stdin and stdout until the client closes stdin.
 
@@ -47,12 +48,13 @@ async def serve_stdio(
         deny: URI globs of tools never offered.
         name: the server name shown to clients.
         on_ready: called with ``"stdio"`` once the kernel is connected and requests are read.
+        lazy: connect the kernel's servers at the first request that needs their tools, not before.
 
     Raises:
-        ServerConnectionError: a server of the kernel cannot be connected.
+        ServerConnectionError: a server of the kernel cannot be connected (not with ``lazy``).
     """
-    server = build_mcp_server(kernel, allow=allow, deny=deny, name=name)
-    async with stdio_server() as (reads, writes), _connected(kernel):
+    server = build_mcp_server(kernel, allow=allow, deny=deny, name=name, lazy=lazy)
+    async with stdio_server() as (reads, writes), _connected(kernel, lazy=lazy):
         if on_ready is not None:
             on_ready("stdio")
         await server.run(reads, writes, server.create_initialization_options())
@@ -69,6 +71,7 @@ async def serve_http(
     deny: Sequence[str] = (),
     name: str = "kavalai",
     on_ready: ReadyCallback | None = None,
+    lazy: bool = False,
 ) -> None:
     """Serve ``kernel``'s tools as a streamable HTTP MCP endpoint at ``http://host:port/path`` until cancelled.
 
@@ -86,16 +89,17 @@ async def serve_http(
         deny: URI globs of tools never offered.
         name: the server name shown to clients.
         on_ready: called with the endpoint URL once the kernel is connected and the port is listening.
+        lazy: connect the kernel's servers at the first request that needs their tools, not before.
 
     Raises:
-        ServerConnectionError: a server of the kernel cannot be connected.
+        ServerConnectionError: a server of the kernel cannot be connected (not with ``lazy``).
         OSError: the address cannot be listened on.
     """
-    server = build_mcp_server(kernel, allow=allow, deny=deny, name=name)
+    server = build_mcp_server(kernel, allow=allow, deny=deny, name=name, lazy=lazy)
     app = http_app(server, path=path, host=host, bearer_token=bearer_token)
     config = uvicorn.Config(app, log_level="warning", ws="none", lifespan="on", timeout_graceful_shutdown=1)
     with _listening(host, port) as sock:
-        async with _connected(kernel):
+        async with _connected(kernel, lazy=lazy):
             if on_ready is not None:
                 on_ready(_endpoint(sock, path))
             await _run_until_cancelled(_Uvicorn(config), sock)
@@ -167,10 +171,12 @@ async def _run_until_cancelled(server: uvicorn.Server, sock: socket.socket) -> N
 
 
 @contextlib.asynccontextmanager
-async def _connected(kernel: Kernel) -> AsyncIterator[None]:
-    """The kernel connected for the block, and closed after it (also when connecting fails)."""
+async def _connected(kernel: Kernel, *, lazy: bool = False) -> AsyncIterator[None]:
+    """The kernel connected for the block (``lazy``: left for the first request), and closed after it (also when
+    connecting fails)."""
     try:
-        await kernel.connect()
+        if not lazy:
+            await kernel.connect()
         yield
     finally:
         await kernel.close()
