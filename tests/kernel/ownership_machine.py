@@ -103,6 +103,8 @@ class KernelMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
+        # Processes already there (servers other tests share for the session) are not this kernel's to end.
+        self.before = {child.pid for child in psutil.Process().children(recursive=True)}
         self.main = _LoopThread("kernel-loop")
         self.second = _LoopThread("second-loop")
         self.kernel = FunctionKernel()
@@ -216,7 +218,7 @@ class KernelMachine(RuleBasedStateMachine):
                     call.future.exception(timeout=SLACK + 2)  # the close above bounds every call
                 self._check_outcome(call)
             assert self.kernel.calls_in_flight() == [], self.kernel.calls_in_flight()
-            children = [p for p in psutil.Process().children(recursive=True) if _alive(p)]
+            children = [p for p in psutil.Process().children(recursive=True) if p.pid not in self.before and _alive(p)]
             assert not children, f"processes left after close(): {children}"
         finally:
             self.main.stop()

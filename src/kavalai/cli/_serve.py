@@ -154,7 +154,7 @@ def _report_ready(kernel: Kernel, args: argparse.Namespace, where: str, err: Tex
     place = f"at {where}" if "://" in where else f"over {where}"
     if _lazy(args):
         print(
-            f"kavalai serve: serving the tools of {args.config} {place}; its servers start at the first request",
+            f"kavalai serve: serving the tools of {args.config} {place} (its servers start at the first request)",
             file=err,
             flush=True,
         )
