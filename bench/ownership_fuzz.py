@@ -15,12 +15,15 @@ import sys
 import time
 from pathlib import Path
 
-from hypothesis import HealthCheck, settings
-from hypothesis.stateful import run_state_machine_as_test
+# Run as a script, this file's directory comes first on sys.path, where bench/mcp.py would shadow the mcp package;
+# the repository's root takes its place (the model lives in tests/).
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [str(_HERE.parent)] + [entry for entry in sys.path if Path(entry or ".").resolve() != _HERE]
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from hypothesis import HealthCheck, settings  # noqa: E402 - after the path is set
+from hypothesis.stateful import run_state_machine_as_test  # noqa: E402
 
-from tests.kernel.ownership_machine import KernelMachine
+from tests.kernel.ownership_machine import KernelMachine  # noqa: E402
 
 
 def main() -> None:
