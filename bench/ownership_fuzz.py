@@ -22,7 +22,6 @@ sys.path[:] = [str(_HERE.parent)] + [entry for entry in sys.path if Path(entry o
 
 from hypothesis import HealthCheck, settings  # noqa: E402 - after the path is set
 from hypothesis.stateful import run_state_machine_as_test  # noqa: E402
-
 from tests.kernel.ownership_machine import KernelMachine  # noqa: E402
 
 
