@@ -142,11 +142,12 @@ class KernelMachine(RuleBasedStateMachine):
             assert time.monotonic() < limit, f"{uri} did not start within {SLACK} s"
             time.sleep(0.002)
 
-    @precondition(lambda self: any(not c.future.done() for c in self.calls))
+    # Enabled by what earlier steps did, never by timing (whether a call is still running), which Hypothesis needs
+    # to replay a case: cancelling a call that has ended does nothing.
+    @precondition(lambda self: bool(self.calls))
     @rule(data=st.data())
     def cancel_a_caller(self, data: st.DataObject) -> None:
-        running = [c for c in self.calls if not c.future.done()]
-        chosen = data.draw(st.sampled_from(running))
+        chosen = data.draw(st.sampled_from(self.calls))
         chosen.cancelled = chosen.future.cancel() or chosen.cancelled
 
     @rule()
