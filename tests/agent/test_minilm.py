@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ def test_it_places_a_request_near_the_tool_that_does_it(tmp_path: Path) -> None:
 def test_tools_vectors_are_kept_on_disk_and_read_back_without_the_model(tmp_path: Path) -> None:
     texts = ["Terminate a workflow execution.", "Read a file.", "Terminate a workflow execution."]
     first = MiniLmEmbedder(tmp_path).embed_documents(texts)
-    with sqlite3.connect(tmp_path / "all-MiniLM-L6-v2-onnx-int8.sqlite3") as db:
+    with closing(sqlite3.connect(tmp_path / "all-MiniLM-L6-v2-onnx-int8.sqlite3")) as db:  # closed (3.13 warns)
         assert db.execute("SELECT count(*) FROM vectors").fetchone() == (2,)  # keyed by the text's hash
     again = MiniLmEmbedder(tmp_path)
     again._session = None  # type: ignore[assignment]  # any use of the model now fails: only the disk answers
