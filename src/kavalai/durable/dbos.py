@@ -649,10 +649,27 @@ def _make_engine(url: str) -> sa.Engine:
         connection.isolation_level = "IMMEDIATE"
         connection.execute("PRAGMA busy_timeout=30000")
         connection.execute("PRAGMA foreign_keys=ON")
-        connection.execute("PRAGMA journal_mode=WAL")
+        _wal(connection)
         connection.execute("PRAGMA synchronous=NORMAL")
 
     return engine
+
+
+def _wal(connection: Any) -> None:
+    """Switch a SQLite connection to write-ahead logging. Workers opening a new journal at once race for that
+    switch, and SQLite answers "database is locked" at once, without its busy timeout: so it is tried again, for at
+    most about 10 s."""
+    import sqlite3
+    import time
+
+    for attempt in range(100):
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == 99:
+                raise
+            time.sleep(0.1)
 
 
 def _redacted(url: str) -> str:
