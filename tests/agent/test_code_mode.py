@@ -129,3 +129,21 @@ async def test_a_snippet_reads_a_failing_tool_as_an_exception() -> None:
     llm = ScriptedLLM(script)
     await Agent(llm, kernel=_kernel(), code_mode=True).run("x")
     assert _last_result(llm)["result"] == "caught"
+
+
+async def test_a_process_that_ran_snippets_lets_the_sandbox_threads_settle_once_at_exit(monkeypatch: Any) -> None:
+    # pydantic-monty's own threads may still be handing a result to the loop when the program ends; the exit waits
+    # for them once (bench/code_mode_exit.py counts the aborts a loaded machine shows without it).
+    import atexit
+    import time
+
+    from kavalai.agent import code_mode
+
+    registered: list[tuple[Any, tuple[Any, ...]]] = []
+    monkeypatch.setattr(code_mode, "_exit_hook_set", False)
+    monkeypatch.setattr(atexit, "register", lambda func, *args: registered.append((func, args)))
+    box = CodeMode(max_seconds=10)
+    for _ in range(2):
+        assert (await box.run("1 + 1", {}))["result"] == 2
+    assert registered == [(time.sleep, (code_mode._EXIT_SETTLE_SECONDS,))]
+    assert code_mode._EXIT_SETTLE_SECONDS > 0

@@ -10,7 +10,10 @@ expression and what it printed are the ``run_python`` result.
 
 from __future__ import annotations
 
+import atexit
 import re
+import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -77,6 +80,7 @@ class CodeMode:
         """
         from pydantic_monty import AsyncMonty, CollectString, MontyError, ResourceLimits
 
+        _settle_at_exit()
         calls = [0]
 
         def limited(function: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
@@ -107,6 +111,30 @@ class CodeMode:
             )
             raise CodeModeError(message, printed.output) from None
         return {"result": value, "output": printed.output, "tool_calls": calls[0]}
+
+
+#: How long the interpreter's exit lets the sandbox's own threads leave Python (see :func:`_settle_at_exit`).
+_EXIT_SETTLE_SECONDS: Final = 0.25
+_exit_hook = threading.Lock()
+_exit_hook_set = False
+
+
+def _settle_at_exit() -> None:
+    """Register, once, a hook that lets pydantic-monty's threads leave Python before the interpreter finalizes.
+
+    ``AsyncMonty`` hands each result to the event loop from one of its own (Rust) threads with
+    ``loop.call_soon_threadsafe``; that call wakes the loop through a socket, with the GIL released, and takes the
+    GIL back afterwards. When the program has meanwhile finished, the thread asks for the GIL while the interpreter
+    finalizes, CPython ends it with ``pthread_exit``, and a thread that is not Python's cannot be unwound: the process
+    aborts (SIGABRT, after its output was printed; seen under load now and then). Those threads are the library's, so
+    they cannot be joined; releasing the GIL for a moment at exit, before finalization starts, lets any such thread
+    finish its call. Only the exit of a process that ran a snippet waits, :data:`_EXIT_SETTLE_SECONDS` once.
+    """
+    global _exit_hook_set
+    with _exit_hook:
+        if not _exit_hook_set:
+            atexit.register(time.sleep, _EXIT_SETTLE_SECONDS)
+            _exit_hook_set = True
 
 
 class CodeModeError(Exception):
