@@ -124,8 +124,8 @@ def test_fusion_adds_what_the_meaning_finds_and_puts_what_both_agree_on_first() 
     tools = [
         _tool("wf.halt_run", "Halt a run."),  # the meaning matches "kill"; no word does
         _tool("wf.terminate_workflow", "Terminate a workflow."),  # both
-        *(_tool(f"wf.open_file{i}", "Open a file.") for i in range(5)),
-        _tool("wf.show_workflow", "Show a workflow."),  # a word matches; the meaning does not
+        *(_tool(f"wf.open_file{i}", f"Open file {i}.") for i in range(5)),  # far from "kill" in meaning
+        _tool("wf.show_workflow", "Show a workflow."),  # a word matches; the meaning does not (last of 8)
     ]
     words_only = _names(ToolSearch(tools), "kill that workflow")
     assert set(words_only) == {"wf.show_workflow", "wf.terminate_workflow"}
@@ -133,3 +133,91 @@ def test_fusion_adds_what_the_meaning_finds_and_puts_what_both_agree_on_first() 
     assert fused[0] == "wf.terminate_workflow"  # both rankings put it near the top
     assert "wf.halt_run" in fused[:2]  # found by meaning alone, above a tool that only shares a word
     assert fused.index("wf.halt_run") < fused.index("wf.show_workflow")
+
+
+GIT = [
+    _tool("git.git_status", "Shows the working tree status."),
+    _tool("git.git_commit", "Records changes to the repository."),
+    _tool("git.git_diff", "Shows differences between commits."),
+    _tool("files.directory_tree", "Get a recursive tree view of files and directories."),
+    _tool("billing.change_plan", "Change the customer's plan."),
+]
+
+
+def test_a_typo_the_catalogue_can_tell_is_corrected() -> None:
+    search = ToolSearch(GIT)
+    assert _names(search, "git stauts")[0] == "git.git_status"  # two letters swapped
+    assert _names(search, "show the dirctory tree")[0] == "files.directory_tree"  # a letter dropped, long word
+    assert search._corrected("git stauts") == "git status"
+
+
+def test_real_words_are_not_corrected_into_the_catalogues() -> None:
+    search = ToolSearch(GIT)
+    # One changed letter away from catalogue words ("change", "status"... "right" / "might"), but words of their own.
+    for query in ("charge the card", "what is the statue", "right now", "commits", "Deleting"):
+        assert search._corrected(query) == query
+    assert _names(search, "charge the card") == []  # not "change plan"
+
+
+WEB = [
+    _tool("web.fetch", "Fetch a web page and return its text.", url="The page's URL."),
+    _tool("data.examples", "Example organisation records for demos."),
+    _tool("fs.read", "Read a text file.", path="The file's path."),
+    _tool("notes.today", "Today's notes, as text."),
+]
+
+
+def test_a_url_or_a_path_in_a_request_searches_for_what_takes_one() -> None:
+    search = ToolSearch(WEB)
+    assert _search_text.plain("summarise https://example.org/about please") == "summarise url please"
+    assert _names(search, "summarise https://example.org/about")[0] == "web.fetch"  # not the "example ... org" one
+    assert _names(search, "get api.example.org/v1/items")[0] == "web.fetch"
+    assert _names(search, "show me ./notes/today.txt")[0] == "fs.read"  # a path, not today's notes
+    assert _search_text.plain("and/or, e.g. node.js 1.2") == "and/or, e.g. node.js 1.2"  # not values
+
+
+def test_looking_for_values_in_a_query_is_linear() -> None:
+    # A regex with nested repetition took ~30 ms on the first of these at 1,000 characters, growing as the square.
+    for hostile in ("a." * 500, "a-" * 499 + ".com/", "/a" * 500, "http://" + "a" * 993):
+        assert len(_search_text.plain(hostile)) <= len(hostile)
+    assert _search_text.plain("a." * 500) == "a." * 500
+
+
+class _Words:
+    """A toy embedder: a text's vector counts its words, each word hashed to one of 64 dimensions."""
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        rows = []
+        for text in texts:
+            row = [0.0] * 64
+            for word in _search_text.words(text):
+                row[sum(map(ord, word)) % 64] += 1.0
+            rows.append(row)
+        return rows
+
+
+def test_over_a_large_catalogue_the_shortlist_finds_what_comparing_every_tool_finds() -> None:
+    nouns = ["workflow", "file", "branch", "schedule", "namespace", "queue", "worker", "commit", "image", "note"]
+    verbs = ["create", "delete", "list", "describe", "update", "pause", "reset", "count", "start", "stop"]
+    tools = [
+        _tool(f"s{i}.{verb}_{noun}", f"{verb.title()} a {noun} on server {i}.")
+        for i in range(10)
+        for verb in verbs
+        for noun in nouns
+    ]  # 1,000 tools
+    shortlisted = ToolSearch(tools, embedder=_Words(), limit=10)
+    assert shortlisted._coarse is not None
+    exact = ToolSearch(tools, embedder=_Words(), limit=10)
+    exact._coarse = None  # every tool compared view by view
+    for verb, noun in zip(verbs, nouns, strict=True):
+        assert _names(shortlisted, f"{verb} {noun}") == _names(exact, f"{verb} {noun}")
+
+
+def test_a_result_changed_by_the_caller_is_shown_unchanged_next_time() -> None:
+    search = ToolSearch([*GIT, _tool("git.status_again", "Shows the working tree status.")])
+    first = search.search("working tree status")
+    first[0]["description"] = "changed"
+    first[0]["also"].append("changed")
+    again = search.search("working tree status")
+    assert again[0]["description"] == "Shows the working tree status."
+    assert again[0]["also"] == ["git.status_again"]

