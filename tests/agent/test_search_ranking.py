@@ -184,14 +184,14 @@ def test_looking_for_values_in_a_query_is_linear() -> None:
 
 
 class _Words:
-    """A toy embedder: a text's vector counts its words, each word hashed to one of 64 dimensions."""
+    """A toy embedder: a text's vector counts its words, each word hashed to one of 256 dimensions."""
 
     def __call__(self, texts: Sequence[str]) -> list[list[float]]:
         rows = []
         for text in texts:
-            row = [0.0] * 64
+            row = [0.0] * 256
             for word in _search_text.words(text):
-                row[sum(map(ord, word)) % 64] += 1.0
+                row[sum(map(ord, word)) % 256] += 1.0
             rows.append(row)
         return rows
 
@@ -210,7 +210,10 @@ def test_over_a_large_catalogue_the_shortlist_finds_what_comparing_every_tool_fi
     exact = ToolSearch(tools, embedder=_Words(), limit=10)
     exact._coarse = None  # every tool compared view by view
     for verb, noun in zip(verbs, nouns, strict=True):
-        assert _names(shortlisted, f"{verb} {noun}") == _names(exact, f"{verb} {noun}")
+        found = _names(shortlisted, f"{verb} {noun}")
+        # The same ten (equal scores may come out in another order: the two passes round differently).
+        assert set(found) == set(_names(exact, f"{verb} {noun}"))
+        assert set(found) == {f"s{i}.{verb}_{noun}" for i in range(10)}
 
 
 def test_a_result_changed_by_the_caller_is_shown_unchanged_next_time() -> None:

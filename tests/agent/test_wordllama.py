@@ -116,3 +116,10 @@ def test_a_folder_without_the_model_files_is_a_clear_error(tmp_path: Path) -> No
     with pytest.raises(FileNotFoundError, match="l2_supercat_256.safetensors"):
         WordLlamaEmbedder(tmp_path)
     assert (package_folder() / "weights").is_dir()
+
+
+def test_one_text_alone_gets_the_vector_it_gets_in_a_batch() -> None:
+    embed = local_embedder()
+    batch = embed(TEXTS * 3)  # a batch long enough to tokenize word by word
+    for i, text in enumerate(TEXTS):
+        np.testing.assert_allclose(embed([text])[0], batch[i], atol=1e-6)

@@ -82,6 +82,8 @@ class WordLlamaEmbedder:
         import numpy as np
 
         cut = [str(text)[:MAX_TEXT_CHARS] for text in texts]
+        if len(cut) == 1:  # a query: one text, no batch to arrange
+            return self._one(cut[0])[None, :]
         sums = np.zeros((len(cut), self.dimensions), dtype=np.float32)
         counts = np.zeros(len(cut), dtype=np.float32)
         spaced = [i for i, text in enumerate(cut) if text and text == " ".join(text.split())]
@@ -95,6 +97,16 @@ class WordLlamaEmbedder:
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         sums /= np.where(norms == 0, 1.0, norms)
         return sums
+
+    def _one(self, text: str) -> Any:
+        import numpy as np
+
+        ids = np.asarray(self._tokenizer.encode(text, add_special_tokens=False).ids, dtype=np.int64)
+        if not len(ids):
+            return np.zeros(self.dimensions, dtype=np.float32)
+        np.clip(ids, 0, len(self._table) - 1, out=ids)
+        vector = self._table[ids].sum(axis=0) / len(ids)
+        return vector / max(float(np.linalg.norm(vector)), 1e-30)
 
     def _by_tokens(self, texts: list[str]) -> tuple[Any, Any]:
         """Each text's token vectors summed, and its number of tokens."""
