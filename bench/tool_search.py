@@ -149,7 +149,7 @@ def main() -> None:
     print(
         "\n(MiniLM's build reads tools' vectors from its disk cache, "
         f"{minilm.cache_file}; the first run embeds them: "  # type: ignore[attr-defined]
-        "about 20,000 texts, minutes on 2 cores.)"
+        "10,000 texts, one per tool, minutes on 2 cores.)"
     )
 
 

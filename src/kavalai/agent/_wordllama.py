@@ -62,9 +62,12 @@ class WordLlamaEmbedder:
 
     def __init__(self, folder: Path) -> None:
         import numpy as np
-        from safetensors import safe_open
-        from tokenizers import Tokenizer
 
+        try:
+            from safetensors import safe_open
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise ImportError(f"The local embedder needs {exc.name}: pip install 'kavalai[embeddings]'.") from exc
         weights, tokenizer = folder / _WEIGHTS, folder / _TOKENIZER
         for path in (weights, tokenizer):
             if not path.is_file():
