@@ -86,7 +86,8 @@ _STOP: Final = frozenset(
     }
 )
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s")
-# Values in a request that say what kind of thing the tool takes, not what it does: a URL, a path, a file name.
+# Values in a request that say what kind of thing the tool takes, not what it does: a URL, a path (a file name
+# alone is left as it is: on the tuning half, reading it as "file" lost more than it found).
 # Each is matched on one whitespace-separated token, from its start (linear in the query's length).
 _URL: Final = re.compile(
     r"[a-z][a-z0-9+.-]*://|www\.|(?:(?:[\w-]+\.)+[a-z]{2,6}|localhost|\d+\.\d+\.\d+\.\d+)(?::\d+)?/", re.IGNORECASE

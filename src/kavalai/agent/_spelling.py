@@ -67,10 +67,12 @@ class Spelling:
 
 def _one_slip(typed: str, known: str) -> bool:
     """``typed`` is ``known`` with two neighbouring letters swapped ("stauts" / "status"), or, in words of
-    :data:`MIN_LENGTH_DROPPED` letters or more, with one letter dropped or doubled ("dirctory" / "directory").
+    :data:`MIN_LENGTH_DROPPED` letters or more, with one letter dropped or added ("dirctory" / "directory").
 
     A changed letter is not corrected: it turns real words into other real words too often ("right" / "might",
-    "charge" / "change"), and a user's word the catalogue lacks is more often a real word than a typo."""
+    "charge" / "change"), and a user's word the catalogue lacks is more often a real word than a typo. A few real
+    words are swaps of others ("quiet" / "quite", "trail" / "trial"): where the catalogue has only one of them, the
+    other is read as it."""
     if len(typed) == len(known):
         differ = [i for i in range(len(typed)) if typed[i] != known[i]]
         return (
