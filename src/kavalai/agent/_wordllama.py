@@ -86,30 +86,38 @@ class WordLlamaEmbedder:
 
         cut = [str(text)[:MAX_TEXT_CHARS] for text in texts]
         if len(cut) == 1:  # a query: one text, no batch to arrange
-            return self._one(cut[0])[None, :]
-        sums = np.zeros((len(cut), self.dimensions), dtype=np.float32)
-        counts = np.zeros(len(cut), dtype=np.float32)
-        spaced = [i for i, text in enumerate(cut) if text and text == " ".join(text.split())]
-        if not self._words_apart or len(spaced) < _BY_WORD_FROM:
-            spaced = []
-        rest = sorted(set(range(len(cut))) - set(spaced))
-        for rows, pooled in ((spaced, self._by_words), (rest, self._by_tokens)):
-            if rows:
-                sums[rows], counts[rows] = pooled([cut[i] for i in rows])
+            sums, counts = self._one(cut[0])
+        else:
+            sums, counts = self._batch(cut)
         sums /= np.maximum(counts, 1.0)[:, None]
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         sums /= np.where(norms == 0, 1.0, norms)
         return sums
 
-    def _one(self, text: str) -> Any:
+    def _one(self, text: str) -> tuple[Any, Any]:
+        """One text's token vectors summed (one row), and its number of tokens."""
         import numpy as np
 
         ids = np.asarray(self._tokenizer.encode(text, add_special_tokens=False).ids, dtype=np.int64)
-        if not len(ids):
-            return np.zeros(self.dimensions, dtype=np.float32)
         np.clip(ids, 0, len(self._table) - 1, out=ids)
-        vector = self._table[ids].sum(axis=0) / len(ids)
-        return vector / max(float(np.linalg.norm(vector)), 1e-30)
+        sums = self._table[ids].sum(axis=0, keepdims=True, dtype=np.float32)
+        return sums, np.array([len(ids)], dtype=np.float32)
+
+    def _batch(self, texts: list[str]) -> tuple[Any, Any]:
+        """Each text's token vectors summed, and its number of tokens: word by word where that is exact and pays,
+        whole otherwise."""
+        import numpy as np
+
+        sums = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        counts = np.zeros(len(texts), dtype=np.float32)
+        spaced = [i for i, text in enumerate(texts) if text and text == " ".join(text.split())]
+        if not self._words_apart or len(spaced) < _BY_WORD_FROM:
+            spaced = []
+        rest = sorted(set(range(len(texts))) - set(spaced))
+        for rows, pooled in ((spaced, self._by_words), (rest, self._by_tokens)):
+            if rows:
+                sums[rows], counts[rows] = pooled([texts[i] for i in rows])
+        return sums, counts
 
     def _by_tokens(self, texts: list[str]) -> tuple[Any, Any]:
         """Each text's token vectors summed, and its number of tokens."""
