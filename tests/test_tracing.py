@@ -256,8 +256,9 @@ nodes:
     assert run.parent is None
     assert node.parent.span_id == run.context.span_id
     assert tool.parent.span_id == node.context.span_id
-    assert client.parent.span_id == tool.context.span_id  # the MCP client span (mcp.* attributes)
+    assert client.parent.span_id == tool.context.span_id  # the MCP operation (mcp.* attributes)
     assert sdk.parent.span_id == client.context.span_id  # and the MCP SDK's own, under it
+    assert (client.kind, sdk.kind) == (SpanKind.INTERNAL, SpanKind.CLIENT)  # one CLIENT span a request: the SDK's
     attributes = dict(client.attributes or {})
     assert attributes["mcp.method.name"] == "tools/call"
     assert attributes["mcp.protocol.version"] == "2026-07-28"
@@ -326,3 +327,24 @@ def test_off_is_off_whatever_the_environment_says() -> None:
     from kavalai.tracing import configure_tracing
 
     assert configure_tracing(enabled=False, env={"OTEL_TRACES_EXPORTER": "otlp"}) is None
+
+
+async def test_an_mcp_tool_answering_is_error_is_an_error_on_kavalais_spans(
+    global_spans: InMemorySpanExporter,
+) -> None:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(
+        McpServer(name="t", command=sys.executable, args=["-m", "tests.servers.mcp_tools"], cwd=str(ROOT))
+    )
+    instrument(kernel)
+    async with kernel:
+        with pytest.raises(ToolExecutionError, match="refused: no"):
+            await kernel.call_tool("mcp://t.fail", {"reason": "no"})
+    spans = _by_name(global_spans.get_finished_spans())
+    tool, operation = spans["execute_tool mcp://t.fail"], spans["tools/call fail"]
+    assert dict(tool.attributes or {})["error.type"] == "ToolExecutionError"
+    assert dict(operation.attributes or {})["error.type"] == "ToolExecutionError"
+    assert operation.status.status_code == StatusCode.ERROR
+    assert [s.name for s in spans.values() if s.kind == SpanKind.CLIENT and "fail" in s.name] == [
+        "MCP send tools/call fail"
+    ]

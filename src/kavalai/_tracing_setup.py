@@ -26,7 +26,7 @@ from opentelemetry import trace
 
 from kavalai.errors import ConfigurationError
 
-__all__ = ["TracingSetup", "configure_tracing", "tracing_requested"]
+__all__ = ["TracingNotInstalled", "TracingSetup", "configure_tracing", "tracing_requested"]
 
 _INSTALL: Final = "pip install 'kavalai[otel]'"
 _ENTRY_POINTS: Final = "opentelemetry_traces_exporter"
@@ -36,6 +36,12 @@ _OTLP_PACKAGES: Final = {
     "otlp_proto_http": "opentelemetry-exporter-otlp-proto-http",
     "otlp_proto_grpc": "opentelemetry-exporter-otlp-proto-grpc",
 }
+
+
+class TracingNotInstalled(ConfigurationError):
+    """Tracing is asked for, but the OpenTelemetry SDK or the exporter it needs is not installed. A command traced
+    only because the environment carries ``OTEL_*`` variables (hosts often set them for other programs) goes on
+    untraced and says so once; an explicit ``--tracing`` or ``tracing: true`` fails."""
 
 
 @dataclass(frozen=True)
@@ -63,9 +69,12 @@ class TracingSetup:
         return f"tracing as service {self.service_name!r} to {where}"
 
     def flush(self, timeout: float = 5.0) -> None:
-        """Send the spans still buffered (blocking, at most ``timeout`` seconds); nothing for a global provider."""
-        if self._provider is not None:
-            self._provider.force_flush(timeout_millis=int(timeout * 1000))
+        """Send the spans still buffered (blocking, at most ``timeout`` seconds), a global provider's too: its
+        exporter may write to stdout, which must not happen once ``kavalai serve`` hands stdout back."""
+        provider = self._provider if self._provider is not None else trace.get_tracer_provider()
+        force_flush = getattr(provider, "force_flush", None)
+        if callable(force_flush):
+            force_flush(timeout_millis=int(timeout * 1000))
 
     def shutdown(self) -> None:
         """Flush and stop the provider this setup made (a global provider set by others is theirs to stop)."""
@@ -116,7 +125,7 @@ def configure_tracing(
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
     except ImportError:
-        raise ConfigurationError(f"Tracing needs the OpenTelemetry SDK: {_INSTALL}") from None
+        raise TracingNotInstalled(f"Tracing needs the OpenTelemetry SDK: {_INSTALL}") from None
     exporters = [(name, _exporter(name, env)) for name in _exporter_names(env)]
     resource = Resource.create()
     if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
@@ -155,8 +164,12 @@ def _exporter(name: str, env: Mapping[str, str]) -> Any:
     found = entry_points(group=_ENTRY_POINTS, name=name)
     if not found:
         package = _OTLP_PACKAGES.get(name)
-        fix = f"install {package} ({_INSTALL} has the OTLP/HTTP one)" if package else "install the package giving it"
-        raise ConfigurationError(f"OTEL_TRACES_EXPORTER: no trace exporter {name!r} is installed; {fix}")
+        if package:  # a known exporter whose package is missing, not a name nobody provides
+            fix = f"install {package} ({_INSTALL} has the OTLP/HTTP one)"
+            raise TracingNotInstalled(f"OTEL_TRACES_EXPORTER: no trace exporter {name!r} is installed; {fix}")
+        raise ConfigurationError(
+            f"OTEL_TRACES_EXPORTER: no trace exporter {name!r} is installed; install the package giving it"
+        )
     exporter_class = next(iter(found)).load()
     if name == "console":  # stdout is a command's output, or the MCP protocol stream of `kavalai serve`
         import sys

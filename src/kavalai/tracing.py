@@ -165,8 +165,12 @@ _mcp_duration: metrics.Histogram | None = None
 
 @contextmanager
 def mcp_client_span(method: str, target: str, attributes: Mapping[str, Any]) -> Iterator[None]:
-    """An MCP client span ``{mcp.method.name} {target}`` (CLIENT) and the ``mcp.client.operation.duration``
-    histogram, by the MCP semantic conventions; nothing at all when no tracer provider is set."""
+    """A span ``{mcp.method.name} {target}`` with the MCP semantic conventions' attributes, and the
+    ``mcp.client.operation.duration`` histogram; nothing at all when no tracer provider is set.
+
+    The span is INTERNAL: it covers the whole operation (a 2026-07-28 input round, a task followed to its end), and
+    the MCP SDK makes the one CLIENT span of each request sent under it. A tool that answers ``isError`` is an error
+    here too (raise inside the block)."""
     global _mcp_duration
     if not tracing_configured():
         yield
@@ -179,7 +183,7 @@ def mcp_client_span(method: str, target: str, attributes: Mapping[str, Any]) -> 
     started = time.perf_counter()
     error: str | None = None
     try:
-        with span(f"{method} {target}", shown, kind=SpanKind.CLIENT):
+        with span(f"{method} {target}", shown):
             yield
     except BaseException as exc:
         error = type(exc).__qualname__

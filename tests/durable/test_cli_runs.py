@@ -97,7 +97,7 @@ def test_temporal_from_the_command_line(workflow: Path, tmp_path: Path, temporal
 
     unknown = run("runs", "show", "nobody", *engine)
     assert unknown.returncode == 1
-    assert "No run 'nobody'" in unknown.stderr
+    assert "no run 'nobody'" in unknown.stderr
     blank = run("runs", "show", " ", *engine)
     assert blank.returncode == 2
     assert "A run id is 1 to 200 printable characters" in blank.stderr
@@ -142,5 +142,5 @@ def test_runs_on_a_dbos_journal(workflow: Path, tmp_path: Path) -> None:
     assert [entry["order"] for entry in ledger(tmp_path / "ledger.jsonl")] == ["dee-A", "dee-B", "dee-C"]
     unknown = run("runs", "cancel", "nobody", *db)
     assert unknown.returncode == 1
-    assert "No run 'nobody'" in unknown.stderr
+    assert "no run 'nobody'" in unknown.stderr
     assert run("runs", "list").returncode == 2  # which journal?

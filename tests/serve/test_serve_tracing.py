@@ -15,6 +15,7 @@ import shutil
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 from mcp.client import Client
@@ -30,6 +31,7 @@ TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT_ID = "00f067aa0ba902b7"
 TRACEPARENT = f"00-{TRACE_ID}-{PARENT_ID}-01"
 BIN = Path(sys.executable).parent
+_INITIALIZE = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
 
 
 def _config(folder: Path, **extra: object) -> Path:
@@ -89,8 +91,12 @@ def _check_call_spans(receiver: Receiver) -> None:
     outer = _one([s for s in receiver.named("tools/call mcp_demo_text_stats") if s.kind == "SERVER"])
     assert (proxied.trace_id, proxied.parent_span_id) == (TRACE_ID, outer.span_id)
     assert proxied.attributes["kavalai.tool.server"] == "demo"
-    inner = _one([s for s in receiver.named("tools/call text_stats") if s.kind == "CLIENT"])
-    assert (inner.trace_id, inner.parent_span_id) == (TRACE_ID, proxied.span_id)
+    operation = _one(receiver.named("tools/call text_stats"))
+    assert (operation.trace_id, operation.parent_span_id, operation.kind) == (TRACE_ID, proxied.span_id, "INTERNAL")
+    # one CLIENT span for the upstream request: the MCP SDK's (kavalai's operation span is not a second one)
+    clients = [s for s in receiver.spans if s.kind == "CLIENT" and s.trace_id == TRACE_ID]
+    inner = _one([s for s in clients if "text_stats" in s.name])
+    assert (inner.name, inner.parent_span_id) == ("MCP send tools/call text_stats", operation.span_id)
 
 
 async def test_the_otel_environment_traces_a_served_call(tmp_path: Path) -> None:
@@ -173,3 +179,85 @@ async def _wait_for(receiver: Receiver, name: str) -> None:
     with anyio.fail_after(10):
         while not receiver.named(name):  # noqa: ASYNC110 - spans arrive over HTTP; no event to wait on
             await anyio.sleep(0.05)
+
+
+async def test_under_opentelemetry_instrument_no_span_reaches_the_protocol_stream(tmp_path: Path) -> None:
+    """The console exporter ``opentelemetry-instrument`` sets up writes to stdout; its last batch, flushed as the
+    process ends, must not land on the stream the client reads the protocol from."""
+    instrument = shutil.which("opentelemetry-instrument", path=str(BIN))
+    assert instrument is not None
+    config = _config(tmp_path)
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
+    env = {
+        **clean,
+        "OTEL_TRACES_EXPORTER": "console",
+        "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_LOGS_EXPORTER": "none",
+        "OTEL_BSP_SCHEDULE_DELAY": "600000",  # nothing sent on a schedule: every span waits for the end
+    }
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": _INITIALIZE},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "python_math_add", "arguments": {"a": 2, "b": 3}},
+        },
+    ]
+    with anyio.fail_after(60):
+        process = await anyio.open_process(
+            [instrument, str(BIN / "kavalai"), "serve", str(config)], cwd=tmp_path, env=env
+        )
+        async with process:
+            assert process.stdin is not None
+            assert process.stdout is not None
+            assert process.stderr is not None
+            out, err = bytearray(), bytearray()
+
+            async def read(stream: Any, into: bytearray) -> None:
+                async for chunk in stream:
+                    into.extend(chunk)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(read, process.stdout, out)
+                group.start_soon(read, process.stderr, err)
+                await process.stdin.send((json.dumps(requests[0]) + "\n").encode())
+                while b'"id":1' not in out.replace(b" ", b""):  # noqa: ASYNC110 - read by the task above
+                    await anyio.sleep(0.02)
+                await process.stdin.send("".join(json.dumps(r) + "\n" for r in requests[1:]).encode())
+                while b'"id":2' not in out.replace(b" ", b""):  # noqa: ASYNC110
+                    await anyio.sleep(0.02)
+                await process.stdin.aclose()  # the client is done: the process ends, flushing its spans
+            await process.wait()
+    lines = [line for line in out.decode().splitlines() if line.strip()]
+    assert len(lines) == 2, out.decode()
+    assert all(json.loads(line)["jsonrpc"] == "2.0" for line in lines)
+    assert '"name": "execute_tool python://math.add"' in err.decode()  # the spans went to stderr instead
+
+
+#: `kavalai` as installed without the otel extra: the OpenTelemetry SDK cannot be imported.
+_WITHOUT_SDK = (
+    "import sys; sys.modules['opentelemetry.sdk'] = None; from kavalai.cli.main import main; sys.exit(main())"
+)
+
+
+async def test_an_otlp_endpoint_in_the_environment_without_the_sdk_serves_untraced(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
+    env = {**clean, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}  # a host's, for some other program
+    with anyio.fail_after(40):
+        async with _served([sys.executable, "-c", _WITHOUT_SDK, "serve", str(config)], tmp_path, env) as client:
+            names = {tool.title: tool.name for tool in (await client.list_tools()).tools}
+            added = await client.call_tool(names["python://math.add"], {"a": 2, "b": 40})
+    assert added.structured_content == {"result": 42}
+    log = (tmp_path / "serve.log").read_text()
+    assert (
+        log.count("kavalai serve: not tracing: Tracing needs the OpenTelemetry SDK: pip install 'kavalai[otel]'") == 1
+    )
+    with anyio.fail_after(30):
+        asked = await anyio.run_process(
+            [sys.executable, "-c", _WITHOUT_SDK, "serve", str(config), "--tracing"], env=env, check=False
+        )
+    assert asked.returncode == 2  # asked for on the command line: not ignored
+    assert "Tracing needs the OpenTelemetry SDK" in asked.stderr.decode()

@@ -16,6 +16,8 @@ import json
 import sys
 from typing import Any, TextIO
 
+from kavalai.cli._engines import lookup_failed
+
 __all__ = ["add_answer_parser", "answer_command"]
 
 
@@ -59,7 +61,7 @@ def answer_command(args: argparse.Namespace, *, stdout: TextIO | None = None, st
             return 0
         client.answer(args.run_id, args.key, value)
     except LookupError as exc:
-        print(f"kavalai answer: {exc}", file=err)
+        print(f"kavalai answer: {lookup_failed(exc)}", file=err)
         return 1
     except ValueError as exc:
         print(f"kavalai answer: {exc}", file=err)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["add_engine_options", "engine_of", "temporal_runner", "where"]
+__all__ = ["add_engine_options", "engine_of", "lookup_failed", "temporal_runner", "where"]
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
 
@@ -57,3 +57,15 @@ def where(runner: Any) -> str:
     if journal is not None:
         return str(journal)
     return f"temporal {runner.address} (namespace {runner.namespace!r}, task queue {runner.task_queue!r})"
+
+
+def lookup_failed(exc: LookupError) -> str:
+    """What a command says when a run is not found: in the command line's words, not the Python call's."""
+    from kavalai.durable import UnknownRunError
+
+    if not isinstance(exc, UnknownRunError):
+        return str(exc)
+    return (
+        f"no run {exc.run_id!r} on the {exc.engine} runner; start one with "
+        f"`kavalai run WORKFLOW --run-id {exc.run_id}`, or see the runs there are with `kavalai runs list`"
+    )

@@ -17,7 +17,7 @@ import json
 import sys
 from typing import Any, TextIO
 
-from kavalai.cli._engines import add_engine_options, engine_of, temporal_runner
+from kavalai.cli._engines import add_engine_options, engine_of, lookup_failed, temporal_runner
 
 __all__ = ["add_runs_parser", "runs_command"]
 
@@ -55,7 +55,7 @@ def runs_command(args: argparse.Namespace, *, stdout: TextIO | None = None, stde
         print(f"kavalai runs: {exc}", file=err)
         return 2
     except LookupError as exc:  # UnknownRunError
-        print(f"kavalai runs: {exc}", file=err)
+        print(f"kavalai runs: {lookup_failed(exc)}", file=err)
         return 1
     except ValueError as exc:  # a run id that breaks the rule
         print(f"kavalai runs: {exc}", file=err)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -105,7 +106,19 @@ def serve_command(args: argparse.Namespace, *, stderr: TextIO | None = None) -> 
     try:
         return asyncio.run(_until_signal(_serve(kernel, args, token, err, tracing), kernel, err))
     finally:
+        if args.transport != "http":
+            _stdout_to_stderr()
         stop_tracing(tracing)
+
+
+def _stdout_to_stderr() -> None:
+    """Once stdio serving ends, point file descriptor 1 at stderr for the rest of the process: what is written
+    after (a tracer provider's last batch flushed at exit, as ``opentelemetry-instrument``'s console exporter does)
+    must not reach the client as bytes that are not the protocol."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+    with contextlib.suppress(OSError):
+        os.dup2(2, 1)  # serving stdio owns the process's stdio, as the MCP SDK's stdio_server does
 
 
 async def _serve(

@@ -23,7 +23,7 @@ from typing import Any, Final, TextIO
 
 from kavalai.cli._run import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _interruptible
 
-__all__ = ["add_tools_parser", "command_name", "first_sentence", "tools_command"]
+__all__ = ["add_tools_parser", "command_name", "first_sentence", "tools_command", "typed_arguments"]
 
 _COMMAND = "kavalai tools"
 _PROVISIONAL: Final = "server"  # the name of a --url server until it names itself
@@ -34,6 +34,15 @@ _AFFIXES: Final = (r"^mcp[-_]server[-_]", r"^server[-_]", r"[-_]mcp[-_]server$",
 _VALUE_OPTIONS: Final = frozenset(
     {"--from", "--with", "--python", "-p", "--directory", "--package", "-e", "--env", "-v"}
 )
+#: Script names that say nothing of the server (``node dist/index.js``): its folder names it instead.
+_GENERIC: Final = frozenset({"index", "main", "server", "cli", "app", "__main__", "start", "run"})
+_BUILD_FOLDERS: Final = frozenset({"dist", "build", "lib", "src", "bin", "out", "cjs", "esm", "dist-cjs", "dist-esm"})
+_QUOTING: Final = (
+    " (key=value values are typed by the tool's input schema, and read as JSON where it allows other types than "
+    'text; to pass a value exactly, give the arguments as one JSON object: \'{"key": "42"}\')'
+)
+#: Arguments as given: one JSON object, or ``key=value`` texts not yet typed.
+_Given = dict[str, Any] | list[tuple[str, str]]
 _SENTENCE_END: Final = re.compile(r"[.!?](\s|$)")
 _MIN_ROOM: Final = 20  # the least room a cut description gets, however narrow the terminal
 # The command's help, as plain text (the module docstring is reStructuredText for the API docs).
@@ -117,8 +126,9 @@ def _config(args: argparse.Namespace) -> Any:
         raise ValueError(str(exc)) from None
 
 
-def _arguments(items: list[str]) -> dict[str, Any]:
-    """``['{"a": 1}']`` or ``['a=1', 'name=x']`` as a dict (a ``key=value`` value is JSON when it parses)."""
+def _arguments(items: list[str]) -> dict[str, Any] | list[tuple[str, str]]:
+    """``['{"a": 1}']`` as a dict, or ``['a=1', 'name=x']`` as ``(key, text)`` pairs, typed once the tool's input
+    schema is known (:func:`typed_arguments`)."""
     if len(items) == 1 and items[0].lstrip().startswith("{"):
         try:
             value = json.loads(items[0])
@@ -127,11 +137,26 @@ def _arguments(items: list[str]) -> dict[str, Any]:
         if not isinstance(value, dict):
             raise ValueError("the arguments must be one JSON object")
         return value
-    arguments: dict[str, Any] = {}
+    pairs: list[tuple[str, str]] = []
     for item in items:
         key, sep, text = item.partition("=")
         if not sep or not key:
             raise ValueError(f"{item!r} is not key=value (or give the arguments as one JSON object)")
+        pairs.append((key, text))
+    return pairs
+
+
+def typed_arguments(pairs: list[tuple[str, str]], schema: dict[str, Any]) -> dict[str, Any]:
+    """``key=value`` texts typed by the tool's input ``schema``: a field that takes only text keeps the text as
+    typed (``message=42`` is ``"42"``); any other value is read as JSON when it parses (``count=3`` is ``3``,
+    ``tags=["a"]`` a list), else kept as text."""
+    properties = schema.get("properties")
+    fields: dict[str, Any] = properties if isinstance(properties, dict) else {}
+    arguments: dict[str, Any] = {}
+    for key, text in pairs:
+        if _text_only(fields.get(key), schema.get("$defs")):
+            arguments[key] = text
+            continue
         try:
             arguments[key] = json.loads(text)
         except ValueError:
@@ -139,7 +164,30 @@ def _arguments(items: list[str]) -> dict[str, Any]:
     return arguments
 
 
-async def _run(args: argparse.Namespace, config: Any, arguments: dict[str, Any], out: TextIO, err: TextIO) -> int:
+def _text_only(field: Any, definitions: Any, depth: int = 0) -> bool:
+    """Whether a JSON schema admits strings and nothing else but ``null`` (a ``$ref`` to ``$defs`` followed)."""
+    if not isinstance(field, dict) or depth > 8:
+        return False
+    reference = field.get("$ref")
+    if isinstance(reference, str) and reference.startswith("#/$defs/") and isinstance(definitions, dict):
+        return _text_only(definitions.get(reference.removeprefix("#/$defs/")), definitions, depth + 1)
+    if "const" in field:
+        return isinstance(field["const"], str)
+    if isinstance(field.get("enum"), list) and field["enum"]:
+        return all(isinstance(choice, str) or choice is None for choice in field["enum"])
+    kinds = field.get("type")
+    if isinstance(kinds, str):
+        return kinds == "string"
+    if isinstance(kinds, list) and kinds:
+        return "string" in kinds and set(kinds) <= {"string", "null"}
+    options = field.get("anyOf") or field.get("oneOf")
+    if isinstance(options, list) and options:
+        typed = [option for option in options if not (isinstance(option, dict) and option.get("type") == "null")]
+        return bool(typed) and all(_text_only(option, definitions, depth + 1) for option in typed)
+    return False
+
+
+async def _run(args: argparse.Namespace, config: Any, arguments: _Given, out: TextIO, err: TextIO) -> int:
     from kavalai.config import build_kernel
     from kavalai.errors import (
         ConfigurationError,
@@ -155,11 +203,12 @@ async def _run(args: argparse.Namespace, config: Any, arguments: dict[str, Any],
         print(f"{_COMMAND}: {exc}", file=err)
         return EXIT_USAGE
     try:
-        if args.url and not args.name:
+        if _unnamed(args, config):
             kernel = await _named_by_server(kernel, config)
         await _act(kernel, args, arguments, out)
     except (ToolNotFoundError, InvalidToolURIError, ToolInputError, ConfigurationError) as exc:
-        print(f"{_COMMAND}: {exc}", file=err)
+        hint = _QUOTING if isinstance(exc, ToolInputError) and isinstance(arguments, list) else ""
+        print(f"{_COMMAND}: {exc}{hint}", file=err)
         return EXIT_USAGE
     except FunctionKernelException as exc:
         print(f"{_COMMAND}: {exc}", file=err)
@@ -169,9 +218,17 @@ async def _run(args: argparse.Namespace, config: Any, arguments: dict[str, Any],
     return EXIT_OK
 
 
+def _unnamed(args: argparse.Namespace, config: Any) -> bool:
+    """Whether the one server of ``--url`` or ``--command`` still has the provisional name (no ``--name``, and a
+    command that says nothing of the server): the server's own name is taken once connected."""
+    given = args.url or args.server_command
+    return bool(given) and not args.name and config.mcp_servers[0].get("name") == _PROVISIONAL
+
+
 async def _named_by_server(kernel: Any, config: Any) -> Any:
-    """The kernel of ``--url`` without ``--name``: its server named as it names itself (``serverInfo.name``),
-    which is known once connected; a name that cannot be a server name keeps the provisional one."""
+    """The kernel of ``--url``, or of a ``--command`` whose program says nothing of the server (``node index.js``),
+    without ``--name``: its server named as it names itself (``serverInfo.name``), which is known once connected; a
+    name that cannot be a server name keeps the provisional one."""
     from kavalai.config import build_kernel
 
     await kernel.connect()
@@ -188,7 +245,8 @@ def command_name(argv: list[str]) -> str:
     """A server's name from the command that starts it: the package or script it runs, without launchers,
     options, scopes, versions, extensions and ``mcp-server-`` affixes (``uvx mcp-server-time`` is ``time``,
     ``npx -y @modelcontextprotocol/server-filesystem /tmp`` is ``filesystem``, ``python -m pkg.demo_mcp_server`` is
-    ``demo``); ``server`` when nothing is left."""
+    ``demo``); a script with a generic name is named by its folder (``node .../server-everything/dist/index.js`` is
+    ``everything``); ``server`` when nothing is left."""
     words, skip = [], False
     for word in argv:
         if not skip and not word.startswith("-"):
@@ -197,15 +255,30 @@ def command_name(argv: list[str]) -> str:
     while len(words) > 1 and _LAUNCHER.fullmatch(Path(words[0]).name.lower()):
         words = words[1:]
     word = words[0] if words else ""
-    word = word.rsplit("/", 1)[-1].split("@", 1)[0] if word.startswith("@") else Path(word).name.split("@", 1)[0]
-    word = re.sub(r"\.(py|js|mjs|ts|exe)$", "", word).rsplit(".", 1)[-1]
+    if word.startswith("@"):
+        word = word.rsplit("/", 1)[-1].split("@", 1)[0]
+    else:
+        word = _named_part(Path(word)).split("@", 1)[0]
+    word = re.sub(r"\.(py|js|mjs|cjs|ts|exe)$", "", word).rsplit(".", 1)[-1]
     for affix in _AFFIXES:
         word = re.sub(affix, "", word, flags=re.IGNORECASE)
     name = _NOT_NAME.sub("-", word).strip("-_")
-    return name or _PROVISIONAL
+    return _PROVISIONAL if name.lower() in _GENERIC else name or _PROVISIONAL
 
 
-async def _act(kernel: Any, args: argparse.Namespace, arguments: dict[str, Any], out: TextIO) -> None:
+def _named_part(path: Path) -> str:
+    """The file's name, or for a generic one (``index.js``, ``main.py``) the nearest folder that is not a build
+    folder (``dist``, ``src``, ...)."""
+    stem = re.sub(r"\.(py|js|mjs|cjs|ts|exe)$", "", path.name)
+    if stem.lower() not in _GENERIC:
+        return path.name
+    for folder in path.parents:
+        if folder.name and folder.name.lower() not in _BUILD_FOLDERS:
+            return folder.name
+    return path.name
+
+
+async def _act(kernel: Any, args: argparse.Namespace, arguments: _Given, out: TextIO) -> None:
     if args.action == "list":
         await kernel.connect()
         names = kernel.list_tools(args.pattern)
@@ -216,10 +289,14 @@ async def _act(kernel: Any, args: argparse.Namespace, arguments: dict[str, Any],
         else:
             _print_table(names, descriptions, long=args.long, out=out)
         return
+    if "://" not in args.uri:
+        await kernel.connect()  # so that an error can name the tool with its scheme: `time.now` is `mcp://time.now`
     definition = await kernel.resolve_tool(args.uri)
     if args.action == "describe":
         _print_json(definition.describe(), out)
         return
+    if isinstance(arguments, list):
+        arguments = typed_arguments(arguments, definition.get_input_schema())
     timeout = {} if args.timeout is None else {"timeout": args.timeout}
     result = await kernel.call_tool(definition.name, arguments, **timeout)
     _print_json(result.model_dump(mode="json", by_alias=True), out)

@@ -51,13 +51,24 @@ def start_tracing(
     """Switch tracing on as the command line (``switch``), then the file (``configured``), then the environment
     say; instrument ``kernel``; say so on ``err``.
 
+    When only the environment asks for tracing and the SDK or the OTLP exporter is not installed, the command
+    goes on untraced and says so on ``err``.
+
     Raises:
-        ConfigurationError: tracing is asked for but cannot be set up (the SDK or an exporter is missing).
+        ConfigurationError: tracing is asked for but cannot be set up (the command line or the file asked and the
+            SDK or an exporter is missing, or ``OTEL_TRACES_EXPORTER`` names an exporter nobody provides).
     """
+    from kavalai._tracing_setup import TracingNotInstalled
     from kavalai.tracing import configure_tracing, instrument
 
     enabled = switch if switch is not None else configured
-    setup = configure_tracing(enabled=enabled)
+    try:
+        setup = configure_tracing(enabled=enabled)
+    except TracingNotInstalled as exc:
+        if enabled is not None:  # asked for on the command line or in the file: that cannot be ignored
+            raise
+        print(f"{command}: not tracing: {exc}", file=err, flush=True)  # the environment alone asked: go on
+        return None
     if setup is None:
         return None
     instrument(kernel)

@@ -173,6 +173,7 @@ class UnknownRunError(LookupError, ValueError):
     def __init__(self, run_id: str, engine: str) -> None:
         super().__init__(f"No run {run_id!r} on the {engine} runner: start it with run(..., run_id={run_id!r}).")
         self.run_id = run_id
+        self.engine = engine
 
 
 def checked_run_id(run_id: str | None) -> str:

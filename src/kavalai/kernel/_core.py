@@ -402,7 +402,13 @@ class Kernel:
         raise self._not_found(parsed)
 
     def _parse(self, uri: str | ToolURI) -> ToolURI:
-        parsed = ToolURI.parse(uri)
+        try:
+            parsed = ToolURI.parse(uri)
+        except InvalidToolURIError as exc:
+            hint = self._with_scheme(str(uri))
+            if hint is None:
+                raise
+            raise InvalidToolURIError(f"{exc} Did you mean {hint!r}?", uri=str(uri)) from None
         if parsed.scheme not in self._adapters and parsed.scheme not in self._factories:
             raise InvalidToolURIError(
                 f"Unsupported protocol {parsed.scheme!r} in tool URI {str(parsed)!r}: unknown scheme "
@@ -410,6 +416,12 @@ class Kernel:
                 uri=str(parsed),
             )
         return parsed
+
+    def _with_scheme(self, text: str) -> str | None:
+        """The registered URI ``text`` names without its scheme (``time.now`` for ``mcp://time.now``), if any."""
+        if "://" in text:
+            return None
+        return next((name for name in self.registry.names() if name.partition("://")[2] == text), None)
 
     def _handled(self) -> str:
         schemes = ", ".join(repr(s) for s in self.schemes)

@@ -563,14 +563,14 @@ class McpConnection:
                     )
                     # A server may run the call as a task: then it is followed to its end (_tasks.py).
                     result = await drive_task(session, answered) if isinstance(answered, TaskCreated) else answered
+                    if result.is_error:  # inside the span: it records the error
+                        raise_tool_error(uri, result)
             except MCPError as exc:
                 if gen.expired and attempt + 1 < _CALL_ATTEMPTS:
                     continue  # refused with the forgotten session, so it ran nowhere: again, on a new session
                 if (exc.code == mcp_types.CONNECTION_CLOSED and not answer_unreadable(exc)) or gen.stopping:
                     raise await self._lost(gen, uri) from exc
                 raise call_error(self.config, uri, exc) from exc
-            if result.is_error:
-                raise_tool_error(uri, result)
             return result_value(result, structured=structured)
         raise AssertionError("unreachable")  # pragma: no cover - the last attempt returns or raises
 

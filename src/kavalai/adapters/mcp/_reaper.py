@@ -12,6 +12,7 @@ files (it has no view of another process's environment on other systems either).
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -26,12 +27,18 @@ if TYPE_CHECKING:
 
 __all__ = ["LIVE_GROUPS", "MARK_VAR", "kill_now", "process_group_alive", "signal_group", "stop_process"]
 
+logger = logging.getLogger(__name__)
+
 #: The environment variable that marks every process a stdio server starts (its value is per server).
 MARK_VAR: Final = "KAVALAI_MCP_SERVER"
 #: Process groups of the stdio servers running now, for :func:`kill_now`.
 LIVE_GROUPS: set[int] = set()
 
 _STDIN_GRACE: Final = 2.0  # seconds a server has to exit after its stdin closes
+# ... and a server still working on requests nobody awaits any more (a call cut by its timeout): many servers keep
+# running while a timer or a task of theirs is pending, so closing stdin alone would cost the whole grace; SIGTERM
+# (still a graceful stop, _TERM_GRACE before SIGKILL) follows sooner.
+_BUSY_STDIN_GRACE: Final = 0.25
 _TERM_GRACE: Final = 2.0  # seconds between SIGTERM and SIGKILL
 _KILL_GRACE: Final = 2.0  # seconds for the kernel to carry out SIGKILL
 _POLL: Final = 0.01  # how often an exit is looked for
@@ -48,7 +55,11 @@ async def stop_process(info: StdioProcess) -> None:
     if process.stdin is not None:
         with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             await process.stdin.aclose()
-    if not await _wait_exit(info, _STDIN_GRACE):
+    grace = _STDIN_GRACE
+    if info.busy and info.returncode is None:
+        grace = _BUSY_STDIN_GRACE
+        logger.debug("MCP server process %d still works on requests nobody awaits: SIGTERM in %s s", info.pid, grace)
+    if not await _wait_exit(info, grace):
         signal_group(info, kill=False)
         if not await _wait_exit(info, _TERM_GRACE):
             signal_group(info, kill=True)

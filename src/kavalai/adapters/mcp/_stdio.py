@@ -44,6 +44,8 @@ _STDERR_LINE_CHARS: Final = 500
 _NOISE_LINES: Final = 3
 _SHIM: Final = str(Path(__file__).with_name("_shim.py"))
 _PARSE_OFF_LOOP: Final = 256 * 1024  # bytes above which a message is parsed in a worker thread
+#: Requests that stay open for the connection's life by design (2026-07-28's subscription stream): never "busy".
+_STREAMS: Final = frozenset({"subscriptions/listen"})
 _MAX_AWAITED: Final = 10_000  # request ids remembered as unanswered (a server that never answers cannot grow it)
 
 
@@ -81,11 +83,11 @@ class StdioProcess:
     shimmed: bool = False
     on_stray: Callable[[str], None] = field(default=lambda why: None, repr=False)
     _server_pid: int | None = field(default=None, repr=False)
-    _awaited: dict[str, None] = field(default_factory=dict, repr=False)  # ids of requests sent, not yet answered
+    _awaited: dict[str, str] = field(default_factory=dict, repr=False)  # requests sent, not yet answered: id -> method
 
     def _sent(self, message: SessionMessage) -> None:
         if isinstance(message.message, mcp_types.JSONRPCRequest):
-            self._awaited[str(message.message.id)] = None
+            self._awaited[str(message.message.id)] = message.message.method
             if len(self._awaited) > _MAX_AWAITED:
                 del self._awaited[next(iter(self._awaited))]  # the oldest: a request given up on long ago
 
@@ -100,6 +102,11 @@ class StdioProcess:
             return True
         self.on_stray(f"an answer with id {inner.id!r}, which is no request awaiting one")
         return False
+
+    @property
+    def busy(self) -> bool:
+        """Whether requests sent to the server are still unanswered (work it does that nobody may await)."""
+        return any(method not in _STREAMS for method in self._awaited.values())
 
     @property
     def server_pid(self) -> int:
