@@ -78,7 +78,7 @@ class WorkflowBuilder(_TypedBuilder):
             "rag_service": rag_service,
             "rag_collection": rag_collection,
         }
-        given = {key: value for key, value in options.items() if value is not None}
+        given: dict[str, Any] = {key: value for key, value in options.items() if value is not None}
         self._kaval: KavalWorkflowBuilder | None = None
         if given or self._speaks_kaval:
             if (input, output) != ("object", "object"):
@@ -171,7 +171,7 @@ class WorkflowBuilder(_TypedBuilder):
         kaval.end(name=name or id, output=output or "output")
         return self
 
-    def function(  # type: ignore[override]  # Kaval.AI's output is a context key, not a type
+    def function(
         self,
         id: str,
         *,
@@ -195,7 +195,7 @@ class WorkflowBuilder(_TypedBuilder):
         kaval.function(id, tool=tool, output=cast(str, output), next=cast(str, next), inputs=inputs, method=method)
         return self
 
-    def llm(  # type: ignore[override]  # Kaval.AI's options beside ours
+    def llm(
         self,
         id: str,
         *,
@@ -220,7 +220,7 @@ class WorkflowBuilder(_TypedBuilder):
         kaval.llm(id, prompt=prompt, output=cast(str, output), next=cast(str, next), inputs=inputs, **kaval_options)
         return self
 
-    def agent(  # type: ignore[override]  # Kaval.AI's options beside ours
+    def agent(
         self,
         id: str,
         *,
@@ -273,7 +273,7 @@ class WorkflowBuilder(_TypedBuilder):
             return self
         return cast(WorkflowBuilder, super().if_(id, condition=condition, then=then, else_=else_))
 
-    def switch(  # type: ignore[override]  # Kaval.AI's expr beside our value
+    def switch(
         self,
         id: str,
         *,
@@ -341,7 +341,7 @@ class WorkflowBuilder(_TypedBuilder):
         kaval = KavalWorkflowBuilder(self._name, description=self._description)
         for node in carried:
             if isinstance(node, StartNode):
-                kaval.start(node.next, name=node.id)
+                kaval.start(cast(str, node.next), name=node.id)
             else:
                 kaval.end(name=node.id)
         self._nodes = []
