@@ -30,11 +30,11 @@ from kavalai.workflow._builder import TypeRef
 from kavalai.workflow._builder import WorkflowBuilder as _TypedBuilder
 from kavalai.workflow._nodes import EndNode, RetryPolicy, StartNode
 from kavalai.workflow.errors import WorkflowDefinitionError
-from kavalai.workflow.kaval._builder import KavalWorkflowBuilder
 
 if TYPE_CHECKING:
     from kavalai.workflow._engine import WorkflowEngine
     from kavalai.workflow._graph import Workflow
+    from kavalai.workflow.kaval._builder import KavalWorkflowBuilder
 
 __all__ = ["KavalStyleWorkflowBuilder", "WorkflowBuilder"]
 
@@ -83,7 +83,7 @@ class WorkflowBuilder(_TypedBuilder):
         if given or self._speaks_kaval:
             if (input, output) != ("object", "object"):
                 raise TypeError("input= and output= are kavalai's; in Kaval.AI's vocabulary declare data_type()s")
-            self._kaval = KavalWorkflowBuilder(name, description=description, **given)
+            self._kaval = _kaval_builder(name, description, given)
 
     @property
     def vocabulary(self) -> str:
@@ -338,7 +338,7 @@ class WorkflowBuilder(_TypedBuilder):
                 "or use declare_type() and the nodes' output= here.",
                 field=method,
             )
-        kaval = KavalWorkflowBuilder(self._name, description=self._description)
+        kaval = _kaval_builder(self._name, self._description, {})
         for node in carried:
             if isinstance(node, StartNode):
                 kaval.start(cast(str, node.next), name=node.id)
@@ -367,3 +367,10 @@ def _only_kavalai(method: str, **given: Any) -> None:
             f"{method}({', '.join(f'{key}=' for key in named)}) is kavalai's; this builder speaks Kaval.AI 1.0's "
             "vocabulary (see docs/migrating_from_kaval.md)"
         )
+
+
+def _kaval_builder(name: str, description: str, options: dict[str, Any]) -> KavalWorkflowBuilder:
+    """Kaval.AI's builder, imported when a builder first speaks its vocabulary (not with ``kavalai.workflow``)."""
+    from kavalai.workflow.kaval._builder import KavalWorkflowBuilder
+
+    return KavalWorkflowBuilder(name, description=description, **options)
