@@ -99,15 +99,21 @@ def test_rest_and_the_web_tools_share_one_http_module() -> None:
 
 
 def test_configuration_becomes_a_kernel_in_one_place() -> None:
-    """Both workflow loaders (ours and Kaval.AI 1.0's format) hand their tool sections to build_kernel."""
-    for loader in (SRC / "workflow" / "_yaml.py", SRC / "workflow" / "kaval" / "_translate.py"):
-        assert "kavalai.config.build_kernel" in _imports(loader), loader
+    """Both workflow dialects (ours and Kaval.AI 1.0's) hand their tool sections to kavalai.config (build_document
+    through the loader, or build_kernel), and neither registers tools itself."""
+    hands_over = {
+        SRC / "workflow" / "_parts.py": "kavalai.config.build_document",
+        SRC / "workflow" / "kaval" / "_translate.py": "kavalai.config.build_kernel",
+    }
+    for loader, gate in hands_over.items():
+        assert gate in _imports(loader), loader
+    for loader in (*hands_over, SRC / "workflow" / "_document.py", SRC / "workflow" / "_load.py"):
         calls = {
             node.func.attr
             for node in ast.walk(ast.parse(loader.read_text(encoding="utf-8")))
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
         }
-        assert not calls & {"register_python_tool", "register_mcp_server"}, loader
+        assert not calls & {"register_python_tool", "register_mcp_server", "register_rest_server"}, loader
 
 
 def test_the_checker_sees_imports_inside_functions_and_relative_ones(tmp_path: Path) -> None:

@@ -23,28 +23,37 @@ configuration: nothing connects until the kernel is used.
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import importlib.util
 import logging
 import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kavalai.documents import load_json_or_yaml
-from kavalai.errors import ConfigurationError, FunctionKernelException
+from kavalai.errors import ConfigurationError, FunctionKernelException, ToolRegistrationError
 from kavalai.function_kernel import FunctionKernel
+
+if TYPE_CHECKING:
+    from kavalai.agent.budget import OutputBudget
+    from kavalai.llm.base import LLMClient
 
 __all__ = [
     "BUNDLED_GROUPS",
+    "BuiltDocument",
     "ConfigFieldError",
     "KernelConfig",
+    "ServedApp",
     "UnsetVariableError",
+    "build_document",
     "build_kernel",
     "configuration_problem",
     "expand_env",
@@ -212,6 +221,74 @@ def build_kernel(
     return builder.kernel
 
 
+#: Registers a served app's REST server at ``url`` on a kernel; ``first`` is false on a restart.
+RegisterApp = Callable[[FunctionKernel, str, bool], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class ServedApp:
+    """A REST app a workflow document serves itself for the length of its runs (``rest_servers: [{app: ...}]``).
+
+    Attributes:
+        app: an ``aiohttp.web.Application``, or what returns one.
+        register: registers the REST server (on the first start its tools and OpenAPI import too) at the URL the
+            app is served on; raises :class:`ConfigFieldError`.
+        field: the document field that declared it (``rest_servers[1]``).
+    """
+
+    app: Any
+    register: RegisterApp
+    field: str
+
+
+@dataclass(slots=True)
+class BuiltDocument:
+    """What a document's sections make besides its graph: the kernel, model client factories, served apps and
+    the output budget (see :func:`build_document`)."""
+
+    kernel: FunctionKernel
+    models: dict[str, Callable[[], LLMClient]] = field(default_factory=dict)
+    served: list[ServedApp] = field(default_factory=list)
+    output_budget: OutputBudget | None = None
+
+
+def build_document(
+    sections: Mapping[str, Any],
+    *,
+    base_dir: Path,
+    kernel: FunctionKernel | None = None,
+    env: Mapping[str, str] | None = None,
+) -> BuiltDocument:
+    """A document's tool sections on ``kernel`` (a new one by default), and what only documents that run have:
+    the ``models`` section's client factories, the REST apps served for a run (a ``rest_servers`` entry with an
+    ``app``), and the ``output_budget`` section.
+
+    ``${VAR}`` reads ``env`` (``os.environ`` by default), where ``${WORKFLOW_DIR}`` is ``base_dir`` and
+    ``${PYTHON}`` the running interpreter; module paths are imported normally or from ``base_dir``.
+
+    Raises:
+        ConfigFieldError: an entry is invalid; ``field`` names its section and index in the document. A factory
+            raises it too when it cannot make its client.
+        UnsetVariableError: an entry reads ``${VAR}`` and the variable is not set.
+    """
+    env = {**(os.environ if env is None else env), "WORKFLOW_DIR": str(base_dir), "PYTHON": sys.executable}
+    config = KernelConfig(
+        python_functions=list(sections.get("python_functions") or []),
+        tools=list(sections.get("tools") or []),
+        rest_servers=list(sections.get("rest_servers") or []),
+        mcp_servers=list(sections.get("mcp_servers") or []),
+        base_dir=base_dir,
+    )
+    builder = _Builder(kernel or FunctionKernel(), base_dir, env, serve_apps=True)
+    builder.register(config)
+    return BuiltDocument(
+        kernel=builder.kernel,
+        models=builder.models(sections.get("models") or {}),
+        served=builder.served,
+        output_budget=_output_budget(sections.get("output_budget"), base_dir),
+    )
+
+
 def import_dotted(dotted: str, base_dir: str | os.PathLike[str]) -> Any:
     """The object at ``package.module.attribute``: imported normally, or else from ``module.py`` in ``base_dir``
     (a module next to the configuration or workflow file). A module loaded from a file is put in
@@ -255,8 +332,12 @@ def _module(name: str, base_dir: Path) -> ModuleType:
 
 
 class _Builder:
-    def __init__(self, kernel: FunctionKernel, base_dir: Path, env: Mapping[str, str]) -> None:
+    def __init__(
+        self, kernel: FunctionKernel, base_dir: Path, env: Mapping[str, str], *, serve_apps: bool = False
+    ) -> None:
         self.kernel, self.base_dir, self.env = kernel, base_dir, env
+        self.serve_apps = serve_apps  # a workflow document's REST servers may be apps it serves itself
+        self.served: list[ServedApp] = []
 
     def register(self, config: KernelConfig) -> None:
         for i, entry in enumerate(config.python_functions):
@@ -304,7 +385,10 @@ class _Builder:
         openapi = raw.pop("openapi", None)
         include, exclude = raw.pop("include", None), raw.pop("exclude", None)
         if "app" in raw:
-            raise ConfigurationError("'app' (a REST app served for the length of a run) is for workflow files")
+            if not self.serve_apps:
+                raise ConfigurationError("'app' (a REST app served for the length of a run) is for workflow files")
+            self.served.append(self._served_app(raw, tools, openapi, include, exclude, field))
+            return
         server = RestServer(**raw)
         self.kernel.register_rest_server(server)
         for j, tool in enumerate(tools):
@@ -317,11 +401,82 @@ class _Builder:
                 lambda: self.kernel.register_openapi(server.name, openapi, include=include, exclude=exclude),
             )
 
-    def _rest_tool(self, server: str, spec: dict[str, Any]) -> None:
+    def _served_app(
+        self, raw: dict[str, Any], tools: list[Any], openapi: Any, include: Any, exclude: Any, field: str
+    ) -> ServedApp:
+        from kavalai.adapters.rest import RestServer
+
+        app = raw.pop("app")
+        if "url" in raw or "url_env" in raw:
+            raise ConfigurationError("give either 'app' (a REST app the engine serves) or 'url', not both")
+        if isinstance(openapi, str) and not openapi.startswith("/") and "://" not in openapi:
+            openapi = self.base_dir / openapi  # a Path: read as a file that must exist
+        served = self._imported(app, f"{field}.app") if isinstance(app, str) else app
+        RestServer(**raw, url="http://127.0.0.1")  # the other fields checked now, not at the first run
+
+        async def register(kernel: FunctionKernel, url: str, first: bool) -> None:
+            server = self._checked(field, lambda: RestServer(**raw, url=url))
+            self._checked(field, lambda: kernel.register_rest_server(server, replace=not first))
+            if not first:
+                return
+            for j, tool in enumerate(tools):
+                self._rest_tool_checked(f"{field}.rest_tools[{j}]", server.name, dict(tool), kernel)
+            if openapi is not None:
+                try:
+                    await kernel.register_openapi(server.name, openapi, include=include, exclude=exclude)
+                except ToolRegistrationError as exc:  # an unreadable or invalid spec (not an unreachable server)
+                    raise ConfigFieldError(f"{field}.openapi", str(exc)) from exc
+
+        return ServedApp(app=served, register=register, field=f"{field}.app")
+
+    def models(self, section: Mapping[str, Any]) -> dict[str, Callable[[], LLMClient]]:
+        """The ``models`` section's client factories by name: ``{name: "provider/model"}`` or ``{name: {model:
+        ...}}`` (a client of that model id), or ``{name: {factory: pkg.make_client}}`` (a function of yours)."""
+        factories: dict[str, Callable[[], LLMClient]] = {}
+        if not isinstance(section, Mapping):
+            raise ConfigFieldError("models", "a mapping of model names to model ids or {factory: ...}")
+        for name, entry in section.items():
+            where = f"models.{name}"
+            spec = {"model": entry} if isinstance(entry, str) else entry
+            if not isinstance(spec, Mapping) or set(spec) - {"model", "factory"} or len(spec) != 1:
+                raise ConfigFieldError(where, "needs one of 'factory' or 'model'.")
+            if "factory" in spec:
+                make = self._imported(self._expand(spec["factory"]), where)
+                if not callable(make):
+                    raise ConfigFieldError(where, f"{spec['factory']!r} is not a function returning an LLM client.")
+            else:
+                from kavalai.llm.registry import make_client
+
+                model_id = self._expand(spec["model"])
+                _check_model_id(model_id, where)
+                make = functools.partial(make_client, model_id)
+            factories[name] = _guarded_factory(make, where)
+        return factories
+
+    def _rest_tool_checked(self, where: str, server: str, tool: dict[str, Any], kernel: FunctionKernel) -> None:
+        self._checked(where, lambda: self._rest_tool(server, tool, kernel))
+
+    def _imported(self, dotted: str, where: str) -> Any:
+        try:
+            return import_dotted(dotted, self.base_dir)
+        except ConfigurationError as exc:
+            raise ConfigFieldError(where, f"{exc}.") from None
+
+    def _checked(self, field: str, action: Callable[[], Any]) -> Any:
+        try:
+            return action()
+        except (ConfigFieldError, UnsetVariableError):
+            raise
+        except ToolRegistrationError as exc:
+            raise ConfigFieldError(field, str(exc)) from None
+        except (ValidationError, ValueError, TypeError) as exc:
+            raise ConfigFieldError(field, configuration_problem(exc)) from None
+
+    def _rest_tool(self, server: str, spec: dict[str, Any], kernel: FunctionKernel | None = None) -> None:
         name, method = spec.pop("name", None), spec.pop("method", "GET")
         if not isinstance(name, str):
             raise ConfigurationError("needs a 'name'")
-        self.kernel.register_rest_tool(server, name, method, **spec)
+        (kernel or self.kernel).register_rest_tool(server, name, method, **spec)
 
     def _mcp_server(self, raw: dict[str, Any]) -> None:
         from kavalai.adapters.mcp import McpServer
@@ -357,3 +512,42 @@ def configuration_problem(exc: Exception) -> str:
 def _did_you_mean(word: str, choices: Sequence[str]) -> str:
     close = difflib.get_close_matches(word, choices, n=1)
     return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def _check_model_id(model_id: Any, field: str) -> None:
+    from kavalai.llm.registry import PROVIDERS
+
+    provider, _, model = str(model_id).partition("/")
+    if not isinstance(model_id, str) or provider not in PROVIDERS or not model:
+        raise ConfigFieldError(
+            field,
+            f"{model_id!r} is not a model id such as 'openai/gpt-4.1-mini' "
+            f"(providers: {', '.join(PROVIDERS)}).{_did_you_mean(provider, list(PROVIDERS))}",
+        )
+
+
+def _guarded_factory(make: Callable[[], Any], field: str) -> Callable[[], LLMClient]:
+    """``make``, whose failure (a missing API key, say) names the document field that declared it."""
+
+    def factory() -> LLMClient:
+        try:
+            client: LLMClient = make()
+        except Exception as exc:
+            raise ConfigFieldError(field, str(exc)) from exc
+        return client
+
+    return factory
+
+
+def _output_budget(section: Any, base_dir: Path) -> OutputBudget | None:
+    """The ``output_budget`` section (already checked by the document's reader) as an ``OutputBudget``."""
+    if section is None:
+        return None
+    from kavalai.agent.budget import FileArtifactStore, MemoryArtifactStore, OutputBudget
+
+    values = dict(section)
+    directory = values.get("artifact_dir")
+    store = MemoryArtifactStore() if directory is None else FileArtifactStore(base_dir / directory)
+    return OutputBudget(
+        values.get("max_chars", 20_000), dict(values.get("per_tool") or {}), values.get("overflow", "truncate"), store
+    )

@@ -12,7 +12,7 @@ from kavalai import RestServer
 from kavalai.testing import ScriptedLLM
 from kavalai.workflow import Workflow, WorkflowBuilder, WorkflowEngine
 from kavalai.workflow.builder import WorkflowBuilder as KavalBuilder
-from kavalai.workflow.kaval import KavalWorkflowBuilder
+from kavalai.workflow.errors import WorkflowDefinitionError
 from kavalai.workflow.models import (
     AgentNode,
     ArgumentInfo,
@@ -30,17 +30,21 @@ def _typed(builder: Any) -> Any:
     return builder.data_type("input", {"user_message": str}).data_type("output", {"agent_response": str})
 
 
-def test_called_kaval_ais_way_our_builder_hands_over() -> None:
-    assert type(WorkflowBuilder("a", llm_model="openai/x")) is KavalWorkflowBuilder  # type: ignore[call-arg]
-    assert KavalBuilder is KavalWorkflowBuilder
+def test_called_kaval_ais_way_our_builder_speaks_kaval_ais_vocabulary() -> None:
+    kaval = WorkflowBuilder("a", llm_model="openai/x")  # type: ignore[call-arg]
+    assert isinstance(kaval, WorkflowBuilder)
+    assert kaval.vocabulary == "kaval"
+    assert isinstance(KavalBuilder("k"), WorkflowBuilder)
+    assert KavalBuilder("k").vocabulary == "kaval"
     chained = WorkflowBuilder("b").data_type("input", {"user_message": str})
-    assert type(chained) is KavalWorkflowBuilder
-    ours = WorkflowBuilder("c").start(next="done").end("done")
+    assert isinstance(chained, WorkflowBuilder)
+    assert chained.vocabulary == "kaval"
+    ours = WorkflowBuilder("c").start(next="done").end("done", outputs={"x": "1"})
     assert isinstance(ours.build(), Workflow)
-    with pytest.raises(AttributeError, match="already holds kavalai nodes"):
+    with pytest.raises(WorkflowDefinitionError, match="already speaks kavalai's vocabulary"):
         ours.data_type("input", {"x": str})
     with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
-        WorkflowBuilder("d").nonsense  # noqa: B018
+        WorkflowBuilder("d").nonsense  # type: ignore[attr-defined]  # noqa: B018
 
 
 def test_a_minimal_graph_with_a_context_shorthand_input() -> None:

@@ -15,7 +15,7 @@ from kavalai.workflow import (
     WorkflowBuilder,
     WorkflowDefinitionError,
 )
-from kavalai.workflow._yaml import workflow_from_document
+from kavalai.workflow._document import workflow_from_document
 
 
 class Folder(BaseModel):

@@ -130,7 +130,7 @@ def test_environment_variables_are_expanded(tmp_path: Path, monkeypatch: pytest.
             ("nodes:", "rest_servers: [{name: api, url: 'http://127.0.0.1:1', rest_tools: [{method: GET}]}]\nnodes:"),
             "Field 'rest_servers\\[0\\].rest_tools\\[0\\]': needs a 'name'",
         ),
-        (("nodes:", "models: {m: {}}\nnodes:"), "Field 'models.m' needs one of 'factory' or 'model'"),
+        (("nodes:", "models: {m: {}}\nnodes:"), "Field 'models.m': needs one of 'factory' or 'model'"),
         (("output: Result", "output: Reslt"), "undeclared type 'Reslt'. Did you mean 'Result'"),
         (("next: loud}", "next: lound}"), "unknown node 'lound'. Did you mean 'loud'"),
     ],

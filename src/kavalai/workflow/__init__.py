@@ -11,7 +11,6 @@ Every value that crosses a node boundary is validated against its declared type;
 :class:`RunResult` with the status, the validated output and a trace of every node visit.
 """
 
-from kavalai.workflow._builder import WorkflowBuilder
 from kavalai.workflow._engine import WorkflowEngine
 from kavalai.workflow._expressions import Expression, compile_expression
 from kavalai.workflow._graph import Workflow
@@ -55,6 +54,9 @@ from kavalai.workflow.errors import (
     WorkflowDefinitionError,
     WorkflowError,
 )
+
+# Kaval.AI's public paths point into its wing (kavalai.workflow.kaval): the builder speaking both vocabularies.
+from kavalai.workflow.kaval._bilingual import WorkflowBuilder
 
 __all__ = [
     "AgentNode",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -46,39 +46,9 @@ class WorkflowBuilder:
     Types may be given as Python types anywhere (they are declared under their class name) or as the names of
     types declared with :meth:`declare_type`.
 
-    Kaval.AI 1.0 code runs unchanged: called with one of Kaval.AI's options (``llm_model``, ``llm_kwargs``,
-    ``version``, ``rag_service``, ``rag_collection``) this class returns Kaval.AI's builder
-    (:class:`kavalai.workflow.kaval.KavalWorkflowBuilder`), and a builder with nothing added yet hands a method
-    only Kaval.AI's has (``data_type``, ``data_model``, ``rag_query``, ``python_function``, ``rest_server``,
-    ``mcp_server``, ``template``, ``build_engine``) to a new Kaval.AI builder, whose chain continues from there.
+    ``kavalai.workflow.WorkflowBuilder`` is this builder speaking Kaval.AI 1.0's vocabulary too (its subclass in
+    ``kavalai.workflow.kaval``); this class knows only kavalai's.
     """
-
-    _kaval: Any = None  # the Kaval.AI builder this one handed over to, once it did
-
-    def __new__(cls, name: str, **options: Any) -> WorkflowBuilder:
-        """A builder; Kaval.AI's when given one of its options (see the class docstring)."""
-        from kavalai.workflow.kaval._builder import KAVAL_ONLY_OPTIONS, KavalWorkflowBuilder
-
-        if cls is WorkflowBuilder and KAVAL_ONLY_OPTIONS.intersection(options):
-            # Kaval.AI code is untyped; typed code never passes these options to this class.
-            kaval: Any = KavalWorkflowBuilder(name, **options)
-            return cast(WorkflowBuilder, kaval)
-        return super().__new__(cls)
-
-    def __getattr__(self, attribute: str) -> Any:
-        from kavalai.workflow.kaval._builder import KAVAL_ONLY_METHODS, KavalWorkflowBuilder
-
-        if attribute not in KAVAL_ONLY_METHODS:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {attribute!r}")
-        if self._kaval is None:
-            if self._nodes or self._types.declared:
-                raise AttributeError(
-                    f"WorkflowBuilder.{attribute}() is Kaval.AI 1.0's, and this builder already holds kavalai "
-                    "nodes or types: build a Kaval.AI workflow with Kaval.AI's methods from the start "
-                    "(kavalai.workflow.builder.WorkflowBuilder), or use declare_type() and the nodes' output= here."
-                )
-            self._kaval = KavalWorkflowBuilder(self._name, description=self._description)
-        return getattr(self._kaval, attribute)
 
     def __init__(
         self,

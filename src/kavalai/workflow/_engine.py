@@ -12,9 +12,8 @@ import math
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import anyio
 
@@ -22,29 +21,21 @@ from kavalai.adapters.mcp import ElicitationHandler, McpElicitation, answering
 from kavalai.workflow._executor import Emit, Execution
 from kavalai.workflow._factory import ClientFactory, RunClients, ScopedRun
 from kavalai.workflow._graph import Workflow, check_tools, checked_timeout, checked_visits
+from kavalai.workflow._load import load_workflow
 from kavalai.workflow._nodes import AgentNode, LlmNode
+from kavalai.workflow._parts import UNSET, Dialect, LoadedWorkflow, LoadOptions, _Unset, checked_options
 from kavalai.workflow._result import InputRequested, RunResult, WorkflowEvent, jsonable
 from kavalai.workflow._runners import llm_node_reply, node_agent
 from kavalai.workflow._services import Service
 from kavalai.workflow.errors import NodeError, WorkflowDefinitionError
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from kavalai import FunctionKernel
     from kavalai.agent.budget import OutputBudget
     from kavalai.durable import DurableRun, DurableRunner
     from kavalai.llm.base import LLMClient
-    from kavalai.workflow.kaval import History, Retriever
 
 __all__ = ["WorkflowEngine"]
-
-
-class _Unset:
-    pass
-
-
-_UNSET = _Unset()
 
 
 class WorkflowEngine:
@@ -91,7 +82,7 @@ class WorkflowEngine:
         llms: Mapping[str, LLMClient] | None = None,
         models: Mapping[str, Callable[[], LLMClient]] | None = None,
         max_visits: int | None = None,
-        timeout: float | _Unset | None = _UNSET,
+        timeout: float | _Unset | None = UNSET,
         services: Sequence[Service] = (),
         owns_kernel: bool | None = None,
         durable: DurableRunner | str | bool | None = None,
@@ -129,183 +120,85 @@ class WorkflowEngine:
             from kavalai.durable import resolve_runner
 
             self.durable = resolve_runner(durable)
+        # The dialect of the document the engine was loaded from, when not ours: its runs answer in its terms.
+        self._dialect: Dialect | None = None
 
     @classmethod
-    def from_yaml(
-        cls,
-        path: str | os.PathLike[str],
-        *,
-        kernel: FunctionKernel | None = None,
-        llm: LLMClient | str | None = None,
-        llms: Mapping[str, LLMClient] | None = None,
-        max_visits: int | None = None,
-        timeout: float | _Unset | None = _UNSET,
-        rag_services: Retriever | Mapping[str, Retriever] | None = None,
-        history: History | None = None,
-        durable: DurableRunner | str | bool | None = None,
-        client_factory: ClientFactory | None = None,
-    ) -> WorkflowEngine:
+    def from_yaml(cls, path: str | os.PathLike[str], **options: Unpack[LoadOptions]) -> WorkflowEngine:
         """Load a workflow from YAML text or a YAML file: build its graph and register what it declares on the
-        kernel. Both formats load: ours and Kaval.AI 1.0's (told apart by shape, see :meth:`from_dict`).
+        kernel. Every registered dialect loads: ours and Kaval.AI 1.0's (told apart by shape, see
+        :meth:`from_dict`).
 
         Args:
             path: the file, or the YAML text itself: a :class:`pathlib.Path` or a ``str`` naming an existing file
                 is read as a file; any other ``str`` containing a newline or a colon is the YAML text (as
                 Kaval.AI 1.0's ``from_yaml`` takes it). Use :meth:`from_yaml_path` to say "file" explicitly.
-            kernel: register the declared tools on this kernel instead of a new one.
-            llm, llms, max_visits, timeout, durable, client_factory: as for the constructor; ``llms`` wins over
-                the file's ``models``.
-            rag_services, history: for Kaval.AI 1.0 documents only, see :meth:`from_dict`.
+            options: ``kernel`` (register the declared tools on this kernel instead of a new one), ``llm``,
+                ``llms``, ``max_visits``, ``timeout``, ``durable``, ``client_factory`` as for the constructor
+                (``llms`` wins over the file's ``models``); ``rag_services``, ``history``, ``data_models`` for
+                Kaval.AI 1.0 documents only, see :meth:`from_dict`.
 
         Raises:
             WorkflowDefinitionError: the document is invalid; the message names the node or section and field.
+            TypeError: an option that is not one of these.
         """
-        if isinstance(path, str) and not os.path.isfile(path) and ("\n" in path or ":" in path):
-            return cls._from_text(path, Path.cwd(), text_source(path), locals())
-        return cls.from_yaml_path(
-            path,
-            kernel=kernel,
-            llm=llm,
-            llms=llms,
-            max_visits=max_visits,
-            timeout=timeout,
-            rag_services=rag_services,
-            history=history,
-            durable=durable,
-            client_factory=client_factory,
-        )
+        checked = checked_options(options)
+        return cls._from_loaded(load_workflow(path, checked), checked)
 
     @classmethod
-    def from_yaml_path(
-        cls,
-        path: str | os.PathLike[str],
-        *,
-        kernel: FunctionKernel | None = None,
-        llm: LLMClient | str | None = None,
-        llms: Mapping[str, LLMClient] | None = None,
-        max_visits: int | None = None,
-        timeout: float | _Unset | None = _UNSET,
-        rag_services: Retriever | Mapping[str, Retriever] | None = None,
-        history: History | None = None,
-        durable: DurableRunner | str | bool | None = None,
-        client_factory: ClientFactory | None = None,
-    ) -> WorkflowEngine:
-        """Load the workflow YAML file at ``path`` (either format); arguments as for :meth:`from_yaml`.
+    def from_yaml_path(cls, path: str | os.PathLike[str], **options: Unpack[LoadOptions]) -> WorkflowEngine:
+        """Load the workflow YAML file at ``path`` (any dialect); options as for :meth:`from_yaml`.
 
         Module paths and relative paths in the document are resolved against the file's directory.
         """
-        from kavalai.workflow._yaml import load_workflow_file
-
-        file = Path(path)
-        try:
-            text = file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise WorkflowDefinitionError(f"Cannot read workflow file {str(file)!r}: {exc.strerror}.") from None
-        options = locals()
-        if not _is_kaval(_safe_yaml(text, str(file))):
-            loaded = load_workflow_file(file, kernel=kernel)
-            return cls._from_loaded(loaded, options)
-        return cls._from_text(text, file.resolve().parent, str(file), options)
+        checked = checked_options(options)
+        return cls._from_loaded(load_workflow(path, checked, text=False), checked)
 
     @classmethod
     def from_dict(
         cls,
         data: Mapping[str, Any],
         *,
-        kernel: FunctionKernel | None = None,
-        llm: LLMClient | str | None = None,
-        llms: Mapping[str, LLMClient] | None = None,
-        max_visits: int | None = None,
-        timeout: float | _Unset | None = _UNSET,
-        rag_services: Retriever | Mapping[str, Retriever] | None = None,
-        history: History | None = None,
         base_dir: str | os.PathLike[str] | None = None,
-        durable: DurableRunner | str | bool | None = None,
-        client_factory: ClientFactory | None = None,
-        data_models: Mapping[str, type[BaseModel]] | None = None,
+        **options: Unpack[LoadOptions],
     ) -> WorkflowEngine:
         """Load a parsed workflow document (a dict), in our format or in Kaval.AI 1.0's.
 
         A document whose nodes have ``name``/``type`` (ours have ``id``/``kind``), or that has a key only
         Kaval.AI 1.0 uses (``data_types``, ``llm_model``, ``start``, ``templates``, ...), is read as Kaval.AI 1.0
-        and translated into our graph (see ``docs/migrating_from_kaval.md``).
+        and translated into our graph (see ``docs/migrating_from_kaval.md``); its runs answer in Kaval.AI's terms.
 
         Args:
             data: the document.
-            kernel, llm, llms, max_visits, timeout, durable, client_factory: as for the constructor.
-            rag_services: Kaval.AI 1.0 ``rag_query`` nodes: a retriever (used as ``"default"``) or retrievers by
-                service name; a retriever is any object with an async ``query(...)`` method
-                (:class:`kavalai.workflow.kaval.Retriever`).
-            history: Kaval.AI 1.0 ``history`` inputs and ``use_history``: a
-                :class:`kavalai.workflow.kaval.History`, such as :class:`~kavalai.workflow.kaval.InMemoryHistory`.
             base_dir: where module paths are looked up besides ``sys.path``; the current directory by default.
-            data_models: Kaval.AI 1.0 documents only: Pydantic models used as they are for the ``data_types`` of
-                those names (Kaval.AI's ``data_models=``, what ``WorkflowBuilder.data_model`` gives).
+            options: as for :meth:`from_yaml`, and for Kaval.AI 1.0 documents: ``rag_services`` (for
+                ``rag_query`` nodes: a retriever, used as ``"default"``, or retrievers by service name; any object
+                with an async ``query(...)`` method, :class:`kavalai.workflow.kaval.Retriever`), ``history`` (for
+                ``history`` inputs and ``use_history``: a :class:`kavalai.workflow.kaval.History` such as
+                :class:`~kavalai.workflow.kaval.InMemoryHistory`), ``data_models`` (Pydantic models used as they are
+                for the ``data_types`` of those names, as Kaval.AI's ``data_models=``).
         """
-        directory = Path.cwd() if base_dir is None else Path(base_dir)
-        if _is_kaval(data):
-            return cls._kaval(data, directory, "<dict>", locals())
-        from kavalai.workflow._yaml import load_document
-
-        return cls._from_loaded(load_document(data, base_dir=directory, kernel=kernel, source="<dict>"), locals())
+        checked = checked_options(options)
+        return cls._from_loaded(load_workflow(data, checked, base_dir=base_dir), checked)
 
     @classmethod
-    def _from_text(cls, text: str, base_dir: Path, source: str, options: Mapping[str, Any]) -> WorkflowEngine:
-        document = _safe_yaml(text, source)
-        if _is_kaval(document):
-            return cls._kaval(document, base_dir, source, options)
-        from kavalai.workflow._yaml import load_document
-
-        return cls._from_loaded(
-            load_document(document, base_dir=base_dir, kernel=options["kernel"], source=source), options
-        )
-
-    @classmethod
-    def _kaval(cls, document: Any, base_dir: Path, source: str, options: Mapping[str, Any]) -> WorkflowEngine:
-        from kavalai.workflow.kaval import load_kaval_document
-
-        kernel = options["kernel"]
-        if kernel is None:
-            from kavalai import FunctionKernel
-
-            kernel = FunctionKernel()
-        workflow = load_kaval_document(
-            document,
-            kernel=kernel,
-            base_dir=base_dir,
-            rag_services=options["rag_services"],
-            history=options["history"],
-            source=source,
-            data_models=options.get("data_models"),
-        )
-        return cls(
-            workflow,
-            kernel,
-            llm=options["llm"],
-            llms=options["llms"],
-            max_visits=options["max_visits"],
-            timeout=options["timeout"],
-            owns_kernel=options["kernel"] is None,
-            durable=options.get("durable"),
-            client_factory=options.get("client_factory"),
-        )
-
-    @classmethod
-    def _from_loaded(cls, loaded: Any, options: Mapping[str, Any]) -> WorkflowEngine:
-        return cls(
+    def _from_loaded(cls, loaded: LoadedWorkflow, options: LoadOptions) -> WorkflowEngine:
+        engine = cls(
             loaded.workflow,
             loaded.kernel,
-            llm=options["llm"],
-            llms=options["llms"],
+            llm=options.get("llm"),
+            llms=options.get("llms"),
             models=loaded.models,
-            max_visits=options["max_visits"],
-            timeout=options["timeout"],
+            max_visits=options.get("max_visits"),
+            timeout=options.get("timeout", UNSET),
             services=loaded.services,
-            owns_kernel=options["kernel"] is None,
+            owns_kernel=loaded.owns_kernel,
             durable=options.get("durable"),
             output_budget=loaded.output_budget,
             client_factory=options.get("client_factory"),
         )
+        engine._dialect = loaded.dialect
+        return engine
 
     # ---------------------------------------------------------------------------------------------- lifecycle
 
@@ -380,7 +273,7 @@ class WorkflowEngine:
         input: Any = None,
         *,
         max_visits: int | None = None,
-        timeout: float | _Unset | None = _UNSET,
+        timeout: float | _Unset | None = UNSET,
         run_id: str | None = None,
         on_elicitation: ElicitationHandler | None = None,
     ) -> RunResult:
@@ -412,10 +305,16 @@ class WorkflowEngine:
             if not isinstance(timeout, _Unset):
                 payload["timeout"] = timeout
             data = await self.durable.run(self, payload, run_id=run_id)
-            return RunResult.from_dict(data, output_type=self.workflow.output_type)
+            return self._answer(RunResult.from_dict(data, output_type=self.workflow.output_type))
         await self._prepare()
         with answering(on_elicitation):
-            return await self._execution(input, max_visits, timeout, run_id=run_id).run()
+            return self._answer(await self._execution(input, max_visits, timeout, run_id=run_id).run())
+
+    def _answer(self, result: RunResult) -> RunResult:
+        """The result as the caller's dialect asks for it (Kaval.AI 1.0's ``status == "completed"``, its
+        ``trace`` of node names), or as it is."""
+        answered: RunResult = result if self._dialect is None else self._dialect.answer(result)
+        return answered
 
     # ------------------------------------------------------------------------------------ as a durable target
 
@@ -435,7 +334,7 @@ class WorkflowEngine:
 
         run = current_run()
         await self._prepare()
-        timeout = payload.get("timeout", _UNSET)
+        timeout = payload.get("timeout", UNSET)
         execution = self._execution(
             payload.get("input"), payload.get("max_visits"), timeout, run_id=run.run_id if run else None
         )
@@ -493,7 +392,7 @@ class WorkflowEngine:
         )
 
     async def stream(
-        self, input: Any = None, *, max_visits: int | None = None, timeout: float | _Unset | None = _UNSET
+        self, input: Any = None, *, max_visits: int | None = None, timeout: float | _Unset | None = UNSET
     ) -> AsyncIterator[WorkflowEvent]:
         """Run the workflow, yielding events as they happen: ``RunStarted``, ``NodeStarted``, ``NodeFinished``
         or ``NodeFailed`` per visit, and finally ``RunFinished`` with the :class:`RunResult`.
@@ -604,32 +503,3 @@ class WorkflowEngine:
 
     def __repr__(self) -> str:
         return f"<WorkflowEngine {self.workflow!r} on {self.kernel!r}>"
-
-
-#: How much of a YAML text's first line names it in messages.
-_SOURCE_CHARS = 40
-
-
-def text_source(text: str) -> str:
-    """How messages name a workflow given as YAML text: by its first non-blank line, cut short (never the whole
-    document, which may be long or hold secrets further down)."""
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    if len(first) > _SOURCE_CHARS:
-        first = first[: _SOURCE_CHARS - 3] + "..."
-    return f"<yaml text: {first}>"
-
-
-def _safe_yaml(text: str, source: str) -> Any:
-    from kavalai.documents import load_yaml
-    from kavalai.errors import ConfigurationError
-
-    try:  # bounded: size, and aliases expanded past a limit ("billion laughs") refused before anything is built
-        return load_yaml(text, source=f"Workflow {source!r}")
-    except ConfigurationError as exc:
-        raise WorkflowDefinitionError(str(exc)) from None
-
-
-def _is_kaval(document: Any) -> bool:
-    from kavalai.workflow.kaval import is_kaval_document
-
-    return is_kaval_document(document)

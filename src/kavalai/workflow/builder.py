@@ -1,12 +1,12 @@
 """Kaval.AI 1.0's ``kavalai.workflow.builder``: its ``WorkflowBuilder``, for code that imports it from here.
 
-This one is always Kaval.AI's builder (:class:`kavalai.workflow.kaval.KavalWorkflowBuilder`): its ``build()``
-returns a Kaval.AI document and its ``build_engine()`` our engine running it. ``from kavalai.workflow import
-WorkflowBuilder`` is kavalai's own builder, which hands over to this one when it is called Kaval.AI's way.
+This is :class:`kavalai.workflow.WorkflowBuilder` speaking Kaval.AI's vocabulary from the start: its ``build()``
+returns a Kaval.AI document and its ``build_engine()`` our engine running it; ``isinstance(builder,
+kavalai.workflow.WorkflowBuilder)`` holds.
 """
 
 from __future__ import annotations
 
-from kavalai.workflow.kaval._builder import KavalWorkflowBuilder as WorkflowBuilder
+from kavalai.workflow.kaval._bilingual import KavalStyleWorkflowBuilder as WorkflowBuilder
 
 __all__ = ["WorkflowBuilder"]

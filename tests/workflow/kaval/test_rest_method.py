@@ -39,4 +39,4 @@ async def test_method_selects_the_registered_rest_tool(text_api_url: str) -> Non
         result = await engine.run({"words": 420})
     assert result.completed, result.error
     assert result.output_data == {"minutes": 3, "words": 420}
-    assert result.trace[1].inputs == {"words": 420}
+    assert result.result.trace[1].inputs == {"words": 420}

@@ -43,11 +43,12 @@ async def test_a_function_workflow_runs_offline() -> None:
     deep = await engine.run({"pond": "mill"})
     shallow = await engine.run({"pond": "duck"})
     assert deep.completed
-    assert deep.status is RunStatus.SUCCEEDED
+    assert deep.status == "completed"
+    assert deep.result.status is RunStatus.SUCCEEDED
     assert deep.output_data == {"depth_cm": 140, "unit": "cm"}
     assert deep.visited == ["begin", "measure", "deep_enough", "finish"]
     assert shallow.visited == ["begin", "measure", "deep_enough", "finish_shallow"]
-    assert deep.trace[1].inputs == {"name": "mill", "unit": "cm"}
+    assert deep.result.trace[1].inputs == {"name": "mill", "unit": "cm"}
 
 
 async def test_support_agent_routes_on_the_classification() -> None:
@@ -80,7 +81,7 @@ async def test_support_agent_technical_branch_runs_an_agent_with_tools() -> None
     result = await engine.run({"user_message": "how deep is the mill pond?"})
     assert result.completed, result.error
     assert result.visited[-2:] == ["technical_help", "finish"]
-    agent_trace = result.trace[-2]
+    agent_trace = result.result.trace[-2]
     assert [call.tool for call in agent_trace.tool_calls] == ["python://measure_pond"]
     assert agent_trace.tool_calls[0].output == {"result": {"depth_cm": 140, "unit": "cm"}}
 
@@ -128,7 +129,7 @@ async def test_rag_query_reads_the_retriever_and_the_llm_sees_the_hits() -> None
     assert retriever.queries == [
         {"text": "how deep is the mill pond", "top_k": 3, "collection": "village", "match": None}
     ]
-    hits = result.trace[1].output
+    hits = result.result.trace[1].output
     assert [hit["source_id"] for hit in hits] == ["f1", "f2"]
     assert '"source_id": "f1"' in str(llm.requests[0].messages[0].content)
 
@@ -167,7 +168,7 @@ async def test_rag_query_content_store_match_and_min_similarity() -> None:
     result = await engine.run({"user_message": "pond deep water", "year": 2024})
     assert result.completed, result.error
     assert retriever.queries[0]["match"] == {"lang": "en", "year": 2024}  # one placeholder keeps the number
-    assert result.trace[1].output == "pond deep water\n\npond water"
+    assert result.result.trace[1].output == "pond deep water\n\npond water"
 
 
 async def test_history_inputs_placeholders_and_use_history() -> None:
@@ -295,7 +296,7 @@ async def test_a_loop_is_stopped_by_our_visit_limit() -> None:
     document["python_functions"] = [{"name": "measure_pond", "path": "pond_tools.measure_pond"}]
     engine = WorkflowEngine.from_dict(document, base_dir=DATA, max_visits=7)
     result = await engine.run({"user_message": "m"})
-    assert isinstance(result.error, VisitLimitError)
+    assert isinstance(result.result.error, VisitLimitError)
     assert len(result.visited) == 7  # every allowed visit ran; the eighth was refused
 
 
@@ -327,5 +328,5 @@ async def test_timeout_seconds_bounds_an_llm_node() -> None:
 
     node = {"name": "ask", "type": "llm", "prompt": "p", "output": "output", "llm_kwargs": {"timeout_seconds": 0.05}}
     result = await WorkflowEngine.from_dict(doc(chain(node)), llm=ScriptedLLM(slow)).run({"user_message": "m"})
-    assert isinstance(result.error, NodeTimeoutError)
+    assert isinstance(result.result.error, NodeTimeoutError)
     assert result.failed_node == "ask"

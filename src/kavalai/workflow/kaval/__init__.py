@@ -2,46 +2,113 @@
 
 :meth:`WorkflowEngine.from_yaml <kavalai.workflow.WorkflowEngine.from_yaml>`, ``from_yaml_path`` and ``from_dict``
 recognise the format by its shape (nodes with ``name``/``type``) and translate it into our graph, so the graph
-checks, node-visit limits, timeouts, the trace and the event stream are the same for both formats. See
-``docs/migrating_from_kaval.md`` for every difference.
+checks, node-visit limits, timeouts, the trace and the event stream are the same for both formats; a run answers
+in Kaval.AI's terms (:class:`WorkflowState`). See ``docs/migrating_from_kaval.md`` for every difference.
+
+The wing points inward: it imports kavalai's workflow modules, and ours import nothing of it. Its one
+registration point is :mod:`kavalai.workflow.kaval._wing`, which registers the dialect with the loader when the
+package face ``kavalai.workflow`` imports the wing.
 """
 
-from kavalai.workflow.kaval._builder import KavalWorkflowBuilder
-from kavalai.workflow.kaval._models import (
-    KavalAgentNode,
-    KavalArgument,
-    KavalDocument,
-    KavalEndNode,
-    KavalFunctionNode,
-    KavalIfNode,
-    KavalLlmNode,
-    KavalParallelNode,
-    KavalPythonFunction,
-    KavalRagQueryNode,
-    KavalStartNode,
-    KavalSwitchNode,
-    KavalTemplate,
-)
-from kavalai.workflow.kaval._runtime import History, InMemoryHistory, RagHit, Retriever
-from kavalai.workflow.kaval._translate import is_kaval_document, load_kaval_document, parse_kaval_document
+from typing import TYPE_CHECKING, Any
 
-# Kaval.AI 1.0's names for the document models (its ``kavalai.workflow.models``), for code written against them.
-WorkflowGraph = KavalDocument
-ArgumentInfo = KavalArgument
-PythonFunction = KavalPythonFunction
-TemplateModel = KavalTemplate
-StartNode = KavalStartNode
-EndNode = KavalEndNode
-LLMNode = KavalLlmNode
-AgentNode = KavalAgentNode
-FunctionNode = KavalFunctionNode
-IfNode = KavalIfNode
-SwitchNode = KavalSwitchNode
-ParallelNode = KavalParallelNode
-RagQueryNode = KavalRagQueryNode
-WorkflowBuilder = KavalWorkflowBuilder
+# The wing's one registration point: importing the wing registers Kaval.AI 1.0's dialect with the loader. The rest
+# is imported when first asked for, so `import kavalai.workflow` (whose face imports the wing for its builder)
+# pays only for what a program uses.
+from kavalai.workflow.kaval._wing import KAVAL_DIALECT, is_kaval_document
+
+if TYPE_CHECKING:
+    from kavalai.workflow.kaval._builder import KavalWorkflowBuilder
+    from kavalai.workflow.kaval._models import (
+        KavalAgentNode,
+        KavalArgument,
+        KavalDocument,
+        KavalEndNode,
+        KavalFunctionNode,
+        KavalIfNode,
+        KavalLlmNode,
+        KavalParallelNode,
+        KavalPythonFunction,
+        KavalRagQueryNode,
+        KavalStartNode,
+        KavalSwitchNode,
+        KavalTemplate,
+    )
+    from kavalai.workflow.kaval._runtime import History, InMemoryHistory, RagHit, Retriever
+    from kavalai.workflow.kaval._state import WorkflowState
+    from kavalai.workflow.kaval._translate import load_kaval_document, parse_kaval_document
+
+    WorkflowGraph = KavalDocument
+    ArgumentInfo = KavalArgument
+    PythonFunction = KavalPythonFunction
+    TemplateModel = KavalTemplate
+    StartNode = KavalStartNode
+    EndNode = KavalEndNode
+    LLMNode = KavalLlmNode
+    AgentNode = KavalAgentNode
+    FunctionNode = KavalFunctionNode
+    IfNode = KavalIfNode
+    SwitchNode = KavalSwitchNode
+    ParallelNode = KavalParallelNode
+    RagQueryNode = KavalRagQueryNode
+    WorkflowBuilder = KavalWorkflowBuilder
+
+#: Where each lazily imported name lives: (module, attribute). Kaval.AI 1.0's names for the document models (its
+#: ``kavalai.workflow.models``) are aliases of ours.
+_LAZY: dict[str, tuple[str, str]] = {
+    **{name: ("_builder", name) for name in ("KavalWorkflowBuilder",)},
+    **{
+        name: ("_models", name)
+        for name in (
+            "KavalAgentNode",
+            "KavalArgument",
+            "KavalDocument",
+            "KavalEndNode",
+            "KavalFunctionNode",
+            "KavalIfNode",
+            "KavalLlmNode",
+            "KavalParallelNode",
+            "KavalPythonFunction",
+            "KavalRagQueryNode",
+            "KavalStartNode",
+            "KavalSwitchNode",
+            "KavalTemplate",
+        )
+    },
+    **{name: ("_runtime", name) for name in ("History", "InMemoryHistory", "RagHit", "Retriever")},
+    "WorkflowState": ("_state", "WorkflowState"),
+    "load_kaval_document": ("_translate", "load_kaval_document"),
+    "parse_kaval_document": ("_translate", "parse_kaval_document"),
+    "WorkflowGraph": ("_models", "KavalDocument"),
+    "ArgumentInfo": ("_models", "KavalArgument"),
+    "PythonFunction": ("_models", "KavalPythonFunction"),
+    "TemplateModel": ("_models", "KavalTemplate"),
+    "StartNode": ("_models", "KavalStartNode"),
+    "EndNode": ("_models", "KavalEndNode"),
+    "LLMNode": ("_models", "KavalLlmNode"),
+    "AgentNode": ("_models", "KavalAgentNode"),
+    "FunctionNode": ("_models", "KavalFunctionNode"),
+    "IfNode": ("_models", "KavalIfNode"),
+    "SwitchNode": ("_models", "KavalSwitchNode"),
+    "ParallelNode": ("_models", "KavalParallelNode"),
+    "RagQueryNode": ("_models", "KavalRagQueryNode"),
+    "WorkflowBuilder": ("_builder", "KavalWorkflowBuilder"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    found = _LAZY.get(name)
+    if found is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{found[0]}"), found[1])
+    globals()[name] = value
+    return value
+
 
 __all__ = [
+    "KAVAL_DIALECT",
     "AgentNode",
     "ArgumentInfo",
     "EndNode",
@@ -74,6 +141,7 @@ __all__ = [
     "TemplateModel",
     "WorkflowBuilder",
     "WorkflowGraph",
+    "WorkflowState",
     "is_kaval_document",
     "load_kaval_document",
     "parse_kaval_document",

@@ -10,12 +10,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from itertools import combinations
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kavalai.llm.base import ModelSettings
-from kavalai.workflow import WorkflowDefinitionError
 from kavalai.workflow._graph import did_you_mean
-from kavalai.workflow.kaval._models import (
+from kavalai.workflow.errors import WorkflowDefinitionError
+from kavalai.workflow.kaval._node_models import (
     KavalAgentNode,
     KavalEndNode,
     KavalFunctionNode,
@@ -28,7 +28,23 @@ from kavalai.workflow.kaval._models import (
 )
 
 if TYPE_CHECKING:
-    from kavalai.workflow.kaval._models import KavalDocument, KavalNode
+    from kavalai.workflow.kaval._node_models import KavalNode
+
+
+class KavalDocument(Protocol):
+    """What the checks read of a document (:class:`kavalai.workflow.kaval.KavalDocument`, which runs them as it
+    is validated)."""
+
+    nodes: list[Any]
+    start_node: str | None
+    data_types: dict[str, dict[str, Any]]
+    llm_model: str | None
+    llm_kwargs: dict[str, Any]
+
+    @property
+    def start(self) -> str:
+        """The start node's name."""
+
 
 __all__ = ["MODEL_NODES", "WRITERS", "check_document", "model_settings", "reachable", "targets"]
 

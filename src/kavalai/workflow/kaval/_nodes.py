@@ -13,17 +13,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from kavalai.llm.base import ModelSettings
-from kavalai.workflow import (
-    EndNode,
-    Expression,
-    NodeBase,
-    NodeError,
-    NodeTrace,
-    ParallelNode,
-    StartNode,
-    ToolCallTrace,
-)
+from kavalai.workflow._expressions import Expression
+from kavalai.workflow._nodes import EndNode, NodeBase, ParallelNode, StartNode
+from kavalai.workflow._result import NodeTrace, ToolCallTrace
 from kavalai.workflow._types import DataType
+from kavalai.workflow.errors import NodeError
 from kavalai.workflow.kaval._models import KavalArgument
 from kavalai.workflow.kaval._runtime import (
     KavalRuntime,

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_jsonable_python
 
-from kavalai.workflow import ExpressionError, NodeError, compile_expression
-from kavalai.workflow._expressions import _Evaluator, _Missing, read_key
+from kavalai.workflow._expressions import _Evaluator, _Missing, compile_expression, read_key
+from kavalai.workflow.errors import ExpressionError, NodeError
 
 if TYPE_CHECKING:
     from kavalai.llm.messages import Message

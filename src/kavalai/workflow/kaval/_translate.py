@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from kavalai.workflow import ExpressionError, NodeBase, Workflow, WorkflowDefinitionError, compile_expression
-from kavalai.workflow._graph import _RESERVED, did_you_mean
+from kavalai.workflow._expressions import compile_expression
+from kavalai.workflow._graph import _RESERVED, Workflow, did_you_mean
+from kavalai.workflow._nodes import NodeBase
 from kavalai.workflow._types import TypeRegistry
+from kavalai.workflow.errors import ExpressionError, WorkflowDefinitionError
 from kavalai.workflow.kaval._checks import MODEL_NODES, WRITERS, model_settings, reachable
 from kavalai.workflow.kaval._dialect import kaval_json_schema
 from kavalai.workflow.kaval._models import (
@@ -48,28 +50,11 @@ from kavalai.workflow.kaval._runtime import PLACEHOLDER, History, KavalRuntime, 
 if TYPE_CHECKING:
     from kavalai import FunctionKernel
 
-__all__ = ["is_kaval_document", "load_kaval_document", "parse_kaval_document"]
+__all__ = ["load_kaval_document", "parse_kaval_document"]
 
-_KAVAL_KEYS = frozenset({"data_types", "llm_model", "llm_kwargs", "version", "templates", "rag_service",
-                         "rag_collection", "start"})  # fmt: skip
 #: Upstream's ``llm_kwargs`` keys: the first two are applied, ``timeout_seconds`` bounds an llm node.
 _SETTINGS = {"temperature": "temperature", "max_output_tokens": "max_tokens"}
 _UNSUPPORTED_SETTINGS = frozenset({"top_p", "reasoning_effort", "service_tier", "stream_timeout_seconds"})
-
-
-def is_kaval_document(document: Any) -> bool:
-    """Whether a parsed YAML document has the Kaval.AI 1.0 shape: nodes with ``name``/``type`` (ours have
-    ``id``/``kind``), or a top-level key only that format has (``data_types``, ``llm_model``, ``start``, ...)."""
-    if not isinstance(document, Mapping):
-        return False
-    nodes = document.get("nodes")
-    if isinstance(nodes, list) and nodes and isinstance(nodes[0], Mapping):
-        first = nodes[0]
-        if "kind" in first or "id" in first:
-            return False
-        if "type" in first or "name" in first:
-            return True
-    return any(key in document for key in _KAVAL_KEYS)
 
 
 #: What every message about an invalid Kaval.AI document starts with (Kaval.AI 1.0's tests match these words).
