@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio.to_thread
 
+from kavalai.agent._rescore import Rescorer
 from kavalai.agent._search_text import (
     MAX_QUERY_CHARS,
     MAX_QUERY_WORDS,
@@ -46,9 +47,11 @@ from kavalai.agent._search_text import (
     stems_of,
     summary_of,
     tokens,
+    value_words,
     words,
 )
 from kavalai.agent._spelling import MIN_LENGTH, Spelling
+from kavalai.agent._vocabulary import expand
 
 if TYPE_CHECKING:
     from kavalai.agent.embeddings import Embedder
@@ -61,6 +64,7 @@ __all__ = [
     "RRF_K",
     "SEARCH_HINT",
     "SEARCH_TOOLS",
+    "VALUE_WEIGHT",
     "ToolSearch",
 ]
 
@@ -77,6 +81,11 @@ ARGUMENT_WEIGHT: Final = 0.5
 #: The embedding ranking's weight in the fusion, BM25's being 1: users' own words often share no word with the
 #: tool, and there the meaning decides (chosen on the development set; see bench/tool_search.py).
 EMBEDDING_WEIGHT: Final = 5.0
+#: How much a word of a URL or path in the query counts in BM25 beside the query's other words: "circleci" in
+#: ".circleci/config.yml" says what the request is about, "notes" in "./notes/today.txt" only where the file is
+#: (the highest weight at which tests/agent/test_search_ranking.py's paths still find the tool that reads them).
+#: Those words also name servers for the second stage (:mod:`kavalai.agent._rescore`).
+VALUE_WEIGHT: Final = 0.1
 #: Reciprocal rank fusion's damping constant: each ranking adds ``weight / (RRF_K + rank)``.
 RRF_K: Final = 20
 _NAME_REPEAT: Final = 3  # the name's words count thrice in BM25: a name says what a tool does in a few words
@@ -85,6 +94,7 @@ _CACHE_LIMIT: Final = 50_000  # tool documents' vectors kept per embedder (a cat
 _vectors: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 _THREAD_ABOVE: Final = 500  # without an embedder, a search over this many tools or fewer takes well under 1 ms
 _LETTERS: Final = re.compile(f"[A-Za-z]{{{MIN_LENGTH},}}")  # words long enough to be corrected
+_WORDS_KEPT: Final = 10  # BM25's best go to the second stage even where the fusion ranks them lower than the pool
 _SHORTLIST: Final = 400  # tools compared view by view after the coarse pass chose them (see ToolSearch._semantic)
 _COARSE_DIMS: Final = 64  # dimensions the coarse pass compares
 
@@ -140,6 +150,7 @@ class ToolSearch:
         self._main = _bm25(bm25s, [stems_of(name) * _NAME_REPEAT + stems_of(text) for name, text, _ in found])
         self._arguments = _bm25(bm25s, [stems_of(args) for _, _, args in found])
         self._spelling = Spelling(chain.from_iterable(chain.from_iterable(three) for three in found))
+        self._rescorer = _rescorer([name for name, _, _ in fields], [name for name, _, _ in found])
         self._embedder = embedder
         self._results: dict[int, dict[str, Any]] = {}
         self._matrix = self._coarse = None
@@ -176,12 +187,16 @@ class ToolSearch:
 
         The query is cut to :data:`MAX_QUERY_CHARS` characters and its first :data:`MAX_QUERY_WORDS` words.
         """
-        query = self._corrected(plain(_bounded(query)))
+        bounded = _bounded(query)
+        query = self._corrected(expand(plain(bounded)))
+        values = " ".join(value_words(bounded).split()[:MAX_QUERY_WORDS])
         k = min(limit or self.limit, len(self._kept))
         if k == 0 or not words(query):
             return []
         pool = min(len(self._kept), max(10 * k, 50) + len(exclude))
-        ranked = self._lexical(query, pool) if self._matrix is None else self._fused(query, pool)
+        first = self._lexical(query, pool, values) if self._matrix is None else self._fused(query, pool, values)
+        cut = " ".join(query.split()[:MAX_QUERY_WORDS])
+        ranked = self._rescorer.rescore(words(cut), stems(cut), *first, servers=words(values))
         found = (self._kept[i] for i in ranked)
         return [self._result(i) for i in islice((i for i in found if self._names[i] not in exclude), k)]
 
@@ -231,38 +246,45 @@ class ToolSearch:
             result["also"] = list(self._also[index])
         return result
 
-    def _scores(self, query: str) -> Any:
-        """Each kept tool's BM25 score: name and description, plus the arguments' at :data:`ARGUMENT_WEIGHT`."""
+    def _scores(self, query: str, values: str = "") -> Any:
+        """Each kept tool's BM25 score: name and description, plus the arguments' at :data:`ARGUMENT_WEIGHT`;
+        the words of the query's URLs and paths (``values``) count at :data:`VALUE_WEIGHT`."""
         import numpy as np
 
-        tokens = stems(query, limit=MAX_QUERY_WORDS)
         total = np.zeros(len(self._kept), dtype=np.float32)
-        for index, weight in ((self._main, 1.0), (self._arguments, ARGUMENT_WEIGHT)):
-            if index is None:
-                continue
-            known = [token for token in tokens if token in index.vocab_dict]
-            if known:
-                total += weight * index.get_scores(known)
+        for text, scale in ((query, 1.0), (values, VALUE_WEIGHT)):
+            tokens = stems(text, limit=MAX_QUERY_WORDS)
+            for index, weight in ((self._main, 1.0), (self._arguments, ARGUMENT_WEIGHT)):
+                known = [token for token in tokens if index is not None and token in index.vocab_dict]
+                if known:
+                    total += scale * weight * index.get_scores(known)
         return total
 
-    def _lexical(self, query: str, k: int) -> list[int]:
-        """Kept tools' places by BM25 score, best first; only tools sharing a word with the query."""
-        scores = self._scores(query)
-        return [int(i) for i in _top(scores, k) if scores[i] > 0]
+    def _lexical(self, query: str, k: int, values: str = "") -> tuple[list[int], list[float]]:
+        """Kept tools' places by BM25 score, best first, and their scores; only tools sharing a word with the
+        query."""
+        scores = self._scores(query, values)
+        ranked = [int(i) for i in _top(scores, k) if scores[i] > 0]
+        return ranked, [float(scores[i]) for i in ranked]
 
-    def _fused(self, query: str, k: int) -> list[int]:
+    def _fused(self, query: str, k: int, values: str = "") -> tuple[list[int], list[float]]:
         """The BM25 and embedding rankings fused by reciprocal rank: each tool scores the weighted sum of
-        1 / (RRF_K + rank) over the rankings it is in, so agreement wins and neither ranking's scale matters."""
+        1 / (RRF_K + rank) over the rankings it is in, so agreement wins and neither ranking's scale matters.
+        The best ``k``, and their scores."""
 
         assert self._embedder is not None
         cut = " ".join(query.split()[:MAX_QUERY_WORDS])
         (query_vector,) = _unit_rows(self._embedder([cut]), 1)
         semantic = self._semantic(query_vector, k)
         fused: dict[int, float] = {}
-        for weight, ranking in ((1.0, self._lexical(query, k)), (EMBEDDING_WEIGHT, semantic)):
+        lexical = self._lexical(query, k, values)[0]
+        for weight, ranking in ((1.0, lexical), (EMBEDDING_WEIGHT, semantic)):
             for rank, index in enumerate(ranking, start=1):
                 fused[int(index)] = fused.get(int(index), 0.0) + weight / (RRF_K + rank)
-        return sorted(fused, key=lambda index: (-fused[index], index))[:k]
+        ranked = sorted(fused, key=lambda index: (-fused[index], index))[:k]
+        kept = set(ranked)
+        ranked += [index for index in lexical[:_WORDS_KEPT] if index not in kept]  # for the second stage to weigh
+        return ranked, [fused[index] for index in ranked]
 
     def _semantic(self, query_vector: Any, k: int) -> list[int]:
         """Kept tools' places by cosine to the query, best first. A tool is as close as its closer view (see
@@ -363,6 +385,14 @@ def _bm25(bm25s: Any, documents: list[list[str]]) -> Any:
     index = bm25s.BM25(**_BM25)
     index.index(documents, show_progress=False)
     return index
+
+
+def _rescorer(names: list[str], found: list[list[str]]) -> Rescorer:
+    """The second stage over the kept tools' names (``server.tool`` after the scheme) and their words."""
+    servers = [name.split(".", 1)[0].lower() if "." in name else "" for name in names]
+    name_words = [[word.lower() for word in words_found] for words_found in found]
+    name_stems = [set(stems_of(words_found)) for words_found in found]
+    return Rescorer(servers, name_words, name_stems)
 
 
 def _bounded(query: str) -> str:
