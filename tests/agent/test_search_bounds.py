@@ -12,7 +12,7 @@ from typing import Any
 
 from kavalai import FunctionKernel, pythontool
 from kavalai.agent import Agent
-from kavalai.agent.search import MAX_QUERY_CHARS, MAX_QUERY_WORDS, ToolSearch
+from kavalai.agent.search import MAX_QUERY_CHARS, MAX_QUERY_WORDS, RESULTS, ToolSearch
 from kavalai.testing import ScriptedLLM, tool_call
 
 TOOLS = [
@@ -113,7 +113,7 @@ def _results(result: Any) -> list[list[str]]:
 
 async def test_a_search_again_shows_only_new_tools_unless_asked_and_the_first_request_says_how() -> None:
     kernel = FunctionKernel()
-    for i in range(12):
+    for i in range(24):  # two searches of ten, and more
 
         def forecast(city: str) -> str:
             return city
@@ -131,7 +131,7 @@ async def test_a_search_again_shows_only_new_tools_unless_asked_and_the_first_re
     )
     result = await Agent(llm, kernel=kernel, tool_search=True, search_embedder=None).run("Weather?")
     first, second, third = _results(result)
-    assert len(first) == len(second) == 5
+    assert len(first) == len(second) == RESULTS
     assert not set(first) & set(second)
     assert set(third) <= set(first) | set(second)
     system = llm.requests[0].messages[0]

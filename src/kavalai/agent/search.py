@@ -61,15 +61,26 @@ __all__ = [
     "EMBEDDING_WEIGHT",
     "MAX_QUERY_CHARS",
     "MAX_QUERY_WORDS",
+    "NOTHING_FOUND",
+    "RESULTS",
     "RRF_K",
     "SEARCH_HINT",
     "SEARCH_TOOLS",
     "VALUE_WEIGHT",
     "ToolSearch",
+    "model_result",
 ]
 
 #: The name the model calls to search (handled by the agent, not the kernel).
 SEARCH_TOOLS: Final = "search_tools"
+#: How many candidates one search shows the model: the right tool is in the first 10 far more often than in the
+#: first 5 (bench/tool_search.py), and ten compact lines cost a few hundred tokens.
+RESULTS: Final = 10
+#: What a search that found nothing tells the model.
+NOTHING_FOUND: Final = (
+    "No tool matched. Search again with the words tools use for this (an action and a thing, such as "
+    "'create issue' or 'list files'), not the user's words."
+)
 #: Added to the agent's instructions when it searches: how to search, in the first request.
 SEARCH_HINT: Final = (
     "Only some tools are offered now. To find others, call search_tools with a few words in the tools' own "
@@ -136,7 +147,7 @@ class ToolSearch:
     """
 
     def __init__(
-        self, descriptions: Sequence[Mapping[str, Any]], *, limit: int = 5, embedder: Embedder | None = None
+        self, descriptions: Sequence[Mapping[str, Any]], *, limit: int = RESULTS, embedder: Embedder | None = None
     ) -> None:
         bm25s = _import_bm25s()
         self.limit = limit
@@ -318,10 +329,11 @@ class ToolSearch:
             "name": SEARCH_TOOLS,
             "description": f"Find tools for a task among the {len(self._names)} available. Search with a few words "
             "in the tools' own vocabulary (the action and the thing: 'terminate workflow', 'delete file', 'add "
-            "numbers'), not the user's whole request. Each result gives a tool's name, what it does and its "
-            "required arguments; the tools found can be called from the next step on. A search does not repeat "
-            "tools an earlier one showed (set show_seen to see them again); when nothing fits, search again with "
-            "other words.",
+            f"numbers'), not the user's whole request. Up to {self.limit} candidates, best first, each a tool's "
+            "name, what it does in one line and its required arguments; the tools found can be called from the "
+            "next step on. A search does not repeat tools an earlier one showed (set show_seen to see them "
+            "again). When none fits, search again in the tools' own words: those of the names and descriptions "
+            "the results showed.",
             "inputSchema": {
                 "type": "object",
                 "properties": {
@@ -340,6 +352,11 @@ class ToolSearch:
                 "required": ["query"],
             },
         }
+
+
+def model_result(found: list[dict[str, Any]]) -> dict[str, Any]:
+    """What ``search_tools`` returns to the model: the candidates, and where there are none, what to do next."""
+    return {"tools": found} if found else {"tools": [], "note": NOTHING_FOUND}
 
 
 def _cosines(matrix: Any, vector: Any) -> Any:
