@@ -103,3 +103,31 @@ def test_a_server_the_user_names_is_preferred() -> None:
     for server in ("github", "sentry", "jira"):
         assert _names(search, f"search the open issues in {server}")[0] == f"{server}.search_issues"
     assert len(_names(search, "search the open issues")) == 3  # named none: all found
+
+
+class _Counting:
+    """A toy encoder that puts texts with "halt" near the query and counts what it is asked to encode."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        self.texts.extend(texts)
+        return [[1.0, 0.0] if "halt" in text or "kill" in text else [0.0, 1.0] for text in texts]
+
+
+def test_the_optional_reranker_reorders_the_candidates_and_caches_its_vectors() -> None:
+    tools = [
+        _tool("wf.show_workflow", "Show a workflow."),
+        _tool("wf.list_workflows", "List the workflows."),
+        _tool("wf.halt_run", "Halt a workflow run."),
+    ]
+    assert _names(ToolSearch(tools), "kill the workflow")[0] == "wf.show_workflow"
+    encoder = _Counting()
+    search = ToolSearch(tools, reranker=encoder)
+    assert len(encoder.texts) == 3  # each tool's summary, once
+    assert _names(search, "kill the workflow")[0] == "wf.halt_run"
+    assert _names(search, "kill the workflow")[0] == "wf.halt_run"
+    assert encoder.texts[3:] == ["kill the workflow"]  # the query's vector is kept
+    ToolSearch(tools, reranker=encoder)
+    assert len(encoder.texts) == 4  # and the tools' vectors, per encoder

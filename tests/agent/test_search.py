@@ -235,3 +235,16 @@ def test_a_search_shows_up_to_ten_and_says_what_to_do_when_nothing_matched(catal
     assert len(search.search("convert or forecast")) == RESULTS  # 8 tools convert, 4 forecast: ten are shown
     assert model_result(search.search("zebra migration")) == {"tools": [], "note": NOTHING_FOUND}
     assert model_result(search.search("weather"))["tools"][0]["name"].endswith(".weather")
+
+
+async def test_an_agent_reranks_with_the_reranker_it_is_given(catalog: FunctionKernel) -> None:
+    with pytest.raises(ValueError, match="search_reranker"):
+        Agent(ScriptedLLM(["done"]), kernel=catalog, search_reranker="cross-encoder")  # type: ignore[arg-type]
+
+    def near_email(texts: Any) -> list[list[float]]:  # the query, and globex's tools, are near each other
+        return [[1.0, 0.0] if "globex" in text or text.startswith("send") else [0.0, 1.0] for text in texts]
+
+    llm = ScriptedLLM([tool_call("search_tools", {"query": "send an email message"}), "done"])
+    agent = Agent(llm, kernel=catalog, search_embedder=None, search_reranker=near_email)
+    result = await agent.run("Mail Bob.")
+    assert result.tool_calls[0].result["tools"][0]["name"] == "python://globex.email"

@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
+import threading
 import weakref
 from collections.abc import Collection, Mapping, Sequence
 from itertools import chain, islice
@@ -62,6 +63,7 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_QUERY_WORDS",
     "NOTHING_FOUND",
+    "RERANK_WEIGHT",
     "RESULTS",
     "RRF_K",
     "SEARCH_HINT",
@@ -97,6 +99,8 @@ EMBEDDING_WEIGHT: Final = 5.0
 #: (the highest weight at which tests/agent/test_search_ranking.py's paths still find the tool that reads them).
 #: Those words also name servers for the second stage (:mod:`kavalai.agent._rescore`).
 VALUE_WEIGHT: Final = 0.1
+#: The optional reranker's cosine weight beside the first stage's score (scaled so the best is 1).
+RERANK_WEIGHT: Final = 2.0
 #: Reciprocal rank fusion's damping constant: each ranking adds ``weight / (RRF_K + rank)``.
 RRF_K: Final = 20
 _NAME_REPEAT: Final = 3  # the name's words count thrice in BM25: a name says what a tool does in a few words
@@ -105,6 +109,7 @@ _CACHE_LIMIT: Final = 50_000  # tool documents' vectors kept per embedder (a cat
 _vectors: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 _THREAD_ABOVE: Final = 500  # without an embedder, a search over this many tools or fewer takes well under 1 ms
 _LETTERS: Final = re.compile(f"[A-Za-z]{{{MIN_LENGTH},}}")  # words long enough to be corrected
+_QUERIES_KEPT: Final = 1_024  # queries' vectors the reranker keeps (an agent repeats its searches)
 _WORDS_KEPT: Final = 10  # BM25's best go to the second stage even where the fusion ranks them lower than the pool
 _SHORTLIST: Final = 400  # tools compared view by view after the coarse pass chose them (see ToolSearch._semantic)
 _COARSE_DIMS: Final = 64  # dimensions the coarse pass compares
@@ -147,7 +152,12 @@ class ToolSearch:
     """
 
     def __init__(
-        self, descriptions: Sequence[Mapping[str, Any]], *, limit: int = RESULTS, embedder: Embedder | None = None
+        self,
+        descriptions: Sequence[Mapping[str, Any]],
+        *,
+        limit: int = RESULTS,
+        embedder: Embedder | None = None,
+        reranker: Embedder | None = None,
     ) -> None:
         bm25s = _import_bm25s()
         self.limit = limit
@@ -166,11 +176,12 @@ class ToolSearch:
         self._results: dict[int, dict[str, Any]] = {}
         self._matrix = self._coarse = None
         self._views = 0
+        names = [" ".join(word.lower() for word in name) for name, _, _ in found]
+        summaries = [summary_of(name, text) for name, (_, text, _) in zip(names, fields, strict=True)]
+        self._reranker = _Reranker(reranker, summaries) if reranker is not None and self._kept else None
         if embedder is not None and self._kept:
             # Views of each tool (arguments blur what a tool does): its name's words, for an embedder that wants
             # them (see _views), and name + description; rows [0, n), [n, 2n) of one matrix: a query is one product.
-            names = [" ".join(word.lower() for word in name) for name, _, _ in found]
-            summaries = [summary_of(name, text) for name, (_, text, _) in zip(names, fields, strict=True)]
             self._views = _views(embedder)
             self._matrix = _document_vectors(embedder, (names if self._views == 2 else []) + summaries)
             self._coarse = _coarse(self._matrix, len(self._kept))
@@ -206,6 +217,8 @@ class ToolSearch:
             return []
         pool = min(len(self._kept), max(10 * k, 50) + len(exclude))
         first = self._lexical(query, pool, values) if self._matrix is None else self._fused(query, pool, values)
+        if self._reranker is not None:
+            first = self._reranker.rerank(" ".join(query.split()[:MAX_QUERY_WORDS]), *first)
         cut = " ".join(query.split()[:MAX_QUERY_WORDS])
         ranked = self._rescorer.rescore(words(cut), stems(cut), *first, servers=words(values))
         found = (self._kept[i] for i in ranked)
@@ -352,6 +365,35 @@ class ToolSearch:
                 "required": ["query"],
             },
         }
+
+
+class _Reranker:
+    """The second stage's optional encoder: each candidate's first-stage score (scaled so the best is 1) plus
+    :data:`RERANK_WEIGHT` times the cosine of the query and the tool's summary by a stronger encoder than the
+    first stage's (all-MiniLM-L6-v2, :func:`~kavalai.agent.embeddings.minilm_embedder`). Tools' vectors are
+    cached like the embedder's (and, for MiniLM, on disk); a query's, for the last :data:`_QUERIES_KEPT` queries."""
+
+    def __init__(self, encoder: Embedder, summaries: list[str]) -> None:
+        self._encoder = encoder
+        self._matrix = _document_vectors(encoder, summaries)
+        self._queries: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def rerank(self, query: str, candidates: list[int], scores: list[float]) -> tuple[list[int], list[float]]:
+        top = max(scores, default=0.0) or 1.0
+        near = self._matrix[candidates] @ self._vector(query) if candidates else []
+        return candidates, [score / top + RERANK_WEIGHT * float(c) for score, c in zip(scores, near, strict=True)]
+
+    def _vector(self, query: str) -> Any:
+        with self._lock:
+            found = self._queries.get(query)
+        if found is None:
+            (found,) = _unit_rows(self._encoder([query]), 1)
+            with self._lock:
+                if len(self._queries) >= _QUERIES_KEPT:
+                    self._queries.pop(next(iter(self._queries)))
+                self._queries[query] = found
+        return found
 
 
 def model_result(found: list[dict[str, Any]]) -> dict[str, Any]:
