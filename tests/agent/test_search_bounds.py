@@ -4,6 +4,7 @@ libraries print nothing unless the application configured logging."""
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import threading
@@ -141,3 +142,23 @@ async def test_a_search_again_shows_only_new_tools_unless_asked_and_the_first_re
     spec = next(tool for tool in llm.requests[0].tools if tool.name == "search_tools")
     assert "required arguments" in spec.description
     assert "show_seen" in spec.input_schema["properties"]
+
+
+def test_what_a_search_shows_the_model_is_bounded_whatever_the_tools_say() -> None:
+    from kavalai.agent.search import model_result
+
+    required = [f"argument_{i}_" + "x" * 500 for i in range(1_000)]
+    schema = {"type": "object", "properties": {name: {"type": "string"} for name in required}, "required": required}
+    tools = [
+        {"name": f"huge{i}.tool", "description": f"Says a lot {i}. " * 10_000, "inputSchema": schema} for i in range(30)
+    ]
+    copies = [{**tools[0], "name": f"copy{i}.tool"} for i in range(100)]  # the same tool offered 101 times
+    [once] = ToolSearch([tools[0], *copies]).search("says a lot")
+    assert len(once["also"]) == 10
+    found = model_result(ToolSearch(tools).search("says a lot"))["tools"]
+    assert len(found) == RESULTS
+    for hit in found:
+        assert len(hit["description"]) <= 160
+        assert len(hit["required"]) == 16
+        assert all(len(name) == 64 for name in hit["required"])
+    assert len(json.dumps(found)) < RESULTS * 1_500  # ten compact lines, far under the default output budget

@@ -109,6 +109,9 @@ _CACHE_LIMIT: Final = 50_000  # tool documents' vectors kept per embedder (a cat
 _vectors: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 _THREAD_ABOVE: Final = 500  # without an embedder, a search over this many tools or fewer takes well under 1 ms
 _LETTERS: Final = re.compile(f"[A-Za-z]{{{MIN_LENGTH},}}")  # words long enough to be corrected
+_ALSO_SHOWN: Final = 10  # a result names at most this many copies of its tool
+_REQUIRED_SHOWN: Final = 16  # a result names at most this many required arguments, each cut to _ARGUMENT_CHARS
+_ARGUMENT_CHARS: Final = 64
 _QUERIES_KEPT: Final = 1_024  # queries' vectors the reranker keeps (an agent repeats its searches)
 _WORDS_KEPT: Final = 10  # BM25's best go to the second stage even where the fusion ranks them lower than the pool
 _SHORTLIST: Final = 400  # tools compared view by view after the coarse pass chose them (see ToolSearch._semantic)
@@ -264,10 +267,10 @@ class ToolSearch:
         result = {
             "name": self._names[index],
             "description": one_line(str(tool.get("description") or "")),
-            "required": required_arguments(tool),
+            "required": [argument[:_ARGUMENT_CHARS] for argument in required_arguments(tool)[:_REQUIRED_SHOWN]],
         }
         if index in self._also:
-            result["also"] = list(self._also[index])
+            result["also"] = self._also[index][:_ALSO_SHOWN]
         return result
 
     def _scores(self, query: str, values: str = "") -> Any:
