@@ -84,12 +84,10 @@ class Rescorer:
         asked = action(query_words)
         named = self._named.intersection([*query_words, *servers])
         rare = {stem: self._rarity[stem] for stem in query_stems if stem in self._rarity}
-        final = {}
+        final, rarest = {}, {}
         for index, score in zip(candidates, scores, strict=True):
-            value = score / top
-            matched = [rare[stem] for stem in self._stems[index].intersection(rare)]
-            if matched:
-                value += NAME_WEIGHT * max(matched)
+            found = rarest[index] = self._rarest(index, rare) if rare else 0.0
+            value = score / top + NAME_WEIGHT * found
             if self._servers[index] in named:
                 value += SERVER_WEIGHT
             done = self._actions[index]
@@ -97,7 +95,7 @@ class Rescorer:
                 value += ACTION_WEIGHT if asked == done else -ACTION_WEIGHT if _conflict(asked, done) else 0.0
             final[index] = value
         ranked = sorted(final, key=lambda index: (-final[index], index))
-        return _promoted(ranked, [i for i in ranked if self._rarest(i, rare) >= RARE])
+        return _promoted(ranked, [i for i in ranked if rarest[i] >= RARE])
 
     def _rarest(self, index: int, rare: dict[str, float]) -> float:
         return max((rare[stem] for stem in self._stems[index].intersection(rare)), default=0.0)

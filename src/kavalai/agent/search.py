@@ -109,6 +109,7 @@ _CACHE_LIMIT: Final = 50_000  # tool documents' vectors kept per embedder (a cat
 _vectors: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 _THREAD_ABOVE: Final = 500  # without an embedder, a search over this many tools or fewer takes well under 1 ms
 _LETTERS: Final = re.compile(f"[A-Za-z]{{{MIN_LENGTH},}}")  # words long enough to be corrected
+_POOL: Final = 50  # candidates each ranking gives the fusion, and the fusion the second stage
 _ALSO_SHOWN: Final = 10  # a result names at most this many copies of its tool
 _REQUIRED_SHOWN: Final = 16  # a result names at most this many required arguments, each cut to _ARGUMENT_CHARS
 _ARGUMENT_CHARS: Final = 64
@@ -218,7 +219,7 @@ class ToolSearch:
         k = min(limit or self.limit, len(self._kept))
         if k == 0 or not words(query):
             return []
-        pool = min(len(self._kept), max(10 * k, 50) + len(exclude))
+        pool = min(len(self._kept), max(2 * k, _POOL) + len(exclude))
         first = self._lexical(query, pool, values) if self._matrix is None else self._fused(query, pool, values)
         if self._reranker is not None:
             first = self._reranker.rerank(" ".join(query.split()[:MAX_QUERY_WORDS]), *first)
