@@ -172,10 +172,14 @@ class ToolSearch:
         self._kept = self._collapse()  # the tools searched: one of each set of duplicates
         fields = [document_fields(self._tools[i]) for i in self._kept]
         found = [(tokens(name), tokens(text), tokens(args)) for name, text, args in fields]
-        self._main = _bm25(bm25s, [stems_of(name) * _NAME_REPEAT + stems_of(text) for name, text, _ in found])
+        name_stems = [stems_of(name) for name, _, _ in found]
+        self._main = _bm25(
+            bm25s,
+            [stems * _NAME_REPEAT + stems_of(text) for stems, (_, text, _) in zip(name_stems, found, strict=True)],
+        )
         self._arguments = _bm25(bm25s, [stems_of(args) for _, _, args in found])
         self._spelling = Spelling(chain.from_iterable(chain.from_iterable(three) for three in found))
-        self._rescorer = _rescorer([name for name, _, _ in fields], [name for name, _, _ in found])
+        self._rescorer = _rescorer([name for name, _, _ in fields], [name for name, _, _ in found], name_stems)
         self._embedder = embedder
         self._results: dict[int, dict[str, Any]] = {}
         self._matrix = self._coarse = None
@@ -450,12 +454,11 @@ def _bm25(bm25s: Any, documents: list[list[str]]) -> Any:
     return index
 
 
-def _rescorer(names: list[str], found: list[list[str]]) -> Rescorer:
-    """The second stage over the kept tools' names (``server.tool`` after the scheme) and their words."""
+def _rescorer(names: list[str], found: list[list[str]], name_stems: list[list[str]]) -> Rescorer:
+    """The second stage over the kept tools' names (``server.tool`` after the scheme), their words and stems."""
     servers = [name.split(".", 1)[0].lower() if "." in name else "" for name in names]
     name_words = [[word.lower() for word in words_found] for words_found in found]
-    name_stems = [set(stems_of(words_found)) for words_found in found]
-    return Rescorer(servers, name_words, name_stems)
+    return Rescorer(servers, name_words, [set(stems) for stems in name_stems])
 
 
 def _bounded(query: str) -> str:
