@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from kavalai import FunctionKernel, pythontool
 from kavalai.agent import Agent
-from kavalai.agent.search import ToolSearch
+from kavalai.agent.search import NOTHING_FOUND, RESULTS, SEARCH_TOOLS, ToolSearch, model_result
 from kavalai.testing import ScriptedLLM, ScriptedRequest, tool_call
 
 TOPICS = [
@@ -190,3 +191,60 @@ async def test_an_agent_searching_with_the_local_embedder_finds_and_calls_the_to
     result = await Agent(llm, kernel=catalog, search_embedder="local").run("Where is my package KV123?")
     assert result.tool_calls[1].uri.endswith(".shipping")
     assert result.tool_calls[1].result == {"result": "shipping: KV123"}
+
+
+async def test_a_model_that_finds_nothing_fitting_searches_again_in_the_tools_words(catalog: FunctionKernel) -> None:
+    """A scripted model searches in the user's words, reads the candidates, finds none that sends anything, and
+    searches again with the words the tools use ("send message"), then calls what it found."""
+    queries: list[str] = []
+
+    def script(request: ScriptedRequest) -> object:
+        last = request.last_message
+        if last.role != "tool":
+            queries.append("let Bob know the meeting moved")
+            return tool_call("search_tools", {"query": queries[-1]})
+        if last.name != SEARCH_TOOLS:
+            return "done"
+        candidates = json.loads(str(last.content))["tools"]
+        senders = [c["name"] for c in candidates if "send" in c["description"].lower()]
+        if senders:
+            return tool_call(senders[0], {"recipient": "bob@example.org"})
+        queries.append("send message")  # the tools' own words: an action and a thing
+        return tool_call("search_tools", {"query": queries[-1]})
+
+    llm = ScriptedLLM(script)
+    result = await Agent(llm, kernel=catalog, search_embedder=None).run("Tell Bob the meeting moved to 3pm.")
+    assert queries == ["let Bob know the meeting moved", "send message"]
+    first, second = (call.result["tools"] for call in result.tool_calls[:2])
+    assert not any("email" in hit["name"] for hit in first)  # the user's words found the calendar, not email
+    assert any("email" in hit["name"] for hit in second)
+    assert result.tool_calls[2].uri.endswith(".email")
+    assert result.tool_calls[2].result == {"result": "email: bob@example.org"}
+    for hit in [*first, *second]:  # compact: a name, one line, the required arguments
+        assert set(hit) <= {"name", "description", "required", "also"}
+        assert "\n" not in hit["description"]
+        assert len(hit["description"]) <= 160
+    assert len(first) <= RESULTS
+    spec = next(tool for tool in llm.requests[0].tools if tool.name == SEARCH_TOOLS)
+    assert "search again in the tools' own words" in spec.description
+
+
+def test_a_search_shows_up_to_ten_and_says_what_to_do_when_nothing_matched(catalog: FunctionKernel) -> None:
+    descriptions = [catalog.registry.describe(name) for name in catalog.list_tools()]
+    search = ToolSearch(descriptions)
+    assert len(search.search("convert or forecast")) == RESULTS  # 8 tools convert, 4 forecast: ten are shown
+    assert model_result(search.search("zebra migration")) == {"tools": [], "note": NOTHING_FOUND}
+    assert model_result(search.search("weather"))["tools"][0]["name"].endswith(".weather")
+
+
+async def test_an_agent_reranks_with_the_reranker_it_is_given(catalog: FunctionKernel) -> None:
+    with pytest.raises(ValueError, match="search_reranker"):
+        Agent(ScriptedLLM(["done"]), kernel=catalog, search_reranker="cross-encoder")  # type: ignore[arg-type]
+
+    def near_email(texts: Any) -> list[list[float]]:  # the query, and globex's tools, are near each other
+        return [[1.0, 0.0] if "globex" in text or text.startswith("send") else [0.0, 1.0] for text in texts]
+
+    llm = ScriptedLLM([tool_call("search_tools", {"query": "send an email message"}), "done"])
+    agent = Agent(llm, kernel=catalog, search_embedder=None, search_reranker=near_email)
+    result = await agent.run("Mail Bob.")
+    assert result.tool_calls[0].result["tools"][0]["name"] == "python://globex.email"

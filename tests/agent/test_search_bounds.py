@@ -4,6 +4,7 @@ libraries print nothing unless the application configured logging."""
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import threading
@@ -12,7 +13,7 @@ from typing import Any
 
 from kavalai import FunctionKernel, pythontool
 from kavalai.agent import Agent
-from kavalai.agent.search import MAX_QUERY_CHARS, MAX_QUERY_WORDS, ToolSearch
+from kavalai.agent.search import MAX_QUERY_CHARS, MAX_QUERY_WORDS, RESULTS, ToolSearch
 from kavalai.testing import ScriptedLLM, tool_call
 
 TOOLS = [
@@ -113,7 +114,7 @@ def _results(result: Any) -> list[list[str]]:
 
 async def test_a_search_again_shows_only_new_tools_unless_asked_and_the_first_request_says_how() -> None:
     kernel = FunctionKernel()
-    for i in range(12):
+    for i in range(24):  # two searches of ten, and more
 
         def forecast(city: str) -> str:
             return city
@@ -131,7 +132,7 @@ async def test_a_search_again_shows_only_new_tools_unless_asked_and_the_first_re
     )
     result = await Agent(llm, kernel=kernel, tool_search=True, search_embedder=None).run("Weather?")
     first, second, third = _results(result)
-    assert len(first) == len(second) == 5
+    assert len(first) == len(second) == RESULTS
     assert not set(first) & set(second)
     assert set(third) <= set(first) | set(second)
     system = llm.requests[0].messages[0]
@@ -141,3 +142,23 @@ async def test_a_search_again_shows_only_new_tools_unless_asked_and_the_first_re
     spec = next(tool for tool in llm.requests[0].tools if tool.name == "search_tools")
     assert "required arguments" in spec.description
     assert "show_seen" in spec.input_schema["properties"]
+
+
+def test_what_a_search_shows_the_model_is_bounded_whatever_the_tools_say() -> None:
+    from kavalai.agent.search import model_result
+
+    required = [f"argument_{i}_" + "x" * 500 for i in range(1_000)]
+    schema = {"type": "object", "properties": {name: {"type": "string"} for name in required}, "required": required}
+    tools = [
+        {"name": f"huge{i}.tool", "description": f"Says a lot {i}. " * 10_000, "inputSchema": schema} for i in range(30)
+    ]
+    copies = [{**tools[0], "name": f"copy{i}.tool"} for i in range(100)]  # the same tool offered 101 times
+    [once] = ToolSearch([tools[0], *copies]).search("says a lot")
+    assert len(once["also"]) == 10
+    found = model_result(ToolSearch(tools).search("says a lot"))["tools"]
+    assert len(found) == RESULTS
+    for hit in found:
+        assert len(hit["description"]) <= 160
+        assert len(hit["required"]) == 16
+        assert all(len(name) == 64 for name in hit["required"])
+    assert len(json.dumps(found)) < RESULTS * 1_500  # ten compact lines, far under the default output budget

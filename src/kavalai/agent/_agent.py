@@ -137,6 +137,8 @@ class Agent(Generic[OutputT]):
             extra; no download), ``"minilm"`` for all-MiniLM-L6-v2 on ONNX Runtime (the ``minilm`` extra; no
             download, tools' vectors kept on disk). ``"auto"`` (the default): ``"local"`` where the
             ``embeddings`` extra is installed, BM25 alone elsewhere. ``None``: BM25 only.
+        search_reranker: re-rank a search's best 50 by a stronger encoder's cosine: ``"minilm"`` (the ``minilm``
+            extra; no download) or an embedder; ``None`` (the default): names and actions only.
         code_mode: offer one ``run_python`` tool instead, whose snippets call the tools as async functions in the
             ``pydantic-monty`` sandbox (see :mod:`kavalai.agent.code_mode`); ``True`` for the default limits.
         resources: names of MCP servers whose resources the model may read: it gets a ``read_resource`` tool
@@ -172,6 +174,7 @@ class Agent(Generic[OutputT]):
         search_threshold: int = 30,
         core_tools: Sequence[str] = (),
         search_embedder: Embedder | Literal["auto", "local", "minilm"] | None = "auto",
+        search_reranker: Embedder | Literal["minilm"] | None = None,
         code_mode: CodeMode | bool | None = None,
         resources: Sequence[str] = (),
         on_elicitation: ElicitationHandler | None = None,
@@ -199,6 +202,7 @@ class Agent(Generic[OutputT]):
         search_threshold: int = 30,
         core_tools: Sequence[str] = (),
         search_embedder: Embedder | Literal["auto", "local", "minilm"] | None = "auto",
+        search_reranker: Embedder | Literal["minilm"] | None = None,
         code_mode: CodeMode | bool | None = None,
         resources: Sequence[str] = (),
         on_elicitation: ElicitationHandler | None = None,
@@ -225,6 +229,7 @@ class Agent(Generic[OutputT]):
         search_threshold: int = 30,
         core_tools: Sequence[str] = (),
         search_embedder: Embedder | Literal["auto", "local", "minilm"] | None = "auto",
+        search_reranker: Embedder | Literal["minilm"] | None = None,
         code_mode: CodeMode | bool | None = None,
         resources: Sequence[str] = (),
         on_elicitation: ElicitationHandler | None = None,
@@ -259,6 +264,9 @@ class Agent(Generic[OutputT]):
         if isinstance(search_embedder, str) and search_embedder not in ("auto", "local", "minilm"):
             raise ValueError(f"search_embedder is an embedder, 'auto', 'local' or 'minilm', not {search_embedder!r}.")
         self.search_embedder = search_embedder
+        if isinstance(search_reranker, str) and search_reranker != "minilm":
+            raise ValueError(f"search_reranker is an embedder, 'minilm' or None, not {search_reranker!r}.")
+        self.search_reranker = search_reranker
         self._search_cache: tuple[tuple[tuple[str, str], ...], ToolSearch] | None = None
         self.code_mode = CodeMode() if code_mode is True else (code_mode or None)
         self.resources = list(resources)
@@ -567,8 +575,10 @@ class Agent(Generic[OutputT]):
         key = tuple((s.name, s.description) for s in specs if s.name != READ_ARTIFACT)
         if self._search_cache is not None and self._search_cache[0] == key:
             return self._search_cache[1]
-        chosen = self.search_embedder
-        index = await anyio.to_thread.run_sync(lambda: ToolSearch(searchable, embedder=_embedder(chosen)))
+        chosen, reranker = self.search_embedder, self.search_reranker
+        index = await anyio.to_thread.run_sync(
+            lambda: ToolSearch(searchable, embedder=_embedder(chosen), reranker=_embedder(reranker))
+        )
         self._search_cache = (key, index)
         return index
 

@@ -26,6 +26,7 @@ __all__ = [
     "summary",
     "summary_of",
     "tokens",
+    "value_words",
     "words",
 ]
 
@@ -92,6 +93,7 @@ _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s")
 _URL: Final = re.compile(
     r"[a-z][a-z0-9+.-]*://|www\.|(?:(?:[\w-]+\.)+[a-z]{2,6}|localhost|\d+\.\d+\.\d+\.\d+)(?::\d+)?/", re.IGNORECASE
 )
+_SCHEME: Final = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 _FILE: Final = re.compile(r"\.?[\w-]+\.[a-z][a-z0-9]{0,4}", re.IGNORECASE)
 _EDGES: Final = "\"'`()<>[]{},;:!?"
 _lock = threading.Lock()
@@ -107,8 +109,27 @@ def words(text: str) -> list[str]:
 
 def plain(query: str) -> str:
     """``query`` with URLs and paths replaced by the words "url" and "path": "read this article:
-    https://example.org/a/1" searches for a tool that reads a URL, not one about examples."""
+    https://example.org/a/1" searches for a tool that reads a URL, not one about examples (their words are
+    :func:`value_words`, searched at a lower weight)."""
     return " ".join(_value_kind(token) or token for token in query.split())
+
+
+def value_words(query: str) -> str:
+    """The words of the URLs and paths in ``query``, which :func:`plain` replaces: "check .circleci/config.yml"
+    has "circleci config yml". Of a URL the scheme, ``www`` and the top-level domain are dropped
+    ("https://api.github.com/repos" -> "api github repos")."""
+    found = []
+    for token in query.split():
+        kind = _value_kind(token)
+        if kind is None:
+            continue
+        value = token.strip(_EDGES)
+        if kind == "url":
+            host, _, rest = _SCHEME.sub("", value).partition("/")
+            labels = [label for label in host.split(".") if label.lower() != "www"]
+            value = " ".join([*(labels[:-1] if len(labels) > 1 else labels), rest])
+        found.extend(_WORD.findall(value))
+    return " ".join(found)
 
 
 def _value_kind(token: str) -> str | None:

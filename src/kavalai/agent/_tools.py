@@ -27,7 +27,7 @@ from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
 from kavalai.agent.code_mode import RUN_PYTHON, CodeMode, CodeModeError, function_names
 from kavalai.agent.elicitation import recording_in_run
 from kavalai.agent.resources import READ_RESOURCE, read_resource_result
-from kavalai.agent.search import SEARCH_HINT, SEARCH_TOOLS, ToolSearch
+from kavalai.agent.search import SEARCH_HINT, SEARCH_TOOLS, ToolSearch, model_result
 from kavalai.durable import approval_answer, call_options, current_run, guarded
 from kavalai.durable import step as durable_step
 from kavalai.errors import (
@@ -211,7 +211,7 @@ class ToolRunner:
             seen = () if arguments.get("show_seen") is True else self._found
             found = await self._search.asearch(query, exclude=frozenset(seen))
             self._found.extend(item["name"] for item in found if item["name"] not in self._found)
-            return _Outcome("ok", arguments, result={"tools": found})
+            return _Outcome("ok", arguments, result=model_result(found))
         if call.name == READ_ARTIFACT and self._reads_artifacts and self._budget is not None:
             try:
                 return _Outcome("ok", arguments, result=await self._budget.read(arguments))

@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
+import threading
 import weakref
 from collections.abc import Collection, Mapping, Sequence
 from itertools import chain, islice
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio.to_thread
 
+from kavalai.agent._rescore import Rescorer
 from kavalai.agent._search_text import (
     MAX_QUERY_CHARS,
     MAX_QUERY_WORDS,
@@ -46,9 +48,11 @@ from kavalai.agent._search_text import (
     stems_of,
     summary_of,
     tokens,
+    value_words,
     words,
 )
 from kavalai.agent._spelling import MIN_LENGTH, Spelling
+from kavalai.agent._vocabulary import expand
 
 if TYPE_CHECKING:
     from kavalai.agent.embeddings import Embedder
@@ -58,14 +62,27 @@ __all__ = [
     "EMBEDDING_WEIGHT",
     "MAX_QUERY_CHARS",
     "MAX_QUERY_WORDS",
+    "NOTHING_FOUND",
+    "RERANK_WEIGHT",
+    "RESULTS",
     "RRF_K",
     "SEARCH_HINT",
     "SEARCH_TOOLS",
+    "VALUE_WEIGHT",
     "ToolSearch",
+    "model_result",
 ]
 
 #: The name the model calls to search (handled by the agent, not the kernel).
 SEARCH_TOOLS: Final = "search_tools"
+#: How many candidates one search shows the model: the right tool is in the first 10 far more often than in the
+#: first 5 (bench/tool_search.py), and ten compact lines cost a few hundred tokens.
+RESULTS: Final = 10
+#: What a search that found nothing tells the model.
+NOTHING_FOUND: Final = (
+    "No tool matched. Search again with the words tools use for this (an action and a thing, such as "
+    "'create issue' or 'list files'), not the user's words."
+)
 #: Added to the agent's instructions when it searches: how to search, in the first request.
 SEARCH_HINT: Final = (
     "Only some tools are offered now. To find others, call search_tools with a few words in the tools' own "
@@ -77,6 +94,13 @@ ARGUMENT_WEIGHT: Final = 0.5
 #: The embedding ranking's weight in the fusion, BM25's being 1: users' own words often share no word with the
 #: tool, and there the meaning decides (chosen on the development set; see bench/tool_search.py).
 EMBEDDING_WEIGHT: Final = 5.0
+#: How much a word of a URL or path in the query counts in BM25 beside the query's other words: "circleci" in
+#: ".circleci/config.yml" says what the request is about, "notes" in "./notes/today.txt" only where the file is
+#: (the highest weight at which tests/agent/test_search_ranking.py's paths still find the tool that reads them).
+#: Those words also name servers for the second stage (:mod:`kavalai.agent._rescore`).
+VALUE_WEIGHT: Final = 0.1
+#: The optional reranker's cosine weight beside the first stage's score (scaled so the best is 1).
+RERANK_WEIGHT: Final = 2.0
 #: Reciprocal rank fusion's damping constant: each ranking adds ``weight / (RRF_K + rank)``.
 RRF_K: Final = 20
 _NAME_REPEAT: Final = 3  # the name's words count thrice in BM25: a name says what a tool does in a few words
@@ -85,6 +109,12 @@ _CACHE_LIMIT: Final = 50_000  # tool documents' vectors kept per embedder (a cat
 _vectors: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 _THREAD_ABOVE: Final = 500  # without an embedder, a search over this many tools or fewer takes well under 1 ms
 _LETTERS: Final = re.compile(f"[A-Za-z]{{{MIN_LENGTH},}}")  # words long enough to be corrected
+_POOL: Final = 50  # candidates each ranking gives the fusion, and the fusion the second stage
+_ALSO_SHOWN: Final = 10  # a result names at most this many copies of its tool
+_REQUIRED_SHOWN: Final = 16  # a result names at most this many required arguments, each cut to _ARGUMENT_CHARS
+_ARGUMENT_CHARS: Final = 64
+_QUERIES_KEPT: Final = 1_024  # queries' vectors the reranker keeps (an agent repeats its searches)
+_WORDS_KEPT: Final = 10  # BM25's best go to the second stage even where the fusion ranks them lower than the pool
 _SHORTLIST: Final = 400  # tools compared view by view after the coarse pass chose them (see ToolSearch._semantic)
 _COARSE_DIMS: Final = 64  # dimensions the coarse pass compares
 
@@ -126,7 +156,12 @@ class ToolSearch:
     """
 
     def __init__(
-        self, descriptions: Sequence[Mapping[str, Any]], *, limit: int = 5, embedder: Embedder | None = None
+        self,
+        descriptions: Sequence[Mapping[str, Any]],
+        *,
+        limit: int = RESULTS,
+        embedder: Embedder | None = None,
+        reranker: Embedder | None = None,
     ) -> None:
         bm25s = _import_bm25s()
         self.limit = limit
@@ -137,18 +172,24 @@ class ToolSearch:
         self._kept = self._collapse()  # the tools searched: one of each set of duplicates
         fields = [document_fields(self._tools[i]) for i in self._kept]
         found = [(tokens(name), tokens(text), tokens(args)) for name, text, args in fields]
-        self._main = _bm25(bm25s, [stems_of(name) * _NAME_REPEAT + stems_of(text) for name, text, _ in found])
+        name_stems = [stems_of(name) for name, _, _ in found]
+        self._main = _bm25(
+            bm25s,
+            [stems * _NAME_REPEAT + stems_of(text) for stems, (_, text, _) in zip(name_stems, found, strict=True)],
+        )
         self._arguments = _bm25(bm25s, [stems_of(args) for _, _, args in found])
         self._spelling = Spelling(chain.from_iterable(chain.from_iterable(three) for three in found))
+        self._rescorer = _rescorer([name for name, _, _ in fields], [name for name, _, _ in found], name_stems)
         self._embedder = embedder
         self._results: dict[int, dict[str, Any]] = {}
         self._matrix = self._coarse = None
         self._views = 0
+        names = [" ".join(word.lower() for word in name) for name, _, _ in found]
+        summaries = [summary_of(name, text) for name, (_, text, _) in zip(names, fields, strict=True)]
+        self._reranker = _Reranker(reranker, summaries) if reranker is not None and self._kept else None
         if embedder is not None and self._kept:
             # Views of each tool (arguments blur what a tool does): its name's words, for an embedder that wants
             # them (see _views), and name + description; rows [0, n), [n, 2n) of one matrix: a query is one product.
-            names = [" ".join(word.lower() for word in name) for name, _, _ in found]
-            summaries = [summary_of(name, text) for name, (_, text, _) in zip(names, fields, strict=True)]
             self._views = _views(embedder)
             self._matrix = _document_vectors(embedder, (names if self._views == 2 else []) + summaries)
             self._coarse = _coarse(self._matrix, len(self._kept))
@@ -176,12 +217,18 @@ class ToolSearch:
 
         The query is cut to :data:`MAX_QUERY_CHARS` characters and its first :data:`MAX_QUERY_WORDS` words.
         """
-        query = self._corrected(plain(_bounded(query)))
+        bounded = _bounded(query)
+        query = self._corrected(expand(plain(bounded)))
+        values = " ".join(value_words(bounded).split()[:MAX_QUERY_WORDS])
         k = min(limit or self.limit, len(self._kept))
         if k == 0 or not words(query):
             return []
-        pool = min(len(self._kept), max(10 * k, 50) + len(exclude))
-        ranked = self._lexical(query, pool) if self._matrix is None else self._fused(query, pool)
+        pool = min(len(self._kept), max(2 * k, _POOL) + len(exclude))
+        first = self._lexical(query, pool, values) if self._matrix is None else self._fused(query, pool, values)
+        if self._reranker is not None:
+            first = self._reranker.rerank(" ".join(query.split()[:MAX_QUERY_WORDS]), *first)
+        cut = " ".join(query.split()[:MAX_QUERY_WORDS])
+        ranked = self._rescorer.rescore(words(cut), stems(cut), *first, servers=words(values))
         found = (self._kept[i] for i in ranked)
         return [self._result(i) for i in islice((i for i in found if self._names[i] not in exclude), k)]
 
@@ -225,44 +272,51 @@ class ToolSearch:
         result = {
             "name": self._names[index],
             "description": one_line(str(tool.get("description") or "")),
-            "required": required_arguments(tool),
+            "required": [argument[:_ARGUMENT_CHARS] for argument in required_arguments(tool)[:_REQUIRED_SHOWN]],
         }
         if index in self._also:
-            result["also"] = list(self._also[index])
+            result["also"] = self._also[index][:_ALSO_SHOWN]
         return result
 
-    def _scores(self, query: str) -> Any:
-        """Each kept tool's BM25 score: name and description, plus the arguments' at :data:`ARGUMENT_WEIGHT`."""
+    def _scores(self, query: str, values: str = "") -> Any:
+        """Each kept tool's BM25 score: name and description, plus the arguments' at :data:`ARGUMENT_WEIGHT`;
+        the words of the query's URLs and paths (``values``) count at :data:`VALUE_WEIGHT`."""
         import numpy as np
 
-        tokens = stems(query, limit=MAX_QUERY_WORDS)
         total = np.zeros(len(self._kept), dtype=np.float32)
-        for index, weight in ((self._main, 1.0), (self._arguments, ARGUMENT_WEIGHT)):
-            if index is None:
-                continue
-            known = [token for token in tokens if token in index.vocab_dict]
-            if known:
-                total += weight * index.get_scores(known)
+        for text, scale in ((query, 1.0), (values, VALUE_WEIGHT)):
+            tokens = stems(text, limit=MAX_QUERY_WORDS)
+            for index, weight in ((self._main, 1.0), (self._arguments, ARGUMENT_WEIGHT)):
+                known = [token for token in tokens if index is not None and token in index.vocab_dict]
+                if known:
+                    total += scale * weight * index.get_scores(known)
         return total
 
-    def _lexical(self, query: str, k: int) -> list[int]:
-        """Kept tools' places by BM25 score, best first; only tools sharing a word with the query."""
-        scores = self._scores(query)
-        return [int(i) for i in _top(scores, k) if scores[i] > 0]
+    def _lexical(self, query: str, k: int, values: str = "") -> tuple[list[int], list[float]]:
+        """Kept tools' places by BM25 score, best first, and their scores; only tools sharing a word with the
+        query."""
+        scores = self._scores(query, values)
+        ranked = [int(i) for i in _top(scores, k) if scores[i] > 0]
+        return ranked, [float(scores[i]) for i in ranked]
 
-    def _fused(self, query: str, k: int) -> list[int]:
+    def _fused(self, query: str, k: int, values: str = "") -> tuple[list[int], list[float]]:
         """The BM25 and embedding rankings fused by reciprocal rank: each tool scores the weighted sum of
-        1 / (RRF_K + rank) over the rankings it is in, so agreement wins and neither ranking's scale matters."""
+        1 / (RRF_K + rank) over the rankings it is in, so agreement wins and neither ranking's scale matters.
+        The best ``k``, and their scores."""
 
         assert self._embedder is not None
         cut = " ".join(query.split()[:MAX_QUERY_WORDS])
         (query_vector,) = _unit_rows(self._embedder([cut]), 1)
         semantic = self._semantic(query_vector, k)
         fused: dict[int, float] = {}
-        for weight, ranking in ((1.0, self._lexical(query, k)), (EMBEDDING_WEIGHT, semantic)):
+        lexical = self._lexical(query, k, values)[0]
+        for weight, ranking in ((1.0, lexical), (EMBEDDING_WEIGHT, semantic)):
             for rank, index in enumerate(ranking, start=1):
                 fused[int(index)] = fused.get(int(index), 0.0) + weight / (RRF_K + rank)
-        return sorted(fused, key=lambda index: (-fused[index], index))[:k]
+        ranked = sorted(fused, key=lambda index: (-fused[index], index))[:k]
+        kept = set(ranked)
+        ranked += [index for index in lexical[:_WORDS_KEPT] if index not in kept]  # for the second stage to weigh
+        return ranked, [fused[index] for index in ranked]
 
     def _semantic(self, query_vector: Any, k: int) -> list[int]:
         """Kept tools' places by cosine to the query, best first. A tool is as close as its closer view (see
@@ -296,10 +350,11 @@ class ToolSearch:
             "name": SEARCH_TOOLS,
             "description": f"Find tools for a task among the {len(self._names)} available. Search with a few words "
             "in the tools' own vocabulary (the action and the thing: 'terminate workflow', 'delete file', 'add "
-            "numbers'), not the user's whole request. Each result gives a tool's name, what it does and its "
-            "required arguments; the tools found can be called from the next step on. A search does not repeat "
-            "tools an earlier one showed (set show_seen to see them again); when nothing fits, search again with "
-            "other words.",
+            f"numbers'), not the user's whole request. Up to {self.limit} candidates, best first, each a tool's "
+            "name, what it does in one line and its required arguments; the tools found can be called from the "
+            "next step on. A search does not repeat tools an earlier one showed (set show_seen to see them "
+            "again). When none fits, search again in the tools' own words: those of the names and descriptions "
+            "the results showed.",
             "inputSchema": {
                 "type": "object",
                 "properties": {
@@ -318,6 +373,40 @@ class ToolSearch:
                 "required": ["query"],
             },
         }
+
+
+class _Reranker:
+    """The second stage's optional encoder: each candidate's first-stage score (scaled so the best is 1) plus
+    :data:`RERANK_WEIGHT` times the cosine of the query and the tool's summary by a stronger encoder than the
+    first stage's (all-MiniLM-L6-v2, :func:`~kavalai.agent.embeddings.minilm_embedder`). Tools' vectors are
+    cached like the embedder's (and, for MiniLM, on disk); a query's, for the last :data:`_QUERIES_KEPT` queries."""
+
+    def __init__(self, encoder: Embedder, summaries: list[str]) -> None:
+        self._encoder = encoder
+        self._matrix = _document_vectors(encoder, summaries)
+        self._queries: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def rerank(self, query: str, candidates: list[int], scores: list[float]) -> tuple[list[int], list[float]]:
+        top = max(scores, default=0.0) or 1.0
+        near = self._matrix[candidates] @ self._vector(query) if candidates else []
+        return candidates, [score / top + RERANK_WEIGHT * float(c) for score, c in zip(scores, near, strict=True)]
+
+    def _vector(self, query: str) -> Any:
+        with self._lock:
+            found = self._queries.get(query)
+        if found is None:
+            (found,) = _unit_rows(self._encoder([query]), 1)
+            with self._lock:
+                if len(self._queries) >= _QUERIES_KEPT:
+                    self._queries.pop(next(iter(self._queries)))
+                self._queries[query] = found
+        return found
+
+
+def model_result(found: list[dict[str, Any]]) -> dict[str, Any]:
+    """What ``search_tools`` returns to the model: the candidates, and where there are none, what to do next."""
+    return {"tools": found} if found else {"tools": [], "note": NOTHING_FOUND}
 
 
 def _cosines(matrix: Any, vector: Any) -> Any:
@@ -363,6 +452,13 @@ def _bm25(bm25s: Any, documents: list[list[str]]) -> Any:
     index = bm25s.BM25(**_BM25)
     index.index(documents, show_progress=False)
     return index
+
+
+def _rescorer(names: list[str], found: list[list[str]], name_stems: list[list[str]]) -> Rescorer:
+    """The second stage over the kept tools' names (``server.tool`` after the scheme), their words and stems."""
+    servers = [name.split(".", 1)[0].lower() if "." in name else "" for name in names]
+    name_words = [[word.lower() for word in words_found] for words_found in found]
+    return Rescorer(servers, name_words, [set(stems) for stems in name_stems])
 
 
 def _bounded(query: str) -> str:

@@ -1,0 +1,109 @@
+"""The second stage of tool search: the first stage's best candidates re-scored by what their names say.
+
+The first stage (BM25 and embeddings fused by rank) finds the right tool among its first 50 for nearly every
+request, but not always first: rank fusion can bury a rare exact word ("backfill" in ``create_backfill``) under
+tools that are only near in meaning, and neither ranking knows that "open a bug" asks to create. :class:`Rescorer`
+adds to each candidate's first-stage score (scaled so the best is 1):
+
+- :data:`NAME_WEIGHT` times the rarest query word found in the tool's name or its server's name, by that word's
+  rarity among the catalogue's names (1 for a word one name of 1,000 has, falling to 0 for a word every name has),
+  and the best tool with a rare one (:data:`RARE`) is never ranked below place :data:`FLOOR`;
+- :data:`SERVER_WEIGHT` when the request names the tool's server ("... in notion", "my github repo");
+- :data:`ACTION_WEIGHT` when the action the request asks for (create, start, update, delete, read; see
+  :mod:`kavalai.agent._vocabulary`) is the one the tool's name says, and minus it when they conflict (a read asked,
+  a change done; or a create asked, a delete done).
+
+It reads only names, so it costs a few dictionary lookups per candidate, whatever the catalogue's size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import Final
+
+from kavalai.agent._vocabulary import Action, action, tool_action
+
+__all__ = ["ACTION_WEIGHT", "FLOOR", "NAME_WEIGHT", "RARE", "SERVER_WEIGHT", "Rescorer"]
+
+#: The bonus for the rarest query word in a tool's name (or its server's), at full rarity.
+NAME_WEIGHT: Final = 0.1
+#: The bonus for a tool of a server the request names.
+SERVER_WEIGHT: Final = 0.25
+#: The bonus (or, for a conflict, the penalty) for the action the tool's name says against the one asked for.
+ACTION_WEIGHT: Final = 0.05
+#: A query word this rare among the names (see :class:`Rescorer`) is a rare exact match: the best tool with one
+#: is never ranked below place :data:`FLOOR` (counted from 0).
+RARE: Final = 0.5
+FLOOR: Final = 2
+# Rarity is log(tools / tools with the word) over log of this many tools at least: in a catalogue of ten, a word
+# in one name is common enough that the meaning should decide; in one of 300, a word in 9 names is rare.
+_RARITY_SCALE: Final = 1_000
+
+
+def _conflict(asked: Action, done: Action) -> bool:
+    if (asked == "read") != (done == "read"):
+        return True
+    return {asked, done} == {"create", "delete"}
+
+
+class Rescorer:
+    """The names of a catalogue's tools, read for the second stage.
+
+    Args:
+        servers: each tool's server name ("" for none), lower case.
+        name_words: each tool's name's words (lower case, without the server).
+        name_stems: each tool's name's and server's stems.
+    """
+
+    def __init__(self, servers: Sequence[str], name_words: Sequence[list[str]], name_stems: Sequence[set[str]]) -> None:
+        self._servers = list(servers)
+        self._named = {server for server in servers if server}
+        self._actions = [tool_action(found) for found in name_words]
+        self._stems = list(name_stems)
+        counts: Counter[str] = Counter()
+        for stems in name_stems:
+            counts.update(stems)
+        total = max(len(name_stems), 1)
+        scale = math.log(max(total, _RARITY_SCALE))
+        self._rarity = {stem: math.log(total / count) / scale for stem, count in counts.items()}
+
+    def rescore(
+        self,
+        query_words: list[str],
+        query_stems: list[str],
+        candidates: Sequence[int],
+        scores: Sequence[float],
+        *,
+        servers: Sequence[str] = (),
+    ) -> list[int]:
+        """``candidates`` (places of tools, with their first-stage ``scores``) best first after re-scoring;
+        ``servers``: more words that may name a server (those of the query's URLs: "github" in a GitHub link)."""
+        top = max(scores, default=0.0) or 1.0
+        asked = action(query_words)
+        named = self._named.intersection([*query_words, *servers])
+        rare = {stem: self._rarity[stem] for stem in query_stems if stem in self._rarity}
+        final, rarest = {}, {}
+        for index, score in zip(candidates, scores, strict=True):
+            found = rarest[index] = self._rarest(index, rare) if rare else 0.0
+            value = score / top + NAME_WEIGHT * found
+            if self._servers[index] in named:
+                value += SERVER_WEIGHT
+            done = self._actions[index]
+            if asked is not None and done is not None:
+                value += ACTION_WEIGHT if asked == done else -ACTION_WEIGHT if _conflict(asked, done) else 0.0
+            final[index] = value
+        ranked = sorted(final, key=lambda index: (-final[index], index))
+        return _promoted(ranked, [i for i in ranked if rarest[i] >= RARE])
+
+    def _rarest(self, index: int, rare: dict[str, float]) -> float:
+        return max((rare[stem] for stem in self._stems[index].intersection(rare)), default=0.0)
+
+
+def _promoted(ranked: list[int], exact: list[int]) -> list[int]:
+    """``ranked`` with the best of the ``exact`` matches moved up to place :data:`FLOOR` where it was lower."""
+    if not exact or ranked.index(exact[0]) <= FLOOR:
+        return ranked
+    rest = [index for index in ranked if index != exact[0]]
+    return [*rest[:FLOOR], exact[0], *rest[FLOOR:]]
