@@ -63,6 +63,7 @@ from kavalai.adapters.mcp._tasks import (
     send_call,
 )
 from kavalai.adapters.mcp._transports import open_transport
+from kavalai.adapters.mcp._wire import keep
 from kavalai.errors import (
     ConfigurationError,
     InvalidToolURIError,
@@ -466,7 +467,12 @@ class McpConnection:
         except InvalidToolURIError as exc:
             logger.warning("MCP server %r: skipping tool %r: %s", self.name, tool.name, exc)
             return None
-        metadata = {"server": self.name, "tool": tool.name, "transport": self.transport}
+        metadata = {
+            "server": self.name,
+            "tool": tool.name,
+            "transport": self.transport,
+            "structured": tool.output_schema is not None,  # whether the server declared an outputSchema
+        }
         return LazyTool(
             uri=uri,
             description=tool.description or tool.title or "",
@@ -569,6 +575,7 @@ class McpConnection:
                 if (exc.code == mcp_types.CONNECTION_CLOSED and not answer_unreadable(exc)) or gen.stopping:
                     raise await self._lost(gen, uri) from exc
                 raise call_error(self.config, uri, exc) from exc
+            keep(uri, result)  # for a gateway that passes it on as received (_wire.py)
             if result.is_error:
                 raise_tool_error(uri, result)
             return result_value(result, structured=structured)
