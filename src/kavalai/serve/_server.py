@@ -6,19 +6,23 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from pydantic import BaseModel
 
 import kavalai
 from kavalai.adapters.mcp import deadline_from_meta, keeping_wire_results
 from kavalai.errors import ConfigurationError, DeadlineExceededError, FunctionKernelException, ServerConnectionError
 from kavalai.kernel import Kernel, ProgressCallback, deadline
+from kavalai.serve._catalog import ServedCatalog
+from kavalai.serve._hosts import HostSessions
+from kavalai.serve._relayed import mcp_adapter, relayed_handlers, served_servers
 from kavalai.serve._tools import ExposedTools, Naming, mcp_input_schema
 
 __all__ = ["build_mcp_server", "call_kernel_tool", "tool_error_result", "tool_result"]
@@ -62,6 +66,14 @@ def build_mcp_server(
     """
     tools = ExposedTools(kernel, allow=allow, deny=deny, names=names)
     connecting = _LazyConnect(kernel) if lazy else None
+    adapter = mcp_adapter(kernel)
+    relayed: dict[str, Any] = {}
+    hosts: HostSessions | None = None
+    if adapter is not None:  # the MCP servers' logging, resources, prompts and requests are relayed too
+        catalog = ServedCatalog(adapter, served_servers(adapter, tools), names)
+        hosts = HostSessions(catalog.served_uri)
+        adapter.relay_to(hosts)
+        relayed = relayed_handlers(adapter, tools, hosts, catalog, connecting or _connected)
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -79,8 +91,12 @@ def build_mcp_server(
         if uri is None:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
         try:
-            with deadline(deadline_from_meta(params.meta), what=f"MCP client's request for {params.name}"):
-                # The client's io.kavalai/deadline, when it sent one, bounds every call made for this request.
+            with (
+                deadline(deadline_from_meta(params.meta), what=f"MCP client's request for {params.name}"),
+                hosts.calling(_server_of(kernel, uri), ctx) if hosts is not None else contextlib.nullcontext(),
+            ):
+                # The client's io.kavalai/deadline, when it sent one, bounds every call made for this request; a
+                # backend's sampling, elicitation and roots requests during the call go to this host (_hosts.py).
                 return await call_kernel_tool(kernel, uri, params.arguments or {}, progress=_progress_of(ctx))
         except DeadlineExceededError as exc:
             return tool_error_result(str(exc))
@@ -89,14 +105,29 @@ def build_mcp_server(
         definition = tools.definition_of(tool_name)
         return None if definition is None else mcp_input_schema(definition)
 
-    return Server(
-        name,
-        version=kavalai.__version__,
-        instructions=instructions,
-        get_tool_input_schema=input_schema,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
+    with warnings.catch_warnings():
+        # Logging is deprecated by the 2026-07-28 era, but the hosts of the handshake era (and its servers) use it.
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        return Server(
+            name,
+            version=kavalai.__version__,
+            instructions=instructions,
+            get_tool_input_schema=input_schema,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            **relayed,
+        )
+
+
+async def _connected() -> None:
+    """Nothing to wait for: the kernel was connected before serving."""
+
+
+def _server_of(kernel: Kernel, uri: str) -> str | None:
+    """The MCP server behind the tool at ``uri`` (``None`` for a tool of another kind)."""
+    definition = kernel.get_tool_definition(uri)
+    server = definition.metadata.get("server")
+    return str(server) if definition.uri.scheme == "mcp" and server is not None else None
 
 
 @contextlib.contextmanager

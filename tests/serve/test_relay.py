@@ -1,0 +1,307 @@
+"""``kavalai serve`` relaying the rest of the protocol between its host and the MCP servers behind it: sampling,
+elicitation and roots requests made during a call, log messages and ``logging/setLevel``, resources, templates,
+subscriptions, prompts and completion, under prefixed or own names.
+
+The backends are real stdio MCP servers (``tests/servers/mcp_features.py``, ``tests/servers/mcp_updates.py``); the
+host is the official SDK's client, in the handshake era, where these requests travel on the session.
+"""
+
+from __future__ import annotations
+
+import base64
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp.client import Client
+from mcp.shared.exceptions import MCPError
+from tests.serve.test_serve import wait_until
+from tests.servers.mcp_tools import PIXEL_PNG
+
+from kavalai import FunctionKernel, McpServer
+from kavalai.serve import build_mcp_server
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _backend(module: str, name: str, **options: Any) -> McpServer:
+    return McpServer(name=name, command=sys.executable, args=["-m", module], cwd=ROOT, timeout=60, **options)
+
+
+class Host:
+    """What the host was asked and told."""
+
+    def __init__(self) -> None:
+        self.sampled: list[types.CreateMessageRequestParams] = []
+        self.elicited: list[Any] = []
+        self.logs: list[types.LoggingMessageNotificationParams] = []
+        self.notices: list[Any] = []
+
+    async def sample(self, context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        self.sampled.append(params)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text="42"), model="host-model", stop_reason="endTurn"
+        )
+
+    async def elicit(self, context: Any, params: Any) -> types.ElicitResult:
+        self.elicited.append(params)
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async def roots(self, context: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri="file:///host/project", name="project")])
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
+        self.logs.append(params)
+
+    async def message(self, message: Any) -> None:
+        if not isinstance(message, Exception):
+            self.notices.append(message)
+
+    def client(self, server: Any, *, answers: bool = True) -> Client:
+        """The host's client of ``server``; ``answers=False``: one that offers neither sampling nor elicitation."""
+        asks: dict[str, Any] = {}
+        if answers:
+            asks = {"sampling_callback": self.sample, "elicitation_callback": self.elicit}
+        return Client(
+            server,
+            mode="legacy",
+            list_roots_callback=self.roots,
+            logging_callback=self.log,
+            message_handler=self.message,
+            **asks,
+        )
+
+
+@pytest.fixture(params=["legacy", "auto"])
+def era(request: pytest.FixtureRequest) -> str:
+    """How the kernel speaks to its backends: the handshake ("legacy"), or the 2026-07-28 era where it can."""
+    return str(request.param)
+
+
+@pytest.fixture
+async def kernel(era: str) -> AsyncIterator[FunctionKernel]:
+    kernel = FunctionKernel()
+    backend = _backend("tests.servers.mcp_features", "features", sampling_max_tokens=500, protocol=era)
+    kernel.register_mcp_server(backend)
+    yield kernel
+    await kernel.close()
+
+
+@pytest.fixture
+def host() -> Host:
+    return Host()
+
+
+async def _served(kernel: FunctionKernel, **options: Any) -> Any:
+    """The gateway's server; the kernel connects after it is built (so its sessions are opened with the relay)."""
+    server = build_mcp_server(kernel, **options)
+    await kernel.connect()
+    return server
+
+
+async def _set_level(client: Client, level: types.LoggingLevel) -> None:
+    """``logging/setLevel`` as sent by a handshake-era host (the SDK's helper warns that the feature is old)."""
+    request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=level))
+    await client.session.send_request(request, types.EmptyResult)
+
+
+async def _subscribe(client: Client, uri: str, *, subscribe: bool) -> None:
+    """``resources/subscribe`` or ``resources/unsubscribe``, as sent by a handshake-era host."""
+    request: types.SubscribeRequest | types.UnsubscribeRequest
+    if subscribe:
+        request = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
+    else:
+        request = types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri))
+    await client.session.send_request(request, types.EmptyResult)
+
+
+def _text(result: types.CallToolResult) -> str:
+    first = result.content[0]
+    assert isinstance(first, types.TextContent)
+    return first.text
+
+
+# ------------------------------------------------------------------------------ requests made during a call
+
+
+async def test_sampling_is_put_to_the_host_within_the_kernels_cap(kernel: FunctionKernel, host: Host) -> None:
+    async with host.client(await _served(kernel)) as client:
+        result = await client.call_tool("mcp_features_consult", {"question": "six times seven?"})
+    assert _text(result) == "42"
+    [asked] = host.sampled
+    assert asked.max_tokens == 500  # the backend asked for 100,000: capped at its sampling_max_tokens
+    assert asked.system_prompt == "Answer briefly."
+    [message] = asked.messages
+    assert isinstance(message.content, types.TextContent)
+    assert message.content.text == "six times seven?"
+
+
+async def test_the_kernels_approval_can_refuse_a_relayed_sampling(host: Host, era: str) -> None:
+    kernel = FunctionKernel()
+    backend = _backend("tests.servers.mcp_features", "features", sampling_approval=lambda request: False, protocol=era)
+    kernel.register_mcp_server(backend)
+    try:
+        async with host.client(await _served(kernel)) as client:
+            result = await client.call_tool("mcp_features_consult", {"question": "six times seven?"})
+    finally:
+        await kernel.close()
+    assert result.is_error is True
+    assert "Sampling refused: the client did not approve the request." in _text(result)
+    assert host.sampled == []
+
+
+async def test_elicitation_and_roots_are_put_to_the_host(kernel: FunctionKernel, host: Host) -> None:
+    async with host.client(await _served(kernel, names="own")) as client:
+        assert _text(await client.call_tool("greet", {})) == "hello Ada"
+        roots = await client.call_tool("folders", {})
+    [asked] = host.elicited
+    assert asked.message == "Who are you?"
+    assert roots.structured_content == {"result": ["file:///host/project"]}
+
+
+async def test_a_host_that_cannot_answer_gets_the_backend_a_proper_error(kernel: FunctionKernel, host: Host) -> None:
+    async with host.client(await _served(kernel), answers=False) as client:
+        sampled = await client.call_tool("mcp_features_consult", {"question": "?"})
+        elicited = await client.call_tool("mcp_features_greet", {})
+    assert sampled.is_error is True
+    assert "the host of kavalai serve does not offer sampling" in _text(sampled)
+    assert elicited.is_error is True
+    assert "the host of kavalai serve does not offer elicitation" in _text(elicited)
+
+
+# ------------------------------------------------------------------------------------------------- logging
+
+
+async def test_log_messages_reach_the_host_with_the_servers_name(kernel: FunctionKernel, host: Host) -> None:
+    async with host.client(await _served(kernel)) as client:
+        await client.call_tool("mcp_features_count", {"n": 2})
+        await wait_until(lambda: bool(host.logs))
+    [message] = host.logs
+    assert message.level == "warning"
+    assert message.logger == "features/counter"
+    assert str(message.data).startswith("counting started")
+
+
+async def test_set_level_is_relayed_and_honoured(kernel: FunctionKernel, host: Host) -> None:
+    async with host.client(await _served(kernel)) as client:
+        await _set_level(client, "error")
+        await client.call_tool("mcp_features_count", {"n": 2})
+        await _set_level(client, "debug")
+        await client.call_tool("mcp_features_count", {"n": 1})
+        await wait_until(lambda: bool(host.logs))
+    # The warning of the first call is below "error": not passed on; the second call's is.
+    assert len(host.logs) == 1
+
+
+# ----------------------------------------------------------------------------------------------- resources
+
+
+async def test_resources_and_templates_are_served_under_prefixed_uris(kernel: FunctionKernel, host: Host) -> None:
+    async with host.client(await _served(kernel)) as client:
+        listed = {str(r.uri): r for r in (await client.list_resources()).resources}
+        assert {"mcp://features/notes://readme", "mcp://features/notes://pixel"} <= set(listed)
+        assert listed["mcp://features/notes://readme"].description == "The readme."
+        templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
+        assert templates == ["mcp://features/weather://{city}/today"]
+
+        [text] = (await client.read_resource("mcp://features/notes://readme")).contents
+        assert isinstance(text, types.TextResourceContents)
+        assert text.text == "1.10 is a version, not a number"
+        assert str(text.uri) == "mcp://features/notes://readme"
+        [blob] = (await client.read_resource("mcp://features/notes://pixel")).contents
+        assert isinstance(blob, types.BlobResourceContents)
+        assert base64.b64decode(blob.blob) == PIXEL_PNG
+        [weather] = (await client.read_resource("mcp://features/weather://Bern/today")).contents
+        assert isinstance(weather, types.TextResourceContents)
+        assert weather.text == "sunny in Bern"
+        # A URI without the prefix (a link a tool returned) goes to the one server that offers it.
+        [again] = (await client.read_resource("notes://readme")).contents
+        assert isinstance(again, types.TextResourceContents)
+        assert again.text == text.text
+        with pytest.raises(MCPError, match="Unknown resource: notes://missing"):
+            await client.read_resource("notes://missing")
+
+
+async def test_own_names_serve_resources_as_their_server_names_them(kernel: FunctionKernel, host: Host) -> None:
+    async with host.client(await _served(kernel, names="own")) as client:
+        uris = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert {"notes://readme", "notes://pixel"} <= uris
+        [text] = (await client.read_resource("notes://readme")).contents
+        assert isinstance(text, types.TextResourceContents)
+        assert text.text.startswith("1.10")
+
+
+async def test_a_subscription_is_relayed_and_its_updates_forwarded(host: Host) -> None:
+    # This backend takes subscriptions in the 2026-07-28 era only (its listen stream); the reference server's
+    # handshake-era subscriptions: tests/serve/test_everything.py.
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(_backend("tests.servers.mcp_updates", "updates", protocol="2026-07-28"))
+    try:
+        async with host.client(await _served(kernel)) as client:
+            await _subscribe(client, "mcp://updates/notes://a", subscribe=True)
+            await client.call_tool("mcp_updates_touch", {"uri": "notes://a"})
+            await client.call_tool("mcp_updates_touch", {"uri": "notes://b"})  # not subscribed to: not forwarded
+            await wait_until(lambda: bool(_updates(host)))
+            await _subscribe(client, "mcp://updates/notes://a", subscribe=False)
+    finally:
+        await kernel.close()
+    assert _updates(host) == ["mcp://updates/notes://a"]
+
+
+def _updates(host: Host) -> list[str]:
+    return [str(n.params.uri) for n in host.notices if isinstance(n, types.ResourceUpdatedNotification)]
+
+
+# ----------------------------------------------------------------------------------- prompts and completion
+
+
+async def test_prompts_are_served_and_rendered_by_their_server(kernel: FunctionKernel, host: Host) -> None:
+    async with host.client(await _served(kernel)) as client:
+        prompts = {p.name: p for p in (await client.list_prompts()).prompts}
+        assert {"mcp_features_review", "mcp_features_picture"} <= set(prompts)
+        assert [a.name for a in prompts["mcp_features_review"].arguments or ()] == ["code", "language"]
+        review = await client.get_prompt("mcp_features_review", {"code": "x = 1", "language": "perl"})
+        assert [m.role for m in review.messages] == ["user", "assistant"]
+        first = review.messages[0].content
+        assert isinstance(first, types.TextContent)
+        assert first.text == "Review this perl:\nx = 1"
+        [picture] = (await client.get_prompt("mcp_features_picture")).messages
+        assert isinstance(picture.content, types.ImageContent)
+        assert base64.b64decode(picture.content.data) == PIXEL_PNG
+        with pytest.raises(MCPError, match="Unknown prompt: review"):
+            await client.get_prompt("review")
+
+
+async def test_completion_is_asked_of_the_server_that_offers_the_reference(kernel: FunctionKernel, host: Host) -> None:
+    async with host.client(await _served(kernel)) as client:
+        cities = await client.complete(
+            types.ResourceTemplateReference(uri="mcp://features/weather://{city}/today"),
+            {"name": "city", "value": "Be"},
+        )
+        assert cities.completion.values == ["Berlin", "Bern", "Bergen"]
+        languages = await client.complete(
+            types.PromptReference(name="mcp_features_review"), {"name": "language", "value": "p"}
+        )
+        assert languages.completion.values == ["python", "perl", "php"]
+
+
+async def test_the_gateway_declares_what_it_relays(kernel: FunctionKernel, host: Host) -> None:
+    async with host.client(await _served(kernel)) as client:
+        capabilities = client.session.server_capabilities
+    assert capabilities is not None
+    assert capabilities.logging is not None
+    assert capabilities.resources is not None
+    assert capabilities.resources.subscribe is True
+    assert capabilities.prompts is not None
+    assert capabilities.completions is not None
+
+
+async def test_a_kernel_without_mcp_servers_declares_tools_alone() -> None:
+    async with FunctionKernel() as kernel, Client(build_mcp_server(kernel), mode="legacy") as client:
+        capabilities = client.session.server_capabilities
+    assert capabilities is not None
+    assert capabilities.tools is not None
+    assert (capabilities.logging, capabilities.resources, capabilities.prompts) == (None, None, None)
