@@ -60,14 +60,15 @@ class Host:
         if not isinstance(message, Exception):
             self.notices.append(message)
 
-    def client(self, server: Any, *, answers: bool = True) -> Client:
-        """The host's client of ``server``; ``answers=False``: one that offers neither sampling nor elicitation."""
+    def client(self, server: Any, *, answers: bool = True, mode: str = "legacy") -> Client:
+        """The host's client of ``server``; ``answers=False``: one that offers neither sampling nor elicitation;
+        ``mode``: the host's era (the handshake, or "auto": the 2026-07-28 era, which the gateway speaks)."""
         asks: dict[str, Any] = {}
         if answers:
             asks = {"sampling_callback": self.sample, "elicitation_callback": self.elicit}
         return Client(
             server,
-            mode="legacy",
+            mode=mode,
             list_roots_callback=self.roots,
             logging_callback=self.log,
             message_handler=self.message,
@@ -93,6 +94,12 @@ async def kernel(era: str) -> AsyncIterator[FunctionKernel]:
 @pytest.fixture
 def host() -> Host:
     return Host()
+
+
+@pytest.fixture(params=["legacy", "auto"])
+def host_era(request: pytest.FixtureRequest) -> str:
+    """The host's era: the handshake ("legacy"), or the 2026-07-28 era ("auto")."""
+    return str(request.param)
 
 
 async def _served(kernel: FunctionKernel, **options: Any) -> Any:
@@ -199,8 +206,10 @@ async def test_set_level_is_relayed_and_honoured(kernel: FunctionKernel, host: H
 # ----------------------------------------------------------------------------------------------- resources
 
 
-async def test_resources_and_templates_are_served_under_prefixed_uris(kernel: FunctionKernel, host: Host) -> None:
-    async with host.client(await _served(kernel)) as client:
+async def test_resources_and_templates_are_served_under_prefixed_uris(
+    kernel: FunctionKernel, host: Host, host_era: str
+) -> None:
+    async with host.client(await _served(kernel), mode=host_era) as client:
         listed = {str(r.uri): r for r in (await client.list_resources()).resources}
         assert {"mcp://features/notes://readme", "mcp://features/notes://pixel"} <= set(listed)
         assert listed["mcp://features/notes://readme"].description == "The readme."
@@ -255,11 +264,27 @@ def _updates(host: Host) -> list[str]:
     return [str(n.params.uri) for n in host.notices if isinstance(n, types.ResourceUpdatedNotification)]
 
 
+async def test_a_changed_tool_list_is_told_to_the_host(host: Host) -> None:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(_backend("tests.servers.mcp_tools", "tools", protocol="legacy"))
+    try:
+        async with host.client(await _served(kernel)) as client:
+            await client.call_tool("mcp_tools_grow", {})
+            await wait_until(lambda: any(isinstance(n, types.ToolListChangedNotification) for n in host.notices))
+            await wait_until(lambda: kernel.has_tool("mcp://tools.extra"))
+            names = {tool.name for tool in (await client.list_tools()).tools}
+    finally:
+        await kernel.close()
+    assert "mcp_tools_extra" in names
+
+
 # ----------------------------------------------------------------------------------- prompts and completion
 
 
-async def test_prompts_are_served_and_rendered_by_their_server(kernel: FunctionKernel, host: Host) -> None:
-    async with host.client(await _served(kernel)) as client:
+async def test_prompts_are_served_and_rendered_by_their_server(
+    kernel: FunctionKernel, host: Host, host_era: str
+) -> None:
+    async with host.client(await _served(kernel), mode=host_era) as client:
         prompts = {p.name: p for p in (await client.list_prompts()).prompts}
         assert {"mcp_features_review", "mcp_features_picture"} <= set(prompts)
         assert [a.name for a in prompts["mcp_features_review"].arguments or ()] == ["code", "language"]
@@ -275,8 +300,10 @@ async def test_prompts_are_served_and_rendered_by_their_server(kernel: FunctionK
             await client.get_prompt("review")
 
 
-async def test_completion_is_asked_of_the_server_that_offers_the_reference(kernel: FunctionKernel, host: Host) -> None:
-    async with host.client(await _served(kernel)) as client:
+async def test_completion_is_asked_of_the_server_that_offers_the_reference(
+    kernel: FunctionKernel, host: Host, host_era: str
+) -> None:
+    async with host.client(await _served(kernel), mode=host_era) as client:
         cities = await client.complete(
             types.ResourceTemplateReference(uri="mcp://features/weather://{city}/today"),
             {"name": "city", "value": "Be"},
