@@ -9,6 +9,7 @@ host is the official SDK's client, in the handshake era, where these requests tr
 from __future__ import annotations
 
 import base64
+import json
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,7 +19,7 @@ import mcp_types as types
 import pytest
 from mcp.client import Client
 from mcp.shared.exceptions import MCPError
-from tests.serve.test_serve import wait_until
+from tests.serve.test_serve import TOKEN, TOKEN_VAR, http_server, serve_command, wait_until
 from tests.servers.mcp_tools import PIXEL_PNG
 
 from kavalai import FunctionKernel, McpServer
@@ -332,3 +333,57 @@ async def test_a_kernel_without_mcp_servers_declares_tools_alone() -> None:
     assert capabilities is not None
     assert capabilities.tools is not None
     assert (capabilities.logging, capabilities.resources, capabilities.prompts) == (None, None, None)
+
+
+# ---------------------------------------------------------------------- FastMCP's client, kavalai serve's process
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    """A configuration serving the features backend (handshake era)."""
+    args = ["-m", "tests.servers.mcp_features"]
+    backend = {"name": "features", "command": sys.executable, "args": args, "cwd": str(ROOT), "protocol": "legacy"}
+    path = tmp_path / "tools.yaml"
+    path.write_text(json.dumps({"mcp_servers": [backend]}), encoding="utf-8")
+    return path
+
+
+async def test_fastmcp_client_is_asked_and_told_through_the_process_over_stdio_and_http(config: Path) -> None:
+    import fastmcp  # a dev dependency
+    from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
+
+    command = serve_command(config, "--names", "own")
+    stdio = StdioTransport(command[0], command[1:], cwd=str(config.parent))
+    await _check_with_fastmcp(fastmcp, stdio)
+    async with http_server(config, "--names", "own", "--bearer-token-env", TOKEN_VAR) as (url, _):
+        await _check_with_fastmcp(fastmcp, StreamableHttpTransport(url, auth=TOKEN))
+
+
+async def _check_with_fastmcp(fastmcp: Any, transport: Any) -> None:
+    sampled: list[Any] = []
+    logs: list[Any] = []
+
+    async def sample(messages: Any, params: Any, context: Any) -> str:
+        sampled.append(params)
+        return "42"
+
+    async def elicit(message: str, response_type: Any, params: Any, context: Any) -> dict[str, Any]:
+        return {"name": "Grace"}
+
+    async def log(message: Any) -> None:
+        logs.append(message)
+
+    client = fastmcp.Client(
+        transport, mode="legacy", sampling_handler=sample, elicitation_handler=elicit, log_handler=log
+    )
+    async with client:
+        assert (await client.call_tool("consult", {"question": "?"})).content[0].text == "42"
+        assert (await client.call_tool("greet", {})).content[0].text == "hello Grace"
+        await client.call_tool("count", {"n": 1})
+        await wait_until(lambda: bool(logs))
+        [text] = await client.read_resource("notes://readme")
+        assert getattr(text, "text", None) == "1.10 is a version, not a number"
+        prompt = await client.get_prompt("review", {"code": "x"})
+        assert [m.role for m in prompt.messages] == ["user", "assistant"]
+    assert sampled[0].max_tokens == 4096  # the backend asked for 100,000: the kernel's default cap
+    assert logs[0].logger == "features/counter"
