@@ -245,8 +245,8 @@ async def test_own_names_serve_resources_as_their_server_names_them(kernel: Func
 
 
 async def test_a_subscription_is_relayed_and_its_updates_forwarded(host: Host) -> None:
-    # This backend takes subscriptions in the 2026-07-28 era only (its listen stream); the reference server's
-    # handshake-era subscriptions: tests/serve/test_everything.py.
+    # This backend takes subscriptions in the 2026-07-28 era only (its listen stream); a handshake-era backend's
+    # resources/subscribe and unsubscribe are relayed in tests/serve/test_conformance.py.
     kernel = FunctionKernel()
     kernel.register_mcp_server(_backend("tests.servers.mcp_updates", "updates", protocol="2026-07-28"))
     try:
