@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp.client import Client
@@ -179,3 +180,16 @@ async def test_own_names_that_collide_are_refused_naming_both(kernel: FunctionKe
 def test_an_unknown_naming_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="names must be one of prefixed, own"):
         ExposedTools(FunctionKernel(), names="short")  # type: ignore[arg-type]
+
+
+async def test_kavalai_serve_refuses_own_names_that_collide_at_start(tmp_path: Path) -> None:
+    args = ["-m", "tests.servers.mcp_content"]
+    servers = [{"name": name, "command": sys.executable, "args": args, "cwd": str(ROOT)} for name in ("a", "b")]
+    config = tmp_path / "tools.yaml"
+    config.write_text(json.dumps({"mcp_servers": servers}), encoding="utf-8")
+    with anyio.fail_after(120):
+        run = await anyio.run_process(serve_command(config, "--names", "own"), check=False)
+    assert run.returncode == 1
+    stderr = run.stderr.decode()
+    assert "the tools mcp://a.both and mcp://b.both would both be served as 'both'" in stderr
+    assert "Traceback" not in stderr
