@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp.client import Client
@@ -178,6 +179,28 @@ async def test_a_host_that_cannot_answer_gets_the_backend_a_proper_error(kernel:
     assert "the host of kavalai serve does not offer sampling" in _text(sampled)
     assert elicited.is_error is True
     assert "the host of kavalai serve does not offer elicitation" in _text(elicited)
+
+
+async def test_a_request_the_host_leaves_unanswered_ends_with_the_call(kernel: FunctionKernel, host: Host) -> None:
+    asked = anyio.Event()
+    ended: list[str] = []
+
+    async def never(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        asked.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            ended.append("cancelled")
+        raise AssertionError("unreachable")
+
+    server = await _served(kernel)
+    async with Client(server, mode="legacy", sampling_callback=never) as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.call_tool, "mcp_features_consult", {"question": "?"})
+            await asked.wait()
+            tg.cancel_scope.cancel()  # the host gives up its call: the gateway's call ends, and its request with it
+        await wait_until(lambda: ended == ["cancelled"])
+        assert _text(await client.call_tool("mcp_features_count", {"n": 1})) == "1"  # the session goes on
 
 
 # ------------------------------------------------------------------------------------------------- logging

@@ -3,7 +3,8 @@
 
 - A server's request made during a call (sampling, elicitation, roots) goes to the host whose call is in flight on
   that server, on that call's stream; when no host's call is, or calls of several hosts are, the server is told so
-  with an error (the gateway cannot tell whom to ask), and so is it when the host does not offer what it asks.
+  with an error (the gateway cannot tell whom to ask), and so is it when the host does not offer what it asks, or
+  has not answered when the call ends (a request never outlives the call it was part of).
 - A log message goes, tagged with the server's name as its logger (``github`` or ``github/<its logger>``), to the
   hosts with a call in flight on that server (on that call's stream), else to every host that asked for log messages
   with ``logging/setLevel``; each host gets only those at or above the level it set.
@@ -21,6 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+import anyio
 import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.server.session import ServerSession
@@ -45,11 +47,14 @@ class _Host:
     subscribed: set[str] = field(default_factory=set)  # served URIs
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class _Call:
+    """A host's call in flight on an MCP server, and the requests put to the host for it (ended with the call)."""
+
     server: str
     ctx: ServerRequestContext[Any]
     host: object
+    asking: set[anyio.CancelScope] = field(default_factory=set)
 
 
 class HostSessions:
@@ -87,6 +92,8 @@ class HostSessions:
             yield
         finally:
             self._calls.remove(call)
+            for scope in call.asking:  # a request the host has not answered ends with the call it was part of
+                scope.cancel()
 
     def set_level(self, ctx: ServerRequestContext[Any], level: str) -> None:
         """The host of ``ctx`` asked for log messages from ``level`` on."""
@@ -170,12 +177,17 @@ class HostSessions:
         if not session.check_client_capability(types.ClientCapabilities(**{capability: {}})):
             return _refusal(f"the host of kavalai serve does not offer {capability}")
         metadata = ServerMessageMetadata(related_request_id=call.ctx.request_id)
-        try:
-            return await session.send_request(request, result_type, metadata=metadata)
-        except MCPError as exc:
-            return exc.error
-        except Exception as exc:  # the host's connection went away, or its answer was not one
-            return _refusal(f"the host of kavalai serve did not answer: {type(exc).__name__}: {exc}")
+        with anyio.CancelScope() as scope:
+            call.asking.add(scope)
+            try:
+                return await session.send_request(request, result_type, metadata=metadata)
+            except MCPError as exc:
+                return exc.error
+            except Exception as exc:  # the host's connection went away, or its answer was not one
+                return _refusal(f"the host of kavalai serve did not answer: {type(exc).__name__}: {exc}")
+            finally:
+                call.asking.discard(scope)
+        return _refusal(f"the call ended before the host answered the request for {capability}")
 
     async def _send(self, key: object, session: ServerSession, notification: Any, related: Any) -> None:
         try:
