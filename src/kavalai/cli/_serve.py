@@ -135,29 +135,26 @@ async def _serve(
         "names": args.names,
     }
     try:
-        if args.names == "own" and not options["lazy"]:
-            await _own_names_unique(kernel, args)
         if args.transport == "http":
             await serve_http(kernel, host=args.host, port=args.port, path=args.path, bearer_token=token, **options)
         else:
             await serve_stdio(kernel, **options)
     except (FunctionKernelException, OSError) as exc:
-        await kernel.close()  # (serving closes it; a refusal before serving must too)
         print(f"kavalai serve: {exc}", file=err)
+        return EXIT_FAILED
+    except BaseExceptionGroup as group:  # raised within the stdio server's task group (e.g. by ready())
+        failures = group.subgroup(lambda exc: isinstance(exc, FunctionKernelException | OSError))
+        if failures is None:
+            raise
+        print(f"kavalai serve: {_first_leaf(failures)}", file=err)
         return EXIT_FAILED
     return EXIT_OK
 
 
-async def _own_names_unique(kernel: Kernel, args: argparse.Namespace) -> None:
-    """Connect the kernel and refuse ``--names own`` before serving when two offered tools would share a name.
-
-    Raises:
-        ConfigurationError: they would (the message names both).
-    """
-    from kavalai.serve import ExposedTools
-
-    await kernel.connect()
-    ExposedTools(kernel, allow=args.allow, deny=args.deny, names=args.names).names()
+def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first exception of ``group`` that is not itself a group."""
+    first = group.exceptions[0]
+    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 def _lazy(args: argparse.Namespace) -> bool:
@@ -187,7 +184,8 @@ def _report_ready(kernel: Kernel, args: argparse.Namespace, where: str, err: Tex
     for pattern in args.allow or ():
         if not any(fnmatch.fnmatchcase(uri, pattern) for uri in uris):
             print(f"kavalai serve: warning: --allow {pattern!r} matches no tool", file=err)
-    count = len(ExposedTools(kernel, allow=args.allow, deny=args.deny).uris())
+    exposed = ExposedTools(kernel, allow=args.allow, deny=args.deny, names=args.names)
+    count = len(exposed.names())  # with --names own, two tools sharing a name end the serving here
     print(f"kavalai serve: serving {count} of {len(uris)} tools of {args.config} {place}", file=err, flush=True)
 
 
