@@ -418,4 +418,7 @@ async def test_a_fastmcp_servers_marked_values_are_served_marked(kernel: Functio
         stats = listed["mcp_fast_text_stats"].output_schema
         assert stats is not None
         assert "x-fastmcp-wrap-result" not in stats
-        _check_result(await client.call_tool("mcp_fast_word_count", {"text": "two words"}), {"result": 2})
+        counted = await client.call_tool("mcp_fast_word_count", {"text": "two words"})
+        # Passed through as the FastMCP server sent it: its structuredContent, and its own text of the value.
+        assert counted.structured_content == {"result": 2}
+        assert counted.content[0].text == "2"

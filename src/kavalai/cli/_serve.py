@@ -78,6 +78,13 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "with --allow or --deny)",
     )
     parser.add_argument("--name", default="kavalai", help="the server name shown to clients (default: kavalai)")
+    parser.add_argument(
+        "--names",
+        choices=("prefixed", "own"),
+        default="prefixed",
+        help="serve tools and prompts under prefixed names (python_fs_ls, mcp_github_search: the default) or their "
+        "own (fs.ls, search), refused when two would share one",
+    )
     add_tracing_arguments(parser, short=True)
 
 
@@ -138,6 +145,7 @@ async def _serve(
         "name": args.name,
         "on_ready": ready,
         "lazy": _lazy(args),
+        "names": args.names,
     }
     try:
         if args.transport == "http":
@@ -147,7 +155,19 @@ async def _serve(
     except (FunctionKernelException, OSError) as exc:
         print(f"kavalai serve: {exc}", file=err)
         return EXIT_FAILED
+    except BaseExceptionGroup as group:  # raised within the stdio server's task group (e.g. by ready())
+        failures = group.subgroup(lambda exc: isinstance(exc, FunctionKernelException | OSError))
+        if failures is None:
+            raise
+        print(f"kavalai serve: {_first_leaf(failures)}", file=err)
+        return EXIT_FAILED
     return EXIT_OK
+
+
+def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first exception of ``group`` that is not itself a group."""
+    first = group.exceptions[0]
+    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 def _lazy(args: argparse.Namespace) -> bool:
@@ -177,7 +197,8 @@ def _report_ready(kernel: Kernel, args: argparse.Namespace, where: str, err: Tex
     for pattern in args.allow or ():
         if not any(fnmatch.fnmatchcase(uri, pattern) for uri in uris):
             print(f"kavalai serve: warning: --allow {pattern!r} matches no tool", file=err)
-    count = len(ExposedTools(kernel, allow=args.allow, deny=args.deny).uris())
+    exposed = ExposedTools(kernel, allow=args.allow, deny=args.deny, names=args.names)
+    count = len(exposed.names())  # with --names own, two tools sharing a name end the serving here
     print(f"kavalai serve: serving {count} of {len(uris)} tools of {args.config} {place}", file=err, flush=True)
 
 

@@ -15,12 +15,13 @@ imports the ``mcp`` SDK and uvicorn; ``import kavalai`` never imports it.
 from __future__ import annotations
 
 from kavalai.serve._server import build_mcp_server, call_kernel_tool, tool_error_result, tool_result
-from kavalai.serve._tools import ExposedTools, mcp_input_schema, mcp_output_schema
+from kavalai.serve._tools import ExposedTools, Naming, mcp_input_schema, mcp_output_schema
 from kavalai.serve._transports import BearerTokenMiddleware, ReadyCallback, http_app, serve_http, serve_stdio
 
 __all__ = [
     "BearerTokenMiddleware",
     "ExposedTools",
+    "Naming",
     "ReadyCallback",
     "build_mcp_server",
     "call_kernel_tool",

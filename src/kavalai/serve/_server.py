@@ -3,22 +3,27 @@ JSON schemas, and called through :meth:`kavalai.kernel.Kernel.call_tool`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from pydantic import BaseModel
 
 import kavalai
-from kavalai.adapters.mcp import deadline_from_meta
-from kavalai.errors import DeadlineExceededError, FunctionKernelException, ServerConnectionError
+from kavalai.adapters.mcp import deadline_from_meta, keeping_wire_results
+from kavalai.errors import ConfigurationError, DeadlineExceededError, FunctionKernelException, ServerConnectionError
 from kavalai.kernel import Kernel, ProgressCallback, deadline
-from kavalai.serve._tools import ExposedTools, mcp_input_schema
+from kavalai.serve._catalog import ServedCatalog
+from kavalai.serve._hosts import HostSessions
+from kavalai.serve._relayed import mcp_adapter, relayed_handlers, served_servers
+from kavalai.serve._tools import ExposedTools, Naming, mcp_input_schema
 
 __all__ = ["build_mcp_server", "call_kernel_tool", "tool_error_result", "tool_result"]
 
@@ -33,13 +38,16 @@ def build_mcp_server(
     name: str = "kavalai",
     instructions: str | None = None,
     lazy: bool = False,
+    names: Naming = "prefixed",
 ) -> Server[Any]:
     """An MCP server offering ``kernel``'s tools (``python://``, ``rest://`` and ``mcp://`` alike).
 
     Each tool is listed under a provider-safe name (``python://fs.ls`` as ``python_fs_ls``, see
     :class:`~kavalai.serve.ExposedTools`), with its description, its input schema and the schema of its output
     model. A call returns the output model as ``structuredContent`` and as JSON text; a tool that fails
-    (:class:`~kavalai.errors.FunctionKernelException`) gives a result with ``isError`` and the error message. A
+    (:class:`~kavalai.errors.FunctionKernelException`) gives a result with ``isError`` and the error message. An
+    ``mcp://`` tool's call returns what its server sent instead, unchanged (every content block, its
+    ``structuredContent``, an ``isError`` result's own content), after crossing the kernel like any call. A
     client's progress token receives the tool's progress; a client's cancellation cancels the kernel call.
 
     The server neither connects nor closes the kernel: :func:`~kavalai.serve.serve_stdio` and
@@ -53,26 +61,42 @@ def build_mcp_server(
         instructions: optional instructions for the client's model.
         lazy: connect the kernel's servers at the first request that needs their tools (a listing or a call),
             not before; a server that cannot be reached then is logged and its tools left out.
+        names: ``"prefixed"`` (``python_fs_ls``, ``mcp_github_search``) or ``"own"`` (``fs.ls``, ``search``:
+            refused with :class:`~kavalai.errors.ConfigurationError` when two would share a name).
     """
-    tools = ExposedTools(kernel, allow=allow, deny=deny)
+    tools = ExposedTools(kernel, allow=allow, deny=deny, names=names)
     connecting = _LazyConnect(kernel) if lazy else None
+    adapter = mcp_adapter(kernel)
+    relayed: dict[str, Any] = {}
+    hosts: HostSessions | None = None
+    if adapter is not None:  # the MCP servers' logging, resources, prompts and requests are relayed too
+        catalog = ServedCatalog(adapter, served_servers(adapter, tools), names)
+        hosts = HostSessions(catalog.served_uri)
+        adapter.relay_to(hosts)
+        relayed = relayed_handlers(adapter, tools, hosts, catalog, connecting or _connected)
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         if connecting is not None:
             await connecting()
-        return types.ListToolsResult(tools=tools.mcp_tools())
+        with _naming_refused():
+            return types.ListToolsResult(tools=tools.mcp_tools())
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         if connecting is not None:
             await connecting()
-        uri = tools.uri_of(params.name)
+        with _naming_refused():
+            uri = tools.uri_of(params.name)
         if uri is None:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
         try:
-            with deadline(deadline_from_meta(params.meta), what=f"MCP client's request for {params.name}"):
-                # The client's io.kavalai/deadline, when it sent one, bounds every call made for this request.
+            with (
+                deadline(deadline_from_meta(params.meta), what=f"MCP client's request for {params.name}"),
+                hosts.calling(_server_of(kernel, uri), ctx) if hosts is not None else contextlib.nullcontext(),
+            ):
+                # The client's io.kavalai/deadline, when it sent one, bounds every call made for this request; a
+                # backend's sampling, elicitation and roots requests during the call go to this host (_hosts.py).
                 return await call_kernel_tool(kernel, uri, params.arguments or {}, progress=_progress_of(ctx))
         except DeadlineExceededError as exc:
             return tool_error_result(str(exc))
@@ -81,14 +105,38 @@ def build_mcp_server(
         definition = tools.definition_of(tool_name)
         return None if definition is None else mcp_input_schema(definition)
 
-    return Server(
-        name,
-        version=kavalai.__version__,
-        instructions=instructions,
-        get_tool_input_schema=input_schema,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
+    with warnings.catch_warnings():
+        # Logging is deprecated by the 2026-07-28 era, but the hosts of the handshake era (and its servers) use it.
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        return Server(
+            name,
+            version=kavalai.__version__,
+            instructions=instructions,
+            get_tool_input_schema=input_schema,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            **relayed,
+        )
+
+
+async def _connected() -> None:
+    """Nothing to wait for: the kernel was connected before serving."""
+
+
+def _server_of(kernel: Kernel, uri: str) -> str | None:
+    """The MCP server behind the tool at ``uri`` (``None`` for a tool of another kind)."""
+    definition = kernel.get_tool_definition(uri)
+    server = definition.metadata.get("server")
+    return str(server) if definition.uri.scheme == "mcp" and server is not None else None
+
+
+@contextlib.contextmanager
+def _naming_refused() -> Iterator[None]:
+    """``names="own"`` with two tools sharing a name: the client is told why, as a protocol error."""
+    try:
+        yield
+    except ConfigurationError as exc:
+        raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
 
 
 class _LazyConnect:
@@ -118,13 +166,17 @@ class _LazyConnect:
 async def call_kernel_tool(
     kernel: Kernel, uri: str, arguments: dict[str, Any], *, progress: ProgressCallback | None = None
 ) -> types.CallToolResult:
-    """Call the tool at ``uri`` and turn the outcome into an MCP tool result (a failure too)."""
-    try:
-        output = await kernel.call_tool(uri, arguments, progress=progress)
-    except FunctionKernelException as exc:
-        logger.info("%s failed: %s", uri, exc)
-        return tool_error_result(str(exc))
-    return tool_result(output)
+    """Call the tool at ``uri`` and turn the outcome into an MCP tool result (a failure too): for an ``mcp://``
+    tool, the result its server sent, unchanged; else the output model (or the error's message)."""
+    with keeping_wire_results() as received:
+        try:
+            output = await kernel.call_tool(uri, arguments, progress=progress)
+        except FunctionKernelException as exc:
+            logger.info("%s failed: %s", uri, exc)
+            sent = received.get(uri)
+            return sent if isinstance(sent, types.CallToolResult) and sent.is_error else tool_error_result(str(exc))
+    sent = received.get(uri)
+    return sent if isinstance(sent, types.CallToolResult) else tool_result(output)
 
 
 def tool_result(output: BaseModel) -> types.CallToolResult:

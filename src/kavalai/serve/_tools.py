@@ -3,21 +3,41 @@
 MCP hosts pass tool names on to model providers, which accept only ``^[a-zA-Z0-9_-]{1,64}$``. The names are the
 ones agents use (:class:`kavalai.llm.names.ToolNameMap`): ``python://fs.ls`` is ``python_fs_ls``; names that would
 clash or be too long end in ``_`` and 8 hex digits of the URI's SHA-256, so the mapping does not depend on the order
-of the tools. :class:`ExposedTools` keeps the mapping both ways.
+of the tools. :class:`ExposedTools` keeps the mapping both ways. With ``names="own"`` each tool is served under its
+own name instead (an MCP server's tool as that server names it, ``python://fs.ls`` as ``fs.ls``), and two tools that
+would share one are refused with :class:`~kavalai.errors.ConfigurationError` naming both.
+
+An ``mcp://`` tool is passed through: listed with the output schema its server declared (none when it declared
+none), since its calls return what the server sent (see :mod:`kavalai.serve._server`).
 """
 
 from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal, TypeAlias
 
 import mcp_types as types
 
-from kavalai.kernel import Kernel, ToolDefinition
+from kavalai.errors import ConfigurationError
+from kavalai.kernel import Kernel, ToolDefinition, ToolURI
 from kavalai.llm.names import ToolNameMap
 
-__all__ = ["ExposedTools", "mcp_input_schema", "mcp_output_schema"]
+__all__ = [
+    "NAMING",
+    "ExposedTools",
+    "Naming",
+    "mcp_input_schema",
+    "mcp_output_schema",
+    "own_names",
+    "passed_output_schema",
+    "passes_through",
+]
+
+#: How served tools, prompts and resources are named: ``"prefixed"`` (scheme and server in front, collision-free
+#: whatever is served) or ``"own"`` (their own names; a collision is refused).
+Naming: TypeAlias = Literal["prefixed", "own"]
+NAMING: Final[tuple[Naming, ...]] = ("prefixed", "own")
 
 _DEFINITION_KEYS: Final = ("$defs", "definitions")
 #: FastMCP's mark on an output schema whose ``structuredContent`` is the value wrapped as ``{"result": value}``.
@@ -35,12 +55,24 @@ class ExposedTools:
         kernel: the kernel whose tools are offered.
         allow: URI globs (``"python://fs.*"``, ``"mcp://github.*"``); when given, a tool must match one of them.
         deny: URI globs; a tool matching any of them is never offered (nor callable), even when allowed.
+        names: ``"prefixed"`` (the default: ``python_fs_ls``) or ``"own"`` (``fs.ls``; an MCP server's tool as the
+            server names it), refused when two offered tools would share a name.
     """
 
-    def __init__(self, kernel: Kernel, *, allow: Sequence[str] | None = None, deny: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        kernel: Kernel,
+        *,
+        allow: Sequence[str] | None = None,
+        deny: Sequence[str] = (),
+        names: Naming = "prefixed",
+    ) -> None:
+        if names not in NAMING:
+            raise ConfigurationError(f"names must be one of {', '.join(NAMING)}, not {names!r}")
         self.kernel = kernel
         self.allow = tuple(allow) if allow is not None else None
         self.deny = tuple(deny)
+        self.naming: Naming = names
         self._uris: tuple[str, ...] = ()
         self._to_uri: dict[str, str] = {}
         self._to_name: dict[str, str] = {}
@@ -65,6 +97,7 @@ class ExposedTools:
 
         Raises:
             KeyError: ``uri`` is not offered.
+            ConfigurationError: ``names="own"`` and two offered tools would share a name.
         """
         self._refresh()
         return self._to_name[uri]
@@ -85,23 +118,61 @@ class ExposedTools:
 
     @staticmethod
     def mcp_tool(name: str, definition: ToolDefinition) -> types.Tool:
-        """``definition`` as the MCP tool ``name``."""
+        """``definition`` as the MCP tool ``name`` (a passed-through ``mcp://`` tool with its server's output
+        schema, or none)."""
+        passed = passes_through(definition)
         return types.Tool(
             name=name,
             title=definition.name,
             description=definition.description or definition.name,
             input_schema=mcp_input_schema(definition),
-            output_schema=mcp_output_schema(definition),
+            output_schema=passed_output_schema(definition) if passed else mcp_output_schema(definition),
         )
 
     def _refresh(self) -> None:
         uris = tuple(self.uris())
         if uris == self._uris and self._to_uri:
             return
-        mapping = ToolNameMap(uris)
-        self._to_name = {uri: mapping.to_provider(uri) for uri in uris}
+        if self.naming == "own":
+            self._to_name = own_names(uris, "tool")
+        else:
+            mapping = ToolNameMap(uris)
+            self._to_name = {uri: mapping.to_provider(uri) for uri in uris}
         self._to_uri = {name: uri for uri, name in self._to_name.items()}
         self._uris = uris
+
+
+def own_names(uris: Iterable[str], kind: str) -> dict[str, str]:
+    """``{URI: its own name}``: an ``mcp://`` or ``rest://`` URI's tool name (without the server), a
+    ``python://`` URI's path.
+
+    Raises:
+        ConfigurationError: two URIs would share a name (the message names them and the way out).
+    """
+    named: dict[str, str] = {}
+    taken: dict[str, str] = {}
+    for uri in uris:
+        name = ToolURI.parse(uri).tool
+        other = taken.get(name)
+        if other is not None:
+            raise ConfigurationError(
+                f"the {kind}s {other} and {uri} would both be served as {name!r} under their own "
+                "names; serve with prefixed names (names='prefixed', --names prefixed) or leave one out (--deny)"
+            )
+        taken[name] = uri
+        named[uri] = name
+    return named
+
+
+def passes_through(definition: ToolDefinition) -> bool:
+    """Whether calls of ``definition`` are answered with the result its MCP server sent (an ``mcp://`` tool)."""
+    return "structured" in definition.metadata and definition.uri.scheme == "mcp"
+
+
+def passed_output_schema(definition: ToolDefinition) -> dict[str, Any] | None:
+    """The output schema a passed-through tool's server declared, or ``None`` when it declared none (its results
+    are then content blocks, sent as they came)."""
+    return definition.get_output_schema() if definition.metadata.get("structured") else None
 
 
 def mcp_input_schema(definition: ToolDefinition) -> dict[str, Any]:

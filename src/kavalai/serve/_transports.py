@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kavalai.kernel import Kernel
 from kavalai.serve._server import build_mcp_server
+from kavalai.serve._tools import Naming
 
 __all__ = ["BearerTokenMiddleware", "ReadyCallback", "http_app", "serve_http", "serve_stdio"]
 
@@ -36,6 +37,7 @@ async def serve_stdio(
     name: str = "kavalai",
     on_ready: ReadyCallback | None = None,
     lazy: bool = False,
+    names: Naming = "prefixed",
 ) -> None:
     """Serve ``kernel``'s tools as an MCP server on this process's stdin and stdout until the client closes stdin.
 
@@ -49,11 +51,12 @@ async def serve_stdio(
         name: the server name shown to clients.
         on_ready: called with ``"stdio"`` once the kernel is connected and requests are read.
         lazy: connect the kernel's servers at the first request that needs their tools, not before.
+        names: ``"prefixed"`` or ``"own"`` (see :func:`~kavalai.serve.build_mcp_server`).
 
     Raises:
         ServerConnectionError: a server of the kernel cannot be connected (not with ``lazy``).
     """
-    server = build_mcp_server(kernel, allow=allow, deny=deny, name=name, lazy=lazy)
+    server = build_mcp_server(kernel, allow=allow, deny=deny, name=name, lazy=lazy, names=names)
     async with stdio_server() as (reads, writes), _connected(kernel, lazy=lazy):
         if on_ready is not None:
             on_ready("stdio")
@@ -72,6 +75,7 @@ async def serve_http(
     name: str = "kavalai",
     on_ready: ReadyCallback | None = None,
     lazy: bool = False,
+    names: Naming = "prefixed",
 ) -> None:
     """Serve ``kernel``'s tools as a streamable HTTP MCP endpoint at ``http://host:port/path`` until cancelled.
 
@@ -90,12 +94,13 @@ async def serve_http(
         name: the server name shown to clients.
         on_ready: called with the endpoint URL once the kernel is connected and the port is listening.
         lazy: connect the kernel's servers at the first request that needs their tools, not before.
+        names: ``"prefixed"`` or ``"own"`` (see :func:`~kavalai.serve.build_mcp_server`).
 
     Raises:
         ServerConnectionError: a server of the kernel cannot be connected (not with ``lazy``).
         OSError: the address cannot be listened on.
     """
-    server = build_mcp_server(kernel, allow=allow, deny=deny, name=name, lazy=lazy)
+    server = build_mcp_server(kernel, allow=allow, deny=deny, name=name, lazy=lazy, names=names)
     app = http_app(server, path=path, host=host, bearer_token=bearer_token)
     config = uvicorn.Config(app, log_level="warning", ws="none", lifespan="on", timeout_graceful_shutdown=1)
     with _listening(host, port) as sock:

@@ -45,7 +45,7 @@ async def test_discovery_publishes_every_tool(tools: FunctionKernel) -> None:
     assert state.tools == tuple(tools.list_tools("mcp://tools.*"))
     definition = tools.get_tool_definition("mcp://tools.add")
     assert (definition.kind, definition.description) == ("mcp", "Add two integers.")
-    assert definition.metadata == {"server": "tools", "tool": "add", "transport": "stdio"}
+    assert definition.metadata == {"server": "tools", "tool": "add", "transport": "stdio", "structured": True}
 
 
 async def test_descriptions_show_the_input_schema_as_sent(tools: FunctionKernel) -> None:

@@ -40,6 +40,7 @@ from kavalai.adapters.mcp._content import (
 )
 from kavalai.adapters.mcp._idempotency import DEADLINE_META_KEY, IDEMPOTENCY_META_KEY, deadline_from_meta
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
+from kavalai.adapters.mcp._wire import WireResults, keeping_wire_results
 
 __all__ = [
     "CALLER",
@@ -76,9 +77,11 @@ __all__ = [
     "McpTransport",
     "SamplingApproval",
     "SamplingHandler",
+    "WireResults",
     "answering",
     "current_answerer",
     "deadline_from_meta",
+    "keeping_wire_results",
     "kill_stdio_servers_now",
 ]
 

@@ -20,6 +20,7 @@ from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._connection import McpConnection
 from kavalai.adapters.mcp._content import McpResourceContent
 from kavalai.adapters.mcp._identities import connection_for
+from kavalai.adapters.mcp._relay import McpRelay, RelaySlot
 from kavalai.adapters.mcp._state import McpServerState
 from kavalai.errors import ServerConnectionError, ToolNotFoundError, ToolRegistrationError
 from kavalai.kernel import ToolDefinition, ToolURI
@@ -39,6 +40,7 @@ class McpAdapter(ToolAdapter):
     def __init__(self, registry: ToolRegistry) -> None:
         super().__init__(registry)
         self._connections: dict[str, McpConnection] = {}
+        self._relay = RelaySlot()  # shared by every connection (_relay.py)
 
     def register_server(self, server: McpServer) -> None:
         """Record ``server``; a second server of the same name is an error."""
@@ -51,7 +53,19 @@ class McpAdapter(ToolAdapter):
             raise ToolRegistrationError(
                 f"MCP server {server.name!r} is already registered; give each server its own name."
             )
-        self._connections[server.name] = connection_for(server, self.registry)  # per identity with OAuth
+        connection = connection_for(server, self.registry)  # per identity with OAuth
+        connection.relay = self._relay
+        self._connections[server.name] = connection
+
+    def relay_to(self, relay: McpRelay | None) -> None:
+        """Pass what every server sends on to ``relay`` (``None``: stop): log messages and changes at once, and the
+        requests (sampling, elicitation, roots) of the sessions opened from now on."""
+        self._relay.relay = relay
+
+    async def set_log_level(self, server: str, level: str) -> None:
+        """Ask ``server`` to send log messages from ``level`` on (``logging/setLevel``; a server that does not log
+        is not asked)."""
+        await self.connection(server).set_log_level(level)
 
     async def connect(self) -> None:
         """Connect every registered server that is not connected yet, concurrently.

@@ -4,6 +4,9 @@ roots (the folders it may work in), answered by the handlers given on the :class
 Nothing is answered unless configured: without a handler the capability is not even advertised, and a server that
 asks anyway gets the SDK's "not supported" error. Sampling is limited by default (the tokens one request may ask
 for, the requests one session may make); every refusal is an MCP error whose message says why.
+
+A server without a handler of its own is answered by the adapter's relay when one is set (``kavalai serve``: its
+host answers, see :mod:`kavalai.adapters.mcp._relay`), within the same approval and limits.
 """
 
 from __future__ import annotations
@@ -27,16 +30,20 @@ from kavalai.adapters.mcp._catalog import (
     SamplingHandler,
 )
 from kavalai.adapters.mcp._config import McpServer
+from kavalai.adapters.mcp._relay import RelaySlot
 
 __all__ = ["callbacks", "elicit_result", "elicitation_callback", "roots_callback", "sampling_callback"]
 
 logger = logging.getLogger("kavalai.mcp")
 
 
-def callbacks(config: McpServer, in_flight: Callable[[], list[ElicitationHandler]] = list) -> dict[str, Any]:
+def callbacks(
+    config: McpServer, in_flight: Callable[[], list[ElicitationHandler]] = list, slot: RelaySlot | None = None
+) -> dict[str, Any]:
     """The ``ClientSession`` callbacks for what ``config`` offers (a fresh sampling budget per session);
-    ``in_flight`` gives the answerers of the calls in flight on the connection (for ``elicitation="caller"``)."""
-    found = {
+    ``in_flight`` gives the answerers of the calls in flight on the connection (for ``elicitation="caller"``); the
+    relay in ``slot``, when one is set, answers what ``config`` has no handler for."""
+    found: dict[str, Any] = {
         "sampling_callback": sampling_callback(
             config.name,
             config.sampling,
@@ -49,7 +56,62 @@ def callbacks(config: McpServer, in_flight: Callable[[], list[ElicitationHandler
         ),
         "list_roots_callback": roots_callback(config.roots),
     }
+    if slot is not None and slot.relay is not None:
+        relayed: dict[str, Any] = {
+            "sampling_callback": relayed_sampling(config, slot),
+            "elicitation_callback": relayed_elicitation(config.name, slot),
+            "list_roots_callback": relayed_roots(config.name, slot),
+        }
+        found = {key: found[key] or relayed[key] for key in found}
     return {key: value for key, value in found.items() if value is not None}
+
+
+def relayed_sampling(
+    config: McpServer, slot: RelaySlot
+) -> Callable[[ClientRequestContext, mcp_types.CreateMessageRequestParams], Awaitable[Any]]:
+    """Sampling requests put to the relay, after ``config``'s approval, with its caps on tokens and requests."""
+    made = [0]  # requests relayed in this session
+
+    async def callback(context: ClientRequestContext, params: mcp_types.CreateMessageRequestParams) -> Any:
+        relay = slot.relay
+        if relay is None:
+            return _refusal("nobody relays sampling requests any more")
+        request = _sampling_request(config.name, params, config.sampling_max_tokens)
+        if made[0] >= config.sampling_max_requests:
+            limit = config.sampling_max_requests
+            return _refusal(f"this session has made its {limit} sampling requests (sampling_max_requests)")
+        approval = config.sampling_approval
+        if approval is not None and not await _maybe_await(approval(request)):
+            return _refusal("the client did not approve the request")
+        made[0] += 1
+        capped = params.model_copy(update={"max_tokens": request.max_tokens})
+        return await relay.sample(config.name, capped)
+
+    return callback
+
+
+def relayed_elicitation(server: str, slot: RelaySlot) -> Callable[[ClientRequestContext, Any], Awaitable[Any]]:
+    """Elicitations put to the relay."""
+
+    async def callback(context: ClientRequestContext, params: Any) -> Any:
+        relay = slot.relay
+        if relay is None:
+            return mcp_types.ErrorData(code=mcp_types.INVALID_REQUEST, message="nobody relays elicitations any more")
+        return await relay.elicit(server, params)
+
+    return callback
+
+
+def relayed_roots(server: str, slot: RelaySlot) -> Callable[[ClientRequestContext], Awaitable[Any]]:
+    """``roots/list`` put to the relay."""
+
+    async def callback(context: ClientRequestContext) -> Any:
+        relay = slot.relay
+        if relay is None:
+            return mcp_types.ErrorData(code=mcp_types.INVALID_REQUEST, message="nobody relays roots any more")
+        return await relay.list_roots(server)
+
+    return callback
 
 
 def sampling_callback(

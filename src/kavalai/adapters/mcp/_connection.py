@@ -52,6 +52,7 @@ from kavalai.adapters.mcp._errors import answer_unreadable, call_error, describe
 from kavalai.adapters.mcp._generation import Ending, Generation, Phase
 from kavalai.adapters.mcp._idempotency import call_meta
 from kavalai.adapters.mcp._loops import elsewhere, run_on
+from kavalai.adapters.mcp._relay import RelaySlot
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 from kavalai.adapters.mcp._tasks import EXTENSION as TASKS_EXTENSION
 from kavalai.adapters.mcp._tasks import (
@@ -63,6 +64,7 @@ from kavalai.adapters.mcp._tasks import (
     send_call,
 )
 from kavalai.adapters.mcp._transports import open_transport
+from kavalai.adapters.mcp._wire import keep
 from kavalai.errors import (
     ConfigurationError,
     InvalidToolURIError,
@@ -110,6 +112,7 @@ class McpConnection:
         self._subscribed: set[str] = set()  # resources subscribed to (2026-07-28: the listen stream's filter)
         self._task_only: set[str] = set()  # tools that run only as tasks (2025-11-25 `taskSupport: "required"`)
         self._in_flight: list[ElicitationHandler] = []  # answerers of the calls in flight (elicitation="caller")
+        self.relay = RelaySlot()  # the adapter's, shared by its connections (_relay.py)
         self._strays = 0  # messages that answered no request (dropped), over all generations
 
     # ------------------------------------------------------------------------------------------------ state
@@ -331,13 +334,13 @@ class McpConnection:
             client = Client(
                 _Opened(LegacyTaskReads(reads), era.pinned_writes(writes, config.protocol)),
                 mode=era.client_mode(config.protocol),
-                message_handler=_MessageHandler(gen, config, self._stray),
-                logging_callback=_ServerLog(config),
+                message_handler=_MessageHandler(gen, config, self._stray, self.relay),
+                logging_callback=_ServerLog(config, self.relay),
                 log_level=config.log_level or era.log_level(config.name),
                 client_info=_CLIENT_INFO,
                 cache=CacheConfig(),
                 extensions=[advertise(TASKS_EXTENSION)],  # a long call may come back as a task (_tasks.py)
-                **client_side.callbacks(config, self._in_flight.copy),
+                **client_side.callbacks(config, self._in_flight.copy, self.relay),
             )
             await inner.enter_async_context(client)
             problem = era.pin_problem(config.protocol, client.protocol_version, era.offered(client.session))
@@ -391,6 +394,10 @@ class McpConnection:
         finally:
             for event in [*waiting, *gen.listened]:
                 event.set()  # the generation is ending: nobody waits for a stream that will not open
+
+    async def set_log_level(self, level: str) -> None:
+        """Ask the server to send log messages from ``level`` on (handshake era, a server that logs; else nothing)."""
+        await self.request(lambda client: era.ask_log_level(client, level), "logging/setLevel")  # type: ignore[arg-type]
 
     async def subscribe(self, uri: str, *, subscribe: bool) -> None:
         """Ask to be told when the resource at ``uri`` changes (``on_change``), or to stop; return once that is in
@@ -466,7 +473,12 @@ class McpConnection:
         except InvalidToolURIError as exc:
             logger.warning("MCP server %r: skipping tool %r: %s", self.name, tool.name, exc)
             return None
-        metadata = {"server": self.name, "tool": tool.name, "transport": self.transport}
+        metadata = {
+            "server": self.name,
+            "tool": tool.name,
+            "transport": self.transport,
+            "structured": tool.output_schema is not None,  # whether the server declared an outputSchema
+        }
         return LazyTool(
             uri=uri,
             description=tool.description or tool.title or "",
@@ -563,6 +575,7 @@ class McpConnection:
                     )
                     # A server may run the call as a task: then it is followed to its end (_tasks.py).
                     result = await drive_task(session, answered) if isinstance(answered, TaskCreated) else answered
+                    keep(uri, result)  # for a gateway that passes it on as received (_wire.py)
                     if result.is_error:  # inside the span: it records the error
                         raise_tool_error(uri, result)
             except MCPError as exc:
@@ -661,11 +674,15 @@ class _ServerLog:
         "emergency": logging.CRITICAL,
     }
 
-    def __init__(self, config: McpServer) -> None:
+    def __init__(self, config: McpServer, slot: RelaySlot) -> None:
         self._config = config
+        self._slot = slot
         self._logger = logging.getLogger(f"kavalai.mcp.{config.name}")
 
     async def __call__(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
+        relay = self._slot.relay
+        if relay is not None:
+            await self._hand(relay.log, params)  # passed on (kavalai serve's host), beside the server's own handler
         handler = self._config.log_handler
         if handler is not None:
             await self._hand(handler, params)
@@ -698,10 +715,11 @@ class _MessageHandler:
         mcp_types.PromptListChangedNotification: "prompts",
     }
 
-    def __init__(self, gen: Generation, config: McpServer, on_stray: Callable[[str], None]) -> None:
+    def __init__(self, gen: Generation, config: McpServer, on_stray: Callable[[str], None], slot: RelaySlot) -> None:
         self._gen = gen
         self._config = config
         self._on_stray = on_stray
+        self._slot = slot
 
     async def __call__(self, message: IncomingMessage) -> None:
         if isinstance(message, ValueError):  # an HTTP transport's message that could not be read, naming no request
@@ -721,6 +739,9 @@ class _MessageHandler:
             self._gen.refresh.set()  # listed again (in the background) before anyone reads the change
         if self._config.on_change is not None:
             await _hand_over(self._config.on_change, change, "on_change callback", self._config.name)
+        relay = self._slot.relay
+        if relay is not None:
+            await _hand_over(relay.changed, change, "relay", self._config.name)
 
 
 async def _hand_over(callback: Any, value: Any, what: str, server: str) -> None:

@@ -1,0 +1,210 @@
+"""The host sessions of ``kavalai serve``, as the relay of the kernel's MCP servers
+(:class:`kavalai.adapters.mcp.McpRelay`): what a server sends reaches the host it concerns.
+
+- A server's request made during a call (sampling, elicitation, roots) goes to the host whose call is in flight on
+  that server, on that call's stream; when no host's call is, or calls of several hosts are, the server is told so
+  with an error (the gateway cannot tell whom to ask), and so is it when the host does not offer what it asks, or
+  has not answered when the call ends (a request never outlives the call it was part of).
+- A log message goes, tagged with the server's name as its logger (``github`` or ``github/<its logger>``), to the
+  hosts with a call in flight on that server (on that call's stream), else to every host that asked for log messages
+  with ``logging/setLevel``; each host gets only those at or above the level it set.
+- A changed list (tools, resources, prompts) is told to every host; a changed resource to the hosts subscribed to it.
+
+A host is known from its first request; one whose connection has gone is forgotten at the first send that fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import weakref
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import anyio
+import mcp_types as types
+from mcp.server import ServerRequestContext
+from mcp.server.session import ServerSession
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
+
+from kavalai.adapters.mcp import McpChange, McpLogMessage
+
+__all__ = ["HostSessions"]
+
+logger = logging.getLogger("kavalai.serve")
+
+_ORDER: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+@dataclass
+class _Host:
+    """One host connection: its latest session (for messages outside a request), what it asked for."""
+
+    session: ServerSession
+    level: str | None = None  # set by logging/setLevel
+    subscribed: set[str] = field(default_factory=set)  # served URIs
+
+
+@dataclass(eq=False)
+class _Call:
+    """A host's call in flight on an MCP server, and the requests put to the host for it (ended with the call)."""
+
+    server: str
+    ctx: ServerRequestContext[Any]
+    host: object
+    asking: set[anyio.CancelScope] = field(default_factory=set)
+
+
+class HostSessions:
+    """The host sessions of one served kernel, and the calls they have in flight.
+
+    Args:
+        served_uri: a resource's URI as served, from its server's name and own URI (for ``resources/updated``).
+    """
+
+    def __init__(self, served_uri: Callable[[str, str], str]) -> None:
+        self._served_uri = served_uri
+        self._hosts: weakref.WeakKeyDictionary[object, _Host] = weakref.WeakKeyDictionary()
+        self._calls: list[_Call] = []
+
+    def seen(self, ctx: ServerRequestContext[Any]) -> _Host:
+        """The host making the request of ``ctx`` (known from now on)."""
+        key = _connection_of(ctx.session)
+        host = self._hosts.get(key)
+        if host is None:
+            host = self._hosts[key] = _Host(ctx.session)
+        else:
+            host.session = ctx.session
+        return host
+
+    @contextlib.contextmanager
+    def calling(self, server: str | None, ctx: ServerRequestContext[Any]) -> Iterator[None]:
+        """Within the block, the host of ``ctx`` has a call in flight on the MCP server ``server``."""
+        self.seen(ctx)
+        if server is None:
+            yield
+            return
+        call = _Call(server, ctx, _connection_of(ctx.session))
+        self._calls.append(call)
+        try:
+            yield
+        finally:
+            self._calls.remove(call)
+            for scope in call.asking:  # a request the host has not answered ends with the call it was part of
+                scope.cancel()
+
+    def set_level(self, ctx: ServerRequestContext[Any], level: str) -> None:
+        """The host of ``ctx`` asked for log messages from ``level`` on."""
+        self.seen(ctx).level = level
+
+    def subscribe(self, ctx: ServerRequestContext[Any], uri: str, *, subscribe: bool) -> None:
+        """The host of ``ctx`` subscribed to (or unsubscribed from) the served resource ``uri``."""
+        subscribed = self.seen(ctx).subscribed
+        if subscribe:
+            subscribed.add(uri)
+        else:
+            subscribed.discard(uri)
+
+    # ----------------------------------------------------------------------------------- McpRelay
+
+    async def log(self, message: McpLogMessage) -> None:
+        """Pass a server's log message on (see the module's docstring)."""
+        name = message.server if not message.logger else f"{message.server}/{message.logger}"
+        params = types.LoggingMessageNotificationParams(level=message.level, data=message.data, logger=name)
+        notification = types.LoggingMessageNotification(params=params)
+        calls = {id(call.host): call for call in self._calls if call.server == message.server}
+        if calls:
+            for call in calls.values():
+                host = self._hosts.get(call.host)
+                if host is None or _wants(host, message.level):
+                    await self._send(call.host, call.ctx.session, notification, call.ctx.request_id)
+            return
+        for key, host in list(self._hosts.items()):
+            if host.level is not None and _wants(host, message.level):
+                await self._send(key, host.session, notification, None)
+
+    async def changed(self, change: McpChange) -> None:
+        """Pass a server's change on (see the module's docstring)."""
+        notification: types.ServerNotification
+        if change.kind == "tools":
+            notification = types.ToolListChangedNotification()
+        elif change.kind == "prompts":
+            notification = types.PromptListChangedNotification()
+        elif change.kind == "resources":
+            notification = types.ResourceListChangedNotification()
+        else:
+            uri = self._served_uri(change.server, change.uri or "")
+            notification = types.ResourceUpdatedNotification(params=types.ResourceUpdatedNotificationParams(uri=uri))
+        for key, host in list(self._hosts.items()):
+            if change.kind != "resource" or notification.params.uri in host.subscribed:  # type: ignore[union-attr]
+                await self._send(key, host.session, notification, None)
+
+    async def sample(
+        self, server: str, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        """Put a server's sampling request to the host whose call it is part of."""
+        request = types.CreateMessageRequest(params=params)
+        answer: types.CreateMessageResult | types.ErrorData = await self._ask(
+            server, "sampling", request, types.CreateMessageResult
+        )
+        return answer
+
+    async def elicit(self, server: str, params: Any) -> types.ElicitResult | types.ErrorData:
+        """Put a server's elicitation to the host whose call it is part of."""
+        answer: types.ElicitResult | types.ErrorData = await self._ask(
+            server, "elicitation", types.ElicitRequest(params=params), types.ElicitResult
+        )
+        return answer
+
+    async def list_roots(self, server: str) -> types.ListRootsResult | types.ErrorData:
+        """Put a server's ``roots/list`` to the host whose call it is part of."""
+        answer: types.ListRootsResult | types.ErrorData = await self._ask(
+            server, "roots", types.ListRootsRequest(), types.ListRootsResult
+        )
+        return answer
+
+    # ----------------------------------------------------------------------------------- helpers
+
+    async def _ask(self, server: str, capability: str, request: Any, result_type: type[Any]) -> Any:
+        hosts = {id(call.host): call for call in self._calls if call.server == server}
+        if len(hosts) != 1:
+            why = "no call of a host is in flight on it" if not hosts else f"calls of {len(hosts)} hosts are in flight"
+            return _refusal(f"kavalai serve cannot tell which host to ask for {capability}: {why}")
+        [call] = hosts.values()
+        session = call.ctx.session
+        if not session.check_client_capability(types.ClientCapabilities(**{capability: {}})):
+            return _refusal(f"the host of kavalai serve does not offer {capability}")
+        metadata = ServerMessageMetadata(related_request_id=call.ctx.request_id)
+        with anyio.CancelScope() as scope:
+            call.asking.add(scope)
+            try:
+                return await session.send_request(request, result_type, metadata=metadata)
+            except MCPError as exc:
+                return exc.error
+            except Exception as exc:  # the host's connection went away, or its answer was not one
+                return _refusal(f"the host of kavalai serve did not answer: {type(exc).__name__}: {exc}")
+            finally:
+                call.asking.discard(scope)
+        return _refusal(f"the call ended before the host answered the request for {capability}")
+
+    async def _send(self, key: object, session: ServerSession, notification: Any, related: Any) -> None:
+        try:
+            await session.send_notification(notification, related_request_id=related)
+        except Exception as exc:  # a host that has gone is forgotten
+            logger.debug("kavalai serve: a host could not be told %s: %s", type(notification).__name__, exc)
+            self._hosts.pop(key, None)
+
+
+def _connection_of(session: ServerSession) -> object:
+    """What stays the same across the requests of one host connection (each request has its own session object)."""
+    return getattr(session, "_connection", session)
+
+
+def _wants(host: _Host, level: str) -> bool:
+    return host.level is None or _ORDER.index(level) >= _ORDER.index(host.level)
+
+
+def _refusal(message: str) -> types.ErrorData:
+    return types.ErrorData(code=types.INVALID_REQUEST, message=message)

@@ -1,0 +1,126 @@
+"""The MCP handlers of ``kavalai serve`` beside tools: logging, resources, resource templates, subscriptions, prompts
+and completion, each relayed to the kernel's MCP servers (:mod:`kavalai.serve._catalog`), and the host sessions
+their messages go back to (:mod:`kavalai.serve._hosts`).
+
+They are served only when the kernel has MCP servers; a kernel of Python and REST tools declares tools alone.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import mcp_types as types
+from mcp.server import ServerRequestContext
+
+from kavalai.adapters.mcp import McpAdapter
+from kavalai.errors import FunctionKernelException
+from kavalai.kernel import Kernel
+from kavalai.serve._catalog import ServedCatalog
+from kavalai.serve._hosts import HostSessions
+from kavalai.serve._tools import ExposedTools
+
+__all__ = ["mcp_adapter", "relayed_handlers"]
+
+logger = logging.getLogger("kavalai.serve")
+
+Connecting = Callable[[], Awaitable[None]]
+
+
+def mcp_adapter(kernel: Kernel) -> McpAdapter | None:
+    """The kernel's ``mcp://`` adapter when it has one with servers registered, else ``None``."""
+    if "mcp" not in kernel.schemes:
+        return None
+    adapter = kernel.adapter("mcp")
+    return adapter if isinstance(adapter, McpAdapter) and adapter.server_names() else None
+
+
+def relayed_handlers(
+    adapter: McpAdapter, tools: ExposedTools, hosts: HostSessions, catalog: ServedCatalog, connecting: Connecting
+) -> dict[str, Any]:
+    """The ``Server`` keyword arguments of the handlers relayed to ``adapter``'s servers."""
+
+    async def set_level(ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> types.EmptyResult:
+        await connecting()
+        hosts.set_level(ctx, params.level)
+        for server in catalog.servers():
+            try:
+                await adapter.set_log_level(server, params.level)
+            except FunctionKernelException as exc:
+                logger.info("kavalai serve: logging/setLevel not relayed to %r: %s", server, exc)
+        return types.EmptyResult()
+
+    async def list_resources(ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
+        await connecting()
+        hosts.seen(ctx)
+        return await catalog.list_resources()
+
+    async def list_templates(ctx: ServerRequestContext[Any], params: Any) -> types.ListResourceTemplatesResult:
+        await connecting()
+        hosts.seen(ctx)
+        return await catalog.list_resource_templates()
+
+    async def read(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        await connecting()
+        hosts.seen(ctx)
+        return await catalog.read_resource(str(params.uri))
+
+    async def subscribe(ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
+        await connecting()
+        await catalog.subscribe(str(params.uri), subscribe=True)
+        hosts.subscribe(ctx, str(params.uri), subscribe=True)
+        return types.EmptyResult()
+
+    async def unsubscribe(ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        await connecting()
+        hosts.subscribe(ctx, str(params.uri), subscribe=False)
+        await catalog.subscribe(str(params.uri), subscribe=False)
+        return types.EmptyResult()
+
+    async def list_prompts(ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
+        await connecting()
+        hosts.seen(ctx)
+        return await catalog.list_prompts()
+
+    async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        await connecting()
+        hosts.seen(ctx)
+        return await catalog.get_prompt(params.name, params.arguments)
+
+    async def complete(ctx: ServerRequestContext[Any], params: types.CompleteRequestParams) -> types.CompleteResult:
+        await connecting()
+        context = params.context.arguments if params.context is not None else None
+        return await catalog.complete(params.ref, params.argument, context)
+
+    return {
+        "on_set_logging_level": set_level,
+        "on_list_resources": list_resources,
+        "on_list_resource_templates": list_templates,
+        "on_read_resource": read,
+        "on_subscribe_resource": subscribe,
+        "on_unsubscribe_resource": unsubscribe,
+        "on_list_prompts": list_prompts,
+        "on_get_prompt": get_prompt,
+        "on_completion": complete,
+    }
+
+
+def served_servers(adapter: McpAdapter, tools: ExposedTools) -> Callable[[], list[str]]:
+    """The servers whose catalogues are served: those some tool of which the ``allow``/``deny`` globs may admit
+    (the globs matched against ``mcp://<server>.*``)."""
+
+    def servers() -> list[str]:
+        return [name for name in adapter.server_names() if _admits_server(tools, name)]
+
+    return servers
+
+
+def _admits_server(tools: ExposedTools, name: str) -> bool:
+    probe = f"mcp://{name}.*"
+    if tools.allow is not None and not any(
+        fnmatch.fnmatchcase(probe, p) or p.startswith(f"mcp://{name}.") for p in tools.allow
+    ):
+        return False
+    return not any(fnmatch.fnmatchcase(probe, p) for p in tools.deny)
