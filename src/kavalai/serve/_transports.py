@@ -19,6 +19,7 @@ from mcp.server import Server
 from mcp.server.stdio import stdio_server
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from kavalai._listen import listening_socket
 from kavalai.kernel import Kernel
 from kavalai.serve._server import build_mcp_server
 
@@ -184,15 +185,10 @@ async def _connected(kernel: Kernel, *, lazy: bool = False) -> AsyncIterator[Non
 
 @contextlib.contextmanager
 def _listening(host: str, port: int) -> Iterator[socket.socket]:
-    """A listening TCP socket on ``host`` and ``port``: connections made before the server runs wait in the
-    backlog rather than being refused."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    """A listening TCP socket on ``host`` and ``port`` (from the one gate, so with ``TCP_NODELAY``): connections
+    made before the server runs wait in the backlog rather than being refused."""
+    sock = listening_socket(host, port)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)
-        sock.setblocking(False)
         yield sock
     finally:
         sock.close()
