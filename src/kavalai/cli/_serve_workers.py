@@ -69,17 +69,19 @@ def worker_options(args: argparse.Namespace) -> dict[str, Any]:
     if args.worker_fds is None:
         return {}
     listen_fd, lifeline_fd, ready_fd = (int(part) for part in args.worker_fds.split(","))
-    asyncio.get_running_loop().add_reader(lifeline_fd, _stop_this_process)
+    loop = asyncio.get_running_loop()
+
+    def lifeline_ended() -> None:  # the pipe stays readable at its end: act once
+        loop.remove_reader(lifeline_fd)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    loop.add_reader(lifeline_fd, lifeline_ended)
 
     def ready(_where: str) -> None:
         os.write(ready_fd, b"1")
         os.close(ready_fd)
 
     return {"sock": socket.socket(fileno=listen_fd), "on_ready": ready}
-
-
-def _stop_this_process() -> None:
-    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _worker_command(args: argparse.Namespace) -> list[str]:
