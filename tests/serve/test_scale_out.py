@@ -47,6 +47,17 @@ def pid() -> int:
     return os.getpid()
 
 
+async def count(n: int) -> int:
+    """Count to n, reporting progress at each step."""
+    from kavalai.kernel import current_call
+
+    call = current_call()
+    for i in range(n):
+        if call is not None:
+            await call.report_progress(i + 1, n, f"step {i + 1}")
+    return n
+
+
 async def hold(folder: str, tag: str) -> int:
     """Mark the start (a file named after this process and the tag), then wait for the file 'release'."""
     Path(folder, f"{os.getpid()}-{tag}").write_text("started")
@@ -78,7 +89,7 @@ console.log(JSON.stringify(results));
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
     (tmp_path / "scale_tools.py").write_text(TOOLS_MODULE, encoding="utf-8")
-    functions = [{"function": f"scale_tools.{name}", "name": name} for name in ("add", "pid", "hold")]
+    functions = [{"function": f"scale_tools.{name}", "name": name} for name in ("add", "pid", "count", "hold")]
     path = tmp_path / "tools.yaml"
     path.write_text(json.dumps({"python_functions": functions}), encoding="utf-8")
     return path
@@ -147,6 +158,15 @@ async def test_stateless_answers_every_client_without_a_session(config: Path) ->
                     {"result": 2},
                     {"result": 3},
                 ]
+                seen: list[tuple[float, float | None, str | None]] = []
+
+                async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                    seen.append((progress, total, message))
+
+                counted = await client.call_tool("python_count", {"n": 2}, progress_callback=on_progress)
+                assert counted.structured_content == {"result": 2}
+                await wait_until(lambda: len(seen) == 2)  # progress comes back on the request's own stream
+                assert seen == [(1, 2, "step 1"), (2, 2, "step 2")]
             async with fastmcp.Client(StreamableHttpTransport(url)) as client:
                 assert (await client.call_tool("python_add", {"a": 20, "b": 22})).data == 42
         node = shutil.which("node")
