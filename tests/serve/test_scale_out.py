@@ -28,6 +28,9 @@ from tests.servers.haproxy import haproxy, haproxy_binary
 
 from kavalai import FunctionKernel, FunctionKernelException, McpServer
 
+# Workers and replicas are real processes, each importing the SDK: slower than most tests on a loaded machine.
+pytestmark = pytest.mark.timeout(180)
+
 TOOLS_MODULE = '''
 """Tools that say which process answered."""
 
@@ -260,6 +263,7 @@ async def test_workers_share_the_port_and_end_with_their_parent(config: Path) ->
 # ------------------------------------------------------------------------------------------ a load balancer
 
 
+@pytest.mark.timeout(960)  # a first run may install haproxy: three apt-get runs of at most 300 s each
 async def test_a_load_balancer_spreads_calls_and_routes_around_a_dead_replica(config: Path, tmp_path: Path) -> None:
     binary = haproxy_binary()
     async with (
