@@ -6,7 +6,10 @@ A socket created with protocol 0 accepts connections whose ``proto`` is 0, and a
 until the client's delayed ACK, about 40 ms a call. Here the socket is made as ``IPPROTO_TCP`` and ``TCP_NODELAY``
 is set on it too (Linux copies it to the connections it accepts), so neither asyncio nor the kernel can leave a
 connection with Nagle on. ``tests/test_listen.py`` finds every ``listen()`` in the source and fails when one is
-made anywhere else.
+made anywhere else, and checks the accepted connections of every kind of server the project starts.
+
+A server given a host and port instead of a socket (aiohttp's ``TCPSite``, asyncio's ``create_server``) makes its
+own socket from ``getaddrinfo``, which answers ``IPPROTO_TCP``: asyncio sets ``TCP_NODELAY`` there by itself.
 """
 
 from __future__ import annotations
