@@ -270,18 +270,17 @@ async def test_a_load_balancer_spreads_calls_and_routes_around_a_dead_replica(co
         replica(config, "a.log", "--stateless") as (url_a, process_a),
         replica(config, "b.log", "--stateless") as (url_b, process_b),
     ):
-        backends = [_host_port(url_a), _host_port(url_b)]
-        async with haproxy(binary, backends, workdir=tmp_path) as base:
+        replicas = {process_a.pid: (url_a, process_a), process_b.pid: (url_b, process_b)}
+        async with haproxy(binary, [_host_port(url_a), _host_port(url_b)], workdir=tmp_path) as base:
             url = f"{base}/mcp"
-            with anyio.fail_after(60):
-                spread = [await _call(url, "python_pid") for _ in range(6)]
-            assert set(spread) == {process_a.pid, process_b.pid}
-            failed, held = await _kill_a_replica_under_load(url, tmp_path / "held", process_a, url_a)
-            assert failed  # the calls held on the dead replica ended in an error ...
-            assert set(held) <= {process_b.pid}  # ... and those held on the other one finished there
-            with anyio.fail_after(60):  # new calls: only the survivor answers
-                after = [await _call(url, "python_pid") for _ in range(6)]
-            assert set(after) == {process_b.pid}
+            async with httpx2.AsyncClient(timeout=30) as http:  # one keep-alive connection, one request a call
+                with anyio.fail_after(60):
+                    spread = [await _raw_call(http, url, "python_pid") for _ in range(4)]
+                assert sorted(spread) == sorted([process_a.pid, process_b.pid] * 2)  # round robin, call by call
+                survivor = await _kill_a_replica_under_load(url, tmp_path / "held", replicas)
+                with anyio.fail_after(60):  # new calls: only the survivor answers
+                    after = [await _raw_call(http, url, "python_pid") for _ in range(4)]
+                assert after == [survivor] * 4
 
 
 def _host_port(url: str) -> tuple[str, int]:
@@ -289,18 +288,26 @@ def _host_port(url: str) -> tuple[str, int]:
     return host, int(port)
 
 
-async def _kill_a_replica_under_load(
-    url: str, folder: Path, victim: Process, victim_url: str
-) -> tuple[list[str], list[int]]:
-    """Start 8 calls of ``hold`` through the balancer and one from a kavalai kernel straight to ``victim``, wait
-    until some run on it, SIGKILL it, then release the others. Returns the errors of the balanced calls that failed
-    and the pids that answered the others. Every call is bounded: one that hangs fails the test."""
+async def _raw_call(http: httpx2.AsyncClient, url: str, tool: str) -> Any:
+    """A stateless ``tools/call`` as one plain POST; the result from the answer's SSE event."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": {}}}
+    answer = await http.post(url, json=body, headers={"Accept": "application/json, text/event-stream"})
+    assert answer.status_code == 200, answer.text
+    data = [line.removeprefix("data: ") for line in answer.text.splitlines() if line.startswith("data: ")]
+    return json.loads(data[-1])["result"]["structuredContent"]["result"]
+
+
+async def _kill_a_replica_under_load(url: str, folder: Path, replicas: dict[int, tuple[str, Process]]) -> int:
+    """Start 8 calls of ``hold`` through the balancer (SDK clients) and wait until all run; pick as the victim the
+    replica holding the most, start one more call from a kavalai kernel straight to it, SIGKILL it, then release
+    the calls. Every call is bounded (one that hangs fails the test); the calls on the victim must fail, those on
+    the survivor finish there. Returns the survivor's pid."""
     await anyio.Path(folder).mkdir()
     failed: list[str] = []
     held: list[int] = []
     kernel_errors: list[FunctionKernelException] = []
 
-    async def through_a_kernel() -> None:  # a kavalai kernel connected straight to the victim
+    async def through_a_kernel(victim_url: str) -> None:
         async with FunctionKernel() as kernel:
             kernel.register_mcp_server(McpServer(name="victim", url=victim_url))
             try:
@@ -314,18 +321,25 @@ async def _kill_a_replica_under_load(
         except Exception as exc:  # what a client sees when its replica dies mid-call
             failed.append(f"{type(exc).__name__}: {exc!r}")
 
-    def started_on(pid: int) -> int:
-        return sum(1 for path in folder.iterdir() if path.name.startswith(f"{pid}-"))
+    def started() -> dict[int, int]:
+        pids = [int(path.name.split("-")[0]) for path in folder.iterdir() if path.name.split("-")[-1].isdigit()]
+        return {pid: pids.count(pid) for pid in replicas}
 
-    with anyio.fail_after(60):
+    with anyio.fail_after(90):
         async with anyio.create_task_group() as group:
             for tag in range(8):
                 group.start_soon(one, tag)
-            group.start_soon(through_a_kernel)
-            await wait_until(lambda: started_on(victim.pid) >= 3 and len(list(folder.iterdir())) >= 7, timeout=30)
-            victim.send_signal(signal.SIGKILL)
-            await victim.wait()
+            await wait_until(lambda: sum(started().values()) == 8, timeout=60)
+            on = started()
+            victim = max(on, key=lambda pid: on[pid])
+            survivor = next(pid for pid in replicas if pid != victim)
+            group.start_soon(through_a_kernel, replicas[victim][0])
+            await wait_until(lambda: (folder / f"{victim}-kernel").exists(), timeout=60)
+            process = replicas[victim][1]
+            process.send_signal(signal.SIGKILL)
+            await process.wait()
             (folder / "release").write_text("go")
-    assert len(failed) + len(held) == 8
+    assert len(failed) == on[victim]  # the calls held on the dead replica ended in an error ...
+    assert held == [survivor] * on[survivor]  # ... and those held on the other one finished there
     assert [exc.uri for exc in kernel_errors] == ["mcp://victim.python_hold"]  # the kernel's error, naming the tool
-    return failed, held
+    return survivor

@@ -7,8 +7,8 @@ Usage::
         ...                              # url: "http://127.0.0.1:<port>", balancing each request round robin
 
 How it behaves:
-- The backends are health-checked at ``GET /readyz`` every 100 ms; one failed check takes a backend out, so a
-  replica that died gets no new requests.
+- The backends are health-checked at ``GET /readyz`` every 100 ms; three failed checks in a row (a loaded machine
+  may miss one) take a backend out, so a replica that died soon gets no new requests.
 - Every HTTP request is balanced on its own (HAProxy's HTTP mode), even on one keep-alive client connection.
 - A request already sent to a backend is never retried elsewhere (it may have had its effect): a backend that dies
   under it answers the client 502 or cuts the response. A connection a backend refuses (the request never reached
@@ -65,7 +65,7 @@ def _free_port() -> int:
 
 def _config(port: int, backends: Sequence[tuple[str, int]]) -> str:
     servers = "\n".join(
-        f"  server r{index} {host}:{backend_port} check inter 100ms fall 1 rise 1"
+        f"  server r{index} {host}:{backend_port} check inter 100ms fall 3 rise 1"
         for index, (host, backend_port) in enumerate(backends)
     )
     return f"""global
@@ -75,6 +75,7 @@ defaults
   timeout connect 2s
   timeout client 30s
   timeout server 30s
+  timeout check 5s
   retries 1
   option redispatch
 frontend mcp
