@@ -292,7 +292,7 @@ async def run_node(node: str, script: Path, server: Server, sessions: int, per_s
     process = await asyncio.create_subprocess_exec(*command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = await process.communicate()
     if process.returncode != 0:
-        raise RuntimeError(f"node client failed: {err.decode(errors='replace')[-500:]}")
+        raise RuntimeError(f"node client failed against {server.name}: {err.decode(errors='replace')[-500:]}")
     found = json.loads(out)
     done = sessions * per_session
     used = server.cpu() - cpu_server  # includes opening the sessions: a little above the calls alone

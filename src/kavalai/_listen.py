@@ -24,7 +24,7 @@ def family_of(host: str) -> socket.AddressFamily:
     return socket.AF_INET6 if ":" in host else socket.AF_INET
 
 
-def listening_socket(host: str, port: int, *, backlog: int = 128, reuse_port: bool = False) -> socket.socket:
+def listening_socket(host: str, port: int, *, backlog: int = 2048, reuse_port: bool = False) -> socket.socket:
     """A non-blocking TCP socket listening on ``host`` and ``port`` (``0``: a free one), with ``TCP_NODELAY``.
 
     Connections made before a server runs on it wait in the backlog rather than being refused. The caller owns
@@ -33,7 +33,8 @@ def listening_socket(host: str, port: int, *, backlog: int = 128, reuse_port: bo
     Args:
         host: the address to listen on (an IPv4 or IPv6 literal, or a name).
         port: the port; ``0`` picks a free one.
-        backlog: the length of the queue of connections not yet accepted.
+        backlog: the length of the queue of connections not yet accepted; uvicorn's default, so that a burst of
+            new connections (many sessions opening at once) is not dropped.
         reuse_port: set ``SO_REUSEPORT``, so that other processes' sockets with it can listen on the same port
             (the kernel spreads new connections over them).
 

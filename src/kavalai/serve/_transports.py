@@ -242,7 +242,7 @@ async def _connected(kernel: Kernel, *, lazy: bool = False) -> AsyncIterator[Non
 @contextlib.contextmanager
 def _listening(host: str, port: int) -> Iterator[socket.socket]:
     """A listening TCP socket on ``host`` and ``port`` (from the one gate, so with ``TCP_NODELAY``): connections
-    made before the server runs wait in the backlog rather than being refused."""
+    made before the server runs wait in the backlog (as long as uvicorn's) rather than being refused."""
     sock = listening_socket(host, port)
     try:
         yield sock
