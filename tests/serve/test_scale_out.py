@@ -144,9 +144,6 @@ async def _call(url: str, tool: str, arguments: dict[str, Any] | None = None) ->
 
 
 async def test_stateless_answers_every_client_without_a_session(config: Path) -> None:
-    import fastmcp
-    from fastmcp.client.transports import StreamableHttpTransport
-
     async with replica(config, "stateless.log", "--stateless") as (url, _):
         async with httpx2.AsyncClient(timeout=10) as http:
             init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": _initialize_params()}
@@ -170,15 +167,24 @@ async def test_stateless_answers_every_client_without_a_session(config: Path) ->
                 assert counted.structured_content == {"result": 2}
                 await wait_until(lambda: len(seen) == 2)  # progress comes back on the request's own stream
                 assert seen == [(1, 2, "step 1"), (2, 2, "step 2")]
-            async with fastmcp.Client(StreamableHttpTransport(url)) as client:
-                assert (await client.call_tool("python_add", {"a": 20, "b": 22})).data == 42
-        node = shutil.which("node")
-        if node is not None:  # what the TypeScript SDK (most MCP hosts) sends: a plain fetch per request
-            script = config.parent / "client.mjs"
-            script.write_text(NODE_CLIENT, encoding="utf-8")
-            done = await anyio.run_process([node, str(script), url], check=True)
-            results = json.loads(done.stdout)
-            assert [(r["status"], r["session"], r["value"]) for r in results] == [(200, None, 40 + i) for i in range(3)]
+        await _other_clients_add(url, config.parent)
+
+
+async def _other_clients_add(url: str, folder: Path) -> None:
+    """FastMCP's client, and node's ``fetch`` when node is present, call ``python_add`` at ``url``."""
+    import fastmcp
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    with anyio.fail_after(30):
+        async with fastmcp.Client(StreamableHttpTransport(url)) as client:
+            assert (await client.call_tool("python_add", {"a": 20, "b": 22})).data == 42
+    node = shutil.which("node")
+    if node is not None:  # what the TypeScript SDK (most MCP hosts) sends: a plain fetch per request
+        script = folder / "client.mjs"
+        await anyio.Path(script).write_text(NODE_CLIENT, encoding="utf-8")
+        done = await anyio.run_process([node, str(script), url], check=True)
+        results = json.loads(done.stdout)
+        assert [(r["status"], r["session"], r["value"]) for r in results] == [(200, None, 40 + i) for i in range(3)]
 
 
 def _initialize_params() -> dict[str, Any]:
@@ -254,6 +260,7 @@ async def test_workers_share_the_port_and_end_with_their_parent(config: Path) ->
                 for _ in range(4):
                     group.start_soon(caller)
         assert set(answered) == {worker.pid for worker in workers}  # both took connections
+        await _other_clients_add(url, config.parent)
         parent.kill()  # no SIGTERM to pass on: the lifeline's end stops the workers
         gone, alive = psutil.wait_procs(workers, timeout=20)
         assert alive == []
