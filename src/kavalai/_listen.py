@@ -24,7 +24,7 @@ def family_of(host: str) -> socket.AddressFamily:
     return socket.AF_INET6 if ":" in host else socket.AF_INET
 
 
-def listening_socket(host: str, port: int, *, backlog: int = 2048, reuse_port: bool = False) -> socket.socket:
+def listening_socket(host: str, port: int, *, backlog: int = 2048) -> socket.socket:
     """A non-blocking TCP socket listening on ``host`` and ``port`` (``0``: a free one), with ``TCP_NODELAY``.
 
     Connections made before a server runs on it wait in the backlog rather than being refused. The caller owns
@@ -35,8 +35,6 @@ def listening_socket(host: str, port: int, *, backlog: int = 2048, reuse_port: b
         port: the port; ``0`` picks a free one.
         backlog: the length of the queue of connections not yet accepted; uvicorn's default, so that a burst of
             new connections (many sessions opening at once) is not dropped.
-        reuse_port: set ``SO_REUSEPORT``, so that other processes' sockets with it can listen on the same port
-            (the kernel spreads new connections over them).
 
     Raises:
         OSError: the address cannot be listened on.
@@ -44,8 +42,6 @@ def listening_socket(host: str, port: int, *, backlog: int = 2048, reuse_port: b
     sock = socket.socket(family_of(host), socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if reuse_port:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((host, port))
         sock.listen(backlog)
