@@ -1,7 +1,8 @@
 """``kavalai serve tools.yaml``: the kernel a configuration file describes, served as one MCP server.
 
 Over stdio by default (what an MCP host such as Claude Desktop starts), or as a streamable HTTP endpoint with
-``--transport http``. Messages go to stderr; stdout is the protocol stream in stdio mode.
+``--transport http``. Messages go to stderr; stdout is the protocol stream in stdio mode. Over HTTP, ``--stateless``
+drops sessions and ``--workers N`` serves the port from N processes (``kavalai.cli._serve_workers``).
 
 Exit status: 0 when serving ended (the client closed stdin, or SIGINT / SIGTERM), 1 when a server of the kernel
 could not be connected or the address could not be listened on, 2 when the command line or the configuration file
