@@ -53,6 +53,10 @@ from mcp.client import Client  # noqa: E402
 
 Call = Callable[[], Awaitable[object]]
 ACCEPT = "application/json, text/event-stream"
+#: Seconds a client keeps an idle connection: below uvicorn's 5 s (both servers), so that the client, not the
+#: server, closes a connection left idle while another server's round runs (a POST is not retried on one the
+#: server closed).
+_IDLE = 3.0
 TOOLS = '''
 def add(a: int, b: int) -> int:
     """Add two integers."""
@@ -214,7 +218,8 @@ async def aiohttp_sessions(server: Server, count: int) -> AsyncIterator[list[Cal
     async with contextlib.AsyncExitStack() as stack:
         calls = []
         for _ in range(count):
-            http = await stack.enter_async_context(aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1)))
+            connector = aiohttp.TCPConnector(limit=1, keepalive_timeout=_IDLE)
+            http = await stack.enter_async_context(aiohttp.ClientSession(connector=connector))
             calls.append(await _aiohttp_session(http, server))
         yield calls
 
@@ -371,6 +376,7 @@ async def main() -> None:
     parser.add_argument("--sessions", default="1,8,32,128")
     parser.add_argument("--no-node", action="store_true")
     parser.add_argument("--clients", default="aiohttp,sdk,node")
+    parser.add_argument("--part", choices=("all", "table", "workers"), default="all")
     args = parser.parse_args()
     node_binary = None if args.no_node else shutil.which("node")
     levels = [int(part) for part in args.sessions.split(",")]
@@ -392,10 +398,12 @@ async def main() -> None:
             "CPU ms/call | p50 ratio | calls/s ratio | p99 ratio"
         )
         async with kavalai_server(folder) as kavalai, fastmcp_server(folder) as peer:
-            for client in clients:
+            for client in clients if args.part != "workers" else ():
                 for sessions in levels:
                     found = await compare(client, sessions, [kavalai, peer], args.rounds, args.calls, node)
                     print(_row(f"{client:7} {sessions:3}", found), flush=True)
+        if args.part == "table":
+            return
         print()
         print("stateless, aiohttp, 32 sessions: kavalai --workers 1 | --workers 2 | FastMCP stateless")
         async with (
