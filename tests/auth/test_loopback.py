@@ -9,6 +9,7 @@ import aiohttp
 import anyio
 import pytest
 
+from kavalai._listen import listening_socket
 from kavalai.auth import LoopbackRedirect
 from kavalai.auth._loopback import AuthorizationDenied
 
@@ -73,9 +74,7 @@ async def test_nothing_comes_back_in_time() -> None:
 
 
 async def test_a_port_taken_by_another_program() -> None:
-    with socket.socket() as other:
-        other.bind(("127.0.0.1", 0))
-        other.listen()
+    with listening_socket("127.0.0.1", 0) as other:
         port = other.getsockname()[1]
         assert LoopbackRedirect(port=port).redirect_uri() == f"http://127.0.0.1:{port}/callback"
         listener = LoopbackRedirect(port=port)

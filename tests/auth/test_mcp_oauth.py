@@ -15,6 +15,7 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver.exceptions import ToolError
 
 from kavalai import AuthenticationError, FunctionKernel, McpServer, ServerConnectionError, ToolExecutionError
+from kavalai._listen import listening_socket
 from kavalai.auth import FileTokenStore, MemoryTokenStore, OAuth, OAuthRecord, StoredTokens, identity
 from kavalai.cli.demo_oauth import DemoOAuth
 from tests.auth.conftest import DemoFactory, all_secrets, wait_until_expired
@@ -293,9 +294,7 @@ async def test_a_token_echoed_in_an_error_is_masked(demo_with: DemoFactory) -> N
 
 
 async def test_a_redirect_port_that_is_taken(demo: DemoOAuth, kernel: FunctionKernel) -> None:
-    with socket.socket() as other:
-        other.bind(("127.0.0.1", 0))
-        other.listen()
+    with listening_socket("127.0.0.1", 0) as other:
         port = other.getsockname()[1]
         oauth = OAuth(on_authorize=demo.sign_in, redirect_port=port)
         kernel.register_mcp_server(McpServer(name="files", url=demo.mcp_url, auth=oauth))

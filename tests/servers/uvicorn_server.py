@@ -13,8 +13,8 @@ Usage (a sync context manager, so it works in sync and async tests and fixtures 
             yield url
 
 How it behaves:
-- The listening socket is bound to port 0 *before* uvicorn starts and handed to it, so the port is free and
-  there is no race between picking a port and binding it.
+- The listening socket (from ``kavalai._listen``, so with TCP_NODELAY) is bound to port 0 *before* uvicorn starts
+  and handed to it, so the port is free and there is no race between picking a port and binding it.
 - Entry blocks until uvicorn has run the app's lifespan startup and is accepting connections, at most
   ``startup_timeout`` seconds (an event, not a fixed sleep); a startup failure or timeout raises ``RuntimeError``.
 - Exit asks uvicorn to stop gracefully, waits at most ``shutdown_timeout`` seconds, then forces it.
@@ -34,6 +34,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import uvicorn
+
+from kavalai._listen import listening_socket
 
 __all__ = ["ServerThread", "serve"]
 
@@ -87,9 +89,7 @@ class ServerThread:
 
     def start(self) -> str:
         """Start serving and return the base URL; raise ``RuntimeError`` if the server does not come up."""
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self._host, 0))
+        sock = listening_socket(self._host, 0)  # the project's one gate: TCP_NODELAY on every connection
         self._socket = sock
         self.port = sock.getsockname()[1]
         self.base_url = f"http://{self._host}:{self.port}"

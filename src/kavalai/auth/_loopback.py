@@ -22,6 +22,8 @@ from typing import NamedTuple
 import anyio
 from aiohttp import web
 
+from kavalai._listen import family_of, listening_socket
+
 __all__ = ["AuthorizationDenied", "LoopbackRedirect", "RedirectResult"]
 
 _PAGE = (
@@ -128,7 +130,7 @@ class LoopbackRedirect:
         runner = web.AppRunner(app, access_log=None)  # the request line holds the code: never logged
         await runner.setup()
         try:
-            sock = _listening(self.host, self._port or 0)
+            sock = listening_socket(self.host, self._port or 0, backlog=16)
             site = web.SockSite(runner, sock)
             await site.start()
         except BaseException:
@@ -159,25 +161,8 @@ def _page(status: int, title: str, text: str) -> web.Response:
     return web.Response(status=status, text=body, content_type="text/html", headers={"Cache-Control": "no-store"})
 
 
-def _family(host: str) -> socket.AddressFamily:
-    return socket.AF_INET6 if ":" in host else socket.AF_INET
-
-
-def _listening(host: str, port: int) -> socket.socket:
-    sock = socket.socket(_family(host), socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(16)
-    except BaseException:
-        sock.close()
-        raise
-    sock.setblocking(False)
-    return sock
-
-
 def _free_port(host: str) -> int:
-    with contextlib.closing(socket.socket(_family(host), socket.SOCK_STREAM)) as sock:
+    with contextlib.closing(socket.socket(family_of(host), socket.SOCK_STREAM)) as sock:
         sock.bind((host, 0))
         port: int = sock.getsockname()[1]
         return port
@@ -185,7 +170,7 @@ def _free_port(host: str) -> int:
 
 def _is_free(host: str, port: int) -> bool:
     try:
-        with contextlib.closing(socket.socket(_family(host), socket.SOCK_STREAM)) as sock:
+        with contextlib.closing(socket.socket(family_of(host), socket.SOCK_STREAM)) as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((host, port))
     except OSError:

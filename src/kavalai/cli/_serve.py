@@ -1,7 +1,8 @@
 """``kavalai serve tools.yaml``: the kernel a configuration file describes, served as one MCP server.
 
 Over stdio by default (what an MCP host such as Claude Desktop starts), or as a streamable HTTP endpoint with
-``--transport http``. Messages go to stderr; stdout is the protocol stream in stdio mode.
+``--transport http``. Messages go to stderr; stdout is the protocol stream in stdio mode. Over HTTP, ``--stateless``
+drops sessions and ``--workers N`` serves the port from N processes (``kavalai.cli._serve_workers``).
 
 Exit status: 0 when serving ended (the client closed stdin, or SIGINT / SIGTERM), 1 when a server of the kernel
 could not be connected or the address could not be listened on, 2 when the command line or the configuration file
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from kavalai.cli._run import EXIT_FAILED, EXIT_OK, EXIT_USAGE  # one set of exit codes for every command
 from kavalai.cli._serve_filter import needed_servers_only
+from kavalai.cli._serve_workers import add_worker_arguments, run_workers, worker_options, workers_usage_error
 from kavalai.cli._tracing import add_tracing_arguments, flush_on_close, start_tracing, stop_tracing
 
 if TYPE_CHECKING:
@@ -85,6 +87,13 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve tools and prompts under prefixed names (python_fs_ls, mcp_github_search: the default) or their "
         "own (fs.ls, search), refused when two would share one",
     )
+    parser.add_argument(
+        "--stateless",
+        action="store_true",
+        help="HTTP: every request stands alone (no session id), so replicas can sit behind any load balancer; "
+        "server-to-client requests (sampling, elicitation) are refused",
+    )
+    add_worker_arguments(parser)
     add_tracing_arguments(parser, short=True)
 
 
@@ -94,8 +103,12 @@ def serve_command(args: argparse.Namespace, *, stderr: TextIO | None = None) -> 
     from kavalai.errors import ConfigurationError
 
     err = stderr if stderr is not None else sys.stderr
-    if args.bearer_token_env is not None and args.transport != "http":
-        print("kavalai serve: --bearer-token-env needs --transport http", file=err)
+    for option, given in (("--bearer-token-env", args.bearer_token_env is not None), ("--stateless", args.stateless)):
+        if given and args.transport != "http":
+            print(f"kavalai serve: {option} needs --transport http", file=err)
+            return EXIT_USAGE
+    if (why := workers_usage_error(args)) is not None:
+        print(f"kavalai serve: {why}", file=err)
         return EXIT_USAGE
     try:
         token = _bearer_token(args.bearer_token_env)
@@ -105,6 +118,8 @@ def serve_command(args: argparse.Namespace, *, stderr: TextIO | None = None) -> 
             if left_out:
                 servers = ", ".join(prefix.rstrip(".") for prefix in left_out)
                 print(f"kavalai serve: not starting {servers}: --allow/--deny admit none of its tools", file=err)
+        if args.workers > 1:  # each worker builds its own kernel
+            return asyncio.run(run_workers(args, err))
         kernel = build_kernel(config)
         tracing = start_tracing(kernel, args.tracing, config.tracing, command="kavalai serve", err=err)
     except (ConfigurationError, ValueError) as exc:
@@ -149,6 +164,7 @@ async def _serve(
     }
     try:
         if args.transport == "http":
+            options.update(stateless=args.stateless, **worker_options(args))
             await serve_http(kernel, host=args.host, port=args.port, path=args.path, bearer_token=token, **options)
         else:
             await serve_stdio(kernel, **options)

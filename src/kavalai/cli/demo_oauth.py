@@ -61,6 +61,8 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from kavalai._listen import listening_socket
+
 __all__ = ["SCOPE", "DemoAuthorizationServer", "DemoOAuth", "serve_demo_oauth"]
 
 #: The one scope the demo servers ask for.
@@ -470,12 +472,8 @@ async def serve_demo_oauth(
 
 @contextlib.contextmanager
 def _listening() -> Iterator[socket.socket]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock = listening_socket("127.0.0.1", 0, backlog=64)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(64)
-        sock.setblocking(False)
         yield sock
     finally:
         sock.close()

@@ -19,6 +19,7 @@ from mcp.server import Server
 from mcp.server.stdio import stdio_server
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from kavalai._listen import listening_socket
 from kavalai.kernel import Kernel
 from kavalai.serve._server import build_mcp_server
 from kavalai.serve._tools import Naming
@@ -76,12 +77,17 @@ async def serve_http(
     on_ready: ReadyCallback | None = None,
     lazy: bool = False,
     names: Naming = "prefixed",
+    stateless: bool = False,
+    sock: socket.socket | None = None,
 ) -> None:
     """Serve ``kernel``'s tools as a streamable HTTP MCP endpoint at ``http://host:port/path`` until cancelled.
 
     Cancelling the task stops the server gracefully (no new connections; requests in flight get a second to
     finish), then closes the kernel. On a loopback ``host``, requests whose ``Host`` or ``Origin`` header is not
     a loopback address are refused (DNS rebinding protection).
+
+    Two more paths answer ``GET`` without a token, for load balancers: ``/healthz`` (200 while the process
+    serves) and ``/readyz`` (200 once the kernel is connected, 503 before that and once stopping has begun).
 
     Args:
         kernel: the kernel whose tools are offered.
@@ -95,27 +101,40 @@ async def serve_http(
         on_ready: called with the endpoint URL once the kernel is connected and the port is listening.
         lazy: connect the kernel's servers at the first request that needs their tools, not before.
         names: ``"prefixed"`` or ``"own"`` (see :func:`~kavalai.serve.build_mcp_server`).
+        stateless: every request stands alone: no session id, nothing kept between requests, so replicas can sit
+            behind any load balancer. A server-to-client request (sampling, elicitation) has no way back to the
+            client there and is refused by the MCP SDK (``NoBackChannelError``); notifications still flow.
+        sock: a listening socket to serve on instead of ``host`` and ``port`` (a worker of ``--workers``); the
+            caller owns it and closes it.
 
     Raises:
         ServerConnectionError: a server of the kernel cannot be connected (not with ``lazy``).
         OSError: the address cannot be listened on.
     """
     server = build_mcp_server(kernel, allow=allow, deny=deny, name=name, lazy=lazy, names=names)
-    app = http_app(server, path=path, host=host, bearer_token=bearer_token)
+    readiness = _Readiness()
+    app = readiness.wrap(http_app(server, path=path, host=host, bearer_token=bearer_token, stateless=stateless))
     config = uvicorn.Config(app, log_level="warning", ws="none", lifespan="on", timeout_graceful_shutdown=1)
-    with _listening(host, port) as sock:
+    with contextlib.nullcontext(sock) if sock is not None else _listening(host, port) as listening:
         async with _connected(kernel, lazy=lazy):
+            readiness.ready = True
             if on_ready is not None:
-                on_ready(_endpoint(sock, path))
-            await _run_until_cancelled(_Uvicorn(config), sock)
+                on_ready(_endpoint(listening, path))
+            await _run_until_cancelled(_Uvicorn(config), listening, readiness)
 
 
 def http_app(
-    server: Server[Any], *, path: str = "/mcp", host: str = "127.0.0.1", bearer_token: str | None = None
+    server: Server[Any],
+    *,
+    path: str = "/mcp",
+    host: str = "127.0.0.1",
+    bearer_token: str | None = None,
+    stateless: bool = False,
 ) -> Any:
     """The ASGI application of ``server``'s streamable HTTP endpoint at ``path``, behind a bearer token check
-    when ``bearer_token`` is given. Its lifespan runs the SDK's session manager."""
-    app: Any = server.streamable_http_app(streamable_http_path=path, host=host)
+    when ``bearer_token`` is given, without sessions when ``stateless``. Its lifespan runs the SDK's session
+    manager."""
+    app: Any = server.streamable_http_app(streamable_http_path=path, host=host, stateless_http=stateless)
     return app if bearer_token is None else BearerTokenMiddleware(app, bearer_token)
 
 
@@ -154,6 +173,42 @@ class BearerTokenMiddleware:
         return len(given) == 1 and hmac.compare_digest(given[0], self._expected)
 
 
+class _Readiness:
+    """Whether the server takes requests, answered at ``GET /readyz`` (200 or 503); ``GET /healthz`` answers 200
+    while the process serves. Both come before any token check: a load balancer's probe carries none.
+
+    Attributes:
+        ready: set once the kernel is connected, cleared when stopping begins.
+    """
+
+    HEALTH_PATH = "/healthz"
+    READY_PATH = "/readyz"
+
+    def __init__(self) -> None:
+        self.ready = False
+
+    def wrap(self, app: ASGIApp) -> ASGIApp:
+        """``app`` behind the two probe paths."""
+
+        async def probes(scope: Scope, receive: Receive, send: Send) -> None:
+            path = scope.get("path") if scope["type"] == "http" else None
+            if path == self.HEALTH_PATH:
+                await _plain(send, 200, b"ok")
+            elif path == self.READY_PATH:
+                ready = self.ready
+                await _plain(send, 200 if ready else 503, b"ready" if ready else b"not ready")
+            else:
+                await app(scope, receive, send)
+
+        return probes
+
+
+async def _plain(send: Send, status: int, body: bytes) -> None:
+    headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 class _Uvicorn(uvicorn.Server):
     """A uvicorn server that leaves signals to its caller (it would otherwise re-raise them after stopping,
     before the kernel is closed)."""
@@ -163,12 +218,14 @@ class _Uvicorn(uvicorn.Server):
         yield
 
 
-async def _run_until_cancelled(server: uvicorn.Server, sock: socket.socket) -> None:
-    """Serve; on cancellation stop gracefully, wait for the stop, then let the cancellation go on."""
+async def _run_until_cancelled(server: uvicorn.Server, sock: socket.socket, readiness: _Readiness) -> None:
+    """Serve; on cancellation stop gracefully (not ready from then on), wait for the stop, then let the
+    cancellation go on."""
     serving = asyncio.ensure_future(server.serve(sockets=[sock]))
     try:
         await asyncio.shield(serving)
     except asyncio.CancelledError:
+        readiness.ready = False
         server.should_exit = True
         with contextlib.suppress(Exception):
             await serving
@@ -189,15 +246,10 @@ async def _connected(kernel: Kernel, *, lazy: bool = False) -> AsyncIterator[Non
 
 @contextlib.contextmanager
 def _listening(host: str, port: int) -> Iterator[socket.socket]:
-    """A listening TCP socket on ``host`` and ``port``: connections made before the server runs wait in the
-    backlog rather than being refused."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    """A listening TCP socket on ``host`` and ``port`` (from the one gate, so with ``TCP_NODELAY``): connections
+    made before the server runs wait in the backlog (as long as uvicorn's) rather than being refused."""
+    sock = listening_socket(host, port)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)
-        sock.setblocking(False)
         yield sock
     finally:
         sock.close()

@@ -1,0 +1,352 @@
+"""Issue 40: ``kavalai serve`` past one process. ``--stateless`` (no session id, every request alone) with real
+clients (the SDK's, FastMCP's, node's ``fetch``), the probes ``/healthz`` and ``/readyz``, ``--workers N`` sharing
+one port and ending with their parent, and two stateless replicas behind a real load balancer (HAProxy), one of them
+killed under load.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import psutil
+import pytest
+from anyio.abc import Process
+from mcp.client import Client
+from tests.serve.test_serve import stop, wait_until
+from tests.servers.haproxy import haproxy, haproxy_binary
+
+from kavalai import FunctionKernel, FunctionKernelException, McpServer
+
+# Workers and replicas are real processes, each importing the SDK: slower than most tests on a loaded machine.
+pytestmark = pytest.mark.timeout(180)
+
+TOOLS_MODULE = '''
+"""Tools that say which process answered."""
+
+import os
+from pathlib import Path
+
+import anyio
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def pid() -> int:
+    """The id of the process that answers."""
+    return os.getpid()
+
+
+async def count(n: int) -> int:
+    """Count to n, reporting progress at each step."""
+    from kavalai.kernel import current_call
+
+    call = current_call()
+    for i in range(n):
+        if call is not None:
+            await call.report_progress(i + 1, n, f"step {i + 1}")
+    return n
+
+
+async def hold(folder: str, tag: str) -> int:
+    """Mark the start (a file named after this process and the tag), then wait for the file 'release'."""
+    Path(folder, f"{os.getpid()}-{tag}").write_text("started")
+    while not Path(folder, "release").exists():
+        await anyio.sleep(0.02)
+    return os.getpid()
+'''
+
+NODE_CLIENT = r"""
+const [url] = process.argv.slice(2);
+const results = [];
+for (let i = 0; i < 3; i++) {
+  const answer = await fetch(url, {
+    method: "POST",
+    headers: {"content-type": "application/json", accept: "application/json, text/event-stream"},
+    body: JSON.stringify({jsonrpc: "2.0", id: i, method: "tools/call",
+                          params: {name: "python_add", arguments: {a: i, b: 40}}}),
+  });
+  const text = await answer.text();
+  const data = text.split("\n").filter((line) => line.startsWith("data: ")).map((line) => JSON.parse(line.slice(6)));
+  const reply = data.length ? data[data.length - 1] : JSON.parse(text);
+  results.push({status: answer.status, session: answer.headers.get("mcp-session-id"),
+                value: reply.result.structuredContent.result});
+}
+console.log(JSON.stringify(results));
+"""
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    (tmp_path / "scale_tools.py").write_text(TOOLS_MODULE, encoding="utf-8")
+    functions = [{"function": f"scale_tools.{name}", "name": name} for name in ("add", "pid", "count", "hold")]
+    path = tmp_path / "tools.yaml"
+    path.write_text(json.dumps({"python_functions": functions}), encoding="utf-8")
+    return path
+
+
+@contextlib.asynccontextmanager
+async def replica(
+    config: Path, log_name: str, *options: str, env: dict[str, str] | None = None
+) -> AsyncIterator[tuple[str, Process]]:
+    """``kavalai serve --transport http --port 0 OPTIONS``; yields its endpoint URL and process, SIGTERM at the end."""
+    log = config.parent / log_name
+    command = [sys.executable, "-m", "kavalai.cli._serve", str(config), "--transport", "http", "--port", "0"]
+    with log.open("wb") as errlog:
+        process = await anyio.open_process(
+            [*command, *options],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errlog,
+            cwd=str(config.parent),
+            env={**os.environ, "PYTHONPATH": str(config.parent), **(env or {})},
+        )
+        try:
+            yield await _announced_url(log, process), process
+        finally:
+            await stop(process)
+
+
+async def _announced_url(log: Path, process: Process) -> str:
+    with anyio.fail_after(30):
+        while True:
+            text = await anyio.Path(log).read_text(errors="replace")
+            for word in text.split():
+                if word.startswith("http://"):
+                    return word
+            if process.returncode is not None:
+                raise AssertionError(f"kavalai serve exited with {process.returncode}: {text}")
+            await anyio.sleep(0.05)
+
+
+async def _call(url: str, tool: str, arguments: dict[str, Any] | None = None) -> Any:
+    """One call on a fresh SDK client (a new connection and, in stateless mode, no session to keep)."""
+    async with Client(url) as client:
+        result = await client.call_tool(tool, arguments or {})
+        assert not result.is_error, result
+        return result.structured_content["result"]
+
+
+# ------------------------------------------------------------------------------------------------- stateless
+
+
+async def test_stateless_answers_every_client_without_a_session(config: Path) -> None:
+    async with replica(config, "stateless.log", "--stateless") as (url, _):
+        async with httpx2.AsyncClient(timeout=10) as http:
+            init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": _initialize_params()}
+            answer = await http.post(url, json=init, headers={"Accept": "application/json, text/event-stream"})
+            assert answer.status_code == 200
+            assert "mcp-session-id" not in answer.headers  # nothing to stick to
+        with anyio.fail_after(30):
+            async with Client(url) as client:  # one SDK session: each of its requests stands alone
+                assert [
+                    (await client.call_tool("python_add", {"a": i, "b": 1})).structured_content for i in (1, 2)
+                ] == [
+                    {"result": 2},
+                    {"result": 3},
+                ]
+                seen: list[tuple[float, float | None, str | None]] = []
+
+                async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                    seen.append((progress, total, message))
+
+                counted = await client.call_tool("python_count", {"n": 2}, progress_callback=on_progress)
+                assert counted.structured_content == {"result": 2}
+                await wait_until(lambda: len(seen) == 2)  # progress comes back on the request's own stream
+                assert seen == [(1, 2, "step 1"), (2, 2, "step 2")]
+        await _other_clients_add(url, config.parent)
+
+
+async def _other_clients_add(url: str, folder: Path) -> None:
+    """FastMCP's client, and node's ``fetch`` when node is present, call ``python_add`` at ``url``."""
+    import fastmcp
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    with anyio.fail_after(30):
+        async with fastmcp.Client(StreamableHttpTransport(url)) as client:
+            assert (await client.call_tool("python_add", {"a": 20, "b": 22})).data == 42
+    node = shutil.which("node")
+    if node is not None:  # what the TypeScript SDK (most MCP hosts) sends: a plain fetch per request
+        script = folder / "client.mjs"
+        await anyio.Path(script).write_text(NODE_CLIENT, encoding="utf-8")
+        done = await anyio.run_process([node, str(script), url], check=True)
+        results = json.loads(done.stdout)
+        assert [(r["status"], r["session"], r["value"]) for r in results] == [(200, None, 40 + i) for i in range(3)]
+
+
+def _initialize_params() -> dict[str, Any]:
+    return {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
+
+
+async def test_the_probes_answer_without_the_token(config: Path) -> None:
+    env = {"SCALE_TOKEN": "scale-token-0123456789"}
+    async with replica(config, "probes.log", "--bearer-token-env", "SCALE_TOKEN", env=env) as (url, _):
+        base = url.removesuffix("/mcp")
+        async with httpx2.AsyncClient(timeout=10) as http:
+            assert (await http.get(f"{base}/healthz")).text == "ok"
+            ready = await http.get(f"{base}/readyz")
+            assert (ready.status_code, ready.text) == (200, "ready")
+            assert (await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})).status_code == 401
+
+
+async def test_readiness_is_503_until_the_kernel_is_connected_and_once_stopping() -> None:
+    from kavalai.serve._transports import _Readiness
+
+    reached: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        reached.append(scope["path"])
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    readiness = _Readiness()
+    transport = httpx2.ASGITransport(app=readiness.wrap(app))
+    async with httpx2.AsyncClient(transport=transport, base_url="http://replica") as http:
+        assert (await http.get("/readyz")).status_code == 503  # starting: the kernel is not connected yet
+        assert (await http.get("/healthz")).status_code == 200  # alive all the same
+        readiness.ready = True
+        assert (await http.get("/readyz")).status_code == 200
+        readiness.ready = False  # what serve_http does once stopping begins
+        assert (await http.get("/readyz")).status_code == 503
+        assert (await http.post("/mcp")).status_code == 204
+    assert reached == ["/mcp"]  # the probes never reach the application
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--stateless"], "--stateless needs --transport http"),
+        (["--transport", "http", "--workers", "2"], "--workers needs --stateless"),
+        (["--transport", "http", "--stateless", "--workers", "0"], "--workers 0: give 1 to 256"),
+    ],
+)
+def test_stateless_and_workers_need_http_and_workers_need_stateless(
+    config: Path, options: list[str], message: str
+) -> None:
+    command = [sys.executable, "-m", "kavalai.cli._serve", str(config), *options]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert message in done.stderr
+
+
+# --------------------------------------------------------------------------------------------------- workers
+
+
+async def test_workers_share_the_port_and_end_with_their_parent(config: Path) -> None:
+    async with replica(config, "workers.log", "--stateless", "--workers", "2") as (url, parent):
+        workers = psutil.Process(parent.pid).children()
+        assert len(workers) == 2
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as group:
+                answered: list[int] = []
+
+                async def caller() -> None:
+                    for _ in range(8):
+                        answered.append(await _call(url, "python_pid"))
+
+                for _ in range(4):
+                    group.start_soon(caller)
+        assert set(answered) == {worker.pid for worker in workers}  # both took connections
+        await _other_clients_add(url, config.parent)
+        parent.kill()  # no SIGTERM to pass on: the lifeline's end stops the workers
+        gone, alive = psutil.wait_procs(workers, timeout=20)
+        assert alive == []
+        assert len(gone) == 2
+
+
+# ------------------------------------------------------------------------------------------ a load balancer
+
+
+@pytest.mark.timeout(960)  # a first run may install haproxy: three apt-get runs of at most 300 s each
+async def test_a_load_balancer_spreads_calls_and_routes_around_a_dead_replica(config: Path, tmp_path: Path) -> None:
+    binary = haproxy_binary()
+    async with (
+        replica(config, "a.log", "--stateless") as (url_a, process_a),
+        replica(config, "b.log", "--stateless") as (url_b, process_b),
+    ):
+        replicas = {process_a.pid: (url_a, process_a), process_b.pid: (url_b, process_b)}
+        async with haproxy(binary, [_host_port(url_a), _host_port(url_b)], workdir=tmp_path) as base:
+            url = f"{base}/mcp"
+            async with httpx2.AsyncClient(timeout=30) as http:  # one keep-alive connection, one request a call
+                with anyio.fail_after(60):
+                    spread = [await _raw_call(http, url, "python_pid") for _ in range(4)]
+                assert sorted(spread) == sorted([process_a.pid, process_b.pid] * 2)  # round robin, call by call
+                survivor = await _kill_a_replica_under_load(url, tmp_path / "held", replicas)
+                with anyio.fail_after(60):  # new calls: only the survivor answers
+                    after = [await _raw_call(http, url, "python_pid") for _ in range(4)]
+                assert after == [survivor] * 4
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    host, port = url.removeprefix("http://").split("/")[0].rsplit(":", 1)
+    return host, int(port)
+
+
+async def _raw_call(http: httpx2.AsyncClient, url: str, tool: str) -> Any:
+    """A stateless ``tools/call`` as one plain POST; the result from the answer's SSE event."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": {}}}
+    answer = await http.post(url, json=body, headers={"Accept": "application/json, text/event-stream"})
+    assert answer.status_code == 200, answer.text
+    data = [line.removeprefix("data: ") for line in answer.text.splitlines() if line.startswith("data: ")]
+    return json.loads(data[-1])["result"]["structuredContent"]["result"]
+
+
+async def _kill_a_replica_under_load(url: str, folder: Path, replicas: dict[int, tuple[str, Process]]) -> int:
+    """Start 8 calls of ``hold`` through the balancer (SDK clients) and wait until all run; pick as the victim the
+    replica holding the most, start one more call from a kavalai kernel straight to it, SIGKILL it, then release
+    the calls. Every call is bounded (one that hangs fails the test); the calls on the victim must fail, those on
+    the survivor finish there. Returns the survivor's pid."""
+    await anyio.Path(folder).mkdir()
+    failed: list[str] = []
+    held: list[int] = []
+    kernel_errors: list[FunctionKernelException] = []
+
+    async def through_a_kernel(victim_url: str) -> None:
+        async with FunctionKernel() as kernel:
+            kernel.register_mcp_server(McpServer(name="victim", url=victim_url))
+            try:
+                await kernel.call_tool("mcp://victim.python_hold", arguments={"folder": str(folder), "tag": "kernel"})
+            except FunctionKernelException as exc:
+                kernel_errors.append(exc)
+
+    async def one(tag: int) -> None:
+        try:
+            held.append(await _call(url, "python_hold", {"folder": str(folder), "tag": str(tag)}))
+        except Exception as exc:  # what a client sees when its replica dies mid-call
+            failed.append(f"{type(exc).__name__}: {exc!r}")
+
+    def started() -> dict[int, int]:
+        pids = [int(path.name.split("-")[0]) for path in folder.iterdir() if path.name.split("-")[-1].isdigit()]
+        return {pid: pids.count(pid) for pid in replicas}
+
+    with anyio.fail_after(90):
+        async with anyio.create_task_group() as group:
+            for tag in range(8):
+                group.start_soon(one, tag)
+            await wait_until(lambda: sum(started().values()) == 8, timeout=60)
+            on = started()
+            victim = max(on, key=lambda pid: on[pid])
+            survivor = next(pid for pid in replicas if pid != victim)
+            group.start_soon(through_a_kernel, replicas[victim][0])
+            await wait_until(lambda: (folder / f"{victim}-kernel").exists(), timeout=60)
+            process = replicas[victim][1]
+            process.send_signal(signal.SIGKILL)
+            await process.wait()
+            (folder / "release").write_text("go")
+    assert len(failed) == on[victim]  # the calls held on the dead replica ended in an error ...
+    assert held == [survivor] * on[survivor]  # ... and those held on the other one finished there
+    assert [exc.uri for exc in kernel_errors] == ["mcp://victim.python_hold"]  # the kernel's error, naming the tool
+    return survivor

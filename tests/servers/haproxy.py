@@ -1,0 +1,126 @@
+"""HAProxy (Debian's package) in front of HTTP backends on loopback ports, for the scale-out tests.
+
+Usage::
+
+    binary = haproxy_binary()            # installs the package with apt-get when missing; skips the test if it can't
+    async with haproxy(binary, [("127.0.0.1", 8001), ("127.0.0.1", 8002)]) as url:
+        ...                              # url: "http://127.0.0.1:<port>", balancing each request round robin
+
+How it behaves:
+- The backends are health-checked at ``GET /readyz`` every 100 ms; three failed checks in a row (a loaded machine
+  may miss one) take a backend out, so a replica that died soon gets no new requests.
+- Every HTTP request is balanced on its own (HAProxy's HTTP mode), even on one keep-alive client connection.
+- A request already sent to a backend is never retried elsewhere (it may have had its effect): a backend that dies
+  under it answers the client 502 or cuts the response. A connection a backend refuses (the request never reached
+  it) is redispatched once to another.
+- The process runs in the foreground (``-db``), is ready once its port accepts connections, and is ended with
+  SIGTERM (SIGKILL after 5 s) when the block exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import anyio
+import pytest
+
+__all__ = ["haproxy", "haproxy_binary"]
+
+_INSTALL_TIMEOUT = 300
+
+
+def haproxy_binary() -> str:
+    """The ``haproxy`` executable; installed with ``apt-get`` (as root) when missing. Skips the calling test with
+    the reason when it cannot be had."""
+    found = shutil.which("haproxy")
+    if found is not None:
+        return found
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        pytest.skip("haproxy is not installed and cannot be: no apt-get, or not root")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", "-q", "haproxy"]
+    done = subprocess.run(install, env=env, capture_output=True, timeout=_INSTALL_TIMEOUT, check=False)
+    if done.returncode != 0:  # a stale package index: refresh it once
+        subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, timeout=_INSTALL_TIMEOUT, check=False)
+        done = subprocess.run(install, env=env, capture_output=True, timeout=_INSTALL_TIMEOUT, check=False)
+    found = shutil.which("haproxy")
+    if found is None:
+        tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
+        pytest.skip(f"haproxy cannot be installed with apt-get: {tail[0]}")
+    return found
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _config(port: int, backends: Sequence[tuple[str, int]]) -> str:
+    servers = "\n".join(
+        f"  server r{index} {host}:{backend_port} check inter 100ms fall 3 rise 1"
+        for index, (host, backend_port) in enumerate(backends)
+    )
+    return f"""global
+  maxconn 512
+defaults
+  mode http
+  timeout connect 2s
+  timeout client 30s
+  timeout server 30s
+  timeout check 5s
+  retries 1
+  option redispatch
+frontend mcp
+  bind 127.0.0.1:{port}
+  default_backend replicas
+backend replicas
+  balance roundrobin
+  option httpchk GET /readyz
+{servers}
+"""
+
+
+@contextlib.asynccontextmanager
+async def haproxy(binary: str, backends: Sequence[tuple[str, int]], *, workdir: Path) -> AsyncIterator[str]:
+    """HAProxy balancing ``backends`` on a free 127.0.0.1 port for the block; yields its base URL."""
+    port = _free_port()
+    config = workdir / "haproxy.cfg"
+    config.write_text(_config(port, backends), encoding="utf-8")
+    with (workdir / "haproxy.log").open("wb") as log:
+        process = await anyio.open_process(
+            [binary, "-db", "-f", str(config)], stdin=subprocess.DEVNULL, stdout=log, stderr=log
+        )
+        try:
+            await _until_listening(port, process)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            if process.returncode is None:
+                process.terminate()
+            with anyio.move_on_after(5):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            await process.aclose()
+
+
+async def _until_listening(port: int, process: anyio.abc.Process) -> None:
+    with anyio.fail_after(20):
+        while True:
+            if process.returncode is not None:
+                raise AssertionError(f"haproxy exited with {process.returncode}")
+            try:
+                stream = await anyio.connect_tcp("127.0.0.1", port)
+            except OSError:
+                await anyio.sleep(0.05)
+                continue
+            await stream.aclose()
+            return
