@@ -23,6 +23,7 @@ aiohttp, the MCP SDK, pydantic) are translated into one of these at the adapter 
     ├── ServerConnectionError           a REST or MCP server could not be reached or died; .server, .exit_code,
     │   │                               .stderr_tail
     │   ├── AuthenticationError         the server refused the credentials, or OAuth could not get a token; .identity
+    │   ├── OutboundRefusedError        a URL learned from a server that the outbound gate refused; .url, .field
     │   └── KernelClosedError           the kernel was closed while the call was running
     ├── LLMError                        an LLM client or agent failed (kavalai.llm.errors: configuration,
     │                                   connection, provider status, structured output, max steps)
@@ -45,6 +46,7 @@ __all__ = [
     "InvalidToolURIError",
     "JsonRpcError",
     "KernelClosedError",
+    "OutboundRefusedError",
     "ResponseTooLargeError",
     "ServerConnectionError",
     "ToolAccessDeniedError",
@@ -239,6 +241,23 @@ class AuthenticationError(ServerConnectionError):
     ) -> None:
         super().__init__(message, uri=uri, server=server)
         self.identity = identity
+
+
+class OutboundRefusedError(ServerConnectionError):
+    """The outbound gate (:mod:`kavalai.http`) refused a URL a server gave (OAuth metadata, a challenge, a redirect)
+    before anything was sent to it: a link-local, metadata, private or loopback address the user did not allow, or a
+    scheme other than http(s).
+
+    Attributes:
+        server: the server whose requests it was (its registered name).
+        url: the URL (or host) refused.
+        field: where the URL came from (``"token_endpoint of the metadata at http://..."``).
+    """
+
+    def __init__(self, message: str, *, server: str | None = None, url: str = "", field: str = "") -> None:
+        super().__init__(message, server=server)
+        self.url = url
+        self.field = field
 
 
 class KernelClosedError(ServerConnectionError):

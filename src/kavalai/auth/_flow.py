@@ -50,6 +50,7 @@ from yarl import URL
 from kavalai.auth._loopback import AuthorizationDenied
 from kavalai.auth._store import OAuthRecord, StoredTokens
 from kavalai.errors import AuthenticationError, FunctionKernelException
+from kavalai.http import Outbound, httpx_client, parse_networks
 from kavalai.secrets import Redactor
 
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ class OAuthFlow:
         self.resource = resource
         self.identity = oauth.identity
         self.label = f"{kind} {server!r}"
+        self.kind = kind
         self.failures = 0
         self.last_failure: AuthenticationError | None = None
         self.failed_at = -math.inf  # time.monotonic() of the last failure
@@ -216,6 +218,17 @@ class OAuthFlow:
 
     # ------------------------------------------------------------------------------------------- adapters
 
+    def outbound(self) -> Outbound:
+        """The outbound gate's policy for the resource's requests and this flow's own: the resource, the issuer and
+        the client metadata URL are the user's; every URL discovery finds is learned from a server."""
+        oauth = self.oauth
+        return Outbound(
+            self.server,
+            [self.resource, oauth.issuer, oauth.client_metadata_url],
+            allowed_networks=parse_networks(oauth.allowed_networks),
+            kind=self.kind,
+        )
+
     def httpx_auth(self) -> httpx2.Auth:
         """An ``httpx2.Auth`` for the HTTP clients of an MCP server's transports."""
         return _HttpxAuth(self)
@@ -251,9 +264,7 @@ class OAuthFlow:
         session), the flow's own requests (metadata, registration, tokens) through a bounded ``httpx2`` client."""
         proxy = httpx2.Request(request.method, str(request.url))
         response: aiohttp.ClientResponse | None = None
-        async with httpx2.AsyncClient(
-            timeout=_AUTH_SERVER_TIMEOUT, transport=_BoundedTransport(httpx2.AsyncHTTPTransport())
-        ) as client:
+        async with httpx_client(self.outbound(), _BoundedTransport, timeout=_AUTH_SERVER_TIMEOUT) as client:
             try:
                 async with contextlib.aclosing(_steps(await self.provider(), proxy)) as steps:
                     async for outgoing, reply in steps:

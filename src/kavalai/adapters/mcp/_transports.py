@@ -22,6 +22,7 @@ from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._http_limits import bounded_transport
 from kavalai.adapters.mcp._stdio import StdioProcess, open_stdio
 from kavalai.errors import ConfigurationError
+from kavalai.http import Outbound, httpx_client
 
 __all__ = ["SessionReads", "SessionWrites", "open_transport"]
 
@@ -141,8 +142,14 @@ async def _open_http(
     if server.url is None:
         raise ConfigurationError(f"MCP server {server.name!r} has no url to connect to.")
     limit, name = server.max_message_bytes, server.name
+    flow = server.auth.flow(name, server.url, kind="MCP server") if server.auth is not None else None
+    outbound = flow.outbound() if flow is not None else Outbound(name, [server.url], kind="MCP server")
+
+    def bounded(inner: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
+        return bounded_transport(name, limit, inner)
+
     # OAuth: the identity's flow (the SDK's provider behind a fast path) authorizes every request of the session.
-    auth = server.auth.flow(name, server.url, kind="MCP server").httpx_auth() if server.auth is not None else None
+    auth = flow.httpx_auth() if flow is not None else None
 
     async def check_challenge(response: httpx2.Response) -> None:
         # Not with auth=: its OAuth flow answers a 401 itself (and says why when it cannot).
@@ -156,11 +163,12 @@ async def _open_http(
             timeout: httpx2.Timeout | None = None,
             auth: httpx2.Auth | None = None,
         ) -> httpx2.AsyncClient:
-            return httpx2.AsyncClient(
+            return httpx_client(
+                outbound,
+                bounded,
                 headers=headers,
                 timeout=timeout,
                 auth=auth,
-                transport=bounded_transport(name, limit),
                 event_hooks={"response": [check_challenge]},
             )
 
@@ -182,11 +190,12 @@ async def _open_http(
 
     timeout = httpx2.Timeout(server.connect_timeout, read=None)
     async with (
-        httpx2.AsyncClient(
+        httpx_client(
+            outbound,
+            bounded,
             headers=dict(server.headers),
             timeout=timeout,
             event_hooks={"response": [check_session, check_challenge]},
-            transport=bounded_transport(name, limit),
             auth=auth,
         ) as client,
         streamable_http_client(server.url, http_client=client, max_sse_event_size=limit) as streams,
