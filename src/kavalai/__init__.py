@@ -42,9 +42,10 @@ from kavalai.errors import (
     ToolRegistrationError,
     ToolTimeoutError,
 )
+from kavalai.secrets import get_logger as _get_logger
 
 # A library logs; the application decides where it goes (and without a handler nothing reaches stderr).
-logging.getLogger("kavalai").addHandler(logging.NullHandler())
+_get_logger("kavalai").addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:
     from kavalai.adapters.mcp import (

@@ -25,11 +25,10 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util
-import logging
 import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
@@ -39,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from kavalai.documents import load_json_or_yaml
 from kavalai.errors import ConfigurationError, FunctionKernelException
 from kavalai.function_kernel import FunctionKernel
+from kavalai.secrets import get_logger, register_secret
 
 __all__ = [
     "BUNDLED_GROUPS",
@@ -52,7 +52,7 @@ __all__ = [
     "mcp_servers_from_host_config",
 ]
 
-logger = logging.getLogger("kavalai.config")
+logger = get_logger("kavalai.config")
 
 _VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
 _HOST_TYPES = {"stdio": "stdio", "http": "streamable-http", "streamable-http": "streamable-http", "sse": "sse"}
@@ -153,8 +153,12 @@ class UnsetVariableError(ConfigurationError):
         self.variable = variable
 
 
-def expand_env(value: Any, env: Mapping[str, str]) -> Any:
+def expand_env(value: Any, env: Mapping[str, str], *, public: Collection[str] = ()) -> Any:
     """``value`` with ``${VAR}`` and ``${VAR:-default}`` in its strings (at any depth) read from ``env``.
+
+    Every value read from ``env`` is registered with the secret gate (:func:`kavalai.secrets.register_secret`), so
+    no message, log record, span or CLI line shows it, except the variables named in ``public`` (a workflow's
+    ``WORKFLOW_DIR`` and ``PYTHON``).
 
     Raises:
         ConfigurationError: a variable without a default is not in ``env``; the message names it.
@@ -164,6 +168,8 @@ def expand_env(value: Any, env: Mapping[str, str]) -> Any:
         def substitute(match: re.Match[str]) -> str:
             name, default = match.group("name"), match.group("default")
             if name in env:
+                if name not in public:
+                    register_secret(env[name])
                 return env[name]
             if default is not None:
                 return default
@@ -171,9 +177,9 @@ def expand_env(value: Any, env: Mapping[str, str]) -> Any:
 
         return _VAR.sub(substitute, value)
     if isinstance(value, list):
-        return [expand_env(item, env) for item in value]
+        return [expand_env(item, env, public=public) for item in value]
     if isinstance(value, dict):
-        return {key: expand_env(item, env) for key, item in value.items()}
+        return {key: expand_env(item, env, public=public) for key, item in value.items()}
     return value
 
 

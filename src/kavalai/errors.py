@@ -29,13 +29,16 @@ aiohttp, the MCP SDK, pydantic) are translated into one of these at the adapter 
     │                                   connection, provider status, structured output, max steps)
     └── WorkflowError                   a workflow failed to build or run (kavalai.workflow.errors)
 
-Every message names the tool URI (or the server) and says what was wrong.
+Every message names the tool URI (or the server) and says what was wrong, and passes the secret gate
+(:func:`kavalai.secrets.redact`) when the error is made.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from kavalai.secrets import redact
 
 __all__ = [
     "AuthenticationError",
@@ -67,6 +70,7 @@ class FunctionKernelException(Exception):
     """
 
     def __init__(self, message: str, *, uri: str | None = None) -> None:
+        message = redact(message)  # the secret gate: no registered secret in any message, str or repr
         super().__init__(message)
         self.message = message
         self.uri = uri

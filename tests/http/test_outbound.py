@@ -10,14 +10,16 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
+from aiohttp.abc import AbstractResolver
 from yarl import URL
 
 from kavalai import FunctionKernel, McpServer, RestServer, ServerConnectionError
 from kavalai.auth import OAuth
 from kavalai.errors import OutboundRefusedError
-from kavalai.http import Outbound, parse_networks
+from kavalai.http import Outbound, aiohttp_session, httpx_client, parse_networks
 
 METADATA = "http://169.254.169.254"
 MAPPED = "http://[::ffff:169.254.169.254]"
@@ -209,3 +211,30 @@ def test_configured_hosts_are_trusted_and_learned_ones_judged() -> None:
     private.check(URL("http://10.1.2.3/token"))
     with pytest.raises(OutboundRefusedError):
         private.check(URL("http://169.254.169.254/"))
+
+
+class _Rebinding(AbstractResolver):
+    """A DNS answer that changed since the URL was checked: the learned name now resolves to a metadata address."""
+
+    async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET) -> list[Any]:
+        answer = {"hostname": host, "host": "169.254.169.254", "port": port, "family": socket.AF_INET}
+        return [{**answer, "proto": 0, "flags": 0}]
+
+    async def close(self) -> None:
+        return None
+
+
+async def test_a_learned_name_is_judged_again_by_the_address_it_resolves_to_at_connect() -> None:
+    gate = Outbound("s", ["http://127.0.0.1:1/"], kind="MCP server", resolver=_Rebinding())
+    gate.check(URL("http://rebound.example/token"))  # the name alone passes
+    async with httpx_client(gate) as client:
+        with pytest.raises(OutboundRefusedError, match="resolves to 169.254.169.254"):
+            await client.get("http://rebound.example/token")
+    session, resolver = aiohttp_session(gate)
+    async with session:
+        with pytest.raises(aiohttp.ClientConnectorError) as caught:
+            await session.get("http://rebound.example/token")
+    assert isinstance(caught.value.os_error, PermissionError)
+    assert "resolves to 169.254.169.254" in str(caught.value.os_error)
+    assert resolver is not None
+    await resolver.close()

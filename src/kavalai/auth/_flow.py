@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import math
 import time
 import webbrowser
@@ -51,14 +50,14 @@ from kavalai.auth._loopback import AuthorizationDenied
 from kavalai.auth._store import OAuthRecord, StoredTokens
 from kavalai.errors import AuthenticationError, FunctionKernelException
 from kavalai.http import Outbound, httpx_client, parse_networks
-from kavalai.secrets import Redactor
+from kavalai.secrets import Redactor, get_logger, register_secret
 
 if TYPE_CHECKING:
     from kavalai.auth._oauth import OAuth
 
 __all__ = ["OAuthFlow", "open_browser"]
 
-logger = logging.getLogger("kavalai.auth")
+logger = get_logger("kavalai.auth")
 
 #: A token this close to its expiry is not attached on the fast path (the SDK's flow refreshes it first).
 _EXPIRY_MARGIN: Final = 5.0
@@ -373,6 +372,7 @@ class OAuthFlow:
     def remember(self, *secrets: str | None) -> None:
         """Mask these values in this flow's messages from now on (the last few tokens are kept)."""
         fresh = [s for s in secrets if s and s not in self._secrets]
+        register_secret(*fresh)  # the secret gate: masked in every message, log record and span of the process
         if fresh:
             self._secrets = [*self._secrets, *fresh][-_KEPT_SECRETS:]
             self._redactor = Redactor(self._secrets, min_length=8)

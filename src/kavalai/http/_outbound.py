@@ -63,9 +63,10 @@ class Outbound:
         configured: the URLs the user configured; their hosts are trusted as given.
         allowed_networks: networks a learned URL may reach although private or loopback (the user's choice).
         kind: what ``server`` is, as messages name it (``"MCP server"``).
+        resolver: the resolver learned hosts are looked up with (the system's by default; its owner closes it).
     """
 
-    __slots__ = ("_allowed", "_learned", "_trusted", "owner", "server")
+    __slots__ = ("_allowed", "_learned", "_trusted", "owner", "resolver", "server")
 
     def __init__(
         self,
@@ -74,8 +75,10 @@ class Outbound:
         *,
         allowed_networks: Sequence[IPNetwork] = (),
         kind: str = "server",
+        resolver: AbstractResolver | None = None,
     ) -> None:
         self.server = server
+        self.resolver = resolver
         self.owner = f"{kind} {server!r}"
         self._trusted = frozenset(
             host for url in configured if url is not None and (host := _host(URL(str(url)))) is not None
@@ -182,7 +185,8 @@ class OutboundResolver(AbstractResolver):
 
     def __init__(self, outbound: Outbound) -> None:
         self._outbound = outbound
-        self._inner = aiohttp.DefaultResolver()
+        self._owned = outbound.resolver is None
+        self._inner = outbound.resolver if outbound.resolver is not None else aiohttp.DefaultResolver()
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
@@ -197,8 +201,9 @@ class OutboundResolver(AbstractResolver):
         return results
 
     async def close(self) -> None:
-        """Close the wrapped resolver."""
-        await self._inner.close()
+        """Close the wrapped resolver, when this one made it."""
+        if self._owned:
+            await self._inner.close()
 
 
 def aiohttp_session(
@@ -240,11 +245,17 @@ class _Backend(httpcore2.AsyncNetworkBackend):
     ) -> httpcore2.AsyncNetworkStream:
         if not self._outbound.trusted(host):
             with anyio.fail_after(timeout):
-                found = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            addresses = [str(info[4][0]) for info in found]
+                addresses = await self._addresses(host, port)
             self._outbound.check_addresses(host, addresses)
             host = addresses[0] if addresses else host
         return await self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
+
+    async def _addresses(self, host: str, port: int) -> list[str]:
+        resolver = self._outbound.resolver
+        if resolver is not None:
+            return [result["host"] for result in await resolver.resolve(host, port, socket.AF_UNSPEC)]
+        found = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        return [str(info[4][0]) for info in found]
 
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None

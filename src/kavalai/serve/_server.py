@@ -4,7 +4,6 @@ JSON schemas, and called through :meth:`kavalai.kernel.Kernel.call_tool`."""
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,11 +17,12 @@ import kavalai
 from kavalai.adapters.mcp import deadline_from_meta
 from kavalai.errors import DeadlineExceededError, FunctionKernelException, ServerConnectionError
 from kavalai.kernel import Kernel, ProgressCallback, deadline
+from kavalai.secrets import get_logger, redact
 from kavalai.serve._tools import ExposedTools, mcp_input_schema
 
 __all__ = ["build_mcp_server", "call_kernel_tool", "tool_error_result", "tool_result"]
 
-logger = logging.getLogger("kavalai.serve")
+logger = get_logger("kavalai.serve")
 
 
 def build_mcp_server(
@@ -135,8 +135,8 @@ def tool_result(output: BaseModel) -> types.CallToolResult:
 
 
 def tool_error_result(message: str) -> types.CallToolResult:
-    """A failed result: ``isError`` and the error message as text."""
-    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+    """A failed result: ``isError`` and the error message as text, through the secret gate."""
+    return types.CallToolResult(content=[types.TextContent(text=redact(message))], is_error=True)
 
 
 def _progress_of(ctx: ServerRequestContext[Any]) -> ProgressCallback:

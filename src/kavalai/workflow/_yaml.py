@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 
 __all__ = ["LoadedWorkflow", "load_workflow_file", "workflow_from_document"]
 
+#: The variables a workflow sets itself, which are no secrets: the file's directory and the interpreter.
+_PUBLIC_VARIABLES = frozenset({"WORKFLOW_DIR", "PYTHON"})
+
 _NODE_KINDS: dict[str, type[NodeBase]] = {
     cls.model_fields["kind"].default: cls
     for cls in (StartNode, EndNode, FunctionNode, AgentNode, LlmNode, IfNode, SwitchNode, ParallelNode)
@@ -146,7 +149,7 @@ def load_document(
         from kavalai import FunctionKernel
 
         kernel = FunctionKernel()
-    env = {**os.environ, "WORKFLOW_DIR": str(base_dir), "PYTHON": sys.executable}
+    env = {**os.environ, "WORKFLOW_DIR": str(base_dir), "PYTHON": sys.executable}  # _PUBLIC_VARIABLES
     loader = _KernelLoader(kernel, base_dir, env)
     services = loader.register(spec)
     return LoadedWorkflow(
@@ -377,7 +380,7 @@ class _KernelLoader:
         from kavalai.config import UnsetVariableError, expand_env
 
         try:
-            return expand_env(value, self.env)
+            return expand_env(value, self.env, public=_PUBLIC_VARIABLES)
         except UnsetVariableError as exc:
             raise self._unset(exc.variable) from None
 

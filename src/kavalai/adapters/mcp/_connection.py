@@ -70,13 +70,14 @@ from kavalai.errors import (
     ToolTimeoutError,
 )
 from kavalai.kernel import LazyTool, ToolDefinition, ToolURI, current_call
+from kavalai.secrets import get_logger
 from kavalai.tracing import mcp_client_span
 
 __all__ = ["McpConnection"]
 
 T = TypeVar("T")
 
-logger = logging.getLogger("kavalai.mcp")
+logger = get_logger("kavalai.mcp")
 
 _CLIENT_INFO: Final = mcp_types.Implementation(name="kavalai", version="0.1.0")
 _CLOSE_WAIT: Final = 15.0  # bound on waiting for a generation to shut down (stdio needs at most ~6 s)
@@ -663,7 +664,7 @@ class _ServerLog:
 
     def __init__(self, config: McpServer) -> None:
         self._config = config
-        self._logger = logging.getLogger(f"kavalai.mcp.{config.name}")
+        self._logger = get_logger(f"kavalai.mcp.{config.name}")
 
     async def __call__(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
         handler = self._config.log_handler

@@ -23,6 +23,7 @@ from kavalai.adapters.mcp._http_limits import bounded_transport
 from kavalai.adapters.mcp._stdio import StdioProcess, open_stdio
 from kavalai.errors import ConfigurationError
 from kavalai.http import Outbound, httpx_client
+from kavalai.secrets import register_secret, register_url_credentials
 
 __all__ = ["SessionReads", "SessionWrites", "open_transport"]
 
@@ -127,6 +128,8 @@ async def open_transport(
     SDK's HTTP transports hand those to the session as exceptions); ``on_challenge`` of the ``WWW-Authenticate``
     header of an HTTP 401 answer (the SDK's transports tell the session only "an error response")."""
     server = server.resolved()  # command_env / url_env are read now, at each connect
+    register_secret(*server.headers.values())  # the secret gate: header values and URL credentials are secrets
+    register_url_credentials(server.url)
     if server.kind == "stdio":
         async with open_stdio(server, on_stray) as ((reads, writes), process):
             yield SessionReads(reads, on_end), SessionWrites(writes), process

@@ -33,7 +33,7 @@ from kavalai.adapters.rest._errors import BODY_EXCERPT_CHARS, Failure, map_excep
 from kavalai.adapters.rest._request import PreparedRequest
 from kavalai.errors import ConfigurationError, FunctionKernelException, ResponseTooLargeError, ToolInputError
 from kavalai.http import BodyTooLargeError, LoopSession, Outbound, aiohttp_session, origin_guard, read_limited
-from kavalai.tracing import span, tracing_configured
+from kavalai.tracing import annotate, span, tracing_configured
 
 __all__ = ["BODY_EXCERPT_CHARS", "ServerSession"]
 
@@ -131,7 +131,7 @@ class ServerSession:
         try:
             async with session.request(method, url, max_redirects=MAX_REDIRECTS, **kwargs) as response:
                 if traced:
-                    get_current_span().set_attribute("http.response.status_code", response.status)
+                    annotate(get_current_span(), {"http.response.status_code": response.status})
                 if response.status >= 400:
                     raise await status_error(failure, response)
                 return _decode(await self._read(response, where, uri), response)
