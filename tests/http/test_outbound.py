@@ -118,15 +118,11 @@ async def _never_signs_in(url: str, identity: str) -> None:
 async def test_an_authorization_server_at_a_metadata_address_is_refused(address: str, rest: bool) -> None:
     hostile = Hostile(lambda base: _as_metadata(base), lambda base: [f"{address}/"])
     error = await _connect_error(hostile, lambda base: OAuth(on_authorize=_never_signs_in), rest=rest)
-    text = str(error)
-    assert "authorization_servers[0]" in text
-    assert "'m'" in text or "'api'" in text
-    assert "metadata address" in text
-    assert (
-        isinstance(error, OutboundRefusedError)
-        or isinstance(error.__context__, OutboundRefusedError)
-        or ("Refused" in text)
-    )
+    assert isinstance(error, OutboundRefusedError)
+    assert error.server == ("api" if rest else "m")
+    assert error.field.startswith("authorization_servers[0] of the metadata at http://127.0.0.1:")
+    assert "metadata address" in str(error)
+    assert f"{'REST' if rest else 'MCP'} server '{error.server}'" in str(error)
 
 
 @pytest.mark.parametrize("rest", [False, True], ids=["mcp", "rest"])
@@ -137,7 +133,8 @@ async def test_a_client_secret_never_goes_to_a_token_endpoint_at_a_metadata_addr
         return OAuth(grant="client_credentials", client_id="bot", client_secret=SECRET, issuer=base)
 
     error = await _connect_error(hostile, oauth, rest=rest)
-    assert "token_endpoint" in str(error)
+    assert isinstance(error, OutboundRefusedError)
+    assert error.field.startswith("token_endpoint of the metadata at http://127.0.0.1:")
     assert "169.254.169.254" in str(error)
     assert SECRET not in str(error)
     assert not any(SECRET in line for line in hostile.seen)
@@ -146,7 +143,8 @@ async def test_a_client_secret_never_goes_to_a_token_endpoint_at_a_metadata_addr
 async def test_a_registration_endpoint_at_a_mapped_metadata_address_is_refused() -> None:
     hostile = Hostile(lambda base: _as_metadata(base, registration_endpoint=f"{MAPPED}/register"), lambda b: [b])
     error = await _connect_error(hostile, lambda base: OAuth(on_authorize=_never_signs_in))
-    assert "registration_endpoint" in str(error)
+    assert isinstance(error, OutboundRefusedError)
+    assert error.field.startswith("registration_endpoint of the metadata")
     assert "IPv4-mapped" in str(error)
 
 

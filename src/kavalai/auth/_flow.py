@@ -48,7 +48,7 @@ from yarl import URL
 
 from kavalai.auth._loopback import AuthorizationDenied
 from kavalai.auth._store import OAuthRecord, StoredTokens
-from kavalai.errors import AuthenticationError, FunctionKernelException
+from kavalai.errors import AuthenticationError, FunctionKernelException, OutboundRefusedError, ServerConnectionError
 from kavalai.http import Outbound, httpx_client, parse_networks
 from kavalai.secrets import Redactor, get_logger, register_secret
 
@@ -249,13 +249,14 @@ class OAuthFlow:
                 response.release()
             try:
                 return await self._drive(request, handler)
-            except AuthenticationError as exc:
+            except (AuthenticationError, OutboundRefusedError) as exc:
                 raise _Carrier(exc) from None
 
         return oauth
 
-    def unwrap(self, exc: BaseException) -> AuthenticationError | None:
-        """The :class:`AuthenticationError` that left :meth:`aiohttp_middleware` as ``exc``, if it is one."""
+    def unwrap(self, exc: BaseException) -> ServerConnectionError | None:
+        """The :class:`AuthenticationError` (or the outbound gate's refusal) that left :meth:`aiohttp_middleware` as
+        ``exc``, if it is one."""
         return exc.error if isinstance(exc, _Carrier) else None
 
     async def _drive(self, request: aiohttp.ClientRequest, handler: ClientHandlerType) -> aiohttp.ClientResponse:
@@ -389,10 +390,11 @@ class OAuthFlow:
 
 
 class _Carrier(Exception):
-    """Carries an :class:`AuthenticationError` out of aiohttp, which would wrap it (a ``ConnectionError``, so an
-    ``OSError``) into a ``ClientOSError``; the REST adapter unwraps it with :meth:`OAuthFlow.unwrap`."""
+    """Carries an :class:`AuthenticationError` or an ``OutboundRefusedError`` out of aiohttp, which would wrap it (a
+    ``ConnectionError``, so an ``OSError``) into a ``ClientOSError``; the REST adapter unwraps it with
+    :meth:`OAuthFlow.unwrap`."""
 
-    def __init__(self, error: AuthenticationError) -> None:
+    def __init__(self, error: ServerConnectionError) -> None:
         super().__init__(error.message)
         self.error = error
 

@@ -66,6 +66,7 @@ from kavalai.adapters.mcp._transports import open_transport
 from kavalai.errors import (
     ConfigurationError,
     InvalidToolURIError,
+    OutboundRefusedError,
     ServerConnectionError,
     ToolTimeoutError,
 )
@@ -171,6 +172,10 @@ class McpConnection:
             await gen.wait_ready()
             if gen.session is not None and gen.phase is Phase.CONNECTED:
                 return gen, gen.session
+            if isinstance(gen.error, OutboundRefusedError) and not gen.was_connected:  # the gate's own error
+                raise OutboundRefusedError(
+                    gen.error.message, server=self.name, url=gen.error.url, field=gen.error.field
+                ) from None
             if gen.error is not None and not gen.was_connected:
                 raise ServerConnectionError(
                     gen.error.message,
