@@ -1,8 +1,32 @@
-"""The one secret masker shared by the REST and MCP adapters."""
+"""The secret masker of one origin (:class:`Redactor`) and the secret gate: the process's one registry, which
+every exception message, log record, span, CLI stderr line and JSON-RPC error passes."""
 
 from __future__ import annotations
 
-from kavalai.secrets import MASK, Redactor
+import json
+import logging
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import anyio
+import pytest
+
+from kavalai import ServerConnectionError
+from kavalai.config import KernelConfig, build_kernel, expand_env
+from kavalai.errors import FunctionKernelException
+from kavalai.secrets import (
+    MASK,
+    Redactor,
+    get_logger,
+    holds_secret,
+    redact,
+    redacting_stderr,
+    register_secret,
+    register_url_credentials,
+)
 
 
 def test_every_secret_is_masked_longest_first() -> None:
@@ -24,3 +48,131 @@ def test_any_object_is_read_as_text() -> None:
     redactor = Redactor(["s3cr3t"])
     assert redactor.redact(ValueError("bad s3cr3t")) == f"bad {MASK}"
     assert "s3cr3t" not in repr(redactor)
+
+
+# ------------------------------------------------------------------------------------------ the secret gate
+# The issue's examples: a value read by ${VAR} in a configuration never shows in an error, a log record, a span or
+# the CLI's stderr, wherever it was used (args, urls, headers, env).
+
+
+def _secret(name: str) -> str:
+    return f"{name}-{uuid.uuid4().hex}"  # a fresh value per test: the registry is the process's
+
+
+async def test_an_expanded_variable_in_a_stdio_servers_args_is_masked_in_its_start_error() -> None:
+    secret = _secret("Sup3rS3cret")
+    document = {
+        "mcp_servers": [{"name": "m", "command": "/nonexistent/bin/mcp-thing", "args": ["--api-key", "${KV_SECRET}"]}]
+    }
+    kernel = build_kernel(KernelConfig.from_dict(document), env={"KV_SECRET": secret})
+    with pytest.raises(ServerConnectionError) as caught:
+        async with kernel:  # connects
+            pass
+    assert "MCP server 'm'" in str(caught.value)
+    assert secret not in str(caught.value)
+    assert secret not in repr(caught.value)
+    assert MASK in str(caught.value)
+
+
+async def test_an_expanded_variable_in_a_rest_url_is_masked_in_the_unreachable_error() -> None:
+    token = _secret("bot-token")
+    document = {"rest_servers": [{"name": "api", "url": "http://127.0.0.1:1/bot${TOKEN}"}]}
+    kernel = build_kernel(KernelConfig.from_dict(document), env={"TOKEN": token})
+    kernel.register_rest_tool("api", "ping", "GET")
+    async with kernel:
+        with pytest.raises(ServerConnectionError, match="cannot reach REST server 'api'") as caught:
+            await kernel.call_tool("rest://api.ping")
+    assert token not in str(caught.value)
+
+
+def test_an_expanded_variable_is_masked_in_log_records_and_their_tracebacks(caplog: pytest.LogCaptureFixture) -> None:
+    secret = _secret("header-value")
+    expand_env({"headers": {"X-Key": "${KEY}"}}, {"KEY": secret})
+    logger = get_logger("kavalai.test_secrets")
+    with caplog.at_level(logging.INFO, logger="kavalai.test_secrets"):
+        try:
+            raise RuntimeError(f"the server echoed {secret}")
+        except RuntimeError:
+            logger.exception("failed with %s", secret)
+    [record] = caplog.records
+    assert secret not in record.getMessage()
+    assert secret not in (record.exc_text or "")
+    assert secret not in caplog.text
+
+
+def test_public_variables_of_a_workflow_are_not_registered() -> None:
+    folder = f"/tmp/{uuid.uuid4().hex}/flows"
+    assert expand_env("${WORKFLOW_DIR}/x", {"WORKFLOW_DIR": folder}, public={"WORKFLOW_DIR"}) == f"{folder}/x"
+    assert redact(folder) == folder
+    assert not holds_secret(folder)
+
+
+def test_an_expanded_variable_is_masked_in_span_attributes_status_and_exception_events() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from kavalai import FunctionKernel, ToolExecutionError, pythontool
+    from kavalai.tracing import tool_tracing
+
+    secret = _secret("span-secret")
+    expand_env("${SPAN_SECRET}", {"SPAN_SECRET": secret})
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+
+    def leaky(text: str) -> str:
+        """Echo, then fail with the secret in the message."""
+        raise ValueError(f"bad input {text} with {secret}")
+
+    async def run() -> None:
+        async with FunctionKernel() as kernel:
+            kernel.add_middleware(tool_tracing(tracer_provider=provider, capture_content=True))
+            kernel.register_python_tool("leaky", pythontool(leaky))
+            with pytest.raises(ToolExecutionError):
+                await kernel.call_tool("python://leaky", {"text": secret})
+
+    anyio.run(run)
+    [finished] = exporter.get_finished_spans()
+    shown = json.dumps(
+        {
+            "attributes": dict(finished.attributes or {}),
+            "status": finished.status.description,
+            "events": [dict(event.attributes or {}) for event in finished.events],
+        }
+    )
+    assert finished.events  # the exception was recorded, masked
+    assert secret not in shown
+    assert MASK in shown
+
+
+def test_serve_never_prints_the_otlp_endpoints_userinfo(tmp_path: Path) -> None:
+    password = _secret("TracerPw")
+    (tmp_path / "gate_tools.py").write_text('def add(a: int, b: int) -> int:\n    """Add."""\n    return a + b\n')
+    (tmp_path / "tools.yaml").write_text('{"python_functions": [{"function": "gate_tools.add", "name": "m.add"}]}')
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
+    env = {**clean, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://tracer:{password}@127.0.0.1:1"}
+    command = [str(Path(sys.executable).parent / "kavalai"), "serve", "tools.yaml"]
+    done = subprocess.run(command, input="", capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert "kavalai serve: tracing as service 'kavalai' to OTLP/HTTP http://127.0.0.1:1/v1/traces" in done.stderr
+    assert password not in done.stderr
+    assert "tracer:" not in done.stderr
+
+
+def test_the_cli_stderr_passes_the_gate(capsys: pytest.CaptureFixture[str]) -> None:
+    secret = _secret("cli-secret")
+    register_secret(secret)
+    with redacting_stderr():
+        print(f"kavalai: failed with {secret}", file=sys.stderr)
+    assert capsys.readouterr().err == f"kavalai: failed with {MASK}\n"
+
+
+def test_short_values_and_url_credentials() -> None:
+    register_secret("8080", None, "")
+    assert redact("port 8080") == "port 8080"  # a port is no secret: under MIN_SECRET_LENGTH
+    password = _secret("pw")
+    register_url_credentials(f"https://user:{password}@example.com/")
+    assert redact(f"https://user:{password}@example.com/") == f"https://user:{MASK}@example.com/"
+    error = FunctionKernelException(f"the url had {password}")
+    assert password not in str(error)
+    assert password not in repr(error)

@@ -31,6 +31,7 @@ from kavalai.errors import (
     InvalidToolURIError,
     JsonRpcError,
     KernelClosedError,
+    OutboundRefusedError,
     ResponseTooLargeError,
     ServerConnectionError,
     ToolAccessDeniedError,
@@ -41,9 +42,10 @@ from kavalai.errors import (
     ToolRegistrationError,
     ToolTimeoutError,
 )
+from kavalai.secrets import get_logger as _get_logger
 
 # A library logs; the application decides where it goes (and without a handler nothing reaches stderr).
-logging.getLogger("kavalai").addHandler(logging.NullHandler())
+_get_logger("kavalai").addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:
     from kavalai.adapters.mcp import (
@@ -163,6 +165,7 @@ __all__ = [
     "McpResourceLink",
     "McpServer",
     "McpServerState",
+    "OutboundRefusedError",
     "ResponseTooLargeError",
     "RestServer",
     "RunResult",

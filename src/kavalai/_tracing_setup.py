@@ -21,10 +21,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Final, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from opentelemetry import trace
 
 from kavalai.errors import ConfigurationError
+from kavalai.secrets import redact, register_url_credentials
 
 __all__ = ["TracingNotInstalled", "TracingSetup", "configure_tracing", "tracing_requested"]
 
@@ -185,7 +187,26 @@ def _protocol(env: Mapping[str, str]) -> str:
 
 
 def _shown(name: str, env: Mapping[str, str]) -> str:
-    """Where an exporter sends spans, as the OTLP specification derives the endpoint from the variables."""
+    """Where an exporter sends spans, as the OTLP specification derives the endpoint from the variables; the
+    endpoints' userinfo is registered with the secret gate and never shown."""
+    for variable in ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"):
+        register_url_credentials(env.get(variable))
+    return redact(_without_userinfo(_endpoint(name, env)))
+
+
+def _without_userinfo(shown: str) -> str:
+    kind, _, url = shown.rpartition(" ")
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return shown
+    if "@" not in parts.netloc:
+        return shown
+    bare = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    return f"{kind} {bare}".strip()
+
+
+def _endpoint(name: str, env: Mapping[str, str]) -> str:
     if name == "otlp_proto_http":
         endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
         if not endpoint:

@@ -26,11 +26,10 @@ import difflib
 import functools
 import importlib
 import importlib.util
-import logging
 import os
 import re
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -41,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from kavalai.documents import load_json_or_yaml
 from kavalai.errors import ConfigurationError, FunctionKernelException, ToolRegistrationError
 from kavalai.function_kernel import FunctionKernel
+from kavalai.secrets import get_logger, register_secret
 
 if TYPE_CHECKING:
     from kavalai.agent.budget import OutputBudget
@@ -61,7 +61,7 @@ __all__ = [
     "mcp_servers_from_host_config",
 ]
 
-logger = logging.getLogger("kavalai.config")
+logger = get_logger("kavalai.config")
 
 _VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
 _HOST_TYPES = {"stdio": "stdio", "http": "streamable-http", "streamable-http": "streamable-http", "sse": "sse"}
@@ -162,8 +162,12 @@ class UnsetVariableError(ConfigurationError):
         self.variable = variable
 
 
-def expand_env(value: Any, env: Mapping[str, str]) -> Any:
+def expand_env(value: Any, env: Mapping[str, str], *, public: Collection[str] = ()) -> Any:
     """``value`` with ``${VAR}`` and ``${VAR:-default}`` in its strings (at any depth) read from ``env``.
+
+    Every value read from ``env`` is registered with the secret gate (:func:`kavalai.secrets.register_secret`), so
+    no message, log record, span or CLI line shows it, except the variables named in ``public`` (a workflow's
+    ``WORKFLOW_DIR`` and ``PYTHON``).
 
     Raises:
         ConfigurationError: a variable without a default is not in ``env``; the message names it.
@@ -173,6 +177,8 @@ def expand_env(value: Any, env: Mapping[str, str]) -> Any:
         def substitute(match: re.Match[str]) -> str:
             name, default = match.group("name"), match.group("default")
             if name in env:
+                if name not in public:
+                    register_secret(env[name])
                 return env[name]
             if default is not None:
                 return default
@@ -180,9 +186,9 @@ def expand_env(value: Any, env: Mapping[str, str]) -> Any:
 
         return _VAR.sub(substitute, value)
     if isinstance(value, list):
-        return [expand_env(item, env) for item in value]
+        return [expand_env(item, env, public=public) for item in value]
     if isinstance(value, dict):
-        return {key: expand_env(item, env) for key, item in value.items()}
+        return {key: expand_env(item, env, public=public) for key, item in value.items()}
     return value
 
 
@@ -221,6 +227,8 @@ def build_kernel(
     return builder.kernel
 
 
+#: The variables :func:`build_document` sets itself: the document's folder and the running interpreter.
+_DOCUMENT_VARIABLES: Final = frozenset({"WORKFLOW_DIR", "PYTHON"})
 #: Registers a served app's REST server at ``url`` on a kernel; ``first`` is false on a restart.
 RegisterApp = Callable[[FunctionKernel, str, bool], Awaitable[None]]
 
@@ -337,6 +345,8 @@ class _Builder:
     ) -> None:
         self.kernel, self.base_dir, self.env = kernel, base_dir, env
         self.serve_apps = serve_apps  # a workflow document's REST servers may be apps it serves itself
+        # Variables the loader sets itself (a workflow's folder, the interpreter) are no secrets to mask.
+        self.public: frozenset[str] = _DOCUMENT_VARIABLES if serve_apps else frozenset()
         self.served: list[ServedApp] = []
 
     def register(self, config: KernelConfig) -> None:
@@ -496,7 +506,7 @@ class _Builder:
             raise ConfigFieldError(field, configuration_problem(exc)) from None
 
     def _expand(self, value: Any) -> Any:
-        return expand_env(value, self.env)
+        return expand_env(value, self.env, public=self.public)
 
 
 def configuration_problem(exc: Exception) -> str:

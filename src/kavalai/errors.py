@@ -23,18 +23,22 @@ aiohttp, the MCP SDK, pydantic) are translated into one of these at the adapter 
     ├── ServerConnectionError           a REST or MCP server could not be reached or died; .server, .exit_code,
     │   │                               .stderr_tail
     │   ├── AuthenticationError         the server refused the credentials, or OAuth could not get a token; .identity
+    │   ├── OutboundRefusedError        a URL learned from a server that the outbound gate refused; .url, .field
     │   └── KernelClosedError           the kernel was closed while the call was running
     ├── LLMError                        an LLM client or agent failed (kavalai.llm.errors: configuration,
     │                                   connection, provider status, structured output, max steps)
     └── WorkflowError                   a workflow failed to build or run (kavalai.workflow.errors)
 
-Every message names the tool URI (or the server) and says what was wrong.
+Every message names the tool URI (or the server) and says what was wrong, and passes the secret gate
+(:func:`kavalai.secrets.redact`) when the error is made.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from kavalai.secrets import redact
 
 __all__ = [
     "AuthenticationError",
@@ -45,6 +49,7 @@ __all__ = [
     "InvalidToolURIError",
     "JsonRpcError",
     "KernelClosedError",
+    "OutboundRefusedError",
     "ResponseTooLargeError",
     "ServerConnectionError",
     "ToolAccessDeniedError",
@@ -65,6 +70,7 @@ class FunctionKernelException(Exception):
     """
 
     def __init__(self, message: str, *, uri: str | None = None) -> None:
+        message = redact(message)  # the secret gate: no registered secret in any message, str or repr
         super().__init__(message)
         self.message = message
         self.uri = uri
@@ -239,6 +245,23 @@ class AuthenticationError(ServerConnectionError):
     ) -> None:
         super().__init__(message, uri=uri, server=server)
         self.identity = identity
+
+
+class OutboundRefusedError(ServerConnectionError):
+    """The outbound gate (:mod:`kavalai.http`) refused a URL a server gave (OAuth metadata, a challenge, a redirect)
+    before anything was sent to it: a link-local, metadata, private or loopback address the user did not allow, or a
+    scheme other than http(s).
+
+    Attributes:
+        server: the server whose requests it was (its registered name).
+        url: the URL (or host) refused.
+        field: where the URL came from (``"token_endpoint of the metadata at http://..."``).
+    """
+
+    def __init__(self, message: str, *, server: str | None = None, url: str = "", field: str = "") -> None:
+        super().__init__(message, server=server)
+        self.url = url
+        self.field = field
 
 
 class KernelClosedError(ServerConnectionError):

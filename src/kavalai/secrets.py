@@ -1,19 +1,50 @@
-"""Masking secret values in text that may reach a message, a log line or a traceback.
+"""The secret gate: masking secret values in everything that leaves the process.
 
-One :class:`Redactor` per origin of secrets (a REST server's credentials, an MCP server's env and headers). Every
-error message or body excerpt that could carry a secret goes through :meth:`Redactor.redact`, and a foreign
-exception whose text holds one is dropped rather than kept as a ``__cause__`` (:meth:`Redactor.holds`).
+Every value from a secret source is registered with the process's one registry (:func:`register_secret`): each
+``${VAR}`` expansion of a configuration (args, URLs, headers, env), ``*_env`` credentials, OAuth tokens and client
+secrets, the password of URL userinfo (:func:`register_url_credentials`). Everything that leaves the process passes
+:func:`redact`:
+
+- exception messages and reprs: :class:`~kavalai.errors.FunctionKernelException` masks its message when made;
+- log records: every kavalai logger is made by :func:`get_logger`, whose filter masks the message, its arguments and
+  the formatted traceback;
+- the CLI's stderr, span attributes (:func:`kavalai.tracing.span`) and the JSON-RPC errors ``kavalai serve`` sends.
+
+Values shorter than :data:`MIN_SECRET_LENGTH` are not registered: a port or a flag (``8080``, ``1``) is not a
+secret, and masking it everywhere would make messages unreadable rather than safer.
+
+A :class:`Redactor` masks a fixed set (one origin's secrets); a foreign exception whose text holds one is dropped
+rather than kept as a ``__cause__`` (:meth:`Redactor.holds`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Final
+import logging
+import sys
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, Final
+from urllib.parse import unquote, urlsplit
 
-__all__ = ["MASK", "Redactor"]
+__all__ = [
+    "MASK",
+    "MIN_SECRET_LENGTH",
+    "Redactor",
+    "get_logger",
+    "holds_secret",
+    "redact",
+    "redacting_stderr",
+    "register_secret",
+    "register_url_credentials",
+]
 
 #: What a secret value is replaced by.
 MASK: Final = "***"
+#: The shortest value the registry keeps.
+MIN_SECRET_LENGTH: Final = 6
+#: At most this many values are kept (the oldest go first: expired tokens of a long-lived process).
+_MAX_SECRETS: Final = 4096
 
 
 class Redactor:
@@ -50,3 +81,116 @@ class Redactor:
 
     def __repr__(self) -> str:
         return f"<Redactor of {len(self._secrets)} secret(s)>"
+
+
+class _Registry:
+    """The process's secrets, longest first; read without a lock (one tuple, replaced whole on a change)."""
+
+    __slots__ = ("_lock", "_values", "sorted")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values: dict[str, None] = {}
+        self.sorted: tuple[str, ...] = ()
+
+    def add(self, values: Iterable[str | None]) -> None:
+        new = [value for value in values if value and len(value) >= MIN_SECRET_LENGTH and value not in self._values]
+        if not new:
+            return
+        with self._lock:
+            for value in new:
+                self._values[value] = None
+            while len(self._values) > _MAX_SECRETS:
+                del self._values[next(iter(self._values))]
+            self.sorted = tuple(sorted(self._values, key=len, reverse=True))
+
+
+_REGISTRY: Final = _Registry()
+
+
+def register_secret(*values: str | None) -> None:
+    """Register secret values with the process's one registry; ``None``, empty and short values are ignored."""
+    _REGISTRY.add(values)
+
+
+def register_url_credentials(url: str | None) -> None:
+    """Register the password (and a token-like user name) of ``url``'s userinfo, as written and decoded."""
+    if not url or "@" not in url:
+        return
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return
+    for value in (parts.password, parts.username):
+        if value:
+            register_secret(value, unquote(value))
+
+
+def redact(text: object) -> str:
+    """``str(text)`` with every registered secret replaced by :data:`MASK`."""
+    value = str(text)
+    for secret in _REGISTRY.sorted:
+        if secret in value:
+            value = value.replace(secret, MASK)
+    return value
+
+
+def holds_secret(text: object) -> bool:
+    """Whether ``str(text)`` contains a registered secret."""
+    value = str(text)
+    return any(secret in value for secret in _REGISTRY.sorted)
+
+
+class _RedactingFilter(logging.Filter):
+    """Masks registered secrets in a record's message, arguments and traceback (formatted here, once)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not _REGISTRY.sorted:
+            return True
+        message = record.getMessage()
+        if holds_secret(message):
+            record.msg, record.args = redact(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text and holds_secret(record.exc_text):
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info and holds_secret(record.stack_info):
+            record.stack_info = redact(record.stack_info)
+        return True
+
+
+_FILTER: Final = _RedactingFilter()
+
+
+def get_logger(name: str) -> logging.Logger:
+    """The logger ``name`` (a ``kavalai`` one) with the redacting filter: the only way kavalai makes a logger."""
+    logger = logging.getLogger(name)
+    if _FILTER not in logger.filters:
+        logger.addFilter(_FILTER)
+    return logger
+
+
+class _RedactingStream:
+    """A text stream writing through another with every registered secret masked (each ``write`` on its own)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        self._inner.write(redact(text) if _REGISTRY.sorted else text)
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@contextmanager
+def redacting_stderr() -> Iterator[None]:
+    """Within the block, everything written to ``sys.stderr`` (messages, warnings, tracebacks, log handlers made
+    in it) passes the secret gate; the CLI's commands run inside one."""
+    original = sys.stderr
+    sys.stderr = _RedactingStream(original)  # a TextIO in all but name
+    try:
+        yield
+    finally:
+        sys.stderr = original

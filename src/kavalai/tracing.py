@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import traceback
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final
@@ -29,20 +30,23 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from kavalai._tracing_setup import TracingSetup, configure_tracing, tracing_requested
 from kavalai.kernel import CallNext, Kernel, Middleware, ToolCall
+from kavalai.secrets import get_logger, redact
 
 __all__ = [
     "TracingSetup",
+    "annotate",
     "call_logging",
     "configure_tracing",
     "instrument",
     "mcp_client_span",
+    "safe_attributes",
     "span",
     "tool_tracing",
     "tracing_configured",
     "tracing_requested",
 ]
 
-logger = logging.getLogger("kavalai.calls")
+logger = get_logger("kavalai.calls")
 
 #: ``gen_ai.tool.type`` by scheme: a Python function is a "function"; a REST endpoint or an MCP server's tool is
 #: an "extension" (a tool run by an external service), in the conventions' terms.
@@ -81,7 +85,7 @@ def tool_tracing(
         with tracer.start_as_current_span(
             f"execute_tool {definition.name}",
             kind=SpanKind.INTERNAL,
-            attributes=attributes,
+            attributes=safe_attributes(attributes),
             record_exception=False,
             set_status_on_exception=False,
         ) as span:
@@ -90,13 +94,13 @@ def tool_tracing(
             except BaseException as exc:
                 error = _error_type(call, exc)
                 span.set_attribute("error.type", error)
-                span.set_status(Status(StatusCode.ERROR, str(exc)[:_MAX_CONTENT_CHARS] or error))
+                span.set_status(Status(StatusCode.ERROR, redact(str(exc)[:_MAX_CONTENT_CHARS]) or error))
                 if isinstance(exc, Exception):
-                    span.record_exception(exc)
+                    _record_exception(span, exc)
                 duration.record(time.perf_counter() - started, _metric_attributes(attributes, error))
                 raise
             if capture_content:
-                span.set_attribute("gen_ai.tool.call.result", _json(raw))
+                span.set_attribute("gen_ai.tool.call.result", redact(_json(raw)))
         duration.record(time.perf_counter() - started, _metric_attributes(attributes, None))
         return raw
 
@@ -150,14 +154,41 @@ def span(
         yield None
         return
     with _tracer.start_as_current_span(
-        name, kind=kind, attributes=dict(attributes), record_exception=False, set_status_on_exception=False
+        name, kind=kind, attributes=safe_attributes(attributes), record_exception=False, set_status_on_exception=False
     ) as current:
         try:
             yield current
         except BaseException as exc:
             current.set_attribute("error.type", type(exc).__qualname__)
-            current.set_status(Status(StatusCode.ERROR, str(exc)[:_MAX_CONTENT_CHARS]))
+            current.set_status(Status(StatusCode.ERROR, redact(str(exc)[:_MAX_CONTENT_CHARS])))
             raise
+
+
+def safe_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """``attributes`` with every registered secret masked in their text (the secret gate for span attributes)."""
+    return {key: _safe(value) for key, value in attributes.items()}
+
+
+def annotate(current: trace.Span | None, attributes: Mapping[str, Any]) -> None:
+    """Set ``attributes`` on ``current`` (nothing when ``None``) through the secret gate: the one way kavalai sets
+    an attribute on a span it did not just start with :func:`span`."""
+    if current is not None:
+        current.set_attributes(safe_attributes(attributes))
+
+
+def _safe(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list | tuple):
+        return [redact(item) if isinstance(item, str) else item for item in value]
+    return value
+
+
+def _record_exception(current: trace.Span, exc: Exception) -> None:
+    trace_text = "".join(traceback.format_exception(exc))
+    current.record_exception(
+        exc, attributes={"exception.message": redact(str(exc)), "exception.stacktrace": redact(trace_text)}
+    )
 
 
 _mcp_duration: metrics.Histogram | None = None

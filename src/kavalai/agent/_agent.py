@@ -65,7 +65,7 @@ from kavalai.llm.messages import (
     UserMessage,
     parse_messages,
 )
-from kavalai.tracing import span
+from kavalai.tracing import annotate, span
 
 __all__ = ["Agent"]
 
@@ -603,15 +603,15 @@ class Agent(Generic[OutputT]):
         }
         with span(f"chat {self.llm.model}", attributes) as current:
             response = await self._model_reply(step, messages, specs)
-            if current is not None:
-                current.set_attributes(
-                    {
-                        "gen_ai.usage.input_tokens": response.usage.input_tokens,
-                        "gen_ai.usage.output_tokens": response.usage.output_tokens,
-                        "gen_ai.response.model": response.model or self.llm.model,
-                        "gen_ai.response.finish_reasons": [response.stop_reason or "stop"],
-                    }
-                )
+            annotate(
+                current,
+                {
+                    "gen_ai.usage.input_tokens": response.usage.input_tokens,
+                    "gen_ai.usage.output_tokens": response.usage.output_tokens,
+                    "gen_ai.response.model": response.model or self.llm.model,
+                    "gen_ai.response.finish_reasons": [response.stop_reason or "stop"],
+                },
+            )
             return response
 
     async def _model_reply(self, step: int, messages: list[Message], specs: list[ToolSpec]) -> LLMResponse:

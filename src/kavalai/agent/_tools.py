@@ -23,7 +23,7 @@ from kavalai import FunctionKernel
 from kavalai.agent._approval import Approval, ApprovalHook, OutsideApproval
 from kavalai.agent._events import AgentEvent, ToolCallFinished, ToolCallStarted, ToolProgress
 from kavalai.agent._result import ToolCallRecord
-from kavalai.agent.budget import READ_ARTIFACT, OutputBudget
+from kavalai.agent.budget import READ_ARTIFACT, OutputBudget, model_text
 from kavalai.agent.code_mode import RUN_PYTHON, CodeMode, CodeModeError, function_names
 from kavalai.agent.elicitation import recording_in_run
 from kavalai.agent.resources import READ_RESOURCE, read_resource_result
@@ -44,6 +44,10 @@ from kavalai.llm.names import provider_name
 __all__ = ["ToolRunner", "approval_step"]
 
 _MAX_ERROR_CHARS: Final = 2000
+#: Room for the hint that follows an error's message: error results are cut at the sum, whatever the budget.
+_MAX_HINT_CHARS: Final = 200
+#: The tools kavalai answers itself: their results are bounded even when no output budget is set.
+_OURS: Final = frozenset({SEARCH_TOOLS, READ_RESOURCE, RUN_PYTHON, READ_ARTIFACT})
 _HINTS: tuple[tuple[type[FunctionKernelException], str], ...] = (
     (ToolInputError, "Fix the arguments to match the tool's schema and call it again."),
     (ToolTimeoutError, "Try again with a smaller request, or continue without this result."),
@@ -181,16 +185,24 @@ class ToolRunner:
             edited=outcome.edited,
         )
         await self._emit(ToolCallFinished(step=step, record=record))
-        if outcome.status == "ok":
-            content = json.dumps(outcome.result, ensure_ascii=False, separators=(",", ":"))
-            if self._budget is not None and call.name != READ_ARTIFACT:
-                content = await self._budget.fit(call.name, content)
-        else:
-            content = outcome.error or "The call failed."
+        content = await self._model_text(call.name, outcome)
         message = ToolResultMessage(
             tool_call_id=call.id, name=call.name, content=content, is_error=outcome.status != "ok"
         )
         return message, record
+
+    async def _model_text(self, name: str, outcome: _Outcome) -> str:
+        """The text the model reads of ``outcome``: every tool result message crosses the model-facing gate
+        (:func:`~kavalai.agent.budget.model_text`) here, errors and kavalai's own tools included."""
+        if outcome.status != "ok":
+            error = outcome.error or "The call failed."
+            return model_text(self._budget, name, error, ours=True, limit=_MAX_ERROR_CHARS + _MAX_HINT_CHARS)
+        content = json.dumps(outcome.result, ensure_ascii=False, separators=(",", ":"))
+        if name == READ_ARTIFACT and self._reads_artifacts:
+            return content  # a page of at most the budget, which budget.read() cut already
+        if self._budget is not None:
+            return await self._budget.fit(name, content)  # cut, or kept as an artifact the model reads on
+        return model_text(None, name, content, ours=name in _OURS)
 
     async def _outcome(self, call: ToolCall) -> _Outcome:
         arguments = call.arguments

@@ -33,6 +33,7 @@ import anyio
 from kavalai.errors import ToolInputError
 
 __all__ = [
+    "DEFAULT_BUDGET",
     "HANDLE_ECHO_CHARS",
     "MAX_HANDLE_CHARS",
     "READ_ARTIFACT",
@@ -41,6 +42,7 @@ __all__ = [
     "MemoryArtifactStore",
     "OutputBudget",
     "artifact_scope",
+    "model_text",
 ]
 
 #: The name the model calls to read an artifact (it is handled by the agent, not the kernel).
@@ -318,3 +320,27 @@ class OutputBudget:
 
 def _int(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+#: The budget of what kavalai itself makes for a model (``search_tools`` results, resource reads, code-mode output,
+#: errors, refusals) when no :class:`OutputBudget` is set: these are bounded whatever the setting.
+DEFAULT_BUDGET: Final = OutputBudget()
+
+
+def model_text(budget: OutputBudget | None, uri: str, text: str, *, ours: bool, limit: int | None = None) -> str:
+    """The model-facing gate: ``text`` (a tool result, an error, a search result, a resource read, a refusal) as
+    the model reads it, within ``budget``'s limit for ``uri``.
+
+    ``ours``: kavalai made the text (not a tool's result), so it is bounded by :data:`DEFAULT_BUDGET` when
+    ``budget`` is ``None``; a tool's own result is whole when no budget is set (the documented opt-out). The text
+    is cut, with a notice; an agent with a budget keeps a tool's successful result as an artifact instead
+    (:meth:`OutputBudget.fit`). ``limit`` replaces the budget's limit (error texts have one of their own).
+    """
+    if budget is None:
+        if not ours:
+            return text
+        budget = DEFAULT_BUDGET
+    limit = budget.limit_for(uri) if limit is None else limit
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n{budget.notice(f'the result of {uri}', len(text), limit)}"

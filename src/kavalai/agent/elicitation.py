@@ -25,6 +25,7 @@ from kavalai.adapters.mcp import (
     current_answerer,
 )
 from kavalai.durable import DurableRun, current_run, elicitation_answer
+from kavalai.errors import ConfigurationError
 
 __all__ = ["OutsideElicitation", "recorded", "recording_in_run"]
 
@@ -49,7 +50,7 @@ class OutsideElicitation:
 
     async def __call__(self, request: McpElicitation) -> McpElicitationResult:
         """Refuse to answer in this process: the answer comes through a durable run."""
-        raise RuntimeError(
+        raise ConfigurationError(
             f"OutsideElicitation answers {request.server!r}'s request for input from outside the run, which needs a "
             "durable run: give the agent durable=... (a DbosRunner or a MemoryRunner)."
         )

@@ -19,6 +19,7 @@ from kavalai.adapters.mcp import (
     McpResourceLink,
     McpTextContent,
 )
+from kavalai.agent.budget import model_text
 from kavalai.llm.messages import AssistantMessage, Message, UserMessage
 
 __all__ = ["prompt_messages", "split_prompt"]
@@ -35,7 +36,8 @@ async def prompt_messages(
     rendered = await kernel.get_prompt(server, name, arguments)
     messages: list[Message] = []
     for message in rendered.messages:
-        text = _text(message.content)
+        # What a server renders is model-facing text from outside: it crosses the model-facing gate.
+        text = model_text(None, f"prompt {name!r} of MCP server {server!r}", _text(message.content), ours=True)
         if message.role == "assistant":
             messages.append(AssistantMessage(content=text))
         else:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import math
 import time
 import webbrowser
@@ -49,15 +48,16 @@ from yarl import URL
 
 from kavalai.auth._loopback import AuthorizationDenied
 from kavalai.auth._store import OAuthRecord, StoredTokens
-from kavalai.errors import AuthenticationError, FunctionKernelException
-from kavalai.secrets import Redactor
+from kavalai.errors import AuthenticationError, FunctionKernelException, OutboundRefusedError, ServerConnectionError
+from kavalai.http import Outbound, httpx_client, parse_networks
+from kavalai.secrets import Redactor, get_logger, register_secret
 
 if TYPE_CHECKING:
     from kavalai.auth._oauth import OAuth
 
 __all__ = ["OAuthFlow", "open_browser"]
 
-logger = logging.getLogger("kavalai.auth")
+logger = get_logger("kavalai.auth")
 
 #: A token this close to its expiry is not attached on the fast path (the SDK's flow refreshes it first).
 _EXPIRY_MARGIN: Final = 5.0
@@ -82,6 +82,7 @@ class OAuthFlow:
         self.resource = resource
         self.identity = oauth.identity
         self.label = f"{kind} {server!r}"
+        self.kind = kind
         self.failures = 0
         self.last_failure: AuthenticationError | None = None
         self.failed_at = -math.inf  # time.monotonic() of the last failure
@@ -216,6 +217,17 @@ class OAuthFlow:
 
     # ------------------------------------------------------------------------------------------- adapters
 
+    def outbound(self) -> Outbound:
+        """The outbound gate's policy for the resource's requests and this flow's own: the resource, the issuer and
+        the client metadata URL are the user's; every URL discovery finds is learned from a server."""
+        oauth = self.oauth
+        return Outbound(
+            self.server,
+            [self.resource, oauth.issuer, oauth.client_metadata_url],
+            allowed_networks=parse_networks(oauth.allowed_networks),
+            kind=self.kind,
+        )
+
     def httpx_auth(self) -> httpx2.Auth:
         """An ``httpx2.Auth`` for the HTTP clients of an MCP server's transports."""
         return _HttpxAuth(self)
@@ -237,13 +249,14 @@ class OAuthFlow:
                 response.release()
             try:
                 return await self._drive(request, handler)
-            except AuthenticationError as exc:
+            except (AuthenticationError, OutboundRefusedError) as exc:
                 raise _Carrier(exc) from None
 
         return oauth
 
-    def unwrap(self, exc: BaseException) -> AuthenticationError | None:
-        """The :class:`AuthenticationError` that left :meth:`aiohttp_middleware` as ``exc``, if it is one."""
+    def unwrap(self, exc: BaseException) -> ServerConnectionError | None:
+        """The :class:`AuthenticationError` (or the outbound gate's refusal) that left :meth:`aiohttp_middleware` as
+        ``exc``, if it is one."""
         return exc.error if isinstance(exc, _Carrier) else None
 
     async def _drive(self, request: aiohttp.ClientRequest, handler: ClientHandlerType) -> aiohttp.ClientResponse:
@@ -251,9 +264,7 @@ class OAuthFlow:
         session), the flow's own requests (metadata, registration, tokens) through a bounded ``httpx2`` client."""
         proxy = httpx2.Request(request.method, str(request.url))
         response: aiohttp.ClientResponse | None = None
-        async with httpx2.AsyncClient(
-            timeout=_AUTH_SERVER_TIMEOUT, transport=_BoundedTransport(httpx2.AsyncHTTPTransport())
-        ) as client:
+        async with httpx_client(self.outbound(), _BoundedTransport, timeout=_AUTH_SERVER_TIMEOUT) as client:
             try:
                 async with contextlib.aclosing(_steps(await self.provider(), proxy)) as steps:
                     async for outgoing, reply in steps:
@@ -362,6 +373,7 @@ class OAuthFlow:
     def remember(self, *secrets: str | None) -> None:
         """Mask these values in this flow's messages from now on (the last few tokens are kept)."""
         fresh = [s for s in secrets if s and s not in self._secrets]
+        register_secret(*fresh)  # the secret gate: masked in every message, log record and span of the process
         if fresh:
             self._secrets = [*self._secrets, *fresh][-_KEPT_SECRETS:]
             self._redactor = Redactor(self._secrets, min_length=8)
@@ -378,10 +390,11 @@ class OAuthFlow:
 
 
 class _Carrier(Exception):
-    """Carries an :class:`AuthenticationError` out of aiohttp, which would wrap it (a ``ConnectionError``, so an
-    ``OSError``) into a ``ClientOSError``; the REST adapter unwraps it with :meth:`OAuthFlow.unwrap`."""
+    """Carries an :class:`AuthenticationError` or an ``OutboundRefusedError`` out of aiohttp, which would wrap it (a
+    ``ConnectionError``, so an ``OSError``) into a ``ClientOSError``; the REST adapter unwraps it with
+    :meth:`OAuthFlow.unwrap`."""
 
-    def __init__(self, error: AuthenticationError) -> None:
+    def __init__(self, error: ServerConnectionError) -> None:
         super().__init__(error.message)
         self.error = error
 

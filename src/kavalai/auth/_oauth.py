@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import ipaddress
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import PurePath
@@ -108,6 +109,12 @@ class OAuth(BaseModel):
         default=300.0, gt=0, description="Seconds to wait for the user to sign in before the flow fails."
     )
 
+    allowed_networks: tuple[str, ...] = Field(
+        default=(),
+        description="Networks (CIDR) a URL the server's OAuth metadata names may reach although private or loopback "
+        "(an authorization server on your intranet). Hosts you configured (the server's url, issuer) need none.",
+    )
+
     _runtime: _Runtime = PrivateAttr(default_factory=_Runtime)
 
     @field_validator("store", mode="before")
@@ -138,6 +145,11 @@ class OAuth(BaseModel):
                 "a client secret needs issuer= (the authorization server it was issued by), so that it is never "
                 "sent to another one"
             )
+        for entry in self.allowed_networks:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError as exc:
+                raise ValueError(f"allowed_networks entry {entry!r} is not an IP network: {exc}") from None
         if self.issuer is not None and urlsplit(self.issuer).scheme not in ("http", "https"):
             raise ValueError("issuer must be the authorization server's http(s) issuer URL")
         if self.grant == "client_credentials":

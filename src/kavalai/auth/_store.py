@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import stat
 import sys
@@ -28,13 +27,14 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kavalai.errors import ConfigurationError
+from kavalai.secrets import get_logger
 
 if sys.platform != "win32":
     import fcntl
 
 __all__ = ["FileTokenStore", "MemoryTokenStore", "OAuthRecord", "StoredTokens", "TokenStore"]
 
-logger = logging.getLogger("kavalai.auth")
+logger = get_logger("kavalai.auth")
 
 _FILE_VERSION = 1
 

@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import parse_qs, unquote, urlsplit
 
-import aiohttp
 import anyio
 import uvicorn
 from aiohttp import web
@@ -62,6 +61,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kavalai._listen import listening_socket
+from kavalai.http import aiohttp_session
 
 __all__ = ["SCOPE", "DemoAuthorizationServer", "DemoOAuth", "serve_demo_oauth"]
 
@@ -415,7 +415,9 @@ class DemoOAuth:
         """An ``on_authorize`` for the demo: follow ``url`` as a browser would, sign in as ``identity``, and follow
         the redirect back to the client's loopback listener."""
         self.visits.append(url)
-        async with aiohttp.ClientSession() as browser:
+        # A browser follows whatever the servers say: every URL is the user's (the demo runs on loopback).
+        browser, _ = aiohttp_session()
+        async with browser:
             async with browser.get(url, allow_redirects=False) as answer:
                 login = answer.headers["Location"]
             async with browser.get(login, params={"user": identity}, allow_redirects=False) as answer:

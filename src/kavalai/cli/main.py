@@ -7,6 +7,8 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
+from kavalai.secrets import redacting_stderr
+
 __all__ = ["build_parser", "main"]
 
 
@@ -49,6 +51,11 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``kavalai`` command and return its exit status."""
+    with redacting_stderr():  # the secret gate: every line written to stderr passes it
+        return _command(argv)
+
+
+def _command(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "demo":
         from kavalai.cli._demo import run_demo

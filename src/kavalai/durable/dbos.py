@@ -21,7 +21,6 @@ started at a time in a process.
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import socket
 import threading
@@ -60,12 +59,13 @@ from kavalai.durable._schema import EXECUTORS, TAKEOVERS, ensure_schema
 from kavalai.durable._sqlite_compat import install as sqlite_unixepoch
 from kavalai.durable._step_log import SqlStepLog, StepLogJournal
 from kavalai.durable._store import ResultStore, SqlResultStore
+from kavalai.secrets import get_logger
 
 __all__ = ["DbosClient", "DbosRunner", "default_journal_url"]
 
 sqlite_unixepoch()  # DBOS's timestamps on SQLite older than 3.42, in every engine (see _sqlite_compat)
 
-logger = logging.getLogger("kavalai.durable")
+logger = get_logger("kavalai.durable")
 
 #: The DBOS application version of every kavalai run: the journal's format, not kavalai's release, so a run begun
 #: before an upgrade is still recovered after it.

@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import dataclasses
 import gc
-import logging
 from contextlib import nullcontext
 from datetime import timedelta
 from typing import Any, Final
@@ -52,6 +51,7 @@ from kavalai.durable._runner import (
 )
 from kavalai.durable._steps import run_tool_step
 from kavalai.durable._store import ResultStore
+from kavalai.secrets import get_logger
 
 __all__ = ["TemporalRunner"]
 
@@ -60,7 +60,7 @@ _ACTIVITY: Final = "kavalai.step"
 _ANSWER: Final = "kavalai.answer"  # the signal that answers a question of a run
 _PENDING: Final = "kavalai.pending"  # the query listing a run's unanswered questions
 
-logger = logging.getLogger("kavalai.durable")
+logger = get_logger("kavalai.durable")
 
 _serving: dict[str, TemporalRunner] = {}  # by task queue: the runners whose worker runs in this process
 

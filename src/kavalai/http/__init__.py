@@ -4,6 +4,9 @@
   by the loop's shutdown.
 - :func:`origin_guard`: a client middleware run on every hop, redirects included, that keeps credential headers
   at their origin and can refuse a hop (the web tools' SSRF guard).
+- :class:`Outbound` (the outbound gate, :mod:`kavalai.http._outbound`): every HTTP client is made by
+  :func:`aiohttp_session`, :func:`httpx_client` or :func:`httpx_transport`, and every URL a server gave is judged
+  by the address rules of :mod:`kavalai.http._netguard` before it is sent and again at connect.
 - :func:`read_limited`: a body read in chunks and refused as soon as it passes a byte limit, counted after
   decompression.
 
@@ -14,15 +17,25 @@ them to the built-in exceptions a model reads).
 
 from kavalai.http._body import BodyTooLargeError, read_limited
 from kavalai.http._guard import CREDENTIAL_HEADERS, HopCheck, HopRefusedError, origin_guard
+from kavalai.http._netguard import GuardedResolver, IPNetwork, check_url, parse_networks
+from kavalai.http._outbound import Outbound, aiohttp_session, httpx_client, httpx_transport
 from kavalai.http._pool import LoopSession, SessionFactory
 
 __all__ = [
     "CREDENTIAL_HEADERS",
     "BodyTooLargeError",
+    "GuardedResolver",
     "HopCheck",
     "HopRefusedError",
+    "IPNetwork",
     "LoopSession",
+    "Outbound",
     "SessionFactory",
+    "aiohttp_session",
+    "check_url",
+    "httpx_client",
+    "httpx_transport",
     "origin_guard",
+    "parse_networks",
     "read_limited",
 ]

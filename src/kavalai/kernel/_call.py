@@ -26,7 +26,6 @@ import concurrent.futures
 import contextvars
 import inspect
 import itertools
-import logging
 import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -37,6 +36,7 @@ from pydantic import BaseModel
 
 from kavalai._cancel import withdraw_cut
 from kavalai.errors import DeadlineExceededError
+from kavalai.secrets import get_logger
 
 if TYPE_CHECKING:
     from kavalai.kernel._definition import ToolDefinition
@@ -55,7 +55,7 @@ __all__ = [
     "deadline",
 ]
 
-logger = logging.getLogger("kavalai")
+logger = get_logger("kavalai")
 
 R = TypeVar("R")
 

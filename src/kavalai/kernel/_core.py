@@ -11,7 +11,6 @@ import asyncio
 import concurrent.futures
 import contextvars
 import fnmatch
-import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, TypeVar, overload
@@ -35,10 +34,11 @@ from kavalai.kernel._descriptions import ToolDescriptions
 from kavalai.kernel._registry import ToolRegistry
 from kavalai.kernel._tasks import ToolTask
 from kavalai.kernel._uri import ToolURI
+from kavalai.secrets import get_logger
 
 __all__ = ["Kernel"]
 
-logger = logging.getLogger("kavalai")
+logger = get_logger("kavalai")
 
 T = TypeVar("T")
 K = TypeVar("K", bound="Kernel")

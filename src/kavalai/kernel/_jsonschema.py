@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import functools
 import keyword
-import logging
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -70,10 +69,11 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, SchemaError, SchemaValidator, core_schema
 
 from kavalai.kernel._names import RESERVED_FIELD_NAMES, create_model_quietly
+from kavalai.secrets import get_logger
 
 __all__ = ["model_from_json_schema", "output_model_from_json_schema", "type_from_json_schema"]
 
-logger = logging.getLogger("kavalai")
+logger = get_logger("kavalai")
 
 Extra = Literal["forbid", "allow", "ignore"]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -20,6 +19,7 @@ import kavalai
 from kavalai.adapters.mcp import deadline_from_meta, keeping_wire_results
 from kavalai.errors import ConfigurationError, DeadlineExceededError, FunctionKernelException, ServerConnectionError
 from kavalai.kernel import Kernel, ProgressCallback, deadline
+from kavalai.secrets import get_logger, redact
 from kavalai.serve._catalog import ServedCatalog
 from kavalai.serve._hosts import HostSessions
 from kavalai.serve._relayed import mcp_adapter, relayed_handlers, served_servers
@@ -27,7 +27,7 @@ from kavalai.serve._tools import ExposedTools, Naming, mcp_input_schema
 
 __all__ = ["build_mcp_server", "call_kernel_tool", "tool_error_result", "tool_result"]
 
-logger = logging.getLogger("kavalai.serve")
+logger = get_logger("kavalai.serve")
 
 
 def build_mcp_server(
@@ -187,8 +187,8 @@ def tool_result(output: BaseModel) -> types.CallToolResult:
 
 
 def tool_error_result(message: str) -> types.CallToolResult:
-    """A failed result: ``isError`` and the error message as text."""
-    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+    """A failed result: ``isError`` and the error message as text, through the secret gate."""
+    return types.CallToolResult(content=[types.TextContent(text=redact(message))], is_error=True)
 
 
 def _progress_of(ctx: ServerRequestContext[Any]) -> ProgressCallback:

@@ -2,7 +2,7 @@
 
 One :class:`GuardedClient` per registered group owns one aiohttp ``ClientSession``,
 created lazily in the running loop and closed by the kernel's ``close()`` (the next call creates a new one). Every
-hop of a request, redirects included, passes the SSRF guard of :mod:`kavalai.tools._netguard` twice: :func:`check_url`
+hop of a request, redirects included, passes the SSRF guard of :mod:`kavalai.http._netguard` twice: :func:`check_url`
 in :func:`kavalai.http.origin_guard` before it is sent, and the resolver the session dials through; the same guard
 drops credential headers on a hop to another origin. The body is read by :func:`kavalai.http.read_limited`,
 refused as soon as it exceeds the byte cap.
@@ -27,8 +27,18 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from kavalai.errors import ConfigurationError
-from kavalai.http import BodyTooLargeError, HopRefusedError, LoopSession, origin_guard, read_limited
-from kavalai.tools._netguard import GuardedResolver, IPNetwork, check_url, parse_networks
+from kavalai.http import (
+    BodyTooLargeError,
+    GuardedResolver,
+    HopRefusedError,
+    IPNetwork,
+    LoopSession,
+    aiohttp_session,
+    check_url,
+    origin_guard,
+    parse_networks,
+    read_limited,
+)
 from kavalai.tools._register import check_limits
 
 __all__ = ["DEFAULT_USER_AGENT", "FetchConfig", "Fetched", "GuardedClient", "open_client", "parse_url"]
@@ -224,9 +234,9 @@ class GuardedClient:
 
     def _new_session(self) -> tuple[aiohttp.ClientSession, Callable[[], Awaitable[None]] | None]:
         resolver, owned = self._make_resolver()
-        connector = aiohttp.TCPConnector(resolver=resolver, limit=64, ttl_dns_cache=10)
-        session = aiohttp.ClientSession(
-            connector=connector,
+        session, _ = aiohttp_session(
+            resolver=resolver,
+            connector_options={"limit": 64, "ttl_dns_cache": 10},
             trust_env=False,
             cookie_jar=aiohttp.DummyCookieJar(),
             timeout=aiohttp.ClientTimeout(total=None),  # each request's own timeout governs (request())

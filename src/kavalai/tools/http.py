@@ -6,7 +6,7 @@ Register it explicitly::
     http.register(kernel)                      # -> ["python://http.request"]
 
 Only public addresses are reached unless the group is registered with ``allow_private_networks=True``; see
-:mod:`kavalai.tools._netguard` for what the guard refuses and ``docs/bundled_tools.md`` for the limits.
+:mod:`kavalai.http._netguard` for what the guard refuses and ``docs/bundled_tools.md`` for the limits.
 """
 
 from __future__ import annotations

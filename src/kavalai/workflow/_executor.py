@@ -23,7 +23,7 @@ import anyio
 from kavalai.durable import current_run
 from kavalai.errors import FunctionKernelException
 from kavalai.kernel import deadline
-from kavalai.tracing import span, tracing_configured
+from kavalai.tracing import annotate, span, tracing_configured
 from kavalai.workflow._graph import Workflow
 from kavalai.workflow._nodes import EndNode, FunctionNode, IfNode, NodeBase, ParallelNode, SwitchNode
 from kavalai.workflow._result import (
@@ -277,8 +277,7 @@ class Execution:
                 outcome = await self._start(node, env, record)
             else:
                 with self._span(f"workflow.node {node.id}", "kavalai.workflow.node", node.id) as current:
-                    if current is not None:
-                        current.set_attribute("kavalai.workflow.node_kind", record.kind)
+                    annotate(current, {"kavalai.workflow.node_kind": record.kind})
                     if timeout is None:
                         outcome = await self._start(node, env, record)
                     else:

@@ -17,6 +17,7 @@ from tests.adapters.mcp.conftest import StdioFactory
 
 from kavalai import FunctionKernel, ToolExecutionError
 from kavalai.adapters.mcp import McpElicitation, McpElicitationResult, McpSamplingRequest
+from kavalai.adapters.mcp._client_side import HANDLER_FAILED
 from kavalai.testing import ScriptedLLM
 
 
@@ -75,7 +76,21 @@ async def test_a_failing_sampling_handler_is_the_servers_error_not_ours(stdio_se
         raise RuntimeError("model down")
 
     result = await _call(stdio_server, "ask_model", {"question": "x"}, sampling=broken)
-    assert result == "refused: Sampling refused: the sampling handler failed: RuntimeError: model down."
+    assert result == "refused: Sampling refused: the client's sampling handler failed."  # never "model down"
+
+
+async def test_a_failing_elicitation_handler_tells_the_server_a_fixed_refusal(
+    stdio_server: StdioFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def broken(request: McpElicitation) -> dict[str, Any]:
+        raise RuntimeError("handler-private-detail /home/ada/.secrets")
+
+    with caplog.at_level(logging.WARNING, logger="kavalai.mcp"):
+        result = await _call(stdio_server, "ask_user", elicitation=broken)
+    assert result == f"refused: {HANDLER_FAILED}"
+    assert "handler-private-detail" not in result
+    # The user still learns why, on this side: the log record keeps the exception.
+    assert any(r.exc_info is not None and "handler-private-detail" in str(r.exc_info[1]) for r in caplog.records)
 
 
 async def test_elicitation_accepts_declines_or_cancels(stdio_server: StdioFactory) -> None:

@@ -12,10 +12,9 @@ host answers, see :mod:`kavalai.adapters.mcp._relay`), within the same approval 
 from __future__ import annotations
 
 import inspect
-import logging
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import mcp_types
 from mcp.client.session import ClientRequestContext
@@ -31,10 +30,24 @@ from kavalai.adapters.mcp._catalog import (
 )
 from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._relay import RelaySlot
+from kavalai.errors import ConfigurationError, FunctionKernelException
+from kavalai.secrets import get_logger
 
-__all__ = ["callbacks", "elicit_result", "elicitation_callback", "roots_callback", "sampling_callback"]
+#: What a server is told when a local elicitation handler raised (never the exception's text). A
+#: FunctionKernelException is kavalai's own explanation (a call made with no answerer, an answerer that needs a
+#: durable run), whose message passed the secret gate: that one is told.
+HANDLER_FAILED: Final = "the client's elicitation handler failed"
 
-logger = logging.getLogger("kavalai.mcp")
+__all__ = [
+    "HANDLER_FAILED",
+    "callbacks",
+    "elicit_result",
+    "elicitation_callback",
+    "roots_callback",
+    "sampling_callback",
+]
+
+logger = get_logger("kavalai.mcp")
 
 
 def callbacks(
@@ -137,8 +150,10 @@ def sampling_callback(
         made[0] += 1
         try:
             text = await answer(request)
-        except Exception as exc:  # the handler's failure is the server's answer, not the client's crash
-            return _refusal(f"the sampling handler failed: {type(exc).__name__}: {exc}")
+        except Exception:  # the handler's failure is the server's answer, not the client's crash
+            # The server is not trusted: it is told a fixed refusal, never the handler's exception text.
+            logger.warning("The sampling handler of MCP server %r failed; refused", server, exc_info=True)
+            return _refusal("the client's sampling handler failed")
         if text is None:
             return _refusal("the client declined the request")
         model = getattr(handler, "model", None) or "kavalai"
@@ -165,8 +180,12 @@ def elicitation_callback(
             request = McpElicitation(server=server, message=params.message, schema=shown)
         try:
             outcome = await handler(request)
-        except Exception as exc:
-            return mcp_types.ErrorData(code=mcp_types.INTERNAL_ERROR, message=f"the elicitation handler failed: {exc}")
+        except FunctionKernelException as exc:  # kavalai's own refusal (no answerer, no durable run): told as is
+            return mcp_types.ErrorData(code=mcp_types.INTERNAL_ERROR, message=exc.message)
+        except Exception:
+            # The server is not trusted: it is told a fixed refusal, never the handler's exception text.
+            logger.warning("The elicitation handler of MCP server %r failed; refused", server, exc_info=True)
+            return mcp_types.ErrorData(code=mcp_types.INTERNAL_ERROR, message=HANDLER_FAILED)
         return elicit_result(server, outcome)
 
     return callback
@@ -203,9 +222,11 @@ def _from_caller(in_flight: Callable[[], list[ElicitationHandler]]) -> Elicitati
         if handler is None:
             found = list(dict.fromkeys(in_flight()))
             if len(found) > 1:
-                raise LookupError(f"{len(found)} calls with different answerers are in flight; cannot tell whose")
+                raise ConfigurationError(
+                    f"{len(found)} calls with different answerers are in flight; cannot tell whose"
+                )
             if not found:
-                raise LookupError("the call was made with no answerer (see kavalai.adapters.mcp.answering)")
+                raise ConfigurationError("the call was made with no answerer (see kavalai.adapters.mcp.answering)")
             handler = found[0]
         return await handler(request)
 

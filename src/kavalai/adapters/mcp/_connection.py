@@ -68,17 +68,19 @@ from kavalai.adapters.mcp._wire import keep
 from kavalai.errors import (
     ConfigurationError,
     InvalidToolURIError,
+    OutboundRefusedError,
     ServerConnectionError,
     ToolTimeoutError,
 )
 from kavalai.kernel import LazyTool, ToolDefinition, ToolURI, current_call
+from kavalai.secrets import get_logger
 from kavalai.tracing import mcp_client_span
 
 __all__ = ["McpConnection"]
 
 T = TypeVar("T")
 
-logger = logging.getLogger("kavalai.mcp")
+logger = get_logger("kavalai.mcp")
 
 _CLIENT_INFO: Final = mcp_types.Implementation(name="kavalai", version="0.1.0")
 _CLOSE_WAIT: Final = 15.0  # bound on waiting for a generation to shut down (stdio needs at most ~6 s)
@@ -173,6 +175,10 @@ class McpConnection:
             await gen.wait_ready()
             if gen.session is not None and gen.phase is Phase.CONNECTED:
                 return gen, gen.session
+            if isinstance(gen.error, OutboundRefusedError) and not gen.was_connected:  # the gate's own error
+                raise OutboundRefusedError(
+                    gen.error.message, server=self.name, url=gen.error.url, field=gen.error.field
+                ) from None
             if gen.error is not None and not gen.was_connected:
                 raise ServerConnectionError(
                     gen.error.message,
@@ -677,7 +683,7 @@ class _ServerLog:
     def __init__(self, config: McpServer, slot: RelaySlot) -> None:
         self._config = config
         self._slot = slot
-        self._logger = logging.getLogger(f"kavalai.mcp.{config.name}")
+        self._logger = get_logger(f"kavalai.mcp.{config.name}")
 
     async def __call__(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
         relay = self._slot.relay

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
 import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal, NoReturn
@@ -21,6 +20,7 @@ from kavalai.adapters.mcp._content import (
 )
 from kavalai.errors import ToolExecutionError
 from kavalai.kernel import model_from_json_schema, output_model_from_json_schema
+from kavalai.secrets import get_logger
 
 __all__ = [
     "ToolModels",
@@ -32,7 +32,7 @@ __all__ = [
     "wraps_result",
 ]
 
-logger = logging.getLogger("kavalai.mcp")
+logger = get_logger("kavalai.mcp")
 
 _NOT_IDENT = re.compile(r"[^0-9A-Za-z]+")
 # What a model is shown for a tool without an outputSchema: short, where the generated schema of McpResult

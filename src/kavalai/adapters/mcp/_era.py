@@ -27,6 +27,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIO
 from pydantic import Discriminator, Tag, TypeAdapter
 
 from kavalai.adapters.mcp._tasks import TaskCreated
+from kavalai.secrets import get_logger
 
 __all__ = [
     "CALL_RESULT",
@@ -46,7 +47,7 @@ __all__ = [
 
 T = TypeVar("T")
 
-logger = logging.getLogger("kavalai.mcp")
+logger = get_logger("kavalai.mcp")
 
 #: How many times one request may come back asking for input before the call fails (the SDKs' default).
 MAX_INPUT_ROUNDS: Final = 10
@@ -165,7 +166,7 @@ _PY_TO_MCP: Final = ((logging.DEBUG, "debug"), (logging.INFO, "info"), (logging.
 def log_level(server: str) -> mcp_types.LoggingLevel:
     """The level a 2026-07-28 server is asked to log at: what Python logging would show of ``kavalai.mcp.<server>``
     (a modern server sends no log messages unless each request asks for them)."""
-    level = logging.getLogger(f"kavalai.mcp.{server}").getEffectiveLevel()
+    level = get_logger(f"kavalai.mcp.{server}").getEffectiveLevel()
     for threshold, name in _PY_TO_MCP:
         if level <= threshold:
             return name  # type: ignore[return-value]

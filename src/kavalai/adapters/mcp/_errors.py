@@ -11,7 +11,7 @@ from mcp.shared.exceptions import MCPError
 
 from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._stdio import StdioProcess
-from kavalai.errors import JsonRpcError, ServerConnectionError
+from kavalai.errors import JsonRpcError, OutboundRefusedError, ServerConnectionError
 from kavalai.secrets import Redactor
 
 __all__ = ["answer_unreadable", "call_error", "describe_failure", "request_error", "root_cause", "scrub"]
@@ -32,6 +32,9 @@ def describe_failure(
     """The error for MCP server ``config`` failing ``phase`` ("while connecting", "during a call to ..."), naming the
     server, what it is, and why: how a stdio server exited (if it did by itself) and its stderr tail, an HTTP
     server's 401 challenge (``WWW-Authenticate``) and the fix, else the cause."""
+    refused = root_cause(exc) if exc is not None else None
+    if isinstance(refused, OutboundRefusedError):
+        return refused  # the outbound gate's refusal names the server, the URL and the field it came from
     exit_code = process.exit_code if process is not None else None
     stderr_tail = scrub(config, process.stderr_tail()) or None if process is not None else None
     if process is not None and process.protocol_error:

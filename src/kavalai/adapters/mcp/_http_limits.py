@@ -31,9 +31,10 @@ class MessageTooLargeError(httpx2.StreamError):
     """
 
 
-def bounded_transport(server: str, limit: int) -> httpx2.AsyncBaseTransport:
-    """The default ``httpx2`` transport with every response of MCP server ``server`` bounded as the module says."""
-    return _BoundedTransport(httpx2.AsyncHTTPTransport(), server, limit)
+def bounded_transport(server: str, limit: int, inner: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
+    """``inner`` (the outbound gate's network transport) with every response of MCP server ``server`` bounded as
+    the module says."""
+    return _BoundedTransport(inner, server, limit)
 
 
 class _BoundedTransport(httpx2.AsyncBaseTransport):

@@ -19,7 +19,6 @@ tasks client; FastMCP's lives in a package that pins its own FastMCP release.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, Literal, TypeVar
 
@@ -29,6 +28,8 @@ from mcp.client import ClientRequestContext, ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from kavalai.secrets import get_logger
 
 __all__ = [
     "EXTENSION",
@@ -40,7 +41,7 @@ __all__ = [
     "send_call",
 ]
 
-logger = logging.getLogger("kavalai.mcp")
+logger = get_logger("kavalai.mcp")
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
 

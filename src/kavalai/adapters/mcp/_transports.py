@@ -22,6 +22,8 @@ from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._http_limits import bounded_transport
 from kavalai.adapters.mcp._stdio import StdioProcess, open_stdio
 from kavalai.errors import ConfigurationError
+from kavalai.http import Outbound, httpx_client
+from kavalai.secrets import register_secret, register_url_credentials
 
 __all__ = ["SessionReads", "SessionWrites", "open_transport"]
 
@@ -126,6 +128,8 @@ async def open_transport(
     SDK's HTTP transports hand those to the session as exceptions); ``on_challenge`` of the ``WWW-Authenticate``
     header of an HTTP 401 answer (the SDK's transports tell the session only "an error response")."""
     server = server.resolved()  # command_env / url_env are read now, at each connect
+    register_secret(*server.headers.values())  # the secret gate: header values and URL credentials are secrets
+    register_url_credentials(server.url)
     if server.kind == "stdio":
         async with open_stdio(server, on_stray) as ((reads, writes), process):
             yield SessionReads(reads, on_end), SessionWrites(writes), process
@@ -141,8 +145,14 @@ async def _open_http(
     if server.url is None:
         raise ConfigurationError(f"MCP server {server.name!r} has no url to connect to.")
     limit, name = server.max_message_bytes, server.name
+    flow = server.auth.flow(name, server.url, kind="MCP server") if server.auth is not None else None
+    outbound = flow.outbound() if flow is not None else Outbound(name, [server.url], kind="MCP server")
+
+    def bounded(inner: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
+        return bounded_transport(name, limit, inner)
+
     # OAuth: the identity's flow (the SDK's provider behind a fast path) authorizes every request of the session.
-    auth = server.auth.flow(name, server.url, kind="MCP server").httpx_auth() if server.auth is not None else None
+    auth = flow.httpx_auth() if flow is not None else None
 
     async def check_challenge(response: httpx2.Response) -> None:
         # Not with auth=: its OAuth flow answers a 401 itself (and says why when it cannot).
@@ -156,11 +166,12 @@ async def _open_http(
             timeout: httpx2.Timeout | None = None,
             auth: httpx2.Auth | None = None,
         ) -> httpx2.AsyncClient:
-            return httpx2.AsyncClient(
+            return httpx_client(
+                outbound,
+                bounded,
                 headers=headers,
                 timeout=timeout,
                 auth=auth,
-                transport=bounded_transport(name, limit),
                 event_hooks={"response": [check_challenge]},
             )
 
@@ -182,11 +193,12 @@ async def _open_http(
 
     timeout = httpx2.Timeout(server.connect_timeout, read=None)
     async with (
-        httpx2.AsyncClient(
+        httpx_client(
+            outbound,
+            bounded,
             headers=dict(server.headers),
             timeout=timeout,
             event_hooks={"response": [check_session, check_challenge]},
-            transport=bounded_transport(name, limit),
             auth=auth,
         ) as client,
         streamable_http_client(server.url, http_client=client, max_sse_event_size=limit) as streams,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import logging
 import math
 import os
 from collections.abc import Generator, Mapping
@@ -46,10 +45,11 @@ from kavalai.kernel import (
     model_from_json_schema,
     output_model_from_json_schema,
 )
+from kavalai.secrets import get_logger
 
 __all__ = ["OpenApiImport", "RestAdapter"]
 
-logger = logging.getLogger("kavalai.rest")
+logger = get_logger("kavalai.rest")
 
 _NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}}
 #: The call metadata key whose value is sent as the ``Idempotency-Key`` header (kavalai.durable sets it).

@@ -24,7 +24,7 @@ from kavalai.adapters.rest._auth import Auth, BasicAuth, Credentials, read_env
 from kavalai.auth import OAuth
 from kavalai.errors import ConfigurationError
 from kavalai.kernel import SERVER_NAME_PATTERN
-from kavalai.secrets import MASK, Redactor
+from kavalai.secrets import MASK, Redactor, register_secret
 
 __all__ = ["ResolvedServer", "RestServer"]
 
@@ -234,6 +234,7 @@ class ResolvedServer:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "redactor", Redactor(self.secrets))
+        register_secret(*self.secrets)  # the secret gate: masked in every message, log record and span too
 
     def holds_secret(self, text: str) -> bool:
         """Whether ``text`` contains one of the secret values."""

@@ -17,10 +17,12 @@ from kavalai.adapters.rest._config import ResolvedServer
 from kavalai.errors import (
     FunctionKernelException,
     HTTPStatusError,
+    OutboundRefusedError,
     ServerConnectionError,
     ToolExecutionError,
     ToolTimeoutError,
 )
+from kavalai.http import HopRefusedError
 
 __all__ = ["BODY_EXCERPT_CHARS", "Failure", "map_exception", "status_error"]
 
@@ -68,12 +70,17 @@ def _unreachable(f: Failure, exc: BaseException) -> FunctionKernelException:
     )
 
 
+def _refused(f: Failure, exc: BaseException) -> FunctionKernelException:
+    return OutboundRefusedError(f"{f.where}: {f.server.redact(str(exc))}", server=f.server.name, field="a redirect")
+
+
 def _failed(f: Failure, exc: BaseException) -> FunctionKernelException:
     return ToolExecutionError(f"{f.where}: {f.method} {f.path} failed: {f.describe(exc)}", uri=f.uri)
 
 
 # Order matters: the first matching row wins, so subclasses come before their bases.
 _TABLE: Final[tuple[tuple[type[BaseException], Callable[[Failure, BaseException], FunctionKernelException]], ...]] = (
+    (HopRefusedError, _refused),
     (TimeoutError, _timeout),
     (aiohttp.ClientConnectorCertificateError, _certificate),
     (aiohttp.ClientConnectionError, _unreachable),

@@ -32,8 +32,8 @@ from kavalai.adapters.rest._config import ResolvedServer, RestServer
 from kavalai.adapters.rest._errors import BODY_EXCERPT_CHARS, Failure, map_exception, status_error
 from kavalai.adapters.rest._request import PreparedRequest
 from kavalai.errors import ConfigurationError, FunctionKernelException, ResponseTooLargeError, ToolInputError
-from kavalai.http import BodyTooLargeError, LoopSession, origin_guard, read_limited
-from kavalai.tracing import span, tracing_configured
+from kavalai.http import BodyTooLargeError, LoopSession, Outbound, aiohttp_session, origin_guard, read_limited
+from kavalai.tracing import annotate, span, tracing_configured
 
 __all__ = ["BODY_EXCERPT_CHARS", "ServerSession"]
 
@@ -74,15 +74,19 @@ class ServerSession:
     def _new_session(self) -> tuple[aiohttp.ClientSession, Callable[[], Awaitable[None]] | None]:
         """A new pooled session; the URL's variable is read again (credentials from variables go per request)."""
         self._resolved = resolved = self.server.resolve(env_credentials=False)
-        session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=self.server.max_connections, ssl=self._ssl),
+        # The outbound gate: the base URL's host is the user's; a redirect elsewhere is learned from the server.
+        outbound = Outbound(self.name, [resolved.base_url], kind="REST server")
+        guard = origin_guard(resolved.base_url, secret_headers=resolved.secret_headers, check=outbound.hop_check)
+        session, resolver = aiohttp_session(
+            outbound,
+            connector_options={"limit": self.server.max_connections, "ssl": self._ssl},
             headers=resolved.headers,
             timeout=aiohttp.ClientTimeout(total=None),  # each call's own deadline governs
             raise_for_status=False,
-            middlewares=(*self._middlewares, origin_guard(resolved.base_url, secret_headers=resolved.secret_headers)),
+            middlewares=(*self._middlewares, guard),
             json_serialize=_dumps,
         )
-        return session, None
+        return session, (resolver.close if resolver is not None else None)
 
     async def send(self, request: PreparedRequest, *, uri: str | None = None) -> Any:
         """Send ``request`` and return the decoded body; raise a kavalai error (naming ``uri``) on any failure.
@@ -127,7 +131,7 @@ class ServerSession:
         try:
             async with session.request(method, url, max_redirects=MAX_REDIRECTS, **kwargs) as response:
                 if traced:
-                    get_current_span().set_attribute("http.response.status_code", response.status)
+                    annotate(get_current_span(), {"http.response.status_code": response.status})
                 if response.status >= 400:
                     raise await status_error(failure, response)
                 return _decode(await self._read(response, where, uri), response)

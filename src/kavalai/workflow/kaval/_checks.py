@@ -7,12 +7,12 @@ loader re-raises the original error with its node and field.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from itertools import combinations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kavalai.llm.base import ModelSettings
+from kavalai.secrets import get_logger
 from kavalai.workflow._graph import did_you_mean
 from kavalai.workflow.errors import WorkflowDefinitionError
 from kavalai.workflow.kaval._node_models import (
@@ -54,7 +54,7 @@ WRITERS = (KavalLlmNode, KavalAgentNode, KavalFunctionNode, KavalRagQueryNode)
 TYPEDWRITERS = (KavalLlmNode, KavalAgentNode, KavalFunctionNode)
 MODEL_NODES = (KavalLlmNode, KavalAgentNode)
 
-logger = logging.getLogger("kavalai.workflow")
+logger = get_logger("kavalai.workflow")
 
 #: Upstream's ``llm_kwargs`` keys: the first two are applied, ``timeout_seconds`` bounds an llm node.
 _SETTINGS = {"temperature": "temperature", "max_output_tokens": "max_tokens"}

@@ -8,10 +8,9 @@ import socket
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.tools.conftest import StaticResolver
 from yarl import URL
 
-from kavalai.tools._netguard import (
+from kavalai.http._netguard import (
     GuardedResolver,
     _loose_ipv4,
     check_url,
@@ -19,6 +18,7 @@ from kavalai.tools._netguard import (
     parse_networks,
     refusal_reason,
 )
+from tests.tools.conftest import StaticResolver
 
 # (URL, a fragment the refusal message must contain)
 SSRF_MATRIX = [

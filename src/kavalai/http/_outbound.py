@@ -1,0 +1,333 @@
+"""The outbound gate: every HTTP client kavalai makes is made here, and every URL it sends to is judged here.
+
+A URL is *configured* when the user wrote it (a server's ``url``, a REST ``base_url``, an OAuth ``issuer``): its host
+is trusted as given. Any other host was *learned from a server* (protected-resource and authorization-server
+metadata, a ``WWW-Authenticate`` parameter, a redirect) and gets the fetch tools' address rules
+(:mod:`kavalai.http._netguard`): http/https only; no link-local, metadata, multicast or reserved address; loopback
+and private ranges only when the user allowed them (``allowed_networks``); IPv4-mapped IPv6 judged by the address it
+embeds. The rules are applied twice: to the URL before anything is sent (:meth:`Outbound.check`), and to the
+addresses a learned host name resolves to at the moment of connecting (the clients' resolver / network backend).
+
+A refusal is :class:`~kavalai.errors.OutboundRefusedError`, naming the server and the field the URL came from.
+
+The clients:
+
+- :func:`aiohttp_session`: an aiohttp session (REST servers, the bundled fetch tools, the demo's browser);
+- :func:`httpx_transport` / :func:`httpx_client`: the ``httpx2`` transport and client of an MCP server's HTTP
+  transports and of the OAuth flows' own requests (discovery, registration, tokens).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import socket
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+import aiohttp
+import anyio
+import httpcore2
+import httpx2
+from aiohttp.abc import AbstractResolver, ResolveResult
+from yarl import URL
+
+from kavalai.errors import OutboundRefusedError
+from kavalai.http._netguard import IPNetwork, host_refusal_reason, refusal_reason
+
+__all__ = ["Outbound", "aiohttp_session", "httpx_client", "httpx_transport"]
+
+_SCHEMES: Final = frozenset({"http", "https"})
+#: The fields of OAuth metadata (RFC 9728, RFC 8414, OpenID discovery) that hold URLs the client may follow.
+_URL_FIELDS: Final = (
+    "authorization_servers",
+    "resource",
+    "issuer",
+    "authorization_endpoint",
+    "token_endpoint",
+    "registration_endpoint",
+    "revocation_endpoint",
+    "introspection_endpoint",
+    "jwks_uri",
+    "userinfo_endpoint",
+)
+_MAX_LEARNED: Final = 64
+_MAX_METADATA: Final = 256 * 1024
+
+
+class Outbound:
+    """Where the requests of one server (or tool group) may go.
+
+    Args:
+        server: the name of the server (or tool group) the requests are for.
+        configured: the URLs the user configured; their hosts are trusted as given.
+        allowed_networks: networks a learned URL may reach although private or loopback (the user's choice).
+        kind: what ``server`` is, as messages name it (``"MCP server"``).
+        resolver: the resolver learned hosts are looked up with (the system's by default; its owner closes it).
+    """
+
+    __slots__ = ("_allowed", "_learned", "_trusted", "owner", "resolver", "server")
+
+    def __init__(
+        self,
+        server: str,
+        configured: Iterable[str | URL | None] = (),
+        *,
+        allowed_networks: Sequence[IPNetwork] = (),
+        kind: str = "server",
+        resolver: AbstractResolver | None = None,
+    ) -> None:
+        self.server = server
+        self.resolver = resolver
+        self.owner = f"{kind} {server!r}"
+        self._trusted = frozenset(
+            host for url in configured if url is not None and (host := _host(URL(str(url)))) is not None
+        )
+        self._allowed = tuple(allowed_networks)
+        self._learned: dict[str, str] = {}
+
+    def trusted(self, host: str | None) -> bool:
+        """Whether ``host`` is one the user configured."""
+        return host is not None and host.lower().rstrip(".") in self._trusted
+
+    def learn(self, url: object, field: str) -> None:
+        """Record that ``url`` came from ``field`` of something a server sent (named in a refusal)."""
+        if isinstance(url, str) and len(self._learned) < _MAX_LEARNED:
+            try:
+                key = _key(URL(url))
+            except ValueError:
+                return
+            self._learned.setdefault(key, field)
+
+    def field_of(self, url: URL) -> str:
+        """The field ``url`` was learned from, or a general description."""
+        return self._learned.get(_key(url), "a URL learned from a server")
+
+    def check(self, url: URL) -> None:
+        """Refuse ``url`` before anything is sent if its host is not configured and the address rules refuse it.
+
+        Raises:
+            OutboundRefusedError: naming the owner, the URL's field and why.
+        """
+        host = _host(url)
+        if host is not None and host in self._trusted:
+            return
+        if url.scheme not in _SCHEMES:
+            raise self._refusal(url, f"it is a {url.scheme or 'scheme-less'} URL (only http and https are followed)")
+        if host is None:
+            raise self._refusal(url, "it has no host")
+        reason = host_refusal_reason(host, self._allowed)
+        if reason is not None:
+            raise self._refusal(url, f"its host {host!r} is {reason}")
+
+    def hop_check(self, url: URL) -> None:
+        """:meth:`check` as a :data:`~kavalai.http.HopCheck` of :func:`~kavalai.http.origin_guard`: a refusal is a
+        ``PermissionError`` (which the guard raises as ``HopRefusedError``, a type aiohttp does not wrap)."""
+        if url.raw_host in self._trusted:  # the hot path: a request to the configured host, as written
+            return
+        try:
+            self.check(url)
+        except OutboundRefusedError as exc:
+            raise PermissionError(str(exc)) from None
+
+    def check_addresses(self, host: str, addresses: Iterable[str]) -> None:
+        """At connect: refuse a learned ``host`` whose resolved ``addresses`` include one the rules refuse."""
+        if self.trusted(host):
+            return
+        for address in addresses:
+            try:
+                parsed = ipaddress.ip_address(address.split("%", 1)[0])
+            except ValueError:
+                reason: str | None = "not an IP address"
+            else:
+                reason = refusal_reason(parsed, self._allowed)
+            if reason is not None:
+                raise OutboundRefusedError(
+                    f"Refused to connect to {host!r} for {self.owner}: it resolves to {address}, {reason}. "
+                    "Only the hosts you configured are trusted as given.",
+                    server=self.server,
+                    url=host,
+                    field="a URL learned from a server",
+                )
+
+    def learn_metadata(self, document: Mapping[str, Any], source: URL) -> None:
+        """Record the URL fields of an OAuth metadata document fetched from ``source``."""
+        for name in _URL_FIELDS:
+            value = document.get(name)
+            values = value if isinstance(value, list) else [value]
+            for index, item in enumerate(values[:_MAX_LEARNED]):
+                label = f"{name}[{index}]" if isinstance(value, list) else name
+                self.learn(item, f"{label} of the metadata at {source}")
+
+    def _refusal(self, url: URL, why: str) -> OutboundRefusedError:
+        field = self.field_of(url)
+        return OutboundRefusedError(
+            f"Refused {url} for {self.owner}: the URL came from {field}, and {why}. Only the hosts you configured "
+            "are trusted as given; allow a private network with allowed_networks.",
+            server=self.server,
+            url=str(url),
+            field=field,
+        )
+
+
+def _host(url: URL) -> str | None:
+    host = url.raw_host
+    return host.lower().rstrip(".") if host else None
+
+
+def _key(url: URL) -> str:
+    return str(url.origin()) if url.is_absolute() else str(url)
+
+
+# ------------------------------------------------------------------------------------------------------ aiohttp
+
+
+class OutboundResolver(AbstractResolver):
+    """Resolves through aiohttp's default resolver and judges the addresses of learned hosts at connect."""
+
+    def __init__(self, outbound: Outbound) -> None:
+        self._outbound = outbound
+        self._owned = outbound.resolver is None
+        self._inner = outbound.resolver if outbound.resolver is not None else aiohttp.DefaultResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        """Resolve ``host``; refuse it when it is learned and resolves to a refused address."""
+        results = await self._inner.resolve(host, port, family)
+        if not self._outbound.trusted(host):
+            try:
+                self._outbound.check_addresses(host, [result["host"] for result in results])
+            except OutboundRefusedError as exc:
+                raise PermissionError(str(exc)) from None
+        return results
+
+    async def close(self) -> None:
+        """Close the wrapped resolver, when this one made it."""
+        if self._owned:
+            await self._inner.close()
+
+
+def aiohttp_session(
+    outbound: Outbound | None = None, *, resolver: AbstractResolver | None = None, **options: Any
+) -> tuple[aiohttp.ClientSession, AbstractResolver | None]:
+    """A new aiohttp session (the only place one is made), and the resolver the caller must close with it.
+
+    Args:
+        outbound: the policy whose learned hosts are judged at connect; ``None`` when ``resolver`` judges them
+            (the fetch tools' own guard) or every URL is the user's.
+        resolver: a resolver to dial through instead (its owner closes it).
+        options: passed to ``aiohttp.ClientSession``; ``connector_options`` go to its ``TCPConnector``.
+    """
+    connector_options = options.pop("connector_options", {})
+    owned: AbstractResolver | None = None
+    if resolver is None and outbound is not None:
+        resolver = owned = OutboundResolver(outbound)
+    connector = aiohttp.TCPConnector(resolver=resolver, **connector_options)
+    return aiohttp.ClientSession(connector=connector, **options), owned
+
+
+# ------------------------------------------------------------------------------------------------------- httpx2
+
+
+class _Backend(httpcore2.AsyncNetworkBackend):
+    """Resolves a learned host itself, judges its addresses and dials the one it judged (no second lookup)."""
+
+    def __init__(self, outbound: Outbound) -> None:
+        self._outbound = outbound
+        self._inner = httpcore2.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.AsyncNetworkStream:
+        if not self._outbound.trusted(host):
+            with anyio.fail_after(timeout):
+                addresses = await self._addresses(host, port)
+            self._outbound.check_addresses(host, addresses)
+            host = addresses[0] if addresses else host
+        return await self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
+
+    async def _addresses(self, host: str, port: int) -> list[str]:
+        resolver = self._outbound.resolver
+        if resolver is not None:
+            return [result["host"] for result in await resolver.resolve(host, port, socket.AF_UNSPEC)]
+        found = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        return [str(info[4][0]) for info in found]
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore2.AsyncNetworkStream:
+        return await self._inner.connect_unix_socket(path, timeout, socket_options)
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class _GateTransport(httpx2.AsyncBaseTransport):
+    """Checks every request's URL, and records the URLs OAuth metadata and challenges name."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, outbound: Outbound) -> None:
+        self._inner = inner
+        self._outbound = outbound
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        self._outbound.check(URL(str(request.url)))
+        response = await self._inner.handle_async_request(request)
+        if response.status_code == 401:
+            _learn_challenge(self._outbound, response.headers.get("www-authenticate", ""))
+        elif "/.well-known/" in request.url.path and response.status_code == 200:
+            body = await response.aread()
+            if len(body) <= _MAX_METADATA:
+                try:
+                    document = json.loads(body)
+                except ValueError:
+                    document = None
+                if isinstance(document, dict):
+                    self._outbound.learn_metadata(document, URL(str(request.url)))
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _learn_challenge(outbound: Outbound, challenge: str) -> None:
+    for part in challenge.split(","):
+        name, _, value = part.strip().partition("=")
+        if name.strip().lower().endswith("resource_metadata"):
+            outbound.learn(value.strip().strip('"'), "resource_metadata of the server's WWW-Authenticate challenge")
+
+
+def httpx_transport(
+    outbound: Outbound, wrap: Any = None, *, limits: httpx2.Limits | None = None
+) -> httpx2.AsyncBaseTransport:
+    """The ``httpx2`` transport every request of ``outbound``'s owner goes through.
+
+    Args:
+        outbound: the policy.
+        wrap: called with the network transport, returns the transport to put under the gate (a byte limit).
+        limits: the connection pool's limits.
+    """
+    network = httpx2.AsyncHTTPTransport(
+        limits=limits or httpx2.Limits(max_connections=100, max_keepalive_connections=20)
+    )
+    pool = getattr(network, "_pool", None)
+    if type(pool) is httpcore2.AsyncConnectionPool:  # not through a proxy (the user's, trusted): dial through the gate
+        network._pool = httpcore2.AsyncConnectionPool(
+            ssl_context=httpx2.create_ssl_context(),
+            max_connections=pool._max_connections,
+            max_keepalive_connections=pool._max_keepalive_connections,
+            keepalive_expiry=pool._keepalive_expiry,
+            network_backend=_Backend(outbound),
+        )
+    inner = network if wrap is None else wrap(network)
+    return _GateTransport(inner, outbound)
+
+
+def httpx_client(outbound: Outbound, wrap: Any = None, **options: Any) -> httpx2.AsyncClient:
+    """A new ``httpx2`` client (the only place one is made) whose requests cross the gate."""
+    return httpx2.AsyncClient(transport=httpx_transport(outbound, wrap), **options)

@@ -1,0 +1,172 @@
+"""The secret gate's enumeration: the ways text leaves the process, found in the source, each crossing
+:mod:`kavalai.secrets`. A new exception class, logger, span call, CLI entry or serve error path that goes around
+it fails here, naming where."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import pkgutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import kavalai
+from kavalai.errors import FunctionKernelException
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "kavalai"
+
+#: Exception classes that are not FunctionKernelExceptions: each is caught inside kavalai and turned into one (or
+#: into a built-in exception a model reads), so its text never leaves as it is. A new one must be added here with
+#: where it is translated, or derive from FunctionKernelException (whose message the gate masks).
+INTERNAL_EXCEPTIONS = {
+    "kavalai.adapters.mcp._era.InputRefused": "a handler's refusal, turned into the call's ToolExecutionError",
+    "kavalai.adapters.mcp._http_limits.MessageTooLargeError": "an httpx2 StreamError the SDK turns into a JSON-RPC "
+    "error, mapped by adapters/mcp/_errors.py",
+    "kavalai.adapters.rest._openapi._Unsupported": "an OpenAPI construct skipped at import",
+    "kavalai.agent._tools.HookFailures": "collected hook failures, reported as the agent's error",
+    "kavalai.agent._tools._HookFailed": "one hook's failure, collected into HookFailures",
+    "kavalai.agent.code_mode.CodeModeError": "a snippet's error, shown to the model as the tool result",
+    "kavalai.auth._flow._Carrier": "carries an AuthenticationError through aiohttp",
+    "kavalai.auth._loopback.AuthorizationDenied": "the sign-in's refusal, turned into AuthenticationError",
+    "kavalai.durable._runner.UnknownRunError": "a run id that is not in the store (a LookupError naming the id)",
+    "kavalai.durable._schema.SchemaVersionError": "a store of another schema version (names the versions)",
+    "kavalai.http._body.BodyTooLargeError": "turned into ResponseTooLargeError / a fetch tool's ValueError",
+    "kavalai.http._guard.HopRefusedError": "turned into OutboundRefusedError / a fetch tool's PermissionError",
+    "kavalai.llm.schemas._Unsupported": "a schema construct a provider cannot take, handled in llm/schemas.py",
+    "kavalai.workflow._expressions._Missing": "a missing name, turned into ExpressionError",
+    "kavalai.workflow._expressions._Refused": "a refused operation, turned into ExpressionError",
+    "kavalai.workflow._sizes.SizeError": "a value over a size bound, turned into the node's error",
+}
+
+#: Calls that put text into a span.
+SPAN_CALLS = frozenset(
+    {
+        "set_attribute",
+        "set_attributes",
+        "set_status",
+        "record_exception",
+        "add_event",
+        "start_as_current_span",
+        "start_span",
+    }
+)
+
+
+def _sources() -> Iterator[tuple[Path, ast.Module]]:
+    for path in sorted(SRC.rglob("*.py")):
+        yield path, ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _exception_classes() -> set[type[BaseException]]:
+    found: set[type[BaseException]] = set()
+    for info in pkgutil.walk_packages(kavalai.__path__, "kavalai."):
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            if inspect.isclass(value) and issubclass(value, BaseException) and value.__module__.startswith("kavalai"):
+                found.add(value)
+    return found
+
+
+def test_every_exception_is_a_function_kernel_exception_or_translated_inside() -> None:
+    classes = _exception_classes()
+    outside = sorted(
+        f"{cls.__module__}.{cls.__qualname__}" for cls in classes if not issubclass(cls, FunctionKernelException)
+    )
+    assert [name for name in outside if name not in INTERNAL_EXCEPTIONS] == []
+    assert [name for name in INTERNAL_EXCEPTIONS if name not in outside] == []  # the list stays true
+    assert len([cls for cls in classes if issubclass(cls, FunctionKernelException)]) > 20  # the walk finds them
+
+
+def test_the_base_exception_masks_registered_secrets() -> None:
+    from kavalai.secrets import MASK, register_secret
+
+    register_secret("gate-secret-0451")
+    error = FunctionKernelException("it said gate-secret-0451")
+    assert str(error) == f"it said {MASK}"
+    assert "gate-secret-0451" not in repr(error)
+
+
+def _logger_name(call: ast.Call) -> str | None:
+    if not call.args:
+        return "root"
+    first = call.args[0]
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return first.value
+    if isinstance(first, ast.JoinedStr) and first.values and isinstance(first.values[0], ast.Constant):
+        return str(first.values[0].value)
+    return "(computed)"
+
+
+def test_every_kavalai_logger_is_made_by_the_gate() -> None:
+    found = []
+    for path, tree in _sources():
+        if path == SRC / "secrets.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "getLogger":
+                name = _logger_name(node)
+                if name is None or not name.startswith("bm25s"):  # a dependency's logger whose level is reset
+                    found.append(f"{path.relative_to(SRC)}:{node.lineno}: getLogger({name!r})")
+    assert found == [], "make kavalai loggers with kavalai.secrets.get_logger (its filter masks secrets)"
+
+
+def test_only_the_tracing_module_writes_into_spans() -> None:
+    found = [
+        f"{path.relative_to(SRC)}:{node.lineno}: {node.func.attr}"
+        for path, tree in _sources()
+        if path not in (SRC / "tracing.py",)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SPAN_CALLS
+    ]
+    assert found == [], "set span attributes with kavalai.tracing.span / annotate (they mask secrets)"
+
+
+def test_every_cli_command_runs_inside_the_redacting_stderr() -> None:
+    tree = ast.parse((SRC / "cli" / "main.py").read_text(encoding="utf-8"))
+    [main] = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "main"]
+    withs = [node for node in main.body if isinstance(node, ast.With)]
+    assert [ast.unparse(item.context_expr) for w in withs for item in w.items] == ["redacting_stderr()"]
+    raw = [
+        f"{path.relative_to(SRC)}:{node.lineno}"
+        for path, tree in _sources()
+        if path.is_relative_to(SRC / "cli")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr in ("__stderr__", "__stdout__")
+    ]
+    assert raw == []  # the real stream, around the gate
+
+
+def test_serve_sends_tool_errors_through_one_function_that_masks() -> None:
+    tree = ast.parse((SRC / "serve" / "_server.py").read_text(encoding="utf-8"))
+    makers = []
+    for path, module in _sources():
+        if not path.is_relative_to(SRC / "serve"):
+            continue
+        for function in ast.walk(module):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.keyword) and node.arg == "is_error":
+                    makers.append(f"{path.name}:{function.name}")
+    assert makers == ["_server.py:tool_error_result"]
+    [gate] = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "tool_error_result"]
+    assert "redact(message)" in ast.unparse(gate)
+
+
+def test_no_local_handlers_exception_text_is_sent_to_a_server() -> None:
+    """In the callbacks answering a server (sampling, elicitation, roots), an exception caught is never part of what
+    is returned: the server gets a fixed refusal. Only kavalai's own explanation (a FunctionKernelException, whose
+    message passed the secret gate: a call made with no answerer) is told."""
+    tree = ast.parse((SRC / "adapters" / "mcp" / "_client_side.py").read_text(encoding="utf-8"))
+    handlers = [node for node in ast.walk(tree) if isinstance(node, ast.ExceptHandler)]
+    assert handlers  # the callbacks do catch their handlers' failures
+    leaks = [
+        f"line {ret.lineno}"
+        for handler in handlers
+        if handler.name is not None
+        and not (isinstance(handler.type, ast.Name) and handler.type.id == "FunctionKernelException")
+        for ret in ast.walk(ast.Module(body=handler.body, type_ignores=[]))
+        if isinstance(ret, ast.Return) and any(isinstance(n, ast.Name) and n.id == handler.name for n in ast.walk(ret))
+    ]
+    assert leaks == []
