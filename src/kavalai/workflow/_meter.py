@@ -1,0 +1,158 @@
+"""The meter of workflow evaluation: every template rendering and expression evaluation runs under one.
+
+Sizes are bounded per operation (:mod:`kavalai.workflow._sizes`); the meter bounds the *work*. The sandbox counts its
+operations here (a loop step, a ``+`` weighted by the items it copies, a join by its parts) and every
+:data:`CHECK_EVERY` counted operations the meter checks, at the cost of one subtraction per operation in between:
+
+- the deadline of the run (or call, or agent) around the evaluation: past it, :class:`EvaluationDeadlineError`;
+- the evaluation's budget of operations (:data:`MAX_OPERATIONS`): past it, :class:`EvaluationLimitError` (a loop
+  that copies what it built, ``{% set ns.x = ns.x + [i] %}``, is quadratic while each of its steps is small);
+- whether its owner stopped it (the run was cancelled while it ran in a worker thread);
+- its slice of the event loop: :func:`evaluate` runs the work on the loop for at most :data:`SLICE` seconds, and
+  work that needs longer is begun again in a worker thread, so the loop is never held for longer than a slice.
+
+The evaluation entry points (:func:`kavalai.workflow._templates.render_metered` and
+:meth:`kavalai.workflow._expressions.Expression.evaluate`) each start a :class:`Meter`;
+``tests/workflow/test_meter.py`` finds them in the source and fails when one evaluates without it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Final, TypeVar
+
+import anyio
+
+from kavalai.kernel import current_deadline
+
+__all__ = [
+    "CHECK_EVERY",
+    "MAX_OPERATIONS",
+    "SLICE",
+    "EvaluationDeadlineError",
+    "EvaluationLimitError",
+    "Meter",
+    "current_meter",
+    "evaluate",
+    "tick",
+    "weight",
+]
+
+T = TypeVar("T")
+
+#: Counted operations between two checks of the deadline, the budget and the slice.
+CHECK_EVERY: Final = 4096
+#: The most counted operations one evaluation may take (a loop step counts 1, a ``+`` of lists the items it copies).
+MAX_OPERATIONS: Final = 1_000_000_000
+#: Seconds an evaluation may hold the event loop before it is begun again in a worker thread.
+SLICE: Final = 0.02
+
+_monotonic: Final = time.monotonic
+_current: ContextVar[Meter | None] = ContextVar("kavalai_meter", default=None)
+
+
+class EvaluationDeadlineError(TimeoutError):
+    """The deadline of what runs the evaluation (a workflow run, an agent, a call) passed while it ran."""
+
+
+class EvaluationLimitError(OverflowError):
+    """The evaluation took more operations than its budget."""
+
+
+class _SliceSpent(Exception):
+    """The evaluation used its slice of the event loop: :func:`evaluate` begins it again off the loop."""
+
+
+class Meter:
+    """Counts one evaluation's operations and checks its deadline, budget, owner and slice every few thousand.
+
+    Args:
+        deadline: ``time.monotonic()`` time past which the evaluation fails, or ``None``.
+        budget: the most operations it may count.
+    """
+
+    __slots__ = ("_countdown", "_spent", "budget", "deadline", "slice_end", "stopped")
+
+    def __init__(self, *, deadline: float | None, budget: int = MAX_OPERATIONS) -> None:
+        self.deadline = deadline
+        self.budget = budget
+        self.slice_end: float | None = None
+        self.stopped = False
+        self._countdown = CHECK_EVERY
+        self._spent = 0
+
+    @property
+    def spent(self) -> int:
+        """Operations counted so far."""
+        return self._spent + CHECK_EVERY - self._countdown
+
+    def tick(self, weight: int = 1) -> None:
+        """Count ``weight`` operations; every :data:`CHECK_EVERY` of them, check the limits."""
+        self._countdown -= weight
+        if self._countdown <= 0:
+            self._check()
+
+    def _check(self) -> None:
+        self._spent += CHECK_EVERY - self._countdown
+        self._countdown = CHECK_EVERY
+        if self.stopped:
+            raise EvaluationDeadlineError("the evaluation was stopped: the run around it ended")
+        now = _monotonic()
+        if self.deadline is not None and now >= self.deadline:
+            raise EvaluationDeadlineError("the evaluation ran past the deadline of the run")
+        if self._spent > self.budget:
+            raise EvaluationLimitError(f"the evaluation would take more than {self.budget:,} operations")
+        if self.slice_end is not None and now >= self.slice_end:
+            raise _SliceSpent
+
+    def run(self, work: Callable[[], T]) -> T:
+        """``work()`` with this meter as the current one (what :func:`tick` counts on)."""
+        token = _current.set(self)
+        try:
+            return work()
+        finally:
+            _current.reset(token)
+
+
+def current_meter() -> Meter | None:
+    """The meter of the evaluation running in this context, or ``None``."""
+    return _current.get()
+
+
+def tick(weight: int = 1) -> None:
+    """Count ``weight`` operations on the current meter (nothing outside an evaluation)."""
+    meter = _current.get()
+    if meter is not None:
+        meter.tick(weight)
+
+
+def weight(*operands: object) -> int:
+    """What an operation on ``operands`` counts: 1, plus the items or characters of each text, list or tuple (what
+    a ``+`` or a join copies)."""
+    total = 1
+    for operand in operands:
+        if isinstance(operand, str | bytes | list | tuple):
+            total += len(operand)
+    return total
+
+
+async def evaluate(work: Callable[[], T], *, again: Callable[[], None] | None = None) -> T:
+    """``work()`` under a new :class:`Meter` with the deadline around it: on the event loop for at most a
+    :data:`SLICE`, then, when it needs longer, begun again in a worker thread (``again()`` first undoes what the
+    first attempt recorded), which the meter stops if the caller is cancelled. ``work`` must be free of effects
+    other than those ``again`` undoes."""
+    meter = Meter(deadline=current_deadline())
+    meter.slice_end = _monotonic() + SLICE
+    try:
+        return meter.run(work)
+    except _SliceSpent:
+        pass
+    if again is not None:
+        again()
+    meter = Meter(deadline=meter.deadline)
+    try:
+        return await anyio.to_thread.run_sync(meter.run, work, abandon_on_cancel=True)
+    finally:
+        meter.stopped = True  # cancelled while the thread runs: it ends at its next check
