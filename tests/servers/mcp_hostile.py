@@ -9,6 +9,8 @@ what MODE says:
 - ``noid``: answers with a broken line that names no request.
 - ``ok``: answers ``{"result": "fine"}`` as text.
 - ``many``: like ``ok``, but tools/list offers ``MANY_TOOLS`` (env, default 10,000) tools.
+- ``paging``: like ``ok``, but tools/list pages for ever, 2,000 new tools a page, and counts the pages it served
+  in the file named by ``PAGES_FILE``.
 - ``stubborn``: like ``ok``, but ignores SIGTERM and keeps running after its stdin closes (only SIGKILL ends it).
 - ``daemon``: like ``ok``, but first double-forks a grandchild into a session of its own (``setsid``), which
   sleeps and writes its pid to the file named by ``DAEMON_PID_FILE``.
@@ -30,6 +32,15 @@ def tools(mode: str) -> list[dict[str, object]]:
     count = int(os.environ.get("MANY_TOOLS", "10000")) if mode == "many" else 1
     schema = {"type": "object", "properties": {"x": {"type": "string", "pattern": "^[a-z]*$"}}}
     return [{"name": f"t{i}", "description": f"tool {i}", "inputSchema": schema} for i in range(count)]
+
+
+def send_page(request_id: object, params: dict[str, object]) -> None:
+    page = int(str(params.get("cursor") or "0"))
+    with open(os.environ["PAGES_FILE"], "a") as log:
+        log.write(f"{page}\n")
+    schema = {"type": "object", "properties": {"x": {"type": "string"}}}
+    listed = [{"name": f"p{page}_{i}", "description": f"tool {i}", "inputSchema": schema} for i in range(2000)]
+    send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": listed, "nextCursor": str(page + 1)}})
 
 
 def call(mode: str, request_id: object) -> None:
@@ -90,6 +101,8 @@ def main() -> None:
                     "result": {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info},
                 }
             )
+        elif method == "tools/list" and mode == "paging":
+            send_page(request_id, message.get("params") or {})
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools(mode)}})
         elif method == "tools/call":

@@ -194,13 +194,10 @@ class WorkflowEngine:
 
         Module paths and relative paths in the document are resolved against the file's directory.
         """
-        from kavalai.workflow._yaml import load_workflow_file
+        from kavalai.workflow._yaml import load_workflow_file, read_workflow_file
 
         file = Path(path)
-        try:
-            text = file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise WorkflowDefinitionError(f"Cannot read workflow file {str(file)!r}: {exc.strerror}.") from None
+        text = read_workflow_file(file)
         options = locals()
         if not _is_kaval(_safe_yaml(text, str(file))):
             loaded = load_workflow_file(file, kernel=kernel)

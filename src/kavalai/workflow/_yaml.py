@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kavalai.documents import load_yaml
+from kavalai.documents import load_yaml, read_document
 from kavalai.errors import ConfigurationError, ToolRegistrationError
 from kavalai.workflow._builder import node_from_fields
 from kavalai.workflow._graph import DEFAULT_MAX_VISITS, Workflow, did_you_mean, field_problem
@@ -123,12 +123,18 @@ class LoadedWorkflow:
     output_budget: OutputBudget | None = None
 
 
+def read_workflow_file(path: Path) -> str:
+    """The text of the workflow file at ``path``; :class:`WorkflowDefinitionError` when it cannot be read or is not
+    UTF-8 text."""
+    try:
+        return read_document(path, f"workflow file {str(path)!r}")
+    except ConfigurationError as exc:
+        raise WorkflowDefinitionError(exc.message) from None
+
+
 def load_workflow_file(path: Path, *, kernel: FunctionKernel | None = None) -> LoadedWorkflow:
     """Read, check and load the workflow YAML at ``path``."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise WorkflowDefinitionError(f"Cannot read workflow file {str(path)!r}: {exc.strerror}.") from None
+    text = read_workflow_file(path)
     try:  # bounded: size, and aliases expanded past a limit ("billion laughs") refused before anything is built
         document = load_yaml(text, source=f"Workflow file {str(path)!r}")
     except ConfigurationError as exc:

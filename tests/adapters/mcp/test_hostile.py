@@ -163,3 +163,18 @@ async def test_a_grandchild_that_double_forks_into_its_own_session_is_ended_on_c
     with anyio.fail_after(10):
         while alive():  # noqa: ASYNC110 - /proc, no event to wait on
             await anyio.sleep(0.05)
+
+
+async def test_a_listing_that_pages_for_ever_is_refused_by_its_totals(tmp_path: Path) -> None:
+    # On main the client asked for 1,000 pages (2 million tools, gigabytes) before connect_timeout stopped it.
+    pages = tmp_path / "pages"
+    server = hostile("paging", env={"PAGES_FILE": str(pages)}, connect_timeout=120)
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(server)
+    try:
+        with pytest.raises(ServerConnectionError, match=r"listed more than 50,000 items in its tools/list pages"):
+            await kernel.connect_mcp_servers()
+    finally:
+        await kernel.close()
+    served = pages.read_text().split()
+    assert len(served) == 26  # 25 pages of 2,000 reach the limit, the 26th passes it: no page more is asked for
