@@ -11,6 +11,7 @@ what MODE says:
 - ``many``: like ``ok``, but tools/list offers ``MANY_TOOLS`` (env, default 10,000) tools.
 - ``paging``: like ``ok``, but tools/list pages for ever, 2,000 new tools a page, and counts the pages it served
   in the file named by ``PAGES_FILE``.
+- ``hang``: never answers ``initialize``; writes its pid to the file named by ``STARTS_FILE`` as it starts.
 - ``stubborn``: like ``ok``, but ignores SIGTERM and keeps running after its stdin closes (only SIGKILL ends it).
 - ``daemon``: like ``ok``, but first double-forks a grandchild into a session of its own (``setsid``), which
   sleeps and writes its pid to the file named by ``DAEMON_PID_FILE``.
@@ -81,6 +82,9 @@ def detach_a_grandchild(*, scrub_env: bool = False) -> None:
 
 def main() -> None:
     mode = sys.argv[1]
+    if mode == "hang":
+        with open(os.environ["STARTS_FILE"], "a") as starts:
+            starts.write(f"{os.getpid()}\n")
     if mode in ("daemon", "daemon-scrubbed"):
         detach_a_grandchild(scrub_env=mode == "daemon-scrubbed")
     if mode == "stubborn":
@@ -91,6 +95,8 @@ def main() -> None:
     for line in sys.stdin.buffer:
         message = json.loads(line)
         method, request_id = message.get("method"), message.get("id")
+        if method == "initialize" and mode == "hang":
+            continue
         if method == "initialize":
             version = message["params"]["protocolVersion"]
             info = {"name": "hostile", "version": "1"}
