@@ -8,8 +8,9 @@ operations here (a loop step, a ``+`` weighted by the items it copies, a join by
 - the evaluation's budget of operations (:data:`MAX_OPERATIONS`): past it, :class:`EvaluationLimitError` (a loop
   that copies what it built, ``{% set ns.x = ns.x + [i] %}``, is quadratic while each of its steps is small);
 - whether its owner stopped it (the run was cancelled while it ran in a worker thread);
-- its slice of the event loop: :func:`evaluate` runs the work on the loop for at most :data:`SLICE` seconds, and
-  work that needs longer is begun again in a worker thread, so the loop is never held for longer than a slice.
+- its slice of the event loop: :func:`evaluate` runs work that may be long (a template with loops) in a worker
+  thread, and other work on the loop for at most :data:`SLICE` seconds, begun again in a worker thread when it
+  needs longer, so the loop is never held for longer than a slice.
 
 The evaluation entry points (:func:`kavalai.workflow._templates.render_metered` and
 :meth:`kavalai.workflow._expressions.Expression.evaluate`) each start a :class:`Meter`;
@@ -138,20 +139,23 @@ def weight(*operands: object) -> int:
     return total
 
 
-async def evaluate(work: Callable[[], T], *, again: Callable[[], None] | None = None) -> T:
-    """``work()`` under a new :class:`Meter` with the deadline around it: on the event loop for at most a
-    :data:`SLICE`, then, when it needs longer, begun again in a worker thread (``again()`` first undoes what the
-    first attempt recorded), which the meter stops if the caller is cancelled. ``work`` must be free of effects
-    other than those ``again`` undoes."""
-    meter = Meter(deadline=current_deadline())
-    meter.slice_end = _monotonic() + SLICE
-    try:
-        return meter.run(work)
-    except _SliceSpent:
-        pass
-    if again is not None:
-        again()
-    meter = Meter(deadline=meter.deadline)
+async def evaluate(work: Callable[[], T], *, again: Callable[[], None] | None = None, long: bool = False) -> T:
+    """``work()`` under a new :class:`Meter` with the deadline around it, never holding the event loop for more than
+    a :data:`SLICE`: in a worker thread when the caller knows it may be ``long`` (a template with loops), else on the
+    loop for at most a slice and, when it needs longer, begun again in a worker thread (``again()`` first undoes
+    what the first attempt recorded). The meter stops the thread's work at its next check if the caller is
+    cancelled. ``work`` must be free of effects other than those ``again`` undoes."""
+    deadline = current_deadline()
+    if not long:
+        meter = Meter(deadline=deadline)
+        meter.slice_end = _monotonic() + SLICE
+        try:
+            return meter.run(work)
+        except _SliceSpent:
+            pass
+        if again is not None:
+            again()
+    meter = Meter(deadline=deadline)
     try:
         return await anyio.to_thread.run_sync(meter.run, work, abandon_on_cancel=True)
     finally:

@@ -133,7 +133,20 @@ async def render_metered(
     """:func:`render_template` under the meter (:func:`kavalai.workflow._meter.evaluate`): bounded by the deadline
     around it and the meter's budget, never holding the event loop past a slice. ``again`` undoes what ``fit``
     recorded when the rendering is begun again off the loop."""
-    return await evaluate(lambda: render_template(source, variables, node=node, field=field, fit=fit), again=again)
+    return await evaluate(
+        lambda: render_template(source, variables, node=node, field=field, fit=fit), again=again, long=_loops(source)
+    )
+
+
+@lru_cache(maxsize=512)
+def _loops(source: str) -> bool:
+    """Whether ``source`` has a ``for`` loop (its rendering may be long: it runs off the event loop)."""
+    from jinja2 import TemplateError, nodes
+
+    try:
+        return _environment().parse(source).find(nodes.For) is not None
+    except TemplateError:
+        return False  # rendered on the loop, where the error is raised at once
 
 
 def render_template(
