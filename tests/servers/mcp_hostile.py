@@ -11,6 +11,8 @@ what MODE says:
 - ``many``: like ``ok``, but tools/list offers ``MANY_TOOLS`` (env, default 10,000) tools.
 - ``paging``: like ``ok``, but tools/list pages for ever, 2,000 new tools a page, and counts the pages it served
   in the file named by ``PAGES_FILE``.
+- ``pages-later``: like ``ok``, but a call says the tool list changed, and every listing after that pages for ever
+  as ``paging`` does (counting its pages in ``PAGES_FILE``).
 - ``hang``: never answers ``initialize``; writes its pid to the file named by ``STARTS_FILE`` as it starts.
 - ``stubborn``: like ``ok``, but ignores SIGTERM and keeps running after its stdin closes (only SIGKILL ends it).
 - ``daemon``: like ``ok``, but first double-forks a grandchild into a session of its own (``setsid``), which
@@ -92,6 +94,7 @@ def main() -> None:
         import time
 
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    changed = False
     for line in sys.stdin.buffer:
         message = json.loads(line)
         method, request_id = message.get("method"), message.get("id")
@@ -104,15 +107,22 @@ def main() -> None:
                 {
                     "jsonrpc": "2.0",
                     "id": request_id,
-                    "result": {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info},
+                    "result": {
+                        "protocolVersion": version,
+                        "capabilities": {"tools": {"listChanged": True}},
+                        "serverInfo": info,
+                    },
                 }
             )
-        elif method == "tools/list" and mode == "paging":
+        elif method == "tools/list" and (mode == "paging" or (mode == "pages-later" and changed)):
             send_page(request_id, message.get("params") or {})
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools(mode)}})
         elif method == "tools/call":
             call(mode, request_id)
+            if mode == "pages-later":
+                changed = True
+                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         elif request_id is not None:
             send({"jsonrpc": "2.0", "id": request_id, "result": {}})
     if mode == "stubborn":
