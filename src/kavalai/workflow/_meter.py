@@ -7,6 +7,8 @@ operations here (a loop step, a ``+`` weighted by the items it copies, a join by
 - the deadline of the run (or call, or agent) around the evaluation: past it, :class:`EvaluationDeadlineError`;
 - the evaluation's budget of operations (:data:`MAX_OPERATIONS`): past it, :class:`EvaluationLimitError` (a loop
   that copies what it built, ``{% set ns.x = ns.x + [i] %}``, is quadratic while each of its steps is small);
+- the run's memory budget (``RUN_FACTOR`` x ``max_value_size``, :mod:`kavalai.workflow._ledger`) against what its
+  operations built in all (each counted when built, what was let go too: an over-estimate of what it holds);
 - whether its owner stopped it (the run was cancelled while it ran in a worker thread);
 - its slice of the event loop: :func:`evaluate` runs work that may be long (a template with loops) in a worker
   thread, and other work on the loop for at most :data:`SLICE` seconds, begun again in a worker thread when it
@@ -27,6 +29,8 @@ from typing import Final, TypeVar
 import anyio
 
 from kavalai.kernel import current_deadline
+from kavalai.workflow._ledger import RUN_FACTOR
+from kavalai.workflow._sizes import max_size
 
 __all__ = [
     "CHECK_EVERY",
@@ -72,13 +76,17 @@ class Meter:
     Args:
         deadline: ``time.monotonic()`` time past which the evaluation fails, or ``None``.
         budget: the most operations it may count.
+        memory: the most characters or items its operations may build in all (default: the run's memory budget,
+            ``RUN_FACTOR`` times the size limit in force): what it holds can be no more.
     """
 
-    __slots__ = ("_countdown", "_spent", "budget", "deadline", "slice_end", "stopped")
+    __slots__ = ("_built", "_countdown", "_spent", "budget", "deadline", "memory", "slice_end", "stopped")
 
-    def __init__(self, *, deadline: float | None, budget: int = MAX_OPERATIONS) -> None:
+    def __init__(self, *, deadline: float | None, budget: int = MAX_OPERATIONS, memory: int | None = None) -> None:
         self.deadline = deadline
         self.budget = budget
+        self.memory = RUN_FACTOR * max_size() if memory is None else memory
+        self._built = 0
         self.slice_end: float | None = None
         self.stopped = False
         self._countdown = CHECK_EVERY
@@ -90,8 +98,11 @@ class Meter:
         return self._spent + CHECK_EVERY - self._countdown
 
     def tick(self, weight: int = 1) -> None:
-        """Count ``weight`` operations; every :data:`CHECK_EVERY` of them, check the limits."""
+        """Count ``weight`` operations (past the first, the items or characters an operation built); every
+        :data:`CHECK_EVERY` of them, check the limits."""
         self._countdown -= weight
+        if weight > 1:
+            self._built += weight - 1
         if self._countdown <= 0:
             self._check()
 
@@ -105,6 +116,11 @@ class Meter:
             raise EvaluationDeadlineError("the evaluation ran past the deadline of the run")
         if self._spent > self.budget:
             raise EvaluationLimitError(f"the evaluation would take more than {self.budget:,} operations")
+        if self._built > self.memory:
+            raise EvaluationLimitError(
+                f"the evaluation would build more than {self.memory:,} characters or items in all (the run's memory "
+                "budget); a loop probably copies what it built at every step"
+            )
         if self.slice_end is not None and now >= self.slice_end:
             raise _SliceSpent
 
