@@ -18,7 +18,7 @@ from kavalai.testing import ScriptedLLM
 from kavalai.workflow import RunMemoryError, RunStatus, RunTimeoutError, WorkflowBuilder, WorkflowEngine
 from kavalai.workflow._expressions import compile_expression
 from kavalai.workflow._ledger import TRACE_FACTOR
-from kavalai.workflow._meter import CHECK_EVERY, EvaluationDeadlineError, EvaluationLimitError, Meter
+from kavalai.workflow._meter import CHECK_EVERY, EvaluationDeadlineError, EvaluationLimitError, Meter, evaluate, tick
 from kavalai.workflow._sizes import text_size
 from kavalai.workflow.errors import ExpressionError, NodeError
 
@@ -67,6 +67,25 @@ def test_an_expression_ends_with_the_deadline_around_it() -> None:
     assert expression.evaluate({"items": items}) == sum(items)
     with deadline(0.0), pytest.raises(ExpressionError, match="ran past the deadline"):
         expression.evaluate({"items": items})
+
+
+async def test_a_cancelled_evaluation_has_ended_when_its_caller_returns() -> None:
+    """The worker thread is owned: cancelled, the caller waits until the meter has stopped the work."""
+    state = {"started": False, "ended": False}
+
+    def work() -> None:
+        state["started"] = True
+        try:
+            while True:
+                tick()  # a rendering's operations, for ever
+        finally:
+            state["ended"] = True
+
+    with anyio.move_on_after(0.2) as scope:
+        await evaluate(work, long=True)
+    assert scope.cancelled_caught
+    assert state["started"]
+    assert state["ended"]  # not left running in its thread after the caller went on
 
 
 # --------------------------------------------------------------------------------------------- templates in a run

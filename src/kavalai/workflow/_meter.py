@@ -21,6 +21,7 @@ The evaluation entry points (:func:`kavalai.workflow._templates.render_metered` 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -159,8 +160,8 @@ async def evaluate(work: Callable[[], T], *, again: Callable[[], None] | None = 
     """``work()`` under a new :class:`Meter` with the deadline around it, never holding the event loop for more than
     a :data:`SLICE`: in a worker thread when the caller knows it may be ``long`` (a template with loops), else on the
     loop for at most a slice and, when it needs longer, begun again in a worker thread (``again()`` first undoes
-    what the first attempt recorded). The meter stops the thread's work at its next check if the caller is
-    cancelled. ``work`` must be free of effects other than those ``again`` undoes."""
+    what the first attempt recorded). If the caller is cancelled, the meter stops the thread's work at its next check
+    and the caller waits for that. ``work`` must be free of effects other than those ``again`` undoes."""
     deadline = current_deadline()
     if not long:
         meter = Meter(deadline=deadline)
@@ -171,8 +172,34 @@ async def evaluate(work: Callable[[], T], *, again: Callable[[], None] | None = 
             pass
         if again is not None:
             again()
-    meter = Meter(deadline=deadline)
+    return await _off_loop(Meter(deadline=deadline), work)
+
+
+async def _off_loop(meter: Meter, work: Callable[[], T]) -> T:
+    """``work()`` under ``meter`` in a worker thread that its caller owns: cancelled, the caller stops the meter and
+    waits (shielded) until the thread has ended the work, at its next check, so no evaluation outlives its run (or
+    the kernel's ``close()``). Work not begun by then never begins."""
+    lock, ended = threading.Lock(), threading.Event()
+    begun = False
+
+    def job() -> T:
+        nonlocal begun
+        with lock:
+            if meter.stopped:
+                raise EvaluationDeadlineError("the evaluation was stopped before it began")
+            begun = True
+        try:
+            return meter.run(work)
+        finally:
+            ended.set()
+
     try:
-        return await anyio.to_thread.run_sync(meter.run, work, abandon_on_cancel=True)
-    finally:
-        meter.stopped = True  # cancelled while the thread runs: it ends at its next check
+        return await anyio.to_thread.run_sync(job, abandon_on_cancel=True)
+    except BaseException:
+        with lock:
+            meter.stopped = True
+            waiting = begun
+        if waiting and not ended.is_set():
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(ended.wait)
+        raise
