@@ -119,6 +119,26 @@ def test_a_command_that_reads_runs_never_creates_a_database(folder: Path) -> Non
     assert not (folder / "nosuch.sqlite").exists()
 
 
+def test_a_command_that_reads_runs_never_creates_a_postgres_database(folder: Path) -> None:
+    # On main: `runs list` printed nothing, exited 0 and created the database `nosuchdb` on the server.
+    import sqlalchemy as sa
+    from tests.servers.postgres_server import postgres
+
+    with postgres() as url:
+        missing = url.rsplit("/", 1)[0] + "/nosuchdb"
+        for argv in (["runs", "list", "--db", missing], ["answer", "--db", missing, "r1"]):
+            result = kavalai(*argv, cwd=folder)
+            assert result.returncode == 1, result.stderr
+            assert "there is no journal database 'nosuchdb'" in _one_line(result, argv[0])
+        engine = sa.create_engine("postgresql+psycopg://" + url.split("://", 1)[1])
+        try:
+            with engine.connect() as connection:
+                names = {row[0] for row in connection.execute(sa.text("SELECT datname FROM pg_database"))}
+        finally:
+            engine.dispose()
+    assert "nosuchdb" not in names
+
+
 def test_a_path_given_as_db_is_a_usage_error_naming_the_url_to_write(folder: Path) -> None:
     result = kavalai("runs", "list", "--db", "pay.yaml.runs.sqlite", cwd=folder)
     assert result.returncode == 2

@@ -7,12 +7,13 @@ Exit status of every command:
   quietly;
 - 1: the command failed (the line says why: a server, a file, a database that could not be used, a run that failed);
 - 2: a usage error (a missing or malformed option: ``--db`` that is not a database URL);
-- 1 too for a ``runs`` or ``answer`` command whose SQLite ``--db`` names no file;
+- 1 too for a ``runs`` or ``answer`` command whose ``--db`` names no journal (no SQLite file, no Postgres database);
 - 130: interrupted (Ctrl-C).
 
 Before a command runs, the boundary checks what every command shares: ``--db`` is a database URL, and a command that
 only reads or changes existing runs (``runs``, ``answer``) never creates a journal: a SQLite ``--db`` naming no
-file is an error, not a new empty database. ``KAVALAI_TRACEBACK=1`` prints the traceback too, for a bug report.
+file, or a Postgres ``--db`` whose server has no such database, is an error, not a new empty database.
+``KAVALAI_TRACEBACK=1`` prints the traceback too, for a bug report.
 
 ``tests/cli/test_boundary.py`` finds every command of the parser and runs each into a failure.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +40,7 @@ EXIT_INTERRUPTED: Final = 130
 _EXISTING_JOURNAL: Final = frozenset({"runs", "answer"})
 _DB_SCHEMES: Final = ("sqlite://", "postgresql://", "postgres://", "postgresql+psycopg://")
 _MAX_LINE: Final = 2_000
+_NO_SUCH_DATABASE: Final = re.compile(r'database "[^"]*" does not exist')  # Postgres's invalid_catalog_name
 _DATABASE_MODULES: Final = frozenset({"sqlalchemy", "psycopg", "psycopg2", "sqlite3", "dbos"})
 
 
@@ -58,13 +61,40 @@ def check_options(args: argparse.Namespace) -> None:
     if not isinstance(db, str) or not db.startswith(_DB_SCHEMES):
         hint = f"sqlite:///{db}" if isinstance(db, str) and "://" not in db else "sqlite:///PATH"
         raise UsageError(f"--db {db!r} is not a database URL: write {hint} or postgresql://USER@HOST/DB")
-    if args.command in _EXISTING_JOURNAL and db.startswith("sqlite://"):
+    if args.command not in _EXISTING_JOURNAL:
+        return
+    if db.startswith("sqlite://"):
         path = db.removeprefix("sqlite://").removeprefix("/")
         if path and path != ":memory:" and not Path(path.split("?", 1)[0]).is_file():
             raise UsageError(
                 f"--db {db!r}: there is no journal at {path!r}: give the --db the runs were started with",
                 status=EXIT_FAILED,
             )
+    elif _postgres_database_missing(db):
+        name = db.rsplit("/", 1)[-1].split("?", 1)[0]
+        raise UsageError(
+            f"--db: there is no journal database {name!r} on that server: give the --db the runs were started with",
+            status=EXIT_FAILED,
+        )
+
+
+def _postgres_database_missing(db: str) -> bool:
+    """Whether the Postgres server of ``db`` answers that its database does not exist (invalid_catalog_name). Any other
+    outcome (it exists, the server is unreachable, no driver) is left to the command, which says so itself."""
+    try:
+        import sqlalchemy as sa
+    except ImportError:
+        return False
+    scheme, _, rest = db.partition("://")
+    engine = sa.create_engine(f"postgresql+psycopg://{rest}" if scheme in ("postgresql", "postgres") else db)
+    try:
+        with engine.connect():
+            return False
+    except sa.exc.OperationalError as exc:
+        # at connect time psycopg gives no SQLSTATE: the server's FATAL message is what tells
+        return _NO_SUCH_DATABASE.search(str(exc.orig)) is not None
+    finally:
+        engine.dispose()
 
 
 def guarded(command: str, run: Callable[[], int], *, stderr: TextIO | None = None) -> int:
