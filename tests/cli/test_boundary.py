@@ -139,6 +139,14 @@ def test_a_command_that_reads_runs_never_creates_a_postgres_database(folder: Pat
     assert "nosuchdb" not in names
 
 
+def test_an_unreachable_postgres_journal_is_one_line(folder: Path) -> None:
+    # On main: 48 frames of traceback (and DBOS's own "Could not connect ... Continuing..." line before them).
+    result = kavalai("runs", "show", "r1", "--db", "postgresql://u@127.0.0.1:1/journal", cwd=folder)
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1, result.stderr  # that one line, nothing else
+    assert "the database could not be used" in _one_line(result, "runs")
+
+
 def test_a_path_given_as_db_is_a_usage_error_naming_the_url_to_write(folder: Path) -> None:
     result = kavalai("runs", "list", "--db", "pay.yaml.runs.sqlite", cwd=folder)
     assert result.returncode == 2

@@ -70,31 +70,36 @@ def check_options(args: argparse.Namespace) -> None:
                 f"--db {db!r}: there is no journal at {path!r}: give the --db the runs were started with",
                 status=EXIT_FAILED,
             )
-    elif _postgres_database_missing(db):
-        name = db.rsplit("/", 1)[-1].split("?", 1)[0]
-        raise UsageError(
-            f"--db: there is no journal database {name!r} on that server: give the --db the runs were started with",
-            status=EXIT_FAILED,
-        )
+    else:
+        _check_postgres_journal(db)
 
 
-def _postgres_database_missing(db: str) -> bool:
-    """Whether the Postgres server of ``db`` answers that its database does not exist (invalid_catalog_name). Any other
-    outcome (it exists, the server is unreachable, no driver) is left to the command, which says so itself."""
+def _check_postgres_journal(db: str) -> None:
+    """Refuse a Postgres ``--db`` whose server cannot be reached or has no such database, before the engine's client
+    would create the database (or print its own lines about it)."""
     try:
         import sqlalchemy as sa
     except ImportError:
-        return False
+        return  # the command says which extra is missing
     scheme, _, rest = db.partition("://")
     engine = sa.create_engine(f"postgresql+psycopg://{rest}" if scheme in ("postgresql", "postgres") else db)
     try:
         with engine.connect():
-            return False
+            return
     except sa.exc.OperationalError as exc:
+        reason = " ".join(str(exc.orig).split()) or type(exc.orig).__name__
         # at connect time psycopg gives no SQLSTATE: the server's FATAL message is what tells
-        return _NO_SUCH_DATABASE.search(str(exc.orig)) is not None
+        if _NO_SUCH_DATABASE.search(str(exc.orig)) is None:
+            raise UsageError(
+                f"the database could not be used ({reason}): check --db and that it is running", status=EXIT_FAILED
+            ) from None
     finally:
         engine.dispose()
+    name = rest.rsplit("/", 1)[-1].split("?", 1)[0]
+    raise UsageError(
+        f"--db: there is no journal database {name!r} on that server: give the --db the runs were started with",
+        status=EXIT_FAILED,
+    )
 
 
 def guarded(command: str, run: Callable[[], int], *, stderr: TextIO | None = None) -> int:
