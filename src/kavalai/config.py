@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kavalai.documents import load_json_or_yaml
+from kavalai.documents import load_json_or_yaml, read_document
 from kavalai.errors import ConfigurationError, FunctionKernelException, ToolRegistrationError
 from kavalai.function_kernel import FunctionKernel
 from kavalai.secrets import get_logger, register_secret
@@ -92,10 +92,7 @@ class KernelConfig(BaseModel):
             ConfigurationError: the file cannot be read or does not describe tools.
         """
         file = Path(path)
-        try:
-            text = file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigurationError(f"Cannot read the configuration file {str(file)!r}: {exc}") from exc
+        text = read_document(file, f"the configuration file {str(file)!r}")
         document = load_json_or_yaml(text, source=f"The configuration file {str(file)!r}")
         return cls.from_dict(document, base_dir=file.resolve().parent, source=str(file))
 

@@ -12,13 +12,15 @@ Written here rather than taken from a library because PyYAML, the YAML parser we
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from typing import Any, Final
 
 import yaml
 
 from kavalai.errors import ConfigurationError
 
-__all__ = ["MAX_DOCUMENT_BYTES", "MAX_DOCUMENT_NODES", "load_json_or_yaml", "load_yaml"]
+__all__ = ["MAX_DOCUMENT_BYTES", "MAX_DOCUMENT_NODES", "load_json_or_yaml", "load_yaml", "read_document"]
 
 #: The default size limit of one document: far above any real OpenAPI spec or workflow file.
 MAX_DOCUMENT_BYTES: Final = 32 * 1024 * 1024
@@ -26,6 +28,19 @@ MAX_DOCUMENT_BYTES: Final = 32 * 1024 * 1024
 MAX_DOCUMENT_NODES: Final = 2_000_000
 
 _Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def read_document(path: str | os.PathLike[str], what: str) -> str:
+    """The text of the UTF-8 file at ``path``; :class:`ConfigurationError` starting with ``what`` (``"the
+    configuration file 'x.yaml'"``) when it cannot be read or is not UTF-8 text."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(f"Cannot read {what}: {exc.strerror or exc}.") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(
+            f"Cannot read {what}: it is not UTF-8 text ({exc.reason} at byte {exc.start:,}); save it as UTF-8."
+        ) from None
 
 
 def load_yaml(

@@ -5,10 +5,12 @@ run's) is a short error result for the model, never an exception out of ``Agent.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
 
+import anyio
 import pytest
 
 from kavalai import FunctionKernel, pythontool
@@ -136,3 +138,38 @@ async def test_a_run_cannot_read_another_runs_artifact_unless_shared_on_purpose(
     )
     handle = await _kept_handle(sharing)
     assert not (await _read_with(sharing, handle)).is_error  # share_artifacts=True: any run of the budget reads it
+
+
+async def test_an_artifact_swapped_for_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    # On main: open() of a FIFO waits for a writer for ever (in a worker thread the run cannot cut).
+    store = FileArtifactStore(tmp_path)
+    handle = await store.put("kept")
+    path = tmp_path / f"{handle.removeprefix('artifact://')}.txt"
+    path.unlink()
+    os.mkfifo(path)
+    with anyio.fail_after(20), pytest.raises(KeyError):  # a liveness bound only: refused at once
+        await store.get(handle)
+    manifest = tmp_path / FileArtifactStore.MANIFEST
+    manifest.unlink()
+    os.mkfifo(manifest)  # the manifest another store reads, swapped too
+    with anyio.fail_after(20), pytest.raises(KeyError):
+        await FileArtifactStore(tmp_path).get(handle)
+
+
+@pythontool
+def listing() -> str:
+    """File names as os.listdir gives them when they are not UTF-8: lone surrogates."""
+    return "\n".join(f"report-\udcff\udcfe-{i}.txt" for i in range(100))
+
+
+async def test_a_file_artifact_keeps_any_text_names_that_are_not_utf8_included(tmp_path: Path) -> None:
+    # On main: UnicodeEncodeError out of Agent.run() as the store wrote the result.
+    store = FileArtifactStore(tmp_path)
+    kernel = FunctionKernel(output_budget=OutputBudget(max_chars=100, overflow="artifact", store=store))
+    kernel.register_python_tool("listing", listing)
+    llm = ScriptedLLM([tool_call("python://listing", {}), "done"])
+    result = await Agent(llm, kernel=kernel).run("go")
+    assert result.output == "done"
+    found = re.search(r"artifact://[0-9a-f]+", _results(llm.requests[1])[0].content)
+    assert found is not None
+    assert json.loads(await store.get(found.group())) == {"result": listing()}

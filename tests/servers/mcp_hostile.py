@@ -9,6 +9,11 @@ what MODE says:
 - ``noid``: answers with a broken line that names no request.
 - ``ok``: answers ``{"result": "fine"}`` as text.
 - ``many``: like ``ok``, but tools/list offers ``MANY_TOOLS`` (env, default 10,000) tools.
+- ``paging``: like ``ok``, but tools/list pages for ever, 2,000 new tools a page, and counts the pages it served
+  in the file named by ``PAGES_FILE``.
+- ``pages-later``: like ``ok``, but a call says the tool list changed, and every listing after that pages for ever
+  as ``paging`` does (counting its pages in ``PAGES_FILE``).
+- ``hang``: never answers ``initialize``; writes its pid to the file named by ``STARTS_FILE`` as it starts.
 - ``stubborn``: like ``ok``, but ignores SIGTERM and keeps running after its stdin closes (only SIGKILL ends it).
 - ``daemon``: like ``ok``, but first double-forks a grandchild into a session of its own (``setsid``), which
   sleeps and writes its pid to the file named by ``DAEMON_PID_FILE``.
@@ -30,6 +35,15 @@ def tools(mode: str) -> list[dict[str, object]]:
     count = int(os.environ.get("MANY_TOOLS", "10000")) if mode == "many" else 1
     schema = {"type": "object", "properties": {"x": {"type": "string", "pattern": "^[a-z]*$"}}}
     return [{"name": f"t{i}", "description": f"tool {i}", "inputSchema": schema} for i in range(count)]
+
+
+def send_page(request_id: object, params: dict[str, object]) -> None:
+    page = int(str(params.get("cursor") or "0"))
+    with open(os.environ["PAGES_FILE"], "a") as log:
+        log.write(f"{page}\n")
+    schema = {"type": "object", "properties": {"x": {"type": "string"}}}
+    listed = [{"name": f"p{page}_{i}", "description": f"tool {i}", "inputSchema": schema} for i in range(2000)]
+    send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": listed, "nextCursor": str(page + 1)}})
 
 
 def call(mode: str, request_id: object) -> None:
@@ -70,6 +84,9 @@ def detach_a_grandchild(*, scrub_env: bool = False) -> None:
 
 def main() -> None:
     mode = sys.argv[1]
+    if mode == "hang":
+        with open(os.environ["STARTS_FILE"], "a") as starts:
+            starts.write(f"{os.getpid()}\n")
     if mode in ("daemon", "daemon-scrubbed"):
         detach_a_grandchild(scrub_env=mode == "daemon-scrubbed")
     if mode == "stubborn":
@@ -77,9 +94,12 @@ def main() -> None:
         import time
 
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    changed = False
     for line in sys.stdin.buffer:
         message = json.loads(line)
         method, request_id = message.get("method"), message.get("id")
+        if method == "initialize" and mode == "hang":
+            continue
         if method == "initialize":
             version = message["params"]["protocolVersion"]
             info = {"name": "hostile", "version": "1"}
@@ -87,13 +107,22 @@ def main() -> None:
                 {
                     "jsonrpc": "2.0",
                     "id": request_id,
-                    "result": {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info},
+                    "result": {
+                        "protocolVersion": version,
+                        "capabilities": {"tools": {"listChanged": True}},
+                        "serverInfo": info,
+                    },
                 }
             )
+        elif method == "tools/list" and (mode == "paging" or (mode == "pages-later" and changed)):
+            send_page(request_id, message.get("params") or {})
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools(mode)}})
         elif method == "tools/call":
             call(mode, request_id)
+            if mode == "pages-later":
+                changed = True
+                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         elif request_id is not None:
             send({"jsonrpc": "2.0", "id": request_id, "result": {}})
     if mode == "stubborn":

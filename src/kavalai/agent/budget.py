@@ -17,10 +17,12 @@ message quotes at most :data:`HANDLE_ECHO_CHARS` characters of it.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import re
 import secrets
+import stat
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -53,6 +55,9 @@ MAX_HANDLE_CHARS: Final = 128
 HANDLE_ECHO_CHARS: Final = 64
 _HANDLE_PREFIX: Final = "artifact://"
 _OUR_HANDLE: Final = re.compile(r"artifact://([0-9a-f]{32})")  # what both stores issue: 128 random bits
+# Any Python text survives a file and back: a lone surrogate (a file name that is not UTF-8, as os.listdir gives it)
+# is written as its 3 bytes and read back as itself.
+_ANY_TEXT: Final = "surrogatepass"
 
 
 class _Scope:
@@ -173,7 +178,7 @@ class FileArtifactStore:
     def _write(self, name: str, text: str) -> None:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         descriptor = os.open(self.directory / f"{name}.txt", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        with os.fdopen(descriptor, "w", encoding="utf-8", errors=_ANY_TEXT) as file:
             file.write(text)
         manifest = os.open(self.directory / self.MANIFEST, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         with os.fdopen(manifest, "a", encoding="ascii") as file:
@@ -182,17 +187,31 @@ class FileArtifactStore:
     def _read(self, name: str) -> str:
         if name not in self._written and name not in self._manifest():
             raise FileNotFoundError(name)
-        descriptor = os.open(self.directory / f"{name}.txt", os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(descriptor, encoding="utf-8") as file:
+        with os.fdopen(_open_regular(self.directory / f"{name}.txt"), encoding="utf-8", errors=_ANY_TEXT) as file:
             return file.read()
 
     def _manifest(self) -> set[str]:
         """The names the directory's manifest lists (another store on this directory wrote them)."""
         try:
-            text = (self.directory / self.MANIFEST).read_text(encoding="ascii", errors="replace")
+            with os.fdopen(_open_regular(self.directory / self.MANIFEST), encoding="ascii", errors="replace") as file:
+                text = file.read()
         except FileNotFoundError:
             return set()
         return {line for line in text.splitlines() if _OUR_HANDLE.fullmatch(f"{_HANDLE_PREFIX}{line}")}
+
+
+def _open_regular(path: Path) -> int:
+    """A descriptor of the regular file at ``path``, for reading; ``OSError`` for anything else (a link, a FIFO
+    swapped in, which a plain open would wait on for ever, a device, a directory), checked on what was opened."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(descriptor, True)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
 
 
 @dataclass(frozen=True)

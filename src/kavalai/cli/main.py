@@ -50,13 +50,27 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``kavalai`` command and return its exit status."""
-    with redacting_stderr():  # the secret gate: every line written to stderr passes it
+    """Run the ``kavalai`` command and return its exit status; every failure ends inside the error boundary
+    (:mod:`kavalai.cli._boundary`) with one line on stderr, and every line written to stderr passes the secret
+    gate."""
+    with redacting_stderr():
         return _command(argv)
 
 
 def _command(argv: Sequence[str] | None) -> int:
+    from kavalai.cli._boundary import check_options, guarded
+
     args = build_parser().parse_args(argv)
+
+    def run() -> int:
+        check_options(args)
+        return _dispatch(args)
+
+    return guarded(args.command, run)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the parsed command (inside the boundary)."""
     if args.command == "demo":
         from kavalai.cli._demo import run_demo
 

@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import dataclasses
 import gc
+import traceback
 from contextlib import nullcontext
 from datetime import timedelta
 from typing import Any, Final
@@ -51,6 +52,7 @@ from kavalai.durable._runner import (
 )
 from kavalai.durable._steps import run_tool_step
 from kavalai.durable._store import ResultStore
+from kavalai.errors import ServerConnectionError
 from kavalai.secrets import get_logger
 
 __all__ = ["TemporalRunner"]
@@ -133,7 +135,10 @@ class TemporalRunner(DurableRunner):
     async def connect(self) -> Client:
         """The Temporal client (connected on first use)."""
         if self._client is None:
-            self._client = await Client.connect(self.address, namespace=self.namespace)
+            try:
+                self._client = await Client.connect(self.address, namespace=self.namespace)
+            except Exception as exc:
+                raise _unreachable(self.address, exc) from None
         return self._client
 
     # ----------------------------------------------------------------------------------------------- running
@@ -514,3 +519,18 @@ async def _redo(target: DurableTarget, name: str, request: dict[str, Any], run: 
     if execute_step is None:
         raise LookupError(f"{name!r} cannot redo a step of kind {request.get('kind')!r}.")
     return await execute_step(request)
+
+
+def _unreachable(address: str, exc: Exception) -> ServerConnectionError:
+    """The error of a failed connect, with what the failure held let go now: the frames of a failed
+    ``Client.connect`` hold objects of Temporal's Rust bridge, and collected only as the interpreter finalizes they
+    call into it from their threads (``Fatal Python error: PyGILState_Release``, or a segfault, in 1 run in 3)."""
+    reason = str(exc).split("\n")[0]
+    traceback.clear_frames(exc.__traceback__)
+    exc.__traceback__ = None
+    del exc
+    gc.collect()
+    return ServerConnectionError(
+        f"cannot reach the Temporal server at {address} ({reason}): start it, or give its --address",
+        server=f"temporal {address}",
+    )

@@ -7,7 +7,7 @@ import contextlib
 import json
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Final
 
 import anyio
 import mcp_types as types
@@ -139,28 +139,47 @@ def _naming_refused() -> Iterator[None]:
         raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
 
 
+_RETRY_FLOOR: Final = 1.0  # seconds before a quick failure is tried again
+
+
 class _LazyConnect:
-    """Connects the kernel's servers at the first request that needs them; one connect at a time, and again at a
-    later request while a server is still unreachable (it may have come up since)."""
+    """Connects the kernel's servers at the first request that needs them, single-flight: the requests that arrive
+    while an attempt runs wait for it and share its outcome, its failure too; a failed attempt is tried again at a
+    later request, but no sooner than the failed attempt lasted (a server hanging in ``initialize`` is tried at most
+    once per ``connect_timeout``; a quick failure after :data:`_RETRY_FLOOR` seconds), not once per waiter."""
 
     def __init__(self, kernel: Kernel) -> None:
         self._kernel = kernel
-        self._lock = anyio.Lock()
+        self._attempt: anyio.Event | None = None  # set when the attempt running now ends
+        self._retry_at = 0.0  # after a failure: when a request may try again
         self._done = False
+        self.attempts = 0
 
     async def __call__(self) -> None:
-        if not self._done:
-            async with self._lock:
-                await self._connect_once()
+        if self._done:
+            return
+        if self._attempt is not None:
+            await self._attempt.wait()  # the attempt running now: its outcome is this request's too
+            return
+        if anyio.current_time() < self._retry_at:
+            return  # failed a moment ago: the request goes on without the tools, as the waiters did
+        self._attempt = attempt = anyio.Event()
+        try:
+            await self._connect_once()
+        finally:
+            self._attempt = None
+            attempt.set()
 
     async def _connect_once(self) -> None:
-        if not self._done:  # another request may have connected while this one waited for the lock
-            try:
-                await self._kernel.connect()
-            except ServerConnectionError as exc:
-                logger.warning("kavalai serve: a server of the kernel could not be connected: %s", exc)
-                return
-            self._done = True
+        self.attempts += 1
+        started = anyio.current_time()
+        try:
+            await self._kernel.connect()
+        except ServerConnectionError as exc:
+            logger.warning("kavalai serve: a server of the kernel could not be connected: %s", exc)
+            self._retry_at = started + max(anyio.current_time() - started, _RETRY_FLOOR) * 2
+            return
+        self._done = True
 
 
 async def call_kernel_tool(

@@ -56,6 +56,10 @@ class PromptFit:
         self._pending.append((placeholder, text, limit, what))
         return placeholder
 
+    def restart(self) -> None:
+        """Forget the values recorded so far: the rendering is begun again (off the event loop)."""
+        self._pending.clear()
+
     async def settle(self, rendered: str) -> str:
         """``rendered`` with every value kept as an artifact stored, and its placeholder replaced by its start
         and notice."""

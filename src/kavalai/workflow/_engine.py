@@ -19,7 +19,7 @@ import anyio
 
 from kavalai.adapters.mcp import ElicitationHandler, McpElicitation, answering
 from kavalai.workflow._executor import Emit, Execution
-from kavalai.workflow._factory import ClientFactory, RunClients, ScopedRun
+from kavalai.workflow._factory import ClientFactory, RunClients, ScopedRun, checked_factory
 from kavalai.workflow._graph import Workflow, check_tools, checked_timeout, checked_visits
 from kavalai.workflow._load import load_workflow
 from kavalai.workflow._nodes import AgentNode, LlmNode
@@ -106,7 +106,7 @@ class WorkflowEngine:
         self.kernel = kernel
         self._llm = llm
         #: Makes the clients of each run's model ids (Kaval.AI 1.0's ``client_factory``), or ``None``.
-        self.client_factory = client_factory
+        self.client_factory = checked_factory(client_factory)
         self._llms: dict[str, LLMClient] = dict(llms or {})
         self._factories: dict[str, Callable[[], LLMClient]] = dict(models or {})
         self._made: dict[str, LLMClient] = {}

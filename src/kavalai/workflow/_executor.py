@@ -25,6 +25,7 @@ from kavalai.errors import FunctionKernelException
 from kavalai.kernel import deadline
 from kavalai.tracing import annotate, span, tracing_configured
 from kavalai.workflow._graph import Workflow
+from kavalai.workflow._ledger import RunLedger
 from kavalai.workflow._nodes import EndNode, FunctionNode, IfNode, NodeBase, ParallelNode, SwitchNode
 from kavalai.workflow._result import (
     NodeFailed,
@@ -100,6 +101,7 @@ class Execution:
         self._per_node: dict[str, int] = {}
         self._main: NodeTrace | None = None  # the record of the main-path node running now
         self._traced = False
+        self._ledger = RunLedger(workflow.max_value_size)
 
     async def run(self) -> RunResult:
         """Run the workflow; emit every event, :class:`RunFinished` last; return the result (never raise it)."""
@@ -130,6 +132,11 @@ class Execution:
             result.status = RunStatus.TIMED_OUT if isinstance(exc, RunTimeoutError) else RunStatus.FAILED
             result.output = None
             result.error = exc
+        except (anyio.get_cancelled_exc_class(), KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise
+        except BaseException as exc:  # MemoryError, pydantic-core's PanicException: a failed run, never raised
+            result.status, result.output = RunStatus.FAILED, None
+            result.error = WorkflowError(f"The run of workflow {self.workflow.name!r} failed: {type(exc).__name__}")
         result.duration = _now() - clock
         if self._streamed:
             self._emit(RunFinished(run_id=self.run_id, result=result))
@@ -187,6 +194,7 @@ class Execution:
                     except Exception as exc:
                         raise _node_error(node, exc) from exc
                     context = self.values[node.id] = to_context(output)
+                    self._ledger.hold(node.id, context)
                     record.output = output_json(output, context)
                 else:
                     output, current = await self._visit(node, env, record)
@@ -199,6 +207,7 @@ class Execution:
                 self._emit(NodeFailed(self.run_id, record, exc))
                 raise
             record.next, record.duration = current, _now() - clock
+            self._ledger.record(record)
             self.trace.append(record)
             if self._streamed:
                 self._emit(NodeFinished(self.run_id, record))
@@ -240,6 +249,7 @@ class Execution:
         if error is not None:
             record.status = "failed"
             record.error = error
+        self._ledger.record(record)
         self.trace.append(record)
 
     async def _walk_within(self, seconds: float, env: NodeEnv) -> Any:
@@ -250,7 +260,8 @@ class Execution:
             with scope:
                 return await self._walk(self.workflow.start, env, branch=None)
         except Exception as exc:
-            if scope.expired:
+            # cut by the deadline, or stopped by it in a thread the cut could not reach (a metered evaluation)
+            if scope.expired or (scope.deadline is not None and _now() >= scope.deadline):
                 raise self._run_timed_out() from exc
             raise
 
@@ -294,7 +305,8 @@ class Execution:
                 timeout=timeout or 0.0,
             )
         if not isinstance(node, EndNode):
-            self.values[node.id] = to_context(outcome[0])
+            self.values[node.id] = context = to_context(outcome[0])
+            self._ledger.hold(node.id, context)
         return outcome
 
     def _start(self, node: NodeBase, env: NodeEnv, record: NodeTrace) -> Awaitable[Outcome]:

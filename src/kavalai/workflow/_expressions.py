@@ -12,7 +12,9 @@ allowed:
 - calls of a fixed set of functions (:data:`FUNCTIONS`), plus ``get("path.to.value", default)``, which reads a
   path and falls back to ``default`` when any part of it is missing (useful for loop counters).
 
-Results are bounded before they are built (:mod:`kavalai.workflow._sizes`): exponents above 64, repetitions longer
+Every evaluation runs under a meter (:mod:`kavalai.workflow._meter`): its operations are counted by the items they
+copy, and the deadline of the run around it is checked every few thousand. Results are bounded before they are built
+(:mod:`kavalai.workflow._sizes`): exponents above 64, repetitions longer
 than 100,000 items, texts and lists over the size limit (``+``, ``str()``, ``sum()`` of lists), integers over 100,000
 bits, ``round()`` to more than 1,000 digits, and ``%`` formatting of text (whose field widths are unbounded) are
 refused.
@@ -28,6 +30,8 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
+from kavalai.kernel import current_deadline
+from kavalai.workflow._meter import EvaluationDeadlineError, EvaluationLimitError, Meter, weight
 from kavalai.workflow._sizes import SizeError, bounded_str, bounded_sum, check_binop
 from kavalai.workflow.errors import ExpressionError
 
@@ -145,8 +149,8 @@ class Expression:
                 if value is not _NOTHING:
                     return value
         try:
-            return _Evaluator(context).eval(self._tree.body)
-        except (_Missing, _Refused, SizeError) as exc:
+            return _Evaluator(context, Meter(deadline=current_deadline())).eval(self._tree.body)
+        except (_Missing, _Refused, SizeError, EvaluationDeadlineError, EvaluationLimitError) as exc:
             raise ExpressionError(
                 f"{_where(node, field)}expression {self.source!r}: {exc.args[0]}",
                 expression=self.source,
@@ -280,10 +284,13 @@ def _get_names(node: ast.AST, source: str) -> set[str]:
 
 
 class _Evaluator:
-    __slots__ = ("_context",)
+    """Walks the tree, counting each operation on the evaluation's meter (by the items it copies)."""
 
-    def __init__(self, context: Mapping[str, Any]) -> None:
+    __slots__ = ("_context", "_meter")
+
+    def __init__(self, context: Mapping[str, Any], meter: Meter) -> None:
         self._context = context
+        self._meter = meter
 
     def eval(self, node: ast.expr) -> Any:
         method = getattr(self, f"_{type(node).__name__}")
@@ -338,6 +345,7 @@ class _Evaluator:
     def _BinOp(self, node: ast.BinOp) -> Any:
         left, right = self.eval(node.left), self.eval(node.right)
         _check_bounds(node.op, left, right)
+        self._meter.tick(weight(left, right))
         return _BINARY[type(node.op)](left, right)
 
     def _Compare(self, node: ast.Compare) -> Any:
@@ -356,7 +364,9 @@ class _Evaluator:
         assert isinstance(node.func, ast.Name)
         if node.func.id == _GET:
             return self._get(node)
-        return FUNCTIONS[node.func.id](*(self.eval(arg) for arg in node.args))
+        arguments = [self.eval(arg) for arg in node.args]
+        self._meter.tick(weight(*arguments))
+        return FUNCTIONS[node.func.id](*arguments)
 
     def _get(self, node: ast.Call) -> Any:
         assert isinstance(node.args[0], ast.Constant)

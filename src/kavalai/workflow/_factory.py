@@ -9,21 +9,63 @@ outlives the run.
 
 from __future__ import annotations
 
+import inspect
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kavalai.workflow.errors import NodeError
+from kavalai.workflow.errors import NodeError, WorkflowDefinitionError
 
 if TYPE_CHECKING:
     from kavalai.llm.base import LLMClient
     from kavalai.workflow._result import RunResult
 
-__all__ = ["ClientFactory", "RunClients", "ScopedRun"]
+__all__ = ["ClientFactory", "RunClients", "ScopedRun", "checked_factory"]
+
+logger = logging.getLogger("kavalai.workflow")
 
 #: ``client_factory(model, parameters, stats) -> LLMClient``. ``model`` is the model id a node needs
 #: (``"openai/gpt-4.1-mini"``); ``parameters`` and ``stats`` are ``None`` (the nodes apply their ``llm_kwargs``
 #: to each call themselves, and token usage is in the run's trace). Kaval.AI's ``lambda *a, **k: Fake()`` fits.
 ClientFactory = Callable[[str, Any, Any], "LLMClient"]
+
+
+def checked_factory(factory: Any) -> ClientFactory | None:
+    """``factory`` when it is ``None`` or a plain callable; else :class:`WorkflowDefinitionError`, when the engine
+    is built (an ``async def`` factory would hand each run a coroutine, not a client)."""
+    if factory is None:
+        return None
+    if not callable(factory):
+        raise WorkflowDefinitionError(
+            f"client_factory must be a callable (model, parameters, stats) -> LLM client, not a "
+            f"{type(factory).__name__}.",
+            field="client_factory",
+        )
+    call = type(factory).__dict__.get("__call__")  # an object whose __call__ is an async def
+    if inspect.iscoroutinefunction(factory) or (call is not None and inspect.iscoroutinefunction(call)):
+        raise WorkflowDefinitionError(
+            "client_factory must return the client itself, not a coroutine: make it a plain function (def, not "
+            "async def).",
+            field="client_factory",
+        )
+    made: ClientFactory = factory
+    return made
+
+
+def _checked_client(client: Any, model: str, node: str) -> LLMClient:
+    """What the factory returned for ``model``, when it is a client; else :class:`NodeError` (a coroutine made is
+    closed, so it is not left un-awaited)."""
+    if callable(getattr(client, "complete", None)) and callable(getattr(client, "aclose", None)):
+        checked: LLMClient = client
+        return checked
+    if inspect.iscoroutine(client):
+        client.close()
+    raise NodeError(
+        f"Node {node!r}: field 'model': client_factory returned a {type(client).__name__} for {model!r}, not an LLM "
+        "client (an object with complete() and aclose()).",
+        node=node,
+        field="model",
+    )
 
 
 class _Run(Protocol):
@@ -61,6 +103,7 @@ class RunClients:
                     node=node,
                     field="model",
                 ) from exc
+            client = _checked_client(client, chosen, node)
             self._made[chosen] = client
         return client
 
@@ -68,7 +111,12 @@ class RunClients:
         """Close every client the factory made for the run (each once, even if the factory returned it twice)."""
         made, self._made = list({id(c): c for c in self._made.values()}.values()), {}
         for client in made:
-            await client.aclose()
+            try:
+                await client.aclose()
+            except Exception as exc:  # logged: a client that fails to close never replaces the run's result
+                logger.warning(
+                    "closing the LLM client %r after the run failed: %s: %s", client, type(exc).__name__, exc
+                )
 
 
 class ScopedRun:

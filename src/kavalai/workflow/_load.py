@@ -78,14 +78,12 @@ def _load(document: Any, base_dir: Path, source: str, options: LoadOptions) -> L
 
 
 def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise WorkflowDefinitionError(f"Cannot read workflow file {str(path)!r}: {exc.strerror}.") from None
-    except UnicodeDecodeError as exc:
-        raise WorkflowDefinitionError(
-            f"Workflow file {str(path)!r} is not UTF-8 text (byte {exc.start}: {exc.reason})."
-        ) from None
+    from kavalai.documents import read_document
+
+    try:  # an unreadable file, or one that is not UTF-8 text, named as the workflow file it was meant to be
+        return read_document(path, f"workflow file {str(path)!r}")
+    except ConfigurationError as exc:
+        raise WorkflowDefinitionError(str(exc)) from None
 
 
 def _parsed(text: str, source: str) -> Any:

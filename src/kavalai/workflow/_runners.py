@@ -38,7 +38,7 @@ from kavalai.workflow._nodes import (
     SwitchNode,
 )
 from kavalai.workflow._result import PLAIN, NodeTrace, ToolCallTrace, jsonable
-from kavalai.workflow._templates import render_template
+from kavalai.workflow._templates import render_metered
 from kavalai.workflow._types import DataType, describe_errors
 from kavalai.workflow.errors import NodeError, NodeTimeoutError, NodeValidationError
 
@@ -332,7 +332,8 @@ def _prompt_fit(env: NodeEnv, *, readable: bool) -> PromptFit | None:
 
 async def _render(source: str, variables: Mapping[str, Any], node: str, field: str, fit: PromptFit | None) -> str:
     """A model node's template, each printed value fitted to the output budget when there is one."""
-    text = render_template(source, variables, node=node, field=field, fit=fit)
+    again = None if fit is None else fit.restart
+    text = await render_metered(source, variables, node=node, field=field, fit=fit, again=again)
     return text if fit is None else await fit.settle(text)
 
 

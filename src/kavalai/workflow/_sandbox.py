@@ -14,7 +14,9 @@ Jinja's sandbox keeps templates away from Python's internals; it does not bound 
   ``s.join``, ``s.translate``, ``s.format``, ``s.format_map``, ``n.to_bytes``) are checked in
   :meth:`BoundedEnvironment.call`; the sandbox's immutable variant refuses ``append``, ``extend`` and the other
   methods that grow a list, dict or set in place (a loop doubling a list);
-- ``lipsum(n)`` is checked, and ``range()`` is the sandbox's (at most 100,000 items).
+- ``lipsum(n)`` is checked, and ``range()`` is the sandbox's (at most 100,000 items);
+- the binary operators, joins and method calls are counted on the rendering's meter (:mod:`kavalai.workflow._meter`)
+  by the items they copy, so the work of a template is bounded in time as its values are in size.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from jinja2.filters import make_attrgetter
 from jinja2.runtime import markup_join, str_join
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from kavalai.workflow._meter import tick, weight
 from kavalai.workflow._sizes import (
     bounded_sum,
     check_binop,
@@ -262,6 +265,7 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
         def checked(items: Iterable[Any]) -> str:
             values = list(items)
             check_size(joined_size(values, ""), "the joined text")
+            tick(weight(*values))
             return join(values)
 
         return checked
@@ -271,11 +275,13 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
         """The join of a block's, a macro's or a ``{% set %}`` block's output, checked first."""
         values = list(items)
         check_size(joined_size(values, ""), "the text of the block")
+        tick(weight(*values))
         return "".join(values)
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         """``left <operator> right``, refused first when its result would be over the limit."""
         check_binop(operator, left, right)
+        tick(weight(left, right))
         return super().call_binop(context, operator, left, right)
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
@@ -285,6 +291,7 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
         values = list(args)
         if owner is not None:
             _method_check(owner, name, values, kwargs)
+            tick(weight(owner, *values))
         return super().call(__context, __obj, *values, **kwargs)
 
 

@@ -5,7 +5,9 @@ by default), in what each operation builds (the same limit, checked before it is
 :mod:`kavalai.workflow._sandbox`) and in the steps its loops take, all loops together (:data:`MAX_LOOP_STEPS`):
 nested loops over the run's data that print nothing would otherwise spin the event loop for as long as their product.
 Jinja has no hook per loop step, so the environment counts them in the template's compiled code: its documented
-``_compile`` hook wraps the iterable of every ``for`` in a counter.
+``_compile`` hook wraps the iterable of every ``for`` in a counter. Each step is also counted on the rendering's
+meter (:mod:`kavalai.workflow._meter`), with the sandbox's operations, so :func:`render_metered` ends with the
+deadline around it and never holds the event loop past a slice.
 
 Each value a template prints (``{{ ... }}``) passes through the environment's ``finalize``; a rendering may give a
 ``fit`` callable there (the output budget of a model node, :mod:`kavalai.workflow._budget`).
@@ -21,10 +23,11 @@ from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any, Final
 
+from kavalai.workflow._meter import EvaluationDeadlineError, current_meter, evaluate
 from kavalai.workflow._sizes import DEFAULT_MAX_SIZE, check_size, max_size, text_size
 from kavalai.workflow.errors import NodeError, WorkflowDefinitionError
 
-__all__ = ["check_template", "render_template"]
+__all__ = ["check_template", "render_metered", "render_template"]
 
 
 #: The most characters one rendering may produce by default (a workflow's ``max_value_size`` changes it), and the
@@ -37,16 +40,21 @@ _COUNTER: Final = "kavalai_loop_steps"  # the environment attribute the compiled
 
 
 def _counted(iterable: Iterable[Any]) -> Iterator[Any]:
-    """``iterable``'s items, each one spent from the rendering's loop budget."""
-    budget = _budget.get()
+    """``iterable``'s items, each one spent from the rendering's loop budget and counted on its meter."""
+    budget, meter = _budget.get(), current_meter()
     if budget is None:
-        yield from iterable
-        return
+        budget = [MAX_LOOP_STEPS]
+    tick = meter.tick if meter is not None else _no_meter
     for item in iterable:
         budget[0] -= 1
         if budget[0] < 0:
             raise OverflowError(f"the template's loops would take more than {MAX_LOOP_STEPS:,} steps")
+        tick()
         yield item
+
+
+def _no_meter(weight: int = 1) -> None:
+    """The tick of a rendering outside a meter (a direct :func:`render_template` call: its loop budget only)."""
 
 
 class _LoopCounter(ast.NodeTransformer):
@@ -113,6 +121,34 @@ def check_template(source: str, names: Collection[str], *, node: str, field: str
         )
 
 
+async def render_metered(
+    source: str,
+    variables: Mapping[str, Any],
+    *,
+    node: str,
+    field: str,
+    fit: Callable[[Any], Any] | None = None,
+    again: Callable[[], None] | None = None,
+) -> str:
+    """:func:`render_template` under the meter (:func:`kavalai.workflow._meter.evaluate`): bounded by the deadline
+    around it and the meter's budget, never holding the event loop past a slice. ``again`` undoes what ``fit``
+    recorded when the rendering is begun again off the loop."""
+    return await evaluate(
+        lambda: render_template(source, variables, node=node, field=field, fit=fit), again=again, long=_loops(source)
+    )
+
+
+@lru_cache(maxsize=512)
+def _loops(source: str) -> bool:
+    """Whether ``source`` has a ``for`` loop (its rendering may be long: it runs off the event loop)."""
+    from jinja2 import TemplateError, nodes
+
+    try:
+        return _environment().parse(source).find(nodes.For) is not None
+    except TemplateError:
+        return False  # rendered on the loop, where the error is raised at once
+
+
 def render_template(
     source: str,
     variables: Mapping[str, Any],
@@ -141,6 +177,9 @@ def render_template(
         return "".join(chunks)
     except NodeError:
         raise
+    except EvaluationDeadlineError as exc:
+        stopped = f"Node {node!r}: field {field!r}: the template was stopped: {exc}"
+        raise NodeError(stopped, node=node, field=field) from exc
     except (TemplateError, OverflowError, ArithmeticError, TypeError, ValueError, LookupError, RecursionError) as exc:
         # Not only Jinja's own errors: `{{ 1 - 'x' }}` raises TypeError, a macro calling itself RecursionError.
         what = "" if isinstance(exc, TemplateError | OverflowError) else f"{type(exc).__name__}: "

@@ -8,6 +8,7 @@
         │   ├── NodeValidationError     a value that crossed a node boundary does not fit its declared type
         │   └── NodeTimeoutError        a node ran longer than its timeout; .timeout
         ├── VisitLimitError             the run visited more nodes than ``max_visits`` (a runaway loop)
+        ├── RunMemoryError              the values a run holds would be over its memory budget; .limit
         └── RunTimeoutError             the whole run took longer than its timeout; .timeout
 
 Every message names the node, the field where one applies, and the reason.
@@ -25,6 +26,7 @@ __all__ = [
     "NodeError",
     "NodeTimeoutError",
     "NodeValidationError",
+    "RunMemoryError",
     "RunTimeoutError",
     "VisitLimitError",
     "WorkflowDefinitionError",
@@ -116,6 +118,19 @@ class VisitLimitError(WorkflowError):
 
     Attributes:
         limit: the limit that was reached.
+    """
+
+    def __init__(self, message: str, *, node: str | None, limit: int) -> None:
+        super().__init__(message, node=node)
+        self.limit = limit
+
+
+class RunMemoryError(WorkflowError):
+    """The values a run holds (the latest output of each node and the run's trace) would be over its memory
+    budget: 64 times the workflow's ``max_value_size``, in characters or items.
+
+    Attributes:
+        limit: the budget that was reached.
     """
 
     def __init__(self, message: str, *, node: str | None, limit: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import textwrap
@@ -163,3 +164,52 @@ async def test_a_grandchild_that_double_forks_into_its_own_session_is_ended_on_c
     with anyio.fail_after(10):
         while alive():  # noqa: ASYNC110 - /proc, no event to wait on
             await anyio.sleep(0.05)
+
+
+async def test_a_listing_that_pages_for_ever_is_refused_by_its_totals(tmp_path: Path) -> None:
+    # On main the client asked for 1,000 pages (2 million tools, gigabytes) before connect_timeout stopped it.
+    pages = tmp_path / "pages"
+    server = hostile("paging", env={"PAGES_FILE": str(pages)}, connect_timeout=120)
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(server)
+    try:
+        with pytest.raises(ServerConnectionError, match=r"listed more than 50,000 items in its tools/list pages"):
+            await kernel.connect_mcp_servers()
+    finally:
+        await kernel.close()
+    served = pages.read_text().split()
+    assert len(served) == 26  # 25 pages of 2,000 reach the limit, the 26th passes it: no page more is asked for
+
+
+class _Refused(logging.Handler):
+    """Sets ``event`` when the connection logs that refreshing the tool list failed."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.event = anyio.Event()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+        if "refreshing the tool list failed" in self.messages[-1]:
+            self.event.set()
+
+
+async def test_a_refresh_that_pages_for_ever_is_refused_and_the_listed_tools_kept(tmp_path: Path) -> None:
+    pages = tmp_path / "pages"
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(hostile("pages-later", env={"PAGES_FILE": str(pages)}, connect_timeout=120))
+    refused = _Refused()
+    logger = logging.getLogger("kavalai.mcp")
+    logger.addHandler(refused)
+    try:
+        await kernel.connect_mcp_servers()
+        await kernel.call_tool("mcp://bad.t0", {"x": "a"})  # the server then says its list changed
+        with anyio.fail_after(60):  # liveness only: the refresh runs in the background
+            await refused.event.wait()
+        assert len(pages.read_text().split()) == 26  # no page past the totals
+        assert "listed more than 50,000 items" in refused.messages[-1]
+        assert kernel.list_tools() == ["mcp://bad.t0"]  # the tools listed before, kept
+    finally:
+        logger.removeHandler(refused)
+        await kernel.close()

@@ -51,6 +51,7 @@ from kavalai.adapters.mcp._convert import (
 from kavalai.adapters.mcp._errors import answer_unreadable, call_error, describe_failure, request_error, scrub
 from kavalai.adapters.mcp._generation import Ending, Generation, Phase
 from kavalai.adapters.mcp._idempotency import call_meta
+from kavalai.adapters.mcp._listing import ListingTotals
 from kavalai.adapters.mcp._loops import elsewhere, run_on
 from kavalai.adapters.mcp._relay import RelaySlot
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
@@ -444,8 +445,10 @@ class McpConnection:
         tools: list[mcp_types.Tool] = []
         cursor: str | None = None
         ttl_ms = 0
+        totals = ListingTotals(self.name, "tools/list")
         for _ in range(_MAX_PAGES):
             page = await gen.client.list_tools(cursor=cursor, cache_mode=cache_mode)
+            totals.add(page.tools)
             tools.extend(page.tools)
             ttl_ms = page.ttl_ms if cursor is None else min(ttl_ms, page.ttl_ms)
             cursor = page.next_cursor

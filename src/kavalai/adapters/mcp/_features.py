@@ -30,6 +30,7 @@ from kavalai.adapters.mcp._content import (
     McpResourceLink,
     McpTextContent,
 )
+from kavalai.adapters.mcp._listing import ListingTotals
 
 __all__ = [
     "complete",
@@ -153,8 +154,10 @@ async def _all_pages(
 ) -> list[Any]:
     items: list[Any] = []
     cursor: str | None = None
+    totals = ListingTotals(None, what)
     for _ in range(_MAX_PAGES):
         page = await send(functools.partial(_page, request, cursor), what)
+        totals.add(getattr(page, field))
         items.extend(getattr(page, field))
         cursor = page.next_cursor
         if not cursor:

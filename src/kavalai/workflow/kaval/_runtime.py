@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_jsonable_python
 
+from kavalai.kernel import current_deadline
 from kavalai.workflow._expressions import _Evaluator, _Missing, compile_expression, read_key
+from kavalai.workflow._meter import Meter
 from kavalai.workflow.errors import ExpressionError, NodeError
 
 if TYPE_CHECKING:
@@ -240,7 +242,7 @@ def evaluate(source: str, context: Mapping[str, Any], *, node: str, field: str) 
     """Evaluate an upstream expression or path (names are context variables) with upstream's reading of
     missing values; anything the whitelist refuses, or a failing operation, fails the node."""
     try:
-        return _Lenient(context).eval(_tree(source))
+        return _Lenient(context, Meter(deadline=current_deadline())).eval(_tree(source))
     except ExpressionError as exc:
         raise NodeError(f"Node {node!r}: field {field!r}: {exc.message}", node=node, field=field) from exc
     except Exception as exc:

@@ -1,0 +1,165 @@
+"""The CLI's error boundary: every ``kavalai`` command runs inside :func:`guarded`, which ends any failure with one
+line on stderr naming what was wrong and what to do, and a documented exit status, never a traceback.
+
+Exit status of every command:
+
+- 0: done; also when the reader of its output went away (``kavalai tools list | head -1``): the rest is dropped
+  quietly;
+- 1: the command failed (the line says why: a server, a file, a database that could not be used, a run that failed);
+- 2: a usage error (a missing or malformed option: ``--db`` that is not a database URL);
+- 1 too for a ``runs`` or ``answer`` command whose ``--db`` names no journal (no SQLite file, no Postgres database);
+- 130: interrupted (Ctrl-C).
+
+Before a command runs, the boundary checks what every command shares: ``--db`` is a database URL, and a command that
+only reads or changes existing runs (``runs``, ``answer``) never creates a journal: a SQLite ``--db`` naming no
+file, or a Postgres ``--db`` whose server has no such database, is an error, not a new empty database.
+``KAVALAI_TRACEBACK=1`` prints the traceback too, for a bug report.
+
+``tests/cli/test_boundary.py`` finds every command of the parser and runs each into a failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final, TextIO
+
+from kavalai.errors import FunctionKernelException
+
+__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_USAGE", "UsageError", "check_options", "guarded"]
+
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_INTERRUPTED: Final = 130
+#: The commands that read or change existing runs only: they never create a journal.
+_EXISTING_JOURNAL: Final = frozenset({"runs", "answer"})
+_DB_SCHEMES: Final = ("sqlite://", "postgresql://", "postgres://", "postgresql+psycopg://")
+_MAX_LINE: Final = 2_000
+_NO_SUCH_DATABASE: Final = re.compile(r'database "[^"]*" does not exist')  # Postgres's invalid_catalog_name
+_DATABASE_MODULES: Final = frozenset({"sqlalchemy", "psycopg", "psycopg2", "sqlite3", "dbos"})
+
+
+class UsageError(Exception):
+    """An option the command cannot use: the message is the line; the exit status 2 unless ``status`` says."""
+
+    def __init__(self, message: str, *, status: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Refuse a ``--db`` that is not a database URL, and, for a command that only reads or changes existing runs,
+    a SQLite journal that does not exist (opening it would create it)."""
+    db = getattr(args, "db", None)
+    if db is None:
+        return
+    if not isinstance(db, str) or not db.startswith(_DB_SCHEMES):
+        hint = f"sqlite:///{db}" if isinstance(db, str) and "://" not in db else "sqlite:///PATH"
+        raise UsageError(f"--db {db!r} is not a database URL: write {hint} or postgresql://USER@HOST/DB")
+    if args.command not in _EXISTING_JOURNAL:
+        return
+    if db.startswith("sqlite://"):
+        path = db.removeprefix("sqlite://").removeprefix("/")
+        if path and path != ":memory:" and not Path(path.split("?", 1)[0]).is_file():
+            raise UsageError(
+                f"--db {db!r}: there is no journal at {path!r}: give the --db the runs were started with",
+                status=EXIT_FAILED,
+            )
+    else:
+        _check_postgres_journal(db)
+
+
+def _check_postgres_journal(db: str) -> None:
+    """Refuse a Postgres ``--db`` whose server cannot be reached or has no such database, before the engine's client
+    would create the database (or print its own lines about it)."""
+    try:
+        import sqlalchemy as sa
+    except ImportError:
+        return  # the command says which extra is missing
+    scheme, _, rest = db.partition("://")
+    engine = sa.create_engine(f"postgresql+psycopg://{rest}" if scheme in ("postgresql", "postgres") else db)
+    try:
+        with engine.connect():
+            return
+    except sa.exc.OperationalError as exc:
+        reason = " ".join(str(exc.orig).split()) or type(exc.orig).__name__
+        # at connect time psycopg gives no SQLSTATE: the server's FATAL message is what tells
+        if _NO_SUCH_DATABASE.search(str(exc.orig)) is None:
+            raise UsageError(
+                f"the database could not be used ({reason}): check --db and that it is running", status=EXIT_FAILED
+            ) from None
+    finally:
+        engine.dispose()
+    name = rest.rsplit("/", 1)[-1].split("?", 1)[0]
+    raise UsageError(
+        f"--db: there is no journal database {name!r} on that server: give the --db the runs were started with",
+        status=EXIT_FAILED,
+    )
+
+
+def guarded(command: str, run: Callable[[], int], *, stderr: TextIO | None = None) -> int:
+    """Run one command and return its exit status; every failure ends with one line on stderr."""
+    err = stderr if stderr is not None else sys.stderr
+    try:
+        status = run()
+        sys.stdout.flush()  # a reader gone away shows here, inside the boundary, not at interpreter exit
+        return status
+    except BrokenPipeError:
+        _drop_stdout()
+        return 0
+    except KeyboardInterrupt:
+        _say(err, command, "interrupted")
+        return EXIT_INTERRUPTED
+    except UsageError as exc:
+        _say(err, command, str(exc))
+        return exc.status
+    except FunctionKernelException as exc:
+        _say(err, command, exc.message)
+        _traceback()
+        return EXIT_FAILED
+    except Exception as exc:
+        _say(err, command, _describe(exc))
+        _traceback()
+        return EXIT_FAILED
+
+
+def _describe(exc: Exception) -> str:
+    text = str(exc) or repr(exc)
+    if isinstance(exc, UnicodeDecodeError):
+        return f"a file is not UTF-8 text ({exc.reason} at byte {exc.start}): save it as UTF-8"
+    if type(exc).__module__.split(".")[0] in _DATABASE_MODULES:
+        reason = str(getattr(exc, "orig", None) or text).split("\n")[0]
+        return f"the database could not be used ({type(exc).__name__}: {reason}): check --db and that it is running"
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.strerror or type(exc).__name__}: {exc.filename}"
+    return f"{type(exc).__name__}: {text} (set KAVALAI_TRACEBACK=1 to see where)"
+
+
+def _say(err: TextIO, command: str, message: str) -> None:
+    line = " ".join(message.split())  # one line, whatever the message held
+    if len(line) > _MAX_LINE:
+        line = line[: _MAX_LINE - 3] + "..."
+    with contextlib.suppress(BrokenPipeError, ValueError):  # stderr gone too: nothing left to tell
+        print(f"kavalai {command}: {line}", file=err, flush=True)
+
+
+def _traceback() -> None:
+    if os.environ.get("KAVALAI_TRACEBACK"):
+        import traceback
+
+        traceback.print_exc()
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush of a closed pipe says nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass

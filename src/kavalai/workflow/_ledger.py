@@ -1,0 +1,116 @@
+"""What a run holds, against its memory budget: the latest value of each node and the run's trace.
+
+One operation is bounded by ``max_value_size`` (:mod:`kavalai.workflow._sizes`); many visits are not, on their own:
+a loop appending a long text at every visit grows a list of few items and many characters, and a trace keeping every
+visit's values holds the sum of all of them. The ledger estimates (:func:`~kavalai.workflow._sizes.text_size`, an
+over-estimate of the characters of a value written as text, stopping at the budget) each value a run stores and
+each record its trace keeps:
+
+- the trace keeps values while their total is under :data:`TRACE_FACTOR` x ``max_value_size``; past it, a record
+  keeps its node, visit, timing, status and error, and a note of the size of what it left out;
+- the latest values of the run's nodes and the trace together stay under :data:`RUN_FACTOR` x ``max_value_size``:
+  past it, the run fails with :class:`~kavalai.workflow.errors.RunMemoryError` naming the node.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from kavalai.workflow._result import NodeTrace
+from kavalai.workflow._sizes import text_size
+from kavalai.workflow.errors import RunMemoryError
+
+__all__ = ["RUN_FACTOR", "TRACE_FACTOR", "RunLedger"]
+
+#: The run's budget of values held and trace, in times ``max_value_size``.
+RUN_FACTOR: Final = 64
+#: The trace's budget of values, in times ``max_value_size``: past it, records keep sizes instead of values.
+TRACE_FACTOR: Final = 16
+_SMALL: Final = frozenset({int, float, bool, type(None)})
+_FLAT: Final = 16  # the most keys of a dict sized without the general walk
+
+
+class RunLedger:
+    """The estimated sizes of what one run holds, checked against its budgets as each value is stored.
+
+    Args:
+        max_value_size: the workflow's ``max_value_size``.
+    """
+
+    __slots__ = ("_held", "_held_total", "_trace_total", "limit", "trace_limit")
+
+    def __init__(self, max_value_size: int) -> None:
+        self.limit = RUN_FACTOR * max_value_size
+        self.trace_limit = TRACE_FACTOR * max_value_size
+        self._held: dict[str, int] = {}
+        self._held_total = 0
+        self._trace_total = 0
+
+    @property
+    def total(self) -> int:
+        """The estimated size of the values held and the trace's values."""
+        return self._held_total + self._trace_total
+
+    def hold(self, node: str, value: Any) -> None:
+        """Count ``value`` as the one ``node`` holds now (its earlier value let go); raise
+        :class:`RunMemoryError` when the run would be over its budget."""
+        size = self._size(value)
+        self._held_total += size - self._held.get(node, 0)
+        self._held[node] = size
+        if self.total > self.limit:
+            raise RunMemoryError(
+                f"Node {node!r}: the run would hold more than {self.limit:,} characters or items in its values "
+                f"and trace (64 x max_value_size); a loop probably keeps growing a value. Raise max_value_size "
+                "if the workflow really needs more.",
+                node=node,
+                limit=self.limit,
+            )
+
+    def record(self, record: NodeTrace) -> None:
+        """Count ``record``'s values in the trace, or, past the trace's budget, replace them with their size."""
+        if self._trace_total < self.trace_limit:
+            # the output is the JSON form of the value the node holds now, sized as it was stored
+            held = self._held.get(record.node) if record.output is not None else 0
+            size = self._size(record.output) if held is None else held
+            if record.inputs is not None:
+                size += self._size(record.inputs)
+            if self._trace_total + size <= self.trace_limit:
+                self._trace_total += size
+                return
+        self._leave_out(record)
+
+    def _leave_out(self, record: NodeTrace) -> None:
+        note = f"past the trace's budget of {self.trace_limit:,} characters: left out"
+        if record.output is not None and type(record.output) not in _SMALL:
+            record.output = {"omitted": note, "size": self._size(record.output)}
+        if record.inputs is not None:
+            record.inputs = {"omitted": note, "size": self._size(record.inputs)}
+        self._trace_total += 64  # the record itself
+
+    def _size(self, value: Any) -> int:
+        kind = type(value)
+        if kind in _SMALL:
+            return 8
+        if kind is str:
+            return len(value)
+        if kind is dict and len(value) <= _FLAT:
+            flat = _flat_size(value)  # a tool's usual output, {"result": 5}: without the general walk's ABC checks
+            if flat >= 0:
+                return flat
+        return text_size(value, self.limit)
+
+
+def _flat_size(value: dict[Any, Any]) -> int:
+    """The size of a dict of texts and numbers, as :func:`text_size` counts it; -1 when it holds anything else."""
+    total = 2 + 4 * len(value)
+    for key, item in value.items():
+        if type(key) is not str:
+            return -1
+        kind = type(item)
+        if kind is str:
+            total += len(key) + len(item) + 8
+        elif kind in _SMALL:
+            total += len(key) + 28
+        else:
+            return -1
+    return total

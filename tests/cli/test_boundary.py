@@ -1,0 +1,180 @@
+"""The CLI's error boundary: every command of the parser, run into a failure, ends with one line on stderr naming
+what was wrong and what to do, and its documented exit status, never a traceback, an abort or a segfault; a reader
+that goes away ends the output quietly; a command that reads runs never creates a database. Each case runs the real
+command in a subprocess."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kavalai.cli.main import build_parser
+from kavalai.config import KernelConfig
+from kavalai.errors import ConfigurationError
+from kavalai.workflow import WorkflowDefinitionError, WorkflowEngine
+
+NOT_UTF8 = b"name: x\n\xff\xfe bad\n"
+WORKFLOW = """name: ok
+input: object
+output: any
+nodes:
+  - {id: start, kind: start, next: end}
+  - {id: end, kind: end}
+"""
+TEMPORAL_DOWN = "127.0.0.1:1"  # nothing listens on port 1
+TOOLS = "python_functions: [kt_boundary_tools.double]\n"
+HELPER = 'def double(n: int) -> int:\n    """Double a number."""\n    return n * 2\n'
+
+
+def kavalai(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "kavalai.cli.main", *args]
+    env = {key: value for key, value in os.environ.items() if key != "KAVALAI_TRACEBACK"}
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=cwd, env=env, check=False)
+
+
+def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    subparsers = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    if not subparsers:
+        yield path
+        return
+    for name, child in subparsers[0].choices.items():
+        yield from _commands(child, (*path, name))
+
+
+#: Each command of the parser, with arguments that make it fail, and the exit status it must end with.
+FAILING: dict[tuple[str, ...], tuple[list[str], int]] = {
+    ("demo",): (["demo", "--model", "nosuch/model"], 1),
+    ("run",): (["run", "bad.yaml"], 2),
+    ("tools", "list"): (["tools", "list", "-c", "bad.yaml"], 2),
+    ("tools", "describe"): (["tools", "describe", "-c", "bad.yaml", "python://x.y"], 2),
+    ("tools", "call"): (["tools", "call", "-c", "bad.yaml", "python://x.y"], 2),
+    ("serve",): (["serve", "bad.yaml"], 2),
+    ("worker",): (["worker", "ok.yaml", "--address", TEMPORAL_DOWN], 1),
+    ("runs", "show"): (["runs", "show", "r1", "--address", TEMPORAL_DOWN], 1),
+    ("runs", "list"): (["runs", "list", "--db", "pay.yaml.runs.sqlite"], 2),
+    ("runs", "cancel"): (["runs", "cancel", "r1", "--db", "sqlite:///notes.txt"], 1),
+    ("answer",): (["answer", "--db", "sqlite:///nosuch.sqlite", "r1"], 1),
+}
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("boundary")
+    (path / "bad.yaml").write_bytes(NOT_UTF8)
+    (path / "ok.yaml").write_text(WORKFLOW)
+    (path / "notes.txt").write_text("not a database\n")
+    (path / "tools.yaml").write_text(TOOLS)
+    (path / "kt_boundary_tools.py").write_text(HELPER)
+    return path
+
+
+def _one_line(result: subprocess.CompletedProcess[str], command: str) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.startswith("kavalai ")]
+    assert "Traceback" not in result.stderr, result.stderr
+    assert "Fatal Python error" not in result.stderr, result.stderr
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"kavalai {command}: "), lines
+    return lines[0]
+
+
+def test_every_command_of_the_parser_has_a_failing_case() -> None:
+    """The enumeration: a new command fails here until it is added to FAILING and proven to end in one line."""
+    assert sorted(_commands(build_parser())) == sorted(FAILING)
+
+
+@pytest.mark.parametrize("command", sorted(FAILING), ids=" ".join)
+def test_every_command_ends_a_failure_with_one_line_and_its_status(command: tuple[str, ...], folder: Path) -> None:
+    argv, status = FAILING[command]
+    result = kavalai(*argv, cwd=folder)
+    assert result.returncode == status, result.stderr
+    if command == ("demo",):  # the demo reports on stdout, as part of what it shows
+        assert "Traceback" not in result.stderr + result.stdout
+        assert "cannot use the model: Unknown provider 'nosuch'" in result.stdout
+        return
+    _one_line(result, command[0])
+
+
+def test_an_unreachable_temporal_server_never_aborts_the_process(folder: Path) -> None:
+    # On main: a traceback every time, and in about 1 run in 3 `Fatal Python error: PyGILState_Release` (status
+    # 134) or a segfault (139) as the interpreter finalized with the failed connect's objects still held.
+    for _ in range(6):
+        result = kavalai("runs", "list", "--address", TEMPORAL_DOWN, cwd=folder)
+        assert result.returncode == 1, result.stderr
+        line = _one_line(result, "runs")
+        assert f"cannot reach the Temporal server at {TEMPORAL_DOWN}" in line
+        assert "give its --address" in line
+
+
+def test_a_command_that_reads_runs_never_creates_a_database(folder: Path) -> None:
+    # On main: nothing printed, status 0, and an empty nosuch.sqlite created.
+    result = kavalai("runs", "list", "--db", "sqlite:///nosuch.sqlite", cwd=folder)
+    assert result.returncode == 1
+    assert "there is no journal at 'nosuch.sqlite'" in _one_line(result, "runs")
+    assert not (folder / "nosuch.sqlite").exists()
+
+
+def test_a_command_that_reads_runs_never_creates_a_postgres_database(folder: Path) -> None:
+    # On main: `runs list` printed nothing, exited 0 and created the database `nosuchdb` on the server.
+    import sqlalchemy as sa
+    from tests.servers.postgres_server import postgres
+
+    with postgres() as url:
+        missing = url.rsplit("/", 1)[0] + "/nosuchdb"
+        for argv in (["runs", "list", "--db", missing], ["answer", "--db", missing, "r1"]):
+            result = kavalai(*argv, cwd=folder)
+            assert result.returncode == 1, result.stderr
+            assert "there is no journal database 'nosuchdb'" in _one_line(result, argv[0])
+        engine = sa.create_engine("postgresql+psycopg://" + url.split("://", 1)[1])
+        try:
+            with engine.connect() as connection:
+                names = {row[0] for row in connection.execute(sa.text("SELECT datname FROM pg_database"))}
+        finally:
+            engine.dispose()
+    assert "nosuchdb" not in names
+
+
+def test_an_unreachable_postgres_journal_is_one_line(folder: Path) -> None:
+    # On main: 48 frames of traceback (and DBOS's own "Could not connect ... Continuing..." line before them).
+    result = kavalai("runs", "show", "r1", "--db", "postgresql://u@127.0.0.1:1/journal", cwd=folder)
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1, result.stderr  # that one line, nothing else
+    assert "the database could not be used" in _one_line(result, "runs")
+
+
+def test_a_path_given_as_db_is_a_usage_error_naming_the_url_to_write(folder: Path) -> None:
+    result = kavalai("runs", "list", "--db", "pay.yaml.runs.sqlite", cwd=folder)
+    assert result.returncode == 2
+    assert "write sqlite:///pay.yaml.runs.sqlite" in _one_line(result, "runs")
+
+
+def test_a_file_that_is_not_a_database_says_so(folder: Path) -> None:
+    result = kavalai("runs", "cancel", "r1", "--db", "sqlite:///notes.txt", cwd=folder)
+    assert "the database could not be used" in _one_line(result, "runs")
+
+
+def test_a_reader_that_goes_away_ends_the_output_quietly(folder: Path) -> None:
+    # `kavalai tools list ... | head -1`: on main a BrokenPipeError traceback.
+    command = [sys.executable, "-m", "kavalai.cli.main", "tools", "list", "-c", "tools.yaml"]
+    process = subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None
+    assert process.stderr is not None
+    process.stdout.close()  # the reader is gone before the first line
+    with process.stderr:
+        stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 0
+    assert stderr == ""
+
+
+def test_a_file_that_is_not_utf8_is_the_documented_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(NOT_UTF8)
+    with pytest.raises(ConfigurationError, match="is not UTF-8 text"):
+        KernelConfig.from_file(bad)
+    with pytest.raises(WorkflowDefinitionError, match="is not UTF-8 text"):
+        WorkflowEngine.from_yaml(bad)

@@ -1,0 +1,271 @@
+"""The meter of evaluation: templates and expressions end with the run's deadline or their budget, the event loop
+keeps turning while a long template runs, a run's values and trace stay within its memory budget, and no error of
+any kind escapes ``engine.run()``. Last, the enumeration test of the gate: every evaluation in the source is metered."""
+
+from __future__ import annotations
+
+import ast
+import time
+from pathlib import Path
+
+import anyio
+import pydantic_core
+import pytest
+
+from kavalai import FunctionKernel, pythontool
+from kavalai.kernel import deadline
+from kavalai.testing import ScriptedLLM
+from kavalai.workflow import RunMemoryError, RunStatus, RunTimeoutError, WorkflowBuilder, WorkflowEngine
+from kavalai.workflow._expressions import compile_expression
+from kavalai.workflow._ledger import TRACE_FACTOR
+from kavalai.workflow._meter import CHECK_EVERY, EvaluationDeadlineError, EvaluationLimitError, Meter, evaluate, tick
+from kavalai.workflow._sizes import text_size
+from kavalai.workflow.errors import ExpressionError, NodeError
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "kavalai"
+# A long loop that builds next to nothing: 999 x 999 small steps, just under the most one rendering may take.
+LONG = "{% for i in range(input.n) %}{% for j in range(input.n) %}{% set k = i ~ j %}{% endfor %}{% endfor %}"
+# The issue's example: each step copies the list it built, so 100,000 small steps are 5 billion copied items.
+QUADRATIC = (
+    "{% set ns = namespace(x=[]) %}{% for i in range(input.n) %}{% set ns.x = ns.x + [i] %}{% endfor %}"
+    "{{ ns.x | length }}"
+)
+
+
+def _llm_workflow(prompt: str, *, timeout: float | None) -> WorkflowBuilder:
+    builder = WorkflowBuilder("meter", output=str).start(next="ask").llm("ask", prompt=prompt, next="end").end("end")
+    return builder.limits(timeout=timeout) if timeout is not None else builder
+
+
+# --------------------------------------------------------------------------------------------- the meter
+
+
+def test_a_meter_checks_its_deadline_every_few_thousand_operations() -> None:
+    meter = Meter(deadline=time.monotonic() - 1)
+    for _ in range(CHECK_EVERY - 1):
+        meter.tick()  # between checks an operation costs a subtraction: nothing is raised yet
+    with pytest.raises(EvaluationDeadlineError):
+        meter.tick()
+    assert meter.spent == CHECK_EVERY
+
+
+def test_a_meter_ends_an_evaluation_over_its_budget() -> None:
+    meter = Meter(deadline=None, budget=10_000)
+
+    def spend() -> None:
+        for _ in range(20_000):
+            meter.tick(3)
+
+    with pytest.raises(EvaluationLimitError, match="more than 10,000 operations"):
+        spend()
+    assert 10_000 < meter.spent <= 10_000 + 3 * CHECK_EVERY
+
+
+def test_an_expression_ends_with_the_deadline_around_it() -> None:
+    expression = compile_expression("sum(items)")
+    items = list(range(2 * CHECK_EVERY))  # one call, weighed by its items: a check is due
+    assert expression.evaluate({"items": items}) == sum(items)
+    with deadline(0.0), pytest.raises(ExpressionError, match="ran past the deadline"):
+        expression.evaluate({"items": items})
+
+
+async def test_a_cancelled_evaluation_has_ended_when_its_caller_returns() -> None:
+    """The worker thread is owned: cancelled, the caller waits until the meter has stopped the work."""
+    state = {"started": False, "ended": False}
+
+    def work() -> None:
+        state["started"] = True
+        try:
+            while True:
+                tick()  # a rendering's operations, for ever
+        finally:
+            state["ended"] = True
+
+    with anyio.move_on_after(0.2) as scope:
+        await evaluate(work, long=True)
+    assert scope.cancelled_caught
+    assert state["started"]
+    assert state["ended"]  # not left running in its thread after the caller went on
+
+
+# --------------------------------------------------------------------------------------------- templates in a run
+
+
+@pytest.mark.parametrize("source", [LONG, QUADRATIC], ids=["long", "copying"])
+async def test_a_long_loop_ends_with_the_run_timeout_and_the_loop_keeps_turning(source: str) -> None:
+    # each would reach a budget of its own (loop steps, memory) only after 0.2 s or more
+    engine = WorkflowEngine(_llm_workflow(source, timeout=0.1).build(), FunctionKernel(), llm=ScriptedLLM(["x"]))
+    beats = 0
+    finished = anyio.Event()
+
+    async def heartbeat() -> None:
+        nonlocal beats
+        while not finished.is_set():
+            await anyio.sleep(0.01)
+            beats += 1
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(heartbeat)
+        # on main the copying loop succeeded after ~33 s under a 3 s timeout, the event loop held all along
+        result = await engine.run({"n": 999 if source == LONG else 100_000})
+        finished.set()
+    assert result.status is RunStatus.TIMED_OUT, result.error
+    assert isinstance(result.error, RunTimeoutError)
+    assert beats >= 3  # the event loop ran other tasks while the template worked (held, at most one beat after)
+
+
+async def test_a_copying_loop_ends_with_the_run_memory_budget_without_a_timeout() -> None:
+    engine = WorkflowEngine(_llm_workflow(QUADRATIC, timeout=None).build(), FunctionKernel(), llm=ScriptedLLM(["x"]))
+    result = await engine.run({"n": 100_000})
+    assert result.status is RunStatus.FAILED
+    assert isinstance(result.error, NodeError)
+    assert "would build more than 64,000,000 characters or items in all" in str(result.error)
+
+
+async def test_a_short_template_still_renders_in_a_run() -> None:
+    llm = ScriptedLLM(["done"])
+    source = "{% for i in range(input.n) %}{{ i }},{% endfor %}"
+    engine = WorkflowEngine(_llm_workflow(source, timeout=5).build(), FunctionKernel(), llm=llm)
+    result = await engine.run({"n": 5})
+    assert result.ok, result.error
+    assert llm.requests[0].messages[-1].content == "0,1,2,3,4,"
+
+
+# --------------------------------------------------------------------------------------------- the run's memory
+
+
+@pythontool
+def grow(items: list[str], size: int) -> list[str]:
+    """Append a text of ``size`` characters."""
+    return [*items, "x" * size]
+
+
+def _growing(visits: int, size: int, *, max_value_size: int | None = None) -> WorkflowEngine:
+    kernel = FunctionKernel()
+    kernel.register_python_tool("t.grow", grow)
+    builder = (
+        WorkflowBuilder("grow")
+        .start(next="grow")
+        .function(
+            "grow",
+            tool="python://t.grow",
+            inputs={"items": {"expr": "get('grow.result', [])"}, "size": size},
+            next="again",
+        )
+        .if_("again", condition=f"len(grow.result) < {visits}", then="grow", else_="end")
+        .end("end", outputs={"count": {"expr": "len(grow.result)"}})
+    )
+    return WorkflowEngine(builder.limits(max_visits=2 * visits + 2, max_value_size=max_value_size).build(), kernel)
+
+
+async def test_a_value_growing_over_many_visits_ends_with_the_run_memory_budget() -> None:
+    # 10,000 characters a visit against a run budget of 64 x 10,000: on main the list grew until MemoryError.
+    engine = _growing(1_000, 10_000, max_value_size=10_000)
+    async with engine:
+        result = await engine.run({})
+    assert result.status is RunStatus.FAILED
+    assert isinstance(result.error, RunMemoryError), result.error
+    assert result.error.node == "grow"
+    assert result.error.limit == 640_000
+    visits = [record for record in result.trace if record.node == "grow"]
+    assert 50 <= len(visits) <= 70  # it ended as the budget was reached, not at max_visits
+
+
+async def test_the_trace_keeps_sizes_past_its_budget() -> None:
+    # 1,000 characters a visit for 400 visits: every visit's list in the trace would be 80 million characters.
+    engine = _growing(400, 1_000, max_value_size=10_000)
+    async with engine:
+        result = await engine.run({})
+    assert result.ok, result.error
+    assert result.output == {"count": 400}
+    kept = sum(text_size(record.output, 10**9) for record in result.trace if record.node == "grow")
+    assert kept <= TRACE_FACTOR * 10_000 + 64 * len(result.trace)
+    last = [record for record in result.trace if record.node == "grow"][-1]
+    assert last.output["omitted"].startswith("past the trace's budget")
+    assert last.output["size"] >= 400_000  # what was left out, by its size
+    assert last.inputs is not None
+    assert "omitted" in last.inputs
+
+
+# --------------------------------------------------------------------------------------------- nothing escapes
+
+
+@pythontool
+def panic() -> int:
+    """Fail the way pydantic-core does at its limits: a BaseException."""
+    raise pydantic_core.PanicException("capacity overflow")
+
+
+@pythontool
+def exhaust() -> int:
+    """Run out of memory."""
+    raise MemoryError
+
+
+@pytest.mark.parametrize("tool", ["panic", "exhaust"])
+async def test_no_error_of_any_kind_escapes_run(tool: str) -> None:
+    kernel = FunctionKernel()
+    kernel.register_python_tool("t.panic", panic)
+    kernel.register_python_tool("t.exhaust", exhaust)
+    workflow = WorkflowBuilder("w").start(next="n").function("n", tool=f"python://t.{tool}", next="end").end("end")
+    async with WorkflowEngine(workflow.build(), kernel) as engine:
+        result = await engine.run({})
+    assert result.status is RunStatus.FAILED
+    assert result.error is not None
+
+
+# --------------------------------------------------------------------------------------------- the gate
+
+
+def _calls(tree: ast.AST) -> list[tuple[ast.Call, str]]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            found.append((node, name))
+    return found
+
+
+def _enclosing(tree: ast.AST) -> dict[ast.AST, str]:
+    owners: dict[ast.AST, str] = {}
+    for function in ast.walk(tree):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            for inner in ast.walk(function):
+                owners.setdefault(inner, function.name)  # the outermost function wins: ast.walk is breadth-first
+    return owners
+
+
+def test_every_evaluation_in_the_source_runs_under_a_meter() -> None:
+    """The evaluation entry points: a Jinja template rendered (``generate``/``render``), ``render_template``, and
+    an expression tree walked (``_Evaluator`` or a subclass built). Each must be the metered one."""
+    evaluators = {"_Evaluator"}
+    texts = {path: path.read_text() for path in SRC.rglob("*.py")}
+    words = ("generate", "render", "Evaluator")  # the files that can hold a crossing: parsed, the others not
+    trees = {path: ast.parse(text, str(path)) for path, text in texts.items() if any(w in text for w in words)}
+    for tree in trees.values():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and any(getattr(b, "id", "") in evaluators for b in node.bases):
+                evaluators.add(node.name)
+    crossings: list[str] = []
+    for path, tree in trees.items():
+        owners = _enclosing(tree)
+        where = path.relative_to(SRC).as_posix()
+        for call, name in _calls(tree):
+            if name in evaluators:
+                metered = any(isinstance(a, ast.Call) and getattr(a.func, "id", "") == "Meter" for a in call.args)
+                assert metered, f"{where}:{call.lineno}: {name}(...) walks an expression without a Meter"
+                crossings.append(f"{where}:{owners.get(call)}:{name}")
+            elif name == "render_template" or (
+                isinstance(call.func, ast.Attribute) and name in ("generate", "render", "render_async")
+            ):  # a Jinja template's methods (kaval's own render() fills in paths: no evaluation)
+                crossings.append(f"{where}:{owners.get(call)}:{name}")
+    # A template is rendered only by render_template, and render_template is called only by render_metered
+    # (which runs it under the meter); a new caller of either fails here until it goes through the gate.
+    templates = sorted(c for c in crossings if not c.endswith(tuple(evaluators)))
+    assert templates == [
+        "workflow/_templates.py:render_metered:render_template",
+        "workflow/_templates.py:render_template:generate",
+    ], templates
+    walks = sorted(c.rsplit(":", 1)[0] for c in crossings if c.endswith(tuple(evaluators)))
+    assert walks == ["workflow/_expressions.py:evaluate", "workflow/kaval/_runtime.py:evaluate"], walks
