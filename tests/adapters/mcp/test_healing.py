@@ -11,11 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
-from tests.adapters.mcp.conftest import StdioFactory, wait_until
+from tests.adapters.mcp.conftest import StdioFactory, collect_sse_server_streams, wait_until
 from tests.servers.mcp_healing import build_server
 from tests.servers.mcp_http import SessionForgettingApp
-from tests.servers.uvicorn_server import serve
+from tests.servers.uvicorn_server import ServerThread, serve
 
 from kavalai import FunctionKernel, FunctionKernelException, McpServer
 from kavalai.adapters.mcp import McpChange
@@ -154,6 +155,47 @@ async def test_a_change_stream_the_server_closes_is_opened_again_with_the_same_f
         assert (state.connects, state.lost) == (1, 0)  # the same process and session throughout
     finally:
         await kernel.close()
+
+
+@pytest.mark.parametrize(
+    ("transport", "protocol"), [("sse", "legacy"), ("streamable-http", "legacy"), ("streamable-http", "2026-07-28")]
+)
+async def test_an_http_server_stopped_and_started_again_sends_the_updates_again(
+    state_file: Path, monkeypatch: pytest.MonkeyPatch, transport: str, protocol: str
+) -> None:
+    monkeypatch.setenv("HEALING_STATE", str(state_file))
+    path = "sse" if transport == "sse" else "mcp"
+
+    def app() -> Any:  # a new server each time: it knows nothing of the sessions of the one before
+        built = build_server()
+        return built.sse_app() if transport == "sse" else built.streamable_http_app()
+
+    first = ServerThread(app(), shutdown_timeout=1)
+    base_url = first.start()
+    again = ServerThread(app(), port=first.port, shutdown_timeout=1)
+    changes: list[McpChange] = []
+    kernel = FunctionKernel()
+    url = f"{base_url}/{path}"
+    kernel.register_mcp_server(
+        McpServer(name="heal", url=url, transport=transport, protocol=protocol, on_change=changes.append)  # type: ignore[arg-type]
+    )
+    uri = "notes://a"
+    try:
+        await kernel.subscribe_resource("heal", uri)
+        await kernel.call_tool("mcp://heal.touch", {"uri": uri})
+        await wait_until(lambda: _updates(changes, uri) == 1, WAIT)
+        await anyio.to_thread.run_sync(first.stop)
+        collect_sse_server_streams()
+        await anyio.to_thread.run_sync(again.start)
+
+        await kernel.call_tool("mcp://heal.touch", {"uri": uri})  # a new session (or stream), subscribed again
+        await wait_until(lambda: _updates(changes, uri) == 2, WAIT)
+        state = kernel.get_mcp_server_state("heal")
+        assert (state.restored, state.lost) == (1, 0)
+    finally:
+        await kernel.close()
+        first.stop()
+        again.stop()
 
 
 @pytest.fixture
