@@ -227,7 +227,9 @@ class McpConnection:
                         await self._publish(tools)
                         if restoring and not era.is_modern(session.protocol_version):
                             await healing.resubscribe(session, self.config.timeout or self.config.connect_timeout)
-                        await self._relist(gen, tool_prints(tools), restoring)  # told once connected
+                        # Compared now, told once connected; the comparison may take half the time left.
+                        within = (scope.deadline - anyio.current_time()) / 2
+                        await self._relist(gen, tool_prints(tools), restoring, within)
                         scope.deadline = math.inf
                         gen.session = session
                         self._protocol_version = session.protocol_version
@@ -375,12 +377,12 @@ class McpConnection:
             except Exception as exc:  # keep the old tools; the connection itself reports real failures
                 logger.warning("MCP server %r: refreshing the tool list failed: %s", self.name, scrub(self.config, exc))
                 continue
-            await self._relist(gen, tool_prints(tools), gap)
+            await self._relist(gen, tool_prints(tools), gap, self.config.timeout or self.config.connect_timeout)
 
-    async def _relist(self, gen: Generation, tools: dict[str, str], tell: bool) -> None:
+    async def _relist(self, gen: Generation, tools: dict[str, str], tell: bool, within: float) -> None:
         """Record the catalogue just listed; after a reconnect (``tell``), tell ``on_change`` what changed."""
         try:
-            await self._healing.relist(gen.client, tools, tell=tell)
+            await self._healing.relist(gen.client, tools, tell=tell, within=within)
         except Exception as exc:  # the comparison is lost, not the connection
             logger.warning("MCP server %r: comparing its catalogue failed: %s", self.name, scrub(self.config, exc))
 

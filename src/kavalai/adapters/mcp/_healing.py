@@ -22,7 +22,7 @@ import inspect
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
 
 import anyio
@@ -210,14 +210,20 @@ class Healing:
             elif restoring:
                 self.restored += 1
 
-    async def relist(self, client: Client, tools: Mapping[str, str], *, tell: bool) -> None:
+    async def relist(self, client: Client, tools: Mapping[str, str], *, tell: bool, within: float) -> None:
         """Record the catalogue now listed and, when ``tell`` (after a reconnect or a change stream opened again),
         tell ``on_change`` how it differs from the one before. Resources and prompts are listed only for an
-        ``on_change`` to tell."""
+        ``on_change`` to tell, in at most ``within`` seconds (else they are not compared), and not again for a
+        server's own notice that its tools changed."""
+        old = self.catalogue
+        if not tell and old is not None:
+            self.catalogue = replace(old, tools=tools)
+            return
         resources = prompts = None
         if self._config.on_change is not None:
-            resources, prompts = await self._extras(client)
-        old, new = self.catalogue, Catalogue(tools=tools, resources=resources, prompts=prompts)
+            with anyio.move_on_after(within):
+                resources, prompts = await self._extras(client)
+        new = Catalogue(tools=tools, resources=resources, prompts=prompts)
         self.catalogue = new
         if not tell or old is None:
             return
