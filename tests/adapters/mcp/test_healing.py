@@ -29,6 +29,10 @@ def _write(path: Path, version: int = 1, refuse: tuple[str, ...] = ()) -> None:
     path.write_text(json.dumps({"version": version, "refuse": list(refuse)}))
 
 
+def _spoil(path: Path) -> None:
+    path.write_text("not json: the server fails at its start from now on")
+
+
 @pytest.fixture
 def state_file(tmp_path: Path) -> Path:
     path = tmp_path / "healing.json"
@@ -84,6 +88,50 @@ async def test_a_subscription_and_the_logging_level_are_set_up_again_after_the_s
         else:  # the listen stream with the same filter (a 2026-07-28 server is asked its level on each request)
             assert state.restored == 1
         assert not [c for c in changes if c.kind == "lost"]
+    finally:
+        await kernel.close()
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_killed_server_with_subscriptions_is_started_again_without_waiting_for_a_call(
+    stdio_server: StdioFactory, state_file: Path, protocol: str
+) -> None:
+    changes: list[McpChange] = []
+    kernel = _kernel(stdio_server, state_file, protocol, changes)
+    uri = "notes://a"
+    try:
+        await kernel.subscribe_resource("heal", uri)
+        old_pid = kernel.get_mcp_server_state("heal").pid
+        await _kill(kernel, "heal")
+
+        await wait_until(lambda: kernel.get_mcp_server_state("heal").connects == 2, WAIT)  # no call made
+        state = kernel.get_mcp_server_state("heal")
+        assert state.restored == 1
+        assert (state.status, state.connects, state.lost) == ("connected", 2, 0)
+        assert state.pid not in (None, old_pid)
+        await kernel.call_tool("mcp://heal.touch", {"uri": uri})
+        await wait_until(lambda: _updates(changes, uri) == 1, WAIT)
+    finally:
+        await kernel.close()
+
+
+async def test_a_server_that_cannot_be_started_again_has_its_subscriptions_reported_lost(
+    stdio_server: StdioFactory, state_file: Path, tmp_path: Path
+) -> None:
+    changes: list[McpChange] = []
+    kernel = _kernel(stdio_server, state_file, "legacy", changes, connect_timeout=5)
+    uri = "notes://a"
+    try:
+        await kernel.subscribe_resource("heal", uri)
+        _spoil(state_file)
+        await _kill(kernel, "heal")
+
+        await wait_until(lambda: any(c.kind == "lost" for c in changes), WAIT)
+        [lost] = [c for c in changes if c.kind == "lost"]
+        assert lost.uri == uri
+        assert "could not be connected again" in (lost.reason or "")
+        state = kernel.get_mcp_server_state("heal")
+        assert (state.status, state.connects, state.restored, state.lost) == ("failed", 1, 0, 1)
     finally:
         await kernel.close()
 
@@ -188,7 +236,13 @@ async def test_an_http_server_stopped_and_started_again_sends_the_updates_again(
         collect_sse_server_streams()
         await anyio.to_thread.run_sync(again.start)
 
-        await kernel.call_tool("mcp://heal.touch", {"uri": uri})  # a new session (or stream), subscribed again
+        if (transport, protocol) != ("streamable-http", "legacy"):
+            # The event stream (SSE) or the change stream (2026-07-28) ended with the server: the kernel connects
+            # again by itself, subscribed again, with no call to start it.
+            await wait_until(lambda: kernel.get_mcp_server_state("heal").restored == 1, WAIT)
+        # Over the handshake's streamable HTTP the call is refused for the forgotten session and sent again on a
+        # new one, subscribed again first.
+        await kernel.call_tool("mcp://heal.touch", {"uri": uri})
         await wait_until(lambda: _updates(changes, uri) == 2, WAIT)
         state = kernel.get_mcp_server_state("heal")
         assert (state.restored, state.lost) == (1, 0)
@@ -271,3 +325,22 @@ async def test_an_http_400_that_names_the_session_starts_a_new_session_and_anoth
                 assert kernel.get_mcp_server_state("heal").connects == 1
         finally:
             await kernel.close()
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_subscription_refused_at_once_is_an_error_not_a_loss(
+    stdio_server: StdioFactory, state_file: Path, protocol: str
+) -> None:
+    refused = "notes://refused"
+    _write(state_file, refuse=(refused,))
+    changes: list[McpChange] = []
+    kernel = _kernel(stdio_server, state_file, protocol, changes)
+    try:
+        with pytest.raises(FunctionKernelException, match="notes://refused"):
+            await kernel.subscribe_resource("heal", refused)
+        await kernel.subscribe_resource("heal", "notes://kept")  # the connection goes on
+        state = kernel.get_mcp_server_state("heal")
+        assert (state.restored, state.lost) == (0, 0)
+        assert [c for c in changes if c.kind == "lost"] == []
+    finally:
+        await kernel.close()

@@ -49,7 +49,7 @@ from kavalai.adapters.mcp._convert import (
 )
 from kavalai.adapters.mcp._errors import answer_unreadable, call_error, describe_failure, request_error, scrub
 from kavalai.adapters.mcp._generation import Ending, Generation, Phase
-from kavalai.adapters.mcp._healing import Healing, hand_over, tool_prints
+from kavalai.adapters.mcp._healing import Backoff, Healing, hand_over, tool_prints
 from kavalai.adapters.mcp._idempotency import call_meta
 from kavalai.adapters.mcp._listening import ChangeStream
 from kavalai.adapters.mcp._loops import elsewhere, run_on
@@ -109,6 +109,7 @@ class McpConnection:
         self._server_info_name: str | None = None  # the serverInfo.name of the last connect
         self._stale_at = math.inf  # when the tool listing's ttlMs runs out (inf: no hint, kept until changed)
         self._healing = Healing(config)  # what the caller set up, restored after a reconnect (_healing.py)
+        self._revival: asyncio.Task[None] | None = None  # reconnects a lost connection that has subscriptions
         self._task_only: set[str] = set()  # tools that run only as tasks (2025-11-25 `taskSupport: "required"`)
         self._in_flight: list[ElicitationHandler] = []  # answerers of the calls in flight (elicitation="caller")
         self._strays = 0  # messages that answered no request (dropped), over all generations
@@ -277,8 +278,28 @@ class McpConnection:
             return
         if gen.closing:
             self._report(McpStatus.CLOSED)
-        else:
-            self._report(McpStatus.FAILED, (gen.error or self._failure(gen)).message)
+            return
+        self._report(McpStatus.FAILED, (gen.error or self._failure(gen)).message)
+        if gen.was_connected and self._healing.waiting and (self._revival is None or self._revival.done()):
+            self._revival = _spawn(self._revive(), name=f"kavalai-mcp-{self.name}-revive")
+
+    async def _revive(self) -> None:
+        """A connection with subscriptions was lost: connect again in the background (with bounded backoff,
+        within ``connect_timeout``), so that the updates come again without waiting for the next call; what
+        cannot be restored so is reported lost."""
+        healing = self._healing
+        await healing.flush()  # notices of the generation that ended, which its teller did not hand over
+        backoff = Backoff(self.config.connect_timeout)
+        while healing.subscribed and not self.connected:
+            if not await backoff.wait():
+                for uri in sorted(healing.subscribed):
+                    healing.lose(uri, f"the server could not be connected again within {backoff.budget:g} s")
+                await healing.flush()
+                return
+            try:
+                await self.connect()
+            except ServerConnectionError as exc:
+                logger.info("MCP server %r: connecting again failed: %s", self.name, exc.message)
 
     def _report(self, status: McpStatus, error: str | None = None) -> None:
         """The one place the connection's reported status changes (``error`` only with ``FAILED``); connecting,
@@ -420,6 +441,9 @@ class McpConnection:
             raise ServerConnectionError(
                 f"MCP server {self.name!r} closed its connection when {what}.", server=self.name
             )
+        if subscribe and uri not in self._healing.subscribed:
+            refusal = MCPError(mcp_types.INVALID_PARAMS, "its subscriptions/listen stream did not honor it")
+            raise request_error(self.config, f"subscribing to {uri!r}", refusal)
 
     async def _list_tools(self, gen: Generation, cache_mode: Literal["use", "refresh"] = "use") -> list[mcp_types.Tool]:
         tools: list[mcp_types.Tool] = []
@@ -623,6 +647,11 @@ class McpConnection:
         if loop is not None:  # the session lives on another event loop (_loops.py)
             await run_on(loop, self.aclose())
             return
+        revival, self._revival = self._revival, None
+        if revival is not None and not revival.done():
+            revival.cancel()
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_WAIT):
+                await asyncio.wait([revival])
         gen = self._gen
         if gen is not None and not gen.is_done():
             if gen.session is None and gen.scope is not None:

@@ -3,8 +3,10 @@ reconnect changed (or could not restore) is told to ``on_change``.
 
 A connection is rebuilt whenever its generation ends (a stdio server restarted, an HTTP session the server forgot,
 a legacy SSE stream that closed) and, in the 2026-07-28 era, its ``subscriptions/listen`` stream is opened again
-when it closes while the server lives (:mod:`kavalai.adapters.mcp._listening`). Either way the connection's
-:class:`Healing` is the one place that
+when it closes while the server lives (:mod:`kavalai.adapters.mcp._listening`). A connection lost while it holds
+subscriptions is connected again in the background by its connection (with :class:`Backoff`, within
+``connect_timeout``); one without waits for its next use. Either way the connection's :class:`Healing` is the one
+place that
 
 - keeps what the caller set up: the resources subscribed to (the logging level and the roots come from the
   ``McpServer`` and are offered on every session anyway);
@@ -128,6 +130,7 @@ class Healing:
         self.restored = 0
         self.lost = 0
         self.catalogue: Catalogue | None = None
+        self._in_force: set[str] = set()  # 2026-07-28: what the last change stream honored
         self._pending: list[McpChange] = []
         self._wake: anyio.Event | None = None  # the teller's, while one runs (made on its event loop)
 
@@ -139,6 +142,7 @@ class Healing:
     def forget(self) -> None:
         """The kernel closed the connection: nothing set up on it is restored at the next connect."""
         self.subscribed.clear()
+        self._in_force.clear()
         self.established = False
         self.catalogue = None
         self._pending.clear()
@@ -156,12 +160,21 @@ class Healing:
         if self._wake is not None:
             self._wake.set()
 
+    @property
+    def waiting(self) -> bool:
+        """Whether a lost connection leaves something to restore or to tell: subscriptions, or notices."""
+        return bool(self.subscribed or self._pending)
+
+    async def flush(self) -> None:
+        """Hand the queued notices to ``on_change`` now (no generation's teller is running)."""
+        while self._pending:
+            await hand_over(self._config.on_change, self._pending.pop(0), "on_change callback", self.server)
+
     async def teller(self) -> None:
         """Hand the queued notices to ``on_change``, one at a time, until the generation ends."""
         while True:
             wake = self._wake = anyio.Event()
-            while self._pending:
-                await hand_over(self._config.on_change, self._pending.pop(0), "on_change callback", self.server)
+            await self.flush()
             await wake.wait()
 
     def lose(self, uri: str | None, reason: str) -> None:
@@ -201,14 +214,18 @@ class Healing:
             self.lose(None, f"the server refused logging/setLevel {self._config.log_level!r}: {refusal}")
 
     def listened(self, asked: Sequence[str], honored: Sequence[str], *, restoring: bool) -> None:
-        """2026-07-28: a change stream opened, asking for ``asked`` and honoring ``honored``; what it dropped is
-        lost, and what it kept counts as restored when the stream stands in for one that closed."""
+        """2026-07-28: a change stream opened, asking for ``asked`` and honoring ``honored``. What it kept counts as
+        restored when the stream stands in for one that closed; what it dropped is lost if it was in force before
+        (a new subscription it drops is only forgotten: ``subscribe_resource`` raises)."""
         kept = set(honored)
         for uri in asked:
-            if uri not in kept:
+            if uri in kept:
+                self.restored += 1 if restoring else 0
+            elif restoring or uri in self._in_force:
                 self.lose(uri, "the server's subscriptions/listen stream did not honor it")
-            elif restoring:
-                self.restored += 1
+            else:
+                self.subscribed.discard(uri)
+        self._in_force = kept
 
     async def relist(self, client: Client, tools: Mapping[str, str], *, tell: bool, within: float) -> None:
         """Record the catalogue now listed and, when ``tell`` (after a reconnect or a change stream opened again),
