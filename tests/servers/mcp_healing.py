@@ -1,14 +1,15 @@
 """A real MCP server (the SDK's ``MCPServer``, both protocol eras) for connections that heal: what it offers and what
 it refuses are read from a JSON file at its start, so a test can change them across a restart.
 
-The file (path in ``HEALING_STATE``) holds ``{"version": 1 or 2, "refuse": [resource URIs]}``:
+The file (path in ``HEALING_STATE``) holds ``{"version": 1 or 2, "refuse": [resource URIs], "refuse_level": bool}``:
 
 - version 1 lists the tools ``touch``, ``shape(a)``, ``gone``, ``level`` and ``drop_streams`` and the prompt
   ``greet``; version 2 drops ``gone`` and the prompt, and ``shape`` takes ``a`` and ``b``;
 - a resource in ``refuse`` is refused by ``resources/subscribe`` (handshake era) and left out of what a
   ``subscriptions/listen`` stream honors (2026-07-28);
 - ``touch(uri)`` says that the resource changed, on every listen stream and to every handshake session subscribed;
-- ``level()`` answers the logging level last set with ``logging/setLevel`` on this process (``"unset"``);
+- ``level_now()`` answers the logging level last set with ``logging/setLevel`` on this process (``"unset"``);
+  with ``refuse_level``, ``logging/setLevel`` is refused;
 - ``drop_streams()`` ends every listen stream (the server's graceful close), while the process lives.
 
 Run it over stdio: ``python -m tests.servers.mcp_healing``.
@@ -103,6 +104,8 @@ def build_server() -> MCPServer:
         return mcp_types.EmptyResult()
 
     async def set_level(ctx: Any, params: mcp_types.SetLevelRequestParams) -> mcp_types.EmptyResult:
+        if state.get("refuse_level"):
+            raise MCPError(mcp_types.INVALID_PARAMS, "this server keeps its own logging level")
         level[0] = str(params.level)
         return mcp_types.EmptyResult()
 

@@ -25,8 +25,8 @@ ERAS = ["legacy", "2026-07-28"]
 WAIT = 60.0  # generous: a restart spawns a Python process that imports the SDK
 
 
-def _write(path: Path, version: int = 1, refuse: tuple[str, ...] = ()) -> None:
-    path.write_text(json.dumps({"version": version, "refuse": list(refuse)}))
+def _write(path: Path, version: int = 1, refuse: tuple[str, ...] = (), refuse_level: bool = False) -> None:
+    path.write_text(json.dumps({"version": version, "refuse": list(refuse), "refuse_level": refuse_level}))
 
 
 def _spoil(path: Path) -> None:
@@ -342,5 +342,26 @@ async def test_a_subscription_refused_at_once_is_an_error_not_a_loss(
         state = kernel.get_mcp_server_state("heal")
         assert (state.restored, state.lost) == (0, 0)
         assert [c for c in changes if c.kind == "lost"] == []
+    finally:
+        await kernel.close()
+
+
+async def test_a_logging_level_the_new_server_refuses_is_reported_lost(
+    stdio_server: StdioFactory, state_file: Path
+) -> None:
+    changes: list[McpChange] = []
+    kernel = _kernel(stdio_server, state_file, "legacy", changes, log_level="error")
+    try:
+        assert (await kernel.call_tool("mcp://heal.level_now")).result == "error"
+        _write(state_file, refuse_level=True)
+        await _kill(kernel, "heal")
+
+        assert (await kernel.call_tool("mcp://heal.level_now")).result == "unset"  # connected again, level refused
+        await wait_until(lambda: any(c.kind == "lost" for c in changes), WAIT)
+        [lost] = [c for c in changes if c.kind == "lost"]
+        assert lost.uri is None
+        assert "logging/setLevel 'error'" in (lost.reason or "")
+        state = kernel.get_mcp_server_state("heal")
+        assert (state.connects, state.restored, state.lost) == (2, 0, 1)
     finally:
         await kernel.close()
