@@ -66,6 +66,7 @@ from kavalai.adapters.mcp._tasks import (
 from kavalai.adapters.mcp._transports import open_transport
 from kavalai.errors import (
     ConfigurationError,
+    FunctionKernelException,
     InvalidToolURIError,
     ServerConnectionError,
     ToolTimeoutError,
@@ -298,8 +299,8 @@ class McpConnection:
                 return
             try:
                 await self.connect()
-            except ServerConnectionError as exc:
-                logger.info("MCP server %r: connecting again failed: %s", self.name, exc.message)
+            except FunctionKernelException as exc:  # ServerConnectionError, as a rule: try again after a while
+                logger.info("MCP server %r: connecting again failed: %s", self.name, exc)
 
     def _report(self, status: McpStatus, error: str | None = None) -> None:
         """The one place the connection's reported status changes (``error`` only with ``FAILED``); connecting,
