@@ -8,6 +8,7 @@ Serve them on a free 127.0.0.1 port with :func:`tests.servers.uvicorn_server.ser
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from starlette.applications import Starlette
@@ -27,10 +28,13 @@ def sse_app() -> Starlette:
 
 class SessionForgettingApp:
     """An ASGI app in front of another that can forget the MCP sessions it has seen, as a restarted server (or one
-    whose sessions timed out) does: requests that carry a forgotten ``mcp-session-id`` get HTTP 404."""
+    whose sessions timed out) does: requests that carry a forgotten ``mcp-session-id`` get HTTP 404 (or the
+    ``status`` and ``message`` given, such as the TypeScript SDK examples' 400 "No valid session ID provided")."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, status: int = 404, message: str = "Session not found") -> None:
         self.app = app
+        self.status = status
+        self.message = message
         self.seen: set[bytes] = set()
         self.forgotten: set[bytes] = set()
 
@@ -42,10 +46,10 @@ class SessionForgettingApp:
         """Answer 404 for a forgotten session; pass everything else on."""
         session = dict(scope.get("headers", [])).get(b"mcp-session-id") if scope["type"] == "http" else None
         if session in self.forgotten:
-            body = b'{"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "Session not found"}}'
-            await send(
-                {"type": "http.response.start", "status": 404, "headers": [(b"content-type", b"application/json")]}
-            )
+            error = {"code": -32600, "message": self.message}
+            body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+            headers = [(b"content-type", b"application/json")]
+            await send({"type": "http.response.start", "status": self.status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return
         if session is not None:

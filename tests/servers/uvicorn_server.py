@@ -66,6 +66,7 @@ class ServerThread:
         app: Any,
         *,
         host: str = "127.0.0.1",
+        port: int = 0,
         startup_timeout: float = 10.0,
         shutdown_timeout: float = 5.0,
         **uvicorn_options: Any,
@@ -84,12 +85,12 @@ class ServerThread:
         self._socket: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
-        self.port = 0
+        self.port = port  # 0: a free one, chosen at start (another port: a server started again where it was)
         self.base_url = ""
 
     def start(self) -> str:
         """Start serving and return the base URL; raise ``RuntimeError`` if the server does not come up."""
-        sock = listening_socket(self._host, 0)  # the project's one gate: TCP_NODELAY on every connection
+        sock = listening_socket(self._host, self.port)  # the one gate: TCP_NODELAY on every connection
         self._socket = sock
         self.port = sock.getsockname()[1]
         self.base_url = f"http://{self._host}:{self.port}"

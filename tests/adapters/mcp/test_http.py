@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import gc
 import logging
-import warnings
 from pathlib import Path
 
 import anyio
 import anyio.to_thread
 import pytest
-from tests.adapters.mcp.conftest import wait_until
+from tests.adapters.mcp.conftest import collect_sse_server_streams, wait_until
 from tests.servers.mcp_http import SessionForgettingApp, sse_app, streamable_http_app
 from tests.servers.uvicorn_server import ServerThread, serve
 
@@ -154,15 +152,6 @@ async def test_stateless_server_going_away_fails_the_call_in_flight(kernel: Func
         server.stop()
 
 
-def _collect_the_servers_streams() -> None:
-    """The SDK's SSE *server* (not the client under test) leaves the memory streams of a connection it was serving
-    unclosed when it is stopped; collect them here, where their ResourceWarning is known and expected, rather than
-    at random in a later test."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResourceWarning)
-        gc.collect()
-
-
 async def test_sse_server_going_away_while_idle_is_noticed(kernel: FunctionKernel) -> None:
     server = ServerThread(sse_app(), shutdown_timeout=1)
     base_url = server.start()
@@ -170,7 +159,7 @@ async def test_sse_server_going_away_while_idle_is_noticed(kernel: FunctionKerne
         kernel.register_mcp_server(McpServer(name="old", url=f"{base_url}/sse", transport="sse"))
         await kernel.connect_mcp_servers()
         await anyio.to_thread.run_sync(server.stop)
-        _collect_the_servers_streams()
+        collect_sse_server_streams()
         # No call is in flight: the end of the event stream alone tells that the connection is gone.
         await wait_until(lambda: kernel.get_mcp_server_state("old").status == "failed")
         assert "MCP server 'old' (sse: " in (kernel.get_mcp_server_state("old").error or "")

@@ -170,18 +170,31 @@ ElicitationHandler: TypeAlias = Callable[[McpElicitation], Awaitable["Mapping[st
 
 @dataclass(frozen=True, slots=True)
 class McpChange:
-    """A server's notice that something changed (given to ``McpServer(on_change=...)``).
+    """A server's notice that something changed (given to ``McpServer(on_change=...)``), or the kernel's notice of
+    what a reconnect changed or could not restore.
 
     Attributes:
         server: the server.
         kind: ``"tools"``, ``"resources"`` or ``"prompts"`` (the list changed; the kernel has already re-listed the
-            tools), or ``"resource"`` (a subscribed resource changed: read it again).
-        uri: the resource's URI, for ``"resource"``.
+            tools), ``"resource"`` (a subscribed resource changed: read it again), or ``"lost"`` (after a
+            reconnect, something the caller had set up on the server could not be restored: ``uri`` names a
+            resource subscription, or is ``None`` for the logging level; ``reason`` says why).
+        uri: the resource's URI, for ``"resource"`` and a lost subscription.
+        added: after a reconnect, what the new listing has that the old one had not (tool or prompt names,
+            resource URIs); empty on a server's own list-changed notice, which does not say.
+        removed: after a reconnect, what the old listing had that the new one has not.
+        changed: after a reconnect, what is in both listings but differs (a tool's schemas or description, a
+            resource's or prompt's description or arguments).
+        reason: for ``"lost"``, why it could not be restored.
     """
 
     server: str
-    kind: Literal["tools", "resources", "prompts", "resource"]
+    kind: Literal["tools", "resources", "prompts", "resource", "lost"]
     uri: str | None = None
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    reason: str | None = None
 
 
 #: Called with each :class:`McpChange`, sync or async; a callback that fails is logged, not raised.

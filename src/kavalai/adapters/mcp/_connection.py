@@ -16,7 +16,6 @@ connection.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import logging
 import math
@@ -50,7 +49,9 @@ from kavalai.adapters.mcp._convert import (
 )
 from kavalai.adapters.mcp._errors import answer_unreadable, call_error, describe_failure, request_error, scrub
 from kavalai.adapters.mcp._generation import Ending, Generation, Phase
+from kavalai.adapters.mcp._healing import Backoff, Healing, hand_over, tool_prints
 from kavalai.adapters.mcp._idempotency import call_meta
+from kavalai.adapters.mcp._listening import ChangeStream
 from kavalai.adapters.mcp._listing import ListingTotals
 from kavalai.adapters.mcp._loops import elsewhere, run_on
 from kavalai.adapters.mcp._relay import RelaySlot
@@ -68,6 +69,7 @@ from kavalai.adapters.mcp._transports import open_transport
 from kavalai.adapters.mcp._wire import keep
 from kavalai.errors import (
     ConfigurationError,
+    FunctionKernelException,
     InvalidToolURIError,
     OutboundRefusedError,
     ServerConnectionError,
@@ -112,7 +114,8 @@ class McpConnection:
         self._protocol_version: str | None = None  # negotiated at the last connect
         self._server_info_name: str | None = None  # the serverInfo.name of the last connect
         self._stale_at = math.inf  # when the tool listing's ttlMs runs out (inf: no hint, kept until changed)
-        self._subscribed: set[str] = set()  # resources subscribed to (2026-07-28: the listen stream's filter)
+        self._healing = Healing(config)  # what the caller set up, restored after a reconnect (_healing.py)
+        self._revival: asyncio.Task[None] | None = None  # reconnects a lost connection that has subscriptions
         self._task_only: set[str] = set()  # tools that run only as tasks (2025-11-25 `taskSupport: "required"`)
         self._in_flight: list[ElicitationHandler] = []  # answerers of the calls in flight (elicitation="caller")
         self.relay = RelaySlot()  # the adapter's, shared by its connections (_relay.py)
@@ -146,6 +149,8 @@ class McpConnection:
             protocol_version=self._protocol_version,
             stray_messages=self._strays,
             server_info_name=self._server_info_name,
+            restored=self._healing.restored,
+            lost=self._healing.lost,
         )
 
     @property
@@ -224,11 +229,19 @@ class McpConnection:
                 gen.scope = scope
                 async with AsyncExitStack() as stack:
                     session = await self._open_session(gen, stack)
+                    healing, restoring = self._healing, self._healing.established
                     async with anyio.create_task_group() as tg:
                         if era.is_modern(session.protocol_version):
                             # Listening before the first listing: nothing that changes after it can be missed.
-                            await tg.start(self._listen_loop, gen)
-                        await self._publish(await self._list_tools(gen))
+                            stream = ChangeStream(gen, healing, self.config.connect_timeout, restoring=restoring)
+                            await tg.start(stream.run)
+                        tools = await self._list_tools(gen)
+                        await self._publish(tools)
+                        if restoring and not era.is_modern(session.protocol_version):
+                            await healing.resubscribe(session, self.config.timeout or self.config.connect_timeout)
+                        # Compared now, told once connected; the comparison may take half the time left.
+                        within = (scope.deadline - anyio.current_time()) / 2
+                        await self._relist(gen, tool_prints(tools), restoring, within)
                         scope.deadline = math.inf
                         gen.session = session
                         self._protocol_version = session.protocol_version
@@ -237,6 +250,8 @@ class McpConnection:
                         if gen.was_connected:
                             self._connects += 1
                             self._report(McpStatus.CONNECTED)
+                        healing.established = True
+                        tg.start_soon(healing.teller)
                         tg.start_soon(self._refresh_loop, gen)
                         await gen.wait_stopping()
                         tg.cancel_scope.cancel()
@@ -274,8 +289,28 @@ class McpConnection:
             return
         if gen.closing:
             self._report(McpStatus.CLOSED)
-        else:
-            self._report(McpStatus.FAILED, (gen.error or self._failure(gen)).message)
+            return
+        self._report(McpStatus.FAILED, (gen.error or self._failure(gen)).message)
+        if gen.was_connected and self._healing.waiting and (self._revival is None or self._revival.done()):
+            self._revival = _spawn(self._revive(), name=f"kavalai-mcp-{self.name}-revive")
+
+    async def _revive(self) -> None:
+        """A connection with subscriptions was lost: connect again in the background (with bounded backoff,
+        within ``connect_timeout``), so that the updates come again without waiting for the next call; what
+        cannot be restored so is reported lost."""
+        healing = self._healing
+        await healing.flush()  # notices of the generation that ended, which its teller did not hand over
+        backoff = Backoff(self.config.connect_timeout)
+        while healing.subscribed and not self.connected:
+            if not await backoff.wait():
+                for uri in sorted(healing.subscribed):
+                    healing.lose(uri, f"the server could not be connected again within {backoff.budget:g} s")
+                await healing.flush()
+                return
+            try:
+                await self.connect()
+            except FunctionKernelException as exc:  # ServerConnectionError, as a rule: try again after a while
+                logger.info("MCP server %r: connecting again failed: %s", self.name, exc)
 
     def _report(self, status: McpStatus, error: str | None = None) -> None:
         """The one place the connection's reported status changes (``error`` only with ``FAILED``); connecting,
@@ -353,7 +388,10 @@ class McpConnection:
             problem = era.pin_problem(config.protocol, client.protocol_version, era.offered(client.session))
             if problem is not None:
                 raise ConfigurationError(f"MCP server {config.name!r}: {problem}.")
-            await era.ask_log_level(client, config.log_level)
+            if era.sets_log_level(client.session, config.log_level):
+                refusal = await era.ask_log_level(client, config.log_level)
+                if self._healing.established:  # set again after a reconnect
+                    self._healing.log_level_set(refusal)
         except BaseException:
             await inner.aclose()
             raise
@@ -364,43 +402,21 @@ class McpConnection:
         while True:
             await gen.refresh.wait()
             gen.refresh = anyio.Event()
+            gap, gen.gap = gen.gap, False
             try:
-                await self._publish(await self._list_tools(gen, cache_mode="refresh"))
+                tools = await self._list_tools(gen, cache_mode="refresh")
+                await self._publish(tools)
             except Exception as exc:  # keep the old tools; the connection itself reports real failures
                 logger.warning("MCP server %r: refreshing the tool list failed: %s", self.name, scrub(self.config, exc))
+                continue
+            await self._relist(gen, tool_prints(tools), gap, self.config.timeout or self.config.connect_timeout)
 
-    async def _listen_loop(self, gen: Generation, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        """2026-07-28: changes arrive on a ``subscriptions/listen`` stream, opened again whenever the resources
-        subscribed to change (a stream's filter is fixed when it opens). Started once the first stream is open.
-        Whoever changed the subscriptions before a stream was asked for (``gen.listened``) is woken once it is
-        open (or once it is clear that there will be none), and when the loop ends."""
-        started = False
-        waiting: list[anyio.Event] = []
+    async def _relist(self, gen: Generation, tools: dict[str, str], tell: bool, within: float) -> None:
+        """Record the catalogue just listed; after a reconnect (``tell``), tell ``on_change`` what changed."""
         try:
-            while True:
-                relisten = gen.relisten = anyio.Event()
-                waiting, gen.listened = waiting + gen.listened, []  # their changes are in the filter asked for now
-                stream = _Stream(waiting)
-
-                def opened(stream: _Stream = stream) -> None:
-                    nonlocal started
-                    if stream.replaced:
-                        return  # left for the next stream before this one opened: its waiters wait for that one
-                    if not started:
-                        started = True
-                        task_status.started()
-                    else:
-                        gen.refresh.set()  # a stream opened again: what changed in between is not replayed
-                    stream.wake()
-
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(era.listen, gen.client, self.name, self._subscribed, opened)
-                    await relisten.wait()
-                    stream.replaced = True
-                    tg.cancel_scope.cancel()
-        finally:
-            for event in [*waiting, *gen.listened]:
-                event.set()  # the generation is ending: nobody waits for a stream that will not open
+            await self._healing.relist(gen.client, tools, tell=tell, within=within)
+        except Exception as exc:  # the comparison is lost, not the connection
+            logger.warning("MCP server %r: comparing its catalogue failed: %s", self.name, scrub(self.config, exc))
 
     async def set_log_level(self, level: str) -> None:
         """Ask the server to send log messages from ``level`` on (handshake era, a server that logs; else nothing)."""
@@ -414,14 +430,14 @@ class McpConnection:
             await run_on(loop, self.subscribe(uri, subscribe=subscribe))
             return
         gen, session = await self._session()
-        if not era.is_modern(session.protocol_version):
+        modern = era.is_modern(session.protocol_version)
+        if not modern:
             await features.subscribe_resource(self.request, uri, subscribe=subscribe)
-            return
-        if subscribe:
-            self._subscribed.add(uri)
+        if subscribe:  # kept to be set up again after a reconnect (_healing.py); 2026-07-28: the stream's filter
+            self._healing.subscribed.add(uri)
         else:
-            self._subscribed.discard(uri)
-        if gen.relisten is None:
+            self._healing.subscribed.discard(uri)
+        if not modern or gen.relisten is None:
             return
         listened = anyio.Event()
         gen.listened.append(listened)
@@ -440,6 +456,9 @@ class McpConnection:
             raise ServerConnectionError(
                 f"MCP server {self.name!r} closed its connection when {what}.", server=self.name
             )
+        if subscribe and uri not in self._healing.subscribed:
+            refusal = MCPError(mcp_types.INVALID_PARAMS, "its subscriptions/listen stream did not honor it")
+            raise request_error(self.config, f"subscribing to {uri!r}", refusal)
 
     async def _list_tools(self, gen: Generation, cache_mode: Literal["use", "refresh"] = "use") -> list[mcp_types.Tool]:
         tools: list[mcp_types.Tool] = []
@@ -651,6 +670,11 @@ class McpConnection:
         if loop is not None:  # the session lives on another event loop (_loops.py)
             await run_on(loop, self.aclose())
             return
+        revival, self._revival = self._revival, None
+        if revival is not None and not revival.done():
+            revival.cancel()
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_WAIT):
+                await asyncio.wait([revival])
         gen = self._gen
         if gen is not None and not gen.is_done():
             if gen.session is None and gen.scope is not None:
@@ -661,6 +685,7 @@ class McpConnection:
             if not gen.is_done():  # pragma: no cover - only a transport that ignores cancellation
                 logger.warning("MCP server %r did not shut down within %s s", self.name, _CLOSE_WAIT)
         self.unpublish()
+        self._healing.forget()
         if self._status is not McpStatus.REGISTERED:
             self._report(McpStatus.CLOSED)
 
@@ -711,7 +736,7 @@ class _ServerLog:
         data = masked[:_MAX_LOG_CHARS] if isinstance(params.data, str) or masked != text else params.data
         level = str(params.level) if str(params.level) in self._LEVELS else "info"
         message = McpLogMessage(server=self._config.name, level=level, logger=params.logger, data=data)  # type: ignore[arg-type]
-        await _hand_over(handler, message, "log_handler", self._config.name)
+        await hand_over(handler, message, "log_handler", self._config.name)
 
 
 class _MessageHandler:
@@ -747,21 +772,10 @@ class _MessageHandler:
         if change.kind == "tools":
             self._gen.refresh.set()  # listed again (in the background) before anyone reads the change
         if self._config.on_change is not None:
-            await _hand_over(self._config.on_change, change, "on_change callback", self._config.name)
+            await hand_over(self._config.on_change, change, "on_change callback", self._config.name)
         relay = self._slot.relay
         if relay is not None:
-            await _hand_over(relay.changed, change, "relay", self._config.name)
-
-
-async def _hand_over(callback: Any, value: Any, what: str, server: str) -> None:
-    """Call the application's ``callback`` (sync or async) with ``value``; its failure is logged, never raised
-    into the connection."""
-    try:
-        outcome = callback(value)
-        if inspect.isawaitable(outcome):
-            await outcome
-    except Exception:
-        logger.warning("The %s of MCP server %r failed", what, server, exc_info=True)
+            await hand_over(relay.changed, change, "relay", self._config.name)
 
 
 def _progress() -> ProgressFnT | None:
@@ -780,21 +794,6 @@ def _spawn(coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
         coro.close()
         raise RuntimeError("MCP connections need an asyncio event loop (anyio's asyncio backend).") from None
     return loop.create_task(coro, name=name)
-
-
-class _Stream:
-    """One ``subscriptions/listen`` stream being opened: who waits for it to be open, and whether it was replaced
-    (the subscriptions changed again) before it opened."""
-
-    def __init__(self, waiting: list[anyio.Event]) -> None:
-        self.waiting = waiting
-        self.replaced = False
-
-    def wake(self) -> None:
-        """The stream is open (or will not be): its waiters go on."""
-        for event in self.waiting:
-            event.set()
-        self.waiting.clear()
 
 
 class _Opened:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Collection, Sequence
+from contextlib import AsyncExitStack
 from typing import Annotated, Any, Final, Protocol, TypeVar
 
 import anyio
@@ -43,6 +44,7 @@ __all__ = [
     "offered",
     "pin_problem",
     "pinned_writes",
+    "sets_log_level",
 ]
 
 T = TypeVar("T")
@@ -173,19 +175,34 @@ def log_level(server: str) -> mcp_types.LoggingLevel:
     return "error"
 
 
-async def ask_log_level(client: Client, level: mcp_types.LoggingLevel | None) -> None:
-    """Handshake era: ask the server to send log messages from ``level`` on (``logging/setLevel``), when a level
-    is configured and the server logs. (A 2026-07-28 server is asked on every request instead.)"""
-    session = client.session
+def sets_log_level(session: ClientSession, level: mcp_types.LoggingLevel | None) -> bool:
+    """Whether :func:`ask_log_level` asks anything: a level is configured, the session is of the handshake era
+    (a 2026-07-28 server is asked on every request instead) and the server logs."""
     capabilities = session.server_capabilities
-    if level is None or is_modern(session.protocol_version) or capabilities is None or capabilities.logging is None:
-        return
+    return (
+        level is not None
+        and not is_modern(session.protocol_version)
+        and capabilities is not None
+        and (capabilities.logging is not None)
+    )
+
+
+async def ask_log_level(client: Client, level: mcp_types.LoggingLevel | None) -> str | None:
+    """Handshake era: ask the server to send log messages from ``level`` on (``logging/setLevel``), when
+    :func:`sets_log_level`; return why the server refused, or ``None``."""
+    session = client.session
+    if level is None or not sets_log_level(session, level):
+        return None
     try:
         await session.send_request(
             mcp_types.SetLevelRequest(params=mcp_types.SetLevelRequestParams(level=level)), mcp_types.EmptyResult
         )
     except MCPError as exc:  # a server that cannot is still usable
+        if exc.code == mcp_types.CONNECTION_CLOSED:
+            raise
         logger.debug("MCP logging/setLevel refused: %s", exc)
+        return str(exc)
+    return None
 
 
 async def drive_input_required(
@@ -241,26 +258,37 @@ async def drive_input_required(
     return current
 
 
-async def listen(client: Client, server: str, subscriptions: Collection[str], on_open: Callable[[], None]) -> None:
+async def listen(
+    client: Client,
+    server: str,
+    subscriptions: Collection[str],
+    on_open: Callable[[tuple[str, ...] | None], None],
+    open_within: float,
+) -> None:
     """Hold one ``subscriptions/listen`` stream (lists of tools, prompts and resources, and the subscribed
     resources) until it ends or the caller cancels. Its events reach the connection's message handler as the
     notifications they stand for (the SDK tees them there), as on a handshake-era session. ``on_open`` is called
-    once the server has acknowledged the stream, or once it is clear that there will be none (a server that offers
-    no such stream is simply not listened to)."""
+    once, with the resources the server honored once it has acknowledged the stream within ``open_within``
+    seconds, or with ``None`` once it is clear that there will be no stream (a server that offers none is simply
+    not listened to)."""
     opened = False
     try:
-        async with client.listen(
-            tools_list_changed=True,
-            prompts_list_changed=True,
-            resources_list_changed=True,
-            resource_subscriptions=tuple(sorted(subscriptions)),
-        ) as stream:
+        async with AsyncExitStack() as stack:
+            with anyio.fail_after(open_within):
+                stream = await stack.enter_async_context(
+                    client.listen(
+                        tools_list_changed=True,
+                        prompts_list_changed=True,
+                        resources_list_changed=True,
+                        resource_subscriptions=tuple(sorted(subscriptions)),
+                    )
+                )
             opened = True
-            on_open()
+            on_open(tuple(stream.honored.resource_subscriptions or ()))
             async for _event in stream:
                 pass  # delivered to the message handler already
     except (MCPError, ListenNotSupportedError, SubscriptionLost, TimeoutError) as exc:
-        logger.debug("MCP server %r: no change stream (%s)", server, exc)
+        logger.debug("MCP server %r: change stream %s (%s)", server, "ended" if opened else "refused", exc)
     finally:
         if not opened:
-            on_open()
+            on_open(None)

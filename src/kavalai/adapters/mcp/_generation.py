@@ -58,6 +58,7 @@ class Generation:
     challenge: str | None = None  # the WWW-Authenticate header of an HTTP 401 answer, if the server sent one
     task: asyncio.Task[None] | None = None
     refresh: anyio.Event = field(default_factory=anyio.Event)  # the server said its tool list changed
+    gap: bool = False  # the next refresh follows a change stream that closed: tell on_change what changed
     _ready: anyio.Event = field(default_factory=anyio.Event)  # CONNECTED or DONE
     _stopping: anyio.Event = field(default_factory=anyio.Event)  # STOPPING or DONE
     _done: anyio.Event = field(default_factory=anyio.Event)  # DONE

@@ -45,6 +45,10 @@ class McpServerState:
             answers with a null id or the id of no request awaiting one), over all its connects. Each is dropped
             and the session goes on; the first few are logged at WARNING on ``kavalai.mcp``.
         server_info_name: the name the server gives itself (``serverInfo.name``), once connected.
+        restored: what was set up again after a reconnect or a re-opened change stream, over all its connects:
+            each resource subscription (``resources/subscribe`` again, or a ``subscriptions/listen`` stream with
+            the same filter) and each logging level set again (``logging/setLevel``).
+        lost: what could not be set up again (each also reached ``on_change`` as ``McpChange(kind="lost")``).
     """
 
     name: str
@@ -57,3 +61,5 @@ class McpServerState:
     protocol_version: str | None = None
     stray_messages: int = 0
     server_info_name: str | None = None
+    restored: int = 0
+    lost: int = 0

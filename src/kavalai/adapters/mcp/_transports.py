@@ -2,12 +2,13 @@
 
 The supervisor gets the session's two streams (and the process of a stdio server) and two signals: the
 connection ended (the stream the session reads has ended, even when no call is in flight), and an HTTP server no
-longer knows the session (HTTP 404 for a request carrying its session id, as after a server restart or an idle
-timeout; the MCP specification then asks the client to start a new session).
+longer knows the session (HTTP 404 for a request carrying its session id, or a 400 that names the session, as
+after a server restart or an idle timeout; the MCP specification then asks the client to start a new session).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from types import TracebackType
@@ -138,6 +139,23 @@ async def open_transport(
         yield SessionReads(reads, on_end), SessionWrites(writes), None
 
 
+async def _session_unknown(response: httpx2.Response) -> bool:
+    """Whether the answer to a request carrying a session id says that the server does not know the session: HTTP
+    404, as the MCP specification asks, or HTTP 400 with a JSON-RPC error that names the session, as the TypeScript
+    SDK's example servers (server-everything among them) answer once restarted. Either way nothing ran."""
+    if response.status_code == 404:
+        return True
+    if response.status_code != 400 or "json" not in response.headers.get("content-type", ""):
+        return False
+    try:
+        body = json.loads(await response.aread())
+    except (ValueError, httpx2.HTTPError):
+        return False
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return isinstance(message, str) and "session" in message.lower()
+
+
 @asynccontextmanager
 async def _open_http(
     server: McpServer, on_session_expired: Callable[[], None], on_challenge: Callable[[str], None] | None
@@ -188,7 +206,7 @@ async def _open_http(
         return
 
     async def check_session(response: httpx2.Response) -> None:
-        if response.status_code == 404 and MCP_SESSION_ID in response.request.headers:
+        if MCP_SESSION_ID in response.request.headers and await _session_unknown(response):
             on_session_expired()
 
     timeout = httpx2.Timeout(server.connect_timeout, read=None)

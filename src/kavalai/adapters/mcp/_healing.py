@@ -1,0 +1,279 @@
+"""Healing a connection: what the caller set up on an MCP server is set up again after a reconnect, and what the
+reconnect changed (or could not restore) is told to ``on_change``.
+
+A connection is rebuilt whenever its generation ends (a stdio server restarted, an HTTP session the server forgot,
+a legacy SSE stream that closed) and, in the 2026-07-28 era, its ``subscriptions/listen`` stream is opened again
+when it closes while the server lives (:mod:`kavalai.adapters.mcp._listening`). A connection lost while it holds
+subscriptions is connected again in the background by its connection (with :class:`Backoff`, within
+``connect_timeout``); one without waits for its next use. Either way the connection's :class:`Healing` is the one
+place that
+
+- keeps what the caller set up: the resources subscribed to (the logging level and the roots come from the
+  ``McpServer`` and are offered on every session anyway);
+- sets the subscriptions up again on a new handshake-era session (``resources/subscribe``; the 2026-07-28 stream
+  is opened with the same filter by the change stream), and counts each restoration and each loss;
+- compares the catalogue (tools, resources, prompts) listed before and after, and tells ``on_change`` what was
+  added, removed or changed, so an agent never calls a tool that is gone under a stale schema;
+- hands every such notice to ``on_change`` from one teller task per generation, in order, so a callback that
+  calls back into the kernel (to read a resource, to subscribe again) never blocks the connection.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final, Literal
+
+import anyio
+import mcp_types
+from mcp.client import Client
+from mcp.client.session import ClientSession
+from mcp.shared.exceptions import MCPError
+
+from kavalai.adapters.mcp._catalog import McpChange
+from kavalai.adapters.mcp._config import McpServer
+from kavalai.adapters.mcp._errors import scrub
+
+__all__ = ["Backoff", "Catalogue", "Healing", "hand_over", "tool_prints"]
+
+logger = logging.getLogger("kavalai.mcp")
+
+_MAX_PENDING: Final = 10_000  # notices waiting for on_change; past this a slow callback loses the newest
+_MAX_PAGES: Final = 100  # a resources/prompts listing that never ends cannot hold a reconnect's comparison
+
+
+@dataclass(frozen=True, slots=True)
+class Catalogue:
+    """What a server listed, as name (or URI) -> fingerprint; ``None``: not listed (no ``on_change`` to tell, or
+    the server offers none)."""
+
+    tools: Mapping[str, str]
+    resources: Mapping[str, str] | None = None
+    prompts: Mapping[str, str] | None = None
+
+
+def _print(*parts: Any) -> str:
+    return json.dumps(parts, sort_keys=True, default=str)
+
+
+def tool_prints(tools: Sequence[mcp_types.Tool]) -> dict[str, str]:
+    """Each tool's fingerprint: its schemas and description (what the next description shows)."""
+    return {t.name: _print(t.input_schema, t.output_schema, t.description) for t in tools}
+
+
+def _diff(server: str, kind: Literal["tools", "resources", "prompts"], old: Any, new: Any) -> McpChange | None:
+    if old is None or new is None:
+        return None
+    added = tuple(sorted(new.keys() - old.keys()))
+    removed = tuple(sorted(old.keys() - new.keys()))
+    changed = tuple(sorted(k for k in old.keys() & new.keys() if old[k] != new[k]))
+    if not (added or removed or changed):
+        return None
+    return McpChange(server=server, kind=kind, added=added, removed=removed, changed=changed)
+
+
+async def _pages(list_page: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
+    items: list[Any] = []
+    cursor: str | None = None
+    for _ in range(_MAX_PAGES):
+        page = await list_page(cursor)
+        items.extend(getattr(page, field))
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return items
+
+
+class Backoff:
+    """Waits between attempts to re-open something: ``first`` seconds, doubling up to ``cap``, for at most
+    ``budget`` seconds since the first failure in a row (then :meth:`wait` says to give up)."""
+
+    def __init__(self, budget: float, first: float = 0.05, cap: float = 1.0) -> None:
+        self._budget, self._first, self._cap = budget, first, cap
+        self._since: float | None = None
+        self._delay = first
+        self.attempts = 0  # waits since the last success
+
+    @property
+    def budget(self) -> float:
+        """How long it keeps trying after the first failure in a row, in seconds."""
+        return self._budget
+
+    def reset(self) -> None:
+        """It worked: the next failure starts a new budget."""
+        self._since, self._delay, self.attempts = None, self._first, 0
+
+    async def wait(self) -> bool:
+        """Wait before the next attempt; ``False`` (at once) when the budget is spent."""
+        now = anyio.current_time()
+        if self._since is None:
+            self._since = now
+        left = self._since + self._budget - now
+        if left <= 0:
+            return False
+        await anyio.sleep(min(self._delay, left))
+        self._delay = min(self._delay * 2, self._cap)
+        self.attempts += 1
+        return True
+
+
+class Healing:
+    """One connection's memory of what the caller set up, across its generations (see the module docstring)."""
+
+    def __init__(self, config: McpServer) -> None:
+        self._config = config
+        self.subscribed: set[str] = set()  # resources subscribed to (2026-07-28: the listen stream's filter)
+        self.established = False  # a generation has connected since the kernel last closed the connection
+        self.restored = 0
+        self.lost = 0
+        self.catalogue: Catalogue | None = None
+        self._in_force: set[str] = set()  # 2026-07-28: what the last change stream honored
+        self._pending: list[McpChange] = []
+        self._wake: anyio.Event | None = None  # the teller's, while one runs (made on its event loop)
+
+    @property
+    def server(self) -> str:
+        """The server's name."""
+        return self._config.name
+
+    def forget(self) -> None:
+        """The kernel closed the connection: nothing set up on it is restored at the next connect."""
+        self.subscribed.clear()
+        self._in_force.clear()
+        self.established = False
+        self.catalogue = None
+        self._pending.clear()
+
+    # ------------------------------------------------------------------------------------------- telling
+
+    def tell(self, change: McpChange) -> None:
+        """Queue ``change`` for ``on_change`` (delivered in order by the generation's :meth:`teller`)."""
+        if self._config.on_change is None:
+            return
+        if len(self._pending) >= _MAX_PENDING:
+            logger.warning("MCP server %r: on_change is %d notices behind; dropping one", self.server, _MAX_PENDING)
+            return
+        self._pending.append(change)
+        if self._wake is not None:
+            self._wake.set()
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a lost connection leaves something to restore or to tell: subscriptions, or notices."""
+        return bool(self.subscribed or self._pending)
+
+    async def flush(self) -> None:
+        """Hand the queued notices to ``on_change`` now (no generation's teller is running)."""
+        while self._pending:
+            await hand_over(self._config.on_change, self._pending.pop(0), "on_change callback", self.server)
+
+    async def teller(self) -> None:
+        """Hand the queued notices to ``on_change``, one at a time, until the generation ends."""
+        while True:
+            wake = self._wake = anyio.Event()
+            await self.flush()
+            await wake.wait()
+
+    def lose(self, uri: str | None, reason: str) -> None:
+        """``uri`` (a subscription; ``None``: the logging level) could not be set up again: count it, drop it, tell
+        ``on_change``."""
+        if uri is not None:
+            self.subscribed.discard(uri)
+        self.lost += 1
+        reason = scrub(self._config, reason)
+        logger.warning("MCP server %r: %s could not be restored: %s", self.server, uri or "the logging level", reason)
+        self.tell(McpChange(server=self.server, kind="lost", uri=uri, reason=reason))
+
+    # ----------------------------------------------------------------------------------------- restoring
+
+    async def resubscribe(self, session: ClientSession, timeout: float) -> None:
+        """Handshake era, on a new session: ``resources/subscribe`` to each resource subscribed to before."""
+        for uri in sorted(self.subscribed):
+            request = mcp_types.SubscribeRequest(params=mcp_types.SubscribeRequestParams(uri=uri))
+            try:
+                with anyio.fail_after(timeout):
+                    await session.send_request(request, mcp_types.EmptyResult)
+            except MCPError as exc:
+                if exc.code == mcp_types.CONNECTION_CLOSED:
+                    raise  # the new session is gone too: the generation fails, and the next one tries again
+                self.lose(uri, f"the server refused resources/subscribe: {exc}")
+            except TimeoutError:
+                self.lose(uri, f"the server did not answer resources/subscribe within {timeout:g} s")
+            else:
+                self.restored += 1
+
+    def log_level_set(self, refusal: str | None) -> None:
+        """Handshake era, on a new session after a reconnect: the configured logging level was asked for again
+        (``refusal``: why the server refused it)."""
+        if refusal is None:
+            self.restored += 1
+        else:
+            self.lose(None, f"the server refused logging/setLevel {self._config.log_level!r}: {refusal}")
+
+    def listened(self, asked: Sequence[str], honored: Sequence[str], *, restoring: bool) -> None:
+        """2026-07-28: a change stream opened, asking for ``asked`` and honoring ``honored``. What it kept counts as
+        restored when the stream stands in for one that closed; what it dropped is lost if it was in force before
+        (a new subscription it drops is only forgotten: ``subscribe_resource`` raises)."""
+        kept = set(honored)
+        for uri in asked:
+            if uri in kept:
+                self.restored += 1 if restoring else 0
+            elif restoring or uri in self._in_force:
+                self.lose(uri, "the server's subscriptions/listen stream did not honor it")
+            else:
+                self.subscribed.discard(uri)
+        self._in_force = kept
+
+    async def relist(self, client: Client, tools: Mapping[str, str], *, tell: bool, within: float) -> None:
+        """Record the catalogue now listed and, when ``tell`` (after a reconnect or a change stream opened again),
+        tell ``on_change`` how it differs from the one before. Resources and prompts are listed only for an
+        ``on_change`` to tell, in at most ``within`` seconds (else they are not compared), and not again for a
+        server's own notice that its tools changed."""
+        old = self.catalogue
+        if not tell and old is not None:
+            self.catalogue = replace(old, tools=tools)
+            return
+        resources = prompts = None
+        if self._config.on_change is not None:
+            with anyio.move_on_after(within):
+                resources, prompts = await self._extras(client)
+        new = Catalogue(tools=tools, resources=resources, prompts=prompts)
+        self.catalogue = new
+        if not tell or old is None:
+            return
+        for kind, before, after in (
+            ("tools", old.tools, new.tools),
+            ("resources", old.resources, new.resources),
+            ("prompts", old.prompts, new.prompts),
+        ):
+            change = _diff(self.server, kind, before, after)  # type: ignore[arg-type]
+            if change is not None:
+                self.tell(change)
+
+    async def _extras(self, client: Client) -> tuple[dict[str, str] | None, dict[str, str] | None]:
+        capabilities = client.session.server_capabilities
+        resources = prompts = None
+        try:
+            if capabilities is not None and capabilities.resources is not None:
+                found = await _pages(lambda c: client.list_resources(cursor=c, cache_mode="refresh"), "resources")
+                resources = {str(r.uri): _print(r.name, r.description, r.mime_type) for r in found}
+            if capabilities is not None and capabilities.prompts is not None:
+                found = await _pages(lambda c: client.list_prompts(cursor=c, cache_mode="refresh"), "prompts")
+                prompts = {p.name: _print(p.description, [a.model_dump() for a in p.arguments or ()]) for p in found}
+        except MCPError as exc:  # compared as far as it could be listed; the connection reports real failures
+            logger.info("MCP server %r: listing its catalogue failed: %s", self.server, scrub(self._config, exc))
+        return resources, prompts
+
+
+async def hand_over(callback: Any, value: Any, what: str, server: str) -> None:
+    """Call the application's ``callback`` (sync or async) with ``value``; its failure is logged, never raised
+    into the connection."""
+    try:
+        outcome = callback(value)
+        if inspect.isawaitable(outcome):
+            await outcome
+    except Exception:
+        logger.warning("The %s of MCP server %r failed", what, server, exc_info=True)
