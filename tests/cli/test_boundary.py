@@ -49,7 +49,7 @@ def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> It
 
 #: Each command of the parser, with arguments that make it fail, and the exit status it must end with.
 FAILING: dict[tuple[str, ...], tuple[list[str], int]] = {
-    ("demo",): (["demo", "--model", "nosuch/model"], 1),
+    ("demo",): (["demo", "--model", "nosuch/model"], 2),
     ("run",): (["run", "bad.yaml"], 2),
     ("tools", "list"): (["tools", "list", "-c", "bad.yaml"], 2),
     ("tools", "describe"): (["tools", "describe", "-c", "bad.yaml", "python://x.y"], 2),
@@ -93,10 +93,6 @@ def test_every_command_ends_a_failure_with_one_line_and_its_status(command: tupl
     argv, status = FAILING[command]
     result = kavalai(*argv, cwd=folder)
     assert result.returncode == status, result.stderr
-    if command == ("demo",):  # the demo reports on stdout, as part of what it shows
-        assert "Traceback" not in result.stderr + result.stdout
-        assert "cannot use the model: Unknown provider 'nosuch'" in result.stdout
-        return
     _one_line(result, command[0])
 
 
