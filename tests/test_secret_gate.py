@@ -29,6 +29,7 @@ INTERNAL_EXCEPTIONS = {
     "kavalai.agent.code_mode.CodeModeError": "a snippet's error, shown to the model as the tool result",
     "kavalai.auth._flow._Carrier": "carries an AuthenticationError through aiohttp",
     "kavalai.auth._loopback.AuthorizationDenied": "the sign-in's refusal, turned into AuthenticationError",
+    "kavalai.cli._boundary.UsageError": "a command line the command cannot use: printed as its one line, status 2",
     "kavalai.durable._runner.UnknownRunError": "a run id that is not in the store (a LookupError naming the id)",
     "kavalai.durable._schema.SchemaVersionError": "a store of another schema version (names the versions)",
     "kavalai.http._body.BodyTooLargeError": "turned into ResponseTooLargeError / a fetch tool's ValueError",
@@ -36,6 +37,11 @@ INTERNAL_EXCEPTIONS = {
     "kavalai.llm.schemas._Unsupported": "a schema construct a provider cannot take, handled in llm/schemas.py",
     "kavalai.workflow._expressions._Missing": "a missing name, turned into ExpressionError",
     "kavalai.workflow._expressions._Refused": "a refused operation, turned into ExpressionError",
+    "kavalai.workflow._meter.EvaluationDeadlineError": "an evaluation past its deadline, turned into the run's "
+    "timeout (templates) or ExpressionError (expressions)",
+    "kavalai.workflow._meter.EvaluationLimitError": "an evaluation over its operation budget, turned into "
+    "ExpressionError or the node's error",
+    "kavalai.workflow._meter._SliceSpent": "an evaluation out of its event-loop slice, begun again off the loop",
     "kavalai.workflow._sizes.SizeError": "a value over a size bound, turned into the node's error",
 }
 

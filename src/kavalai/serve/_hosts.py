@@ -16,7 +16,6 @@ A host is known from its first request; one whose connection has gone is forgott
 from __future__ import annotations
 
 import contextlib
-import logging
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -30,10 +29,11 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 
 from kavalai.adapters.mcp import McpChange, McpLogMessage
+from kavalai.secrets import get_logger
 
 __all__ = ["HostSessions"]
 
-logger = logging.getLogger("kavalai.serve")
+logger = get_logger("kavalai.serve")
 
 _ORDER: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 

@@ -8,7 +8,6 @@ They are served only when the kernel has MCP servers; a kernel of Python and RES
 from __future__ import annotations
 
 import fnmatch
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -18,13 +17,14 @@ from mcp.server import ServerRequestContext
 from kavalai.adapters.mcp import McpAdapter
 from kavalai.errors import FunctionKernelException
 from kavalai.kernel import Kernel
+from kavalai.secrets import get_logger
 from kavalai.serve._catalog import ServedCatalog
 from kavalai.serve._hosts import HostSessions
 from kavalai.serve._tools import ExposedTools
 
 __all__ = ["mcp_adapter", "relayed_handlers"]
 
-logger = logging.getLogger("kavalai.serve")
+logger = get_logger("kavalai.serve")
 
 Connecting = Callable[[], Awaitable[None]]
 

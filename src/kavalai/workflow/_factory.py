@@ -10,10 +10,10 @@ outlives the run.
 from __future__ import annotations
 
 import inspect
-import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kavalai.secrets import get_logger
 from kavalai.workflow.errors import NodeError, WorkflowDefinitionError
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ClientFactory", "RunClients", "ScopedRun", "checked_factory"]
 
-logger = logging.getLogger("kavalai.workflow")
+logger = get_logger("kavalai.workflow")
 
 #: ``client_factory(model, parameters, stats) -> LLMClient``. ``model`` is the model id a node needs
 #: (``"openai/gpt-4.1-mini"``); ``parameters`` and ``stats`` are ``None`` (the nodes apply their ``llm_kwargs``

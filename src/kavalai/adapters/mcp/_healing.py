@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
@@ -36,10 +35,11 @@ from mcp.shared.exceptions import MCPError
 from kavalai.adapters.mcp._catalog import McpChange
 from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._errors import scrub
+from kavalai.secrets import get_logger
 
 __all__ = ["Backoff", "Catalogue", "Healing", "hand_over", "tool_prints"]
 
-logger = logging.getLogger("kavalai.mcp")
+logger = get_logger("kavalai.mcp")
 
 _MAX_PENDING: Final = 10_000  # notices waiting for on_change; past this a slow callback loses the newest
 _MAX_PAGES: Final = 100  # a resources/prompts listing that never ends cannot hold a reconnect's comparison

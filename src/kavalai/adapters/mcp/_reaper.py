@@ -12,7 +12,6 @@ files (it has no view of another process's environment on other systems either).
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import sys
@@ -22,12 +21,14 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 
+from kavalai.secrets import get_logger
+
 if TYPE_CHECKING:
     from kavalai.adapters.mcp._stdio import StdioProcess
 
 __all__ = ["LIVE_GROUPS", "MARK_VAR", "kill_now", "process_group_alive", "signal_group", "stop_process"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 #: The environment variable that marks every process a stdio server starts (its value is per server).
 MARK_VAR: Final = "KAVALAI_MCP_SERVER"
