@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from kavalai.cli._engines import lookup_failed
 from kavalai.cli._tools_cmd import command_name, typed_arguments
+from kavalai.durable import UnknownRunError
 
 TOOLS = '''
 from typing import Literal
@@ -122,12 +124,12 @@ def test_a_uri_without_its_scheme_is_suggested_with_it(config: str) -> None:
     assert "Did you mean 'python://everything.echo'?" in done.stderr
 
 
-def test_a_missing_run_is_suggested_as_a_command(tmp_path: Path) -> None:
-    database = f"sqlite:///{tmp_path / 'runs.sqlite'}"
-    done = kavalai("runs", "show", "pay-9", "--db", database)
-    assert done.returncode == 1
-    assert "`kavalai run WORKFLOW --run-id pay-9`" in done.stderr
-    assert "run_id=" not in done.stderr
+def test_a_missing_run_is_suggested_as_a_command() -> None:
+    # The whole command on a real journal: tests/durable/test_cli_runs.py (`kavalai runs cancel nobody`).
+    message = lookup_failed(UnknownRunError("pay-9", "dbos (sqlite:///runs.sqlite)"))
+    assert "`kavalai run WORKFLOW --run-id pay-9`" in message
+    assert "run_id=" not in message
+    assert lookup_failed(LookupError("something else")) == "something else"
 
 
 def test_the_demo_says_a_missing_key_before_it_runs() -> None:

@@ -143,4 +143,6 @@ def test_runs_on_a_dbos_journal(workflow: Path, tmp_path: Path) -> None:
     unknown = run("runs", "cancel", "nobody", *db)
     assert unknown.returncode == 1
     assert "no run 'nobody'" in unknown.stderr
+    assert "`kavalai run WORKFLOW --run-id nobody`" in unknown.stderr  # suggested as a command, not a Python call
+    assert "run_id=" not in unknown.stderr
     assert run("runs", "list").returncode == 2  # which journal?

@@ -55,6 +55,13 @@ if TYPE_CHECKING:
     from kavalai.agent.budget import OutputBudget
     from kavalai.llm.base import LLMClient
 
+
+def _is_panic(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Rust panic turned into Python by pyo3 (pydantic-core's, at one of its limits): a
+    ``BaseException`` named ``PanicException``, whose class pyo3 makes at run time (nothing to import)."""
+    return type(exc).__name__ == "PanicException"
+
+
 __all__ = ["Emit", "Execution"]
 
 LlmResolver = Callable[[str | None, str], Awaitable["LLMClient"]]
@@ -132,9 +139,9 @@ class Execution:
             result.status = RunStatus.TIMED_OUT if isinstance(exc, RunTimeoutError) else RunStatus.FAILED
             result.output = None
             result.error = exc
-        except (anyio.get_cancelled_exc_class(), KeyboardInterrupt, SystemExit, GeneratorExit):
-            raise
-        except BaseException as exc:  # MemoryError, pydantic-core's PanicException: a failed run, never raised
+        except BaseException as exc:  # MemoryError, or pydantic-core's PanicException: a failed run, never raised
+            if not isinstance(exc, Exception) and not _is_panic(exc):
+                raise  # a cancel, an exit, a process dying: not the run's failure
             result.status, result.output = RunStatus.FAILED, None
             result.error = WorkflowError(f"The run of workflow {self.workflow.name!r} failed: {type(exc).__name__}")
         result.duration = _now() - clock
