@@ -12,7 +12,7 @@ kernel's in-flight registry:
 - **Ownership.** The call knows the task it runs in and that task's cancellation count when it started. The kernel
   cuts *the call's own work* (``close()``: :data:`CLOSED`; its deadline: :data:`TIMED_OUT`) by cancelling that task
   on its own event loop, and the call turns that one cancellation into its own error, taking back the request (see
-  :mod:`kavalai._cancel`), so a caller that is itself cancelled still sees ``CancelledError``.
+  :mod:`kavalai.kernel._cancel`), so a caller that is itself cancelled still sees ``CancelledError``.
 - **Deadlines.** A call's :attr:`ToolCall.deadline` is the smaller of its own timeout and what remains of whatever
   contains it: the call it is made from, or a :class:`Deadline` block (an agent run, a code-mode snippet, a workflow
   run, the ``io.kavalai/deadline`` an MCP client sent to ``kavalai serve``). Nested calls inherit it without an
@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
 
 from pydantic import BaseModel
 
-from kavalai._cancel import withdraw_cut
 from kavalai.errors import DeadlineExceededError
+from kavalai.kernel._cancel import withdraw_cut
 
 if TYPE_CHECKING:
     from kavalai.kernel._definition import ToolDefinition
