@@ -23,6 +23,7 @@ from kavalai.kernel import (
     ToolURI,
     code_of,
     function_schema,
+    limit_seconds,
     qualname,
 )
 
@@ -85,8 +86,7 @@ def pythontool(
         timeout: the default timeout of a call in seconds.
         inline: run a *sync* function directly on the event loop rather than in a worker thread.
     """
-    if not _valid_timeout(timeout):
-        raise ValueError(f"pythontool timeout must be positive (in seconds) or None, got {timeout!r}")
+    timeout = limit_seconds(timeout, what="@pythontool timeout")
     options = ToolOptions(description=description, timeout=timeout, inline=inline)
     if options == _DEFAULT_OPTIONS:
         options = _DEFAULT_OPTIONS  # one object for the common case, not one per function
@@ -159,11 +159,10 @@ class PythonToolAdapter(ToolAdapter):
                 "`pythontool(func)`).",
                 uri=str(uri),
             )
-        if not _valid_timeout(timeout):
-            raise ToolRegistrationError(
-                f"Cannot register {uri}: timeout must be positive (in seconds) or None, got {timeout!r}.",
-                uri=str(uri),
-            )
+        try:
+            timeout = limit_seconds(timeout)
+        except ValueError as exc:
+            raise ToolRegistrationError(f"Cannot register {uri}: {exc}.", uri=str(uri)) from None
         schema = function_schema(
             func, uri=str(uri), description=description or options.description, local_types=options.local_types
         )
@@ -251,10 +250,6 @@ def _invoker(func: Callable[..., Any], is_async: bool, inline: bool, renamed: tu
         return (await raw) if inspect.isawaitable(raw) else raw
 
     return invoke_in_thread
-
-
-def _valid_timeout(timeout: object) -> bool:
-    return timeout is None or (not isinstance(timeout, bool) and isinstance(timeout, int | float) and timeout > 0)
 
 
 def _kwargs_getter(renamed: tuple[tuple[str, str], ...]) -> Callable[[BaseModel], dict[str, Any]]:

@@ -37,6 +37,7 @@ from pydantic import BaseModel
 
 from kavalai.errors import DeadlineExceededError
 from kavalai.kernel._cancel import withdraw_cut
+from kavalai.kernel._seconds import limit_seconds
 
 if TYPE_CHECKING:
     from kavalai.kernel._definition import ToolDefinition
@@ -258,9 +259,7 @@ class Deadline(_Scope):
     """
 
     def __init__(self, seconds: float | None, *, what: str = "block") -> None:
-        if seconds is not None and not seconds >= 0:
-            raise ValueError(f"A deadline is a number of seconds >= 0, not {seconds!r}.")
-        self.seconds = seconds
+        self.seconds = limit_seconds(seconds, what="deadline", remaining=True)
         self.what = what
         self.call: ToolCall | None = None  # the tool call this block runs inside, for current_call()
         self._token: contextvars.Token[ToolCall | Deadline | None] | None = None

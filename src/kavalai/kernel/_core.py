@@ -33,6 +33,7 @@ from kavalai.kernel._coerce import coerce_output, convert_output, validate_input
 from kavalai.kernel._definition import ToolDefinition
 from kavalai.kernel._descriptions import ToolDescriptions
 from kavalai.kernel._registry import ToolRegistry
+from kavalai.kernel._seconds import limit_seconds
 from kavalai.kernel._tasks import ToolTask
 from kavalai.kernel._uri import ToolURI
 
@@ -249,6 +250,8 @@ class Kernel:
             InvalidToolURIError, ToolNotFoundError, ToolInputError, ToolExecutionError, ToolTimeoutError,
             ToolOutputError, ServerConnectionError, KernelClosedError: all subclasses of FunctionKernelException
             naming the URI.
+            ValueError: ``timeout`` is not ``None`` nor a positive number of seconds (one above a year is
+                clamped to :data:`~kavalai.kernel.MAX_SECONDS`, see :func:`~kavalai.kernel.limit_seconds`).
         """
         definition = self._tools.get(uri) if type(uri) is str and method is None else None
         if definition is None:
@@ -258,7 +261,7 @@ class Kernel:
         args = validate_input(definition, arguments)
         call = ToolCall(definition, args)
         outer = _current.get()
-        limit: float | None = definition.timeout if timeout is _UNSET else timeout  # type: ignore[assignment]
+        limit = definition.timeout if timeout is _UNSET else limit_seconds(timeout)
         if progress is not None:
             call.progress = progress
         try:
@@ -328,7 +331,12 @@ class Kernel:
         timeout and middleware as ``call_tool``; ``close()`` cancels the tasks still running (their result is then
         :class:`~kavalai.errors.KernelClosedError`, or cancelled when they had not started). Started inside a tool
         call or a deadline block, the background call is not part of it: it keeps only its own timeout.
+
+        Raises:
+            ValueError: ``timeout`` is not ``None`` nor a positive number of seconds.
         """
+        if timeout is not _UNSET:
+            timeout = limit_seconds(timeout)  # a caller's bad timeout is refused here, not in the background
         call = self.call_tool(uri, arguments, timeout=timeout, progress=progress)
         detached = contextvars.copy_context()
         detached.run(_current.set, None)
