@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import ast
 import logging
 import math
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -95,3 +98,35 @@ def test_declared_limits_follow_the_same_rule() -> None:
     assert CodeMode(max_seconds=math.inf).max_seconds == MAX_SECONDS
     with pytest.raises(ValueError, match="max_seconds must be positive"):
         CodeMode(max_seconds=-1)
+
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "kavalai"
+
+
+def _declared_limits() -> list[tuple[str, str]]:
+    """Every field of a pydantic model in src/ named like a limit (``*timeout``, ``*_seconds``) and built with
+    ``Field(...)``, with the source of its annotation."""
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for item in node.body:
+                if (
+                    isinstance(item, ast.AnnAssign)
+                    and isinstance(item.target, ast.Name)
+                    and re.search(r"timeout$|_seconds$", item.target.id)
+                    and isinstance(item.value, ast.Call)
+                    and getattr(item.value.func, "id", None) == "Field"
+                ):
+                    where = f"{path.relative_to(SRC)}:{node.name}.{item.target.id}"
+                    found.append((where, ast.unparse(item.annotation)))
+    return found
+
+
+def test_every_declared_limit_crosses_the_one_rule() -> None:
+    """The gate's enumeration: a settings field that holds a limit is a ``Seconds`` (checked and clamped by
+    ``limit_seconds``); a new one written as a bare ``float`` fails here."""
+    found = _declared_limits()
+    assert len(found) >= 10  # the scan sees RestServer, McpServer, OAuth and the workflow nodes
+    assert [where for where, annotation in found if "Seconds" not in annotation] == []
