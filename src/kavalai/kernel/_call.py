@@ -247,10 +247,13 @@ class Deadline(_Scope):
 
     Entered inside a task (it is a cancel scope, like ``asyncio.timeout``): when the deadline passes, the block is
     cut; the calls inside it end with :class:`~kavalai.errors.ToolTimeoutError` naming their tool, and the block
-    itself with :class:`~kavalai.errors.DeadlineExceededError` unless what it ran raised first. A block inside
-    another call or block gets the nearer of its own limit and theirs. Agents (``Agent.run(timeout=)``), code mode
-    (``CodeMode(max_seconds=)``), workflow runs and ``kavalai serve`` (an MCP client's ``io.kavalai/deadline``)
-    are such blocks.
+    itself with :class:`~kavalai.errors.DeadlineExceededError` when the cut reaches its end as ``CancelledError``.
+    Its exit follows ``asyncio.timeout``'s rules: a body that caught its cut (or a tool call's timeout error) and
+    finished normally ends normally, one that raised something else ends with that, and a cancellation of the task
+    by anyone else goes on as ``CancelledError``. Read :attr:`expired` to learn whether the deadline passed.
+    A block inside another call or block gets the nearer of its own limit and theirs. Agents
+    (``Agent.run(timeout=)``), code mode (``CodeMode(max_seconds=)``), workflow runs and ``kavalai serve`` (an MCP
+    client's ``io.kavalai/deadline``) are such blocks.
 
     Args:
         seconds: the block's own limit from now; ``None`` for none of its own (it still carries the deadline of
@@ -284,11 +287,11 @@ class Deadline(_Scope):
             self._timer.cancel()
         if self._cut is None:
             return
+        # asyncio.timeout's rules: the block's own cut, seen as CancelledError, becomes its error; a block that
+        # caught its cut and finished (or raised something else) ends as it ended.
         sole = self._withdraw()
         if exc_type is not None and issubclass(exc_type, asyncio.CancelledError) and sole:
             raise self.error() from None
-        if exc_type is None:  # the block swallowed its cut and finished anyway: still too late
-            raise self.error()
 
     def error(self) -> DeadlineExceededError:
         """The error this block ends with when its deadline passes."""

@@ -79,6 +79,9 @@ class Kernel:
         self._inflight: set[ToolCall] = set()
         # Started by start_tool and still running: held here (a task nobody holds may be collected) for close().
         self._tool_tasks: set[ToolTask] = set()
+        # How many close() are running: a call that starts meanwhile is refused (KernelClosedError); after close()
+        # returns the kernel works again, reconnecting on next use.
+        self._closing: set[object] = set()  # a set: its add and discard are atomic across threads
         for item in middleware:
             self.add_middleware(item)
 
@@ -274,13 +277,19 @@ class Kernel:
             self._bind_deadline(call, outer, limit)
         token = _current.set(call)
         inflight = self._inflight
-        inflight.add(call)
+        inflight.add(call)  # first, then the closing check: close() sets it first, then reads the registry
         chain = self._chain
         try:
+            if self._closing:
+                raise KernelClosedError(
+                    f"The kernel is closing: {definition.name} was not started.", uri=definition.name
+                )
             raw = await (definition.invoke(args) if chain is None else chain(call))
-        except FunctionKernelException:
+        except FunctionKernelException as exc:
             if call._cut is not None:
                 call._withdraw()
+                if exc.uri != definition.name:  # an inner call's error: this call ends with its own, naming it
+                    raise _cut_error(call) from exc
             raise
         except asyncio.CancelledError:
             error = _cancellation(call)
@@ -536,7 +545,19 @@ class Kernel:
 
     async def close(self) -> None:
         """Fail every call in flight with :class:`~kavalai.errors.KernelClosedError`, then close every session,
-        process and task the kernel holds. Idempotent; the kernel reconnects on next use."""
+        process and task the kernel holds. Idempotent; the kernel reconnects on next use.
+
+        While it runs the kernel is *closing*: a call that starts then (from any task, loop or thread) is refused
+        with :class:`~kavalai.errors.KernelClosedError`; one that started before it is cut. Once it returns,
+        calls work again, and servers reconnect on their next use."""
+        mark = object()
+        self._closing.add(mark)
+        try:
+            await self._close()
+        finally:
+            self._closing.discard(mark)
+
+    async def _close(self) -> None:
         await self._end_calls_in_flight()
         for task in list(self._tool_tasks):
             if not task.done():
