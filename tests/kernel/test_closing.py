@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import threading
 
 import anyio
 import pytest
+from tests.adapters.test_threads import _until
 from tests.kernel.test_ownership import deadline_server, wait_forever
 
 from kavalai import FunctionKernel, pythontool
+from kavalai.adapters._threads import MAX_THREADS
 from kavalai.errors import KernelClosedError, ToolTimeoutError
+from kavalai.kernel import _core
 
 
 @pythontool
@@ -101,3 +106,90 @@ async def test_the_error_of_a_cut_call_names_it_with_the_inner_call_as_cause(end
         assert not task.cancelled()
     with contextlib.suppress(Exception):
         await kernel.close()
+
+
+class _Hang:
+    """A sync tool that blocks its worker thread until released, counting the threads inside it."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+        self.running = 0
+        self.peak = 0
+
+    def __call__(self) -> str:
+        with self.lock:
+            self.running += 1
+            self.peak = max(self.peak, self.running)
+        try:
+            self.release.wait(timeout=60)
+        finally:
+            with self.lock:
+                self.running -= 1
+        return "done"
+
+
+def _hang_kernel(hang: _Hang) -> FunctionKernel:
+    @pythontool
+    def hang_tool() -> str:
+        """Block the worker thread until released."""
+        return hang()
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("hang", hang_tool)
+    return kernel
+
+
+async def test_threads_of_cut_sync_calls_stay_counted_and_close_names_those_left(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Issue 36, finding 5: 50 cut calls of a hung tool left 51 threads (the limit is 40) and nothing counted them.
+    hang = _Hang()
+    kernel = _hang_kernel(hang)
+    try:
+        results = await asyncio.gather(
+            *(kernel.call_tool("python://hang", timeout=0.2) for _ in range(50)), return_exceptions=True
+        )
+        assert all(isinstance(result, ToolTimeoutError) for result in results), results
+        assert hang.running == MAX_THREADS  # the ten beyond the limit were cut while waiting for a turn
+        assert kernel.calls_in_flight() == []
+        lingering = kernel.threads_in_flight()
+        assert len(lingering) == MAX_THREADS
+        assert {call.uri for call in lingering} == {"python://hang"}
+        late = await asyncio.gather(kernel.call_tool("python://hang", timeout=0.2), return_exceptions=True)
+        assert isinstance(late[0], ToolTimeoutError)  # no thread free: it waited for a turn and was cut there
+        assert hang.peak == MAX_THREADS
+        monkeypatch.setattr(_core, "_CLOSE_WAIT", 0.3)
+        with caplog.at_level(logging.WARNING, logger="kavalai"):
+            await kernel.close()
+        [line] = [r.getMessage() for r in caplog.records if "worker thread" in r.getMessage()]
+        assert line == (
+            f"close() returns with {MAX_THREADS} worker thread(s) of cut sync tools still running: "
+            f"python://hang ({MAX_THREADS})"
+        )
+    finally:
+        hang.release.set()
+    await _until(lambda: kernel.threads_in_flight() == [])
+    assert hang.running == 0
+    await kernel.close()
+
+
+async def test_close_waits_for_the_threads_of_cut_calls_within_its_bound(caplog: pytest.LogCaptureFixture) -> None:
+    hang = _Hang()
+    kernel = _hang_kernel(hang)
+    calls = [asyncio.create_task(kernel.call_tool("python://hang")) for _ in range(3)]
+    await _until(lambda: hang.running == 3)
+    releaser = threading.Timer(0.2, hang.release.set)  # the threads return while close() waits
+    releaser.start()
+    try:
+        with caplog.at_level(logging.WARNING, logger="kavalai"):
+            await kernel.close()
+        assert kernel.threads_in_flight() == []  # close() waited for them
+        assert hang.running == 0
+        for call in calls:
+            with pytest.raises(KernelClosedError):
+                await call
+        assert not [r for r in caplog.records if "worker thread" in r.getMessage()]
+    finally:
+        hang.release.set()
+        releaser.join()

@@ -22,6 +22,7 @@ from kavalai.kernel import (
     ToolDefinition,
     ToolURI,
     code_of,
+    current_call,
     function_schema,
     limit_seconds,
     qualname,
@@ -246,7 +247,9 @@ def _invoker(func: Callable[..., Any], is_async: bool, inline: bool, renamed: tu
         return invoke_inline
 
     async def invoke_in_thread(args: BaseModel) -> Any:
-        raw = await run_in_thread(functools.partial(func, **kwargs(args)))  # in a copy of the call's context
+        call = current_call()  # its thread is counted until it returns, even after a cut ends the call
+        release = call.hold() if call is not None else None
+        raw = await run_in_thread(functools.partial(func, **kwargs(args)), release)  # in a copy of the context
         return (await raw) if inspect.isawaitable(raw) else raw
 
     return invoke_in_thread

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import inspect
 import itertools
@@ -175,6 +176,9 @@ class ToolCall(_Scope):
     _metadata: dict[str, Any] | None = None
     _limit: float | None = None  # the call's own timeout, for its error message
     _ended: concurrent.futures.Future[None] | None = None  # set when close() waits for this call to end
+    _held = 0  # pieces of the call's work running where nothing can cut them (a sync tool's worker thread)
+    _lingering: set[ToolCall] | None = None  # the kernel's set of ended calls still held, once this one is in it
+    _released: concurrent.futures.Future[None] | None = None  # set when close() waits for the holds to end
     progress: ProgressCallback | None = None
 
     def __init__(self, definition: ToolDefinition, arguments: BaseModel) -> None:
@@ -228,15 +232,48 @@ class ToolCall(_Scope):
             return
         self._ended = ended
 
-    def _finish(self) -> None:
-        """The call has ended (its ``finally``): disarm its timer, tell a waiting ``close()``."""
+    def hold(self) -> Callable[[], None]:
+        """Count a piece of this call's work that nothing can cut (a sync tool's worker thread) until the function
+        returned is called, once, from any thread. A call that ends (cut by its deadline or ``close()``) while
+        held is listed by its kernel's ``threads_in_flight()`` until then, and ``close()`` waits for it."""
+        self._held += 1
+        released: list[bool] = []
+
+        def release() -> None:
+            if released:
+                return
+            released.append(True)
+            self._held -= 1
+            if not self._held:  # read after the write: _finish() writes _lingering, then reads _held
+                lingering = self._lingering
+                if lingering is not None:
+                    lingering.discard(self)
+                _resolve(self._released)
+
+        return release
+
+    def _finish(self, lingering: set[ToolCall]) -> None:
+        """The call has ended (its ``finally``): disarm its timer, tell a waiting ``close()``, and while work of it
+        still runs (:meth:`hold`), stay in ``lingering``, its kernel's set of such calls."""
         self._done = True
         timer = self._timer
         if timer is not None:
             timer.cancel()
-        ended = self._ended
-        if ended is not None and not ended.done():
-            ended.set_result(None)
+        _resolve(self._ended)
+        if self._held:
+            self._lingering = lingering
+            lingering.add(self)
+            if not self._held:  # released in between, by the worker thread
+                lingering.discard(self)
+
+    def await_release(self) -> concurrent.futures.Future[None]:
+        """A future resolved once no work of this call is held any more (at once if none is)."""
+        released = self._released
+        if released is None:
+            released = self._released = concurrent.futures.Future()
+        if not self._held:  # read after the write: release() writes _held, then reads _released
+            _resolve(released)
+        return released
 
     def __repr__(self) -> str:
         return f"<ToolCall {self.uri} {self.call_id}>"
@@ -297,6 +334,12 @@ class Deadline(_Scope):
         """The error this block ends with when its deadline passes."""
         shown = "" if self.seconds is None else f" of {self.seconds:g} s"
         return DeadlineExceededError(f"The {self.what} ran past its deadline{shown}.", timeout=self.seconds)
+
+
+def _resolve(future: concurrent.futures.Future[None] | None) -> None:
+    if future is not None and not future.done():
+        with contextlib.suppress(concurrent.futures.InvalidStateError):  # resolved by another thread in between
+            future.set_result(None)
 
 
 def deadline(seconds: float | None, *, what: str = "block") -> Deadline:

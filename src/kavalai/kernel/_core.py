@@ -77,6 +77,8 @@ class Kernel:
         self._chain: Callable[[ToolCall], Awaitable[Any]] | None = None
         # The in-flight registry: every call running now, on any loop or thread; call_tool adds and removes its own.
         self._inflight: set[ToolCall] = set()
+        # Calls that have ended (cut) while a worker thread of theirs runs on: see threads_in_flight().
+        self._lingering: set[ToolCall] = set()
         # Started by start_tool and still running: held here (a task nobody holds may be collected) for close().
         self._tool_tasks: set[ToolTask] = set()
         # How many close() are running: a call that starts meanwhile is refused (KernelClosedError); after close()
@@ -305,8 +307,8 @@ class Kernel:
         finally:
             inflight.discard(call)
             _current.reset(token)
-            if call._timer is not None or call._ended is not None:
-                call._finish()
+            if call._timer is not None or call._ended is not None or call._held:
+                call._finish(self._lingering)
         if call._cut is not None:  # the tool caught the cancellation and returned anyway: still too late
             call._withdraw()
             raise _cut_error(call)
@@ -558,7 +560,9 @@ class Kernel:
             self._closing.discard(mark)
 
     async def _close(self) -> None:
+        until = asyncio.get_running_loop().time() + _CLOSE_WAIT
         await self._end_calls_in_flight()
+        await self._wait_for_threads(until)
         for task in list(self._tool_tasks):
             if not task.done():
                 await task.cancel()
@@ -577,6 +581,30 @@ class Kernel:
     def calls_in_flight(self) -> list[ToolCall]:
         """The calls running now, on every event loop and thread (a snapshot of the in-flight registry)."""
         return list(self._inflight)
+
+    def threads_in_flight(self) -> list[ToolCall]:
+        """The calls that have ended (cut by their deadline or by :meth:`close`) while a worker thread of theirs
+        still runs their sync tool, which Python cannot stop. Each still holds its thread's turn of the per-loop
+        limit; it leaves this list when its thread returns."""
+        return list(self._lingering)
+
+    async def _wait_for_threads(self, until: float) -> None:
+        """Wait, until the loop's time ``until``, for the worker threads of the calls cut so far; name in one log
+        line the tools whose threads still run then."""
+        lingering = list(self._lingering)
+        if not lingering:
+            return
+        waits = [asyncio.wrap_future(call.await_release()) for call in lingering]
+        left = until - asyncio.get_running_loop().time()
+        _, pending = await asyncio.wait(waits, timeout=max(left, 0.0))
+        for wait in pending:
+            wait.cancel()
+        still = sorted(call.uri for call in self._lingering)
+        if still:
+            counts = ", ".join(f"{uri} ({still.count(uri)})" for uri in dict.fromkeys(still))
+            logger.warning(
+                "close() returns with %d worker thread(s) of cut sync tools still running: %s", len(still), counts
+            )
 
     async def _end_calls_in_flight(self) -> None:
         """Cut every call in the in-flight registry (each on its own event loop) and wait, boundedly, until they
