@@ -12,6 +12,7 @@ import threading
 import anyio
 import pytest
 from tests.adapters.test_threads import _until
+from tests.kernel.ownership_machine import Stall
 from tests.kernel.test_ownership import deadline_server, wait_forever
 
 from kavalai import FunctionKernel, pythontool
@@ -108,28 +109,7 @@ async def test_the_error_of_a_cut_call_names_it_with_the_inner_call_as_cause(end
         await kernel.close()
 
 
-class _Hang:
-    """A sync tool that blocks its worker thread until released, counting the threads inside it."""
-
-    def __init__(self) -> None:
-        self.release = threading.Event()
-        self.lock = threading.Lock()
-        self.running = 0
-        self.peak = 0
-
-    def __call__(self) -> str:
-        with self.lock:
-            self.running += 1
-            self.peak = max(self.peak, self.running)
-        try:
-            self.release.wait(timeout=60)
-        finally:
-            with self.lock:
-                self.running -= 1
-        return "done"
-
-
-def _hang_kernel(hang: _Hang) -> FunctionKernel:
+def _hang_kernel(hang: Stall) -> FunctionKernel:
     @pythontool
     def hang_tool() -> str:
         """Block the worker thread until released."""
@@ -144,7 +124,7 @@ async def test_threads_of_cut_sync_calls_stay_counted_and_close_names_those_left
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Issue 36, finding 5: 50 cut calls of a hung tool left 51 threads (the limit is 40) and nothing counted them.
-    hang = _Hang()
+    hang = Stall()
     kernel = _hang_kernel(hang)
     try:
         results = await asyncio.gather(
@@ -175,7 +155,7 @@ async def test_threads_of_cut_sync_calls_stay_counted_and_close_names_those_left
 
 
 async def test_close_waits_for_the_threads_of_cut_calls_within_its_bound(caplog: pytest.LogCaptureFixture) -> None:
-    hang = _Hang()
+    hang = Stall()
     kernel = _hang_kernel(hang)
     calls = [asyncio.create_task(kernel.call_tool("python://hang")) for _ in range(3)]
     await _until(lambda: hang.running == 3)

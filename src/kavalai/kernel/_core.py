@@ -262,6 +262,8 @@ class Kernel:
         if definition is None:
             if method is not None:
                 uri = f"{ToolURI.parse(uri).without_qualifier()} [{method}]"
+            if self._closing:  # before resolving, which may connect a server that close() is closing
+                raise KernelClosedError(f"The kernel is closing: {uri} was not started.", uri=str(uri))
             definition = await self.resolve_tool(uri)
         args = validate_input(definition, arguments)
         call = ToolCall(definition, args)
@@ -290,8 +292,9 @@ class Kernel:
         except FunctionKernelException as exc:
             if call._cut is not None:
                 call._withdraw()
-                if exc.uri != definition.name:  # an inner call's error: this call ends with its own, naming it
-                    raise _cut_error(call) from exc
+                cut = _cut_error(call)
+                if type(exc) is not type(cut) or exc.uri != definition.name:  # an inner call's or the adapter's
+                    raise cut from exc  # this call ends with its own error, naming it, the other as its cause
             raise
         except asyncio.CancelledError:
             error = _cancellation(call)
