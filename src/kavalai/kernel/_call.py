@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
 from pydantic import BaseModel
 
 from kavalai.errors import DeadlineExceededError
-from kavalai.kernel._cancel import withdraw_cut
+from kavalai.kernel._cancel import running_task, withdraw_cut
 from kavalai.kernel._seconds import limit_seconds
 
 if TYPE_CHECKING:
@@ -67,7 +67,6 @@ TIMED_OUT: Final = "deadline passed"
 
 _next_id = itertools.count(1).__next__
 _monotonic: Final = time.monotonic
-_current_task: Final = asyncio.current_task
 # The innermost context: the ToolCall running, or a Deadline block (which knows the call around it).
 _current: ContextVar[ToolCall | Deadline | None] = ContextVar("kavalai_current_call", default=None)
 
@@ -126,16 +125,16 @@ class _Scope:
         is the nearer (given as is, so an event loop whose clock is its own, as a Temporal workflow's is, gets the
         same timer on every replay), else what is left of the deadline it inherited."""
         deadline = self.deadline
+        source = self._source
+        if source is not self and source is not None and source._task is self._task and source._timer is not None:
+            return  # one timer per deadline: the scope it comes from, in this same task, cuts it (see _cut_around)
         if deadline is not None and self._task is not None:
             loop = self._task.get_loop()
             delay = own if own is not None and self._source is self else deadline - _monotonic()
             self._timer = loop.call_at(loop.time() + delay, self.cut, TIMED_OUT)
 
     def _enter_task(self) -> None:
-        try:
-            task = self._task = _current_task()
-        except RuntimeError:  # no asyncio loop: nothing can be cut, the deadline is only inherited
-            return
+        task = self._task = running_task()  # None outside asyncio: nothing can be cut, the deadline is inherited
         if task is not None:
             self._baseline = task.cancelling()
 

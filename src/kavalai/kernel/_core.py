@@ -29,6 +29,7 @@ from kavalai.errors import (
 )
 from kavalai.kernel._adapter import ToolAdapter
 from kavalai.kernel._call import CLOSED, Deadline, Middleware, ProgressCallback, ToolCall, _current
+from kavalai.kernel._cancel import _running_loop, _task_of, running_task
 from kavalai.kernel._coerce import coerce_output, convert_output, validate_input
 from kavalai.kernel._definition import ToolDefinition
 from kavalai.kernel._descriptions import ToolDescriptions
@@ -54,7 +55,6 @@ class _Unset:
 _UNSET: Final = _Unset()
 _GLOB_CHARS: Final = frozenset("*?[")
 _CLOSE_WAIT: Final = 5.0  # how long close() waits for the calls it cut to end (a tool may ignore cancellation)
-_current_task = asyncio.current_task
 
 
 class Kernel:
@@ -271,11 +271,9 @@ class Kernel:
         limit = definition.timeout if timeout is _UNSET else limit_seconds(timeout)
         if progress is not None:
             call.progress = progress
-        try:
-            task = call._task = _current_task()  # the task whose work close() and the deadline may cut
-        except RuntimeError:  # no asyncio loop (another event loop library): nothing can be cut
-            task = None
-        if task is not None:
+        loop = _running_loop()  # the task whose work close() and the deadline may cut (running_task(), inlined)
+        if loop is not None and (task := _task_of(loop)) is not None:
+            call._task = task
             call._baseline = task.cancelling()
         if limit is not None or outer is not None:
             self._bind_deadline(call, outer, limit)
@@ -613,7 +611,7 @@ class Kernel:
         """Cut every call in the in-flight registry (each on its own event loop) and wait, boundedly, until they
         have ended with :class:`~kavalai.errors.KernelClosedError`. A call made by the task running ``close()``
         (a tool closing its own kernel) is left to finish."""
-        me = _current_task()
+        me = running_task()
         running = asyncio.get_running_loop()
         waits: list[asyncio.Future[None]] = []
         inflight = self._inflight
