@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import FrameType
 from typing import Any, ClassVar, Final, TypeVar, get_origin, overload
@@ -232,9 +232,17 @@ def _python_uri(name: str) -> ToolURI:
 def _invoker(func: Callable[..., Any], is_async: bool, inline: bool, renamed: tuple[tuple[str, str], ...]) -> Invoker:
     kwargs = _kwargs_getter(renamed)
     if is_async:
+        if not renamed:
 
-        async def invoke_async(args: BaseModel) -> Any:
-            return await func(**kwargs(args))
+            def invoke_plain(args: BaseModel) -> Awaitable[Any]:
+                # The tool's own coroutine, handed back as it is: no coroutine frame of ours around it.
+                # (extra="forbid": __dict__ holds exactly the fields, named as the parameters.)
+                return func(**args.__dict__)  # type: ignore[no-any-return]
+
+            return invoke_plain
+
+        def invoke_async(args: BaseModel) -> Awaitable[Any]:
+            return func(**kwargs(args))  # type: ignore[no-any-return]
 
         return invoke_async
     if inline:

@@ -34,7 +34,7 @@ from kavalai.kernel._coerce import coerce_output, convert_output, validate_input
 from kavalai.kernel._definition import ToolDefinition
 from kavalai.kernel._descriptions import ToolDescriptions
 from kavalai.kernel._registry import ToolRegistry
-from kavalai.kernel._seconds import limit_seconds
+from kavalai.kernel._seconds import MAX_SECONDS, limit_seconds
 from kavalai.kernel._tasks import ToolTask
 from kavalai.kernel._uri import ToolURI
 
@@ -268,7 +268,12 @@ class Kernel:
         args = validate_input(definition, arguments)
         call = ToolCall(definition, args)
         outer = _current.get()
-        limit = definition.timeout if timeout is _UNSET else limit_seconds(timeout)
+        if timeout is _UNSET:
+            limit = definition.timeout
+        elif timeout is None or ((type(timeout) is float or type(timeout) is int) and 0 < timeout < MAX_SECONDS):
+            limit = timeout  # the one rule's common cases, without the call
+        else:
+            limit = limit_seconds(timeout)
         if progress is not None:
             call.progress = progress
         loop = _running_loop()  # the task whose work close() and the deadline may cut (running_task(), inlined)
