@@ -28,7 +28,9 @@ import contextvars
 import inspect
 import itertools
 import logging
+import math
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from types import TracebackType
@@ -82,7 +84,7 @@ class _Scope:
     _task: asyncio.Task[Any] | None = None
     _baseline = 0
     _cut: str | None = None
-    _timer: asyncio.TimerHandle | None = None
+    _timer: set[_Scope] | None = None  # the timer slot this scope waits in (see _arm), until it ends
     _done = False  # the work has ended: nothing may cut the task for it any more
 
     def remaining(self) -> float | None:
@@ -131,7 +133,8 @@ class _Scope:
         if deadline is not None and self._task is not None:
             loop = self._task.get_loop()
             delay = own if own is not None and self._source is self else deadline - _monotonic()
-            self._timer = loop.call_at(loop.time() + delay, self.cut, TIMED_OUT)
+            self._timer = _slot(loop, loop.time() + delay)
+            self._timer.add(self)
 
     def _enter_task(self) -> None:
         task = self._task = running_task()  # None outside asyncio: nothing can be cut, the deadline is inherited
@@ -257,7 +260,7 @@ class ToolCall(_Scope):
         self._done = True
         timer = self._timer
         if timer is not None:
-            timer.cancel()
+            timer.discard(self)
         _resolve(self._ended)
         if self._held:
             self._lingering = lingering
@@ -320,7 +323,7 @@ class Deadline(_Scope):
             _current.reset(self._token)
             self._token = None
         if self._timer is not None:
-            self._timer.cancel()
+            self._timer.discard(self)
         if self._cut is None:
             return
         # asyncio.timeout's rules: the block's own cut, seen as CancelledError, becomes its error; a block that
@@ -333,6 +336,35 @@ class Deadline(_Scope):
         """The error this block ends with when its deadline passes."""
         shown = "" if self.seconds is None else f" of {self.seconds:g} s"
         return DeadlineExceededError(f"The {self.what} ran past its deadline{shown}.", timeout=self.seconds)
+
+
+# Timers: the scopes whose deadlines fall in the same slot of _SLOT seconds on a loop share one loop timer, armed at
+# the slot's end (a scope is cut at most _SLOT late, never early). A scope joins its slot's set when armed and
+# leaves it when it ends: a set add and discard instead of a TimerHandle built, pushed on the heap and cancelled per
+# scope. A loop's slots live in a dict the loop holds weakly; the last loop's is cached for the next scope.
+_SLOT: Final = 0.004
+_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, set[_Scope]]] = weakref.WeakKeyDictionary()
+_last: tuple[asyncio.AbstractEventLoop | None, dict[int, set[_Scope]]] = (None, {})
+
+
+def _slot(loop: asyncio.AbstractEventLoop, when: float) -> set[_Scope]:
+    """The set of scopes cut at the end of the slot holding ``when`` (a time of ``loop``), armed if new."""
+    global _last
+    cached, slots = _last  # one read: another thread's loop may replace it meanwhile
+    if cached is not loop:
+        slots = _slots.get(loop) or _slots.setdefault(loop, {})
+        _last = (loop, slots)
+    number = math.ceil(when / _SLOT)
+    scopes = slots.get(number)
+    if scopes is None:
+        scopes = slots[number] = set()
+        loop.call_at(number * _SLOT, _fire, slots, number)
+    return scopes
+
+
+def _fire(slots: dict[int, set[_Scope]], number: int) -> None:
+    for scope in list(slots.pop(number, ())):
+        scope.cut(TIMED_OUT)
 
 
 def _resolve(future: concurrent.futures.Future[None] | None) -> None:
