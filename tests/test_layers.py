@@ -62,16 +62,37 @@ def test_the_kernel_is_a_leaf() -> None:
     assert _offenders("kavalai.kernel", forbidden) == []
 
 
+def test_the_kernel_imports_nothing_of_kavalai_but_itself_and_the_errors() -> None:
+    """Issue 36: no allowance. The kernel's only kavalai imports are its own modules and ``kavalai.errors``
+    (``kavalai._cancel`` lived outside the kernel and was its one violation)."""
+    allowed = ("kavalai.kernel", "kavalai.errors")
+    found = sorted(
+        f"{module} imports {name}"
+        for module, names in _package_imports("kavalai.kernel").items()
+        for name in names
+        if (name == "kavalai" or name.startswith("kavalai."))
+        and not any(name == ok or name.startswith(f"{ok}.") for ok in allowed)
+    )
+    assert found == []
+
+
 def test_the_kernel_owns_its_calls_instead_of_discovering_them() -> None:
     # Issue 24: no frame walks, no coroutine chains, no task scans, no taking back someone else's cancellation.
+    # A scope takes back only its own cut: ``Task.uncancel()`` lives in kernel/_cancel.py and nowhere else.
     banned = ("_getframe", "f_locals", "cr_await", "all_tasks", "uncancel")
     found = [
         f"{path.relative_to(SRC)}: {word}"
         for path in sorted((SRC / "kernel").rglob("*.py"))
         for word in banned
-        if word in path.read_text(encoding="utf-8")
+        if word in path.read_text(encoding="utf-8") and not (word == "uncancel" and path.name == "_cancel.py")
     ]
     assert found == []
+    outside = [
+        str(path.relative_to(SRC))
+        for path in sorted(SRC.rglob("*.py"))
+        if "uncancel(" in path.read_text(encoding="utf-8") and path != SRC / "kernel" / "_cancel.py"
+    ]
+    assert outside == []
 
 
 def test_llm_does_not_import_the_agent() -> None:

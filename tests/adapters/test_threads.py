@@ -49,10 +49,13 @@ async def test_a_thread_is_reused_once_it_is_idle() -> None:
     assert first == second
 
 
-async def test_at_most_max_threads_calls_of_a_loop_run_at_once_and_a_cancelled_one_gives_its_turn_back() -> None:
+async def test_at_most_max_threads_calls_of_a_loop_run_at_once_and_a_cancelled_one_keeps_its_turn() -> None:
+    # Issue 36, finding 5: a cut call gave its turn back while its thread ran on, so a hung tool cut again and
+    # again held ever more threads. Its turn now comes back when the thread returns.
     release = threading.Event()
     running = 0
     peak = 0
+    returned: list[int] = []
     lock = threading.Lock()
 
     def blocked() -> None:
@@ -64,19 +67,25 @@ async def test_at_most_max_threads_calls_of_a_loop_run_at_once_and_a_cancelled_o
         with lock:
             running -= 1
 
-    tasks = [asyncio.create_task(run_in_thread(blocked)) for _ in range(MAX_THREADS + 2)]
+    tasks = [
+        asyncio.create_task(run_in_thread(blocked, lambda n=n: returned.append(n)))  # type: ignore[misc]
+        for n in range(MAX_THREADS + 2)
+    ]
     try:
         await _until(lambda: running == MAX_THREADS)
-        await asyncio.sleep(0.05)
-        assert running == MAX_THREADS  # the last two wait for a turn
-        tasks[0].cancel()  # returns at once; its thread keeps running, but the turn is free
+        tasks[0].cancel()  # returns at once; its thread keeps running, and so keeps its turn
         with pytest.raises(asyncio.CancelledError):
             await tasks[0]
-        await _until(lambda: running == MAX_THREADS + 1)
+        await asyncio.sleep(0.05)
+        loop = asyncio.get_running_loop()
+        assert (running, _threads._turns[loop].free, len(_threads._turns[loop].waiting)) == (MAX_THREADS, 0, 2)
+        assert returned == []
     finally:
         release.set()
     await asyncio.gather(*tasks[1:])
-    assert peak == MAX_THREADS + 1
+    assert peak == MAX_THREADS
+    await _until(lambda: len(returned) == MAX_THREADS + 2)  # on_return: once each, the cancelled call's too
+    assert sorted(returned) == list(range(MAX_THREADS + 2))
 
 
 async def test_a_call_cancelled_while_it_waits_for_a_turn_leaves_the_count_right() -> None:

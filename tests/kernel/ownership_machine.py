@@ -2,12 +2,18 @@
 
 Calls of every kind (an async Python tool, a sync Python tool in a worker thread, an MCP tool of a real stdio
 server) are started from tasks of the kernel's event loop and from a second event loop in another thread, with and
-without timeouts, interleaved with ``close()``, reconnects, ``remove_tool`` and the cancellation of callers. After
+without timeouts, interleaved with ``close()``, reconnects, ``remove_tool`` and the cancellation of callers; a sync
+tool that hangs is cut by its timeout again and again (its threads run on), and ``close()`` races a burst of new
+calls started on its own loop while it runs (issue 36). After
 every step each call must have ended, or still be within its deadline (its timeout, or the ``close()`` that came
 after it) plus a bounded slack; each ended call must have ended one of the ways it may: its result,
 ``ToolTimeoutError`` (it had a timeout), ``KernelClosedError`` (a close came after it started),
 ``ToolNotFoundError`` (its tool was withdrawn when it started), or ``CancelledError`` (its caller was cancelled).
-At the end nothing the kernel started may be left: no call in flight, no server process, and both loops stop.
+After every step the threads of hung sync tools are counted: never more than the per-loop limit on each loop, and
+each one accounted for by the kernel (a call in ``calls_in_flight()`` or ``threads_in_flight()``). A ``close()``
+racing new calls leaves none of its loop running when it returns, and each of them ends with ``KernelClosedError``
+or was never started. At the end nothing the kernel started may be left: no call in flight, no thread of a cut call,
+no server process, and both loops stop.
 
 Used by ``tests/kernel/test_ownership_state.py`` with a few examples, and by ``bench/ownership_fuzz.py`` with many.
 """
@@ -30,11 +36,14 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from kavalai import FunctionKernel, McpServer, pythontool
+from kavalai.adapters._threads import MAX_THREADS
 from kavalai.errors import KernelClosedError, ToolNotFoundError, ToolTimeoutError
+from kavalai.kernel import _core
 
 ROOT = Path(__file__).resolve().parents[2]
 #: How late past its deadline a call may still be running when a step ends (a loaded machine, a process start).
 SLACK = 8.0
+_RACING = 500  # the most calls started while one close() runs
 _URIS = {"python": "python://nap", "sync": "python://doze", "mcp": "mcp://d.sleep"}
 
 
@@ -50,6 +59,28 @@ def doze(seconds: float) -> str:
     """Sleep in a worker thread."""
     time.sleep(seconds)
     return "dozed"
+
+
+class Stall:
+    """A sync tool's body that blocks its worker thread until released, counting the threads inside it (``running``
+    now, ``peak`` at most)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+        self.running = 0
+        self.peak = 0
+
+    def __call__(self) -> str:
+        with self.lock:
+            self.running += 1
+            self.peak = max(self.peak, self.running)
+        try:
+            self.release.wait(timeout=120)
+        finally:
+            with self.lock:
+                self.running -= 1
+        return "stalled"
 
 
 @dataclass
@@ -117,6 +148,18 @@ class KernelMachine(RuleBasedStateMachine):
         self.main.run(self.kernel.connect())
         self.calls: list[Started] = []
         self.withdrawn = False
+        self.stall = Stall()
+        stall = self.stall
+
+        @pythontool
+        def hang() -> str:
+            """Block the worker thread until the machine ends."""
+            return stall()
+
+        self.kernel.register_python_tool("hang", hang)
+        # close() waits for the threads of cut calls within its bound; the hung ones never return before teardown.
+        self.close_wait = _core._CLOSE_WAIT
+        _core._CLOSE_WAIT = 0.3
 
     # ----------------------------------------------------------------------------------------------- rules
 
@@ -141,6 +184,31 @@ class KernelMachine(RuleBasedStateMachine):
         while not future.done() and {id(c) for c in self.kernel.calls_in_flight()} <= before:
             assert time.monotonic() < limit, f"{uri} did not start within {SLACK} s"
             time.sleep(0.002)
+
+    @rule(where=st.sampled_from(["task", "second-loop"]), count=st.sampled_from([1, 5, 45]))
+    def cut_hung_sync_calls(self, where: str, count: int) -> None:
+        """Start ``count`` calls of the hung sync tool with a short timeout and wait until each has ended: cut at its
+        deadline, running in a thread or waiting for a turn."""
+        loop = self.main if where == "task" else self.second
+        outcomes = loop.run(_gather_calls(self.kernel, count), within=SLACK * 4)
+        for outcome in outcomes:
+            assert isinstance(outcome, ToolTimeoutError | KernelClosedError), outcome  # a close may race it
+
+    @rule(kind=st.sampled_from(["python", "sync", "mcp"]))
+    def close_racing_new_calls(self, kind: str) -> None:
+        """``close()`` while new calls start on its loop at every turn: none is left running when it returns."""
+        now = time.monotonic()
+        for call in self.calls:
+            if call.closed_at is None and not call.future.done():
+                call.closed_at = now
+        seconds = 0.4 if kind == "sync" else 3600.0
+        left, outcomes = self.main.run(_close_racing(self.kernel, _URIS[kind], seconds), within=SLACK * 4)
+        assert left == [], f"calls of the closing loop still running after close() returned: {left}"
+        allowed = (KernelClosedError, asyncio.CancelledError)
+        if self.withdrawn and kind != "mcp":
+            allowed += (ToolNotFoundError,)  # the racing calls found no tool to call
+        for outcome in outcomes:
+            assert isinstance(outcome, allowed), outcome
 
     # Enabled by what earlier steps did, never by timing (whether a call is still running), which Hypothesis needs
     # to replay a case: cancelling a call that has ended does nothing.
@@ -187,6 +255,17 @@ class KernelMachine(RuleBasedStateMachine):
             due = call.due()
             assert due is None or now <= due, f"{call} is still running {now - due + SLACK:.1f} s past its deadline"
 
+    @invariant()
+    def threads_of_cut_calls_stay_counted(self) -> None:
+        running = self.stall.running
+        assert running <= 2 * MAX_THREADS, f"{running} threads in the hung tool: more than the limit of two loops"
+        accounted = [
+            call
+            for call in self.kernel.calls_in_flight() + self.kernel.threads_in_flight()
+            if call.uri == "python://hang"
+        ]
+        assert running <= len(accounted), f"{running} hung threads, {len(accounted)} accounted for by the kernel"
+
     def _check_outcome(self, call: Started) -> None:
         if call.future.cancelled():
             assert call.cancelled, f"{call} was cancelled without its caller being cancelled"
@@ -219,11 +298,49 @@ class KernelMachine(RuleBasedStateMachine):
                     call.future.exception(timeout=SLACK + 2)  # the close above bounds every call
                 self._check_outcome(call)
             assert self.kernel.calls_in_flight() == [], self.kernel.calls_in_flight()
+            self.stall.release.set()
+            limit = time.monotonic() + SLACK
+            while self.kernel.threads_in_flight() or self.stall.running:
+                assert time.monotonic() < limit, f"threads of cut calls left: {self.kernel.threads_in_flight()}"
+                time.sleep(0.01)
             children = [p for p in psutil.Process().children(recursive=True) if p.pid not in self.before and _alive(p)]
             assert not children, f"processes left after close(): {children}"
         finally:
+            self.stall.release.set()
+            _core._CLOSE_WAIT = self.close_wait
             self.main.stop()
             self.second.stop()
+
+
+async def _gather_calls(kernel: FunctionKernel, count: int) -> list[BaseException | Any]:
+    calls = [kernel.call_tool("python://hang", timeout=0.05) for _ in range(count)]
+    return await asyncio.gather(*calls, return_exceptions=True)
+
+
+async def _close_racing(
+    kernel: FunctionKernel, uri: str, seconds: float
+) -> tuple[list[Any], list[BaseException | Any]]:
+    """Run ``close()`` while a task starts a call of ``uri`` at every turn of the loop; return the calls of this
+    loop still in flight when it returned (read before anything else runs) and how the racing calls ended (those
+    not started by then are cancelled before their first step)."""
+    loop = asyncio.get_running_loop()
+    racing: list[asyncio.Task[Any]] = []
+    stop = asyncio.Event()
+
+    async def burst() -> None:
+        while not stop.is_set() and len(racing) < _RACING:
+            racing.append(asyncio.create_task(kernel.call_tool(uri, {"seconds": seconds})))
+            await asyncio.sleep(0)
+
+    spawner = asyncio.create_task(burst())
+    await asyncio.sleep(0)
+    await kernel.close()
+    left = [call for call in kernel.calls_in_flight() if call.loop is loop]
+    stop.set()
+    await spawner
+    for task in racing:
+        task.cancel()  # done ones ignore it; the rest had not started
+    return left, list(await asyncio.gather(*racing, return_exceptions=True))
 
 
 def _alive(process: psutil.Process) -> bool:

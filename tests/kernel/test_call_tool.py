@@ -24,6 +24,7 @@ from kavalai import (
     ToolURI,
     pythontool,
 )
+from kavalai.kernel import deadline
 
 
 class Entry(BaseModel):
@@ -487,14 +488,17 @@ async def test_a_tool_that_swallows_the_timeout_still_times_out(kernel: Function
 
 
 @pytest.mark.parametrize("timeout", [0, -1])
-async def test_a_per_call_timeout_of_zero_or_less_times_out_at_once(kernel: FunctionKernel, timeout: float) -> None:
+async def test_a_per_call_timeout_of_zero_or_less_is_refused(kernel: FunctionKernel, timeout: float) -> None:
+    # Issue 36: one rule for limits. A timeout is positive; a budget that may have run out is a deadline block.
     @pythontool
     async def sleepy() -> None:
         await asyncio.sleep(30)
 
     kernel.register_python_tool("sleepy", sleepy)
-    with pytest.raises(ToolTimeoutError, match=f"timed out after {timeout} s"):
+    with pytest.raises(ValueError, match=f"timeout must be positive \\(in seconds\\) or None, got {timeout}"):
         await kernel.call_tool("python://sleepy", timeout=timeout)
+    with pytest.raises(ToolTimeoutError, match="was not started"), deadline(max(timeout, 0)):
+        await kernel.call_tool("python://sleepy")
 
 
 async def test_an_arbitrary_class_parameter_accepts_instances_from_python(kernel: FunctionKernel) -> None:

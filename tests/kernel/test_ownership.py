@@ -432,3 +432,30 @@ async def test_a_call_started_in_the_background_keeps_only_its_own_timeout(kerne
         background = kernel.start_tool("python://nap", {"seconds": 0.8}, timeout=10)
     left = (await background.result()).result  # type: ignore[attr-defined]
     assert 9 < left <= 10  # not the block's 0.5 s: it outlives the block and is not cut at its end
+
+
+async def test_a_deadline_block_that_caught_its_cut_ends_as_asyncio_timeout_does(kernel: FunctionKernel) -> None:
+    # Issue 36, finding 7: __exit__ raised even when the body caught its cut and returned.
+    kernel.register_python_tool("nap", nap)
+    with deadline(0.05) as caught, contextlib.suppress(asyncio.CancelledError):
+        await asyncio.sleep(30)  # the body handles its own cut and finishes
+    assert caught.expired
+    async with asyncio.timeout(0.05) as peer:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(30)  # asyncio's rule, side by side
+    assert peer.expired()
+    with deadline(0.05) as handled, contextlib.suppress(ToolTimeoutError):
+        await kernel.call_tool("python://nap", {"seconds": 30})  # a call's timeout handled: the block ends too
+    assert handled.expired
+    with pytest.raises(KeyError), deadline(0.05):  # something else raised ends the block with that
+        await _raise_on_cancel(KeyError("mine"))
+    task = asyncio.current_task()
+    assert task is not None
+    assert task.cancelling() == 0
+
+
+async def _raise_on_cancel(error: Exception) -> None:
+    try:
+        await asyncio.sleep(30)
+    except asyncio.CancelledError:
+        raise error from None

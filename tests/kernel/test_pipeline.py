@@ -363,26 +363,6 @@ async def test_a_cancellation_that_is_not_close_stays_a_cancellation() -> None:
     await kernel.close()
 
 
-async def test_close_fails_a_nested_call_once_and_the_outer_call_reports_it() -> None:
-    kernel = FunctionKernel()
-
-    @pythontool
-    async def outer() -> str:
-        await kernel.call_tool("python://wait", timeout=None)
-        return "never"
-
-    kernel.register_python_tool("outer", outer)
-    kernel.register_python_tool("wait", wait_forever)
-    task = asyncio.create_task(kernel.call_tool("python://outer", timeout=None))
-    await asyncio.sleep(0.05)
-    with anyio.fail_after(5):
-        await kernel.close()
-        with pytest.raises(KernelClosedError, match="closed while python://wait was running") as info:
-            await task
-    assert info.value.uri == "python://wait"
-    assert not task.cancelled()
-
-
 async def test_a_bracketed_qualifier_is_the_adapters_to_interpret() -> None:
     seen: list[str | None] = []
 

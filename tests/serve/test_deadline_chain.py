@@ -10,6 +10,8 @@ from pathlib import Path
 
 from tests.serve.test_serve import stdio_session
 
+from kavalai.kernel import MAX_SECONDS
+
 INNER_TOOLS = '''
 """The inner gateway's tool."""
 
@@ -63,3 +65,22 @@ async def test_two_chained_gateways_keep_one_budget(tmp_path: Path) -> None:
     assert not without.is_error  # without a deadline the same tool runs to its end
     inner_left = (tmp_path / "none.txt").read_text()
     assert inner_left == "None" or float(inner_left) > 10  # only the MCP servers' own timeout, if any
+
+
+async def test_a_deadline_too_big_or_not_a_number_never_fails_the_request(tmp_path: Path) -> None:
+    # Issue 36, finding 1: a 400-digit io.kavalai/deadline was JSON-RPC error 0 "int too large to convert to float"
+    # with a traceback on stderr. Now it is clamped to a year; a value that is not a number is ignored (the log line
+    # is tests/kernel/test_seconds.py's).
+    _configs(tmp_path)
+    inner = tmp_path / "inner" / "inner.yaml"
+    huge, garbage = tmp_path / "huge.txt", tmp_path / "garbage.txt"
+    async with stdio_session(inner) as client:
+        [name] = [tool.name for tool in (await client.list_tools()).tools if "nap" in tool.name]
+        big = await client.call_tool(name, {"seconds": 0, "record": str(huge)}, meta={"io.kavalai/deadline": 10**400})
+        odd = await client.call_tool(name, {"seconds": 0, "record": str(garbage)}, meta={"io.kavalai/deadline": "x"})
+    assert not big.is_error
+    assert not odd.is_error
+    assert float(huge.read_text()) > MAX_SECONDS - 600  # clamped to the maximum, not refused
+    assert garbage.read_text() == "None" or float(garbage.read_text()) < MAX_SECONDS / 2  # ignored: no deadline
+    log = (inner.parent / "stdio.log").read_text()
+    assert "Traceback" not in log, log

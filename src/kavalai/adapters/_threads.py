@@ -5,12 +5,14 @@ layers (a capacity limiter with checkpoints, a cancel scope, a concurrent ``Futu
 hop here is one ``SimpleQueue.put`` to an idle thread and one ``call_soon_threadsafe`` back, about 35 µs
 (``bench/python_tools.py`` prints it against both).
 
-The semantics are anyio's ``run_sync(..., abandon_on_cancel=True)``:
+The semantics are anyio's ``run_sync(..., abandon_on_cancel=True)``, but for the turn a cut call keeps:
 
 - the function runs in a copy of the caller's context (its context variables, an OpenTelemetry span);
-- at most :data:`MAX_THREADS` calls per event loop wait on a thread at a time; more wait for a turn;
-- a call whose awaiting task is cancelled (a timeout) returns at once and gives its turn back; its thread runs the
-  function to the end, since Python cannot stop a thread, and is then free again;
+- at most :data:`MAX_THREADS` calls per event loop run on a thread at a time; more wait for a turn;
+- a call whose awaiting task is cancelled (a timeout, ``close()``) returns at once, but its thread runs the function
+  to the end, since Python cannot stop a thread, and *keeps its turn* until then: a hung tool cut again and again
+  never holds more than :data:`MAX_THREADS` threads of a loop (the kernel lists such calls in
+  ``kernel.threads_in_flight()``, through ``on_return``);
 - threads are daemons, reused most-recently-idle first, and end after :data:`IDLE_SECONDS` without work;
 - at the interpreter's exit the idle ones are ended and joined (:func:`_stop_idle`): a daemon thread still waiting
   when the interpreter finalizes is stopped by force, which aborts the process now and then (seen with
@@ -39,13 +41,24 @@ MAX_THREADS: Final = 40
 #: How long an idle worker thread waits for work before it ends.
 IDLE_SECONDS: Final = 10.0
 
-_Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", contextvars.Context, Callable[[], Any]]
+_Job = tuple[
+    asyncio.AbstractEventLoop,
+    "asyncio.Future[Any]",
+    contextvars.Context,
+    Callable[[], Any],
+    "_Turns",
+    Callable[[], object] | None,
+]
 _idle: list[_Worker] = []  # LIFO: the thread idle the shortest time is the warmest
 _turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Turns] = weakref.WeakKeyDictionary()
 
 
-async def run_in_thread(func: Callable[[], R]) -> R:
-    """Run ``func()`` in a worker thread and return its result (or raise its exception) on the event loop."""
+async def run_in_thread(func: Callable[[], R], on_return: Callable[[], object] | None = None) -> R:
+    """Run ``func()`` in a worker thread and return its result (or raise its exception) on the event loop.
+
+    The call holds one of its loop's turns until ``func`` has returned, even when the awaiting task was cancelled
+    first: a thread that cannot be stopped still counts. ``on_return()`` is called once ``func`` has returned (in
+    the worker thread), or at once if ``func`` never started (cancelled while waiting for a turn)."""
     loop = asyncio.get_running_loop()
     turns = _turns.get(loop)
     if turns is None:
@@ -53,18 +66,20 @@ async def run_in_thread(func: Callable[[], R]) -> R:
     if turns.free and not turns.waiting:
         turns.free -= 1
     else:
-        await turns.wait(loop)
-    try:
-        future: asyncio.Future[R] = loop.create_future()
         try:
-            worker = _idle.pop()
-        except IndexError:
-            worker = _Worker()
-            worker.start()
-        worker.jobs.put((loop, future, contextvars.copy_context(), func))
-        return await future
-    finally:
-        turns.give_back()
+            await turns.wait(loop)
+        except BaseException:
+            if on_return is not None:
+                on_return()
+            raise
+    future: asyncio.Future[R] = loop.create_future()
+    try:
+        worker = _idle.pop()
+    except IndexError:
+        worker = _Worker()
+        worker.start()
+    worker.jobs.put((loop, future, contextvars.copy_context(), func, turns, on_return))
+    return await future  # cancelled: the thread runs on, holding the turn, and gives it back when func returns
 
 
 class _Turns:
@@ -120,19 +135,22 @@ class _Worker(threading.Thread):
                         return
                 else:
                     return
-            loop, future, context, func = job
+            loop, future, context, func, turns, on_return = job
             del job
             try:
                 result, error = context.run(func), None
             except BaseException as exc:  # handed to the awaiting task, whatever it is
                 result, error = None, exc
+            if on_return is not None:
+                on_return()
             _idle.append(self)
             with contextlib.suppress(RuntimeError):  # the loop closed while the call ran: nobody is waiting
-                loop.call_soon_threadsafe(_settle, future, result, error)
-            del loop, future, context, func, result, error
+                loop.call_soon_threadsafe(_settle, future, result, error, turns)
+            del loop, future, context, func, result, error, turns, on_return
 
 
-def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None, turns: _Turns) -> None:
+    turns.give_back()  # the thread is free again: its turn too
     if future.done():  # cancelled: its caller has gone on
         return
     if error is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import FrameType
 from typing import Any, ClassVar, Final, TypeVar, get_origin, overload
@@ -22,7 +22,9 @@ from kavalai.kernel import (
     ToolDefinition,
     ToolURI,
     code_of,
+    current_call,
     function_schema,
+    limit_seconds,
     qualname,
 )
 
@@ -85,8 +87,7 @@ def pythontool(
         timeout: the default timeout of a call in seconds.
         inline: run a *sync* function directly on the event loop rather than in a worker thread.
     """
-    if not _valid_timeout(timeout):
-        raise ValueError(f"pythontool timeout must be positive (in seconds) or None, got {timeout!r}")
+    timeout = limit_seconds(timeout, what="@pythontool timeout")
     options = ToolOptions(description=description, timeout=timeout, inline=inline)
     if options == _DEFAULT_OPTIONS:
         options = _DEFAULT_OPTIONS  # one object for the common case, not one per function
@@ -159,11 +160,10 @@ class PythonToolAdapter(ToolAdapter):
                 "`pythontool(func)`).",
                 uri=str(uri),
             )
-        if not _valid_timeout(timeout):
-            raise ToolRegistrationError(
-                f"Cannot register {uri}: timeout must be positive (in seconds) or None, got {timeout!r}.",
-                uri=str(uri),
-            )
+        try:
+            timeout = limit_seconds(timeout)
+        except ValueError as exc:
+            raise ToolRegistrationError(f"Cannot register {uri}: {exc}.", uri=str(uri)) from None
         schema = function_schema(
             func, uri=str(uri), description=description or options.description, local_types=options.local_types
         )
@@ -232,9 +232,17 @@ def _python_uri(name: str) -> ToolURI:
 def _invoker(func: Callable[..., Any], is_async: bool, inline: bool, renamed: tuple[tuple[str, str], ...]) -> Invoker:
     kwargs = _kwargs_getter(renamed)
     if is_async:
+        if not renamed:
 
-        async def invoke_async(args: BaseModel) -> Any:
-            return await func(**kwargs(args))
+            def invoke_plain(args: BaseModel) -> Awaitable[Any]:
+                # The tool's own coroutine, handed back as it is: no coroutine frame of ours around it.
+                # (extra="forbid": __dict__ holds exactly the fields, named as the parameters.)
+                return func(**args.__dict__)  # type: ignore[no-any-return]
+
+            return invoke_plain
+
+        def invoke_async(args: BaseModel) -> Awaitable[Any]:
+            return func(**kwargs(args))  # type: ignore[no-any-return]
 
         return invoke_async
     if inline:
@@ -247,14 +255,12 @@ def _invoker(func: Callable[..., Any], is_async: bool, inline: bool, renamed: tu
         return invoke_inline
 
     async def invoke_in_thread(args: BaseModel) -> Any:
-        raw = await run_in_thread(functools.partial(func, **kwargs(args)))  # in a copy of the call's context
+        call = current_call()  # its thread is counted until it returns, even after a cut ends the call
+        release = call.hold() if call is not None else None
+        raw = await run_in_thread(functools.partial(func, **kwargs(args)), release)  # in a copy of the context
         return (await raw) if inspect.isawaitable(raw) else raw
 
     return invoke_in_thread
-
-
-def _valid_timeout(timeout: object) -> bool:
-    return timeout is None or (not isinstance(timeout, bool) and isinstance(timeout, int | float) and timeout > 0)
 
 
 def _kwargs_getter(renamed: tuple[tuple[str, str], ...]) -> Callable[[BaseModel], dict[str, Any]]:

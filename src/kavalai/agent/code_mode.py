@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kavalai.errors import DeadlineExceededError
-from kavalai.kernel import deadline
+from kavalai.kernel import deadline, limit_seconds
 from kavalai.llm.names import provider_name
 
 __all__ = ["RUN_PYTHON", "CodeMode", "function_names", "stubs"]
@@ -54,6 +54,12 @@ class CodeMode:
     max_memory: int = 128 * 1024 * 1024
     max_calls: int = 50
     max_output_chars: int = 20_000
+
+    def __post_init__(self) -> None:
+        seconds = limit_seconds(self.max_seconds, what="CodeMode max_seconds")
+        if seconds is None:
+            raise ValueError("CodeMode max_seconds must be positive (in seconds), got None")
+        object.__setattr__(self, "max_seconds", seconds)  # clamped under the one rule for limits
 
     def spec(self, descriptions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """The description of ``run_python``, with the stubs of ``descriptions``."""

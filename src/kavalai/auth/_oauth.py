@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field
 from kavalai.auth._identity import DEFAULT_IDENTITY, check_identity
 from kavalai.auth._store import FileTokenStore, MemoryTokenStore, TokenStore
 from kavalai.errors import ConfigurationError
+from kavalai.kernel import Seconds
 
 if TYPE_CHECKING:
     from kavalai.auth._flow import OAuthFlow
@@ -105,8 +106,8 @@ class OAuth(BaseModel):
         default=0, ge=0, le=65535, description="The port of the redirect listener; 0: one is chosen and kept."
     )
     redirect_path: str = Field(default="/callback", pattern=r"^/[^?#\s]*$", description="The redirect URI's path.")
-    login_timeout: float = Field(
-        default=300.0, gt=0, description="Seconds to wait for the user to sign in before the flow fails."
+    login_timeout: Seconds = Field(
+        default=300.0, description="Seconds to wait for the user to sign in before the flow fails."
     )
 
     allowed_networks: tuple[str, ...] = Field(

@@ -27,10 +27,12 @@ from kavalai.kernel._descriptions import ToolDescriptions
 from kavalai.kernel._jsonschema import model_from_json_schema, output_model_from_json_schema, type_from_json_schema
 from kavalai.kernel._registry import LazyTool, ToolRegistry
 from kavalai.kernel._schema import FunctionSchema, code_of, function_schema, qualname, wrap_output_model
+from kavalai.kernel._seconds import MAX_SECONDS, Seconds, limit_seconds
 from kavalai.kernel._tasks import TaskStatus, ToolTask
 from kavalai.kernel._uri import SCHEMES, SERVER_NAME_PATTERN, ToolURI, validate_server_name
 
 __all__ = [
+    "MAX_SECONDS",
     "SCHEMES",
     "SERVER_NAME_PATTERN",
     "CallNext",
@@ -41,6 +43,7 @@ __all__ = [
     "LazyTool",
     "Middleware",
     "ProgressCallback",
+    "Seconds",
     "TaskStatus",
     "ToolAdapter",
     "ToolCall",
@@ -57,6 +60,7 @@ __all__ = [
     "current_deadline",
     "deadline",
     "function_schema",
+    "limit_seconds",
     "model_from_json_schema",
     "output_model_from_json_schema",
     "qualname",

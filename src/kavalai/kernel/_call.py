@@ -12,7 +12,7 @@ kernel's in-flight registry:
 - **Ownership.** The call knows the task it runs in and that task's cancellation count when it started. The kernel
   cuts *the call's own work* (``close()``: :data:`CLOSED`; its deadline: :data:`TIMED_OUT`) by cancelling that task
   on its own event loop, and the call turns that one cancellation into its own error, taking back the request (see
-  :mod:`kavalai._cancel`), so a caller that is itself cancelled still sees ``CancelledError``.
+  :mod:`kavalai.kernel._cancel`), so a caller that is itself cancelled still sees ``CancelledError``.
 - **Deadlines.** A call's :attr:`ToolCall.deadline` is the smaller of its own timeout and what remains of whatever
   contains it: the call it is made from, or a :class:`Deadline` block (an agent run, a code-mode snippet, a workflow
   run, the ``io.kavalai/deadline`` an MCP client sent to ``kavalai serve``). Nested calls inherit it without an
@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import inspect
 import itertools
+import math
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from types import TracebackType
@@ -34,8 +37,9 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
 
 from pydantic import BaseModel
 
-from kavalai._cancel import withdraw_cut
 from kavalai.errors import DeadlineExceededError
+from kavalai.kernel._cancel import running_task, withdraw_cut
+from kavalai.kernel._seconds import limit_seconds
 from kavalai.secrets import get_logger
 
 if TYPE_CHECKING:
@@ -65,7 +69,6 @@ TIMED_OUT: Final = "deadline passed"
 
 _next_id = itertools.count(1).__next__
 _monotonic: Final = time.monotonic
-_current_task: Final = asyncio.current_task
 # The innermost context: the ToolCall running, or a Deadline block (which knows the call around it).
 _current: ContextVar[ToolCall | Deadline | None] = ContextVar("kavalai_current_call", default=None)
 
@@ -81,7 +84,7 @@ class _Scope:
     _task: asyncio.Task[Any] | None = None
     _baseline = 0
     _cut: str | None = None
-    _timer: asyncio.TimerHandle | None = None
+    _timer: set[_Scope] | None = None  # the timer slot this scope waits in (see _arm), until it ends
     _done = False  # the work has ended: nothing may cut the task for it any more
 
     def remaining(self) -> float | None:
@@ -124,16 +127,17 @@ class _Scope:
         is the nearer (given as is, so an event loop whose clock is its own, as a Temporal workflow's is, gets the
         same timer on every replay), else what is left of the deadline it inherited."""
         deadline = self.deadline
+        source = self._source
+        if source is not self and source is not None and source._task is self._task and source._timer is not None:
+            return  # one timer per deadline: the scope it comes from, in this same task, cuts it (see _cut_around)
         if deadline is not None and self._task is not None:
             loop = self._task.get_loop()
             delay = own if own is not None and self._source is self else deadline - _monotonic()
-            self._timer = loop.call_at(loop.time() + delay, self.cut, TIMED_OUT)
+            self._timer = _slot(loop, loop.time() + delay)
+            self._timer.add(self)
 
     def _enter_task(self) -> None:
-        try:
-            task = self._task = _current_task()
-        except RuntimeError:  # no asyncio loop: nothing can be cut, the deadline is only inherited
-            return
+        task = self._task = running_task()  # None outside asyncio: nothing can be cut, the deadline is inherited
         if task is not None:
             self._baseline = task.cancelling()
 
@@ -174,6 +178,9 @@ class ToolCall(_Scope):
     _metadata: dict[str, Any] | None = None
     _limit: float | None = None  # the call's own timeout, for its error message
     _ended: concurrent.futures.Future[None] | None = None  # set when close() waits for this call to end
+    _held = 0  # pieces of the call's work running where nothing can cut them (a sync tool's worker thread)
+    _lingering: set[ToolCall] | None = None  # the kernel's set of ended calls still held, once this one is in it
+    _released: concurrent.futures.Future[None] | None = None  # set when close() waits for the holds to end
     progress: ProgressCallback | None = None
 
     def __init__(self, definition: ToolDefinition, arguments: BaseModel) -> None:
@@ -227,15 +234,48 @@ class ToolCall(_Scope):
             return
         self._ended = ended
 
-    def _finish(self) -> None:
-        """The call has ended (its ``finally``): disarm its timer, tell a waiting ``close()``."""
+    def hold(self) -> Callable[[], None]:
+        """Count a piece of this call's work that nothing can cut (a sync tool's worker thread) until the function
+        returned is called, once, from any thread. A call that ends (cut by its deadline or ``close()``) while
+        held is listed by its kernel's ``threads_in_flight()`` until then, and ``close()`` waits for it."""
+        self._held += 1
+        released: list[bool] = []
+
+        def release() -> None:
+            if released:
+                return
+            released.append(True)
+            self._held -= 1
+            if not self._held:  # read after the write: _finish() writes _lingering, then reads _held
+                lingering = self._lingering
+                if lingering is not None:
+                    lingering.discard(self)
+                _resolve(self._released)
+
+        return release
+
+    def _finish(self, lingering: set[ToolCall]) -> None:
+        """The call has ended (its ``finally``): disarm its timer, tell a waiting ``close()``, and while work of it
+        still runs (:meth:`hold`), stay in ``lingering``, its kernel's set of such calls."""
         self._done = True
         timer = self._timer
         if timer is not None:
-            timer.cancel()
-        ended = self._ended
-        if ended is not None and not ended.done():
-            ended.set_result(None)
+            timer.discard(self)
+        _resolve(self._ended)
+        if self._held:
+            self._lingering = lingering
+            lingering.add(self)
+            if not self._held:  # released in between, by the worker thread
+                lingering.discard(self)
+
+    def await_release(self) -> concurrent.futures.Future[None]:
+        """A future resolved once no work of this call is held any more (at once if none is)."""
+        released = self._released
+        if released is None:
+            released = self._released = concurrent.futures.Future()
+        if not self._held:  # read after the write: release() writes _held, then reads _released
+            _resolve(released)
+        return released
 
     def __repr__(self) -> str:
         return f"<ToolCall {self.uri} {self.call_id}>"
@@ -246,10 +286,13 @@ class Deadline(_Scope):
 
     Entered inside a task (it is a cancel scope, like ``asyncio.timeout``): when the deadline passes, the block is
     cut; the calls inside it end with :class:`~kavalai.errors.ToolTimeoutError` naming their tool, and the block
-    itself with :class:`~kavalai.errors.DeadlineExceededError` unless what it ran raised first. A block inside
-    another call or block gets the nearer of its own limit and theirs. Agents (``Agent.run(timeout=)``), code mode
-    (``CodeMode(max_seconds=)``), workflow runs and ``kavalai serve`` (an MCP client's ``io.kavalai/deadline``)
-    are such blocks.
+    itself with :class:`~kavalai.errors.DeadlineExceededError` when the cut reaches its end as ``CancelledError``.
+    Its exit follows ``asyncio.timeout``'s rules: a body that caught its cut (or a tool call's timeout error) and
+    finished normally ends normally, one that raised something else ends with that, and a cancellation of the task
+    by anyone else goes on as ``CancelledError``. Read :attr:`expired` to learn whether the deadline passed.
+    A block inside another call or block gets the nearer of its own limit and theirs. Agents
+    (``Agent.run(timeout=)``), code mode (``CodeMode(max_seconds=)``), workflow runs and ``kavalai serve`` (an MCP
+    client's ``io.kavalai/deadline``) are such blocks.
 
     Args:
         seconds: the block's own limit from now; ``None`` for none of its own (it still carries the deadline of
@@ -258,9 +301,7 @@ class Deadline(_Scope):
     """
 
     def __init__(self, seconds: float | None, *, what: str = "block") -> None:
-        if seconds is not None and not seconds >= 0:
-            raise ValueError(f"A deadline is a number of seconds >= 0, not {seconds!r}.")
-        self.seconds = seconds
+        self.seconds = limit_seconds(seconds, what="deadline", remaining=True)
         self.what = what
         self.call: ToolCall | None = None  # the tool call this block runs inside, for current_call()
         self._token: contextvars.Token[ToolCall | Deadline | None] | None = None
@@ -282,19 +323,54 @@ class Deadline(_Scope):
             _current.reset(self._token)
             self._token = None
         if self._timer is not None:
-            self._timer.cancel()
+            self._timer.discard(self)
         if self._cut is None:
             return
+        # asyncio.timeout's rules: the block's own cut, seen as CancelledError, becomes its error; a block that
+        # caught its cut and finished (or raised something else) ends as it ended.
         sole = self._withdraw()
         if exc_type is not None and issubclass(exc_type, asyncio.CancelledError) and sole:
             raise self.error() from None
-        if exc_type is None:  # the block swallowed its cut and finished anyway: still too late
-            raise self.error()
 
     def error(self) -> DeadlineExceededError:
         """The error this block ends with when its deadline passes."""
         shown = "" if self.seconds is None else f" of {self.seconds:g} s"
         return DeadlineExceededError(f"The {self.what} ran past its deadline{shown}.", timeout=self.seconds)
+
+
+# Timers: the scopes whose deadlines fall in the same slot of _SLOT seconds on a loop share one loop timer, armed at
+# the slot's end (a scope is cut at most _SLOT late, never early). A scope joins its slot's set when armed and
+# leaves it when it ends: a set add and discard instead of a TimerHandle built, pushed on the heap and cancelled per
+# scope. A loop's slots live in a dict the loop holds weakly; the last loop's is cached for the next scope.
+_SLOT: Final = 0.004
+_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, set[_Scope]]] = weakref.WeakKeyDictionary()
+_last: tuple[asyncio.AbstractEventLoop | None, dict[int, set[_Scope]]] = (None, {})
+
+
+def _slot(loop: asyncio.AbstractEventLoop, when: float) -> set[_Scope]:
+    """The set of scopes cut at the end of the slot holding ``when`` (a time of ``loop``), armed if new."""
+    global _last
+    cached, slots = _last  # one read: another thread's loop may replace it meanwhile
+    if cached is not loop:
+        slots = _slots.get(loop) or _slots.setdefault(loop, {})
+        _last = (loop, slots)
+    number = math.ceil(when / _SLOT)
+    scopes = slots.get(number)
+    if scopes is None:
+        scopes = slots[number] = set()
+        loop.call_at(number * _SLOT, _fire, slots, number)
+    return scopes
+
+
+def _fire(slots: dict[int, set[_Scope]], number: int) -> None:
+    for scope in list(slots.pop(number, ())):
+        scope.cut(TIMED_OUT)
+
+
+def _resolve(future: concurrent.futures.Future[None] | None) -> None:
+    if future is not None and not future.done():
+        with contextlib.suppress(concurrent.futures.InvalidStateError):  # resolved by another thread in between
+            future.set_result(None)
 
 
 def deadline(seconds: float | None, *, what: str = "block") -> Deadline:

@@ -28,10 +28,12 @@ from kavalai.errors import (
 )
 from kavalai.kernel._adapter import ToolAdapter
 from kavalai.kernel._call import CLOSED, Deadline, Middleware, ProgressCallback, ToolCall, _current
+from kavalai.kernel._cancel import _running_loop, _task_of, running_task
 from kavalai.kernel._coerce import coerce_output, convert_output, validate_input
 from kavalai.kernel._definition import ToolDefinition
 from kavalai.kernel._descriptions import ToolDescriptions
 from kavalai.kernel._registry import ToolRegistry
+from kavalai.kernel._seconds import MAX_SECONDS, limit_seconds
 from kavalai.kernel._tasks import ToolTask
 from kavalai.kernel._uri import ToolURI
 from kavalai.secrets import get_logger
@@ -53,7 +55,6 @@ class _Unset:
 _UNSET: Final = _Unset()
 _GLOB_CHARS: Final = frozenset("*?[")
 _CLOSE_WAIT: Final = 5.0  # how long close() waits for the calls it cut to end (a tool may ignore cancellation)
-_current_task = asyncio.current_task
 
 
 class Kernel:
@@ -76,8 +77,13 @@ class Kernel:
         self._chain: Callable[[ToolCall], Awaitable[Any]] | None = None
         # The in-flight registry: every call running now, on any loop or thread; call_tool adds and removes its own.
         self._inflight: set[ToolCall] = set()
+        # Calls that have ended (cut) while a worker thread of theirs runs on: see threads_in_flight().
+        self._lingering: set[ToolCall] = set()
         # Started by start_tool and still running: held here (a task nobody holds may be collected) for close().
         self._tool_tasks: set[ToolTask] = set()
+        # How many close() are running: a call that starts meanwhile is refused (KernelClosedError); after close()
+        # returns the kernel works again, reconnecting on next use.
+        self._closing: set[object] = set()  # a set: its add and discard are atomic across threads
         for item in middleware:
             self.add_middleware(item)
 
@@ -249,35 +255,49 @@ class Kernel:
             InvalidToolURIError, ToolNotFoundError, ToolInputError, ToolExecutionError, ToolTimeoutError,
             ToolOutputError, ServerConnectionError, KernelClosedError: all subclasses of FunctionKernelException
             naming the URI.
+            ValueError: ``timeout`` is not ``None`` nor a positive number of seconds (one above a year is
+                clamped to :data:`~kavalai.kernel.MAX_SECONDS`, see :func:`~kavalai.kernel.limit_seconds`).
         """
         definition = self._tools.get(uri) if type(uri) is str and method is None else None
         if definition is None:
             if method is not None:
                 uri = f"{ToolURI.parse(uri).without_qualifier()} [{method}]"
+            if self._closing:  # before resolving, which may connect a server that close() is closing
+                raise KernelClosedError(f"The kernel is closing: {uri} was not started.", uri=str(uri))
             definition = await self.resolve_tool(uri)
         args = validate_input(definition, arguments)
         call = ToolCall(definition, args)
         outer = _current.get()
-        limit: float | None = definition.timeout if timeout is _UNSET else timeout  # type: ignore[assignment]
+        if timeout is _UNSET:
+            limit = definition.timeout
+        elif timeout is None or ((type(timeout) is float or type(timeout) is int) and 0 < timeout < MAX_SECONDS):
+            limit = timeout  # the one rule's common cases, without the call
+        else:
+            limit = limit_seconds(timeout)
         if progress is not None:
             call.progress = progress
-        try:
-            task = call._task = _current_task()  # the task whose work close() and the deadline may cut
-        except RuntimeError:  # no asyncio loop (another event loop library): nothing can be cut
-            task = None
-        if task is not None:
+        loop = _running_loop()  # the task whose work close() and the deadline may cut (running_task(), inlined)
+        if loop is not None and (task := _task_of(loop)) is not None:
+            call._task = task
             call._baseline = task.cancelling()
         if limit is not None or outer is not None:
             self._bind_deadline(call, outer, limit)
         token = _current.set(call)
         inflight = self._inflight
-        inflight.add(call)
+        inflight.add(call)  # first, then the closing check: close() sets it first, then reads the registry
         chain = self._chain
         try:
+            if self._closing:
+                raise KernelClosedError(
+                    f"The kernel is closing: {definition.name} was not started.", uri=definition.name
+                )
             raw = await (definition.invoke(args) if chain is None else chain(call))
-        except FunctionKernelException:
+        except FunctionKernelException as exc:
             if call._cut is not None:
                 call._withdraw()
+                cut = _cut_error(call)
+                if type(exc) is not type(cut) or exc.uri != definition.name:  # an inner call's or the adapter's
+                    raise cut from exc  # this call ends with its own error, naming it, the other as its cause
             raise
         except asyncio.CancelledError:
             error = _cancellation(call)
@@ -293,8 +313,8 @@ class Kernel:
         finally:
             inflight.discard(call)
             _current.reset(token)
-            if call._timer is not None or call._ended is not None:
-                call._finish()
+            if call._timer is not None or call._ended is not None or call._held:
+                call._finish(self._lingering)
         if call._cut is not None:  # the tool caught the cancellation and returned anyway: still too late
             call._withdraw()
             raise _cut_error(call)
@@ -328,7 +348,12 @@ class Kernel:
         timeout and middleware as ``call_tool``; ``close()`` cancels the tasks still running (their result is then
         :class:`~kavalai.errors.KernelClosedError`, or cancelled when they had not started). Started inside a tool
         call or a deadline block, the background call is not part of it: it keeps only its own timeout.
+
+        Raises:
+            ValueError: ``timeout`` is not ``None`` nor a positive number of seconds.
         """
+        if timeout is not _UNSET:
+            timeout = limit_seconds(timeout)  # a caller's bad timeout is refused here, not in the background
         call = self.call_tool(uri, arguments, timeout=timeout, progress=progress)
         detached = contextvars.copy_context()
         detached.run(_current.set, None)
@@ -540,8 +565,22 @@ class Kernel:
 
     async def close(self) -> None:
         """Fail every call in flight with :class:`~kavalai.errors.KernelClosedError`, then close every session,
-        process and task the kernel holds. Idempotent; the kernel reconnects on next use."""
+        process and task the kernel holds. Idempotent; the kernel reconnects on next use.
+
+        While it runs the kernel is *closing*: a call that starts then (from any task, loop or thread) is refused
+        with :class:`~kavalai.errors.KernelClosedError`; one that started before it is cut. Once it returns,
+        calls work again, and servers reconnect on their next use."""
+        mark = object()
+        self._closing.add(mark)
+        try:
+            await self._close()
+        finally:
+            self._closing.discard(mark)
+
+    async def _close(self) -> None:
+        until = asyncio.get_running_loop().time() + _CLOSE_WAIT
         await self._end_calls_in_flight()
+        await self._wait_for_threads(until)
         for task in list(self._tool_tasks):
             if not task.done():
                 await task.cancel()
@@ -561,11 +600,35 @@ class Kernel:
         """The calls running now, on every event loop and thread (a snapshot of the in-flight registry)."""
         return list(self._inflight)
 
+    def threads_in_flight(self) -> list[ToolCall]:
+        """The calls that have ended (cut by their deadline or by :meth:`close`) while a worker thread of theirs
+        still runs their sync tool, which Python cannot stop. Each still holds its thread's turn of the per-loop
+        limit; it leaves this list when its thread returns."""
+        return list(self._lingering)
+
+    async def _wait_for_threads(self, until: float) -> None:
+        """Wait, until the loop's time ``until``, for the worker threads of the calls cut so far; name in one log
+        line the tools whose threads still run then."""
+        lingering = list(self._lingering)
+        if not lingering:
+            return
+        waits = [asyncio.wrap_future(call.await_release()) for call in lingering]
+        left = until - asyncio.get_running_loop().time()
+        _, pending = await asyncio.wait(waits, timeout=max(left, 0.0))
+        for wait in pending:
+            wait.cancel()
+        still = sorted(call.uri for call in self._lingering)
+        if still:
+            counts = ", ".join(f"{uri} ({still.count(uri)})" for uri in dict.fromkeys(still))
+            logger.warning(
+                "close() returns with %d worker thread(s) of cut sync tools still running: %s", len(still), counts
+            )
+
     async def _end_calls_in_flight(self) -> None:
         """Cut every call in the in-flight registry (each on its own event loop) and wait, boundedly, until they
         have ended with :class:`~kavalai.errors.KernelClosedError`. A call made by the task running ``close()``
         (a tool closing its own kernel) is left to finish."""
-        me = _current_task()
+        me = running_task()
         running = asyncio.get_running_loop()
         waits: list[asyncio.Future[None]] = []
         inflight = self._inflight

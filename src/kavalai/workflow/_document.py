@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kavalai.errors import ConfigurationError
+from kavalai.kernel import Seconds
 from kavalai.workflow._builder import node_from_fields
 from kavalai.workflow._graph import DEFAULT_MAX_VISITS, Workflow, did_you_mean, field_problem
 from kavalai.workflow._nodes import (
@@ -56,14 +57,14 @@ class _Section(BaseModel):
 
 class _Limits(_Section):
     max_visits: int = Field(DEFAULT_MAX_VISITS, ge=1)
-    timeout: float | None = Field(None, gt=0)
+    timeout: Seconds | None = Field(None)
     max_value_size: int = Field(DEFAULT_MAX_SIZE, ge=1)
 
 
 class _PythonFunction(_Section):
     function: str
     name: str | None = None
-    timeout: float | None = Field(None, gt=0)
+    timeout: Seconds | None = Field(None)
 
 
 class _Bundled(_Section):

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from kavalai.kernel import limit_seconds
 from kavalai.workflow._expressions import FUNCTIONS, Expression, compile_expression, is_path
 from kavalai.workflow._nodes import (
     AgentNode,
@@ -475,6 +476,7 @@ def checked_visits(value: int, what: str = "Workflow field 'max_visits'") -> int
 
 def checked_timeout(value: float | None, what: str = "Workflow field 'timeout'") -> float | None:
     """``value`` if it is ``None`` or a positive number of seconds, else a :class:`WorkflowDefinitionError`."""
-    if value is not None and (not isinstance(value, int | float) or isinstance(value, bool) or value <= 0):
-        raise WorkflowDefinitionError(f"{what} must be a positive number of seconds or None, not {value!r}.")
-    return value
+    try:
+        return limit_seconds(value, what=what)
+    except ValueError as exc:
+        raise WorkflowDefinitionError(f"{exc}.") from None

@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kavalai.kernel import Seconds
+
 __all__ = [
     "AgentNode",
     "EndNode",
@@ -98,7 +100,7 @@ class FunctionNode(_Linear):
     tool: str = Field(description="The tool URI, e.g. python://fs.ls or mcp://files.read.")
     inputs: dict[str, Any] = Field(default_factory=dict, description="The tool's arguments.")
     output: str | None = Field(None, description="The output type; by default the tool's output model.")
-    timeout: float | None = Field(None, gt=0, description="Seconds per attempt.")
+    timeout: Seconds | None = Field(None, description="Seconds per attempt.")
     retry: RetryPolicy | None = None
 
 
@@ -113,7 +115,7 @@ class AgentNode(_Linear):
     max_steps: int | None = Field(None, ge=1)
     model: str | None = Field(None, description="The model, e.g. openai/gpt-4.1-mini; default: the engine's.")
     output: str | None = Field(None, description="The structured output type; default: text.")
-    timeout: float | None = Field(None, gt=0)
+    timeout: Seconds | None = Field(None)
 
 
 class LlmNode(_Linear):
@@ -125,7 +127,7 @@ class LlmNode(_Linear):
     inputs: dict[str, Any] = Field(default_factory=dict)
     model: str | None = None
     output: str | None = Field(None, description="The structured output type; default: text.")
-    timeout: float | None = Field(None, gt=0)
+    timeout: Seconds | None = Field(None)
 
 
 class IfNode(NodeBase):
@@ -164,7 +166,7 @@ class ParallelNode(_Linear):
 
     kind: Literal["parallel"] = "parallel"
     branches: list[str] = Field(min_length=1, description="The first node of each branch.")
-    timeout: float | None = Field(None, gt=0)
+    timeout: Seconds | None = Field(None)
 
 
 Node = Annotated[

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
 from kavalai import FunctionKernel, RestServer, ToolExecutionError, ToolInputError, ToolOutputError
-from kavalai.kernel import deadline
+from kavalai.adapters.rest import ApiKeyAuth, BearerAuth
+from kavalai.kernel import MAX_SECONDS, deadline
 
 ITEM_ID = {"item_id": {"type": "integer"}}
 ITEM_FIELDS = {
@@ -191,3 +193,43 @@ async def test_a_server_that_opts_in_hears_the_call_deadline(kernel: FunctionKer
     assert not any("deadline" in name for name in quiet)
     with pytest.raises(ValidationError):
         RestServer(name="bad", url=shop_url, deadline_header="Bad Header: x")
+
+
+async def test_an_infinite_or_huge_timeout_is_clamped_not_an_overflow(kernel: FunctionKernel, shop_url: str) -> None:
+    # Issue 36, finding 2: timeout=math.inf or 1e308 failed with ToolExecutionError caused by OverflowError.
+    kernel.register_rest_server(RestServer(name="d", url=shop_url, deadline_header="X-Request-Deadline-Ms"))
+    kernel.register_rest_tool("d", "headers", "GET", path="/echo/headers")
+    for huge in (math.inf, 1e308):
+        seen = (await kernel.call_tool("rest://d.headers", timeout=huge)).result  # type: ignore[attr-defined]
+        assert int(seen["x-request-deadline-ms"]) > (MAX_SECONDS - 60) * 1000
+    with pytest.raises(ValueError, match="got '5'"):
+        await kernel.call_tool("rest://d.headers", timeout="5")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["Authorization", "proxy-authorization", "Cookie", "Content-Length", "Transfer-Encoding", "Host", "Connection",
+     "TE", "Upgrade", "X-API-Key", "X-Auth-Token", "Idempotency-Key"],
+)  # fmt: skip
+def test_a_deadline_header_may_not_replace_a_credential_framing_or_hop_by_hop_header(header: str) -> None:
+    # Issue 36, finding 3: "Authorization" replaced the credential with milliseconds, "Content-Length" hung.
+    with pytest.raises(ValidationError, match="would replace a credential, framing or hop-by-hop header"):
+        RestServer(name="bad", url="http://h", deadline_header=header)
+
+
+def test_a_deadline_header_may_not_replace_one_the_server_already_sends() -> None:
+    with pytest.raises(ValidationError, match="deadline_header 'X-Tenant'"):
+        RestServer(name="bad", url="http://h", headers={"x-tenant": "a"}, deadline_header="X-Tenant")
+    auth = ApiKeyAuth(key="k", name="X-Shop")
+    with pytest.raises(ValidationError, match="deadline_header 'x-shop'"):
+        RestServer(name="bad", url="http://h", auth=auth, deadline_header="x-shop")
+    assert RestServer(name="ok", url="http://h", auth=auth, deadline_header="X-Deadline").deadline_header
+
+
+async def test_the_deadline_header_never_touches_the_credential(kernel: FunctionKernel, shop_url: str) -> None:
+    auth = BearerAuth(token="sesame")
+    kernel.register_rest_server(RestServer(name="d", url=shop_url, auth=auth, deadline_header="X-Deadline-Ms"))
+    kernel.register_rest_tool("d", "headers", "GET", path="/echo/headers")
+    seen = (await kernel.call_tool("rest://d.headers", timeout=5)).result  # type: ignore[attr-defined]
+    assert seen["authorization"] == "Bearer sesame"
+    assert seen["x-deadline-ms"].isdigit()

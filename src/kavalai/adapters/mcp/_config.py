@@ -15,7 +15,7 @@ from kavalai.adapters._settings import settings_error
 from kavalai.adapters.mcp._catalog import McpLogLevel
 from kavalai.auth import OAuth
 from kavalai.errors import ConfigurationError
-from kavalai.kernel import SERVER_NAME_PATTERN
+from kavalai.kernel import SERVER_NAME_PATTERN, Seconds
 
 __all__ = ["McpServer", "McpTransport"]
 
@@ -98,12 +98,11 @@ class McpServer(BaseModel):
         description="The largest message the server may send, in bytes (32 MiB by default): a longer one fails the "
         "connection instead of being buffered whole.",
     )
-    connect_timeout: float = Field(
-        default=30.0, gt=0, description="Seconds to start or reach the server and list its tools."
+    connect_timeout: Seconds = Field(
+        default=30.0, description="Seconds to start or reach the server and list its tools."
     )
-    timeout: float | None = Field(
+    timeout: Seconds | None = Field(
         default=60.0,
-        gt=0,
         description="The default timeout of one tool call in seconds (60 by default); None for no limit.",
     )
     sampling: Any = Field(

@@ -16,13 +16,12 @@ from __future__ import annotations
 import math
 from typing import Any, Final
 
-from kavalai.kernel import current_call
+from kavalai.kernel import current_call, limit_seconds
 
 __all__ = ["DEADLINE_META_KEY", "IDEMPOTENCY_META_KEY", "call_meta", "deadline_from_meta"]
 
 IDEMPOTENCY_META_KEY: Final = "io.kavalai/idempotency-key"
 DEADLINE_META_KEY: Final = "io.kavalai/deadline"
-_MAX_DEADLINE_MS: Final = 366 * 24 * 3600 * 1000  # a year: more than that is no deadline worth carrying
 
 
 def call_meta() -> dict[str, Any] | None:
@@ -42,10 +41,8 @@ def call_meta() -> dict[str, Any] | None:
 
 def deadline_from_meta(meta: Any) -> float | None:
     """The seconds a client gave a request in ``_meta["io.kavalai/deadline"]``, or ``None`` when it gave none or
-    something that is not a whole number of milliseconds (ignored rather than failing the request)."""
+    something that is not a number (ignored with one log line rather than failing the request); under the one rule
+    of :func:`kavalai.kernel.limit_seconds`: clamped to a year, a negative number is 0 (already passed)."""
     if not isinstance(meta, dict):
         return None
-    value = meta.get(DEADLINE_META_KEY)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    return min(max(float(value), 0.0), _MAX_DEADLINE_MS) / 1000
+    return limit_seconds(meta.get(DEADLINE_META_KEY), what=f"_meta {DEADLINE_META_KEY}", wire=True, unit=0.001)

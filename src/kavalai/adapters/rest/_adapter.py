@@ -42,6 +42,7 @@ from kavalai.kernel import (
     ToolDefinition,
     ToolURI,
     current_call,
+    limit_seconds,
     model_from_json_schema,
     output_model_from_json_schema,
 )
@@ -177,8 +178,10 @@ class RestAdapter(ToolAdapter):
         route = route if route.startswith("/") else f"/{route}"
         schema = _schema_dict(uri, "input_schema", input_schema) or dict(_NO_ARGUMENTS)
         _check_placeholders(uri, route, schema)
-        if timeout is not None and timeout <= 0:
-            raise ConfigurationError(f"Cannot register {uri}: timeout must be positive, got {timeout!r}.", uri=str(uri))
+        try:
+            timeout = limit_seconds(timeout)
+        except ValueError as exc:
+            raise ConfigurationError(f"Cannot register {uri}: {exc}.", uri=str(uri)) from None
         definition = self._definition(
             uri,
             RequestPlan.simple(verb, route),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Self
+from typing import Any, Final, Self
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -23,7 +23,7 @@ from kavalai.adapters._settings import settings_error
 from kavalai.adapters.rest._auth import Auth, BasicAuth, Credentials, read_env
 from kavalai.auth import OAuth
 from kavalai.errors import ConfigurationError
-from kavalai.kernel import SERVER_NAME_PATTERN
+from kavalai.kernel import SERVER_NAME_PATTERN, Seconds
 from kavalai.secrets import MASK, Redactor, register_secret
 
 __all__ = ["ResolvedServer", "RestServer"]
@@ -52,8 +52,8 @@ class RestServer(BaseModel):
     url: str | None = Field(default=None, description="The base URL; tool paths are relative to it.")
     url_env: str | None = Field(default=None, description="Environment variable holding the base URL.")
     headers: dict[str, str] = Field(default_factory=dict, description="Headers sent with every request.")
-    timeout: float | None = Field(
-        default=30.0, gt=0, description="Default timeout of a call in seconds; None for no limit."
+    timeout: Seconds | None = Field(
+        default=30.0, description="Default timeout of a call in seconds; None for no limit."
     )
     verify: bool | str = Field(
         default=True, description="Verify TLS certificates (default); False to skip, or a CA bundle path."
@@ -63,8 +63,9 @@ class RestServer(BaseModel):
         default=None,
         pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$",
         description="A header in which each request tells the server the milliseconds its call has left (the "
-        "smaller of the call's timeout and the deadline of the run around it), e.g. 'X-Request-Deadline-Ms'; "
-        "sent only when the call has a deadline. None (the default) sends nothing: the server must opt in.",
+        "smaller of the call's timeout and the deadline of the run around it) as a non-negative decimal integer, "
+        "e.g. 'X-Request-Deadline-Ms: 4999'; sent only when the call has a deadline. Not a credential, framing or "
+        "hop-by-hop header (see docs/tools.md). None (the default) sends nothing: the server must opt in.",
     )
     max_connections: int = Field(default=100, ge=1, description="Size of the server's connection pool.")
     max_response_bytes: int = Field(
@@ -117,6 +118,27 @@ class RestServer(BaseModel):
                 yield key, dict.fromkeys(value, MASK)
             else:
                 yield key, value
+
+    @model_validator(mode="after")
+    def _check_deadline_header(self) -> Self:
+        header = self.deadline_header
+        if header is None:
+            return self
+        lowered = header.lower()
+        taken = {name.lower() for name in (*self.headers, *self._auth_header_names())}
+        if lowered in _NOT_DEADLINE_HEADERS or _is_sensitive(header) or lowered in taken:
+            raise ValueError(
+                f"deadline_header {header!r} would replace a credential, framing or hop-by-hop header, or one this "
+                "server already sends: name a header of its own, such as 'X-Request-Deadline-Ms'"
+            )
+        return self
+
+    def _auth_header_names(self) -> tuple[str, ...]:
+        if self.username_env is not None:
+            return ("Authorization",)
+        if self.auth is not None and not isinstance(self.auth, OAuth):
+            return self.auth.header_names
+        return ()
 
     @model_validator(mode="after")
     def _check_oauth(self) -> Self:
@@ -262,6 +284,16 @@ class ResolvedServer:
 
 
 _SENSITIVE_WORDS = ("auth", "token", "key", "secret", "password", "cookie")
+# Headers a deadline may never replace: credentials, the message's framing, hop-by-hop headers (RFC 9110 7.6.1),
+# and those kavalai sets itself.
+_NOT_DEADLINE_HEADERS: Final = frozenset(
+    {
+        "authorization", "proxy-authorization", "proxy-authenticate", "www-authenticate", "cookie", "set-cookie",
+        "content-length", "transfer-encoding", "content-encoding", "content-type", "content-range", "trailer",
+        "host", "connection", "keep-alive", "proxy-connection", "te", "upgrade", "expect", "via", "forwarded",
+        "accept-encoding", "range", "idempotency-key", "x-forwarded-for", "x-forwarded-host", "x-real-ip",
+    }
+)  # fmt: skip
 
 
 def _is_sensitive(header: str) -> bool:

@@ -17,8 +17,26 @@ arms a timer only when the call has a deadline. A scope never withdraws a reques
 from __future__ import annotations
 
 import asyncio
+import sys
+from collections.abc import Callable
+from typing import Any, Final
 
-__all__ = ["withdraw_cut"]
+__all__ = ["running_task", "withdraw_cut"]
+
+_running_loop: Final = asyncio._get_running_loop  # C: the running loop of this thread, or None (never raises)
+if sys.version_info >= (3, 12):
+    _task_of: Callable[[Any], asyncio.Task[Any] | None] = asyncio.current_task  # C since 3.12
+else:  # 3.11: asyncio.current_task is Python around this dict, which the C tasks keep
+    from _asyncio import _current_tasks  # type: ignore[attr-defined]
+
+    _task_of = _current_tasks.get
+
+
+def running_task() -> asyncio.Task[Any] | None:
+    """The asyncio task running now, or ``None`` outside one (another event loop library, a plain thread): the
+    C look-up on every version, no ``RuntimeError`` to catch. Hot paths inline its two lines."""
+    loop = _running_loop()
+    return _task_of(loop) if loop is not None else None
 
 
 def withdraw_cut(task: asyncio.Task[object], baseline: int) -> bool:

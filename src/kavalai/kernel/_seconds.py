@@ -1,0 +1,85 @@
+"""One rule for every timeout and deadline, wherever it comes from.
+
+A limit reaches kavalai from a caller (``call_tool(timeout=)``, ``start_tool(timeout=)``, ``deadline(seconds)``,
+``Agent.run(timeout=)``, a workflow's ``timeout``), from a declaration (``@pythontool(timeout=)``, a ``RestServer``
+or ``McpServer`` field, a config file), or from the wire (an MCP client's ``_meta["io.kavalai/deadline"]`` in
+milliseconds). Each passes :func:`limit_seconds`, and the rule is the same:
+
+- a limit is a finite number of seconds (``int`` or ``float``, never ``bool``) above 0; a *remaining* time (a
+  deadline block, a wire deadline) may be 0, meaning it has already passed;
+- above :data:`MAX_SECONDS` (one year) it is clamped to :data:`MAX_SECONDS`, and so is ``math.inf`` (for no limit
+  at all, give ``None``);
+- from a caller or a declaration, anything else (``nan``, a negative number, ``"5"``, ``True``) is refused with
+  ``ValueError`` naming the value;
+- from the wire, anything that is not a number is ignored (as if no deadline were sent) with one log line on the
+  ``kavalai`` logger, and never fails the request; a negative number is a deadline that has passed (0).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Final, TypeAlias
+
+from pydantic import AfterValidator, Field
+
+__all__ = ["MAX_SECONDS", "Seconds", "limit_seconds"]
+
+logger = logging.getLogger("kavalai")
+
+#: The largest limit kept, in seconds (366 days); a larger one, ``math.inf`` included, is clamped to it.
+MAX_SECONDS: Final = 366 * 24 * 3600.0
+_SHOWN: Final = 60  # characters of a refused value quoted in a message
+
+
+def limit_seconds(
+    value: object, *, what: str = "timeout", remaining: bool = False, wire: bool = False, unit: float = 1.0
+) -> float | None:
+    """``value`` as seconds under the one rule (see the module docstring), or ``None`` for no limit.
+
+    Args:
+        value: the limit as given: ``None``, or a number of ``unit`` (seconds by default).
+        what: what the value is, for the message (``"timeout"``, ``"_meta io.kavalai/deadline"``).
+        remaining: the value is the time left of a deadline, so 0 (already passed) is valid.
+        wire: the value came from the wire: not a number is ignored (``None``) with one log line, a negative
+            number is 0, and nothing raises.
+        unit: seconds per unit of ``value`` (``0.001`` for milliseconds).
+
+    Raises:
+        ValueError: (not from the wire) ``value`` is not ``None`` nor a finite number above 0 (at least 0 when
+            ``remaining``), naming it.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        if wire:
+            logger.warning("Ignored the %s sent: %s is not a number.", what, _shown(value))
+            return None
+        raise ValueError(f"{what} must be positive (in seconds) or None, got {_shown(value)}")
+    if value >= MAX_SECONDS / unit:  # compared before any conversion: a 400-digit integer is not a float
+        return MAX_SECONDS
+    if value > 0:
+        return float(value) * unit
+    if wire or (remaining and value == 0):
+        return 0.0
+    needed = "at least 0" if remaining else "positive"
+    raise ValueError(f"{what} must be {needed} (in seconds) or None, got {_shown(value)}")
+
+
+def _shown(value: object) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a hostile __repr__ names nothing
+        return f"a {type(value).__name__}"
+    if len(text) > _SHOWN:
+        return f"{text[:_SHOWN]}... ({type(value).__name__})"
+    return text
+
+
+def _declared(value: float) -> float:
+    return limit_seconds(value) or 0.0  # a float is never None: the `or` is for the type checker
+
+
+#: A declared limit in a pydantic model (a ``RestServer`` or ``McpServer`` field, a config file): a float checked
+#: and clamped by :func:`limit_seconds` (write ``Seconds | None`` where ``None`` means no limit). Pydantic refuses a
+#: value that is not above 0 first (``gt=0``), in its own message, which quotes no value: settings hide theirs.
+Seconds: TypeAlias = Annotated[float, Field(gt=0), AfterValidator(_declared)]

@@ -1,0 +1,132 @@
+"""One rule for every timeout and deadline (issue 36, findings 1 and 2): finite positive seconds, clamped above
+``MAX_SECONDS``, wire garbage ignored with one log line, caller garbage a ``ValueError`` naming the value."""
+
+from __future__ import annotations
+
+import ast
+import logging
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kavalai import FunctionKernel, McpServer, RestServer, pythontool
+from kavalai.agent.code_mode import CodeMode
+from kavalai.kernel import MAX_SECONDS, current_call, deadline, limit_seconds
+
+
+@pythontool
+async def left() -> float | None:
+    """The seconds the call has left."""
+    call = current_call()
+    return call.remaining() if call is not None else None
+
+
+@pytest.mark.parametrize("value", [math.inf, 1e308, 10**400, MAX_SECONDS * 2])
+def test_a_huge_limit_is_clamped_to_the_maximum(value: float) -> None:
+    assert limit_seconds(value) == MAX_SECONDS
+    assert limit_seconds(value * 1000, wire=True, unit=0.001) == MAX_SECONDS
+
+
+@pytest.mark.parametrize("value", [math.nan, -1, -math.inf, 0, 0.0, True, "5", b"5", [5], object()])
+def test_a_callers_limit_that_is_not_positive_seconds_is_a_value_error_naming_it(value: Any) -> None:
+    with pytest.raises(ValueError, match="timeout must be positive \\(in seconds\\) or None, got ") as info:
+        limit_seconds(value)
+    assert repr(value)[:20] in str(info.value) or type(value).__name__ in str(info.value)
+
+
+def test_a_remaining_time_may_be_zero_but_not_negative() -> None:
+    assert limit_seconds(0, remaining=True) == 0.0
+    with pytest.raises(ValueError, match="deadline must be at least 0 .*got -0.5"):
+        limit_seconds(-0.5, what="deadline", remaining=True)
+    with pytest.raises(ValueError, match="got nan"):
+        deadline(math.nan)
+
+
+@pytest.mark.parametrize("value", ["5000", "", None, [1], {"a": 1}, math.nan, True])
+def test_a_wire_value_that_is_not_a_number_is_ignored_with_one_log_line(
+    value: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="kavalai"):
+        assert limit_seconds(value, what="_meta io.kavalai/deadline", wire=True, unit=0.001) is None
+    expected = 0 if value is None else 1  # no value sent is no deadline, and nothing to say
+    assert len(caplog.records) == expected
+    if expected:
+        assert "Ignored the _meta io.kavalai/deadline sent" in caplog.records[0].getMessage()
+
+
+def test_a_negative_wire_deadline_has_passed_and_milliseconds_become_seconds() -> None:
+    assert limit_seconds(-5, wire=True, unit=0.001) == 0.0
+    assert limit_seconds(1500, wire=True, unit=0.001) == 1.5
+
+
+def test_a_hostile_value_is_shown_short() -> None:
+    with pytest.raises(ValueError) as info:
+        limit_seconds("x" * 10_000)
+    assert len(str(info.value)) < 200
+
+
+async def test_call_tool_refuses_a_garbage_timeout_and_clamps_an_infinite_one() -> None:
+    kernel = FunctionKernel()
+    kernel.register_python_tool("left", left)
+    for bad in ("5", -1, math.nan, 0):
+        with pytest.raises(ValueError, match=f"got {bad!r}"):
+            await kernel.call_tool("python://left", timeout=bad)  # type: ignore[arg-type]
+    for huge in (math.inf, 1e308):
+        remaining = (await kernel.call_tool("python://left", timeout=huge)).result  # type: ignore[attr-defined]
+        assert MAX_SECONDS - 60 < remaining <= MAX_SECONDS
+    task = kernel.start_tool("python://left", timeout=math.inf)
+    assert (await task.result()).result > MAX_SECONDS - 60  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="got -1"):
+        kernel.start_tool("python://left", timeout=-1)
+    await kernel.close()
+
+
+def test_declared_limits_follow_the_same_rule() -> None:
+    assert RestServer(name="r", url="http://h", timeout=math.inf).timeout == MAX_SECONDS
+    assert McpServer(name="m", command="x", timeout=1e308, connect_timeout=math.inf).timeout == MAX_SECONDS
+    for bad in (math.nan, -1, 0):
+        with pytest.raises(ValueError, match="greater than 0"):  # a setting's message quotes no value
+            RestServer(name="r", url="http://h", timeout=bad)
+        with pytest.raises(ValueError, match="greater than 0"):
+            McpServer(name="m", command="x", timeout=bad)
+    assert pythontool(timeout=math.inf)(left) is left
+    with pytest.raises(ValueError, match="got nan"):
+        pythontool(timeout=math.nan)
+    assert CodeMode(max_seconds=math.inf).max_seconds == MAX_SECONDS
+    with pytest.raises(ValueError, match="max_seconds must be positive"):
+        CodeMode(max_seconds=-1)
+
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "kavalai"
+
+
+def _declared_limits() -> list[tuple[str, str]]:
+    """Every field of a pydantic model in src/ named like a limit (``*timeout``, ``*_seconds``) and built with
+    ``Field(...)``, with the source of its annotation."""
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for item in node.body:
+                if (
+                    isinstance(item, ast.AnnAssign)
+                    and isinstance(item.target, ast.Name)
+                    and re.search(r"timeout$|_seconds$", item.target.id)
+                    and isinstance(item.value, ast.Call)
+                    and getattr(item.value.func, "id", None) == "Field"
+                ):
+                    where = f"{path.relative_to(SRC)}:{node.name}.{item.target.id}"
+                    found.append((where, ast.unparse(item.annotation)))
+    return found
+
+
+def test_every_declared_limit_crosses_the_one_rule() -> None:
+    """The gate's enumeration: a settings field that holds a limit is a ``Seconds`` (checked and clamped by
+    ``limit_seconds``); a new one written as a bare ``float`` fails here."""
+    found = _declared_limits()
+    assert len(found) >= 10  # the scan sees RestServer, McpServer, OAuth and the workflow nodes
+    assert [where for where, annotation in found if "Seconds" not in annotation] == []
