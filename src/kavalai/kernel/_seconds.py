@@ -17,14 +17,15 @@ milliseconds). Each passes :func:`limit_seconds`, and the rule is the same:
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated, Final, TypeAlias
 
 from pydantic import AfterValidator, Field
 
+from kavalai.secrets import get_logger
+
 __all__ = ["MAX_SECONDS", "Seconds", "limit_seconds"]
 
-logger = logging.getLogger("kavalai")
+logger = get_logger("kavalai")
 
 #: The largest limit kept, in seconds (366 days); a larger one, ``math.inf`` included, is clamped to it.
 MAX_SECONDS: Final = 366 * 24 * 3600.0
