@@ -24,6 +24,10 @@ aiohttp, the MCP SDK, pydantic) are translated into one of these at the adapter 
     │   │                               .stderr_tail
     │   ├── AuthenticationError         the server refused the credentials, or OAuth could not get a token; .identity
     │   └── KernelClosedError           the kernel was closed while the call was running
+    ├── DurableRunError                 a durable run cannot go on here; .run_id
+    │   ├── RunInterruptedError         its journal stayed unreachable past the run's deadline: it stays resumable
+    │   ├── RunCancelledError           it was cancelled: no step runs after, an answer to it is refused
+    │   └── OutcomeUnknownError         a step was sent and nobody knows whether it took effect; .step
     ├── LLMError                        an LLM client or agent failed (kavalai.llm.errors: configuration,
     │                                   connection, provider status, structured output, max steps)
     └── WorkflowError                   a workflow failed to build or run (kavalai.workflow.errors)
@@ -40,12 +44,16 @@ __all__ = [
     "AuthenticationError",
     "ConfigurationError",
     "DeadlineExceededError",
+    "DurableRunError",
     "FunctionKernelException",
     "HTTPStatusError",
     "InvalidToolURIError",
     "JsonRpcError",
     "KernelClosedError",
+    "OutcomeUnknownError",
     "ResponseTooLargeError",
+    "RunCancelledError",
+    "RunInterruptedError",
     "ServerConnectionError",
     "ToolAccessDeniedError",
     "ToolExecutionError",
@@ -243,6 +251,40 @@ class AuthenticationError(ServerConnectionError):
 
 class KernelClosedError(ServerConnectionError):
     """The kernel was closed while the call was running: every call in flight fails with this on ``close()``."""
+
+
+class DurableRunError(FunctionKernelException):
+    """A durable run cannot go on in this attempt (see ``docs/durable.md``, the step journal).
+
+    Attributes:
+        run_id: the run's id.
+    """
+
+    def __init__(self, message: str, *, run_id: str, uri: str | None = None) -> None:
+        super().__init__(message, uri=uri)
+        self.run_id = run_id
+
+
+class RunInterruptedError(DurableRunError):
+    """The run's journal could not be written (the database went away) for longer than the run may wait: the run
+    stopped before its next step and stays resumable: run it again under the same id once the database is back."""
+
+
+class RunCancelledError(DurableRunError):
+    """The run was cancelled: no step begins after the cancel, a resume does not revive it, an answer is refused."""
+
+
+class OutcomeUnknownError(DurableRunError):
+    """A step was sent and its outcome is unknown (its worker died, or the journal went away, before the result was
+    recorded), and repeating it is not known to be safe: check before retrying.
+
+    Attributes:
+        step: the step's name in the journal.
+    """
+
+    def __init__(self, message: str, *, run_id: str, step: str, uri: str | None = None) -> None:
+        super().__init__(message, run_id=run_id, uri=uri)
+        self.step = step
 
 
 _MAX_SHOWN = 5

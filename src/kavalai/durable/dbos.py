@@ -42,9 +42,11 @@ from dbos import (
     SetWorkflowID,
     WorkflowHandleAsync,
 )
+from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
 
 from kavalai.durable._answer_log import SqlAnswerLog
 from kavalai.durable._answers import checked_answer
+from kavalai.durable._journal_io import DEFAULT_OUTAGE
 from kavalai.durable._run import DurableRun, bind_run
 from kavalai.durable._runner import (
     DurableRunner,
@@ -58,8 +60,9 @@ from kavalai.durable._runner import (
 )
 from kavalai.durable._schema import EXECUTORS, TAKEOVERS, ensure_schema
 from kavalai.durable._sqlite_compat import install as sqlite_unixepoch
-from kavalai.durable._step_log import SqlStepLog, StepLogJournal
+from kavalai.durable._step_log import SqlStepLog, StepLogJournal, cancelled_error
 from kavalai.durable._store import ResultStore, SqlResultStore
+from kavalai.errors import FunctionKernelException, RunCancelledError, RunInterruptedError
 
 __all__ = ["DbosClient", "DbosRunner", "default_journal_url"]
 
@@ -107,6 +110,11 @@ class DbosRunner(DurableRunner):
             row of the table ``kavalai_steps`` per step, in one prepared statement) or ``"dbos"`` (one DBOS step
             each, which DBOS's tools list, at several times the cost). A run keeps the step log it began with,
             whichever worker resumes it.
+        journal_outage: how long, in seconds, a run waits for its journal's database to come back (an outage,
+            SQLite held locked) before it is interrupted; the deadline of the call around the write wins when
+            nearer. An interrupted run stays resumable (see ``docs/durable.md``).
+        busy_timeout: on SQLite, how long, in seconds, one statement waits for another process's write lock
+            before the attempt fails (and ``journal_outage`` decides whether it is tried again).
     """
 
     engine = "dbos"
@@ -124,8 +132,14 @@ class DbosRunner(DurableRunner):
         polling: float = 0.05,
         executor_id: str | None = None,
         step_log: Literal["kavalai", "dbos"] = "kavalai",
+        journal_outage: float = DEFAULT_OUTAGE,
+        busy_timeout: float = 30.0,
     ) -> None:
         super().__init__()
+        self.journal_outage = journal_outage
+        self.busy_timeout = busy_timeout
+        self._interrupted: dict[str, RunInterruptedError] = {}  # runs interrupted in this process, by id
+        self._waiting: dict[str, asyncio.Future[None]] = {}  # result() calls waiting here, by run id
         if concurrency is not None and concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self.step_log = _checked_step_log(step_log)
@@ -180,13 +194,14 @@ class DbosRunner(DurableRunner):
                     "(engines and agents take the same runner object), or close it first."
                 )
             url = _sqlalchemy_url(self.db)
-            self._engine = _make_engine(url)
+            self._engine = _make_engine(url, self.busy_timeout)
             if self._store is None:
                 self._store = SqlResultStore(url, engine=self._engine)
             self._liveness = _Liveness(self, self._engine)
             self._liveness.register()
             self._answers = SqlAnswerLog(engine=self._engine)
-            self._steps = SqlStepLog(self._engine)  # made for every runner: it may resume a run that uses it
+            # made for every runner: it may resume a run that uses it
+            self._steps = SqlStepLog(self._engine, status=_status_table(url))
             config: DBOSConfig = {
                 "name": "kavalai",
                 "system_database_url": self.db,
@@ -197,7 +212,7 @@ class DbosRunner(DurableRunner):
             }
             if url.startswith("sqlite"):
                 # DBOS does not dispose an engine it was given: this runner does, in aclose().
-                self._system_engine = config["system_database_engine"] = _make_engine(url)
+                self._system_engine = config["system_database_engine"] = _make_engine(url, self.busy_timeout)
             _active = self
             try:
                 DBOS(config=config)
@@ -261,6 +276,10 @@ class DbosRunner(DurableRunner):
         name = self.register(target, replace=True)
         queue = self._queue
         assert queue is not None
+        if await self.status(run_id) == "CANCELLED":
+            raise cancelled_error(run_id)
+        if self._interrupted.pop(run_id, None) is not None:  # interrupted here: handed back to the queue
+            await DBOS.resume_workflow_async(run_id)
         with SetWorkflowID(run_id):
             handle = await queue.enqueue_async(_kavalai_run, name, payload, self.step_log)
         return handle.get_workflow_id()
@@ -270,13 +289,37 @@ class DbosRunner(DurableRunner):
 
         Raises:
             UnknownRunError: no run has this id in the journal.
+            RunCancelledError: the run was cancelled.
+            RunInterruptedError: the run's journal went away for longer than it may wait (in this process); run it
+                again under the same id to resume it.
         """
         run_id = existing_run_id(run_id)
         await self.start()
         if await DBOS.get_workflow_status_async(run_id) is None:
             raise UnknownRunError(run_id, f"dbos ({self.journal})")
         handle: WorkflowHandleAsync[Any] = await DBOS.retrieve_workflow_async(run_id, existing_workflow=True)
-        return await handle.get_result(polling_interval_sec=self.polling)
+        interrupted = self._waiting.setdefault(run_id, asyncio.get_running_loop().create_future())
+        outcome = asyncio.ensure_future(handle.get_result(polling_interval_sec=self.polling))
+        try:
+            if run_id not in self._interrupted:
+                await asyncio.wait((outcome, interrupted), return_when=asyncio.FIRST_COMPLETED)
+            if not outcome.done() and run_id in self._interrupted:
+                raise self._interrupted[run_id]
+            return await outcome
+        except DBOSAwaitedWorkflowCancelledError:
+            raise cancelled_error(run_id) from None
+        finally:
+            outcome.cancel()
+            if self._waiting.get(run_id) is interrupted:
+                del self._waiting[run_id]
+
+    def _interrupt(self, error: RunInterruptedError) -> None:
+        """Tell those waiting for the run in this process (any thread) that it is interrupted: its DBOS status
+        stays ``PENDING``, and the next :meth:`submit` of its id here hands it back to the queue."""
+        self._interrupted[error.run_id] = error
+        waiter = self._waiting.get(error.run_id)
+        if waiter is not None:
+            waiter.get_loop().call_soon_threadsafe(_settle, waiter)
 
     async def status(self, run_id: str) -> str | None:
         """The run's DBOS status (``"PENDING"``, ``"ENQUEUED"``, ``"SUCCESS"``, ``"ERROR"``, ...), or ``None``."""
@@ -312,6 +355,8 @@ class DbosRunner(DurableRunner):
         """Send the answer to question ``key`` of run ``run_id`` (a DBOS message, or a row of ``kavalai_answers``
         for a question asked during a step: kept until the run takes it, by whichever process runs it, after a
         restart too). Answering the same question twice sends it once."""
+        if await self.status(run_id) == "CANCELLED":
+            raise RunCancelledError(f"Run {run_id} is cancelled: the answer {key!r} is refused.", run_id=run_id)
         pending = await self.pending(run_id)
         if key not in pending:
             raise not_pending(run_id, key, pending)
@@ -413,6 +458,8 @@ class DbosClient:
 
     def answer(self, run_id: str, key: str, value: Any) -> None:
         """Answer question ``key`` of run ``run_id`` (see :meth:`DbosRunner.answer`)."""
+        if self.status(run_id) == "CANCELLED":
+            raise RunCancelledError(f"Run {run_id} is cancelled: the answer {key!r} is refused.", run_id=run_id)
         pending = self.pending(run_id)
         if key not in pending:
             raise not_pending(run_id, key, pending)
@@ -435,6 +482,12 @@ class _DbosJournal:
     def __init__(self, steps: StepLogJournal | None) -> None:
         self.steps = steps
         self.pending: dict[str, Any] = {}
+
+    @property
+    def stopped(self) -> FunctionKernelException | None:
+        """Why the run may begin no more steps (see :attr:`StepLogJournal.stopped`); DBOS's own step log checks
+        for a cancel itself, when each of its steps begins."""
+        return None if self.steps is None else self.steps.stopped
 
     async def record(self, position: int, name: str, execute: Any, request: Any = None) -> Any:
         if self.steps is not None:
@@ -462,6 +515,22 @@ _STATES: Final[dict[str, RunState]] = {
     "MAX_RECOVERY_ATTEMPTS_EXCEEDED": "failed",
     "CANCELLED": "cancelled",
 }
+
+
+def _settle(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+def _status_table(url: str) -> sa.Table:
+    """DBOS's table of runs (its ``dbos`` schema on Postgres), as much of it as the cancel check reads."""
+    schema = None if url.startswith("sqlite") else "dbos"
+    return sa.Table(
+        "workflow_status",
+        sa.MetaData(schema=schema),
+        sa.Column("workflow_uuid", sa.Text, primary_key=True),
+        sa.Column("status", sa.Text),
+    )
 
 
 def _run_info(status: Any, *, with_outcome: bool) -> RunInfo:
@@ -513,7 +582,7 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos") -> Any
     run_id = DBOS.workflow_id
     assert run_id is not None
     log = runner._steps if step_log == "kavalai" else None
-    steps = None if log is None else StepLogJournal(log, run_id, await asyncio.to_thread(log.recorded, run_id))
+    steps = None if log is None else await StepLogJournal.open(log, run_id, outage=runner.journal_outage)
     run = DurableRun(
         run_id,
         _DbosJournal(steps),
@@ -523,7 +592,16 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos") -> Any
         answers=runner._answers,
     )
     with bind_run(run):
-        return await found.run_journaled(payload)
+        outcome = await found.run_journaled(payload)
+    stopped = run.stopped
+    if isinstance(stopped, RunInterruptedError):
+        runner._interrupt(stopped)
+    if stopped is not None:
+        # DBOS's own way to leave a run as it stands: the execution stops here without an outcome. A cancelled run
+        # stays CANCELLED; an interrupted one PENDING, so it is resumed (here on its next run, elsewhere once this
+        # process is gone), and what the target returned after the stop is not its outcome.
+        raise DBOSWorkflowCancelledError(str(stopped))
+    return outcome
 
 
 class _Liveness:
@@ -636,7 +714,7 @@ def _sqlalchemy_url(url: str) -> str:
     return url
 
 
-def _make_engine(url: str) -> sa.Engine:
+def _make_engine(url: str, busy_timeout: float = 30.0) -> sa.Engine:
     if not url.startswith("sqlite"):
         return sa.create_engine(url, pool_pre_ping=True)
     engine = sa.create_engine(url)
@@ -647,7 +725,7 @@ def _make_engine(url: str) -> sa.Engine:
         # synchronous=NORMAL: a committed step survives the process being killed at any point (a power cut may lose
         # the last ones), at a tenth of the cost of a full sync per step.
         connection.isolation_level = "IMMEDIATE"
-        connection.execute("PRAGMA busy_timeout=30000")
+        connection.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
         connection.execute("PRAGMA foreign_keys=ON")
         _wal(connection)
         connection.execute("PRAGMA synchronous=NORMAL")
