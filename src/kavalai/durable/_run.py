@@ -19,7 +19,7 @@ from contextvars import ContextVar
 from typing import Any, Protocol
 
 from kavalai.durable._store import ResultStore
-from kavalai.errors import FunctionKernelException
+from kavalai.errors import FunctionKernelException, RunCancelledError
 
 __all__ = [
     "AnswerLog",
@@ -28,6 +28,7 @@ __all__ = [
     "Journal",
     "bind_run",
     "call_options",
+    "cancelled_error",
     "current_run",
     "inside_step",
     "replayed",
@@ -268,6 +269,13 @@ def replayed(position: int, recorded: tuple[str, JsonValue], name: str) -> JsonV
             "take the same path again (is it deterministic outside its steps?)."
         )
     return value
+
+
+def cancelled_error(run_id: str) -> RunCancelledError:
+    """The error of a step not begun because its run is cancelled."""
+    return RunCancelledError(
+        f"Run {run_id} is cancelled: no step of it begins any more, and it is not resumed.", run_id=run_id
+    )
 
 
 def step_key(run_id: str, position: int, payload: Any) -> str:

@@ -20,9 +20,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from kavalai.durable._journal_io import DEFAULT_OUTAGE, interrupted_error, journal_io
-from kavalai.durable._run import JsonValue, replayed
+from kavalai.durable._run import JsonValue, cancelled_error, replayed
 from kavalai.durable._schema import STEPS, ensure_schema
-from kavalai.errors import DurableRunError, RunCancelledError
+from kavalai.errors import DurableRunError
 
 __all__ = ["RecordedStep", "SqlStepLog", "StepLogJournal"]
 
@@ -151,10 +151,3 @@ class StepLogJournal:
         if cancelled and self.stopped is None:
             self.stopped = cancelled_error(self.run_id)
         return replayed(position, kept, name)
-
-
-def cancelled_error(run_id: str) -> RunCancelledError:
-    """The error of a step not begun because its run is cancelled."""
-    return RunCancelledError(
-        f"Run {run_id} is cancelled: no step of it begins any more, and it is not resumed.", run_id=run_id
-    )

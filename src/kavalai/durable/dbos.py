@@ -47,7 +47,7 @@ from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelled
 from kavalai.durable._answer_log import SqlAnswerLog
 from kavalai.durable._answers import checked_answer
 from kavalai.durable._journal_io import DEFAULT_OUTAGE
-from kavalai.durable._run import DurableRun, bind_run
+from kavalai.durable._run import DurableRun, bind_run, cancelled_error
 from kavalai.durable._runner import (
     DurableRunner,
     DurableTarget,
@@ -60,7 +60,7 @@ from kavalai.durable._runner import (
 )
 from kavalai.durable._schema import EXECUTORS, TAKEOVERS, ensure_schema
 from kavalai.durable._sqlite_compat import install as sqlite_unixepoch
-from kavalai.durable._step_log import SqlStepLog, StepLogJournal, cancelled_error
+from kavalai.durable._step_log import SqlStepLog, StepLogJournal
 from kavalai.durable._store import ResultStore, SqlResultStore
 from kavalai.errors import FunctionKernelException, RunCancelledError, RunInterruptedError
 

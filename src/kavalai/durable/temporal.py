@@ -32,14 +32,15 @@ from datetime import timedelta
 from typing import Any, Final
 
 from temporalio import activity, workflow
-from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import RetryPolicy, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
+from temporalio.exceptions import CancelledError as TemporalCancelledError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from kavalai.durable._answers import checked_answer
-from kavalai.durable._run import AnswerLog, DurableRun, JsonValue, bind_run
+from kavalai.durable._run import AnswerLog, DurableRun, JsonValue, bind_run, cancelled_error
 from kavalai.durable._runner import (
     DurableRunner,
     DurableTarget,
@@ -52,6 +53,7 @@ from kavalai.durable._runner import (
 )
 from kavalai.durable._steps import run_tool_step
 from kavalai.durable._store import ResultStore
+from kavalai.errors import FunctionKernelException, RunCancelledError
 
 __all__ = ["TemporalRunner"]
 
@@ -184,6 +186,7 @@ class TemporalRunner(DurableRunner):
 
         Raises:
             UnknownRunError: the server has no run with this id.
+            RunCancelledError: the run was cancelled.
         """
         run_id = existing_run_id(run_id)
         client = await self.connect()
@@ -192,6 +195,10 @@ class TemporalRunner(DurableRunner):
             outcome = await handle.result()
         except RPCError as exc:
             raise self._unknown(run_id, exc) from None
+        except WorkflowFailureError as exc:
+            if isinstance(exc.cause, TemporalCancelledError):
+                raise cancelled_error(run_id) from None
+            raise
         return outcome if self.store is None else await self.store.load(outcome)
 
     async def pending(self, run_id: str) -> dict[str, Any]:
@@ -205,7 +212,13 @@ class TemporalRunner(DurableRunner):
 
     async def answer(self, run_id: str, key: str, value: Any) -> None:
         """Answer question ``key`` of run ``run_id``: a signal, kept in the run's history until the run takes it,
-        or a row of the answer log for a question asked during a step."""
+        or a row of the answer log for a question asked during a step.
+
+        Raises:
+            RunCancelledError: the run is cancelled: the answer is refused.
+        """
+        if (await self.describe(run_id)).state == "cancelled":
+            raise RunCancelledError(f"Run {run_id} is cancelled: the answer {key!r} is refused.", run_id=run_id)
         pending = await self.pending(run_id)
         if key not in pending:
             raise not_pending(run_id, key, pending)
@@ -406,6 +419,13 @@ class _TemporalJournal:
 
     def __init__(self, runner: TemporalRunner, target: str, run_id: str, run: KavalaiRun) -> None:
         self.runner, self.target, self.run_id, self.run = runner, target, run_id, run
+        #: Why no step may begin any more: the run was cancelled (Temporal cancels the step in flight).
+        self.stopped: FunctionKernelException | None = None
+
+    def _cancelled(self) -> RunCancelledError:
+        self.stopped = self.stopped or cancelled_error(self.run_id)
+        assert isinstance(self.stopped, RunCancelledError)
+        return self.stopped
 
     async def wait_for_answer(self, position: int, key: str, question: Any, timeout: float | None) -> Any:
         answers, pending = self.run.answers, self.run.pending
@@ -431,13 +451,20 @@ class _TemporalJournal:
         if store is not None:  # written again on each replay: a content hash, stored once
             request = store.keep_now(request, self.runner.inline_limit)
         task = {"target": self.target, "run_id": self.run_id, "position": position, "request": request}
-        return await workflow.execute_activity(
-            _ACTIVITY,
-            task,
-            start_to_close_timeout=timedelta(seconds=float(timeout or self.runner.step_timeout)),
-            retry_policy=RetryPolicy(maximum_attempts=self.runner.max_attempts if retry else 1),
-            summary=name,
-        )
+        try:
+            return await workflow.execute_activity(
+                _ACTIVITY,
+                task,
+                start_to_close_timeout=timedelta(seconds=float(timeout or self.runner.step_timeout)),
+                retry_policy=RetryPolicy(maximum_attempts=self.runner.max_attempts if retry else 1),
+                summary=name,
+            )
+        except asyncio.CancelledError:  # the run's cancel, delivered while it waited for the step
+            raise self._cancelled() from None
+        except ActivityError as exc:  # the step, cancelled with its run: the run's cancel, never the step's result
+            if isinstance(exc.cause, TemporalCancelledError):
+                raise self._cancelled() from None
+            raise
 
 
 class _NoJournal:
@@ -484,6 +511,8 @@ class KavalaiRun:
         )
         with bind_run(run):
             outcome = await found.run_journaled(payload)
+        if isinstance(run.stopped, RunCancelledError):
+            raise asyncio.CancelledError(str(run.stopped))  # Temporal records the run CANCELED, not completed
         return outcome if store is None else store.keep_now(outcome, limit)
 
 
