@@ -27,6 +27,7 @@ aiohttp, the MCP SDK, pydantic) are translated into one of these at the adapter 
     ├── DurableRunError                 a durable run cannot go on here; .run_id
     │   ├── RunInterruptedError         its journal stayed unreachable past the run's deadline: it stays resumable
     │   ├── RunCancelledError           it was cancelled: no step runs after, an answer to it is refused
+    │   ├── DefinitionChangedError      resumed under another definition than it began with; .step
     │   └── OutcomeUnknownError         a step was sent and nobody knows whether it took effect; .step
     ├── LLMError                        an LLM client or agent failed (kavalai.llm.errors: configuration,
     │                                   connection, provider status, structured output, max steps)
@@ -44,6 +45,7 @@ __all__ = [
     "AuthenticationError",
     "ConfigurationError",
     "DeadlineExceededError",
+    "DefinitionChangedError",
     "DurableRunError",
     "FunctionKernelException",
     "HTTPStatusError",
@@ -272,6 +274,19 @@ class RunInterruptedError(DurableRunError):
 
 class RunCancelledError(DurableRunError):
     """The run was cancelled: no step begins after the cancel, a resume does not revive it, an answer is refused."""
+
+
+class DefinitionChangedError(DurableRunError):
+    """The run was begun under another definition (its recorded fingerprint differs): resuming it here is refused,
+    so that no step is handed another step's record. It stays resumable where the old definition runs.
+
+    Attributes:
+        step: the first step (node) that differs.
+    """
+
+    def __init__(self, message: str, *, run_id: str, step: str) -> None:
+        super().__init__(message, run_id=run_id)
+        self.step = step
 
 
 class OutcomeUnknownError(DurableRunError):

@@ -15,7 +15,7 @@ import logging
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,10 @@ class Locker:
         if self.process is not None and self.process.poll() is None:
             self.process.communicate("go\n", timeout=30)
 
+    def at_first(self, locked_order: str) -> Callable[[str], None]:
+        """A shop's ``on_charge`` that locks the database at the first charge of ``locked_order``."""
+        return lambda order: self.lock() if order == locked_order and self.process is None else None
+
 
 class Attempts(logging.Handler):
     """Counts the gate's failed attempts (its warnings); :attr:`reached` is set at ``goal``."""
@@ -89,7 +93,8 @@ def attempts() -> Iterator[Attempts]:
         logger.removeHandler(handler)
 
 
-def charging_engine(runner: DurableRunner, shop: str) -> WorkflowEngine:
+def charging_engine(runner: DurableRunner, shop: str, nodes: tuple[str, ...] = ("a", "b", "c")) -> WorkflowEngine:
+    """A workflow charging one order per node (node ``a`` charges order ``A``), in order."""
     kernel = FunctionKernel()
     kernel.register_rest_server(RestServer(name="shop", url=shop))
     kernel.register_rest_tool(
@@ -99,13 +104,13 @@ def charging_engine(runner: DurableRunner, shop: str) -> WorkflowEngine:
         {"type": "object", "properties": {"order": {"type": "string"}, "amount": {"type": "integer"}}},
         path="/charge",
     )
-    builder = WorkflowBuilder("three-charges", input=dict, output=dict).start(next="a")
-    for node, after in (("a", "b"), ("b", "c"), ("c", "done")):  # three charges, A to C
+    builder = WorkflowBuilder("charges", input=dict, output=dict).start(next=nodes[0])
+    for node, after in zip(nodes, (*nodes[1:], "done"), strict=True):
         order = {"expr": f"'{node.upper()}'"}
-        builder = builder.function(
-            node, tool="rest://shop.charge", inputs={"order": order, "amount": {"expr": "1"}}, next=after
-        )
-    workflow = builder.end("done", outputs={"n": {"expr": "[a.result.charge, b.result.charge, c.result.charge]"}})
+        inputs = {"order": order, "amount": {"expr": "1"}}
+        builder = builder.function(node, tool="rest://shop.charge", inputs=inputs, next=after)
+    charges = ", ".join(f"{node}.result.charge" for node in nodes)
+    workflow = builder.end("done", outputs={"n": {"expr": f"[{charges}]"}})
     return WorkflowEngine(workflow.build(), kernel, durable=runner)
 
 
@@ -151,9 +156,8 @@ async def test_an_outage_past_the_runs_patience_interrupts_it_and_the_run_resume
     path = tmp_path / "journal.sqlite"
     locker = Locker(path)
     runner = DbosRunner(f"sqlite:///{path}", busy_timeout=0.05, journal_outage=0.5)
-    on_charge = lambda order: locker.lock() if order == "B" and locker.process is None else None  # noqa: E731
     try:
-        with serve(create_app(on_charge=on_charge)) as shop:
+        with serve(create_app(on_charge=locker.at_first("B"))) as shop:
             engine = charging_engine(runner, shop)
             with pytest.raises(RunInterruptedError, match=r"Run outage-2 is interrupted: could not record step 2"):
                 await engine.run({}, run_id="outage-2")

@@ -46,6 +46,7 @@ from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelled
 
 from kavalai.durable._answer_log import SqlAnswerLog
 from kavalai.durable._answers import checked_answer
+from kavalai.durable._definition import Definition, changed, definition_of
 from kavalai.durable._journal_io import DEFAULT_OUTAGE
 from kavalai.durable._run import DurableRun, bind_run, cancelled_error
 from kavalai.durable._runner import (
@@ -62,7 +63,7 @@ from kavalai.durable._schema import EXECUTORS, TAKEOVERS, ensure_schema
 from kavalai.durable._sqlite_compat import install as sqlite_unixepoch
 from kavalai.durable._step_log import SqlStepLog, StepLogJournal
 from kavalai.durable._store import ResultStore, SqlResultStore
-from kavalai.errors import FunctionKernelException, RunCancelledError, RunInterruptedError
+from kavalai.errors import DurableRunError, FunctionKernelException, RunCancelledError, RunInterruptedError
 
 __all__ = ["DbosClient", "DbosRunner", "default_journal_url"]
 
@@ -138,7 +139,7 @@ class DbosRunner(DurableRunner):
         super().__init__()
         self.journal_outage = journal_outage
         self.busy_timeout = busy_timeout
-        self._interrupted: dict[str, RunInterruptedError] = {}  # runs interrupted in this process, by id
+        self._parked: dict[str, DurableRunError] = {}  # runs stopped in this process, resumable, by id
         self._waiting: dict[str, asyncio.Future[None]] = {}  # result() calls waiting here, by run id
         if concurrency is not None and concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -278,10 +279,10 @@ class DbosRunner(DurableRunner):
         assert queue is not None
         if await self.status(run_id) == "CANCELLED":
             raise cancelled_error(run_id)
-        if self._interrupted.pop(run_id, None) is not None:  # interrupted here: handed back to the queue
+        if self._parked.pop(run_id, None) is not None:  # stopped here, resumable: handed back to the queue
             await DBOS.resume_workflow_async(run_id)
         with SetWorkflowID(run_id):
-            handle = await queue.enqueue_async(_kavalai_run, name, payload, self.step_log)
+            handle = await queue.enqueue_async(_kavalai_run, name, payload, self.step_log, definition_of(target))
         return handle.get_workflow_id()
 
     async def result(self, run_id: str) -> Any:
@@ -292,6 +293,7 @@ class DbosRunner(DurableRunner):
             RunCancelledError: the run was cancelled.
             RunInterruptedError: the run's journal went away for longer than it may wait (in this process); run it
                 again under the same id to resume it.
+            DefinitionChangedError: the run was begun under another definition than its target's here.
         """
         run_id = existing_run_id(run_id)
         await self.start()
@@ -301,10 +303,10 @@ class DbosRunner(DurableRunner):
         interrupted = self._waiting.setdefault(run_id, asyncio.get_running_loop().create_future())
         outcome = asyncio.ensure_future(handle.get_result(polling_interval_sec=self.polling))
         try:
-            if run_id not in self._interrupted:
+            if run_id not in self._parked:
                 await asyncio.wait((outcome, interrupted), return_when=asyncio.FIRST_COMPLETED)
-            if not outcome.done() and run_id in self._interrupted:
-                raise self._interrupted[run_id]
+            if not outcome.done() and run_id in self._parked:
+                raise self._parked[run_id]
             return await outcome
         except DBOSAwaitedWorkflowCancelledError:
             raise cancelled_error(run_id) from None
@@ -313,10 +315,11 @@ class DbosRunner(DurableRunner):
             if self._waiting.get(run_id) is interrupted:
                 del self._waiting[run_id]
 
-    def _interrupt(self, error: RunInterruptedError) -> None:
-        """Tell those waiting for the run in this process (any thread) that it is interrupted: its DBOS status
-        stays ``PENDING``, and the next :meth:`submit` of its id here hands it back to the queue."""
-        self._interrupted[error.run_id] = error
+    def _park(self, error: DurableRunError) -> None:
+        """Tell those waiting for the run in this process (any thread) that it stopped, resumable (interrupted, or
+        refused under a changed definition): its DBOS status stays ``PENDING``, and the next :meth:`submit` of its
+        id here hands it back to the queue."""
+        self._parked[error.run_id] = error
         waiter = self._waiting.get(error.run_id)
         if waiter is not None:
             waiter.get_loop().call_soon_threadsafe(_settle, waiter)
@@ -564,10 +567,11 @@ def _topic(key: str) -> str:
 
 
 @DBOS.workflow(name=_WORKFLOW)
-async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos") -> Any:
+async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", definition: Definition | None = None) -> Any:
     """The DBOS workflow of every kavalai run: the target's run inside a :class:`DurableRun`, its steps recorded
     where the run began recording them (``step_log`` is part of the run's input, so a resumed run keeps it; runs
-    enqueued before the argument existed recorded DBOS steps)."""
+    enqueued before the argument existed recorded DBOS steps). ``definition`` is the fingerprint of the target's
+    definition when the run was submitted (:mod:`._definition`): a resume under another one is refused."""
     runner = _active
     found = runner.target(target) if runner is not None else None
     waited = 0.0
@@ -581,6 +585,10 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos") -> Any
         raise LookupError(f"This process serves {served}, not the target {target!r} of run {DBOS.workflow_id}.")
     run_id = DBOS.workflow_id
     assert run_id is not None
+    refused = changed(run_id, definition, definition_of(found))
+    if refused is not None:
+        runner._park(refused)
+        raise DBOSWorkflowCancelledError(str(refused))  # left as it stands (see below)
     log = runner._steps if step_log == "kavalai" else None
     steps = None if log is None else await StepLogJournal.open(log, run_id, outage=runner.journal_outage)
     run = DurableRun(
@@ -595,7 +603,7 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos") -> Any
         outcome = await found.run_journaled(payload)
     stopped = run.stopped
     if isinstance(stopped, RunInterruptedError):
-        runner._interrupt(stopped)
+        runner._park(stopped)
     if stopped is not None:
         # DBOS's own way to leave a run as it stands: the execution stops here without an outcome. A cancelled run
         # stays CANCELLED; an interrupted one PENDING, so it is resumed (here on its next run, elsewhere once this

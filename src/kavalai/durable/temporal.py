@@ -23,7 +23,6 @@ Without a store, values stay inline within Temporal's payload limit (2 MB by def
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import gc
 import logging
@@ -40,6 +39,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from kavalai.durable._answers import checked_answer
+from kavalai.durable._definition import Definition, changed, definition_of
 from kavalai.durable._run import AnswerLog, DurableRun, JsonValue, bind_run, cancelled_error
 from kavalai.durable._runner import (
     DurableRunner,
@@ -170,15 +170,21 @@ class TemporalRunner(DurableRunner):
         run_id = checked_run_id(run_id)
         client = await self.connect()
         name = target if isinstance(target, str) else self.register(target, replace=True)
-        with contextlib.suppress(WorkflowAlreadyStartedError):  # finished before: its result is in its history
-            await client.start_workflow(
+        definition = None if isinstance(target, str) else definition_of(target)
+        try:
+            handle = await client.start_workflow(
                 _WORKFLOW,
-                args=[name, payload],
+                args=[name, payload, definition],
                 id=run_id,
                 task_queue=self.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             )
+        except WorkflowAlreadyStartedError:  # finished before: its result is in its history
+            handle = client.get_workflow_handle(run_id)
+        refused = changed(run_id, await _recorded_definition(client, handle), definition)
+        if refused is not None:
+            raise refused
         return run_id
 
     async def result(self, run_id: str) -> Any:
@@ -396,6 +402,18 @@ _STATES: Final[dict[WorkflowExecutionStatus, RunState]] = {
 }
 
 
+async def _recorded_definition(client: Client, handle: WorkflowHandle[Any, Any]) -> Definition | None:
+    """The definition run ``handle`` began with: the third argument of its start (``None`` for older runs)."""
+    async for event in handle.fetch_history_events():
+        if not event.HasField("workflow_execution_started_event_attributes"):
+            return None
+        payloads = event.workflow_execution_started_event_attributes.input.payloads
+        args = await client.data_converter.decode(payloads) if payloads else []
+        found = args[2] if len(args) > 2 else None
+        return found if isinstance(found, dict) else None
+    return None
+
+
 def _run_info(found: WorkflowExecution) -> RunInfo:
     status = found.status
     return RunInfo(
@@ -497,13 +515,18 @@ class KavalaiRun:
         return dict(self.pending)
 
     @workflow.run
-    async def run(self, target: str, payload: Any) -> Any:
-        """Run the target's payload inside a :class:`DurableRun` whose steps are activities."""
+    async def run(self, target: str, payload: Any, definition: Definition | None = None) -> Any:
+        """Run the target's payload inside a :class:`DurableRun` whose steps are activities. A worker whose target
+        has another definition than the run began with fails the workflow task (Temporal tries it again, on any
+        worker), so the run waits for a worker running its own definition instead of diverging."""
         info = workflow.info()
         runner = _runner_of(info.task_queue)
         found = runner.target(target)
         if found is None:
             raise LookupError(f"This worker serves {', '.join(runner.targets) or 'nothing'}, not {target!r}.")
+        refused = changed(info.workflow_id, definition, definition_of(found))
+        if refused is not None:
+            raise refused
         journal = _TemporalJournal(runner, target, info.workflow_id, self)
         store, limit = runner.store, runner.inline_limit
         run = DurableRun(
