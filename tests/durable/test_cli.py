@@ -20,7 +20,7 @@ import json, os
 from kavalai import pythontool
 from kavalai.durable import idempotency_key
 
-@pythontool
+@pythontool(idempotent=True)  # it pays once per idempotency key
 def pay(order: str) -> dict:
     """Pay an order once per idempotency key (a ledger file), crash once on CRASH_ON."""
     ledger, key = os.environ["LEDGER"], idempotency_key()

@@ -237,7 +237,8 @@ def test_every_journal_operation_of_a_run_crosses_the_gate() -> None:
         assert not [node for node in ast.walk(code) if _to_thread(node)], f"{code.name} bypasses journal_io"
     journal = ast.parse((SRC / "_step_log.py").read_text())
     gated = [n for n in ast.walk(journal) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "journal_io"]
-    assert len(gated) == 2  # the read of the run's steps when an attempt begins, the record of each step
+    # the read of the run's steps when an attempt begins, the sent mark of an unsafe step, the record of each step
+    assert len(gated) == 3
 
 
 def _to_thread(node: ast.AST) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol, runtime_checkable
 
@@ -222,6 +222,9 @@ class RunInfo:
         target: what it runs (``workflow:<name>``, ``agent:<name>``), when the engine says.
         created_at, updated_at: when it began and last changed (UTC), when the engine says.
         outcome: a finished run's JSON outcome (only from ``describe``).
+        in_doubt: the steps whose outcome is unknown (only from ``describe``, DBOS's step log): ``position``,
+            ``name`` and ``state`` (``in_doubt``: found sent without a result; ``sent``: in flight, or its worker
+            gone).
     """
 
     run_id: str
@@ -231,6 +234,7 @@ class RunInfo:
     created_at: datetime | None = None
     updated_at: datetime | None = None
     outcome: Any = None
+    in_doubt: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as JSON-ready data (times in ISO 8601)."""

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import sqlalchemy as sa
 
+from kavalai.durable._doubt import OnDoubt, doubt_policy, in_doubt_result, is_in_doubt, sent_mark
 from kavalai.durable._journal_io import DEFAULT_OUTAGE, interrupted_error, journal_io
 from kavalai.durable._run import JsonValue, cancelled_error, replayed
 from kavalai.durable._schema import STEPS, ensure_schema
@@ -87,9 +89,34 @@ class SqlStepLog:
                 ).one()
                 return (row.name, json.loads(row.result)), self._cancelled(connection, run_id)
 
+    def mark_sent(self, run_id: str, position: int, name: str, mark: JsonValue) -> None:
+        """Record (blocking) that step ``position`` is about to be sent (:mod:`._doubt`): a row at ``-position``,
+        kept if one is there already."""
+        text = json.dumps(mark, ensure_ascii=False, separators=(",", ":"))
+        try:
+            with self.engine.begin() as connection:
+                connection.execute(
+                    self._insert, {"run_id": run_id, "position": -position, "name": name, "result": text}
+                )
+        except sa.exc.IntegrityError:
+            return
+
     def steps(self, run_id: str) -> list[tuple[int, str, JsonValue]]:
         """The recorded steps of ``run_id`` in order: ``(position, name, result)`` (blocking)."""
-        return [(position, *step) for position, step in sorted(self.recorded(run_id).items())]
+        return [(position, *step) for position, step in sorted(self.recorded(run_id).items()) if position > 0]
+
+    def in_doubt(self, run_id: str) -> list[tuple[int, str, str]]:
+        """The steps of ``run_id`` whose outcome is unknown, as ``(position, name, state)`` (blocking): ``in_doubt``
+        (found sent without a result, recorded so) or ``sent`` (sent, no result yet: in flight, or its worker
+        gone)."""
+        recorded = self.recorded(run_id)
+        found = []
+        for position, (name, result) in sorted(recorded.items()):
+            if position > 0 and is_in_doubt(result):
+                found.append((position, name, "in_doubt"))
+            elif position < 0 and -position not in recorded:
+                found.append((-position, name, "sent"))
+        return sorted(found)
 
     def __repr__(self) -> str:
         return f"<SqlStepLog {self.engine.url!r}>"
@@ -110,25 +137,49 @@ class StepLogJournal:
         *,
         cancelled: bool = False,
         outage: float = DEFAULT_OUTAGE,
+        on_doubt: Mapping[str, OnDoubt] | None = None,
     ) -> None:
         self.log = log
         self.run_id = run_id
         self.recorded = recorded
         self.outage = outage
+        self.on_doubt: Mapping[str, OnDoubt] = on_doubt or {}
         self.stopped: DurableRunError | None = cancelled_error(run_id) if cancelled else None
 
     @classmethod
-    async def open(cls, log: SqlStepLog, run_id: str, *, outage: float = DEFAULT_OUTAGE) -> StepLogJournal:
+    async def open(
+        cls,
+        log: SqlStepLog,
+        run_id: str,
+        *,
+        outage: float = DEFAULT_OUTAGE,
+        on_doubt: Mapping[str, OnDoubt] | None = None,
+    ) -> StepLogJournal:
         """The journal of a new attempt of ``run_id``: its recorded steps read, and its cancel looked for."""
         recorded, cancelled = await journal_io(run_id, "read the run's steps", log.begin, run_id, outage=outage)
-        return cls(log, run_id, recorded, cancelled=cancelled, outage=outage)
+        return cls(log, run_id, recorded, cancelled=cancelled, outage=outage, on_doubt=on_doubt)
 
     async def record(self, position: int, name: str, execute: Any, request: Any = None) -> JsonValue:
-        """See :meth:`kavalai.durable.Journal.record`."""
+        """See :meth:`kavalai.durable.Journal.record`; a step that may not be repeated safely is marked sent before
+        it runs, and one found sent without a result is settled by its ``on_doubt`` policy (:mod:`._doubt`)."""
         found = self.recorded.get(position)
         if found is not None:
             return replayed(position, found, name)
-        result = await execute()
+        policy = doubt_policy(request, self.on_doubt)
+        if policy is not None and -position in self.recorded and policy == "fail":
+            return await self._keep(position, name, in_doubt_result(self.run_id, position, name, request))
+        if policy is not None and -position not in self.recorded:
+            what, mark = f"mark step {position} ({name}) sent", sent_mark(request)
+            try:
+                await journal_io(
+                    self.run_id, what, self.log.mark_sent, self.run_id, position, name, mark, outage=self.outage
+                )
+            except DurableRunError as exc:
+                self.stopped = exc
+                raise
+        return await self._keep(position, name, await execute())
+
+    async def _keep(self, position: int, name: str, result: JsonValue) -> JsonValue:
         try:
             kept, cancelled = await journal_io(
                 self.run_id,

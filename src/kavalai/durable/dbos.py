@@ -21,12 +21,14 @@ started at a time in a process.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import socket
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -47,6 +49,7 @@ from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelled
 from kavalai.durable._answer_log import SqlAnswerLog
 from kavalai.durable._answers import checked_answer
 from kavalai.durable._definition import Definition, changed, definition_of
+from kavalai.durable._doubt import OnDoubt
 from kavalai.durable._journal_io import DEFAULT_OUTAGE
 from kavalai.durable._run import DurableRun, bind_run, cancelled_error
 from kavalai.durable._runner import (
@@ -116,6 +119,9 @@ class DbosRunner(DurableRunner):
             nearer. An interrupted run stays resumable (see ``docs/durable.md``).
         busy_timeout: on SQLite, how long, in seconds, one statement waits for another process's write lock
             before the attempt fails (and ``journal_outage`` decides whether it is tried again).
+        on_doubt: per tool URI, what a resume does with a step of that tool found sent without a result when the
+            tool is neither read-only nor idempotent nor keyed: ``"fail"`` (the default: the step is in doubt and
+            the run receives :class:`~kavalai.errors.OutcomeUnknownError`) or ``"replay"`` (send it again).
     """
 
     engine = "dbos"
@@ -135,10 +141,12 @@ class DbosRunner(DurableRunner):
         step_log: Literal["kavalai", "dbos"] = "kavalai",
         journal_outage: float = DEFAULT_OUTAGE,
         busy_timeout: float = 30.0,
+        on_doubt: Mapping[str, OnDoubt] | None = None,
     ) -> None:
         super().__init__()
         self.journal_outage = journal_outage
         self.busy_timeout = busy_timeout
+        self.on_doubt = dict(on_doubt or {})
         self._parked: dict[str, DurableRunError] = {}  # runs stopped in this process, resumable, by id
         self._waiting: dict[str, asyncio.Future[None]] = {}  # result() calls waiting here, by run id
         if concurrency is not None and concurrency < 1:
@@ -434,7 +442,9 @@ class DbosClient:
         found = self._client.list_workflows(workflow_ids=[existing_run_id(run_id)], load_input=True)
         if not found:
             raise UnknownRunError(run_id, f"dbos ({_redacted(self.db)})")
-        return _run_info(found[0], with_outcome=True)
+        doubts = SqlStepLog(self._engine).in_doubt(run_id)
+        in_doubt = [{"position": position, "name": name, "state": state} for position, name, state in doubts]
+        return dataclasses.replace(_run_info(found[0], with_outcome=True), in_doubt=in_doubt)
 
     def list_runs(self, *, limit: int = 20) -> list[RunInfo]:
         """The newest ``limit`` runs of the journal (every queue), newest first."""
@@ -590,7 +600,11 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
         runner._park(refused)
         raise DBOSWorkflowCancelledError(str(refused))  # left as it stands (see below)
     log = runner._steps if step_log == "kavalai" else None
-    steps = None if log is None else await StepLogJournal.open(log, run_id, outage=runner.journal_outage)
+    steps = (
+        None
+        if log is None
+        else await StepLogJournal.open(log, run_id, outage=runner.journal_outage, on_doubt=runner.on_doubt)
+    )
     run = DurableRun(
         run_id,
         _DbosJournal(steps),
