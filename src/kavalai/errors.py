@@ -28,6 +28,7 @@ aiohttp, the MCP SDK, pydantic) are translated into one of these at the adapter 
     │   ├── RunInterruptedError         its journal stayed unreachable past the run's deadline: it stays resumable
     │   ├── RunCancelledError           it was cancelled: no step runs after, an answer to it is refused
     │   ├── DefinitionChangedError      resumed under another definition than it began with; .step
+    │   ├── AlreadyAnsweredError        another answer to the same question won; .key, .answer (the winner)
     │   └── OutcomeUnknownError         a step was sent and nobody knows whether it took effect; .step
     ├── LLMError                        an LLM client or agent failed (kavalai.llm.errors: configuration,
     │                                   connection, provider status, structured output, max steps)
@@ -42,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
+    "AlreadyAnsweredError",
     "AuthenticationError",
     "ConfigurationError",
     "DeadlineExceededError",
@@ -287,6 +289,21 @@ class DefinitionChangedError(DurableRunError):
     def __init__(self, message: str, *, run_id: str, step: str) -> None:
         super().__init__(message, run_id=run_id)
         self.step = step
+
+
+class AlreadyAnsweredError(DurableRunError):
+    """The question was answered already (two answers raced, or it was answered before): this answer lost, and the
+    run takes the one that won.
+
+    Attributes:
+        key: the question's key.
+        answer: the answer that won.
+    """
+
+    def __init__(self, message: str, *, run_id: str, key: str, answer: Any) -> None:
+        super().__init__(message, run_id=run_id)
+        self.key = key
+        self.answer = answer
 
 
 class OutcomeUnknownError(DurableRunError):

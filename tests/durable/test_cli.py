@@ -203,6 +203,9 @@ def test_kavalai_answer_lists_and_answers_a_waiting_run(tmp_path: Path) -> None:
             assert f"waits for {key}" in unknown.stderr
             sent = await asyncio.to_thread(answer, "cli-1", key, '{"action": "edit", "arguments": {"text": "y"}}')
             assert sent.returncode == 0, sent.stderr
+            late = await asyncio.to_thread(answer, "cli-1", key, "deny")  # one answer wins; this one is told so
+            assert late.returncode == 1
+            assert f"{key!r} was answered already, with " in late.stderr
             return (await asyncio.wait_for(running, 30)).output
         finally:
             await runner.aclose()

@@ -8,6 +8,7 @@ finds the same target there, adds the journaling middleware to their kernels, an
 
 from __future__ import annotations
 
+import json
 import uuid
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
@@ -15,6 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol, runtime_checkable
 
 from kavalai.durable._steps import durable_steps, is_durable_middleware
+from kavalai.errors import AlreadyAnsweredError
 
 if TYPE_CHECKING:
     from kavalai.kernel import Kernel
@@ -152,6 +154,18 @@ def not_pending(run_id: str, key: str, pending: dict[str, Any]) -> LookupError:
     """The error for an answer to a question the run does not wait for."""
     waits = ", ".join(sorted(pending)) or "no question"
     return LookupError(f"Run {run_id} waits for no answer {key!r} (it waits for {waits}).")
+
+
+def lost_answer(run_id: str, key: str, winner: Any) -> AlreadyAnsweredError:
+    """The error for an answer that lost to ``winner``, the answer recorded first."""
+    shown = json.dumps(winner, ensure_ascii=False)
+    shown = shown if len(shown) <= 200 else shown[:197] + "..."
+    return AlreadyAnsweredError(
+        f"Run {run_id}: {key!r} was answered already, with {shown}; this answer was not taken.",
+        run_id=run_id,
+        key=key,
+        answer=winner,
+    )
 
 
 def new_run_id() -> str:

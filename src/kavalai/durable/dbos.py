@@ -60,6 +60,7 @@ from kavalai.durable._runner import (
     UnknownRunError,
     checked_run_id,
     existing_run_id,
+    lost_answer,
     not_pending,
 )
 from kavalai.durable._schema import EXECUTORS, TAKEOVERS, ensure_schema
@@ -369,14 +370,10 @@ class DbosRunner(DurableRunner):
         if await self.status(run_id) == "CANCELLED":
             raise RunCancelledError(f"Run {run_id} is cancelled: the answer {key!r} is refused.", run_id=run_id)
         pending = await self.pending(run_id)
-        if key not in pending:
-            raise not_pending(run_id, key, pending)
-        value = checked_answer(pending[key], value)
         assert self._answers is not None
-        if key in await self._answers.open_questions(run_id):
-            await self._answers.keep(run_id, key, pending[key], value)
-            return
-        await DBOS.send_async(run_id, value, topic=_topic(key), idempotency_key=f"{run_id}.{key}")
+        answers = self._answers
+        if not await asyncio.to_thread(_answer, answers, run_id, key, pending, value):  # the run's own: a message
+            await DBOS.send_async(run_id, value, topic=_topic(key), idempotency_key=f"{run_id}.{key}")
 
     async def serve(self) -> None:
         """Serve the queue until cancelled: the ``kavalai worker`` loop. Register the targets first."""
@@ -474,13 +471,8 @@ class DbosClient:
         if self.status(run_id) == "CANCELLED":
             raise RunCancelledError(f"Run {run_id} is cancelled: the answer {key!r} is refused.", run_id=run_id)
         pending = self.pending(run_id)
-        if key not in pending:
-            raise not_pending(run_id, key, pending)
-        value = checked_answer(pending[key], value)
-        if key in self._answers.open_now(run_id):
-            self._answers.keep_now(run_id, key, pending[key], value)
-            return
-        self._client.send(run_id, value, topic=_topic(key), idempotency_key=f"{run_id}.{key}")
+        if not _answer(self._answers, run_id, key, pending, value):  # a question of the run itself: a DBOS message
+            self._client.send(run_id, value, topic=_topic(key), idempotency_key=f"{run_id}.{key}")
 
     def close(self) -> None:
         """Close the client's connections."""
@@ -570,6 +562,23 @@ def _checked_step_log(step_log: Literal["kavalai", "dbos"]) -> Literal["kavalai"
     if step_log not in ("kavalai", "dbos"):
         raise ValueError(f"step_log must be 'kavalai' or 'dbos', got {step_log!r}")
     return step_log
+
+
+def _answer(answers: SqlAnswerLog, run_id: str, key: str, pending: dict[str, Any], value: Any) -> bool:
+    """Take ``value`` as the answer to ``key`` if it is the first (blocking): exactly one of racing answers wins,
+    whatever the process; a loser, or an answer to a question answered before, raises
+    :class:`~kavalai.errors.AlreadyAnsweredError` naming the winner. Returns whether the question was one asked
+    during a step (then the recorded answer is all it needs; a question of the run itself also needs its message)."""
+    if key not in pending:
+        found, winner = answers.lookup_now(run_id, key)
+        if found:
+            raise lost_answer(run_id, key, winner)
+        raise not_pending(run_id, key, pending)
+    in_step = key in answers.open_now(run_id)
+    won, winner = answers.claim_now(run_id, key, pending[key], checked_answer(pending[key], value))
+    if not won:
+        raise lost_answer(run_id, key, winner)
+    return in_step
 
 
 def _topic(key: str) -> str:

@@ -49,6 +49,7 @@ from kavalai.durable._runner import (
     UnknownRunError,
     checked_run_id,
     existing_run_id,
+    lost_answer,
     not_pending,
 )
 from kavalai.durable._steps import run_tool_step
@@ -61,6 +62,7 @@ _WORKFLOW: Final = "kavalai.run"
 _ACTIVITY: Final = "kavalai.step"
 _ANSWER: Final = "kavalai.answer"  # the signal that answers a question of a run
 _PENDING: Final = "kavalai.pending"  # the query listing a run's unanswered questions
+_ANSWER_FIRST: Final = "kavalai.answer_first"  # the update that answers a question and says whether it won
 
 logger = logging.getLogger("kavalai.durable")
 
@@ -217,23 +219,41 @@ class TemporalRunner(DurableRunner):
         return {**(dict(found) if isinstance(found, dict) else {}), **in_steps}
 
     async def answer(self, run_id: str, key: str, value: Any) -> None:
-        """Answer question ``key`` of run ``run_id``: a signal, kept in the run's history until the run takes it,
-        or a row of the answer log for a question asked during a step.
+        """Answer question ``key`` of run ``run_id``: an update of the run, kept in its history, that says whether
+        this answer won (of answers racing, exactly one does), or a row of the answer log for a question asked
+        during a step.
 
         Raises:
             RunCancelledError: the run is cancelled: the answer is refused.
+            AlreadyAnsweredError: another answer to ``key`` won; it names that answer.
+            LookupError: the run waits for no question ``key``.
         """
-        if (await self.describe(run_id)).state == "cancelled":
+        try:
+            state = _run_info(await (await self.connect()).get_workflow_handle(run_id).describe()).state
+        except RPCError as exc:
+            raise self._unknown(run_id, exc) from None
+        if state == "cancelled":
             raise RunCancelledError(f"Run {run_id} is cancelled: the answer {key!r} is refused.", run_id=run_id)
-        pending = await self.pending(run_id)
-        if key not in pending:
-            raise not_pending(run_id, key, pending)
-        value = checked_answer(pending[key], value)
+        pending = await self.pending(run_id) if state in ("running", "queued") else {}
         if self.answers is not None and key in await self.answers.open_questions(run_id):
+            value = checked_answer(pending[key], value)
             await self.answers.keep(run_id, key, pending[key], value)
             return
+        if key in pending:
+            value = checked_answer(pending[key], value)
         client = await self.connect()
-        await client.get_workflow_handle(run_id).signal(_ANSWER, args=[key, value])
+        handle = client.get_workflow_handle(run_id)
+        try:
+            told = await handle.execute_update(_ANSWER_FIRST, args=[key, value])
+        except RPCError:  # the run ended meanwhile (the winning answer may have been its last wait)
+            found, winner = await _winner_in_history(client, handle, key)
+            if found:
+                raise lost_answer(run_id, key, winner) from None
+            raise not_pending(run_id, key, pending) from None
+        if told.get("state") == "lost":
+            raise lost_answer(run_id, key, told.get("answer"))
+        if told.get("state") != "won":
+            raise not_pending(run_id, key, pending)
 
     async def describe(self, run_id: str) -> RunInfo:
         """Where the run ``run_id`` is, with its outcome once finished.
@@ -402,6 +422,26 @@ _STATES: Final[dict[WorkflowExecutionStatus, RunState]] = {
 }
 
 
+async def _winner_in_history(client: Client, handle: WorkflowHandle[Any, Any], key: str) -> tuple[bool, Any]:
+    """``(True, answer)`` when the run's history holds the answer that won question ``key``, else ``(False, None)``:
+    for a loser whose update reached a run that had ended."""
+    accepted: dict[int, list[Any]] = {}
+    async for event in handle.fetch_history_events():
+        if event.HasField("workflow_execution_update_accepted_event_attributes"):
+            request = event.workflow_execution_update_accepted_event_attributes.accepted_request
+            if request.input.name == _ANSWER_FIRST:
+                accepted[event.event_id] = await client.data_converter.decode(request.input.args.payloads)
+        elif event.HasField("workflow_execution_update_completed_event_attributes"):
+            done = event.workflow_execution_update_completed_event_attributes
+            args = accepted.get(done.accepted_event_id)
+            if args is None or not args or args[0] != key or not done.outcome.HasField("success"):
+                continue
+            [told] = await client.data_converter.decode(done.outcome.success.payloads)
+            if isinstance(told, dict) and told.get("state") == "won":
+                return True, args[1]
+    return False, None
+
+
 async def _recorded_definition(client: Client, handle: WorkflowHandle[Any, Any]) -> Definition | None:
     """The definition run ``handle`` began with: the third argument of its start (``None`` for older runs)."""
     async for event in handle.fetch_history_events():
@@ -502,12 +542,28 @@ class KavalaiRun:
     def __init__(self) -> None:
         self.pending: dict[str, Any] = {}
         self.answers: dict[str, Any] = {}
+        self.taken: dict[str, Any] = {}  # every answer the run took, by key: the first one to each question
 
     @workflow.signal(name=_ANSWER)
     def answer(self, key: str, value: Any) -> None:
-        """An answer to the question ``key`` (one not waited for is dropped: the run asks by key)."""
-        if key in self.pending:
-            self.answers[key] = value
+        """An answer to the question ``key``: the first one wins (one not waited for is dropped: the run asks by
+        key)."""
+        self._take(key, value)
+
+    @workflow.update(name=_ANSWER_FIRST)
+    def answer_first(self, key: str, value: Any) -> dict[str, Any]:
+        """An answer to the question ``key``, told whether it won: ``{"state": "won"}``, ``{"state": "lost",
+        "answer": <the winner>}``, or ``{"state": "not_pending"}``. Updates run one at a time in the run's history,
+        so of answers racing exactly one wins."""
+        return self._take(key, value)
+
+    def _take(self, key: str, value: Any) -> dict[str, Any]:
+        if key in self.taken:
+            return {"state": "lost", "answer": self.taken[key]}
+        if key not in self.pending:
+            return {"state": "not_pending"}
+        self.answers[key] = self.taken[key] = value
+        return {"state": "won"}
 
     @workflow.query(name=_PENDING)
     def questions(self) -> dict[str, Any]:
