@@ -114,6 +114,21 @@ def charging_engine(runner: DurableRunner, shop: str, nodes: tuple[str, ...] = (
     return WorkflowEngine(workflow.build(), kernel, durable=runner)
 
 
+async def outage_then_back(
+    engine: WorkflowEngine, run_id: str, attempts: Attempts, shop: str, back: Callable[[], None]
+) -> Any:
+    """Run ``engine`` while its journal goes away at step B; once the record of B has failed ``attempts.goal``
+    times (tried again, never handed to the workflow), ``back()`` brings the database back; the run's result."""
+    run = asyncio.ensure_future(engine.run({}, run_id=run_id))
+    try:
+        assert await asyncio.to_thread(attempts.reached.wait, 120)
+        assert orders(fetch(f"{shop}/requests")) == ["A", "B"]  # step C has not begun
+        await asyncio.to_thread(back)
+        return await run
+    finally:
+        run.cancel()
+
+
 def orders(rows: list[dict[str, Any]]) -> list[str]:
     return [row["order"] for row in rows]
 
@@ -127,17 +142,7 @@ async def test_an_outage_mid_step_pauses_the_run_which_goes_on_once_the_database
     on_charge = lambda order: locker.lock() if order == "B" else None  # noqa: E731
     try:
         with serve(create_app(on_charge=on_charge)) as shop:
-            engine = charging_engine(runner, shop)
-            run = asyncio.ensure_future(engine.run({}, run_id="outage-1"))
-            try:
-                # The record of step B fails while the lock is held: tried again, not handed to the workflow.
-                assert await asyncio.to_thread(attempts.reached.wait, 120)
-                assert orders(fetch(f"{shop}/requests")) == ["A", "B"]  # step C has not begun
-                locker.release()
-                result = await run
-            finally:
-                locker.release()
-                run.cancel()
+            result = await outage_then_back(charging_engine(runner, shop), "outage-1", attempts, shop, locker.release)
             assert result.ok, result.error
             assert result.output == {"n": [1, 2, 3]}
             assert orders(fetch(f"{shop}/requests")) == ["A", "B", "C"]
@@ -243,3 +248,33 @@ def test_every_journal_operation_of_a_run_crosses_the_gate() -> None:
 
 def _to_thread(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to_thread"
+
+
+async def test_postgres_stopped_mid_step_and_started_again_pauses_the_run(attempts: Attempts) -> None:
+    """The finding of issue 35: Postgres stopped with ``-m immediate`` while a charge is in flight, started again once
+    the run has tried (and failed) to record it twice: the charge is not a failed step, the run goes on, each
+    charge once."""
+    from tests.durable.fault_matrix import new_database
+    from tests.servers.postgres_server import postgres_server
+
+    with postgres_server() as server:
+        url = new_database(server.url, "outage")
+        runner = DbosRunner(url, journal_outage=600)
+
+        def stop_at_b(order: str) -> None:
+            if order == "B":
+                server.stop(immediate=True)
+
+        try:
+            with serve(create_app(on_charge=stop_at_b)) as shop:
+                engine = charging_engine(runner, shop)
+                result = await outage_then_back(engine, "pg-outage-1", attempts, shop, server.start)
+                assert result.ok, result.error
+                assert result.output == {"n": [1, 2, 3]}
+                assert orders(fetch(f"{shop}/requests")) == ["A", "B", "C"]
+                assert orders(fetch(f"{shop}/effects")) == ["A", "B", "C"]
+            assert await runner.status("pg-outage-1") == "SUCCESS"
+        finally:
+            if server.process is None or server.process.poll() is not None:  # back up, for aclose()
+                server.start()
+            await runner.aclose()
