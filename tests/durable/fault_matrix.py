@@ -320,8 +320,8 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
         "temporal": None,
     },
     "cancel mid-step": {
-        "sqlite": "test_cancel.py::test_a_cancel_mid_step_is_the_last_step_and_the_run_stays_cancelled",
-        "postgres": None,
+        "sqlite": "test_cancel.py::test_a_cancel_mid_step_is_the_last_step_and_the_run_stays_cancelled[sqlite]",
+        "postgres": "test_cancel.py::test_a_cancel_mid_step_is_the_last_step_and_the_run_stays_cancelled[postgres]",
         "temporal": "test_cancel.py::test_a_cancelled_temporal_run_ends_cancelled_not_completed",
     },
     "definition changed between crash and resume (added, removed, renamed)": {
@@ -335,8 +335,8 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
         "temporal": None,
     },
     "two answers racing, 20 rounds": {
-        "sqlite": "test_answer_race.py::test_one_answer_wins_on_dbos",
-        "postgres": None,
+        "sqlite": "test_answer_race.py::test_one_answer_wins_on_dbos[sqlite]",
+        "postgres": "test_answer_race.py::test_one_answer_wins_on_dbos[postgres]",
         "temporal": "test_answer_race.py::test_one_answer_wins_on_temporal",
     },
 }
@@ -344,7 +344,7 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
 
 def kinds_table(outcomes: dict[str, str]) -> str:
     """The fault kinds x engines as a Markdown table, from each test's outcome (``passed``, ``failed``, ...) by its
-    node id (``test_file.py::name``, parametrized tests summed)."""
+    node id (``test_file.py::name``, or ``name[param]``; the cases of a test named without one summed)."""
     lines = ["| fault kind | DBOS, SQLite | DBOS, Postgres | Temporal |", "|---|---|---|---|"]
     for kind, cells in FAULT_KINDS.items():
         shown = []

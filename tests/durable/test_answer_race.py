@@ -10,7 +10,6 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -90,10 +89,10 @@ async def race(runner: DurableRunner, run_id: str, late: Callable[[str], Awaitab
     assert outcome == winners  # the run took exactly the answers that won
 
 
-async def test_one_answer_wins_on_dbos(tmp_path: Path) -> None:
+async def test_one_answer_wins_on_dbos(journal_url: str) -> None:
     from kavalai.durable import DbosRunner
 
-    runner = DbosRunner(f"sqlite:///{tmp_path / 'journal.sqlite'}")
+    runner = DbosRunner(journal_url)
     try:
         await race(runner, "race-1", lambda key: cli_late(key, "race-1", "--db", runner.db))
     finally:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -21,10 +20,10 @@ from tests.servers.uvicorn_server import serve
 pytestmark = pytest.mark.timeout(240)
 
 
-async def test_a_cancel_mid_step_is_the_last_step_and_the_run_stays_cancelled(tmp_path: Path) -> None:
+async def test_a_cancel_mid_step_is_the_last_step_and_the_run_stays_cancelled(journal_url: str) -> None:
     from kavalai.durable.dbos import DbosClient
 
-    url = f"sqlite:///{tmp_path / 'journal.sqlite'}"
+    url = journal_url
     runner = DbosRunner(url)
     client: list[DbosClient] = []
 
