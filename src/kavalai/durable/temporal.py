@@ -35,6 +35,7 @@ from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from temporalio.common import RetryPolicy, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
 from temporalio.exceptions import CancelledError as TemporalCancelledError
+from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
@@ -137,7 +138,7 @@ class TemporalRunner(DurableRunner):
     async def connect(self) -> Client:
         """The Temporal client (connected on first use)."""
         if self._client is None:
-            self._client = await Client.connect(self.address, namespace=self.namespace)
+            self._client = await Client.connect(self.address, namespace=self.namespace, runtime=core_runtime())
         return self._client
 
     # ----------------------------------------------------------------------------------------------- running
@@ -452,6 +453,23 @@ async def _recorded_definition(client: Client, handle: WorkflowHandle[Any, Any])
         found = args[2] if len(args) > 2 else None
         return found if isinstance(found, dict) else None
     return None
+
+
+_runtime: Runtime | None = None
+
+
+def core_runtime() -> Runtime:
+    """The Temporal runtime of the clients this module connects: Temporal's own defaults (Core warnings and up),
+    except that Core's log lines go to the Python logger ``kavalai.durable.temporal_core`` instead of the console.
+    Core writes its console lines to stdout, where they would mix with a command's output (``kavalai run`` prints
+    its JSON result there); a logger goes where the application sends its logs (stderr for the CLI). One per
+    process, made on first use, like Temporal's default runtime."""
+    global _runtime
+    if _runtime is None:
+        forwarding = LogForwardingConfig(logger=logging.getLogger("kavalai.durable.temporal_core"))
+        core_logs = LoggingConfig(filter=TelemetryFilter(core_level="WARN", other_level="ERROR"), forwarding=forwarding)
+        _runtime = Runtime(telemetry=TelemetryConfig(logging=core_logs))
+    return _runtime
 
 
 def _run_info(found: WorkflowExecution) -> RunInfo:
