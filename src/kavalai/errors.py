@@ -25,6 +25,12 @@ aiohttp, the MCP SDK, pydantic) are translated into one of these at the adapter 
     │   ├── AuthenticationError         the server refused the credentials, or OAuth could not get a token; .identity
     │   ├── OutboundRefusedError        a URL learned from a server that the outbound gate refused; .url, .field
     │   └── KernelClosedError           the kernel was closed while the call was running
+    ├── DurableRunError                 a durable run cannot go on here; .run_id
+    │   ├── RunInterruptedError         its journal stayed unreachable past the run's deadline: it stays resumable
+    │   ├── RunCancelledError           it was cancelled: no step runs after, an answer to it is refused
+    │   ├── DefinitionChangedError      resumed under another definition than it began with; .step
+    │   ├── AlreadyAnsweredError        another answer to the same question won; .key, .answer (the winner)
+    │   └── OutcomeUnknownError         a step was sent and nobody knows whether it took effect; .step
     ├── LLMError                        an LLM client or agent failed (kavalai.llm.errors: configuration,
     │                                   connection, provider status, structured output, max steps)
     └── WorkflowError                   a workflow failed to build or run (kavalai.workflow.errors)
@@ -41,16 +47,22 @@ from typing import Any
 from kavalai.secrets import redact
 
 __all__ = [
+    "AlreadyAnsweredError",
     "AuthenticationError",
     "ConfigurationError",
     "DeadlineExceededError",
+    "DefinitionChangedError",
+    "DurableRunError",
     "FunctionKernelException",
     "HTTPStatusError",
     "InvalidToolURIError",
     "JsonRpcError",
     "KernelClosedError",
     "OutboundRefusedError",
+    "OutcomeUnknownError",
     "ResponseTooLargeError",
+    "RunCancelledError",
+    "RunInterruptedError",
     "ServerConnectionError",
     "ToolAccessDeniedError",
     "ToolExecutionError",
@@ -266,6 +278,68 @@ class OutboundRefusedError(ServerConnectionError):
 
 class KernelClosedError(ServerConnectionError):
     """The kernel was closed while the call was running: every call in flight fails with this on ``close()``."""
+
+
+class DurableRunError(FunctionKernelException):
+    """A durable run cannot go on in this attempt (see ``docs/durable.md``, the step journal).
+
+    Attributes:
+        run_id: the run's id.
+    """
+
+    def __init__(self, message: str, *, run_id: str, uri: str | None = None) -> None:
+        super().__init__(message, uri=uri)
+        self.run_id = run_id
+
+
+class RunInterruptedError(DurableRunError):
+    """The run's journal could not be written (the database went away) for longer than the run may wait: the run
+    stopped before its next step and stays resumable: run it again under the same id once the database is back."""
+
+
+class RunCancelledError(DurableRunError):
+    """The run was cancelled: no step begins after the cancel, a resume does not revive it, an answer is refused."""
+
+
+class DefinitionChangedError(DurableRunError):
+    """The run was begun under another definition (its recorded fingerprint differs): resuming it here is refused,
+    so that no step is handed another step's record. It stays resumable where the old definition runs.
+
+    Attributes:
+        step: the first step (node) that differs.
+    """
+
+    def __init__(self, message: str, *, run_id: str, step: str) -> None:
+        super().__init__(message, run_id=run_id)
+        self.step = step
+
+
+class AlreadyAnsweredError(DurableRunError):
+    """The question was answered already (two answers raced, or it was answered before): this answer lost, and the
+    run takes the one that won.
+
+    Attributes:
+        key: the question's key.
+        answer: the answer that won.
+    """
+
+    def __init__(self, message: str, *, run_id: str, key: str, answer: Any) -> None:
+        super().__init__(message, run_id=run_id)
+        self.key = key
+        self.answer = answer
+
+
+class OutcomeUnknownError(DurableRunError):
+    """A step was sent and its outcome is unknown (its worker died, or the journal went away, before the result was
+    recorded), and repeating it is not known to be safe: check before retrying.
+
+    Attributes:
+        step: the step's name in the journal.
+    """
+
+    def __init__(self, message: str, *, run_id: str, step: str, uri: str | None = None) -> None:
+        super().__init__(message, run_id=run_id, uri=uri)
+        self.step = step
 
 
 _MAX_SHOWN = 5

@@ -38,6 +38,18 @@ def postgres_server() -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.faults)])
+def journal_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh DBOS journal: SQLite in the default suite, a new Postgres database as well under ``-m faults``."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'journal.sqlite'}"
+    import uuid
+
+    from tests.durable.fault_matrix import new_database
+
+    return new_database(request.getfixturevalue("postgres_server"), "j_" + uuid.uuid4().hex[:12])
+
+
 @pytest.fixture
 def effects_url() -> Iterator[str]:
     """The base URL of a fresh effects service on 127.0.0.1."""

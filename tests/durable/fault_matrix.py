@@ -302,3 +302,54 @@ def table(outcomes: list[Outcome]) -> str:
             f"{o.returned}/{o.case.workers} | {o.seconds:.1f} |"
         )
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------- fault kinds x engines (issue 35)
+
+#: The fault kinds of the step journal and, per engine, the test that makes that fault and counts its effects at a
+#: local shop service (a row of the default suite each; ``None``: the engine has no such fault, or it is not built).
+FAULT_KINDS: dict[str, dict[str, str | None]] = {
+    "database outage mid-step, back in time": {
+        "sqlite": "test_journal_io.py::test_an_outage_mid_step_pauses_the_run_which_goes_on_once_the_database_is_back",
+        "postgres": "test_journal_io.py::test_postgres_stopped_mid_step_and_started_again_pauses_the_run",
+        "temporal": None,
+    },
+    "database outage past the run's patience (interrupted, resumed)": {
+        "sqlite": "test_journal_io.py::test_an_outage_past_the_runs_patience_interrupts_it_and_the_run_resumes_later",
+        "postgres": None,
+        "temporal": None,
+    },
+    "cancel mid-step": {
+        "sqlite": "test_cancel.py::test_a_cancel_mid_step_is_the_last_step_and_the_run_stays_cancelled[sqlite]",
+        "postgres": "test_cancel.py::test_a_cancel_mid_step_is_the_last_step_and_the_run_stays_cancelled[postgres]",
+        "temporal": "test_cancel.py::test_a_cancelled_temporal_run_ends_cancelled_not_completed",
+    },
+    "definition changed between crash and resume (added, removed, renamed)": {
+        "sqlite": "test_definition.py::test_a_resume_under_a_changed_workflow_is_refused_and_runs_nothing",
+        "postgres": None,
+        "temporal": "test_definition.py::test_temporal_refuses_to_take_up_a_run_under_a_changed_workflow",
+    },
+    "a tool that may not repeat found sent (in doubt / replay / idempotent)": {
+        "sqlite": "test_doubt.py::test_a_step_sent_without_a_result_is_in_doubt_unless_its_tool_says_replay",
+        "postgres": None,
+        "temporal": None,
+    },
+    "two answers racing, 20 rounds": {
+        "sqlite": "test_answer_race.py::test_one_answer_wins_on_dbos[sqlite]",
+        "postgres": "test_answer_race.py::test_one_answer_wins_on_dbos[postgres]",
+        "temporal": "test_answer_race.py::test_one_answer_wins_on_temporal",
+    },
+}
+
+
+def kinds_table(outcomes: dict[str, str]) -> str:
+    """The fault kinds x engines as a Markdown table, from each test's outcome (``passed``, ``failed``, ...) by its
+    node id (``test_file.py::name``, or ``name[param]``; the cases of a test named without one summed)."""
+    lines = ["| fault kind | DBOS, SQLite | DBOS, Postgres | Temporal |", "|---|---|---|---|"]
+    for kind, cells in FAULT_KINDS.items():
+        shown = []
+        for engine in ENGINES:
+            test = cells[engine]
+            shown.append("not built" if test is None else outcomes.get(test, "not run"))
+        lines.append(f"| {kind} | " + " | ".join(shown) + " |")
+    return "\n".join(lines)

@@ -20,7 +20,7 @@ import json, os
 from kavalai import pythontool
 from kavalai.durable import idempotency_key
 
-@pythontool
+@pythontool(idempotent=True)  # it pays once per idempotency key
 def pay(order: str) -> dict:
     """Pay an order once per idempotency key (a ledger file), crash once on CRASH_ON."""
     ledger, key = os.environ["LEDGER"], idempotency_key()
@@ -203,6 +203,9 @@ def test_kavalai_answer_lists_and_answers_a_waiting_run(tmp_path: Path) -> None:
             assert f"waits for {key}" in unknown.stderr
             sent = await asyncio.to_thread(answer, "cli-1", key, '{"action": "edit", "arguments": {"text": "y"}}')
             assert sent.returncode == 0, sent.stderr
+            late = await asyncio.to_thread(answer, "cli-1", key, "deny")  # one answer wins; this one is told so
+            assert late.returncode == 1
+            assert f"{key!r} was answered already, with " in late.stderr
             return (await asyncio.wait_for(running, 30)).output
         finally:
             await runner.aclose()

@@ -139,6 +139,14 @@ def test_runs_on_a_dbos_journal(workflow: Path, tmp_path: Path) -> None:
         stop(worker)
     assert shown["outcome"]["output"] == {"paid": [1, 2, 3]}
     assert json.loads(run("runs", "show", "eve", *db).stdout)["state"] == "cancelled"
+    again = run("run", str(workflow), "--input", '{"who": "eve"}', "--run-id", "eve", *db)
+    assert again.returncode == 1
+    # One line (after the progress line), no traceback; the run is not revived.
+    assert again.stderr.strip().splitlines()[-1:] == [
+        "kavalai run: Run eve is cancelled: no step of it begins any more, and it is not resumed."
+    ]
+    assert "Traceback" not in again.stderr
+    assert json.loads(run("runs", "show", "eve", *db).stdout)["state"] == "cancelled"
     assert [entry["order"] for entry in ledger(tmp_path / "ledger.jsonl")] == ["dee-A", "dee-B", "dee-C"]
     unknown = run("runs", "cancel", "nobody", *db)
     assert unknown.returncode == 1
@@ -146,3 +154,20 @@ def test_runs_on_a_dbos_journal(workflow: Path, tmp_path: Path) -> None:
     assert "`kavalai run WORKFLOW --run-id nobody`" in unknown.stderr  # suggested as a command, not a Python call
     assert "run_id=" not in unknown.stderr
     assert run("runs", "list").returncode == 2  # which journal?
+
+
+def test_runs_finds_the_journal_kavalai_run_keeps_by_default(workflow: Path, tmp_path: Path) -> None:
+    env = {"LEDGER": str(tmp_path / "ledger.jsonl")}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return kavalai(*args, env=env, cwd=tmp_path)
+
+    done = run("run", str(workflow), "--input", '{"who": "fay"}', "--run-id", "fay", "--durable")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "ledger.yaml.runs.sqlite").exists()
+    shown = run("runs", "show", "fay", "--workflow", str(workflow))
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert json.loads(shown.stdout)["state"] == "finished"
+    listed = run("runs", "list")  # the one journal of this directory
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert [line.split("\t")[:2] for line in listed.stdout.splitlines()] == [["fay", "finished"]]

@@ -89,6 +89,7 @@ def test_an_approval_waits_across_a_crash_and_an_answer_sent_meanwhile_is_taken(
     import pytest
 
     from kavalai.durable.dbos import DbosClient
+    from kavalai.errors import AlreadyAnsweredError
 
     db = f"sqlite:///{tmp_path / 'journal.sqlite'}"
     waiting = worker("agent", db, effects_url, "approve-1", "--approval", "--exit-when-waiting")
@@ -110,7 +111,9 @@ def test_an_approval_waits_across_a_crash_and_an_answer_sent_meanwhile_is_taken(
         with pytest.raises(ValueError, match="An approval is"):
             client.answer("approve-1", key, "maybe")
         client.answer("approve-1", key, "allow")
-        client.answer("approve-1", key, "allow")  # twice: sent once
+        with pytest.raises(AlreadyAnsweredError, match=rf"{key!r} was answered already") as lost:
+            client.answer("approve-1", key, "deny")  # a second answer is told it lost, and what won
+        assert lost.value.answer == {"action": "allow"}
     finally:
         client.close()
 

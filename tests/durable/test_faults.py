@@ -45,3 +45,16 @@ def test_a_worker_killed_at_a_step_boundary_and_its_run_resumed(
 @pytest.mark.parametrize("case", [c for c in all_cases() if c not in SLICE], ids=lambda case: case.label)
 def test_the_whole_fault_matrix(case: Case, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     check(case, request, tmp_path)
+
+
+def test_every_fault_kind_names_a_test_of_the_default_suite() -> None:
+    """The kinds x engines table (``bench/durable_faults.py --kinds``) runs these: each must exist."""
+    import importlib
+
+    from tests.durable.fault_matrix import FAULT_KINDS
+
+    named = {test for cells in FAULT_KINDS.values() for test in cells.values() if test is not None}
+    assert len(named) == 12
+    for test in named:
+        module, _, name = test.split("[")[0].partition("::")
+        assert callable(getattr(importlib.import_module(f"tests.durable.{module[:-3]}"), name, None)), test

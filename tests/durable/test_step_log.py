@@ -21,8 +21,8 @@ def log(tmp_path: Path) -> Iterator[SqlStepLog]:
 
 def test_steps_are_kept_as_json_by_run_and_position(log: SqlStepLog) -> None:
     assert log.write("run-1", 2, "tool python://b", {"ok": {"result": "é ✓"}}) == (
-        "tool python://b",
-        {"ok": {"result": "é ✓"}},
+        ("tool python://b", {"ok": {"result": "é ✓"}}),
+        False,  # no status table given: never cancelled
     )
     log.write("run-1", 1, "tool python://a", [1, None, True])
     log.write("run-2", 1, "model x", "other run")
@@ -41,8 +41,8 @@ def test_the_first_record_of_a_position_wins(log: SqlStepLog) -> None:
     # the first result, and both attempts go on with it.
     log.write("run-1", 1, "tool python://pay", {"ok": {"result": "first"}})
     assert log.write("run-1", 1, "tool python://pay", {"ok": {"result": "second"}}) == (
-        "tool python://pay",
-        {"ok": {"result": "first"}},
+        ("tool python://pay", {"ok": {"result": "first"}}),
+        False,
     )
     assert log.steps("run-1") == [(1, "tool python://pay", {"ok": {"result": "first"}})]
 

@@ -331,3 +331,18 @@ async def test_input_requests_during_a_tool_activity_are_answered_and_kept(tempo
         await runner.aclose()
         await kernel.close()
         answers.dispose()
+
+
+async def test_the_runners_client_sends_temporal_core_logs_to_a_logger_not_stdout(temporal_address: str) -> None:
+    """Core writes its console log lines to stdout (a warning during a server restart landed ahead of ``kavalai
+    run``'s JSON result there): the runner's own client runs on a runtime that forwards them to a Python logger."""
+    from kavalai.durable import TemporalRunner
+    from kavalai.durable.temporal import core_runtime
+
+    runner = TemporalRunner(temporal_address, worker=False)
+    try:
+        client = await runner.connect()
+        assert client.service_client.config.runtime is core_runtime()
+        assert core_runtime() is core_runtime()  # one per process
+    finally:
+        await runner.aclose()

@@ -15,6 +15,7 @@ import asyncio
 import os
 import signal
 import threading
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Header
@@ -30,9 +31,12 @@ class Charge(BaseModel):
     amount: int
 
 
-def create_app(*, delay: float = 0.0, kill_during: str | None = None) -> FastAPI:
+def create_app(
+    *, delay: float = 0.0, kill_during: str | None = None, on_charge: Callable[[str], None] | None = None
+) -> FastAPI:
     """A fresh app with empty records; each charge takes ``delay`` seconds after it is recorded (a slow API);
-    the first charge of order ``kill_during`` kills its caller before the answer (see the module docstring)."""
+    the first charge of order ``kill_during`` kills its caller before the answer (see the module docstring);
+    ``on_charge(order)`` is called after each charge is recorded, before the answer (a fault injected mid-step)."""
     app = FastAPI()
     lock = threading.Lock()
     effects: list[dict[str, Any]] = []
@@ -57,6 +61,8 @@ def create_app(*, delay: float = 0.0, kill_during: str | None = None) -> FastAPI
                     answers[idempotency_key] = answer
             if first and body.order == kill_during and x_pid:
                 os.kill(int(x_pid), signal.SIGKILL)  # the caller dies while its request is being answered
+        if on_charge is not None:
+            await asyncio.to_thread(on_charge, body.order)
         if delay:
             await asyncio.sleep(delay)
         return answer

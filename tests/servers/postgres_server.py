@@ -24,7 +24,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
-__all__ = ["postgres", "postgres_bin"]
+__all__ = ["PostgresServer", "postgres", "postgres_bin", "postgres_server"]
 
 
 def postgres_bin() -> Path:
@@ -45,9 +45,75 @@ def _free_port() -> int:
 @contextlib.contextmanager
 def postgres(*, startup_timeout: float = 30.0) -> Iterator[str]:
     """Start a throw-away Postgres and yield its URL."""
+    with postgres_server(startup_timeout=startup_timeout) as server:
+        yield server.url
+
+
+class PostgresServer:
+    """A throw-away cluster and its server process, which a test may stop (``-m immediate``: no shutdown work, as a
+    crash) and start again on the same port and data."""
+
+    def __init__(self, root: Path, port: int, as_user: dict[str, Any], startup_timeout: float) -> None:
+        self.root, self.port, self.as_user, self.startup_timeout = root, port, as_user, startup_timeout
+        self.process: subprocess.Popen[bytes] | None = None
+        self.url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+
+    def start(self) -> None:
+        """Start the server and wait (bounded) until it accepts connections."""
+        binaries = postgres_bin()
+        self.process = subprocess.Popen(
+            [
+                binaries / "postgres",
+                "-D",
+                self.root / "data",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "-k",
+                self.root,
+                "-c",
+                "fsync=off",  # a test cluster: speed over crash safety of the server itself
+                "-c",
+                "max_connections=200",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            **self.as_user,
+        )
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            ready = subprocess.run(
+                [binaries / "pg_isready", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres"],
+                capture_output=True,
+                timeout=10,
+                check=False,
+            )
+            if ready.returncode == 0:
+                return
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"Postgres did not start (exit code {self.process.poll()})")
+            time.sleep(0.1)
+
+    def stop(self, *, immediate: bool = False) -> None:
+        """Stop the server: a fast shutdown, or ``immediate`` (``pg_ctl stop -m immediate``: SIGQUIT, every
+        connection dropped at once, recovery on the next start)."""
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGQUIT if immediate else signal.SIGINT)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=15)
+
+
+@contextlib.contextmanager
+def postgres_server(*, startup_timeout: float = 30.0) -> Iterator[PostgresServer]:
+    """Start a throw-away Postgres and yield it (its ``url``; ``stop()`` and ``start()`` it at will)."""
     binaries = postgres_bin()
     root = Path(tempfile.mkdtemp(prefix="kavalai-pg-"))
-    data = root / "data"
     as_user: dict[str, Any] = {}
     if os.geteuid() == 0:
         import pwd
@@ -56,56 +122,26 @@ def postgres(*, startup_timeout: float = 30.0) -> Iterator[str]:
         root.chmod(0o755)
         os.chown(root, nobody.pw_uid, nobody.pw_gid)
         as_user = {"user": nobody.pw_uid, "group": nobody.pw_gid, "extra_groups": []}
-    process: subprocess.Popen[bytes] | None = None
+    server = PostgresServer(root, _free_port(), as_user, startup_timeout)
     try:
         subprocess.run(
-            [binaries / "initdb", "-D", data, "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--no-sync"],
+            [
+                binaries / "initdb",
+                "-D",
+                root / "data",
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--no-sync",
+            ],
             check=True,
             capture_output=True,
             timeout=120,
             **as_user,
         )
-        port = _free_port()
-        process = subprocess.Popen(
-            [
-                binaries / "postgres",
-                "-D",
-                data,
-                "-h",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "-k",
-                root,
-                "-c",
-                "fsync=off",  # a test cluster: speed over crash safety of the server itself
-                "-c",
-                "max_connections=200",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            **as_user,
-        )
-        deadline = time.monotonic() + startup_timeout
-        while True:
-            ready = subprocess.run(
-                [binaries / "pg_isready", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres"],
-                capture_output=True,
-                timeout=10,
-                check=False,
-            )
-            if ready.returncode == 0:
-                break
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"Postgres did not start (exit code {process.poll()})")
-            time.sleep(0.1)
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        server.start()
+        yield server
     finally:
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGINT)  # fast shutdown
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=15)
+        server.stop()
         shutil.rmtree(root, ignore_errors=True)

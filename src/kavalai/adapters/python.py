@@ -43,6 +43,8 @@ class ToolOptions:
         timeout: the default timeout of a call in seconds (``None``: no limit).
         inline: run a sync function on the event loop instead of in a worker thread. Only for cheap functions
             that never block: a slow inline tool stalls every other task.
+        idempotent: calling it twice with the same idempotency key has the effect of one call (it reads
+            :func:`kavalai.durable.idempotency_key`): a durable run may send it again after a crash.
         local_types: for a function defined inside another, the types in scope where it was decorated, so that
             string annotations (``from __future__ import annotations``) naming local classes resolve.
     """
@@ -50,6 +52,7 @@ class ToolOptions:
     description: str | None = None
     timeout: float | None = None
     inline: bool = False
+    idempotent: bool = False
     local_types: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
@@ -62,7 +65,7 @@ def pythontool(func: F, /) -> F: ...
 
 @overload
 def pythontool(
-    *, description: str | None = None, timeout: float | None = None, inline: bool = False
+    *, description: str | None = None, timeout: float | None = None, inline: bool = False, idempotent: bool = False
 ) -> Callable[[F], F]: ...
 
 
@@ -73,6 +76,7 @@ def pythontool(
     description: str | None = None,
     timeout: float | None = None,
     inline: bool = False,
+    idempotent: bool = False,
 ) -> F | Callable[[F], F]:
     """Mark a function as a tool that a :class:`~kavalai.FunctionKernel` may register.
 
@@ -86,9 +90,11 @@ def pythontool(
         description: the tool description; by default the docstring's summary and body.
         timeout: the default timeout of a call in seconds.
         inline: run a *sync* function directly on the event loop rather than in a worker thread.
+        idempotent: it honours the call's idempotency key (:func:`kavalai.durable.idempotency_key`), so a durable
+            run may send a call whose outcome is unknown again (see ``docs/durable.md``, the step journal).
     """
     timeout = limit_seconds(timeout, what="@pythontool timeout")
-    options = ToolOptions(description=description, timeout=timeout, inline=inline)
+    options = ToolOptions(description=description, timeout=timeout, inline=inline, idempotent=idempotent)
     if options == _DEFAULT_OPTIONS:
         options = _DEFAULT_OPTIONS  # one object for the common case, not one per function
 
@@ -175,7 +181,9 @@ class PythonToolAdapter(ToolAdapter):
                 uri=name,
             )
         run_inline = options.inline if inline is None else inline
-        metadata = {"function": _dotted_name(func)}
+        metadata: dict[str, Any] = {"function": _dotted_name(func)}
+        if options.idempotent:
+            metadata["idempotent"] = True
         limit = timeout if timeout is not None else options.timeout
         build = functools.partial(_definition, uri, schema, func, run_inline, limit, metadata)
         if schema.deferred and schema.input_schema is not None and schema.output_schema is not None:

@@ -1,4 +1,5 @@
-"""``kavalai answer RUN_ID --db URL [KEY ANSWER]``: list what a durable run waits for, or answer it.
+"""``kavalai answer RUN_ID --db URL [KEY ANSWER]`` (or ``--engine temporal --address HOST:PORT``): list what a
+durable run waits for, or answer it.
 
 A durable run that waits for an answer from outside (an agent's ``OutsideApproval``) publishes each question under
 a key in its DBOS journal. Without ``KEY`` this prints the run's questions as JSON (``{}`` when it waits for none);
@@ -6,17 +7,23 @@ with ``KEY ANSWER`` it sends the answer, which the run takes whether it runs now
 ``ANSWER`` is ``allow``, ``deny`` or JSON (``'{"action": "deny", "reason": "over budget"}'``,
 ``'{"action": "edit", "arguments": {...}}'``).
 
-Exit status: 0 done, 1 the run waits for no such question, 2 a usage error (bad ANSWER, the ``dbos`` extra missing).
+Of answers to one question sent at once, from anywhere, exactly one is taken; the others are told they lost and
+which answer won (exit status 1), as is an answer to a cancelled run.
+
+Exit status: 0 done, 1 the run waits for no such question (answered already, cancelled), 2 a usage error (bad
+ANSWER, no journal, the engine's extra missing).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from typing import Any, TextIO
 
-from kavalai.cli._engines import lookup_failed
+from kavalai.cli._engines import add_engine_options, engine_of, lookup_failed, temporal_runner
+from kavalai.errors import DurableRunError
 
 __all__ = ["add_answer_parser", "answer_command"]
 
@@ -31,9 +38,8 @@ def add_answer_parser(subparsers: Any) -> None:
     parser.add_argument("run_id", metavar="RUN_ID", help="the run's id")
     parser.add_argument("key", metavar="KEY", nargs="?", help="the question to answer (omit to list them)")
     parser.add_argument("answer", metavar="ANSWER", nargs="?", help="allow, deny, or the answer as JSON")
-    parser.add_argument(
-        "--db", metavar="URL", required=True, help="the run's journal (sqlite:///... or postgresql://...)"
-    )
+    parser.add_argument("--db", metavar="URL", help="the run's DBOS journal (sqlite:///... or postgresql://...)")
+    add_engine_options(parser)
 
 
 def answer_command(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -43,10 +49,9 @@ def answer_command(args: argparse.Namespace, *, stdout: TextIO | None = None, st
     if args.key is not None and args.answer is None:
         print("kavalai answer: give the ANSWER after the KEY (allow, deny or JSON)", file=err)
         return 2
-    try:
-        from kavalai.durable.dbos import DbosClient
-    except ImportError as exc:
-        print(f"kavalai answer: {exc}", file=err)
+    temporal = engine_of(args) == "temporal"
+    if not temporal and args.db is None:
+        print("kavalai answer: give the DBOS journal (--db URL), or --engine temporal --address HOST:PORT", file=err)
         return 2
     value: Any = None
     if args.answer is not None:
@@ -54,22 +59,47 @@ def answer_command(args: argparse.Namespace, *, stdout: TextIO | None = None, st
         if value is _INVALID:
             print(f"kavalai answer: ANSWER is allow, deny or JSON, not {args.answer!r}", file=err)
             return 2
-    client = DbosClient(args.db)
     try:
-        if args.key is None:
-            print(json.dumps(client.pending(args.run_id), indent=2, ensure_ascii=False), file=out)
-            return 0
-        client.answer(args.run_id, args.key, value)
-    except LookupError as exc:
+        found = asyncio.run(_temporal(args, value) if temporal else asyncio.to_thread(_dbos, args, value))
+    except ImportError as exc:
+        print(f"kavalai answer: {exc}", file=err)
+        return 2
+    except LookupError as exc:  # no such run, or no such question
         print(f"kavalai answer: {lookup_failed(exc)}", file=err)
+        return 1
+    except DurableRunError as exc:  # answered already; cancelled
+        print(f"kavalai answer: {exc}", file=err)
         return 1
     except ValueError as exc:
         print(f"kavalai answer: {exc}", file=err)
         return 2
+    if args.key is None:
+        print(json.dumps(found, indent=2, ensure_ascii=False), file=out)
+        return 0
+    print(f"kavalai answer: {args.key} of run {args.run_id} answered (this answer was taken)", file=err)
+    return 0
+
+
+def _dbos(args: argparse.Namespace, value: Any) -> Any:
+    from kavalai.durable.dbos import DbosClient
+
+    client = DbosClient(args.db)
+    try:
+        if args.key is None:
+            return client.pending(args.run_id)
+        return client.answer(args.run_id, args.key, value)
     finally:
         client.close()
-    print(f"kavalai answer: sent to {args.key} of run {args.run_id}", file=err)
-    return 0
+
+
+async def _temporal(args: argparse.Namespace, value: Any) -> Any:
+    runner = temporal_runner(args, worker=False)
+    try:
+        if args.key is None:
+            return await runner.pending(args.run_id)
+        return await runner.answer(args.run_id, args.key, value)
+    finally:
+        await runner.aclose()
 
 
 _INVALID = object()

@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import json
 import sys
+from pathlib import Path
 from typing import Any, TextIO
 
 from kavalai.cli._engines import add_engine_options, engine_of, lookup_failed, temporal_runner
@@ -38,6 +39,12 @@ def add_runs_parser(subparsers: Any) -> None:
             action.add_argument("--limit", type=int, default=20, metavar="N", help="how many (default 20)")
             action.add_argument("--json", action="store_true", help="print the runs as JSON")
         action.add_argument("--db", metavar="URL", help="the DBOS journal (sqlite:///... or postgresql://...)")
+        action.add_argument(
+            "--workflow",
+            metavar="FILE",
+            help="the journal `kavalai run FILE` keeps by default (FILE.runs.sqlite beside it); without --db or "
+            "--workflow, the one *.runs.sqlite journal of this directory",
+        )
         add_engine_options(action)
 
 
@@ -47,7 +54,13 @@ def runs_command(args: argparse.Namespace, *, stdout: TextIO | None = None, stde
     err = stderr if stderr is not None else sys.stderr
     temporal = engine_of(args) == "temporal"
     if not temporal and args.db is None:
-        print("kavalai runs: give the DBOS journal (--db URL), or --engine temporal --address HOST:PORT", file=err)
+        args.db = default_journal(args.workflow)
+    if not temporal and args.db is None:
+        print(
+            "kavalai runs: give the DBOS journal (--db URL or --workflow FILE), or --engine temporal --address "
+            "HOST:PORT",
+            file=err,
+        )
         return 2
     try:
         found = asyncio.run(_temporal(args) if temporal else asyncio.to_thread(_dbos, args))
@@ -71,6 +84,17 @@ def runs_command(args: argparse.Namespace, *, stdout: TextIO | None = None, stde
             created = run.created_at.isoformat(timespec="seconds") if run.created_at else "-"
             print(f"{run.run_id}\t{run.state}\t{run.engine_status}\t{created}\t{run.target or '-'}", file=out)
     return 0
+
+
+def default_journal(workflow: str | None) -> str | None:
+    """The journal ``kavalai run`` keeps for ``workflow`` by default; without one, the only ``*.runs.sqlite`` (or
+    ``kavalai-runs.sqlite``) of the current directory, or ``None`` when there is none or more than one."""
+    from kavalai.durable.dbos import default_journal_url
+
+    if workflow is not None:
+        return default_journal_url(workflow)
+    here = sorted(Path.cwd().glob("*.runs.sqlite")) + sorted(Path.cwd().glob("kavalai-runs.sqlite"))
+    return f"sqlite:///{here[0].resolve()}" if len(here) == 1 else None
 
 
 def _dbos(args: argparse.Namespace) -> Any:

@@ -36,7 +36,7 @@ class SqlAnswerLog:
 
     async def lookup(self, run_id: str, key: str) -> tuple[bool, Any]:
         """See :meth:`kavalai.durable.AnswerLog.lookup`."""
-        return await asyncio.to_thread(self._lookup, run_id, key)
+        return await asyncio.to_thread(self.lookup_now, run_id, key)
 
     async def keep(self, run_id: str, key: str, question: Any, answer: Any) -> None:
         """See :meth:`kavalai.durable.AnswerLog.keep`."""
@@ -68,7 +68,29 @@ class SqlAnswerLog:
             if connection.execute(t.update().where(where).values(**values)).rowcount == 0:
                 connection.execute(t.insert().values(run_id=run_id, key=key, question=_text(question), **values))
 
-    def _lookup(self, run_id: str, key: str) -> tuple[bool, Any]:
+    def claim_now(self, run_id: str, key: str, question: Any, answer: Any) -> tuple[bool, Any]:
+        """Record ``answer`` to ``key`` unless an answer is recorded already, atomically (blocking): ``(True,
+        answer)`` when this one won, ``(False, the recorded one)`` when another did. Of answers racing from any
+        number of processes exactly one wins."""
+        import sqlalchemy as sa
+
+        t = self.table
+        text = json.dumps(answer, ensure_ascii=False)
+        where = (t.c.run_id == run_id) & (t.c.key == key)
+        try:
+            with self.engine.begin() as connection:
+                taken = connection.execute(t.update().where(where & ~t.c.answered).values(answered=True, answer=text))
+                if taken.rowcount == 0:
+                    connection.execute(
+                        t.insert().values(run_id=run_id, key=key, question=_text(question), answered=True, answer=text)
+                    )
+            return True, answer
+        except sa.exc.IntegrityError:  # answered already: the first answer stays
+            found, winner = self.lookup_now(run_id, key)
+            return False, winner if found else None
+
+    def lookup_now(self, run_id: str, key: str) -> tuple[bool, Any]:
+        """:meth:`lookup`, blocking."""
         import sqlalchemy as sa
 
         t = self.table

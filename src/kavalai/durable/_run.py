@@ -19,6 +19,7 @@ from contextvars import ContextVar
 from typing import Any, Protocol
 
 from kavalai.durable._store import ResultStore
+from kavalai.errors import FunctionKernelException, RunCancelledError
 
 __all__ = [
     "AnswerLog",
@@ -27,6 +28,7 @@ __all__ = [
     "Journal",
     "bind_run",
     "call_options",
+    "cancelled_error",
     "current_run",
     "inside_step",
     "replayed",
@@ -142,6 +144,7 @@ class DurableRun:
         A result larger than ``inline_limit`` is put in the :attr:`store` and journaled as a reference; what this
         returns is always the value itself.
         """
+        self.check()
         self._position += 1
         position = self._position
         store, limit = self.store, self.inline_limit
@@ -173,6 +176,7 @@ class DurableRun:
         Raises:
             RuntimeError: the engine cannot wait for answers from outside.
         """
+        self.check()
         self._position += 1
         key = f"{kind}-{self._position}"
         waiter = getattr(self.journal, "wait_for_answer", None)
@@ -218,6 +222,19 @@ class DurableRun:
             await log.keep(self.run_id, key, dict(question), None)
         return value
 
+    @property
+    def stopped(self) -> FunctionKernelException | None:
+        """Why the run may begin no more steps in this attempt (a :class:`~kavalai.errors.RunCancelledError`, a
+        :class:`~kavalai.errors.RunInterruptedError`), or ``None``: the journal's verdict."""
+        found = getattr(self.journal, "stopped", None)
+        return found if isinstance(found, FunctionKernelException) else None
+
+    def check(self) -> None:
+        """Raise why the run may begin no more steps, if it may not (checked before every step and wait)."""
+        stopped = self.stopped
+        if stopped is not None:
+            raise stopped
+
     def next_key(self, payload: Any) -> str:
         """The idempotency key of the step about to begin (at the next position) with ``payload`` as arguments."""
         return step_key(self.run_id, self._position + 1, payload)
@@ -252,6 +269,13 @@ def replayed(position: int, recorded: tuple[str, JsonValue], name: str) -> JsonV
             "take the same path again (is it deterministic outside its steps?)."
         )
     return value
+
+
+def cancelled_error(run_id: str) -> RunCancelledError:
+    """The error of a step not begun because its run is cancelled."""
+    return RunCancelledError(
+        f"Run {run_id} is cancelled: no step of it begins any more, and it is not resumed.", run_id=run_id
+    )
 
 
 def step_key(run_id: str, position: int, payload: Any) -> str:

@@ -8,13 +8,15 @@ finds the same target there, adds the journaling middleware to their kernels, an
 
 from __future__ import annotations
 
+import json
 import uuid
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol, runtime_checkable
 
 from kavalai.durable._steps import durable_steps, is_durable_middleware
+from kavalai.errors import AlreadyAnsweredError
 
 if TYPE_CHECKING:
     from kavalai.kernel import Kernel
@@ -154,6 +156,18 @@ def not_pending(run_id: str, key: str, pending: dict[str, Any]) -> LookupError:
     return LookupError(f"Run {run_id} waits for no answer {key!r} (it waits for {waits}).")
 
 
+def lost_answer(run_id: str, key: str, winner: Any) -> AlreadyAnsweredError:
+    """The error for an answer that lost to ``winner``, the answer recorded first."""
+    shown = json.dumps(winner, ensure_ascii=False)
+    shown = shown if len(shown) <= 200 else shown[:197] + "..."
+    return AlreadyAnsweredError(
+        f"Run {run_id}: {key!r} was answered already, with {shown}; this answer was not taken.",
+        run_id=run_id,
+        key=key,
+        answer=winner,
+    )
+
+
 def new_run_id() -> str:
     """A fresh run id."""
     return uuid.uuid4().hex
@@ -223,6 +237,9 @@ class RunInfo:
         target: what it runs (``workflow:<name>``, ``agent:<name>``), when the engine says.
         created_at, updated_at: when it began and last changed (UTC), when the engine says.
         outcome: a finished run's JSON outcome (only from ``describe``).
+        in_doubt: the steps whose outcome is unknown (only from ``describe``, DBOS's step log): ``position``,
+            ``name`` and ``state`` (``in_doubt``: found sent without a result; ``sent``: in flight, or its worker
+            gone).
     """
 
     run_id: str
@@ -232,6 +249,7 @@ class RunInfo:
     created_at: datetime | None = None
     updated_at: datetime | None = None
     outcome: Any = None
+    in_doubt: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as JSON-ready data (times in ISO 8601)."""

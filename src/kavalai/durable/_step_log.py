@@ -4,7 +4,10 @@ DBOS records a step in its own tables through SQLAlchemy statements it builds an
 an earlier record in another transaction first: about 2 ms per step on SQLite here, most of it Python. A run's
 steps are only ever read all at once, when its attempt begins, so this log reads them in one query then and writes
 each new step in one prepared ``INSERT``: one transaction per step, the same guarantee (a step's result is
-committed before the run goes on), several times cheaper. DBOS still owns the run itself: its queue, the run id's
+committed before the run goes on), several times cheaper. The same connection then reads the run's DBOS status, so a
+cancel (``kavalai runs cancel``, from any process) is seen before the next step begins, at the cost of one indexed
+read; a step never begins in a run found cancelled. Every read and write crosses :func:`~._journal_io.journal_io`:
+a database outage pauses the run, and is never a step's result. DBOS still owns the run itself: its queue, the run id's
 deduplication, recovery, the take-over of runs whose process is gone, and the durable waits for answers.
 """
 
@@ -12,12 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import sqlalchemy as sa
 
-from kavalai.durable._run import JsonValue, replayed
+from kavalai.durable._doubt import OnDoubt, doubt_policy, in_doubt_result, is_in_doubt, sent_mark
+from kavalai.durable._journal_io import DEFAULT_OUTAGE, interrupted_error, journal_io
+from kavalai.durable._run import JsonValue, cancelled_error, replayed
 from kavalai.durable._schema import STEPS, ensure_schema
+from kavalai.errors import DurableRunError
 
 __all__ = ["RecordedStep", "SqlStepLog", "StepLogJournal"]
 
@@ -30,13 +37,33 @@ class SqlStepLog:
 
     Args:
         engine: the SQLAlchemy engine of the journal's database; kavalai's tables are made if missing.
+        status: DBOS's table of runs (``workflow_status``), whose ``status`` column says whether a run is
+            cancelled; ``None``: no cancel is looked for.
     """
 
-    def __init__(self, engine: sa.Engine) -> None:
+    def __init__(self, engine: sa.Engine, status: sa.Table | None = None) -> None:
         self.engine = engine
         self.table = STEPS
         ensure_schema(engine)
         self._insert = self.table.insert()
+        self._status = (
+            None
+            if status is None
+            else sa.select(status.c.status).where(status.c.workflow_uuid == sa.bindparam("run_id"))
+        )
+
+    def _cancelled(self, connection: sa.Connection, run_id: str) -> bool:
+        if self._status is None:
+            return False
+        return connection.execute(self._status, {"run_id": run_id}).scalar() == "CANCELLED"
+
+    def begin(self, run_id: str) -> tuple[dict[int, RecordedStep], bool]:
+        """Every step recorded for ``run_id``, by position, and whether the run is cancelled (blocking)."""
+        t = self.table
+        with self.engine.connect() as connection:
+            rows = connection.execute(sa.select(t.c.position, t.c.name, t.c.result).where(t.c.run_id == run_id))
+            recorded = {row.position: (row.name, json.loads(row.result)) for row in rows}
+            return recorded, self._cancelled(connection, run_id)
 
     def recorded(self, run_id: str) -> dict[int, RecordedStep]:
         """Every step recorded for ``run_id``, by position (blocking)."""
@@ -45,25 +72,51 @@ class SqlStepLog:
             rows = connection.execute(sa.select(t.c.position, t.c.name, t.c.result).where(t.c.run_id == run_id))
             return {row.position: (row.name, json.loads(row.result)) for row in rows}
 
-    def write(self, run_id: str, position: int, name: str, result: JsonValue) -> RecordedStep:
-        """Record a step (blocking) and return what is recorded at its position: this step, or the one another
-        attempt of the run (a process taken over while it still ran) recorded there first."""
+    def write(self, run_id: str, position: int, name: str, result: JsonValue) -> tuple[RecordedStep, bool]:
+        """Record a step (blocking) and return what is recorded at its position (this step, or the one another
+        attempt of the run, a process taken over while it still ran, recorded there first), and whether the run is
+        cancelled now."""
         text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
         try:
             with self.engine.begin() as connection:
                 connection.execute(self._insert, {"run_id": run_id, "position": position, "name": name, "result": text})
+                return (name, result), self._cancelled(connection, run_id)
         except sa.exc.IntegrityError:
             t = self.table
             with self.engine.connect() as connection:
                 row = connection.execute(
                     sa.select(t.c.name, t.c.result).where(t.c.run_id == run_id, t.c.position == position)
                 ).one()
-            return row.name, json.loads(row.result)
-        return name, result
+                return (row.name, json.loads(row.result)), self._cancelled(connection, run_id)
+
+    def mark_sent(self, run_id: str, position: int, name: str, mark: JsonValue) -> None:
+        """Record (blocking) that step ``position`` is about to be sent (:mod:`._doubt`): a row at ``-position``,
+        kept if one is there already."""
+        text = json.dumps(mark, ensure_ascii=False, separators=(",", ":"))
+        try:
+            with self.engine.begin() as connection:
+                connection.execute(
+                    self._insert, {"run_id": run_id, "position": -position, "name": name, "result": text}
+                )
+        except sa.exc.IntegrityError:
+            return
 
     def steps(self, run_id: str) -> list[tuple[int, str, JsonValue]]:
         """The recorded steps of ``run_id`` in order: ``(position, name, result)`` (blocking)."""
-        return [(position, *step) for position, step in sorted(self.recorded(run_id).items())]
+        return [(position, *step) for position, step in sorted(self.recorded(run_id).items()) if position > 0]
+
+    def in_doubt(self, run_id: str) -> list[tuple[int, str, str]]:
+        """The steps of ``run_id`` whose outcome is unknown, as ``(position, name, state)`` (blocking): ``in_doubt``
+        (found sent without a result, recorded so) or ``sent`` (sent, no result yet: in flight, or its worker
+        gone)."""
+        recorded = self.recorded(run_id)
+        found = []
+        for position, (name, result) in sorted(recorded.items()):
+            if position > 0 and is_in_doubt(result):
+                found.append((position, name, "in_doubt"))
+            elif position < 0 and -position not in recorded:
+                found.append((-position, name, "sent"))
+        return sorted(found)
 
     def __repr__(self) -> str:
         return f"<SqlStepLog {self.engine.url!r}>"
@@ -71,18 +124,81 @@ class SqlStepLog:
 
 class StepLogJournal:
     """The journal of one attempt of a run over a :class:`SqlStepLog`: what earlier attempts recorded, read once
-    when the attempt begins, replayed by position; each new step written before the run goes on."""
+    when the attempt begins, replayed by position; each new step written before the run goes on.
 
-    def __init__(self, log: SqlStepLog, run_id: str, recorded: dict[int, RecordedStep]) -> None:
+    :attr:`stopped` is why the run may begin no more steps (it was found cancelled, or its journal could not be
+    written in time); :class:`~kavalai.durable.DurableRun` looks at it before every step."""
+
+    def __init__(
+        self,
+        log: SqlStepLog,
+        run_id: str,
+        recorded: dict[int, RecordedStep],
+        *,
+        cancelled: bool = False,
+        outage: float = DEFAULT_OUTAGE,
+        on_doubt: Mapping[str, OnDoubt] | None = None,
+    ) -> None:
         self.log = log
         self.run_id = run_id
         self.recorded = recorded
+        self.outage = outage
+        self.on_doubt: Mapping[str, OnDoubt] = on_doubt or {}
+        self.stopped: DurableRunError | None = cancelled_error(run_id) if cancelled else None
+
+    @classmethod
+    async def open(
+        cls,
+        log: SqlStepLog,
+        run_id: str,
+        *,
+        outage: float = DEFAULT_OUTAGE,
+        on_doubt: Mapping[str, OnDoubt] | None = None,
+    ) -> StepLogJournal:
+        """The journal of a new attempt of ``run_id``: its recorded steps read, and its cancel looked for."""
+        recorded, cancelled = await journal_io(run_id, "read the run's steps", log.begin, run_id, outage=outage)
+        return cls(log, run_id, recorded, cancelled=cancelled, outage=outage, on_doubt=on_doubt)
 
     async def record(self, position: int, name: str, execute: Any, request: Any = None) -> JsonValue:
-        """See :meth:`kavalai.durable.Journal.record`."""
+        """See :meth:`kavalai.durable.Journal.record`; a step that may not be repeated safely is marked sent before
+        it runs, and one found sent without a result is settled by its ``on_doubt`` policy (:mod:`._doubt`)."""
         found = self.recorded.get(position)
         if found is not None:
             return replayed(position, found, name)
-        result = await execute()
-        kept = await asyncio.to_thread(self.log.write, self.run_id, position, name, result)
+        policy = doubt_policy(request, self.on_doubt)
+        if policy is not None and -position in self.recorded and policy == "fail":
+            return await self._keep(position, name, in_doubt_result(self.run_id, position, name, request))
+        if policy is not None and -position not in self.recorded:
+            what, mark = f"mark step {position} ({name}) sent", sent_mark(request)
+            try:
+                await journal_io(
+                    self.run_id, what, self.log.mark_sent, self.run_id, position, name, mark, outage=self.outage
+                )
+            except DurableRunError as exc:
+                self.stopped = exc
+                raise
+        return await self._keep(position, name, await execute())
+
+    async def _keep(self, position: int, name: str, result: JsonValue) -> JsonValue:
+        try:
+            kept, cancelled = await journal_io(
+                self.run_id,
+                f"record step {position} ({name})",
+                self.log.write,
+                self.run_id,
+                position,
+                name,
+                result,
+                outage=self.outage,
+            )
+        except DurableRunError as exc:
+            self.stopped = exc
+            raise
+        except asyncio.CancelledError:  # cut (the call's deadline, a close): the effect is made, not recorded
+            self.stopped = self.stopped or interrupted_error(
+                self.run_id, f"record step {position}", "before it was cut"
+            )
+            raise
+        if cancelled and self.stopped is None:
+            self.stopped = cancelled_error(self.run_id)
         return replayed(position, kept, name)

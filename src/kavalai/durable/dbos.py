@@ -21,11 +21,13 @@ started at a time in a process.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import socket
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -41,10 +43,14 @@ from dbos import (
     SetWorkflowID,
     WorkflowHandleAsync,
 )
+from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
 
 from kavalai.durable._answer_log import SqlAnswerLog
 from kavalai.durable._answers import checked_answer
-from kavalai.durable._run import DurableRun, bind_run
+from kavalai.durable._definition import Definition, changed, definition_of
+from kavalai.durable._doubt import OnDoubt
+from kavalai.durable._journal_io import DEFAULT_OUTAGE
+from kavalai.durable._run import DurableRun, bind_run, cancelled_error
 from kavalai.durable._runner import (
     DurableRunner,
     DurableTarget,
@@ -53,12 +59,14 @@ from kavalai.durable._runner import (
     UnknownRunError,
     checked_run_id,
     existing_run_id,
+    lost_answer,
     not_pending,
 )
 from kavalai.durable._schema import EXECUTORS, TAKEOVERS, ensure_schema
 from kavalai.durable._sqlite_compat import install as sqlite_unixepoch
 from kavalai.durable._step_log import SqlStepLog, StepLogJournal
 from kavalai.durable._store import ResultStore, SqlResultStore
+from kavalai.errors import DurableRunError, FunctionKernelException, RunCancelledError, RunInterruptedError
 from kavalai.secrets import get_logger
 
 __all__ = ["DbosClient", "DbosRunner", "default_journal_url"]
@@ -107,6 +115,14 @@ class DbosRunner(DurableRunner):
             row of the table ``kavalai_steps`` per step, in one prepared statement) or ``"dbos"`` (one DBOS step
             each, which DBOS's tools list, at several times the cost). A run keeps the step log it began with,
             whichever worker resumes it.
+        journal_outage: how long, in seconds, a run waits for its journal's database to come back (an outage,
+            SQLite held locked) before it is interrupted; the deadline of the call around the write wins when
+            nearer. An interrupted run stays resumable (see ``docs/durable.md``).
+        busy_timeout: on SQLite, how long, in seconds, one statement waits for another process's write lock
+            before the attempt fails (and ``journal_outage`` decides whether it is tried again).
+        on_doubt: per tool URI, what a resume does with a step of that tool found sent without a result when the
+            tool is neither read-only nor idempotent nor keyed: ``"fail"`` (the default: the step is in doubt and
+            the run receives :class:`~kavalai.errors.OutcomeUnknownError`) or ``"replay"`` (send it again).
     """
 
     engine = "dbos"
@@ -124,8 +140,16 @@ class DbosRunner(DurableRunner):
         polling: float = 0.05,
         executor_id: str | None = None,
         step_log: Literal["kavalai", "dbos"] = "kavalai",
+        journal_outage: float = DEFAULT_OUTAGE,
+        busy_timeout: float = 30.0,
+        on_doubt: Mapping[str, OnDoubt] | None = None,
     ) -> None:
         super().__init__()
+        self.journal_outage = journal_outage
+        self.busy_timeout = busy_timeout
+        self.on_doubt = dict(on_doubt or {})
+        self._parked: dict[str, DurableRunError] = {}  # runs stopped in this process, resumable, by id
+        self._waiting: dict[str, asyncio.Future[None]] = {}  # result() calls waiting here, by run id
         if concurrency is not None and concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self.step_log = _checked_step_log(step_log)
@@ -180,13 +204,14 @@ class DbosRunner(DurableRunner):
                     "(engines and agents take the same runner object), or close it first."
                 )
             url = _sqlalchemy_url(self.db)
-            self._engine = _make_engine(url)
+            self._engine = _make_engine(url, self.busy_timeout)
             if self._store is None:
                 self._store = SqlResultStore(url, engine=self._engine)
             self._liveness = _Liveness(self, self._engine)
             self._liveness.register()
             self._answers = SqlAnswerLog(engine=self._engine)
-            self._steps = SqlStepLog(self._engine)  # made for every runner: it may resume a run that uses it
+            # made for every runner: it may resume a run that uses it
+            self._steps = SqlStepLog(self._engine, status=_status_table(url))
             config: DBOSConfig = {
                 "name": "kavalai",
                 "system_database_url": self.db,
@@ -197,7 +222,7 @@ class DbosRunner(DurableRunner):
             }
             if url.startswith("sqlite"):
                 # DBOS does not dispose an engine it was given: this runner does, in aclose().
-                self._system_engine = config["system_database_engine"] = _make_engine(url)
+                self._system_engine = config["system_database_engine"] = _make_engine(url, self.busy_timeout)
             _active = self
             try:
                 DBOS(config=config)
@@ -261,8 +286,12 @@ class DbosRunner(DurableRunner):
         name = self.register(target, replace=True)
         queue = self._queue
         assert queue is not None
+        if await self.status(run_id) == "CANCELLED":
+            raise cancelled_error(run_id)
+        if self._parked.pop(run_id, None) is not None:  # stopped here, resumable: handed back to the queue
+            await DBOS.resume_workflow_async(run_id)
         with SetWorkflowID(run_id):
-            handle = await queue.enqueue_async(_kavalai_run, name, payload, self.step_log)
+            handle = await queue.enqueue_async(_kavalai_run, name, payload, self.step_log, definition_of(target))
         return handle.get_workflow_id()
 
     async def result(self, run_id: str) -> Any:
@@ -270,13 +299,39 @@ class DbosRunner(DurableRunner):
 
         Raises:
             UnknownRunError: no run has this id in the journal.
+            RunCancelledError: the run was cancelled.
+            RunInterruptedError: the run's journal went away for longer than it may wait (in this process); run it
+                again under the same id to resume it.
+            DefinitionChangedError: the run was begun under another definition than its target's here.
         """
         run_id = existing_run_id(run_id)
         await self.start()
         if await DBOS.get_workflow_status_async(run_id) is None:
             raise UnknownRunError(run_id, f"dbos ({self.journal})")
         handle: WorkflowHandleAsync[Any] = await DBOS.retrieve_workflow_async(run_id, existing_workflow=True)
-        return await handle.get_result(polling_interval_sec=self.polling)
+        interrupted = self._waiting.setdefault(run_id, asyncio.get_running_loop().create_future())
+        outcome = asyncio.ensure_future(handle.get_result(polling_interval_sec=self.polling))
+        try:
+            if run_id not in self._parked:
+                await asyncio.wait((outcome, interrupted), return_when=asyncio.FIRST_COMPLETED)
+            if not outcome.done() and run_id in self._parked:
+                raise self._parked[run_id]
+            return await outcome
+        except DBOSAwaitedWorkflowCancelledError:
+            raise cancelled_error(run_id) from None
+        finally:
+            outcome.cancel()
+            if self._waiting.get(run_id) is interrupted:
+                del self._waiting[run_id]
+
+    def _park(self, error: DurableRunError) -> None:
+        """Tell those waiting for the run in this process (any thread) that it stopped, resumable (interrupted, or
+        refused under a changed definition): its DBOS status stays ``PENDING``, and the next :meth:`submit` of its
+        id here hands it back to the queue."""
+        self._parked[error.run_id] = error
+        waiter = self._waiting.get(error.run_id)
+        if waiter is not None:
+            waiter.get_loop().call_soon_threadsafe(_settle, waiter)
 
     async def status(self, run_id: str) -> str | None:
         """The run's DBOS status (``"PENDING"``, ``"ENQUEUED"``, ``"SUCCESS"``, ``"ERROR"``, ...), or ``None``."""
@@ -312,15 +367,13 @@ class DbosRunner(DurableRunner):
         """Send the answer to question ``key`` of run ``run_id`` (a DBOS message, or a row of ``kavalai_answers``
         for a question asked during a step: kept until the run takes it, by whichever process runs it, after a
         restart too). Answering the same question twice sends it once."""
+        if await self.status(run_id) == "CANCELLED":
+            raise RunCancelledError(f"Run {run_id} is cancelled: the answer {key!r} is refused.", run_id=run_id)
         pending = await self.pending(run_id)
-        if key not in pending:
-            raise not_pending(run_id, key, pending)
-        value = checked_answer(pending[key], value)
         assert self._answers is not None
-        if key in await self._answers.open_questions(run_id):
-            await self._answers.keep(run_id, key, pending[key], value)
-            return
-        await DBOS.send_async(run_id, value, topic=_topic(key), idempotency_key=f"{run_id}.{key}")
+        answers = self._answers
+        if not await asyncio.to_thread(_answer, answers, run_id, key, pending, value):  # the run's own: a message
+            await DBOS.send_async(run_id, value, topic=_topic(key), idempotency_key=f"{run_id}.{key}")
 
     async def serve(self) -> None:
         """Serve the queue until cancelled: the ``kavalai worker`` loop. Register the targets first."""
@@ -386,7 +439,9 @@ class DbosClient:
         found = self._client.list_workflows(workflow_ids=[existing_run_id(run_id)], load_input=True)
         if not found:
             raise UnknownRunError(run_id, f"dbos ({_redacted(self.db)})")
-        return _run_info(found[0], with_outcome=True)
+        doubts = SqlStepLog(self._engine).in_doubt(run_id)
+        in_doubt = [{"position": position, "name": name, "state": state} for position, name, state in doubts]
+        return dataclasses.replace(_run_info(found[0], with_outcome=True), in_doubt=in_doubt)
 
     def list_runs(self, *, limit: int = 20) -> list[RunInfo]:
         """The newest ``limit`` runs of the journal (every queue), newest first."""
@@ -413,14 +468,11 @@ class DbosClient:
 
     def answer(self, run_id: str, key: str, value: Any) -> None:
         """Answer question ``key`` of run ``run_id`` (see :meth:`DbosRunner.answer`)."""
+        if self.status(run_id) == "CANCELLED":
+            raise RunCancelledError(f"Run {run_id} is cancelled: the answer {key!r} is refused.", run_id=run_id)
         pending = self.pending(run_id)
-        if key not in pending:
-            raise not_pending(run_id, key, pending)
-        value = checked_answer(pending[key], value)
-        if key in self._answers.open_now(run_id):
-            self._answers.keep_now(run_id, key, pending[key], value)
-            return
-        self._client.send(run_id, value, topic=_topic(key), idempotency_key=f"{run_id}.{key}")
+        if not _answer(self._answers, run_id, key, pending, value):  # a question of the run itself: a DBOS message
+            self._client.send(run_id, value, topic=_topic(key), idempotency_key=f"{run_id}.{key}")
 
     def close(self) -> None:
         """Close the client's connections."""
@@ -435,6 +487,12 @@ class _DbosJournal:
     def __init__(self, steps: StepLogJournal | None) -> None:
         self.steps = steps
         self.pending: dict[str, Any] = {}
+
+    @property
+    def stopped(self) -> FunctionKernelException | None:
+        """Why the run may begin no more steps (see :attr:`StepLogJournal.stopped`); DBOS's own step log checks
+        for a cancel itself, when each of its steps begins."""
+        return None if self.steps is None else self.steps.stopped
 
     async def record(self, position: int, name: str, execute: Any, request: Any = None) -> Any:
         if self.steps is not None:
@@ -464,6 +522,22 @@ _STATES: Final[dict[str, RunState]] = {
 }
 
 
+def _settle(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+def _status_table(url: str) -> sa.Table:
+    """DBOS's table of runs (its ``dbos`` schema on Postgres), as much of it as the cancel check reads."""
+    schema = None if url.startswith("sqlite") else "dbos"
+    return sa.Table(
+        "workflow_status",
+        sa.MetaData(schema=schema),
+        sa.Column("workflow_uuid", sa.Text, primary_key=True),
+        sa.Column("status", sa.Text),
+    )
+
+
 def _run_info(status: Any, *, with_outcome: bool) -> RunInfo:
     engine_status = str(status.status)
     inputs = status.input
@@ -490,15 +564,33 @@ def _checked_step_log(step_log: Literal["kavalai", "dbos"]) -> Literal["kavalai"
     return step_log
 
 
+def _answer(answers: SqlAnswerLog, run_id: str, key: str, pending: dict[str, Any], value: Any) -> bool:
+    """Take ``value`` as the answer to ``key`` if it is the first (blocking): exactly one of racing answers wins,
+    whatever the process; a loser, or an answer to a question answered before, raises
+    :class:`~kavalai.errors.AlreadyAnsweredError` naming the winner. Returns whether the question was one asked
+    during a step (then the recorded answer is all it needs; a question of the run itself also needs its message)."""
+    if key not in pending:
+        found, winner = answers.lookup_now(run_id, key)
+        if found:
+            raise lost_answer(run_id, key, winner)
+        raise not_pending(run_id, key, pending)
+    in_step = key in answers.open_now(run_id)
+    won, winner = answers.claim_now(run_id, key, pending[key], checked_answer(pending[key], value))
+    if not won:
+        raise lost_answer(run_id, key, winner)
+    return in_step
+
+
 def _topic(key: str) -> str:
     return f"kavalai.answer.{key}"
 
 
 @DBOS.workflow(name=_WORKFLOW)
-async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos") -> Any:
+async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", definition: Definition | None = None) -> Any:
     """The DBOS workflow of every kavalai run: the target's run inside a :class:`DurableRun`, its steps recorded
     where the run began recording them (``step_log`` is part of the run's input, so a resumed run keeps it; runs
-    enqueued before the argument existed recorded DBOS steps)."""
+    enqueued before the argument existed recorded DBOS steps). ``definition`` is the fingerprint of the target's
+    definition when the run was submitted (:mod:`._definition`): a resume under another one is refused."""
     runner = _active
     found = runner.target(target) if runner is not None else None
     waited = 0.0
@@ -512,8 +604,16 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos") -> Any
         raise LookupError(f"This process serves {served}, not the target {target!r} of run {DBOS.workflow_id}.")
     run_id = DBOS.workflow_id
     assert run_id is not None
+    refused = changed(run_id, definition, definition_of(found))
+    if refused is not None:
+        runner._park(refused)
+        raise DBOSWorkflowCancelledError(str(refused))  # left as it stands (see below)
     log = runner._steps if step_log == "kavalai" else None
-    steps = None if log is None else StepLogJournal(log, run_id, await asyncio.to_thread(log.recorded, run_id))
+    steps = (
+        None
+        if log is None
+        else await StepLogJournal.open(log, run_id, outage=runner.journal_outage, on_doubt=runner.on_doubt)
+    )
     run = DurableRun(
         run_id,
         _DbosJournal(steps),
@@ -523,7 +623,16 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos") -> Any
         answers=runner._answers,
     )
     with bind_run(run):
-        return await found.run_journaled(payload)
+        outcome = await found.run_journaled(payload)
+    stopped = run.stopped
+    if isinstance(stopped, RunInterruptedError):
+        runner._park(stopped)
+    if stopped is not None:
+        # DBOS's own way to leave a run as it stands: the execution stops here without an outcome. A cancelled run
+        # stays CANCELLED; an interrupted one PENDING, so it is resumed (here on its next run, elsewhere once this
+        # process is gone), and what the target returned after the stop is not its outcome.
+        raise DBOSWorkflowCancelledError(str(stopped))
+    return outcome
 
 
 class _Liveness:
@@ -636,7 +745,7 @@ def _sqlalchemy_url(url: str) -> str:
     return url
 
 
-def _make_engine(url: str) -> sa.Engine:
+def _make_engine(url: str, busy_timeout: float = 30.0) -> sa.Engine:
     if not url.startswith("sqlite"):
         return sa.create_engine(url, pool_pre_ping=True)
     engine = sa.create_engine(url)
@@ -647,7 +756,7 @@ def _make_engine(url: str) -> sa.Engine:
         # synchronous=NORMAL: a committed step survives the process being killed at any point (a power cut may lose
         # the last ones), at a tenth of the cost of a full sync per step.
         connection.isolation_level = "IMMEDIATE"
-        connection.execute("PRAGMA busy_timeout=30000")
+        connection.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
         connection.execute("PRAGMA foreign_keys=ON")
         _wal(connection)
         connection.execute("PRAGMA synchronous=NORMAL")

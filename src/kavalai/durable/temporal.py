@@ -23,7 +23,6 @@ Without a store, values stay inline within Temporal's payload limit (2 MB by def
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import gc
 import traceback
@@ -32,14 +31,17 @@ from datetime import timedelta
 from typing import Any, Final
 
 from temporalio import activity, workflow
-from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import RetryPolicy, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
+from temporalio.exceptions import CancelledError as TemporalCancelledError
+from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from kavalai.durable._answers import checked_answer
-from kavalai.durable._run import AnswerLog, DurableRun, JsonValue, bind_run
+from kavalai.durable._definition import Definition, changed, definition_of
+from kavalai.durable._run import AnswerLog, DurableRun, JsonValue, bind_run, cancelled_error
 from kavalai.durable._runner import (
     DurableRunner,
     DurableTarget,
@@ -48,11 +50,12 @@ from kavalai.durable._runner import (
     UnknownRunError,
     checked_run_id,
     existing_run_id,
+    lost_answer,
     not_pending,
 )
 from kavalai.durable._steps import run_tool_step
 from kavalai.durable._store import ResultStore
-from kavalai.errors import ServerConnectionError
+from kavalai.errors import FunctionKernelException, RunCancelledError, ServerConnectionError
 from kavalai.secrets import get_logger
 
 __all__ = ["TemporalRunner"]
@@ -61,6 +64,7 @@ _WORKFLOW: Final = "kavalai.run"
 _ACTIVITY: Final = "kavalai.step"
 _ANSWER: Final = "kavalai.answer"  # the signal that answers a question of a run
 _PENDING: Final = "kavalai.pending"  # the query listing a run's unanswered questions
+_ANSWER_FIRST: Final = "kavalai.answer_first"  # the update that answers a question and says whether it won
 
 logger = get_logger("kavalai.durable")
 
@@ -136,7 +140,7 @@ class TemporalRunner(DurableRunner):
         """The Temporal client (connected on first use)."""
         if self._client is None:
             try:
-                self._client = await Client.connect(self.address, namespace=self.namespace)
+                self._client = await Client.connect(self.address, namespace=self.namespace, runtime=core_runtime())
             except Exception as exc:
                 raise _unreachable(self.address, exc) from None
         return self._client
@@ -173,15 +177,21 @@ class TemporalRunner(DurableRunner):
         run_id = checked_run_id(run_id)
         client = await self.connect()
         name = target if isinstance(target, str) else self.register(target, replace=True)
-        with contextlib.suppress(WorkflowAlreadyStartedError):  # finished before: its result is in its history
-            await client.start_workflow(
+        definition = None if isinstance(target, str) else definition_of(target)
+        try:
+            handle = await client.start_workflow(
                 _WORKFLOW,
-                args=[name, payload],
+                args=[name, payload, definition],
                 id=run_id,
                 task_queue=self.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             )
+        except WorkflowAlreadyStartedError:  # finished before: its result is in its history
+            handle = client.get_workflow_handle(run_id)
+        refused = changed(run_id, await _recorded_definition(client, handle), definition)
+        if refused is not None:
+            raise refused
         return run_id
 
     async def result(self, run_id: str) -> Any:
@@ -189,6 +199,7 @@ class TemporalRunner(DurableRunner):
 
         Raises:
             UnknownRunError: the server has no run with this id.
+            RunCancelledError: the run was cancelled.
         """
         run_id = existing_run_id(run_id)
         client = await self.connect()
@@ -197,6 +208,10 @@ class TemporalRunner(DurableRunner):
             outcome = await handle.result()
         except RPCError as exc:
             raise self._unknown(run_id, exc) from None
+        except WorkflowFailureError as exc:
+            if isinstance(exc.cause, TemporalCancelledError):
+                raise cancelled_error(run_id) from None
+            raise
         return outcome if self.store is None else await self.store.load(outcome)
 
     async def pending(self, run_id: str) -> dict[str, Any]:
@@ -209,17 +224,41 @@ class TemporalRunner(DurableRunner):
         return {**(dict(found) if isinstance(found, dict) else {}), **in_steps}
 
     async def answer(self, run_id: str, key: str, value: Any) -> None:
-        """Answer question ``key`` of run ``run_id``: a signal, kept in the run's history until the run takes it,
-        or a row of the answer log for a question asked during a step."""
-        pending = await self.pending(run_id)
-        if key not in pending:
-            raise not_pending(run_id, key, pending)
-        value = checked_answer(pending[key], value)
+        """Answer question ``key`` of run ``run_id``: an update of the run, kept in its history, that says whether
+        this answer won (of answers racing, exactly one does), or a row of the answer log for a question asked
+        during a step.
+
+        Raises:
+            RunCancelledError: the run is cancelled: the answer is refused.
+            AlreadyAnsweredError: another answer to ``key`` won; it names that answer.
+            LookupError: the run waits for no question ``key``.
+        """
+        try:
+            state = _run_info(await (await self.connect()).get_workflow_handle(run_id).describe()).state
+        except RPCError as exc:
+            raise self._unknown(run_id, exc) from None
+        if state == "cancelled":
+            raise RunCancelledError(f"Run {run_id} is cancelled: the answer {key!r} is refused.", run_id=run_id)
+        pending = await self.pending(run_id) if state in ("running", "queued") else {}
         if self.answers is not None and key in await self.answers.open_questions(run_id):
+            value = checked_answer(pending[key], value)
             await self.answers.keep(run_id, key, pending[key], value)
             return
+        if key in pending:
+            value = checked_answer(pending[key], value)
         client = await self.connect()
-        await client.get_workflow_handle(run_id).signal(_ANSWER, args=[key, value])
+        handle = client.get_workflow_handle(run_id)
+        try:
+            told = await handle.execute_update(_ANSWER_FIRST, args=[key, value])
+        except RPCError:  # the run ended meanwhile (the winning answer may have been its last wait)
+            found, winner = await _winner_in_history(client, handle, key)
+            if found:
+                raise lost_answer(run_id, key, winner) from None
+            raise not_pending(run_id, key, pending) from None
+        if told.get("state") == "lost":
+            raise lost_answer(run_id, key, told.get("answer"))
+        if told.get("state") != "won":
+            raise not_pending(run_id, key, pending)
 
     async def describe(self, run_id: str) -> RunInfo:
         """Where the run ``run_id`` is, with its outcome once finished.
@@ -388,6 +427,55 @@ _STATES: Final[dict[WorkflowExecutionStatus, RunState]] = {
 }
 
 
+async def _winner_in_history(client: Client, handle: WorkflowHandle[Any, Any], key: str) -> tuple[bool, Any]:
+    """``(True, answer)`` when the run's history holds the answer that won question ``key``, else ``(False, None)``:
+    for a loser whose update reached a run that had ended."""
+    accepted: dict[int, list[Any]] = {}
+    async for event in handle.fetch_history_events():
+        if event.HasField("workflow_execution_update_accepted_event_attributes"):
+            request = event.workflow_execution_update_accepted_event_attributes.accepted_request
+            if request.input.name == _ANSWER_FIRST:
+                accepted[event.event_id] = await client.data_converter.decode(request.input.args.payloads)
+        elif event.HasField("workflow_execution_update_completed_event_attributes"):
+            done = event.workflow_execution_update_completed_event_attributes
+            args = accepted.get(done.accepted_event_id)
+            if args is None or not args or args[0] != key or not done.outcome.HasField("success"):
+                continue
+            [told] = await client.data_converter.decode(done.outcome.success.payloads)
+            if isinstance(told, dict) and told.get("state") == "won":
+                return True, args[1]
+    return False, None
+
+
+async def _recorded_definition(client: Client, handle: WorkflowHandle[Any, Any]) -> Definition | None:
+    """The definition run ``handle`` began with: the third argument of its start (``None`` for older runs)."""
+    async for event in handle.fetch_history_events():
+        if not event.HasField("workflow_execution_started_event_attributes"):
+            return None
+        payloads = event.workflow_execution_started_event_attributes.input.payloads
+        args = await client.data_converter.decode(payloads) if payloads else []
+        found = args[2] if len(args) > 2 else None
+        return found if isinstance(found, dict) else None
+    return None
+
+
+_runtime: Runtime | None = None
+
+
+def core_runtime() -> Runtime:
+    """The Temporal runtime of the clients this module connects: Temporal's own defaults (Core warnings and up),
+    except that Core's log lines go to the Python logger ``kavalai.durable.temporal_core`` instead of the console.
+    Core writes its console lines to stdout, where they would mix with a command's output (``kavalai run`` prints
+    its JSON result there); a logger goes where the application sends its logs (stderr for the CLI). One per
+    process, made on first use, like Temporal's default runtime."""
+    global _runtime
+    if _runtime is None:
+        forwarding = LogForwardingConfig(logger=get_logger("kavalai.durable.temporal_core"))
+        core_logs = LoggingConfig(filter=TelemetryFilter(core_level="WARN", other_level="ERROR"), forwarding=forwarding)
+        _runtime = Runtime(telemetry=TelemetryConfig(logging=core_logs))
+    return _runtime
+
+
 def _run_info(found: WorkflowExecution) -> RunInfo:
     status = found.status
     return RunInfo(
@@ -411,6 +499,13 @@ class _TemporalJournal:
 
     def __init__(self, runner: TemporalRunner, target: str, run_id: str, run: KavalaiRun) -> None:
         self.runner, self.target, self.run_id, self.run = runner, target, run_id, run
+        #: Why no step may begin any more: the run was cancelled (Temporal cancels the step in flight).
+        self.stopped: FunctionKernelException | None = None
+
+    def _cancelled(self) -> RunCancelledError:
+        self.stopped = self.stopped or cancelled_error(self.run_id)
+        assert isinstance(self.stopped, RunCancelledError)
+        return self.stopped
 
     async def wait_for_answer(self, position: int, key: str, question: Any, timeout: float | None) -> Any:
         answers, pending = self.run.answers, self.run.pending
@@ -436,13 +531,20 @@ class _TemporalJournal:
         if store is not None:  # written again on each replay: a content hash, stored once
             request = store.keep_now(request, self.runner.inline_limit)
         task = {"target": self.target, "run_id": self.run_id, "position": position, "request": request}
-        return await workflow.execute_activity(
-            _ACTIVITY,
-            task,
-            start_to_close_timeout=timedelta(seconds=float(timeout or self.runner.step_timeout)),
-            retry_policy=RetryPolicy(maximum_attempts=self.runner.max_attempts if retry else 1),
-            summary=name,
-        )
+        try:
+            return await workflow.execute_activity(
+                _ACTIVITY,
+                task,
+                start_to_close_timeout=timedelta(seconds=float(timeout or self.runner.step_timeout)),
+                retry_policy=RetryPolicy(maximum_attempts=self.runner.max_attempts if retry else 1),
+                summary=name,
+            )
+        except asyncio.CancelledError:  # the run's cancel, delivered while it waited for the step
+            raise self._cancelled() from None
+        except ActivityError as exc:  # the step, cancelled with its run: the run's cancel, never the step's result
+            if isinstance(exc.cause, TemporalCancelledError):
+                raise self._cancelled() from None
+            raise
 
 
 class _NoJournal:
@@ -462,12 +564,28 @@ class KavalaiRun:
     def __init__(self) -> None:
         self.pending: dict[str, Any] = {}
         self.answers: dict[str, Any] = {}
+        self.taken: dict[str, Any] = {}  # every answer the run took, by key: the first one to each question
 
     @workflow.signal(name=_ANSWER)
     def answer(self, key: str, value: Any) -> None:
-        """An answer to the question ``key`` (one not waited for is dropped: the run asks by key)."""
-        if key in self.pending:
-            self.answers[key] = value
+        """An answer to the question ``key``: the first one wins (one not waited for is dropped: the run asks by
+        key)."""
+        self._take(key, value)
+
+    @workflow.update(name=_ANSWER_FIRST)
+    def answer_first(self, key: str, value: Any) -> dict[str, Any]:
+        """An answer to the question ``key``, told whether it won: ``{"state": "won"}``, ``{"state": "lost",
+        "answer": <the winner>}``, or ``{"state": "not_pending"}``. Updates run one at a time in the run's history,
+        so of answers racing exactly one wins."""
+        return self._take(key, value)
+
+    def _take(self, key: str, value: Any) -> dict[str, Any]:
+        if key in self.taken:
+            return {"state": "lost", "answer": self.taken[key]}
+        if key not in self.pending:
+            return {"state": "not_pending"}
+        self.answers[key] = self.taken[key] = value
+        return {"state": "won"}
 
     @workflow.query(name=_PENDING)
     def questions(self) -> dict[str, Any]:
@@ -475,13 +593,18 @@ class KavalaiRun:
         return dict(self.pending)
 
     @workflow.run
-    async def run(self, target: str, payload: Any) -> Any:
-        """Run the target's payload inside a :class:`DurableRun` whose steps are activities."""
+    async def run(self, target: str, payload: Any, definition: Definition | None = None) -> Any:
+        """Run the target's payload inside a :class:`DurableRun` whose steps are activities. A worker whose target
+        has another definition than the run began with fails the workflow task (Temporal tries it again, on any
+        worker), so the run waits for a worker running its own definition instead of diverging."""
         info = workflow.info()
         runner = _runner_of(info.task_queue)
         found = runner.target(target)
         if found is None:
             raise LookupError(f"This worker serves {', '.join(runner.targets) or 'nothing'}, not {target!r}.")
+        refused = changed(info.workflow_id, definition, definition_of(found))
+        if refused is not None:
+            raise refused
         journal = _TemporalJournal(runner, target, info.workflow_id, self)
         store, limit = runner.store, runner.inline_limit
         run = DurableRun(
@@ -489,6 +612,8 @@ class KavalaiRun:
         )
         with bind_run(run):
             outcome = await found.run_journaled(payload)
+        if isinstance(run.stopped, RunCancelledError):
+            raise asyncio.CancelledError(str(run.stopped))  # Temporal records the run CANCELED, not completed
         return outcome if store is None else store.keep_now(outcome, limit)
 
 

@@ -318,6 +318,14 @@ class WorkflowEngine:
 
     # ------------------------------------------------------------------------------------ as a durable target
 
+    def durable_definition(self) -> list[tuple[str, Any]]:
+        """The workflow's nodes in order, each as JSON (its description left out): what a durable run records its
+        fingerprint of, so that a resume under a changed workflow is refused (see ``docs/durable.md``)."""
+        return [
+            (node_id, node.model_dump(mode="json", exclude={"description"}))
+            for node_id, node in self.workflow.nodes.items()
+        ]
+
     @property
     def durable_name(self) -> str:
         """The name durable runners know this engine by: ``workflow:<workflow name>``."""

@@ -1,0 +1,125 @@
+"""The one way a durable run reads and writes its journal: a database outage pauses the run, it is never a result.
+
+A step's effect has happened by the time its result is written; if that write fails because the database went away
+(Postgres stopped, SQLite held locked past its busy timeout), handing the failure to the workflow as the tool's
+error would record a failed step for an effect that was made, and end the run for good. :func:`journal_io` runs a
+blocking journal operation in a worker thread and, when it fails for a reason that passes (a lost connection, a
+locked database, a pool that timed out), tries it again with a growing pause, for as long as the run may wait:
+:data:`DEFAULT_OUTAGE` seconds (the runner's ``journal_outage``) or, nearer, the deadline of the call or block around
+it. When the database is back in time the run goes on as if nothing happened; past that time the operation raises
+:class:`~kavalai.errors.RunInterruptedError`, the run stops before its next step and stays resumable.
+
+Every journal operation made while a run executes crosses this function (``tests/durable/test_journal_io.py``
+finds them in the source); what is not a passing database failure (a bug, a constraint) is raised as it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Final, TypeVar
+
+from kavalai.errors import RunInterruptedError
+from kavalai.kernel import current_deadline
+from kavalai.secrets import get_logger
+
+__all__ = ["DEFAULT_OUTAGE", "interrupted_error", "journal_io", "passing_failure"]
+
+T = TypeVar("T")
+
+logger = get_logger("kavalai.durable")
+
+#: How long, in seconds, a run waits by default for its journal's database to come back.
+DEFAULT_OUTAGE: Final = 60.0
+_FIRST_PAUSE: Final = 0.05
+_LONGEST_PAUSE: Final = 2.0
+
+#: Words of a DB-API error that mean the database is away or busy for now, not that the statement is wrong.
+_PASSING: Final = (
+    "database is locked",
+    "database is busy",
+    "connection",
+    "server closed",
+    "terminating",
+    "shutting down",
+    "starting up",
+    "could not connect",
+    "timeout",
+    "timed out",
+    "disk i/o",
+    "ssl",
+)
+
+
+def passing_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is a database failure that may pass (an outage, a lock): worth trying again."""
+    import sqlalchemy as sa
+
+    if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
+        return True
+    if isinstance(exc, sa.exc.TimeoutError | sa.exc.DisconnectionError):
+        return True
+    if isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError):
+        text = str(exc.orig if exc.orig is not None else exc).lower()
+        return any(word in text for word in _PASSING)
+    return False
+
+
+async def journal_io(
+    run_id: str, what: str, operation: Callable[..., T], *args: object, outage: float = DEFAULT_OUTAGE
+) -> T:
+    """``operation(*args)`` in a worker thread, tried again after a passing database failure while the run may wait.
+
+    Args:
+        run_id: the run the operation is for (named in the error).
+        what: the operation in words (``"record step 3"``), for the log and the error.
+        operation: the blocking journal operation.
+        outage: the longest the run waits for the database, in seconds; a nearer deadline around the call wins.
+
+    Raises:
+        RunInterruptedError: the database did not come back in time; the run stays resumable.
+    """
+    give_up = time.monotonic() + outage
+    around = current_deadline()
+    if around is not None:
+        give_up = min(give_up, around)
+    pause, attempts = _FIRST_PAUSE, 0
+    while True:
+        attempts += 1
+        try:
+            return await asyncio.to_thread(operation, *args)
+        except Exception as exc:
+            if not passing_failure(exc):
+                raise
+            left = give_up - time.monotonic()
+            if left <= 0:
+                raise interrupted_error(
+                    run_id, what, f"after {attempts} attempts ({type(exc).__name__}: {_first_line(exc)})"
+                ) from exc
+            logger.warning(
+                "Run %s: could not %s (%s: %s); trying again in %.2f s",
+                run_id,
+                what,
+                type(exc).__name__,
+                _first_line(exc),
+                min(pause, left),
+            )
+            await asyncio.sleep(min(pause, left))
+            pause = min(pause * 2, _LONGEST_PAUSE)
+
+
+def interrupted_error(run_id: str, what: str, why: str) -> RunInterruptedError:
+    """The error of a run that could not ``what`` in its journal, for the reason ``why``."""
+    return RunInterruptedError(
+        f"Run {run_id} is interrupted: could not {what} in its journal {why}. It stays resumable: run it again "
+        "under the same id once the database is back.",
+        run_id=run_id,
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    import sqlalchemy as sa
+
+    shown = exc.orig if isinstance(exc, sa.exc.DBAPIError) and exc.orig is not None else exc
+    return (str(shown).strip().splitlines() or [type(shown).__name__])[0][:200]

@@ -1,0 +1,90 @@
+"""Steps whose outcome nobody knows: a tool that is neither read-only nor idempotent nor keyed, sent, and its result
+not recorded (the journal went away right after the shop made the charge). A resume does not send it again: the step
+is in doubt, the workflow receives ``OutcomeUnknownError``, ``kavalai runs show`` lists it; with the tool's
+``on_doubt="replay"`` it is sent again. Counted at a local shop service."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kavalai import FunctionKernel, pythontool
+from kavalai.durable import DbosRunner
+from kavalai.durable.dbos import DbosClient
+from kavalai.errors import RunInterruptedError
+from kavalai.workflow import WorkflowBuilder, WorkflowEngine
+from tests.durable.conftest import fetch
+from tests.durable.test_journal_io import Locker, orders
+from tests.servers.effects_app import create_app
+from tests.servers.uvicorn_server import serve
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def unkeyed_engine(runner: DbosRunner, shop: str, *, idempotent: bool = False) -> WorkflowEngine:
+    """Three charges through a Python tool that sends no idempotency key (so nothing may repeat it safely, unless it
+    says it is ``idempotent``)."""
+
+    @pythontool(idempotent=idempotent)
+    def charge(order: str) -> dict[str, Any]:
+        body = json.dumps({"order": order, "amount": 1}).encode()
+        request = urllib.request.Request(f"{shop}/charge", body, {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            answer: dict[str, Any] = json.loads(response.read())
+        return answer
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("charge", charge)
+    builder = WorkflowBuilder("unkeyed", input=dict, output=dict).start(next="a")
+    for node, after in (("a", "b"), ("b", "c"), ("c", "done")):
+        builder = builder.function(
+            node, tool="python://charge", inputs={"order": {"expr": f"'{node.upper()}'"}}, next=after
+        )
+    workflow = builder.end("done", outputs={"n": {"expr": "[a.result.charge, b.result.charge, c.result.charge]"}})
+    return WorkflowEngine(workflow.build(), kernel, durable=runner)
+
+
+@pytest.mark.parametrize("policy", ["fail", "replay", "idempotent"])
+async def test_a_step_sent_without_a_result_is_in_doubt_unless_its_tool_says_replay(
+    tmp_path: Path, policy: str
+) -> None:
+    path = tmp_path / "journal.sqlite"
+    locker = Locker(path)
+    on_doubt: Any = {} if policy == "fail" else {"python://charge": "replay"}
+    runner = DbosRunner(f"sqlite:///{path}", busy_timeout=0.05, journal_outage=0.3, on_doubt=on_doubt)
+    try:
+        with serve(create_app(on_charge=locker.at_first("B"))) as shop:
+            idempotent = policy == "idempotent"
+            with pytest.raises(RunInterruptedError):
+                await unkeyed_engine(runner, shop, idempotent=idempotent).run({}, run_id="doubt-1")
+            locker.release()
+            client = DbosClient(f"sqlite:///{path}")
+            try:
+                sent = client.describe("doubt-1").in_doubt
+            finally:
+                client.close()
+            # An idempotent tool is not marked: it is safe to send again.
+            assert sent == ([] if idempotent else [{"position": 2, "name": "tool python://charge", "state": "sent"}])
+            result = await unkeyed_engine(runner, shop, idempotent=idempotent).run({}, run_id="doubt-1")
+            requests, effects = orders(fetch(f"{shop}/requests")), orders(fetch(f"{shop}/effects"))
+        if policy != "fail":
+            assert result.ok, result.error
+            assert requests == effects == ["A", "B", "B", "C"]  # the user accepted the repeat (or the tool did)
+            return
+        assert not result.ok
+        # The workflow receives OutcomeUnknownError at node b (as it would any tool error: NodeError names the node).
+        assert str(result.error).startswith("Node 'b': Outcome unknown: check before retrying. Step 2 of run doubt-1")
+        assert requests == effects == ["A", "B"]  # B happened once; nothing after it ran
+        client = DbosClient(f"sqlite:///{path}")
+        try:
+            shown = client.describe("doubt-1")
+        finally:
+            client.close()
+        assert shown.in_doubt == [{"position": 2, "name": "tool python://charge", "state": "in_doubt"}]
+    finally:
+        locker.release()
+        await runner.aclose()

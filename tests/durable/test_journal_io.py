@@ -1,0 +1,280 @@
+"""The journal gate (:mod:`kavalai.durable._journal_io`): a database outage pauses a durable run and is never a step's
+result; past the run's patience the run is interrupted and stays resumable; every journal operation of a run crosses
+the gate.
+
+The outage is real: another process holds the SQLite journal's write lock (``BEGIN IMMEDIATE``) from the moment the
+local shop service records a charge until the test lets go, so the step's effect is made and its record cannot be
+written. Assertions count requests and effects at the service, the gate's attempts and the run's final state.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import logging
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from kavalai import FunctionKernel, RestServer
+from kavalai.durable import DbosRunner, DurableRunner
+from kavalai.durable._journal_io import journal_io, passing_failure
+from kavalai.errors import RunInterruptedError
+from kavalai.workflow import WorkflowBuilder, WorkflowEngine
+from tests.durable.conftest import fetch
+from tests.servers.effects_app import create_app
+from tests.servers.uvicorn_server import serve
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "kavalai" / "durable"
+
+LOCKER = """
+import sqlite3, sys
+connection = sqlite3.connect(sys.argv[1], isolation_level=None)
+connection.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+sys.stdin.readline()
+connection.execute("COMMIT")
+"""
+
+
+class Locker:
+    """A process that holds a SQLite database's write lock from :meth:`lock` until :meth:`release`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.process: subprocess.Popen[str] | None = None
+
+    def lock(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", LOCKER, str(self.path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self.process.stdout is not None
+        assert self.process.stdout.readline().strip() == "locked"
+
+    def release(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.communicate("go\n", timeout=30)
+
+    def at_first(self, locked_order: str) -> Callable[[str], None]:
+        """A shop's ``on_charge`` that locks the database at the first charge of ``locked_order``."""
+        return lambda order: self.lock() if order == locked_order and self.process is None else None
+
+
+class Attempts(logging.Handler):
+    """Counts the gate's failed attempts (its warnings); :attr:`reached` is set at ``goal``."""
+
+    def __init__(self, goal: int) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+        self.goal = goal
+        self.reached = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "trying again" in record.getMessage():
+            self.count += 1
+            if self.count >= self.goal:
+                self.reached.set()
+
+
+@pytest.fixture
+def attempts() -> Iterator[Attempts]:
+    handler = Attempts(goal=2)
+    logger = logging.getLogger("kavalai.durable")
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+
+
+def charging_engine(runner: DurableRunner, shop: str, nodes: tuple[str, ...] = ("a", "b", "c")) -> WorkflowEngine:
+    """A workflow charging one order per node (node ``a`` charges order ``A``), in order."""
+    kernel = FunctionKernel()
+    kernel.register_rest_server(RestServer(name="shop", url=shop))
+    kernel.register_rest_tool(
+        "shop",
+        "charge",
+        "POST",
+        {"type": "object", "properties": {"order": {"type": "string"}, "amount": {"type": "integer"}}},
+        path="/charge",
+    )
+    builder = WorkflowBuilder("charges", input=dict, output=dict).start(next=nodes[0])
+    for node, after in zip(nodes, (*nodes[1:], "done"), strict=True):
+        order = {"expr": f"'{node.upper()}'"}
+        inputs = {"order": order, "amount": {"expr": "1"}}
+        builder = builder.function(node, tool="rest://shop.charge", inputs=inputs, next=after)
+    charges = ", ".join(f"{node}.result.charge" for node in nodes)
+    workflow = builder.end("done", outputs={"n": {"expr": f"[{charges}]"}})
+    return WorkflowEngine(workflow.build(), kernel, durable=runner)
+
+
+async def outage_then_back(
+    engine: WorkflowEngine, run_id: str, attempts: Attempts, shop: str, back: Callable[[], None]
+) -> Any:
+    """Run ``engine`` while its journal goes away at step B; once the record of B has failed ``attempts.goal``
+    times (tried again, never handed to the workflow), ``back()`` brings the database back; the run's result."""
+    run = asyncio.ensure_future(engine.run({}, run_id=run_id))
+    try:
+        assert await asyncio.to_thread(attempts.reached.wait, 120)
+        assert orders(fetch(f"{shop}/requests")) == ["A", "B"]  # step C has not begun
+        await asyncio.to_thread(back)
+        return await run
+    finally:
+        run.cancel()
+
+
+def orders(rows: list[dict[str, Any]]) -> list[str]:
+    return [row["order"] for row in rows]
+
+
+async def test_an_outage_mid_step_pauses_the_run_which_goes_on_once_the_database_is_back(
+    tmp_path: Path, attempts: Attempts
+) -> None:
+    path = tmp_path / "journal.sqlite"
+    locker = Locker(path)
+    runner = DbosRunner(f"sqlite:///{path}", busy_timeout=0.05, journal_outage=600)
+    on_charge = lambda order: locker.lock() if order == "B" else None  # noqa: E731
+    try:
+        with serve(create_app(on_charge=on_charge)) as shop:
+            result = await outage_then_back(charging_engine(runner, shop), "outage-1", attempts, shop, locker.release)
+            assert result.ok, result.error
+            assert result.output == {"n": [1, 2, 3]}
+            assert orders(fetch(f"{shop}/requests")) == ["A", "B", "C"]
+            assert orders(fetch(f"{shop}/effects")) == ["A", "B", "C"]
+        assert attempts.count >= 2
+        assert await runner.status("outage-1") == "SUCCESS"
+        assert [name for _, name, _ in await runner.recorded_steps("outage-1")] == ["tool rest://shop.charge"] * 3
+    finally:
+        locker.release()
+        await runner.aclose()
+
+
+async def test_an_outage_past_the_runs_patience_interrupts_it_and_the_run_resumes_later(
+    tmp_path: Path, attempts: Attempts
+) -> None:
+    path = tmp_path / "journal.sqlite"
+    locker = Locker(path)
+    runner = DbosRunner(f"sqlite:///{path}", busy_timeout=0.05, journal_outage=0.5)
+    try:
+        with serve(create_app(on_charge=locker.at_first("B"))) as shop:
+            engine = charging_engine(runner, shop)
+            with pytest.raises(RunInterruptedError, match=r"Run outage-2 is interrupted: could not record step 2"):
+                await engine.run({}, run_id="outage-2")
+            assert orders(fetch(f"{shop}/requests")) == ["A", "B"]  # no step began after the failed record
+            assert await runner.status("outage-2") == "PENDING"  # not failed: resumable
+            locker.release()
+            result = await engine.run({}, run_id="outage-2")
+            assert result.ok, result.error
+            assert result.output == {"n": [1, 2, 3]}
+            requests = fetch(f"{shop}/requests")
+            # B's outcome was not recorded: sent again, with the same key, and the service made it once.
+            assert orders(requests) == ["A", "B", "B", "C"]
+            assert requests[1]["key"] == requests[2]["key"]
+            assert orders(fetch(f"{shop}/effects")) == ["A", "B", "C"]
+        assert await runner.status("outage-2") == "SUCCESS"
+    finally:
+        locker.release()
+        await runner.aclose()
+
+
+# ------------------------------------------------------------------------------------------------ the gate itself
+
+
+def locked() -> sa.exc.OperationalError:
+    import sqlite3
+
+    return sa.exc.OperationalError("INSERT ...", {}, sqlite3.OperationalError("database is locked"))
+
+
+async def test_a_passing_failure_is_tried_again_until_it_passes() -> None:
+    calls: list[int] = []
+
+    def write(n: int) -> str:
+        calls.append(n)
+        if len(calls) < 4:
+            raise locked()
+        return "written"
+
+    assert await journal_io("run-1", "record step 1", write, 7) == "written"
+    assert calls == [7, 7, 7, 7]
+
+
+async def test_past_its_patience_the_run_is_interrupted_and_other_errors_pass_through() -> None:
+    calls: list[str] = []
+
+    def down() -> None:
+        calls.append("try")
+        raise locked()
+
+    with pytest.raises(RunInterruptedError, match="could not record step 2 in its journal after 1 attempts") as caught:
+        await journal_io("run-1", "record step 2", down, outage=0)
+    assert caught.value.run_id == "run-1"
+    assert calls == ["try"]
+
+    def wrong() -> None:
+        raise sa.exc.IntegrityError("INSERT ...", {}, Exception("UNIQUE constraint failed"))
+
+    with pytest.raises(sa.exc.IntegrityError):
+        await journal_io("run-1", "record step 2", wrong)
+    assert passing_failure(locked())
+    assert not passing_failure(ValueError("database is locked"))
+
+
+def test_every_journal_operation_of_a_run_crosses_the_gate() -> None:
+    """The enumeration: in the step log and in the code a DBOS run executes, no blocking journal operation goes to
+    a thread (or runs) except through ``journal_io``."""
+    tree = ast.parse((SRC / "_step_log.py").read_text())
+    assert not [node for node in ast.walk(tree) if _to_thread(node)], "_step_log.py bypasses journal_io"
+    tree = ast.parse((SRC / "dbos.py").read_text())
+    run_code = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.AsyncFunctionDef | ast.ClassDef) and node.name in ("_kavalai_run", "_DbosJournal")
+    ]
+    assert len(run_code) == 2
+    for code in run_code:
+        assert not [node for node in ast.walk(code) if _to_thread(node)], f"{code.name} bypasses journal_io"
+    journal = ast.parse((SRC / "_step_log.py").read_text())
+    gated = [n for n in ast.walk(journal) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "journal_io"]
+    # the read of the run's steps when an attempt begins, the sent mark of an unsafe step, the record of each step
+    assert len(gated) == 3
+
+
+def _to_thread(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to_thread"
+
+
+async def test_postgres_stopped_mid_step_and_started_again_pauses_the_run(attempts: Attempts) -> None:
+    """The finding of issue 35: Postgres stopped with ``-m immediate`` while a charge is in flight, started again once
+    the run has tried (and failed) to record it twice: the charge is not a failed step, the run goes on, each
+    charge once."""
+    from tests.durable.fault_matrix import new_database
+    from tests.servers.postgres_server import postgres_server
+
+    with postgres_server() as server:
+        url = new_database(server.url, "outage")
+        runner = DbosRunner(url, journal_outage=600)
+
+        def stop_at_b(order: str) -> None:
+            if order == "B":
+                server.stop(immediate=True)
+
+        try:
+            with serve(create_app(on_charge=stop_at_b)) as shop:
+                engine = charging_engine(runner, shop)
+                result = await outage_then_back(engine, "pg-outage-1", attempts, shop, server.start)
+                assert result.ok, result.error
+                assert result.output == {"n": [1, 2, 3]}
+                assert orders(fetch(f"{shop}/requests")) == ["A", "B", "C"]
+                assert orders(fetch(f"{shop}/effects")) == ["A", "B", "C"]
+            assert await runner.status("pg-outage-1") == "SUCCESS"
+        finally:
+            if server.process is None or server.process.poll() is not None:  # back up, for aclose()
+                server.start()
+            await runner.aclose()
