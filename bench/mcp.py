@@ -44,7 +44,7 @@ from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 from kavalai import FunctionKernel, McpServer  # noqa: E402
-from kavalai.cli.demo_mcp_server import demo_server_config  # noqa: E402
+from kavalai.demo.mcp_server import demo_server_config  # noqa: E402
 
 TOOL = "slugify"
 ARGS = {"text": "Typed tools make agents dependable"}

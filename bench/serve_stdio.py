@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TOOL = "slugify"
 ARGUMENTS = {"text": "Hello, Gateway World"}
 TARGET = 2.14
-_DEMO = [sys.executable, "-m", "kavalai.cli.demo_mcp_server"]
+_DEMO = [sys.executable, "-m", "kavalai.demo.mcp_server"]
 _PROXY = """
 import sys
 from fastmcp.client.transports import StdioTransport

@@ -25,7 +25,7 @@ sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != Pa
 import temporalio  # noqa: E402
 
 from kavalai import FunctionKernel, McpServer, RestServer  # noqa: E402
-from kavalai.cli.demo_mcp_server import demo_server_config  # noqa: E402
+from kavalai.demo.mcp_server import demo_server_config  # noqa: E402
 from kavalai.tools import fs, http, time, web  # noqa: E402
 
 NPM = {"@modelcontextprotocol/server-everything": "2026.8.31", "@modelcontextprotocol/server-filesystem": "2026.8.31"}

@@ -161,3 +161,20 @@ def test_no_package_imports_another_packages_private_modules(package: str) -> No
             if any(part.startswith("_") and not part.startswith("__") for part in parts[2:]):
                 offenders.append(f"{module} imports {name}")
     assert sorted(offenders) == []
+
+
+def test_the_demo_servers_live_outside_the_cli_and_only_the_cli_imports_them() -> None:
+    """The demo servers are examples to run (``python -m kavalai.demo.mcp_server``), not library code: only the
+    CLI imports them, inside the functions of the commands that run them."""
+    assert not list((SRC / "cli").glob("demo_*.py"))
+    importers = sorted(
+        module
+        for package in ("adapters", "agent", "auth", "cli", "http", "kernel", "llm", "serve", "tools", "workflow")
+        for module, names in _package_imports(f"kavalai.{package}").items()
+        if any(name == "kavalai.demo" or name.startswith("kavalai.demo.") for name in names)
+    )
+    assert importers == ["kavalai.cli._demo_mcp", "kavalai.cli._demo_rest"]
+    for module in importers:
+        path = SRC.joinpath(*module.split(".")[1:]).with_suffix(".py")
+        top = [n for n in ast.parse(path.read_text(encoding="utf-8")).body if isinstance(n, ast.ImportFrom)]
+        assert not [n for n in top if (n.module or "").startswith("kavalai.demo")], module  # imported lazily

@@ -21,8 +21,8 @@ import pytest
 from kavalai import FunctionKernel, pythontool
 from kavalai._listen import listening_socket
 from kavalai.auth import LoopbackRedirect
-from kavalai.cli.demo_oauth import serve_demo_oauth
-from kavalai.cli.demo_rest_app import serve_demo_app
+from kavalai.demo.oauth import serve_demo_oauth
+from kavalai.demo.rest_app import serve_demo_app
 from kavalai.serve import serve_http
 from tests.servers.uvicorn_server import serve
 

@@ -115,7 +115,7 @@ async def test_per_tool_budgets_and_the_kernels_default(rest_url: str, tmp_path:
 async def test_an_mcp_result_is_budgeted_too() -> None:
     kernel = FunctionKernel()
     kernel.register_mcp_server(
-        McpServer(name="demo", command=sys.executable, args=["-m", "kavalai.cli.demo_mcp_server"], cwd=ROOT)
+        McpServer(name="demo", command=sys.executable, args=["-m", "kavalai.demo.mcp_server"], cwd=ROOT)
     )
     llm = ScriptedLLM([tool_call("mcp://demo.slugify", {"text": "word " * 400}), "done"])
     await Agent(llm, kernel=kernel, output_budget=OutputBudget(max_chars=60)).run("go")

@@ -11,7 +11,7 @@ import pytest
 from kavalai import FunctionKernel, JsonRpcError, McpServer
 from kavalai.agent import Agent
 from kavalai.agent.prompts import prompt_messages, split_prompt
-from kavalai.cli.demo_mcp_server import demo_server_config
+from kavalai.demo.mcp_server import demo_server_config
 from kavalai.llm.messages import AssistantMessage, UserMessage
 from kavalai.testing import ScriptedLLM
 

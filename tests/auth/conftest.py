@@ -1,5 +1,5 @@
 """Fixtures of the OAuth tests: the demo authorization server with the MCP server and REST API it protects, all on
-free 127.0.0.1 ports in the test's event loop (``kavalai.cli.demo_oauth``, built from the MCP SDK's server pieces)."""
+free 127.0.0.1 ports in the test's event loop (``kavalai.demo.oauth``, built from the MCP SDK's server pieces)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from kavalai.auth import OAuthRecord, TokenStore
-from kavalai.cli.demo_oauth import DemoOAuth, serve_demo_oauth
+from kavalai.demo.oauth import DemoOAuth, serve_demo_oauth
 
 DemoFactory = Callable[..., AbstractAsyncContextManager[DemoOAuth]]
 

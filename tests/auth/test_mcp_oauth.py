@@ -17,7 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from kavalai import AuthenticationError, FunctionKernel, McpServer, ServerConnectionError, ToolExecutionError
 from kavalai._listen import listening_socket
 from kavalai.auth import FileTokenStore, MemoryTokenStore, OAuth, OAuthRecord, StoredTokens, identity
-from kavalai.cli.demo_oauth import DemoOAuth
+from kavalai.demo.oauth import DemoOAuth
 from tests.auth.conftest import DemoFactory, all_secrets, wait_until_expired
 
 

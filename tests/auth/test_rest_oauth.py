@@ -13,7 +13,7 @@ from aiohttp import web
 
 from kavalai import AuthenticationError, FunctionKernel, HTTPStatusError, RestServer
 from kavalai.auth import OAuth, identity
-from kavalai.cli.demo_oauth import DemoOAuth
+from kavalai.demo.oauth import DemoOAuth
 from tests.auth.conftest import DemoFactory, wait_until_expired
 
 

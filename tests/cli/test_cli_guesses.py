@@ -109,7 +109,7 @@ def test_a_generic_script_is_named_by_its_folder(command: str, name: str) -> Non
 def test_a_generic_script_with_no_telling_folder_takes_the_servers_own_name(tmp_path: Path) -> None:
     (tmp_path / "dist").mkdir()
     (tmp_path / "dist" / "index.py").write_text(
-        "from kavalai.cli.demo_mcp_server import build_demo_server\nbuild_demo_server().run()\n", encoding="utf-8"
+        "from kavalai.demo.mcp_server import build_demo_server\nbuild_demo_server().run()\n", encoding="utf-8"
     )
     done = kavalai("tools", "list", "--command", f"{sys.executable} dist/index.py", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

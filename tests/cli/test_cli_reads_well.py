@@ -19,7 +19,7 @@ from tests.servers.mcp_http import streamable_http_app
 from tests.servers.uvicorn_server import serve
 
 KAVALAI = str(Path(sys.executable).parent / "kavalai")
-DEMO = f"{sys.executable} -m kavalai.cli.demo_mcp_server"
+DEMO = f"{sys.executable} -m kavalai.demo.mcp_server"
 WORDY = '''
 def wordy(text: str) -> str:
     """Say a lot about a text. This second sentence is not shown in a listing.
@@ -71,7 +71,7 @@ def test_a_command_names_its_server_and_name_overrides_it() -> None:
         "mcp://demo.slugify",
         "mcp://demo.text_stats",
         "mcp://demo.to_fahrenheit",
-    ]  # `python -m kavalai.cli.demo_mcp_server` is "demo", not "server"
+    ]  # `python -m kavalai.demo.mcp_server` is "demo", not "server"
     overridden = kavalai("tools", "list", "--command", DEMO, "--name", "d", "--pattern", "mcp://d.slug*")
     assert overridden.stdout.split()[0] == "mcp://d.slugify"
 

@@ -101,7 +101,7 @@ def test_unreachable_server_exits_1(tmp_path: Path) -> None:
 
 def test_progress_says_which_servers_it_waits_for(tmp_path: Path) -> None:
     path = tmp_path / "two.yaml"
-    demo = f"{{command: {sys.executable}, args: [-m, kavalai.cli.demo_mcp_server]}}"
+    demo = f"{{command: {sys.executable}, args: [-m, kavalai.demo.mcp_server]}}"
     path.write_text(
         "name: m\ninput: object\noutput: object\n"
         f"mcp_servers:\n  - {{name: one, {demo[1:]}\n  - {{name: two, {demo[1:]}\n"

@@ -19,7 +19,7 @@ import pytest
 from tests.servers.mcp_http import streamable_http_app
 from tests.servers.uvicorn_server import serve
 
-DEMO = f"{sys.executable} -m kavalai.cli.demo_mcp_server"
+DEMO = f"{sys.executable} -m kavalai.demo.mcp_server"
 
 HELPERS = '''
 import asyncio
@@ -57,9 +57,9 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (path / "kt_cli_helpers.py").write_text(HELPERS)
     python = "python_functions: [kt_cli_helpers.double, kt_cli_helpers.boom, kt_cli_helpers.nap]\n"
     (path / "python.yaml").write_text(python)
-    demo = f"mcp_servers:\n  - {{name: demo, command: {sys.executable}, args: [-m, kavalai.cli.demo_mcp_server]}}\n"
+    demo = f"mcp_servers:\n  - {{name: demo, command: {sys.executable}, args: [-m, kavalai.demo.mcp_server]}}\n"
     (path / "tools.yaml").write_text(python + demo)
-    server = {"command": sys.executable, "args": ["-m", "kavalai.cli.demo_mcp_server"]}
+    server = {"command": sys.executable, "args": ["-m", "kavalai.demo.mcp_server"]}
     host = {"mcpServers": {"demo": server, "off": {**server, "disabled": True}}}
     (path / "claude_desktop_config.json").write_text(json.dumps(host))
     return path

@@ -29,7 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from kavalai import FunctionKernel, pythontool
-from kavalai.cli.demo_rest_app import serve_demo_app
+from kavalai.demo.rest_app import serve_demo_app
 from kavalai.serve import ExposedTools, build_mcp_server, mcp_output_schema
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,7 +101,7 @@ def config(tmp_path: Path, rest_url: str) -> Path:
             {"function": "serve_tools.wait", "name": "wait"},
         ],
         "rest_servers": [{"name": "shop", "url": rest_url, "openapi": "/openapi.json", "timeout": 10}],
-        "mcp_servers": [{"name": "demo", "command": sys.executable, "args": ["-m", "kavalai.cli.demo_mcp_server"]}],
+        "mcp_servers": [{"name": "demo", "command": sys.executable, "args": ["-m", "kavalai.demo.mcp_server"]}],
     }
     path = tmp_path / "tools.yaml"
     path.write_text(json.dumps(document), encoding="utf-8")  # JSON is YAML

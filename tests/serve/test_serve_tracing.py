@@ -38,7 +38,7 @@ def _config(folder: Path, **extra: object) -> Path:
     (folder / "traced_tools.py").write_text(TOOLS, encoding="utf-8")
     document = {
         "python_functions": [{"function": "traced_tools.add", "name": "math.add"}],
-        "mcp_servers": [{"name": "demo", "command": sys.executable, "args": ["-m", "kavalai.cli.demo_mcp_server"]}],
+        "mcp_servers": [{"name": "demo", "command": sys.executable, "args": ["-m", "kavalai.demo.mcp_server"]}],
         **extra,
     }
     path = folder / "tools.yaml"

@@ -23,7 +23,7 @@ input: object
 output: object
 rest_servers:
   - name: shop
-    app: kavalai.cli.demo_rest_app.create_demo_app
+    app: kavalai.demo.rest_app.create_demo_app
     openapi: /openapi.json
     include: [books]
 nodes:
@@ -93,8 +93,8 @@ async def test_a_run_without_connect_starts_the_app_and_aclose_stops_it(tmp_path
     ("change", "message"),
     [
         (
-            ("app: kavalai.cli.demo_rest_app.create_demo_app", "app: kavalai.cli.demo_rest_app.nope"),
-            "Field 'rest_servers\\[0\\].app': module 'kavalai.cli.demo_rest_app' has no attribute 'nope'",
+            ("app: kavalai.demo.rest_app.create_demo_app", "app: kavalai.demo.rest_app.nope"),
+            "Field 'rest_servers\\[0\\].app': module 'kavalai.demo.rest_app' has no attribute 'nope'",
         ),
         (
             ("    openapi: /openapi.json", "    url: http://127.0.0.1:1\n    openapi: /openapi.json"),
@@ -112,7 +112,7 @@ def test_served_app_errors_at_load(tmp_path: Path, change: tuple[str, str], mess
 async def test_an_app_that_is_not_an_aiohttp_application_fails_at_connect(tmp_path: Path) -> None:
     module = f"notaiohttp_{uuid.uuid4().hex[:8]}"
     source = f"{module}.py:\ndef make_app():\n    return {{'not': 'an app'}}\n"
-    body = BOOKSHOP.replace("kavalai.cli.demo_rest_app.create_demo_app", f"{module}.make_app")
+    body = BOOKSHOP.replace("kavalai.demo.rest_app.create_demo_app", f"{module}.make_app")
     engine = WorkflowEngine.from_yaml(_write(tmp_path, body, source))
     with pytest.raises(WorkflowDefinitionError, match="the app is a dict, not an aiohttp.web.Application") as caught:
         async with engine:

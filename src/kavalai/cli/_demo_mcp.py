@@ -19,7 +19,7 @@ async def mcp_section(kernel: FunctionKernel, out: DemoConsole) -> AsyncIterator
     Yields the ``mcp://`` URIs; the server stays connected while the block runs, so later sections (an agent, a
     workflow) can call the same tools. Leaving the block stops the server.
     """
-    from kavalai.cli.demo_mcp_server import demo_server_config
+    from kavalai.demo.mcp_server import demo_server_config
 
     out.heading("mcp:// tools (a stdio MCP server shipped with kavalai)")
     kernel.register_mcp_server(demo_server_config())

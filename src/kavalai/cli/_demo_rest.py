@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from kavalai import FunctionKernel
 from kavalai.adapters.rest import BearerAuth, RestServer
 from kavalai.cli._console import DemoConsole
-from kavalai.cli.demo_rest_app import DEMO_TOKEN, serve_demo_app
 from kavalai.errors import HTTPStatusError
 
 __all__ = ["rest_section"]
@@ -32,6 +31,8 @@ async def rest_section(kernel: FunctionKernel, out: DemoConsole) -> AsyncIterato
     Yields the ``rest://`` URIs registered; the app keeps answering until the block exits, so later sections
     (an agent, a workflow) can call the same tools.
     """
+    from kavalai.demo.rest_app import DEMO_TOKEN, serve_demo_app  # the demo's app: imported when it runs
+
     out.heading("rest:// tools")
     async with serve_demo_app() as base_url:
         out.line(f"demo bookshop app (aiohttp) listening on {base_url}")

@@ -244,9 +244,9 @@ async def _named_by_server(kernel: Any, config: Any) -> Any:
 def command_name(argv: list[str]) -> str:
     """A server's name from the command that starts it: the package or script it runs, without launchers,
     options, scopes, versions, extensions and ``mcp-server-`` affixes (``uvx mcp-server-time`` is ``time``,
-    ``npx -y @modelcontextprotocol/server-filesystem /tmp`` is ``filesystem``, ``python -m pkg.demo_mcp_server`` is
-    ``demo``); a script with a generic name is named by its folder (``node .../server-everything/dist/index.js`` is
-    ``everything``); ``server`` when nothing is left."""
+    ``npx -y @modelcontextprotocol/server-filesystem /tmp`` is ``filesystem``, ``python -m pkg.demo_mcp_server``
+    and ``python -m pkg.demo.mcp_server`` are ``demo``); a script with a generic name is named by its folder
+    (``node .../server-everything/dist/index.js`` is ``everything``); ``server`` when nothing is left."""
     words, skip = [], False
     for word in argv:
         if not skip and not word.startswith("-"):
@@ -259,11 +259,15 @@ def command_name(argv: list[str]) -> str:
         word = word.rsplit("/", 1)[-1].split("@", 1)[0]
     else:
         word = _named_part(Path(word)).split("@", 1)[0]
-    word = re.sub(r"\.(py|js|mjs|cjs|ts|exe)$", "", word).rsplit(".", 1)[-1]
-    for affix in _AFFIXES:
-        word = re.sub(affix, "", word, flags=re.IGNORECASE)
-    name = _NOT_NAME.sub("-", word).strip("-_")
-    return _PROVISIONAL if name.lower() in _GENERIC else name or _PROVISIONAL
+    # A dotted module (`python -m pkg.demo.mcp_server`): its last part that is not generic once unaffixed.
+    for part in reversed(re.sub(r"\.(py|js|mjs|cjs|ts|exe)$", "", word).split(".")):
+        name = part
+        for affix in _AFFIXES:
+            name = re.sub(affix, "", name, flags=re.IGNORECASE)
+        name = _NOT_NAME.sub("-", name).strip("-_")
+        if name and name.lower() not in _GENERIC:
+            return name
+    return _PROVISIONAL
 
 
 def _named_part(path: Path) -> str:

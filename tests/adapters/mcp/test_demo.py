@@ -11,7 +11,7 @@ from tests.adapters.mcp.conftest import MARK_VAR
 from kavalai import FunctionKernel
 from kavalai.cli._console import DemoConsole
 from kavalai.cli._demo_mcp import mcp_section
-from kavalai.cli.demo_mcp_server import demo_server_config
+from kavalai.demo.mcp_server import demo_server_config
 
 
 async def test_demo_section_runs_the_shipped_server(kernel: FunctionKernel) -> None:
@@ -33,7 +33,7 @@ async def test_demo_section_runs_the_shipped_server(kernel: FunctionKernel) -> N
 
 async def test_demo_server_config_marks_and_runs(kernel: FunctionKernel, mark: str) -> None:
     config = demo_server_config("notes")
-    assert config.args == ["-m", "kavalai.cli.demo_mcp_server"]
+    assert config.args == ["-m", "kavalai.demo.mcp_server"]
     kernel.register_mcp_server(config.model_copy(update={"env": {**config.env, MARK_VAR: mark}}))
     result = await kernel.call_tool("mcp://notes.slugify", {"text": "Hello, MCP World", "separator": "_"})
     assert result.model_dump() == {"result": "hello_mcp_world"}

@@ -10,7 +10,7 @@ import pytest
 from kavalai import FunctionKernel, HTTPStatusError, RestServer, ServerConnectionError
 from kavalai.cli._console import DemoConsole
 from kavalai.cli._demo_rest import rest_section
-from kavalai.cli.demo_rest_app import OPENAPI_SPEC, serve_demo_app
+from kavalai.demo.rest_app import OPENAPI_SPEC, serve_demo_app
 
 
 async def test_the_demo_app_serves_its_spec_and_checks_its_token() -> None:

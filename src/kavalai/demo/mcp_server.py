@@ -1,6 +1,6 @@
 """A small MCP server that ships with kavalai, for ``kavalai demo`` and for trying ``mcp://`` tools offline.
 
-Run it over stdio with ``python -m kavalai.cli.demo_mcp_server``, or let a kernel start it::
+Run it over stdio with ``python -m kavalai.demo.mcp_server``, or let a kernel start it::
 
     kernel.register_mcp_server(demo_server_config())
     await kernel.call_tool("mcp://demo.text_stats", {"text": "to be or not to be"})
@@ -81,7 +81,7 @@ def demo_server_config(name: str = "demo") -> McpServer:
     return McpServer(
         name=name,
         command=sys.executable,
-        args=["-m", "kavalai.cli.demo_mcp_server"],
+        args=["-m", "kavalai.demo.mcp_server"],
         # The server inherits only a few variables; make sure it imports this very kavalai.
         env={"PYTHONPATH": package_root},
     )
