@@ -53,56 +53,42 @@ if TYPE_CHECKING:
     RagQueryNode = KavalRagQueryNode
     WorkflowBuilder = KavalWorkflowBuilder
 
-#: Where each lazily imported name lives: (module, attribute). Kaval.AI 1.0's names for the document models (its
-#: ``kavalai.workflow.models``) are aliases of ours.
-_LAZY: dict[str, tuple[str, str]] = {
-    **{name: ("_builder", name) for name in ("KavalWorkflowBuilder",)},
-    **{
-        name: ("_models", name)
-        for name in (
-            "KavalAgentNode",
-            "KavalArgument",
-            "KavalDocument",
-            "KavalEndNode",
-            "KavalFunctionNode",
-            "KavalIfNode",
-            "KavalLlmNode",
-            "KavalParallelNode",
-            "KavalPythonFunction",
-            "KavalRagQueryNode",
-            "KavalStartNode",
-            "KavalSwitchNode",
-            "KavalTemplate",
-        )
-    },
-    **{name: ("_runtime", name) for name in ("History", "InMemoryHistory", "RagHit", "Retriever")},
-    "WorkflowState": ("_state", "WorkflowState"),
-    "load_kaval_document": ("_translate", "load_kaval_document"),
-    "parse_kaval_document": ("_translate", "parse_kaval_document"),
-    "WorkflowGraph": ("_models", "KavalDocument"),
-    "ArgumentInfo": ("_models", "KavalArgument"),
-    "PythonFunction": ("_models", "KavalPythonFunction"),
-    "TemplateModel": ("_models", "KavalTemplate"),
-    "StartNode": ("_models", "KavalStartNode"),
-    "EndNode": ("_models", "KavalEndNode"),
-    "LLMNode": ("_models", "KavalLlmNode"),
-    "AgentNode": ("_models", "KavalAgentNode"),
-    "FunctionNode": ("_models", "KavalFunctionNode"),
-    "IfNode": ("_models", "KavalIfNode"),
-    "SwitchNode": ("_models", "KavalSwitchNode"),
-    "ParallelNode": ("_models", "KavalParallelNode"),
-    "RagQueryNode": ("_models", "KavalRagQueryNode"),
-    "WorkflowBuilder": ("_builder", "KavalWorkflowBuilder"),
+#: Kaval.AI 1.0's names for the document models (its ``kavalai.workflow.models``): aliases of ours.
+_ALIASES: dict[str, str] = {
+    "WorkflowGraph": "KavalDocument",
+    "ArgumentInfo": "KavalArgument",
+    "PythonFunction": "KavalPythonFunction",
+    "TemplateModel": "KavalTemplate",
+    "StartNode": "KavalStartNode",
+    "EndNode": "KavalEndNode",
+    "LLMNode": "KavalLlmNode",
+    "AgentNode": "KavalAgentNode",
+    "FunctionNode": "KavalFunctionNode",
+    "IfNode": "KavalIfNode",
+    "SwitchNode": "KavalSwitchNode",
+    "ParallelNode": "KavalParallelNode",
+    "RagQueryNode": "KavalRagQueryNode",
+    "WorkflowBuilder": "KavalWorkflowBuilder",
+}
+#: The module each lazily imported name of ours lives in (its attribute has the same name).
+_HOMES: dict[str, str] = {
+    "KavalWorkflowBuilder": "_builder",
+    **{name: "_models" for name in _ALIASES.values() if name != "KavalWorkflowBuilder"},
+    **dict.fromkeys(("History", "InMemoryHistory", "RagHit", "Retriever"), "_runtime"),
+    "WorkflowState": "_state",
+    "load_kaval_document": "_translate",
+    "parse_kaval_document": "_translate",
 }
 
 
 def __getattr__(name: str) -> Any:
-    found = _LAZY.get(name)
-    if found is None:
+    attribute = _ALIASES.get(name, name)
+    home = _HOMES.get(attribute)
+    if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(f"{__name__}.{found[0]}"), found[1])
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), attribute)
     globals()[name] = value
     return value
 
