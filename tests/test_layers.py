@@ -124,12 +124,12 @@ def test_configuration_becomes_a_kernel_in_one_place() -> None:
     """Both workflow dialects (ours and Kaval.AI 1.0's) hand their tool sections to kavalai.config (build_document
     through the loader, or build_kernel), and neither registers tools itself."""
     hands_over = {
-        SRC / "workflow" / "_parts.py": "kavalai.config.build_document",
+        SRC / "workflow" / "_document.py": "kavalai.config.build_document",
         SRC / "workflow" / "kaval" / "_translate.py": "kavalai.config.build_kernel",
     }
     for loader, gate in hands_over.items():
         assert gate in _imports(loader), loader
-    for loader in (*hands_over, SRC / "workflow" / "_document.py", SRC / "workflow" / "_load.py"):
+    for loader in (*hands_over, SRC / "workflow" / "_parts.py", SRC / "workflow" / "_load.py"):
         calls = {
             node.func.attr
             for node in ast.walk(ast.parse(loader.read_text(encoding="utf-8")))

@@ -32,7 +32,7 @@ from kavalai.workflow._nodes import (
     StartNode,
     SwitchNode,
 )
-from kavalai.workflow._parts import LoadedWorkflow, built_sections, definition_error
+from kavalai.workflow._parts import LoadedWorkflow
 from kavalai.workflow._services import ServedRestApp
 from kavalai.workflow._sizes import DEFAULT_MAX_SIZE
 from kavalai.workflow._types import TypeRegistry
@@ -40,7 +40,7 @@ from kavalai.workflow.errors import WorkflowDefinitionError
 
 if TYPE_CHECKING:
     from kavalai import FunctionKernel
-    from kavalai.config import RegisterApp
+    from kavalai.config import BuiltDocument, RegisterApp
     from kavalai.llm.base import LLMClient
 
 __all__ = ["load_document", "workflow_from_document"]
@@ -165,6 +165,33 @@ def _registered(register: RegisterApp) -> RegisterApp:
             raise definition_error(exc) from exc.__cause__
 
     return registered
+
+
+def definition_error(exc: ConfigurationError, *, reads: str = "The workflow") -> WorkflowDefinitionError:
+    """A configuration error of a document's sections (from :mod:`kavalai.config`) as the definition error a
+    workflow raises: the field it names, or the variable that is not set."""
+    from kavalai.config import ConfigFieldError, UnsetVariableError
+
+    if isinstance(exc, UnsetVariableError):
+        name = exc.variable
+        return WorkflowDefinitionError(
+            f"{reads} reads ${{{name}}}, but the environment variable {name} is not set.", field=name
+        )
+    if isinstance(exc, ConfigFieldError):
+        return WorkflowDefinitionError(f"Field {exc.field!r}: {exc.reason}", field=exc.field)
+    return WorkflowDefinitionError(str(exc))
+
+
+def built_sections(
+    sections: Mapping[str, Any], *, base_dir: Path, kernel: FunctionKernel | None, reads: str = "The workflow"
+) -> BuiltDocument:
+    """:func:`kavalai.config.build_document` of a document's sections, its errors as definition errors."""
+    from kavalai.config import build_document
+
+    try:
+        return build_document(sections, base_dir=base_dir, kernel=kernel)
+    except ConfigurationError as exc:
+        raise definition_error(exc, reads=reads) from exc.__cause__
 
 
 def workflow_from_document(document: Any, *, source: str = "<document>") -> Workflow:

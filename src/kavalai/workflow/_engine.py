@@ -21,9 +21,9 @@ from kavalai.adapters.mcp import ElicitationHandler, McpElicitation, answering
 from kavalai.workflow._executor import Emit, Execution
 from kavalai.workflow._factory import ClientFactory, RunClients, ScopedRun, checked_factory
 from kavalai.workflow._graph import Workflow, check_tools, checked_timeout, checked_visits
-from kavalai.workflow._load import load_workflow
+from kavalai.workflow._load import checked_options, load_workflow
 from kavalai.workflow._nodes import AgentNode, LlmNode
-from kavalai.workflow._parts import UNSET, Dialect, LoadedWorkflow, LoadOptions, _Unset, checked_options
+from kavalai.workflow._parts import UNSET, Dialect, LoadedWorkflow, LoadOptions, _Unset
 from kavalai.workflow._result import InputRequested, RunResult, WorkflowEvent, jsonable
 from kavalai.workflow._runners import llm_node_reply, node_agent
 from kavalai.workflow._services import Service

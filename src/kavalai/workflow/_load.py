@@ -21,7 +21,20 @@ from kavalai.errors import ConfigurationError
 from kavalai.workflow._parts import Dialect, LoadedWorkflow, LoadOptions
 from kavalai.workflow.errors import WorkflowDefinitionError
 
-__all__ = ["load_workflow", "register_dialect", "text_source"]
+__all__ = ["checked_options", "load_workflow", "register_dialect", "text_source"]
+
+
+_OPTION_NAMES = frozenset(LoadOptions.__annotations__)
+
+
+def checked_options(options: Mapping[str, Any]) -> LoadOptions:
+    """``options`` as :class:`LoadOptions`; a name that is not one of them is a ``TypeError`` naming it, as an
+    unknown keyword argument is."""
+    unknown = sorted(set(options) - _OPTION_NAMES)
+    if unknown:
+        raise TypeError(f"unexpected keyword argument {unknown[0]!r} (options: {', '.join(sorted(_OPTION_NAMES))})")
+    checked: LoadOptions = {**options}  # type: ignore[typeddict-item]  # the names are checked just above
+    return checked
 
 
 _DIALECTS: list[Dialect] = []

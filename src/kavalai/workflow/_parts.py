@@ -1,8 +1,8 @@
 """The neutral parts of a loaded workflow document, whatever its dialect, and the options every way of loading one
 takes: what :mod:`kavalai.workflow._load`, the dialects and the engine share.
 
-A document's kernel sections are made by :func:`kavalai.config.build_document`; :func:`built_sections` calls it and
-turns its configuration errors into the definition errors a workflow raises, in one place.
+Types only: no function here runs while a document is loaded (the loader, :mod:`kavalai.workflow._load`, checks the
+options; our dialect, :mod:`kavalai.workflow._document`, builds the kernel sections).
 """
 
 from __future__ import annotations
@@ -12,15 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
-from kavalai.errors import ConfigurationError
-from kavalai.workflow.errors import WorkflowDefinitionError
-
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from kavalai import FunctionKernel
     from kavalai.agent.budget import OutputBudget
-    from kavalai.config import BuiltDocument
     from kavalai.durable import DurableRunner
     from kavalai.llm.base import LLMClient
     from kavalai.workflow._factory import ClientFactory
@@ -33,9 +29,6 @@ __all__ = [
     "Dialect",
     "LoadOptions",
     "LoadedWorkflow",
-    "built_sections",
-    "checked_options",
-    "definition_error",
 ]
 
 
@@ -65,19 +58,6 @@ class LoadOptions(TypedDict, total=False):
     rag_services: Any
     history: Any
     data_models: Mapping[str, type[BaseModel]] | None
-
-
-_OPTION_NAMES = frozenset(LoadOptions.__annotations__)
-
-
-def checked_options(options: Mapping[str, Any]) -> LoadOptions:
-    """``options`` as :class:`LoadOptions`; a name that is not one of them is a ``TypeError`` naming it, as an
-    unknown keyword argument is."""
-    unknown = sorted(set(options) - _OPTION_NAMES)
-    if unknown:
-        raise TypeError(f"unexpected keyword argument {unknown[0]!r} (options: {', '.join(sorted(_OPTION_NAMES))})")
-    checked: LoadOptions = {**options}  # type: ignore[typeddict-item]  # the names are checked just above
-    return checked
 
 
 @dataclass(slots=True)
@@ -116,30 +96,3 @@ class Dialect(Protocol):
 
     def answer(self, result: RunResult) -> Any:
         """What a run of a workflow of this dialect returns to its caller (the result in the dialect's terms)."""
-
-
-def definition_error(exc: ConfigurationError, *, reads: str = "The workflow") -> WorkflowDefinitionError:
-    """A configuration error of a document's sections (from :mod:`kavalai.config`) as the definition error a
-    workflow raises: the field it names, or the variable that is not set."""
-    from kavalai.config import ConfigFieldError, UnsetVariableError
-
-    if isinstance(exc, UnsetVariableError):
-        name = exc.variable
-        return WorkflowDefinitionError(
-            f"{reads} reads ${{{name}}}, but the environment variable {name} is not set.", field=name
-        )
-    if isinstance(exc, ConfigFieldError):
-        return WorkflowDefinitionError(f"Field {exc.field!r}: {exc.reason}", field=exc.field)
-    return WorkflowDefinitionError(str(exc))
-
-
-def built_sections(
-    sections: Mapping[str, Any], *, base_dir: Path, kernel: FunctionKernel | None, reads: str = "The workflow"
-) -> BuiltDocument:
-    """:func:`kavalai.config.build_document` of a document's sections, its errors as definition errors."""
-    from kavalai.config import build_document
-
-    try:
-        return build_document(sections, base_dir=base_dir, kernel=kernel)
-    except ConfigurationError as exc:
-        raise definition_error(exc, reads=reads) from exc.__cause__
