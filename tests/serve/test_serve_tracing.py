@@ -20,6 +20,8 @@ from typing import Any
 import anyio
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.message import SessionMessage
+from opentelemetry import context, propagate
 from tests.servers.otlp_receiver import ReceivedSpan, Receiver, receive_traces
 
 TOOLS = '''
@@ -52,22 +54,76 @@ def _environment(receiver: Receiver, **variables: str) -> dict[str, str]:
     return {**clean, "OTEL_BSP_SCHEDULE_DELAY": "50", "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, **variables}
 
 
+#: The ``traceparent`` each ``tools/call`` carried as it left the client, by tool name (see :class:`_Noting`).
+_SENT: dict[str, str] = {}
+
+
+class _Noting:
+    """The write side of the client's transport, noting the ``traceparent`` each ``tools/call`` carries as sent.
+
+    The client continues the trace of :data:`TRACEPARENT` (in its ``_meta`` and as the current context). Where no
+    tracer provider is set in this process it is sent as it is; where an earlier test set a recording one, the MCP SDK
+    puts its own CLIENT span's in its place (a child of it). Either way the served spans must continue what was
+    sent, so that is what the checks read.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    async def send(self, item: SessionMessage) -> None:
+        message = item.message.model_dump(by_alias=True)
+        params = message.get("params") or {}
+        sent = (params.get("_meta") or {}).get("traceparent")
+        if message.get("method") == "tools/call" and sent is not None:
+            _SENT[params["name"]] = sent
+        await self._stream.send(item)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _Noting:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+@contextlib.asynccontextmanager
+async def _noting(transport: Any) -> AsyncIterator[tuple[Any, _Noting]]:
+    async with transport as (read, write):
+        yield read, _Noting(write)
+
+
 @contextlib.asynccontextmanager
 async def _served(command: list[str], folder: Path, env: dict[str, str]) -> AsyncIterator[Client]:
     params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(folder), env=env)
+    _SENT.clear()
     with (folder / "serve.log").open("w") as errlog:
-        async with Client(stdio_client(params, errlog=errlog)) as client:
+        async with Client(_noting(stdio_client(params, errlog=errlog))) as client:
             yield client
 
 
 async def _call_both(client: Client) -> None:
     """A Python tool and a proxied MCP tool, each under the client's trace."""
     names = {tool.title: tool.name for tool in (await client.list_tools()).tools}
-    added = await client.call_tool(names["python://math.add"], {"a": 2, "b": 40}, meta={"traceparent": TRACEPARENT})
+    token = context.attach(propagate.extract({"traceparent": TRACEPARENT}))
+    try:
+        added = await client.call_tool(names["python://math.add"], {"a": 2, "b": 40}, meta={"traceparent": TRACEPARENT})
+        stats = await client.call_tool(
+            names["mcp://demo.text_stats"], {"text": "a bb"}, meta={"traceparent": TRACEPARENT}
+        )
+    finally:
+        context.detach(token)
     assert added.structured_content == {"result": 42}
-    stats = await client.call_tool(names["mcp://demo.text_stats"], {"text": "a bb"}, meta={"traceparent": TRACEPARENT})
     assert stats.structured_content is not None
     assert stats.structured_content["words"] == 2
+
+
+def _sent_parent(tool: str) -> str:
+    """The parent span id the client sent with its call of ``tool`` (in :data:`TRACEPARENT`'s trace)."""
+    version, trace_id, parent_id, flags = _SENT[tool].split("-")
+    assert (version, trace_id, flags) == ("00", TRACE_ID, "01")
+    return parent_id
 
 
 def _one(spans: list[ReceivedSpan]) -> ReceivedSpan:
@@ -79,7 +135,7 @@ def _check_call_spans(receiver: Receiver) -> None:
     """The served calls' spans: the SDK's SERVER span continues the client's trace, kavalai's ``execute_tool``
     span nests under it, and the proxied call's CLIENT span under that."""
     server = _one([s for s in receiver.named("tools/call python_math_add") if s.kind == "SERVER"])
-    assert (server.trace_id, server.parent_span_id) == (TRACE_ID, PARENT_ID)
+    assert (server.trace_id, server.parent_span_id) == (TRACE_ID, _sent_parent("python_math_add"))
     tool = _one(receiver.named("execute_tool python://math.add"))
     assert (tool.trace_id, tool.parent_span_id, tool.kind) == (TRACE_ID, server.span_id, "INTERNAL")
     assert tool.scope == "kavalai"
