@@ -74,6 +74,7 @@ def _load() -> dict[str, Catalogue]:
     tuning = json.loads((DATA / "tool_catalog.json").read_text())["tools"]
     split = json.loads((DATA / "tool_requests.json").read_text())
     untuned = json.loads((DATA / "tool_catalog_untuned.json").read_text())["tools"]
+    third = json.loads((DATA / "tool_catalog_third.json").read_text())["tools"]
     return {
         "tuning": (
             tuning,
@@ -85,6 +86,7 @@ def _load() -> dict[str, Catalogue]:
             },
         ),
         "untuned": (untuned, {"untuned": _requests("tool_requests_untuned.json")}),
+        "third": (third, {"third": _requests("tool_requests_third.json")}),
     }
 
 
