@@ -116,6 +116,7 @@ _QUERIES_KEPT: Final = 1_024  # queries' vectors the reranker keeps (an agent re
 _WORDS_KEPT: Final = 10  # BM25's best go to the second stage even where the fusion ranks them lower than the pool
 _SHORTLIST: Final = 400  # tools compared view by view after the coarse pass chose them (see ToolSearch._semantic)
 _COARSE_DIMS: Final = 64  # dimensions the coarse pass compares
+_SAMPLED: Final = 2_048  # tools whose summed views choose the coarse pass's directions (evenly spaced)
 
 
 def _import_bm25s() -> Any:
@@ -459,7 +460,8 @@ def _coarse(matrix: Any, count: int) -> tuple[Any, Any] | None:
     summed = matrix.reshape(-1, count, matrix.shape[1]).sum(axis=0)
     norms = np.linalg.norm(summed, axis=1, keepdims=True)
     summed /= np.where(norms == 0, 1.0, norms)
-    _, vectors = np.linalg.eigh(summed.T @ summed)  # eigenvalues ascending
+    sample = summed[:: max(1, count // _SAMPLED)]  # the main directions of a catalogue show in a sample of it
+    _, vectors = np.linalg.eigh(sample.T @ sample)  # eigenvalues ascending
     projection = np.ascontiguousarray(vectors[:, ::-1][:, :_COARSE_DIMS], dtype=np.float32)
     return projection, np.ascontiguousarray(summed @ projection, dtype=np.float32)
 
