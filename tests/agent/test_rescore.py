@@ -134,7 +134,7 @@ class _Counting:
 
     def __call__(self, texts: Sequence[str]) -> list[list[float]]:
         self.texts.extend(texts)
-        return [[1.0, 0.0] if "halt" in text or "kill" in text else [0.0, 1.0] for text in texts]
+        return [[1.0, 0.0] if "halt" in text or "scrap" in text else [0.0, 1.0] for text in texts]
 
 
 def test_the_optional_reranker_reorders_the_candidates_and_caches_its_vectors() -> None:
@@ -143,12 +143,12 @@ def test_the_optional_reranker_reorders_the_candidates_and_caches_its_vectors() 
         _tool("wf.list_workflows", "List the workflows."),
         _tool("wf.halt_run", "Halt a workflow run."),
     ]
-    assert _names(ToolSearch(tools), "kill the workflow")[0] == "wf.show_workflow"
+    assert _names(ToolSearch(tools), "scrap the workflow")[0] == "wf.show_workflow"
     encoder = _Counting()
     search = ToolSearch(tools, reranker=encoder)
     assert len(encoder.texts) == 3  # each tool's summary, once
-    assert _names(search, "kill the workflow")[0] == "wf.halt_run"
-    assert _names(search, "kill the workflow")[0] == "wf.halt_run"
-    assert encoder.texts[3:] == ["kill the workflow"]  # the query's vector is kept
+    assert _names(search, "scrap the workflow")[0] == "wf.halt_run"
+    assert _names(search, "scrap the workflow")[0] == "wf.halt_run"
+    assert encoder.texts[3:] == ["scrap the workflow"]  # the query's vector is kept
     ToolSearch(tools, reranker=encoder)
     assert len(encoder.texts) == 4  # and the tools' vectors, per encoder
