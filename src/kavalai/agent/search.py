@@ -296,7 +296,7 @@ class ToolSearch:
         """Kept tools' places by BM25 score, best first, and their scores; only tools sharing a word with the
         query."""
         scores = self._scores(query, values)
-        ranked = [int(i) for i in _top(scores, k) if scores[i] > 0]
+        ranked = _top_found(scores, k)
         return ranked, [float(scores[i]) for i in ranked]
 
     def _fused(self, query: str, k: int, values: str = "") -> tuple[list[int], list[float]]:
@@ -311,7 +311,7 @@ class ToolSearch:
         (query_vector,) = _unit_rows(self._embedder([cut]), 1)
         semantic, floor = self._semantic(query_vector, k)
         scores = self._scores(query, values)
-        lexical = [int(i) for i in _top(scores, k) if scores[i] > 0]
+        lexical = _top_found(scores, k)
         pool = np.asarray(list(dict.fromkeys([*semantic, *lexical])), dtype=np.int64)
         near = self._near(pool, query_vector)
         spread = float(near.max()) - floor
@@ -495,6 +495,14 @@ def _top(scores: Any, k: int) -> list[int]:
         return [int(i) for i in np.argsort(-scores, kind="stable")]
     part = np.argpartition(-scores, k)[:k]
     return [int(i) for i in part[np.lexsort((part, -scores[part]))]]
+
+
+def _top_found(scores: Any, k: int) -> list[int]:
+    """:func:`_top` of the tools sharing a word with the query (a positive score): few of a large catalogue."""
+    import numpy as np
+
+    found = np.flatnonzero(scores > 0)
+    return [int(found[i]) for i in _top(scores[found], k)]
 
 
 def _document_vectors(embedder: Embedder, documents: list[str]) -> Any:
