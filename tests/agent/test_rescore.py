@@ -20,14 +20,26 @@ def _names(search: ToolSearch, query: str, limit: int = 5) -> list[str]:
 
 
 class _Against:
-    """A toy embedder that finds every tool near the query except those whose text has ``word``: the embedding
-    ranking puts the exact match last."""
+    """A toy embedder that finds the tools whose text has ``near`` nearest the query (the text with ``query``), the
+    others less near, and those whose text has ``word`` farthest: the embedding ranking puts the exact match last."""
 
-    def __init__(self, word: str) -> None:
-        self.word = word
+    def __init__(self, word: str, near: str = "dag", query: str = "daily") -> None:
+        self.word, self.near, self.query = word, near, query
 
     def __call__(self, texts: Sequence[str]) -> list[list[float]]:
-        return [[0.0, 1.0] if self.word in text.lower() and "." in text else [1.0, 0.0] for text in texts]
+        return [self._vector(text.lower()) for text in texts]
+
+    def _vector(self, text: str) -> list[float]:
+        if self.query in text or (self.near in text and self.word not in text):
+            return [1.0, 0.0]
+        return [0.6, 0.8] if self.word in text else [0.8, 0.6]
+
+
+class _Same:
+    """A toy embedder that finds every text equally near every other."""
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0, 0.0] for _ in texts]
 
 
 def _dag_tools() -> list[dict[str, Any]]:
@@ -45,6 +57,15 @@ def test_a_rare_exact_word_in_a_name_is_never_buried_by_the_meaning() -> None:
     first_stage, _ = search._fused("backfill the daily revenue dag", 50)
     assert first_stage.index(len(tools) - 1) > _rescore.FLOOR  # fusion alone buries it under the dag tools
     assert "airflow.create_backfill" in _names(search, "backfill the daily_revenue dag", limit=3)
+
+
+def test_the_fusion_adds_scores_so_where_the_meanings_tie_the_words_decide() -> None:
+    tools = _dag_tools()
+    search = ToolSearch(tools, embedder=_Same())
+    fused, _ = search._fused("backfill the daily revenue dag", 50)
+    words_only, _ = search._lexical("backfill the daily revenue dag", 50)
+    assert fused[: len(words_only)] == words_only
+    assert fused[0] == len(tools) - 1
 
 
 def test_the_words_of_a_path_or_a_url_are_kept_and_name_the_server() -> None:
@@ -113,7 +134,7 @@ class _Counting:
 
     def __call__(self, texts: Sequence[str]) -> list[list[float]]:
         self.texts.extend(texts)
-        return [[1.0, 0.0] if "halt" in text or "kill" in text else [0.0, 1.0] for text in texts]
+        return [[1.0, 0.0] if "halt" in text or "scrap" in text else [0.0, 1.0] for text in texts]
 
 
 def test_the_optional_reranker_reorders_the_candidates_and_caches_its_vectors() -> None:
@@ -122,12 +143,12 @@ def test_the_optional_reranker_reorders_the_candidates_and_caches_its_vectors() 
         _tool("wf.list_workflows", "List the workflows."),
         _tool("wf.halt_run", "Halt a workflow run."),
     ]
-    assert _names(ToolSearch(tools), "kill the workflow")[0] == "wf.show_workflow"
+    assert _names(ToolSearch(tools), "scrap the workflow")[0] == "wf.show_workflow"
     encoder = _Counting()
     search = ToolSearch(tools, reranker=encoder)
     assert len(encoder.texts) == 3  # each tool's summary, once
-    assert _names(search, "kill the workflow")[0] == "wf.halt_run"
-    assert _names(search, "kill the workflow")[0] == "wf.halt_run"
-    assert encoder.texts[3:] == ["kill the workflow"]  # the query's vector is kept
+    assert _names(search, "scrap the workflow")[0] == "wf.halt_run"
+    assert _names(search, "scrap the workflow")[0] == "wf.halt_run"
+    assert encoder.texts[3:] == ["scrap the workflow"]  # the query's vector is kept
     ToolSearch(tools, reranker=encoder)
     assert len(encoder.texts) == 4  # and the tools' vectors, per encoder

@@ -21,6 +21,7 @@ def test_expand_spells_out_whole_words_only() -> None:
     assert expand("open a PR for my repo") == "open a pull request for my repository"
     assert expand("DM Bob, the k8s DB is down") == "direct message Bob, the kubernetes database is down"
     assert expand("make a folder") == "make a folder directory"
+    assert expand("kill it, how many are left") == "kill terminate stop it, how many count are left"
     # Inside file names, paths and URLs nothing changes.
     for value in ("notes.db", "src/env/x", "k8s.io", "pr-12", "my_repo"):
         assert expand(value) == value

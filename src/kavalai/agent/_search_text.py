@@ -160,9 +160,9 @@ def stems(text: str, *, limit: int | None = None) -> list[str]:
 
 def stems_of(found: list[str]) -> list[str]:
     """:func:`stems` of words already found (:func:`tokens`)."""
-    unknown = [word for word in dict.fromkeys(found) if word not in _stems]
+    unknown = [word for word in found if word not in _stems]  # most words of a catalogue are known after a few tools
     if unknown:
-        _learn(unknown)
+        _learn(list(dict.fromkeys(unknown)))
     return [stem for word in found if (stem := _stems[word])]
 
 

@@ -94,6 +94,20 @@ SYNONYMS: Final[dict[str, str]] = {
     "webpage": "url page",
     "exception": "error",
     "chat": "message",
+    # operators' words for what tools call otherwise
+    "kill": "terminate stop",
+    "nuke": "delete terminate",
+    "freeze": "pause",
+    "unfreeze": "unpause resume",
+    "rewind": "reset",
+    "rollback": "reset revert",
+    "bulk": "batch",
+    "nightly": "schedule",
+    "hourly": "schedule",
+    "recurring": "schedule",
+    "cron": "schedule",
+    "history": "log",
+    "many": "count",
 }
 
 # A request's verbs (and phrases' first words) by the action they ask for; "open" and "file" are left out: "open

@@ -8,8 +8,9 @@ Past a few dozen tools, sending every definition costs thousands of tokens per r
   descriptions count too, at a lower weight (:data:`ARGUMENT_WEIGHT`), so they break ties without pulling in every
   tool that takes a ``path``;
 - by meaning, given an embedder (:mod:`kavalai.agent.embeddings`): the cosine of the query's vector and each tool's;
-- the two rankings fused by reciprocal rank (:data:`EMBEDDING_WEIGHT`, :data:`RRF_K`), weights chosen on the
-  development half of bench/data/tool_requests.json and reported on the other half by bench/tool_search.py.
+- the two scores fused, each scaled to [0, 1] over the candidates and added at :data:`EMBEDDING_WEIGHT` and the
+  rest (a score fusion, not a rank fusion: a rank throws away how far ahead an exact match is), the weight chosen on
+  the tuning catalogue of bench/tool_search.py and reported on two catalogues never tuned on.
 
 Tools that are the same tool offered twice (the same description and arguments under two names) are collapsed into
 the first, whose result lists the others under ``also``. The agent offers its core tools plus ``search_tools``;
@@ -65,7 +66,6 @@ __all__ = [
     "NOTHING_FOUND",
     "RERANK_WEIGHT",
     "RESULTS",
-    "RRF_K",
     "SEARCH_HINT",
     "SEARCH_TOOLS",
     "VALUE_WEIGHT",
@@ -91,9 +91,10 @@ SEARCH_HINT: Final = (
 )
 #: How much a match in the arguments' names and descriptions counts beside one in the name and description.
 ARGUMENT_WEIGHT: Final = 0.5
-#: The embedding ranking's weight in the fusion, BM25's being 1: users' own words often share no word with the
-#: tool, and there the meaning decides (chosen on the development set; see bench/tool_search.py).
-EMBEDDING_WEIGHT: Final = 5.0
+#: The embedding's share of the fused score, BM25's being the rest (each scaled to [0, 1] over the pool; see
+#: :meth:`ToolSearch._fused`): users' own words often share no word with the tool, and there the meaning decides.
+#: Chosen on the tuning catalogue (bench/tool_search.py): its four sets are flat from 0.7 to 0.8.
+EMBEDDING_WEIGHT: Final = 0.75
 #: How much a word of a URL or path in the query counts in BM25 beside the query's other words: "circleci" in
 #: ".circleci/config.yml" says what the request is about, "notes" in "./notes/today.txt" only where the file is
 #: (the highest weight at which tests/agent/test_search_ranking.py's paths still find the tool that reads them).
@@ -101,8 +102,6 @@ EMBEDDING_WEIGHT: Final = 5.0
 VALUE_WEIGHT: Final = 0.1
 #: The optional reranker's cosine weight beside the first stage's score (scaled so the best is 1).
 RERANK_WEIGHT: Final = 2.0
-#: Reciprocal rank fusion's damping constant: each ranking adds ``weight / (RRF_K + rank)``.
-RRF_K: Final = 20
 _NAME_REPEAT: Final = 3  # the name's words count thrice in BM25: a name says what a tool does in a few words
 _BM25: Final = {"k1": 1.5, "b": 0.75}  # bm25s's defaults
 _CACHE_LIMIT: Final = 50_000  # tool documents' vectors kept per embedder (a catalog is embedded once, not per run)
@@ -117,6 +116,7 @@ _QUERIES_KEPT: Final = 1_024  # queries' vectors the reranker keeps (an agent re
 _WORDS_KEPT: Final = 10  # BM25's best go to the second stage even where the fusion ranks them lower than the pool
 _SHORTLIST: Final = 400  # tools compared view by view after the coarse pass chose them (see ToolSearch._semantic)
 _COARSE_DIMS: Final = 64  # dimensions the coarse pass compares
+_SAMPLED: Final = 2_048  # tools whose summed views choose the coarse pass's directions (evenly spaced)
 
 
 def _import_bm25s() -> Any:
@@ -296,32 +296,49 @@ class ToolSearch:
         """Kept tools' places by BM25 score, best first, and their scores; only tools sharing a word with the
         query."""
         scores = self._scores(query, values)
-        ranked = [int(i) for i in _top(scores, k) if scores[i] > 0]
+        ranked = _top_found(scores, k)
         return ranked, [float(scores[i]) for i in ranked]
 
     def _fused(self, query: str, k: int, values: str = "") -> tuple[list[int], list[float]]:
-        """The BM25 and embedding rankings fused by reciprocal rank: each tool scores the weighted sum of
-        1 / (RRF_K + rank) over the rankings it is in, so agreement wins and neither ranking's scale matters.
-        The best ``k``, and their scores."""
+        """The BM25 and embedding scores fused: each scaled to [0, 1] over the pool (BM25's by the best score, the
+        cosine from the ``k``-th best to the best) and added, the embedding's at :data:`EMBEDDING_WEIGHT` and BM25's
+        at the rest, so a strong exact match keeps its lead where the meanings are close. The best ``k``, BM25's
+        best :data:`_WORDS_KEPT` after them wherever the fusion put them, and their scores."""
+        import numpy as np
 
         assert self._embedder is not None
         cut = " ".join(query.split()[:MAX_QUERY_WORDS])
         (query_vector,) = _unit_rows(self._embedder([cut]), 1)
-        semantic = self._semantic(query_vector, k)
-        fused: dict[int, float] = {}
-        lexical = self._lexical(query, k, values)[0]
-        for weight, ranking in ((1.0, lexical), (EMBEDDING_WEIGHT, semantic)):
-            for rank, index in enumerate(ranking, start=1):
-                fused[int(index)] = fused.get(int(index), 0.0) + weight / (RRF_K + rank)
-        ranked = sorted(fused, key=lambda index: (-fused[index], index))[:k]
+        semantic, floor = self._semantic(query_vector, k)
+        scores = self._scores(query, values)
+        lexical = _top_found(scores, k)
+        pool = np.asarray(list(dict.fromkeys([*semantic, *lexical])), dtype=np.int64)
+        near = self._near(pool, query_vector)
+        spread = float(near.max()) - floor
+        meaning = np.clip((near - floor) / spread, 0.0, None) if spread > 0 else np.zeros(len(pool))
+        words = scores[pool] / (float(scores.max()) or 1.0)
+        fused = (1.0 - EMBEDDING_WEIGHT) * words + EMBEDDING_WEIGHT * meaning
+        order = [int(i) for i in np.lexsort((pool, -fused))]
+        ranked = [int(pool[i]) for i in order[:k]]
         kept = set(ranked)
-        ranked += [index for index in lexical[:_WORDS_KEPT] if index not in kept]  # for the second stage to weigh
-        return ranked, [fused[index] for index in ranked]
+        extra = [index for index in lexical[:_WORDS_KEPT] if index not in kept]  # for the second stage to weigh
+        value = dict(zip(pool.tolist(), fused.tolist(), strict=True))
+        ranked += extra
+        return ranked, [value[index] for index in ranked]
 
-    def _semantic(self, query_vector: Any, k: int) -> list[int]:
-        """Kept tools' places by cosine to the query, best first. A tool is as close as its closer view (see
-        :func:`_views`): "kill the workflow" is near "terminate workflow execution" even where the description goes
-        on about event histories.
+    def _near(self, places: Any, query_vector: Any) -> Any:
+        """The cosine of the query and each of the kept tools at ``places``, by its closer view."""
+        import numpy as np
+
+        n = len(self._kept)
+        assert self._matrix is not None
+        rows = self._matrix[np.concatenate([places + view * n for view in range(self._views)])]
+        return (rows @ query_vector).reshape(self._views, len(places)).max(axis=0)
+
+    def _semantic(self, query_vector: Any, k: int) -> tuple[list[int], float]:
+        """Kept tools' places by cosine to the query, best first, and the ``k``-th best cosine (the lowest of
+        those). A tool is as close as its closer view (see :func:`_views`): "kill the workflow" is near "terminate
+        workflow execution" even where the description goes on about event histories.
 
         Over more than twice :data:`_SHORTLIST` tools, a coarse pass picks :data:`_SHORTLIST` tools and only those
         are compared view by view: each tool's views summed, projected on the catalogue's :data:`_COARSE_DIMS`
@@ -332,13 +349,16 @@ class ToolSearch:
         assert self._matrix is not None
         n, views = len(self._kept), self._views
         if self._coarse is None:
-            return _top(_cosines(self._matrix, query_vector).reshape(views, n).max(axis=0), k)
+            near = _cosines(self._matrix, query_vector).reshape(views, n).max(axis=0)
+            best = _top(near, k)
+            return best, float(near[best[-1]])
         projection, coarse = self._coarse
-        near = _cosines(coarse, query_vector @ projection)
+        rough = _cosines(coarse, query_vector @ projection)
         size = max(_SHORTLIST, k)
-        shortlist = np.argpartition(-near, size)[:size] if n > size else np.arange(n)
-        exact = self._matrix[np.concatenate([shortlist + view * n for view in range(views)])] @ query_vector
-        return [int(shortlist[i]) for i in _top(exact.reshape(views, len(shortlist)).max(axis=0), k)]
+        shortlist = np.argpartition(-rough, size)[:size] if n > size else np.arange(n)
+        exact = self._near(shortlist, query_vector)
+        best = _top(exact, k)
+        return [int(shortlist[i]) for i in best], float(exact[best[-1]])
 
     def description(self, name: str) -> dict[str, Any]:
         """The full description of the tool ``name``."""
@@ -440,7 +460,8 @@ def _coarse(matrix: Any, count: int) -> tuple[Any, Any] | None:
     summed = matrix.reshape(-1, count, matrix.shape[1]).sum(axis=0)
     norms = np.linalg.norm(summed, axis=1, keepdims=True)
     summed /= np.where(norms == 0, 1.0, norms)
-    _, vectors = np.linalg.eigh(summed.T @ summed)  # eigenvalues ascending
+    sample = summed[:: max(1, count // _SAMPLED)]  # the main directions of a catalogue show in a sample of it
+    _, vectors = np.linalg.eigh(sample.T @ sample)  # eigenvalues ascending
     projection = np.ascontiguousarray(vectors[:, ::-1][:, :_COARSE_DIMS], dtype=np.float32)
     return projection, np.ascontiguousarray(summed @ projection, dtype=np.float32)
 
@@ -474,6 +495,14 @@ def _top(scores: Any, k: int) -> list[int]:
         return [int(i) for i in np.argsort(-scores, kind="stable")]
     part = np.argpartition(-scores, k)[:k]
     return [int(i) for i in part[np.lexsort((part, -scores[part]))]]
+
+
+def _top_found(scores: Any, k: int) -> list[int]:
+    """:func:`_top` of the tools sharing a word with the query (a positive score): few of a large catalogue."""
+    import numpy as np
+
+    found = np.flatnonzero(scores > 0)
+    return [int(found[i]) for i in _top(scores[found], k)]
 
 
 def _document_vectors(embedder: Embedder, documents: list[str]) -> Any:
