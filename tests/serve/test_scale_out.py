@@ -187,6 +187,45 @@ async def _other_clients_add(url: str, folder: Path) -> None:
         assert [(r["status"], r["session"], r["value"]) for r in results] == [(200, None, 40 + i) for i in range(3)]
 
 
+@pytest.mark.parametrize("host_era", ["legacy", "auto"])
+async def test_stateless_refuses_a_backends_request_to_the_host_as_the_tools_error(
+    tmp_path: Path, host_era: str
+) -> None:
+    """A backend (a real stdio MCP server) asks for sampling, elicitation and roots during a call through a
+    ``--stateless`` gateway: the host, which offers all three, is never asked; each call that needed an answer
+    fails with an error naming its tool and saying ``--stateless`` has no back channel; a tool that handles the
+    refusal itself gets the same reason."""
+    from tests.serve.test_relay import ROOT, Host
+
+    backend = {
+        "name": "features",
+        "command": sys.executable,
+        "args": ["-m", "tests.servers.mcp_features"],
+        "cwd": str(ROOT),
+        "protocol": "legacy",
+    }
+    config = tmp_path / "asking.yaml"
+    config.write_text(json.dumps({"mcp_servers": [backend]}), encoding="utf-8")
+    host = Host()
+    async with replica(config, "asking.log", "--stateless") as (url, _):
+        with anyio.fail_after(60):
+            async with host.client(url, mode=host_era) as client:
+                asked = {"consult": "sampling", "greet": "elicitation", "folders": "roots"}
+                for tool, capability in asked.items():
+                    result = await client.call_tool(
+                        f"mcp_features_{tool}", {"question": "?"} if tool == "consult" else {}
+                    )
+                    assert result.is_error, result
+                    text = result.content[0].text  # type: ignore[union-attr]
+                    assert f"mcp://features.{tool} failed" in text
+                    assert "kavalai serve --stateless has no back channel to the host" in text
+                    assert f"'features' asked for {capability}" in text
+                handled = await client.call_tool("mcp_features_ask_model", {"question": "?"})
+                assert not handled.is_error
+                assert "--stateless has no back channel" in handled.content[0].text  # type: ignore[union-attr]
+    assert (host.sampled, host.elicited) == ([], [])
+
+
 def _initialize_params() -> dict[str, Any]:
     return {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
 

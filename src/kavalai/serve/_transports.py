@@ -103,7 +103,8 @@ async def serve_http(
         names: ``"prefixed"`` or ``"own"`` (see :func:`~kavalai.serve.build_mcp_server`).
         stateless: every request stands alone: no session id, nothing kept between requests, so replicas can sit
             behind any load balancer. A server-to-client request (sampling, elicitation) has no way back to the
-            client there and is refused by the MCP SDK (``NoBackChannelError``); notifications still flow.
+            client there: it is refused, and the call that needed it fails with an error saying that
+            ``kavalai serve --stateless`` has no back channel; notifications still flow.
         sock: a listening socket to serve on instead of ``host`` and ``port`` (a worker of ``--workers``); the
             caller owns it and closes it.
 
@@ -111,7 +112,7 @@ async def serve_http(
         ServerConnectionError: a server of the kernel cannot be connected (not with ``lazy``).
         OSError: the address cannot be listened on.
     """
-    server = build_mcp_server(kernel, allow=allow, deny=deny, name=name, lazy=lazy, names=names)
+    server = build_mcp_server(kernel, allow=allow, deny=deny, name=name, lazy=lazy, names=names, stateless=stateless)
     readiness = _Readiness()
     app = readiness.wrap(http_app(server, path=path, host=host, bearer_token=bearer_token, stateless=stateless))
     config = uvicorn.Config(app, log_level="warning", ws="none", lifespan="on", timeout_graceful_shutdown=1)
