@@ -270,6 +270,7 @@ async def test_readiness_is_503_until_the_kernel_is_connected_and_once_stopping(
         (["--stateless"], "--stateless needs --transport http"),
         (["--transport", "http", "--workers", "2"], "--workers needs --stateless"),
         (["--transport", "http", "--stateless", "--workers", "0"], "--workers 0: give 1 to 256"),
+        (["--transport", "http", "--stateless", "--workers", "2", "--worker-restarts", "-1"], "give 0 or more"),
     ],
 )
 def test_stateless_and_workers_need_http_and_workers_need_stateless(
@@ -304,6 +305,44 @@ async def test_workers_share_the_port_and_end_with_their_parent(config: Path) ->
         gone, alive = psutil.wait_procs(workers, timeout=20)
         assert alive == []
         assert len(gone) == 2
+
+
+async def test_a_dead_worker_is_replaced_until_the_restart_limit(config: Path) -> None:
+    """SIGKILL a worker: the parent starts another, and calls go on (none fails, the new worker answers some); kill
+    one again past ``--worker-restarts 1``: the parent stops the others and exits 1 saying why."""
+    options = ("--stateless", "--workers", "2", "--worker-restarts", "1")
+    log = config.parent / "restarts.log"
+    async with replica(config, log.name, *options) as (url, parent):
+        first = psutil.Process(parent.pid).children()
+        assert len(first) == 2
+        first[0].kill()
+        await wait_until(lambda: "started" in log.read_text(), timeout=60)
+        now = psutil.Process(parent.pid).children()
+        [new] = [worker.pid for worker in now if worker.pid not in {old.pid for old in first}]
+        assert sorted(worker.pid for worker in now) == sorted([first[1].pid, new])
+        answered: list[int] = []
+        with anyio.fail_after(120):
+            for _ in range(50):  # until the new worker, once ready, takes connections too
+                async with anyio.create_task_group() as group:
+                    for _ in range(4):
+                        group.start_soon(lambda: _answer_into(answered, url))
+                if new in answered:
+                    break
+        assert new in answered
+        assert set(answered) == {first[1].pid, new}  # every call answered (a failure raises), by the two alive
+        psutil.Process(new).kill()  # a second death: one more than --worker-restarts 1 allows
+        with anyio.fail_after(60):
+            await parent.wait()
+        assert parent.returncode == 1
+        _, alive = psutil.wait_procs([first[1]], timeout=30)
+        assert alive == []
+    text = log.read_text()
+    assert f"worker {first[0].pid} exited with status -9; starting another" in text
+    assert f"worker {new} exited with status -9; stopping the others: --worker-restarts allows 1 restart" in text
+
+
+async def _answer_into(answered: list[int], url: str) -> None:
+    answered.append(await _call(url, "python_pid"))
 
 
 # ------------------------------------------------------------------------------------------ a load balancer
