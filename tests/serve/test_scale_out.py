@@ -368,6 +368,56 @@ async def test_a_load_balancer_spreads_calls_and_routes_around_a_dead_replica(co
                 assert after == [survivor] * 4
 
 
+@pytest.mark.timeout(960)  # a first run may install haproxy (see above)
+async def test_a_sticky_load_balancer_keeps_each_session_on_the_replica_that_made_it(
+    config: Path, tmp_path: Path
+) -> None:
+    """Two stateful replicas (sessions, the default) behind HAProxy sticking on ``mcp-session-id``, and clients of
+    the handshake era (those of the 2026-07-28 era hold no session, any balancing serves them): every call of a
+    session reaches the replica that made it, and the sessions spread over both. The same replicas behind the same
+    balancer without stickiness: a session's requests reach the other replica, which does not know it."""
+    binary = haproxy_binary()
+    async with (
+        replica(config, "a.log") as (url_a, process_a),
+        replica(config, "b.log") as (url_b, process_b),
+    ):
+        backends = [_host_port(url_a), _host_port(url_b)]
+        (tmp_path / "sticky").mkdir()
+        async with haproxy(binary, backends, workdir=tmp_path / "sticky", sticky=True) as base:
+            with anyio.fail_after(120):
+                sessions = [await _session_pids(f"{base}/mcp") for _ in range(4)]
+        assert [len(set(pids)) for pids in sessions] == [1, 1, 1, 1]  # each session on one replica ...
+        assert {pids[0] for pids in sessions} == {process_a.pid, process_b.pid}  # ... and both replicas used
+        (tmp_path / "plain").mkdir()
+        async with haproxy(binary, backends, workdir=tmp_path / "plain") as base:
+            with anyio.fail_after(120):
+                lost = [await _session_pids(f"{base}/mcp", lost=True) for _ in range(2)]
+        assert lost == [None, None]  # without stickiness the session is lost at its second request
+
+
+async def _session_pids(url: str, *, lost: bool = False) -> list[int] | None:
+    """One SDK session of the handshake era (the 2026-07-28 era has no sessions) calling ``python_pid`` 4 times: the
+    pids that answered; with ``lost``, ``None`` when the session fails with "Session not found" (its request
+    reached a replica that did not make it)."""
+    try:
+        async with Client(url, mode="legacy") as client:
+            return [(await client.call_tool("python_pid", {})).structured_content["result"] for _ in range(4)]
+    except Exception as exc:
+        if lost and "Session not found" in repr(exc):
+            return None
+        raise
+
+
+def test_the_load_balancer_tests_skip_saying_why_where_haproxy_cannot_be_had(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where neither ``haproxy`` nor ``apt-get`` can be found (an empty ``PATH`` here), the tests above are skipped
+    with the reason, not failed and not run against nothing."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(pytest.skip.Exception, match="haproxy is not installed and cannot be: no apt-get, or not root"):
+        haproxy_binary()
+
+
 def _host_port(url: str) -> tuple[str, int]:
     host, port = url.removeprefix("http://").split("/")[0].rsplit(":", 1)
     return host, int(port)
