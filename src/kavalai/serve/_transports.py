@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kavalai._listen import listening_socket
 from kavalai.kernel import Kernel
+from kavalai.serve._quickack import QuickAckProtocol
 from kavalai.serve._server import build_mcp_server
 from kavalai.serve._tools import Naming
 
@@ -115,7 +116,9 @@ async def serve_http(
     server = build_mcp_server(kernel, allow=allow, deny=deny, name=name, lazy=lazy, names=names, stateless=stateless)
     readiness = _Readiness()
     app = readiness.wrap(http_app(server, path=path, host=host, bearer_token=bearer_token, stateless=stateless))
-    config = uvicorn.Config(app, log_level="warning", ws="none", lifespan="on", timeout_graceful_shutdown=1)
+    config = uvicorn.Config(
+        app, http=QuickAckProtocol, log_level="warning", ws="none", lifespan="on", timeout_graceful_shutdown=1
+    )
     with contextlib.nullcontext(sock) if sock is not None else _listening(host, port) as listening:
         async with _connected(kernel, lazy=lazy):
             readiness.ready = True
