@@ -112,12 +112,17 @@ async def replica(
             stdout=subprocess.DEVNULL,
             stderr=errlog,
             cwd=str(config.parent),
-            env={**os.environ, "PYTHONPATH": str(config.parent), **(env or {})},
+            env={**os.environ, "PYTHONPATH": _python_path(config.parent), **(env or {})},
         )
         try:
             yield await _announced_url(log, process), process
         finally:
             await stop(process)
+
+
+def _python_path(folder: Path) -> str:
+    """``folder`` (the tools' module) first on the replica's ``PYTHONPATH``, then what this process was given."""
+    return os.pathsep.join(part for part in (str(folder), os.environ.get("PYTHONPATH", "")) if part)
 
 
 async def _announced_url(log: Path, process: Process) -> str:
