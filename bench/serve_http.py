@@ -11,14 +11,18 @@ connection:
 - ``aiohttp``: a plain keep-alive aiohttp client speaking JSON-RPC (initialize, then ``tools/call`` POSTs with the
   session id, reading the SSE answer);
 - ``node``: node's ``fetch`` (undici, what the TypeScript SDK and so most MCP hosts use), when ``node`` is on PATH;
-  the node process times its own calls.
+  the node process times its own calls;
+- ``nagle``: a bare HTTP/1.1 client with Nagle's algorithm on that writes each request's headers and body apart:
+  without an immediate acknowledgement from the server, each call waits for its delayed ACK (40 ms or more).
 
 For each client and each number of sessions S (1 = sequential calls on one session; 8/32/128 sessions, each making
-calls one after another, all at once), the two servers are measured in alternating rounds (the order flips every
-round), so that load from other processes hits both alike. Printed per server: p50 and p99 latency of a call (all
-rounds pooled), calls per second (median of the rounds) and the server's CPU time per call (its process and
-children, user + system). Then ``kavalai serve --stateless`` with ``--workers 1`` and ``--workers 2`` at 32
-sessions (aiohttp), beside FastMCP stateless, with the CPU the load generator (this process) took.
+calls one after another, all at once), the servers take turns, the order flipping at each turn, so that the load
+of other processes on a shared machine hits them alike: every round, and with one session (sequential latency)
+every slice of 20 calls (``--slice``); node's client takes the turns within one process. Each session first makes
+20 calls unmeasured. Printed per server: p50 and p99 latency of a call (all slices pooled), calls per second (all
+calls over the time they took) and the server's CPU time per call (its process and children, user + system). Then
+``kavalai serve --stateless`` with ``--workers 1`` and ``--workers 2`` at 32 sessions (aiohttp), beside FastMCP
+stateless, with the CPU the load generator (this process) took.
 
 Targets (issue 40): sequential p50 at most 1.0x FastMCP's with every client; at 32 sessions at least 1.3x FastMCP's
 calls/s and a p99 no higher; ``--workers 2`` at least 1.3x one worker.
@@ -57,6 +61,8 @@ ACCEPT = "application/json, text/event-stream"
 #: server, closes a connection left idle while another server's round runs (a POST is not retried on one the
 #: server closed).
 _IDLE = 3.0
+#: Calls each session makes before the measured ones.
+_WARM_UP = 20
 TOOLS = '''
 def add(a: int, b: int) -> int:
     """Add two integers."""
@@ -79,39 +85,49 @@ mcp.run(transport="http", host="127.0.0.1", port=int(sys.argv[1]), show_banner=F
         stateless_http=sys.argv[2] == "stateless")
 """
 NODE = r"""
-const [url, tool, sessionsText, callsText, stateful] = process.argv.slice(2);
+const {servers, sessions, calls, slices} = JSON.parse(process.argv[2]);
 const headers = {"content-type": "application/json", accept: "application/json, text/event-stream"};
-async function post(body, session) {
+async function post(url, body, session) {
   const extra = session ? {"mcp-session-id": session} : {};
   const answer = await fetch(url, {method: "POST", headers: {...headers, ...extra}, body: JSON.stringify(body)});
   const text = await answer.text();
   if (answer.status >= 300) throw new Error(`HTTP ${answer.status}: ${text}`);
   return [answer.headers.get("mcp-session-id"), text];
 }
-async function open() {
-  if (stateful !== "stateful") return null;
+async function open(server) {
+  if (!server.stateful) return null;
   const init = {jsonrpc: "2.0", id: 0, method: "initialize", params: {protocolVersion: "2025-06-18",
                 capabilities: {}, clientInfo: {name: "bench", version: "1"}}};
-  const [session] = await post(init, null);
-  await post({jsonrpc: "2.0", method: "notifications/initialized"}, session);
+  const [session] = await post(server.url, init, null);
+  await post(server.url, {jsonrpc: "2.0", method: "notifications/initialized"}, session);
   return session;
 }
-const sessions = await Promise.all(Array.from({length: Number(sessionsText)}, open));
-const latencies = [];
+const opened = [];
+for (const server of servers) opened.push(await Promise.all(Array.from({length: sessions}, () => open(server))));
+const found = servers.map(() => ({latencies: [], seconds: 0}));
+let number = 0;
 const cpu = process.cpuUsage();
-const start = performance.now();
-await Promise.all(sessions.map(async (session) => {
-  for (let i = 0; i < Number(callsText); i++) {
-    const t = performance.now();
-    const [, text] = await post({jsonrpc: "2.0", id: i + 1, method: "tools/call",
-                                 params: {name: tool, arguments: {a: i, b: 1}}}, session);
-    if (!text.includes(`"result":${i + 1}`) && !text.includes(`"result": ${i + 1}`)) throw new Error(text);
-    latencies.push((performance.now() - t) / 1000);
+for (let slice = 0; slice < slices; slice++) {
+  const order = servers.map((_, index) => index);
+  if (slice % 2) order.reverse();
+  for (const index of order) {
+    const {url, tool} = servers[index];
+    const start = performance.now();
+    await Promise.all(opened[index].map(async (session) => {
+      for (let i = 0; i < calls; i++) {
+        const n = ++number;
+        const t = performance.now();
+        const [, text] = await post(url, {jsonrpc: "2.0", id: n, method: "tools/call",
+                                          params: {name: tool, arguments: {a: n, b: 1}}}, session);
+        if (!text.includes(`"result":${n + 1}`) && !text.includes(`"result": ${n + 1}`)) throw new Error(text);
+        found[index].latencies.push((performance.now() - t) / 1000);
+      }
+    }));
+    found[index].seconds += (performance.now() - start) / 1000;
   }
-}));
-const seconds = (performance.now() - start) / 1000;
+}
 const used = process.cpuUsage(cpu);
-console.log(JSON.stringify({latencies, seconds, cpu: (used.user + used.system) / 1e6}));
+console.log(JSON.stringify({found, cpu: (used.user + used.system) / 1e6}));
 """
 
 
@@ -251,6 +267,80 @@ async def _aiohttp_session(http: aiohttp.ClientSession, server: Server) -> Call:
 
 
 @contextlib.asynccontextmanager
+async def nagle_sessions(server: Server, count: int) -> AsyncIterator[list[Call]]:
+    """``count`` MCP sessions of a bare HTTP/1.1 client that leaves Nagle's algorithm on (no ``TCP_NODELAY``) and
+    writes each request's headers and body apart, as some HTTP clients do."""
+    connections = [_NagleConnection(server) for _ in range(count)]
+    try:
+        yield [await connection.session() for connection in connections]
+    finally:
+        for connection in connections:
+            connection.close()
+
+
+class _NagleConnection:
+    """One keep-alive connection (made again when the server closed it while idle) and its MCP session."""
+
+    def __init__(self, server: Server) -> None:
+        self._server = server
+        self._host, self._path = server.url.removeprefix("http://").split("/", 1)
+        self._headers = {"Host": self._host, "Accept": ACCEPT, "Content-Type": "application/json"}
+        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def session(self) -> Call:
+        if self._server.stateful:
+            params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}}
+            answered, _ = await self._post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params})
+            self._headers["mcp-session-id"] = answered["mcp-session-id"]
+            await self._post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        counter = iter(range(1, 1 << 62))
+
+        async def call() -> None:
+            number = next(counter)
+            params = {"name": self._server.tool, "arguments": {"a": number, "b": 1}}
+            _, text = await self._post({"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": params})
+            if f'"result":{number + 1}'.encode() not in text.replace(b" ", b""):
+                raise RuntimeError(f"unexpected answer: {text[:300]!r}")
+
+        return call
+
+    async def _post(self, body: dict[str, Any]) -> tuple[dict[str, str], bytes]:
+        if self._streams is None or self._streams[0].at_eof():
+            self.close()
+            host, port = self._host.rsplit(":", 1)
+            self._streams = await asyncio.open_connection(host, int(port))
+            self._streams[1].get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
+        reader, writer = self._streams
+        data = json.dumps(body).encode()
+        fields = {**self._headers, "Content-Length": len(data)}
+        head = "".join(f"{name}: {value}\r\n" for name, value in fields.items())
+        writer.write(f"POST /{self._path} HTTP/1.1\r\n{head}\r\n".encode())
+        await writer.drain()
+        writer.write(data)  # apart from the headers: Nagle holds it until they are acknowledged
+        await writer.drain()
+        return await _read_answer(reader)
+
+    def close(self) -> None:
+        if self._streams is not None:
+            self._streams[1].close()
+            self._streams = None
+
+
+async def _read_answer(reader: asyncio.StreamReader) -> tuple[dict[str, str], bytes]:
+    """An HTTP/1.1 answer's headers (lower-cased names) and body (chunked or with a length)."""
+    head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")[1:]
+    headers = {name.lower(): value.strip() for name, value in (line.split(":", 1) for line in head if line)}
+    if headers.get("transfer-encoding") != "chunked":
+        return headers, await reader.readexactly(int(headers.get("content-length", "0")))
+    body = b""
+    while size := int((await reader.readline()).strip(), 16):
+        body += await reader.readexactly(size)
+        await reader.readline()
+    await reader.readline()
+    return headers, body
+
+
+@contextlib.asynccontextmanager
 async def sdk_sessions(server: Server, count: int) -> AsyncIterator[list[Call]]:
     """``count`` sessions of the MCP SDK's client."""
     async with contextlib.AsyncExitStack() as stack:
@@ -289,19 +379,31 @@ async def run_python_clients(calls: Sequence[Call], per_session: int, server: Se
     return Sample(latencies, done / seconds, used / done, time.process_time() - cpu_client, seconds)
 
 
-async def run_node(node: str, script: Path, server: Server, sessions: int, per_session: int) -> Sample:
-    """The node client: ``sessions`` sessions (opened before the timing) making ``per_session`` calls each."""
-    cpu_server = server.cpu()
-    stateful = "stateful" if server.stateful else "stateless"
-    command = [node, str(script), server.url, server.tool, str(sessions), str(per_session), stateful]
+async def run_node(
+    node: str, script: Path, servers: Sequence[Server], sessions: int, per_slice: int, slices: int
+) -> list[Sample]:
+    """The node client: ``sessions`` sessions on each server (opened before the timing), then ``slices`` slices in
+    which the servers take turns (the order flipping every slice), each session making ``per_slice`` calls."""
+    cpu_servers = [server.cpu() for server in servers]
+    plan = {
+        "servers": [{"url": s.url, "tool": s.tool, "stateful": s.stateful} for s in servers],
+        "sessions": sessions,
+        "calls": per_slice,
+        "slices": slices,
+    }
+    command = [node, str(script), json.dumps(plan)]
     process = await asyncio.create_subprocess_exec(*command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = await process.communicate()
     if process.returncode != 0:
-        raise RuntimeError(f"node client failed against {server.name}: {err.decode(errors='replace')[-500:]}")
-    found = json.loads(out)
-    done = sessions * per_session
-    used = server.cpu() - cpu_server  # includes opening the sessions: a little above the calls alone
-    return Sample(found["latencies"], done / found["seconds"], used / done, found["cpu"], found["seconds"])
+        raise RuntimeError(f"node client failed: {err.decode(errors='replace')[-500:]}")
+    answer = json.loads(out)
+    done = sessions * per_slice * slices
+    samples = []
+    for server, before, found in zip(servers, cpu_servers, answer["found"], strict=True):
+        used = server.cpu() - before  # includes opening the sessions: a little above the calls alone
+        share = answer["cpu"] / len(servers)
+        samples.append(Sample(found["latencies"], done / found["seconds"], used / done, share, found["seconds"]))
+    return samples
 
 
 # --------------------------------------------------------------------------------------------------- measuring
@@ -317,44 +419,56 @@ class Figures:
 
 
 def summarize(samples: list[Sample]) -> Figures:
+    """Latency percentiles of every call pooled; calls/s and CPU per call over all the samples' calls and time."""
     pooled = sorted(latency for sample in samples for latency in sample.latencies)
     p99 = pooled[min(len(pooled) - 1, int(len(pooled) * 0.99))]
-    client_share = sum(s.client_cpu for s in samples) / sum(s.seconds for s in samples)
+    seconds = sum(s.seconds for s in samples)
+    calls = sum(s.calls_per_second * s.seconds for s in samples)
     return Figures(
         statistics.median(pooled) * 1000,
         p99 * 1000,
-        statistics.median(s.calls_per_second for s in samples),
-        statistics.median(s.server_cpu_per_call for s in samples) * 1000,
-        client_share,
+        calls / seconds,
+        sum(s.server_cpu_per_call * s.calls_per_second * s.seconds for s in samples) / calls * 1000,
+        sum(s.client_cpu for s in samples) / seconds,
     )
 
 
 async def compare(
-    client: str, sessions: int, servers: Sequence[Server], rounds: int, calls: int, node: tuple[str, Path] | None
+    client: str,
+    sessions: int,
+    servers: Sequence[Server],
+    rounds: int,
+    calls: int,
+    node: tuple[str, Path] | None,
+    slice_calls: int = 20,
 ) -> list[Figures]:
-    """Alternating rounds of ``client`` with ``sessions`` sessions against each server; figures per server."""
+    """``rounds`` rounds of ``calls`` calls of ``client`` with ``sessions`` sessions on each server, the servers
+    taking turns every round, or with one session every slice of ``slice_calls`` calls (the order flipping at each
+    turn), so that load from other processes hits them alike; figures per server."""
     per_session = max(5, calls // sessions)
+    per_slice = min(per_session, slice_calls) if sessions == 1 else per_session  # concurrency needs whole rounds
+    slices = max(1, per_session // per_slice)
     samples: list[list[Sample]] = [[] for _ in servers]
     async with contextlib.AsyncExitStack() as stack:
+        if client == "node":
+            assert node is not None
+            for _ in range(rounds):
+                for index, sample in enumerate(await run_node(*node, servers, sessions, per_slice, slices)):
+                    samples[index].append(sample)
+            return [summarize(found) for found in samples]
+        opener = {"aiohttp": aiohttp_sessions, "sdk": sdk_sessions, "nagle": nagle_sessions}[client]
         opened: list[list[Call]] = []
-        if client != "node":
-            opener = aiohttp_sessions if client == "aiohttp" else sdk_sessions
-            for server in servers:
-                opened.append(await stack.enter_async_context(opener(server, sessions)))
-                for call in opened[-1]:
-                    await call()  # warm up each session once
-        for round_number in range(rounds):
+        for server in servers:
+            opened.append(await stack.enter_async_context(opener(server, sessions)))
+            for call in opened[-1]:
+                for _ in range(_WARM_UP):
+                    await call()
+        for number in range(rounds * slices):
             order = list(range(len(servers)))
-            if round_number % 2:
+            if number % 2:
                 order.reverse()
             for index in order:
-                server = servers[index]
-                if client == "node":
-                    assert node is not None
-                    sample = await run_node(node[0], node[1], server, sessions, per_session)
-                else:
-                    sample = await run_python_clients(opened[index], per_session, server)
-                samples[index].append(sample)
+                samples[index].append(await run_python_clients(opened[index], per_slice, servers[index]))
     return [summarize(found) for found in samples]
 
 
@@ -373,9 +487,10 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--calls", type=int, default=400, help="calls a round (per server)")
+    parser.add_argument("--slice", type=int, default=20, help="calls a server makes before the other's turn")
     parser.add_argument("--sessions", default="1,8,32,128")
     parser.add_argument("--no-node", action="store_true")
-    parser.add_argument("--clients", default="aiohttp,sdk,node")
+    parser.add_argument("--clients", default="aiohttp,sdk,node,nagle")
     parser.add_argument("--part", choices=("all", "table", "workers"), default="all")
     args = parser.parse_args()
     node_binary = None if args.no_node else shutil.which("node")
@@ -400,7 +515,7 @@ async def main() -> None:
         async with kavalai_server(folder) as kavalai, fastmcp_server(folder) as peer:
             for client in clients if args.part != "workers" else ():
                 for sessions in levels:
-                    found = await compare(client, sessions, [kavalai, peer], args.rounds, args.calls, node)
+                    found = await compare(client, sessions, [kavalai, peer], args.rounds, args.calls, node, args.slice)
                     print(_row(f"{client:7} {sessions:3}", found), flush=True)
         if args.part == "table":
             return
@@ -411,7 +526,7 @@ async def main() -> None:
             kavalai_server(folder, "--stateless", "--workers", "2") as two,
             fastmcp_server(folder, stateless=True) as peer,
         ):
-            found = await compare("aiohttp", 32, [one, two, peer], args.rounds, args.calls, None)
+            found = await compare("aiohttp", 32, [one, two, peer], args.rounds, args.calls, None, args.slice)
         for label, figures in zip(("--workers 1", "--workers 2", "FastMCP"), found, strict=True):
             print(
                 f"{label:12} p50 {figures.p50_ms:6.2f} ms  p99 {figures.p99_ms:6.2f} ms  "

@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 GATE = ROOT / "src" / "kavalai" / "_listen.py"
 
 
-def _accepted_socket_nodelay(server: tuple[str, int], client: tuple[str, int]) -> int:
-    """``TCP_NODELAY`` of the server-side socket of the connection from ``client`` to ``server`` (in this
-    process: the servers under test run on its loop or in its threads)."""
+def accepted_socket_option(server: tuple[str, int], client: tuple[str, int], option: int = socket.TCP_NODELAY) -> int:
+    """The TCP ``option`` (``TCP_NODELAY`` by default) of the server-side socket of the connection from ``client``
+    to ``server`` (in this process: the servers under test run on its loop or in its threads)."""
     for name in os.listdir("/proc/self/fd"):
         with contextlib.suppress(OSError):
             if not os.readlink(f"/proc/self/fd/{name}").startswith("socket:"):
@@ -41,7 +41,7 @@ def _accepted_socket_nodelay(server: tuple[str, int], client: tuple[str, int]) -
                 if sock.type != socket.SOCK_STREAM or sock.getsockname()[:2] != server:
                     continue
                 if sock.getpeername()[:2] == client:
-                    return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+                    return sock.getsockopt(socket.IPPROTO_TCP, option)
     raise AssertionError(f"no accepted connection {client} -> {server} in this process")
 
 
@@ -56,7 +56,7 @@ async def _nodelay_of_a_request(base_url: str, path: str = "/") -> int:
         await writer.drain()
         assert (await asyncio.wait_for(reader.read(12), 10)).startswith(b"HTTP/1.1")
         client = writer.get_extra_info("sockname")[:2]
-        return await asyncio.to_thread(_accepted_socket_nodelay, (host, int(port)), client)
+        return await asyncio.to_thread(accepted_socket_option, (host, int(port)), client)
     finally:
         writer.close()
         await writer.wait_closed()

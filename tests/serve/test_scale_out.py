@@ -112,12 +112,17 @@ async def replica(
             stdout=subprocess.DEVNULL,
             stderr=errlog,
             cwd=str(config.parent),
-            env={**os.environ, "PYTHONPATH": str(config.parent), **(env or {})},
+            env={**os.environ, "PYTHONPATH": _python_path(config.parent), **(env or {})},
         )
         try:
             yield await _announced_url(log, process), process
         finally:
             await stop(process)
+
+
+def _python_path(folder: Path) -> str:
+    """``folder`` (the tools' module) first on the replica's ``PYTHONPATH``, then what this process was given."""
+    return os.pathsep.join(part for part in (str(folder), os.environ.get("PYTHONPATH", "")) if part)
 
 
 async def _announced_url(log: Path, process: Process) -> str:
@@ -187,6 +192,45 @@ async def _other_clients_add(url: str, folder: Path) -> None:
         assert [(r["status"], r["session"], r["value"]) for r in results] == [(200, None, 40 + i) for i in range(3)]
 
 
+@pytest.mark.parametrize("host_era", ["legacy", "auto"])
+async def test_stateless_refuses_a_backends_request_to_the_host_as_the_tools_error(
+    tmp_path: Path, host_era: str
+) -> None:
+    """A backend (a real stdio MCP server) asks for sampling, elicitation and roots during a call through a
+    ``--stateless`` gateway: the host, which offers all three, is never asked; each call that needed an answer
+    fails with an error naming its tool and saying ``--stateless`` has no back channel; a tool that handles the
+    refusal itself gets the same reason."""
+    from tests.serve.test_relay import ROOT, Host
+
+    backend = {
+        "name": "features",
+        "command": sys.executable,
+        "args": ["-m", "tests.servers.mcp_features"],
+        "cwd": str(ROOT),
+        "protocol": "legacy",
+    }
+    config = tmp_path / "asking.yaml"
+    config.write_text(json.dumps({"mcp_servers": [backend]}), encoding="utf-8")
+    host = Host()
+    async with replica(config, "asking.log", "--stateless") as (url, _):
+        with anyio.fail_after(60):
+            async with host.client(url, mode=host_era) as client:
+                asked = {"consult": "sampling", "greet": "elicitation", "folders": "roots"}
+                for tool, capability in asked.items():
+                    result = await client.call_tool(
+                        f"mcp_features_{tool}", {"question": "?"} if tool == "consult" else {}
+                    )
+                    assert result.is_error, result
+                    text = result.content[0].text  # type: ignore[union-attr]
+                    assert f"mcp://features.{tool} failed" in text
+                    assert "kavalai serve --stateless has no back channel to the host" in text
+                    assert f"'features' asked for {capability}" in text
+                handled = await client.call_tool("mcp_features_ask_model", {"question": "?"})
+                assert not handled.is_error
+                assert "--stateless has no back channel" in handled.content[0].text  # type: ignore[union-attr]
+    assert (host.sampled, host.elicited) == ([], [])
+
+
 def _initialize_params() -> dict[str, Any]:
     return {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
 
@@ -231,6 +275,7 @@ async def test_readiness_is_503_until_the_kernel_is_connected_and_once_stopping(
         (["--stateless"], "--stateless needs --transport http"),
         (["--transport", "http", "--workers", "2"], "--workers needs --stateless"),
         (["--transport", "http", "--stateless", "--workers", "0"], "--workers 0: give 1 to 256"),
+        (["--transport", "http", "--stateless", "--workers", "2", "--worker-restarts", "-1"], "give 0 or more"),
     ],
 )
 def test_stateless_and_workers_need_http_and_workers_need_stateless(
@@ -267,6 +312,44 @@ async def test_workers_share_the_port_and_end_with_their_parent(config: Path) ->
         assert len(gone) == 2
 
 
+async def test_a_dead_worker_is_replaced_until_the_restart_limit(config: Path) -> None:
+    """SIGKILL a worker: the parent starts another, and calls go on (none fails, the new worker answers some); kill
+    one again past ``--worker-restarts 1``: the parent stops the others and exits 1 saying why."""
+    options = ("--stateless", "--workers", "2", "--worker-restarts", "1")
+    log = config.parent / "restarts.log"
+    async with replica(config, log.name, *options) as (url, parent):
+        first = psutil.Process(parent.pid).children()
+        assert len(first) == 2
+        first[0].kill()
+        await wait_until(lambda: "started" in log.read_text(), timeout=60)
+        now = psutil.Process(parent.pid).children()
+        [new] = [worker.pid for worker in now if worker.pid not in {old.pid for old in first}]
+        assert sorted(worker.pid for worker in now) == sorted([first[1].pid, new])
+        answered: list[int] = []
+        with anyio.fail_after(120):
+            for _ in range(50):  # until the new worker, once ready, takes connections too
+                async with anyio.create_task_group() as group:
+                    for _ in range(4):
+                        group.start_soon(lambda: _answer_into(answered, url))
+                if new in answered:
+                    break
+        assert new in answered
+        assert set(answered) == {first[1].pid, new}  # every call answered (a failure raises), by the two alive
+        psutil.Process(new).kill()  # a second death: one more than --worker-restarts 1 allows
+        with anyio.fail_after(60):
+            await parent.wait()
+        assert parent.returncode == 1
+        _, alive = psutil.wait_procs([first[1]], timeout=30)
+        assert alive == []
+    text = log.read_text()
+    assert f"worker {first[0].pid} exited with status -9; starting another" in text
+    assert f"worker {new} exited with status -9; stopping the others: --worker-restarts allows 1 restart" in text
+
+
+async def _answer_into(answered: list[int], url: str) -> None:
+    answered.append(await _call(url, "python_pid"))
+
+
 # ------------------------------------------------------------------------------------------ a load balancer
 
 
@@ -288,6 +371,56 @@ async def test_a_load_balancer_spreads_calls_and_routes_around_a_dead_replica(co
                 with anyio.fail_after(60):  # new calls: only the survivor answers
                     after = [await _raw_call(http, url, "python_pid") for _ in range(4)]
                 assert after == [survivor] * 4
+
+
+@pytest.mark.timeout(960)  # a first run may install haproxy (see above)
+async def test_a_sticky_load_balancer_keeps_each_session_on_the_replica_that_made_it(
+    config: Path, tmp_path: Path
+) -> None:
+    """Two stateful replicas (sessions, the default) behind HAProxy sticking on ``mcp-session-id``, and clients of
+    the handshake era (those of the 2026-07-28 era hold no session, any balancing serves them): every call of a
+    session reaches the replica that made it, and the sessions spread over both. The same replicas behind the same
+    balancer without stickiness: a session's requests reach the other replica, which does not know it."""
+    binary = haproxy_binary()
+    async with (
+        replica(config, "a.log") as (url_a, process_a),
+        replica(config, "b.log") as (url_b, process_b),
+    ):
+        backends = [_host_port(url_a), _host_port(url_b)]
+        (tmp_path / "sticky").mkdir()
+        async with haproxy(binary, backends, workdir=tmp_path / "sticky", sticky=True) as base:
+            with anyio.fail_after(120):
+                sessions = [await _session_pids(f"{base}/mcp") for _ in range(4)]
+        assert [len(set(pids)) for pids in sessions] == [1, 1, 1, 1]  # each session on one replica ...
+        assert {pids[0] for pids in sessions} == {process_a.pid, process_b.pid}  # ... and both replicas used
+        (tmp_path / "plain").mkdir()
+        async with haproxy(binary, backends, workdir=tmp_path / "plain") as base:
+            with anyio.fail_after(120):
+                lost = [await _session_pids(f"{base}/mcp", lost=True) for _ in range(2)]
+        assert lost == [None, None]  # without stickiness the session is lost at its second request
+
+
+async def _session_pids(url: str, *, lost: bool = False) -> list[int] | None:
+    """One SDK session of the handshake era (the 2026-07-28 era has no sessions) calling ``python_pid`` 4 times: the
+    pids that answered; with ``lost``, ``None`` when the session fails with "Session not found" (its request
+    reached a replica that did not make it)."""
+    try:
+        async with Client(url, mode="legacy") as client:
+            return [(await client.call_tool("python_pid", {})).structured_content["result"] for _ in range(4)]
+    except Exception as exc:
+        if lost and "Session not found" in repr(exc):
+            return None
+        raise
+
+
+def test_the_load_balancer_tests_skip_saying_why_where_haproxy_cannot_be_had(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where neither ``haproxy`` nor ``apt-get`` can be found (an empty ``PATH`` here), the tests above are skipped
+    with the reason, not failed and not run against nothing."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(pytest.skip.Exception, match="haproxy is not installed and cannot be: no apt-get, or not root"):
+        haproxy_binary()
 
 
 def _host_port(url: str) -> tuple[str, int]:

@@ -5,11 +5,15 @@ Usage::
     binary = haproxy_binary()            # installs the package with apt-get when missing; skips the test if it can't
     async with haproxy(binary, [("127.0.0.1", 8001), ("127.0.0.1", 8002)]) as url:
         ...                              # url: "http://127.0.0.1:<port>", balancing each request round robin
+    async with haproxy(binary, backends, sticky=True) as url:
+        ...                              # each MCP session kept to the backend that made it
 
 How it behaves:
 - The backends are health-checked at ``GET /readyz`` every 100 ms; three failed checks in a row (a loaded machine
   may miss one) take a backend out, so a replica that died soon gets no new requests.
 - Every HTTP request is balanced on its own (HAProxy's HTTP mode), even on one keep-alive client connection.
+- ``sticky=True``: a request carrying an ``mcp-session-id`` goes to the backend whose answer gave that id (a stick
+  table learns it from the response header); a request without one is balanced round robin.
 - A request already sent to a backend is never retried elsewhere (it may have had its effect): a backend that dies
   under it answers the client 502 or cuts the response. A connection a backend refuses (the request never reached
   it) is redispatched once to another.
@@ -63,7 +67,13 @@ def _free_port() -> int:
         return port
 
 
-def _config(port: int, backends: Sequence[tuple[str, int]]) -> str:
+_STICKY = """  stick-table type string len 128 size 10k expire 30m
+  stick on req.hdr(mcp-session-id)
+  stick store-response res.hdr(mcp-session-id)
+"""
+
+
+def _config(port: int, backends: Sequence[tuple[str, int]], *, sticky: bool) -> str:
     servers = "\n".join(
         f"  server r{index} {host}:{backend_port} check inter 100ms fall 3 rise 1"
         for index, (host, backend_port) in enumerate(backends)
@@ -84,16 +94,19 @@ frontend mcp
 backend replicas
   balance roundrobin
   option httpchk GET /readyz
-{servers}
+{_STICKY if sticky else ""}{servers}
 """
 
 
 @contextlib.asynccontextmanager
-async def haproxy(binary: str, backends: Sequence[tuple[str, int]], *, workdir: Path) -> AsyncIterator[str]:
-    """HAProxy balancing ``backends`` on a free 127.0.0.1 port for the block; yields its base URL."""
+async def haproxy(
+    binary: str, backends: Sequence[tuple[str, int]], *, workdir: Path, sticky: bool = False
+) -> AsyncIterator[str]:
+    """HAProxy balancing ``backends`` on a free 127.0.0.1 port for the block (``sticky``: sessions kept to their
+    backend); yields its base URL."""
     port = _free_port()
     config = workdir / "haproxy.cfg"
-    config.write_text(_config(port, backends), encoding="utf-8")
+    config.write_text(_config(port, backends, sticky=sticky), encoding="utf-8")
     with (workdir / "haproxy.log").open("wb") as log:
         process = await anyio.open_process(
             [binary, "-db", "-f", str(config)], stdin=subprocess.DEVNULL, stdout=log, stderr=log

@@ -4,10 +4,14 @@ The parent makes the listening socket (through the one gate, ``kavalai._listen``
 ``python -m kavalai.cli._serve`` with the same options that inherits the socket: the operating system hands each
 new connection to a worker waiting in ``accept``. Every worker builds its own kernel from the configuration.
 
-The parent owns the workers. It says it is serving once every worker has reported ready (a byte on a pipe), and
-stops them all when it gets SIGINT or SIGTERM or when one of them exits: SIGTERM, then SIGKILL after a grace period.
-Each worker also holds the read end of a *lifeline* pipe whose write end only the parent has: if the parent dies
-(even by SIGKILL) the pipe ends and each worker stops as on SIGTERM, so nothing outlives it.
+The parent owns the workers. It says it is serving once every worker has reported ready (a byte on a pipe of its
+own); a worker that exits before that stops them all (exit 1: the configuration cannot be served). A worker that
+exits after is replaced by a new one, after a backoff that doubles with each restart in the last
+:data:`RESTART_WINDOW` seconds; one exit more than ``--worker-restarts`` allows in that window stops them all (exit
+1, the message saying why), so a supervisor above sees a crash loop rather than a server that never serves. SIGINT
+or SIGTERM stops them all too (exit 0): SIGTERM, then SIGKILL after a grace period. Each worker also holds the read
+end of a *lifeline* pipe whose write end only the parent has: if the parent dies (even by SIGKILL) the pipe ends
+and each worker stops as on SIGTERM, so nothing outlives it.
 
 Workers need ``--stateless``: a session lives in one process, and a client's next connection may reach another.
 """
@@ -23,7 +27,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from kavalai._listen import listening_socket
 
@@ -37,6 +41,15 @@ _MAX_WORKERS = 256
 #: Seconds a worker has to stop after SIGTERM (requests in flight finish) before it is killed.
 STOP_GRACE = 10.0
 
+#: The span of time, in seconds, over which ``--worker-restarts`` counts restarts.
+RESTART_WINDOW = 300.0
+
+#: Seconds before the first restart in the window; each further one waits twice as long, at most RESTART_MAX_DELAY.
+RESTART_DELAY = 0.25
+RESTART_MAX_DELAY = 8.0
+
+_DEFAULT_RESTARTS = 5
+
 
 def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--workers`` and the hidden ``--worker-fds``."""
@@ -46,6 +59,14 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
         default=1,
         metavar="N",
         help="HTTP with --stateless: N processes serving the same port, each with its own kernel (default: 1)",
+    )
+    parser.add_argument(
+        "--worker-restarts",
+        type=int,
+        default=_DEFAULT_RESTARTS,
+        metavar="N",
+        help=f"with --workers: dead workers replaced at most N times in {RESTART_WINDOW:.0f} s; one more death stops "
+        f"the server with exit status 1 (default: {_DEFAULT_RESTARTS})",
     )
     parser.add_argument(WORKER_FDS, dest="worker_fds", default=None, help=argparse.SUPPRESS)
 
@@ -60,6 +81,8 @@ def workers_usage_error(args: argparse.Namespace) -> str | None:
         return "--workers needs --transport http"
     if not args.stateless:
         return "--workers needs --stateless: a session lives in one worker, and the next request may reach another"
+    if args.worker_restarts < 0:
+        return f"--worker-restarts {args.worker_restarts}: give 0 or more"
     return None
 
 
@@ -102,89 +125,183 @@ def _worker_command(args: argparse.Namespace) -> list[str]:
 
 
 async def run_workers(args: argparse.Namespace, err: TextIO) -> int:
-    """Serve with ``args.workers`` workers until SIGINT or SIGTERM (exit 0) or until a worker exits (exit 1)."""
+    """Serve with ``args.workers`` workers until SIGINT or SIGTERM (exit 0), or until a worker exits before all are
+    ready or more often than ``args.worker_restarts`` allows (exit 1)."""
     try:
         sock = listening_socket(args.host, args.port)
     except OSError as exc:
         print(f"kavalai serve: cannot listen on {args.host}:{args.port}: {exc}", file=err)
         return 1
     lifeline_read, lifeline_write = os.pipe()
-    ready_read, ready_write = os.pipe()
-    fds = (sock.fileno(), lifeline_read, ready_write)
-    workers: list[asyncio.subprocess.Process] = []
+    pool = _Pool(_worker_command(args), sock.fileno(), lifeline_read)
     try:
-        for _ in range(args.workers):
-            workers.append(
-                await asyncio.create_subprocess_exec(
-                    *_worker_command(args),
-                    WORKER_FDS,
-                    ",".join(map(str, fds)),
-                    pass_fds=fds,
-                    stdin=subprocess.DEVNULL,
-                )
-            )
-        os.close(lifeline_read)
-        os.close(ready_write)
-        lifeline_read = ready_write = -1
-        return await _supervise(workers, ready_read, _endpoint(sock, args.path), args.config, err)
+        supervisor = _Supervisor(pool, args.worker_restarts, err)
+        return await supervisor.run(args.workers, _endpoint(sock, args.path), args.config)
     finally:
-        for fd in (lifeline_read, ready_write, lifeline_write, ready_read):
-            if fd >= 0:
-                os.close(fd)  # the lifeline's end: every worker stops
-        await _stop(workers)
+        os.close(lifeline_read)
+        os.close(lifeline_write)  # the lifeline's end: every worker stops
+        await pool.stop()
         sock.close()
 
 
-async def _supervise(
-    workers: list[asyncio.subprocess.Process], ready_fd: int, url: str, config: str, err: TextIO
-) -> int:
-    loop = asyncio.get_running_loop()
-    stopped = asyncio.Event()
-    signals: list[int] = []
+class _Worker:
+    """One worker process, and the read end of the pipe on which it says it is ready (closed by :meth:`close`)."""
 
-    def on_signal(signum: int) -> None:
-        signals.append(signum)
-        stopped.set()
+    def __init__(self, process: asyncio.subprocess.Process, ready_fd: int) -> None:
+        self.process = process
+        self._pipe = os.fdopen(ready_fd, "rb", buffering=0)
+        self.exited = asyncio.ensure_future(process.wait())
+        self.ready = asyncio.ensure_future(_ready(self._pipe))
 
-    installed = _install(loop, on_signal)
-    exits = {asyncio.ensure_future(worker.wait()): worker for worker in workers}
-    stop = asyncio.ensure_future(stopped.wait())
-    ready = asyncio.ensure_future(_all_ready(ready_fd, len(workers)))
-    try:
-        done, _ = await asyncio.wait([ready, stop, *exits], return_when=asyncio.FIRST_COMPLETED)
-        if ready in done and ready.result():
-            print(f"kavalai serve: {len(workers)} workers serving the tools of {config} at {url}", file=err, flush=True)
-            done, _ = await asyncio.wait([stop, *exits], return_when=asyncio.FIRST_COMPLETED)
-        if signals:
-            print(f"kavalai serve: stopped ({signal.Signals(signals[0]).name})", file=err, flush=True)
-            return 0
-        gone = next((exits[task] for task in exits if task.done()), None)
-        what = f"worker {gone.pid} exited with status {gone.returncode}" if gone else "a worker never became ready"
-        print(f"kavalai serve: {what}; stopping the others", file=err, flush=True)
-        return 1
-    finally:
-        for signum in installed:
-            loop.remove_signal_handler(signum)
-        tasks = [ready, stop, *exits]
-        for task in tasks:
+    def describe(self) -> str:
+        """``worker PID exited with status N`` (or ``... is running``)."""
+        code = self.process.returncode
+        return f"worker {self.process.pid} " + ("is running" if code is None else f"exited with status {code}")
+
+    async def close(self) -> None:
+        """End the tasks watching the process (not the process) and the pipe."""
+        for task in (self.exited, self.ready):
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(self.exited, self.ready, return_exceptions=True)
+        self._pipe.close()
 
 
-async def _all_ready(fd: int, expected: int) -> bool:
-    """``True`` once ``expected`` ready bytes came, ``False`` if every worker closed the pipe first."""
+class _Pool:
+    """The workers running now: started with the listening socket and the lifeline, stopped all together."""
+
+    def __init__(self, command: list[str], listen_fd: int, lifeline_fd: int) -> None:
+        self._command = command
+        self._fds = (listen_fd, lifeline_fd)
+        self.workers: list[_Worker] = []
+
+    async def start(self) -> _Worker:
+        """Start one more worker."""
+        ready_read, ready_write = os.pipe()
+        fds = (*self._fds, ready_write)
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *self._command, WORKER_FDS, ",".join(map(str, fds)), pass_fds=fds, stdin=subprocess.DEVNULL
+            )
+        except BaseException:
+            os.close(ready_read)
+            raise
+        finally:
+            os.close(ready_write)  # the worker's copy is the only one left: its exit ends the pipe
+        worker = _Worker(process, ready_read)
+        self.workers.append(worker)
+        return worker
+
+    async def forget(self, gone: _Worker) -> None:
+        """Forget a worker that has exited."""
+        self.workers.remove(gone)
+        await gone.close()
+
+    async def stop(self) -> None:
+        """Stop every worker (see :func:`_stop`) and end what watches them."""
+        await _stop([worker.process for worker in self.workers])
+        for worker in self.workers:
+            await worker.close()
+
+
+class _Supervisor:
+    """Starts the workers, waits until they are all ready, then replaces each one that exits, within the limit."""
+
+    def __init__(self, pool: _Pool, restarts: int, err: TextIO) -> None:
+        self._pool = pool
+        self._limit = restarts
+        self._err = err
+        self._restarted: list[float] = []  # when each restart in the window happened (the loop's clock)
+        self._stopped = asyncio.Event()
+        self._signal: int | None = None
+
+    async def run(self, count: int, url: str, config: str) -> int:
+        """Serve until a signal (0) or until the workers cannot be kept serving (1)."""
+        loop = asyncio.get_running_loop()
+        installed = _install(loop, self._on_signal)
+        stop = asyncio.ensure_future(self._stopped.wait())
+        try:
+            for _ in range(count):
+                await self._pool.start()
+            if not await self._all_ready(stop):
+                return self._ended() if self._signal is not None else self._never_ready()
+            self._say(f"{count} workers serving the tools of {config} at {url}")
+            while True:
+                await asyncio.wait(
+                    [stop, *(worker.exited for worker in self._pool.workers)], return_when=asyncio.FIRST_COMPLETED
+                )
+                if self._signal is not None:
+                    return self._ended()
+                gone = next(worker for worker in self._pool.workers if worker.exited.done())
+                if not await self._replace(gone, stop):
+                    return self._ended() if self._signal is not None else 1
+        finally:
+            for signum in installed:
+                loop.remove_signal_handler(signum)
+            stop.cancel()
+            await asyncio.gather(stop, return_exceptions=True)
+
+    async def _all_ready(self, stop: asyncio.Future[Any]) -> bool:
+        workers = self._pool.workers
+        ready = asyncio.ensure_future(asyncio.gather(*(worker.ready for worker in workers)))
+        try:
+            await asyncio.wait(
+                [ready, stop, *(worker.exited for worker in workers)], return_when=asyncio.FIRST_COMPLETED
+            )
+            return ready.done() and all(ready.result()) and self._signal is None
+        finally:
+            ready.cancel()  # the gather only: each worker's own ready task stays with it
+            await asyncio.gather(ready, return_exceptions=True)
+
+    async def _replace(self, gone: _Worker, stop: asyncio.Future[Any]) -> bool:
+        """Start a worker in place of ``gone`` after the backoff; ``False`` when the limit is reached (said on
+        stderr) or a signal came during the backoff."""
+        exited = gone.describe()
+        await self._pool.forget(gone)
+        now = asyncio.get_running_loop().time()
+        self._restarted = [when for when in self._restarted if now - when < RESTART_WINDOW]
+        if len(self._restarted) >= self._limit:
+            allowed = f"{self._limit} restart{'' if self._limit == 1 else 's'} in {RESTART_WINDOW:.0f} s"
+            self._say(f"{exited}; stopping the others: --worker-restarts allows {allowed}")
+            return False
+        self._restarted.append(now)
+        delay = min(RESTART_DELAY * 2 ** (len(self._restarted) - 1), RESTART_MAX_DELAY)
+        self._say(f"{exited}; starting another in {delay:g} s (restart {len(self._restarted)} of {self._limit})")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(stop), delay)
+        if self._signal is not None:
+            return False
+        worker = await self._pool.start()
+        self._say(f"worker {worker.process.pid} started")
+        return True
+
+    def _never_ready(self) -> int:
+        gone = [worker.describe() for worker in self._pool.workers if worker.exited.done()]
+        self._say(f"{gone[0] if gone else 'a worker never became ready'}; stopping the others")
+        return 1
+
+    def _on_signal(self, signum: int) -> None:
+        if self._signal is None:
+            self._signal = signum
+        self._stopped.set()
+
+    def _ended(self) -> int:
+        self._say(f"stopped ({signal.Signals(self._signal or signal.SIGTERM).name})")
+        return 0
+
+    def _say(self, message: str) -> None:
+        print(f"kavalai serve: {message}", file=self._err, flush=True)
+
+
+async def _ready(pipe: BinaryIO) -> bool:
+    """``True`` once the worker's ready byte came, ``False`` when it closed the pipe first."""
     reader = asyncio.StreamReader()
-    pipe = os.fdopen(fd, "rb", buffering=0, closefd=False)  # the fd is closed by run_workers
     transport, _ = await asyncio.get_running_loop().connect_read_pipe(
         lambda: asyncio.StreamReaderProtocol(reader), pipe
     )
     try:
-        await reader.readexactly(expected)
-    except asyncio.IncompleteReadError:
-        return False
+        return await reader.read(1) == b"1"
     finally:
         transport.close()
-    return True
 
 
 async def _stop(workers: list[asyncio.subprocess.Process]) -> None:

@@ -11,6 +11,8 @@
 - A changed list (tools, resources, prompts) is told to every host; a changed resource to the hosts subscribed to it.
 
 A host is known from its first request; one whose connection has gone is forgotten at the first send that fails.
+Served ``stateless`` (``kavalai serve --stateless``), a request has no way back to the host: every server request is
+refused at once with an error saying so, which the server's failing tool passes on to the host.
 """
 
 from __future__ import annotations
@@ -62,10 +64,12 @@ class HostSessions:
 
     Args:
         served_uri: a resource's URI as served, from its server's name and own URI (for ``resources/updated``).
+        stateless: served without sessions: the servers' requests are refused (no back channel to a host).
     """
 
-    def __init__(self, served_uri: Callable[[str, str], str]) -> None:
+    def __init__(self, served_uri: Callable[[str, str], str], *, stateless: bool = False) -> None:
         self._served_uri = served_uri
+        self._stateless = stateless
         self._hosts: weakref.WeakKeyDictionary[object, _Host] = weakref.WeakKeyDictionary()
         self._calls: list[_Call] = []
 
@@ -168,6 +172,8 @@ class HostSessions:
     # ----------------------------------------------------------------------------------- helpers
 
     async def _ask(self, server: str, capability: str, request: Any, result_type: type[Any]) -> Any:
+        if self._stateless:
+            return _refusal(no_back_channel(server, capability))
         hosts = {id(call.host): call for call in self._calls if call.server == server}
         if len(hosts) != 1:
             why = "no call of a host is in flight on it" if not hosts else f"calls of {len(hosts)} hosts are in flight"
@@ -204,6 +210,14 @@ def _connection_of(session: ServerSession) -> object:
 
 def _wants(host: _Host, level: str) -> bool:
     return host.level is None or _ORDER.index(level) >= _ORDER.index(host.level)
+
+
+def no_back_channel(server: str, capability: str) -> str:
+    """Why a server's request cannot reach the host of a stateless gateway."""
+    return (
+        f"kavalai serve --stateless has no back channel to the host: the MCP server {server!r} asked for "
+        f"{capability}, which only a session can carry (serve without --stateless for tools that ask the host)"
+    )
 
 
 def _refusal(message: str) -> types.ErrorData:

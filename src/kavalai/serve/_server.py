@@ -39,6 +39,7 @@ def build_mcp_server(
     instructions: str | None = None,
     lazy: bool = False,
     names: Naming = "prefixed",
+    stateless: bool = False,
 ) -> Server[Any]:
     """An MCP server offering ``kernel``'s tools (``python://``, ``rest://`` and ``mcp://`` alike).
 
@@ -63,6 +64,8 @@ def build_mcp_server(
             not before; a server that cannot be reached then is logged and its tools left out.
         names: ``"prefixed"`` (``python_fs_ls``, ``mcp_github_search``) or ``"own"`` (``fs.ls``, ``search``:
             refused with :class:`~kavalai.errors.ConfigurationError` when two would share a name).
+        stateless: served without sessions (``serve_http(stateless=True)``): an MCP server's sampling, elicitation
+            or roots request is refused with an error saying ``kavalai serve --stateless`` has no back channel.
     """
     tools = ExposedTools(kernel, allow=allow, deny=deny, names=names)
     connecting = _LazyConnect(kernel) if lazy else None
@@ -71,7 +74,7 @@ def build_mcp_server(
     hosts: HostSessions | None = None
     if adapter is not None:  # the MCP servers' logging, resources, prompts and requests are relayed too
         catalog = ServedCatalog(adapter, served_servers(adapter, tools), names)
-        hosts = HostSessions(catalog.served_uri)
+        hosts = HostSessions(catalog.served_uri, stateless=stateless)
         adapter.relay_to(hosts)
         relayed = relayed_handlers(adapter, tools, hosts, catalog, connecting or _connected)
 

@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kavalai._listen import listening_socket
 from kavalai.kernel import Kernel
+from kavalai.serve._quickack import QuickAckProtocol
 from kavalai.serve._server import build_mcp_server
 from kavalai.serve._tools import Naming
 
@@ -103,7 +104,8 @@ async def serve_http(
         names: ``"prefixed"`` or ``"own"`` (see :func:`~kavalai.serve.build_mcp_server`).
         stateless: every request stands alone: no session id, nothing kept between requests, so replicas can sit
             behind any load balancer. A server-to-client request (sampling, elicitation) has no way back to the
-            client there and is refused by the MCP SDK (``NoBackChannelError``); notifications still flow.
+            client there: it is refused, and the call that needed it fails with an error saying that
+            ``kavalai serve --stateless`` has no back channel; notifications still flow.
         sock: a listening socket to serve on instead of ``host`` and ``port`` (a worker of ``--workers``); the
             caller owns it and closes it.
 
@@ -111,10 +113,12 @@ async def serve_http(
         ServerConnectionError: a server of the kernel cannot be connected (not with ``lazy``).
         OSError: the address cannot be listened on.
     """
-    server = build_mcp_server(kernel, allow=allow, deny=deny, name=name, lazy=lazy, names=names)
+    server = build_mcp_server(kernel, allow=allow, deny=deny, name=name, lazy=lazy, names=names, stateless=stateless)
     readiness = _Readiness()
     app = readiness.wrap(http_app(server, path=path, host=host, bearer_token=bearer_token, stateless=stateless))
-    config = uvicorn.Config(app, log_level="warning", ws="none", lifespan="on", timeout_graceful_shutdown=1)
+    config = uvicorn.Config(
+        app, http=QuickAckProtocol, log_level="warning", ws="none", lifespan="on", timeout_graceful_shutdown=1
+    )
     with contextlib.nullcontext(sock) if sock is not None else _listening(host, port) as listening:
         async with _connected(kernel, lazy=lazy):
             readiness.ready = True
