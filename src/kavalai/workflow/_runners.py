@@ -331,10 +331,15 @@ def _prompt_fit(env: NodeEnv, *, readable: bool) -> PromptFit | None:
 
 
 async def _render(source: str, variables: Mapping[str, Any], node: str, field: str, fit: PromptFit | None) -> str:
-    """A model node's template, each printed value fitted to the output budget when there is one."""
+    """A model node's template, each printed value fitted to the output budget when there is one, and the whole text
+    through the model-facing gate (bounded by the budget; whole when none is set, as a tool's result is)."""
+    from kavalai.agent.budget import model_prompt
+
     again = None if fit is None else fit.restart
     text = await render_metered(source, variables, node=node, field=field, fit=fit, again=again)
-    return text if fit is None else await fit.settle(text)
+    if fit is None:
+        return text
+    return model_prompt(fit.budget, node, await fit.settle(text), field)
 
 
 async def _run_agent(node: AgentNode, env: NodeEnv, record: NodeTrace) -> Any:
