@@ -24,7 +24,7 @@ from kavalai.workflow.kaval._runtime import (
     RagHit,
     as_text,
     context_of,
-    evaluate,
+    evaluate_async,
     plain,
     render,
     render_value,
@@ -270,7 +270,7 @@ class KavalBranch(NodeBase):
     async def execute(self, env: NodeEnv, record: NodeTrace) -> Outcome:
         """Evaluate the condition and choose the arm."""
         record.inputs = {"condition": self.condition}
-        value = bool(_evaluate(self.expression, self.runtime, env, node=self.id, field="condition"))
+        value = bool(await _evaluate(self.expression, self.runtime, env, node=self.id, field="condition"))
         return value, self.then if value else self.else_
 
 
@@ -296,7 +296,7 @@ class KavalSwitch(NodeBase):
     async def execute(self, env: NodeEnv, record: NodeTrace) -> Outcome:
         """Evaluate ``expr`` and choose the case."""
         record.inputs = {"expr": self.expr}
-        value = _evaluate(self.expression, self.runtime, env, node=self.id, field="expr")
+        value = await _evaluate(self.expression, self.runtime, env, node=self.id, field="expr")
         key = ("true" if value else "false") if isinstance(value, bool) else str(value)
         if key in self.cases:
             return value, self.cases[key]
@@ -310,8 +310,8 @@ class KavalSwitch(NodeBase):
         )
 
 
-def _evaluate(expression: Expression, runtime: KavalRuntime, env: NodeEnv, *, node: str, field: str) -> Any:
-    return evaluate(expression.source, context_of(env), node=node, field=field)
+async def _evaluate(expression: Expression, runtime: KavalRuntime, env: NodeEnv, *, node: str, field: str) -> Any:
+    return await evaluate_async(expression.source, context_of(env), node=node, field=field)
 
 
 class KavalRagStep(_Step):
