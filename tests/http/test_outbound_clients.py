@@ -130,3 +130,21 @@ def test_a_host_name_is_judged_by_its_addresses_at_connect() -> None:
     with pytest.raises(OutboundRefusedError, match="resolves to 169.254.169.254"):
         outbound.check_addresses("collector.example", ["169.254.169.254"])
     outbound.check_addresses("collector.example", ["10.0.0.7"])
+
+
+async def test_an_llm_client_sends_through_the_environments_proxy_and_still_judges_redirects(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The SDKs read HTTP(S)_PROXY themselves; given the gate's client they would not, so the gate reads it."""
+    seen: list[str] = []
+    async with redirecting(METADATA, seen) as proxy:  # a plain HTTP proxy gets the absolute URL
+        for name in ("NO_PROXY", "no_proxy", "http_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", proxy)
+        llm = OpenAIClient("gpt-fake", api_key="sk-test-0123456789", base_url="http://llm.invalid/v1", max_retries=0)
+        try:
+            with pytest.raises(LLMConnectionError, match="refused"):
+                await llm.complete([UserMessage(content="hi")])
+        finally:
+            await llm.aclose()
+    assert seen == ["POST /v1/chat/completions"]  # reached the proxy; its redirect to a metadata address refused

@@ -42,6 +42,7 @@ __all__ = [
     "Outbound",
     "aiohttp_session",
     "check_endpoint",
+    "environment_proxy",
     "httpx_client",
     "httpx_transport",
     "requests_session",
@@ -319,7 +320,7 @@ def _learn_challenge(outbound: Outbound, challenge: str) -> None:
 
 
 def httpx_transport(
-    outbound: Outbound, wrap: Any = None, *, limits: httpx2.Limits | None = None
+    outbound: Outbound, wrap: Any = None, *, limits: httpx2.Limits | None = None, proxy: str | None = None
 ) -> httpx2.AsyncBaseTransport:
     """The ``httpx2`` transport every request of ``outbound``'s owner goes through.
 
@@ -327,9 +328,10 @@ def httpx_transport(
         outbound: the policy.
         wrap: called with the network transport, returns the transport to put under the gate (a byte limit).
         limits: the connection pool's limits.
+        proxy: the user's proxy to send through (its URL checked as given; the addresses behind it are its own).
     """
     network = httpx2.AsyncHTTPTransport(
-        limits=limits or httpx2.Limits(max_connections=100, max_keepalive_connections=20)
+        limits=limits or httpx2.Limits(max_connections=100, max_keepalive_connections=20), proxy=proxy
     )
     pool = getattr(network, "_pool", None)
     if type(pool) is httpcore2.AsyncConnectionPool:  # not through a proxy (the user's, trusted): dial through the gate
@@ -344,9 +346,25 @@ def httpx_transport(
     return _GateTransport(inner, outbound)
 
 
-def httpx_client(outbound: Outbound, wrap: Any = None, **options: Any) -> httpx2.AsyncClient:
+def httpx_client(
+    outbound: Outbound, wrap: Any = None, *, proxy: str | None = None, **options: Any
+) -> httpx2.AsyncClient:
     """A new ``httpx2`` client (the only place one is made) whose requests cross the gate."""
-    return httpx2.AsyncClient(transport=httpx_transport(outbound, wrap), **options)
+    return httpx2.AsyncClient(transport=httpx_transport(outbound, wrap, proxy=proxy), **options)
+
+
+def environment_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``, less
+    ``NO_PROXY``), as clients that read the environment themselves would use: a client made here is given a
+    transport, which makes ``httpx2`` read none."""
+    import urllib.request
+
+    parsed = URL(url)
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parsed.scheme) or proxies.get("all")
+    if not proxy or (parsed.host and urllib.request.proxy_bypass(parsed.host)):
+        return None
+    return proxy
 
 
 # ------------------------------------------------------------------------- endpoints named by the environment

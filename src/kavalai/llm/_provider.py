@@ -109,10 +109,11 @@ class SDKClient:
         self.__key = key
         outbound = None
         if http_client is None:
-            from kavalai.http import Outbound, httpx_client
+            from kavalai.http import Outbound, environment_proxy, httpx_client
 
             outbound = Outbound(f"{provider}/{model}", [base_url], kind="model")
-            http_client = httpx_client(outbound, follow_redirects=True)
+            proxy = environment_proxy(base_url or "https://api.invalid/")  # the SDKs' default hosts are https
+            http_client = httpx_client(outbound, proxy=proxy, follow_redirects=True)
         self._client: Any = getattr(self._sdk, self._sdk_client)(
             api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries, http_client=http_client
         )
