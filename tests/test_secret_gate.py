@@ -176,3 +176,45 @@ def test_no_local_handlers_exception_text_is_sent_to_a_server() -> None:
         if isinstance(ret, ast.Return) and any(isinstance(n, ast.Name) and n.id == handler.name for n in ast.walk(ret))
     ]
     assert leaks == []
+
+
+def test_every_handler_given_to_the_sdks_server_passes_the_redacting_wrapper() -> None:
+    """Every ``Server(...)`` construction under serve/ gives its handlers only as ``**redacting(...)``: an exception
+    escaping any of them (a listing, a read, a call) is masked before the SDK sends its text to a host."""
+    servers = []
+    for path, module in _sources():
+        if not path.is_relative_to(SRC / "serve"):
+            continue
+        for node in ast.walk(module):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Server":
+                direct = [kw.arg for kw in node.keywords if kw.arg is not None and kw.arg.startswith("on_")]
+                spread = [ast.unparse(kw.value) for kw in node.keywords if kw.arg is None]
+                servers.append((path.name, direct, spread))
+    assert servers == [("_server.py", [], ["redacting(handlers)"])]
+
+
+async def test_an_exception_escaping_a_served_handler_is_masked() -> None:
+    import uuid
+
+    import pytest
+    from mcp.shared.exceptions import MCPError
+
+    from kavalai.secrets import MASK, register_secret
+    from kavalai.serve._server import redacting
+
+    secret = f"handler-secret-{uuid.uuid4().hex}"
+    register_secret(secret)
+
+    async def leaky(ctx: object, params: object) -> None:
+        raise RuntimeError(f"backend said {secret}")
+
+    async def protocol(ctx: object, params: object) -> None:
+        raise MCPError(-32602, f"bad uri {secret}", {"uri": secret})
+
+    handlers = redacting({"on_read_resource": leaky, "on_get_prompt": protocol})
+    with pytest.raises(MCPError) as caught:
+        await handlers["on_read_resource"](None, None)
+    assert caught.value.message == f"backend said {MASK}"
+    with pytest.raises(MCPError) as caught:
+        await handlers["on_get_prompt"](None, None)
+    assert (caught.value.code, caught.value.message, caught.value.data) == (-32602, f"bad uri {MASK}", None)

@@ -22,6 +22,7 @@ from kavalai.secrets import (
     Redactor,
     get_logger,
     holds_secret,
+    looks_secret,
     redact,
     redacting_stderr,
     register_secret,
@@ -176,3 +177,132 @@ def test_short_values_and_url_credentials() -> None:
     error = FunctionKernelException(f"the url had {password}")
     assert password not in str(error)
     assert password not in repr(error)
+
+
+# ------------------------------------------------------------------ dependencies' loggers, values given in Python
+
+
+@pytest.mark.parametrize("name", ["mcp.client.auth.oauth2", "httpx2", "aiohttp.client", "dbos", "temporalio.worker"])
+def test_a_dependencys_log_record_is_masked_whatever_handler_shows_it(
+    name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = _secret("dep-token")
+    register_secret(secret)
+    with caplog.at_level(logging.INFO, logger=name):
+        logging.getLogger(name).info("refreshed the token %s", secret)
+        try:
+            raise RuntimeError(f"the server echoed {secret}")
+        except RuntimeError:
+            logging.getLogger(name).exception("failed")
+    assert len(caplog.records) == 2
+    assert secret not in caplog.text
+    assert all(secret not in record.getMessage() for record in caplog.records)
+    assert MASK in caplog.records[0].getMessage()
+
+
+def test_the_record_gate_wraps_the_factory_in_place_once() -> None:
+    register_secret(_secret("factory"))
+    factory = logging.getLogRecordFactory()
+    register_secret(_secret("factory-again"))
+    assert logging.getLogRecordFactory() is factory  # installed once, not stacked per secret
+    record = factory("x", logging.INFO, __file__, 1, "%d %d", ("one",), None)  # arguments that do not format
+    assert record.args == ("one",)  # left to the handler to report, as without the gate
+
+
+async def test_a_secret_variable_passed_in_python_args_is_masked_in_the_start_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kavalai import FunctionKernel, McpServer
+
+    secret = _secret("PyArgS3cret")
+    monkeypatch.setenv("KVT_SERVICE_API_KEY", secret)
+    server = McpServer(
+        name="m", command="/nonexistent/bin/mcp-thing", args=["--api-key", os.environ["KVT_SERVICE_API_KEY"]]
+    )
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(server)
+    with pytest.raises(ServerConnectionError) as caught:
+        async with kernel:
+            pass
+    assert "MCP server 'm'" in str(caught.value)
+    assert secret not in str(caught.value)
+    assert MASK in str(caught.value)
+
+
+def test_mcp_env_values_of_secret_variables_are_known_process_wide() -> None:
+    from kavalai import McpServer
+
+    token, level = _secret("svc-token"), _secret("verbose")
+    McpServer(name="m", command="srv", env={"SERVICE_TOKEN": token, "KVT_LOG_MODE": level})
+    assert redact(f"echo {token}") == f"echo {MASK}"
+    assert redact(f"mode {level}") == f"mode {level}"  # not a secret by its name: masked in that server's errors only
+
+
+async def test_a_secret_variable_in_a_python_rest_url_is_masked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kavalai import FunctionKernel, RestServer
+
+    token = _secret("py-bot-token")
+    monkeypatch.setenv("KVT_BOT_TOKEN", token)
+    kernel = FunctionKernel()
+    kernel.register_rest_server(RestServer(name="api", url=f"http://127.0.0.1:1/bot{os.environ['KVT_BOT_TOKEN']}"))
+    kernel.register_rest_tool("api", "ping", "GET")
+    async with kernel:
+        with pytest.raises(ServerConnectionError, match="cannot reach REST server 'api'") as caught:
+            await kernel.call_tool("rest://api.ping")
+    assert token not in str(caught.value)
+
+
+# ------------------------------------------------------------------------- which ${VAR} expansions are secrets
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("OPENAI_API_KEY", True),
+        ("GITHUB_TOKEN", True),
+        ("DB_PASSWORD", True),
+        ("CLIENT_SECRET", True),
+        ("AUTH_HEADER", True),
+        ("DB_PWD", True),
+        ("APIKEY", True),
+        ("PWD", False),
+        ("SEARCH_SERVER", False),
+        ("LOG_LEVEL", False),
+        ("DATABASE_URL", False),
+        ("WORKFLOW_DIR", False),
+    ],
+)
+def test_which_names_look_secret(name: str, secret: bool) -> None:
+    assert looks_secret(name) is secret
+
+
+def test_a_non_secret_variable_is_not_masked_but_a_secret_one_is() -> None:
+    name, key = _secret("websearch"), _secret("sk-live")
+    env = {"KVT_SEARCH_SERVER": name, "KVT_SEARCH_API_KEY": key}
+    assert expand_env("mcp://${KVT_SEARCH_SERVER}.search?key=${KVT_SEARCH_API_KEY}", env) == (
+        f"mcp://{name}.search?key={key}"
+    )
+    assert redact(f"mcp://{name}.search?key={key}") == f"mcp://{name}.search?key={MASK}"
+
+
+def test_url_credentials_of_any_variable_are_masked() -> None:
+    password = _secret("dbpw")
+    expand_env("${KVT_DATABASE_URL}", {"KVT_DATABASE_URL": f"postgresql://app:{password}@db.internal/app"})
+    assert redact(f"connect to postgresql://app:{password}@db.internal/app") == (
+        f"connect to postgresql://app:{MASK}@db.internal/app"
+    )
+
+
+def test_secret_and_public_variables_can_be_declared() -> None:
+    host, limit, every = _secret("internal-host"), _secret("4096tokens"), _secret("anything")
+    env = {
+        "KVT_HOSTNAME": host,
+        "KVT_TOKEN_LIMIT": limit,
+        "KAVALAI_SECRET_VARIABLES": "KVT_HOSTNAME",
+        "KAVALAI_PUBLIC_VARIABLES": "KVT_TOKEN_LIMIT",
+    }
+    expand_env("${KVT_HOSTNAME} ${KVT_TOKEN_LIMIT}", env)
+    assert redact(host) == MASK  # declared secret, though its name is not
+    assert redact(limit) == limit  # declared public, though its name looks secret
+    expand_env("${KVT_PLAIN}", {"KVT_PLAIN": every, "KAVALAI_SECRET_VARIABLES": "*"})
+    assert redact(every) == MASK  # '*': every variable, as before

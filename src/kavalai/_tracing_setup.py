@@ -34,6 +34,8 @@ _INSTALL: Final = "pip install 'kavalai[otel]'"
 _ENTRY_POINTS: Final = "opentelemetry_traces_exporter"
 #: The exporter (entry point name) of ``otlp`` by protocol; OTLP/HTTP with protobuf is the specification's default.
 _OTLP_BY_PROTOCOL: Final = {"http/protobuf": "otlp_proto_http", "grpc": "otlp_proto_grpc"}
+#: The variable naming a credential provider whose ``requests`` session the OTLP/HTTP exporter uses instead.
+_CREDENTIAL_PROVIDER: Final = "OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER"
 _OTLP_PACKAGES: Final = {
     "otlp_proto_http": "opentelemetry-exporter-otlp-proto-http",
     "otlp_proto_grpc": "opentelemetry-exporter-otlp-proto-grpc",
@@ -173,11 +175,40 @@ def _exporter(name: str, env: Mapping[str, str]) -> Any:
             f"OTEL_TRACES_EXPORTER: no trace exporter {name!r} is installed; install the package giving it"
         )
     exporter_class = next(iter(found)).load()
+    if name in _OTLP_PACKAGES:
+        session = _checked_endpoint(name, env)
+        if session is not None:
+            return exporter_class(session=session)
     if name == "console":  # stdout is a command's output, or the MCP protocol stream of `kavalai serve`
         import sys
 
         return exporter_class(out=sys.stderr)
     return exporter_class()
+
+
+def _checked_endpoint(name: str, env: Mapping[str, str]) -> Any:
+    """Judge an OTLP exporter's endpoint at the outbound gate (no link-local, metadata, multicast or reserved
+    address; loopback and private ranges allowed); for OTLP/HTTP, the gate's ``requests`` session, which judges
+    every request and redirect again (``None``: keep the exporter's own, or one a credential provider gives)."""
+    from yarl import URL
+
+    from kavalai.errors import OutboundRefusedError
+    from kavalai.http import LOCAL_NETWORKS, Outbound, check_endpoint, requests_session
+
+    variable = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+    if not env.get(variable):
+        variable = "OTEL_EXPORTER_OTLP_ENDPOINT"
+    outbound = Outbound("OTLP exporter", allowed_networks=LOCAL_NETWORKS, kind="tracing")
+    url = _endpoint(name, env).rpartition(" ")[2]
+    try:
+        parsed = URL(url)
+        outbound.learn(url, variable)
+        check_endpoint(outbound, parsed)
+    except (ValueError, OutboundRefusedError) as exc:
+        raise ConfigurationError(f"{variable}: {redact(str(exc))}") from None
+    if name != "otlp_proto_http" or os.environ.get(_CREDENTIAL_PROVIDER):
+        return None
+    return requests_session(outbound)
 
 
 def _protocol(env: Mapping[str, str]) -> str:

@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from kavalai.documents import load_json_or_yaml, read_document
 from kavalai.errors import ConfigurationError, FunctionKernelException, ToolRegistrationError
 from kavalai.function_kernel import FunctionKernel
-from kavalai.secrets import get_logger, register_secret
+from kavalai.secrets import get_logger, register_variable
 
 if TYPE_CHECKING:
     from kavalai.agent.budget import OutputBudget
@@ -162,9 +162,10 @@ class UnsetVariableError(ConfigurationError):
 def expand_env(value: Any, env: Mapping[str, str], *, public: Collection[str] = ()) -> Any:
     """``value`` with ``${VAR}`` and ``${VAR:-default}`` in its strings (at any depth) read from ``env``.
 
-    Every value read from ``env`` is registered with the secret gate (:func:`kavalai.secrets.register_secret`), so
-    no message, log record, span or CLI line shows it, except the variables named in ``public`` (a workflow's
-    ``WORKFLOW_DIR`` and ``PYTHON``).
+    The value of every secret variable read from ``env`` (:func:`kavalai.secrets.secret_variable`: its name looks
+    secret, or ``KAVALAI_SECRET_VARIABLES`` lists it) and the credentials of every URL read are registered with the
+    secret gate, so no message, log record, span or CLI line shows them; never the variables named in ``public`` (a
+    workflow's ``WORKFLOW_DIR`` and ``PYTHON``).
 
     Raises:
         ConfigurationError: a variable without a default is not in ``env``; the message names it.
@@ -175,7 +176,7 @@ def expand_env(value: Any, env: Mapping[str, str], *, public: Collection[str] = 
             name, default = match.group("name"), match.group("default")
             if name in env:
                 if name not in public:
-                    register_secret(env[name])
+                    register_variable(name, env[name], env)
                 return env[name]
             if default is not None:
                 return default

@@ -1,13 +1,17 @@
 """The secret gate: masking secret values in everything that leaves the process.
 
 Every value from a secret source is registered with the process's one registry (:func:`register_secret`): each
-``${VAR}`` expansion of a configuration (args, URLs, headers, env), ``*_env`` credentials, OAuth tokens and client
+``${VAR}`` expansion of a configuration of a variable that is secret (:func:`secret_variable`: by its name, or
+listed in ``KAVALAI_SECRET_VARIABLES``), the value of a secret variable passed in Python to ``McpServer`` or
+``RestServer`` (:func:`register_environment_values`), ``*_env`` credentials, OAuth tokens and client
 secrets, the password of URL userinfo (:func:`register_url_credentials`). Everything that leaves the process passes
 :func:`redact`:
 
 - exception messages and reprs: :class:`~kavalai.errors.FunctionKernelException` masks its message when made;
 - log records: every kavalai logger is made by :func:`get_logger`, whose filter masks the message, its arguments and
-  the formatted traceback;
+  the formatted traceback; once a secret is registered the same filter runs in the process's log record factory, so
+  the records of the dependencies' loggers (``mcp.client.auth.oauth2``, ``httpx2``, ``aiohttp``, ``dbos``,
+  ``temporalio``) are masked whatever handler shows them;
 - the CLI's stderr, span attributes (:func:`kavalai.tracing.span`) and the JSON-RPC errors ``kavalai serve`` sends.
 
 Values shorter than :data:`MIN_SECRET_LENGTH` are not registered: a port or a flag (``8080``, ``1``) is not a
@@ -20,23 +24,31 @@ rather than kept as a ``__cause__`` (:meth:`Redactor.holds`).
 from __future__ import annotations
 
 import logging
+import os
+import re
 import sys
 import threading
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
 __all__ = [
     "MASK",
     "MIN_SECRET_LENGTH",
+    "PUBLIC_VARIABLES_ENV",
+    "SECRET_VARIABLES_ENV",
     "Redactor",
     "get_logger",
     "holds_secret",
+    "looks_secret",
     "redact",
     "redacting_stderr",
+    "register_environment_values",
     "register_secret",
     "register_url_credentials",
+    "register_variable",
+    "secret_variable",
 ]
 
 #: What a secret value is replaced by.
@@ -103,6 +115,7 @@ class _Registry:
             while len(self._values) > _MAX_SECRETS:
                 del self._values[next(iter(self._values))]
             self.sorted = tuple(sorted(self._values, key=len, reverse=True))
+        _install_record_gate()
 
 
 _REGISTRY: Final = _Registry()
@@ -124,6 +137,61 @@ def register_url_credentials(url: str | None) -> None:
     for value in (parts.password, parts.username):
         if value:
             register_secret(value, unquote(value))
+
+
+#: Parts of a variable's name (split at ``_``, ``-`` and ``.``) that make it look secret: a part containing one.
+_SECRET_STEMS: Final = ("KEY", "TOKEN", "SECRET", "PASS", "CREDENTIAL", "COOKIE", "PRIVATE", "SIGNATURE", "AUTH")
+#: Whole parts that make a name look secret (``DB_PWD``; not ``PWD`` alone, the working directory).
+_SECRET_PARTS: Final = frozenset({"PWD", "DSN", "SESSION", "SID", "JWT", "BEARER", "CERT"})
+#: Comma-separated variable names always treated as secret (``*``: every variable, as earlier releases did).
+SECRET_VARIABLES_ENV: Final = "KAVALAI_SECRET_VARIABLES"
+#: Comma-separated variable names never treated as secret, whatever their name.
+PUBLIC_VARIABLES_ENV: Final = "KAVALAI_PUBLIC_VARIABLES"
+
+
+def looks_secret(name: str) -> bool:
+    """Whether a variable named ``name`` looks like it holds a secret (``API_KEY``, ``GITHUB_TOKEN``, ``DB_PASSWORD``,
+    ``CLIENT_SECRET``, ``AUTH_HEADER``); ``SEARCH_HOST`` or ``LOG_LEVEL`` does not."""
+    parts = [part for part in re.split(r"[_.\-]+", name.upper()) if part]
+    if len(parts) > 1 and any(part in _SECRET_PARTS for part in parts):
+        return True
+    return any(stem in part for part in parts for stem in _SECRET_STEMS)
+
+
+def secret_variable(name: str, env: Mapping[str, str] | None = None) -> bool:
+    """Whether the value of the variable ``name`` is a secret: listed in ``KAVALAI_SECRET_VARIABLES`` (or that is
+    ``*``), or :func:`looks_secret` and not listed in ``KAVALAI_PUBLIC_VARIABLES``. Both lists are read from ``env``,
+    then from the process's environment."""
+
+    def listed(variable: str) -> set[str]:
+        text = (env or {}).get(variable) or os.environ.get(variable, "")
+        return {item.strip() for item in text.split(",") if item.strip()}
+
+    chosen = listed(SECRET_VARIABLES_ENV)
+    if name in chosen or "*" in chosen:
+        return True
+    return looks_secret(name) and name not in listed(PUBLIC_VARIABLES_ENV)
+
+
+def register_variable(name: str, value: str, env: Mapping[str, str] | None = None) -> None:
+    """Register the value of the variable ``name`` when :func:`secret_variable` says it is one; the credentials of
+    a URL in it are registered whatever its name (``DATABASE_URL=postgres://user:pw@host/db``)."""
+    if secret_variable(name, env):
+        register_secret(value)
+    register_url_credentials(value)
+
+
+def register_environment_values(*texts: str | None) -> None:
+    """Register the value of every secret variable of the process's environment that occurs in one of ``texts``:
+    ``McpServer(args=["--key", os.environ["API_KEY"]])`` made in Python, where no ``${VAR}`` said so."""
+    present = [text for text in texts if text and len(text) >= MIN_SECRET_LENGTH]
+    if not present:
+        return
+    for name, value in os.environ.items():
+        if len(value) >= MIN_SECRET_LENGTH and any(value in text for text in present) and secret_variable(name):
+            register_secret(value)
+    for text in present:
+        register_url_credentials(text)
 
 
 def redact(text: object) -> str:
@@ -160,6 +228,25 @@ class _RedactingFilter(logging.Filter):
 
 
 _FILTER: Final = _RedactingFilter()
+_GATE_MARK: Final = "_kavalai_secret_gate"
+
+
+def _install_record_gate() -> None:
+    """Put the filter in the process's log record factory, once: every record of every logger (the dependencies':
+    ``mcp.client.auth.oauth2``, ``httpx2``, ``aiohttp``, ``dbos``, ``temporalio`` ...) is masked as it is made,
+    whatever handler the application installs. The factory in place is wrapped, not replaced."""
+    previous = logging.getLogRecordFactory()
+    if getattr(previous, _GATE_MARK, False):
+        return
+
+    def make_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        with suppress(Exception):  # a record whose arguments do not format: its handler reports that, as before
+            _FILTER.filter(record)
+        return record
+
+    setattr(make_record, _GATE_MARK, True)
+    logging.setLogRecordFactory(make_record)
 
 
 def get_logger(name: str) -> logging.Logger:

@@ -174,3 +174,26 @@ def test_a_file_that_is_not_utf8_is_the_documented_error(tmp_path: Path) -> None
         KernelConfig.from_file(bad)
     with pytest.raises(WorkflowDefinitionError, match="is not UTF-8 text"):
         WorkflowEngine.from_yaml(bad)
+
+
+def test_a_missing_postgres_database_is_told_by_the_catalogue_not_the_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A localised server says 'database does not exist' in its own language: the check asks ``pg_database``."""
+    import re
+
+    from tests.servers.postgres_server import postgres
+
+    from kavalai.cli import _boundary
+
+    monkeypatch.setattr(_boundary, "_NO_SUCH_DATABASE", re.compile(r"(?!)"))  # a message no pattern recognises
+    with postgres() as url:
+        base = url.rsplit("/", 1)[0]
+        _boundary._check_postgres_journal(url)  # the database exists: nothing to say
+        with pytest.raises(_boundary.UsageError, match="there is no journal database 'nosuchdb'") as caught:
+            _boundary._check_postgres_journal(f"{base}/nosuchdb")
+        assert caught.value.status == 1
+        server = base.split("@", 1)[1]
+        with pytest.raises(_boundary.UsageError, match="the database could not be used") as caught:
+            _boundary._check_postgres_journal(f"postgresql://nosuchrole@{server}/postgres")  # another failure
+        assert "no journal database" not in str(caught.value)

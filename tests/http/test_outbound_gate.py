@@ -28,20 +28,49 @@ CONSTRUCTORS = frozenset(
         "open_connection",  # asyncio
         "HTTPConnection",  # http.client
         "HTTPSConnection",
+        "Session",  # requests (the OTLP/HTTP exporter's)
     }
 )
 #: Modules whose attribute call counts (``aiohttp.request`` yes, ``session.request`` no).
 CLIENT_MODULES = frozenset(
-    {"aiohttp", "httpx", "httpx2", "httpcore", "httpcore2", "urllib", "socket", "asyncio", "http"}
+    {"aiohttp", "httpx", "httpx2", "httpcore", "httpcore2", "urllib", "socket", "asyncio", "http", "requests"}
 )
 #: The SDK's HTTP transports and the keyword through which they must get the gate's client.
 SDK_TRANSPORTS = {"streamable_http_client": "http_client", "sse_client": "httpx_client_factory"}
+#: The LLM provider SDKs' clients (named, or built from the provider's ``_sdk_client`` attribute), which make their
+#: own HTTP client unless given one: each construction passes ``http_client=``.
+SDK_CLIENTS = frozenset({"AsyncOpenAI", "OpenAI", "AsyncAnthropic", "Anthropic"})
+#: Every trace exporter the source builds, as (file, call): the OTLP exporters get the gate's session or have their
+#: endpoint judged first (``_checked_endpoint``); the console exporter writes to stderr; others are the user's.
+EXPORTERS = {
+    ("_tracing_setup.py", "exporter_class(session=session)"),  # OTLP/HTTP: the gate's requests session
+    ("_tracing_setup.py", "exporter_class(out=sys.stderr)"),  # console: no network
+    ("_tracing_setup.py", "exporter_class()"),  # OTLP/gRPC (endpoint judged) or one the user installed
+    ("_tracing_setup.py", "_exporter(name, env)"),  # the one helper making the three above
+}
 
 
 def _root(node: ast.expr) -> str | None:
     while isinstance(node, ast.Attribute):
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
+
+
+def _is_sdk_client(func: ast.expr) -> bool:
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name in SDK_CLIENTS or "_sdk_client" in ast.unparse(func)
+
+
+def exporters(tree: ast.AST) -> list[str]:
+    """Every call of a trace exporter (a name with ``exporter`` in it, called) in ``tree``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name.lower().endswith(("exporter", "exporter_class")):
+                found.append(ast.unparse(node))
+    return found
 
 
 def crossings(tree: ast.AST) -> list[tuple[int, str]]:
@@ -59,6 +88,8 @@ def crossings(tree: ast.AST) -> list[tuple[int, str]]:
             found.append((node.lineno, ast.unparse(func)))
         elif isinstance(func, ast.Name) and func.id in imported:
             found.append((node.lineno, func.id))
+        elif _is_sdk_client(func) and not any(kw.arg == "http_client" for kw in node.keywords):
+            found.append((node.lineno, f"{ast.unparse(func)} without http_client="))
         elif isinstance(func, ast.Name) and func.id in SDK_TRANSPORTS:
             keyword = SDK_TRANSPORTS[func.id]
             if not any(kw.arg == keyword for kw in node.keywords):
@@ -91,6 +122,7 @@ def test_the_scan_finds_the_gates_own_constructions() -> None:
         "aiohttp.TCPConnector",
         "httpx2.AsyncClient",
         "httpx2.AsyncHTTPTransport",
+        "requests.Session",
     } <= inside
 
 
@@ -112,3 +144,31 @@ async def f(session):
         "httpx2.AsyncClient",
         "sse_client without httpx_client_factory=",
     ]
+
+
+def test_every_trace_exporter_is_listed_with_how_it_crosses_the_gate() -> None:
+    found = {
+        (str(path.relative_to(SRC)), call)
+        for path in sorted(SRC.rglob("*.py"))
+        for call in exporters(ast.parse(path.read_text(encoding="utf-8")))
+    }
+    assert found == EXPORTERS, "a new trace exporter: give it the gate's session or judge its endpoint, then list it"
+
+
+def test_the_scan_flags_an_sdk_client_without_the_gates_client() -> None:
+    source = """
+import openai
+from kavalai.http import httpx_client
+openai.AsyncOpenAI(api_key="k")
+AsyncAnthropic(api_key="k")
+getattr(sdk, self._sdk_client)(api_key="k")
+openai.AsyncOpenAI(api_key="k", http_client=httpx_client(outbound))
+OTLPSpanExporter(endpoint="http://x")
+"""
+    tree = ast.parse(source)
+    assert [what for _, what in crossings(tree)] == [
+        "openai.AsyncOpenAI without http_client=",
+        "AsyncAnthropic without http_client=",
+        "getattr(sdk, self._sdk_client) without http_client=",
+    ]
+    assert exporters(tree) == ["OTLPSpanExporter(endpoint='http://x')"]

@@ -13,6 +13,9 @@ what MODE says:
   in the file named by ``PAGES_FILE``.
 - ``pages-later``: like ``ok``, but a call says the tool list changed, and every listing after that pages for ever
   as ``paging`` does (counting its pages in ``PAGES_FILE``).
+- ``extras-later``: like ``ok``, with one resource and one prompt, until a call; after it, ``resources/list`` and
+  ``prompts/list`` page for ever, 2,000 new items a page (counting their pages in ``PAGES_FILE``, by listing).
+- ``extras-paging``: like ``extras-later``, but its resources and prompts page for ever from the start.
 - ``hang``: never answers ``initialize``; writes its pid to the file named by ``STARTS_FILE`` as it starts.
 - ``stubborn``: like ``ok``, but ignores SIGTERM and keeps running after its stdin closes (only SIGKILL ends it).
 - ``daemon``: like ``ok``, but first double-forks a grandchild into a session of its own (``setsid``), which
@@ -37,13 +40,26 @@ def tools(mode: str) -> list[dict[str, object]]:
     return [{"name": f"t{i}", "description": f"tool {i}", "inputSchema": schema} for i in range(count)]
 
 
-def send_page(request_id: object, params: dict[str, object]) -> None:
+def send_page(request_id: object, params: dict[str, object], field: str = "tools") -> None:
     page = int(str(params.get("cursor") or "0"))
     with open(os.environ["PAGES_FILE"], "a") as log:
-        log.write(f"{page}\n")
-    schema = {"type": "object", "properties": {"x": {"type": "string"}}}
-    listed = [{"name": f"p{page}_{i}", "description": f"tool {i}", "inputSchema": schema} for i in range(2000)]
-    send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": listed, "nextCursor": str(page + 1)}})
+        log.write(f"{field} {page}\n" if field != "tools" else f"{page}\n")
+    listed = [item(field, f"p{page}_{i}") for i in range(2000)]
+    send({"jsonrpc": "2.0", "id": request_id, "result": {field: listed, "nextCursor": str(page + 1)}})
+
+
+def item(field: str, name: str) -> dict[str, object]:
+    if field == "resources":
+        return {"uri": f"file:///{name}", "name": name}
+    if field == "prompts":
+        return {"name": name, "description": f"prompt {name}"}
+    return {"name": name, "description": f"tool {name}", "inputSchema": {"type": "object", "properties": {}}}
+
+
+def capabilities(mode: str) -> dict[str, object]:
+    if mode in ("extras-later", "extras-paging"):
+        return {"tools": {"listChanged": True}, "resources": {}, "prompts": {}}
+    return {"tools": {"listChanged": True}}
 
 
 def call(mode: str, request_id: object) -> None:
@@ -109,7 +125,7 @@ def main() -> None:
                     "id": request_id,
                     "result": {
                         "protocolVersion": version,
-                        "capabilities": {"tools": {"listChanged": True}},
+                        "capabilities": capabilities(mode),
                         "serverInfo": info,
                     },
                 }
@@ -118,8 +134,16 @@ def main() -> None:
             send_page(request_id, message.get("params") or {})
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools(mode)}})
+        elif method in ("resources/list", "prompts/list") and mode in ("extras-later", "extras-paging"):
+            field = method.partition("/")[0]
+            if changed or mode == "extras-paging":
+                send_page(request_id, message.get("params") or {}, field)
+            else:
+                send({"jsonrpc": "2.0", "id": request_id, "result": {field: [item(field, "first")]}})
         elif method == "tools/call":
             call(mode, request_id)
+            if mode == "extras-later":
+                changed = True
             if mode == "pages-later":
                 changed = True
                 send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import ast
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from kavalai import FunctionKernel, pythontool
@@ -17,7 +19,15 @@ from kavalai.testing import ScriptedLLM
 from kavalai.workflow import RunMemoryError, RunStatus, RunTimeoutError, WorkflowBuilder, WorkflowEngine
 from kavalai.workflow._expressions import compile_expression
 from kavalai.workflow._ledger import TRACE_FACTOR
-from kavalai.workflow._meter import CHECK_EVERY, EvaluationDeadlineError, EvaluationLimitError, Meter, evaluate, tick
+from kavalai.workflow._meter import (
+    CHECK_EVERY,
+    HEAVY,
+    EvaluationDeadlineError,
+    EvaluationLimitError,
+    Meter,
+    evaluate,
+    tick,
+)
 from kavalai.workflow._sizes import text_size
 from kavalai.workflow.errors import ExpressionError, NodeError
 
@@ -257,7 +267,9 @@ def test_every_evaluation_in_the_source_runs_under_a_meter() -> None:
         where = path.relative_to(SRC).as_posix()
         for call, name in _calls(tree):
             if name in evaluators:
-                metered = any(isinstance(a, ast.Call) and getattr(a.func, "id", "") == "Meter" for a in call.args)
+                # a Meter made for it, or the one the slicing evaluate() made (current_meter() in its work)
+                made = {getattr(n.func, "id", "") for a in call.args for n in ast.walk(a) if isinstance(n, ast.Call)}
+                metered = "Meter" in made
                 assert metered, f"{where}:{call.lineno}: {name}(...) walks an expression without a Meter"
                 crossings.append(f"{where}:{owners.get(call)}:{name}")
             elif name == "render_template" or (
@@ -272,4 +284,84 @@ def test_every_evaluation_in_the_source_runs_under_a_meter() -> None:
         "workflow/_templates.py:render_template:generate",
     ], templates
     walks = sorted(c.rsplit(":", 1)[0] for c in crossings if c.endswith(tuple(evaluators)))
-    assert walks == ["workflow/_expressions.py:evaluate", "workflow/kaval/_runtime.py:evaluate"], walks
+    assert walks == ["workflow/_expressions.py:_walk", "workflow/kaval/_runtime.py:_lenient"], walks
+
+
+def test_every_expression_a_run_evaluates_is_sliced() -> None:
+    """A run's expressions are evaluated with ``evaluate_async`` (at most a slice on the loop, never one heavy
+    operation): the synchronous ``evaluate`` is called only where no event loop runs the evaluation."""
+    synchronous = {  # where a sync evaluation is fine, and why
+        "workflow/_graph.py:resolve": "Binding.resolve: the synchronous API for a caller's own use",
+        "workflow/kaval/_runtime.py:read_path": "a plain path (no operation to slice), read through the lenient walk",
+        "workflow/kaval/_runtime.py:evaluate_async": "the work it hands to the slicing evaluate()",
+        "workflow/_templates.py:render_metered": "the meter's slicing evaluate() itself",
+    }
+    found = []
+    for path in sorted((SRC / "workflow").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        owners = _enclosing(tree)
+        for call, name in _calls(tree):
+            if name == "evaluate" and path.name != "_meter.py":
+                where = f"{path.relative_to(SRC).as_posix()}:{owners.get(call)}"
+                if where not in synchronous:
+                    found.append(f"{where}:{call.lineno}")
+    assert found == []
+
+
+async def _loop_turns_during(work: Callable[[], Awaitable[object]]) -> tuple[int, object]:
+    """How many times another task on the loop ran while ``work`` was awaited, and what it returned."""
+    turns = 0
+
+    async def heartbeat() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(heartbeat)
+        await anyio.lowlevel.checkpoint()
+        before = turns
+        result = await work()
+        during = turns - before
+        group.cancel_scope.cancel()
+    return during, result
+
+
+async def test_sorting_a_huge_list_is_not_done_on_the_event_loop() -> None:
+    items = list(range(HEAVY * 4, 0, -1))
+    expression = compile_expression("sorted(input.items)[0]")
+    during, result = await _loop_turns_during(lambda: expression.evaluate_async({"input": {"items": items}}))
+    assert result == 1
+    assert during > 0  # the loop turned while the sort ran: it ran in a worker thread
+
+
+async def test_a_small_expression_stays_on_the_loop() -> None:
+    expression = compile_expression("sorted(input.items)[0] + 1")
+    during, result = await _loop_turns_during(lambda: expression.evaluate_async({"input": {"items": [3, 1, 2]}}))
+    assert result == 2
+    assert during == 0  # evaluated at once, no thread: the fast case costs nothing more
+
+
+async def test_a_kaval_expression_over_a_huge_list_is_not_done_on_the_event_loop() -> None:
+    from kavalai.workflow.kaval._runtime import evaluate_async
+
+    items = [str(i) for i in range(HEAVY * 2)]
+    during, result = await _loop_turns_during(
+        lambda: evaluate_async("max(items)", {"items": items}, node="n", field="expr")
+    )
+    assert result == max(items)
+    assert during > 0
+
+
+def test_the_meter_refuses_to_begin_a_heavy_operation_on_the_loop() -> None:
+    from kavalai.workflow._meter import _SliceSpent
+
+    on_loop = Meter(deadline=None)
+    on_loop.slice_end = time.monotonic() + 3600  # a slice that has not run out
+    with pytest.raises(_SliceSpent):
+        on_loop.tick(HEAVY + 1)
+    on_loop.tick(HEAVY)  # up to HEAVY items: begun here
+    off_loop = Meter(deadline=None)  # a worker thread's meter has no slice: the operation is done there
+    off_loop.tick(HEAVY + 1)
+    assert off_loop.spent == HEAVY + 1

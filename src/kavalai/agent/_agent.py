@@ -30,7 +30,7 @@ from kavalai.agent._events import (
 )
 from kavalai.agent._result import AgentResult, ToolCallRecord
 from kavalai.agent._tools import HookFailures, ToolRunner, approval_step
-from kavalai.agent.budget import READ_ARTIFACT, OutputBudget, run_scope
+from kavalai.agent.budget import READ_ARTIFACT, OutputBudget, model_description, run_scope
 from kavalai.agent.code_mode import CodeMode
 from kavalai.agent.elicitation import OutsideElicitation, recorded
 from kavalai.agent.embeddings import Embedder, local_embedder, minilm_embedder
@@ -419,7 +419,9 @@ class Agent(Generic[OutputT]):
     ) -> AgentResult[OutputT]:
         every = await self._tool_specs()
         if self.resources and self.kernel is not None:
-            every.append(ToolSpec.from_description(await resource_reader_spec(self.kernel, self.resources)))
+            every.append(
+                ToolSpec.from_description(model_description(await resource_reader_spec(self.kernel, self.resources)))
+            )
         native = self._native_search(every) if self.code_mode is None else None
         search = None if self.code_mode is not None or native is not None else await self._search_index(every)
         if native is not None:
@@ -532,7 +534,7 @@ class Agent(Generic[OutputT]):
         budget = self._budget()
         if budget is not None and budget.overflow == "artifact" and descriptions:
             descriptions.append(budget.read_artifact_spec())
-        return [ToolSpec.from_description(description) for description in descriptions]
+        return [ToolSpec.from_description(model_description(description)) for description in descriptions]
 
     async def _code_spec(self, specs: list[ToolSpec]) -> list[ToolSpec]:
         """Code mode offers one tool, run_python, describing every tool as a typed async stub."""
@@ -540,7 +542,7 @@ class Agent(Generic[OutputT]):
         if not specs or self.kernel is None:
             return []
         descriptions = await self._describe()
-        return [ToolSpec.from_description(self.code_mode.spec(descriptions))]
+        return [ToolSpec.from_description(self.code_mode.spec([model_description(d) for d in descriptions]))]
 
     def _wrapped_uris(self, specs: list[ToolSpec]) -> list[str]:
         if self.kernel is None or self.code_mode is None:

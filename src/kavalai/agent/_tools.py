@@ -23,7 +23,7 @@ from kavalai import FunctionKernel
 from kavalai.agent._approval import Approval, ApprovalHook, OutsideApproval
 from kavalai.agent._events import AgentEvent, ToolCallFinished, ToolCallStarted, ToolProgress
 from kavalai.agent._result import ToolCallRecord
-from kavalai.agent.budget import READ_ARTIFACT, OutputBudget, model_text
+from kavalai.agent.budget import READ_ARTIFACT, OutputBudget, model_description, model_text
 from kavalai.agent.code_mode import RUN_PYTHON, CodeMode, CodeModeError, function_names
 from kavalai.agent.elicitation import recording_in_run
 from kavalai.agent.resources import READ_RESOURCE, read_resource_result
@@ -99,7 +99,10 @@ class ToolRunner:
         added = [name for name in self._found if name not in offered]
         if not added:
             return specs
-        return [*specs, *(ToolSpec.from_description(self._search.description(name)) for name in added)]
+        return [
+            *specs,
+            *(ToolSpec.from_description(model_description(self._search.description(name))) for name in added),
+        ]
 
     def __init__(
         self,

@@ -346,14 +346,17 @@ def _int(value: Any, default: int) -> int:
 DEFAULT_BUDGET: Final = OutputBudget()
 
 
-def model_text(budget: OutputBudget | None, uri: str, text: str, *, ours: bool, limit: int | None = None) -> str:
+def model_text(
+    budget: OutputBudget | None, uri: str, text: str, *, ours: bool, limit: int | None = None, what: str | None = None
+) -> str:
     """The model-facing gate: ``text`` (a tool result, an error, a search result, a resource read, a refusal) as
     the model reads it, within ``budget``'s limit for ``uri``.
 
     ``ours``: kavalai made the text (not a tool's result), so it is bounded by :data:`DEFAULT_BUDGET` when
     ``budget`` is ``None``; a tool's own result is whole when no budget is set (the documented opt-out). The text
     is cut, with a notice; an agent with a budget keeps a tool's successful result as an artifact instead
-    (:meth:`OutputBudget.fit`). ``limit`` replaces the budget's limit (error texts have one of their own).
+    (:meth:`OutputBudget.fit`). ``limit`` replaces the budget's limit (error texts have one of their own);
+    ``what`` names the text in the notice (by default "the result of ``uri``").
     """
     if budget is None:
         if not ours:
@@ -362,4 +365,34 @@ def model_text(budget: OutputBudget | None, uri: str, text: str, *, ours: bool, 
     limit = budget.limit_for(uri) if limit is None else limit
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}\n{budget.notice(f'the result of {uri}', len(text), limit)}"
+    return f"{text[:limit]}\n{budget.notice(what or f'the result of {uri}', len(text), limit)}"
+
+
+#: The longest tool description a model reads (a server's text: a hostile one could fill the context with it).
+MAX_DESCRIPTION_CHARS: Final = 8_000
+
+
+def model_description(description: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool description (an entry of ``describe_tools``) with its ``description`` text through the model-facing
+    gate, cut at :data:`MAX_DESCRIPTION_CHARS` with a notice."""
+    text = description.get("description") or ""
+    if not isinstance(text, str) or len(text) <= MAX_DESCRIPTION_CHARS:
+        return dict(description)
+    name = str(description.get("name", "a tool"))
+    bounded = model_text(None, name, text, ours=True, limit=MAX_DESCRIPTION_CHARS, what=f"the description of {name}")
+    return {**description, "description": bounded}
+
+
+#: A model node's whole prompt may hold this many times the budget's limit (each value it prints is fitted alone).
+PROMPT_FACTOR: Final = 8
+
+
+def model_prompt(budget: OutputBudget | None, node: str, text: str, what: str) -> str:
+    """A workflow model node's text (its prompt, system text, the run's request) through the model-facing gate:
+    whole when no budget is set (as a tool's result is), else cut at :data:`PROMPT_FACTOR` times the budget's limit
+    for ``node:<id>``."""
+    if budget is None:
+        return text
+    uri = f"node:{node}"
+    limit = PROMPT_FACTOR * budget.limit_for(uri)
+    return model_text(budget, uri, text, ours=False, limit=limit, what=f"the {what} of node {node!r}")

@@ -27,7 +27,7 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final, TextIO
+from typing import Any, Final, TextIO
 
 from kavalai.errors import FunctionKernelException
 
@@ -74,6 +74,22 @@ def check_options(args: argparse.Namespace) -> None:
         _check_postgres_journal(db)
 
 
+def _database_missing(sa: Any, url: Any) -> bool | None:
+    """Whether the server of ``url`` has no database of its name, asked of its catalogue (``pg_database``) through a
+    maintenance database; ``None`` when neither ``postgres`` nor ``template1`` can be read with these credentials."""
+    for maintenance in ("postgres", "template1"):
+        engine = sa.create_engine(url.set(database=maintenance))
+        try:
+            with engine.connect() as connection:
+                query = sa.text("SELECT 1 FROM pg_database WHERE datname = :name")
+                return connection.execute(query, {"name": url.database}).first() is None
+        except sa.exc.SQLAlchemyError:
+            continue
+        finally:
+            engine.dispose()
+    return None
+
+
 def _check_postgres_journal(db: str) -> None:
     """Refuse a Postgres ``--db`` whose server cannot be reached or has no such database, before the engine's client
     would create the database (or print its own lines about it)."""
@@ -82,20 +98,25 @@ def _check_postgres_journal(db: str) -> None:
     except ImportError:
         return  # the command says which extra is missing
     scheme, _, rest = db.partition("://")
-    engine = sa.create_engine(f"postgresql+psycopg://{rest}" if scheme in ("postgresql", "postgres") else db)
+    url = sa.engine.make_url(f"postgresql+psycopg://{rest}" if scheme in ("postgresql", "postgres") else db)
+    engine = sa.create_engine(url)
     try:
         with engine.connect():
             return
     except sa.exc.OperationalError as exc:
         reason = " ".join(str(exc.orig).split()) or type(exc.orig).__name__
-        # at connect time psycopg gives no SQLSTATE: the server's FATAL message is what tells
-        if _NO_SUCH_DATABASE.search(str(exc.orig)) is None:
+        # At connect, psycopg gives no SQLSTATE: the server's catalogue says whether the database exists (its
+        # message text, which a localised server translates, only when no maintenance database can be read).
+        missing = _database_missing(sa, url)
+        if missing is None:
+            missing = _NO_SUCH_DATABASE.search(str(exc.orig)) is not None
+        if not missing:
             raise UsageError(
                 f"the database could not be used ({reason}): check --db and that it is running", status=EXIT_FAILED
             ) from None
     finally:
         engine.dispose()
-    name = rest.rsplit("/", 1)[-1].split("?", 1)[0]
+    name = url.database or ""
     raise UsageError(
         f"--db: there is no journal database {name!r} on that server: give the --db the runs were started with",
         status=EXIT_FAILED,

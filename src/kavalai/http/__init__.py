@@ -5,8 +5,9 @@
 - :func:`origin_guard`: a client middleware run on every hop, redirects included, that keeps credential headers
   at their origin and can refuse a hop (the web tools' SSRF guard).
 - :class:`Outbound` (the outbound gate, :mod:`kavalai.http._outbound`): every HTTP client is made by
-  :func:`aiohttp_session`, :func:`httpx_client` or :func:`httpx_transport`, and every URL a server gave is judged
-  by the address rules of :mod:`kavalai.http._netguard` before it is sent and again at connect.
+  :func:`aiohttp_session`, :func:`httpx_client`, :func:`httpx_transport` or :func:`requests_session` (the LLM
+  SDKs' clients and the OTLP exporter's session too), and every URL a server gave is judged by the address rules of
+  :mod:`kavalai.http._netguard` before it is sent and again at connect.
 - :func:`read_limited`: a body read in chunks and refused as soon as it passes a byte limit, counted after
   decompression.
 
@@ -18,11 +19,21 @@ them to the built-in exceptions a model reads).
 from kavalai.http._body import BodyTooLargeError, read_limited
 from kavalai.http._guard import CREDENTIAL_HEADERS, HopCheck, HopRefusedError, origin_guard
 from kavalai.http._netguard import GuardedResolver, IPNetwork, check_url, parse_networks
-from kavalai.http._outbound import Outbound, aiohttp_session, httpx_client, httpx_transport
+from kavalai.http._outbound import (
+    LOCAL_NETWORKS,
+    Outbound,
+    aiohttp_session,
+    check_endpoint,
+    environment_proxy,
+    httpx_client,
+    httpx_transport,
+    requests_session,
+)
 from kavalai.http._pool import LoopSession, SessionFactory
 
 __all__ = [
     "CREDENTIAL_HEADERS",
+    "LOCAL_NETWORKS",
     "BodyTooLargeError",
     "GuardedResolver",
     "HopCheck",
@@ -32,10 +43,13 @@ __all__ = [
     "Outbound",
     "SessionFactory",
     "aiohttp_session",
+    "check_endpoint",
     "check_url",
+    "environment_proxy",
     "httpx_client",
     "httpx_transport",
     "origin_guard",
     "parse_networks",
     "read_limited",
+    "requests_session",
 ]

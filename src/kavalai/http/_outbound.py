@@ -14,7 +14,9 @@ The clients:
 
 - :func:`aiohttp_session`: an aiohttp session (REST servers, the bundled fetch tools, the demo's browser);
 - :func:`httpx_transport` / :func:`httpx_client`: the ``httpx2`` transport and client of an MCP server's HTTP
-  transports and of the OAuth flows' own requests (discovery, registration, tokens).
+  transports, of the OAuth flows' own requests (discovery, registration, tokens) and of the LLM providers' SDKs;
+- :func:`requests_session`: the OTLP/HTTP trace exporter's ``requests`` session (its endpoint judged by
+  :func:`check_endpoint` when tracing is set up and on every request).
 """
 
 from __future__ import annotations
@@ -35,7 +37,16 @@ from yarl import URL
 from kavalai.errors import OutboundRefusedError
 from kavalai.http._netguard import IPNetwork, host_refusal_reason, refusal_reason
 
-__all__ = ["Outbound", "aiohttp_session", "httpx_client", "httpx_transport"]
+__all__ = [
+    "LOCAL_NETWORKS",
+    "Outbound",
+    "aiohttp_session",
+    "check_endpoint",
+    "environment_proxy",
+    "httpx_client",
+    "httpx_transport",
+    "requests_session",
+]
 
 _SCHEMES: Final = frozenset({"http", "https"})
 #: The fields of OAuth metadata (RFC 9728, RFC 8414, OpenID discovery) that hold URLs the client may follow.
@@ -89,6 +100,12 @@ class Outbound:
     def trusted(self, host: str | None) -> bool:
         """Whether ``host`` is one the user configured."""
         return host is not None and host.lower().rstrip(".") in self._trusted
+
+    def configure(self, url: str | URL) -> None:
+        """Trust ``url``'s host as configured by the user (a base URL an SDK resolved from the user's settings)."""
+        host = _host(URL(str(url)))
+        if host is not None:
+            self._trusted = self._trusted | {host}
 
     def learn(self, url: object, field: str) -> None:
         """Record that ``url`` came from ``field`` of something a server sent (named in a refusal)."""
@@ -303,7 +320,7 @@ def _learn_challenge(outbound: Outbound, challenge: str) -> None:
 
 
 def httpx_transport(
-    outbound: Outbound, wrap: Any = None, *, limits: httpx2.Limits | None = None
+    outbound: Outbound, wrap: Any = None, *, limits: httpx2.Limits | None = None, proxy: str | None = None
 ) -> httpx2.AsyncBaseTransport:
     """The ``httpx2`` transport every request of ``outbound``'s owner goes through.
 
@@ -311,9 +328,10 @@ def httpx_transport(
         outbound: the policy.
         wrap: called with the network transport, returns the transport to put under the gate (a byte limit).
         limits: the connection pool's limits.
+        proxy: the user's proxy to send through (its URL checked as given; the addresses behind it are its own).
     """
     network = httpx2.AsyncHTTPTransport(
-        limits=limits or httpx2.Limits(max_connections=100, max_keepalive_connections=20)
+        limits=limits or httpx2.Limits(max_connections=100, max_keepalive_connections=20), proxy=proxy
     )
     pool = getattr(network, "_pool", None)
     if type(pool) is httpcore2.AsyncConnectionPool:  # not through a proxy (the user's, trusted): dial through the gate
@@ -328,6 +346,72 @@ def httpx_transport(
     return _GateTransport(inner, outbound)
 
 
-def httpx_client(outbound: Outbound, wrap: Any = None, **options: Any) -> httpx2.AsyncClient:
+def httpx_client(
+    outbound: Outbound, wrap: Any = None, *, proxy: str | None = None, **options: Any
+) -> httpx2.AsyncClient:
     """A new ``httpx2`` client (the only place one is made) whose requests cross the gate."""
-    return httpx2.AsyncClient(transport=httpx_transport(outbound, wrap), **options)
+    return httpx2.AsyncClient(transport=httpx_transport(outbound, wrap, proxy=proxy), **options)
+
+
+def environment_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``, less
+    ``NO_PROXY``), as clients that read the environment themselves would use: a client made here is given a
+    transport, which makes ``httpx2`` read none."""
+    import urllib.request
+
+    parsed = URL(url)
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parsed.scheme) or proxies.get("all")
+    if not proxy or (parsed.host and urllib.request.proxy_bypass(parsed.host)):
+        return None
+    return proxy
+
+
+# ------------------------------------------------------------------------- endpoints named by the environment
+
+#: Where a collector or model server the environment names may be: loopback and private ranges, never a link-local,
+#: metadata, multicast or reserved address.
+LOCAL_NETWORKS: Final = tuple(
+    ipaddress.ip_network(net)
+    for net in ("127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "::1/128", "fc00::/7")
+)
+
+
+def check_endpoint(outbound: Outbound, url: URL) -> None:
+    """Judge an endpoint the environment names (``OTEL_EXPORTER_OTLP_ENDPOINT``): http/https only, and a literal
+    address by the rules (with ``outbound``'s allowed networks); a host name is judged by its addresses at connect.
+
+    Raises:
+        OutboundRefusedError: naming the owner and the variable the URL came from.
+    """
+    host = _host(url)
+    if url.scheme not in _SCHEMES or host is None:
+        outbound.check(url)
+        return
+    try:
+        ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+    except ValueError:
+        return
+    outbound.check(url)
+
+
+def requests_session(outbound: Outbound) -> Any:
+    """A new ``requests`` session (the OTLP/HTTP exporter's; the only place one is made) whose every request,
+    redirects included, is judged by :func:`check_endpoint` and whose host's addresses are judged before sending."""
+    import requests
+    from requests.adapters import HTTPAdapter
+
+    class _GateAdapter(HTTPAdapter):
+        def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+            url = URL(str(request.url))
+            check_endpoint(outbound, url)
+            host = _host(url)
+            if host is not None and not outbound.trusted(host):
+                found = socket.getaddrinfo(host.strip("[]"), url.port, type=socket.SOCK_STREAM)
+                outbound.check_addresses(host, [str(info[4][0]) for info in found])
+            return super().send(request, *args, **kwargs)
+
+    session = requests.Session()
+    session.mount("http://", _GateAdapter())
+    session.mount("https://", _GateAdapter())
+    return session

@@ -20,6 +20,7 @@ from typing import Any, Final, Protocol
 
 from pydantic import BaseModel
 
+from kavalai.errors import OutboundRefusedError
 from kavalai.llm.base import ModelSettings, parse_structured
 from kavalai.llm.errors import (
     LLMConfigurationError,
@@ -73,7 +74,10 @@ class SDKClient:
         provider: the name used in messages and errors.
         timeout: seconds per request.
         max_retries: the SDK's retries of connection errors, 429 and 5xx.
-        http_client: an ``httpx2.AsyncClient`` for the SDK to use; :meth:`aclose` closes it too.
+        http_client: an ``httpx2.AsyncClient`` for the SDK to use; :meth:`aclose` closes it too. By default one
+            made by the outbound gate (:func:`kavalai.http.httpx_client`): the base URL's host is trusted as
+            configured, and every other URL (a redirect) gets the address rules before anything is sent. A client
+            you pass is yours, used as it is.
     """
 
     _sdk_module: str
@@ -103,9 +107,18 @@ class SDKClient:
         self._model = model
         self._provider = provider
         self.__key = key
+        outbound = None
+        if http_client is None:
+            from kavalai.http import Outbound, environment_proxy, httpx_client
+
+            outbound = Outbound(f"{provider}/{model}", [base_url], kind="model")
+            proxy = environment_proxy(base_url or "https://api.invalid/")  # the SDKs' default hosts are https
+            http_client = httpx_client(outbound, proxy=proxy, follow_redirects=True)
         self._client: Any = getattr(self._sdk, self._sdk_client)(
             api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries, http_client=http_client
         )
+        if outbound is not None:  # the base URL the SDK resolved (argument, its variable, its default) is the user's
+            outbound.configure(str(self._client.base_url))
 
     @property
     def provider(self) -> str:
@@ -208,6 +221,11 @@ class SDKClient:
         except LLMError:
             raise
         except Exception as exc:
+            refused = _refusal(exc)
+            if refused is not None:
+                where = f"{self._provider}/{self._model}"
+                message = f"The request to {where} was refused: {refused}"
+                raise LLMConnectionError(message, provider=self._provider, model=self._model) from exc
             raise self._translate(exc) from exc
 
     def _translate(self, exc: Exception) -> LLMError:
@@ -257,6 +275,18 @@ class SDKClient:
     def _excerpt(self, value: object) -> str:
         # The key itself, whatever its shape (local servers' tokens have no sk- prefix); short placeholders stay.
         return safe_excerpt(value, secret=self.__key if len(self.__key) >= _MIN_SECRET else None)
+
+
+def _refusal(exc: BaseException) -> OutboundRefusedError | None:
+    """The outbound gate's refusal behind ``exc`` (the SDKs wrap a transport's error as a connection error)."""
+    seen = 0
+    current: BaseException | None = exc
+    while current is not None and seen < 8:
+        if isinstance(current, OutboundRefusedError):
+            return current
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return None
 
 
 def _import_sdk(module: str, *, provider: str, model: str) -> ModuleType:

@@ -4,6 +4,7 @@ JSON schemas, and called through :meth:`kavalai.kernel.Kernel.call_tool`."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import warnings
 from collections.abc import Iterator, Sequence
@@ -13,13 +14,13 @@ import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 import kavalai
 from kavalai.adapters.mcp import deadline_from_meta, keeping_wire_results
 from kavalai.errors import ConfigurationError, DeadlineExceededError, FunctionKernelException, ServerConnectionError
 from kavalai.kernel import Kernel, ProgressCallback, deadline
-from kavalai.secrets import get_logger, redact
+from kavalai.secrets import get_logger, holds_secret, redact
 from kavalai.serve._catalog import ServedCatalog
 from kavalai.serve._hosts import HostSessions
 from kavalai.serve._relayed import mcp_adapter, relayed_handlers, served_servers
@@ -111,15 +112,36 @@ def build_mcp_server(
     with warnings.catch_warnings():
         # Logging is deprecated by the 2026-07-28 era, but the hosts of the handshake era (and its servers) use it.
         warnings.simplefilter("ignore", MCPDeprecationWarning)
+        handlers = {"on_list_tools": list_tools, "on_call_tool": call_tool, **relayed}
         return Server(
             name,
             version=kavalai.__version__,
             instructions=instructions,
             get_tool_input_schema=input_schema,
-            on_list_tools=list_tools,
-            on_call_tool=call_tool,
-            **relayed,
+            **redacting(handlers),
         )
+
+
+def redacting(handlers: dict[str, Any]) -> dict[str, Any]:
+    """Every handler given to the SDK's server, wrapped so that an exception escaping it passes the secret gate
+    before the SDK turns it into the JSON-RPC error a host reads (the one crossing for handler failures)."""
+    return {name: _redacted(handler) if callable(handler) else handler for name, handler in handlers.items()}
+
+
+def _redacted(handler: Any) -> Any:
+    @functools.wraps(handler)
+    async def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await handler(*args, **kwargs)
+        except MCPError as exc:
+            data = exc.data if exc.data is None or not holds_secret(json.dumps(exc.data, default=str)) else None
+            raise MCPError(exc.code, redact(exc.message), data) from None
+        except ValidationError:
+            raise  # the SDK answers it with a fixed message
+        except Exception as exc:
+            raise MCPError(types.INTERNAL_ERROR, redact(str(exc)) or type(exc).__name__) from None
+
+    return guarded
 
 
 async def _connected() -> None:

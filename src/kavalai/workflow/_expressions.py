@@ -13,7 +13,9 @@ allowed:
   path and falls back to ``default`` when any part of it is missing (useful for loop counters).
 
 Every evaluation runs under a meter (:mod:`kavalai.workflow._meter`): its operations are counted by the items they
-copy, and the deadline of the run around it is checked every few thousand. Results are bounded before they are built
+copy, and the deadline of the run around it is checked every few thousand; a run evaluates with
+:meth:`Expression.evaluate_async`, which holds the event loop for at most a slice (and never for one operation on a
+huge list), then goes on in a worker thread. Results are bounded before they are built
 (:mod:`kavalai.workflow._sizes`): exponents above 64, repetitions longer
 than 100,000 items, texts and lists over the size limit (``+``, ``str()``, ``sum()`` of lists), integers over 100,000
 bits, ``round()`` to more than 1,000 digits, and ``%`` formatting of text (whose field widths are unbounded) are
@@ -31,7 +33,15 @@ from typing import Any, Final
 from pydantic import BaseModel
 
 from kavalai.kernel import current_deadline
-from kavalai.workflow._meter import EvaluationDeadlineError, EvaluationLimitError, Meter, weight
+from kavalai.workflow._meter import (
+    EvaluationDeadlineError,
+    EvaluationLimitError,
+    Meter,
+    _SliceSpent,
+    current_meter,
+    weight,
+)
+from kavalai.workflow._meter import evaluate as metered
 from kavalai.workflow._sizes import SizeError, bounded_str, bounded_sum, check_binop
 from kavalai.workflow.errors import ExpressionError
 
@@ -135,21 +145,42 @@ class Expression:
         self._path = _path_keys(tree.body)
 
     def evaluate(self, context: Mapping[str, Any], *, node: str | None = None, field: str | None = None) -> Any:
-        """Evaluate against ``context`` (names to values); raise :class:`ExpressionError` naming ``node`` and
+        """Evaluate against ``context`` (names to values) on the caller's thread, under a meter but in one piece (a
+        caller on the event loop uses :meth:`evaluate_async`); raise :class:`ExpressionError` naming ``node`` and
         ``field``."""
+        value = self._plain_path(context)
+        if value is not _NOTHING:
+            return value
+        return self._walk(context, Meter(deadline=current_deadline()), node, field)
+
+    async def evaluate_async(
+        self, context: Mapping[str, Any], *, node: str | None = None, field: str | None = None
+    ) -> Any:
+        """:meth:`evaluate`, never holding the event loop for more than a slice: on the loop for at most
+        :data:`~kavalai.workflow._meter.SLICE` and short of any operation on more than
+        :data:`~kavalai.workflow._meter.HEAVY` items, else begun again in a worker thread the caller owns."""
+        value = self._plain_path(context)
+        if value is not _NOTHING:
+            return value
+        return await metered(lambda: self._walk(context, current_meter(), node, field))
+
+    def _plain_path(self, context: Mapping[str, Any]) -> Any:
+        """A plain path through dicts (most bindings: ``step.result.items``) read without the tree walk, or
+        ``_NOTHING`` for any other case (a list index, a model, a missing key and its error)."""
         if self._path is not None and type(context) is dict:
-            # A plain path through dicts (most bindings: ``step.result.items``) read without the tree walk; any
-            # other case (a list index, a model, a missing key and its error) goes the general way below.
             value = context.get(self._path[0], _NOTHING)
             for key in self._path[1]:
                 if type(value) is not dict or key not in value:
-                    break
+                    return _NOTHING
                 value = value[key]
-            else:
-                if value is not _NOTHING:
-                    return value
+            return value
+        return _NOTHING
+
+    def _walk(self, context: Mapping[str, Any], meter: Meter | None, node: str | None, field: str | None) -> Any:
         try:
-            return _Evaluator(context, Meter(deadline=current_deadline())).eval(self._tree.body)
+            return _Evaluator(context, meter or Meter(deadline=current_deadline())).eval(self._tree.body)
+        except _SliceSpent:
+            raise  # out of its slice of the event loop: begun again in a worker thread
         except (_Missing, _Refused, SizeError, EvaluationDeadlineError, EvaluationLimitError) as exc:
             raise ExpressionError(
                 f"{_where(node, field)}expression {self.source!r}: {exc.args[0]}",

@@ -12,10 +12,12 @@ operations here (a loop step, a ``+`` weighted by the items it copies, a join by
 - whether its owner stopped it (the run was cancelled while it ran in a worker thread);
 - its slice of the event loop: :func:`evaluate` runs work that may be long (a template with loops) in a worker
   thread, and other work on the loop for at most :data:`SLICE` seconds, begun again in a worker thread when it
-  needs longer, so the loop is never held for longer than a slice.
+  needs longer, or before one operation on more than :data:`HEAVY` items (``sorted()`` of a huge list: one call,
+  which no check can cut), so the loop is never held for longer than a slice and one bounded operation.
 
-The evaluation entry points (:func:`kavalai.workflow._templates.render_metered` and
-:meth:`kavalai.workflow._expressions.Expression.evaluate`) each start a :class:`Meter`;
+The evaluation entry points (:func:`kavalai.workflow._templates.render_metered`,
+:meth:`kavalai.workflow._expressions.Expression.evaluate_async` and kaval's ``evaluate_async``; the synchronous
+``Expression.evaluate`` for callers off the loop) each start a :class:`Meter`;
 ``tests/workflow/test_meter.py`` finds them in the source and fails when one evaluates without it.
 """
 
@@ -35,6 +37,7 @@ from kavalai.workflow._sizes import max_size
 
 __all__ = [
     "CHECK_EVERY",
+    "HEAVY",
     "MAX_OPERATIONS",
     "SLICE",
     "EvaluationDeadlineError",
@@ -54,6 +57,9 @@ CHECK_EVERY: Final = 4096
 MAX_OPERATIONS: Final = 1_000_000_000
 #: Seconds an evaluation may hold the event loop before it is begun again in a worker thread.
 SLICE: Final = 0.02
+#: An operation on more items or characters than this is never begun on the event loop: one call of ``sorted()``,
+#: ``max()`` or ``sum()`` on a huge list is not sliced, so the evaluation is begun again in a worker thread first.
+HEAVY: Final = 16 * CHECK_EVERY
 
 _monotonic: Final = time.monotonic
 _current: ContextVar[Meter | None] = ContextVar("kavalai_meter", default=None)
@@ -104,6 +110,9 @@ class Meter:
         self._countdown -= weight
         if weight > 1:
             self._built += weight - 1
+            if weight > HEAVY and self.slice_end is not None:  # on the loop: a long operation is not begun here
+                self._check()
+                raise _SliceSpent
         if self._countdown <= 0:
             self._check()
 

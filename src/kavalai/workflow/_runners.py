@@ -104,13 +104,14 @@ async def run_simple_node(node: NodeBase, env: NodeEnv, record: NodeTrace) -> Ou
         return await _run_llm(node, env, record), node.next
     if isinstance(node, IfNode):
         record.inputs = {"condition": node.condition}
-        condition = bool(env.workflow.expression(node.id).evaluate(env.values, node=node.id, field="condition"))
+        expression = env.workflow.expression(node.id)
+        condition = bool(await expression.evaluate_async(env.values, node=node.id, field="condition"))
         return condition, node.then if condition else node.else_
     if isinstance(node, SwitchNode):
         record.inputs = {"value": node.value}
-        return _run_switch(node, env)
+        return await _run_switch(node, env)
     if isinstance(node, EndNode):
-        return _run_end(node, env, record), None
+        return await _run_end(node, env, record), None
     raise NodeError(f"Node {node.id!r}: kind {type(node).__name__} cannot run here.", node=node.id)
 
 
@@ -184,11 +185,14 @@ def check_fits(data_type: DataType, value: Any, *, node: str, what: str, field: 
         ) from exc
 
 
-def _resolve(env: NodeEnv, node_id: str) -> dict[str, Any]:
+async def _resolve(env: NodeEnv, node_id: str) -> dict[str, Any]:
     values = env.values
     resolved: dict[str, Any] = {}
     for name, literal, expression, field in env.workflow.plan(node_id):  # a loop: a comprehension is a call more
-        resolved[name] = literal if expression is None else expression.evaluate(values, node=node_id, field=field)
+        if expression is None:
+            resolved[name] = literal
+        else:
+            resolved[name] = await expression.evaluate_async(values, node=node_id, field=field)
     return resolved
 
 
@@ -200,8 +204,8 @@ def _run_start(node: StartNode, env: NodeEnv, record: NodeTrace) -> Any:
     return validated
 
 
-def _run_switch(node: SwitchNode, env: NodeEnv) -> Outcome:
-    value = env.workflow.expression(node.id).evaluate(env.values, node=node.id, field="value")
+async def _run_switch(node: SwitchNode, env: NodeEnv) -> Outcome:
+    value = await env.workflow.expression(node.id).evaluate_async(env.values, node=node.id, field="value")
     for case, target in node.cases.items():
         if _matches(value, case):
             return value, target
@@ -221,11 +225,11 @@ def _matches(value: Any, case: Any) -> bool:
     return bool(value == case)
 
 
-def _run_end(node: EndNode, env: NodeEnv, record: NodeTrace) -> Any:
+async def _run_end(node: EndNode, env: NodeEnv, record: NodeTrace) -> Any:
     if node.outputs is None:
         raw = env.previous
     else:
-        raw = _resolve(env, node.id)
+        raw = await _resolve(env, node.id)
         record.inputs = jsonable(raw)
     return check_fits(env.workflow.output_type, raw, node=node.id, what="the workflow output", field="output")
 
@@ -242,7 +246,7 @@ def _fit_output(node_id: str, env: NodeEnv, value: Any) -> Any:
 
 async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> Outcome:
     """Run a ``function`` node: call its tool (retrying as its policy says) and check the output."""
-    arguments = _resolve(env, node.id)
+    arguments = await _resolve(env, node.id)
     record.inputs = jsonable(arguments)
     policy = node.retry or _NO_RETRY
     options: dict[str, Any] = {} if node.timeout is None else {"timeout": node.timeout}
@@ -331,16 +335,21 @@ def _prompt_fit(env: NodeEnv, *, readable: bool) -> PromptFit | None:
 
 
 async def _render(source: str, variables: Mapping[str, Any], node: str, field: str, fit: PromptFit | None) -> str:
-    """A model node's template, each printed value fitted to the output budget when there is one."""
+    """A model node's template, each printed value fitted to the output budget when there is one, and the whole text
+    through the model-facing gate (bounded by the budget; whole when none is set, as a tool's result is)."""
+    from kavalai.agent.budget import model_prompt
+
     again = None if fit is None else fit.restart
     text = await render_metered(source, variables, node=node, field=field, fit=fit, again=again)
-    return text if fit is None else await fit.settle(text)
+    if fit is None:
+        return text
+    return model_prompt(fit.budget, node, await fit.settle(text), field)
 
 
 async def _run_agent(node: AgentNode, env: NodeEnv, record: NodeTrace) -> Any:
     from kavalai.agent import Agent, MaxStepsExceededError
 
-    resolved = _resolve(env, node.id)
+    resolved = await _resolve(env, node.id)
     variables = _template_vars(env, resolved)
     fit = _prompt_fit(env, readable=node.allowed_tools != [])  # an agent with tools gets read_artifact
     prompt = await _render(node.prompt, variables, node.id, "prompt", fit)
@@ -415,7 +424,7 @@ async def _run_llm(node: LlmNode, env: NodeEnv, record: NodeTrace) -> Any:
     from kavalai.llm.base import parse_structured
     from kavalai.llm.messages import Message, SystemMessage, UserMessage
 
-    resolved = _resolve(env, node.id)
+    resolved = await _resolve(env, node.id)
     variables = _template_vars(env, resolved)
     fit = _prompt_fit(env, readable=False)  # one model call, no tools: nothing to read an artifact with
     prompt = await _render(node.prompt, variables, node.id, "prompt", fit)

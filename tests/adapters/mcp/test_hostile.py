@@ -213,3 +213,44 @@ async def test_a_refresh_that_pages_for_ever_is_refused_and_the_listed_tools_kep
     finally:
         logger.removeHandler(refused)
         await kernel.close()
+
+
+@pytest.mark.parametrize(("field", "method"), [("resources", "list_resources"), ("prompts", "list_prompts")])
+async def test_a_resources_or_prompts_listing_that_pages_for_ever_on_refresh_is_refused(
+    tmp_path: Path, field: str, method: str
+) -> None:
+    pages = tmp_path / "pages"
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(hostile("extras-later", env={"PAGES_FILE": str(pages)}, connect_timeout=120))
+    try:
+        listed = await getattr(kernel, method)("bad")
+        assert [item.name for item in listed] == ["first"]  # listed whole at first
+        await kernel.call_tool("mcp://bad.t0", {"x": "a"})  # from now on the server pages for ever
+        with pytest.raises(ServerConnectionError, match=rf"listed more than 50,000 items in its {field}/list pages"):
+            await getattr(kernel, method)("bad")
+        served = [line for line in pages.read_text().splitlines() if line.startswith(field)]
+        assert len(served) == 26  # 25 pages of 2,000 reach the limit, the 26th passes it: no page more is asked for
+        assert kernel.list_tools() == ["mcp://bad.t0"]  # the connection and its tools are kept
+    finally:
+        await kernel.close()
+
+
+async def test_the_catalogue_an_on_change_compares_is_bounded_by_the_listing_totals(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With ``on_change``, resources and prompts are listed on connect (to compare after a reconnect): a server
+    paging them for ever is refused by the totals, not after the comparison's 100 pages; the connection stands."""
+    pages = tmp_path / "pages"
+    server = hostile("extras-paging", env={"PAGES_FILE": str(pages)}, connect_timeout=120, on_change=lambda c: None)
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(server)
+    try:
+        with caplog.at_level(logging.INFO, logger="kavalai.mcp"):
+            await kernel.connect_mcp_servers()
+        served = pages.read_text().splitlines()
+        assert len([line for line in served if line.startswith("resources")]) == 26
+        assert not [line for line in served if line.startswith("prompts")]  # the listing stopped at the refusal
+        assert "listed more than 50,000 items in its resources/list pages" in caplog.text
+        assert kernel.list_tools() == ["mcp://bad.t0"]
+    finally:
+        await kernel.close()

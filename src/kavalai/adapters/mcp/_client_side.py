@@ -278,10 +278,17 @@ def _is_llm_client(handler: Any) -> bool:
 
 def _llm_answer(client: Any) -> SamplingHandler:
     async def answer(request: McpSamplingRequest) -> str | None:
+        from kavalai.agent.budget import model_text
         from kavalai.llm import AssistantMessage, ModelSettings, SystemMessage, UserMessage
 
-        messages: list[Any] = [SystemMessage(content=request.system_prompt)] if request.system_prompt else []
+        def bounded(text: str, what: str) -> str:  # the model-facing gate: a server's text, bounded by the default
+            return model_text(None, "sampling", text, ours=True, what=f"the {what} of a server's sampling request")
+
+        messages: list[Any] = []
+        if request.system_prompt:
+            messages.append(SystemMessage(content=bounded(request.system_prompt, "system prompt")))
         for role, text in request.messages:
+            text = bounded(text, "message")
             messages.append(UserMessage(content=text) if role == "user" else AssistantMessage(content=text))
         settings = ModelSettings(temperature=request.temperature, max_tokens=request.max_tokens)
         response = await client.complete(messages, settings=settings)

@@ -16,6 +16,7 @@ from kavalai.adapters.mcp._catalog import McpLogLevel
 from kavalai.auth import OAuth
 from kavalai.errors import ConfigurationError
 from kavalai.kernel import SERVER_NAME_PATTERN, Seconds
+from kavalai.secrets import register_environment_values, register_variable
 
 __all__ = ["McpServer", "McpTransport"]
 
@@ -164,6 +165,15 @@ class McpServer(BaseModel):
         description="OAuth 2.1 for an HTTP server: OAuth() to sign users in (authorization code with PKCE), or "
         "OAuth(grant='client_credentials', ...); tokens and connections are kept per identity. None: no OAuth.",
     )
+
+    @model_validator(mode="after")
+    def _register_secrets(self) -> McpServer:
+        """The secret gate learns this server's secrets process-wide, however it was made: ``env`` values of secret
+        variables, and any secret variable of the environment written into ``args``, ``url`` or ``headers``."""
+        for variable, value in self.env.items():
+            register_variable(variable, value)
+        register_environment_values(*self.args, self.url, *self.headers.values(), *self.env.values())
+        return self
 
     @model_validator(mode="after")
     def _check_auth(self) -> McpServer:

@@ -35,6 +35,8 @@ from mcp.shared.exceptions import MCPError
 from kavalai.adapters.mcp._catalog import McpChange
 from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._errors import scrub
+from kavalai.adapters.mcp._listing import ListingTotals
+from kavalai.errors import ServerConnectionError
 from kavalai.secrets import get_logger
 
 __all__ = ["Backoff", "Catalogue", "Healing", "hand_over", "tool_prints"]
@@ -78,8 +80,10 @@ def _diff(server: str, kind: Literal["tools", "resources", "prompts"], old: Any,
 async def _pages(list_page: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
     items: list[Any] = []
     cursor: str | None = None
+    totals = ListingTotals(None, f"{field}/list")  # the listing's totals across pages, as on every other listing
     for _ in range(_MAX_PAGES):
         page = await list_page(cursor)
+        totals.add(getattr(page, field))
         items.extend(getattr(page, field))
         cursor = page.next_cursor
         if not cursor:
@@ -263,7 +267,7 @@ class Healing:
             if capabilities is not None and capabilities.prompts is not None:
                 found = await _pages(lambda c: client.list_prompts(cursor=c, cache_mode="refresh"), "prompts")
                 prompts = {p.name: _print(p.description, [a.model_dump() for a in p.arguments or ()]) for p in found}
-        except MCPError as exc:  # compared as far as it could be listed; the connection reports real failures
+        except (MCPError, ServerConnectionError) as exc:  # not compared; the connection reports real failures
             logger.info("MCP server %r: listing its catalogue failed: %s", self.server, scrub(self._config, exc))
         return resources, prompts
 

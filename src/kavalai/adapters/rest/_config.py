@@ -24,7 +24,7 @@ from kavalai.adapters.rest._auth import Auth, BasicAuth, Credentials, read_env
 from kavalai.auth import OAuth
 from kavalai.errors import ConfigurationError
 from kavalai.kernel import SERVER_NAME_PATTERN, Seconds
-from kavalai.secrets import MASK, Redactor, register_secret
+from kavalai.secrets import MASK, Redactor, register_environment_values, register_secret
 
 __all__ = ["ResolvedServer", "RestServer"]
 
@@ -84,6 +84,13 @@ class RestServer(BaseModel):
     @classmethod
     def _check_url(cls, url: str | None) -> str | None:
         return None if url is None else _checked_url(url)
+
+    @model_validator(mode="after")
+    def _register_secrets(self) -> Self:
+        """The secret gate learns any secret variable of the environment written into ``url`` or ``headers`` in Python
+        (``RestServer(url=f"https://api.example/bot{os.environ['BOT_TOKEN']}")``)."""
+        register_environment_values(self.url, *self.headers.values())
+        return self
 
     @model_validator(mode="after")
     def _check(self) -> Self:

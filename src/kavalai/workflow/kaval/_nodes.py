@@ -24,7 +24,7 @@ from kavalai.workflow.kaval._runtime import (
     RagHit,
     as_text,
     context_of,
-    evaluate,
+    evaluate_async,
     plain,
     render,
     render_value,
@@ -129,7 +129,7 @@ class _ModelStep(_Step):
         if inputs:
             text = "\n".join([text, "INPUT DATA:", *(f"{key}:{as_text(value)}" for key, value in inputs.items())])
         record.inputs = {"prompt": text, **plain(inputs)}
-        return text, inputs
+        return prompt_text(env, self.id, text, "prompt"), inputs
 
     async def client(self, env: NodeEnv) -> LLMClient:
         """The node's model, else the document's, else the engine's ``llm``."""
@@ -149,12 +149,19 @@ class _ModelStep(_Step):
         return None
 
 
-def user_message(env: NodeEnv) -> str:
+def user_message(env: NodeEnv, node: str) -> str:
     """The run's request as a chat message: the input's ``user_message``, else the whole input as text."""
     run_input = context_of(env).get("input")
     if isinstance(run_input, dict) and isinstance(run_input.get("user_message"), str):
-        return str(run_input["user_message"])
-    return as_text(run_input)
+        return prompt_text(env, node, str(run_input["user_message"]), "user message")
+    return prompt_text(env, node, as_text(run_input), "user message")
+
+
+def prompt_text(env: NodeEnv, node: str, text: str, what: str) -> str:
+    """A model node's text through the model-facing gate (:func:`kavalai.agent.budget.model_prompt`)."""
+    from kavalai.agent.budget import model_prompt
+
+    return model_prompt(env.budget, node, text, what)
 
 
 class KavalLlmStep(_ModelStep):
@@ -169,7 +176,7 @@ class KavalLlmStep(_ModelStep):
 
         text, _ = await self.instructions(env, record)
         messages: list[Message] = [SystemMessage(content=text), *await self.history()]
-        messages.append(UserMessage(content=user_message(env)))
+        messages.append(UserMessage(content=user_message(env, self.id)))
         client = await self.client(env)
         model = self.response_model()
         response = await client.complete(messages, response_model=model, settings=self.settings)
@@ -202,7 +209,7 @@ class KavalAgentStep(_ModelStep):
             settings=self.settings,
         )
         try:
-            result = await agent.run(user_message(env), history=await self.history())
+            result = await agent.run(user_message(env, self.id), history=await self.history())
         except MaxStepsExceededError as exc:
             if exc.result is not None:
                 record.tool_calls = [_trace(call) for call in exc.result.tool_calls]
@@ -263,7 +270,7 @@ class KavalBranch(NodeBase):
     async def execute(self, env: NodeEnv, record: NodeTrace) -> Outcome:
         """Evaluate the condition and choose the arm."""
         record.inputs = {"condition": self.condition}
-        value = bool(_evaluate(self.expression, self.runtime, env, node=self.id, field="condition"))
+        value = bool(await _evaluate(self.expression, self.runtime, env, node=self.id, field="condition"))
         return value, self.then if value else self.else_
 
 
@@ -289,7 +296,7 @@ class KavalSwitch(NodeBase):
     async def execute(self, env: NodeEnv, record: NodeTrace) -> Outcome:
         """Evaluate ``expr`` and choose the case."""
         record.inputs = {"expr": self.expr}
-        value = _evaluate(self.expression, self.runtime, env, node=self.id, field="expr")
+        value = await _evaluate(self.expression, self.runtime, env, node=self.id, field="expr")
         key = ("true" if value else "false") if isinstance(value, bool) else str(value)
         if key in self.cases:
             return value, self.cases[key]
@@ -303,8 +310,8 @@ class KavalSwitch(NodeBase):
         )
 
 
-def _evaluate(expression: Expression, runtime: KavalRuntime, env: NodeEnv, *, node: str, field: str) -> Any:
-    return evaluate(expression.source, context_of(env), node=node, field=field)
+async def _evaluate(expression: Expression, runtime: KavalRuntime, env: NodeEnv, *, node: str, field: str) -> Any:
+    return await evaluate_async(expression.source, context_of(env), node=node, field=field)
 
 
 class KavalRagStep(_Step):

@@ -21,7 +21,8 @@ from pydantic_core import to_jsonable_python
 
 from kavalai.kernel import current_deadline
 from kavalai.workflow._expressions import _Evaluator, _Missing, compile_expression, read_key
-from kavalai.workflow._meter import Meter
+from kavalai.workflow._meter import Meter, _SliceSpent, current_meter
+from kavalai.workflow._meter import evaluate as metered
 from kavalai.workflow.errors import ExpressionError, NodeError
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ class InMemoryHistory:
         expression = compile_expression(path)
         for context in reversed(self.contexts):
             try:
-                return expression.evaluate(context)
+                return await expression.evaluate_async(context)
             except ExpressionError:
                 continue
         return None
@@ -241,8 +242,20 @@ def _tree(source: str) -> ast.expr:
 def evaluate(source: str, context: Mapping[str, Any], *, node: str, field: str) -> Any:
     """Evaluate an upstream expression or path (names are context variables) with upstream's reading of
     missing values; anything the whitelist refuses, or a failing operation, fails the node."""
+    return _lenient(source, context, Meter(deadline=current_deadline()), node, field)
+
+
+async def evaluate_async(source: str, context: Mapping[str, Any], *, node: str, field: str) -> Any:
+    """:func:`evaluate`, holding the event loop for at most a slice (and never for one operation on a huge list),
+    then begun again in a worker thread (:func:`kavalai.workflow._meter.evaluate`)."""
+    return await metered(lambda: _lenient(source, context, current_meter(), node, field))
+
+
+def _lenient(source: str, context: Mapping[str, Any], meter: Meter | None, node: str, field: str) -> Any:
     try:
-        return _Lenient(context, Meter(deadline=current_deadline())).eval(_tree(source))
+        return _Lenient(context, meter or Meter(deadline=current_deadline())).eval(_tree(source))
+    except _SliceSpent:
+        raise  # out of its slice of the event loop: begun again in a worker thread
     except ExpressionError as exc:
         raise NodeError(f"Node {node!r}: field {field!r}: {exc.message}", node=node, field=field) from exc
     except Exception as exc:

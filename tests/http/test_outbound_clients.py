@@ -1,0 +1,150 @@
+"""The outbound gate under the clients kavalai configures but does not write: the LLM provider SDKs' HTTP clients
+and the OTLP trace exporter's session. A real server on 127.0.0.1 redirects to a metadata address; the redirect is
+refused before any connect, naming the owner, and the server saw only the first request."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import pytest
+from aiohttp import web
+from yarl import URL
+
+from kavalai.errors import ConfigurationError, OutboundRefusedError
+from kavalai.http import LOCAL_NETWORKS, Outbound, check_endpoint, requests_session
+from kavalai.llm.anthropic import AnthropicClient
+from kavalai.llm.errors import LLMConnectionError
+from kavalai.llm.messages import UserMessage
+from kavalai.llm.openai import OpenAIClient
+from tests.http.test_outbound import serving
+
+METADATA = "http://169.254.169.254"
+
+
+@asynccontextmanager
+async def redirecting(target: str, seen: list[str]) -> AsyncIterator[str]:
+    """A server on 127.0.0.1 that answers every request with a 307 to ``target`` + the path."""
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(f"{request.method} {request.path}")
+        return web.Response(status=307, headers={"Location": f"{target}{request.path}"})
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    async with serving(app) as base:
+        yield base
+
+
+@pytest.mark.parametrize("target", [METADATA, "http://[::ffff:169.254.169.254]"])
+async def test_an_openai_redirect_to_a_metadata_address_is_refused(target: str) -> None:
+    seen: list[str] = []
+    async with redirecting(target, seen) as base:
+        llm = OpenAIClient("gpt-fake", api_key="sk-test-0123456789", base_url=f"{base}/v1", max_retries=0)
+        try:
+            with pytest.raises(LLMConnectionError, match="refused") as caught:
+                await llm.complete([UserMessage(content="hi")])
+        finally:
+            await llm.aclose()
+    assert "169.254.169.254" in str(caught.value)
+    assert "openai/gpt-fake" in str(caught.value)
+    assert seen == ["POST /v1/chat/completions"]
+
+
+async def test_an_anthropic_redirect_to_a_metadata_address_is_refused() -> None:
+    seen: list[str] = []
+    async with redirecting(METADATA, seen) as base:
+        llm = AnthropicClient("claude-fake", api_key="sk-ant-test-0123456789", base_url=base, max_retries=0)
+        try:
+            with pytest.raises(LLMConnectionError, match="refused"):
+                await llm.complete([UserMessage(content="hi")])
+        finally:
+            await llm.aclose()
+    assert seen == ["POST /v1/messages"]
+
+
+async def test_a_refusal_is_not_retried_by_the_sdk() -> None:
+    seen: list[str] = []
+    async with redirecting(METADATA, seen) as base:
+        llm = OpenAIClient("gpt-fake", api_key="sk-test-0123456789", base_url=f"{base}/v1", max_retries=1)
+        try:
+            with pytest.raises(LLMConnectionError, match="refused"):
+                await llm.complete([UserMessage(content="hi")])
+        finally:
+            await llm.aclose()
+    assert seen == ["POST /v1/chat/completions"]  # the refusal is final: no second attempt
+
+
+async def test_a_client_the_user_passes_is_theirs() -> None:
+    import httpx2
+
+    mine = httpx2.AsyncClient()
+    llm = OpenAIClient("gpt-fake", api_key="sk-test-0123456789", base_url="http://127.0.0.1:9/v1", http_client=mine)
+    try:
+        assert llm._client._client is mine
+    finally:
+        await llm.aclose()
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    [
+        "http://169.254.169.254:4318",
+        "http://[::ffff:169.254.169.254]:4318",
+        "http://224.0.0.1:4318",
+        "ftp://127.0.0.1:4318",
+    ],
+)
+def test_an_otlp_endpoint_at_a_refused_address_is_a_configuration_error(endpoint: str) -> None:
+    from kavalai._tracing_setup import _exporter
+
+    with pytest.raises(ConfigurationError, match="OTEL_EXPORTER_OTLP_ENDPOINT"):
+        _exporter("otlp_proto_http", {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint})
+
+
+@pytest.mark.parametrize("endpoint", ["http://127.0.0.1:4318", "http://10.1.2.3:4318", "http://localhost:4318"])
+def test_a_collector_on_loopback_or_a_private_network_is_allowed(endpoint: str) -> None:
+    from kavalai._tracing_setup import _exporter
+
+    exporter = _exporter("otlp_proto_http", {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint})
+    exporter.shutdown()
+
+
+async def test_the_otlp_session_refuses_a_redirect_to_a_metadata_address() -> None:
+    seen: list[str] = []
+    outbound = Outbound("OTLP exporter", allowed_networks=LOCAL_NETWORKS, kind="tracing")
+    async with redirecting(METADATA, seen) as base:
+        session = requests_session(outbound)
+        try:
+            with pytest.raises(OutboundRefusedError, match="169.254.169.254"):
+                await asyncio.to_thread(session.post, f"{base}/v1/traces", data=b"spans", timeout=10)
+        finally:
+            session.close()
+    assert seen == ["POST /v1/traces"]
+
+
+def test_a_host_name_is_judged_by_its_addresses_at_connect() -> None:
+    outbound = Outbound("OTLP exporter", allowed_networks=LOCAL_NETWORKS, kind="tracing")
+    check_endpoint(outbound, URL("http://collector.example:4318/v1/traces"))  # a name: judged at connect
+    with pytest.raises(OutboundRefusedError, match="resolves to 169.254.169.254"):
+        outbound.check_addresses("collector.example", ["169.254.169.254"])
+    outbound.check_addresses("collector.example", ["10.0.0.7"])
+
+
+async def test_an_llm_client_sends_through_the_environments_proxy_and_still_judges_redirects(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The SDKs read HTTP(S)_PROXY themselves; given the gate's client they would not, so the gate reads it."""
+    seen: list[str] = []
+    async with redirecting(METADATA, seen) as proxy:  # a plain HTTP proxy gets the absolute URL
+        for name in ("NO_PROXY", "no_proxy", "http_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", proxy)
+        llm = OpenAIClient("gpt-fake", api_key="sk-test-0123456789", base_url="http://llm.invalid/v1", max_retries=0)
+        try:
+            with pytest.raises(LLMConnectionError, match="refused"):
+                await llm.complete([UserMessage(content="hi")])
+        finally:
+            await llm.aclose()
+    assert seen == ["POST /v1/chat/completions"]  # reached the proxy; its redirect to a metadata address refused
