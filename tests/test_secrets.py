@@ -176,3 +176,22 @@ def test_short_values_and_url_credentials() -> None:
     error = FunctionKernelException(f"the url had {password}")
     assert password not in str(error)
     assert password not in repr(error)
+
+
+def test_log_lines_to_writes_the_kavalai_loggers_warnings_as_masked_lines() -> None:
+    import io
+
+    from kavalai.secrets import get_logger, log_lines_to, register_secret
+
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    register_secret(secret)
+    stream = io.StringIO()
+    with log_lines_to(stream):
+        get_logger("kavalai.serve").warning("sent %s", secret)
+        logging.getLogger("kavalai.made.elsewhere").warning("also %s", secret)  # no filter of its own
+        get_logger("kavalai").info("below the level")
+    get_logger("kavalai").warning("after the block")
+    assert stream.getvalue().splitlines() == [
+        "kavalai.serve: WARNING: sent ***",
+        "kavalai.made.elsewhere: WARNING: also ***",
+    ]
