@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import CoreSchema, SchemaValidator
 
+from kavalai.kernel._seconds import limit_seconds
 from kavalai.kernel._uri import ToolURI
 
 __all__ = ["Invoker", "OpenForPythonTypes", "ToolDefinition"]
@@ -60,6 +61,7 @@ class ToolDefinition:
     def __post_init__(self) -> None:
         # Derived once; object.__setattr__ because the dataclass is frozen.
         object.__setattr__(self, "_uri_str", str(self.uri))
+        object.__setattr__(self, "timeout", limit_seconds(self.timeout, what=f"timeout of {self._uri_str}"))
         object.__setattr__(self, "_schemas", {})
         object.__setattr__(self, "_validate_in", _validator(self.input_model))
         object.__setattr__(self, "_validate_out", _validator(self.output_model))

@@ -20,6 +20,7 @@ from typing import Any, Final, Protocol
 
 from pydantic import BaseModel
 
+from kavalai.kernel import required_seconds
 from kavalai.llm.base import ModelSettings, parse_structured
 from kavalai.llm.errors import (
     LLMConfigurationError,
@@ -104,7 +105,11 @@ class SDKClient:
         self._provider = provider
         self.__key = key
         self._client: Any = getattr(self._sdk, self._sdk_client)(
-            api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries, http_client=http_client
+            api_key=key,
+            base_url=base_url,
+            timeout=required_seconds(timeout, what="timeout"),
+            max_retries=max_retries,
+            http_client=http_client,
         )
 
     @property
