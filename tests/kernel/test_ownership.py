@@ -490,3 +490,26 @@ async def test_an_ended_call_is_freed_at_once_not_by_the_cycle_collector(timeout
     finally:
         gc.enable()
         await kernel.close()
+
+
+async def test_a_call_cut_through_the_timer_of_the_block_around_it_is_expired() -> None:
+    """One timer per deadline: the call inside a block arms none of its own, yet ends expired as the block does."""
+    calls: list[Any] = []
+
+    @pythontool
+    async def nap() -> int:
+        calls.append(current_call())
+        await asyncio.sleep(30)
+        return 1
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("nap", nap)
+    try:
+        with deadline(0.05) as block, pytest.raises(ToolTimeoutError):
+            await kernel.call_tool("python://nap")
+        assert block.expired
+        [call] = calls
+        assert call.expired
+        assert call._timer is None  # it armed no timer of its own
+    finally:
+        await kernel.close()

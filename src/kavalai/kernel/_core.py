@@ -722,6 +722,7 @@ def _cancellation(call: ToolCall) -> FunctionKernelException | None:
         sole = call._withdraw()
         return _cut_error(call) if sole or around is not None else None
     if around is not None:
+        call._cut = around  # cut with the scope around it (one timer per deadline): call.expired says so too
         return _cut_error(call, reason=around)
     return None
 
