@@ -306,3 +306,22 @@ def test_secret_and_public_variables_can_be_declared() -> None:
     assert redact(limit) == limit  # declared public, though its name looks secret
     expand_env("${KVT_PLAIN}", {"KVT_PLAIN": every, "KAVALAI_SECRET_VARIABLES": "*"})
     assert redact(every) == MASK  # '*': every variable, as before
+
+
+def test_log_lines_to_writes_the_kavalai_loggers_warnings_as_masked_lines() -> None:
+    import io
+
+    from kavalai.secrets import get_logger, log_lines_to, register_secret
+
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    register_secret(secret)
+    stream = io.StringIO()
+    with log_lines_to(stream):
+        get_logger("kavalai.serve").warning("sent %s", secret)
+        logging.getLogger("kavalai.made.elsewhere").warning("also %s", secret)  # no filter of its own
+        get_logger("kavalai").info("below the level")
+    get_logger("kavalai").warning("after the block")
+    assert stream.getvalue().splitlines() == [
+        "kavalai.serve: WARNING: sent ***",
+        "kavalai.made.elsewhere: WARNING: also ***",
+    ]

@@ -30,7 +30,7 @@ import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from typing import Any, Final
+from typing import Any, Final, TextIO
 from urllib.parse import unquote, urlsplit
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "Redactor",
     "get_logger",
     "holds_secret",
+    "log_lines_to",
     "looks_secret",
     "redact",
     "redacting_stderr",
@@ -281,3 +282,20 @@ def redacting_stderr() -> Iterator[None]:
         yield
     finally:
         sys.stderr = original
+
+
+@contextmanager
+def log_lines_to(stream: TextIO, level: int = logging.WARNING) -> Iterator[logging.Handler]:
+    """Within the block, records of the ``kavalai`` loggers at ``level`` and above are written to ``stream``, one
+    line each, masked by the secret gate (the filter is the handler's too: it sees every child logger's records).
+    ``kavalai serve`` shows its warnings (an ignored ``_meta`` value, say) on stderr this way."""
+    handler = logging.StreamHandler(stream)
+    handler.setLevel(level)
+    handler.setFormatter(logging.Formatter("%(name)s: %(levelname)s: %(message)s"))
+    handler.addFilter(_FILTER)
+    logger = logging.getLogger("kavalai")
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)

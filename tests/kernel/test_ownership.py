@@ -459,3 +459,57 @@ async def _raise_on_cancel(error: Exception) -> None:
         await asyncio.sleep(30)
     except asyncio.CancelledError:
         raise error from None
+
+
+@pytest.mark.parametrize("timeout", [None, 5.0])
+async def test_an_ended_call_is_freed_at_once_not_by_the_cycle_collector(timeout: float | None) -> None:
+    """A call (and a deadline block) refers to no cycle of its own: with the collector off, it is gone when it ends."""
+    import gc
+    import weakref
+
+    seen: list[weakref.ref[Any]] = []
+
+    @pythontool
+    async def record() -> int:
+        call = current_call()
+        assert call is not None
+        seen.append(weakref.ref(call))
+        return 1
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("record", record)
+    gc.disable()
+    try:
+        assert (await kernel.call_tool("python://record", timeout=timeout)).result == 1  # type: ignore[attr-defined]
+        with deadline(5.0) as block:
+            await kernel.call_tool("python://record")
+        blocks = [weakref.ref(block)]
+        del block
+        assert [ref() for ref in seen] == [None, None]
+        assert blocks[0]() is None
+    finally:
+        gc.enable()
+        await kernel.close()
+
+
+async def test_a_call_cut_through_the_timer_of_the_block_around_it_is_expired() -> None:
+    """One timer per deadline: the call inside a block arms none of its own, yet ends expired as the block does."""
+    calls: list[Any] = []
+
+    @pythontool
+    async def nap() -> int:
+        calls.append(current_call())
+        await asyncio.sleep(30)
+        return 1
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("nap", nap)
+    try:
+        with deadline(0.05) as block, pytest.raises(ToolTimeoutError):
+            await kernel.call_tool("python://nap")
+        assert block.expired
+        [call] = calls
+        assert call.expired
+        assert call._timer is None  # it armed no timer of its own
+    finally:
+        await kernel.close()

@@ -130,3 +130,89 @@ def test_every_declared_limit_crosses_the_one_rule() -> None:
     found = _declared_limits()
     assert len(found) >= 10  # the scan sees RestServer, McpServer, OAuth and the workflow nodes
     assert [where for where, annotation in found if "Seconds" not in annotation] == []
+
+
+# The functions that apply the one rule: limit_seconds itself, and what wraps it for a caller's own error type.
+_CHECKS = {"limit_seconds", "required_seconds", "checked_timeout"}
+# Constructors that take a limit another has checked already, and which one.
+_PASSED_ON = {
+    "workflow/_executor.py:Execution.timeout": "WorkflowEngine's timeout, checked by checked_timeout",
+}
+
+
+def _checks(function: ast.AST, value: str) -> bool:
+    """Whether ``function`` hands ``value`` (a name, or ``self.name``) to the rule as its first argument, or to
+    ``super().__init__`` (whose constructor is scanned as well)."""
+    for call in ast.walk(function):
+        if not isinstance(call, ast.Call):
+            continue
+        name = getattr(call.func, "id", None) or getattr(call.func, "attr", None)
+        if name in _CHECKS and call.args and ast.unparse(call.args[0]) == value:
+            return True
+        passed = any(ast.unparse(keyword.value) == value for keyword in call.keywords)
+        if name == "__init__" and "super()" in ast.unparse(call.func) and passed:
+            return True
+    return False
+
+
+def _constructor_limits() -> list[tuple[str, bool]]:
+    """Every constructor parameter (``__init__``) and dataclass field in src/ named like a limit (``*timeout``,
+    ``*_seconds``, ``poll``), outside error classes (which record a value), and whether it crosses the rule."""
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef) or re.search(r"(Error|Exception)$", node.name):
+                continue
+            methods = {item.name: item for item in node.body if isinstance(item, ast.FunctionDef)}
+            where = f"{path.relative_to(SRC)}:{node.name}"
+            init = methods.get("__init__")
+            if init is not None:
+                for arg in init.args.args + init.args.kwonlyargs:
+                    if re.search(r"timeout$|_seconds$", arg.arg) and not arg.arg.startswith("on_"):
+                        found.append((f"{where}.{arg.arg}", _checks(init, arg.arg)))
+            if not any("dataclass" in ast.unparse(decorator) for decorator in node.decorator_list):
+                continue
+            post_init = methods.get("__post_init__")
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    name = item.target.id
+                    if re.search(r"timeout$|_seconds$|^poll$", name) and not name.startswith("on_"):
+                        checked = post_init is not None and _checks(post_init, f"self.{name}")
+                        found.append((f"{where}.{name}", checked))
+    return found
+
+
+def test_every_limit_a_constructor_takes_crosses_the_one_rule() -> None:
+    """The gate's enumeration for function parameters: a constructor's limit (a durable runner's step_timeout, an
+    OutsideApproval's timeout, an LLM's timeout) goes through limit_seconds (or a wrapper of it) where it is
+    taken; a new one stored as it came fails here."""
+    found = _constructor_limits()
+    assert len(found) >= 8  # the runners, OutsideApproval, OutsideElicitation, the LLM providers, the workflow
+    unchecked = [where for where, checked in found if not checked and where not in _PASSED_ON]
+    assert unchecked == []
+    assert set(_PASSED_ON) <= {where for where, _ in found}  # the list holds no stale entry
+
+
+def test_durable_and_approval_limits_follow_the_one_rule() -> None:
+    from kavalai.agent import OutsideApproval
+    from kavalai.agent.elicitation import OutsideElicitation
+    from kavalai.durable.dbos import DbosRunner
+    from kavalai.durable.temporal import TemporalRunner
+
+    assert TemporalRunner(step_timeout=math.inf).step_timeout == MAX_SECONDS
+    assert DbosRunner(busy_timeout=10**400).busy_timeout == MAX_SECONDS
+    assert OutsideApproval(timeout=math.inf).timeout == MAX_SECONDS
+    assert OutsideElicitation(timeout=None).timeout is None
+    for bad in (math.nan, -1, 0, "5"):
+        with pytest.raises(ValueError, match="step_timeout must be positive"):
+            TemporalRunner(step_timeout=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="shutdown_timeout must be positive"):
+            TemporalRunner(shutdown_timeout=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="busy_timeout must be positive"):
+            DbosRunner(busy_timeout=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="timeout must be positive"):
+            OutsideApproval(timeout=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="timeout must be positive"):
+            OutsideElicitation(timeout=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="poll must be positive"):
+        OutsideElicitation(poll=0)

@@ -84,3 +84,7 @@ async def test_a_deadline_too_big_or_not_a_number_never_fails_the_request(tmp_pa
     assert garbage.read_text() == "None" or float(garbage.read_text()) < MAX_SECONDS / 2  # ignored: no deadline
     log = (inner.parent / "stdio.log").read_text()
     assert "Traceback" not in log, log
+    # the ignored value is said once, on the server's stderr (kavalai serve gives the kavalai loggers a handler)
+    ignored = [line for line in log.splitlines() if "io.kavalai/deadline" in line and "is not a number" in line]
+    assert len(ignored) == 1, log
+    assert ignored[0].startswith("kavalai: WARNING: Ignored"), ignored

@@ -55,6 +55,9 @@ class ToolOptions:
     idempotent: bool = False
     local_types: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "timeout", limit_seconds(self.timeout, what="@pythontool timeout"))
+
 
 _DEFAULT_OPTIONS: Final = ToolOptions()
 

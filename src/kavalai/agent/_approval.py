@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from kavalai.kernel import limit_seconds
 from kavalai.llm.messages import ToolCall
 
 __all__ = ["Approval", "ApprovalHook", "OutsideApproval"]
@@ -63,6 +64,10 @@ class OutsideApproval:
 
     timeout: float | None = None
     on_timeout: Approval = field(default_factory=lambda: Approval.deny("no answer in time"))
+
+    def __post_init__(self) -> None:
+        # The one rule for limits (kavalai.kernel.limit_seconds): a bad value is refused here, not at the wait.
+        object.__setattr__(self, "timeout", limit_seconds(self.timeout, what="timeout"))
 
     def __call__(self, call: ToolCall) -> Approval:
         """Refuse to be used as a plain hook: the answer comes through the durable run, not from this call."""

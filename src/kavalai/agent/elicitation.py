@@ -26,6 +26,7 @@ from kavalai.adapters.mcp import (
 )
 from kavalai.durable import DurableRun, current_run, elicitation_answer
 from kavalai.errors import ConfigurationError
+from kavalai.kernel import limit_seconds, required_seconds
 
 __all__ = ["OutsideElicitation", "recorded", "recording_in_run"]
 
@@ -47,6 +48,11 @@ class OutsideElicitation:
 
     timeout: float | None = None
     poll: float = 0.2
+
+    def __post_init__(self) -> None:
+        # The one rule for limits (kavalai.kernel.limit_seconds): a bad value is refused here, not at the wait.
+        object.__setattr__(self, "timeout", limit_seconds(self.timeout, what="timeout"))
+        object.__setattr__(self, "poll", required_seconds(self.poll, what="poll"))
 
     async def __call__(self, request: McpElicitation) -> McpElicitationResult:
         """Refuse to answer in this process: the answer comes through a durable run."""

@@ -24,6 +24,7 @@ from kavalai.cli._run import EXIT_FAILED, EXIT_OK, EXIT_USAGE  # one set of exit
 from kavalai.cli._serve_filter import needed_servers_only
 from kavalai.cli._serve_workers import add_worker_arguments, run_workers, worker_options, workers_usage_error
 from kavalai.cli._tracing import add_tracing_arguments, flush_on_close, start_tracing, stop_tracing
+from kavalai.secrets import log_lines_to
 
 if TYPE_CHECKING:
     from kavalai._tracing_setup import TracingSetup
@@ -126,7 +127,8 @@ def serve_command(args: argparse.Namespace, *, stderr: TextIO | None = None) -> 
         print(f"kavalai serve: {exc}", file=err)
         return EXIT_USAGE
     try:
-        return asyncio.run(_until_signal(_serve(kernel, args, token, err, tracing), kernel, err))
+        with log_lines_to(err):  # the kavalai loggers' warnings (an ignored _meta value) as lines on stderr
+            return asyncio.run(_until_signal(_serve(kernel, args, token, err, tracing), kernel, err))
     finally:
         if args.transport != "http":
             _stdout_to_stderr()

@@ -67,6 +67,7 @@ from kavalai.durable._sqlite_compat import install as sqlite_unixepoch
 from kavalai.durable._step_log import SqlStepLog, StepLogJournal
 from kavalai.durable._store import ResultStore, SqlResultStore
 from kavalai.errors import DurableRunError, FunctionKernelException, RunCancelledError, RunInterruptedError
+from kavalai.kernel import required_seconds
 from kavalai.secrets import get_logger
 
 __all__ = ["DbosClient", "DbosRunner", "default_journal_url"]
@@ -146,7 +147,7 @@ class DbosRunner(DurableRunner):
     ) -> None:
         super().__init__()
         self.journal_outage = journal_outage
-        self.busy_timeout = busy_timeout
+        self.busy_timeout = required_seconds(busy_timeout, what="busy_timeout")
         self.on_doubt = dict(on_doubt or {})
         self._parked: dict[str, DurableRunError] = {}  # runs stopped in this process, resumable, by id
         self._waiting: dict[str, asyncio.Future[None]] = {}  # result() calls waiting here, by run id

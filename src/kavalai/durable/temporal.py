@@ -56,6 +56,7 @@ from kavalai.durable._runner import (
 from kavalai.durable._steps import run_tool_step
 from kavalai.durable._store import ResultStore
 from kavalai.errors import FunctionKernelException, RunCancelledError, ServerConnectionError
+from kavalai.kernel import required_seconds
 from kavalai.secrets import get_logger
 
 __all__ = ["TemporalRunner"]
@@ -112,14 +113,14 @@ class TemporalRunner(DurableRunner):
         shutdown_timeout: float = 30.0,
     ) -> None:
         super().__init__()
-        self.shutdown_timeout = shutdown_timeout
+        self.shutdown_timeout = required_seconds(shutdown_timeout, what="shutdown_timeout")
         self.answers = answers
         self.store = store
         self.inline_limit = inline_limit
         self.address = address
         self.namespace = namespace
         self.task_queue = task_queue
-        self.step_timeout = step_timeout
+        self.step_timeout = required_seconds(step_timeout, what="step_timeout")
         self.max_attempts = max_attempts
         self.runs_worker = worker
         self._client = client

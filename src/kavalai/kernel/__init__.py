@@ -27,7 +27,7 @@ from kavalai.kernel._descriptions import ToolDescriptions
 from kavalai.kernel._jsonschema import model_from_json_schema, output_model_from_json_schema, type_from_json_schema
 from kavalai.kernel._registry import LazyTool, ToolRegistry
 from kavalai.kernel._schema import FunctionSchema, code_of, function_schema, qualname, wrap_output_model
-from kavalai.kernel._seconds import MAX_SECONDS, Seconds, limit_seconds
+from kavalai.kernel._seconds import MAX_SECONDS, Seconds, limit_seconds, required_seconds
 from kavalai.kernel._tasks import TaskStatus, ToolTask
 from kavalai.kernel._uri import SCHEMES, SERVER_NAME_PATTERN, ToolURI, validate_server_name
 
@@ -64,6 +64,7 @@ __all__ = [
     "model_from_json_schema",
     "output_model_from_json_schema",
     "qualname",
+    "required_seconds",
     "type_from_json_schema",
     "validate_input",
     "validate_server_name",

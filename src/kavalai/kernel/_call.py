@@ -75,17 +75,26 @@ _current: ContextVar[ToolCall | Deadline | None] = ContextVar("kavalai_current_c
 
 class _Scope:
     """What a tool call and a deadline block share: an absolute deadline, the task whose work they can cut, and
-    the scope whose deadline they inherited (``source``: themselves when their own limit is the nearer one)."""
+    the scope whose deadline they inherited (``_source``; ``None`` when their own limit is the nearer one, so that
+    no scope refers to itself and an ended one is freed at once, not by the cycle collector)."""
 
-    # Class-level defaults until first written: building a call without a deadline writes almost nothing.
-    deadline: float | None = None
-    parent: ToolCall | Deadline | None = None
-    _source: _Scope | None = None
-    _task: asyncio.Task[Any] | None = None
-    _baseline = 0
-    _cut: str | None = None
-    _timer: set[_Scope] | None = None  # the timer slot this scope waits in (see _arm), until it ends
-    _done = False  # the work has ended: nothing may cut the task for it any more
+    # Slots, all written at construction: reads of them are the interpreter's fastest attribute reads, and a
+    # call builds no instance dict.
+    __slots__ = ("__weakref__", "_baseline", "_cut", "_done", "_source", "_task", "_timer", "deadline", "parent")
+
+    deadline: float | None
+    parent: ToolCall | Deadline | None
+    _source: _Scope | None
+    _task: asyncio.Task[Any] | None
+    _baseline: int
+    _cut: str | None
+    _timer: set[_Scope] | None  # the timer slot this scope waits in (see _arm), until it ends
+    _done: bool  # the work has ended: nothing may cut the task for it any more
+
+    def __init__(self) -> None:
+        self.deadline = self.parent = self._source = self._task = self._cut = self._timer = None
+        self._baseline = 0
+        self._done = False
 
     def remaining(self) -> float | None:
         """Seconds left before the deadline (never below 0), or ``None`` when there is none."""
@@ -117,10 +126,10 @@ class _Scope:
         if limit is not None:
             own = _monotonic() + limit
             if inherited is None or own < inherited:
-                self.deadline, self._source = own, self
+                self.deadline, self._source = own, None
                 return
         if inherited is not None and outer is not None:
-            self.deadline, self._source = inherited, outer._source
+            self.deadline, self._source = inherited, outer._origin()
 
     def _arm(self, own: float | None) -> None:
         """Arm the timer that cuts this scope at its deadline: ``own`` seconds from now when the scope's own limit
@@ -128,13 +137,18 @@ class _Scope:
         same timer on every replay), else what is left of the deadline it inherited."""
         deadline = self.deadline
         source = self._source
-        if source is not self and source is not None and source._task is self._task and source._timer is not None:
+        if source is not None and source._task is self._task and source._timer is not None:
             return  # one timer per deadline: the scope it comes from, in this same task, cuts it (see _cut_around)
         if deadline is not None and self._task is not None:
             loop = self._task.get_loop()
-            delay = own if own is not None and self._source is self else deadline - _monotonic()
+            delay = own if own is not None and source is None else deadline - _monotonic()
             self._timer = _slot(loop, loop.time() + delay)
             self._timer.add(self)
+
+    def _origin(self) -> _Scope:
+        """The scope whose limit this one's deadline is: the one it inherited it from, or itself."""
+        source = self._source
+        return self if source is None else source
 
     def _enter_task(self) -> None:
         task = self._task = running_task()  # None outside asyncio: nothing can be cut, the deadline is inherited
@@ -174,18 +188,41 @@ class ToolCall(_Scope):
             through :meth:`report_progress`, an MCP server through its progress notifications.
     """
 
-    _id: int = 0
-    _metadata: dict[str, Any] | None = None
-    _limit: float | None = None  # the call's own timeout, for its error message
-    _ended: concurrent.futures.Future[None] | None = None  # set when close() waits for this call to end
-    _held = 0  # pieces of the call's work running where nothing can cut them (a sync tool's worker thread)
-    _lingering: set[ToolCall] | None = None  # the kernel's set of ended calls still held, once this one is in it
-    _released: concurrent.futures.Future[None] | None = None  # set when close() waits for the holds to end
-    progress: ProgressCallback | None = None
+    __slots__ = (
+        "_ended",
+        "_held",
+        "_id",
+        "_limit",
+        "_lingering",
+        "_metadata",
+        "_released",
+        "arguments",
+        "definition",
+        "progress",
+    )
 
-    def __init__(self, definition: ToolDefinition, arguments: BaseModel) -> None:
+    definition: ToolDefinition
+    arguments: BaseModel
+    progress: ProgressCallback | None
+    _id: int
+    _metadata: dict[str, Any] | None
+    _limit: float | None  # the call's own timeout, for its error message
+    _ended: concurrent.futures.Future[None] | None  # set when close() waits for this call to end
+    _held: int  # pieces of the call's work running where nothing can cut them (a sync tool's worker thread)
+    _lingering: set[ToolCall] | None  # the kernel's set of ended calls still held, once this one is in it
+    _released: concurrent.futures.Future[None] | None  # set when close() waits for the holds to end
+
+    def __init__(
+        self, definition: ToolDefinition, arguments: BaseModel, progress: ProgressCallback | None = None
+    ) -> None:
+        # _Scope.__init__ inlined: one frame less per call.
+        self.deadline = self.parent = self._source = self._task = self._cut = self._timer = None
+        self._baseline = self._held = self._id = 0
+        self._done = False
         self.definition = definition
         self.arguments = arguments
+        self.progress = progress
+        self._metadata = self._limit = self._ended = self._lingering = self._released = None
 
     @property
     def uri(self) -> str:
@@ -300,7 +337,10 @@ class Deadline(_Scope):
         what: what the block is, for the error message (``"agent run"``, ``"code-mode snippet"``).
     """
 
+    __slots__ = ("_token", "call", "seconds", "what")
+
     def __init__(self, seconds: float | None, *, what: str = "block") -> None:
+        super().__init__()
         self.seconds = limit_seconds(seconds, what="deadline", remaining=True)
         self.what = what
         self.call: ToolCall | None = None  # the tool call this block runs inside, for current_call()
@@ -343,22 +383,54 @@ class Deadline(_Scope):
 # leaves it when it ends: a set add and discard instead of a TimerHandle built, pushed on the heap and cancelled per
 # scope. A loop's slots live in a dict the loop holds weakly; the last loop's is cached for the next scope.
 _SLOT: Final = 0.004
+_ceil: Final = math.ceil
 _slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, set[_Scope]]] = weakref.WeakKeyDictionary()
-_last: tuple[asyncio.AbstractEventLoop | None, dict[int, set[_Scope]]] = (None, {})
+# The last loop that armed a timer, its slots, and its clock when that is not time.monotonic (a loop of its own).
+_last: tuple[asyncio.AbstractEventLoop | None, dict[int, set[_Scope]], Callable[[], float] | None] = (None, {}, None)
+
+
+def _slots_of(loop: asyncio.AbstractEventLoop) -> tuple[dict[int, set[_Scope]], Callable[[], float] | None]:
+    """``loop``'s timer slots and its clock (``None`` when it is asyncio's own, ``time.monotonic``), cached."""
+    global _last
+    cached, slots, clock = _last  # one read: another thread's loop may replace it meanwhile
+    if cached is not loop:
+        slots = _slots.get(loop) or _slots.setdefault(loop, {})
+        own_clock = isinstance(loop, asyncio.BaseEventLoop) and type(loop).time is asyncio.BaseEventLoop.time
+        clock = None if own_clock else loop.time
+        _last = (loop, slots, clock)
+    return slots, clock
 
 
 def _slot(loop: asyncio.AbstractEventLoop, when: float) -> set[_Scope]:
     """The set of scopes cut at the end of the slot holding ``when`` (a time of ``loop``), armed if new."""
-    global _last
-    cached, slots = _last  # one read: another thread's loop may replace it meanwhile
-    if cached is not loop:
-        slots = _slots.get(loop) or _slots.setdefault(loop, {})
-        _last = (loop, slots)
-    number = math.ceil(when / _SLOT)
+    slots = _slots_of(loop)[0]
+    number = _ceil(when / _SLOT)
     scopes = slots.get(number)
     if scopes is None:
-        scopes = slots[number] = set()
-        loop.call_at(number * _SLOT, _fire, slots, number)
+        scopes = _open(loop, slots, number)
+    return scopes
+
+
+def arm_own_limit(call: ToolCall, loop: asyncio.AbstractEventLoop, limit: float) -> None:
+    """A call in a task, with nothing around it, whose own ``limit`` (seconds from now, above 0) is its deadline:
+    :meth:`_Scope._bind` and :meth:`_Scope._arm` for that common case (every REST and MCP call has a timeout),
+    reading the clock once on asyncio's own loops."""
+    slots, clock = _slots_of(loop)
+    now = _monotonic()
+    call.deadline = now + limit
+    call._limit = limit
+    number = _ceil(((now if clock is None else clock()) + limit) / _SLOT)
+    scopes = slots.get(number)
+    if scopes is None:
+        scopes = _open(loop, slots, number)
+    scopes.add(call)
+    call._timer = scopes
+
+
+def _open(loop: asyncio.AbstractEventLoop, slots: dict[int, set[_Scope]], number: int) -> set[_Scope]:
+    """A new slot: its set of scopes, and the loop timer at its end (in a context of its own: it holds no scope)."""
+    scopes = slots[number] = set()
+    loop.call_at(number * _SLOT, _fire, slots, number, context=contextvars.Context())
     return scopes
 
 

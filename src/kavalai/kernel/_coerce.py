@@ -19,20 +19,35 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from kavalai.errors import ToolInputError, ToolOutputError, format_validation_errors, value_excerpt
 from kavalai.kernel._definition import ToolDefinition
 
-__all__ = ["coerce_output", "convert_output", "format_validation_errors", "validate_input"]
+__all__ = [
+    "PLAIN",
+    "coerce_output",
+    "convert_output",
+    "format_validation_errors",
+    "input_failed",
+    "output_failed",
+    "validate_input",
+]
 
 
 def validate_input(definition: ToolDefinition, arguments: Mapping[str, Any] | BaseModel | None) -> BaseModel:
     """Validate and coerce ``arguments`` into the tool's input model, or raise :class:`ToolInputError`."""
-    model = definition.input_model
     try:
-        if arguments is None:
-            arguments = {}
-        elif isinstance(arguments, BaseModel) and not isinstance(arguments, model):
-            arguments = arguments.model_dump(exclude_unset=True, by_alias=True)
+        if type(arguments) is not dict:  # a plain dict, the common case, skips the (ABC) instance checks
+            if arguments is None:
+                arguments = {}
+            elif isinstance(arguments, BaseModel) and not isinstance(arguments, definition.input_model):
+                arguments = arguments.model_dump(exclude_unset=True, by_alias=True)
         # What model_validate does, without its Python wrapper: a third of the cost of validating a small model.
-        return model.__pydantic_validator__.validate_python(arguments)  # type: ignore[no-any-return]
-    except ValidationError as exc:
+        return definition._validate_in(arguments)
+    except Exception as exc:
+        return input_failed(definition, arguments, exc)
+
+
+def input_failed(definition: ToolDefinition, arguments: Any, exc: Exception) -> BaseModel:
+    """After validating ``arguments`` raised ``exc``: the arguments without metadata keys validated again when
+    those were what the model refused, else :class:`ToolInputError` naming the tool, ``exc`` as its cause."""
+    if isinstance(exc, ValidationError):
         errors = exc.errors(include_url=False)
         stripped = _without_metadata_keys(arguments, errors)
         if stripped is not None:
@@ -42,11 +57,11 @@ def validate_input(definition: ToolDefinition, arguments: Mapping[str, Any] | Ba
             uri=definition.name,
             errors=errors,
         ) from exc
-    except Exception as exc:  # a validator of the input model raised something other than ValueError
-        raise ToolInputError(
-            f"Invalid arguments for {definition.name}: validating them raised {type(exc).__name__}: {exc} {_FAILED}",
-            uri=definition.name,
-        ) from exc
+    # A validator of the input model raised something other than ValueError.
+    raise ToolInputError(
+        f"Invalid arguments for {definition.name}: validating them raised {type(exc).__name__}: {exc} {_FAILED}",
+        uri=definition.name,
+    ) from exc
 
 
 # Kaval.AI 1.0's wording, which its users' tests match on.
@@ -75,15 +90,28 @@ def _is_dunder(key: str) -> bool:
 def coerce_output(definition: ToolDefinition, raw: Any) -> BaseModel:
     """Coerce a tool's raw return value into its output model; raise :class:`ToolOutputError` if it cannot."""
     try:
-        validator = definition.output_model.__pydantic_validator__
-        return validator.validate_python({"result": raw} if definition.wrapped else raw, from_attributes=True)  # type: ignore[no-any-return]
-    except ValidationError as exc:
+        if not definition.wrapped:
+            return definition._validate_out(raw, from_attributes=True)
+        if type(raw) in PLAIN:  # nothing in it to read by attributes: the call without keyword arguments
+            return definition._validate_out({"result": raw})
+        return definition._validate_out({"result": raw}, from_attributes=True)
+    except Exception as exc:
+        raise output_failed(definition, raw, exc) from exc
+
+
+def output_failed(definition: ToolDefinition, raw: Any, exc: Exception) -> ToolOutputError:
+    """The error to raise (from ``exc``) when coercing the raw return value ``raw`` raised ``exc``."""
+    if isinstance(exc, ValidationError):
         errors = exc.errors(include_url=False)
         problems = format_validation_errors(errors, root="(return value)")
         reason = f"which does not fit its output model {definition.output_model.__name__}: {problems}"
-        raise _output_error(definition, raw, reason, errors) from exc
-    except Exception as exc:  # a validator of the output model raised something other than ValueError
-        raise _output_error(definition, raw, f"and validating it raised {type(exc).__name__}: {exc}", []) from exc
+        return _output_error(definition, raw, reason, errors)
+    # A validator of the output model raised something other than ValueError.
+    return _output_error(definition, raw, f"and validating it raised {type(exc).__name__}: {exc}", [])
+
+
+#: Types of return values with nothing in them to read by attributes (validated without ``from_attributes``).
+PLAIN: frozenset[type] = frozenset({int, float, str, bool, bytes, type(None)})
 
 
 def _output_error(definition: ToolDefinition, raw: Any, reason: str, errors: list[Any]) -> ToolOutputError:

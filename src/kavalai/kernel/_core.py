@@ -27,9 +27,17 @@ from kavalai.errors import (
     ToolTimeoutError,
 )
 from kavalai.kernel._adapter import ToolAdapter
-from kavalai.kernel._call import CLOSED, Deadline, Middleware, ProgressCallback, ToolCall, _current
+from kavalai.kernel._call import (
+    CLOSED,
+    Deadline,
+    Middleware,
+    ProgressCallback,
+    ToolCall,
+    _current,
+    arm_own_limit,
+)
 from kavalai.kernel._cancel import _running_loop, _task_of, running_task
-from kavalai.kernel._coerce import coerce_output, convert_output, validate_input
+from kavalai.kernel._coerce import PLAIN, coerce_output, convert_output, input_failed, output_failed, validate_input
 from kavalai.kernel._definition import ToolDefinition
 from kavalai.kernel._descriptions import ToolDescriptions
 from kavalai.kernel._registry import ToolRegistry
@@ -265,8 +273,14 @@ class Kernel:
             if self._closing:  # before resolving, which may connect a server that close() is closing
                 raise KernelClosedError(f"The kernel is closing: {uri} was not started.", uri=str(uri))
             definition = await self.resolve_tool(uri)
-        args = validate_input(definition, arguments)
-        call = ToolCall(definition, args)
+        if type(arguments) is dict:  # validate_input's common case, inlined
+            try:
+                args = definition._validate_in(arguments)
+            except Exception as exc:
+                args = input_failed(definition, arguments, exc)
+        else:
+            args = validate_input(definition, arguments)
+        call = ToolCall(definition, args, progress)
         outer = _current.get()
         if timeout is _UNSET:
             limit = definition.timeout
@@ -274,13 +288,15 @@ class Kernel:
             limit = timeout  # the one rule's common cases, without the call
         else:
             limit = limit_seconds(timeout)
-        if progress is not None:
-            call.progress = progress
         loop = _running_loop()  # the task whose work close() and the deadline may cut (running_task(), inlined)
         if loop is not None and (task := _task_of(loop)) is not None:
             call._task = task
             call._baseline = task.cancelling()
-        if limit is not None or outer is not None:
+            if outer is None and limit is not None:
+                arm_own_limit(call, loop, limit)  # the common case of _bind_deadline, inlined
+            elif outer is not None:
+                self._bind_deadline(call, outer, limit)
+        elif limit is not None or outer is not None:
             self._bind_deadline(call, outer, limit)
         token = _current.set(call)
         inflight = self._inflight
@@ -313,12 +329,21 @@ class Kernel:
         finally:
             inflight.discard(call)
             _current.reset(token)
-            if call._timer is not None or call._ended is not None or call._held:
+            if call._ended is not None or call._held:
                 call._finish(self._lingering)
+            elif call._timer is not None:  # _finish's common case, inlined
+                call._done = True
+                call._timer.discard(call)
         if call._cut is not None:  # the tool caught the cancellation and returned anyway: still too late
             call._withdraw()
             raise _cut_error(call)
-        output = coerce_output(definition, raw)
+        if definition.wrapped and type(raw) in PLAIN:  # coerce_output's common case, inlined
+            try:
+                output = definition._validate_out({"result": raw})
+            except Exception as exc:
+                raise output_failed(definition, raw, exc) from exc
+        else:
+            output = coerce_output(definition, raw)
         return output if output_type is None else convert_output(definition, output, output_type)
 
     @staticmethod
@@ -329,7 +354,7 @@ class Kernel:
         left = call.remaining()
         if left is None:
             return
-        call._limit = limit if call._source is call else left
+        call._limit = limit if call._source is None else left
         if left <= 0.0:
             raise _cut_error(call, started=False)
         call._arm(limit)
@@ -697,6 +722,7 @@ def _cancellation(call: ToolCall) -> FunctionKernelException | None:
         sole = call._withdraw()
         return _cut_error(call) if sole or around is not None else None
     if around is not None:
+        call._cut = around  # cut with the scope around it (one timer per deadline): call.expired says so too
         return _cut_error(call, reason=around)
     return None
 
@@ -708,9 +734,9 @@ def _cut_error(call: ToolCall, *, started: bool = True, reason: str | None = Non
     if (reason or call._cut) == CLOSED:
         return KernelClosedError(f"The kernel was closed while {uri} was running.", uri=uri)
     limit = call._limit
-    if call._source is call and limit is not None:
+    if call._source is None and limit is not None:
         return ToolTimeoutError(f"Tool {uri} timed out after {limit:g} s.", uri=uri, timeout=limit)
-    what = _scope_name(call._source)
+    what = _scope_name(call._origin())
     if not started:
         message = f"Tool {uri} was not started: the deadline of the {what} around it has passed."
         return ToolTimeoutError(message, uri=uri, timeout=0.0)

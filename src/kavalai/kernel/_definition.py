@@ -8,8 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
-from pydantic_core import CoreSchema
+from pydantic_core import CoreSchema, SchemaValidator
 
+from kavalai.kernel._seconds import limit_seconds
 from kavalai.kernel._uri import ToolURI
 
 __all__ = ["Invoker", "OpenForPythonTypes", "ToolDefinition"]
@@ -53,11 +54,17 @@ class ToolDefinition:
     metadata: dict[str, Any] = field(default_factory=dict)
     _uri_str: str = field(init=False, repr=False)
     _schemas: dict[str, dict[str, Any]] = field(init=False, repr=False, compare=False)
+    # The models' validate_python, looked up once (every call's arguments and return value go through them).
+    _validate_in: Callable[..., BaseModel] = field(init=False, repr=False, compare=False)
+    _validate_out: Callable[..., BaseModel] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Derived once; object.__setattr__ because the dataclass is frozen.
         object.__setattr__(self, "_uri_str", str(self.uri))
+        object.__setattr__(self, "timeout", limit_seconds(self.timeout, what=f"timeout of {self._uri_str}"))
         object.__setattr__(self, "_schemas", {})
+        object.__setattr__(self, "_validate_in", _validator(self.input_model))
+        object.__setattr__(self, "_validate_out", _validator(self.output_model))
 
     @property
     def name(self) -> str:
@@ -95,6 +102,19 @@ class ToolDefinition:
             "inputSchema": self.get_input_schema(),
             "outputSchema": self.get_output_schema(),
         }
+
+
+def _validator(model: type[BaseModel]) -> Callable[..., BaseModel]:
+    """``model``'s ``validate_python``; looked up on every use while the model is not complete yet (pydantic
+    builds its validator when the types it refers to are defined)."""
+    validator = model.__pydantic_validator__
+    if isinstance(validator, SchemaValidator):
+        return validator.validate_python
+
+    def validate(value: Any, **options: Any) -> BaseModel:
+        return model.__pydantic_validator__.validate_python(value, **options)  # type: ignore[no-any-return]
+
+    return validate
 
 
 class OpenForPythonTypes(GenerateJsonSchema):

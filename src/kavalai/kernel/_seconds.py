@@ -23,7 +23,7 @@ from pydantic import AfterValidator, Field
 
 from kavalai.secrets import get_logger
 
-__all__ = ["MAX_SECONDS", "Seconds", "limit_seconds"]
+__all__ = ["MAX_SECONDS", "Seconds", "limit_seconds", "required_seconds"]
 
 logger = get_logger("kavalai")
 
@@ -64,6 +64,18 @@ def limit_seconds(
         return 0.0
     needed = "at least 0" if remaining else "positive"
     raise ValueError(f"{what} must be {needed} (in seconds) or None, got {_shown(value)}")
+
+
+def required_seconds(value: object, *, what: str) -> float:
+    """:func:`limit_seconds` for a limit that must be given: ``None`` is refused as any other bad value.
+
+    Raises:
+        ValueError: ``value`` is not a finite number above 0, naming it.
+    """
+    seconds = None if value is None else limit_seconds(value, what=what)
+    if seconds is None:
+        raise ValueError(f"{what} must be positive (in seconds), got None")
+    return seconds
 
 
 def _shown(value: object) -> str:

@@ -21,6 +21,7 @@ from typing import Any, Final, Protocol
 from pydantic import BaseModel
 
 from kavalai.errors import OutboundRefusedError
+from kavalai.kernel import required_seconds
 from kavalai.llm.base import ModelSettings, parse_structured
 from kavalai.llm.errors import (
     LLMConfigurationError,
@@ -115,7 +116,11 @@ class SDKClient:
             proxy = environment_proxy(base_url or "https://api.invalid/")  # the SDKs' default hosts are https
             http_client = httpx_client(outbound, proxy=proxy, follow_redirects=True)
         self._client: Any = getattr(self._sdk, self._sdk_client)(
-            api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries, http_client=http_client
+            api_key=key,
+            base_url=base_url,
+            timeout=required_seconds(timeout, what="timeout"),
+            max_retries=max_retries,
+            http_client=http_client,
         )
         if outbound is not None:  # the base URL the SDK resolved (argument, its variable, its default) is the user's
             outbound.configure(str(self._client.base_url))

@@ -54,10 +54,11 @@ class RunLedger:
     def hold(self, node: str, value: Any) -> None:
         """Count ``value`` as the one ``node`` holds now (its earlier value let go); raise
         :class:`RunMemoryError` when the run would be over its budget."""
-        size = self._size(value)
-        self._held_total += size - self._held.get(node, 0)
-        self._held[node] = size
-        if self.total > self.limit:
+        held = self._held
+        size = _size(value, self.limit)
+        total = self._held_total = self._held_total + size - held.get(node, 0)
+        held[node] = size
+        if total + self._trace_total > self.limit:
             raise RunMemoryError(
                 f"Node {node!r}: the run would hold more than {self.limit:,} characters or items in its values "
                 f"and trace (64 x max_value_size); a loop probably keeps growing a value. Raise max_value_size "
@@ -70,10 +71,11 @@ class RunLedger:
         """Count ``record``'s values in the trace, or, past the trace's budget, replace them with their size."""
         if self._trace_total < self.trace_limit:
             # the output is the JSON form of the value the node holds now, sized as it was stored
-            held = self._held.get(record.node) if record.output is not None else 0
-            size = self._size(record.output) if held is None else held
-            if record.inputs is not None:
-                size += self._size(record.inputs)
+            output, inputs = record.output, record.inputs
+            held = self._held.get(record.node) if output is not None else 0
+            size = _size(output, self.limit) if held is None else held
+            if inputs is not None:
+                size += _size(inputs, self.limit)
             if self._trace_total + size <= self.trace_limit:
                 self._trace_total += size
                 return
@@ -82,35 +84,32 @@ class RunLedger:
     def _leave_out(self, record: NodeTrace) -> None:
         note = f"past the trace's budget of {self.trace_limit:,} characters: left out"
         if record.output is not None and type(record.output) not in _SMALL:
-            record.output = {"omitted": note, "size": self._size(record.output)}
+            record.output = {"omitted": note, "size": _size(record.output, self.limit)}
         if record.inputs is not None:
-            record.inputs = {"omitted": note, "size": self._size(record.inputs)}
+            record.inputs = {"omitted": note, "size": _size(record.inputs, self.limit)}
         self._trace_total += 64  # the record itself
 
-    def _size(self, value: Any) -> int:
-        kind = type(value)
-        if kind in _SMALL:
-            return 8
-        if kind is str:
-            return len(value)
-        if kind is dict and len(value) <= _FLAT:
-            flat = _flat_size(value)  # a tool's usual output, {"result": 5}: without the general walk's ABC checks
-            if flat >= 0:
-                return flat
-        return text_size(value, self.limit)
 
-
-def _flat_size(value: dict[Any, Any]) -> int:
-    """The size of a dict of texts and numbers, as :func:`text_size` counts it; -1 when it holds anything else."""
-    total = 2 + 4 * len(value)
-    for key, item in value.items():
-        if type(key) is not str:
-            return -1
-        kind = type(item)
-        if kind is str:
-            total += len(key) + len(item) + 8
-        elif kind in _SMALL:
-            total += len(key) + 28
-        else:
-            return -1
-    return total
+def _size(value: Any, limit: int) -> int:
+    """:func:`text_size` of ``value`` (stopping at ``limit``), with the common shapes counted here: a number, a
+    text, a dict of up to 16 texts and numbers under text keys (a tool's usual output, ``{"result": 5}``), without
+    the general walk's checks and calls."""
+    kind = type(value)
+    if kind is dict and len(value) <= _FLAT:
+        total = 2 + 4 * len(value)
+        for key, item in value.items():
+            kind = type(item)
+            if type(key) is not str:
+                return text_size(value, limit)
+            if kind is str:
+                total += len(key) + len(item) + 8
+            elif kind in _SMALL:
+                total += len(key) + 28
+            else:
+                return text_size(value, limit)
+        return total
+    if kind in _SMALL:
+        return 8
+    if kind is str:
+        return len(value)
+    return text_size(value, limit)
