@@ -2,9 +2,10 @@
 (:class:`kavalai.adapters.mcp.McpRelay`): what a server sends reaches the host it concerns.
 
 - A server's request made during a call (sampling, elicitation, roots) goes to the host whose call is in flight on
-  that server, on that call's stream; when no host's call is, or calls of several hosts are, the server is told so
-  with an error (the gateway cannot tell whom to ask), and so is it when the host does not offer what it asks, or
-  has not answered when the call ends (a request never outlives the call it was part of).
+  that server, on that call's stream (a host of the 2026-07-28 era: as its call's input-required round); when no
+  host's call is, or calls of several hosts are, the server is told so with an error (the gateway cannot tell whom
+  to ask), and so is it when the host does not offer what it asks, or has not answered when the call ends (a request
+  never outlives the call it was part of).
 - A log message goes, tagged with the server's name as its logger (``github`` or ``github/<its logger>``), to the
   hosts with a call in flight on that server (on that call's stream), else to every host that asked for log messages
   with ``logging/setLevel``; each host gets only those at or above the level it set.
@@ -30,6 +31,7 @@ from mcp.shared.message import ServerMessageMetadata
 
 from kavalai.adapters.mcp import McpChange, McpLogMessage
 from kavalai.secrets import get_logger
+from kavalai.serve._rounds import RoundsCall
 
 __all__ = ["HostSessions"]
 
@@ -55,6 +57,12 @@ class _Call:
     ctx: ServerRequestContext[Any]
     host: object
     asking: set[anyio.CancelScope] = field(default_factory=set)
+    rounds: RoundsCall | None = None  # a 2026-07-28 host's call: asked through input-required rounds
+
+    @property
+    def now(self) -> ServerRequestContext[Any]:
+        """The request the host waits on now (a call across rounds: its latest round's)."""
+        return self.rounds.ctx if self.rounds is not None and self.rounds.ctx is not None else self.ctx
 
 
 class HostSessions:
@@ -80,13 +88,16 @@ class HostSessions:
         return host
 
     @contextlib.contextmanager
-    def calling(self, server: str | None, ctx: ServerRequestContext[Any]) -> Iterator[None]:
-        """Within the block, the host of ``ctx`` has a call in flight on the MCP server ``server``."""
+    def calling(
+        self, server: str | None, ctx: ServerRequestContext[Any], rounds: RoundsCall | None = None
+    ) -> Iterator[None]:
+        """Within the block, the host of ``ctx`` has a call in flight on the MCP server ``server`` (``rounds``: a
+        2026-07-28 host's call, whose questions become its input-required rounds, :mod:`kavalai.serve._rounds`)."""
         self.seen(ctx)
         if server is None:
             yield
             return
-        call = _Call(server, ctx, _connection_of(ctx.session))
+        call = _Call(server, ctx, _connection_of(ctx.session), rounds=rounds)
         self._calls.append(call)
         try:
             yield
@@ -119,7 +130,7 @@ class HostSessions:
             for call in calls.values():
                 host = self._hosts.get(call.host)
                 if host is None or _wants(host, message.level):
-                    await self._send(call.host, call.ctx.session, notification, call.ctx.request_id)
+                    await self._send(call.host, call.now.session, notification, call.now.request_id)
             return
         for key, host in list(self._hosts.items()):
             if host.level is not None and _wants(host, message.level):
@@ -173,10 +184,12 @@ class HostSessions:
             why = "no call of a host is in flight on it" if not hosts else f"calls of {len(hosts)} hosts are in flight"
             return _refusal(f"kavalai serve cannot tell which host to ask for {capability}: {why}")
         [call] = hosts.values()
-        session = call.ctx.session
+        session = call.now.session
         if not session.check_client_capability(types.ClientCapabilities(**{capability: {}})):
             return _refusal(f"the host of kavalai serve does not offer {capability}")
-        metadata = ServerMessageMetadata(related_request_id=call.ctx.request_id)
+        if call.rounds is not None:
+            return await call.rounds.ask(request, result_type)
+        metadata = ServerMessageMetadata(related_request_id=call.now.request_id)
         with anyio.CancelScope() as scope:
             call.asking.add(scope)
             try:

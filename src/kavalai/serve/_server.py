@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, Final
 
 import anyio
@@ -23,6 +23,7 @@ from kavalai.secrets import get_logger, redact
 from kavalai.serve._catalog import ServedCatalog
 from kavalai.serve._hosts import HostSessions
 from kavalai.serve._relayed import mcp_adapter, relayed_handlers, served_servers
+from kavalai.serve._rounds import InputRounds, RoundsCall, takes_rounds
 from kavalai.serve._tools import ExposedTools, Naming, mcp_input_schema
 
 __all__ = ["build_mcp_server", "call_kernel_tool", "tool_error_result", "tool_result"]
@@ -69,6 +70,7 @@ def build_mcp_server(
     adapter = mcp_adapter(kernel)
     relayed: dict[str, Any] = {}
     hosts: HostSessions | None = None
+    rounds = InputRounds()
     if adapter is not None:  # the MCP servers' logging, resources, prompts and requests are relayed too
         catalog = ServedCatalog(adapter, served_servers(adapter, tools), names)
         hosts = HostSessions(catalog.served_uri)
@@ -83,17 +85,32 @@ def build_mcp_server(
         with _naming_refused():
             return types.ListToolsResult(tools=tools.mcp_tools())
 
-    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
         if connecting is not None:
             await connecting()
         with _naming_refused():
             uri = tools.uri_of(params.name)
         if uri is None:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
+        server = _server_of(kernel, uri)
+        if hosts is None or server is None or not takes_rounds(ctx.protocol_version) or not rounds.available:
+            return await calling(ctx, params, uri, server, None)
+        # A 2026-07-28 host is asked what the backend asks as this call's input-required rounds (_rounds.py).
+        return await rounds.call(params.name, params, ctx, lambda call: calling(ctx, params, uri, server, call))
+
+    async def calling(
+        ctx: ServerRequestContext[Any],
+        params: types.CallToolRequestParams,
+        uri: str,
+        server: str | None,
+        across: RoundsCall | None,
+    ) -> types.CallToolResult:
         try:
             with (
                 deadline(deadline_from_meta(params.meta), what=f"MCP client's request for {params.name}"),
-                hosts.calling(_server_of(kernel, uri), ctx) if hosts is not None else contextlib.nullcontext(),
+                hosts.calling(server, ctx, across) if hosts is not None else contextlib.nullcontext(),
             ):
                 # The client's io.kavalai/deadline, when it sent one, bounds every call made for this request; a
                 # backend's sampling, elicitation and roots requests during the call go to this host (_hosts.py).
@@ -115,8 +132,20 @@ def build_mcp_server(
             get_tool_input_schema=input_schema,
             on_list_tools=list_tools,
             on_call_tool=call_tool,
+            lifespan=_owning(rounds),
             **relayed,
         )
+
+
+def _owning(rounds: InputRounds) -> Callable[[Server[Any]], contextlib.AbstractAsyncContextManager[dict[str, Any]]]:
+    """The server's lifespan: each serving owns the calls of 2026-07-28 hosts that run across rounds."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+        async with rounds.running():
+            yield {}
+
+    return lifespan
 
 
 async def _connected() -> None:
