@@ -65,7 +65,7 @@ async def _call_both(client: Client) -> None:
     names = {tool.title: tool.name for tool in (await client.list_tools()).tools}
     added = await client.call_tool(names["python://math.add"], {"a": 2, "b": 40}, meta={"traceparent": TRACEPARENT})
     assert added.structured_content == {"result": 42}
-    stats = await client.call_tool(names["mcp://demo.text_stats"], {"text": "a bb"}, meta={"traceparent": TRACEPARENT})
+    stats = await client.call_tool("mcp_demo_text_stats", {"text": "a bb"}, meta={"traceparent": TRACEPARENT})
     assert stats.structured_content is not None
     assert stats.structured_content["words"] == 2
 

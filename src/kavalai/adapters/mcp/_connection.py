@@ -95,6 +95,7 @@ _CALL_ATTEMPTS: Final = 2  # a call refused because the HTTP server forgot the s
 _STRAYS_LOGGED: Final = 3  # stray messages logged one by one; after these, only at counts that are powers of ten
 
 
+_LISTED: Final = frozenset({"title", "annotations", "icons", "meta"})  # a tool's fields kept for a gateway's listing
 _CONTENT_SCHEMA: Final = content_output_schema()  # shared by the descriptions of tools without an outputSchema
 
 
@@ -507,6 +508,9 @@ class McpConnection:
             "transport": self.transport,
             "structured": tool.output_schema is not None,  # whether the server declared an outputSchema
         }
+        listed = tool.model_dump(mode="json", by_alias=True, exclude_none=True, include=set(_LISTED))
+        if listed:  # its title, annotations, icons and _meta, for a gateway that lists it as its server did
+            metadata["listed"] = listed
         return LazyTool(
             uri=uri,
             description=tool.description or tool.title or "",
