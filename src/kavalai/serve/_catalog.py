@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 import mcp_types as types
-from mcp.shared.exceptions import MCPError
 
 from kavalai.adapters.mcp import (
     McpAdapter,
@@ -32,6 +31,7 @@ from kavalai.adapters.mcp import (
 from kavalai.errors import ConfigurationError, FunctionKernelException
 from kavalai.kernel import ToolURI
 from kavalai.llm.names import ToolNameMap
+from kavalai.serve._errors import protocol_error
 from kavalai.serve._tools import Naming, own_names
 
 __all__ = ["ServedCatalog"]
@@ -127,8 +127,10 @@ class ServedCatalog:
         if len(offering) == 1:
             return offering[0], uri
         if not offering:
-            raise MCPError(types.INVALID_PARAMS, f"Unknown resource: {uri}")
-        raise MCPError(types.INVALID_PARAMS, f"The servers {', '.join(offering)} all offer {uri}; use its prefixed URI")
+            raise protocol_error(types.INVALID_PARAMS, f"Unknown resource: {uri}")
+        raise protocol_error(
+            types.INVALID_PARAMS, f"The servers {', '.join(offering)} all offer {uri}; use its prefixed URI"
+        )
 
     # ------------------------------------------------------------------------------------------ prompts
 
@@ -165,7 +167,7 @@ class ServedCatalog:
         for (server, own), served in names.items():
             if served == name:
                 return server, own
-        raise MCPError(types.INVALID_PARAMS, f"Unknown prompt: {name}")
+        raise protocol_error(types.INVALID_PARAMS, f"Unknown prompt: {name}")
 
     def _prompt_names(self, prompts: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
         keyed = {str(ToolURI.build("mcp", server, name)): (server, name) for server, name in prompts}
@@ -176,7 +178,7 @@ class ServedCatalog:
                 mapping = ToolNameMap(list(keyed))
                 named = {uri: mapping.to_provider(uri) for uri in keyed}
         except ConfigurationError as exc:
-            raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
+            raise protocol_error(types.INTERNAL_ERROR, str(exc)) from None
         return {keyed[uri]: served for uri, served in named.items()}
 
     # ------------------------------------------------------------------------------------------ completion
@@ -204,7 +206,7 @@ class ServedCatalog:
         for server, listed in await self._each(self.adapter.list_resource_templates):
             if template in {t.uri_template for t in listed}:
                 return server, template
-        raise MCPError(types.INVALID_PARAMS, f"Unknown resource template: {template}")
+        raise protocol_error(types.INVALID_PARAMS, f"Unknown resource template: {template}")
 
     # ------------------------------------------------------------------------------------------ helpers
 
@@ -238,7 +240,7 @@ class ServedCatalog:
         seen: set[str] = set()
         for uri in uris:
             if uri in seen:
-                raise MCPError(
+                raise protocol_error(
                     types.INTERNAL_ERROR,
                     f"two servers offer the {kind} {uri}; serve with prefixed names (--names prefixed)",
                 )
@@ -250,7 +252,7 @@ async def _asked(request: Any) -> Any:
     try:
         return await request
     except FunctionKernelException as exc:
-        raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
+        raise protocol_error(types.INTERNAL_ERROR, str(exc)) from None
 
 
 def _wire_fields(item: Any) -> dict[str, Any]:

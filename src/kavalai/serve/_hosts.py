@@ -31,6 +31,7 @@ from mcp.shared.message import ServerMessageMetadata
 
 from kavalai.adapters.mcp import McpChange, McpLogMessage
 from kavalai.secrets import get_logger
+from kavalai.serve._errors import refusal
 from kavalai.serve._rounds import RoundsCall
 
 __all__ = ["HostSessions"]
@@ -182,11 +183,11 @@ class HostSessions:
         hosts = {id(call.host): call for call in self._calls if call.server == server}
         if len(hosts) != 1:
             why = "no call of a host is in flight on it" if not hosts else f"calls of {len(hosts)} hosts are in flight"
-            return _refusal(f"kavalai serve cannot tell which host to ask for {capability}: {why}")
+            return refusal(f"kavalai serve cannot tell which host to ask for {capability}: {why}")
         [call] = hosts.values()
         session = call.now.session
         if not session.check_client_capability(types.ClientCapabilities(**{capability: {}})):
-            return _refusal(f"the host of kavalai serve does not offer {capability}")
+            return refusal(f"the host of kavalai serve does not offer {capability}")
         if call.rounds is not None:
             return await call.rounds.ask(request, result_type)
         metadata = ServerMessageMetadata(related_request_id=call.now.request_id)
@@ -197,10 +198,10 @@ class HostSessions:
             except MCPError as exc:
                 return exc.error
             except Exception as exc:  # the host's connection went away, or its answer was not one
-                return _refusal(f"the host of kavalai serve did not answer: {type(exc).__name__}: {exc}")
+                return refusal(f"the host of kavalai serve did not answer: {type(exc).__name__}: {exc}")
             finally:
                 call.asking.discard(scope)
-        return _refusal(f"the call ended before the host answered the request for {capability}")
+        return refusal(f"the call ended before the host answered the request for {capability}")
 
     async def _send(self, key: object, session: ServerSession, notification: Any, related: Any) -> None:
         try:
@@ -217,7 +218,3 @@ def _connection_of(session: ServerSession) -> object:
 
 def _wants(host: _Host, level: str) -> bool:
     return host.level is None or _ORDER.index(level) >= _ORDER.index(host.level)
-
-
-def _refusal(message: str) -> types.ErrorData:
-    return types.ErrorData(code=types.INVALID_REQUEST, message=message)

@@ -31,8 +31,9 @@ from typing import Any, Final
 import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup
-from mcp.shared.exceptions import MCPError
 from mcp_types.version import is_version_at_least
+
+from kavalai.serve._errors import protocol_error, refusal
 
 __all__ = ["ANSWER_WINDOW", "InputRounds", "RoundsCall", "takes_rounds"]
 
@@ -82,11 +83,11 @@ class RoundsCall:
         if question in self._pending:
             self._pending.remove(question)
         if question.answer is None:
-            return _refusal(f"the host of kavalai serve did not answer within {ANSWER_WINDOW:g} s")
+            return refusal(f"the host of kavalai serve did not answer within {ANSWER_WINDOW:g} s")
         try:
             return result_type.model_validate(question.answer.model_dump(by_alias=True, exclude_unset=True))
         except ValueError as exc:
-            return _refusal(f"the host of kavalai serve answered with something else: {exc}")
+            return refusal(f"the host of kavalai serve answered with something else: {exc}")
 
     def ended(self, result: types.CallToolResult) -> None:
         self.result = result
@@ -163,7 +164,7 @@ class InputRounds:
 
     def _start(self, tool: str, run: Callable[[RoundsCall], Awaitable[types.CallToolResult]]) -> RoundsCall:
         if not self._owners:
-            raise MCPError(types.INTERNAL_ERROR, "kavalai serve is not running: no call can take input rounds")
+            raise protocol_error(types.INTERNAL_ERROR, "kavalai serve is not running: no call can take input rounds")
         call = RoundsCall(secrets.token_urlsafe(24), tool)
         self._calls[call.token] = call
 
@@ -186,13 +187,9 @@ class InputRounds:
     def _resumed(self, tool: str, token: str) -> RoundsCall:
         call = self._calls.get(token)
         if call is None or call.tool != tool:
-            raise MCPError(types.INVALID_PARAMS, f"Unknown or ended requestState for {tool}")
+            raise protocol_error(types.INVALID_PARAMS, f"Unknown or ended requestState for {tool}")
         return call
 
 
 def _ended() -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text="The call was cancelled.")], is_error=True)
-
-
-def _refusal(message: str) -> types.ErrorData:
-    return types.ErrorData(code=types.INVALID_REQUEST, message=message)

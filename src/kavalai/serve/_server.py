@@ -12,7 +12,7 @@ from typing import Any, Final
 import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
-from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning
 from pydantic import BaseModel
 
 import kavalai
@@ -21,6 +21,7 @@ from kavalai.errors import ConfigurationError, DeadlineExceededError, FunctionKe
 from kavalai.kernel import Kernel, ProgressCallback, deadline
 from kavalai.secrets import get_logger, redact
 from kavalai.serve._catalog import ServedCatalog
+from kavalai.serve._errors import protocol_error
 from kavalai.serve._hosts import HostSessions
 from kavalai.serve._relayed import mcp_adapter, relayed_handlers, served_servers
 from kavalai.serve._rounds import InputRounds, RoundsCall, takes_rounds
@@ -93,7 +94,7 @@ def build_mcp_server(
         with _naming_refused():
             uri = tools.uri_of(params.name)
         if uri is None:
-            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
+            raise protocol_error(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
         server = _server_of(kernel, uri)
         if hosts is None or server is None or not takes_rounds(ctx.protocol_version) or not rounds.available:
             return await calling(ctx, params, uri, server, None)
@@ -165,7 +166,7 @@ def _naming_refused() -> Iterator[None]:
     try:
         yield
     except ConfigurationError as exc:
-        raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
+        raise protocol_error(types.INTERNAL_ERROR, str(exc)) from None
 
 
 _RETRY_FLOOR: Final = 1.0  # seconds before a quick failure is tried again
