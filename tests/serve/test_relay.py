@@ -203,6 +203,40 @@ async def test_a_request_the_host_leaves_unanswered_ends_with_the_call(kernel: F
         assert _text(await client.call_tool("mcp_features_count", {"n": 1})) == "1"  # the session goes on
 
 
+def _relay_of(kernel: FunctionKernel) -> Any:
+    """What a backend's request reaches (here asked with no call in flight)."""
+    return kernel.adapter("mcp")._relay.relay  # type: ignore[attr-defined]
+
+
+async def test_roots_outside_a_call_are_asked_of_the_one_host_that_can_be_asked(
+    kernel: FunctionKernel, host: Host
+) -> None:
+    server = await _served(kernel)
+    relay = _relay_of(kernel)
+    async with host.client(server) as client:
+        await client.list_tools()  # the host is known from its first request
+        answer = await relay.list_roots("features")
+        assert answer == types.ListRootsResult(roots=[types.Root(uri="file:///host/project", name="project")])
+        async with host.client(server) as other:
+            await other.list_tools()
+            refused = await relay.list_roots("features")
+    assert isinstance(refused, types.ErrorData)
+    assert (
+        refused.message == "kavalai serve cannot tell which host to ask for roots outside a call: 2 hosts are connected"
+    )
+
+
+async def test_roots_outside_a_call_are_refused_when_only_a_2026_host_is_connected(
+    kernel: FunctionKernel, host: Host
+) -> None:
+    server = await _served(kernel)
+    async with host.client(server, mode="auto") as client:
+        await client.list_tools()
+        refused = await _relay_of(kernel).list_roots("features")
+    assert isinstance(refused, types.ErrorData)
+    assert refused.message.endswith("outside a call: no host that can be asked is connected")
+
+
 # ------------------------------------------------------------------------------------------------- logging
 
 

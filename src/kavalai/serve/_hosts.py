@@ -5,7 +5,8 @@
   that server, on that call's stream (a host of the 2026-07-28 era: as its call's input-required round); when no
   host's call is, or calls of several hosts are, the server is told so with an error (the gateway cannot tell whom
   to ask), and so is it when the host does not offer what it asks, or has not answered when the call ends (a request
-  never outlives the call it was part of).
+  never outlives the call it was part of). A ``roots/list`` outside any call goes to the one host that can be asked
+  on its session (a handshake-era host), and is refused when there are none or several.
 - A log message goes, tagged with the server's name as its logger (``github`` or ``github/<its logger>``), to the
   hosts with a call in flight on that server (on that call's stream), else to every host that asked for log messages
   with ``logging/setLevel``; each host gets only those at or above the level it set.
@@ -32,12 +33,13 @@ from mcp.shared.message import ServerMessageMetadata
 from kavalai.adapters.mcp import McpChange, McpLogMessage
 from kavalai.secrets import get_logger
 from kavalai.serve._errors import refusal
-from kavalai.serve._rounds import RoundsCall
+from kavalai.serve._rounds import RoundsCall, takes_rounds
 
 __all__ = ["HostSessions"]
 
 logger = get_logger("kavalai.serve")
 
+_OUTSIDE_WAIT: Final = 60.0  # seconds a host is given to answer a roots/list asked outside a call
 _ORDER: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
@@ -46,6 +48,7 @@ class _Host:
     """One host connection: its latest session (for messages outside a request), what it asked for."""
 
     session: ServerSession
+    rounds_only: bool = False  # a 2026-07-28 host: asked only within its calls' rounds
     level: str | None = None  # set by logging/setLevel
     subscribed: set[str] = field(default_factory=set)  # served URIs
 
@@ -86,6 +89,7 @@ class HostSessions:
             host = self._hosts[key] = _Host(ctx.session)
         else:
             host.session = ctx.session
+        host.rounds_only = takes_rounds(ctx.protocol_version)
         return host
 
     @contextlib.contextmanager
@@ -181,6 +185,8 @@ class HostSessions:
 
     async def _ask(self, server: str, capability: str, request: Any, result_type: type[Any]) -> Any:
         hosts = {id(call.host): call for call in self._calls if call.server == server}
+        if not hosts and capability == "roots":
+            return await self._roots_outside_a_call()
         if len(hosts) != 1:
             why = "no call of a host is in flight on it" if not hosts else f"calls of {len(hosts)} hosts are in flight"
             return refusal(f"kavalai serve cannot tell which host to ask for {capability}: {why}")
@@ -202,6 +208,28 @@ class HostSessions:
             finally:
                 call.asking.discard(scope)
         return refusal(f"the call ended before the host answered the request for {capability}")
+
+    async def _roots_outside_a_call(self) -> Any:
+        """A server's ``roots/list`` with no call in flight: asked of the one host that can be asked on its session
+        (the backend connections serve every host: with several, the gateway cannot tell whose roots they are)."""
+        able = [host for host in self._hosts.values() if not host.rounds_only]
+        if len(able) != 1:
+            why = f"{len(able)} hosts are connected" if able else "no host that can be asked is connected"
+            return refusal(f"kavalai serve cannot tell which host to ask for roots outside a call: {why}")
+        [host] = able
+        if not host.session.check_client_capability(types.ClientCapabilities(roots={})):
+            return refusal("the host of kavalai serve does not offer roots")
+        with anyio.move_on_after(_OUTSIDE_WAIT):
+            try:
+                answer: types.ListRootsResult = await host.session.send_request(
+                    types.ListRootsRequest(), types.ListRootsResult
+                )
+            except MCPError as exc:
+                return exc.error
+            except Exception as exc:  # the host's connection went away, or its answer was not one
+                return refusal(f"the host of kavalai serve did not answer: {type(exc).__name__}: {exc}")
+            return answer
+        return refusal(f"the host of kavalai serve did not answer roots/list within {_OUTSIDE_WAIT:g} s")
 
     async def _send(self, key: object, session: ServerSession, notification: Any, related: Any) -> None:
         try:

@@ -81,6 +81,8 @@ def build_mcp_server(
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        if hosts is not None:
+            hosts.seen(ctx)  # a host is known from its first request (roots outside a call are asked of it)
         if connecting is not None:
             await connecting()
         with _naming_refused():
