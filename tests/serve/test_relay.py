@@ -261,6 +261,33 @@ async def test_set_level_is_relayed_and_honoured(kernel: FunctionKernel, host: H
     assert len(host.logs) == 1
 
 
+async def test_with_two_hosts_the_servers_log_at_the_most_verbose_level_each_host_gets_its_own(
+    kernel: FunctionKernel,
+) -> None:
+    verbose, terse = Host(), Host()
+    server = await _served(kernel)
+    async with verbose.client(server) as first, terse.client(server) as second:
+        await _set_level(first, "debug")
+        await _set_level(second, "error")  # the servers still log debug messages: the first host asked for them
+        assert _text(await first.call_tool("mcp_features_chatty", {})) == "said"
+        await wait_until(lambda: len(verbose.logs) == 2)
+        await second.call_tool("mcp_features_chatty", {})
+        await second.call_tool("mcp_features_count", {"n": 1})  # its warning is below "error" too
+    assert [(m.level, m.logger, m.data) for m in verbose.logs] == [
+        ("debug", "features/chatty", "a detail"),
+        ("warning", "features/chatty", "a warning"),
+    ]
+    assert terse.logs == []
+
+
+async def test_a_2026_host_gets_log_messages_on_its_calls_stream(kernel: FunctionKernel, host: Host) -> None:
+    async with host.client(await _served(kernel), mode="auto") as client:
+        assert client.session.protocol_version == "2026-07-28"
+        await client.call_tool("mcp_features_chatty", {}, meta={"io.modelcontextprotocol/logLevel": "debug"})
+        await wait_until(lambda: any(m.level == "warning" for m in host.logs))
+    assert ("warning", "features/chatty", "a warning") in [(m.level, m.logger, m.data) for m in host.logs]
+
+
 # ----------------------------------------------------------------------------------------------- resources
 
 

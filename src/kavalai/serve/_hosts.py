@@ -111,9 +111,12 @@ class HostSessions:
             for scope in call.asking:  # a request the host has not answered ends with the call it was part of
                 scope.cancel()
 
-    def set_level(self, ctx: ServerRequestContext[Any], level: str) -> None:
-        """The host of ``ctx`` asked for log messages from ``level`` on."""
+    def set_level(self, ctx: ServerRequestContext[Any], level: str) -> str:
+        """The host of ``ctx`` asked for log messages from ``level`` on; the level the servers are to log at: the
+        most verbose any host asked for (each host is still sent only what it asked for)."""
         self.seen(ctx).level = level
+        levels = [host.level for host in self._hosts.values() if host.level is not None]
+        return min(levels, key=_ORDER.index)
 
     def subscribe(self, ctx: ServerRequestContext[Any], uri: str, *, subscribe: bool) -> None:
         """The host of ``ctx`` subscribed to (or unsubscribed from) the served resource ``uri``."""

@@ -44,10 +44,10 @@ def relayed_handlers(
 
     async def set_level(ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> types.EmptyResult:
         await connecting()
-        hosts.set_level(ctx, params.level)
+        level = hosts.set_level(ctx, params.level)  # the most verbose level of any host
         for server in catalog.servers():
             try:
-                await adapter.set_log_level(server, params.level)
+                await adapter.set_log_level(server, level)
             except FunctionKernelException as exc:
                 logger.info("kavalai serve: logging/setLevel not relayed to %r: %s", server, exc)
         return types.EmptyResult()
