@@ -363,6 +363,36 @@ async def test_a_changed_tool_list_is_told_to_the_host(host: Host) -> None:
     assert "mcp_tools_extra" in names
 
 
+async def test_a_2026_host_is_told_of_changes_on_its_listen_stream(host: Host) -> None:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(_backend("tests.servers.mcp_updates", "updates", protocol="2026-07-28"))
+    kernel.register_mcp_server(_backend("tests.servers.mcp_tools", "tools", protocol="legacy"))
+    events: list[Any] = []
+    try:
+        async with host.client(await _served(kernel), mode="auto") as client:
+            listening = client.listen(tools_list_changed=True, resource_subscriptions=["mcp://updates/notes://a"])
+            async with listening as subscription, anyio.create_task_group() as tg:
+
+                async def collect() -> None:
+                    async for event in subscription:
+                        events.append(event)
+
+                tg.start_soon(collect)
+                await client.call_tool("mcp_updates_touch", {"uri": "notes://b"})  # not asked for: not forwarded
+                await client.call_tool("mcp_updates_touch", {"uri": "notes://a"})
+                await client.call_tool("mcp_tools_grow", {})
+                await wait_until(lambda: len(events) == 2)
+                tg.cancel_scope.cancel()
+    finally:
+        await kernel.close()
+    assert sorted(type(event).__name__ for event in events) == ["ResourceUpdated", "ToolsListChanged"]
+    [updated] = [event for event in events if type(event).__name__ == "ResourceUpdated"]
+    assert updated.uri == "mcp://updates/notes://a"
+    updates = [n for n in host.notices if isinstance(n, types.ResourceUpdatedNotification)]
+    assert [str(n.params.uri) for n in updates] == ["mcp://updates/notes://a"]  # once: on the listen stream
+    assert "io.modelcontextprotocol/subscriptionId" in (updates[0].params.meta or {})
+
+
 # ----------------------------------------------------------------------------------- prompts and completion
 
 

@@ -10,7 +10,8 @@
 - A log message goes, tagged with the server's name as its logger (``github`` or ``github/<its logger>``), to the
   hosts with a call in flight on that server (on that call's stream), else to every host that asked for log messages
   with ``logging/setLevel``; each host gets only those at or above the level it set.
-- A changed list (tools, resources, prompts) is told to every host; a changed resource to the hosts subscribed to it.
+- A changed list (tools, resources, prompts) is told to every host; a changed resource to the hosts subscribed to it
+  (a 2026-07-28 host: on its ``subscriptions/listen`` stream, if that asked for it).
 
 A host is known from its first request; one whose connection has gone is forgotten at the first send that fails.
 """
@@ -27,6 +28,14 @@ import anyio
 import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.server.session import ServerSession
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ServerEvent,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 
@@ -80,6 +89,7 @@ class HostSessions:
         self._served_uri = served_uri
         self._hosts: weakref.WeakKeyDictionary[object, _Host] = weakref.WeakKeyDictionary()
         self._calls: list[_Call] = []
+        self.bus = InMemorySubscriptionBus()  # the changes for 2026-07-28 hosts' subscriptions/listen streams
 
     def seen(self, ctx: ServerRequestContext[Any]) -> _Host:
         """The host making the request of ``ctx`` (known from now on)."""
@@ -147,16 +157,21 @@ class HostSessions:
     async def changed(self, change: McpChange) -> None:
         """Pass a server's change on (see the module's docstring)."""
         notification: types.ServerNotification
+        event: ServerEvent
         if change.kind == "tools":
-            notification = types.ToolListChangedNotification()
+            notification, event = types.ToolListChangedNotification(), ToolsListChanged()
         elif change.kind == "prompts":
-            notification = types.PromptListChangedNotification()
+            notification, event = types.PromptListChangedNotification(), PromptsListChanged()
         elif change.kind == "resources":
-            notification = types.ResourceListChangedNotification()
+            notification, event = types.ResourceListChangedNotification(), ResourcesListChanged()
         else:
             uri = self._served_uri(change.server, change.uri or "")
             notification = types.ResourceUpdatedNotification(params=types.ResourceUpdatedNotificationParams(uri=uri))
+            event = ResourceUpdated(uri=uri)
+        await self.bus.publish(event)  # to the listen streams that asked for it
         for key, host in list(self._hosts.items()):
+            if host.rounds_only:  # told on its listen stream, if it opened one
+                continue
             if change.kind != "resource" or notification.params.uri in host.subscribed:  # type: ignore[union-attr]
                 await self._send(key, host.session, notification, None)
 

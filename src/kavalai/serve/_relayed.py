@@ -13,6 +13,8 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server import ServerRequestContext
+from mcp.server.subscriptions import ListenHandler
+from mcp.shared.exceptions import MCPError
 
 from kavalai.adapters.mcp import McpAdapter
 from kavalai.errors import FunctionKernelException
@@ -89,6 +91,20 @@ def relayed_handlers(
         hosts.seen(ctx)
         return await catalog.get_prompt(params.name, params.arguments)
 
+    listener = ListenHandler(hosts.bus)
+
+    async def listen(
+        ctx: ServerRequestContext[Any], params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        await connecting()
+        hosts.seen(ctx)
+        for uri in params.notifications.resource_subscriptions or ():
+            try:  # the backend is subscribed for the stream's resources (an unknown one simply never changes)
+                await catalog.subscribe(uri, subscribe=True)
+            except MCPError as exc:
+                logger.info("kavalai serve: no subscription to %s for a listen stream: %s", uri, exc)
+        return await listener(ctx, params)
+
     async def complete(ctx: ServerRequestContext[Any], params: types.CompleteRequestParams) -> types.CompleteResult:
         await connecting()
         context = params.context.arguments if params.context is not None else None
@@ -104,6 +120,7 @@ def relayed_handlers(
         "on_list_prompts": list_prompts,
         "on_get_prompt": get_prompt,
         "on_completion": complete,
+        "on_subscriptions_listen": listen,
     }
 
 
