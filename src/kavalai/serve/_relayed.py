@@ -22,6 +22,7 @@ from kavalai.kernel import Kernel
 from kavalai.secrets import get_logger
 from kavalai.serve._catalog import ServedCatalog
 from kavalai.serve._hosts import HostSessions
+from kavalai.serve._pages import page
 from kavalai.serve._tools import ExposedTools
 
 __all__ = ["mcp_adapter", "relayed_handlers"]
@@ -57,12 +58,16 @@ def relayed_handlers(
     async def list_resources(ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
         await connecting()
         hosts.seen(ctx)
-        return await catalog.list_resources()
+        listed = await catalog.list_resources()
+        resources, cursor = page(listed.resources, params)
+        return types.ListResourcesResult(resources=resources, next_cursor=cursor)
 
     async def list_templates(ctx: ServerRequestContext[Any], params: Any) -> types.ListResourceTemplatesResult:
         await connecting()
         hosts.seen(ctx)
-        return await catalog.list_resource_templates()
+        listed = await catalog.list_resource_templates()
+        templates, cursor = page(listed.resource_templates, params)
+        return types.ListResourceTemplatesResult(resource_templates=templates, next_cursor=cursor)
 
     async def read(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         await connecting()
@@ -84,7 +89,9 @@ def relayed_handlers(
     async def list_prompts(ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
         await connecting()
         hosts.seen(ctx)
-        return await catalog.list_prompts()
+        listed = await catalog.list_prompts()
+        prompts, cursor = page(listed.prompts, params)
+        return types.ListPromptsResult(prompts=prompts, next_cursor=cursor)
 
     async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
         await connecting()

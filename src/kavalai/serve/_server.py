@@ -23,6 +23,7 @@ from kavalai.secrets import get_logger, redact
 from kavalai.serve._catalog import ServedCatalog
 from kavalai.serve._errors import protocol_error
 from kavalai.serve._hosts import HostSessions
+from kavalai.serve._pages import page
 from kavalai.serve._relayed import mcp_adapter, relayed_handlers, served_servers
 from kavalai.serve._rounds import InputRounds, RoundsCall, takes_rounds
 from kavalai.serve._tools import ExposedTools, Naming, mcp_input_schema
@@ -86,7 +87,8 @@ def build_mcp_server(
         if connecting is not None:
             await connecting()
         with _naming_refused():
-            return types.ListToolsResult(tools=tools.mcp_tools())
+            listed, cursor = page(tools.mcp_tools(), params)
+        return types.ListToolsResult(tools=listed, next_cursor=cursor)
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
