@@ -104,6 +104,27 @@ async def test_rounds_outside_a_serving_are_refused() -> None:
     assert not rounds.available
 
 
+async def test_a_question_the_host_leaves_unanswered_is_refused_to_the_backend_after_the_window() -> None:
+    rounds = InputRounds(answer_window=0.2)
+    request = types.ListRootsRequest()
+
+    async def asking(call: Any) -> types.CallToolResult:
+        answer = await call.ask(request, types.ListRootsResult)  # what a backend's roots/list does
+        return types.CallToolResult(content=[types.TextContent(text=answer.message)], is_error=True)
+
+    params = types.CallToolRequestParams(name="t")
+    async with rounds.running():
+        first = await rounds.call("t", params, None, asking)
+        assert isinstance(first, types.InputRequiredResult)
+        assert list((first.input_requests or {}).values()) == [request]
+        # The host comes back without the answer: the question is refused once the window passes, and the call ends.
+        again = types.CallToolRequestParams(name="t", request_state=first.request_state)
+        with anyio.fail_after(30):
+            result = await rounds.call("t", again, None, asking)
+    assert isinstance(result, types.CallToolResult)
+    assert _text(result) == "the host of kavalai serve did not answer within 0.2 s"
+
+
 async def _never(call: Any) -> types.CallToolResult:
     await anyio.sleep_forever()
     raise AssertionError("unreachable")

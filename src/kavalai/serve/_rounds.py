@@ -59,9 +59,10 @@ class _Question:
 class RoundsCall:
     """One host call running across rounds: its questions to the host, and its end."""
 
-    def __init__(self, token: str, tool: str) -> None:
+    def __init__(self, token: str, tool: str, answer_window: float = ANSWER_WINDOW) -> None:
         self.token = token
         self.tool = tool
+        self.answer_window = answer_window
         self.ctx: Any = None  # the host's request of the latest round
         self.result: types.CallToolResult | None = None
         self._pending: list[_Question] = []  # asked by the backend, not yet put to the host
@@ -77,13 +78,13 @@ class RoundsCall:
         question = _Question(f"q{self._count}", request)
         self._pending.append(question)
         self._news.set()
-        with anyio.move_on_after(ANSWER_WINDOW):
+        with anyio.move_on_after(self.answer_window):
             await question.answered.wait()
         self._sent.pop(question.key, None)
         if question in self._pending:
             self._pending.remove(question)
         if question.answer is None:
-            return refusal(f"the host of kavalai serve did not answer within {ANSWER_WINDOW:g} s")
+            return refusal(f"the host of kavalai serve did not answer within {self.answer_window:g} s")
         try:
             return result_type.model_validate(question.answer.model_dump(by_alias=True, exclude_unset=True))
         except ValueError as exc:
@@ -117,7 +118,8 @@ class RoundsCall:
 class InputRounds:
     """The host calls running across rounds, owned for the server's lifespan (:meth:`running`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer_window: float = ANSWER_WINDOW) -> None:
+        self._answer_window = answer_window  # seconds a question waits for the host's next request
         self._calls: dict[str, RoundsCall] = {}
         self._owners: list[TaskGroup] = []  # one per serving of the server (the newest starts the calls)
 
@@ -165,7 +167,7 @@ class InputRounds:
     def _start(self, tool: str, run: Callable[[RoundsCall], Awaitable[types.CallToolResult]]) -> RoundsCall:
         if not self._owners:
             raise protocol_error(types.INTERNAL_ERROR, "kavalai serve is not running: no call can take input rounds")
-        call = RoundsCall(secrets.token_urlsafe(24), tool)
+        call = RoundsCall(secrets.token_urlsafe(24), tool, self._answer_window)
         self._calls[call.token] = call
 
         async def running() -> None:
@@ -176,7 +178,7 @@ class InputRounds:
                     finally:
                         if call.result is None:
                             call.ended(_ended())
-                with anyio.move_on_after(ANSWER_WINDOW):  # the result waits for the host's next request, bounded
+                with anyio.move_on_after(self._answer_window):  # the result waits for the host's next request
                     await call.collected.wait()
             finally:
                 self._calls.pop(call.token, None)
