@@ -6,19 +6,25 @@ from __future__ import annotations
 
 import logging
 import socket
+import warnings
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import pytest
 from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from kavalai import AuthenticationError, FunctionKernel, McpServer, ServerConnectionError, ToolExecutionError
 from kavalai._listen import listening_socket
+from kavalai.adapters.mcp import McpLogMessage
 from kavalai.auth import FileTokenStore, MemoryTokenStore, OAuth, OAuthRecord, StoredTokens, identity
 from kavalai.demo.oauth import DemoOAuth
 from tests.auth.conftest import DemoFactory, all_secrets, wait_until_expired
+from tests.serve.test_serve import wait_until
 
 
 async def _whoami(kernel: FunctionKernel, server: str = "files") -> str:
@@ -291,6 +297,39 @@ async def test_a_token_echoed_in_an_error_is_masked(demo_with: DemoFactory) -> N
         assert record.tokens is not None
         assert record.tokens.access_token not in str(caught.value)
         assert "cannot use token ***" in str(caught.value)
+
+
+async def say_hello(ctx: Context) -> str:
+    """Logs a warning: what a gateway relays to its host."""
+    with warnings.catch_warnings():  # logging is deprecated by the 2026-07-28 era, which still sends it
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        await ctx.warning("hello from the server")
+    return "said"
+
+
+class _Recorder:
+    """A relay (kavalai serve's role) recording the log messages it is handed."""
+
+    def __init__(self) -> None:
+        self.logs: list[McpLogMessage] = []
+
+    async def log(self, message: McpLogMessage) -> None:
+        self.logs.append(message)
+
+    async def changed(self, change: Any) -> None:
+        """Not used here."""
+
+
+async def test_every_identitys_connection_hands_what_its_server_sends_to_the_relay(demo_with: DemoFactory) -> None:
+    async with demo_with(mcp_tools=[say_hello]) as demo, FunctionKernel() as kernel:
+        kernel.register_mcp_server(McpServer(name="files", url=demo.mcp_url, auth=OAuth(on_authorize=demo.sign_in)))
+        recorder = _Recorder()
+        kernel.adapter("mcp").relay_to(recorder)  # type: ignore[attr-defined]
+        for who in ("alice", "bob"):  # not the setting's identity ("default"): their connections are made on use
+            with identity(who):
+                await kernel.call_tool("mcp://files.say_hello")
+        await wait_until(lambda: len(recorder.logs) == 2)
+    assert [(m.server, m.data) for m in recorder.logs] == [("files", "hello from the server")] * 2
 
 
 async def test_a_redirect_port_that_is_taken(demo: DemoOAuth, kernel: FunctionKernel) -> None:

@@ -128,19 +128,19 @@ async def test_serve_starts_only_the_servers_allow_and_deny_need(tmp_path: Path)
         params = StdioServerParameters(command=KAVALAI, args=["serve", str(config), *options], cwd=str(tmp_path))
         with (tmp_path / "serve.log").open("w") as errlog:
             async with Client(stdio_client(params, errlog=errlog)) as client:
-                names = {tool.title or "" for tool in (await client.list_tools()).tools}
-                if "python://terse" in names:
+                names = {tool.name for tool in (await client.list_tools()).tools}
+                if "python_terse" in names:
                     called = await client.call_tool("python_terse", {"n": 7})
                     assert called.structured_content == {"result": 7}
         return names, (tmp_path / "serve.log").read_text()
 
     with anyio.fail_after(40):
         names, log = await served("--allow", "python://*")
-        assert names == {"python://terse"}
+        assert names == {"python_terse"}
         assert sorted(path.name for path in started.iterdir()) == []  # no MCP server was started
         assert "not starting mcp://demo, mcp://other" in log
         names, log = await served("--allow", "mcp://demo.text_*", "--allow", "python://*", "--deny", "mcp://other.*")
-        assert names == {"python://terse", "mcp://demo.text_stats"}
+        assert names == {"python_terse", "mcp_demo_text_stats"}
         assert sorted(path.name for path in started.iterdir()) == ["demo"]
         assert "not starting mcp://other" in log
         names, _ = await served("--deny", "mcp://demo.slug*")  # might still match demo's other tools: both start
@@ -161,7 +161,7 @@ async def test_serve_with_allow_starts_the_servers_it_needs_at_the_first_request
         with anyio.fail_after(40), (tmp_path / "serve.log").open("w") as errlog:
             async with Client(stdio_client(params, errlog=errlog)) as client:  # initialized: the handshake is done
                 before = sorted(path.name for path in started.iterdir())
-                names = {tool.title or "" for tool in (await client.list_tools()).tools}
+                names = {tool.name for tool in (await client.list_tools()).tools}
         assert before == ([] if lazy else ["demo"]), options  # lazily: nothing started until tools are asked for
         assert sorted(path.name for path in started.iterdir()) == ["demo"]
-        assert "mcp://demo.text_stats" in names
+        assert "mcp_demo_text_stats" in names

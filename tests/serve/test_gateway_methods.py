@@ -17,7 +17,6 @@ NOT_RELAYED = {
     "on_ping": "answered by the gateway itself (the SDK's default)",
     "on_progress": "a host's progress on a request of the gateway's: the gateway sends none",
     "on_roots_list_changed": "roots are asked of the host during each call, so a change needs no relay",
-    "on_subscriptions_listen": "the 2026-07-28 era's change streams: not relayed yet (docs/serving.md)",
 }
 
 

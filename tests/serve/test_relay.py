@@ -203,6 +203,40 @@ async def test_a_request_the_host_leaves_unanswered_ends_with_the_call(kernel: F
         assert _text(await client.call_tool("mcp_features_count", {"n": 1})) == "1"  # the session goes on
 
 
+def _relay_of(kernel: FunctionKernel) -> Any:
+    """What a backend's request reaches (here asked with no call in flight)."""
+    return kernel.adapter("mcp")._relay.relay  # type: ignore[attr-defined]
+
+
+async def test_roots_outside_a_call_are_asked_of_the_one_host_that_can_be_asked(
+    kernel: FunctionKernel, host: Host
+) -> None:
+    server = await _served(kernel)
+    relay = _relay_of(kernel)
+    async with host.client(server) as client:
+        await client.list_tools()  # the host is known from its first request
+        answer = await relay.list_roots("features")
+        assert answer == types.ListRootsResult(roots=[types.Root(uri="file:///host/project", name="project")])
+        async with host.client(server) as other:
+            await other.list_tools()
+            refused = await relay.list_roots("features")
+    assert isinstance(refused, types.ErrorData)
+    assert (
+        refused.message == "kavalai serve cannot tell which host to ask for roots outside a call: 2 hosts are connected"
+    )
+
+
+async def test_roots_outside_a_call_are_refused_when_only_a_2026_host_is_connected(
+    kernel: FunctionKernel, host: Host
+) -> None:
+    server = await _served(kernel)
+    async with host.client(server, mode="auto") as client:
+        await client.list_tools()
+        refused = await _relay_of(kernel).list_roots("features")
+    assert isinstance(refused, types.ErrorData)
+    assert refused.message.endswith("outside a call: no host that can be asked is connected")
+
+
 # ------------------------------------------------------------------------------------------------- logging
 
 
@@ -225,6 +259,33 @@ async def test_set_level_is_relayed_and_honoured(kernel: FunctionKernel, host: H
         await wait_until(lambda: bool(host.logs))
     # The warning of the first call is below "error": not passed on; the second call's is.
     assert len(host.logs) == 1
+
+
+async def test_with_two_hosts_the_servers_log_at_the_most_verbose_level_each_host_gets_its_own(
+    kernel: FunctionKernel,
+) -> None:
+    verbose, terse = Host(), Host()
+    server = await _served(kernel)
+    async with verbose.client(server) as first, terse.client(server) as second:
+        await _set_level(first, "debug")
+        await _set_level(second, "error")  # the servers still log debug messages: the first host asked for them
+        assert _text(await first.call_tool("mcp_features_chatty", {})) == "said"
+        await wait_until(lambda: len(verbose.logs) == 2)
+        await second.call_tool("mcp_features_chatty", {})
+        await second.call_tool("mcp_features_count", {"n": 1})  # its warning is below "error" too
+    assert [(m.level, m.logger, m.data) for m in verbose.logs] == [
+        ("debug", "features/chatty", "a detail"),
+        ("warning", "features/chatty", "a warning"),
+    ]
+    assert terse.logs == []
+
+
+async def test_a_2026_host_gets_log_messages_on_its_calls_stream(kernel: FunctionKernel, host: Host) -> None:
+    async with host.client(await _served(kernel), mode="auto") as client:
+        assert client.session.protocol_version == "2026-07-28"
+        await client.call_tool("mcp_features_chatty", {}, meta={"io.modelcontextprotocol/logLevel": "debug"})
+        await wait_until(lambda: any(m.level == "warning" for m in host.logs))
+    assert ("warning", "features/chatty", "a warning") in [(m.level, m.logger, m.data) for m in host.logs]
 
 
 # ----------------------------------------------------------------------------------------------- resources
@@ -300,6 +361,36 @@ async def test_a_changed_tool_list_is_told_to_the_host(host: Host) -> None:
     finally:
         await kernel.close()
     assert "mcp_tools_extra" in names
+
+
+async def test_a_2026_host_is_told_of_changes_on_its_listen_stream(host: Host) -> None:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(_backend("tests.servers.mcp_updates", "updates", protocol="2026-07-28"))
+    kernel.register_mcp_server(_backend("tests.servers.mcp_tools", "tools", protocol="legacy"))
+    events: list[Any] = []
+    try:
+        async with host.client(await _served(kernel), mode="auto") as client:
+            listening = client.listen(tools_list_changed=True, resource_subscriptions=["mcp://updates/notes://a"])
+            async with listening as subscription, anyio.create_task_group() as tg:
+
+                async def collect() -> None:
+                    async for event in subscription:
+                        events.append(event)
+
+                tg.start_soon(collect)
+                await client.call_tool("mcp_updates_touch", {"uri": "notes://b"})  # not asked for: not forwarded
+                await client.call_tool("mcp_updates_touch", {"uri": "notes://a"})
+                await client.call_tool("mcp_tools_grow", {})
+                await wait_until(lambda: len(events) == 2)
+                tg.cancel_scope.cancel()
+    finally:
+        await kernel.close()
+    assert sorted(type(event).__name__ for event in events) == ["ResourceUpdated", "ToolsListChanged"]
+    [updated] = [event for event in events if type(event).__name__ == "ResourceUpdated"]
+    assert updated.uri == "mcp://updates/notes://a"
+    updates = [n for n in host.notices if isinstance(n, types.ResourceUpdatedNotification)]
+    assert [str(n.params.uri) for n in updates] == ["mcp://updates/notes://a"]  # once: on the listen stream
+    assert "io.modelcontextprotocol/subscriptionId" in (updates[0].params.meta or {})
 
 
 # ----------------------------------------------------------------------------------- prompts and completion

@@ -192,15 +192,8 @@ async def _other_clients_add(url: str, folder: Path) -> None:
         assert [(r["status"], r["session"], r["value"]) for r in results] == [(200, None, 40 + i) for i in range(3)]
 
 
-@pytest.mark.parametrize("host_era", ["legacy", "auto"])
-async def test_stateless_refuses_a_backends_request_to_the_host_as_the_tools_error(
-    tmp_path: Path, host_era: str
-) -> None:
-    """A backend (a real stdio MCP server) asks for sampling, elicitation and roots during a call through a
-    ``--stateless`` gateway: the host, which offers all three, is never asked; each call that needed an answer
-    fails with an error naming its tool and saying ``--stateless`` has no back channel; a tool that handles the
-    refusal itself gets the same reason."""
-    from tests.serve.test_relay import ROOT, Host
+def _asking_backend(tmp_path: Path) -> Path:
+    from tests.serve.test_relay import ROOT
 
     backend = {
         "name": "features",
@@ -211,12 +204,26 @@ async def test_stateless_refuses_a_backends_request_to_the_host_as_the_tools_err
     }
     config = tmp_path / "asking.yaml"
     config.write_text(json.dumps({"mcp_servers": [backend]}), encoding="utf-8")
+    return config
+
+
+#: The backend's tools that ask the host, and what each asks for.
+_ASKING = {"consult": "sampling", "greet": "elicitation", "folders": "roots"}
+
+
+async def test_stateless_refuses_a_backends_request_to_a_handshake_host_as_the_tools_error(tmp_path: Path) -> None:
+    """A backend (a real stdio MCP server) asks for sampling, elicitation and roots during a handshake-era host's
+    call through a ``--stateless`` gateway: the host, which offers all three, is never asked (a request to it would
+    need the session stateless serving does not keep); each call that needed an answer fails with an error naming
+    its tool and saying ``--stateless`` has no back channel; a tool that handles the refusal itself gets the same
+    reason."""
+    from tests.serve.test_relay import Host
+
     host = Host()
-    async with replica(config, "asking.log", "--stateless") as (url, _):
+    async with replica(_asking_backend(tmp_path), "asking.log", "--stateless") as (url, _):
         with anyio.fail_after(60):
-            async with host.client(url, mode=host_era) as client:
-                asked = {"consult": "sampling", "greet": "elicitation", "folders": "roots"}
-                for tool, capability in asked.items():
+            async with host.client(url, mode="legacy") as client:
+                for tool, capability in _ASKING.items():
                     result = await client.call_tool(
                         f"mcp_features_{tool}", {"question": "?"} if tool == "consult" else {}
                     )
@@ -229,6 +236,25 @@ async def test_stateless_refuses_a_backends_request_to_the_host_as_the_tools_err
                 assert not handled.is_error
                 assert "--stateless has no back channel" in handled.content[0].text  # type: ignore[union-attr]
     assert (host.sampled, host.elicited) == ([], [])
+
+
+async def test_stateless_asks_a_2026_host_in_the_calls_input_required_rounds(tmp_path: Path) -> None:
+    """The same backend through the same ``--stateless`` gateway, asked by a 2026-07-28 host: its requests become
+    the call's input-required rounds (``serve/_rounds.py``), which need no session, so the host is asked and each
+    call ends with the backend's answer built from the host's."""
+    from tests.serve.test_relay import Host
+
+    host = Host()
+    async with replica(_asking_backend(tmp_path), "asking.log", "--stateless") as (url, _):
+        with anyio.fail_after(60):
+            async with host.client(url, mode="auto") as client:
+                for tool in _ASKING:
+                    result = await client.call_tool(
+                        f"mcp_features_{tool}", {"question": "?"} if tool == "consult" else {}
+                    )
+                    assert not result.is_error, result
+                    assert "no back channel" not in str(result.content)
+    assert (len(host.sampled), len(host.elicited)) == (1, 1)
 
 
 def _initialize_params() -> dict[str, Any]:

@@ -109,9 +109,7 @@ async def _call_both(client: Client) -> None:
     token = context.attach(propagate.extract({"traceparent": TRACEPARENT}))
     try:
         added = await client.call_tool(names["python://math.add"], {"a": 2, "b": 40}, meta={"traceparent": TRACEPARENT})
-        stats = await client.call_tool(
-            names["mcp://demo.text_stats"], {"text": "a bb"}, meta={"traceparent": TRACEPARENT}
-        )
+        stats = await client.call_tool("mcp_demo_text_stats", {"text": "a bb"}, meta={"traceparent": TRACEPARENT})
     finally:
         context.detach(token)
     assert added.structured_content == {"result": 42}

@@ -84,6 +84,13 @@ def build_server(name: str = "features") -> MCPServer:
         return n
 
     @server.tool()
+    async def chatty(ctx: Context) -> str:
+        """Log one debug and one warning message."""
+        await ctx.debug("a detail", logger_name="chatty")
+        await ctx.warning("a warning", logger_name="chatty")
+        return "said"
+
+    @server.tool()
     def trace_context(ctx: Context) -> str:
         """The W3C traceparent this call's request carried in its _meta ("" when none)."""
         meta = ctx.request_context.meta

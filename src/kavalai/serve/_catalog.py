@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 import mcp_types as types
-from mcp.shared.exceptions import MCPError
 
 from kavalai.adapters.mcp import (
     McpAdapter,
@@ -27,10 +26,12 @@ from kavalai.adapters.mcp import (
     McpResourceContent,
     McpResourceLink,
     McpTextContent,
+    keeping_wire_results,
 )
 from kavalai.errors import ConfigurationError, FunctionKernelException
 from kavalai.kernel import ToolURI
 from kavalai.llm.names import ToolNameMap
+from kavalai.serve._errors import protocol_error
 from kavalai.serve._tools import Naming, own_names
 
 __all__ = ["ServedCatalog"]
@@ -55,48 +56,44 @@ class ServedCatalog:
     # ---------------------------------------------------------------------------------------- resources
 
     async def list_resources(self) -> types.ListResourcesResult:
-        """Every server's resources, under their served URIs."""
-        found = []
-        for server, listed in await self._each(self.adapter.list_resources):
-            for r in listed:
-                uri = self.served_uri(server, r.uri)
-                found.append(
-                    types.Resource(
-                        uri=uri,
-                        name=r.name,
-                        title=r.title,
-                        description=r.description,
-                        mime_type=r.mime_type,
-                        size=r.size,
-                    )
-                )
+        """Every server's resources, under their served URIs, with every field their server sent."""
+        found = [
+            types.Resource.model_validate({**_wire_fields(r), "uri": self.served_uri(server, str(r.uri))})
+            for server, listed in await self._each_sent(self.adapter.list_resources, "resources/list")
+            for r in listed
+        ]
         self._check_own((str(r.uri) for r in found), "resource")
         return types.ListResourcesResult(resources=found)
 
     async def list_resource_templates(self) -> types.ListResourceTemplatesResult:
-        """Every server's resource templates, under their served URIs."""
-        found = []
-        for server, listed in await self._each(self.adapter.list_resource_templates):
-            for t in listed:
-                template = self.served_uri(server, t.uri_template)
-                found.append(
-                    types.ResourceTemplate(
-                        uri_template=template,
-                        name=t.name,
-                        title=t.title,
-                        description=t.description,
-                        mime_type=t.mime_type,
-                    )
-                )
+        """Every server's resource templates, under their served URIs, with every field their server sent."""
+        listing = self.adapter.list_resource_templates
+        found = [
+            types.ResourceTemplate.model_validate(
+                {**_wire_fields(t), "uriTemplate": self.served_uri(server, t.uri_template)}
+            )
+            for server, listed in await self._each_sent(listing, "resources/templates/list")
+            for t in listed
+        ]
         self._check_own((t.uri_template for t in found), "resource template")
         return types.ListResourceTemplatesResult(resource_templates=found)
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
-        """The resource ``uri`` (a served URI) read from its server."""
+        """The resource ``uri`` (a served URI) read from its server, as its server sent it but for the URI."""
         server, own = await self.route_uri(uri)
-        contents = await _asked(self.adapter.read_resource(server, own))
-        return types.ReadResourceResult(
-            contents=[_resource_contents(item, uri if item.uri == own else None) for item in contents]
+        with keeping_wire_results() as received:
+            contents = await _asked(self.adapter.read_resource(server, own))
+        sent = received.get("resources/read")
+        if not isinstance(sent, types.ReadResourceResult):
+            return types.ReadResourceResult(
+                contents=[_resource_contents(item, uri if item.uri == own else None) for item in contents]
+            )
+        return sent.model_copy(
+            update={
+                "contents": [
+                    item.model_copy(update={"uri": uri}) if str(item.uri) == own else item for item in sent.contents
+                ]
+            }
         )
 
     async def subscribe(self, uri: str, *, subscribe: bool) -> tuple[str, str]:
@@ -130,34 +127,32 @@ class ServedCatalog:
         if len(offering) == 1:
             return offering[0], uri
         if not offering:
-            raise MCPError(types.INVALID_PARAMS, f"Unknown resource: {uri}")
-        raise MCPError(types.INVALID_PARAMS, f"The servers {', '.join(offering)} all offer {uri}; use its prefixed URI")
+            raise protocol_error(types.INVALID_PARAMS, f"Unknown resource: {uri}")
+        raise protocol_error(
+            types.INVALID_PARAMS, f"The servers {', '.join(offering)} all offer {uri}; use its prefixed URI"
+        )
 
     # ------------------------------------------------------------------------------------------ prompts
 
     async def list_prompts(self) -> types.ListPromptsResult:
-        """Every server's prompts, under their served names."""
-        listed = await self._each(self.adapter.list_prompts)
+        """Every server's prompts, under their served names, with every field their server sent."""
+        listed = await self._each_sent(self.adapter.list_prompts, "prompts/list")
         names = self._prompt_names((server, p.name) for server, prompts in listed for p in prompts)
         found = [
-            types.Prompt(
-                name=names[(server, p.name)],
-                title=p.title,
-                description=p.description,
-                arguments=[
-                    types.PromptArgument(name=a.name, description=a.description, required=a.required)
-                    for a in p.arguments
-                ],
-            )
+            types.Prompt.model_validate({**_wire_fields(p), "name": names[(server, p.name)]})
             for server, prompts in listed
             for p in prompts
         ]
         return types.ListPromptsResult(prompts=found)
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
-        """The prompt served as ``name``, rendered by its server."""
+        """The prompt served as ``name``, rendered by its server (as its server sent it)."""
         server, own = await self.route_prompt(name)
-        result: McpPromptResult = await _asked(self.adapter.get_prompt(server, own, arguments))
+        with keeping_wire_results() as received:
+            result: McpPromptResult = await _asked(self.adapter.get_prompt(server, own, arguments))
+        sent = received.get("prompts/get")
+        if isinstance(sent, types.GetPromptResult):
+            return sent
         messages = [types.PromptMessage(role=m.role, content=_content_block(m.content)) for m in result.messages]
         return types.GetPromptResult(description=result.description, messages=messages)
 
@@ -172,7 +167,7 @@ class ServedCatalog:
         for (server, own), served in names.items():
             if served == name:
                 return server, own
-        raise MCPError(types.INVALID_PARAMS, f"Unknown prompt: {name}")
+        raise protocol_error(types.INVALID_PARAMS, f"Unknown prompt: {name}")
 
     def _prompt_names(self, prompts: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
         keyed = {str(ToolURI.build("mcp", server, name)): (server, name) for server, name in prompts}
@@ -183,7 +178,7 @@ class ServedCatalog:
                 mapping = ToolNameMap(list(keyed))
                 named = {uri: mapping.to_provider(uri) for uri in keyed}
         except ConfigurationError as exc:
-            raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
+            raise protocol_error(types.INTERNAL_ERROR, str(exc)) from None
         return {keyed[uri]: served for uri, served in named.items()}
 
     # ------------------------------------------------------------------------------------------ completion
@@ -211,7 +206,7 @@ class ServedCatalog:
         for server, listed in await self._each(self.adapter.list_resource_templates):
             if template in {t.uri_template for t in listed}:
                 return server, template
-        raise MCPError(types.INVALID_PARAMS, f"Unknown resource template: {template}")
+        raise protocol_error(types.INVALID_PARAMS, f"Unknown resource template: {template}")
 
     # ------------------------------------------------------------------------------------------ helpers
 
@@ -226,13 +221,26 @@ class ServedCatalog:
                 continue
         return found
 
+    async def _each_sent(self, listing: Callable[[str], Any], method: str) -> list[tuple[str, list[Any]]]:
+        """As :meth:`_each`, each server's items as it sent them (the SDK's types, every field kept)."""
+        found = []
+        for server in self.servers():
+            with keeping_wire_results() as received:
+                try:
+                    converted = await listing(server)
+                except FunctionKernelException:
+                    continue
+            sent = received.get(method)
+            found.append((server, list(sent) if isinstance(sent, list) else converted))
+        return found
+
     def _check_own(self, uris: Iterable[str], kind: str) -> None:
         if self.naming != "own":
             return
         seen: set[str] = set()
         for uri in uris:
             if uri in seen:
-                raise MCPError(
+                raise protocol_error(
                     types.INTERNAL_ERROR,
                     f"two servers offer the {kind} {uri}; serve with prefixed names (--names prefixed)",
                 )
@@ -244,7 +252,18 @@ async def _asked(request: Any) -> Any:
     try:
         return await request
     except FunctionKernelException as exc:
-        raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
+        raise protocol_error(types.INTERNAL_ERROR, str(exc)) from None
+
+
+def _wire_fields(item: Any) -> dict[str, Any]:
+    """An item's fields by their wire names (a kernel model's, or the SDK's with annotations, icons, ``_meta``)."""
+    if isinstance(item, types.Resource | types.ResourceTemplate | types.Prompt):
+        return item.model_dump(by_alias=True, exclude_none=True)
+    fields: dict[str, Any] = item.model_dump(exclude_none=True)
+    return {_CAMEL.get(key, key): value for key, value in fields.items()}
+
+
+_CAMEL: Final = {"mime_type": "mimeType", "uri_template": "uriTemplate"}
 
 
 def _template_matches(template: str, uri: str) -> bool:

@@ -2,17 +2,21 @@
 (:class:`kavalai.adapters.mcp.McpRelay`): what a server sends reaches the host it concerns.
 
 - A server's request made during a call (sampling, elicitation, roots) goes to the host whose call is in flight on
-  that server, on that call's stream; when no host's call is, or calls of several hosts are, the server is told so
-  with an error (the gateway cannot tell whom to ask), and so is it when the host does not offer what it asks, or
-  has not answered when the call ends (a request never outlives the call it was part of).
+  that server, on that call's stream (a host of the 2026-07-28 era: as its call's input-required round); when no
+  host's call is, or calls of several hosts are, the server is told so with an error (the gateway cannot tell whom
+  to ask), and so is it when the host does not offer what it asks, or has not answered when the call ends (a request
+  never outlives the call it was part of). A ``roots/list`` outside any call goes to the one host that can be asked
+  on its session (a handshake-era host), and is refused when there are none or several.
 - A log message goes, tagged with the server's name as its logger (``github`` or ``github/<its logger>``), to the
   hosts with a call in flight on that server (on that call's stream), else to every host that asked for log messages
   with ``logging/setLevel``; each host gets only those at or above the level it set.
-- A changed list (tools, resources, prompts) is told to every host; a changed resource to the hosts subscribed to it.
+- A changed list (tools, resources, prompts) is told to every host; a changed resource to the hosts subscribed to it
+  (a 2026-07-28 host: on its ``subscriptions/listen`` stream, if that asked for it).
 
 A host is known from its first request; one whose connection has gone is forgotten at the first send that fails.
-Served ``stateless`` (``kavalai serve --stateless``), a request has no way back to the host: every server request is
-refused at once with an error saying so, which the server's failing tool passes on to the host.
+Served ``stateless`` (``kavalai serve --stateless``), a request has no way back to a handshake-era host: every
+server request during its calls is refused at once with an error saying so, which the server's failing tool passes on
+to the host (a 2026-07-28 host's call is asked in input-required rounds, which need no session).
 """
 
 from __future__ import annotations
@@ -27,16 +31,27 @@ import anyio
 import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.server.session import ServerSession
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ServerEvent,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 
 from kavalai.adapters.mcp import McpChange, McpLogMessage
 from kavalai.secrets import get_logger
+from kavalai.serve._errors import refusal
+from kavalai.serve._rounds import RoundsCall, takes_rounds
 
 __all__ = ["HostSessions"]
 
 logger = get_logger("kavalai.serve")
 
+_OUTSIDE_WAIT: Final = 60.0  # seconds a host is given to answer a roots/list asked outside a call
 _ORDER: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
@@ -45,6 +60,7 @@ class _Host:
     """One host connection: its latest session (for messages outside a request), what it asked for."""
 
     session: ServerSession
+    rounds_only: bool = False  # a 2026-07-28 host: asked only within its calls' rounds
     level: str | None = None  # set by logging/setLevel
     subscribed: set[str] = field(default_factory=set)  # served URIs
 
@@ -57,6 +73,12 @@ class _Call:
     ctx: ServerRequestContext[Any]
     host: object
     asking: set[anyio.CancelScope] = field(default_factory=set)
+    rounds: RoundsCall | None = None  # a 2026-07-28 host's call: asked through input-required rounds
+
+    @property
+    def now(self) -> ServerRequestContext[Any]:
+        """The request the host waits on now (a call across rounds: its latest round's)."""
+        return self.rounds.ctx if self.rounds is not None and self.rounds.ctx is not None else self.ctx
 
 
 class HostSessions:
@@ -64,7 +86,8 @@ class HostSessions:
 
     Args:
         served_uri: a resource's URI as served, from its server's name and own URI (for ``resources/updated``).
-        stateless: served without sessions: the servers' requests are refused (no back channel to a host).
+        stateless: served without sessions: the servers' requests are refused (no back channel to a host) unless the
+            call is a 2026-07-28 host's, asked in input-required rounds.
     """
 
     def __init__(self, served_uri: Callable[[str, str], str], *, stateless: bool = False) -> None:
@@ -72,6 +95,7 @@ class HostSessions:
         self._stateless = stateless
         self._hosts: weakref.WeakKeyDictionary[object, _Host] = weakref.WeakKeyDictionary()
         self._calls: list[_Call] = []
+        self.bus = InMemorySubscriptionBus()  # the changes for 2026-07-28 hosts' subscriptions/listen streams
 
     def seen(self, ctx: ServerRequestContext[Any]) -> _Host:
         """The host making the request of ``ctx`` (known from now on)."""
@@ -81,16 +105,20 @@ class HostSessions:
             host = self._hosts[key] = _Host(ctx.session)
         else:
             host.session = ctx.session
+        host.rounds_only = takes_rounds(ctx.protocol_version)
         return host
 
     @contextlib.contextmanager
-    def calling(self, server: str | None, ctx: ServerRequestContext[Any]) -> Iterator[None]:
-        """Within the block, the host of ``ctx`` has a call in flight on the MCP server ``server``."""
+    def calling(
+        self, server: str | None, ctx: ServerRequestContext[Any], rounds: RoundsCall | None = None
+    ) -> Iterator[None]:
+        """Within the block, the host of ``ctx`` has a call in flight on the MCP server ``server`` (``rounds``: a
+        2026-07-28 host's call, whose questions become its input-required rounds, :mod:`kavalai.serve._rounds`)."""
         self.seen(ctx)
         if server is None:
             yield
             return
-        call = _Call(server, ctx, _connection_of(ctx.session))
+        call = _Call(server, ctx, _connection_of(ctx.session), rounds=rounds)
         self._calls.append(call)
         try:
             yield
@@ -99,9 +127,12 @@ class HostSessions:
             for scope in call.asking:  # a request the host has not answered ends with the call it was part of
                 scope.cancel()
 
-    def set_level(self, ctx: ServerRequestContext[Any], level: str) -> None:
-        """The host of ``ctx`` asked for log messages from ``level`` on."""
+    def set_level(self, ctx: ServerRequestContext[Any], level: str) -> str:
+        """The host of ``ctx`` asked for log messages from ``level`` on; the level the servers are to log at: the
+        most verbose any host asked for (each host is still sent only what it asked for)."""
         self.seen(ctx).level = level
+        levels = [host.level for host in self._hosts.values() if host.level is not None]
+        return min(levels, key=_ORDER.index)
 
     def subscribe(self, ctx: ServerRequestContext[Any], uri: str, *, subscribe: bool) -> None:
         """The host of ``ctx`` subscribed to (or unsubscribed from) the served resource ``uri``."""
@@ -123,7 +154,7 @@ class HostSessions:
             for call in calls.values():
                 host = self._hosts.get(call.host)
                 if host is None or _wants(host, message.level):
-                    await self._send(call.host, call.ctx.session, notification, call.ctx.request_id)
+                    await self._send(call.host, call.now.session, notification, call.now.request_id)
             return
         for key, host in list(self._hosts.items()):
             if host.level is not None and _wants(host, message.level):
@@ -132,16 +163,21 @@ class HostSessions:
     async def changed(self, change: McpChange) -> None:
         """Pass a server's change on (see the module's docstring)."""
         notification: types.ServerNotification
+        event: ServerEvent
         if change.kind == "tools":
-            notification = types.ToolListChangedNotification()
+            notification, event = types.ToolListChangedNotification(), ToolsListChanged()
         elif change.kind == "prompts":
-            notification = types.PromptListChangedNotification()
+            notification, event = types.PromptListChangedNotification(), PromptsListChanged()
         elif change.kind == "resources":
-            notification = types.ResourceListChangedNotification()
+            notification, event = types.ResourceListChangedNotification(), ResourcesListChanged()
         else:
             uri = self._served_uri(change.server, change.uri or "")
             notification = types.ResourceUpdatedNotification(params=types.ResourceUpdatedNotificationParams(uri=uri))
+            event = ResourceUpdated(uri=uri)
+        await self.bus.publish(event)  # to the listen streams that asked for it
         for key, host in list(self._hosts.items()):
+            if host.rounds_only:  # told on its listen stream, if it opened one
+                continue
             if change.kind != "resource" or notification.params.uri in host.subscribed:  # type: ignore[union-attr]
                 await self._send(key, host.session, notification, None)
 
@@ -172,17 +208,22 @@ class HostSessions:
     # ----------------------------------------------------------------------------------- helpers
 
     async def _ask(self, server: str, capability: str, request: Any, result_type: type[Any]) -> Any:
-        if self._stateless:
-            return _refusal(no_back_channel(server, capability))
         hosts = {id(call.host): call for call in self._calls if call.server == server}
+        if self._stateless and not (len(hosts) == 1 and next(iter(hosts.values())).rounds is not None):
+            # a 2026-07-28 host's call is asked in input-required rounds, which need no session; nothing else can be
+            return refusal(no_back_channel(server, capability))
+        if not hosts and capability == "roots":
+            return await self._roots_outside_a_call()
         if len(hosts) != 1:
             why = "no call of a host is in flight on it" if not hosts else f"calls of {len(hosts)} hosts are in flight"
-            return _refusal(f"kavalai serve cannot tell which host to ask for {capability}: {why}")
+            return refusal(f"kavalai serve cannot tell which host to ask for {capability}: {why}")
         [call] = hosts.values()
-        session = call.ctx.session
+        session = call.now.session
         if not session.check_client_capability(types.ClientCapabilities(**{capability: {}})):
-            return _refusal(f"the host of kavalai serve does not offer {capability}")
-        metadata = ServerMessageMetadata(related_request_id=call.ctx.request_id)
+            return refusal(f"the host of kavalai serve does not offer {capability}")
+        if call.rounds is not None:
+            return await call.rounds.ask(request, result_type)
+        metadata = ServerMessageMetadata(related_request_id=call.now.request_id)
         with anyio.CancelScope() as scope:
             call.asking.add(scope)
             try:
@@ -190,10 +231,32 @@ class HostSessions:
             except MCPError as exc:
                 return exc.error
             except Exception as exc:  # the host's connection went away, or its answer was not one
-                return _refusal(f"the host of kavalai serve did not answer: {type(exc).__name__}: {exc}")
+                return refusal(f"the host of kavalai serve did not answer: {type(exc).__name__}: {exc}")
             finally:
                 call.asking.discard(scope)
-        return _refusal(f"the call ended before the host answered the request for {capability}")
+        return refusal(f"the call ended before the host answered the request for {capability}")
+
+    async def _roots_outside_a_call(self) -> Any:
+        """A server's ``roots/list`` with no call in flight: asked of the one host that can be asked on its session
+        (the backend connections serve every host: with several, the gateway cannot tell whose roots they are)."""
+        able = [host for host in self._hosts.values() if not host.rounds_only]
+        if len(able) != 1:
+            why = f"{len(able)} hosts are connected" if able else "no host that can be asked is connected"
+            return refusal(f"kavalai serve cannot tell which host to ask for roots outside a call: {why}")
+        [host] = able
+        if not host.session.check_client_capability(types.ClientCapabilities(roots={})):
+            return refusal("the host of kavalai serve does not offer roots")
+        with anyio.move_on_after(_OUTSIDE_WAIT):
+            try:
+                answer: types.ListRootsResult = await host.session.send_request(
+                    types.ListRootsRequest(), types.ListRootsResult
+                )
+            except MCPError as exc:
+                return exc.error
+            except Exception as exc:  # the host's connection went away, or its answer was not one
+                return refusal(f"the host of kavalai serve did not answer: {type(exc).__name__}: {exc}")
+            return answer
+        return refusal(f"the host of kavalai serve did not answer roots/list within {_OUTSIDE_WAIT:g} s")
 
     async def _send(self, key: object, session: ServerSession, notification: Any, related: Any) -> None:
         try:
@@ -218,7 +281,3 @@ def no_back_channel(server: str, capability: str) -> str:
         f"kavalai serve --stateless has no back channel to the host: the MCP server {server!r} asked for "
         f"{capability}, which only a session can carry (serve without --stateless for tools that ask the host)"
     )
-
-
-def _refusal(message: str) -> types.ErrorData:
-    return types.ErrorData(code=types.INVALID_REQUEST, message=message)

@@ -13,6 +13,8 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server import ServerRequestContext
+from mcp.server.subscriptions import ListenHandler
+from mcp.shared.exceptions import MCPError
 
 from kavalai.adapters.mcp import McpAdapter
 from kavalai.errors import FunctionKernelException
@@ -20,6 +22,7 @@ from kavalai.kernel import Kernel
 from kavalai.secrets import get_logger
 from kavalai.serve._catalog import ServedCatalog
 from kavalai.serve._hosts import HostSessions
+from kavalai.serve._pages import page
 from kavalai.serve._tools import ExposedTools
 
 __all__ = ["mcp_adapter", "relayed_handlers"]
@@ -44,10 +47,10 @@ def relayed_handlers(
 
     async def set_level(ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> types.EmptyResult:
         await connecting()
-        hosts.set_level(ctx, params.level)
+        level = hosts.set_level(ctx, params.level)  # the most verbose level of any host
         for server in catalog.servers():
             try:
-                await adapter.set_log_level(server, params.level)
+                await adapter.set_log_level(server, level)
             except FunctionKernelException as exc:
                 logger.info("kavalai serve: logging/setLevel not relayed to %r: %s", server, exc)
         return types.EmptyResult()
@@ -55,12 +58,16 @@ def relayed_handlers(
     async def list_resources(ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
         await connecting()
         hosts.seen(ctx)
-        return await catalog.list_resources()
+        listed = await catalog.list_resources()
+        resources, cursor = page(listed.resources, params)
+        return types.ListResourcesResult(resources=resources, next_cursor=cursor)
 
     async def list_templates(ctx: ServerRequestContext[Any], params: Any) -> types.ListResourceTemplatesResult:
         await connecting()
         hosts.seen(ctx)
-        return await catalog.list_resource_templates()
+        listed = await catalog.list_resource_templates()
+        templates, cursor = page(listed.resource_templates, params)
+        return types.ListResourceTemplatesResult(resource_templates=templates, next_cursor=cursor)
 
     async def read(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         await connecting()
@@ -82,12 +89,28 @@ def relayed_handlers(
     async def list_prompts(ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
         await connecting()
         hosts.seen(ctx)
-        return await catalog.list_prompts()
+        listed = await catalog.list_prompts()
+        prompts, cursor = page(listed.prompts, params)
+        return types.ListPromptsResult(prompts=prompts, next_cursor=cursor)
 
     async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
         await connecting()
         hosts.seen(ctx)
         return await catalog.get_prompt(params.name, params.arguments)
+
+    listener = ListenHandler(hosts.bus)
+
+    async def listen(
+        ctx: ServerRequestContext[Any], params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        await connecting()
+        hosts.seen(ctx)
+        for uri in params.notifications.resource_subscriptions or ():
+            try:  # the backend is subscribed for the stream's resources (an unknown one simply never changes)
+                await catalog.subscribe(uri, subscribe=True)
+            except MCPError as exc:
+                logger.info("kavalai serve: no subscription to %s for a listen stream: %s", uri, exc)
+        return await listener(ctx, params)
 
     async def complete(ctx: ServerRequestContext[Any], params: types.CompleteRequestParams) -> types.CompleteResult:
         await connecting()
@@ -104,6 +127,7 @@ def relayed_handlers(
         "on_list_prompts": list_prompts,
         "on_get_prompt": get_prompt,
         "on_completion": complete,
+        "on_subscriptions_listen": listen,
     }
 
 

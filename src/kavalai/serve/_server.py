@@ -7,7 +7,7 @@ import contextlib
 import functools
 import json
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, Final
 
 import anyio
@@ -22,8 +22,11 @@ from kavalai.errors import ConfigurationError, DeadlineExceededError, FunctionKe
 from kavalai.kernel import Kernel, ProgressCallback, deadline
 from kavalai.secrets import get_logger, holds_secret, redact
 from kavalai.serve._catalog import ServedCatalog
+from kavalai.serve._errors import protocol_error
 from kavalai.serve._hosts import HostSessions
+from kavalai.serve._pages import page
 from kavalai.serve._relayed import mcp_adapter, relayed_handlers, served_servers
+from kavalai.serve._rounds import InputRounds, RoundsCall, takes_rounds
 from kavalai.serve._tools import ExposedTools, Naming, mcp_input_schema
 
 __all__ = ["build_mcp_server", "call_kernel_tool", "tool_error_result", "tool_result"]
@@ -66,13 +69,15 @@ def build_mcp_server(
         names: ``"prefixed"`` (``python_fs_ls``, ``mcp_github_search``) or ``"own"`` (``fs.ls``, ``search``:
             refused with :class:`~kavalai.errors.ConfigurationError` when two would share a name).
         stateless: served without sessions (``serve_http(stateless=True)``): an MCP server's sampling, elicitation
-            or roots request is refused with an error saying ``kavalai serve --stateless`` has no back channel.
+            or roots request during a handshake-era host's call is refused with an error saying ``kavalai serve
+            --stateless`` has no back channel (a 2026-07-28 host's call is asked in input-required rounds).
     """
     tools = ExposedTools(kernel, allow=allow, deny=deny, names=names)
     connecting = _LazyConnect(kernel) if lazy else None
     adapter = mcp_adapter(kernel)
     relayed: dict[str, Any] = {}
     hosts: HostSessions | None = None
+    rounds = InputRounds()
     if adapter is not None:  # the MCP servers' logging, resources, prompts and requests are relayed too
         catalog = ServedCatalog(adapter, served_servers(adapter, tools), names)
         hosts = HostSessions(catalog.served_uri, stateless=stateless)
@@ -82,22 +87,40 @@ def build_mcp_server(
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        if hosts is not None:
+            hosts.seen(ctx)  # a host is known from its first request (roots outside a call are asked of it)
         if connecting is not None:
             await connecting()
         with _naming_refused():
-            return types.ListToolsResult(tools=tools.mcp_tools())
+            listed, cursor = page(tools.mcp_tools(), params)
+        return types.ListToolsResult(tools=listed, next_cursor=cursor)
 
-    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
         if connecting is not None:
             await connecting()
         with _naming_refused():
             uri = tools.uri_of(params.name)
         if uri is None:
-            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
+            raise protocol_error(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
+        server = _server_of(kernel, uri)
+        if hosts is None or server is None or not takes_rounds(ctx.protocol_version) or not rounds.available:
+            return await calling(ctx, params, uri, server, None)
+        # A 2026-07-28 host is asked what the backend asks as this call's input-required rounds (_rounds.py).
+        return await rounds.call(params.name, params, ctx, lambda call: calling(ctx, params, uri, server, call))
+
+    async def calling(
+        ctx: ServerRequestContext[Any],
+        params: types.CallToolRequestParams,
+        uri: str,
+        server: str | None,
+        across: RoundsCall | None,
+    ) -> types.CallToolResult:
         try:
             with (
                 deadline(deadline_from_meta(params.meta), what=f"MCP client's request for {params.name}"),
-                hosts.calling(_server_of(kernel, uri), ctx) if hosts is not None else contextlib.nullcontext(),
+                hosts.calling(server, ctx, across) if hosts is not None else contextlib.nullcontext(),
             ):
                 # The client's io.kavalai/deadline, when it sent one, bounds every call made for this request; a
                 # backend's sampling, elicitation and roots requests during the call go to this host (_hosts.py).
@@ -118,6 +141,7 @@ def build_mcp_server(
             version=kavalai.__version__,
             instructions=instructions,
             get_tool_input_schema=input_schema,
+            lifespan=_owning(rounds),
             **redacting(handlers),
         )
 
@@ -144,6 +168,17 @@ def _redacted(handler: Any) -> Any:
     return guarded
 
 
+def _owning(rounds: InputRounds) -> Callable[[Server[Any]], contextlib.AbstractAsyncContextManager[dict[str, Any]]]:
+    """The server's lifespan: each serving owns the calls of 2026-07-28 hosts that run across rounds."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+        async with rounds.running():
+            yield {}
+
+    return lifespan
+
+
 async def _connected() -> None:
     """Nothing to wait for: the kernel was connected before serving."""
 
@@ -161,7 +196,7 @@ def _naming_refused() -> Iterator[None]:
     try:
         yield
     except ConfigurationError as exc:
-        raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
+        raise protocol_error(types.INTERNAL_ERROR, str(exc)) from None
 
 
 _RETRY_FLOOR: Final = 1.0  # seconds before a quick failure is tried again

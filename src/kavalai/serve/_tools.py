@@ -113,20 +113,31 @@ class ExposedTools:
         return None if uri is None else self.kernel.get_tool_definition(uri)
 
     def mcp_tools(self) -> list[types.Tool]:
-        """Every offered tool as an MCP tool: name, title (its URI), description and both schemas."""
+        """Every offered tool as an MCP tool: name, title (its URI; an MCP server's tool: its server's title,
+        annotations, icons and ``_meta``), description and both schemas."""
         return [self.mcp_tool(name, self.kernel.get_tool_definition(uri)) for name, uri in self.names().items()]
 
     @staticmethod
     def mcp_tool(name: str, definition: ToolDefinition) -> types.Tool:
         """``definition`` as the MCP tool ``name`` (a passed-through ``mcp://`` tool with its server's output
         schema, or none)."""
-        passed = passes_through(definition)
+        if passes_through(definition):  # as its server listed it: its own title, annotations, icons, _meta
+            listed = definition.metadata.get("listed") or {}
+            return types.Tool.model_validate(
+                {
+                    **listed,
+                    "name": name,
+                    "description": definition.description or definition.name,
+                    "inputSchema": mcp_input_schema(definition),
+                    "outputSchema": passed_output_schema(definition),
+                }
+            )
         return types.Tool(
             name=name,
             title=definition.name,
             description=definition.description or definition.name,
             input_schema=mcp_input_schema(definition),
-            output_schema=passed_output_schema(definition) if passed else mcp_output_schema(definition),
+            output_schema=mcp_output_schema(definition),
         )
 
     def _refresh(self) -> None:

@@ -103,9 +103,10 @@ async def serve_http(
         lazy: connect the kernel's servers at the first request that needs their tools, not before.
         names: ``"prefixed"`` or ``"own"`` (see :func:`~kavalai.serve.build_mcp_server`).
         stateless: every request stands alone: no session id, nothing kept between requests, so replicas can sit
-            behind any load balancer. A server-to-client request (sampling, elicitation) has no way back to the
-            client there: it is refused, and the call that needed it fails with an error saying that
-            ``kavalai serve --stateless`` has no back channel; notifications still flow.
+            behind any load balancer. A server-to-client request (sampling, elicitation) has no way back to a
+            handshake-era client there: it is refused, and the call that needed it fails with an error saying that
+            ``kavalai serve --stateless`` has no back channel (a 2026-07-28 client is asked in its call's
+            input-required rounds); notifications still flow.
         sock: a listening socket to serve on instead of ``host`` and ``port`` (a worker of ``--workers``); the
             caller owns it and closes it.
 

@@ -95,6 +95,7 @@ _CALL_ATTEMPTS: Final = 2  # a call refused because the HTTP server forgot the s
 _STRAYS_LOGGED: Final = 3  # stray messages logged one by one; after these, only at counts that are powers of ten
 
 
+_LISTED: Final = frozenset({"title", "annotations", "icons", "meta"})  # a tool's fields kept for a gateway's listing
 _CONTENT_SCHEMA: Final = content_output_schema()  # shared by the descriptions of tools without an outputSchema
 
 
@@ -114,6 +115,7 @@ class McpConnection:
         self._protocol_version: str | None = None  # negotiated at the last connect
         self._server_info_name: str | None = None  # the serverInfo.name of the last connect
         self._stale_at = math.inf  # when the tool listing's ttlMs runs out (inf: no hint, kept until changed)
+        self._asked_level: str | None = None  # set_log_level's: a 2026-07-28 server is asked on each call
         self._healing = Healing(config)  # what the caller set up, restored after a reconnect (_healing.py)
         self._revival: asyncio.Task[None] | None = None  # reconnects a lost connection that has subscriptions
         self._task_only: set[str] = set()  # tools that run only as tasks (2025-11-25 `taskSupport: "required"`)
@@ -419,7 +421,9 @@ class McpConnection:
             logger.warning("MCP server %r: comparing its catalogue failed: %s", self.name, scrub(self.config, exc))
 
     async def set_log_level(self, level: str) -> None:
-        """Ask the server to send log messages from ``level`` on (handshake era, a server that logs; else nothing)."""
+        """Ask the server to send log messages from ``level`` on (handshake era: ``logging/setLevel``, a server
+        that logs; 2026-07-28: in each tool call's ``_meta`` from now on)."""
+        self._asked_level = level
         await self.request(lambda client: era.ask_log_level(client, level), "logging/setLevel")  # type: ignore[arg-type]
 
     async def subscribe(self, uri: str, *, subscribe: bool) -> None:
@@ -507,6 +511,9 @@ class McpConnection:
             "transport": self.transport,
             "structured": tool.output_schema is not None,  # whether the server declared an outputSchema
         }
+        listed = tool.model_dump(mode="json", by_alias=True, exclude_none=True, include=set(_LISTED))
+        if listed:  # its title, annotations, icons and _meta, for a gateway that lists it as its server did
+            metadata["listed"] = listed
         return LazyTool(
             uri=uri,
             description=tool.description or tool.title or "",
@@ -585,7 +592,7 @@ class McpConnection:
                     arguments=arguments,
                     input_responses=responses,
                     request_state=state,
-                    _meta=call_meta(),  # its idempotency key and the milliseconds it has left
+                    _meta=era.log_meta(call_meta(), self._asked_level, session),  # key, ms left, log level
                 )
                 request = mcp_types.CallToolRequest(params=params)
                 if legacy_task:

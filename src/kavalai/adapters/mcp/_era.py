@@ -41,6 +41,7 @@ __all__ = [
     "is_modern",
     "listen",
     "log_level",
+    "log_meta",
     "offered",
     "pin_problem",
     "pinned_writes",
@@ -185,6 +186,13 @@ def sets_log_level(session: ClientSession, level: mcp_types.LoggingLevel | None)
         and capabilities is not None
         and (capabilities.logging is not None)
     )
+
+
+def log_meta(meta: dict[str, Any] | None, level: str | None, session: ClientSession) -> dict[str, Any] | None:
+    """A request's ``_meta`` with the log level asked by ``logging/setLevel`` (2026-07-28: asked per request)."""
+    if level is None or not is_modern(session.protocol_version):
+        return meta
+    return {**(meta or {}), mcp_types.LOG_LEVEL_META_KEY: level}
 
 
 async def ask_log_level(client: Client, level: mcp_types.LoggingLevel | None) -> str | None:

@@ -31,6 +31,7 @@ from kavalai.adapters.mcp._content import (
     McpTextContent,
 )
 from kavalai.adapters.mcp._listing import ListingTotals
+from kavalai.adapters.mcp._wire import keep
 
 __all__ = [
     "complete",
@@ -50,6 +51,7 @@ _MAX_PAGES = 1000  # a paginator that never ends cannot hang a listing
 async def list_resources(send: Send[Any]) -> list[McpResource]:
     """Every resource the server lists (all pages)."""
     items = await _all_pages(send, "resources/list", lambda c, cursor: c.list_resources(cursor=cursor), "resources")
+    keep("resources/list", items)  # for a gateway that passes the listing on as received (_wire.py)
     return [
         McpResource(
             uri=str(r.uri), name=r.name, title=r.title, description=r.description, mime_type=r.mime_type, size=r.size
@@ -66,6 +68,7 @@ async def list_resource_templates(send: Send[Any]) -> list[McpResourceTemplate]:
         lambda c, cursor: c.list_resource_templates(cursor=cursor),
         "resource_templates",
     )
+    keep("resources/templates/list", items)
     return [
         McpResourceTemplate(
             uri_template=t.uri_template, name=t.name, title=t.title, description=t.description, mime_type=t.mime_type
@@ -78,12 +81,14 @@ async def read_resource(send: Send[Any], uri: str) -> list[McpResourceContent]:
     """The contents of the resource at ``uri`` (usually one; text kept as text, binary as base64)."""
     # The SDK's client answers a 2026-07-28 server's requests for input on the way, and honours ttlMs.
     result = await send(lambda client: client.read_resource(uri), f"resources/read of {uri!r}")
+    keep("resources/read", result)
     return [_resource_content(item) for item in result.contents]
 
 
 async def list_prompts(send: Send[Any]) -> list[McpPrompt]:
     """Every prompt the server lists (all pages)."""
     items = await _all_pages(send, "prompts/list", lambda c, cursor: c.list_prompts(cursor=cursor), "prompts")
+    keep("prompts/list", items)
     return [
         McpPrompt(
             name=p.name,
@@ -102,6 +107,7 @@ async def get_prompt(send: Send[Any], name: str, arguments: Mapping[str, str] | 
     """The prompt ``name`` rendered with ``arguments`` (MCP prompt arguments are strings)."""
     args = {key: str(value) for key, value in (arguments or {}).items()}
     result = await send(lambda client: client.get_prompt(name, args), f"prompts/get of {name!r}")
+    keep("prompts/get", result)
     return McpPromptResult(
         description=result.description,
         messages=tuple(McpPromptMessage(role=m.role, content=_content(m.content)) for m in result.messages),

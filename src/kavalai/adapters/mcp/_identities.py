@@ -81,6 +81,7 @@ class IdentityConnections(McpConnection):
         if connection is None:
             config = self.config.model_copy(update={"auth": self._oauth.for_identity(who)})
             connection = IdentityConnections(config, self._shared_registry, pool=self._pool, default=self._default)
+            connection.relay = self.relay  # the adapter's: what this identity's server sends is relayed too
         return connection
 
     async def _direct(self, method: str, *args: Any, **kwargs: Any) -> Any:

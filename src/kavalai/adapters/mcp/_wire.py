@@ -1,11 +1,14 @@
-"""The wire result of an MCP tool call, kept for a caller that passes it on unchanged (``kavalai serve``).
+"""The wire result of an MCP tool call (or listing, resource read, rendered prompt), kept for a caller that passes
+it on unchanged (``kavalai serve``).
 
 The kernel turns a ``tools/call`` result into the tool's output model: text parsed, images as typed models. A
 gateway that fronts the server wants the result as the server sent it instead (every content block, its
 annotations and ``_meta``, ``structuredContent`` beside them), while the call still crosses the kernel (its
 validation, middleware, deadline and approval). The gateway opens :func:`keeping_wire_results` around the call;
 the connection hands each result it receives to :func:`keep`, which records it only inside such a block, so no
-other caller pays for it.
+other caller pays for it. The same block keeps the last listing of resources, templates and prompts, resource read
+and rendered prompt, under their method's name (``"resources/list"``, ``"prompts/get"``), with every field the
+server sent (annotations, icons, ``_meta``), which the kernel's models leave out.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ __all__ = ["WireResults", "keep", "keeping_wire_results"]
 
 
 class WireResults:
-    """The wire results received inside one :func:`keeping_wire_results` block, by tool URI (the last one each)."""
+    """The wire results received inside one :func:`keeping_wire_results` block, by tool URI or method name (the last
+    one each)."""
 
     __slots__ = ("_by_uri",)
 
@@ -27,7 +31,7 @@ class WireResults:
         self._by_uri: dict[str, Any] = {}
 
     def get(self, uri: str) -> Any:
-        """The last ``CallToolResult`` received for ``uri`` in the block, or ``None``."""
+        """The last result received for ``uri`` (a tool URI, or a method name) in the block, or ``None``."""
         return self._by_uri.get(uri)
 
     def put(self, uri: str, result: Any) -> None:

@@ -1,0 +1,197 @@
+"""Input-required rounds: how ``kavalai serve`` asks a host of the 2026-07-28 era what a backend asks during a call.
+
+Such a host cannot be sent a request; a server that needs an answer returns an ``InputRequiredResult`` instead of
+the tool's result, and the host calls again with its answers (``inputResponses``) and the ``requestState`` it was
+given. The gateway's call of a backend cannot be paused that way, so it runs on, owned by :class:`InputRounds`,
+between the host's requests:
+
+```
+host: tools/call ─► gateway starts the kernel call (a task of InputRounds)
+                      backend asks (sampling, elicitation, roots) ─► the host's request answers
+                      InputRequiredResult {inputRequests: {q1: ...}, requestState: <token>}
+host: tools/call + inputResponses {q1: ...} + requestState ─► the answer goes to the backend; the call goes on
+                      ... the tool's result (or the next round)
+```
+
+Every part ends bounded: a host that does not call again within :data:`ANSWER_WINDOW` seconds leaves its
+questions refused (the backend is told so, and its call ends as the backend decides, within the call's own
+timeout); a host that cancels a round's request ends the call; a call ended is forgotten, so its token is refused
+from then on; closing the server (its lifespan) cancels every call still running. The token is random and names one
+call of one tool: a retry naming another tool is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import anyio
+import mcp_types as types
+from anyio.abc import TaskGroup
+from mcp_types.version import is_version_at_least
+
+from kavalai.serve._errors import protocol_error, refusal
+
+__all__ = ["ANSWER_WINDOW", "InputRounds", "RoundsCall", "takes_rounds"]
+
+#: Seconds a backend's question waits for the host's next request (carrying its answer) before it is refused.
+ANSWER_WINDOW: Final = 300.0
+
+_ROUNDS_ERA: Final = "2026-07-28"
+
+
+def takes_rounds(protocol_version: str) -> bool:
+    """Whether a host speaking ``protocol_version`` is asked through input-required rounds (not on its session)."""
+    return is_version_at_least(protocol_version, _ROUNDS_ERA)
+
+
+@dataclass(eq=False)
+class _Question:
+    key: str
+    request: types.InputRequest
+    answered: anyio.Event = field(default_factory=anyio.Event)
+    answer: Any = None
+
+
+class RoundsCall:
+    """One host call running across rounds: its questions to the host, and its end."""
+
+    def __init__(self, token: str, tool: str, answer_window: float = ANSWER_WINDOW) -> None:
+        self.token = token
+        self.tool = tool
+        self.answer_window = answer_window
+        self.ctx: Any = None  # the host's request of the latest round
+        self.result: types.CallToolResult | None = None
+        self._pending: list[_Question] = []  # asked by the backend, not yet put to the host
+        self._sent: dict[str, _Question] = {}  # put to the host, not yet answered
+        self._news = anyio.Event()  # a question asked, or the call ended
+        self._count = 0
+        self.scope = anyio.CancelScope()
+        self.collected = anyio.Event()  # the host was given the result
+
+    async def ask(self, request: types.InputRequest, result_type: type[Any]) -> Any:
+        """Put ``request`` to the host in the next round; its answer (as ``result_type``) or an ``ErrorData``."""
+        self._count += 1
+        question = _Question(f"q{self._count}", request)
+        self._pending.append(question)
+        self._news.set()
+        with anyio.move_on_after(self.answer_window):
+            await question.answered.wait()
+        self._sent.pop(question.key, None)
+        if question in self._pending:
+            self._pending.remove(question)
+        if question.answer is None:
+            return refusal(f"the host of kavalai serve did not answer within {self.answer_window:g} s")
+        try:
+            return result_type.model_validate(question.answer.model_dump(by_alias=True, exclude_unset=True))
+        except ValueError as exc:
+            return refusal(f"the host of kavalai serve answered with something else: {exc}")
+
+    def ended(self, result: types.CallToolResult) -> None:
+        self.result = result
+        self._news.set()
+
+    def answer(self, responses: types.InputResponses) -> None:
+        """The host's answers of its latest round (keys it was not asked are ignored)."""
+        for key, response in responses.items():
+            question = self._sent.pop(key, None)
+            if question is not None:
+                question.answer = response
+                question.answered.set()
+
+    async def next_round(self) -> types.CallToolResult | types.InputRequiredResult:
+        """The call's result, or the questions it waits on now (an input-required round)."""
+        while self.result is None and not self._pending:
+            self._news = anyio.Event()
+            await self._news.wait()
+        if self.result is not None:
+            return self.result
+        asked = {question.key: question.request for question in self._pending}
+        self._sent.update((question.key, question) for question in self._pending)
+        self._pending.clear()
+        return types.InputRequiredResult(input_requests=asked, request_state=self.token)
+
+
+class InputRounds:
+    """The host calls running across rounds, owned for the server's lifespan (:meth:`running`)."""
+
+    def __init__(self, answer_window: float = ANSWER_WINDOW) -> None:
+        self._answer_window = answer_window  # seconds a question waits for the host's next request
+        self._calls: dict[str, RoundsCall] = {}
+        self._owners: list[TaskGroup] = []  # one per serving of the server (the newest starts the calls)
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Calls may run across rounds within the block (a serving of the server: its lifespan); at its end, those
+        it started and still running are cancelled."""
+        async with anyio.create_task_group() as tasks:
+            self._owners.append(tasks)
+            try:
+                yield
+            finally:
+                self._owners.remove(tasks)
+                tasks.cancel_scope.cancel()
+
+    @property
+    def available(self) -> bool:
+        """Whether calls can run across rounds now (the server's lifespan was entered)."""
+        return bool(self._owners)
+
+    async def call(
+        self,
+        tool: str,
+        params: types.CallToolRequestParams,
+        ctx: Any,
+        run: Callable[[RoundsCall], Awaitable[types.CallToolResult]],
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """The first round of a call (``run`` starts it) or a later one (``params`` carry the host's answers)."""
+        if params.request_state is None:
+            call = self._start(tool, run)
+        else:
+            call = self._resumed(tool, params.request_state)
+            call.answer(params.input_responses or {})
+        call.ctx = ctx
+        try:
+            outcome = await call.next_round()
+        except BaseException:
+            call.scope.cancel()  # the host gave up the round's request: the call ends with it
+            call.collected.set()
+            raise
+        if isinstance(outcome, types.CallToolResult):
+            call.collected.set()
+        return outcome
+
+    def _start(self, tool: str, run: Callable[[RoundsCall], Awaitable[types.CallToolResult]]) -> RoundsCall:
+        if not self._owners:
+            raise protocol_error(types.INTERNAL_ERROR, "kavalai serve is not running: no call can take input rounds")
+        call = RoundsCall(secrets.token_urlsafe(24), tool, self._answer_window)
+        self._calls[call.token] = call
+
+        async def running() -> None:
+            try:
+                with call.scope:
+                    try:
+                        call.ended(await run(call))
+                    finally:
+                        if call.result is None:
+                            call.ended(_ended())
+                with anyio.move_on_after(self._answer_window):  # the result waits for the host's next request
+                    await call.collected.wait()
+            finally:
+                self._calls.pop(call.token, None)
+
+        self._owners[-1].start_soon(running)
+        return call
+
+    def _resumed(self, tool: str, token: str) -> RoundsCall:
+        call = self._calls.get(token)
+        if call is None or call.tool != tool:
+            raise protocol_error(types.INVALID_PARAMS, f"Unknown or ended requestState for {tool}")
+        return call
+
+
+def _ended() -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text="The call was cancelled.")], is_error=True)

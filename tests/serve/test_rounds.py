@@ -1,0 +1,153 @@
+"""A 2026-07-28 host through ``kavalai serve``: what a backend asks during the host's call (sampling, elicitation,
+roots) becomes the call's input-required rounds, and the host's answers go back to the backend
+(``src/kavalai/serve/_rounds.py``).
+
+The backend is a real stdio MCP server (``tests/servers/mcp_features.py``) spoken to in either era; the host is the
+official SDK's client in the 2026-07-28 era, which answers an ``InputRequiredResult`` with its callbacks and calls
+again (its own multi-round driver).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+import pytest
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from tests.serve.test_relay import Host, _served, _text, config, era, host, kernel
+from tests.serve.test_serve import TOKEN, TOKEN_VAR, http_server, serve_command
+
+from kavalai import FunctionKernel
+from kavalai.serve._rounds import InputRounds
+
+__all__ = ["config", "era", "host", "kernel"]  # fixtures
+
+
+async def test_sampling_is_the_hosts_round_within_the_kernels_cap(kernel: FunctionKernel, host: Host) -> None:
+    async with host.client(await _served(kernel), mode="auto") as client:
+        question = {"question": "six times seven?"}
+        first = await client.session.call_tool("mcp_features_consult", question, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        [(key, request)] = (first.input_requests or {}).items()
+        assert isinstance(request, types.CreateMessageRequest)
+        assert request.params.max_tokens == 500  # the backend asked for 100,000: capped at its sampling_max_tokens
+        [message] = request.params.messages
+        assert isinstance(message.content, types.TextContent)
+        assert message.content.text == "six times seven?"
+        answer = types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text="42"), model="host-model", stop_reason="endTurn"
+        )
+        result = await client.session.call_tool(
+            "mcp_features_consult",
+            question,
+            input_responses={key: answer},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+    assert isinstance(result, types.CallToolResult)
+    assert _text(result) == "42"
+
+
+async def test_elicitation_and_roots_reach_the_host_through_its_driver(kernel: FunctionKernel, host: Host) -> None:
+    async with host.client(await _served(kernel, names="own"), mode="auto") as client:
+        assert _text(await client.call_tool("greet", {})) == "hello Ada"
+        roots = await client.call_tool("folders", {})
+        assert _text(await client.call_tool("consult", {"question": "?"})) == "42"
+    [asked] = host.elicited
+    assert asked.message == "Who are you?"
+    assert roots.structured_content == {"result": ["file:///host/project"]}
+    assert len(host.sampled) == 1
+
+
+async def test_a_host_that_cannot_answer_gets_the_backend_a_proper_error(kernel: FunctionKernel, host: Host) -> None:
+    async with host.client(await _served(kernel), answers=False, mode="auto") as client:
+        sampled = await client.call_tool("mcp_features_consult", {"question": "?"})
+    assert sampled.is_error is True
+    assert "the host of kavalai serve does not offer sampling" in _text(sampled)
+
+
+async def test_a_retry_with_an_unknown_or_foreign_state_is_refused(kernel: FunctionKernel, host: Host) -> None:
+    async with host.client(await _served(kernel), mode="auto") as client:
+        with pytest.raises(MCPError, match="Unknown or ended requestState for mcp_features_consult"):
+            await client.session.call_tool("mcp_features_consult", {"question": "?"}, request_state="forged")
+        first = await client.session.call_tool("mcp_features_consult", {"question": "?"}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        with pytest.raises(MCPError, match="Unknown or ended requestState for mcp_features_greet"):
+            await client.session.call_tool("mcp_features_greet", {}, request_state=first.request_state)
+
+
+async def test_a_call_the_host_leaves_ends_when_the_serving_ends(kernel: FunctionKernel, host: Host) -> None:
+    server = await _served(kernel)
+    async with host.client(server, mode="auto") as client:
+        first = await client.session.call_tool("mcp_features_consult", {"question": "?"}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+    # The serving ended with the call in its round: the call was cancelled, its state forgotten.
+    async with host.client(server, mode="auto") as client:
+        with pytest.raises(MCPError, match="Unknown or ended requestState"):
+            await client.session.call_tool("mcp_features_consult", {"question": "?"}, request_state=first.request_state)
+        assert _text(await client.call_tool("mcp_features_count", {"n": 2})) == "2"  # the backend goes on
+
+
+async def test_rounds_outside_a_serving_are_refused() -> None:
+    rounds = InputRounds()
+    assert not rounds.available
+    params = types.CallToolRequestParams(name="t")
+    with pytest.raises(MCPError, match="no call can take input rounds"):
+        await rounds.call("t", params, None, _never)
+    async with rounds.running():
+        assert rounds.available
+    assert not rounds.available
+
+
+async def test_a_question_the_host_leaves_unanswered_is_refused_to_the_backend_after_the_window() -> None:
+    rounds = InputRounds(answer_window=0.2)
+    request = types.ListRootsRequest()
+
+    async def asking(call: Any) -> types.CallToolResult:
+        answer = await call.ask(request, types.ListRootsResult)  # what a backend's roots/list does
+        return types.CallToolResult(content=[types.TextContent(text=answer.message)], is_error=True)
+
+    params = types.CallToolRequestParams(name="t")
+    async with rounds.running():
+        first = await rounds.call("t", params, None, asking)
+        assert isinstance(first, types.InputRequiredResult)
+        assert list((first.input_requests or {}).values()) == [request]
+        # The host comes back without the answer: the question is refused once the window passes, and the call ends.
+        again = types.CallToolRequestParams(name="t", request_state=first.request_state)
+        with anyio.fail_after(30):
+            result = await rounds.call("t", again, None, asking)
+    assert isinstance(result, types.CallToolResult)
+    assert _text(result) == "the host of kavalai serve did not answer within 0.2 s"
+
+
+async def _never(call: Any) -> types.CallToolResult:
+    await anyio.sleep_forever()
+    raise AssertionError("unreachable")
+
+
+async def test_the_sdks_client_is_asked_in_rounds_through_the_process_over_stdio_and_http(config: Path) -> None:
+    host = Host()
+    command = serve_command(config, "--names", "own")
+    params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(config.parent))
+    with (config.parent / "stdio.log").open("w") as errlog:
+        await _check_rounds(host, stdio_client(params, errlog=errlog))
+    async with (
+        http_server(config, "--names", "own", "--bearer-token-env", TOKEN_VAR) as (url, _),
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as http,
+    ):
+        await _check_rounds(host, streamable_http_client(url, http_client=http))
+    assert [asked.message for asked in host.elicited] == ["Who are you?", "Who are you?"]
+
+
+async def _check_rounds(host: Host, transport: Any) -> None:
+    async with host.client(transport, mode="auto") as client:
+        assert client.session.protocol_version == "2026-07-28"
+        assert _text(await client.call_tool("consult", {"question": "?"})) == "42"
+        assert _text(await client.call_tool("greet", {})) == "hello Ada"
+        roots = await client.call_tool("folders", {})
+    assert roots.structured_content == {"result": ["file:///host/project"]}
