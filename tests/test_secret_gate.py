@@ -144,7 +144,7 @@ def test_every_cli_command_runs_inside_the_redacting_stderr() -> None:
 
 
 def test_serve_sends_tool_errors_through_one_function_that_masks() -> None:
-    tree = ast.parse((SRC / "serve" / "_server.py").read_text(encoding="utf-8"))
+    tree = ast.parse((SRC / "serve" / "_errors.py").read_text(encoding="utf-8"))
     makers = []
     for path, module in _sources():
         if not path.is_relative_to(SRC / "serve"):
@@ -155,7 +155,7 @@ def test_serve_sends_tool_errors_through_one_function_that_masks() -> None:
             for node in ast.walk(function):
                 if isinstance(node, ast.keyword) and node.arg == "is_error":
                     makers.append(f"{path.name}:{function.name}")
-    assert makers == ["_server.py:tool_error_result"]
+    assert makers == ["_errors.py:tool_error_result"]
     [gate] = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "tool_error_result"]
     assert "redact(message)" in ast.unparse(gate)
 
@@ -200,7 +200,7 @@ async def test_an_exception_escaping_a_served_handler_is_masked() -> None:
     from mcp.shared.exceptions import MCPError
 
     from kavalai.secrets import MASK, register_secret
-    from kavalai.serve._server import redacting
+    from kavalai.serve._errors import redacting
 
     secret = f"handler-secret-{uuid.uuid4().hex}"
     register_secret(secret)

@@ -33,7 +33,7 @@ import mcp_types as types
 from anyio.abc import TaskGroup
 from mcp_types.version import is_version_at_least
 
-from kavalai.serve._errors import protocol_error, refusal
+from kavalai.serve._errors import protocol_error, refusal, tool_error_result
 
 __all__ = ["ANSWER_WINDOW", "InputRounds", "RoundsCall", "takes_rounds"]
 
@@ -194,4 +194,4 @@ class InputRounds:
 
 
 def _ended() -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(text="The call was cancelled.")], is_error=True)
+    return tool_error_result("The call was cancelled.")

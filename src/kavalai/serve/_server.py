@@ -4,7 +4,6 @@ JSON schemas, and called through :meth:`kavalai.kernel.Kernel.call_tool`."""
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -13,16 +12,16 @@ from typing import Any, Final
 import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
-from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from pydantic import BaseModel, ValidationError
+from mcp.shared.exceptions import MCPDeprecationWarning
+from pydantic import BaseModel
 
 import kavalai
 from kavalai.adapters.mcp import deadline_from_meta, keeping_wire_results
 from kavalai.errors import ConfigurationError, DeadlineExceededError, FunctionKernelException, ServerConnectionError
 from kavalai.kernel import Kernel, ProgressCallback, deadline
-from kavalai.secrets import get_logger, holds_secret, redact
+from kavalai.secrets import get_logger
 from kavalai.serve._catalog import ServedCatalog
-from kavalai.serve._errors import protocol_error
+from kavalai.serve._errors import protocol_error, redacting, tool_error_result
 from kavalai.serve._hosts import HostSessions
 from kavalai.serve._pages import page
 from kavalai.serve._relayed import mcp_adapter, relayed_handlers, served_servers
@@ -146,28 +145,6 @@ def build_mcp_server(
         )
 
 
-def redacting(handlers: dict[str, Any]) -> dict[str, Any]:
-    """Every handler given to the SDK's server, wrapped so that an exception escaping it passes the secret gate
-    before the SDK turns it into the JSON-RPC error a host reads (the one crossing for handler failures)."""
-    return {name: _redacted(handler) if callable(handler) else handler for name, handler in handlers.items()}
-
-
-def _redacted(handler: Any) -> Any:
-    @functools.wraps(handler)
-    async def guarded(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return await handler(*args, **kwargs)
-        except MCPError as exc:
-            data = exc.data if exc.data is None or not holds_secret(json.dumps(exc.data, default=str)) else None
-            raise MCPError(exc.code, redact(exc.message), data) from None
-        except ValidationError:
-            raise  # the SDK answers it with a fixed message
-        except Exception as exc:
-            raise MCPError(types.INTERNAL_ERROR, redact(str(exc)) or type(exc).__name__) from None
-
-    return guarded
-
-
 def _owning(rounds: InputRounds) -> Callable[[Server[Any]], contextlib.AbstractAsyncContextManager[dict[str, Any]]]:
     """The server's lifespan: each serving owns the calls of 2026-07-28 hosts that run across rounds."""
 
@@ -263,11 +240,6 @@ def tool_result(output: BaseModel) -> types.CallToolResult:
     data = output.model_dump(mode="json", by_alias=True, fallback=repr)
     text = json.dumps(data, ensure_ascii=False)
     return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data)
-
-
-def tool_error_result(message: str) -> types.CallToolResult:
-    """A failed result: ``isError`` and the error message as text, through the secret gate."""
-    return types.CallToolResult(content=[types.TextContent(text=redact(message))], is_error=True)
 
 
 def _progress_of(ctx: ServerRequestContext[Any]) -> ProgressCallback:
