@@ -1,0 +1,134 @@
+"""Watching a handshake-era streamable HTTP session's event streams (HTTP GET), under the SDK's transport.
+
+The server sends what answers no request (a resource update, a list change, a log message) on the session's GET
+event stream, which the SDK's client opens after the handshake. When that stream closes gracefully the SDK opens
+it again; when it fails (a refused GET, a connection cut mid-stream) it tries twice and then stops for good,
+silently: the session still answers calls, but no notification arrives any more. So this transport, between the
+SDK's ``httpx2`` client and the network, keeps the stream alive while the server lives:
+
+- a GET for an event stream that fails to open (a connection error, HTTP 5xx, 408 or 429) is sent again with
+  :class:`~kavalai.adapters.mcp._healing.Backoff` (0.05 s doubling to 1 s) within the server's ``connect_timeout``,
+  so the SDK's loop never counts a failure while the server is only briefly away; a 405 (the server offers no GET
+  stream) and every other answer pass at once;
+- a stream cut mid-way by a connection error ends as a graceful close does, so the SDK opens it again (with the
+  ``Last-Event-ID`` it has) instead of counting a failure;
+- once a stream opens again after such a failure, ``on_gap`` is told: notifications sent meanwhile may be lost,
+  so the connection re-lists the catalogue and tells each subscriber to read its resource again;
+- a stream that cannot be opened within the budget is reported to ``on_deaf`` (with why), and the connection
+  starts a new session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Final, cast
+
+import httpx2
+from mcp.client.streamable_http import MCP_SESSION_ID
+
+from kavalai.adapters.mcp._healing import Backoff
+from kavalai.secrets import get_logger
+
+__all__ = ["StreamWatch", "watched_transport"]
+
+logger = get_logger("kavalai.mcp")
+
+_RETRIED: Final = frozenset({408, 429, 500, 502, 503, 504})  # a server (or its proxy) away for a moment
+
+
+class StreamWatch:
+    """One session's GET event streams: whether one failed since the last opened, and whom to tell."""
+
+    def __init__(self, server: str, budget: float, on_gap: Callable[[], None], on_deaf: Callable[[str], None]) -> None:
+        self.server = server
+        self.budget = budget
+        self._on_gap = on_gap
+        self._on_deaf = on_deaf
+        self.broken = False  # a stream failed (to open, or mid-way) since one last opened
+        self.opened = 0  # event streams opened
+        self.retried = 0  # opening attempts sent again
+
+    def failed(self, why: str) -> None:
+        """A stream failed to open, or was cut mid-way."""
+        if not self.broken:
+            logger.info("MCP server %r: its event stream failed (%s); opening it again", self.server, why)
+        self.broken = True
+
+    def open(self) -> None:
+        """A stream opened; after a failure, what was sent meanwhile may be lost: tell ``on_gap``."""
+        self.opened += 1
+        if self.broken:
+            self.broken = False
+            self._on_gap()
+
+    def deaf(self, why: str) -> None:
+        """No stream could be opened within the budget."""
+        self._on_deaf(f"its event stream (HTTP GET) could not be opened again within {self.budget:g} s: {why}")
+
+
+def watched_transport(watch: StreamWatch, inner: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
+    """``inner`` with the GET event streams of one session kept alive as the module says."""
+    return _WatchedTransport(inner, watch)
+
+
+def _event_stream_get(request: httpx2.Request) -> bool:
+    return (
+        request.method == "GET"
+        and MCP_SESSION_ID in request.headers
+        and "text/event-stream" in request.headers.get("accept", "")
+    )
+
+
+class _WatchedTransport(httpx2.AsyncBaseTransport):
+    def __init__(self, inner: httpx2.AsyncBaseTransport, watch: StreamWatch) -> None:
+        self._inner = inner
+        self._watch = watch
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if not _event_stream_get(request):
+            return await self._inner.handle_async_request(request)
+        watch = self._watch
+        backoff = Backoff(watch.budget)
+        while True:
+            try:
+                response = await self._inner.handle_async_request(request)
+            except httpx2.TransportError as exc:
+                why = f"{type(exc).__name__}: {exc}"
+                watch.failed(why)
+                if not await backoff.wait():
+                    watch.deaf(why)
+                    raise
+            else:
+                if response.status_code not in _RETRIED:
+                    if response.is_success:
+                        watch.open()
+                        response.stream = _Graceful(cast(httpx2.AsyncByteStream, response.stream), watch)
+                    return response
+                why = f"HTTP {response.status_code}"
+                watch.failed(why)
+                if not await backoff.wait():
+                    watch.deaf(why)
+                    return response  # the SDK sees the failure too
+                await response.aclose()
+            watch.retried += 1
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _Graceful(httpx2.AsyncByteStream):
+    """An event stream whose connection is cut ends as if the server had closed it."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, watch: StreamWatch) -> None:
+        self._inner = inner
+        self._watch = watch
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._inner:
+                yield chunk
+        except httpx2.TransportError as exc:
+            self._watch.failed(f"cut mid-way: {type(exc).__name__}")
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
