@@ -386,3 +386,19 @@ async def test_a_logging_level_the_new_server_refuses_is_reported_lost(
         assert (state.connects, state.restored, state.lost) == (2, 0, 1)
     finally:
         await kernel.close()
+
+
+async def test_after_a_restart_a_server_is_told_that_the_roots_may_have_changed(
+    stdio_server: StdioFactory, state_file: Path, tmp_path: Path
+) -> None:
+    changes: list[McpChange] = []
+    kernel = _kernel(stdio_server, state_file, "legacy", changes, roots=[str(tmp_path)])
+    try:
+        assert (await kernel.call_tool("mcp://heal.roots_told_now")).result == 0  # a first session asks by itself
+        await _kill(kernel, "heal")
+
+        # The new process is told, so a server that keeps roots per client asks roots/list again.
+        assert (await kernel.call_tool("mcp://heal.roots_told_now")).result == 1
+        assert kernel.get_mcp_server_state("heal").connects == 2
+    finally:
+        await kernel.close()

@@ -245,6 +245,8 @@ class McpConnection:
                         await self._publish(tools)
                         if restoring and not era.is_modern(session.protocol_version):
                             await healing.resubscribe(session, self.config.timeout or self.config.connect_timeout)
+                            if self.config.roots is not None or self.relay.relay is not None:  # roots offered
+                                await healing.roots_changed(session)
                         # Compared now, told once connected; the comparison may take half the time left.
                         within = (scope.deadline - anyio.current_time()) / 2
                         await self._relist(gen, tool_prints(tools), restoring, within)

@@ -250,6 +250,17 @@ class Healing:
                 self.restored += 1
                 self.reread(uri, _REREAD)
 
+    async def roots_changed(self, session: ClientSession) -> None:
+        """Handshake era, on a new session after a reconnect of a client that offers roots: tell the server that
+        they may have changed (``notifications/roots/list_changed``), so that one that kept them per client asks
+        ``roots/list`` again. A notification: nothing answers it, so nothing is counted."""
+        try:
+            await session.send_notification(mcp_types.RootsListChangedNotification())
+        except MCPError as exc:
+            if exc.code == mcp_types.CONNECTION_CLOSED:
+                raise
+            logger.info("MCP server %r: notifications/roots/list_changed failed: %s", self.server, exc)
+
     def log_level_set(self, refusal: str | None) -> None:
         """Handshake era, on a new session after a reconnect: the configured logging level was asked for again
         (``refusal``: why the server refused it)."""
