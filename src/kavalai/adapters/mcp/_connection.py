@@ -54,11 +54,11 @@ from kavalai.adapters.mcp._idempotency import call_meta
 from kavalai.adapters.mcp._listening import ChangeStream
 from kavalai.adapters.mcp._listing import ListingTotals
 from kavalai.adapters.mcp._loops import elsewhere, run_on
+from kavalai.adapters.mcp._probe_spans import ProbeReads, ProbeSpans, ProbeWrites
 from kavalai.adapters.mcp._relay import RelaySlot
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 from kavalai.adapters.mcp._tasks import EXTENSION as TASKS_EXTENSION
 from kavalai.adapters.mcp._tasks import (
-    LegacyTaskReads,
     TaskCreated,
     call_as_legacy_task,
     drive_task,
@@ -391,10 +391,11 @@ class McpConnection:
                     on_deaf=gen.unheard,
                 )
             )
+            probes = ProbeSpans()  # the span of a server/discover probe an older server does not know (_probe_spans.py)
             # The SDK's Client negotiates the era (server/discover, else the handshake) over our transport, and
             # keeps list results for as long as their ttlMs hints allow.
             client = Client(
-                _Opened(LegacyTaskReads(reads), era.pinned_writes(writes, config.protocol)),
+                _Opened(ProbeReads(reads, probes), ProbeWrites(era.pinned_writes(writes, config.protocol), probes)),
                 mode=era.client_mode(config.protocol),
                 message_handler=_MessageHandler(gen, config, self._stray, self.relay),
                 logging_callback=_ServerLog(config, self.relay),
