@@ -6,6 +6,8 @@ is asked again after a reconnect. Counted events only; each wait is bounded and 
 from __future__ import annotations
 
 import json
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -123,5 +125,43 @@ async def test_a_server_that_dies_after_every_restart_is_not_started_again_past_
         with pytest.raises(ServerConnectionError, match="crash loop"):  # still refused, still not started
             await kernel.call_tool("mcp://loop.echo", {"text": "x"})
         assert kernel.get_mcp_server_state("loop").connects == 5
+    finally:
+        await kernel.close()
+
+
+async def test_a_server_killed_after_every_background_reconnect_ends_in_a_crash_loop_and_its_subscription_lost(
+    stdio_server: StdioFactory, tmp_path: Path
+) -> None:
+    state = tmp_path / "healing.json"
+    state.write_text(json.dumps({"version": 1, "refuse": []}))
+    changes: list[McpChange] = []
+    kernel = FunctionKernel()
+    kills = [0]
+
+    def on_change(change: McpChange) -> None:
+        changes.append(change)
+        if change.kind == "resource" and change.reason is not None:  # told once it is connected again: kill it
+            pid = kernel.get_mcp_server_state("heal").pid
+            if pid is not None:
+                kills[0] += 1
+                os.kill(pid, signal.SIGKILL)
+
+    env = {"HEALING_STATE": str(state)}
+    server = stdio_server("heal", module="tests.servers.mcp_healing", protocol="legacy", on_change=on_change, env=env)
+    kernel.register_mcp_server(server)
+    try:
+        await kernel.subscribe_resource("heal", URI)
+        pid = kernel.get_mcp_server_state("heal").pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)  # the first loss; each reconnect in the background is killed at once
+
+        await wait_until(lambda: any(c.kind == "lost" for c in changes), WAIT)
+        [lost] = [c for c in changes if c.kind == "lost"]
+        assert lost.uri == URI
+        assert "crash loop" in (lost.reason or "")
+        state_now = kernel.get_mcp_server_state("heal")
+        assert (state_now.connects, kills[0]) == (5, 4)  # 5 losses after connecting, then no start
+        assert state_now.status == "failed"
+        assert state_now.lost == 1
     finally:
         await kernel.close()
