@@ -78,7 +78,7 @@ async def test_an_event_stream_refused_past_connect_timeout_gets_a_new_session(
     url, app = spoiled
     changes: list[McpChange] = []
     kernel = FunctionKernel()
-    server = McpServer(name="heal", url=url, protocol="legacy", on_change=changes.append, connect_timeout=2)
+    server = McpServer(name="heal", url=url, protocol="legacy", on_change=changes.append, connect_timeout=4)
     kernel.register_mcp_server(server)
     try:
         await kernel.subscribe_resource("heal", URI)
@@ -97,6 +97,33 @@ async def test_an_event_stream_refused_past_connect_timeout_gets_a_new_session(
         assert state.restored >= 1
         assert state.lost == 0
         assert _rereads(changes)  # subscribed again after the reconnect: told to read it again
+    finally:
+        await kernel.close()
+
+
+async def test_an_event_stream_no_session_can_open_loses_the_subscription_but_keeps_the_calls(
+    spoiled: tuple[str, EventStreamSpoiler],
+) -> None:
+    url, app = spoiled
+    changes: list[McpChange] = []
+    kernel = FunctionKernel()
+    server = McpServer(name="heal", url=url, protocol="legacy", on_change=changes.append, connect_timeout=2)
+    kernel.register_mcp_server(server)
+    try:
+        await kernel.subscribe_resource("heal", URI)
+        await wait_until(lambda: app.opened == 1, WAIT)
+        app.refuse(10**9)  # as a proxy that answers every GET with 503
+        app.cut()
+
+        # One new session; when it cannot open the stream either, the subscription is lost and the session kept.
+        await wait_until(lambda: any(c.kind == "lost" for c in changes), WAIT)
+        [lost] = [c for c in changes if c.kind == "lost"]
+        assert lost.uri == URI
+        assert "event stream" in (lost.reason or "")
+        assert (await kernel.call_tool("mcp://heal.shape", {"a": 7})).result == 7
+        state = kernel.get_mcp_server_state("heal")
+        assert (state.connects, state.status, state.lost) == (2, "connected", 1)
+        assert app.opened == 1
     finally:
         await kernel.close()
 

@@ -122,6 +122,7 @@ class McpConnection:
         self.relay = RelaySlot()  # the adapter's, shared by its connections (_relay.py)
         self._strays = 0  # messages that answered no request (dropped), over all generations
         self._error_before: str | None = None  # why the last generation ended (named by a crash-loop refusal)
+        self._deaf_sessions = 0  # sessions in a row whose event stream could not be opened again (_watch.py)
 
     # ------------------------------------------------------------------------------------------------ state
 
@@ -304,7 +305,8 @@ class McpConnection:
         self._report(McpStatus.FAILED, self._error_before)
         if not gen.was_connected:
             return
-        self._crashes.lost()
+        if gen.deaf is None:  # a server that lives but will not open its event stream is no crash
+            self._crashes.lost()
         wanted = self._healing.waiting or gen.deaf is not None
         if wanted and (self._revival is None or self._revival.done()):
             self._revival = _spawn(self._revive(always=gen.deaf is not None), name=f"kavalai-mcp-{self.name}-revive")
@@ -387,8 +389,8 @@ class McpConnection:
                     on_session_expired=gen.expire,
                     on_stray=self._stray,
                     on_challenge=gen.challenged,
-                    on_gap=lambda: self._gap(gen),
-                    on_deaf=gen.unheard,
+                    on_open=lambda gap: self._heard(gen, gap),
+                    on_deaf=lambda why: self._unheard(gen, why),
                 )
             )
             probes = ProbeSpans()  # the span of a server/discover probe an older server does not know (_probe_spans.py)
@@ -420,12 +422,27 @@ class McpConnection:
         gen.client = client
         return client.session
 
-    def _gap(self, gen: Generation) -> None:
-        """The session's event stream opened again after a failure: what the server sent meanwhile is lost, so the
-        lists are compared again and each subscriber is told to read its resource again."""
-        gen.gap = True
-        gen.refresh.set()
-        self._healing.reread(None, "the event stream carrying its updates was down: updates sent meanwhile are lost")
+    def _heard(self, gen: Generation, gap: bool) -> None:
+        """The session's event stream opened. After a failure (``gap``) what the server sent meanwhile is lost, so
+        the lists are compared again and each subscriber is told to read its resource again."""
+        self._deaf_sessions = 0
+        if gap:
+            gen.gap = True
+            gen.refresh.set()
+            self._healing.reread(None, "the event stream carrying its updates was down: updates sent meanwhile lost")
+
+    def _unheard(self, gen: Generation, why: str) -> None:
+        """The session's event stream could not be opened again within ``connect_timeout``: a new session is made,
+        once. When the new one cannot open it either (a proxy that refuses GETs, say), the session is kept for its
+        calls, and each subscription is reported lost: its updates cannot arrive."""
+        self._deaf_sessions += 1
+        if self._deaf_sessions == 1:
+            gen.unheard(why)
+            return
+        if self._deaf_sessions == 2:
+            logger.warning("MCP server %r: %s; its notifications will not arrive", self.name, scrub(self.config, why))
+            for uri in sorted(self._healing.subscribed):
+                self._healing.lose(uri, why)
 
     async def _refresh_loop(self, gen: Generation) -> None:
         while True:

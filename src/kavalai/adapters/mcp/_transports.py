@@ -124,14 +124,14 @@ async def open_transport(
     on_session_expired: Callable[[], None],
     on_stray: Callable[[str], None] | None = None,
     on_challenge: Callable[[str], None] | None = None,
-    on_gap: Callable[[], None] | None = None,
+    on_open: Callable[[bool], None] | None = None,
     on_deaf: Callable[[str], None] | None = None,
 ) -> AsyncIterator[tuple[SessionReads[Any], SessionWrites[Any], StdioProcess | None]]:
     """Open ``server``'s transport; yield the stream the session reads, the one it writes, and the process of a
     stdio server (``None`` for HTTP). ``on_stray`` is told of each message that answers no request (stdio; the
     SDK's HTTP transports hand those to the session as exceptions); ``on_challenge`` of the ``WWW-Authenticate``
     header of an HTTP 401 answer (the SDK's transports tell the session only "an error response"). Over
-    streamable HTTP, ``on_gap`` is told when the session's event stream opens again after a failure, and
+    streamable HTTP, ``on_open`` is told when the session's event stream opens (and whether after a failure), and
     ``on_deaf`` (with why) when it cannot be opened again within ``connect_timeout`` (:mod:`._watch`)."""
     server = server.resolved()  # command_env / url_env are read now, at each connect
     register_secret(*server.headers.values())  # the secret gate: header values and URL credentials are secrets
@@ -140,7 +140,7 @@ async def open_transport(
         async with open_stdio(server, on_stray) as ((reads, writes), process):
             yield SessionReads(reads, on_end), SessionWrites(writes), process
         return
-    watch = StreamWatch(server.name, server.connect_timeout, on_gap or _nothing, on_deaf or _nothing)
+    watch = StreamWatch(server.name, server.connect_timeout, on_open or _nothing, on_deaf or _nothing)
     async with _open_http(server, on_session_expired, on_challenge, watch) as (reads, writes):
         yield SessionReads(reads, on_end), SessionWrites(writes), None
 

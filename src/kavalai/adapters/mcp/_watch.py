@@ -12,10 +12,12 @@ SDK's ``httpx2`` client and the network, keeps the stream alive while the server
   stream) and every other answer pass at once;
 - a stream cut mid-way by a connection error ends as a graceful close does, so the SDK opens it again (with the
   ``Last-Event-ID`` it has) instead of counting a failure;
-- once a stream opens again after such a failure, ``on_gap`` is told: notifications sent meanwhile may be lost,
-  so the connection re-lists the catalogue and tells each subscriber to read its resource again;
+- each stream that opens is told to ``on_open``, with whether it follows such a failure (then notifications sent
+  meanwhile may be lost, so the connection re-lists the catalogue and tells each subscriber to read its resource
+  again);
 - a stream that cannot be opened within the budget is reported to ``on_deaf`` (with why), and the connection
-  starts a new session.
+  starts a new session, once: when the new one cannot open it either, the session is kept for its calls and its
+  subscriptions are reported lost.
 """
 
 from __future__ import annotations
@@ -39,10 +41,12 @@ _RETRIED: Final = frozenset({408, 429, 500, 502, 503, 504})  # a server (or its 
 class StreamWatch:
     """One session's GET event streams: whether one failed since the last opened, and whom to tell."""
 
-    def __init__(self, server: str, budget: float, on_gap: Callable[[], None], on_deaf: Callable[[str], None]) -> None:
+    def __init__(
+        self, server: str, budget: float, on_open: Callable[[bool], None], on_deaf: Callable[[str], None]
+    ) -> None:
         self.server = server
         self.budget = budget
-        self._on_gap = on_gap
+        self._on_open = on_open
         self._on_deaf = on_deaf
         self.broken = False  # a stream failed (to open, or mid-way) since one last opened
         self.opened = 0  # event streams opened
@@ -55,11 +59,10 @@ class StreamWatch:
         self.broken = True
 
     def open(self) -> None:
-        """A stream opened; after a failure, what was sent meanwhile may be lost: tell ``on_gap``."""
+        """A stream opened: tell ``on_open`` whether it follows a failure (what was sent meanwhile may be lost)."""
         self.opened += 1
-        if self.broken:
-            self.broken = False
-            self._on_gap()
+        gap, self.broken = self.broken, False
+        self._on_open(gap)
 
     def deaf(self, why: str) -> None:
         """No stream could be opened within the budget."""
