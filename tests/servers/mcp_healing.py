@@ -11,7 +11,8 @@ The file (path in ``HEALING_STATE``) holds ``{"version": 1 or 2, "refuse": [reso
 - ``level_now()`` answers the logging level last set with ``logging/setLevel`` on this process (``"unset"``);
   with ``refuse_level``, ``logging/setLevel`` is refused;
 - ``drop_streams()`` ends every listen stream (the server's graceful close), while the process lives;
-- ``roots_told_now()`` counts the ``notifications/roots/list_changed`` this process received.
+- ``roots_told_now()`` counts the ``notifications/roots/list_changed`` this process received;
+- ``grow()`` adds the tool ``extra`` silently (no list-changed notice), as a change whose notice was lost.
 
 Run it over stdio: ``python -m tests.servers.mcp_healing``.
 """
@@ -90,6 +91,17 @@ def build_server() -> MCPServer:
         """End every listen stream gracefully."""
         listen.close()
         return "dropped"
+
+    @server.tool()
+    def grow() -> str:
+        """Add the tool ``extra`` without a word: no list-changed notice is sent."""
+
+        def extra() -> str:
+            """A tool added at run time."""
+            return "extra"
+
+        server.add_tool(extra)
+        return "grown"
 
     roots_told = [0]
 

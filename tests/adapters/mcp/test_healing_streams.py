@@ -55,6 +55,7 @@ async def test_an_event_stream_cut_then_refused_is_opened_again_on_the_same_sess
         await wait_until(lambda: app.opened == 1, WAIT)
         await kernel.call_tool("mcp://heal.touch", {"uri": URI})
         await wait_until(lambda: _updates(changes) == 1, WAIT)
+        await kernel.call_tool("mcp://heal.grow")  # a tool added whose notice never comes (as if sent meanwhile)
 
         # The SDK alone tries twice after an error, then stops for good: the cut and one 503 would end it.
         app.refuse(4)
@@ -63,6 +64,9 @@ async def test_an_event_stream_cut_then_refused_is_opened_again_on_the_same_sess
         assert app.refused == 4
         await wait_until(lambda: len(_rereads(changes)) == 1, WAIT)  # what was sent meanwhile is lost: re-read
         assert "down" in (_rereads(changes)[0].reason or "")
+        # The lists are compared again after the gap: the tool added meanwhile is told and published.
+        await wait_until(lambda: any(c.kind == "tools" and c.added == ("extra",) for c in changes), WAIT)
+        assert "mcp://heal.extra" in kernel.get_mcp_server_state("heal").tools
 
         await kernel.call_tool("mcp://heal.touch", {"uri": URI})
         await wait_until(lambda: _updates(changes) == 2, WAIT)
