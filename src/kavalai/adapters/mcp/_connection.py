@@ -66,6 +66,7 @@ from kavalai.adapters.mcp._tasks import (
     send_call,
 )
 from kavalai.adapters.mcp._transports import open_transport
+from kavalai.adapters.mcp._watch import Hearing
 from kavalai.adapters.mcp._wire import keep
 from kavalai.errors import (
     ConfigurationError,
@@ -117,12 +118,12 @@ class McpConnection:
         self._healing = Healing(config)  # what the caller set up, restored after a reconnect (_healing.py)
         self._revival: asyncio.Task[None] | None = None  # reconnects a lost connection that has subscriptions
         self._crashes = CrashLoop()  # a server lost right after every restart is not started again for a while
+        self._hearing = Hearing(config, self._healing)  # its sessions' event streams (_watch.py)
         self._task_only: set[str] = set()  # tools that run only as tasks (2025-11-25 `taskSupport: "required"`)
         self._in_flight: list[ElicitationHandler] = []  # answerers of the calls in flight (elicitation="caller")
         self.relay = RelaySlot()  # the adapter's, shared by its connections (_relay.py)
         self._strays = 0  # messages that answered no request (dropped), over all generations
         self._error_before: str | None = None  # why the last generation ended (named by a crash-loop refusal)
-        self._deaf_sessions = 0  # sessions in a row whose event stream could not be opened again (_watch.py)
 
     # ------------------------------------------------------------------------------------------------ state
 
@@ -389,8 +390,8 @@ class McpConnection:
                     on_session_expired=gen.expire,
                     on_stray=self._stray,
                     on_challenge=gen.challenged,
-                    on_open=lambda gap: self._heard(gen, gap),
-                    on_deaf=lambda why: self._unheard(gen, why),
+                    on_open=lambda gap: self._hearing.opened(gen, gap),
+                    on_deaf=lambda why: self._hearing.deaf(gen, why),
                 )
             )
             probes = ProbeSpans()  # the span of a server/discover probe an older server does not know (_probe_spans.py)
@@ -421,28 +422,6 @@ class McpConnection:
             raise
         gen.client = client
         return client.session
-
-    def _heard(self, gen: Generation, gap: bool) -> None:
-        """The session's event stream opened. After a failure (``gap``) what the server sent meanwhile is lost, so
-        the lists are compared again and each subscriber is told to read its resource again."""
-        self._deaf_sessions = 0
-        if gap:
-            gen.gap = True
-            gen.refresh.set()
-            self._healing.reread(None, "the event stream carrying its updates was down: updates sent meanwhile lost")
-
-    def _unheard(self, gen: Generation, why: str) -> None:
-        """The session's event stream could not be opened again within ``connect_timeout``: a new session is made,
-        once. When the new one cannot open it either (a proxy that refuses GETs, say), the session is kept for its
-        calls, and each subscription is reported lost: its updates cannot arrive."""
-        self._deaf_sessions += 1
-        if self._deaf_sessions == 1:
-            gen.unheard(why)
-            return
-        if self._deaf_sessions == 2:
-            logger.warning("MCP server %r: %s; its notifications will not arrive", self.name, scrub(self.config, why))
-            for uri in sorted(self._healing.subscribed):
-                self._healing.lose(uri, why)
 
     async def _refresh_loop(self, gen: Generation) -> None:
         while True:

@@ -28,14 +28,49 @@ from typing import Final, cast
 import httpx2
 from mcp.client.streamable_http import MCP_SESSION_ID
 
-from kavalai.adapters.mcp._healing import Backoff
+from kavalai.adapters.mcp._config import McpServer
+from kavalai.adapters.mcp._errors import scrub
+from kavalai.adapters.mcp._generation import Generation
+from kavalai.adapters.mcp._healing import Backoff, Healing
 from kavalai.secrets import get_logger
 
-__all__ = ["StreamWatch", "watched_transport"]
+__all__ = ["Hearing", "StreamWatch", "watched_transport"]
 
 logger = get_logger("kavalai.mcp")
 
 _RETRIED: Final = frozenset({408, 429, 500, 502, 503, 504})  # a server (or its proxy) away for a moment
+
+
+class Hearing:
+    """One connection's event streams across its sessions: what an opened stream and one that cannot be opened
+    mean for the connection."""
+
+    def __init__(self, config: McpServer, healing: Healing) -> None:
+        self._config = config
+        self._healing = healing
+        self._deaf = 0  # sessions in a row whose event stream could not be opened again
+
+    def opened(self, gen: Generation, gap: bool) -> None:
+        """A session's event stream opened. After a failure (``gap``) what the server sent meanwhile is lost, so
+        the lists are compared again and each subscriber is told to read its resource again."""
+        self._deaf = 0
+        if gap:
+            gen.gap = True
+            gen.refresh.set()
+            self._healing.reread(None, "the event stream carrying its updates was down: updates sent meanwhile lost")
+
+    def deaf(self, gen: Generation, why: str) -> None:
+        """A session's event stream could not be opened again within ``connect_timeout``: a new session is made,
+        once. When the new one cannot open it either (a proxy that refuses GETs, say), the session is kept for its
+        calls, and each subscription is reported lost: its updates cannot arrive."""
+        self._deaf += 1
+        if self._deaf == 1:
+            gen.unheard(why)
+        elif self._deaf == 2:
+            name = self._config.name
+            logger.warning("MCP server %r: %s; its notifications will not arrive", name, scrub(self._config, why))
+            for uri in sorted(self._healing.subscribed):
+                self._healing.lose(uri, why)
 
 
 class StreamWatch:
