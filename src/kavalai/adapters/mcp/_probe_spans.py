@@ -43,8 +43,10 @@ class ProbeSpans:
 
     def received(self, item: Any) -> None:
         """A message was read: the answer to a probe settles its span."""
+        if not self._spans:  # the common case: no probe in flight
+            return
         message = getattr(item, "message", None)
-        if not isinstance(message, mcp_types.JSONRPCError | mcp_types.JSONRPCResponse) or not self._spans:
+        if not isinstance(message, mcp_types.JSONRPCError | mcp_types.JSONRPCResponse):
             return
         span = self._spans.pop(message.id, None)
         older = isinstance(message, mcp_types.JSONRPCError) and message.error.code == mcp_types.METHOD_NOT_FOUND
