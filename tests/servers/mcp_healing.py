@@ -10,7 +10,9 @@ The file (path in ``HEALING_STATE``) holds ``{"version": 1 or 2, "refuse": [reso
 - ``touch(uri)`` says that the resource changed, on every listen stream and to every handshake session subscribed;
 - ``level_now()`` answers the logging level last set with ``logging/setLevel`` on this process (``"unset"``);
   with ``refuse_level``, ``logging/setLevel`` is refused;
-- ``drop_streams()`` ends every listen stream (the server's graceful close), while the process lives.
+- ``drop_streams()`` ends every listen stream (the server's graceful close), while the process lives;
+- ``roots_told_now()`` counts the ``notifications/roots/list_changed`` this process received;
+- ``grow()`` adds the tool ``extra`` silently (no list-changed notice), as a change whose notice was lost.
 
 Run it over stdio: ``python -m tests.servers.mcp_healing``.
 """
@@ -90,6 +92,27 @@ def build_server() -> MCPServer:
         listen.close()
         return "dropped"
 
+    @server.tool()
+    def grow() -> str:
+        """Add the tool ``extra`` without a word: no list-changed notice is sent."""
+
+        def extra() -> str:
+            """A tool added at run time."""
+            return "extra"
+
+        server.add_tool(extra)
+        return "grown"
+
+    roots_told = [0]
+
+    @server.tool()
+    def roots_told_now() -> int:
+        """How many times a client told this process that its roots changed."""
+        return roots_told[0]
+
+    async def roots_changed(ctx: Any, params: mcp_types.NotificationParams) -> None:
+        roots_told[0] += 1
+
     async def subscribe(ctx: Any, params: mcp_types.SubscribeRequestParams) -> mcp_types.EmptyResult:
         uri = str(params.uri)
         if uri in refused:
@@ -119,6 +142,7 @@ def build_server() -> MCPServer:
     lowlevel.add_request_handler("resources/subscribe", mcp_types.SubscribeRequestParams, subscribe)
     lowlevel.add_request_handler("resources/unsubscribe", mcp_types.UnsubscribeRequestParams, unsubscribe)
     lowlevel.add_request_handler("logging/setLevel", mcp_types.SetLevelRequestParams, set_level)
+    lowlevel.add_notification_handler("notifications/roots/list_changed", mcp_types.NotificationParams, roots_changed)
     lowlevel.add_request_handler("subscriptions/listen", mcp_types.SubscriptionsListenRequestParams, listen_honoring)
     return server
 

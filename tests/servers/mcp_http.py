@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 
 from tests.servers.mcp_tools import build_server
@@ -55,3 +56,53 @@ class SessionForgettingApp:
         if session is not None:
             self.seen.add(session)
         await self.app(scope, receive, send)
+
+
+class _Cut(Exception):
+    """Ends an event stream abruptly (uvicorn then closes the connection mid-body)."""
+
+
+class EventStreamSpoiler:
+    """An ASGI app in front of a streamable HTTP MCP endpoint that spoils its sessions' GET event streams while the
+    server lives: :meth:`cut` ends the open ones abruptly (the connection closes mid-body), and :meth:`refuse`
+    answers the next ``count`` GETs with HTTP 503. It counts the streams it let open and the GETs it refused."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.opened = 0
+        self.refused = 0
+        self._refusals = 0
+        self._cuts = 0
+
+    def refuse(self, count: int) -> None:
+        """Answer the next ``count`` event-stream GETs with 503 (0: stop refusing)."""
+        self._refusals = count
+
+    def cut(self) -> None:
+        """End every event stream open now, abruptly."""
+        self._cuts += 1
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Spoil event-stream GETs as told; pass everything else on."""
+        headers = dict(scope.get("headers", [])) if scope["type"] == "http" else {}
+        if scope["type"] != "http" or scope["method"] != "GET" or b"mcp-session-id" not in headers:
+            await self.app(scope, receive, send)
+            return
+        if self._refusals > 0:
+            self._refusals -= 1
+            self.refused += 1
+            await send({"type": "http.response.start", "status": 503, "headers": [(b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body", "body": b"busy"})
+            return
+        self.opened += 1
+        cuts = self._cuts
+
+        async def watch() -> None:
+            while self._cuts == cuts:  # noqa: ASYNC110 - the test's thread sets it; no event crosses threads
+                await anyio.sleep(0.02)
+            raise _Cut
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch)
+            await self.app(scope, receive, send)
+            tg.cancel_scope.cancel()

@@ -41,7 +41,7 @@ def state_file(tmp_path: Path) -> Path:
 
 
 def _updates(changes: list[McpChange], uri: str) -> int:
-    return sum(1 for c in changes if c.kind == "resource" and c.uri == uri)
+    return sum(1 for c in changes if c.kind == "resource" and c.uri == uri and c.reason is None)
 
 
 def _kernel(
@@ -88,6 +88,27 @@ async def test_a_subscription_and_the_logging_level_are_set_up_again_after_the_s
         else:  # the listen stream with the same filter (a 2026-07-28 server is asked its level on each request)
             assert state.restored == 1
         assert not [c for c in changes if c.kind == "lost"]
+        # Updates sent while it was down are not replayed: the subscriber is told to read the resource again.
+        rereads = [c for c in changes if c.kind == "resource" and c.reason is not None]
+        assert [c.uri for c in rereads] == [uri]
+        assert "reconnect" in (rereads[0].reason or "")
+    finally:
+        await kernel.close()
+
+
+async def test_the_logging_level_asked_for_at_run_time_is_asked_again_after_a_restart(
+    stdio_server: StdioFactory, state_file: Path
+) -> None:
+    changes: list[McpChange] = []
+    kernel = _kernel(stdio_server, state_file, "legacy", changes, log_level="warning")
+    try:
+        await kernel.adapter("mcp").set_log_level("heal", "error")  # type: ignore[attr-defined]  # as a gateway's host
+        assert (await kernel.call_tool("mcp://heal.level_now")).result == "error"
+        await _kill(kernel, "heal")
+
+        assert (await kernel.call_tool("mcp://heal.level_now")).result == "error"  # not the configured "warning"
+        state = kernel.get_mcp_server_state("heal")
+        assert (state.connects, state.restored, state.lost) == (2, 1, 0)
     finally:
         await kernel.close()
 
@@ -363,5 +384,21 @@ async def test_a_logging_level_the_new_server_refuses_is_reported_lost(
         assert "logging/setLevel 'error'" in (lost.reason or "")
         state = kernel.get_mcp_server_state("heal")
         assert (state.connects, state.restored, state.lost) == (2, 0, 1)
+    finally:
+        await kernel.close()
+
+
+async def test_after_a_restart_a_server_is_told_that_the_roots_may_have_changed(
+    stdio_server: StdioFactory, state_file: Path, tmp_path: Path
+) -> None:
+    changes: list[McpChange] = []
+    kernel = _kernel(stdio_server, state_file, "legacy", changes, roots=[str(tmp_path)])
+    try:
+        assert (await kernel.call_tool("mcp://heal.roots_told_now")).result == 0  # a first session asks by itself
+        await _kill(kernel, "heal")
+
+        # The new process is told, so a server that keeps roots per client asks roots/list again.
+        assert (await kernel.call_tool("mcp://heal.roots_told_now")).result == 1
+        assert kernel.get_mcp_server_state("heal").connects == 2
     finally:
         await kernel.close()

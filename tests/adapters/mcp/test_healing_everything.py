@@ -27,7 +27,7 @@ WAIT = 60.0  # the server's timer fires every 5 s; node starts in about a second
 
 
 def _updates(changes: list[McpChange]) -> int:
-    return sum(1 for c in changes if c.kind == "resource" and c.uri == URI)
+    return sum(1 for c in changes if c.kind == "resource" and c.uri == URI and c.reason is None)
 
 
 async def _updates_flow(kernel: FunctionKernel, changes: list[McpChange]) -> None:

@@ -67,3 +67,37 @@ def test_the_owner_restores_before_it_reports_connected() -> None:
     body = ast.unparse(own)
     order = [body.index(step) for step in ("ChangeStream(", "resubscribe(", "_relist(", "Phase.CONNECTED")]
     assert order == sorted(order)
+
+
+def _functions(name: str) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Each function (module, node) of the package that calls ``name``."""
+    found = []
+    for path in SRC.rglob("*.py"):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for function in ast.walk(tree):
+            if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                for node in ast.walk(function):
+                    func = node.func if isinstance(node, ast.Call) else None
+                    called = (
+                        func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+                    )
+                    if called == name:
+                        found.append((path.relative_to(SRC).as_posix(), function))
+                        break
+    return found
+
+
+def test_every_streamable_http_session_has_its_event_stream_watched() -> None:
+    # The SDK's client gives up its GET event stream after two failures; only the watch keeps it open (_watch.py).
+    makers = _functions("streamable_http_client")
+    assert [(module, f.name) for module, f in makers] == [("adapters/mcp/_transports.py", "_open_http")]
+    ((_, open_http),) = makers
+    transports = [
+        node.args[1]
+        for node in ast.walk(open_http)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "httpx_client"
+    ]
+    # The streamable HTTP client's transport is `watched` (the SSE client, a session per stream, needs none).
+    assert sorted(ast.unparse(t) for t in transports) == ["bounded", "watched"]
+    watched = next(n for n in ast.walk(open_http) if isinstance(n, ast.FunctionDef) and n.name == "watched")
+    assert "watched_transport(watch" in ast.unparse(watched)

@@ -176,7 +176,7 @@ class McpChange:
     Attributes:
         server: the server.
         kind: ``"tools"``, ``"resources"`` or ``"prompts"`` (the list changed; the kernel has already re-listed the
-            tools), ``"resource"`` (a subscribed resource changed: read it again), or ``"lost"`` (after a
+            tools), ``"resource"`` (a subscribed resource changed, or may have: read it again), or ``"lost"`` (after a
             reconnect, something the caller had set up on the server could not be restored: ``uri`` names a
             resource subscription, or is ``None`` for the logging level; ``reason`` says why).
         uri: the resource's URI, for ``"resource"`` and a lost subscription.
@@ -185,7 +185,9 @@ class McpChange:
         removed: after a reconnect, what the old listing had that the new one has not.
         changed: after a reconnect, what is in both listings but differs (a tool's schemas or description, a
             resource's or prompt's description or arguments).
-        reason: for ``"lost"``, why it could not be restored.
+        reason: for ``"lost"``, why it could not be restored; for ``"resource"``, set when the kernel (not the
+            server) says to read it again: it was subscribed again after a reconnect, or the event stream that
+            carries the server's updates was down for a while, so updates sent meanwhile may be lost.
     """
 
     server: str

@@ -49,16 +49,16 @@ from kavalai.adapters.mcp._convert import (
 )
 from kavalai.adapters.mcp._errors import answer_unreadable, call_error, describe_failure, request_error, scrub
 from kavalai.adapters.mcp._generation import Ending, Generation, Phase
-from kavalai.adapters.mcp._healing import Backoff, Healing, hand_over, tool_prints
+from kavalai.adapters.mcp._healing import Backoff, CrashLoop, Healing, hand_over, tool_prints
 from kavalai.adapters.mcp._idempotency import call_meta
 from kavalai.adapters.mcp._listening import ChangeStream
 from kavalai.adapters.mcp._listing import ListingTotals
 from kavalai.adapters.mcp._loops import elsewhere, run_on
+from kavalai.adapters.mcp._probe_spans import ProbeReads, ProbeSpans, ProbeWrites
 from kavalai.adapters.mcp._relay import RelaySlot
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 from kavalai.adapters.mcp._tasks import EXTENSION as TASKS_EXTENSION
 from kavalai.adapters.mcp._tasks import (
-    LegacyTaskReads,
     TaskCreated,
     call_as_legacy_task,
     drive_task,
@@ -66,6 +66,7 @@ from kavalai.adapters.mcp._tasks import (
     send_call,
 )
 from kavalai.adapters.mcp._transports import open_transport
+from kavalai.adapters.mcp._watch import Hearing
 from kavalai.adapters.mcp._wire import keep
 from kavalai.errors import (
     ConfigurationError,
@@ -118,10 +119,13 @@ class McpConnection:
         self._asked_level: str | None = None  # set_log_level's: a 2026-07-28 server is asked on each call
         self._healing = Healing(config)  # what the caller set up, restored after a reconnect (_healing.py)
         self._revival: asyncio.Task[None] | None = None  # reconnects a lost connection that has subscriptions
+        self._crashes = CrashLoop()  # a server lost right after every restart is not started again for a while
+        self._hearing = Hearing(config, self._healing)  # its sessions' event streams (_watch.py)
         self._task_only: set[str] = set()  # tools that run only as tasks (2025-11-25 `taskSupport: "required"`)
         self._in_flight: list[ElicitationHandler] = []  # answerers of the calls in flight (elicitation="caller")
         self.relay = RelaySlot()  # the adapter's, shared by its connections (_relay.py)
         self._strays = 0  # messages that answered no request (dropped), over all generations
+        self._error_before: str | None = None  # why the last generation ended (named by a crash-loop refusal)
 
     # ------------------------------------------------------------------------------------------------ state
 
@@ -214,6 +218,10 @@ class McpConnection:
                 )
             gen = self._gen  # another task may have started the next generation meanwhile
         if gen is None or gen.is_done():
+            refusal = self._crashes.refusal(self.name)
+            if refusal is not None:
+                self._report(McpStatus.FAILED, refusal)
+                raise ServerConnectionError(f"{refusal}. {self._error_before or ''}".strip(), server=self.name)
             gen = self._start()
         return gen
 
@@ -241,6 +249,8 @@ class McpConnection:
                         await self._publish(tools)
                         if restoring and not era.is_modern(session.protocol_version):
                             await healing.resubscribe(session, self.config.timeout or self.config.connect_timeout)
+                            if self.config.roots is not None or self.relay.relay is not None:  # roots offered
+                                await healing.roots_changed(session)
                         # Compared now, told once connected; the comparison may take half the time left.
                         within = (scope.deadline - anyio.current_time()) / 2
                         await self._relist(gen, tool_prints(tools), restoring, within)
@@ -292,21 +302,32 @@ class McpConnection:
         if gen.closing:
             self._report(McpStatus.CLOSED)
             return
-        self._report(McpStatus.FAILED, (gen.error or self._failure(gen)).message)
-        if gen.was_connected and self._healing.waiting and (self._revival is None or self._revival.done()):
-            self._revival = _spawn(self._revive(), name=f"kavalai-mcp-{self.name}-revive")
+        if gen.deaf is not None and gen.error is None:
+            gen.error = ServerConnectionError(f"MCP server {self.name!r}: {gen.deaf}.", server=self.name)
+        self._error_before = (gen.error or self._failure(gen)).message
+        self._report(McpStatus.FAILED, self._error_before)
+        if not gen.was_connected:
+            return
+        if gen.deaf is None:  # a server that lives but will not open its event stream is no crash
+            self._crashes.lost()
+        wanted = self._healing.waiting or gen.deaf is not None
+        if wanted and (self._revival is None or self._revival.done()):
+            self._revival = _spawn(self._revive(always=gen.deaf is not None), name=f"kavalai-mcp-{self.name}-revive")
 
-    async def _revive(self) -> None:
-        """A connection with subscriptions was lost: connect again in the background (with bounded backoff,
-        within ``connect_timeout``), so that the updates come again without waiting for the next call; what
-        cannot be restored so is reported lost."""
+    async def _revive(self, *, always: bool) -> None:
+        """A connection with subscriptions (``always``: any connection, one whose event stream could not be
+        opened again) was lost: connect again in the background (with bounded backoff, within
+        ``connect_timeout``), so that the updates come again without waiting for the next call; what cannot be
+        restored so is reported lost. A server in a crash loop is not started again: its subscriptions are lost."""
         healing = self._healing
         await healing.flush()  # notices of the generation that ended, which its teller did not hand over
         backoff = Backoff(self.config.connect_timeout)
-        while healing.subscribed and not self.connected:
-            if not await backoff.wait():
+        while (healing.subscribed or always) and not self.connected:
+            refusal = self._crashes.refusal(self.name)
+            if refusal is not None or not await backoff.wait():
+                why = refusal or f"the server could not be connected again within {backoff.budget:g} s"
                 for uri in sorted(healing.subscribed):
-                    healing.lose(uri, f"the server could not be connected again within {backoff.budget:g} s")
+                    healing.lose(uri, why)
                 await healing.flush()
                 return
             try:
@@ -371,16 +392,19 @@ class McpConnection:
                     on_session_expired=gen.expire,
                     on_stray=self._stray,
                     on_challenge=gen.challenged,
+                    on_open=lambda gap: self._hearing.opened(gen, gap),
+                    on_deaf=lambda why: self._hearing.deaf(gen, why),
                 )
             )
+            probes = ProbeSpans()  # the span of a server/discover probe an older server does not know (_probe_spans.py)
             # The SDK's Client negotiates the era (server/discover, else the handshake) over our transport, and
             # keeps list results for as long as their ttlMs hints allow.
             client = Client(
-                _Opened(LegacyTaskReads(reads), era.pinned_writes(writes, config.protocol)),
+                _Opened(ProbeReads(reads, probes), ProbeWrites(era.pinned_writes(writes, config.protocol), probes)),
                 mode=era.client_mode(config.protocol),
                 message_handler=_MessageHandler(gen, config, self._stray, self.relay),
                 logging_callback=_ServerLog(config, self.relay),
-                log_level=config.log_level or era.log_level(config.name),
+                log_level=self._healing.log_level or config.log_level or era.log_level(config.name),
                 client_info=_CLIENT_INFO,
                 cache=CacheConfig(),
                 extensions=[advertise(TASKS_EXTENSION)],  # a long call may come back as a task (_tasks.py)
@@ -390,8 +414,9 @@ class McpConnection:
             problem = era.pin_problem(config.protocol, client.protocol_version, era.offered(client.session))
             if problem is not None:
                 raise ConfigurationError(f"MCP server {config.name!r}: {problem}.")
-            if era.sets_log_level(client.session, config.log_level):
-                refusal = await era.ask_log_level(client, config.log_level)
+            level = self._healing.log_level or config.log_level  # the last one asked for at run time, if any
+            if era.sets_log_level(client.session, level):
+                refusal = await era.ask_log_level(client, level)
                 if self._healing.established:  # set again after a reconnect
                     self._healing.log_level_set(refusal)
         except BaseException:
@@ -422,8 +447,10 @@ class McpConnection:
 
     async def set_log_level(self, level: str) -> None:
         """Ask the server to send log messages from ``level`` on (handshake era: ``logging/setLevel``, a server
-        that logs; 2026-07-28: in each tool call's ``_meta`` from now on)."""
+        that logs; 2026-07-28: in each tool call's ``_meta`` from now on); asked again on each new session after a
+        reconnect."""
         self._asked_level = level
+        self._healing.log_level = level  # type: ignore[assignment]
         await self.request(lambda client: era.ask_log_level(client, level), "logging/setLevel")  # type: ignore[arg-type]
 
     async def subscribe(self, uri: str, *, subscribe: bool) -> None:
@@ -693,6 +720,7 @@ class McpConnection:
                 logger.warning("MCP server %r did not shut down within %s s", self.name, _CLOSE_WAIT)
         self.unpublish()
         self._healing.forget()
+        self._crashes.reset()
         if self._status is not McpStatus.REGISTERED:
             self._report(McpStatus.CLOSED)
 

@@ -59,6 +59,7 @@ class Generation:
     task: asyncio.Task[None] | None = None
     refresh: anyio.Event = field(default_factory=anyio.Event)  # the server said its tool list changed
     gap: bool = False  # the next refresh follows a change stream that closed: tell on_change what changed
+    deaf: str | None = None  # why its event stream could not be opened again (it is then ended, to reconnect)
     _ready: anyio.Event = field(default_factory=anyio.Event)  # CONNECTED or DONE
     _stopping: anyio.Event = field(default_factory=anyio.Event)  # STOPPING or DONE
     _done: anyio.Event = field(default_factory=anyio.Event)  # DONE
@@ -88,6 +89,12 @@ class Generation:
     def end(self) -> None:
         """The connection is gone: let the owner shut it down."""
         self.move(Phase.STOPPING, Ending.ENDED)
+
+    def unheard(self, why: str) -> None:
+        """Its event stream could not be opened again: notifications no longer arrive, so it ends."""
+        if self.deaf is None:
+            self.deaf = why
+        self.end()
 
     def challenged(self, header: str) -> None:
         """The HTTP server answered 401 with this ``WWW-Authenticate`` header (empty: none)."""

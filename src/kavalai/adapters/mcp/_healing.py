@@ -16,12 +16,18 @@ place that
   added, removed or changed, so an agent never calls a tool that is gone under a stale schema;
 - hands every such notice to ``on_change`` from one teller task per generation, in order, so a callback that
   calls back into the kernel (to read a resource, to subscribe again) never blocks the connection.
+
+Each subscription set up again is followed by a notice to read the resource again (``McpChange(kind="resource",
+reason=...)``): what the server sent while the connection was down is not replayed. The same notice follows a
+handshake-era event stream (HTTP GET) opened again after a failure (:mod:`kavalai.adapters.mcp._watch`).
+:class:`CrashLoop` bounds the restarts of a server that dies right after each.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
@@ -39,12 +45,13 @@ from kavalai.adapters.mcp._listing import ListingTotals
 from kavalai.errors import ServerConnectionError
 from kavalai.secrets import get_logger
 
-__all__ = ["Backoff", "Catalogue", "Healing", "hand_over", "tool_prints"]
+__all__ = ["Backoff", "Catalogue", "CrashLoop", "Healing", "hand_over", "tool_prints"]
 
 logger = get_logger("kavalai.mcp")
 
 _MAX_PENDING: Final = 10_000  # notices waiting for on_change; past this a slow callback loses the newest
 _MAX_PAGES: Final = 100  # a resources/prompts listing that never ends cannot hold a reconnect's comparison
+_REREAD: Final = "subscribed again after a reconnect: updates sent while it was down are not replayed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +131,35 @@ class Backoff:
         return True
 
 
+class CrashLoop:
+    """A server lost ``limit`` times within ``window`` seconds after connecting (one that dies right after every
+    restart) is in a crash loop: it is not started again until the oldest of those losses is ``window`` old."""
+
+    def __init__(self, limit: int = 5, window: float = 60.0) -> None:
+        self.limit, self.window = limit, window
+        self._losses: deque[float] = deque(maxlen=limit)
+
+    def lost(self) -> None:
+        """A connection that had connected was lost (not closed by the kernel)."""
+        self._losses.append(anyio.current_time())
+
+    def refusal(self, server: str) -> str | None:
+        """Why ``server`` may not be started again now, or ``None``."""
+        if len(self._losses) < self.limit:
+            return None
+        left = self._losses[0] + self.window - anyio.current_time()
+        if left <= 0:
+            return None
+        return (
+            f"MCP server {server!r} was lost {self.limit} times within {self.window:g} s, each time after "
+            f"connecting (a crash loop); it is not started again for {left:.0f} s"
+        )
+
+    def reset(self) -> None:
+        """The kernel closed the connection: start counting again."""
+        self._losses.clear()
+
+
 class Healing:
     """One connection's memory of what the caller set up, across its generations (see the module docstring)."""
 
@@ -131,6 +167,7 @@ class Healing:
         self._config = config
         self.subscribed: set[str] = set()  # resources subscribed to (2026-07-28: the listen stream's filter)
         self.established = False  # a generation has connected since the kernel last closed the connection
+        self.log_level: mcp_types.LoggingLevel | None = None  # the last one asked for at run time (set_log_level)
         self.restored = 0
         self.lost = 0
         self.catalogue: Catalogue | None = None
@@ -146,6 +183,7 @@ class Healing:
     def forget(self) -> None:
         """The kernel closed the connection: nothing set up on it is restored at the next connect."""
         self.subscribed.clear()
+        self.log_level = None
         self._in_force.clear()
         self.established = False
         self.catalogue = None
@@ -181,6 +219,12 @@ class Healing:
             await self.flush()
             await wake.wait()
 
+    def reread(self, uri: str | None, reason: str) -> None:
+        """Tell the subscriber of ``uri`` (``None``: of every subscription) to read it again: updates the server
+        sent while it could not reach us (``reason``) are not replayed."""
+        for each in sorted(self.subscribed) if uri is None else (uri,):
+            self.tell(McpChange(server=self.server, kind="resource", uri=each, reason=reason))
+
     def lose(self, uri: str | None, reason: str) -> None:
         """``uri`` (a subscription; ``None``: the logging level) could not be set up again: count it, drop it, tell
         ``on_change``."""
@@ -208,6 +252,18 @@ class Healing:
                 self.lose(uri, f"the server did not answer resources/subscribe within {timeout:g} s")
             else:
                 self.restored += 1
+                self.reread(uri, _REREAD)
+
+    async def roots_changed(self, session: ClientSession) -> None:
+        """Handshake era, on a new session after a reconnect of a client that offers roots: tell the server that
+        they may have changed (``notifications/roots/list_changed``), so that one that kept them per client asks
+        ``roots/list`` again. A notification: nothing answers it, so nothing is counted."""
+        try:
+            await session.send_notification(mcp_types.RootsListChangedNotification())
+        except MCPError as exc:
+            if exc.code == mcp_types.CONNECTION_CLOSED:
+                raise
+            logger.info("MCP server %r: notifications/roots/list_changed failed: %s", self.server, exc)
 
     def log_level_set(self, refusal: str | None) -> None:
         """Handshake era, on a new session after a reconnect: the configured logging level was asked for again
@@ -215,7 +271,8 @@ class Healing:
         if refusal is None:
             self.restored += 1
         else:
-            self.lose(None, f"the server refused logging/setLevel {self._config.log_level!r}: {refusal}")
+            level = self.log_level or self._config.log_level
+            self.lose(None, f"the server refused logging/setLevel {level!r}: {refusal}")
 
     def listened(self, asked: Sequence[str], honored: Sequence[str], *, restoring: bool) -> None:
         """2026-07-28: a change stream opened, asking for ``asked`` and honoring ``honored``. What it kept counts as
@@ -224,7 +281,9 @@ class Healing:
         kept = set(honored)
         for uri in asked:
             if uri in kept:
-                self.restored += 1 if restoring else 0
+                if restoring:
+                    self.restored += 1
+                    self.reread(uri, _REREAD)
             elif restoring or uri in self._in_force:
                 self.lose(uri, "the server's subscriptions/listen stream did not honor it")
             else:

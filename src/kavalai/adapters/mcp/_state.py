@@ -15,7 +15,9 @@ class McpStatus(enum.StrEnum):
 
     ``registered``: configured, never connected. ``connecting``: starting or reaching the server. ``connected``:
     its tools are listed and callable. ``failed``: it could not connect, or it died (the state's ``error`` says
-    why; the next use tries again). ``closed``: the kernel closed it (the next use connects again).
+    why; the next use tries again, except for a server lost 5 times within 60 s after connecting, a crash loop,
+    which is not started again until the oldest of those losses is 60 s old). ``closed``: the kernel closed it
+    (the next use connects again).
     """
 
     REGISTERED = "registered"

@@ -22,6 +22,7 @@ from mcp.client.streamable_http import MCP_SESSION_ID, streamable_http_client
 from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._http_limits import bounded_transport
 from kavalai.adapters.mcp._stdio import StdioProcess, open_stdio
+from kavalai.adapters.mcp._watch import StreamWatch, watched_transport
 from kavalai.errors import ConfigurationError
 from kavalai.http import Outbound, httpx_client
 from kavalai.secrets import register_secret, register_url_credentials
@@ -123,11 +124,15 @@ async def open_transport(
     on_session_expired: Callable[[], None],
     on_stray: Callable[[str], None] | None = None,
     on_challenge: Callable[[str], None] | None = None,
+    on_open: Callable[[bool], None] | None = None,
+    on_deaf: Callable[[str], None] | None = None,
 ) -> AsyncIterator[tuple[SessionReads[Any], SessionWrites[Any], StdioProcess | None]]:
     """Open ``server``'s transport; yield the stream the session reads, the one it writes, and the process of a
     stdio server (``None`` for HTTP). ``on_stray`` is told of each message that answers no request (stdio; the
     SDK's HTTP transports hand those to the session as exceptions); ``on_challenge`` of the ``WWW-Authenticate``
-    header of an HTTP 401 answer (the SDK's transports tell the session only "an error response")."""
+    header of an HTTP 401 answer (the SDK's transports tell the session only "an error response"). Over
+    streamable HTTP, ``on_open`` is told when the session's event stream opens (and whether after a failure), and
+    ``on_deaf`` (with why) when it cannot be opened again within ``connect_timeout`` (:mod:`._watch`)."""
     server = server.resolved()  # command_env / url_env are read now, at each connect
     register_secret(*server.headers.values())  # the secret gate: header values and URL credentials are secrets
     register_url_credentials(server.url)
@@ -135,8 +140,13 @@ async def open_transport(
         async with open_stdio(server, on_stray) as ((reads, writes), process):
             yield SessionReads(reads, on_end), SessionWrites(writes), process
         return
-    async with _open_http(server, on_session_expired, on_challenge) as (reads, writes):
+    watch = StreamWatch(server.name, server.connect_timeout, on_open or _nothing, on_deaf or _nothing)
+    async with _open_http(server, on_session_expired, on_challenge, watch) as (reads, writes):
         yield SessionReads(reads, on_end), SessionWrites(writes), None
+
+
+def _nothing(*_: object) -> None:
+    return None
 
 
 async def _session_unknown(response: httpx2.Response) -> bool:
@@ -158,7 +168,10 @@ async def _session_unknown(response: httpx2.Response) -> bool:
 
 @asynccontextmanager
 async def _open_http(
-    server: McpServer, on_session_expired: Callable[[], None], on_challenge: Callable[[str], None] | None
+    server: McpServer,
+    on_session_expired: Callable[[], None],
+    on_challenge: Callable[[str], None] | None,
+    watch: StreamWatch,
 ) -> AsyncIterator[Any]:
     if server.url is None:
         raise ConfigurationError(f"MCP server {server.name!r} has no url to connect to.")
@@ -209,11 +222,14 @@ async def _open_http(
         if MCP_SESSION_ID in response.request.headers and await _session_unknown(response):
             on_session_expired()
 
+    def watched(inner: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
+        return watched_transport(watch, bounded(inner))  # the session's GET event streams kept alive
+
     timeout = httpx2.Timeout(server.connect_timeout, read=None)
     async with (
         httpx_client(
             outbound,
-            bounded,
+            watched,
             headers=dict(server.headers),
             timeout=timeout,
             event_hooks={"response": [check_session, check_challenge]},
