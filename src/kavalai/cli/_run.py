@@ -65,6 +65,12 @@ def add_run_parser(subparsers: Any) -> None:
         action="store_true",
         help="only put the run on the queue for `kavalai worker` processes and print its id (implies --durable)",
     )
+    durable.add_argument(
+        "--versioned",
+        action="store_true",
+        help="DBOS: this process's application version is the workflow's fingerprint, so a run begun under another "
+        "definition is left to workers of that one (see docs/durable.md)",
+    )
     add_engine_options(durable)
 
 
@@ -184,6 +190,10 @@ async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextI
 
     temporal = engine_of(args) == "temporal"
     durable = args.durable or args.db is not None or args.run_id is not None or args.submit or temporal
+    durable = durable or args.versioned
+    if temporal and args.versioned:
+        print("kavalai run: --versioned is DBOS's application version; Temporal has none here", file=err)
+        return EXIT_USAGE
     if temporal and args.db is not None:
         print("kavalai run: --db is DBOS's journal; a Temporal run lives on its server (--address)", file=err)
         return EXIT_USAGE
@@ -282,7 +292,7 @@ def _durable_runner(args: argparse.Namespace, err: TextIO) -> Any:
     from kavalai.durable import DbosRunner
     from kavalai.durable.dbos import default_journal_url
 
-    return DbosRunner(args.db or default_journal_url(args.workflow), queue=args.queue)
+    return DbosRunner(args.db or default_journal_url(args.workflow), queue=args.queue, versioned=args.versioned)
 
 
 async def _submit(args: argparse.Namespace, engine: Any, run_input: Any, out: TextIO) -> int:

@@ -537,6 +537,10 @@ class _TemporalJournal:
                 task,
                 start_to_close_timeout=timedelta(seconds=float(timeout or self.runner.step_timeout)),
                 retry_policy=RetryPolicy(maximum_attempts=self.runner.max_attempts if retry else 1),
+                # the step's identity: on replay Temporal matches each activity to its history by this id, so a
+                # step that is not the one recorded there fails the workflow task (non-determinism), never takes
+                # another step's result
+                activity_id=name,
                 summary=name,
             )
         except asyncio.CancelledError:  # the run's cancel, delivered while it waited for the step
