@@ -4,6 +4,12 @@ finishes, each effect once (counted at a local shop service)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import signal
+import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -256,3 +262,52 @@ async def test_a_versioned_runner_takes_no_target_its_version_was_not_made_of(tm
             runner.register(charging_engine(runner, "http://127.0.0.1:1", ("a", "b")))
     finally:
         await runner.aclose()
+
+
+async def test_versioned_temporal_workers_keep_each_run_on_the_definition_it_began_with(
+    temporal_address: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``TemporalRunner(versioned=True)``: worker versioning with the definition's fingerprint as the build id, each
+    run pinned to the version it began on. A run whose worker was killed (after C answered) is left alone by a worker
+    of a changed definition (a node added), which runs a new run meanwhile; a worker of the old definition then
+    finishes it, each effect once, and no workflow task of it ever failed."""
+    import subprocess
+
+    from temporalio.client import Client
+
+    from tests.durable.fault_matrix import ROOT, workflow_text
+
+    tag = uuid.uuid4().hex[:8]
+    old, new, queue = f"vo-{tag}", f"vn-{tag}", f"q-{tag}"
+    files = {"old": tmp_path / "five.yaml", "new": tmp_path / "changed.yaml"}
+    files["old"].write_text(workflow_text(), encoding="utf-8")
+    files["new"].write_text(workflow_text("added"), encoding="utf-8")
+
+    def worker(name: str, file: str, run_id: str, *extra: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "SHOP_URL": shop}
+        command = [sys.executable, "-m", "tests.servers.fault_worker", "temporal", temporal_address]
+        command += [str(files[file]), run_id, name, "--task-queue", queue, "--step-timeout", "4", "--versioned"]
+        return subprocess.run([*command, *extra], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+
+    with serve(create_app()) as shop:
+        killed = await asyncio.to_thread(worker, "first", "old", old, "--cut", "after", "--order", "C")
+        assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+        fresh = await asyncio.to_thread(worker, "new", "new", new)
+        assert fresh.returncode == 0, fresh.stderr[-2000:]
+        assert len(json.loads(fresh.stdout.splitlines()[-1])["output"]["charges"]) == 6
+        resumed = await asyncio.to_thread(worker, "resumer", "old", old)
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+        requests, effects = fetch(f"{shop}/requests"), fetch(f"{shop}/effects")
+    assert of_run(effects, new) == ["A", "B", "X", "C", "D", "E"]
+    assert of_run(effects, old) == ["A", "B", "C", "D", "E"]  # each once
+    assert of_run(requests, old) in (["A", "B", "C", "D", "E"], ["A", "B", "C", "C", "D", "E"])
+    assert not [r for r in requests if str(r["key"]).startswith(f"{old}.") and r["worker"] == "new"]
+    client = await Client.connect(temporal_address)
+    for name in ("SHOP_URL", "WORKER_NAME", "WORKER_PID"):  # what the workflow files read, to load them here
+        monkeypatch.setenv(name, "0")
+    for run_id, file in ((old, "old"), (new, "new")):
+        handle = client.get_workflow_handle(run_id)
+        info = (await handle.describe()).raw_description.workflow_execution_info.versioning_info
+        assert info.deployment_version.build_id == definition_version(WorkflowEngine.from_yaml(files[file]))
+        history = await handle.fetch_history()
+        assert not [e for e in history.events if e.HasField("workflow_task_failed_event_attributes")], run_id

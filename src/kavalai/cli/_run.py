@@ -68,8 +68,8 @@ def add_run_parser(subparsers: Any) -> None:
     durable.add_argument(
         "--versioned",
         action="store_true",
-        help="DBOS: this process's application version is the workflow's fingerprint, so a run begun under another "
-        "definition is left to workers of that one (see docs/durable.md)",
+        help="this process's DBOS application version or Temporal worker version is the workflow's fingerprint, so a "
+        "run begun under another definition is left to workers of that one (see docs/durable.md)",
     )
     add_engine_options(durable)
 
@@ -191,9 +191,6 @@ async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextI
     temporal = engine_of(args) == "temporal"
     durable = args.durable or args.db is not None or args.run_id is not None or args.submit or temporal
     durable = durable or args.versioned
-    if temporal and args.versioned:
-        print("kavalai run: --versioned is DBOS's application version; Temporal has none here", file=err)
-        return EXIT_USAGE
     if temporal and args.db is not None:
         print("kavalai run: --db is DBOS's journal; a Temporal run lives on its server (--address)", file=err)
         return EXIT_USAGE

@@ -43,8 +43,8 @@ def add_worker_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--versioned",
         action="store_true",
-        help="DBOS: serve only the runs begun under this workflow's definition (its fingerprint is the application "
-        "version); runs of an older one are left to workers of that one",
+        help="serve only the runs begun under this workflow's definition (its fingerprint is the DBOS application "
+        "version or the Temporal worker version); runs of an older one are left to workers of that one",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="do not report on stderr")
     from kavalai.cli._tracing import add_tracing_arguments

@@ -105,7 +105,8 @@ def definition_version(*targets: object) -> str:
 
 
 class Versions:
-    """What a versioned runner's application version is made of: the definitions of its targets, by name.
+    """What a versioned runner's version (DBOS application version, Temporal build id) is made of: the definitions
+    of its targets, by name.
 
     Raises:
         RuntimeError: no target is registered yet (its version would be made of nothing).
@@ -114,8 +115,8 @@ class Versions:
     def __init__(self, targets: Mapping[str, object]) -> None:
         if not targets:
             raise RuntimeError(
-                "A versioned DbosRunner's application version is made of its targets' definitions: register them "
-                "before it starts (runner.register(engine)), or start it by running one."
+                "A versioned runner's version is made of its targets' definitions: register them before it starts "
+                "(runner.register(engine)), or start it by running one."
             )
         self.definitions = {name: definition_of(target) for name, target in targets.items()}
         #: the version's name: :func:`definition_version` of the targets
@@ -130,7 +131,7 @@ class Versions:
         name = str(getattr(target, "durable_name", "?"))
         if self.definitions.get(name) != definition_of(target):
             raise DefinitionChangedError(
-                f"{name!r} is not a definition this process's application version ({self.name}) was made of: a "
+                f"{name!r} is not a definition this process's version ({self.name}) was made of: a "
                 "versioned runner takes its targets before it starts (register them first), and a changed one in a "
                 "new process, of a new version.",
                 run_id="",
