@@ -311,3 +311,50 @@ async def test_versioned_temporal_workers_keep_each_run_on_the_definition_it_beg
         assert info.deployment_version.build_id == definition_version(WorkflowEngine.from_yaml(files[file]))
         history = await handle.fetch_history()
         assert not [e for e in history.events if e.HasField("workflow_task_failed_event_attributes")], run_id
+
+
+def test_kavalai_run_versioned_submits_and_runs_under_the_definition_version(tmp_path: Path) -> None:
+    """``kavalai run --versioned``: a run made here, and one put on the queue with ``--submit`` (through
+    ``DbosClient(application_version=...)``) and taken by a versioned process of the same definition, carry the
+    workflow's :func:`definition_version` as their DBOS application version."""
+    import subprocess
+
+    from dbos import DBOSClient
+
+    (tmp_path / "shop_tools.py").write_text(
+        "from kavalai import pythontool\n\n@pythontool(idempotent=True)\ndef pay(order: str) -> str:\n"
+        '    """Pay an order."""\n    return "paid " + order\n'
+    )
+    (tmp_path / "orders.yaml").write_text(
+        "name: orders\ninput: object\noutput: object\npython_functions: [shop_tools.pay]\nnodes:\n"
+        "  - {id: start, kind: start, next: a}\n"
+        "  - {id: a, kind: function, tool: python://pay, inputs: {order: {expr: \"'A'\"}}, next: done}\n"
+        '  - {id: done, kind: end, outputs: {paid: {expr: "a.result"}}}\n'
+    )
+    db = f"sqlite:///{tmp_path / 'journal.sqlite'}"
+
+    def kavalai_run(run_id: str, *extra: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "kavalai.cli.main", "run", "orders.yaml", "--versioned", "--db", db]
+        command += ["--run-id", run_id, "--quiet", *extra]
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+    here = kavalai_run("v-1")
+    assert here.returncode == 0, here.stderr
+    submitted = kavalai_run("v-2", "--submit")
+    assert (submitted.returncode, submitted.stdout.strip()) == (0, "v-2"), submitted.stderr
+    taken = kavalai_run("v-2")  # a versioned process of the same definition takes it from the queue
+    assert taken.returncode == 0, taken.stderr
+    assert json.loads(taken.stdout) == {"paid": "paid A"}
+    import importlib
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        importlib.import_module("shop_tools")
+        version = definition_version(WorkflowEngine.from_yaml(tmp_path / "orders.yaml"))
+    finally:
+        sys.path.remove(str(tmp_path))
+    client = DBOSClient(system_database_url=db)
+    try:
+        assert [client.retrieve_workflow(run_id).get_status().app_version for run_id in ("v-1", "v-2")] == [version] * 2
+    finally:
+        client.destroy()

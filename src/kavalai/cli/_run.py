@@ -296,6 +296,7 @@ async def _submit(args: argparse.Namespace, engine: Any, run_input: Any, out: Te
     """``--submit``: enqueue the run for the workers and print its id."""
     import asyncio
 
+    from kavalai.durable import definition_version
     from kavalai.durable.dbos import DbosClient, default_journal_url
 
     payload = {"input": run_input, "max_visits": args.max_visits}
@@ -304,13 +305,17 @@ async def _submit(args: argparse.Namespace, engine: Any, run_input: Any, out: Te
     if engine_of(args) == "temporal":
         runner = temporal_runner(args, worker=False)
         try:
-            print(await runner.submit(engine.durable_name, payload, run_id=args.run_id), file=out)
+            target = engine if args.versioned else engine.durable_name  # versioned: pinned to its definition's
+            print(await runner.submit(target, payload, run_id=args.run_id), file=out)
         finally:
             await runner.aclose()
         return EXIT_OK
 
     def submit() -> str:
-        client = DbosClient(args.db or default_journal_url(args.workflow), queue=args.queue)
+        version = definition_version(engine) if args.versioned else None  # for the versioned workers of it
+        client = DbosClient(
+            args.db or default_journal_url(args.workflow), queue=args.queue, application_version=version
+        )
         try:
             return client.submit(engine.durable_name, payload, run_id=args.run_id)
         finally:

@@ -415,9 +415,19 @@ class DbosClient:
         db: the workers' system database.
         queue: the workers' queue.
         step_log: where the steps of the runs it submits are recorded (see :class:`DbosRunner`).
+        application_version: the DBOS application version of the runs it submits: for workers of
+            ``DbosRunner(versioned=True)``, ``definition_version(target)`` of the definition they serve.
     """
 
-    def __init__(self, db: str, *, queue: str = "kavalai", step_log: Literal["kavalai", "dbos"] = "kavalai") -> None:
+    def __init__(
+        self,
+        db: str,
+        *,
+        queue: str = "kavalai",
+        step_log: Literal["kavalai", "dbos"] = "kavalai",
+        application_version: str | None = None,
+    ) -> None:
+        self.application_version = application_version or JOURNAL_VERSION  # versioned workers': definition_version
         self.db = db
         self.queue_name = queue
         self.step_log = _checked_step_log(step_log)
@@ -433,7 +443,7 @@ class DbosClient:
             "queue_name": self.queue_name,
             "workflow_name": _WORKFLOW,
             "workflow_id": checked_run_id(run_id),
-            "app_version": JOURNAL_VERSION,
+            "app_version": self.application_version,
         }
         return self._client.enqueue(options, target, payload, self.step_log).get_workflow_id()
 
