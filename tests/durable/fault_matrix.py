@@ -71,11 +71,21 @@ nodes:
 """
 
 
-def workflow_text() -> str:
-    """The five-step workflow file."""
-    ids = [order.lower() for order in ORDERS]
+#: The definition changes of the matrix's "definition changed" rows: the five nodes as they are after the change,
+#: as (node, order charged), and the node the refusal must name.
+CHANGES: dict[str, tuple[list[tuple[str, str]], str]] = {
+    "added": ([("a", "A"), ("b", "B"), ("x", "X"), ("c", "C"), ("d", "D"), ("e", "E")], "x"),  # the same tool
+    "removed": ([("a", "A"), ("b", "B"), ("c", "C"), ("e", "E")], "d"),
+    "renamed": ([("a", "A"), ("b", "B"), ("c", "C"), ("dee", "D"), ("e", "E")], "dee"),
+}
+
+
+def workflow_text(change: str | None = None) -> str:
+    """The five-step workflow file; with ``change``, as :data:`CHANGES` changes it."""
+    pairs = [(order.lower(), order) for order in ORDERS] if change is None else CHANGES[change][0]
+    ids = [node for node, _ in pairs]
     nodes = []
-    for index, (node, order) in enumerate(zip(ids, ORDERS, strict=True)):
+    for index, (node, order) in enumerate(pairs):
         after = ids[index + 1] if index + 1 < len(ids) else "done"
         inputs = f"{{order: {{expr: \"'{order}'\"}}, amount: input.amount}}"
         nodes.append(f"  - {{id: {node}, kind: function, tool: rest://shop.charge, inputs: {inputs}, next: {after}}}")
@@ -90,10 +100,12 @@ class Case:
     engine: str  # sqlite, postgres (DBOS on each) or temporal
     boundary: str  # before, during or after (the cut step's call)
     workers: int  # resuming processes started at once
+    change: str | None = None  # a process of a changed definition tries to resume first (CHANGES), and is refused
 
     @property
     def label(self) -> str:
-        return f"{self.engine}-{self.boundary}-{self.workers}"
+        changed = "" if self.change is None else f"-{self.change}"
+        return f"{self.engine}-{self.boundary}-{self.workers}{changed}"
 
 
 @dataclass
@@ -117,6 +129,12 @@ class Outcome:
 def all_cases() -> list[Case]:
     """The whole matrix: every engine, boundary and number of resuming workers (1 and 2)."""
     return [Case(e, b, w) for e in ENGINES for b in BOUNDARIES for w in (1, 2)]
+
+
+def changed_cases() -> list[Case]:
+    """The "definition changed between crash and resume" rows: every engine and change, the worker killed after
+    the cut step's answer came back (its effect made, not recorded), one resuming worker of the old definition."""
+    return [Case(e, "after", 1, change) for e in ENGINES for change in CHANGES]
 
 
 @dataclass(frozen=True)
@@ -203,6 +221,8 @@ def run_case(case: Case, servers: Engines, directory: Path, *, timeout: float = 
         if not outcome.killed:
             outcome.problems.append(f"the first worker was not killed (exit {first.returncode})")
         before = fetch(f"{rest}/requests")
+        if case.change is not None:
+            refused_by_changed(case, target, workflow, run_id, rest, before, timeout, outcome)
         began = time.monotonic()
         resumers = [start(case, target, workflow, run_id, f"resumer{n}", rest) for n in range(1, case.workers + 1)]
         outputs = [finish(process, timeout, outcome) for process in resumers]
@@ -214,6 +234,34 @@ def run_case(case: Case, servers: Engines, directory: Path, *, timeout: float = 
     check(outcome, outputs, before, requests, effects)
     outcome.completed_once = outcome.ok and completed(case, target, run_id, outcome)
     return outcome
+
+
+def refused_by_changed(
+    case: Case, target: str, workflow: Path, run_id: str, rest: str, before: list[Any], timeout: float, outcome: Outcome
+) -> None:
+    """A process whose workflow file is changed as ``case.change`` says tries to resume the run: it must be refused
+    (exit 1, :class:`~kavalai.errors.DefinitionChangedError` naming the first step that differs) and send nothing
+    but, at most, the cut step again under its own key (on Temporal its worker may take the step's retried activity,
+    which carries that step's request)."""
+    assert case.change is not None
+    changed = workflow.with_name("changed.yaml")
+    changed.write_text(workflow_text(case.change), encoding="utf-8")
+    process = start(case, target, changed, run_id, "changed", rest)
+    try:
+        process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate(timeout=10)
+        outcome.problems.append(f"the changed worker did not return within {timeout:.0f} s")
+        return
+    log = (workflow.parent / "changed.log").read_text(errors="replace")
+    step = CHANGES[case.change][1]
+    if process.returncode != 1 or "DefinitionChangedError" not in log or f"step {step!r} was" not in log:
+        outcome.problems.append(f"the changed worker was not refused naming {step!r} (exit {process.returncode})")
+    cut_keys = {r["key"] for r in before if r["order"] == CUT}
+    sent = fetch(f"{rest}/requests")[len(before) :]
+    if any(r["order"] != CUT or r["key"] not in cut_keys for r in sent):
+        outcome.problems.append(f"the changed worker sent {[(r['order'], r['key']) for r in sent]}")
 
 
 def finish(process: Any, timeout: float, outcome: Outcome) -> Any:
@@ -288,6 +336,11 @@ async def _temporal_completed(address: str, run_id: str, outcome: Outcome) -> bo
     return once
 
 
+def boundary(case: Case) -> str:
+    """The boundary column: where the worker was killed, and the definition change made before the resume."""
+    return case.boundary if case.change is None else f"{case.boundary}, then a node {case.change}"
+
+
 def table(outcomes: list[Outcome]) -> str:
     """The matrix as a Markdown table."""
     lines = [
@@ -298,7 +351,7 @@ def table(outcomes: list[Outcome]) -> str:
     for o in outcomes:
         done = "yes" if o.completed_once else "NO"
         lines.append(
-            f"| {names[o.case.engine]} | {o.case.boundary} | {o.case.workers} | {done} | {o.duplicates} | "
+            f"| {names[o.case.engine]} | {boundary(o.case)} | {o.case.workers} | {done} | {o.duplicates} | "
             f"{o.returned}/{o.case.workers} | {o.seconds:.1f} |"
         )
     return "\n".join(lines)
@@ -326,7 +379,7 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
     },
     "definition changed between crash and resume (added, removed, renamed)": {
         "sqlite": "test_definition.py::test_a_resume_under_a_changed_workflow_is_refused_and_runs_nothing",
-        "postgres": None,
+        "postgres": "test_faults.py::test_a_worker_killed_and_its_run_resumed_under_a_changed_definition",
         "temporal": "test_definition.py::test_temporal_refuses_to_take_up_a_run_under_a_changed_workflow",
     },
     "a tool that may not repeat found sent (in doubt / replay / idempotent)": {

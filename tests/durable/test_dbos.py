@@ -56,11 +56,15 @@ async def test_a_run_id_is_one_run_and_each_tool_call_one_step(runner: DbosRunne
     assert await runner.status("no-such-run") is None
 
     steps = await runner.recorded_steps("pages-1")
-    assert [(position, name) for position, name, _ in steps] == [(1, "tool python://page"), (2, "tool python://page")]
+    assert [(position, name) for position, name, _ in steps] == [
+        (1, "one#1/tool python://page#1"),  # each step by its node, visit and call
+        (2, "two#1/tool python://page#1"),
+    ]
     assert steps[0][2] == {"ok": {"result": "ppp"}}  # the journal holds JSON
     dbos_steps = [step["function_name"] for step in await DBOS.list_workflow_steps_async("pages-1")]
     # DBOS lists the steps it recorded itself; kavalai's step log keeps them in its own table.
-    assert dbos_steps == ([] if runner.step_log == "kavalai" else ["tool python://page"] * 2)
+    named = ["one#1/tool python://page#1", "two#1/tool python://page#1"]
+    assert dbos_steps == ([] if runner.step_log == "kavalai" else named)
 
 
 async def test_a_run_id_that_a_journal_cannot_hold_is_refused_before_the_run(runner: DbosRunner) -> None:
@@ -72,7 +76,8 @@ async def test_a_run_id_that_a_journal_cannot_hold_is_refused_before_the_run(run
     assert calls == []
     result = await engine.run({"n": 5}, run_id="é" * 200)  # the longest, in any script
     assert result.ok, result.error
-    assert [name for _, name, _ in await runner.recorded_steps("é" * 200)] == ["tool python://page"] * 2
+    recorded = [name for _, name, _ in await runner.recorded_steps("é" * 200)]
+    assert recorded == ["one#1/tool python://page#1", "two#1/tool python://page#1"]
 
 
 async def test_a_result_over_the_inline_limit_is_kept_in_the_results_table(runner: DbosRunner, tmp_path: Path) -> None:

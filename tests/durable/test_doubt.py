@@ -68,7 +68,9 @@ async def test_a_step_sent_without_a_result_is_in_doubt_unless_its_tool_says_rep
             finally:
                 client.close()
             # An idempotent tool is not marked: it is safe to send again.
-            assert sent == ([] if idempotent else [{"position": 2, "name": "tool python://charge", "state": "sent"}])
+            assert sent == (
+                [] if idempotent else [{"position": 2, "name": "b#1/tool python://charge#1", "state": "sent"}]
+            )
             result = await unkeyed_engine(runner, shop, idempotent=idempotent).run({}, run_id="doubt-1")
             requests, effects = orders(fetch(f"{shop}/requests")), orders(fetch(f"{shop}/effects"))
         if policy != "fail":
@@ -84,7 +86,7 @@ async def test_a_step_sent_without_a_result_is_in_doubt_unless_its_tool_says_rep
             shown = client.describe("doubt-1")
         finally:
             client.close()
-        assert shown.in_doubt == [{"position": 2, "name": "tool python://charge", "state": "in_doubt"}]
+        assert shown.in_doubt == [{"position": 2, "name": "b#1/tool python://charge#1", "state": "in_doubt"}]
     finally:
         locker.release()
         await runner.aclose()

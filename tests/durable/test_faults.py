@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.durable.fault_matrix import Case, Engines, all_cases, run_case
+from tests.durable.fault_matrix import Case, Engines, all_cases, changed_cases, run_case
 
 pytestmark = pytest.mark.timeout(420)
 
 SLICE = [Case("sqlite", "after", 1), Case("postgres", "during", 2), Case("temporal", "before", 1)]
+CHANGED = Case("postgres", "after", 1, "added")  # the "definition changed" row of the default suite
 
 
 def servers_for(case: Case, request: pytest.FixtureRequest) -> Engines:
@@ -47,6 +48,21 @@ def test_the_whole_fault_matrix(case: Case, request: pytest.FixtureRequest, tmp_
     check(case, request, tmp_path)
 
 
+def test_a_worker_killed_and_its_run_resumed_under_a_changed_definition(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """SIGKILL after the cut step's answer, then a process whose workflow has a node added (the same tool as its
+    neighbours) tries to resume: refused, naming the node, nothing sent; a process of the old definition then
+    finishes the run once, each effect once."""
+    check(CHANGED, request, tmp_path)
+
+
+@pytest.mark.faults
+@pytest.mark.parametrize("case", [c for c in changed_cases() if c != CHANGED], ids=lambda case: case.label)
+def test_every_definition_change_on_every_engine(case: Case, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    check(case, request, tmp_path)
+
+
 def test_every_fault_kind_names_a_test_of_the_default_suite() -> None:
     """The kinds x engines table (``bench/durable_faults.py --kinds``) runs these: each must exist."""
     import importlib
@@ -54,7 +70,7 @@ def test_every_fault_kind_names_a_test_of_the_default_suite() -> None:
     from tests.durable.fault_matrix import FAULT_KINDS
 
     named = {test for cells in FAULT_KINDS.values() for test in cells.values() if test is not None}
-    assert len(named) == 12
+    assert len(named) == 13
     for test in named:
         module, _, name = test.split("[")[0].partition("::")
         assert callable(getattr(importlib.import_module(f"tests.durable.{module[:-3]}"), name, None)), test

@@ -32,7 +32,8 @@ async def test_an_mcp_tool_call_of_a_durable_run_carries_its_key_in_meta() -> No
         engine = WorkflowEngine(workflow, kernel, durable=MemoryRunner())
         result = await engine.run({}, run_id="mcp-1")
         assert result.ok, result.error
-        assert result.output == {"key": step_key("mcp-1", 1, {"tool": "mcp://pay.charge", "arguments": {"order": "A"}})}
+        payload = {"tool": "mcp://pay.charge", "arguments": {"order": "A"}}
+        assert result.output == {"key": step_key("mcp-1", "a#1/tool mcp://pay.charge#1", payload)}
     finally:
         await kernel.close()
 

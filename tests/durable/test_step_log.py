@@ -61,10 +61,15 @@ async def test_a_journal_replays_recorded_steps_and_records_new_ones(log: SqlSte
     assert await journal.record(2, "tool python://b", execute) == "fresh"
     assert calls == ["ran"]
     assert log.steps("run-1")[-1] == (2, "tool python://b", "fresh")
+    # a step of another identity at a recorded step's rank is a new step, never handed that step's record
+    assert await journal.record(1, "tool python://c", execute) == "fresh"
+    assert log.steps("run-1")[-1] == (3, "tool python://c", "fresh")
+    # another attempt that finds another step recorded where it writes (it ran meanwhile): refused, never taken
+    other = StepLogJournal(log, "run-1", {})
     with pytest.raises(
-        RuntimeError, match=r"Step 1 of the run was 'tool python://a' and is 'tool python://c' on replay"
+        RuntimeError, match=r"Step 1 of the run was 'tool python://a' and is 'tool python://d' on replay"
     ):
-        await journal.record(1, "tool python://c", execute)
+        await other.record(1, "tool python://d", execute)
 
 
 async def test_a_step_that_raises_is_not_recorded(log: SqlStepLog) -> None:

@@ -70,7 +70,8 @@ async def test_a_run_interrupted_mid_step_replays_what_was_recorded_and_keeps_it
     assert result.ok, result.error
     assert [order for order, _ in calls] == ["A", "B", "C", "C"]  # A and B replayed, C run again
     assert calls[2][1] == calls[3][1]  # with the same key
-    expected = [step_key("r1", n, {"tool": "python://pay", "arguments": {"order": o}}) for n, o in enumerate("ABC", 1)]
+    payloads = [(node, {"tool": "python://pay", "arguments": {"order": node.upper()}}) for node in "abc"]
+    expected = [step_key("r1", f"{node}#1/tool python://pay#1", payload) for node, payload in payloads]
     assert result.output == {"keys": expected}
     assert result.run_id == "r1"
 
@@ -157,7 +158,7 @@ async def test_results_over_the_limit_are_stored_by_reference(tmp_path: Path) ->
     assert (await engine.run({"n": 10}, run_id="small-1")).output == {"size": 10}
 
     ((name, recorded),) = runner.journals["big-1"].values()
-    assert name == "tool python://big"
+    assert name == "b#1/tool python://big#1"
     assert set(recorded) == {"$kavalai_result_ref", "bytes"}  # a reference in the journal...
     assert recorded["bytes"] > 50_000
     (file,) = (tmp_path / "results").iterdir()  # ...and the value in the store
@@ -239,14 +240,14 @@ async def test_an_agent_replays_the_tool_listing_model_replies_and_approvals() -
     assert len(second.requests) == 1
     assert [record.result for record in result.tool_calls] == [{"result": "noted first"}, {"result": "noted second"}]
     names = [name for name, _ in runner.journals["chat"].values()]
-    assert names == [
-        "tools",
-        "model scripted/scripted",
-        "approval python://note",
-        "tool python://note",
-        "approval python://note",
-        "tool python://note",
-        "model scripted/scripted",
+    assert names == [  # each step by its call path: its name and how many of that name came before
+        "tools#1",
+        "model scripted/scripted#1",
+        "approval python://note#1",
+        "tool python://note#1",
+        "approval python://note#2",
+        "tool python://note#2",
+        "model scripted/scripted#2",
     ]
 
 
@@ -359,9 +360,9 @@ async def test_an_llm_node_s_model_call_is_a_step_a_resumed_run_does_not_repeat(
     result = await engine.run({"topic": "the sea"}, run_id="titles-1")
     assert result.output == {"saved": "saved Tides"}  # the recorded reply, not the script's next one
     assert len(llm.requests) == 1
-    assert [name for name, _ in runner.journals["titles-1"].values()] == [
-        "model scripted/scripted",
-        "tool python://save",
+    assert [name for name, _ in runner.journals["titles-1"].values()] == [  # by node, visit and call
+        "title#1/model scripted/scripted#1",
+        "save#1/tool python://save#1",
     ]
 
 

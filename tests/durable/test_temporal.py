@@ -40,16 +40,17 @@ async def temporal() -> AsyncIterator[str]:
         await env.shutdown()
 
 
-async def scheduled_activities(address: str, run_id: str) -> list[str]:
-    """The names of the activities a run scheduled, from its history."""
+async def scheduled_activities(address: str, run_id: str, *, ids: bool = False) -> list[str]:
+    """The names of the activities a run scheduled (``ids``: their activity ids), from its history."""
     from temporalio.client import Client
 
     history = await (await Client.connect(address)).get_workflow_handle(run_id).fetch_history()
-    return [
-        event.activity_task_scheduled_event_attributes.activity_type.name
+    scheduled = [
+        event.activity_task_scheduled_event_attributes
         for event in history.events
         if event.HasField("activity_task_scheduled_event_attributes")
     ]
+    return [found.activity_id if ids else found.activity_type.name for found in scheduled]
 
 
 def worker(address: str, rest: str, name: str, logs: Path, *extra: str) -> subprocess.Popen[str]:
@@ -132,6 +133,13 @@ async def test_an_agent_runs_on_temporal_with_its_model_replies_and_tool_calls_a
 
     scheduled = await scheduled_activities(temporal, "agent-t1")
     assert scheduled == ["kavalai.step"] * 4  # the tool listing, two model replies, one tool call
+    # each activity's id is its step's identity (its call path), which Temporal matches on replay
+    assert await scheduled_activities(temporal, "agent-t1", ids=True) == [
+        "tools#1",
+        "model scripted/scripted#1",
+        "tool python://note#1",
+        "model scripted/scripted#2",
+    ]
 
 
 async def test_values_over_the_inline_limit_go_to_the_store_and_the_history_holds_hashes(

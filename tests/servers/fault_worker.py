@@ -1,7 +1,7 @@
 """A process that runs one durable run of a workflow file and may kill itself (``SIGKILL``) at a step boundary, for
 the fault matrix (``tests/durable/fault_matrix.py``).
 
-    python -m tests.servers.fault_worker ENGINE TARGET WORKFLOW RUN_ID NAME [--cut before|after --order X]
+    python -m tests.servers.fault_worker ENGINE TARGET WORKFLOW RUN_ID NAME [--cut before|after --order X] [--versioned]
 
 ``ENGINE`` is ``dbos`` (``TARGET``: the journal's URL) or ``temporal`` (``TARGET``: the server's ``host:port``;
 ``--task-queue``). The process does what a user does: ``WorkflowEngine.from_yaml(WORKFLOW, durable=runner)
@@ -58,10 +58,12 @@ def runner_for(args: argparse.Namespace) -> Any:
     if args.engine == "temporal":
         from kavalai.durable import TemporalRunner
 
-        return TemporalRunner(args.target, task_queue=args.task_queue, step_timeout=args.step_timeout)
+        return TemporalRunner(
+            args.target, task_queue=args.task_queue, step_timeout=args.step_timeout, versioned=args.versioned
+        )
     from kavalai.durable import DbosRunner
 
-    return DbosRunner(args.target, queue=args.task_queue, stale_after=args.step_timeout)
+    return DbosRunner(args.target, queue=args.task_queue, stale_after=args.step_timeout, versioned=args.versioned)
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
@@ -95,5 +97,6 @@ if __name__ == "__main__":
     parser.add_argument("--order", default=None)
     parser.add_argument("--task-queue", default="kavalai")
     parser.add_argument("--step-timeout", type=float, default=10.0)
+    parser.add_argument("--versioned", action="store_true", help="a versioned runner (docs/durable.md)")
     options = parser.parse_args()
     print(json.dumps(asyncio.run(main(options))), flush=True)

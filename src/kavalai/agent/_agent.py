@@ -364,6 +364,19 @@ class Agent(Generic[OutputT]):
         """The name durable runners know this agent by: ``agent:<durable_name>``."""
         return f"agent:{self._durable_name}"
 
+    def durable_definition(self) -> list[tuple[str, Any]]:
+        """What a durable run of this agent records its fingerprint of (see ``docs/durable.md``): its model, its
+        instructions, the tools it may call, its output type and its step limit. A resume under an agent changed in
+        any of them is refused, naming the first part that differs."""
+        output = None if self.output_type is None else self.output_type.model_json_schema()
+        return [
+            ("model", f"{self.llm.provider}/{self.llm.model}"),
+            ("instructions", self.instructions),
+            ("tools", self.allowed_tools),
+            ("output_type", output),
+            ("max_steps", self.max_steps),
+        ]
+
     @property
     def durable_kernel(self) -> FunctionKernel | None:
         """The kernel whose tool calls are the run's journaled steps."""

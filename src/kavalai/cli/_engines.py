@@ -48,6 +48,7 @@ def temporal_runner(args: argparse.Namespace, *, worker: bool) -> Any:
         namespace=args.namespace,
         task_queue=getattr(args, "queue", "kavalai"),
         worker=worker,
+        versioned=getattr(args, "versioned", False),
     )
 
 

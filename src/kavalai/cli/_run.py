@@ -65,6 +65,12 @@ def add_run_parser(subparsers: Any) -> None:
         action="store_true",
         help="only put the run on the queue for `kavalai worker` processes and print its id (implies --durable)",
     )
+    durable.add_argument(
+        "--versioned",
+        action="store_true",
+        help="this process's DBOS application version or Temporal worker version is the workflow's fingerprint, so a "
+        "run begun under another definition is left to workers of that one (see docs/durable.md)",
+    )
     add_engine_options(durable)
 
 
@@ -184,6 +190,7 @@ async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextI
 
     temporal = engine_of(args) == "temporal"
     durable = args.durable or args.db is not None or args.run_id is not None or args.submit or temporal
+    durable = durable or args.versioned
     if temporal and args.db is not None:
         print("kavalai run: --db is DBOS's journal; a Temporal run lives on its server (--address)", file=err)
         return EXIT_USAGE
@@ -282,13 +289,14 @@ def _durable_runner(args: argparse.Namespace, err: TextIO) -> Any:
     from kavalai.durable import DbosRunner
     from kavalai.durable.dbos import default_journal_url
 
-    return DbosRunner(args.db or default_journal_url(args.workflow), queue=args.queue)
+    return DbosRunner(args.db or default_journal_url(args.workflow), queue=args.queue, versioned=args.versioned)
 
 
 async def _submit(args: argparse.Namespace, engine: Any, run_input: Any, out: TextIO) -> int:
     """``--submit``: enqueue the run for the workers and print its id."""
     import asyncio
 
+    from kavalai.durable import definition_version
     from kavalai.durable.dbos import DbosClient, default_journal_url
 
     payload = {"input": run_input, "max_visits": args.max_visits}
@@ -297,13 +305,17 @@ async def _submit(args: argparse.Namespace, engine: Any, run_input: Any, out: Te
     if engine_of(args) == "temporal":
         runner = temporal_runner(args, worker=False)
         try:
-            print(await runner.submit(engine.durable_name, payload, run_id=args.run_id), file=out)
+            target = engine if args.versioned else engine.durable_name  # versioned: pinned to its definition's
+            print(await runner.submit(target, payload, run_id=args.run_id), file=out)
         finally:
             await runner.aclose()
         return EXIT_OK
 
     def submit() -> str:
-        client = DbosClient(args.db or default_journal_url(args.workflow), queue=args.queue)
+        version = definition_version(engine) if args.versioned else None  # for the versioned workers of it
+        client = DbosClient(
+            args.db or default_journal_url(args.workflow), queue=args.queue, application_version=version
+        )
         try:
             return client.submit(engine.durable_name, payload, run_id=args.run_id)
         finally:

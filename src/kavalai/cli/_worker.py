@@ -40,6 +40,12 @@ def add_worker_parser(subparsers: Any) -> None:
     )
     add_engine_options(parser)
     parser.add_argument("--concurrency", type=int, default=None, metavar="N", help="the most runs at once here")
+    parser.add_argument(
+        "--versioned",
+        action="store_true",
+        help="serve only the runs begun under this workflow's definition (its fingerprint is the DBOS application "
+        "version or the Temporal worker version); runs of an older one are left to workers of that one",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="do not report on stderr")
     from kavalai.cli._tracing import add_tracing_arguments
 
@@ -121,4 +127,9 @@ def _runner(args: argparse.Namespace) -> Any:
     from kavalai.durable import DbosRunner
     from kavalai.durable.dbos import default_journal_url
 
-    return DbosRunner(args.db or default_journal_url(args.workflow), queue=args.queue, concurrency=args.concurrency)
+    return DbosRunner(
+        args.db or default_journal_url(args.workflow),
+        queue=args.queue,
+        concurrency=args.concurrency,
+        versioned=args.versioned,
+    )

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from kavalai.durable._answer_log import SqlAnswerLog
 from kavalai.durable._answers import approval_answer, checked_answer, elicitation_answer
+from kavalai.durable._definition import definition_version
 from kavalai.durable._memory import MemoryRunner
 from kavalai.durable._run import (
     AnswerLog,
@@ -39,6 +40,7 @@ from kavalai.durable._run import (
     current_run,
     inside_step,
     step_key,
+    step_scope,
 )
 from kavalai.durable._runner import (
     RUN_ID_RULE,
@@ -91,6 +93,7 @@ __all__ = [
     "call_options",
     "checked_answer",
     "current_run",
+    "definition_version",
     "durable_steps",
     "elicitation_answer",
     "error_envelope",
@@ -105,6 +108,7 @@ __all__ = [
     "step",
     "step_context",
     "step_key",
+    "step_scope",
 ]
 
 _LAZY = {"DbosRunner": ("kavalai.durable.dbos", "dbos"), "TemporalRunner": ("kavalai.durable.temporal", "temporal")}

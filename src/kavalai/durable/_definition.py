@@ -1,22 +1,35 @@
 """What a run was begun under: its definition's fingerprint, recorded with the run, checked when it resumes.
 
-Steps are replayed by position. A definition changed between a crash and the resume (a node added, removed, renamed
-or edited) would hand a step another step's record, or run a step again under a new key, silently. So each run records,
+Steps are found by their identity (node, visit, call: :mod:`._run`), so a changed definition can no longer hand a
+step another step's record; but a run resumed under one would still take another path than the one it began (a node
+added runs in the middle of a half-done run, a removed one's effect is left without its sequel). So each run records,
 in its input (which no engine lets change), :func:`definition_of` its target: a fingerprint of the whole definition
-and one per step (a workflow's nodes, in order). A resume whose target has another fingerprint is refused with
-:class:`~kavalai.errors.DefinitionChangedError`, naming the first step that differs; the run stays as it was, to be
-resumed by a worker running the definition it began with.
+and one per step (a workflow's nodes, in order; an agent's model, instructions, tools, output type and step limit).
+A resume whose target has another fingerprint is refused with :class:`~kavalai.errors.DefinitionChangedError`,
+naming the first step that differs; the run stays as it was, to be resumed by a worker running the definition it
+began with. :func:`definition_version` is the opt-in way to keep such workers: the DBOS application version of a
+``DbosRunner(versioned=True)``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from kavalai.errors import DefinitionChangedError
 
-__all__ = ["Definition", "changed", "definition_of", "fingerprint"]
+__all__ = [
+    "Definition",
+    "Versions",
+    "changed",
+    "definition_of",
+    "definition_version",
+    "difference",
+    "fingerprint",
+    "other_version",
+]
 
 #: ``{"fingerprint": "<sha256 of the whole>", "steps": [[name, "<sha256 of that step>"], ...]}``
 Definition = dict[str, Any]
@@ -42,11 +55,10 @@ def definition_of(target: object) -> Definition | None:
 def changed(run_id: str, recorded: Definition | None, current: Definition | None) -> DefinitionChangedError | None:
     """The error for resuming run ``run_id``, begun under ``recorded``, under ``current``; ``None`` when they are the
     same (or either is unknown)."""
-    if not recorded or not current or recorded.get("fingerprint") == current.get("fingerprint"):
+    found = difference(recorded, current)
+    if found is None:
         return None
-    before = dict(recorded.get("steps", []))
-    now = dict(current.get("steps", []))
-    step, how = _first_difference(recorded.get("steps", []), current.get("steps", []), before, now)
+    step, how = found
     return DefinitionChangedError(
         f"Run {run_id} was begun under another definition: step {step!r} {how} since. Resuming it here is refused "
         "(no step may be handed another's record): finish it on a worker running the definition it began with, or "
@@ -54,6 +66,16 @@ def changed(run_id: str, recorded: Definition | None, current: Definition | None
         run_id=run_id,
         step=step,
     )
+
+
+def difference(recorded: Definition | None, current: Definition | None) -> tuple[str, str] | None:
+    """The first step that differs between two definitions and how (``"was added (or renamed)"``, ...), or ``None``
+    when they are the same (or either is unknown)."""
+    if not recorded or not current or recorded.get("fingerprint") == current.get("fingerprint"):
+        return None
+    before = dict(recorded.get("steps", []))
+    now = dict(current.get("steps", []))
+    return _first_difference(recorded.get("steps", []), current.get("steps", []), before, now)
 
 
 def _first_difference(
@@ -69,3 +91,74 @@ def _first_difference(
         if before.get(name) != digest:
             return name, "was changed"
     return recorded[0][0] if recorded else "?", "moved"
+
+
+def definition_version(*targets: object) -> str:
+    """A version name made of the definitions of ``targets`` (workflow engines, agents), the same in every process
+    serving the same definitions and another one as soon as one of them changes: ``"kavalai-<fingerprint>"``. A
+    ``DbosRunner(versioned=True)`` uses it as its DBOS application version."""
+    named = sorted(
+        (str(getattr(target, "durable_name", "?")), (definition_of(target) or {}).get("fingerprint"))
+        for target in targets
+    )
+    return f"kavalai-{fingerprint(named)}"
+
+
+class Versions:
+    """What a versioned runner's version (DBOS application version, Temporal build id) is made of: the definitions
+    of its targets, by name.
+
+    Raises:
+        RuntimeError: no target is registered yet (its version would be made of nothing).
+    """
+
+    def __init__(self, targets: Mapping[str, object]) -> None:
+        if not targets:
+            raise RuntimeError(
+                "A versioned runner's version is made of its targets' definitions: register them before it starts "
+                "(runner.register(engine)), or start it by running one."
+            )
+        self.definitions = {name: definition_of(target) for name, target in targets.items()}
+        #: the version's name: :func:`definition_version` of the targets
+        self.name = definition_version(*targets.values())
+
+    def check(self, target: object) -> None:
+        """Refuse a target whose definition the version was not made of.
+
+        Raises:
+            DefinitionChangedError: ``target`` is new or changed since the version was made.
+        """
+        name = str(getattr(target, "durable_name", "?"))
+        if self.definitions.get(name) != definition_of(target):
+            raise DefinitionChangedError(
+                f"{name!r} is not a definition this process's version ({self.name}) was made of: a "
+                "versioned runner takes its targets before it starts (register them first), and a changed one in a "
+                "new process, of a new version.",
+                run_id="",
+                step=name,
+            )
+
+    def check_run(self, run_id: str, version: str, inputs: Any, target: object) -> None:
+        """Refuse a run of another application ``version`` (its DBOS ``inputs`` hold the definition it began with).
+
+        Raises:
+            DefinitionChangedError: ``version`` is not this one's; names the first step that differs, when known.
+        """
+        if version != self.name:
+            raise other_version(run_id, version, self.name, inputs, target)
+
+
+def other_version(run_id: str, version: str, here: str, inputs: Any, target: object) -> DefinitionChangedError:
+    """The error of a run of DBOS application ``version`` submitted to a process of version ``here``, naming the
+    first step that differs when the run's recorded definition (in its DBOS ``inputs``) says."""
+    args = inputs.get("args") if isinstance(inputs, dict) else getattr(inputs, "args", None)
+    recorded = args[3] if isinstance(args, list | tuple) and len(args) > 3 else None
+    found = difference(recorded, definition_of(target))
+    step = found[0] if found is not None else ""
+    why = f"step {found[0]!r} {found[1]} since" if found is not None else "another of its targets changed"
+    return DefinitionChangedError(
+        f"Run {run_id} is of application version {version}, and this process runs {here} ({why}): a worker of "
+        f"version {version} (the definition it began with) finishes it.",
+        run_id=run_id,
+        step=step,
+    )

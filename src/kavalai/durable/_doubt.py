@@ -1,6 +1,6 @@
 """Steps whose outcome nobody knows: sent, and the worker (or the journal) gone before the result was recorded.
 
-A step of the kavalai step log goes ``intended`` (its key is minted from the run, its position and its arguments:
+A step of the kavalai step log goes ``intended`` (its key is minted from the run, its identity and its arguments:
 the same in every attempt) → ``sent`` → ``done`` | ``failed``. For a tool step that may be repeated safely (read-only,
 idempotent, or carrying its key to a server that honours it: :func:`~kavalai.durable.retry_allowed`) nothing is
 written before the effect: a resume replays it, with its key. For any other tool step a *sent mark* is written (and

@@ -1,6 +1,6 @@
 """An in-memory durable engine: the journal in a dict of this process.
 
-It keeps the seam's contract (steps by position, replay, one outcome per run id, results over the limit by
+It keeps the seam's contract (steps by identity, replay, one outcome per run id, results over the limit by
 reference) without surviving the process: a run interrupted by an exception and run again under the same id in the
 same process replays its recorded steps. It is the baseline the benchmarks measure the real engines against, and a
 quick way to check that a workflow or agent replays as it should before reaching for DBOS or Temporal.
@@ -37,6 +37,7 @@ class _MemoryJournal:
     def __init__(self, steps: dict[int, tuple[str, JsonValue]], questions: dict[str, _Question]) -> None:
         self.steps = steps
         self.questions = questions
+        self.by_name = {name: position for position, (name, _) in steps.items()}
 
     async def wait_for_answer(
         self, position: int, key: str, question: JsonValue, timeout: float | None
@@ -59,11 +60,13 @@ class _MemoryJournal:
     async def record(
         self, position: int, name: str, execute: Callable[[], Awaitable[JsonValue]], request: JsonValue = None
     ) -> JsonValue:
-        found = self.steps.get(position)
+        found = self.by_name.get(name)  # by the step's identity, never by its rank
         if found is not None:
-            return replayed(position, found, name)
+            return replayed(position, (name, self.steps[found][1]), name)
         value = await execute()
-        self.steps[position] = (name, value)
+        at = position if position not in self.steps else max(self.steps) + 1
+        self.steps[at] = (name, value)
+        self.by_name[name] = at
         return value
 
 

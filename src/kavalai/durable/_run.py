@@ -2,10 +2,17 @@
 
 An engine (DBOS, Temporal) starts a run by binding a :class:`DurableRun` to the context (:func:`bind_run`) and then
 running the workflow or agent as usual. Every journaled thing the run does (a tool call, a model call, the tool
-discovery at its start, an approval) asks :meth:`DurableRun.step` for its turn: the step gets the next position,
-and the engine's :class:`Journal` either returns what it recorded for that position in an earlier attempt of the
-run or runs the step and records its JSON result. Code outside a durable run sees :func:`current_run` return
-``None`` and runs as it always did.
+discovery at its start, an approval) asks :meth:`DurableRun.step` for its turn: the step gets its **identity**, and
+the engine's :class:`Journal` either returns what it recorded under that identity in an earlier attempt of the run
+or runs the step and records its JSON result. Code outside a durable run sees :func:`current_run` return ``None``
+and runs as it always did.
+
+A step's identity is where it is in the run's code, not how many steps came before it: the scope it runs in (a
+workflow node and its visit, ``"b#2"``, set by :func:`step_scope`; nested for an agent node's agent), the step's
+name (``"tool python://pay"``, ``"model openai/gpt-4.1"``) and how many steps of that name the scope began before
+it: ``"b#2/tool python://pay#1"``. An agent outside a workflow has no scope: its call path is its steps' names and
+counts (``"model openai/gpt-4.1#3"``). The idempotency key is made from the identity too, so a node added before
+``b`` changes neither ``b``'s record nor its key.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ __all__ = [
     "inside_step",
     "replayed",
     "step_key",
+    "step_scope",
 ]
 
 #: A step's result as journaled: JSON-ready data (dicts, lists, strings, numbers, booleans, ``None``).
@@ -40,11 +48,14 @@ JsonValue = Any
 
 _current: ContextVar[DurableRun | None] = ContextVar("kavalai_durable_run", default=None)
 _in_step: ContextVar[bool] = ContextVar("kavalai_durable_in_step", default=False)
+_scope: ContextVar[str] = ContextVar("kavalai_durable_scope", default="")
 
 
 class Journal(Protocol):
     """How an engine records steps: ``record(position, name, execute, request)`` returns the JSON result recorded
-    for the step at ``position`` of the run, running the step first (and recording its result) when there is none.
+    for the step whose identity is ``name`` (see the module docstring), running the step first (and recording its
+    result) when there is none. ``position`` is the step's rank in this attempt of the run: where an engine that
+    numbers its steps (DBOS's own step log, Temporal's history) puts it, never what a recorded step is found by.
 
     An engine that runs the step in the run's own process awaits ``execute()``. One that runs steps elsewhere (a
     Temporal activity, possibly on another worker) sends ``request`` instead: JSON from which the run's target
@@ -54,7 +65,7 @@ class Journal(Protocol):
     async def record(
         self, position: int, name: str, execute: Callable[[], Awaitable[JsonValue]], request: JsonValue = None
     ) -> JsonValue:
-        """The result of the step at ``position`` named ``name``: recorded earlier, or run now."""
+        """The result of the step whose identity is ``name``: recorded earlier, or run now."""
         ...
 
 
@@ -128,6 +139,7 @@ class DurableRun:
         self.inline_limit = inline_limit
         self.engine = engine
         self._position = 0
+        self._counts: dict[tuple[str, str], int] = {}  # steps begun per (scope, name): the identity's count
 
     @property
     def steps(self) -> int:
@@ -147,6 +159,7 @@ class DurableRun:
         self.check()
         self._position += 1
         position = self._position
+        identity = self._identity(name)
         store, limit = self.store, self.inline_limit
 
         async def run_and_keep() -> JsonValue:
@@ -159,7 +172,7 @@ class DurableRun:
                 return value
             return await store.keep(value, limit)
 
-        recorded = await self.journal.record(position, name, run_and_keep, request)
+        recorded = await self.journal.record(position, identity, run_and_keep, request)
         if store is None:
             return recorded
         return store.load_now(recorded) if self.steps_elsewhere else await store.load(recorded)
@@ -235,9 +248,21 @@ class DurableRun:
         if stopped is not None:
             raise stopped
 
-    def next_key(self, payload: Any) -> str:
-        """The idempotency key of the step about to begin (at the next position) with ``payload`` as arguments."""
-        return step_key(self.run_id, self._position + 1, payload)
+    def _identity(self, name: str) -> str:
+        """The identity of a step named ``name`` beginning now (counted: call it once per step)."""
+        scope = _scope.get()
+        count = self._counts[scope, name] = self._counts.get((scope, name), 0) + 1
+        return f"{scope}/{name}#{count}" if scope else f"{name}#{count}"
+
+    def next_identity(self, name: str) -> str:
+        """The identity the next step named ``name`` will have here (nothing counted)."""
+        scope = _scope.get()
+        count = self._counts.get((scope, name), 0) + 1
+        return f"{scope}/{name}#{count}" if scope else f"{name}#{count}"
+
+    def next_key(self, payload: Any, name: str) -> str:
+        """The idempotency key of the step named ``name`` about to begin here with ``payload`` as arguments."""
+        return step_key(self.run_id, self.next_identity(name), payload)
 
     def __repr__(self) -> str:
         return f"<DurableRun {self.run_id} on {self.engine}, {self._position} steps>"
@@ -278,12 +303,26 @@ def cancelled_error(run_id: str) -> RunCancelledError:
     )
 
 
-def step_key(run_id: str, position: int, payload: Any) -> str:
-    """An idempotency key: the run id, the step's position and a hash of its arguments (canonical JSON), so the
-    same logical call has the same key in every attempt of the run, and a different call a different one."""
+def step_key(run_id: str, identity: str, payload: Any) -> str:
+    """An idempotency key: the run id, the step's identity (spaces as ``-``) and a hash of its arguments (canonical
+    JSON), so the same logical call has the same key in every attempt of the run, whatever steps were added or
+    removed before it, and a different call a different one."""
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    return f"{run_id}.{position}.{digest}"
+    return f"{run_id}.{identity.replace(' ', '-')}.{digest}"
+
+
+@contextmanager
+def step_scope(name: str) -> Iterator[str]:
+    """The steps begun inside the ``with`` block are identified within the scope ``name`` (a workflow node and its
+    visit, ``"b#2"``), nested in the scope around it; yields the scope's full name."""
+    outer = _scope.get()
+    scope = f"{outer}/{name}" if outer else name
+    token = _scope.set(scope)
+    try:
+        yield scope
+    finally:
+        _scope.reset(token)
 
 
 def current_run() -> DurableRun | None:

@@ -124,7 +124,8 @@ class SqlStepLog:
 
 class StepLogJournal:
     """The journal of one attempt of a run over a :class:`SqlStepLog`: what earlier attempts recorded, read once
-    when the attempt begins, replayed by position; each new step written before the run goes on.
+    when the attempt begins, replayed by each step's identity (its name: node, visit, call; never its position); each
+    new step written before the run goes on.
 
     :attr:`stopped` is why the run may begin no more steps (it was found cancelled, or its journal could not be
     written in time); :class:`~kavalai.durable.DurableRun` looks at it before every step."""
@@ -145,6 +146,10 @@ class StepLogJournal:
         self.outage = outage
         self.on_doubt: Mapping[str, OnDoubt] = on_doubt or {}
         self.stopped: DurableRunError | None = cancelled_error(run_id) if cancelled else None
+        # Steps are found by their identity (the name), never by position: a position is only where a row goes.
+        self.done = {name: position for position, (name, _) in recorded.items() if position > 0}
+        self.sent = {name: -position for position, (name, _) in recorded.items() if position < 0}
+        self._taken = {abs(position) for position in recorded}
 
     @classmethod
     async def open(
@@ -162,13 +167,14 @@ class StepLogJournal:
     async def record(self, position: int, name: str, execute: Any, request: Any = None) -> JsonValue:
         """See :meth:`kavalai.durable.Journal.record`; a step that may not be repeated safely is marked sent before
         it runs, and one found sent without a result is settled by its ``on_doubt`` policy (:mod:`._doubt`)."""
-        found = self.recorded.get(position)
+        found = self.done.get(name)
         if found is not None:
-            return replayed(position, found, name)
+            return replayed(found, self.recorded[found], name)
+        position = self._place(position, name)
         policy = doubt_policy(request, self.on_doubt)
-        if policy is not None and -position in self.recorded and policy == "fail":
+        if policy is not None and name in self.sent and policy == "fail":
             return await self._keep(position, name, in_doubt_result(self.run_id, position, name, request))
-        if policy is not None and -position not in self.recorded:
+        if policy is not None and name not in self.sent:
             what, mark = f"mark step {position} ({name}) sent", sent_mark(request)
             try:
                 await journal_io(
@@ -178,6 +184,17 @@ class StepLogJournal:
                 self.stopped = exc
                 raise
         return await self._keep(position, name, await execute())
+
+    def _place(self, position: int, name: str) -> int:
+        """The row position of a new step: where its sent mark is, else its rank in this attempt when no other
+        step's row is there (always so under the definition the run began with), else the next free one."""
+        marked = self.sent.get(name)
+        if marked is not None:
+            return marked
+        if position in self._taken:
+            position = max(self._taken) + 1
+        self._taken.add(position)
+        return position
 
     async def _keep(self, position: int, name: str, result: JsonValue) -> JsonValue:
         try:

@@ -1,7 +1,7 @@
 """Tool calls, model calls and other work as journaled steps, and the idempotency key each tool call carries.
 
 :func:`durable_steps` is the kernel middleware: inside a durable run every call becomes one step of the run's journal.
-The step's idempotency key (run id, position, hash of the arguments) is put in ``call.metadata["idempotency_key"]``
+The step's idempotency key (run id, step identity, hash of the arguments) is put in ``call.metadata["idempotency_key"]``
 before the tool runs, where the REST adapter sends it as the ``Idempotency-Key`` header, the MCP adapter in the
 request's ``_meta``, and a Python tool reads it (:func:`idempotency_key`). The result crosses the journal as JSON:
 validated by the tool's output model before it is recorded, and again by the kernel when it is returned, replayed or
@@ -81,7 +81,8 @@ def is_durable_middleware(middleware: object) -> bool:
 async def _journaled_call(run: DurableRun, call: ToolCall, call_next: CallNext) -> Any:
     definition = call.definition
     arguments = call.arguments.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    key = call.metadata[IDEMPOTENCY_KEY] = run.next_key({"tool": definition.name, "arguments": arguments})
+    name = f"tool {definition.name}"
+    key = call.metadata[IDEMPOTENCY_KEY] = run.next_key({"tool": definition.name, "arguments": arguments}, name)
     request = {
         "kind": "tool",
         "uri": definition.name,
@@ -113,7 +114,7 @@ async def _journaled_call(run: DurableRun, call: ToolCall, call_next: CallNext) 
             return {"error": error_envelope(failure)}
         return {"ok": data}
 
-    recorded = await run.step(f"tool {definition.name}", execute, request=request)
+    recorded = await run.step(name, execute, request=request)
     if "error" in recorded:
         raise restore_error(recorded["error"])
     data = recorded["ok"]

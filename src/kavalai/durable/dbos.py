@@ -43,11 +43,11 @@ from dbos import (
     SetWorkflowID,
     WorkflowHandleAsync,
 )
-from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
 
 from kavalai.durable._answer_log import SqlAnswerLog
 from kavalai.durable._answers import checked_answer
-from kavalai.durable._definition import Definition, changed, definition_of
+from kavalai.durable._dbos_private import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
+from kavalai.durable._definition import Definition, Versions, changed, definition_of
 from kavalai.durable._doubt import OnDoubt
 from kavalai.durable._journal_io import DEFAULT_OUTAGE
 from kavalai.durable._run import DurableRun, bind_run, cancelled_error
@@ -124,6 +124,9 @@ class DbosRunner(DurableRunner):
         on_doubt: per tool URI, what a resume does with a step of that tool found sent without a result when the
             tool is neither read-only nor idempotent nor keyed: ``"fail"`` (the default: the step is in doubt and
             the run receives :class:`~kavalai.errors.OutcomeUnknownError`) or ``"replay"`` (send it again).
+        versioned: the DBOS application version is the fingerprint of the targets registered when this starts
+            (:class:`~kavalai.durable._definition.Versions`): runs begun under an old definition finish on workers
+            of the old one (``docs/durable.md``). Off: one version, and a resume under a changed one is refused.
     """
 
     engine = "dbos"
@@ -144,8 +147,11 @@ class DbosRunner(DurableRunner):
         journal_outage: float = DEFAULT_OUTAGE,
         busy_timeout: float = 30.0,
         on_doubt: Mapping[str, OnDoubt] | None = None,
+        versioned: bool = False,
     ) -> None:
         super().__init__()
+        self.versioned = versioned
+        self._versions: Versions | None = None  # a versioned runner's, made when it starts
         self.journal_outage = journal_outage
         self.busy_timeout = required_seconds(busy_timeout, what="busy_timeout")
         self.on_doubt = dict(on_doubt or {})
@@ -213,10 +219,11 @@ class DbosRunner(DurableRunner):
             self._answers = SqlAnswerLog(engine=self._engine)
             # made for every runner: it may resume a run that uses it
             self._steps = SqlStepLog(self._engine, status=_status_table(url))
+            self._versions = Versions(self._targets) if self.versioned else None
             config: DBOSConfig = {
                 "name": "kavalai",
                 "system_database_url": self.db,
-                "application_version": JOURNAL_VERSION,
+                "application_version": self.application_version,
                 "executor_id": self.executor_id,
                 "serializer": DBOSPortableJSONSerializer(),
                 "log_level": "WARNING",
@@ -283,12 +290,15 @@ class DbosRunner(DurableRunner):
     async def submit(self, target: DurableTarget, payload: Any, *, run_id: str | None = None) -> str:
         """Put the run on the queue (deduplicated by ``run_id``) and return its id without waiting for it."""
         run_id = checked_run_id(run_id)
+        name = self.register(target, replace=True)  # first: a versioned runner's version is made of its targets
         await self.start()
-        name = self.register(target, replace=True)
         queue = self._queue
         assert queue is not None
-        if await self.status(run_id) == "CANCELLED":
+        found = await DBOS.get_workflow_status_async(run_id)
+        if found is not None and found.status == "CANCELLED":
             raise cancelled_error(run_id)
+        if found is not None and self._versions is not None:
+            self._versions.check_run(run_id, str(found.app_version), found.input, target)
         if self._parked.pop(run_id, None) is not None:  # stopped here, resumable: handed back to the queue
             await DBOS.resume_workflow_async(run_id)
         with SetWorkflowID(run_id):
@@ -333,6 +343,18 @@ class DbosRunner(DurableRunner):
         waiter = self._waiting.get(error.run_id)
         if waiter is not None:
             waiter.get_loop().call_soon_threadsafe(_settle, waiter)
+
+    @property
+    def application_version(self) -> str:
+        """This process's DBOS application version: the journal's format, or (versioned) the targets' fingerprint."""
+        return JOURNAL_VERSION if self._versions is None else self._versions.name
+
+    def register(self, target: DurableTarget, *, replace: bool = False) -> str:
+        """See :meth:`DurableRunner.register`; a started versioned runner refuses a definition its version was not
+        made of (:meth:`Versions.check`)."""
+        if self._versions is not None:
+            self._versions.check(target)
+        return super().register(target, replace=replace)
 
     async def status(self, run_id: str) -> str | None:
         """The run's DBOS status (``"PENDING"``, ``"ENQUEUED"``, ``"SUCCESS"``, ``"ERROR"``, ...), or ``None``."""
@@ -394,9 +416,19 @@ class DbosClient:
         db: the workers' system database.
         queue: the workers' queue.
         step_log: where the steps of the runs it submits are recorded (see :class:`DbosRunner`).
+        application_version: the DBOS application version of the runs it submits: for workers of
+            ``DbosRunner(versioned=True)``, ``definition_version(target)`` of the definition they serve.
     """
 
-    def __init__(self, db: str, *, queue: str = "kavalai", step_log: Literal["kavalai", "dbos"] = "kavalai") -> None:
+    def __init__(
+        self,
+        db: str,
+        *,
+        queue: str = "kavalai",
+        step_log: Literal["kavalai", "dbos"] = "kavalai",
+        application_version: str | None = None,
+    ) -> None:
+        self.application_version = application_version or JOURNAL_VERSION  # versioned workers': definition_version
         self.db = db
         self.queue_name = queue
         self.step_log = _checked_step_log(step_log)
@@ -412,7 +444,7 @@ class DbosClient:
             "queue_name": self.queue_name,
             "workflow_name": _WORKFLOW,
             "workflow_id": checked_run_id(run_id),
-            "app_version": JOURNAL_VERSION,
+            "app_version": self.application_version,
         }
         return self._client.enqueue(options, target, payload, self.step_log).get_workflow_id()
 

@@ -32,15 +32,22 @@ from typing import Any, Final
 
 from temporalio import activity, workflow
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
-from temporalio.common import RetryPolicy, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.common import (
+    PinnedVersioningOverride,
+    RetryPolicy,
+    VersioningBehavior,
+    WorkerDeploymentVersion,
+    WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
+)
 from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
 from temporalio.exceptions import CancelledError as TemporalCancelledError
 from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 from temporalio.service import RPCError, RPCStatusCode
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerDeploymentConfig
 
 from kavalai.durable._answers import checked_answer
-from kavalai.durable._definition import Definition, changed, definition_of
+from kavalai.durable._definition import Definition, Versions, changed, definition_of
 from kavalai.durable._run import AnswerLog, DurableRun, JsonValue, bind_run, cancelled_error
 from kavalai.durable._runner import (
     DurableRunner,
@@ -66,6 +73,7 @@ _ACTIVITY: Final = "kavalai.step"
 _ANSWER: Final = "kavalai.answer"  # the signal that answers a question of a run
 _PENDING: Final = "kavalai.pending"  # the query listing a run's unanswered questions
 _ANSWER_FIRST: Final = "kavalai.answer_first"  # the update that answers a question and says whether it won
+_VERSION_WAIT: Final = 10.0  # how long a pinned start waits for a worker of its version to have polled
 
 logger = get_logger("kavalai.durable")
 
@@ -93,6 +101,9 @@ class TemporalRunner(DurableRunner):
         inline_limit: the largest value, in bytes of JSON, kept inline in the history when there is a store.
         shutdown_timeout: seconds a worker may take to shut down (finish evicting the runs it holds) before it is
             cancelled.
+        versioned: Temporal worker versioning: this process's worker is the version ``definition_version`` of its
+            targets (the build id, in the deployment ``kavalai-<task queue>``), and each run it starts is pinned to
+            it, so runs begun under an old definition finish on workers of the old one (``docs/durable.md``).
     """
 
     engine = "temporal"
@@ -111,8 +122,11 @@ class TemporalRunner(DurableRunner):
         inline_limit: int = 64 * 1024,
         answers: AnswerLog | None = None,
         shutdown_timeout: float = 30.0,
+        versioned: bool = False,
     ) -> None:
         super().__init__()
+        self.versioned = versioned
+        self._versions: Versions | None = None  # a versioned runner's, made when first needed
         self.shutdown_timeout = required_seconds(shutdown_timeout, what="shutdown_timeout")
         self.answers = answers
         self.store = store
@@ -179,15 +193,9 @@ class TemporalRunner(DurableRunner):
         client = await self.connect()
         name = target if isinstance(target, str) else self.register(target, replace=True)
         definition = None if isinstance(target, str) else definition_of(target)
+        pinned = None if not self.versioned or isinstance(target, str) else self.deployment_version()
         try:
-            handle = await client.start_workflow(
-                _WORKFLOW,
-                args=[name, payload, definition],
-                id=run_id,
-                task_queue=self.task_queue,
-                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-            )
+            handle = await _start_pinned(client, self.task_queue, run_id, [name, payload, definition], pinned)
         except WorkflowAlreadyStartedError:  # finished before: its result is in its history
             handle = client.get_workflow_handle(run_id)
         refused = changed(run_id, await _recorded_definition(client, handle), definition)
@@ -304,14 +312,36 @@ class TemporalRunner(DurableRunner):
 
     # ----------------------------------------------------------------------------------------------- serving
 
+    def register(self, target: DurableTarget, *, replace: bool = False) -> str:
+        """See :meth:`DurableRunner.register`; once a versioned runner's version is made, a definition it was not
+        made of is refused (:meth:`Versions.check`)."""
+        if self._versions is not None:
+            self._versions.check(target)
+        return super().register(target, replace=replace)
+
+    def deployment_version(self) -> WorkerDeploymentVersion:
+        """A versioned runner's worker version: the build id is :func:`~kavalai.durable.definition_version` of the
+        targets registered when it is first asked for, in the deployment ``kavalai-<task queue>``."""
+        if self._versions is None:
+            self._versions = Versions(self._targets)
+        return WorkerDeploymentVersion(deployment_name=f"kavalai-{self.task_queue}", build_id=self._versions.name)
+
     def worker_for(self, client: Client) -> Worker:
         """A Temporal worker of this runner's task queue (its workflow and activity), not started."""
+        deployment = None
+        if self.versioned:  # runs pinned to the version they began on: an old run stays on workers of its definition
+            deployment = WorkerDeploymentConfig(
+                version=self.deployment_version(),
+                use_worker_versioning=True,
+                default_versioning_behavior=VersioningBehavior.PINNED,
+            )
         return Worker(
             client,
             task_queue=self.task_queue,
             workflows=[KavalaiRun],
             activities=[_run_step],
             workflow_runner=UnsandboxedWorkflowRunner(),
+            deployment_config=deployment,
         )
 
     async def start_worker(self, *, keep: bool = True) -> None:
@@ -448,6 +478,31 @@ async def _winner_in_history(client: Client, handle: WorkflowHandle[Any, Any], k
     return False, None
 
 
+async def _start_pinned(
+    client: Client, task_queue: str, run_id: str, args: list[Any], pinned: WorkerDeploymentVersion | None
+) -> WorkflowHandle[Any, Any]:
+    """Start the run (or find it, by its id), pinned to the worker version ``pinned`` when given. A version is known
+    to the server once one of its workers polled: a worker started a moment ago is waited for, for a bounded time."""
+    override = None if pinned is None else PinnedVersioningOverride(pinned)
+    waited = 0.0
+    while True:
+        try:
+            return await client.start_workflow(
+                _WORKFLOW,
+                args=args,
+                id=run_id,
+                task_queue=task_queue,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                versioning_override=override,
+            )
+        except RPCError as exc:
+            if pinned is None or "is not present in task queue" not in str(exc) or waited >= _VERSION_WAIT:
+                raise
+        await asyncio.sleep(0.1)
+        waited += 0.1
+
+
 async def _recorded_definition(client: Client, handle: WorkflowHandle[Any, Any]) -> Definition | None:
     """The definition run ``handle`` began with: the third argument of its start (``None`` for older runs)."""
     async for event in handle.fetch_history_events():
@@ -538,6 +593,10 @@ class _TemporalJournal:
                 task,
                 start_to_close_timeout=timedelta(seconds=float(timeout or self.runner.step_timeout)),
                 retry_policy=RetryPolicy(maximum_attempts=self.runner.max_attempts if retry else 1),
+                # the step's identity: on replay Temporal matches each activity to its history by this id, so a
+                # step that is not the one recorded there fails the workflow task (non-determinism), never takes
+                # another step's result
+                activity_id=name,
                 summary=name,
             )
         except asyncio.CancelledError:  # the run's cancel, delivered while it waited for the step

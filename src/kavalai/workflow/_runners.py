@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from kavalai.durable import call_options, current_run, step_context
+from kavalai.durable import call_options, current_run, step_context, step_scope
 from kavalai.durable import step as durable_step
 from kavalai.errors import (
     FunctionKernelException,
@@ -248,26 +248,33 @@ async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> O
     """Run a ``function`` node: call its tool (retrying as its policy says) and check the output."""
     arguments = await _resolve(env, node.id)
     record.inputs = jsonable(arguments)
-    policy = node.retry or _NO_RETRY
     options: dict[str, Any] = {} if node.timeout is None else {"timeout": node.timeout}
     if env.progress is not None:  # a streamed run: the tool's progress becomes NodeProgress events
         options["progress"] = functools.partial(env.progress, node.id)
     durable = current_run() is not None
+    scope = None
     if durable:
         options.update(call_options())  # on an engine whose steps run elsewhere, each attempt is limited there
+        scope = step_scope(f"{node.id}#{record.visit}")  # its steps' identity: the node and its visit
+        scope.__enter__()
+    policy = node.retry or _NO_RETRY
     record.attempts = 0
-    while True:
-        record.attempts += 1
-        try:
-            if durable:
-                result = await _call_in_run(env, node.tool, arguments, options)
-            else:  # the common case, without a coroutine in between
-                result = await env.kernel.call_tool(node.tool, arguments, **options)
-            break
-        except FunctionKernelException as exc:
-            if record.attempts >= policy.attempts or not _retryable(exc, policy):
-                raise _tool_failure(node, exc, record.attempts) from exc
-        await _sleep(policy.delay(record.attempts))
+    try:
+        while True:
+            record.attempts += 1
+            try:
+                if durable:
+                    result = await _call_in_run(env, node.tool, arguments, options)
+                else:  # the common case, without a coroutine in between
+                    result = await env.kernel.call_tool(node.tool, arguments, **options)
+                break
+            except FunctionKernelException as exc:
+                if record.attempts >= policy.attempts or not _retryable(exc, policy):
+                    raise _tool_failure(node, exc, record.attempts) from exc
+            await _sleep(policy.delay(record.attempts))
+    finally:
+        if scope is not None:
+            scope.__exit__(None, None, None)
     declared = env.workflow.node_types.get(node.id)
     if declared is not None:
         result = check_fits(declared, result, node=node.id, what="the output", field="output")
@@ -370,7 +377,7 @@ async def _run_agent(node: AgentNode, env: NodeEnv, record: NodeTrace) -> Any:
         if current_run() is None:
             result = await agent.run(prompt)
         else:  # its steps name the node, so an engine that redoes them elsewhere finds its agent
-            with step_context(node=node.id):
+            with step_context(node=node.id), step_scope(f"{node.id}#{record.visit}"):
                 result = await agent.run(prompt)
     except MaxStepsExceededError as exc:
         if exc.result is not None:
@@ -435,7 +442,11 @@ async def _run_llm(node: LlmNode, env: NodeEnv, record: NodeTrace) -> Any:
     messages.append(UserMessage(content=prompt))
     client = await env.llm_for(node.model, node.id)
     response_model = _model_output(node.id, env)
-    response = await llm_node_reply(client, messages, response_model, node.id)
+    if current_run() is None:
+        response = await llm_node_reply(client, messages, response_model, node.id)
+    else:
+        with step_scope(f"{node.id}#{record.visit}"):  # its model step's identity: the node and its visit
+            response = await llm_node_reply(client, messages, response_model, node.id)
     if response_model is None:
         return _fit_output(node.id, env, response.text)
     if not isinstance(response.parsed, response_model):
