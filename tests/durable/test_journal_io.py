@@ -231,13 +231,14 @@ def test_every_journal_operation_of_a_run_crosses_the_gate() -> None:
     a thread (or runs) except through ``journal_io``."""
     tree = ast.parse((SRC / "_step_log.py").read_text())
     assert not [node for node in ast.walk(tree) if _to_thread(node)], "_step_log.py bypasses journal_io"
-    tree = ast.parse((SRC / "dbos.py").read_text())
     run_code = [
         node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.AsyncFunctionDef | ast.ClassDef) and node.name in ("_kavalai_run", "_DbosJournal")
+        for module in ("dbos.py", "_dbos_journal.py", "_cancel_watch.py")
+        for node in ast.walk(ast.parse((SRC / module).read_text()))
+        if isinstance(node, ast.AsyncFunctionDef | ast.ClassDef)
+        and node.name in ("_kavalai_run", "DbosJournal", "CancelWatch")
     ]
-    assert len(run_code) == 2
+    assert len(run_code) == 3
     for code in run_code:
         assert not [node for node in ast.walk(code) if _to_thread(node)], f"{code.name} bypasses journal_io"
     journal = ast.parse((SRC / "_step_log.py").read_text())

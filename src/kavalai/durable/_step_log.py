@@ -20,6 +20,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from kavalai.durable._cancel_watch import is_cancelled
 from kavalai.durable._doubt import OnDoubt, doubt_policy, in_doubt_result, is_in_doubt, sent_mark
 from kavalai.durable._journal_io import DEFAULT_OUTAGE, interrupted_error, journal_io
 from kavalai.durable._run import JsonValue, cancelled_error, replayed
@@ -107,13 +108,15 @@ class SqlStepLog:
 
     def in_doubt(self, run_id: str) -> list[tuple[int, str, str]]:
         """The steps of ``run_id`` whose outcome is unknown, as ``(position, name, state)`` (blocking): ``in_doubt``
-        (found sent without a result, recorded so) or ``sent`` (sent, no result yet: in flight, or its worker
-        gone)."""
+        (found sent without a result, recorded so), ``sent`` (sent, no result yet: in flight, or its worker
+        gone) or ``cancelled`` (cut in flight by a cancel of its run)."""
         recorded = self.recorded(run_id)
         found = []
         for position, (name, result) in sorted(recorded.items()):
             if position > 0 and is_in_doubt(result):
                 found.append((position, name, "in_doubt"))
+            elif position > 0 and is_cancelled(result):
+                found.append((position, name, "cancelled"))
             elif position < 0 and -position not in recorded:
                 found.append((-position, name, "sent"))
         return sorted(found)

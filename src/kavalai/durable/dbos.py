@@ -47,6 +47,9 @@ from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelled
 
 from kavalai.durable._answer_log import SqlAnswerLog
 from kavalai.durable._answers import checked_answer
+from kavalai.durable._cancel_watch import CancelWatch
+from kavalai.durable._dbos_journal import PENDING as _PENDING
+from kavalai.durable._dbos_journal import DbosJournal, topic
 from kavalai.durable._definition import Definition, changed, definition_of
 from kavalai.durable._doubt import OnDoubt
 from kavalai.durable._journal_io import DEFAULT_OUTAGE
@@ -66,7 +69,7 @@ from kavalai.durable._schema import EXECUTORS, TAKEOVERS, ensure_schema
 from kavalai.durable._sqlite_compat import install as sqlite_unixepoch
 from kavalai.durable._step_log import SqlStepLog, StepLogJournal
 from kavalai.durable._store import ResultStore, SqlResultStore
-from kavalai.errors import DurableRunError, FunctionKernelException, RunCancelledError, RunInterruptedError
+from kavalai.errors import DurableRunError, RunCancelledError, RunInterruptedError
 from kavalai.secrets import get_logger
 
 __all__ = ["DbosClient", "DbosRunner", "default_journal_url"]
@@ -79,8 +82,6 @@ logger = get_logger("kavalai.durable")
 #: before an upgrade is still recovered after it.
 JOURNAL_VERSION: Final = "kavalai-journal-1"
 _WORKFLOW: Final = "kavalai.run"
-_PENDING: Final = "kavalai.pending"  # the DBOS event holding the questions a run waits to have answered
-_FOREVER: Final = 10 * 365 * 24 * 3600.0  # DBOS.recv's timeout for a wait without one
 _TARGET_WAIT: Final = 5.0  # how long a recovered run waits for its target to be registered in this process
 _HOST: Final = socket.gethostname()
 
@@ -168,6 +169,7 @@ class DbosRunner(DurableRunner):
         self._liveness: _Liveness | None = None
         self._answers: SqlAnswerLog | None = None
         self._steps: SqlStepLog | None = None
+        self._watch: CancelWatch | None = None  # cuts the steps and waits of runs cancelled (made on start)
         self._lock = asyncio.Lock()
 
     @property
@@ -212,6 +214,7 @@ class DbosRunner(DurableRunner):
             self._answers = SqlAnswerLog(engine=self._engine)
             # made for every runner: it may resume a run that uses it
             self._steps = SqlStepLog(self._engine, status=_status_table(url))
+            self._watch = CancelWatch(self._engine, _status_table(url))
             config: DBOSConfig = {
                 "name": "kavalai",
                 "system_database_url": self.db,
@@ -241,6 +244,7 @@ class DbosRunner(DurableRunner):
                 self._dispose_engines()
                 raise
             self._liveness.start()
+            self._watch.start()
             await asyncio.to_thread(self._liveness.sweep)  # runs of a crashed process go back on the queue now
 
     async def aclose(self) -> None:
@@ -253,6 +257,8 @@ class DbosRunner(DurableRunner):
             self._queue = None
             if self._liveness is not None:
                 self._liveness.stop()
+            if self._watch is not None:
+                self._watch.stop()
             await asyncio.to_thread(DBOS.destroy)
             if self._liveness is not None:
                 self._liveness.unregister()
@@ -373,7 +379,7 @@ class DbosRunner(DurableRunner):
         assert self._answers is not None
         answers = self._answers
         if not await asyncio.to_thread(_answer, answers, run_id, key, pending, value):  # the run's own: a message
-            await DBOS.send_async(run_id, value, topic=_topic(key), idempotency_key=f"{run_id}.{key}")
+            await DBOS.send_async(run_id, value, topic=topic(key), idempotency_key=f"{run_id}.{key}")
 
     async def serve(self) -> None:
         """Serve the queue until cancelled: the ``kavalai worker`` loop. Register the targets first."""
@@ -472,42 +478,12 @@ class DbosClient:
             raise RunCancelledError(f"Run {run_id} is cancelled: the answer {key!r} is refused.", run_id=run_id)
         pending = self.pending(run_id)
         if not _answer(self._answers, run_id, key, pending, value):  # a question of the run itself: a DBOS message
-            self._client.send(run_id, value, topic=_topic(key), idempotency_key=f"{run_id}.{key}")
+            self._client.send(run_id, value, topic=topic(key), idempotency_key=f"{run_id}.{key}")
 
     def close(self) -> None:
         """Close the client's connections."""
         self._client.destroy()
         self._engine.dispose()
-
-
-class _DbosJournal:
-    """The journal of one run: each record a row of the step log, or (without one) a DBOS step at the run's next
-    DBOS step position."""
-
-    def __init__(self, steps: StepLogJournal | None) -> None:
-        self.steps = steps
-        self.pending: dict[str, Any] = {}
-
-    @property
-    def stopped(self) -> FunctionKernelException | None:
-        """Why the run may begin no more steps (see :attr:`StepLogJournal.stopped`); DBOS's own step log checks
-        for a cancel itself, when each of its steps begins."""
-        return None if self.steps is None else self.steps.stopped
-
-    async def record(self, position: int, name: str, execute: Any, request: Any = None) -> Any:
-        if self.steps is not None:
-            return await self.steps.record(position, name, execute, request)
-        return await DBOS.run_step_async({"name": name}, execute)
-
-    async def wait_for_answer(self, position: int, key: str, question: Any, timeout: float | None) -> Any:
-        # DBOS journals each of these calls in the run: the event's updates, and the message received (or the
-        # timeout's deadline), so a resumed run replays them up to where it waits again.
-        self.pending[key] = question
-        await DBOS.set_event_async(_PENDING, dict(self.pending))
-        answer = await DBOS.recv_async(_topic(key), timeout_seconds=_FOREVER if timeout is None else timeout)
-        del self.pending[key]
-        await DBOS.set_event_async(_PENDING, dict(self.pending))
-        return answer
 
 
 #: DBOS's statuses in the words of :class:`RunInfo`.
@@ -581,10 +557,6 @@ def _answer(answers: SqlAnswerLog, run_id: str, key: str, pending: dict[str, Any
     return in_step
 
 
-def _topic(key: str) -> str:
-    return f"kavalai.answer.{key}"
-
-
 @DBOS.workflow(name=_WORKFLOW)
 async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", definition: Definition | None = None) -> Any:
     """The DBOS workflow of every kavalai run: the target's run inside a :class:`DurableRun`, its steps recorded
@@ -616,7 +588,7 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
     )
     run = DurableRun(
         run_id,
-        _DbosJournal(steps),
+        DbosJournal(steps, run_id, runner._watch),
         store=runner.store,
         inline_limit=runner.inline_limit,
         engine="dbos",
