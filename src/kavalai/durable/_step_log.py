@@ -102,6 +102,31 @@ class SqlStepLog:
         except sa.exc.IntegrityError:
             return
 
+    def mark_interrupted(self, run_id: str, why: str) -> None:
+        """Record (blocking) that ``run_id`` was interrupted (its journal away past its patience): a row at position
+        0, which ``kavalai runs`` shows as the state ``interrupted`` and the run's next attempt removes."""
+        text = json.dumps({"state": "interrupted", "why": why}, ensure_ascii=False)
+        try:
+            with self.engine.begin() as connection:
+                connection.execute(
+                    self._insert, {"run_id": run_id, "position": 0, "name": "interrupted", "result": text}
+                )
+        except sa.exc.IntegrityError:
+            return
+
+    def clear_interrupted(self, run_id: str) -> None:
+        """Remove the mark of :meth:`mark_interrupted` (blocking): the run is resumed."""
+        t = self.table
+        with self.engine.begin() as connection:
+            connection.execute(t.delete().where(t.c.run_id == run_id, t.c.position == 0))
+
+    def interrupted(self, run_ids: list[str]) -> set[str]:
+        """Which of ``run_ids`` are marked interrupted (blocking)."""
+        t = self.table
+        query = sa.select(t.c.run_id).where(t.c.run_id.in_(run_ids), t.c.position == 0)
+        with self.engine.connect() as connection:
+            return {row[0] for row in connection.execute(query)}
+
     def steps(self, run_id: str) -> list[tuple[int, str, JsonValue]]:
         """The recorded steps of ``run_id`` in order: ``(position, name, result)`` (blocking)."""
         return [(position, *step) for position, step in sorted(self.recorded(run_id).items()) if position > 0]
@@ -160,6 +185,8 @@ class StepLogJournal:
     ) -> StepLogJournal:
         """The journal of a new attempt of ``run_id``: its recorded steps read, and its cancel looked for."""
         recorded, cancelled = await journal_io(run_id, "read the run's steps", log.begin, run_id, outage=outage)
+        if recorded.pop(0, None) is not None:  # resumed after an interruption: no longer interrupted
+            await journal_io(run_id, "clear its interruption", log.clear_interrupted, run_id, outage=outage)
         return cls(log, run_id, recorded, cancelled=cancelled, outage=outage, on_doubt=on_doubt)
 
     async def record(self, position: int, name: str, execute: Any, request: Any = None) -> JsonValue:

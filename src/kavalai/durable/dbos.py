@@ -27,7 +27,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -150,6 +150,7 @@ class DbosRunner(DurableRunner):
         self.busy_timeout = busy_timeout
         self.on_doubt = dict(on_doubt or {})
         self._parked: dict[str, DurableRunError] = {}  # runs stopped in this process, resumable, by id
+        self._unmarked: dict[str, str] = {}  # interrupted runs whose mark the heartbeat writes once it can
         self._waiting: dict[str, asyncio.Future[None]] = {}  # result() calls waiting here, by run id
         if concurrency is not None and concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -294,6 +295,7 @@ class DbosRunner(DurableRunner):
         assert queue is not None
         if await self.status(run_id) == "CANCELLED":
             raise cancelled_error(run_id)
+        self._unmarked.pop(run_id, None)
         if self._parked.pop(run_id, None) is not None:  # stopped here, resumable: handed back to the queue
             await DBOS.resume_workflow_async(run_id)
         with SetWorkflowID(run_id):
@@ -335,6 +337,8 @@ class DbosRunner(DurableRunner):
         refused under a changed definition): its DBOS status stays ``PENDING``, and the next :meth:`submit` of its
         id here hands it back to the queue."""
         self._parked[error.run_id] = error
+        if isinstance(error, RunInterruptedError):  # shown as `interrupted` once the journal is back
+            self._unmarked[error.run_id] = str(error)
         waiter = self._waiting.get(error.run_id)
         if waiter is not None:
             waiter.get_loop().call_soon_threadsafe(_settle, waiter)
@@ -445,16 +449,19 @@ class DbosClient:
         found = self._client.list_workflows(workflow_ids=[existing_run_id(run_id)], load_input=True)
         if not found:
             raise UnknownRunError(run_id, f"dbos ({_redacted(self.db)})")
-        doubts = SqlStepLog(self._engine).in_doubt(run_id)
+        log = SqlStepLog(self._engine)
+        doubts = log.in_doubt(run_id)
         in_doubt = [{"position": position, "name": name, "state": state} for position, name, state in doubts]
-        return dataclasses.replace(_run_info(found[0], with_outcome=True), in_doubt=in_doubt)
+        info = _run_info(found[0], with_outcome=True, interrupted=log.interrupted([run_id]))
+        return dataclasses.replace(info, in_doubt=in_doubt)
 
     def list_runs(self, *, limit: int = 20) -> list[RunInfo]:
         """The newest ``limit`` runs of the journal (every queue), newest first."""
         found = self._client.list_workflows(
             name=_WORKFLOW, limit=limit, sort_desc=True, load_input=True, load_output=False
         )
-        return [_run_info(status, with_outcome=False) for status in found]
+        interrupted = SqlStepLog(self._engine).interrupted([status.workflow_id for status in found]) if found else set()
+        return [_run_info(status, with_outcome=False, interrupted=interrupted) for status in found]
 
     def cancel(self, run_id: str) -> None:
         """Cancel the run ``run_id``: it stops at its next step, wherever it runs, and is not resumed.
@@ -514,14 +521,16 @@ def _status_table(url: str) -> sa.Table:
     )
 
 
-def _run_info(status: Any, *, with_outcome: bool) -> RunInfo:
+def _run_info(status: Any, *, with_outcome: bool, interrupted: Collection[str] = ()) -> RunInfo:
     engine_status = str(status.status)
     inputs = status.input
     args = inputs.get("args") if isinstance(inputs, dict) else getattr(inputs, "args", None)
     target = str(args[0]) if args else None
     return RunInfo(
         run_id=status.workflow_id,
-        state=_STATES.get(engine_status, "running"),
+        state="interrupted"
+        if engine_status == "PENDING" and status.workflow_id in interrupted
+        else _STATES.get(engine_status, "running"),
         engine_status=engine_status,
         target=target,
         created_at=_time(status.created_at),
@@ -654,8 +663,16 @@ class _Liveness:
                         .values(beat=time.time())
                     )
                 self.sweep()
+                self.mark_interrupted()
             except Exception:  # a database hiccup: the next beat tries again
                 logger.warning("kavalai heartbeat failed", exc_info=True)
+
+    def mark_interrupted(self) -> None:
+        """Write the marks of the runs interrupted here (their journal was away: written now it is back)."""
+        steps = self.runner._steps
+        for run_id, why in list(self.runner._unmarked.items()):
+            if steps is not None and self.runner._unmarked.pop(run_id, None) is not None:
+                steps.mark_interrupted(run_id, why)
 
     def sweep(self) -> None:
         """Put the pending runs of executors that are gone back on their queue."""
