@@ -247,10 +247,11 @@ async def test_past_its_patience_the_run_is_interrupted_and_other_errors_pass_th
 
 
 def test_every_journal_operation_of_a_run_crosses_the_gate() -> None:
-    """The enumeration: in the step log and in the code a DBOS run executes, no blocking journal operation goes to
-    a thread (or runs) except through ``journal_io``."""
-    tree = ast.parse((SRC / "_step_log.py").read_text())
-    assert not [node for node in ast.walk(tree) if _to_thread(node)], "_step_log.py bypasses journal_io"
+    """The enumeration: in the step log, the answer log and the code a DBOS run executes, no blocking journal
+    operation goes to a thread (or runs) except through ``journal_io``."""
+    for module in ("_step_log.py", "_answer_log.py"):
+        tree = ast.parse((SRC / module).read_text())
+        assert not [node for node in ast.walk(tree) if _to_thread(node)], f"{module} bypasses journal_io"
     run_code = [
         node
         for module in ("dbos.py", "_dbos_journal.py", "_cancel_watch.py")
@@ -264,8 +265,17 @@ def test_every_journal_operation_of_a_run_crosses_the_gate() -> None:
     journal = ast.parse((SRC / "_step_log.py").read_text())
     gated = [n for n in ast.walk(journal) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "journal_io"]
     # the read of the run's steps when an attempt begins (and the removal of an interruption's mark), the sent mark of
-    # an unsafe step, the record of each step
-    assert len(gated) == 4
+    # an unsafe step, the record of each step, the question about a step in doubt and the looks for its answer
+    assert len(gated) == 6
+    answers = ast.parse((SRC / "_answer_log.py").read_text())
+    crossing = {
+        node.name
+        for node in ast.walk(answers)
+        if isinstance(node, ast.AsyncFunctionDef)
+        and any(isinstance(n, ast.Call) and getattr(n.func, "id", "") == "journal_io" for n in ast.walk(node))
+    }
+    every_async = {node.name for node in ast.walk(answers) if isinstance(node, ast.AsyncFunctionDef)}
+    assert crossing == every_async == {"lookup", "keep", "publish", "open_questions"}
 
 
 def _to_thread(node: ast.AST) -> bool:

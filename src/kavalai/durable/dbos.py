@@ -212,7 +212,7 @@ class DbosRunner(DurableRunner):
                 self._store = SqlResultStore(url, engine=self._engine)
             self._liveness = _Liveness(self, self._engine)
             self._liveness.register()
-            self._answers = SqlAnswerLog(engine=self._engine)
+            self._answers = SqlAnswerLog(engine=self._engine, outage=self.journal_outage)
             # made for every runner: it may resume a run that uses it
             self._steps = SqlStepLog(self._engine, status=_status_table(url))
             self._watch = CancelWatch(self._engine, _status_table(url))
@@ -593,7 +593,9 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
     steps = (
         None
         if log is None
-        else await StepLogJournal.open(log, run_id, outage=runner.journal_outage, on_doubt=runner.on_doubt)
+        else await StepLogJournal.open(
+            log, run_id, outage=runner.journal_outage, on_doubt=runner.on_doubt, answers=runner._answers
+        )
     )
     run = DurableRun(
         run_id,
