@@ -144,16 +144,14 @@ def _add_resolve_arguments(action: argparse.ArgumentParser) -> None:
 
 def _resolve(client: Any, args: argparse.Namespace) -> str:
     """Answer the run's question about step ``args.step``; the resolution in a word."""
-    from kavalai.durable._doubt import doubt_key
-
     if args.retry:
-        client.answer(args.run_id, doubt_key(args.step), {"action": "retry"})
+        client.resolve(args.run_id, args.step, done=False)
         return "retry"
     try:
         result = None if args.result is None else json.loads(args.result)
     except json.JSONDecodeError as exc:
         raise ValueError(f"--result is not JSON: {exc}") from None
-    client.answer(args.run_id, doubt_key(args.step), {"action": "done", "result": result})
+    client.resolve(args.run_id, args.step, done=True, result=result)
     return "done"
 
 

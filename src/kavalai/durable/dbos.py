@@ -51,7 +51,7 @@ from kavalai.durable._cancel_watch import CancelWatch
 from kavalai.durable._dbos_journal import PENDING as _PENDING
 from kavalai.durable._dbos_journal import DbosJournal, topic
 from kavalai.durable._definition import Definition, changed, definition_of
-from kavalai.durable._doubt import OnDoubt
+from kavalai.durable._doubt import OnDoubt, doubt_key
 from kavalai.durable._journal_io import DEFAULT_OUTAGE
 from kavalai.durable._run import DurableRun, bind_run, cancelled_error
 from kavalai.durable._runner import (
@@ -486,6 +486,11 @@ class DbosClient:
         pending = self.pending(run_id)
         if not _answer(self._answers, run_id, key, pending, value):  # a question of the run itself: a DBOS message
             self._client.send(run_id, value, topic=topic(key), idempotency_key=f"{run_id}.{key}")
+
+    def resolve(self, run_id: str, step: int, *, done: bool, result: Any = None) -> None:
+        """Settle step ``step`` of run ``run_id``, in doubt, that the run asks about (``on_doubt="ask"``): it happened
+        (``done``, with ``result``), or send it again. See :meth:`answer` for the errors."""
+        self.answer(run_id, doubt_key(step), {"action": "done", "result": result} if done else {"action": "retry"})
 
     def close(self) -> None:
         """Close the client's connections."""
