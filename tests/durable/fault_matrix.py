@@ -327,7 +327,7 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
     "cancel cuts the step in flight (recorded cancelled)": {
         "sqlite": "test_cancel.py::test_a_cancel_cuts_the_step_in_flight_which_is_recorded_cancelled[sqlite]",
         "postgres": "test_cancel.py::test_a_cancel_cuts_the_step_in_flight_which_is_recorded_cancelled[postgres]",
-        "temporal": None,
+        "temporal": "test_cancel.py::test_a_temporal_cancel_cuts_the_activity_in_flight_and_records_its_end",
     },
     "cancel while waiting for an answer": {
         "sqlite": "test_cancel.py::test_a_cancel_reaches_a_run_waiting_for_an_answer[sqlite]",

@@ -181,3 +181,48 @@ async def test_a_cancelled_temporal_run_ends_cancelled_not_completed(temporal_ad
             assert orders(fetch(f"{shop}/effects")) == ["A", "B"]
     finally:
         await runner.aclose()
+
+
+async def test_a_temporal_cancel_cuts_the_activity_in_flight_and_records_its_end(temporal_address: str) -> None:
+    """Step B's answer is held at the shop when the run is cancelled: the cancel reaches the activity through its
+    heartbeats and cuts the call; the run waits for the activity's end, recorded in its history (cancelled, not
+    abandoned), and ends ``cancelled``; C never begins."""
+    from kavalai.durable import TemporalRunner
+
+    run_id = f"cut-{uuid.uuid4().hex[:8]}"
+    runner = TemporalRunner(temporal_address, task_queue=f"q-{run_id}")
+    held = threading.Event()
+
+    async def cancel() -> None:
+        elsewhere = TemporalRunner(temporal_address, task_queue=f"q-{run_id}", worker=False)
+        try:
+            await elsewhere.cancel(run_id)
+        finally:
+            await elsewhere.aclose()
+
+    def cancel_and_hold_b(order: str) -> None:
+        if order == "B":
+            asyncio.run(cancel())
+            gc.collect()
+            held.wait(120)  # bounded: released once the run has ended
+
+    try:
+        with serve(create_app(on_charge=cancel_and_hold_b)) as shop:
+            engine = charging_engine(runner, shop)
+            with pytest.raises(RunCancelledError, match=rf"^Run {run_id} is cancelled"):
+                await engine.run({}, run_id=run_id)
+            assert not held.is_set()  # the run ended while B's answer was held: the activity was cut
+            held.set()
+            assert orders(fetch(f"{shop}/requests")) == ["A", "B"]
+            handle = (await runner.connect()).get_workflow_handle(run_id)
+            ends = [
+                kind
+                async for event in handle.fetch_history_events()
+                for kind in ("activity_task_completed", "activity_task_canceled")
+                if event.HasField(f"{kind}_event_attributes")  # type: ignore[arg-type]
+            ]
+            assert ends == ["activity_task_completed", "activity_task_canceled"]  # A done; B cut and recorded
+            assert (await runner.describe(run_id)).state == "cancelled"
+    finally:
+        held.set()
+        await runner.aclose()
