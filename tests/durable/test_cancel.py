@@ -9,11 +9,13 @@ import asyncio
 import gc
 import threading
 import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 
-from kavalai.durable import DbosRunner, current_run
+from kavalai.durable import DbosRunner, DurableRunner, current_run
 from kavalai.errors import RunCancelledError
 from tests.durable.conftest import fetch
 from tests.durable.test_journal_io import charging_engine, orders
@@ -56,44 +58,48 @@ async def test_a_cancel_mid_step_is_the_last_step_and_the_run_stays_cancelled(jo
         await runner.aclose()
 
 
+@asynccontextmanager
+async def cancelled_at_b(runner: DurableRunner, run_id: str, cancel: Callable[[], None]) -> AsyncIterator[str]:
+    """The three charges run under ``run_id`` and ``cancel()``-ed while step B is in flight, B's answer held at the
+    shop until the block ends (bounded): the run's caller has been told it is cancelled; yields the shop's URL."""
+    held = threading.Event()
+
+    def cancel_and_hold_b(order: str) -> None:
+        if order == "B":
+            cancel()
+            held.wait(120)
+
+    try:
+        with serve(create_app(on_charge=cancel_and_hold_b)) as shop:
+            with pytest.raises(RunCancelledError, match=rf"^Run {run_id} is cancelled"):
+                await charging_engine(runner, shop).run({}, run_id=run_id)
+            yield shop
+            assert not held.is_set()  # B ended (recorded) while its answer was still held: B was cut
+    finally:
+        held.set()
+
+
 async def test_a_cancel_cuts_the_step_in_flight_which_is_recorded_cancelled(journal_url: str) -> None:
     """Step B hangs at the shop (its answer held) when the run is cancelled: B is cut, not awaited; its record says
     ``cancelled``; C never begins; ``kavalai runs show`` lists B among the steps whose outcome is unknown."""
     from kavalai.durable.dbos import DbosClient
 
-    run_id = "cut-1"
     runner = DbosRunner(journal_url)
-    held = threading.Event()
-    client: list[DbosClient] = []
-
-    def cancel_and_hold_b(order: str) -> None:
-        if order == "B":
-            client.append(DbosClient(journal_url))
-            client[0].cancel(run_id)
-            held.wait(120)  # bounded: released once the run has ended
-
+    client = DbosClient(journal_url)
     try:
-        with serve(create_app(on_charge=cancel_and_hold_b)) as shop:
-            engine = charging_engine(runner, shop)
-            with pytest.raises(RunCancelledError, match=rf"^Run {run_id} is cancelled"):
-                await engine.run({}, run_id=run_id)
-            steps = await recorded(runner, run_id, 2)
-            assert not held.is_set()  # B was recorded while its answer was still held: B was cut
-            held.set()
-            assert orders(fetch(f"{shop}/requests")) == ["A", "B"]
+        async with cancelled_at_b(runner, "cut-1", lambda: client.cancel("cut-1")) as shop:
+            steps = await recorded(runner, "cut-1", 2)
             assert steps[1][2].get("cancelled") is True, steps
             assert steps[1][2]["error"]["type"] == "kavalai.errors:RunCancelledError"
-            assert await runner.status(run_id) == "CANCELLED"
+            assert await runner.status("cut-1") == "CANCELLED"
             with pytest.raises(RunCancelledError):
-                await engine.run({}, run_id=run_id)
+                await charging_engine(runner, shop).run({}, run_id="cut-1")
             assert orders(fetch(f"{shop}/requests")) == ["A", "B"]
-        info = client[0].describe(run_id)
+        info = client.describe("cut-1")
         assert info.state == "cancelled"
         assert info.in_doubt == [{"position": 2, "name": "tool rest://shop.charge", "state": "cancelled"}]
     finally:
-        held.set()
-        for made in client:
-            made.close()
+        client.close()
         await runner.aclose()
 
 
@@ -191,7 +197,6 @@ async def test_a_temporal_cancel_cuts_the_activity_in_flight_and_records_its_end
 
     run_id = f"cut-{uuid.uuid4().hex[:8]}"
     runner = TemporalRunner(temporal_address, task_queue=f"q-{run_id}")
-    held = threading.Event()
 
     async def cancel() -> None:
         elsewhere = TemporalRunner(temporal_address, task_queue=f"q-{run_id}", worker=False)
@@ -200,20 +205,12 @@ async def test_a_temporal_cancel_cuts_the_activity_in_flight_and_records_its_end
         finally:
             await elsewhere.aclose()
 
-    def cancel_and_hold_b(order: str) -> None:
-        if order == "B":
-            asyncio.run(cancel())
-            gc.collect()
-            held.wait(120)  # bounded: released once the run has ended
+    def cancel_now() -> None:
+        asyncio.run(cancel())
+        gc.collect()
 
     try:
-        with serve(create_app(on_charge=cancel_and_hold_b)) as shop:
-            engine = charging_engine(runner, shop)
-            with pytest.raises(RunCancelledError, match=rf"^Run {run_id} is cancelled"):
-                await engine.run({}, run_id=run_id)
-            assert not held.is_set()  # the run ended while B's answer was held: the activity was cut
-            held.set()
-            assert orders(fetch(f"{shop}/requests")) == ["A", "B"]
+        async with cancelled_at_b(runner, run_id, cancel_now) as shop:
             handle = (await runner.connect()).get_workflow_handle(run_id)
             ends = [
                 kind
@@ -221,8 +218,8 @@ async def test_a_temporal_cancel_cuts_the_activity_in_flight_and_records_its_end
                 for kind in ("activity_task_completed", "activity_task_canceled")
                 if event.HasField(f"{kind}_event_attributes")  # type: ignore[arg-type]
             ]
-            assert ends == ["activity_task_completed", "activity_task_canceled"]  # A done; B cut and recorded
-            assert (await runner.describe(run_id)).state == "cancelled"
+            assert orders(fetch(f"{shop}/requests")) == ["A", "B"]
+        assert ends == ["activity_task_completed", "activity_task_canceled"]  # A done; B cut and recorded
+        assert (await runner.describe(run_id)).state == "cancelled"
     finally:
-        held.set()
         await runner.aclose()
