@@ -377,6 +377,16 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
         "postgres": "test_cancel.py::test_a_cancel_mid_step_is_the_last_step_and_the_run_stays_cancelled[postgres]",
         "temporal": "test_cancel.py::test_a_cancelled_temporal_run_ends_cancelled_not_completed",
     },
+    "cancel cuts the step in flight (recorded cancelled)": {
+        "sqlite": "test_cancel.py::test_a_cancel_cuts_the_step_in_flight_which_is_recorded_cancelled[sqlite]",
+        "postgres": "test_cancel.py::test_a_cancel_cuts_the_step_in_flight_which_is_recorded_cancelled[postgres]",
+        "temporal": "test_cancel.py::test_a_temporal_cancel_cuts_the_activity_in_flight_and_records_its_end",
+    },
+    "cancel while waiting for an answer": {
+        "sqlite": "test_cancel.py::test_a_cancel_reaches_a_run_waiting_for_an_answer[sqlite]",
+        "postgres": "test_cancel.py::test_a_cancel_reaches_a_run_waiting_for_an_answer[postgres]",
+        "temporal": None,
+    },
     "definition changed between crash and resume (added, removed, renamed)": {
         "sqlite": "test_definition.py::test_a_resume_under_a_changed_workflow_is_refused_and_runs_nothing",
         "postgres": "test_faults.py::test_a_worker_killed_and_its_run_resumed_under_a_changed_definition",
@@ -384,6 +394,11 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
     },
     "a tool that may not repeat found sent (in doubt / replay / idempotent)": {
         "sqlite": "test_doubt.py::test_a_step_sent_without_a_result_is_in_doubt_unless_its_tool_says_replay",
+        "postgres": None,
+        "temporal": None,
+    },
+    "a step in doubt of a tool that says ask, resolved done / retry (kavalai runs resolve)": {
+        "sqlite": "test_doubt.py::test_a_step_in_doubt_of_a_tool_that_says_ask_waits_for_the_operator",
         "postgres": None,
         "temporal": None,
     },

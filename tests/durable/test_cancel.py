@@ -1,16 +1,21 @@
-"""Cancel as a journal event, on DBOS and Temporal: ``kavalai runs cancel`` while a step is in flight lets that step end
-and no other begin; the run ends ``cancelled``, running it again under its id never revives it (one clear error), and
-an answer to it is refused. Counted at a local shop service: requests and effects per order."""
+"""Cancel as a journal event, on DBOS and Temporal: ``kavalai runs cancel`` while a step is in flight lets no other step
+begin, and a step still in flight is cut (through its deadline) and recorded ``cancelled``; a cancel reaches a run
+waiting for an answer; the run ends ``cancelled``, running it again under its id never revives it (one clear error),
+and an answer to it is refused. Counted at a local shop service: requests and effects per order."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 
-from kavalai.durable import DbosRunner
+from kavalai.durable import DbosRunner, DurableRunner, current_run
 from kavalai.errors import RunCancelledError
 from tests.durable.conftest import fetch
 from tests.durable.test_journal_io import charging_engine, orders
@@ -53,6 +58,101 @@ async def test_a_cancel_mid_step_is_the_last_step_and_the_run_stays_cancelled(jo
         await runner.aclose()
 
 
+@asynccontextmanager
+async def cancelled_at_b(runner: DurableRunner, run_id: str, cancel: Callable[[], None]) -> AsyncIterator[str]:
+    """The three charges run under ``run_id`` and ``cancel()``-ed while step B is in flight, B's answer held at the
+    shop until the block ends (bounded): the run's caller has been told it is cancelled; yields the shop's URL."""
+    held = threading.Event()
+
+    def cancel_and_hold_b(order: str) -> None:
+        if order == "B":
+            cancel()
+            held.wait(120)
+
+    try:
+        with serve(create_app(on_charge=cancel_and_hold_b)) as shop:
+            with pytest.raises(RunCancelledError, match=rf"^Run {run_id} is cancelled"):
+                await charging_engine(runner, shop).run({}, run_id=run_id)
+            yield shop
+            assert not held.is_set()  # B ended (recorded) while its answer was still held: B was cut
+    finally:
+        held.set()
+
+
+async def test_a_cancel_cuts_the_step_in_flight_which_is_recorded_cancelled(journal_url: str) -> None:
+    """Step B hangs at the shop (its answer held) when the run is cancelled: B is cut, not awaited; its record says
+    ``cancelled``; C never begins; ``kavalai runs show`` lists B among the steps whose outcome is unknown."""
+    from kavalai.durable.dbos import DbosClient
+
+    runner = DbosRunner(journal_url)
+    client = DbosClient(journal_url)
+    try:
+        async with cancelled_at_b(runner, "cut-1", lambda: client.cancel("cut-1")) as shop:
+            steps = await recorded(runner, "cut-1", 2)
+            assert steps[1][2].get("cancelled") is True, steps
+            assert steps[1][2]["error"]["type"] == "kavalai.errors:RunCancelledError"
+            assert await runner.status("cut-1") == "CANCELLED"
+            with pytest.raises(RunCancelledError):
+                await charging_engine(runner, shop).run({}, run_id="cut-1")
+            assert orders(fetch(f"{shop}/requests")) == ["A", "B"]
+        info = client.describe("cut-1")
+        assert info.state == "cancelled"
+        assert info.in_doubt == [{"position": 2, "name": "tool rest://shop.charge", "state": "cancelled"}]
+    finally:
+        client.close()
+        await runner.aclose()
+
+
+async def recorded(runner: DbosRunner, run_id: str, count: int) -> list[tuple[int, str, Any]]:
+    """The run's steps once ``count`` are recorded (a bounded wait: the cancelled run's caller is told at once, the
+    run itself ends when its step in flight is cut)."""
+    for _ in range(1200):
+        steps = await runner.recorded_steps(run_id)
+        if len(steps) >= count:
+            return steps
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"run {run_id} recorded {steps}")
+
+
+class Approver:
+    """A durable target that waits for one approval, then calls nothing."""
+
+    durable_name = "approver"
+    durable_kernel = None
+
+    async def run_journaled(self, payload: Any) -> Any:
+        run = current_run()
+        assert run is not None
+        return await run.wait_for_answer("approval", {"charge": payload["order"]})
+
+
+async def test_a_cancel_reaches_a_run_waiting_for_an_answer(journal_url: str) -> None:
+    """A run waits (with no timeout) for an approval; ``kavalai runs cancel`` from another connection: the run ends
+    ``cancelled`` without an answer, is not revived, and a later answer is refused with the reason."""
+    from kavalai.durable.dbos import DbosClient
+
+    runner = DbosRunner(journal_url)
+    client = DbosClient(journal_url)
+    try:
+        done = asyncio.ensure_future(runner.run(Approver(), {"order": "A"}, run_id="wait-1"))
+        for _ in range(1200):  # bounded: until the question is published
+            if await runner.pending("wait-1") or done.done():
+                break
+            await asyncio.sleep(0.05)
+        assert list(await runner.pending("wait-1")) == ["approval-1"]
+        await asyncio.to_thread(client.cancel, "wait-1")
+        with pytest.raises(RunCancelledError, match=r"^Run wait-1 is cancelled"):
+            await asyncio.wait_for(done, 120)  # bounded: liveness only
+        assert client.describe("wait-1").state == "cancelled"
+        with pytest.raises(RunCancelledError, match=r"the answer 'approval-1' is refused"):
+            await runner.answer("wait-1", "approval-1", {"action": "allow"})
+        with pytest.raises(RunCancelledError):
+            await runner.run(Approver(), {"order": "A"}, run_id="wait-1")
+    finally:
+        client.close()
+        await runner.aclose()
+
+
 async def test_a_cancelled_temporal_run_ends_cancelled_not_completed(temporal_address: str) -> None:
     from kavalai.durable import TemporalRunner
 
@@ -85,5 +185,41 @@ async def test_a_cancelled_temporal_run_ends_cancelled_not_completed(temporal_ad
                 await runner.answer(run_id, "approval-3", {"action": "allow"})
             assert orders(fetch(f"{shop}/requests")) == ["A", "B"]
             assert orders(fetch(f"{shop}/effects")) == ["A", "B"]
+    finally:
+        await runner.aclose()
+
+
+async def test_a_temporal_cancel_cuts_the_activity_in_flight_and_records_its_end(temporal_address: str) -> None:
+    """Step B's answer is held at the shop when the run is cancelled: the cancel reaches the activity through its
+    heartbeats and cuts the call; the run waits for the activity's end, recorded in its history (cancelled, not
+    abandoned), and ends ``cancelled``; C never begins."""
+    from kavalai.durable import TemporalRunner
+
+    run_id = f"cut-{uuid.uuid4().hex[:8]}"
+    runner = TemporalRunner(temporal_address, task_queue=f"q-{run_id}")
+
+    async def cancel() -> None:
+        elsewhere = TemporalRunner(temporal_address, task_queue=f"q-{run_id}", worker=False)
+        try:
+            await elsewhere.cancel(run_id)
+        finally:
+            await elsewhere.aclose()
+
+    def cancel_now() -> None:
+        asyncio.run(cancel())
+        gc.collect()
+
+    try:
+        async with cancelled_at_b(runner, run_id, cancel_now) as shop:
+            handle = (await runner.connect()).get_workflow_handle(run_id)
+            ends = [
+                kind
+                async for event in handle.fetch_history_events()
+                for kind in ("activity_task_completed", "activity_task_canceled")
+                if event.HasField(f"{kind}_event_attributes")  # type: ignore[arg-type]
+            ]
+            assert orders(fetch(f"{shop}/requests")) == ["A", "B"]
+        assert ends == ["activity_task_completed", "activity_task_canceled"]  # A done; B cut and recorded
+        assert (await runner.describe(run_id)).state == "cancelled"
     finally:
         await runner.aclose()

@@ -1,11 +1,16 @@
 """Steps whose outcome nobody knows: a tool that is neither read-only nor idempotent nor keyed, sent, and its result
 not recorded (the journal went away right after the shop made the charge). A resume does not send it again: the step
 is in doubt, the workflow receives ``OutcomeUnknownError``, ``kavalai runs show`` lists it; with the tool's
-``on_doubt="replay"`` it is sent again. Counted at a local shop service."""
+``on_doubt="replay"`` it is sent again; with ``on_doubt="ask"`` (on the tool's own definition) the run asks and waits
+until ``kavalai runs resolve RUN STEP --done | --retry`` settles it. Counted at a local shop service."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -17,7 +22,7 @@ from kavalai.durable import DbosRunner
 from kavalai.durable.dbos import DbosClient
 from kavalai.errors import RunInterruptedError
 from kavalai.workflow import WorkflowBuilder, WorkflowEngine
-from tests.durable.conftest import fetch
+from tests.durable.conftest import ROOT, fetch
 from tests.durable.test_journal_io import Locker, orders
 from tests.servers.effects_app import create_app
 from tests.servers.uvicorn_server import serve
@@ -25,11 +30,11 @@ from tests.servers.uvicorn_server import serve
 pytestmark = pytest.mark.timeout(240)
 
 
-def unkeyed_engine(runner: DbosRunner, shop: str, *, idempotent: bool = False) -> WorkflowEngine:
+def unkeyed_engine(runner: DbosRunner, shop: str, *, idempotent: bool = False, on_doubt: Any = None) -> WorkflowEngine:
     """Three charges through a Python tool that sends no idempotency key (so nothing may repeat it safely, unless it
     says it is ``idempotent``)."""
 
-    @pythontool(idempotent=idempotent)
+    @pythontool(idempotent=idempotent, on_doubt=on_doubt)
     def charge(order: str) -> dict[str, Any]:
         body = json.dumps({"order": order, "amount": 1}).encode()
         request = urllib.request.Request(f"{shop}/charge", body, {"Content-Type": "application/json"})
@@ -87,6 +92,54 @@ async def test_a_step_sent_without_a_result_is_in_doubt_unless_its_tool_says_rep
         finally:
             client.close()
         assert shown.in_doubt == [{"position": 2, "name": "b#1/tool python://charge#1", "state": "in_doubt"}]
+    finally:
+        locker.release()
+        await runner.aclose()
+
+
+def resolve(url: str, run_id: str, step: int, *how: str) -> subprocess.CompletedProcess[str]:
+    """``kavalai runs resolve`` in a process of its own."""
+    command = [sys.executable, "-m", "kavalai.cli.main", "runs", "resolve", run_id, str(step), *how, "--db", url]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.mark.parametrize("how", ["done", "retry"])
+async def test_a_step_in_doubt_of_a_tool_that_says_ask_waits_for_the_operator(tmp_path: Path, how: str) -> None:
+    path = tmp_path / "journal.sqlite"
+    url = f"sqlite:///{path}"
+    locker = Locker(path)
+    runner = DbosRunner(url, busy_timeout=0.05, journal_outage=0.3)  # the policy is the tool's own
+    try:
+        with serve(create_app(on_charge=locker.at_first("B"))) as shop:
+            with pytest.raises(RunInterruptedError):
+                await unkeyed_engine(runner, shop, on_doubt="ask").run({}, run_id="ask-1")
+            locker.release()
+            done = asyncio.ensure_future(unkeyed_engine(runner, shop, on_doubt="ask").run({}, run_id="ask-1"))
+            for _ in range(1200):  # bounded: until the run asks
+                if "doubt-2" in await runner.pending("ask-1") or done.done():
+                    break
+                await asyncio.sleep(0.05)
+            question = (await runner.pending("ask-1"))["doubt-2"]
+            assert (question["kind"], question["step"], question["uri"]) == ("doubt", 2, "python://charge")
+            assert orders(fetch(f"{shop}/requests")) == ["A", "B"]  # nothing sent while it asks
+            extra = ["--done", "--result", '{"charge": 2, "order": "B", "amount": 1}'] if how == "done" else ["--retry"]
+            settled = await asyncio.to_thread(resolve, url, "ask-1", 2, *extra)
+            assert settled.returncode == 0, settled.stderr
+            assert settled.stderr.strip() == f"kavalai runs: resolved step 2 of ask-1 ({how})"
+            result = await asyncio.wait_for(done, 120)  # bounded: liveness only
+            assert result.ok, result.error
+            requests, effects = orders(fetch(f"{shop}/requests")), orders(fetch(f"{shop}/effects"))
+            again = await asyncio.to_thread(resolve, url, "ask-1", 2, "--retry")
+        if how == "done":
+            assert result.output == {"n": [1, 2, 3]}
+            assert requests == effects == ["A", "B", "C"]  # B once: the operator said it happened
+        else:
+            assert result.output == {"n": [1, 3, 4]}
+            assert requests == effects == ["A", "B", "B", "C"]  # the operator said it did not: sent again
+        assert again.returncode == 1  # answered already: one line, naming the answer that won
+        assert again.stderr.startswith("kavalai runs: Run ask-1: 'doubt-2' was answered already, with ")
+        assert "Traceback" not in again.stderr
     finally:
         locker.release()
         await runner.aclose()

@@ -170,6 +170,7 @@ async def test_an_outage_past_the_runs_patience_interrupts_it_and_the_run_resume
             assert orders(fetch(f"{shop}/requests")) == ["A", "B"]  # no step began after the failed record
             assert await runner.status("outage-2") == "PENDING"  # not failed: resumable
             locker.release()
+            assert await shown_as("interrupted", f"sqlite:///{path}", "outage-2")  # marked once the journal is back
             result = await engine.run({}, run_id="outage-2")
             assert result.ok, result.error
             assert result.output == {"n": [1, 2, 3]}
@@ -179,9 +180,28 @@ async def test_an_outage_past_the_runs_patience_interrupts_it_and_the_run_resume
             assert requests[1]["key"] == requests[2]["key"]
             assert orders(fetch(f"{shop}/effects")) == ["A", "B", "C"]
         assert await runner.status("outage-2") == "SUCCESS"
+        assert await shown_as("finished", f"sqlite:///{path}", "outage-2")
     finally:
         locker.release()
         await runner.aclose()
+
+
+async def shown_as(state: str, url: str, run_id: str) -> bool:
+    """Whether ``kavalai runs show`` and ``list`` (a :class:`DbosClient`) come to show the run in ``state`` (a bounded
+    wait: the mark of an interruption is written by the runner's next heartbeat)."""
+    from kavalai.durable.dbos import DbosClient
+
+    client = await asyncio.to_thread(DbosClient, url)
+    try:
+        for _ in range(600):
+            listed = {run.run_id: run.state for run in await asyncio.to_thread(client.list_runs)}
+            shown = await asyncio.to_thread(client.describe, run_id)
+            if shown.state == state and listed.get(run_id) == state:
+                return True
+            await asyncio.sleep(0.05)
+        return False
+    finally:
+        client.close()
 
 
 # ------------------------------------------------------------------------------------------------ the gate itself
@@ -228,23 +248,35 @@ async def test_past_its_patience_the_run_is_interrupted_and_other_errors_pass_th
 
 
 def test_every_journal_operation_of_a_run_crosses_the_gate() -> None:
-    """The enumeration: in the step log and in the code a DBOS run executes, no blocking journal operation goes to
-    a thread (or runs) except through ``journal_io``."""
-    tree = ast.parse((SRC / "_step_log.py").read_text())
-    assert not [node for node in ast.walk(tree) if _to_thread(node)], "_step_log.py bypasses journal_io"
-    tree = ast.parse((SRC / "dbos.py").read_text())
+    """The enumeration: in the step log, the answer log and the code a DBOS run executes, no blocking journal
+    operation goes to a thread (or runs) except through ``journal_io``."""
+    for module in ("_step_log.py", "_answer_log.py"):
+        tree = ast.parse((SRC / module).read_text())
+        assert not [node for node in ast.walk(tree) if _to_thread(node)], f"{module} bypasses journal_io"
     run_code = [
         node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.AsyncFunctionDef | ast.ClassDef) and node.name in ("_kavalai_run", "_DbosJournal")
+        for module in ("dbos.py", "_dbos_journal.py", "_cancel_watch.py")
+        for node in ast.walk(ast.parse((SRC / module).read_text()))
+        if isinstance(node, ast.AsyncFunctionDef | ast.ClassDef)
+        and node.name in ("_kavalai_run", "DbosJournal", "CancelWatch")
     ]
-    assert len(run_code) == 2
+    assert len(run_code) == 3
     for code in run_code:
         assert not [node for node in ast.walk(code) if _to_thread(node)], f"{code.name} bypasses journal_io"
     journal = ast.parse((SRC / "_step_log.py").read_text())
     gated = [n for n in ast.walk(journal) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "journal_io"]
-    # the read of the run's steps when an attempt begins, the sent mark of an unsafe step, the record of each step
-    assert len(gated) == 3
+    # the read of the run's steps when an attempt begins (and the removal of an interruption's mark), the sent mark of
+    # an unsafe step, the record of each step, the question about a step in doubt and the looks for its answer
+    assert len(gated) == 6
+    answers = ast.parse((SRC / "_answer_log.py").read_text())
+    crossing = {
+        node.name
+        for node in ast.walk(answers)
+        if isinstance(node, ast.AsyncFunctionDef)
+        and any(isinstance(n, ast.Call) and getattr(n.func, "id", "") == "journal_io" for n in ast.walk(node))
+    }
+    every_async = {node.name for node in ast.walk(answers) if isinstance(node, ast.AsyncFunctionDef)}
+    assert crossing == every_async == {"lookup", "keep", "publish", "open_questions"}
 
 
 def _to_thread(node: ast.AST) -> bool:

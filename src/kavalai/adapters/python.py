@@ -8,7 +8,7 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import FrameType
-from typing import Any, ClassVar, Final, TypeVar, get_origin, overload
+from typing import Any, ClassVar, Final, Literal, TypeVar, get_origin, overload
 
 from pydantic import BaseModel
 
@@ -45,6 +45,8 @@ class ToolOptions:
             that never block: a slow inline tool stalls every other task.
         idempotent: calling it twice with the same idempotency key has the effect of one call (it reads
             :func:`kavalai.durable.idempotency_key`): a durable run may send it again after a crash.
+        on_doubt: what a durable run does with a call of it found sent without a result (``"fail"``, ``"replay"``
+            or ``"ask"``; ``None``: the runner's choice, ``"fail"`` by default; see ``docs/durable.md``).
         local_types: for a function defined inside another, the types in scope where it was decorated, so that
             string annotations (``from __future__ import annotations``) naming local classes resolve.
     """
@@ -53,6 +55,7 @@ class ToolOptions:
     timeout: float | None = None
     inline: bool = False
     idempotent: bool = False
+    on_doubt: Literal["fail", "replay", "ask"] | None = None
     local_types: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -68,7 +71,12 @@ def pythontool(func: F, /) -> F: ...
 
 @overload
 def pythontool(
-    *, description: str | None = None, timeout: float | None = None, inline: bool = False, idempotent: bool = False
+    *,
+    description: str | None = None,
+    timeout: float | None = None,
+    inline: bool = False,
+    idempotent: bool = False,
+    on_doubt: Literal["fail", "replay", "ask"] | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -80,6 +88,7 @@ def pythontool(
     timeout: float | None = None,
     inline: bool = False,
     idempotent: bool = False,
+    on_doubt: Literal["fail", "replay", "ask"] | None = None,
 ) -> F | Callable[[F], F]:
     """Mark a function as a tool that a :class:`~kavalai.FunctionKernel` may register.
 
@@ -95,9 +104,16 @@ def pythontool(
         inline: run a *sync* function directly on the event loop rather than in a worker thread.
         idempotent: it honours the call's idempotency key (:func:`kavalai.durable.idempotency_key`), so a durable
             run may send a call whose outcome is unknown again (see ``docs/durable.md``, the step journal).
+        on_doubt: what a durable run does with a call found sent without a result, when it is not idempotent:
+            ``"fail"`` (:class:`~kavalai.errors.OutcomeUnknownError`), ``"replay"`` or ``"ask"`` (the operator
+            settles it: ``kavalai runs resolve``); ``None``: the runner's choice.
     """
     timeout = limit_seconds(timeout, what="@pythontool timeout")
-    options = ToolOptions(description=description, timeout=timeout, inline=inline, idempotent=idempotent)
+    if on_doubt not in (None, "fail", "replay", "ask"):
+        raise ValueError(f"on_doubt must be 'fail', 'replay' or 'ask', got {on_doubt!r}")
+    options = ToolOptions(
+        description=description, timeout=timeout, inline=inline, idempotent=idempotent, on_doubt=on_doubt
+    )
     if options == _DEFAULT_OPTIONS:
         options = _DEFAULT_OPTIONS  # one object for the common case, not one per function
 
@@ -187,6 +203,8 @@ class PythonToolAdapter(ToolAdapter):
         metadata: dict[str, Any] = {"function": _dotted_name(func)}
         if options.idempotent:
             metadata["idempotent"] = True
+        if options.on_doubt is not None:
+            metadata["on_doubt"] = options.on_doubt
         limit = timeout if timeout is not None else options.timeout
         build = functools.partial(_definition, uri, schema, func, run_inline, limit, metadata)
         if schema.deferred and schema.input_schema is not None and schema.output_schema is not None:

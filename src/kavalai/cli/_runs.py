@@ -1,9 +1,11 @@
-"""``kavalai runs show|list|cancel``: where durable runs are, without Python, on DBOS (``--db URL``) or Temporal
-(``--engine temporal --address HOST:PORT``).
+"""``kavalai runs show|list|cancel|resolve``: where durable runs are, without Python, on DBOS (``--db URL``) or
+Temporal (``--engine temporal --address HOST:PORT``).
 
 ``show RUN_ID`` prints the run as JSON (its state, the engine's own status, what it runs, when it began and last
 changed, and a finished run's outcome); ``list`` prints a line per run, newest first (``--json`` for JSON);
-``cancel RUN_ID`` cancels it (it stops at its next step, wherever it runs, and is not resumed).
+``cancel RUN_ID`` cancels it (it stops at its next step, wherever it runs, and is not resumed); ``resolve RUN_ID STEP
+--done [--result JSON] | --retry`` settles a step in doubt that the run asks about (its tool's ``on_doubt="ask"``):
+it happened (with that result), or send it again.
 
 Exit status: 0 done, 1 no run has that id, 2 a usage error (no ``--db`` for DBOS, a run id that breaks the rule,
 the engine's extra missing).
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kavalai.cli._engines import add_engine_options, engine_of, lookup_failed, temporal_runner
+from kavalai.errors import DurableRunError
 
 __all__ = ["add_runs_parser", "runs_command"]
 
@@ -27,14 +30,22 @@ def add_runs_parser(subparsers: Any) -> None:
     """Add the ``runs`` command to the ``kavalai`` command's subparsers."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "runs",
-        help="show, list or cancel durable runs (DBOS or Temporal)",
-        description="Show, list or cancel durable runs (the dbos or temporal extra; see docs/durable.md).",
+        help="show, list, cancel durable runs (DBOS or Temporal), or resolve a step in doubt",
+        description="Show, list or cancel durable runs, or resolve a step in doubt (the dbos or temporal extra; see "
+        "docs/durable.md).",
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    for name, text in (("show", "a run, as JSON"), ("list", "the newest runs"), ("cancel", "cancel a run")):
+    for name, text in (
+        ("show", "a run, as JSON"),
+        ("list", "the newest runs"),
+        ("cancel", "cancel a run"),
+        ("resolve", "settle a step in doubt: it happened (--done) or send it again (--retry)"),
+    ):
         action = actions.add_parser(name, help=text)
         if name != "list":
             action.add_argument("run_id", metavar="RUN_ID", help="the run's id")
+        if name == "resolve":
+            _add_resolve_arguments(action)
         else:
             action.add_argument("--limit", type=int, default=20, metavar="N", help="how many (default 20)")
             action.add_argument("--json", action="store_true", help="print the runs as JSON")
@@ -53,6 +64,9 @@ def runs_command(args: argparse.Namespace, *, stdout: TextIO | None = None, stde
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
     temporal = engine_of(args) == "temporal"
+    if temporal and args.action == "resolve":
+        print("kavalai runs: resolve is for DBOS runs (a Temporal step's attempts are its activity's)", file=err)
+        return 2
     if not temporal and args.db is None:
         args.db = default_journal(args.workflow)
     if not temporal and args.db is None:
@@ -70,11 +84,16 @@ def runs_command(args: argparse.Namespace, *, stdout: TextIO | None = None, stde
     except LookupError as exc:  # UnknownRunError
         print(f"kavalai runs: {lookup_failed(exc)}", file=err)
         return 1
+    except DurableRunError as exc:  # resolve: answered already, or the run is cancelled
+        print(f"kavalai runs: {exc}", file=err)
+        return 1
     except ValueError as exc:  # a run id that breaks the rule
         print(f"kavalai runs: {exc}", file=err)
         return 2
     if args.action == "cancel":
         print(f"kavalai runs: cancelled {args.run_id}", file=err)
+    elif args.action == "resolve":
+        print(f"kavalai runs: resolved step {args.step} of {args.run_id} ({found})", file=err)
     elif args.action == "show":
         print(json.dumps(found.to_dict(), indent=2, ensure_ascii=False, default=str), file=out)
     elif args.json:
@@ -106,9 +125,34 @@ def _dbos(args: argparse.Namespace) -> Any:
             return client.describe(args.run_id)
         if args.action == "cancel":
             return client.cancel(args.run_id)
+        if args.action == "resolve":
+            return _resolve(client, args)
         return client.list_runs(limit=args.limit)
     finally:
         client.close()
+
+
+def _add_resolve_arguments(action: argparse.ArgumentParser) -> None:
+    action.add_argument("step", type=int, metavar="STEP", help="the step's position (kavalai runs show: in_doubt)")
+    how = action.add_mutually_exclusive_group(required=True)
+    how.add_argument("--done", action="store_true", help="it happened: the run records it done and goes on")
+    how.add_argument("--retry", action="store_true", help="it did not happen: the run sends it again")
+    action.add_argument(
+        "--result", metavar="JSON", help="with --done: the step's result, as the tool would have returned it"
+    )
+
+
+def _resolve(client: Any, args: argparse.Namespace) -> str:
+    """Answer the run's question about step ``args.step``; the resolution in a word."""
+    if args.retry:
+        client.resolve(args.run_id, args.step, done=False)
+        return "retry"
+    try:
+        result = None if args.result is None else json.loads(args.result)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--result is not JSON: {exc}") from None
+    client.resolve(args.run_id, args.step, done=True, result=result)
+    return "done"
 
 
 async def _temporal(args: argparse.Namespace) -> Any:

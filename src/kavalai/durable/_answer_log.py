@@ -1,11 +1,14 @@
 """An answer log in an SQL table: where the answers given during a step (an MCP server's requests for user input)
-are kept for the step's next attempt, and where questions published for an answer from outside wait for it."""
+are kept for the step's next attempt, and where questions published for an answer from outside wait for it. Its
+reads and writes from async code cross the journal's gate (:func:`~._journal_io.journal_io`): an outage pauses them
+for ``outage`` seconds at most."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
+
+from kavalai.durable._journal_io import DEFAULT_OUTAGE, journal_io
 
 __all__ = ["SqlAnswerLog"]
 
@@ -19,9 +22,10 @@ class SqlAnswerLog:
     Args:
         url: the database (``sqlite:///path``, ``postgresql+psycopg://...``).
         engine: an SQLAlchemy engine to use instead.
+        outage: how long, in seconds, its async reads and writes wait for the database to come back.
     """
 
-    def __init__(self, url: str | None = None, *, engine: Any = None) -> None:
+    def __init__(self, url: str | None = None, *, engine: Any = None, outage: float = DEFAULT_OUTAGE) -> None:
         import sqlalchemy as sa
 
         if engine is None:
@@ -31,24 +35,26 @@ class SqlAnswerLog:
         from kavalai.durable._schema import ANSWERS, ensure_schema
 
         self.engine = engine
+        self.outage = outage
         self.table = ANSWERS
         ensure_schema(engine)
 
     async def lookup(self, run_id: str, key: str) -> tuple[bool, Any]:
         """See :meth:`kavalai.durable.AnswerLog.lookup`."""
-        return await asyncio.to_thread(self.lookup_now, run_id, key)
+        return await journal_io(run_id, f"look up answer {key}", self.lookup_now, run_id, key, outage=self.outage)
 
     async def keep(self, run_id: str, key: str, question: Any, answer: Any) -> None:
         """See :meth:`kavalai.durable.AnswerLog.keep`."""
-        await asyncio.to_thread(self.keep_now, run_id, key, question, answer)
+        what = f"keep answer {key}"
+        await journal_io(run_id, what, self.keep_now, run_id, key, question, answer, outage=self.outage)
 
     async def publish(self, run_id: str, key: str, question: Any) -> None:
         """See :meth:`kavalai.durable.AnswerLog.publish`."""
-        await asyncio.to_thread(self._publish, run_id, key, question)
+        await journal_io(run_id, f"publish question {key}", self.publish_now, run_id, key, question, outage=self.outage)
 
     async def open_questions(self, run_id: str) -> dict[str, Any]:
         """See :meth:`kavalai.durable.AnswerLog.open_questions`."""
-        return await asyncio.to_thread(self.open_now, run_id)
+        return await journal_io(run_id, "read the open questions", self.open_now, run_id, outage=self.outage)
 
     def open_now(self, run_id: str) -> dict[str, Any]:
         """:meth:`open_questions`, blocking."""
@@ -102,7 +108,8 @@ class SqlAnswerLog:
             return False, None
         return True, json.loads(row.answer)
 
-    def _publish(self, run_id: str, key: str, question: Any) -> None:
+    def publish_now(self, run_id: str, key: str, question: Any) -> None:
+        """:meth:`publish`, blocking."""
         import sqlalchemy as sa
 
         t = self.table

@@ -24,6 +24,10 @@ def checked_answer(question: Mapping[str, Any], value: Any) -> Any:
         return approval_answer(value)
     if question.get("kind") == "elicitation":
         return elicitation_answer(value)
+    if question.get("kind") == "doubt":
+        from kavalai.durable._doubt import doubt_answer
+
+        return doubt_answer(value)
     try:
         return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
     except (TypeError, ValueError) as exc:

@@ -9,7 +9,13 @@ happened, and applies the tool's ``on_doubt`` policy:
 
 - ``"fail"`` (the default): the step is recorded **in doubt**, and the workflow or agent receives
   :class:`~kavalai.errors.OutcomeUnknownError` (an agent's model reads "outcome unknown: check before retrying");
-- ``"replay"``: the step is sent again (the user accepts a possible repeat).
+- ``"replay"``: the step is sent again (the user accepts a possible repeat);
+- ``"ask"``: the run asks the operator, durably, whether the effect happened (a question ``doubt-<position>`` of
+  kind ``doubt`` in the answer log) and waits: ``kavalai runs resolve RUN STEP --done`` records the step done (with
+  ``--result JSON`` as its result), ``--retry`` sends it again.
+
+The policy is the runner's for the tool's URI (``DbosRunner(on_doubt={uri: ...})``), else the tool's own
+(``@pythontool(on_doubt=...)``, a definition's ``metadata["on_doubt"]``), else ``"fail"``.
 """
 
 from __future__ import annotations
@@ -19,20 +25,78 @@ from typing import Any, Final, Literal
 
 from kavalai.errors import OutcomeUnknownError
 
-__all__ = ["ON_DOUBT", "OnDoubt", "doubt_policy", "in_doubt_result", "is_in_doubt", "sent_mark"]
+__all__ = [
+    "ON_DOUBT",
+    "OnDoubt",
+    "doubt_answer",
+    "doubt_key",
+    "doubt_policy",
+    "doubt_question",
+    "in_doubt_result",
+    "is_in_doubt",
+    "resolved_result",
+    "sent_mark",
+]
 
-OnDoubt = Literal["fail", "replay"]
+OnDoubt = Literal["fail", "replay", "ask"]
 
 #: The policies a tool may have for a step found sent without a result.
-ON_DOUBT: Final = ("fail", "replay")
+ON_DOUBT: Final = ("fail", "replay", "ask")
 
 
 def doubt_policy(request: Any, on_doubt: Mapping[str, OnDoubt]) -> OnDoubt | None:
-    """The ``on_doubt`` policy of a step (by its tool's URI, ``"fail"`` by default), or ``None`` when the step needs
-    none: not a tool call, or one that may be repeated safely."""
+    """The ``on_doubt`` policy of a step (the runner's for its tool's URI, else the tool's own, else ``"fail"``), or
+    ``None`` when the step needs none: not a tool call, or one that may be repeated safely."""
     if not isinstance(request, Mapping) or request.get("kind") != "tool" or request.get("retry", True):
         return None
-    return on_doubt.get(str(request.get("uri")), "fail")
+    own = request.get("on_doubt")
+    return on_doubt.get(str(request.get("uri")), own if own in ON_DOUBT else "fail")
+
+
+def doubt_key(position: int) -> str:
+    """The key of the question a run asks about step ``position`` found in doubt (``on_doubt="ask"``)."""
+    return f"doubt-{position}"
+
+
+def doubt_question(run_id: str, position: int, name: str, request: Mapping[str, Any]) -> dict[str, Any]:
+    """The question a run asks the operator about a step found sent without a result."""
+    return {
+        "key": doubt_key(position),
+        "kind": "doubt",
+        "step": position,
+        "name": name,
+        "uri": request.get("uri"),
+        "idempotency_key": request.get("key"),
+        "question": f"Step {position} of run {run_id} ({name}) was sent and its outcome is unknown: did it happen? "
+        f"kavalai runs resolve {run_id} {position} --done (with --result JSON) or --retry",
+    }
+
+
+def doubt_answer(value: Any) -> dict[str, Any]:
+    """An answer to a doubt question as ``{"action": "done", "result": ...}`` or ``{"action": "retry"}``;
+    ``"done"`` and ``"retry"`` are short forms.
+
+    Raises:
+        ValueError: anything else.
+    """
+    if value in ("done", "retry"):
+        return {"action": "done", "result": None} if value == "done" else {"action": "retry"}
+    action = value.get("action") if isinstance(value, Mapping) else None
+    if action == "retry":
+        return {"action": "retry"}
+    if action == "done":
+        from kavalai.durable._answers import checked_answer
+
+        return {"action": "done", "result": checked_answer({}, value.get("result"))}
+    raise ValueError(
+        f"A step in doubt is resolved 'done' ({{'action': 'done', 'result': ...}}) or 'retry', not {value!r}."
+    )
+
+
+def resolved_result(answer: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any]:
+    """The record of a step the operator resolved done: the result they gave, as the tool would have returned it."""
+    value = answer.get("result")
+    return {"ok": {"result": value} if request.get("wrapped") else value, "resolved": True}
 
 
 def sent_mark(request: Mapping[str, Any]) -> dict[str, Any]:

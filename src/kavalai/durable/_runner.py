@@ -222,7 +222,7 @@ def existing_run_id(run_id: str) -> str:
 
 
 #: Where a run is, in words every engine's statuses map to.
-RunState = Literal["queued", "running", "finished", "failed", "cancelled"]
+RunState = Literal["queued", "running", "interrupted", "finished", "failed", "cancelled"]
 
 
 @dataclass(frozen=True)
@@ -231,15 +231,16 @@ class RunInfo:
 
     Attributes:
         run_id: the run's id.
-        state: ``queued``, ``running``, ``finished`` (the engine holds its outcome, which says whether the workflow
-            or agent succeeded), ``failed`` (the engine itself gave up on it) or ``cancelled``.
+        state: ``queued``, ``running``, ``interrupted`` (its journal was away longer than it could wait: it stays
+            resumable, run it again under its id), ``finished`` (the engine holds its outcome, which says whether the
+            workflow or agent succeeded), ``failed`` (the engine itself gave up on it) or ``cancelled``.
         engine_status: the engine's own word for it (DBOS ``SUCCESS``, Temporal ``COMPLETED``, ...).
         target: what it runs (``workflow:<name>``, ``agent:<name>``), when the engine says.
         created_at, updated_at: when it began and last changed (UTC), when the engine says.
         outcome: a finished run's JSON outcome (only from ``describe``).
         in_doubt: the steps whose outcome is unknown (only from ``describe``, DBOS's step log): ``position``,
             ``name`` and ``state`` (``in_doubt``: found sent without a result; ``sent``: in flight, or its worker
-            gone).
+            gone; ``cancelled``: cut in flight by a cancel).
     """
 
     run_id: str

@@ -16,20 +16,36 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 import sqlalchemy as sa
 
-from kavalai.durable._doubt import OnDoubt, doubt_policy, in_doubt_result, is_in_doubt, sent_mark
+from kavalai.durable._cancel_watch import is_cancelled
+from kavalai.durable._doubt import (
+    OnDoubt,
+    doubt_key,
+    doubt_policy,
+    doubt_question,
+    in_doubt_result,
+    is_in_doubt,
+    resolved_result,
+    sent_mark,
+)
 from kavalai.durable._journal_io import DEFAULT_OUTAGE, interrupted_error, journal_io
 from kavalai.durable._run import JsonValue, cancelled_error, replayed
 from kavalai.durable._schema import STEPS, ensure_schema
 from kavalai.errors import DurableRunError
 
+if TYPE_CHECKING:
+    from kavalai.durable._answer_log import SqlAnswerLog
+
 __all__ = ["RecordedStep", "SqlStepLog", "StepLogJournal"]
 
 #: A recorded step: its name and its JSON result.
 RecordedStep = tuple[str, JsonValue]
+
+#: Seconds between looks for the operator's answer about a step in doubt (``on_doubt="ask"``).
+ASK_POLL: Final = 0.5
 
 
 class SqlStepLog:
@@ -64,6 +80,11 @@ class SqlStepLog:
             rows = connection.execute(sa.select(t.c.position, t.c.name, t.c.result).where(t.c.run_id == run_id))
             recorded = {row.position: (row.name, json.loads(row.result)) for row in rows}
             return recorded, self._cancelled(connection, run_id)
+
+    def cancelled_now(self, run_id: str) -> bool:
+        """Whether ``run_id`` is cancelled (blocking)."""
+        with self.engine.connect() as connection:
+            return self._cancelled(connection, run_id)
 
     def recorded(self, run_id: str) -> dict[int, RecordedStep]:
         """Every step recorded for ``run_id``, by position (blocking)."""
@@ -101,19 +122,46 @@ class SqlStepLog:
         except sa.exc.IntegrityError:
             return
 
+    def mark_interrupted(self, run_id: str, why: str) -> None:
+        """Record (blocking) that ``run_id`` was interrupted (its journal away past its patience): a row at position
+        0, which ``kavalai runs`` shows as the state ``interrupted`` and the run's next attempt removes."""
+        text = json.dumps({"state": "interrupted", "why": why}, ensure_ascii=False)
+        try:
+            with self.engine.begin() as connection:
+                connection.execute(
+                    self._insert, {"run_id": run_id, "position": 0, "name": "interrupted", "result": text}
+                )
+        except sa.exc.IntegrityError:
+            return
+
+    def clear_interrupted(self, run_id: str) -> None:
+        """Remove the mark of :meth:`mark_interrupted` (blocking): the run is resumed."""
+        t = self.table
+        with self.engine.begin() as connection:
+            connection.execute(t.delete().where(t.c.run_id == run_id, t.c.position == 0))
+
+    def interrupted(self, run_ids: list[str]) -> set[str]:
+        """Which of ``run_ids`` are marked interrupted (blocking)."""
+        t = self.table
+        query = sa.select(t.c.run_id).where(t.c.run_id.in_(run_ids), t.c.position == 0)
+        with self.engine.connect() as connection:
+            return {row[0] for row in connection.execute(query)}
+
     def steps(self, run_id: str) -> list[tuple[int, str, JsonValue]]:
         """The recorded steps of ``run_id`` in order: ``(position, name, result)`` (blocking)."""
         return [(position, *step) for position, step in sorted(self.recorded(run_id).items()) if position > 0]
 
     def in_doubt(self, run_id: str) -> list[tuple[int, str, str]]:
         """The steps of ``run_id`` whose outcome is unknown, as ``(position, name, state)`` (blocking): ``in_doubt``
-        (found sent without a result, recorded so) or ``sent`` (sent, no result yet: in flight, or its worker
-        gone)."""
+        (found sent without a result, recorded so), ``sent`` (sent, no result yet: in flight, or its worker
+        gone) or ``cancelled`` (cut in flight by a cancel of its run)."""
         recorded = self.recorded(run_id)
         found = []
         for position, (name, result) in sorted(recorded.items()):
             if position > 0 and is_in_doubt(result):
                 found.append((position, name, "in_doubt"))
+            elif position > 0 and is_cancelled(result):
+                found.append((position, name, "cancelled"))
             elif position < 0 and -position not in recorded:
                 found.append((-position, name, "sent"))
         return sorted(found)
@@ -139,7 +187,9 @@ class StepLogJournal:
         cancelled: bool = False,
         outage: float = DEFAULT_OUTAGE,
         on_doubt: Mapping[str, OnDoubt] | None = None,
+        answers: SqlAnswerLog | None = None,
     ) -> None:
+        self.answers = answers
         self.log = log
         self.run_id = run_id
         self.recorded = recorded
@@ -159,10 +209,13 @@ class StepLogJournal:
         *,
         outage: float = DEFAULT_OUTAGE,
         on_doubt: Mapping[str, OnDoubt] | None = None,
+        answers: SqlAnswerLog | None = None,
     ) -> StepLogJournal:
         """The journal of a new attempt of ``run_id``: its recorded steps read, and its cancel looked for."""
         recorded, cancelled = await journal_io(run_id, "read the run's steps", log.begin, run_id, outage=outage)
-        return cls(log, run_id, recorded, cancelled=cancelled, outage=outage, on_doubt=on_doubt)
+        if recorded.pop(0, None) is not None:  # resumed after an interruption: no longer interrupted
+            await journal_io(run_id, "clear its interruption", log.clear_interrupted, run_id, outage=outage)
+        return cls(log, run_id, recorded, cancelled=cancelled, outage=outage, on_doubt=on_doubt, answers=answers)
 
     async def record(self, position: int, name: str, execute: Any, request: Any = None) -> JsonValue:
         """See :meth:`kavalai.durable.Journal.record`; a step that may not be repeated safely is marked sent before
@@ -174,6 +227,11 @@ class StepLogJournal:
         policy = doubt_policy(request, self.on_doubt)
         if policy is not None and name in self.sent and policy == "fail":
             return await self._keep(position, name, in_doubt_result(self.run_id, position, name, request))
+        if policy == "ask" and name in self.sent:
+            answer = await self._ask(position, name, request)
+            if answer.get("action") == "done":
+                return await self._keep(position, name, resolved_result(answer, request))
+            # "retry": sent again below, its sent mark already there
         if policy is not None and name not in self.sent:
             what, mark = f"mark step {position} ({name}) sent", sent_mark(request)
             try:
@@ -195,6 +253,37 @@ class StepLogJournal:
             position = max(self._taken) + 1
         self._taken.add(position)
         return position
+
+    async def _ask(self, position: int, name: str, request: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Ask the operator whether step ``position``, found in doubt, happened, and wait for the answer (durably: in
+        the answer log; a cancel of the run ends the wait)."""
+        answers = self.answers
+        if answers is None:
+            raise RuntimeError(f"Run {self.run_id}: on_doubt='ask' needs the runner's answer log.")
+        key, question = doubt_key(position), doubt_question(self.run_id, position, name, request)
+        await journal_io(
+            self.run_id,
+            f"ask about step {position}",
+            answers.publish_now,
+            self.run_id,
+            key,
+            question,
+            outage=self.outage,
+        )
+        while True:
+            (found, answer), cancelled = await journal_io(
+                self.run_id, f"look for the answer about step {position}", self._answered, key, outage=self.outage
+            )
+            if found and isinstance(answer, Mapping):
+                return answer
+            if cancelled:
+                self.stopped = cancelled_error(self.run_id)
+                raise self.stopped
+            await asyncio.sleep(ASK_POLL)
+
+    def _answered(self, key: str) -> tuple[tuple[bool, Any], bool]:
+        assert self.answers is not None
+        return self.answers.lookup_now(self.run_id, key), self.log.cancelled_now(self.run_id)
 
     async def _keep(self, position: int, name: str, result: JsonValue) -> JsonValue:
         try:

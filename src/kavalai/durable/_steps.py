@@ -89,6 +89,8 @@ async def _journaled_call(run: DurableRun, call: ToolCall, call_next: CallNext) 
         "arguments": arguments,
         "key": key,
         "retry": retry_allowed(definition),
+        "on_doubt": definition.metadata.get("on_doubt"),
+        "wrapped": definition.wrapped,
         "timeout": definition.timeout,
     }
 

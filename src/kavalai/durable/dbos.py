@@ -27,7 +27,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -46,9 +46,12 @@ from dbos import (
 
 from kavalai.durable._answer_log import SqlAnswerLog
 from kavalai.durable._answers import checked_answer
+from kavalai.durable._cancel_watch import CancelWatch
+from kavalai.durable._dbos_journal import PENDING as _PENDING
+from kavalai.durable._dbos_journal import DbosJournal, topic
 from kavalai.durable._dbos_private import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
 from kavalai.durable._definition import Definition, Versions, changed, definition_of
-from kavalai.durable._doubt import OnDoubt
+from kavalai.durable._doubt import OnDoubt, doubt_key
 from kavalai.durable._journal_io import DEFAULT_OUTAGE
 from kavalai.durable._run import DurableRun, bind_run, cancelled_error
 from kavalai.durable._runner import (
@@ -66,7 +69,7 @@ from kavalai.durable._schema import EXECUTORS, TAKEOVERS, ensure_schema
 from kavalai.durable._sqlite_compat import install as sqlite_unixepoch
 from kavalai.durable._step_log import SqlStepLog, StepLogJournal
 from kavalai.durable._store import ResultStore, SqlResultStore
-from kavalai.errors import DurableRunError, FunctionKernelException, RunCancelledError, RunInterruptedError
+from kavalai.errors import DurableRunError, RunCancelledError, RunInterruptedError
 from kavalai.kernel import required_seconds
 from kavalai.secrets import get_logger
 
@@ -80,8 +83,6 @@ logger = get_logger("kavalai.durable")
 #: before an upgrade is still recovered after it.
 JOURNAL_VERSION: Final = "kavalai-journal-1"
 _WORKFLOW: Final = "kavalai.run"
-_PENDING: Final = "kavalai.pending"  # the DBOS event holding the questions a run waits to have answered
-_FOREVER: Final = 10 * 365 * 24 * 3600.0  # DBOS.recv's timeout for a wait without one
 _TARGET_WAIT: Final = 5.0  # how long a recovered run waits for its target to be registered in this process
 _HOST: Final = socket.gethostname()
 
@@ -156,6 +157,7 @@ class DbosRunner(DurableRunner):
         self.busy_timeout = required_seconds(busy_timeout, what="busy_timeout")
         self.on_doubt = dict(on_doubt or {})
         self._parked: dict[str, DurableRunError] = {}  # runs stopped in this process, resumable, by id
+        self._unmarked: dict[str, str] = {}  # interrupted runs whose mark the heartbeat writes once it can
         self._waiting: dict[str, asyncio.Future[None]] = {}  # result() calls waiting here, by run id
         if concurrency is not None and concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -175,6 +177,7 @@ class DbosRunner(DurableRunner):
         self._liveness: _Liveness | None = None
         self._answers: SqlAnswerLog | None = None
         self._steps: SqlStepLog | None = None
+        self._watch: CancelWatch | None = None  # cuts the steps and waits of runs cancelled (made on start)
         self._lock = asyncio.Lock()
 
     @property
@@ -216,10 +219,11 @@ class DbosRunner(DurableRunner):
                 self._store = SqlResultStore(url, engine=self._engine)
             self._liveness = _Liveness(self, self._engine)
             self._liveness.register()
-            self._answers = SqlAnswerLog(engine=self._engine)
+            self._answers = SqlAnswerLog(engine=self._engine, outage=self.journal_outage)
             # made for every runner: it may resume a run that uses it
             self._steps = SqlStepLog(self._engine, status=_status_table(url))
             self._versions = Versions(self._targets) if self.versioned else None
+            self._watch = CancelWatch(self._engine, _status_table(url))
             config: DBOSConfig = {
                 "name": "kavalai",
                 "system_database_url": self.db,
@@ -249,6 +253,7 @@ class DbosRunner(DurableRunner):
                 self._dispose_engines()
                 raise
             self._liveness.start()
+            self._watch.start()
             await asyncio.to_thread(self._liveness.sweep)  # runs of a crashed process go back on the queue now
 
     async def aclose(self) -> None:
@@ -261,6 +266,8 @@ class DbosRunner(DurableRunner):
             self._queue = None
             if self._liveness is not None:
                 self._liveness.stop()
+            if self._watch is not None:
+                self._watch.stop()
             await asyncio.to_thread(DBOS.destroy)
             if self._liveness is not None:
                 self._liveness.unregister()
@@ -299,6 +306,7 @@ class DbosRunner(DurableRunner):
             raise cancelled_error(run_id)
         if found is not None and self._versions is not None:
             self._versions.check_run(run_id, str(found.app_version), found.input, target)
+        self._unmarked.pop(run_id, None)
         if self._parked.pop(run_id, None) is not None:  # stopped here, resumable: handed back to the queue
             await DBOS.resume_workflow_async(run_id)
         with SetWorkflowID(run_id):
@@ -340,6 +348,8 @@ class DbosRunner(DurableRunner):
         refused under a changed definition): its DBOS status stays ``PENDING``, and the next :meth:`submit` of its
         id here hands it back to the queue."""
         self._parked[error.run_id] = error
+        if isinstance(error, RunInterruptedError):  # shown as `interrupted` once the journal is back
+            self._unmarked[error.run_id] = str(error)
         waiter = self._waiting.get(error.run_id)
         if waiter is not None:
             waiter.get_loop().call_soon_threadsafe(_settle, waiter)
@@ -396,7 +406,7 @@ class DbosRunner(DurableRunner):
         assert self._answers is not None
         answers = self._answers
         if not await asyncio.to_thread(_answer, answers, run_id, key, pending, value):  # the run's own: a message
-            await DBOS.send_async(run_id, value, topic=_topic(key), idempotency_key=f"{run_id}.{key}")
+            await DBOS.send_async(run_id, value, topic=topic(key), idempotency_key=f"{run_id}.{key}")
 
     async def serve(self) -> None:
         """Serve the queue until cancelled: the ``kavalai worker`` loop. Register the targets first."""
@@ -472,16 +482,19 @@ class DbosClient:
         found = self._client.list_workflows(workflow_ids=[existing_run_id(run_id)], load_input=True)
         if not found:
             raise UnknownRunError(run_id, f"dbos ({_redacted(self.db)})")
-        doubts = SqlStepLog(self._engine).in_doubt(run_id)
+        log = SqlStepLog(self._engine)
+        doubts = log.in_doubt(run_id)
         in_doubt = [{"position": position, "name": name, "state": state} for position, name, state in doubts]
-        return dataclasses.replace(_run_info(found[0], with_outcome=True), in_doubt=in_doubt)
+        info = _run_info(found[0], with_outcome=True, interrupted=log.interrupted([run_id]))
+        return dataclasses.replace(info, in_doubt=in_doubt)
 
     def list_runs(self, *, limit: int = 20) -> list[RunInfo]:
         """The newest ``limit`` runs of the journal (every queue), newest first."""
         found = self._client.list_workflows(
             name=_WORKFLOW, limit=limit, sort_desc=True, load_input=True, load_output=False
         )
-        return [_run_info(status, with_outcome=False) for status in found]
+        interrupted = SqlStepLog(self._engine).interrupted([status.workflow_id for status in found]) if found else set()
+        return [_run_info(status, with_outcome=False, interrupted=interrupted) for status in found]
 
     def cancel(self, run_id: str) -> None:
         """Cancel the run ``run_id``: it stops at its next step, wherever it runs, and is not resumed.
@@ -505,42 +518,17 @@ class DbosClient:
             raise RunCancelledError(f"Run {run_id} is cancelled: the answer {key!r} is refused.", run_id=run_id)
         pending = self.pending(run_id)
         if not _answer(self._answers, run_id, key, pending, value):  # a question of the run itself: a DBOS message
-            self._client.send(run_id, value, topic=_topic(key), idempotency_key=f"{run_id}.{key}")
+            self._client.send(run_id, value, topic=topic(key), idempotency_key=f"{run_id}.{key}")
+
+    def resolve(self, run_id: str, step: int, *, done: bool, result: Any = None) -> None:
+        """Settle step ``step`` of run ``run_id``, in doubt, that the run asks about (``on_doubt="ask"``): it happened
+        (``done``, with ``result``), or send it again. See :meth:`answer` for the errors."""
+        self.answer(run_id, doubt_key(step), {"action": "done", "result": result} if done else {"action": "retry"})
 
     def close(self) -> None:
         """Close the client's connections."""
         self._client.destroy()
         self._engine.dispose()
-
-
-class _DbosJournal:
-    """The journal of one run: each record a row of the step log, or (without one) a DBOS step at the run's next
-    DBOS step position."""
-
-    def __init__(self, steps: StepLogJournal | None) -> None:
-        self.steps = steps
-        self.pending: dict[str, Any] = {}
-
-    @property
-    def stopped(self) -> FunctionKernelException | None:
-        """Why the run may begin no more steps (see :attr:`StepLogJournal.stopped`); DBOS's own step log checks
-        for a cancel itself, when each of its steps begins."""
-        return None if self.steps is None else self.steps.stopped
-
-    async def record(self, position: int, name: str, execute: Any, request: Any = None) -> Any:
-        if self.steps is not None:
-            return await self.steps.record(position, name, execute, request)
-        return await DBOS.run_step_async({"name": name}, execute)
-
-    async def wait_for_answer(self, position: int, key: str, question: Any, timeout: float | None) -> Any:
-        # DBOS journals each of these calls in the run: the event's updates, and the message received (or the
-        # timeout's deadline), so a resumed run replays them up to where it waits again.
-        self.pending[key] = question
-        await DBOS.set_event_async(_PENDING, dict(self.pending))
-        answer = await DBOS.recv_async(_topic(key), timeout_seconds=_FOREVER if timeout is None else timeout)
-        del self.pending[key]
-        await DBOS.set_event_async(_PENDING, dict(self.pending))
-        return answer
 
 
 #: DBOS's statuses in the words of :class:`RunInfo`.
@@ -571,14 +559,16 @@ def _status_table(url: str) -> sa.Table:
     )
 
 
-def _run_info(status: Any, *, with_outcome: bool) -> RunInfo:
+def _run_info(status: Any, *, with_outcome: bool, interrupted: Collection[str] = ()) -> RunInfo:
     engine_status = str(status.status)
     inputs = status.input
     args = inputs.get("args") if isinstance(inputs, dict) else getattr(inputs, "args", None)
     target = str(args[0]) if args else None
     return RunInfo(
         run_id=status.workflow_id,
-        state=_STATES.get(engine_status, "running"),
+        state="interrupted"
+        if engine_status == "PENDING" and status.workflow_id in interrupted
+        else _STATES.get(engine_status, "running"),
         engine_status=engine_status,
         target=target,
         created_at=_time(status.created_at),
@@ -614,10 +604,6 @@ def _answer(answers: SqlAnswerLog, run_id: str, key: str, pending: dict[str, Any
     return in_step
 
 
-def _topic(key: str) -> str:
-    return f"kavalai.answer.{key}"
-
-
 @DBOS.workflow(name=_WORKFLOW)
 async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", definition: Definition | None = None) -> Any:
     """The DBOS workflow of every kavalai run: the target's run inside a :class:`DurableRun`, its steps recorded
@@ -645,11 +631,13 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
     steps = (
         None
         if log is None
-        else await StepLogJournal.open(log, run_id, outage=runner.journal_outage, on_doubt=runner.on_doubt)
+        else await StepLogJournal.open(
+            log, run_id, outage=runner.journal_outage, on_doubt=runner.on_doubt, answers=runner._answers
+        )
     )
     run = DurableRun(
         run_id,
-        _DbosJournal(steps),
+        DbosJournal(steps, run_id, runner._watch),
         store=runner.store,
         inline_limit=runner.inline_limit,
         engine="dbos",
@@ -715,8 +703,16 @@ class _Liveness:
                         .values(beat=time.time())
                     )
                 self.sweep()
+                self.mark_interrupted()
             except Exception:  # a database hiccup: the next beat tries again
                 logger.warning("kavalai heartbeat failed", exc_info=True)
+
+    def mark_interrupted(self) -> None:
+        """Write the marks of the runs interrupted here (their journal was away: written now it is back)."""
+        steps = self.runner._steps
+        for run_id, why in list(self.runner._unmarked.items()):
+            if steps is not None and self.runner._unmarked.pop(run_id, None) is not None:
+                steps.mark_interrupted(run_id, why)
 
     def sweep(self) -> None:
         """Put the pending runs of executors that are gone back on their queue."""

@@ -45,6 +45,7 @@ from temporalio.exceptions import CancelledError as TemporalCancelledError
 from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerDeploymentConfig
+from temporalio.workflow import ActivityCancellationType
 
 from kavalai.durable._answers import checked_answer
 from kavalai.durable._definition import Definition, Versions, changed, definition_of
@@ -588,7 +589,7 @@ class _TemporalJournal:
             request = store.keep_now(request, self.runner.inline_limit)
         task = {"target": self.target, "run_id": self.run_id, "position": position, "request": request}
         try:
-            return await workflow.execute_activity(
+            result = await workflow.execute_activity(
                 _ACTIVITY,
                 task,
                 start_to_close_timeout=timedelta(seconds=float(timeout or self.runner.step_timeout)),
@@ -597,6 +598,8 @@ class _TemporalJournal:
                 # step that is not the one recorded there fails the workflow task (non-determinism), never takes
                 # another step's result
                 activity_id=name,
+                # a cancel reaches the activity (through its heartbeats) and the run waits for its end, recorded
+                cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
                 summary=name,
             )
         except asyncio.CancelledError:  # the run's cancel, delivered while it waited for the step
@@ -605,6 +608,10 @@ class _TemporalJournal:
             if isinstance(exc.cause, TemporalCancelledError):
                 raise self._cancelled() from None
             raise
+        running = asyncio.current_task()
+        if running is not None and running.cancelling():  # cancelled while the step ended anyway: recorded, the last
+            self._cancelled()
+        return result
 
 
 class _NoJournal:
@@ -688,8 +695,21 @@ async def _run_step(task: dict[str, Any]) -> Any:
     store = runner.store
     request = task["request"] if store is None else await store.load(task["request"])
     run = DurableRun(str(task["run_id"]), _NO_JOURNAL, answers=runner.answers, engine="temporal")
-    result = await _redo(target, str(task["target"]), request, run, int(task["position"]))
+    beats = asyncio.ensure_future(_heartbeats())  # how a cancel of the run reaches the step in flight
+    try:
+        result = await _redo(target, str(task["target"]), request, run, int(task["position"]))
+    finally:
+        beats.cancel()
     return result if store is None else await store.keep(result, runner.inline_limit)
+
+
+async def _heartbeats(every: float = 0.5) -> None:
+    """The activity's heartbeats, until the step ends: Temporal delivers a cancel of the run to an activity that
+    heartbeats (as ``CancelledError``), which cuts the tool call in flight; the activity then ends cancelled in the
+    run's history, which waits for that end."""
+    while True:
+        await asyncio.sleep(every)
+        activity.heartbeat()
 
 
 async def _redo(target: DurableTarget, name: str, request: dict[str, Any], run: DurableRun, position: int) -> Any:

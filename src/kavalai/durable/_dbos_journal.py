@@ -1,0 +1,72 @@
+"""The journal of one DBOS run: each record a row of the kavalai step log, or (``step_log="dbos"``) a DBOS step; the
+waits for answers DBOS events and messages; a step or wait in flight cut when the run is cancelled
+(:mod:`._cancel_watch`)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Final
+
+from dbos import DBOS
+
+from kavalai.durable._cancel_watch import CancelWatch
+from kavalai.durable._run import cancelled_error
+from kavalai.durable._step_log import StepLogJournal
+from kavalai.errors import FunctionKernelException, RunCancelledError
+
+__all__ = ["FOREVER", "PENDING", "DbosJournal", "topic"]
+
+#: The DBOS event holding the questions a run waits to have answered.
+PENDING: Final = "kavalai.pending"
+#: DBOS.recv's timeout for a wait without one.
+FOREVER: Final = 10 * 365 * 24 * 3600.0
+
+
+class DbosJournal:
+    """The journal of one run: each record a row of the step log, or (without one) a DBOS step at the run's next
+    DBOS step position."""
+
+    def __init__(self, steps: StepLogJournal | None, run_id: str = "", watch: CancelWatch | None = None) -> None:
+        self.steps = steps
+        self.run_id = run_id
+        self.watch = watch  # cuts a step or wait in flight when the run is cancelled (_cancel_watch)
+        self.cancelled: RunCancelledError | None = None
+        self.pending: dict[str, Any] = {}
+
+    @property
+    def stopped(self) -> FunctionKernelException | None:
+        """Why the run may begin no more steps (see :attr:`StepLogJournal.stopped`): a cancel that cut a step or
+        wait in flight; DBOS's own step log checks for a cancel itself, when each of its steps begins."""
+        return self.cancelled or (None if self.steps is None else self.steps.stopped)
+
+    async def record(self, position: int, name: str, execute: Any, request: Any = None) -> Any:
+        work = execute if self.watch is None else functools.partial(self._cut_by_cancel, execute)
+        if self.steps is not None:
+            return await self.steps.record(position, name, work, request)
+        return await DBOS.run_step_async({"name": name}, work)
+
+    async def _cut_by_cancel(self, execute: Any) -> Any:
+        assert self.watch is not None
+        value, cut = await self.watch.step(self.run_id, execute)
+        if cut:
+            self.cancelled = cancelled_error(self.run_id)
+        return value
+
+    async def wait_for_answer(self, position: int, key: str, question: Any, timeout: float | None) -> Any:
+        # DBOS journals each of these calls in the run: the event's updates, and the message received (or the
+        # timeout's deadline), so a resumed run replays them up to where it waits again.
+        self.pending[key] = question
+        await DBOS.set_event_async(PENDING, dict(self.pending))
+        wait = functools.partial(DBOS.recv_async, topic(key), timeout_seconds=FOREVER if timeout is None else timeout)
+        answer, cut = (await wait(), False) if self.watch is None else await self.watch.guard(self.run_id, wait)
+        if cut:  # cancelled while it waited: no answer is taken any more
+            self.cancelled = cancelled_error(self.run_id)
+            raise self.cancelled
+        del self.pending[key]
+        await DBOS.set_event_async(PENDING, dict(self.pending))
+        return answer
+
+
+def topic(key: str) -> str:
+    """The DBOS message topic of the answer to question ``key``."""
+    return f"kavalai.answer.{key}"
