@@ -59,6 +59,7 @@ FAILING: dict[tuple[str, ...], tuple[list[str], int]] = {
     ("runs", "show"): (["runs", "show", "r1", "--address", TEMPORAL_DOWN], 1),
     ("runs", "list"): (["runs", "list", "--db", "pay.yaml.runs.sqlite"], 2),
     ("runs", "cancel"): (["runs", "cancel", "r1", "--db", "sqlite:///notes.txt"], 1),
+    ("runs", "resolve"): (["runs", "resolve", "r1", "2", "--done", "--db", "sqlite:///nosuch.sqlite"], 1),
     ("answer",): (["answer", "--db", "sqlite:///nosuch.sqlite", "r1"], 1),
 }
 

@@ -97,7 +97,7 @@ async def test_a_cancel_cuts_the_step_in_flight_which_is_recorded_cancelled(jour
             assert orders(fetch(f"{shop}/requests")) == ["A", "B"]
         info = client.describe("cut-1")
         assert info.state == "cancelled"
-        assert info.in_doubt == [{"position": 2, "name": "tool rest://shop.charge", "state": "cancelled"}]
+        assert info.in_doubt == [{"position": 2, "name": "b#1/tool rest://shop.charge#1", "state": "cancelled"}]
     finally:
         client.close()
         await runner.aclose()
