@@ -343,6 +343,11 @@ class TemporalRunner(DurableRunner):
             activities=[_run_step],
             workflow_runner=UnsandboxedWorkflowRunner(),
             deployment_config=deployment,
+            # A cancel reaches an activity only in the answer to one of its heartbeats, and the worker sends a
+            # step's heartbeats on at most every 30 s by default (none set a heartbeat timeout): a run cancelled
+            # just after its step's first heartbeat went out would learn of it up to 30 s later. Sent as they come.
+            default_heartbeat_throttle_interval=_HEARTBEAT_EVERY,
+            max_heartbeat_throttle_interval=_HEARTBEAT_EVERY,
         )
 
     async def start_worker(self, *, keep: bool = True) -> None:
@@ -703,7 +708,11 @@ async def _run_step(task: dict[str, Any]) -> Any:
     return result if store is None else await store.keep(result, runner.inline_limit)
 
 
-async def _heartbeats(every: float = 0.5) -> None:
+#: How often a step in flight heartbeats (and the worker passes its heartbeats on): how soon a cancel reaches it.
+_HEARTBEAT_EVERY: Final = timedelta(seconds=0.5)
+
+
+async def _heartbeats(every: float = _HEARTBEAT_EVERY.total_seconds()) -> None:
     """The activity's heartbeats, until the step ends: Temporal delivers a cancel of the run to an activity that
     heartbeats (as ``CancelledError``), which cuts the tool call in flight; the activity then ends cancelled in the
     run's history, which waits for that end."""
