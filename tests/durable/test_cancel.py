@@ -59,15 +59,18 @@ async def test_a_cancel_mid_step_is_the_last_step_and_the_run_stays_cancelled(jo
 
 
 @asynccontextmanager
-async def cancelled_at_b(runner: DurableRunner, run_id: str, cancel: Callable[[], None]) -> AsyncIterator[str]:
+async def cancelled_at_b(
+    runner: DurableRunner, run_id: str, cancel: Callable[[], None], *, hold: float = 120
+) -> AsyncIterator[str]:
     """The three charges run under ``run_id`` and ``cancel()``-ed while step B is in flight, B's answer held at the
-    shop until the block ends (bounded): the run's caller has been told it is cancelled; yields the shop's URL."""
+    shop until the block ends (at most ``hold`` seconds): the run's caller has been told it is cancelled; yields the
+    shop's URL."""
     held = threading.Event()
 
     def cancel_and_hold_b(order: str) -> None:
         if order == "B":
             cancel()
-            held.wait(120)
+            held.wait(hold)
 
     try:
         with serve(create_app(on_charge=cancel_and_hold_b)) as shop:
@@ -189,10 +192,15 @@ async def test_a_cancelled_temporal_run_ends_cancelled_not_completed(temporal_ad
         await runner.aclose()
 
 
-async def test_a_temporal_cancel_cuts_the_activity_in_flight_and_records_its_end(temporal_address: str) -> None:
+@pytest.mark.parametrize("after_heartbeats", [0, 3], ids=["at_once", "after_heartbeats"])
+async def test_a_temporal_cancel_cuts_the_activity_in_flight_and_records_its_end(
+    temporal_address: str, after_heartbeats: int
+) -> None:
     """Step B's answer is held at the shop when the run is cancelled: the cancel reaches the activity through its
     heartbeats and cuts the call; the run waits for the activity's end, recorded in its history (cancelled, not
-    abandoned), and ends ``cancelled``; C never begins."""
+    abandoned), and ends ``cancelled``; C never begins. ``after_heartbeats``: the cancel comes about that many
+    half-second heartbeats after B began, and B's answer is held 10 s at most: a worker that passed B's later
+    heartbeats on only every 30 s (Temporal's default throttle) would let B end answered, not cut."""
     from kavalai.durable import TemporalRunner
 
     run_id = f"cut-{uuid.uuid4().hex[:8]}"
@@ -206,11 +214,12 @@ async def test_a_temporal_cancel_cuts_the_activity_in_flight_and_records_its_end
             await elsewhere.aclose()
 
     def cancel_now() -> None:
+        threading.Event().wait(0.5 * after_heartbeats + 0.25)  # B's first heartbeats go out meanwhile
         asyncio.run(cancel())
         gc.collect()
 
     try:
-        async with cancelled_at_b(runner, run_id, cancel_now) as shop:
+        async with cancelled_at_b(runner, run_id, cancel_now, hold=10 if after_heartbeats else 120) as shop:
             handle = (await runner.connect()).get_workflow_handle(run_id)
             ends = [
                 kind
