@@ -299,10 +299,11 @@ class KernelMachine(RuleBasedStateMachine):
                 self._check_outcome(call)
             assert self.kernel.calls_in_flight() == [], self.kernel.calls_in_flight()
             self.stall.release.set()
-            limit = time.monotonic() + SLACK
-            while self.kernel.threads_in_flight() or self.stall.running:
-                assert time.monotonic() < limit, f"threads of cut calls left: {self.kernel.threads_in_flight()}"
+            limit = time.monotonic() + SLACK  # a bounded liveness wait for the released threads to end
+            while (self.kernel.threads_in_flight() or self.stall.running) and time.monotonic() < limit:
                 time.sleep(0.01)
+            left = self.kernel.threads_in_flight()
+            assert (left, self.stall.running) == ([], 0), f"threads of cut calls left: {left}"
             children = [p for p in psutil.Process().children(recursive=True) if p.pid not in self.before and _alive(p)]
             assert not children, f"processes left after close(): {children}"
         finally:
