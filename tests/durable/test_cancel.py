@@ -58,6 +58,21 @@ async def test_a_cancel_mid_step_is_the_last_step_and_the_run_stays_cancelled(jo
         await runner.aclose()
 
 
+def cancel_on_temporal(address: str, run_id: str) -> None:
+    """``kavalai runs cancel --engine temporal``: ``run_id`` cancelled from another connection (and event loop)."""
+    from kavalai.durable import TemporalRunner
+
+    async def cancel() -> None:
+        elsewhere = TemporalRunner(address, task_queue=f"q-{run_id}", worker=False)
+        try:
+            await elsewhere.cancel(run_id)
+        finally:
+            await elsewhere.aclose()
+
+    asyncio.run(cancel())
+    gc.collect()
+
+
 @asynccontextmanager
 async def cancelled_at_b(
     runner: DurableRunner, run_id: str, cancel: Callable[[], None], *, hold: float = 120
@@ -162,17 +177,9 @@ async def test_a_cancelled_temporal_run_ends_cancelled_not_completed(temporal_ad
     run_id = f"cancel-{uuid.uuid4().hex[:8]}"
     runner = TemporalRunner(temporal_address, task_queue=f"q-{run_id}")
 
-    async def cancel() -> None:
-        elsewhere = TemporalRunner(temporal_address, task_queue=f"q-{run_id}", worker=False)
-        try:
-            await elsewhere.cancel(run_id)
-        finally:
-            await elsewhere.aclose()
-
     def cancel_at_b(order: str) -> None:  # `kavalai runs cancel --engine temporal`, while B is in flight
         if order == "B":
-            asyncio.run(cancel())
-            gc.collect()
+            cancel_on_temporal(temporal_address, run_id)
 
     try:
         with serve(create_app(on_charge=cancel_at_b)) as shop:
@@ -206,17 +213,9 @@ async def test_a_temporal_cancel_cuts_the_activity_in_flight_and_records_its_end
     run_id = f"cut-{uuid.uuid4().hex[:8]}"
     runner = TemporalRunner(temporal_address, task_queue=f"q-{run_id}")
 
-    async def cancel() -> None:
-        elsewhere = TemporalRunner(temporal_address, task_queue=f"q-{run_id}", worker=False)
-        try:
-            await elsewhere.cancel(run_id)
-        finally:
-            await elsewhere.aclose()
-
     def cancel_now() -> None:
         threading.Event().wait(0.5 * after_heartbeats + 0.25)  # B's first heartbeats go out meanwhile
-        asyncio.run(cancel())
-        gc.collect()
+        cancel_on_temporal(temporal_address, run_id)
 
     try:
         async with cancelled_at_b(runner, run_id, cancel_now, hold=10 if after_heartbeats else 120) as shop:
