@@ -30,7 +30,7 @@ from kavalai.adapters.mcp._content import (
     McpResourceLink,
     McpTextContent,
 )
-from kavalai.adapters.mcp._listing import ListingTotals
+from kavalai.adapters.mcp._listing import all_pages
 from kavalai.adapters.mcp._wire import keep
 
 __all__ = [
@@ -158,17 +158,9 @@ async def subscribe_resource(send: Send[Any], uri: str, *, subscribe: bool = Tru
 async def _all_pages(
     send: Send[Any], what: str, request: Callable[[Client, str | None], Awaitable[Any]], field: str
 ) -> list[Any]:
-    items: list[Any] = []
-    cursor: str | None = None
-    totals = ListingTotals(None, what)
-    for _ in range(_MAX_PAGES):
-        page = await send(functools.partial(_page, request, cursor), what)
-        totals.add(getattr(page, field))
-        items.extend(getattr(page, field))
-        cursor = page.next_cursor
-        if not cursor:
-            break
-    return items
+    return await all_pages(
+        lambda cursor: send(functools.partial(_page, request, cursor), what), field, what, max_pages=_MAX_PAGES
+    )
 
 
 def _page(

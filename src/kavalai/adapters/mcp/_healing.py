@@ -41,7 +41,7 @@ from mcp.shared.exceptions import MCPError
 from kavalai.adapters.mcp._catalog import McpChange
 from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._errors import scrub
-from kavalai.adapters.mcp._listing import ListingTotals
+from kavalai.adapters.mcp._listing import all_pages
 from kavalai.errors import ServerConnectionError
 from kavalai.secrets import get_logger
 
@@ -85,17 +85,7 @@ def _diff(server: str, kind: Literal["tools", "resources", "prompts"], old: Any,
 
 
 async def _pages(list_page: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
-    items: list[Any] = []
-    cursor: str | None = None
-    totals = ListingTotals(None, f"{field}/list")  # the listing's totals across pages, as on every other listing
-    for _ in range(_MAX_PAGES):
-        page = await list_page(cursor)
-        totals.add(getattr(page, field))
-        items.extend(getattr(page, field))
-        cursor = page.next_cursor
-        if not cursor:
-            break
-    return items
+    return await all_pages(list_page, field, f"{field}/list", max_pages=_MAX_PAGES)
 
 
 class Backoff:

@@ -8,14 +8,14 @@ every refresh, and refuses the listing once either total passes its limit, befor
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 from pydantic import BaseModel
 
 from kavalai.errors import ServerConnectionError
 
-__all__ = ["MAX_LISTED_BYTES", "MAX_LISTED_ITEMS", "ListingTotals"]
+__all__ = ["MAX_LISTED_BYTES", "MAX_LISTED_ITEMS", "ListingTotals", "all_pages"]
 
 #: The most items (tools, resources, prompts) one listing may hold across its pages.
 MAX_LISTED_ITEMS: Final = 50_000
@@ -80,3 +80,21 @@ def _size(value: Any, limit: int) -> int:
         else:
             total += 8
     return total
+
+
+async def all_pages(
+    list_page: Callable[[str | None], Awaitable[Any]], field: str, what: str, *, max_pages: int
+) -> list[Any]:
+    """Every item of a paginated listing: ``list_page(cursor)`` for each page (its items in ``field``), under one
+    :class:`ListingTotals` and at most ``max_pages`` pages (a paginator that never ends cannot hang the caller)."""
+    items: list[Any] = []
+    cursor: str | None = None
+    totals = ListingTotals(None, what)
+    for _ in range(max_pages):
+        page = await list_page(cursor)
+        totals.add(getattr(page, field))
+        items.extend(getattr(page, field))
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return items
