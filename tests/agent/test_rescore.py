@@ -126,6 +126,37 @@ def test_a_server_the_user_names_is_preferred() -> None:
     assert len(_names(search, "search the open issues")) == 3  # named none: all found
 
 
+def test_the_words_a_request_uses_for_an_action_reach_the_tools_verb() -> None:
+    tools = [
+        _tool("deploy.get_environment", "Get an environment."),
+        _tool("deploy.delete_environment", "Delete an environment."),
+        _tool("chat.list_channels", "List the channels of the workspace."),
+        _tool("chat.post_message", "Post a message to a channel."),
+        _tool("airflow.get_dag", "Get a DAG."),
+        _tool("airflow.trigger_dag_run", "Trigger a new DAG run."),
+    ]
+    search = ToolSearch(tools)
+    assert _names(search, "get rid of the staging env")[0] == "deploy.delete_environment"
+    assert _names(search, "let the team know in #general that we shipped")[0] == "chat.post_message"
+    assert _names(search, "kick off the etl dag")[0] == "airflow.trigger_dag_run"
+
+
+def test_a_server_named_by_the_start_of_its_name_is_preferred() -> None:
+    tools = [
+        _tool("opensearch.search", "Search an index with a query."),
+        _tool("elasticsearch.search", "Search an index with a query string."),
+        _tool("linear.search", "Search an index with a query text."),
+    ]
+    search = ToolSearch(tools)
+    assert _names(search, "search elastic for timeout errors")[0] == "elasticsearch.search"
+    assert _names(search, "search the opens index")[0] == "opensearch.search"
+    assert _names(search, "search by line")[0] == "opensearch.search"  # "line": too short to name "linear"
+    assert _rescore._short_forms({"github", "gitlab", "mongodb"}) == {"githu": "github", "gitla": "gitlab"} | {
+        "mongo": "mongodb",
+        "mongod": "mongodb",
+    }
+
+
 class _Counting:
     """A toy encoder that puts texts with "halt" near the query and counts what it is asked to encode."""
 

@@ -201,7 +201,7 @@ async def test_a_model_that_finds_nothing_fitting_searches_again_in_the_tools_wo
     def script(request: ScriptedRequest) -> object:
         last = request.last_message
         if last.role != "tool":
-            queries.append("let Bob know the meeting moved")
+            queries.append("Bob needs to hear the meeting moved")
             return tool_call("search_tools", {"query": queries[-1]})
         if last.name != SEARCH_TOOLS:
             return "done"
@@ -214,7 +214,7 @@ async def test_a_model_that_finds_nothing_fitting_searches_again_in_the_tools_wo
 
     llm = ScriptedLLM(script)
     result = await Agent(llm, kernel=catalog, search_embedder=None).run("Tell Bob the meeting moved to 3pm.")
-    assert queries == ["let Bob know the meeting moved", "send message"]
+    assert queries == ["Bob needs to hear the meeting moved", "send message"]
     first, second = (call.result["tools"] for call in result.tool_calls[:2])
     assert not any("email" in hit["name"] for hit in first)  # the user's words found the calendar, not email
     assert any("email" in hit["name"] for hit in second)

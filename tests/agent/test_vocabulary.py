@@ -2,26 +2,42 @@
 
 from __future__ import annotations
 
-from kavalai.agent._vocabulary import ABBREVIATIONS, ACTIONS, SYNONYMS, action, expand, tool_action
+import re
+
+from kavalai.agent._vocabulary import (
+    ABBREVIATIONS,
+    ACTIONS,
+    PHRASES,
+    SYNONYMS,
+    VERBS,
+    action,
+    expand,
+    tool_action,
+)
 
 
 def test_the_tables_map_single_lower_case_words() -> None:
-    for table in (ABBREVIATIONS, SYNONYMS):
+    for table in (ABBREVIATIONS, SYNONYMS, VERBS):
         for word, meaning in table.items():
             assert word == word.lower(), word
             assert word.isalnum(), word
             assert meaning == meaning.lower(), word
             assert meaning.split(), word
     assert not set(ABBREVIATIONS) & set(SYNONYMS)
+    for phrase, meaning in PHRASES.items():  # whole lower-case words (or "\\w+", any one word), two or more
+        assert len(phrase.split()) >= 2, phrase
+        assert all(re.fullmatch(r"[a-z]+|\\w\+", word) for word in phrase.split()), phrase
+        assert meaning == meaning.lower(), phrase
+        assert meaning.split(), phrase
     for short in ("pr", "mr", "repo", "db", "k8s", "env", "dm"):  # the ones the issue names
         assert short in ABBREVIATIONS
 
 
 def test_expand_spells_out_whole_words_only() -> None:
-    assert expand("open a PR for my repo") == "open a pull request for my repository"
-    assert expand("DM Bob, the k8s DB is down") == "direct message Bob, the kubernetes database is down"
-    assert expand("make a folder") == "make a folder directory"
-    assert expand("kill it, how many are left") == "kill terminate stop it, how many count are left"
+    assert expand("merge my PR into the repo") == "merge my pull request into the repository"
+    assert expand("the k8s DB is down") == "the kubernetes database is down"
+    assert expand("a new folder") == "a new create folder directory"
+    assert expand("kill it, how many are left") == "kill terminate stop it, count how many are left"
     # Inside file names, paths and URLs nothing changes.
     for value in ("notes.db", "src/env/x", "k8s.io", "pr-12", "my_repo"):
         assert expand(value) == value
@@ -38,3 +54,23 @@ def test_the_action_of_a_request_and_of_a_tool() -> None:
     assert tool_action(["trigger", "dag", "run"]) == "start"
     assert tool_action(["config", "helper"]) is None
     assert set(ACTIONS) == {"create", "start", "update", "delete", "read"}
+
+
+def test_verbs_add_the_verbs_tools_are_named_with() -> None:
+    assert expand("add a label") == "add create a label"
+    assert expand("Remove the cache") == "Remove delete the cache"
+    assert expand("DM Bob") == "direct message send message Bob"  # an abbreviation that is a verb too
+    assert expand("create a label") == "create a label"  # the tools' own verb: nothing to add
+
+
+def test_phrases_add_the_words_tools_say_for_them() -> None:
+    assert expand("kick off the nightly dag") == "start run trigger kick off the nightly schedule dag"
+    assert expand("get rid of old envs") == "delete remove get rid of old environments"
+    assert action(expand("get rid of it").split()) == "delete"  # the phrase's verb comes first
+    assert expand("open a PR for my repo") == "create open a pull request for my repository"
+    assert expand("file a bug") == "create file a bug issue"
+    assert expand("let the team know it shipped") == "send message notify let the team know it shipped"
+    assert expand("Kick  Off it") == "start run trigger Kick  Off it"  # any case, any spaces
+    # A phrase's words inside a path or a file name are not the phrase.
+    assert expand("cat kick/off.txt") == "cat kick/off.txt"
+    assert expand("open a.txt") == "open a.txt"

@@ -8,7 +8,9 @@ adds to each candidate's first-stage score (scaled so the best is 1):
 - :data:`NAME_WEIGHT` times the rarest query word found in the tool's name or its server's name, by that word's
   rarity among the catalogue's names (1 for a word one name of 1,000 has, falling to 0 for a word every name has),
   and the best tool with a rare one (:data:`RARE`) is never ranked below place :data:`FLOOR`;
-- :data:`SERVER_WEIGHT` when the request names the tool's server ("... in notion", "my github repo");
+- :data:`SERVER_WEIGHT` when the request names the tool's server ("... in notion", "my github repo"), by its name
+  or by a short form of it: a word of at least :data:`SHORT_FORM` letters that begins one server's name and no other's
+  ("mongo" for ``mongodb``, "elastic" for ``elasticsearch``);
 - :data:`ACTION_WEIGHT` when the action the request asks for (create, start, update, delete, read; see
   :mod:`kavalai.agent._vocabulary`) is the one the tool's name says, and minus it when they conflict (a read asked,
   a change done; or a create asked, a delete done).
@@ -25,12 +27,15 @@ from typing import Final
 
 from kavalai.agent._vocabulary import Action, action, tool_action
 
-__all__ = ["ACTION_WEIGHT", "FLOOR", "NAME_WEIGHT", "RARE", "SERVER_WEIGHT", "Rescorer"]
+__all__ = ["ACTION_WEIGHT", "FLOOR", "NAME_WEIGHT", "RARE", "SERVER_WEIGHT", "SHORT_FORM", "Rescorer"]
 
 #: The bonus for the rarest query word in a tool's name (or its server's), at full rarity.
 NAME_WEIGHT: Final = 0.1
 #: The bonus for a tool of a server the request names.
 SERVER_WEIGHT: Final = 0.25
+#: The fewest letters of a word that names a server by the start of its name (shorter ones, "line" for ``linear``,
+#: are words of their own too often).
+SHORT_FORM: Final = 5
 #: The bonus (or, for a conflict, the penalty) for the action the tool's name says against the one asked for.
 ACTION_WEIGHT: Final = 0.05
 #: A query word this rare among the names (see :class:`Rescorer`) is a rare exact match: the best tool with one
@@ -60,6 +65,7 @@ class Rescorer:
     def __init__(self, servers: Sequence[str], name_words: Sequence[list[str]], name_stems: Sequence[set[str]]) -> None:
         self._servers = list(servers)
         self._named = {server for server in servers if server}
+        self._short = _short_forms(self._named)
         self._actions = [tool_action(found) for found in name_words]
         self._stems = list(name_stems)
         counts: Counter[str] = Counter()
@@ -82,7 +88,8 @@ class Rescorer:
         ``servers``: more words that may name a server (those of the query's URLs: "github" in a GitHub link)."""
         top = max(scores, default=0.0) or 1.0
         asked = action(query_words)
-        named = self._named.intersection([*query_words, *servers])
+        said = [*query_words, *servers]
+        named = self._named.intersection(said).union(self._short[word] for word in said if word in self._short)
         rare = {stem: self._rarity[stem] for stem in query_stems if stem in self._rarity}
         final, rarest = {}, {}
         for index, score in zip(candidates, scores, strict=True):
@@ -99,6 +106,17 @@ class Rescorer:
 
     def _rarest(self, index: int, rare: dict[str, float]) -> float:
         return max((rare[stem] for stem in self._stems[index].intersection(rare)), default=0.0)
+
+
+def _short_forms(servers: set[str]) -> dict[str, str]:
+    """Each start of a server's name of at least :data:`SHORT_FORM` letters that begins no other server's name (nor is
+    another's whole name), and that server."""
+    found: dict[str, str | None] = {}
+    for server in servers:
+        for end in range(SHORT_FORM, len(server)):
+            start = server[:end]
+            found[start] = server if found.get(start, server) == server else None
+    return {start: server for start, server in found.items() if server is not None and start not in servers}
 
 
 def _promoted(ranked: list[int], exact: list[int]) -> list[int]:
