@@ -401,7 +401,7 @@ class McpConnection:
                 _Opened(ProbeReads(reads, probes), ProbeWrites(era.pinned_writes(writes, config.protocol), probes)),
                 mode=era.client_mode(config.protocol),
                 message_handler=MessageHandler(gen, config, self._stray, self.relay),
-                logging_callback=ServerLog(config, self.relay),
+                logging_callback=ServerLog(config, self.relay, lambda: self._healing.log_level or config.log_level),
                 log_level=self._healing.log_level or config.log_level or era.log_level(config.name),
                 client_info=_CLIENT_INFO,
                 cache=CacheConfig(),

@@ -32,7 +32,9 @@ _ORDER: Final = ("debug", "info", "notice", "warning", "error", "critical", "ale
 
 class ServerLog:
     """A server's log messages (``notifications/message``), on the Python logger ``kavalai.mcp.<server>`` at the
-    matching level, or to the server's ``log_handler``; secrets masked either way."""
+    matching level, or to the server's ``log_handler``; secrets masked either way. What reaches ``log_handler`` (and a
+    gateway's relay) is filtered by the level asked for now: the one last set at run time (``set_log_level``), else
+    the configured ``log_level``, so a server that does not filter itself is filtered here."""
 
     _LEVELS: Final = {
         "debug": logging.DEBUG,
@@ -45,9 +47,10 @@ class ServerLog:
         "emergency": logging.CRITICAL,
     }
 
-    def __init__(self, config: McpServer, slot: RelaySlot) -> None:
+    def __init__(self, config: McpServer, slot: RelaySlot, level: Callable[[], str | None]) -> None:
         self._config = config
         self._slot = slot
+        self._level = level  # the level asked for now: the last one set at run time, else the configured one
         self._logger = get_logger(f"kavalai.mcp.{config.name}")
 
     async def __call__(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
@@ -65,7 +68,7 @@ class ServerLog:
             self._logger.log(level, "%s%s", source, scrub(self._config, data)[:_MAX_LOG_CHARS])
 
     async def _hand(self, handler: Any, params: mcp_types.LoggingMessageNotificationParams) -> None:
-        wanted = self._config.log_level
+        wanted = self._level()
         if wanted is not None and _ORDER.index(str(params.level)) < _ORDER.index(wanted):
             return  # below the level asked for: a server that does not filter itself is filtered here
         text = params.data if isinstance(params.data, str) else json.dumps(params.data, default=str)
