@@ -136,7 +136,7 @@ async def test_a_server_that_dies_after_every_restart_is_not_started_again_past_
     stdio_server: StdioFactory,
 ) -> None:
     kernel = FunctionKernel()
-    kernel.register_mcp_server(stdio_server("loop"))
+    kernel.register_mcp_server(stdio_server("loop", crash_window=3600))  # the default limit; a window no load outlasts
     try:
         calls = 0
         while calls < 12:  # bounded: the limit is 5
@@ -150,7 +150,8 @@ async def test_a_server_that_dies_after_every_restart_is_not_started_again_past_
         assert state.connects == 5
         assert state.status == "failed"
         assert "'loop'" in (state.error or "")
-        assert "crash loop" in (state.error or "")
+        assert "lost 5 times within 3600 s" in (state.error or "")
+        assert "crash loop: crash_limit=5, crash_window=3600" in (state.error or "")
         assert raised.value.server == "loop"
 
         with pytest.raises(ServerConnectionError, match="crash loop"):  # still refused, still not started
@@ -178,7 +179,15 @@ async def test_a_server_killed_after_every_background_reconnect_ends_in_a_crash_
                 os.kill(pid, signal.SIGKILL)
 
     env = {"HEALING_STATE": str(state)}
-    server = stdio_server("heal", module="tests.servers.mcp_healing", protocol="legacy", on_change=on_change, env=env)
+    server = stdio_server(
+        "heal",
+        module="tests.servers.mcp_healing",
+        protocol="legacy",
+        on_change=on_change,
+        env=env,
+        crash_limit=3,
+        crash_window=3600,  # no load outlasts it: the losses are counted, not timed
+    )
     kernel.register_mcp_server(server)
     try:
         await kernel.subscribe_resource("heal", URI)
@@ -191,7 +200,7 @@ async def test_a_server_killed_after_every_background_reconnect_ends_in_a_crash_
         assert lost.uri == URI
         assert "crash loop" in (lost.reason or "")
         state_now = kernel.get_mcp_server_state("heal")
-        assert (state_now.connects, kills[0]) == (5, 4)  # 5 losses after connecting, then no start
+        assert (state_now.connects, kills[0]) == (3, 2)  # 3 losses after connecting (crash_limit), then no start
         assert state_now.status == "failed"
         assert state_now.lost == 1
     finally:

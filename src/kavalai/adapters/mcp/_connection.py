@@ -117,7 +117,7 @@ class McpConnection:
         self._asked_level: str | None = None  # set_log_level's: a 2026-07-28 server is asked on each call
         self._healing = Healing(config)  # what the caller set up, restored after a reconnect (_healing.py)
         self._revival: asyncio.Task[None] | None = None  # reconnects a lost connection that has subscriptions
-        self._crashes = CrashLoop()  # a server lost right after every restart is not started again for a while
+        self._crashes = CrashLoop(config.crash_limit, config.crash_window)  # not started again for a while
         self._hearing = Hearing(config, self._healing)  # its sessions' event streams (_watch.py)
         self._task_only: set[str] = set()  # tools that run only as tasks (2025-11-25 `taskSupport: "required"`)
         self._in_flight: list[ElicitationHandler] = []  # answerers of the calls in flight (elicitation="caller")

@@ -123,9 +123,10 @@ class Backoff:
 
 class CrashLoop:
     """A server lost ``limit`` times within ``window`` seconds after connecting (one that dies right after every
-    restart) is in a crash loop: it is not started again until the oldest of those losses is ``window`` old."""
+    restart) is in a crash loop: it is not started again until the oldest of those losses is ``window`` old
+    (``McpServer(crash_limit=..., crash_window=...)``)."""
 
-    def __init__(self, limit: int = 5, window: float = 60.0) -> None:
+    def __init__(self, limit: int, window: float) -> None:
         self.limit, self.window = limit, window
         self._losses: deque[float] = deque(maxlen=limit)
 
@@ -142,7 +143,8 @@ class CrashLoop:
             return None
         return (
             f"MCP server {server!r} was lost {self.limit} times within {self.window:g} s, each time after "
-            f"connecting (a crash loop); it is not started again for {left:.0f} s"
+            f"connecting (a crash loop: crash_limit={self.limit}, crash_window={self.window:g}); it is not started "
+            f"again for {left:.0f} s"
         )
 
     def reset(self) -> None:
