@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from tests.adapters.mcp.conftest import StdioFactory, wait_until
 from tests.servers.mcp_healing import build_server
-from tests.servers.mcp_http import EventStreamSpoiler
+from tests.servers.mcp_http import EventStreamSpoiler, MemoryEventStore
 from tests.servers.uvicorn_server import serve
 
 from kavalai import FunctionKernel, McpServer, ServerConnectionError
@@ -74,6 +74,42 @@ async def test_an_event_stream_cut_then_refused_is_opened_again_on_the_same_sess
         assert (state.connects, state.restored, state.lost) == (1, 0, 0)
     finally:
         await kernel.close()
+
+
+async def test_an_event_stream_resumed_with_its_events_replayed_is_no_gap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "healing.json"
+    state.write_text(json.dumps({"version": 1, "refuse": []}))
+    monkeypatch.setenv("HEALING_STATE", str(state))
+    store = MemoryEventStore()
+    app = EventStreamSpoiler(build_server().streamable_http_app(event_store=store))
+    changes: list[McpChange] = []
+    kernel = FunctionKernel()
+    with serve(app) as base_url:
+        server = McpServer(name="heal", url=f"{base_url}/mcp", protocol="legacy", on_change=changes.append)
+        kernel.register_mcp_server(server)
+        try:
+            await kernel.subscribe_resource("heal", URI)
+            await wait_until(lambda: app.opened == 1, WAIT)
+            await kernel.call_tool("mcp://heal.touch", {"uri": URI})
+            await wait_until(lambda: _updates(changes) == 1, WAIT)
+
+            app.refuse(1000)  # kept down until the update below is sent
+            app.cut()
+            await wait_until(lambda: app.refused >= 1, WAIT)
+            await kernel.call_tool("mcp://heal.touch", {"uri": URI})  # sent while the stream is down: stored
+            app.refuse(0)
+            await wait_until(lambda: _updates(changes) == 2, WAIT)  # replayed on the resumed stream
+            assert (app.opened, store.replays) == (2, 1)
+
+            await kernel.call_tool("mcp://heal.touch", {"uri": URI})  # the resumed stream carries the next ones
+            await wait_until(lambda: _updates(changes) == 3, WAIT)
+            assert _rereads(changes) == []  # nothing was lost: no notice to read it again
+            state_now = kernel.get_mcp_server_state("heal")
+            assert (state_now.connects, state_now.restored, state_now.lost) == (1, 0, 0)
+        finally:
+            await kernel.close()
 
 
 async def test_an_event_stream_refused_past_connect_timeout_gets_a_new_session(

@@ -19,7 +19,8 @@ place that
 
 Each subscription set up again is followed by a notice to read the resource again (``McpChange(kind="resource",
 reason=...)``): what the server sent while the connection was down is not replayed. The same notice follows a
-handshake-era event stream (HTTP GET) opened again after a failure (:mod:`kavalai.adapters.mcp._watch`).
+handshake-era event stream (HTTP GET) opened again after a failure, unless it was resumed with
+``Last-Event-ID`` (:mod:`kavalai.adapters.mcp._watch`).
 :class:`CrashLoop` bounds the restarts of a server that dies right after each.
 """
 

@@ -14,7 +14,8 @@ SDK's ``httpx2`` client and the network, keeps the stream alive while the server
   ``Last-Event-ID`` it has) instead of counting a failure;
 - each stream that opens is told to ``on_open``, with whether it follows such a failure (then notifications sent
   meanwhile may be lost, so the connection re-lists the catalogue and tells each subscriber to read its resource
-  again);
+  again); a stream resumed with ``Last-Event-ID`` (a server that gives its events ids keeps them, and replays what
+  came after that one) follows no such gap: what was sent meanwhile arrives as it is replayed;
 - a stream that cannot be opened within the budget is reported to ``on_deaf`` (with why), and the connection
   starts a new session, once: when the new one cannot open it either, the session is kept for its calls and its
   subscriptions are reported lost.
@@ -26,7 +27,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Final, cast
 
 import httpx2
-from mcp.client.streamable_http import MCP_SESSION_ID
+from mcp.client.streamable_http import LAST_EVENT_ID, MCP_SESSION_ID
 
 from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._errors import scrub
@@ -93,10 +94,11 @@ class StreamWatch:
             logger.info("MCP server %r: its event stream failed (%s); opening it again", self.server, why)
         self.broken = True
 
-    def open(self) -> None:
-        """A stream opened: tell ``on_open`` whether it follows a failure (what was sent meanwhile may be lost)."""
+    def open(self, *, resumed: bool) -> None:
+        """A stream opened: tell ``on_open`` whether it follows a failure, so that what was sent meanwhile may be
+        lost (not when it was ``resumed`` from the last event received: the server replays what followed)."""
         self.opened += 1
-        gap, self.broken = self.broken, False
+        gap, self.broken = self.broken and not resumed, False
         self._on_open(gap)
 
     def deaf(self, why: str) -> None:
@@ -139,7 +141,7 @@ class _WatchedTransport(httpx2.AsyncBaseTransport):
             else:
                 if response.status_code not in _RETRIED:
                     if response.is_success:
-                        watch.open()
+                        watch.open(resumed=LAST_EVENT_ID in request.headers)
                         response.stream = _Graceful(cast(httpx2.AsyncByteStream, response.stream), watch)
                     return response
                 why = f"HTTP {response.status_code}"
