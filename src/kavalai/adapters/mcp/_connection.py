@@ -466,6 +466,7 @@ class McpConnection:
             self._healing.subscribed.add(uri)
         else:
             self._healing.subscribed.discard(uri)
+        self._healing.dropped.discard(uri)  # asked for now: no longer one that was lost
         if not modern or gen.relisten is None:
             return
         listened = anyio.Event()
