@@ -6,16 +6,18 @@ is asked again after a reconnect. Counted events only; each wait is bounded and 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 from tests.adapters.mcp.conftest import StdioFactory, wait_until
 from tests.servers.mcp_healing import build_server
 from tests.servers.mcp_http import EventStreamSpoiler, MemoryEventStore
-from tests.servers.uvicorn_server import serve
+from tests.servers.uvicorn_server import ServerThread, serve
 
 from kavalai import FunctionKernel, McpServer, ServerConnectionError
 from kavalai.adapters.mcp import McpChange
@@ -241,3 +243,40 @@ async def test_a_server_killed_after_every_background_reconnect_ends_in_a_crash_
         assert state_now.lost == 1
     finally:
         await kernel.close()
+
+
+async def test_a_2026_change_stream_that_cannot_reach_its_restarting_server_is_opened_again_on_the_same_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    state = tmp_path / "healing.json"
+    state.write_text(json.dumps({"version": 1, "refuse": []}))
+    monkeypatch.setenv("HEALING_STATE", str(state))
+    caplog.set_level(logging.INFO, logger="kavalai.mcp")
+    first = ServerThread(build_server().streamable_http_app(), shutdown_timeout=1)
+    base_url = first.start()
+    again = ServerThread(build_server().streamable_http_app(), port=first.port, shutdown_timeout=1)
+    changes: list[McpChange] = []
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(
+        McpServer(name="heal", url=f"{base_url}/mcp", protocol="2026-07-28", on_change=changes.append)
+    )
+    try:
+        await kernel.subscribe_resource("heal", URI)
+        await kernel.call_tool("mcp://heal.touch", {"uri": URI})
+        await wait_until(lambda: _updates(changes) == 1, WAIT)
+        await anyio.to_thread.run_sync(first.stop)  # the change stream ends; opening it again cannot connect
+
+        def refused() -> bool:
+            return any("change stream could not be opened" in r.getMessage() for r in caplog.records)
+
+        await wait_until(refused, WAIT)  # sent again, the SDK's transport still alive
+        await anyio.to_thread.run_sync(again.start)
+        await wait_until(lambda: kernel.get_mcp_server_state("heal").restored == 1, WAIT)
+        await kernel.call_tool("mcp://heal.touch", {"uri": URI})
+        await wait_until(lambda: _updates(changes) == 2, WAIT)
+        state_now = kernel.get_mcp_server_state("heal")
+        assert (state_now.connects, state_now.restored, state_now.lost) == (1, 1, 0)  # healed, not reconnected
+    finally:
+        await kernel.close()
+        first.stop()
+        again.stop()
