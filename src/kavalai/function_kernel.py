@@ -240,7 +240,8 @@ class FunctionKernel(KavalCompatMixin, Kernel):
         """Ask the MCP server ``server`` to say when the resource ``uri`` changes: each change reaches its
         ``McpServer(on_change=...)`` callback as an ``McpChange(kind="resource", uri=...)``. A subscription lasts
         until :meth:`unsubscribe_resource` or :meth:`close`: a reconnect subscribes again, and one the new server
-        refuses reaches ``on_change`` as ``McpChange(kind="lost", uri=...)``. Errors as :meth:`list_resources`."""
+        refuses reaches ``on_change`` as ``McpChange(kind="lost", uri=...)`` (then ``kind="restored"`` once a later
+        reconnect's server takes it again). Errors as :meth:`list_resources`."""
         await self._mcp().subscribe_resource(server, uri)
 
     async def unsubscribe_resource(self, server: str, uri: str) -> None:

@@ -12,6 +12,8 @@ import json
 from typing import Any
 
 import anyio
+from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
+from mcp_types import JSONRPCMessage
 from starlette.applications import Starlette
 
 from tests.servers.mcp_tools import build_server
@@ -106,3 +108,33 @@ class EventStreamSpoiler:
             tg.start_soon(watch)
             await self.app(scope, receive, send)
             tg.cancel_scope.cancel()
+
+
+class MemoryEventStore(EventStore):
+    """The SDK server's resumability, in memory: every event of a session's streams kept with an id, and what came
+    after an id replayed to a stream resumed with it (``Last-Event-ID``). Counts the replays and the events
+    replayed."""
+
+    def __init__(self) -> None:
+        self._events: list[tuple[str, str, JSONRPCMessage | None]] = []  # (event id, stream id, message)
+        self.replays = 0
+        self.replayed = 0
+
+    async def store_event(self, stream_id: str, message: JSONRPCMessage | None) -> str:
+        """Keep one event; its id is its place."""
+        event_id = str(len(self._events) + 1)
+        self._events.append((event_id, stream_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
+        """Send the events of ``last_event_id``'s stream that came after it; that stream's id."""
+        found = [i for i, event in enumerate(self._events) if event[0] == last_event_id]
+        if not found:
+            return None
+        stream_id = self._events[found[0]][1]
+        self.replays += 1
+        for event_id, stream, message in self._events[found[0] + 1 :]:
+            if stream == stream_id and message is not None:
+                self.replayed += 1
+                await send_callback(EventMessage(message, event_id))
+        return stream_id

@@ -31,6 +31,8 @@ def test_stdio_and_http_kinds() -> None:
         ({"command": "x", "headers": {"A": "b"}}, "headers apply only to a url"),
         ({"command": " "}, "empty command"),
         ({"command": "x", "timeout": 0}, "timeout: Input should be greater than 0"),
+        ({"command": "x", "crash_limit": 0}, "crash_limit: Input should be greater than 0"),
+        ({"command": "x", "crash_window": -1}, "crash_window: Input should be greater than 0"),
         ({"command": "x", "bogus": 1}, "bogus: not a setting of this server (misspelt?)"),
     ],
 )

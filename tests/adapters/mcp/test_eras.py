@@ -227,3 +227,23 @@ async def test_server_logs_reach_the_log_handler_at_the_level_asked(stdio_server
         assert quiet == []  # a warning is below the level asked for
     finally:
         await kernel.close()
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_log_level_set_at_run_time_filters_what_reaches_the_log_handler(
+    stdio_server: StdioFactory, protocol: str
+) -> None:
+    seen: list[McpLogMessage] = []
+    kernel = await _kernel(stdio_server, protocol, log_handler=seen.append, log_level="warning")
+    try:
+        await kernel.call_tool("mcp://feat.count", {"n": 1})
+        await wait_until(lambda: len(seen) == 1)  # a warning, at the configured level
+        await kernel.adapter("mcp").set_log_level("feat", "error")  # type: ignore[attr-defined]  # as a gateway's host
+        await kernel.call_tool("mcp://feat.count", {"n": 1})
+        await kernel.call_tool("mcp://feat.count", {"n": 1})  # any log of the call before has arrived by now
+        assert len(seen) == 1  # warnings are below the level asked for now
+        await kernel.adapter("mcp").set_log_level("feat", "debug")  # type: ignore[attr-defined]
+        await kernel.call_tool("mcp://feat.chatty")
+        await wait_until(lambda: [m.level for m in seen[1:]] == ["debug", "warning"])  # below the configured level
+    finally:
+        await kernel.close()

@@ -182,7 +182,7 @@ async def test_a_tool_removed_and_a_schema_changed_across_a_restart_reach_on_cha
 
 
 @pytest.mark.parametrize("protocol", ERAS)
-async def test_a_subscription_the_new_server_refuses_is_reported_lost(
+async def test_a_subscription_the_new_server_refuses_is_reported_lost_and_restored_once_a_later_one_accepts_it(
     stdio_server: StdioFactory, state_file: Path, protocol: str
 ) -> None:
     changes: list[McpChange] = []
@@ -203,6 +203,19 @@ async def test_a_subscription_the_new_server_refuses_is_reported_lost(
         assert _updates(changes, refused) == 0
         state = kernel.get_mcp_server_state("heal")
         assert (state.restored, state.lost) == (1, 1)
+
+        _write(state_file)  # the next server accepts it again
+        await _kill(kernel, "heal")
+        await kernel.call_tool("mcp://heal.touch", {"uri": refused})  # connected again: refused is restored
+        await wait_until(lambda: _updates(changes, refused) == 1, WAIT)
+        await kernel.call_tool("mcp://heal.touch", {"uri": kept})
+        await wait_until(lambda: _updates(changes, kept) == 2, WAIT)
+        await wait_until(lambda: any(c.kind == "restored" for c in changes), WAIT)
+        told = [c for c in changes if c.kind in ("lost", "restored")]
+        assert [(c.kind, c.uri) for c in told] == [("lost", refused), ("restored", refused)]
+        assert "lost" in (told[1].reason or "")
+        state = kernel.get_mcp_server_state("heal")
+        assert (state.connects, state.restored, state.lost) == (3, 3, 1)  # kept twice, refused once; lost once
     finally:
         await kernel.close()
 

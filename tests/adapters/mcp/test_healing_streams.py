@@ -6,16 +6,18 @@ is asked again after a reconnect. Counted events only; each wait is bounded and 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 from tests.adapters.mcp.conftest import StdioFactory, wait_until
 from tests.servers.mcp_healing import build_server
-from tests.servers.mcp_http import EventStreamSpoiler
-from tests.servers.uvicorn_server import serve
+from tests.servers.mcp_http import EventStreamSpoiler, MemoryEventStore
+from tests.servers.uvicorn_server import ServerThread, serve
 
 from kavalai import FunctionKernel, McpServer, ServerConnectionError
 from kavalai.adapters.mcp import McpChange
@@ -74,6 +76,42 @@ async def test_an_event_stream_cut_then_refused_is_opened_again_on_the_same_sess
         assert (state.connects, state.restored, state.lost) == (1, 0, 0)
     finally:
         await kernel.close()
+
+
+async def test_an_event_stream_resumed_with_its_events_replayed_is_no_gap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "healing.json"
+    state.write_text(json.dumps({"version": 1, "refuse": []}))
+    monkeypatch.setenv("HEALING_STATE", str(state))
+    store = MemoryEventStore()
+    app = EventStreamSpoiler(build_server().streamable_http_app(event_store=store))
+    changes: list[McpChange] = []
+    kernel = FunctionKernel()
+    with serve(app) as base_url:
+        server = McpServer(name="heal", url=f"{base_url}/mcp", protocol="legacy", on_change=changes.append)
+        kernel.register_mcp_server(server)
+        try:
+            await kernel.subscribe_resource("heal", URI)
+            await wait_until(lambda: app.opened == 1, WAIT)
+            await kernel.call_tool("mcp://heal.touch", {"uri": URI})
+            await wait_until(lambda: _updates(changes) == 1, WAIT)
+
+            app.refuse(1000)  # kept down until the update below is sent
+            app.cut()
+            await wait_until(lambda: app.refused >= 1, WAIT)
+            await kernel.call_tool("mcp://heal.touch", {"uri": URI})  # sent while the stream is down: stored
+            app.refuse(0)
+            await wait_until(lambda: _updates(changes) == 2, WAIT)  # replayed on the resumed stream
+            assert (app.opened, store.replays) == (2, 1)
+
+            await kernel.call_tool("mcp://heal.touch", {"uri": URI})  # the resumed stream carries the next ones
+            await wait_until(lambda: _updates(changes) == 3, WAIT)
+            assert _rereads(changes) == []  # nothing was lost: no notice to read it again
+            state_now = kernel.get_mcp_server_state("heal")
+            assert (state_now.connects, state_now.restored, state_now.lost) == (1, 0, 0)
+        finally:
+            await kernel.close()
 
 
 async def test_an_event_stream_refused_past_connect_timeout_gets_a_new_session(
@@ -136,7 +174,7 @@ async def test_a_server_that_dies_after_every_restart_is_not_started_again_past_
     stdio_server: StdioFactory,
 ) -> None:
     kernel = FunctionKernel()
-    kernel.register_mcp_server(stdio_server("loop"))
+    kernel.register_mcp_server(stdio_server("loop", crash_window=3600))  # the default limit; a window no load outlasts
     try:
         calls = 0
         while calls < 12:  # bounded: the limit is 5
@@ -150,7 +188,8 @@ async def test_a_server_that_dies_after_every_restart_is_not_started_again_past_
         assert state.connects == 5
         assert state.status == "failed"
         assert "'loop'" in (state.error or "")
-        assert "crash loop" in (state.error or "")
+        assert "lost 5 times within 3600 s" in (state.error or "")
+        assert "crash loop: crash_limit=5, crash_window=3600" in (state.error or "")
         assert raised.value.server == "loop"
 
         with pytest.raises(ServerConnectionError, match="crash loop"):  # still refused, still not started
@@ -178,7 +217,15 @@ async def test_a_server_killed_after_every_background_reconnect_ends_in_a_crash_
                 os.kill(pid, signal.SIGKILL)
 
     env = {"HEALING_STATE": str(state)}
-    server = stdio_server("heal", module="tests.servers.mcp_healing", protocol="legacy", on_change=on_change, env=env)
+    server = stdio_server(
+        "heal",
+        module="tests.servers.mcp_healing",
+        protocol="legacy",
+        on_change=on_change,
+        env=env,
+        crash_limit=3,
+        crash_window=3600,  # no load outlasts it: the losses are counted, not timed
+    )
     kernel.register_mcp_server(server)
     try:
         await kernel.subscribe_resource("heal", URI)
@@ -191,8 +238,45 @@ async def test_a_server_killed_after_every_background_reconnect_ends_in_a_crash_
         assert lost.uri == URI
         assert "crash loop" in (lost.reason or "")
         state_now = kernel.get_mcp_server_state("heal")
-        assert (state_now.connects, kills[0]) == (5, 4)  # 5 losses after connecting, then no start
+        assert (state_now.connects, kills[0]) == (3, 2)  # 3 losses after connecting (crash_limit), then no start
         assert state_now.status == "failed"
         assert state_now.lost == 1
     finally:
         await kernel.close()
+
+
+async def test_a_2026_change_stream_that_cannot_reach_its_restarting_server_is_opened_again_on_the_same_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    state = tmp_path / "healing.json"
+    state.write_text(json.dumps({"version": 1, "refuse": []}))
+    monkeypatch.setenv("HEALING_STATE", str(state))
+    caplog.set_level(logging.INFO, logger="kavalai.mcp")
+    first = ServerThread(build_server().streamable_http_app(), shutdown_timeout=1)
+    base_url = first.start()
+    again = ServerThread(build_server().streamable_http_app(), port=first.port, shutdown_timeout=1)
+    changes: list[McpChange] = []
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(
+        McpServer(name="heal", url=f"{base_url}/mcp", protocol="2026-07-28", on_change=changes.append)
+    )
+    try:
+        await kernel.subscribe_resource("heal", URI)
+        await kernel.call_tool("mcp://heal.touch", {"uri": URI})
+        await wait_until(lambda: _updates(changes) == 1, WAIT)
+        await anyio.to_thread.run_sync(first.stop)  # the change stream ends; opening it again cannot connect
+
+        def refused() -> bool:
+            return any("change stream could not be opened" in r.getMessage() for r in caplog.records)
+
+        await wait_until(refused, WAIT)  # sent again, the SDK's transport still alive
+        await anyio.to_thread.run_sync(again.start)
+        await wait_until(lambda: kernel.get_mcp_server_state("heal").restored == 1, WAIT)
+        await kernel.call_tool("mcp://heal.touch", {"uri": URI})
+        await wait_until(lambda: _updates(changes) == 2, WAIT)
+        state_now = kernel.get_mcp_server_state("heal")
+        assert (state_now.connects, state_now.restored, state_now.lost) == (1, 1, 0)  # healed, not reconnected
+    finally:
+        await kernel.close()
+        first.stop()
+        again.stop()

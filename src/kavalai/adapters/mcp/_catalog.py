@@ -176,22 +176,25 @@ class McpChange:
     Attributes:
         server: the server.
         kind: ``"tools"``, ``"resources"`` or ``"prompts"`` (the list changed; the kernel has already re-listed the
-            tools), ``"resource"`` (a subscribed resource changed, or may have: read it again), or ``"lost"`` (after a
+            tools), ``"resource"`` (a subscribed resource changed, or may have: read it again), ``"lost"`` (after a
             reconnect, something the caller had set up on the server could not be restored: ``uri`` names a
-            resource subscription, or is ``None`` for the logging level; ``reason`` says why).
-        uri: the resource's URI, for ``"resource"`` and a lost subscription.
+            resource subscription, or is ``None`` for the logging level; ``reason`` says why), or ``"restored"``
+            (a subscription reported lost is in force again: the server accepted it at a later reconnect, or its
+            event stream opened again; read the resource again, updates sent meanwhile are not replayed).
+        uri: the resource's URI, for ``"resource"`` and a lost or restored subscription.
         added: after a reconnect, what the new listing has that the old one had not (tool or prompt names,
             resource URIs); empty on a server's own list-changed notice, which does not say.
         removed: after a reconnect, what the old listing had that the new one has not.
         changed: after a reconnect, what is in both listings but differs (a tool's schemas or description, a
             resource's or prompt's description or arguments).
-        reason: for ``"lost"``, why it could not be restored; for ``"resource"``, set when the kernel (not the
-            server) says to read it again: it was subscribed again after a reconnect, or the event stream that
-            carries the server's updates was down for a while, so updates sent meanwhile may be lost.
+        reason: for ``"lost"``, why it could not be restored; for ``"restored"``, how it was; for ``"resource"``,
+            set when the kernel (not the server) says to read it again: it was subscribed again after a reconnect,
+            or the event stream that carries the server's updates was down for a while, so updates sent meanwhile
+            may be lost.
     """
 
     server: str
-    kind: Literal["tools", "resources", "prompts", "resource", "lost"]
+    kind: Literal["tools", "resources", "prompts", "resource", "lost", "restored"]
     uri: str | None = None
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()

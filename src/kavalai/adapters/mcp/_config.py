@@ -106,6 +106,14 @@ class McpServer(BaseModel):
         default=60.0,
         description="The default timeout of one tool call in seconds (60 by default); None for no limit.",
     )
+    crash_limit: int = Field(
+        default=5,
+        gt=0,
+        description="A server lost this many times within `crash_window` seconds, each time after it had connected "
+        "(one that dies right after every restart), is in a crash loop: it is not started again until the oldest "
+        "of those losses is `crash_window` old (5 by default).",
+    )
+    crash_window: Seconds = Field(default=60.0, description="The window of `crash_limit`, in seconds (60 by default).")
     sampling: Any = Field(
         default=None,
         repr=False,

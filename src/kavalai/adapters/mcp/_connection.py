@@ -16,8 +16,6 @@ connection.
 from __future__ import annotations
 
 import asyncio
-import json
-import logging
 import math
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AsyncExitStack, nullcontext
@@ -28,7 +26,7 @@ import anyio.abc
 import anyio.lowlevel
 import mcp_types
 from mcp.client import CacheConfig, Client, InputRequiredRoundsExceededError, advertise
-from mcp.client.session import ClientSession, IncomingMessage
+from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
@@ -38,7 +36,7 @@ from kavalai.adapters.mcp import _client_side as client_side
 from kavalai.adapters.mcp import _era as era
 from kavalai.adapters.mcp import _features as features
 from kavalai.adapters.mcp._answering import CALLER, current_answerer
-from kavalai.adapters.mcp._catalog import ElicitationHandler, McpChange, McpLogMessage
+from kavalai.adapters.mcp._catalog import ElicitationHandler
 from kavalai.adapters.mcp._config import McpServer, McpTransport
 from kavalai.adapters.mcp._convert import (
     build_models,
@@ -49,8 +47,9 @@ from kavalai.adapters.mcp._convert import (
 )
 from kavalai.adapters.mcp._errors import answer_unreadable, call_error, describe_failure, request_error, scrub
 from kavalai.adapters.mcp._generation import Ending, Generation, Phase
-from kavalai.adapters.mcp._healing import Backoff, CrashLoop, Healing, hand_over, tool_prints
+from kavalai.adapters.mcp._healing import Backoff, CrashLoop, Healing, tool_prints
 from kavalai.adapters.mcp._idempotency import call_meta
+from kavalai.adapters.mcp._incoming import MessageHandler, ServerLog
 from kavalai.adapters.mcp._listening import ChangeStream
 from kavalai.adapters.mcp._listing import ListingTotals
 from kavalai.adapters.mcp._loops import elsewhere, run_on
@@ -91,7 +90,6 @@ _CLOSE_WAIT: Final = 15.0  # bound on waiting for a generation to shut down (std
 _EXIT_WAIT: Final = 0.5  # how long a failed call waits for the lost connection to wind up (exit code, stderr, cause)
 _MAX_PAGES: Final = 1000  # a tools/list paginator that never ends cannot hang discovery
 _MAX_ATTEMPTS: Final = 3  # generations one use may start when each dies right after connecting
-_MAX_LOG_CHARS: Final = 10_000  # a server's log line is cut here: a log record is not a place for megabytes
 _CALL_ATTEMPTS: Final = 2  # a call refused because the HTTP server forgot the session is sent once more
 _STRAYS_LOGGED: Final = 3  # stray messages logged one by one; after these, only at counts that are powers of ten
 
@@ -119,7 +117,7 @@ class McpConnection:
         self._asked_level: str | None = None  # set_log_level's: a 2026-07-28 server is asked on each call
         self._healing = Healing(config)  # what the caller set up, restored after a reconnect (_healing.py)
         self._revival: asyncio.Task[None] | None = None  # reconnects a lost connection that has subscriptions
-        self._crashes = CrashLoop()  # a server lost right after every restart is not started again for a while
+        self._crashes = CrashLoop(config.crash_limit, config.crash_window)  # not started again for a while
         self._hearing = Hearing(config, self._healing)  # its sessions' event streams (_watch.py)
         self._task_only: set[str] = set()  # tools that run only as tasks (2025-11-25 `taskSupport: "required"`)
         self._in_flight: list[ElicitationHandler] = []  # answerers of the calls in flight (elicitation="caller")
@@ -402,8 +400,8 @@ class McpConnection:
             client = Client(
                 _Opened(ProbeReads(reads, probes), ProbeWrites(era.pinned_writes(writes, config.protocol), probes)),
                 mode=era.client_mode(config.protocol),
-                message_handler=_MessageHandler(gen, config, self._stray, self.relay),
-                logging_callback=_ServerLog(config, self.relay),
+                message_handler=MessageHandler(gen, config, self._stray, self.relay),
+                logging_callback=ServerLog(config, self.relay, lambda: self._healing.log_level or config.log_level),
                 log_level=self._healing.log_level or config.log_level or era.log_level(config.name),
                 client_info=_CLIENT_INFO,
                 cache=CacheConfig(),
@@ -468,6 +466,7 @@ class McpConnection:
             self._healing.subscribed.add(uri)
         else:
             self._healing.subscribed.discard(uri)
+        self._healing.dropped.discard(uri)  # asked for now: no longer one that was lost
         if not modern or gen.relisten is None:
             return
         listened = anyio.Event()
@@ -723,94 +722,6 @@ class McpConnection:
         self._crashes.reset()
         if self._status is not McpStatus.REGISTERED:
             self._report(McpStatus.CLOSED)
-
-
-_ORDER: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-
-
-class _ServerLog:
-    """A server's log messages (``notifications/message``), on the Python logger ``kavalai.mcp.<server>`` at the
-    matching level, or to the server's ``log_handler``; secrets masked either way."""
-
-    _LEVELS: Final = {
-        "debug": logging.DEBUG,
-        "info": logging.INFO,
-        "notice": logging.INFO,
-        "warning": logging.WARNING,
-        "error": logging.ERROR,
-        "critical": logging.CRITICAL,
-        "alert": logging.CRITICAL,
-        "emergency": logging.CRITICAL,
-    }
-
-    def __init__(self, config: McpServer, slot: RelaySlot) -> None:
-        self._config = config
-        self._slot = slot
-        self._logger = get_logger(f"kavalai.mcp.{config.name}")
-
-    async def __call__(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
-        relay = self._slot.relay
-        if relay is not None:
-            await self._hand(relay.log, params)  # passed on (kavalai serve's host), beside the server's own handler
-        handler = self._config.log_handler
-        if handler is not None:
-            await self._hand(handler, params)
-            return
-        level = self._LEVELS.get(str(params.level), logging.INFO)
-        if self._logger.isEnabledFor(level):
-            source = f"[{params.logger}] " if params.logger else ""
-            data = params.data if isinstance(params.data, str) else json.dumps(params.data, default=str)
-            self._logger.log(level, "%s%s", source, scrub(self._config, data)[:_MAX_LOG_CHARS])
-
-    async def _hand(self, handler: Any, params: mcp_types.LoggingMessageNotificationParams) -> None:
-        wanted = self._config.log_level
-        if wanted is not None and _ORDER.index(str(params.level)) < _ORDER.index(wanted):
-            return  # below the level asked for: a server that does not filter itself is filtered here
-        text = params.data if isinstance(params.data, str) else json.dumps(params.data, default=str)
-        masked = scrub(self._config, text)
-        data = masked[:_MAX_LOG_CHARS] if isinstance(params.data, str) or masked != text else params.data
-        level = str(params.level) if str(params.level) in self._LEVELS else "info"
-        message = McpLogMessage(server=self._config.name, level=level, logger=params.logger, data=data)  # type: ignore[arg-type]
-        await hand_over(handler, message, "log_handler", self._config.name)
-
-
-class _MessageHandler:
-    """Receives the server's notifications: a changed tool list wakes the generation's refresher; every change
-    (tools, resources, prompts, a subscribed resource) reaches the server's ``on_change`` callback."""
-
-    _LISTS: Final[dict[type, Literal["tools", "resources", "prompts"]]] = {
-        mcp_types.ToolListChangedNotification: "tools",
-        mcp_types.ResourceListChangedNotification: "resources",
-        mcp_types.PromptListChangedNotification: "prompts",
-    }
-
-    def __init__(self, gen: Generation, config: McpServer, on_stray: Callable[[str], None], slot: RelaySlot) -> None:
-        self._gen = gen
-        self._config = config
-        self._on_stray = on_stray
-        self._slot = slot
-
-    async def __call__(self, message: IncomingMessage) -> None:
-        if isinstance(message, ValueError):  # an HTTP transport's message that could not be read, naming no request
-            self._on_stray(f"a message that could not be read ({type(message).__name__}: {str(message)[:200]})")
-            return
-        if isinstance(message, Exception):
-            logger.debug("MCP transport reported %s", type(message).__name__)
-            return
-        kind = self._LISTS.get(type(message))
-        if kind is not None:
-            await self._tell(McpChange(server=self._config.name, kind=kind))
-        elif isinstance(message, mcp_types.ResourceUpdatedNotification):
-            await self._tell(McpChange(server=self._config.name, kind="resource", uri=str(message.params.uri)))
-
-    async def _tell(self, change: McpChange) -> None:
-        if change.kind == "tools":
-            self._gen.refresh.set()  # listed again (in the background) before anyone reads the change
-        if self._config.on_change is not None:
-            await hand_over(self._config.on_change, change, "on_change callback", self._config.name)
-        relay = self._slot.relay
-        if relay is not None:
-            await hand_over(relay.changed, change, "relay", self._config.name)
 
 
 def _progress() -> ProgressFnT | None:

@@ -19,7 +19,8 @@ place that
 
 Each subscription set up again is followed by a notice to read the resource again (``McpChange(kind="resource",
 reason=...)``): what the server sent while the connection was down is not replayed. The same notice follows a
-handshake-era event stream (HTTP GET) opened again after a failure (:mod:`kavalai.adapters.mcp._watch`).
+handshake-era event stream (HTTP GET) opened again after a failure, unless it was resumed with
+``Last-Event-ID`` (:mod:`kavalai.adapters.mcp._watch`).
 :class:`CrashLoop` bounds the restarts of a server that dies right after each.
 """
 
@@ -52,6 +53,7 @@ logger = get_logger("kavalai.mcp")
 _MAX_PENDING: Final = 10_000  # notices waiting for on_change; past this a slow callback loses the newest
 _MAX_PAGES: Final = 100  # a resources/prompts listing that never ends cannot hold a reconnect's comparison
 _REREAD: Final = "subscribed again after a reconnect: updates sent while it was down are not replayed"
+_REGAINED: Final = "subscribed again after a reconnect, having been lost: updates sent meanwhile are not replayed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,9 +125,10 @@ class Backoff:
 
 class CrashLoop:
     """A server lost ``limit`` times within ``window`` seconds after connecting (one that dies right after every
-    restart) is in a crash loop: it is not started again until the oldest of those losses is ``window`` old."""
+    restart) is in a crash loop: it is not started again until the oldest of those losses is ``window`` old
+    (``McpServer(crash_limit=..., crash_window=...)``)."""
 
-    def __init__(self, limit: int = 5, window: float = 60.0) -> None:
+    def __init__(self, limit: int, window: float) -> None:
         self.limit, self.window = limit, window
         self._losses: deque[float] = deque(maxlen=limit)
 
@@ -142,7 +145,8 @@ class CrashLoop:
             return None
         return (
             f"MCP server {server!r} was lost {self.limit} times within {self.window:g} s, each time after "
-            f"connecting (a crash loop); it is not started again for {left:.0f} s"
+            f"connecting (a crash loop: crash_limit={self.limit}, crash_window={self.window:g}); it is not started "
+            f"again for {left:.0f} s"
         )
 
     def reset(self) -> None:
@@ -156,6 +160,7 @@ class Healing:
     def __init__(self, config: McpServer) -> None:
         self._config = config
         self.subscribed: set[str] = set()  # resources subscribed to (2026-07-28: the listen stream's filter)
+        self.dropped: set[str] = set()  # subscriptions reported lost: asked for again at each reconnect
         self.established = False  # a generation has connected since the kernel last closed the connection
         self.log_level: mcp_types.LoggingLevel | None = None  # the last one asked for at run time (set_log_level)
         self.restored = 0
@@ -173,6 +178,7 @@ class Healing:
     def forget(self) -> None:
         """The kernel closed the connection: nothing set up on it is restored at the next connect."""
         self.subscribed.clear()
+        self.dropped.clear()
         self.log_level = None
         self._in_force.clear()
         self.established = False
@@ -220,16 +226,28 @@ class Healing:
         ``on_change``."""
         if uri is not None:
             self.subscribed.discard(uri)
+            self.dropped.add(uri)
         self.lost += 1
         reason = scrub(self._config, reason)
         logger.warning("MCP server %r: %s could not be restored: %s", self.server, uri or "the logging level", reason)
         self.tell(McpChange(server=self.server, kind="lost", uri=uri, reason=reason))
 
+    def regain(self, uri: str, reason: str) -> None:
+        """``uri``, a subscription reported lost, is in force again: count it restored, tell ``on_change``
+        (``kind="restored"``: read it again, updates sent meanwhile are not replayed)."""
+        self.dropped.discard(uri)
+        self.subscribed.add(uri)
+        self.restored += 1
+        logger.info("MCP server %r: %s restored: %s", self.server, uri, reason)
+        self.tell(McpChange(server=self.server, kind="restored", uri=uri, reason=reason))
+
     # ----------------------------------------------------------------------------------------- restoring
 
     async def resubscribe(self, session: ClientSession, timeout: float) -> None:
-        """Handshake era, on a new session: ``resources/subscribe`` to each resource subscribed to before."""
-        for uri in sorted(self.subscribed):
+        """Handshake era, on a new session: ``resources/subscribe`` to each resource subscribed to before, and to
+        each one reported lost (a refusal of one of those is not reported again)."""
+        for uri in sorted(self.subscribed | self.dropped):
+            again = uri in self.dropped
             request = mcp_types.SubscribeRequest(params=mcp_types.SubscribeRequestParams(uri=uri))
             try:
                 with anyio.fail_after(timeout):
@@ -237,12 +255,17 @@ class Healing:
             except MCPError as exc:
                 if exc.code == mcp_types.CONNECTION_CLOSED:
                     raise  # the new session is gone too: the generation fails, and the next one tries again
-                self.lose(uri, f"the server refused resources/subscribe: {exc}")
+                if not again:
+                    self.lose(uri, f"the server refused resources/subscribe: {exc}")
             except TimeoutError:
-                self.lose(uri, f"the server did not answer resources/subscribe within {timeout:g} s")
+                if not again:
+                    self.lose(uri, f"the server did not answer resources/subscribe within {timeout:g} s")
             else:
-                self.restored += 1
-                self.reread(uri, _REREAD)
+                if again:
+                    self.regain(uri, _REGAINED)
+                else:
+                    self.restored += 1
+                    self.reread(uri, _REREAD)
 
     async def roots_changed(self, session: ClientSession) -> None:
         """Handshake era, on a new session after a reconnect of a client that offers roots: tell the server that
@@ -270,7 +293,10 @@ class Healing:
         (a new subscription it drops is only forgotten: ``subscribe_resource`` raises)."""
         kept = set(honored)
         for uri in asked:
-            if uri in kept:
+            if uri in self.dropped:  # reported lost before: restored if honored now, else still lost
+                if uri in kept:
+                    self.regain(uri, _REGAINED)
+            elif uri in kept:
                 if restoring:
                     self.restored += 1
                     self.reread(uri, _REREAD)

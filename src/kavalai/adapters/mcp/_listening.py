@@ -60,7 +60,7 @@ class ChangeStream:
             while True:
                 relisten = gen.relisten = anyio.Event()
                 waiting, gen.listened = waiting + gen.listened, []  # their changes are in the filter asked for now
-                stream = _Stream(waiting, tuple(sorted(self._healing.subscribed)))
+                stream = _Stream(waiting, tuple(sorted(self._healing.subscribed | self._healing.dropped)))
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(self._hold, stream, relisten, task_status)
                     await relisten.wait()

@@ -49,7 +49,8 @@ class McpServerState:
         server_info_name: the name the server gives itself (``serverInfo.name``), once connected.
         restored: what was set up again after a reconnect or a re-opened change stream, over all its connects:
             each resource subscription (``resources/subscribe`` again, or a ``subscriptions/listen`` stream with
-            the same filter) and each logging level set again (``logging/setLevel``).
+            the same filter) and each logging level set again (``logging/setLevel``); a subscription reported
+            lost that a later reconnect set up again counts too (``McpChange(kind="restored")``).
         lost: what could not be set up again (each also reached ``on_change`` as ``McpChange(kind="lost")``).
     """
 

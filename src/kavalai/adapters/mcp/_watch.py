@@ -1,4 +1,5 @@
-"""Watching a handshake-era streamable HTTP session's event streams (HTTP GET), under the SDK's transport.
+"""Watching the event streams of a streamable HTTP connection, under the SDK's transport: a handshake-era
+session's (HTTP GET) and, at the end, a 2026-07-28 change stream's (a ``subscriptions/listen`` POST).
 
 The server sends what answers no request (a resource update, a list change, a log message) on the session's GET
 event stream, which the SDK's client opens after the handshake. When that stream closes gracefully the SDK opens
@@ -14,19 +15,28 @@ SDK's ``httpx2`` client and the network, keeps the stream alive while the server
   ``Last-Event-ID`` it has) instead of counting a failure;
 - each stream that opens is told to ``on_open``, with whether it follows such a failure (then notifications sent
   meanwhile may be lost, so the connection re-lists the catalogue and tells each subscriber to read its resource
-  again);
+  again); a stream resumed with ``Last-Event-ID`` (a server that gives its events ids keeps them, and replays what
+  came after that one) follows no such gap: what was sent meanwhile arrives as it is replayed;
 - a stream that cannot be opened within the budget is reported to ``on_deaf`` (with why), and the connection
   starts a new session, once: when the new one cannot open it either, the session is kept for its calls and its
   subscriptions are reported lost.
+
+The same transport keeps a 2026-07-28 change stream (a ``subscriptions/listen`` POST) from ending the session: the
+SDK's transport ends whole when a POST cannot reach the server, so a listen POST that fails so (the server away
+for a moment, restarting) is sent again with the same backoff within ``connect_timeout``; past it the failure
+passes as before and the connection ends (then connects again). An answer that is an error passes at once: the
+SDK gives it to the listen request, and the change stream opens it again with its own backoff
+(:mod:`kavalai.adapters.mcp._listening`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from typing import Final, cast
 
 import httpx2
-from mcp.client.streamable_http import MCP_SESSION_ID
+from mcp.client.streamable_http import LAST_EVENT_ID, MCP_SESSION_ID
 
 from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._errors import scrub
@@ -86,6 +96,7 @@ class StreamWatch:
         self.broken = False  # a stream failed (to open, or mid-way) since one last opened
         self.opened = 0  # event streams opened
         self.retried = 0  # opening attempts sent again
+        self.listen_retried = 0  # 2026-07-28 change stream POSTs sent again after a connection error
 
     def failed(self, why: str) -> None:
         """A stream failed to open, or was cut mid-way."""
@@ -93,10 +104,11 @@ class StreamWatch:
             logger.info("MCP server %r: its event stream failed (%s); opening it again", self.server, why)
         self.broken = True
 
-    def open(self) -> None:
-        """A stream opened: tell ``on_open`` whether it follows a failure (what was sent meanwhile may be lost)."""
+    def open(self, *, resumed: bool) -> None:
+        """A stream opened: tell ``on_open`` whether it follows a failure, so that what was sent meanwhile may be
+        lost (not when it was ``resumed`` from the last event received: the server replays what followed)."""
         self.opened += 1
-        gap, self.broken = self.broken, False
+        gap, self.broken = self.broken and not resumed, False
         self._on_open(gap)
 
     def deaf(self, why: str) -> None:
@@ -107,6 +119,18 @@ class StreamWatch:
 def watched_transport(watch: StreamWatch, inner: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
     """``inner`` with the GET event streams of one session kept alive as the module says."""
     return _WatchedTransport(inner, watch)
+
+
+def _listen_post(request: httpx2.Request) -> bool:
+    """Whether ``request`` opens a 2026-07-28 change stream (safe to send again: it only asks to listen)."""
+    if request.method != "POST":
+        return False
+    try:
+        content = request.content
+        body = json.loads(content) if b"subscriptions/listen" in content else None
+    except (httpx2.RequestNotRead, ValueError):  # a streamed body is no listen request's
+        return False
+    return isinstance(body, dict) and body.get("method") == "subscriptions/listen"
 
 
 def _event_stream_get(request: httpx2.Request) -> bool:
@@ -123,6 +147,8 @@ class _WatchedTransport(httpx2.AsyncBaseTransport):
         self._watch = watch
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if _listen_post(request):
+            return await self._listen(request)
         if not _event_stream_get(request):
             return await self._inner.handle_async_request(request)
         watch = self._watch
@@ -139,7 +165,7 @@ class _WatchedTransport(httpx2.AsyncBaseTransport):
             else:
                 if response.status_code not in _RETRIED:
                     if response.is_success:
-                        watch.open()
+                        watch.open(resumed=LAST_EVENT_ID in request.headers)
                         response.stream = _Graceful(cast(httpx2.AsyncByteStream, response.stream), watch)
                     return response
                 why = f"HTTP {response.status_code}"
@@ -149,6 +175,17 @@ class _WatchedTransport(httpx2.AsyncBaseTransport):
                     return response  # the SDK sees the failure too
                 await response.aclose()
             watch.retried += 1
+
+    async def _listen(self, request: httpx2.Request) -> httpx2.Response:
+        backoff = Backoff(self._watch.budget)
+        while True:
+            try:
+                return await self._inner.handle_async_request(request)
+            except httpx2.TransportError as exc:
+                if not await backoff.wait():
+                    raise
+                self._watch.listen_retried += 1
+                logger.info("MCP server %r: its change stream could not be opened (%s); again", self._watch.server, exc)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
