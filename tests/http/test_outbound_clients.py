@@ -19,6 +19,7 @@ from kavalai.llm.errors import LLMConnectionError
 from kavalai.llm.messages import UserMessage
 from kavalai.llm.openai import OpenAIClient
 from tests.http.test_outbound import serving
+from tests.servers.llm_openai import completion
 
 METADATA = "http://169.254.169.254"
 
@@ -148,3 +149,57 @@ async def test_an_llm_client_sends_through_the_environments_proxy_and_still_judg
         finally:
             await llm.aclose()
     assert seen == ["POST /v1/chat/completions"]  # reached the proxy; its redirect to a metadata address refused
+
+
+@asynccontextmanager
+async def answering(status: int, text: str, seen: list[str]) -> AsyncIterator[str]:
+    """A server on 127.0.0.1 (a model server, or a plain HTTP proxy given absolute URLs) answering every request."""
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(f"{request.method} {request.path}")
+        return web.json_response(completion(text), status=status)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    async with serving(app) as base:
+        yield base
+
+
+async def test_no_proxy_is_honoured_for_the_host_the_sdk_resolved_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``base_url=None``: the SDK takes its host from ``OPENAI_BASE_URL`` (else its default); ``NO_PROXY`` names that
+    host, so the request goes to it directly, never through the proxy the environment names."""
+    proxied: list[str] = []
+    answered: list[str] = []
+    async with answering(502, "proxied", proxied) as proxy, answering(200, "direct", answered) as model:
+        for name in ("no_proxy", "http_proxy", "https_proxy", "all_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+            monkeypatch.setenv(name, proxy)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{model}/v1")
+        llm = OpenAIClient("gpt-fake", api_key="sk-test-0123456789", base_url=None, max_retries=0)
+        try:
+            response = await llm.complete([UserMessage(content="hi")])
+        finally:
+            await llm.aclose()
+    assert response.text == "direct"
+    assert answered == ["POST /v1/chat/completions"]
+    assert proxied == []
+
+
+async def test_a_host_the_sdk_resolved_and_no_proxy_does_not_name_goes_through_the_proxy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    proxied: list[str] = []
+    async with answering(200, "proxied", proxied) as proxy:
+        for name in ("no_proxy", "NO_PROXY", "http_proxy", "all_proxy", "ALL_PROXY"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", proxy)
+        monkeypatch.setenv("OPENAI_BASE_URL", "http://llm.invalid/v1")
+        llm = OpenAIClient("gpt-fake", api_key="sk-test-0123456789", base_url=None, max_retries=0)
+        try:
+            response = await llm.complete([UserMessage(content="hi")])
+        finally:
+            await llm.aclose()
+    assert response.text == "proxied"
+    assert proxied == ["POST /v1/chat/completions"]
