@@ -203,3 +203,69 @@ async def test_a_host_the_sdk_resolved_and_no_proxy_does_not_name_goes_through_t
             await llm.aclose()
     assert response.text == "proxied"
     assert proxied == ["POST /v1/chat/completions"]
+
+
+def test_the_otlp_session_dials_the_address_it_judged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rebinding name: its first answer is a collector on 127.0.0.1, every later one a metadata address. The
+    session resolves once, judges that answer and dials it; a second lookup at connect would dial the metadata
+    address (the old session's window between the check and ``requests``' connect)."""
+    import socket
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    received: list[str] = []
+
+    class Collector(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            received.append(f"{self.headers['Host']} {self.path}")
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Collector)
+    port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    real = socket.getaddrinfo
+    lookups: list[str] = []
+
+    def rebinding(host: object, *args: object, **kwargs: object) -> object:
+        if host == "collector.test":
+            lookups.append(str(host))
+            host = "127.0.0.1" if len(lookups) == 1 else "169.254.169.254"
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    monkeypatch.setenv("NO_PROXY", "*")
+    outbound = Outbound("OTLP exporter", allowed_networks=LOCAL_NETWORKS, kind="tracing")
+    session = requests_session(outbound)
+    try:
+        response = session.post(f"http://collector.test:{port}/v1/traces", data=b"spans", timeout=10)
+    finally:
+        session.close()
+        server.shutdown()
+        server.server_close()
+    assert response.status_code == 200
+    assert received == [f"collector.test:{port} /v1/traces"]  # the name kept in the Host header
+    assert lookups == ["collector.test"]
+
+
+def test_the_otlp_session_refuses_a_name_that_resolves_to_a_metadata_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    real = socket.getaddrinfo
+
+    def metadata(host: object, *args: object, **kwargs: object) -> object:
+        return real("169.254.169.254" if host == "collector.test" else host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", metadata)
+    outbound = Outbound("OTLP exporter", allowed_networks=LOCAL_NETWORKS, kind="tracing")
+    session = requests_session(outbound)
+    try:
+        with pytest.raises(OutboundRefusedError, match="resolves to 169.254.169.254"):
+            session.post("http://collector.test:4318/v1/traces", data=b"spans", timeout=10)
+    finally:
+        session.close()

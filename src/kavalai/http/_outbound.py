@@ -453,21 +453,67 @@ def check_endpoint(outbound: Outbound, url: URL) -> None:
 
 def requests_session(outbound: Outbound) -> Any:
     """A new ``requests`` session (the OTLP/HTTP exporter's; the only place one is made) whose every request,
-    redirects included, is judged by :func:`check_endpoint` and whose host's addresses are judged before sending."""
+    redirects included, is judged by :func:`check_endpoint`, and whose connections to a learned host name resolve it
+    once, judge its addresses and dial the address judged (no second lookup between the check and the connect)."""
     import requests
     from requests.adapters import HTTPAdapter
+    from urllib3.connection import HTTPConnection, HTTPSConnection
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+    def pinned(connection: Any, connect: Any) -> Any:
+        host = connection._dns_host  # the name urllib3 would resolve at connect
+        if outbound.trusted(host):
+            return connect()
+        found = socket.getaddrinfo(host.strip("[]"), connection.port, type=socket.SOCK_STREAM)
+        addresses = [str(info[4][0]) for info in found]
+        outbound.check_addresses(host, addresses)
+        connection._dns_host = addresses[0]  # TLS still verifies (and SNI names) connection.host
+        try:
+            return connect()
+        finally:
+            connection._dns_host = host
+
+    class _Connection(HTTPConnection):
+        def _new_conn(self) -> socket.socket:
+            return pinned(self, super()._new_conn)  # type: ignore[no-any-return]
+
+    class _TLSConnection(HTTPSConnection):
+        def _new_conn(self) -> socket.socket:
+            return pinned(self, super()._new_conn)  # type: ignore[no-any-return]
+
+    class _Pool(HTTPConnectionPool):
+        ConnectionCls = _Connection
+
+    class _TLSPool(HTTPSConnectionPool):
+        ConnectionCls = _TLSConnection
 
     class _GateAdapter(HTTPAdapter):
+        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+            super().init_poolmanager(*args, **kwargs)
+            self.poolmanager.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
+
         def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
-            url = URL(str(request.url))
-            check_endpoint(outbound, url)
-            host = _host(url)
-            if host is not None and not outbound.trusted(host):
-                found = socket.getaddrinfo(host.strip("[]"), url.port, type=socket.SOCK_STREAM)
-                outbound.check_addresses(host, [str(info[4][0]) for info in found])
-            return super().send(request, *args, **kwargs)
+            check_endpoint(outbound, URL(str(request.url)))
+            try:
+                return super().send(request, *args, **kwargs)
+            except requests.ConnectionError as exc:  # a refusal at connect, wrapped by urllib3 and requests
+                refusal = _refusal_in(exc)
+                if refusal is None:
+                    raise
+                raise refusal from None
 
     session = requests.Session()
     session.mount("http://", _GateAdapter())
     session.mount("https://", _GateAdapter())
     return session
+
+
+def _refusal_in(exc: BaseException, depth: int = 4) -> OutboundRefusedError | None:
+    """The gate's refusal that ``exc`` wraps in its arguments (as urllib3 and requests wrap an ``OSError``)."""
+    if isinstance(exc, OutboundRefusedError):
+        return exc
+    if depth:
+        for arg in exc.args:
+            if isinstance(arg, BaseException) and (found := _refusal_in(arg, depth - 1)) is not None:
+                return found
+    return None
