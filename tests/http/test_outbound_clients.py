@@ -269,3 +269,33 @@ def test_the_otlp_session_refuses_a_name_that_resolves_to_a_metadata_address(mon
             session.post("http://collector.test:4318/v1/traces", data=b"spans", timeout=10)
     finally:
         session.close()
+
+
+@pytest.mark.parametrize(
+    "endpoint", ["http://collector.example:4317", "https://otel.internal.", "http://LOCALHOST.example"]
+)
+def test_an_otlp_grpc_endpoint_naming_a_host_is_a_configuration_error(endpoint: str) -> None:
+    """The gRPC channel resolves a name itself, past the gate: only an address or localhost is accepted."""
+    from kavalai._tracing_setup import _checked_endpoint
+
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
+    with pytest.raises(ConfigurationError, match="OTEL_EXPORTER_OTLP_ENDPOINT: OTLP over gRPC needs") as caught:
+        _checked_endpoint("otlp_proto_grpc", env)
+    assert "resolves a name itself" in str(caught.value)
+    _checked_endpoint("otlp_proto_http", env)  # OTLP/HTTP judges the name's addresses at connect
+
+
+@pytest.mark.parametrize(
+    "endpoint", ["http://localhost:4317", "http://127.0.0.1:4317", "http://[::1]:4317", "https://10.2.3.4:4317", ""]
+)
+def test_an_otlp_grpc_endpoint_at_an_address_or_localhost_is_accepted(endpoint: str) -> None:
+    from kavalai._tracing_setup import _checked_endpoint
+
+    assert _checked_endpoint("otlp_proto_grpc", {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint}) is None
+
+
+def test_an_otlp_grpc_endpoint_at_a_metadata_address_is_refused() -> None:
+    from kavalai._tracing_setup import _checked_endpoint
+
+    with pytest.raises(ConfigurationError, match="169.254.169.254"):
+        _checked_endpoint("otlp_proto_grpc", {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://169.254.169.254:4317"})
