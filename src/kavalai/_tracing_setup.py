@@ -16,6 +16,7 @@ This module needs only ``opentelemetry-api`` to import; the SDK and the OTLP exp
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -206,9 +207,27 @@ def _checked_endpoint(name: str, env: Mapping[str, str]) -> Any:
         check_endpoint(outbound, parsed)
     except (ValueError, OutboundRefusedError) as exc:
         raise ConfigurationError(f"{variable}: {redact(str(exc))}") from None
+    if name == "otlp_proto_grpc":
+        _grpc_host(variable, parsed)
     if name != "otlp_proto_http" or os.environ.get(_CREDENTIAL_PROVIDER):
         return None
     return requests_session(outbound)
+
+
+def _grpc_host(variable: str, url: Any) -> None:
+    """OTLP over gRPC: the collector's host must be an IP address (judged above) or ``localhost``; the gRPC channel
+    resolves a name itself, where the outbound gate cannot judge the addresses it connects to."""
+    host = (url.raw_host or "").strip("[]").lower().rstrip(".")
+    if host == "localhost":
+        return
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        raise ConfigurationError(
+            f"{variable}: OTLP over gRPC needs the collector's IP address or localhost, not the host name {host!r}: "
+            "the gRPC channel resolves a name itself, past the outbound gate's check of the addresses; give the "
+            "address, or send OTLP/HTTP (OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf), whose connections the gate judges"
+        ) from None
 
 
 def _protocol(env: Mapping[str, str]) -> str:

@@ -19,6 +19,7 @@ from kavalai.llm.errors import LLMConnectionError
 from kavalai.llm.messages import UserMessage
 from kavalai.llm.openai import OpenAIClient
 from tests.http.test_outbound import serving
+from tests.servers.llm_openai import completion
 
 METADATA = "http://169.254.169.254"
 
@@ -148,3 +149,153 @@ async def test_an_llm_client_sends_through_the_environments_proxy_and_still_judg
         finally:
             await llm.aclose()
     assert seen == ["POST /v1/chat/completions"]  # reached the proxy; its redirect to a metadata address refused
+
+
+@asynccontextmanager
+async def answering(status: int, text: str, seen: list[str]) -> AsyncIterator[str]:
+    """A server on 127.0.0.1 (a model server, or a plain HTTP proxy given absolute URLs) answering every request."""
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(f"{request.method} {request.path}")
+        return web.json_response(completion(text), status=status)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    async with serving(app) as base:
+        yield base
+
+
+async def test_no_proxy_is_honoured_for_the_host_the_sdk_resolved_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``base_url=None``: the SDK takes its host from ``OPENAI_BASE_URL`` (else its default); ``NO_PROXY`` names that
+    host, so the request goes to it directly, never through the proxy the environment names."""
+    proxied: list[str] = []
+    answered: list[str] = []
+    async with answering(502, "proxied", proxied) as proxy, answering(200, "direct", answered) as model:
+        for name in ("no_proxy", "http_proxy", "https_proxy", "all_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+            monkeypatch.setenv(name, proxy)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{model}/v1")
+        llm = OpenAIClient("gpt-fake", api_key="sk-test-0123456789", base_url=None, max_retries=0)
+        try:
+            response = await llm.complete([UserMessage(content="hi")])
+        finally:
+            await llm.aclose()
+    assert response.text == "direct"
+    assert answered == ["POST /v1/chat/completions"]
+    assert proxied == []
+
+
+async def test_a_host_the_sdk_resolved_and_no_proxy_does_not_name_goes_through_the_proxy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    proxied: list[str] = []
+    async with answering(200, "proxied", proxied) as proxy:
+        for name in ("no_proxy", "NO_PROXY", "http_proxy", "all_proxy", "ALL_PROXY"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", proxy)
+        monkeypatch.setenv("OPENAI_BASE_URL", "http://llm.invalid/v1")
+        llm = OpenAIClient("gpt-fake", api_key="sk-test-0123456789", base_url=None, max_retries=0)
+        try:
+            response = await llm.complete([UserMessage(content="hi")])
+        finally:
+            await llm.aclose()
+    assert response.text == "proxied"
+    assert proxied == ["POST /v1/chat/completions"]
+
+
+def test_the_otlp_session_dials_the_address_it_judged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rebinding name: its first answer is a collector on 127.0.0.1, every later one a metadata address. The
+    session resolves once, judges that answer and dials it; a second lookup at connect would dial the metadata
+    address (the old session's window between the check and ``requests``' connect)."""
+    import socket
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    received: list[str] = []
+
+    class Collector(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            received.append(f"{self.headers['Host']} {self.path}")
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Collector)
+    port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    real = socket.getaddrinfo
+    lookups: list[str] = []
+
+    def rebinding(host: object, *args: object, **kwargs: object) -> object:
+        if host == "collector.test":
+            lookups.append(str(host))
+            host = "127.0.0.1" if len(lookups) == 1 else "169.254.169.254"
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    monkeypatch.setenv("NO_PROXY", "*")
+    outbound = Outbound("OTLP exporter", allowed_networks=LOCAL_NETWORKS, kind="tracing")
+    session = requests_session(outbound)
+    try:
+        response = session.post(f"http://collector.test:{port}/v1/traces", data=b"spans", timeout=10)
+    finally:
+        session.close()
+        server.shutdown()
+        server.server_close()
+    assert response.status_code == 200
+    assert received == [f"collector.test:{port} /v1/traces"]  # the name kept in the Host header
+    assert lookups == ["collector.test"]
+
+
+def test_the_otlp_session_refuses_a_name_that_resolves_to_a_metadata_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    real = socket.getaddrinfo
+
+    def metadata(host: object, *args: object, **kwargs: object) -> object:
+        return real("169.254.169.254" if host == "collector.test" else host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", metadata)
+    outbound = Outbound("OTLP exporter", allowed_networks=LOCAL_NETWORKS, kind="tracing")
+    session = requests_session(outbound)
+    try:
+        with pytest.raises(OutboundRefusedError, match="resolves to 169.254.169.254"):
+            session.post("http://collector.test:4318/v1/traces", data=b"spans", timeout=10)
+    finally:
+        session.close()
+
+
+@pytest.mark.parametrize(
+    "endpoint", ["http://collector.example:4317", "https://otel.internal.", "http://LOCALHOST.example"]
+)
+def test_an_otlp_grpc_endpoint_naming_a_host_is_a_configuration_error(endpoint: str) -> None:
+    """The gRPC channel resolves a name itself, past the gate: only an address or localhost is accepted."""
+    from kavalai._tracing_setup import _checked_endpoint
+
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
+    with pytest.raises(ConfigurationError, match="OTEL_EXPORTER_OTLP_ENDPOINT: OTLP over gRPC needs") as caught:
+        _checked_endpoint("otlp_proto_grpc", env)
+    assert "resolves a name itself" in str(caught.value)
+    _checked_endpoint("otlp_proto_http", env)  # OTLP/HTTP judges the name's addresses at connect
+
+
+@pytest.mark.parametrize(
+    "endpoint", ["http://localhost:4317", "http://127.0.0.1:4317", "http://[::1]:4317", "https://10.2.3.4:4317", ""]
+)
+def test_an_otlp_grpc_endpoint_at_an_address_or_localhost_is_accepted(endpoint: str) -> None:
+    from kavalai._tracing_setup import _checked_endpoint
+
+    assert _checked_endpoint("otlp_proto_grpc", {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint}) is None
+
+
+def test_an_otlp_grpc_endpoint_at_a_metadata_address_is_refused() -> None:
+    from kavalai._tracing_setup import _checked_endpoint
+
+    with pytest.raises(ConfigurationError, match="169.254.169.254"):
+        _checked_endpoint("otlp_proto_grpc", {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://169.254.169.254:4317"})

@@ -372,15 +372,73 @@ def model_text(
 MAX_DESCRIPTION_CHARS: Final = 8_000
 
 
+#: The longest title or description inside a tool's input schema (a property's, a definition's), and the most
+#: characters all of them together show per tool; each cut one is followed by a notice the model reads.
+MAX_SCHEMA_TEXT_CHARS: Final = 8_000
+MAX_SCHEMA_TEXTS_CHARS: Final = 32_000
+_SCHEMA_TEXTS: Final = frozenset({"title", "description"})
+#: Keys whose values are data, not schemas (a ``default`` may well hold a ``"description"`` key of its own).
+_SCHEMA_DATA: Final = frozenset({"default", "examples", "example", "enum", "const"})
+#: Keys whose values map names (which may be ``"title"``) to schemas.
+_SCHEMA_NAMED: Final = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+
+
 def model_description(description: Mapping[str, Any]) -> dict[str, Any]:
-    """A tool description (an entry of ``describe_tools``) with its ``description`` text through the model-facing
-    gate, cut at :data:`MAX_DESCRIPTION_CHARS` with a notice."""
-    text = description.get("description") or ""
-    if not isinstance(text, str) or len(text) <= MAX_DESCRIPTION_CHARS:
-        return dict(description)
+    """A tool description (an entry of ``describe_tools``) with its texts through the model-facing gate: the
+    ``description`` cut at :data:`MAX_DESCRIPTION_CHARS`, each title and description inside its ``inputSchema`` at
+    :data:`MAX_SCHEMA_TEXT_CHARS` and all of those at :data:`MAX_SCHEMA_TEXTS_CHARS`, each cut text with a notice.
+    An unchanged schema is the same object."""
     name = str(description.get("name", "a tool"))
-    bounded = model_text(None, name, text, ours=True, limit=MAX_DESCRIPTION_CHARS, what=f"the description of {name}")
-    return {**description, "description": bounded}
+    bounded = dict(description)
+    text = description.get("description") or ""
+    if isinstance(text, str) and len(text) > MAX_DESCRIPTION_CHARS:
+        what = f"the description of {name}"
+        bounded["description"] = model_text(None, name, text, ours=True, limit=MAX_DESCRIPTION_CHARS, what=what)
+    schema = description.get("inputSchema")
+    if isinstance(schema, Mapping):
+        bounded["inputSchema"] = _SchemaTexts(name).schema(schema, "its input schema")
+    return bounded
+
+
+class _SchemaTexts:
+    """Walks one tool's input schema, cutting its titles and descriptions within the per-text and per-tool limits
+    (copying only what changes)."""
+
+    def __init__(self, tool: str) -> None:
+        self._tool = tool
+        self._left = MAX_SCHEMA_TEXTS_CHARS
+
+    def schema(self, node: Any, where: str) -> Any:
+        if isinstance(node, list):
+            items = [self.schema(item, where) for item in node]
+            return items if any(new is not old for new, old in zip(items, node, strict=True)) else node
+        if not isinstance(node, Mapping):
+            return node
+        changed: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in _SCHEMA_DATA:
+                continue
+            new: Any
+            if key in _SCHEMA_TEXTS and isinstance(value, str):
+                new = self._schema_text(value, f"the {key} of {where}")
+            elif key in _SCHEMA_NAMED and isinstance(value, Mapping):
+                new = self._named(value, where)
+            else:
+                new = self.schema(value, where)
+            if new is not value:
+                changed[key] = new
+        return {**node, **changed} if changed else node
+
+    def _named(self, schemas: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+        bounded = {name: self.schema(inner, f"{name!r} in {where}") for name, inner in schemas.items()}
+        return bounded if any(bounded[name] is not schemas[name] for name in bounded) else schemas
+
+    def _schema_text(self, text: str, what: str) -> str:
+        limit = min(MAX_SCHEMA_TEXT_CHARS, self._left)
+        self._left -= min(len(text), limit)
+        if len(text) <= limit:
+            return text
+        return model_text(None, self._tool, text, ours=True, limit=limit, what=f"{what} of {self._tool}")
 
 
 #: A model node's whole prompt may hold this many times the budget's limit (each value it prints is fitted alone).

@@ -320,7 +320,12 @@ def _learn_challenge(outbound: Outbound, challenge: str) -> None:
 
 
 def httpx_transport(
-    outbound: Outbound, wrap: Any = None, *, limits: httpx2.Limits | None = None, proxy: str | None = None
+    outbound: Outbound,
+    wrap: Any = None,
+    *,
+    limits: httpx2.Limits | None = None,
+    proxy: str | None = None,
+    environment_proxies: bool = False,
 ) -> httpx2.AsyncBaseTransport:
     """The ``httpx2`` transport every request of ``outbound``'s owner goes through.
 
@@ -329,10 +334,20 @@ def httpx_transport(
         wrap: called with the network transport, returns the transport to put under the gate (a byte limit).
         limits: the connection pool's limits.
         proxy: the user's proxy to send through (its URL checked as given; the addresses behind it are its own).
+        environment_proxies: send each request through the proxy the environment names for its host
+            (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``, less ``NO_PROXY``), as clients that read the environment
+            themselves do, else directly through the gate; read once, when the transport is made.
     """
-    network = httpx2.AsyncHTTPTransport(
-        limits=limits or httpx2.Limits(max_connections=100, max_keepalive_connections=20), proxy=proxy
+    limits = limits or httpx2.Limits(max_connections=100, max_keepalive_connections=20)
+    network: httpx2.AsyncBaseTransport = (
+        _EnvironmentProxies(outbound, limits) if environment_proxies else _network(outbound, limits, proxy)
     )
+    inner = network if wrap is None else wrap(network)
+    return _GateTransport(inner, outbound)
+
+
+def _network(outbound: Outbound, limits: httpx2.Limits, proxy: str | None) -> httpx2.AsyncHTTPTransport:
+    network = httpx2.AsyncHTTPTransport(limits=limits, proxy=proxy)
     pool = getattr(network, "_pool", None)
     if type(pool) is httpcore2.AsyncConnectionPool:  # not through a proxy (the user's, trusted): dial through the gate
         network._pool = httpcore2.AsyncConnectionPool(
@@ -342,15 +357,51 @@ def httpx_transport(
             keepalive_expiry=pool._keepalive_expiry,
             network_backend=_Backend(outbound),
         )
-    inner = network if wrap is None else wrap(network)
-    return _GateTransport(inner, outbound)
+    return network
+
+
+class _EnvironmentProxies(httpx2.AsyncBaseTransport):
+    """Sends each request through the proxy the environment names for its scheme and host, ``NO_PROXY`` honoured
+    (the environment read once, when made), or directly through the gate."""
+
+    def __init__(self, outbound: Outbound, limits: httpx2.Limits) -> None:
+        import urllib.request
+
+        self._outbound = outbound
+        self._limits = limits
+        self._proxies = urllib.request.getproxies()
+        self._routes: dict[tuple[str, str], str | None] = {}
+        self._transports: dict[str | None, httpx2.AsyncHTTPTransport] = {}
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        key = (request.url.scheme, request.url.host)
+        if key not in self._routes:
+            if len(self._routes) >= _MAX_LEARNED:
+                self._routes.clear()
+            self._routes[key] = _proxy_for(self._proxies, *key)
+        proxy = self._routes[key]
+        transport = self._transports.get(proxy)
+        if transport is None:
+            transport = self._transports[proxy] = _network(self._outbound, self._limits, proxy)
+        return await transport.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        for transport in self._transports.values():
+            await transport.aclose()
 
 
 def httpx_client(
-    outbound: Outbound, wrap: Any = None, *, proxy: str | None = None, **options: Any
+    outbound: Outbound,
+    wrap: Any = None,
+    *,
+    proxy: str | None = None,
+    environment_proxies: bool = False,
+    **options: Any,
 ) -> httpx2.AsyncClient:
-    """A new ``httpx2`` client (the only place one is made) whose requests cross the gate."""
-    return httpx2.AsyncClient(transport=httpx_transport(outbound, wrap, proxy=proxy), **options)
+    """A new ``httpx2`` client (the only place one is made) whose requests cross the gate; see
+    :func:`httpx_transport` for ``proxy`` and ``environment_proxies``."""
+    transport = httpx_transport(outbound, wrap, proxy=proxy, environment_proxies=environment_proxies)
+    return httpx2.AsyncClient(transport=transport, **options)
 
 
 def environment_proxy(url: str) -> str | None:
@@ -360,9 +411,14 @@ def environment_proxy(url: str) -> str | None:
     import urllib.request
 
     parsed = URL(url)
-    proxies = urllib.request.getproxies()
-    proxy = proxies.get(parsed.scheme) or proxies.get("all")
-    if not proxy or (parsed.host and urllib.request.proxy_bypass(parsed.host)):
+    return _proxy_for(urllib.request.getproxies(), parsed.scheme, parsed.raw_host or "")
+
+
+def _proxy_for(proxies: Mapping[str, str], scheme: str, host: str) -> str | None:
+    import urllib.request
+
+    proxy = proxies.get(scheme) or proxies.get("all")
+    if not proxy or (host and urllib.request.proxy_bypass_environment(host, dict(proxies))):  # type: ignore[attr-defined]
         return None
     return proxy
 
@@ -397,21 +453,67 @@ def check_endpoint(outbound: Outbound, url: URL) -> None:
 
 def requests_session(outbound: Outbound) -> Any:
     """A new ``requests`` session (the OTLP/HTTP exporter's; the only place one is made) whose every request,
-    redirects included, is judged by :func:`check_endpoint` and whose host's addresses are judged before sending."""
+    redirects included, is judged by :func:`check_endpoint`, and whose connections to a learned host name resolve it
+    once, judge its addresses and dial the address judged (no second lookup between the check and the connect)."""
     import requests
     from requests.adapters import HTTPAdapter
+    from urllib3.connection import HTTPConnection, HTTPSConnection
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+    def pinned(connection: Any, connect: Any) -> Any:
+        host = connection._dns_host  # the name urllib3 would resolve at connect
+        if outbound.trusted(host):
+            return connect()
+        found = socket.getaddrinfo(host.strip("[]"), connection.port, type=socket.SOCK_STREAM)
+        addresses = [str(info[4][0]) for info in found]
+        outbound.check_addresses(host, addresses)
+        connection._dns_host = addresses[0]  # TLS still verifies (and SNI names) connection.host
+        try:
+            return connect()
+        finally:
+            connection._dns_host = host
+
+    class _Connection(HTTPConnection):
+        def _new_conn(self) -> socket.socket:
+            return pinned(self, super()._new_conn)  # type: ignore[no-any-return]
+
+    class _TLSConnection(HTTPSConnection):
+        def _new_conn(self) -> socket.socket:
+            return pinned(self, super()._new_conn)  # type: ignore[no-any-return]
+
+    class _Pool(HTTPConnectionPool):
+        ConnectionCls = _Connection
+
+    class _TLSPool(HTTPSConnectionPool):
+        ConnectionCls = _TLSConnection
 
     class _GateAdapter(HTTPAdapter):
+        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+            super().init_poolmanager(*args, **kwargs)
+            self.poolmanager.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
+
         def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
-            url = URL(str(request.url))
-            check_endpoint(outbound, url)
-            host = _host(url)
-            if host is not None and not outbound.trusted(host):
-                found = socket.getaddrinfo(host.strip("[]"), url.port, type=socket.SOCK_STREAM)
-                outbound.check_addresses(host, [str(info[4][0]) for info in found])
-            return super().send(request, *args, **kwargs)
+            check_endpoint(outbound, URL(str(request.url)))
+            try:
+                return super().send(request, *args, **kwargs)
+            except requests.ConnectionError as exc:  # a refusal at connect, wrapped by urllib3 and requests
+                refusal = _refusal_in(exc)
+                if refusal is None:
+                    raise
+                raise refusal from None
 
     session = requests.Session()
     session.mount("http://", _GateAdapter())
     session.mount("https://", _GateAdapter())
     return session
+
+
+def _refusal_in(exc: BaseException, depth: int = 4) -> OutboundRefusedError | None:
+    """The gate's refusal that ``exc`` wraps in its arguments (as urllib3 and requests wrap an ``OSError``)."""
+    if isinstance(exc, OutboundRefusedError):
+        return exc
+    if depth:
+        for arg in exc.args:
+            if isinstance(arg, BaseException) and (found := _refusal_in(arg, depth - 1)) is not None:
+                return found
+    return None

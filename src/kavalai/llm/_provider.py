@@ -110,11 +110,11 @@ class SDKClient:
         self.__key = key
         outbound = None
         if http_client is None:
-            from kavalai.http import Outbound, environment_proxy, httpx_client
+            from kavalai.http import Outbound, httpx_client
 
             outbound = Outbound(f"{provider}/{model}", [base_url], kind="model")
-            proxy = environment_proxy(base_url or "https://api.invalid/")  # the SDKs' default hosts are https
-            http_client = httpx_client(outbound, proxy=proxy, follow_redirects=True)
+            # the proxy is chosen per request's host: the base URL may be the SDK's default or from its variable
+            http_client = httpx_client(outbound, environment_proxies=True, follow_redirects=True)
         self._client: Any = getattr(self._sdk, self._sdk_client)(
             api_key=key,
             base_url=base_url,
