@@ -125,6 +125,51 @@ async def test_a_question_the_host_leaves_unanswered_is_refused_to_the_backend_a
     assert _text(result) == "the host of kavalai serve did not answer within 0.2 s"
 
 
+async def test_only_one_request_answers_a_round() -> None:
+    rounds = InputRounds()
+    request = types.ListRootsRequest()
+    answered = anyio.Event()
+    go_on = anyio.Event()
+
+    async def asking(call: Any) -> types.CallToolResult:
+        await call.ask(request, types.ListRootsResult)
+        answered.set()
+        await go_on.wait()  # the answering request stays in while its twin comes
+        await call.ask(request, types.ListRootsResult)
+        return types.CallToolResult(content=[types.TextContent(text="done")])
+
+    roots = types.ListRootsResult(roots=[])
+    async with rounds.running():
+        first = await rounds.call("t", types.CallToolRequestParams(name="t"), None, asking)
+        assert isinstance(first, types.InputRequiredResult)
+        [key] = first.input_requests or {}
+        retry = types.CallToolRequestParams(name="t", request_state=first.request_state, input_responses={key: roots})
+        outcomes: list[Any] = []
+
+        async def answer() -> None:
+            outcomes.append(await rounds.call("t", retry, None, asking))
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as group:
+                group.start_soon(answer)
+                await answered.wait()
+                with pytest.raises(MCPError, match="only one request may answer a round") as twin:
+                    await rounds.call("t", retry, None, asking)  # the same round, while the first answer is in
+                assert twin.value.error.code == types.INVALID_PARAMS
+                go_on.set()
+            [second] = outcomes
+            assert isinstance(second, types.InputRequiredResult)
+            assert second.request_state != first.request_state
+            with pytest.raises(MCPError, match="only one request may answer a round"):
+                await rounds.call("t", retry, None, asking)  # a late retry of the round answered
+            [key] = second.input_requests or {}
+            state = second.request_state
+            last = types.CallToolRequestParams(name="t", request_state=state, input_responses={key: roots})
+            result = await rounds.call("t", last, None, asking)
+    assert isinstance(result, types.CallToolResult)
+    assert _text(result) == "done"
+
+
 async def _never(call: Any) -> types.CallToolResult:
     await anyio.sleep_forever()
     raise AssertionError("unreachable")
