@@ -20,7 +20,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from tests.serve.test_relay import Host, _served, _text, config, era, host, kernel
-from tests.serve.test_serve import TOKEN, TOKEN_VAR, http_server, serve_command
+from tests.serve.test_serve import TOKEN, TOKEN_VAR, http_server, read, serve_command, wait_until
 
 from kavalai import FunctionKernel
 from kavalai.serve._rounds import InputRounds
@@ -79,6 +79,38 @@ async def test_a_retry_with_an_unknown_or_foreign_state_is_refused(kernel: Funct
         assert isinstance(first, types.InputRequiredResult)
         with pytest.raises(MCPError, match="Unknown or ended requestState for mcp_features_greet"):
             await client.session.call_tool("mcp_features_greet", {}, request_state=first.request_state)
+
+
+async def test_a_host_cancelling_its_request_in_a_round_cuts_the_backends_call(
+    kernel: FunctionKernel, host: Host, tmp_path: Path
+) -> None:
+    marker = tmp_path / "marker"
+    arguments = {"question": "?", "marker": str(marker)}
+    async with host.client(await _served(kernel), mode="auto") as client:
+        first = await client.session.call_tool("mcp_features_consult_then_wait", arguments, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        [key] = first.input_requests or {}
+        answer = types.CreateMessageResult(role="assistant", content=types.TextContent(text="42"), model="m")
+
+        async def answering() -> None:
+            await client.session.call_tool(
+                "mcp_features_consult_then_wait",
+                arguments,
+                input_responses={key: answer},
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(answering)
+            await wait_until(lambda: read(marker) == "started")  # the backend has its answer and works on
+            group.cancel_scope.cancel()  # the host cancels its request of the round
+        await wait_until(lambda: read(marker) == "cancelled")  # the backend's call was cut
+        with pytest.raises(MCPError, match="Unknown or ended requestState"):  # the call ended
+            await client.session.call_tool(
+                "mcp_features_consult_then_wait", arguments, request_state=first.request_state
+            )
+        assert _text(await client.call_tool("mcp_features_count", {"n": 2})) == "2"  # the gateway goes on
 
 
 async def test_a_call_the_host_leaves_ends_when_the_serving_ends(kernel: FunctionKernel, host: Host) -> None:
