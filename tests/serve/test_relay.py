@@ -288,6 +288,25 @@ async def test_a_2026_host_gets_log_messages_on_its_calls_stream(kernel: Functio
     assert ("warning", "features/chatty", "a warning") in [(m.level, m.logger, m.data) for m in host.logs]
 
 
+async def test_a_2026_hosts_own_log_level_is_asked_of_a_2026_backend_for_that_call(host: Host) -> None:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(_backend("tests.servers.mcp_features", "features", protocol="auto"))
+    try:
+        async with host.client(await _served(kernel), mode="auto") as client:
+            await client.call_tool("mcp_features_chatty", {}, meta={"io.modelcontextprotocol/logLevel": "debug"})
+            await wait_until(lambda: any(m.level == "warning" for m in host.logs))
+            await client.call_tool("mcp_features_chatty", {}, meta={"io.modelcontextprotocol/logLevel": "info"})
+            await wait_until(lambda: sum(m.level == "warning" for m in host.logs) == 2)
+    finally:
+        await kernel.close()
+    # Asked in the backend call's _meta: the debug message of the call that asked for it only.
+    assert [(m.level, m.data) for m in host.logs] == [
+        ("debug", "a detail"),
+        ("warning", "a warning"),
+        ("warning", "a warning"),
+    ]
+
+
 # ----------------------------------------------------------------------------------------------- resources
 
 
