@@ -268,3 +268,22 @@ async def test_close_raises_the_first_failure_and_logs_the_others(caplog: pytest
     with caplog.at_level("WARNING", logger="kavalai"), pytest.raises(RuntimeError, match="first"):
         await kernel.close()
     assert [r.getMessage() for r in caplog.records] == ["Another error while closing the kernel: OSError('second')"]
+
+
+def test_the_tools_revision_moves_exactly_when_the_tools_change(loaded: FunctionKernel) -> None:
+    seen = loaded.tools_revision
+    loaded.list_tools()
+    loaded.get_tool_definition("python://time.now")  # builds a lazily published tool: no change
+    loaded.registry.describe("python://fs.read")
+    assert loaded.tools_revision == seen
+    changes = [
+        lambda: loaded.register_python_tool("time.later", now),
+        lambda: loaded.register_python_tool("time.later", read, replace=True),
+        lambda: loaded.remove_tool("python://time.later"),
+    ]
+    for change in changes:
+        change()
+        assert loaded.tools_revision != seen
+        seen = loaded.tools_revision
+    assert loaded.remove_tool("python://time.later") is False  # nothing withdrawn: no change
+    assert loaded.tools_revision == seen

@@ -288,6 +288,25 @@ async def test_a_2026_host_gets_log_messages_on_its_calls_stream(kernel: Functio
     assert ("warning", "features/chatty", "a warning") in [(m.level, m.logger, m.data) for m in host.logs]
 
 
+async def test_a_2026_hosts_own_log_level_is_asked_of_a_2026_backend_for_that_call(host: Host) -> None:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(_backend("tests.servers.mcp_features", "features", protocol="auto"))
+    try:
+        async with host.client(await _served(kernel), mode="auto") as client:
+            await client.call_tool("mcp_features_chatty", {}, meta={"io.modelcontextprotocol/logLevel": "debug"})
+            await wait_until(lambda: any(m.level == "warning" for m in host.logs))
+            await client.call_tool("mcp_features_chatty", {}, meta={"io.modelcontextprotocol/logLevel": "info"})
+            await wait_until(lambda: sum(m.level == "warning" for m in host.logs) == 2)
+    finally:
+        await kernel.close()
+    # Asked in the backend call's _meta: the debug message of the call that asked for it only.
+    assert [(m.level, m.data) for m in host.logs] == [
+        ("debug", "a detail"),
+        ("warning", "a warning"),
+        ("warning", "a warning"),
+    ]
+
+
 # ----------------------------------------------------------------------------------------------- resources
 
 
@@ -391,6 +410,44 @@ async def test_a_2026_host_is_told_of_changes_on_its_listen_stream(host: Host) -
     updates = [n for n in host.notices if isinstance(n, types.ResourceUpdatedNotification)]
     assert [str(n.params.uri) for n in updates] == ["mcp://updates/notes://a"]  # once: on the listen stream
     assert "io.modelcontextprotocol/subscriptionId" in (updates[0].params.meta or {})
+
+
+async def test_a_listen_streams_subscriptions_are_taken_back_when_it_ends(host: Host) -> None:
+    changed: list[str] = []
+
+    async def on_change(change: Any) -> None:
+        if change.kind == "resource":
+            changed.append(str(change.uri))
+
+    kernel = FunctionKernel()
+    backend = _backend("tests.servers.mcp_updates", "updates", protocol="2026-07-28", on_change=on_change)
+    kernel.register_mcp_server(backend)
+    watcher = Host()  # a handshake-era host holding notes://b all along
+    try:
+        server = await _served(kernel)
+        async with host.client(server, mode="auto") as client, watcher.client(server) as other:
+            await _subscribe(other, "mcp://updates/notes://b", subscribe=True)
+            streamed = ["mcp://updates/notes://a", "mcp://updates/notes://b"]
+            async with client.listen(resource_subscriptions=streamed):
+                await client.call_tool("mcp_updates_touch", {"uri": "notes://a"})
+                await wait_until(lambda: changed == ["notes://a"])
+            # The stream ended: notes://a, which it alone held, is unsubscribed at the server; notes://b is not.
+            await wait_until(lambda: "notes://a" not in _subscriptions(kernel))
+            assert "notes://b" in _subscriptions(kernel)
+            # A subscription after that one is in force once the server's change stream has the new filter.
+            await _subscribe(other, "mcp://updates/notes://c", subscribe=True)
+            await client.call_tool("mcp_updates_touch", {"uri": "notes://a"})  # no longer subscribed: no change
+            await client.call_tool("mcp_updates_touch", {"uri": "notes://b"})
+            await wait_until(lambda: len(changed) == 2)
+    finally:
+        await kernel.close()
+    assert changed == ["notes://a", "notes://b"]
+    assert _updates(watcher) == ["mcp://updates/notes://b"]
+
+
+def _subscriptions(kernel: FunctionKernel) -> set[str]:
+    """The resources the kernel's connection to the updates server is subscribed to (its private record)."""
+    return set(kernel.adapter("mcp").connection("updates")._healing.subscribed)  # type: ignore[attr-defined]
 
 
 # ----------------------------------------------------------------------------------- prompts and completion

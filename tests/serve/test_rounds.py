@@ -20,7 +20,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from tests.serve.test_relay import Host, _served, _text, config, era, host, kernel
-from tests.serve.test_serve import TOKEN, TOKEN_VAR, http_server, serve_command
+from tests.serve.test_serve import TOKEN, TOKEN_VAR, http_server, read, serve_command, wait_until
 
 from kavalai import FunctionKernel
 from kavalai.serve._rounds import InputRounds
@@ -81,6 +81,38 @@ async def test_a_retry_with_an_unknown_or_foreign_state_is_refused(kernel: Funct
             await client.session.call_tool("mcp_features_greet", {}, request_state=first.request_state)
 
 
+async def test_a_host_cancelling_its_request_in_a_round_cuts_the_backends_call(
+    kernel: FunctionKernel, host: Host, tmp_path: Path
+) -> None:
+    marker = tmp_path / "marker"
+    arguments = {"question": "?", "marker": str(marker)}
+    async with host.client(await _served(kernel), mode="auto") as client:
+        first = await client.session.call_tool("mcp_features_consult_then_wait", arguments, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        [key] = first.input_requests or {}
+        answer = types.CreateMessageResult(role="assistant", content=types.TextContent(text="42"), model="m")
+
+        async def answering() -> None:
+            await client.session.call_tool(
+                "mcp_features_consult_then_wait",
+                arguments,
+                input_responses={key: answer},
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(answering)
+            await wait_until(lambda: read(marker) == "started")  # the backend has its answer and works on
+            group.cancel_scope.cancel()  # the host cancels its request of the round
+        await wait_until(lambda: read(marker) == "cancelled")  # the backend's call was cut
+        with pytest.raises(MCPError, match="Unknown or ended requestState"):  # the call ended
+            await client.session.call_tool(
+                "mcp_features_consult_then_wait", arguments, request_state=first.request_state
+            )
+        assert _text(await client.call_tool("mcp_features_count", {"n": 2})) == "2"  # the gateway goes on
+
+
 async def test_a_call_the_host_leaves_ends_when_the_serving_ends(kernel: FunctionKernel, host: Host) -> None:
     server = await _served(kernel)
     async with host.client(server, mode="auto") as client:
@@ -123,6 +155,51 @@ async def test_a_question_the_host_leaves_unanswered_is_refused_to_the_backend_a
             result = await rounds.call("t", again, None, asking)
     assert isinstance(result, types.CallToolResult)
     assert _text(result) == "the host of kavalai serve did not answer within 0.2 s"
+
+
+async def test_only_one_request_answers_a_round() -> None:
+    rounds = InputRounds()
+    request = types.ListRootsRequest()
+    answered = anyio.Event()
+    go_on = anyio.Event()
+
+    async def asking(call: Any) -> types.CallToolResult:
+        await call.ask(request, types.ListRootsResult)
+        answered.set()
+        await go_on.wait()  # the answering request stays in while its twin comes
+        await call.ask(request, types.ListRootsResult)
+        return types.CallToolResult(content=[types.TextContent(text="done")])
+
+    roots = types.ListRootsResult(roots=[])
+    async with rounds.running():
+        first = await rounds.call("t", types.CallToolRequestParams(name="t"), None, asking)
+        assert isinstance(first, types.InputRequiredResult)
+        [key] = first.input_requests or {}
+        retry = types.CallToolRequestParams(name="t", request_state=first.request_state, input_responses={key: roots})
+        outcomes: list[Any] = []
+
+        async def answer() -> None:
+            outcomes.append(await rounds.call("t", retry, None, asking))
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as group:
+                group.start_soon(answer)
+                await answered.wait()
+                with pytest.raises(MCPError, match="only one request may answer a round") as twin:
+                    await rounds.call("t", retry, None, asking)  # the same round, while the first answer is in
+                assert twin.value.error.code == types.INVALID_PARAMS
+                go_on.set()
+            [second] = outcomes
+            assert isinstance(second, types.InputRequiredResult)
+            assert second.request_state != first.request_state
+            with pytest.raises(MCPError, match="only one request may answer a round"):
+                await rounds.call("t", retry, None, asking)  # a late retry of the round answered
+            [key] = second.input_requests or {}
+            state = second.request_state
+            last = types.CallToolRequestParams(name="t", request_state=state, input_responses={key: roots})
+            result = await rounds.call("t", last, None, asking)
+    assert isinstance(result, types.CallToolResult)
+    assert _text(result) == "done"
 
 
 async def _never(call: Any) -> types.CallToolResult:

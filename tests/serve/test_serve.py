@@ -376,6 +376,34 @@ async def test_names_are_provider_safe_reversible_and_filtered(kernel: FunctionK
     assert ExposedTools(kernel, allow=["python://fs.*"]).names() == {"python_fs_ls": "python://fs.ls"}
 
 
+class _CountingKernel(FunctionKernel):
+    """A kernel that counts how often its tools are listed."""
+
+    listings = 0
+
+    def list_tools(self, pattern: str | None = None) -> list[str]:
+        self.listings += 1
+        return super().list_tools(pattern)
+
+
+async def test_the_names_are_remade_only_when_the_kernels_tools_changed() -> None:
+    kernel = _CountingKernel()
+    kernel.register_python_tool("fs.ls", _echo)
+    exposed = ExposedTools(kernel)
+    async with Client(build_mcp_server(kernel)) as client:
+        for _ in range(3):
+            assert [tool.name for tool in (await client.list_tools()).tools] == ["python_fs_ls"]
+            assert (await client.call_tool("python_fs_ls", {"text": "hi"})).structured_content == {"result": "hi"}
+            assert exposed.names() == {"python_fs_ls": "python://fs.ls"}
+        assert kernel.listings == 2  # once by the server, once by exposed: not a listing per request
+        kernel.register_python_tool("fs.cat", _echo)
+        assert {tool.name for tool in (await client.list_tools()).tools} == {"python_fs_ls", "python_fs_cat"}
+        kernel.remove_tool("python://fs.ls")
+        assert [tool.name for tool in (await client.list_tools()).tools] == ["python_fs_cat"]
+        assert exposed.uri_of("python_fs_ls") is None
+    assert kernel.listings == 5  # the server after each of the two changes, exposed once after both
+
+
 async def test_a_wrapped_output_schema_describes_the_structured_content(kernel: FunctionKernel) -> None:
     schema = {"type": "array", "items": {"$ref": "#/$defs/Book"}, "$defs": {"Book": {"type": "object"}}}
     kernel.register_rest_server(_rest_server())

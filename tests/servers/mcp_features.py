@@ -6,8 +6,10 @@ Run it over stdio: ``python -m tests.servers.mcp_features``.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
+import anyio
 from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
 from mcp.server.mcpserver.prompts.base import AssistantMessage, UserMessage
 from mcp.server.mcpserver.utilities.types import Image
@@ -49,6 +51,10 @@ def name_question() -> Elicit[NameForm]:
 
 def roots_question() -> ListRoots:
     return ListRoots()
+
+
+def _mark(marker: str, text: str) -> None:
+    Path(marker).write_text(text)
 
 
 def build_server(name: str = "features") -> MCPServer:
@@ -139,6 +145,20 @@ def build_server(name: str = "features") -> MCPServer:
         """Ask the client's model (sampling), in either era."""
         content = answer.content
         return content.text if isinstance(content, TextContent) else str(content)
+
+    @server.tool()
+    async def consult_then_wait(
+        question: str, marker: str, answer: Annotated[CreateMessageResult, Resolve(sample_question)]
+    ) -> str:
+        """Ask the client's model (in either era), then write 'started' to the marker file and wait; 'cancelled'
+        there when the call is cancelled."""
+        _mark(marker, "started")
+        try:
+            await anyio.sleep(60)
+        except anyio.get_cancelled_exc_class():
+            _mark(marker, "cancelled")
+            raise
+        return "finished"
 
     @server.tool()
     def greet(who: Annotated[NameForm, Resolve(name_question)]) -> str:

@@ -417,6 +417,14 @@ class Kernel:
             return sorted(self.registry.names())
         return sorted(name for name in self.registry.names() if fnmatch.fnmatchcase(name, pattern))
 
+    @property
+    def tools_revision(self) -> int:
+        """A number that changes whenever a tool is published, replaced or withdrawn (never otherwise): a caller
+        that keeps something made from :meth:`list_tools` rebuilds it only when the revision it saw moved."""
+        if self._eager:
+            self._build_eager_adapters()
+        return self.registry.revision
+
     def has_tool(self, uri: str | ToolURI) -> bool:
         """Whether a tool is registered at ``uri`` now (no connecting)."""
         if self._eager:

@@ -11,7 +11,8 @@
   hosts with a call in flight on that server (on that call's stream), else to every host that asked for log messages
   with ``logging/setLevel``; each host gets only those at or above the level it set.
 - A changed list (tools, resources, prompts) is told to every host; a changed resource to the hosts subscribed to it
-  (a 2026-07-28 host: on its ``subscriptions/listen`` stream, if that asked for it).
+  (a 2026-07-28 host: on its ``subscriptions/listen`` stream, if that asked for it). A resource stays subscribed to
+  at its server while some host or listen stream holds it (:meth:`HostSessions.held`).
 
 A host is known from its first request; one whose connection has gone is forgotten at the first send that fails.
 Served ``stateless`` (``kavalai serve --stateless``), a request has no way back to a handshake-era host: every
@@ -21,6 +22,7 @@ to the host (a 2026-07-28 host's call is asked in input-required rounds, which n
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import weakref
 from collections.abc import Callable, Iterator
@@ -96,6 +98,7 @@ class HostSessions:
         self._hosts: weakref.WeakKeyDictionary[object, _Host] = weakref.WeakKeyDictionary()
         self._calls: list[_Call] = []
         self.bus = InMemorySubscriptionBus()  # the changes for 2026-07-28 hosts' subscriptions/listen streams
+        self._listened: collections.Counter[str] = collections.Counter()  # served URIs: listen streams holding each
 
     def seen(self, ctx: ServerRequestContext[Any]) -> _Host:
         """The host making the request of ``ctx`` (known from now on)."""
@@ -133,6 +136,20 @@ class HostSessions:
         self.seen(ctx).level = level
         levels = [host.level for host in self._hosts.values() if host.level is not None]
         return min(levels, key=_ORDER.index)
+
+    @contextlib.contextmanager
+    def listening(self, uris: list[str]) -> Iterator[None]:
+        """A listen stream holds the served resources ``uris`` within the block."""
+        self._listened.update(uris)
+        try:
+            yield
+        finally:
+            self._listened.subtract(uris)
+            self._listened += collections.Counter()  # drops the URIs no stream holds any more
+
+    def held(self, uri: str) -> bool:
+        """Whether a host's subscription or a listen stream holds the served resource ``uri``."""
+        return self._listened[uri] > 0 or any(uri in host.subscribed for host in list(self._hosts.values()))
 
     def subscribe(self, ctx: ServerRequestContext[Any], uri: str, *, subscribe: bool) -> None:
         """The host of ``ctx`` subscribed to (or unsubscribed from) the served resource ``uri``."""

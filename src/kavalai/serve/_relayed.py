@@ -11,6 +11,7 @@ import fnmatch
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.server.subscriptions import ListenHandler
@@ -83,7 +84,8 @@ def relayed_handlers(
     async def unsubscribe(ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams) -> types.EmptyResult:
         await connecting()
         hosts.subscribe(ctx, str(params.uri), subscribe=False)
-        await catalog.subscribe(str(params.uri), subscribe=False)
+        if not hosts.held(str(params.uri)):  # another host or a listen stream may still want its updates
+            await catalog.subscribe(str(params.uri), subscribe=False)
         return types.EmptyResult()
 
     async def list_prompts(ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
@@ -105,12 +107,19 @@ def relayed_handlers(
     ) -> types.SubscriptionsListenResult:
         await connecting()
         hosts.seen(ctx)
-        for uri in params.notifications.resource_subscriptions or ():
-            try:  # the backend is subscribed for the stream's resources (an unknown one simply never changes)
-                await catalog.subscribe(uri, subscribe=True)
-            except MCPError as exc:
-                logger.info("kavalai serve: no subscription to %s for a listen stream: %s", uri, exc)
-        return await listener(ctx, params)
+        subscribed: list[str] = []
+        try:
+            for uri in params.notifications.resource_subscriptions or ():
+                try:  # the backend is subscribed for the stream's resources (an unknown one simply never changes)
+                    await catalog.subscribe(uri, subscribe=True)
+                    subscribed.append(uri)
+                except MCPError as exc:
+                    logger.info("kavalai serve: no subscription to %s for a listen stream: %s", uri, exc)
+            with hosts.listening(subscribed):
+                return await listener(ctx, params)
+        finally:  # the stream ended: what it alone held is unsubscribed at the servers
+            with anyio.CancelScope(shield=True):
+                await _unsubscribe_unheld(catalog, hosts, subscribed)
 
     async def complete(ctx: ServerRequestContext[Any], params: types.CompleteRequestParams) -> types.CompleteResult:
         await connecting()
@@ -129,6 +138,17 @@ def relayed_handlers(
         "on_completion": complete,
         "on_subscriptions_listen": listen,
     }
+
+
+async def _unsubscribe_unheld(catalog: ServedCatalog, hosts: HostSessions, uris: list[str]) -> None:
+    """Unsubscribe from ``uris`` at their servers, but for those a host or another listen stream still holds."""
+    for uri in uris:
+        if hosts.held(uri):
+            continue
+        try:
+            await catalog.subscribe(uri, subscribe=False)
+        except Exception as exc:  # a server gone meanwhile: nothing left to take back
+            logger.info("kavalai serve: could not unsubscribe from %s after a listen stream: %s", uri, exc)
 
 
 def served_servers(adapter: McpAdapter, tools: ExposedTools) -> Callable[[], list[str]]:

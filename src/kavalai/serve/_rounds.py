@@ -17,7 +17,8 @@ Every part ends bounded: a host that does not call again within :data:`ANSWER_WI
 questions refused (the backend is told so, and its call ends as the backend decides, within the call's own
 timeout); a host that cancels a round's request ends the call; a call ended is forgotten, so its token is refused
 from then on; closing the server (its lifespan) cancels every call still running. The token is random and names one
-call of one tool: a retry naming another tool is refused.
+round of one call of one tool: a retry naming another tool is refused, and only one request may answer a round (a
+second one while the first is in, or one naming a round already answered, is refused with ``INVALID_PARAMS``).
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ class RoundsCall:
         self.tool = tool
         self.answer_window = answer_window
         self.ctx: Any = None  # the host's request of the latest round
+        self.round = 0  # the latest round put to the host (its requestState is the token and this number)
+        self.answering = False  # a host request of this call is in (only one at a time)
         self.result: types.CallToolResult | None = None
         self._pending: list[_Question] = []  # asked by the backend, not yet put to the host
         self._sent: dict[str, _Question] = {}  # put to the host, not yet answered
@@ -112,7 +115,8 @@ class RoundsCall:
         asked = {question.key: question.request for question in self._pending}
         self._sent.update((question.key, question) for question in self._pending)
         self._pending.clear()
-        return types.InputRequiredResult(input_requests=asked, request_state=self.token)
+        self.round += 1
+        return types.InputRequiredResult(input_requests=asked, request_state=f"{self.token}.{self.round}")
 
 
 class InputRounds:
@@ -154,12 +158,15 @@ class InputRounds:
             call = self._resumed(tool, params.request_state)
             call.answer(params.input_responses or {})
         call.ctx = ctx
+        call.answering = True
         try:
             outcome = await call.next_round()
         except BaseException:
             call.scope.cancel()  # the host gave up the round's request: the call ends with it
             call.collected.set()
             raise
+        finally:
+            call.answering = False
         if isinstance(outcome, types.CallToolResult):
             call.collected.set()
         return outcome
@@ -186,10 +193,15 @@ class InputRounds:
         self._owners[-1].start_soon(running)
         return call
 
-    def _resumed(self, tool: str, token: str) -> RoundsCall:
+    def _resumed(self, tool: str, state: str) -> RoundsCall:
+        token, _, round_ = state.rpartition(".")
         call = self._calls.get(token)
         if call is None or call.tool != tool:
             raise protocol_error(types.INVALID_PARAMS, f"Unknown or ended requestState for {tool}")
+        if call.answering or round_ != str(call.round):
+            raise protocol_error(
+                types.INVALID_PARAMS, f"This round of {tool} was answered already: only one request may answer a round"
+            )
         return call
 
 

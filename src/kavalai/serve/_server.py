@@ -16,7 +16,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from pydantic import BaseModel
 
 import kavalai
-from kavalai.adapters.mcp import deadline_from_meta, keeping_wire_results
+from kavalai.adapters.mcp import calls_logging_at, deadline_from_meta, keeping_wire_results
 from kavalai.errors import ConfigurationError, DeadlineExceededError, FunctionKernelException, ServerConnectionError
 from kavalai.kernel import Kernel, ProgressCallback, deadline
 from kavalai.secrets import get_logger
@@ -120,9 +120,11 @@ def build_mcp_server(
             with (
                 deadline(deadline_from_meta(params.meta), what=f"MCP client's request for {params.name}"),
                 hosts.calling(server, ctx, across) if hosts is not None else contextlib.nullcontext(),
+                calls_logging_at(_log_level_of(params.meta)),
             ):
                 # The client's io.kavalai/deadline, when it sent one, bounds every call made for this request; a
-                # backend's sampling, elicitation and roots requests during the call go to this host (_hosts.py).
+                # backend's sampling, elicitation and roots requests during the call go to this host (_hosts.py);
+                # a 2026-07-28 host's log level for the request is asked of 2026-07-28 backends for their calls.
                 return await call_kernel_tool(kernel, uri, params.arguments or {}, progress=_progress_of(ctx))
         except DeadlineExceededError as exc:
             return tool_error_result(str(exc))
@@ -158,6 +160,12 @@ def _owning(rounds: InputRounds) -> Callable[[Server[Any]], contextlib.AbstractA
 
 async def _connected() -> None:
     """Nothing to wait for: the kernel was connected before serving."""
+
+
+def _log_level_of(meta: Any) -> str | None:
+    """The log level a request asked for in its ``_meta`` (a 2026-07-28 host), or ``None``."""
+    level = meta.get(types.LOG_LEVEL_META_KEY) if isinstance(meta, dict) else None
+    return level if isinstance(level, str) else None
 
 
 def _server_of(kernel: Kernel, uri: str) -> str | None:

@@ -48,8 +48,8 @@ class ExposedTools:
     """The kernel's tools an MCP server offers: those ``allow`` admits and ``deny`` does not, each under a
     provider-safe name.
 
-    The set is read from the kernel whenever it is asked for, so tools of a server that reconnects with a new
-    catalog appear (and vanish) without a restart.
+    The names are remade whenever the kernel's tools changed (:attr:`~kavalai.kernel.Kernel.tools_revision`), so
+    tools of a server that reconnects with a new catalog appear (and vanish) without a restart.
 
     Args:
         kernel: the kernel whose tools are offered.
@@ -73,7 +73,7 @@ class ExposedTools:
         self.allow = tuple(allow) if allow is not None else None
         self.deny = tuple(deny)
         self.naming: Naming = names
-        self._uris: tuple[str, ...] = ()
+        self._revision = -1  # the kernel's tools revision the names were made at (none yet)
         self._to_uri: dict[str, str] = {}
         self._to_name: dict[str, str] = {}
 
@@ -141,16 +141,18 @@ class ExposedTools:
         )
 
     def _refresh(self) -> None:
-        uris = tuple(self.uris())
-        if uris == self._uris and self._to_uri:
+        """Remake the names when the kernel's tools changed since they were made (an O(1) check a request)."""
+        revision = self.kernel.tools_revision
+        if revision == self._revision:
             return
+        uris = self.uris()
         if self.naming == "own":
             self._to_name = own_names(uris, "tool")
         else:
             mapping = ToolNameMap(uris)
             self._to_name = {uri: mapping.to_provider(uri) for uri in uris}
         self._to_uri = {name: uri for uri, name in self._to_name.items()}
-        self._uris = uris
+        self._revision = revision
 
 
 def own_names(uris: Iterable[str], kind: str) -> dict[str, str]:

@@ -16,13 +16,13 @@ from typing import Any
 
 import uvicorn
 from mcp.server import Server
-from mcp.server.stdio import stdio_server
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kavalai._listen import listening_socket
 from kavalai.kernel import Kernel
 from kavalai.serve._quickack import QuickAckProtocol
 from kavalai.serve._server import build_mcp_server
+from kavalai.serve._stdio import stdio_streams
 from kavalai.serve._tools import Naming
 
 __all__ = ["BearerTokenMiddleware", "ReadyCallback", "http_app", "serve_http", "serve_stdio"]
@@ -43,8 +43,10 @@ async def serve_stdio(
 ) -> None:
     """Serve ``kernel``'s tools as an MCP server on this process's stdin and stdout until the client closes stdin.
 
-    While serving, the SDK points file descriptor 1 at stderr, so stray output of tools cannot corrupt the
-    protocol stream. The kernel is connected first and closed at the end.
+    Stdin and stdout are read and written on the event loop when they are pipes or sockets, with the SDK's
+    thread-based stdio otherwise (see :mod:`kavalai.serve._stdio`). While serving, file descriptor 1 points at
+    stderr (and 0 at the null device), so stray output of tools cannot corrupt the protocol stream. The kernel is
+    connected first and closed at the end.
 
     Args:
         kernel: the kernel whose tools are offered.
@@ -59,7 +61,7 @@ async def serve_stdio(
         ServerConnectionError: a server of the kernel cannot be connected (not with ``lazy``).
     """
     server = build_mcp_server(kernel, allow=allow, deny=deny, name=name, lazy=lazy, names=names)
-    async with stdio_server() as (reads, writes), _connected(kernel, lazy=lazy):
+    async with stdio_streams() as (reads, writes), _connected(kernel, lazy=lazy):
         if on_ready is not None:
             on_ready("stdio")
         await server.run(reads, writes, server.create_initialization_options())

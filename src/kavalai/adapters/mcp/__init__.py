@@ -38,7 +38,12 @@ from kavalai.adapters.mcp._content import (
     McpResult,
     McpTextContent,
 )
-from kavalai.adapters.mcp._idempotency import DEADLINE_META_KEY, IDEMPOTENCY_META_KEY, deadline_from_meta
+from kavalai.adapters.mcp._idempotency import (
+    DEADLINE_META_KEY,
+    IDEMPOTENCY_META_KEY,
+    calls_logging_at,
+    deadline_from_meta,
+)
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 from kavalai.adapters.mcp._wire import WireResults, keeping_wire_results
 
@@ -79,6 +84,7 @@ __all__ = [
     "SamplingHandler",
     "WireResults",
     "answering",
+    "calls_logging_at",
     "current_answerer",
     "deadline_from_meta",
     "keeping_wire_results",

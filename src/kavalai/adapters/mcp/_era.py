@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from contextlib import AsyncExitStack
-from typing import Annotated, Any, Final, Protocol, TypeVar
+from typing import Annotated, Any, Final, Protocol, TypeVar, get_args
 
 import anyio
 import mcp_types
@@ -27,6 +27,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import Discriminator, Tag, TypeAdapter
 
+from kavalai.adapters.mcp._idempotency import calls_log_level
 from kavalai.adapters.mcp._tasks import TaskCreated
 from kavalai.secrets import get_logger
 
@@ -188,11 +189,16 @@ def sets_log_level(session: ClientSession, level: mcp_types.LoggingLevel | None)
     )
 
 
+_LEVELS: Final[tuple[str, ...]] = get_args(mcp_types.LoggingLevel)  # the most verbose first
+
+
 def log_meta(meta: dict[str, Any] | None, level: str | None, session: ClientSession) -> dict[str, Any] | None:
-    """A request's ``_meta`` with the log level asked by ``logging/setLevel`` (2026-07-28: asked per request)."""
-    if level is None or not is_modern(session.protocol_version):
+    """A request's ``_meta`` with the log level asked by ``logging/setLevel`` or for the calls of the context
+    (:func:`calls_logging_at`), the more verbose of the two (2026-07-28: asked per request)."""
+    asked = [known for known in (level, calls_log_level()) if known in _LEVELS]
+    if not asked or not is_modern(session.protocol_version):
         return meta
-    return {**(meta or {}), mcp_types.LOG_LEVEL_META_KEY: level}
+    return {**(meta or {}), mcp_types.LOG_LEVEL_META_KEY: min(asked, key=_LEVELS.index)}
 
 
 async def ask_log_level(client: Client, level: mcp_types.LoggingLevel | None) -> str | None:

@@ -9,16 +9,29 @@ A call with a deadline (its own timeout, or the remaining time of the agent run,
 call around it) sends the milliseconds it has left as ``_meta["io.kavalai/deadline"]`` (an integer, at least 0), so
 a server can stop work nobody will wait for. ``kavalai serve`` honours it: the calls it makes for that request get
 no more time than that, so a chain of gateways keeps one budget end to end.
+
+Within :func:`calls_logging_at`, a call of a 2026-07-28 server asks for log messages from a level on, in
+``_meta["io.modelcontextprotocol/logLevel"]``: ``kavalai serve`` passes on its host's level for the request so.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Final
 
 from kavalai.kernel import current_call, limit_seconds
 
-__all__ = ["DEADLINE_META_KEY", "IDEMPOTENCY_META_KEY", "call_meta", "deadline_from_meta"]
+__all__ = [
+    "DEADLINE_META_KEY",
+    "IDEMPOTENCY_META_KEY",
+    "call_meta",
+    "calls_log_level",
+    "calls_logging_at",
+    "deadline_from_meta",
+]
 
 IDEMPOTENCY_META_KEY: Final = "io.kavalai/idempotency-key"
 DEADLINE_META_KEY: Final = "io.kavalai/deadline"
@@ -46,3 +59,23 @@ def deadline_from_meta(meta: Any) -> float | None:
     if not isinstance(meta, dict):
         return None
     return limit_seconds(meta.get(DEADLINE_META_KEY), what=f"_meta {DEADLINE_META_KEY}", wire=True, unit=0.001)
+
+
+_calls_level: ContextVar[str | None] = ContextVar("kavalai_mcp_calls_log_level", default=None)
+
+
+@contextmanager
+def calls_logging_at(level: str | None) -> Iterator[None]:
+    """Within the block, a tool call of a 2026-07-28 server asks for log messages from ``level`` on (or from the level
+    set with ``set_log_level`` when that is more verbose): how a gateway passes on its host's per-request level.
+    ``None``: as outside the block (an unknown level is ignored where the call is made)."""
+    token = _calls_level.set(level)
+    try:
+        yield
+    finally:
+        _calls_level.reset(token)
+
+
+def calls_log_level() -> str | None:
+    """The level of the innermost :func:`calls_logging_at` block around this context, or ``None``."""
+    return _calls_level.get()
