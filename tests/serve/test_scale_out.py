@@ -232,6 +232,7 @@ async def test_stateless_refuses_a_backends_request_to_a_handshake_host_as_the_t
                     assert f"mcp://features.{tool} failed" in text
                     assert "kavalai serve --stateless has no back channel to the host" in text
                     assert f"'features' asked for {capability}" in text
+                    assert text.endswith("(the server refused the call, or passed on a refusal of a request it made)")
                 handled = await client.call_tool("mcp_features_ask_model", {"question": "?"})
                 assert not handled.is_error
                 assert "--stateless has no back channel" in handled.content[0].text  # type: ignore[union-attr]
