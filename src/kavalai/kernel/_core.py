@@ -417,6 +417,13 @@ class Kernel:
             return sorted(self.registry.names())
         return sorted(name for name in self.registry.names() if fnmatch.fnmatchcase(name, pattern))
 
+    def tools_version(self) -> int:
+        """A number that changes whenever a tool is registered, replaced or removed: what was derived from
+        :meth:`list_tools` is current while it stays the same (``kavalai serve`` maps tool names with it)."""
+        if self._eager:
+            self._build_eager_adapters()
+        return self.registry.changes
+
     def has_tool(self, uri: str | ToolURI) -> bool:
         """Whether a tool is registered at ``uri`` now (no connecting)."""
         if self._eager:

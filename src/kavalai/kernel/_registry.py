@@ -63,11 +63,18 @@ class LazyTool:
 class ToolRegistry:
     """Tool definitions by URI string, in registration order."""
 
-    __slots__ = ("_lazy", "_tools")
+    __slots__ = ("_changes", "_lazy", "_tools")
 
     def __init__(self) -> None:
         self._tools: dict[str, ToolDefinition] = {}
         self._lazy: dict[str, LazyTool] = {}
+        self._changes = 0
+
+    @property
+    def changes(self) -> int:
+        """How many times a tool was published or withdrawn: what is derived from :meth:`names` stays current
+        while this number is unchanged (a lazy tool being built is no change)."""
+        return self._changes
 
     def add_tool(self, definition: ToolDefinition, *, replace: bool = False) -> None:
         """Publish ``definition``.
@@ -79,6 +86,7 @@ class ToolRegistry:
         self._check_free(name, replace)
         self._lazy.pop(name, None)
         self._tools[name] = definition
+        self._changes += 1
 
     def add_lazy(self, tool: LazyTool, *, replace: bool = False) -> None:
         """Publish ``tool``, to be built when first needed (see the module docstring)."""
@@ -86,6 +94,7 @@ class ToolRegistry:
         self._check_free(name, replace)
         self._tools.pop(name, None)
         self._lazy[name] = tool
+        self._changes += 1
 
     def _check_free(self, name: str, replace: bool) -> None:
         if not replace and (name in self._tools or name in self._lazy):
@@ -97,7 +106,10 @@ class ToolRegistry:
     def remove_tool(self, uri: str) -> ToolDefinition | LazyTool | None:
         """Withdraw the tool at ``uri`` and return it (built or not); ``None`` if there was none."""
         name = str(uri)
-        return self._tools.pop(name, None) or self._lazy.pop(name, None)
+        removed = self._tools.pop(name, None) or self._lazy.pop(name, None)
+        if removed is not None:
+            self._changes += 1
+        return removed
 
     def get(self, uri: str) -> ToolDefinition | None:
         """The tool at ``uri`` (built now if it was published lazily), or ``None``."""
