@@ -19,10 +19,12 @@ from typing import Any
 
 import anyio
 import httpx2
+import mcp_types as types
 import psutil
 import pytest
 from anyio.abc import Process
 from mcp.client import Client
+from mcp.shared.exceptions import MCPError
 from tests.serve.test_serve import stop, wait_until
 from tests.servers.haproxy import haproxy, haproxy_binary
 
@@ -232,6 +234,7 @@ async def test_stateless_refuses_a_backends_request_to_a_handshake_host_as_the_t
                     assert f"mcp://features.{tool} failed" in text
                     assert "kavalai serve --stateless has no back channel to the host" in text
                     assert f"'features' asked for {capability}" in text
+                    assert text.endswith("(the server refused the call, or passed on a refusal of a request it made)")
                 handled = await client.call_tool("mcp_features_ask_model", {"question": "?"})
                 assert not handled.is_error
                 assert "--stateless has no back channel" in handled.content[0].text  # type: ignore[union-attr]
@@ -255,6 +258,43 @@ async def test_stateless_asks_a_2026_host_in_the_calls_input_required_rounds(tmp
                     assert not result.is_error, result
                     assert "no back channel" not in str(result.content)
     assert (len(host.sampled), len(host.elicited)) == (1, 1)
+
+
+async def test_a_round_reaching_another_replica_is_refused_saying_to_route_or_retry(tmp_path: Path) -> None:
+    """Two ``--stateless`` replicas of the asking backend's gateway: a 2026-07-28 host's call started on one gets an
+    input-required round; the round sent to the other replica (as a balancer without stickiness would) is refused
+    with ``INVALID_PARAMS`` saying to route rounds to one process or retry the call; the same round sent back to the
+    replica that holds the call finishes it."""
+    from tests.serve.test_relay import Host
+
+    from kavalai.serve._rounds import ELSEWHERE
+
+    host = Host()
+    config = _asking_backend(tmp_path)
+    async with (
+        replica(config, "a.log", "--stateless") as (url_a, _),
+        replica(config, "b.log", "--stateless") as (url_b, _),
+    ):
+        with anyio.fail_after(60):
+            async with host.client(url_a, mode="auto") as a, host.client(url_b, mode="auto") as b:
+                await a.list_tools()
+                await b.list_tools()
+                round_one = await a.session.call_tool("mcp_features_greet", {}, allow_input_required=True)
+                assert isinstance(round_one, types.InputRequiredResult), round_one
+                answers = {
+                    key: await host.elicit(None, request.params) for key, request in round_one.input_requests.items()
+                }
+                with pytest.raises(MCPError) as refused:
+                    await b.call_tool(
+                        "mcp_features_greet", {}, input_responses=answers, request_state=round_one.request_state
+                    )
+                assert refused.value.code == types.INVALID_PARAMS
+                assert refused.value.message == ELSEWHERE.format(tool="mcp_features_greet")
+                done = await a.call_tool(
+                    "mcp_features_greet", {}, input_responses=answers, request_state=round_one.request_state
+                )
+                assert not done.is_error, done
+                assert "hello Ada" in str(done.content)
 
 
 def _initialize_params() -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 Usage::
 
-    binary = haproxy_binary()            # installs the package with apt-get when missing; skips the test if it can't
+    binary = haproxy_binary()            # installs Debian's package when missing; skips the test if it can't
     async with haproxy(binary, [("127.0.0.1", 8001), ("127.0.0.1", 8002)]) as url:
         ...                              # url: "http://127.0.0.1:<port>", balancing each request round robin
     async with haproxy(binary, backends, sticky=True) as url:
@@ -24,40 +24,22 @@ How it behaves:
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 import socket
 import subprocess
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import anyio
-import pytest
+
+from tests.servers.apt import apt_install
 
 __all__ = ["haproxy", "haproxy_binary"]
 
-_INSTALL_TIMEOUT = 300
-
 
 def haproxy_binary() -> str:
-    """The ``haproxy`` executable; installed with ``apt-get`` (as root) when missing. Skips the calling test with
-    the reason when it cannot be had."""
-    found = shutil.which("haproxy")
-    if found is not None:
-        return found
-    if shutil.which("apt-get") is None or os.geteuid() != 0:
-        pytest.skip("haproxy is not installed and cannot be: no apt-get, or not root")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-q", "haproxy"]
-    done = subprocess.run(install, env=env, capture_output=True, timeout=_INSTALL_TIMEOUT, check=False)
-    if done.returncode != 0:  # a stale package index: refresh it once
-        subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, timeout=_INSTALL_TIMEOUT, check=False)
-        done = subprocess.run(install, env=env, capture_output=True, timeout=_INSTALL_TIMEOUT, check=False)
-    found = shutil.which("haproxy")
-    if found is None:
-        tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
-        pytest.skip(f"haproxy cannot be installed with apt-get: {tail[0]}")
-    return found
+    """The ``haproxy`` executable, installed from Debian's package when missing (:func:`tests.servers.apt.apt_install`:
+    skips the calling test with the reason when it cannot be had)."""
+    return apt_install("haproxy")
 
 
 def _free_port() -> int:

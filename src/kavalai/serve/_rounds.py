@@ -36,12 +36,19 @@ from mcp_types.version import is_version_at_least
 
 from kavalai.serve._errors import protocol_error, refusal, tool_error_result
 
-__all__ = ["ANSWER_WINDOW", "InputRounds", "RoundsCall", "takes_rounds"]
+__all__ = ["ANSWER_WINDOW", "ELSEWHERE", "InputRounds", "RoundsCall", "takes_rounds"]
 
 #: Seconds a backend's question waits for the host's next request (carrying its answer) before it is refused.
 ANSWER_WINDOW: Final = 300.0
 
 _ROUNDS_ERA: Final = "2026-07-28"
+
+#: The refusal of a round whose call another process holds (``{tool}``: the tool's name).
+ELSEWHERE: Final = (
+    "The requestState for {tool} belongs to a call held by another kavalai serve process (another worker or "
+    "replica): send each round of a call to the process that started it (sticky routing), or retry the call "
+    "without requestState"
+)
 
 
 def takes_rounds(protocol_version: str) -> bool:
@@ -126,6 +133,7 @@ class InputRounds:
         self._answer_window = answer_window  # seconds a question waits for the host's next request
         self._calls: dict[str, RoundsCall] = {}
         self._owners: list[TaskGroup] = []  # one per serving of the server (the newest starts the calls)
+        self._mark = secrets.token_hex(6)  # begins every token given here: this process's, not another's
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -174,7 +182,7 @@ class InputRounds:
     def _start(self, tool: str, run: Callable[[RoundsCall], Awaitable[types.CallToolResult]]) -> RoundsCall:
         if not self._owners:
             raise protocol_error(types.INTERNAL_ERROR, "kavalai serve is not running: no call can take input rounds")
-        call = RoundsCall(secrets.token_urlsafe(24), tool, self._answer_window)
+        call = RoundsCall(f"{self._mark}.{secrets.token_urlsafe(24)}", tool, self._answer_window)
         self._calls[call.token] = call
 
         async def running() -> None:
@@ -196,6 +204,9 @@ class InputRounds:
     def _resumed(self, tool: str, state: str) -> RoundsCall:
         token, _, round_ = state.rpartition(".")
         call = self._calls.get(token)
+        mark, dot, _ = token.partition(".")
+        if call is None and dot and mark != self._mark:
+            raise protocol_error(types.INVALID_PARAMS, ELSEWHERE.format(tool=tool))
         if call is None or call.tool != tool:
             raise protocol_error(types.INVALID_PARAMS, f"Unknown or ended requestState for {tool}")
         if call.answering or round_ != str(call.round):

@@ -128,7 +128,9 @@ def scrub(config: McpServer, text: object) -> str:
 # JSON-RPC error codes and what they mean for a tool call; the one place MCP errors of a call are translated.
 _CALL_ERRORS: dict[int, str] = {
     -32700: "the server could not parse the request",
-    -32600: "the server found the request invalid",
+    # A client's well-formed tools/call is seldom invalid: a -32600 answer is most often a refusal the server passed
+    # on (of its own sampling, elicitation or roots request, which clients refuse with -32600) or a policy of its own.
+    -32600: "the server refused the call, or passed on a refusal of a request it made",
     -32601: "the server does not offer tools/call",
     -32602: "the server refused the arguments",
     -32603: "the server failed internally",
