@@ -16,9 +16,12 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from kavalai.secrets import holds_secret, redact
+from kavalai.errors import FunctionKernelException
+from kavalai.secrets import get_logger, holds_secret, redact
 
 __all__ = ["protocol_error", "redacting", "refusal", "tool_error_result"]
+
+logger = get_logger("kavalai.serve")
 
 
 def protocol_error(code: int, message: str, data: Any = None) -> MCPError:
@@ -36,7 +39,9 @@ def tool_error_result(message: str) -> types.CallToolResult:
 
 def redacting(handlers: dict[str, Any]) -> dict[str, Any]:
     """Every handler given to the SDK's server, wrapped so that an exception escaping it passes the secret gate
-    before the SDK turns it into the JSON-RPC error a host reads (the one crossing for handler failures)."""
+    before the SDK turns it into the JSON-RPC error a host reads (the one crossing for handler failures): a protocol
+    error and kavalai's own errors keep their words, masked; any other exception is a fixed message naming its type
+    (its text, which may be private to the handler, is logged, masked)."""
     return {name: _redacted(handler) if callable(handler) else handler for name, handler in handlers.items()}
 
 
@@ -49,8 +54,12 @@ def _redacted(handler: Any) -> Any:
             raise protocol_error(exc.code, exc.message, exc.data) from None
         except ValidationError:
             raise  # the SDK answers it with a fixed message
-        except Exception as exc:
+        except FunctionKernelException as exc:  # worded for users (a backend's own message in it, masked)
             raise protocol_error(types.INTERNAL_ERROR, str(exc) or type(exc).__name__) from None
+        except Exception as exc:  # a handler's own failure: its text stays in the log, the host reads a fixed one
+            logger.warning("%s failed: %s: %s", getattr(handler, "__name__", "a handler"), type(exc).__name__, exc)
+            fixed = f"kavalai serve failed internally ({type(exc).__name__})"
+            raise protocol_error(types.INTERNAL_ERROR, fixed) from None
 
     return guarded
 
