@@ -35,6 +35,7 @@ def test_the_tables_map_single_lower_case_words() -> None:
 
 def test_expand_spells_out_whole_words_only() -> None:
     assert expand("merge my PR into the repo") == "merge my pull request into the repository"
+    assert expand("cluster info, then CI") == "cluster info information, then CI continuous integration pipeline"
     assert expand("the k8s DB is down") == "the kubernetes database is down"
     assert expand("a new folder") == "a new create folder directory"
     assert expand("kill it, how many are left") == "kill terminate stop it, count how many are left"

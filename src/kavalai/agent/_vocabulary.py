@@ -34,7 +34,8 @@ Action = Literal["create", "start", "update", "delete", "read"]
 #: The kinds of action, in the order a request's words are weighed.
 ACTIONS: Final[tuple[Action, ...]] = ("create", "start", "update", "delete", "read")
 
-#: Short forms of the field and what they stand for (the query reads the long form).
+#: Short forms of the field and what they stand for (the query reads the long form; a short form tools write too,
+#: such as "info" or "ci", goes in :data:`SYNONYMS` instead, which keeps it).
 ABBREVIATIONS: Final[dict[str, str]] = {
     "pr": "pull request",
     "prs": "pull requests",
@@ -88,24 +89,7 @@ ABBREVIATIONS: Final[dict[str, str]] = {
     "sched": "schedule",
     "calc": "calculate",
     "es": "elasticsearch",
-    "pg": "postgres",
-    "postgresql": "postgres",
-    "mongo": "mongodb",
     "gcal": "google calendar",
-    "gdrive": "google drive",
-    "gdoc": "google doc",
-    "gdocs": "google docs",
-    "ci": "continuous integration pipeline",
-    "infra": "infrastructure",
-    "sub": "subscription",
-    "subs": "subscriptions",
-    "txn": "transaction",
-    "txns": "transactions",
-    "qty": "quantity",
-    "desc": "description",
-    "info": "information",
-    "todo": "task",
-    "todos": "tasks",
 }
 
 #: The field's other words for a thing: each key also searches for its value's words.
@@ -138,6 +122,22 @@ SYNONYMS: Final[dict[str, str]] = {
     "cron": "schedule",
     "history": "log",
     "many": "count",
+    # short forms that tools write too: kept, and the long form added
+    "pg": "postgres",
+    "postgresql": "postgres",
+    "mongo": "mongodb",
+    "gdrive": "google drive",
+    "gdoc": "google doc",
+    "gdocs": "google docs",
+    "ci": "continuous integration pipeline",
+    "infra": "infrastructure",
+    "txn": "transaction",
+    "txns": "transactions",
+    "qty": "quantity",
+    "desc": "description",
+    "info": "information",
+    "todo": "task",
+    "todos": "tasks",
     "doc": "document",
     "docs": "documents documentation",
     "board": "project",
