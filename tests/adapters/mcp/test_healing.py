@@ -140,7 +140,7 @@ async def test_a_server_that_cannot_be_started_again_has_its_subscriptions_repor
     stdio_server: StdioFactory, state_file: Path, tmp_path: Path
 ) -> None:
     changes: list[McpChange] = []
-    kernel = _kernel(stdio_server, state_file, "legacy", changes, connect_timeout=5)
+    kernel = _kernel(stdio_server, state_file, "legacy", changes, connect_timeout=15)  # room for a loaded first start
     uri = "notes://a"
     try:
         await kernel.subscribe_resource("heal", uri)
