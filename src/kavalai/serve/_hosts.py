@@ -27,7 +27,7 @@ import contextlib
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 import anyio
 import mcp_types as types
@@ -53,6 +53,7 @@ __all__ = ["HostSessions"]
 
 logger = get_logger("kavalai.serve")
 
+_V = TypeVar("_V")
 _OUTSIDE_WAIT: Final = 60.0  # seconds a host is given to answer a roots/list asked outside a call
 _ORDER: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
@@ -95,7 +96,7 @@ class HostSessions:
     def __init__(self, served_uri: Callable[[str, str], str], *, stateless: bool = False) -> None:
         self._served_uri = served_uri
         self._stateless = stateless
-        self._hosts: weakref.WeakKeyDictionary[object, _Host] = weakref.WeakKeyDictionary()
+        self._hosts: _ByIdentity[_Host] = _ByIdentity()
         self._calls: list[_Call] = []
         self.bus = InMemorySubscriptionBus()  # the changes for 2026-07-28 hosts' subscriptions/listen streams
         self._listened: collections.Counter[str] = collections.Counter()  # served URIs: listen streams holding each
@@ -284,8 +285,46 @@ class HostSessions:
 
 
 def _connection_of(session: ServerSession) -> object:
-    """What stays the same across the requests of one host connection (each request has its own session object)."""
-    return getattr(session, "_connection", session)
+    """What stays the same across the requests of one host connection (each request has its own session object):
+    the parameters of its ``initialize`` (a 2026-07-28 host's are made for each request from its envelope, as its
+    connection is), else the session."""
+    params = session.client_params
+    return params if params is not None else session
+
+
+class _ByIdentity(Generic[_V]):
+    """Values by the identity of their key objects (hashable or not, as the SDK's pydantic models are not), each
+    dropped once its key is no longer referenced elsewhere."""
+
+    def __init__(self) -> None:
+        self._items: dict[int, tuple[weakref.ref[Any], _V]] = {}
+
+    def get(self, key: object) -> _V | None:
+        found = self._items.get(id(key))
+        return found[1] if found is not None and found[0]() is key else None
+
+    def __setitem__(self, key: object, value: _V) -> None:
+        ident = id(key)
+        items = self._items
+
+        def forget(_: weakref.ref[Any]) -> None:
+            items.pop(ident, None)
+
+        items[ident] = (weakref.ref(key, forget), value)
+
+    def pop(self, key: object, default: _V | None = None) -> _V | None:
+        found = self.get(key)
+        if found is None:
+            return default
+        del self._items[id(key)]
+        return found
+
+    def values(self) -> list[_V]:
+        return [value for _, value in self.items()]
+
+    def items(self) -> list[tuple[object, _V]]:
+        alive = [(ref(), value) for ref, value in self._items.values()]
+        return [(key, value) for key, value in alive if key is not None]
 
 
 def _wants(host: _Host, level: str) -> bool:
