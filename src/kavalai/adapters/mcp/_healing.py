@@ -43,6 +43,7 @@ from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._errors import scrub
 from kavalai.adapters.mcp._listing import all_pages
 from kavalai.errors import ServerConnectionError
+from kavalai.kernel import required_seconds
 from kavalai.secrets import get_logger
 
 __all__ = ["Backoff", "Catalogue", "CrashLoop", "Healing", "hand_over", "tool_prints"]
@@ -228,18 +229,20 @@ class Healing:
     # ----------------------------------------------------------------------------------------- restoring
 
     async def resubscribe(self, session: ClientSession, timeout: float) -> None:
-        """Handshake era, on a new session: ``resources/subscribe`` to each resource subscribed to before."""
+        """Handshake era, on a new session: ``resources/subscribe`` to each resource subscribed to before, each
+        within ``timeout`` seconds (the one rule, ``kavalai.kernel.limit_seconds``)."""
+        seconds = required_seconds(timeout, what="timeout")
         for uri in sorted(self.subscribed):
             request = mcp_types.SubscribeRequest(params=mcp_types.SubscribeRequestParams(uri=uri))
             try:
-                with anyio.fail_after(timeout):
+                with anyio.fail_after(seconds):
                     await session.send_request(request, mcp_types.EmptyResult)
             except MCPError as exc:
                 if exc.code == mcp_types.CONNECTION_CLOSED:
                     raise  # the new session is gone too: the generation fails, and the next one tries again
                 self.lose(uri, f"the server refused resources/subscribe: {exc}")
             except TimeoutError:
-                self.lose(uri, f"the server did not answer resources/subscribe within {timeout:g} s")
+                self.lose(uri, f"the server did not answer resources/subscribe within {seconds:g} s")
             else:
                 self.restored += 1
                 self.reread(uri, _REREAD)
