@@ -378,7 +378,7 @@ def test_a_workflow_builders_limits_follow_the_one_rule() -> None:
     for huge in _HUGE:
         assert built(huge) == MAX_SECONDS
     for bad in _BAD:
-        with pytest.raises(WorkflowDefinitionError, match="timeout must be positive"):
+        with pytest.raises(WorkflowDefinitionError, match="field 'timeout' must be positive"):
             WorkflowBuilder("w").limits(timeout=bad)
 
 

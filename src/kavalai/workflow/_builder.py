@@ -83,7 +83,7 @@ class WorkflowBuilder:
             WorkflowDefinitionError: ``timeout`` is not positive seconds (``math.inf`` and more than a year are
                 clamped to a year: the one rule of ``kavalai.kernel.limit_seconds``).
         """
-        seconds = checked_timeout(timeout, "timeout")
+        seconds = checked_timeout(timeout)
         if max_value_size is not None:
             self._max_value_size = max_value_size
         if max_visits is not None:
