@@ -25,6 +25,7 @@ from kavalai.errors import (
     ToolTimeoutError,
 )
 from kavalai.workflow._budget import PromptFit
+from kavalai.workflow._expressions import NOTHING
 from kavalai.workflow._graph import Workflow
 from kavalai.workflow._nodes import (
     AgentNode,
@@ -150,12 +151,19 @@ def output_json(output: Any, context: Any) -> Any:
             kind.__pydantic_core_schema__
         )
     if alike and type(context) is dict:
-        for item in context.values():
-            if type(item) not in PLAIN or (type(item) is float and not math.isfinite(item)):
-                break
-        else:
-            return context.copy()
+        flat = flat_json(context)
+        if flat is not None:
+            return flat
     return jsonable(output)
+
+
+def flat_json(value: dict[str, Any]) -> dict[str, Any] | None:
+    """A copy of ``value`` when it is already JSON (its values plain, its floats finite: what :func:`jsonable`
+    would give, without pydantic's conversion), else ``None``."""
+    for item in value.values():
+        if type(item) not in PLAIN or (type(item) is float and not math.isfinite(item)):
+            return None
+    return value.copy()
 
 
 _dumps_alike: dict[type, bool] = {}
@@ -191,8 +199,11 @@ async def _resolve(env: NodeEnv, node_id: str) -> dict[str, Any]:
     for name, literal, expression, field in env.workflow.plan(node_id):  # a loop: a comprehension is a call more
         if expression is None:
             resolved[name] = literal
-        else:
-            resolved[name] = await expression.evaluate_async(values, node=node_id, field=field)
+            continue
+        value = expression.plain_path(values)  # a plain path (most bindings) read without a coroutine
+        if value is NOTHING:
+            value = await expression.evaluate_async(values, node=node_id, field=field)
+        resolved[name] = value
     return resolved
 
 
@@ -247,7 +258,7 @@ def _fit_output(node_id: str, env: NodeEnv, value: Any) -> Any:
 async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> Outcome:
     """Run a ``function`` node: call its tool (retrying as its policy says) and check the output."""
     arguments = await _resolve(env, node.id)
-    record.inputs = jsonable(arguments)
+    record.inputs = flat_json(arguments) or jsonable(arguments)  # most nodes' inputs are plain values already
     options: dict[str, Any] = {} if node.timeout is None else {"timeout": node.timeout}
     if env.progress is not None:  # a streamed run: the tool's progress becomes NodeProgress events
         options["progress"] = functools.partial(env.progress, node.id)
@@ -265,8 +276,10 @@ async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> O
             try:
                 if durable:
                     result = await _call_in_run(env, node.tool, arguments, options)
-                else:  # the common case, without a coroutine in between
+                elif options:
                     result = await env.kernel.call_tool(node.tool, arguments, **options)
+                else:  # the common case: without a coroutine in between, nor a dict of options to unpack
+                    result = await env.kernel.call_tool(node.tool, arguments)
                 break
             except FunctionKernelException as exc:
                 if record.attempts >= policy.attempts or not _retryable(exc, policy):
