@@ -329,11 +329,14 @@ def test_a_dbos_clients_result_refuses_a_bad_polling_before_it_asks_the_journal(
     from kavalai.durable.dbos import DbosClient
 
     client = DbosClient(f"sqlite:///{tmp_path / 'journal.db'}")
-    for bad in _BAD:
-        with pytest.raises(ValueError, match="polling must be positive"):
-            client.result("no-such-run", polling=bad)  # type: ignore[arg-type]
-    with pytest.raises(UnknownRunError):  # a huge polling is clamped and the run looked up
-        client.result("no-such-run", polling=10**400)
+    try:
+        for bad in _BAD:
+            with pytest.raises(ValueError, match="polling must be positive"):
+                client.result("no-such-run", polling=bad)  # type: ignore[arg-type]
+        with pytest.raises(UnknownRunError):  # a huge polling is clamped and the run looked up
+            client.result("no-such-run", polling=10**400)
+    finally:
+        client.close()
 
 
 async def test_a_durable_runs_waits_for_answers_follow_the_one_rule() -> None:
