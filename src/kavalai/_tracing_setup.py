@@ -27,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 from opentelemetry import trace
 
 from kavalai.errors import ConfigurationError
+from kavalai.kernel import required_seconds
 from kavalai.secrets import redact, register_url_credentials
 
 __all__ = ["TracingNotInstalled", "TracingSetup", "configure_tracing", "tracing_requested"]
@@ -75,11 +76,16 @@ class TracingSetup:
 
     def flush(self, timeout: float = 5.0) -> None:
         """Send the spans still buffered (blocking, at most ``timeout`` seconds), a global provider's too: its
-        exporter may write to stdout, which must not happen once ``kavalai serve`` hands stdout back."""
+        exporter may write to stdout, which must not happen once ``kavalai serve`` hands stdout back.
+
+        Raises:
+            ValueError: ``timeout`` is not positive seconds (the one rule, ``kavalai.kernel.limit_seconds``).
+        """
+        seconds = required_seconds(timeout, what="timeout")
         provider = self._provider if self._provider is not None else trace.get_tracer_provider()
         force_flush = getattr(provider, "force_flush", None)
         if callable(force_flush):
-            force_flush(timeout_millis=int(timeout * 1000))
+            force_flush(timeout_millis=int(seconds * 1000))
 
     def shutdown(self) -> None:
         """Flush and stop the provider this setup made (a global provider set by others is theirs to stop)."""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import asyncio
 import logging
 import math
 import re
@@ -216,3 +217,185 @@ def test_durable_and_approval_limits_follow_the_one_rule() -> None:
             OutsideElicitation(timeout=bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="poll must be positive"):
         OutsideElicitation(poll=0)
+
+
+# A parameter named like a limit: a timeout, a deadline, seconds, a polling or heartbeat interval, a staleness or
+# outage bound, a patience.
+_LIMIT_LIKE = re.compile(r"timeout|deadline|seconds|^poll$|polling|heartbeat|stale_after|patience|outage|interval$")
+# Public functions that take such a limit and hand it, unchanged, to one that applies the rule, and which one.
+_FORWARDED = {
+    "kernel/_call.py:deadline(seconds)": "Deadline.__init__",
+    "kernel/_core.py:Kernel.call_tool_as(timeout)": "Kernel.call_tool",
+    "function_kernel.py:FunctionKernel.register_python_tool(timeout)": "PythonToolAdapter.register",
+    "function_kernel.py:FunctionKernel.register_rest_tool(timeout)": "RestAdapter.register_tool",
+    "agent/_agent.py:Agent.run(timeout)": "deadline()",
+    "tools/_kaval_fetch.py:fetch(timeout)": "GuardedClient.request",
+    "durable/_dbos_journal.py:DbosJournal.wait_for_answer(timeout)": "DurableRun.wait_for_answer",
+    "durable/_answer_log.py:SqlAnswerLog.__init__(outage)": "DbosRunner's journal_outage",
+    "durable/_journal_io.py:journal_io(outage)": "DbosRunner's journal_outage",
+    "durable/_step_log.py:StepLogJournal.__init__(outage)": "DbosRunner's journal_outage",
+    "durable/_step_log.py:StepLogJournal.open(outage)": "DbosRunner's journal_outage",
+    "workflow/_engine.py:WorkflowEngine.run(timeout)": "WorkflowEngine._execution (checked_timeout)",
+    "workflow/_engine.py:WorkflowEngine.stream(timeout)": "WorkflowEngine._execution (checked_timeout)",
+    "workflow/_executor.py:Execution.__init__(timeout)": "WorkflowEngine (checked_timeout)",
+    "workflow/_meter.py:Meter.__init__(deadline)": "Execution's timeout, as a loop time (not a limit)",
+    **{
+        f"workflow/{module}:WorkflowBuilder.{kind}(timeout)": "the node's Seconds field"
+        for module in ("_builder.py", "kaval/_bilingual.py")
+        for kind in ("function", "agent", "llm", "parallel")
+    },
+}
+
+
+def _public_functions(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """A module's public functions and the public methods (and constructors) of its classes, overloads and protocols
+    (which have no body) aside."""
+    found: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found.append(("", node))
+        elif (
+            isinstance(node, ast.ClassDef)
+            and not re.search(r"^_|(Error|Exception)$", node.name)
+            and not any("Protocol" in ast.unparse(base) for base in node.bases)
+        ):
+            found += [
+                (f"{node.name}.", item)
+                for item in node.body
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+            ]
+    return [
+        (owner, function)
+        for owner, function in found
+        if (function.name == "__init__" or not function.name.startswith("_"))
+        and not any("overload" in ast.unparse(decorator) for decorator in function.decorator_list)
+    ]
+
+
+def _hands_to_the_rule(function: ast.AST, value: str) -> bool:
+    """Whether ``function`` passes ``value`` to the rule (or a wrapper of it), first or by keyword."""
+    for call in ast.walk(function):
+        if isinstance(call, ast.Call):
+            name = getattr(call.func, "id", None) or getattr(call.func, "attr", None)
+            given = [ast.unparse(arg) for arg in call.args[:1]] + [ast.unparse(kw.value) for kw in call.keywords]
+            if value in given and (name in _CHECKS | {"check_limits"} or "super().__init__" in ast.unparse(call.func)):
+                return True
+    return False
+
+
+def _limit_parameters() -> dict[str, bool]:
+    """Every parameter of a public function or constructor in src/ named like a limit, and whether it crosses the
+    rule where it is taken."""
+    found = {}
+    for path in sorted(SRC.rglob("*.py")):
+        for owner, function in _public_functions(ast.parse(path.read_text(encoding="utf-8"))):
+            args = function.args
+            for arg in args.posonlyargs + args.args + args.kwonlyargs:
+                if _LIMIT_LIKE.search(arg.arg) and not arg.arg.startswith("on_"):
+                    where = f"{path.relative_to(SRC)}:{owner}{function.name}({arg.arg})"
+                    found[where] = _hands_to_the_rule(function, arg.arg)
+    return found
+
+
+def test_every_limit_a_public_function_takes_crosses_the_one_rule() -> None:
+    """The gate's enumeration for every parameter named like a limit (not only ``*timeout``: a heartbeat, a polling
+    interval, an outage bound, a patience): it goes through limit_seconds (or a wrapper of it) where it is taken, or
+    is handed on unchanged to a function that does (listed with which); a new one stored as it came fails here."""
+    found = _limit_parameters()
+    assert len(found) >= 50  # the kernel's calls, the runners, the builders, the fetch tools, the LLM clients
+    assert [where for where, checked in found.items() if not checked and where not in _FORWARDED] == []
+    assert [where for where in _FORWARDED if where not in found] == []  # the list holds no stale entry
+    assert [where for where in _FORWARDED if found.get(where)] == []  # nor one that checks by itself now
+
+
+_BAD = (math.nan, -1, -math.inf, 0, "5", True)
+_HUGE = (math.inf, 1e308, 10**400)
+
+
+@pytest.mark.parametrize("name", ["heartbeat", "stale_after", "polling", "journal_outage"])
+def test_a_dbos_runners_intervals_follow_the_one_rule(name: str) -> None:
+    from kavalai.durable.dbos import DbosRunner
+
+    for huge in _HUGE:
+        assert getattr(DbosRunner(**{name: huge}), name) == MAX_SECONDS
+    assert getattr(DbosRunner(**{name: 2}), name) == 2.0
+    for bad in _BAD:
+        with pytest.raises(ValueError, match=f"{name} must be positive \\(in seconds\\)"):
+            DbosRunner(**{name: bad})
+
+
+def test_a_dbos_clients_result_refuses_a_bad_polling_before_it_asks_the_journal(tmp_path: Path) -> None:
+    from kavalai.durable import UnknownRunError
+    from kavalai.durable.dbos import DbosClient
+
+    client = DbosClient(f"sqlite:///{tmp_path / 'journal.db'}")
+    try:
+        for bad in _BAD:
+            with pytest.raises(ValueError, match="polling must be positive"):
+                client.result("no-such-run", polling=bad)  # type: ignore[arg-type]
+        with pytest.raises(UnknownRunError):  # a huge polling is clamped and the run looked up
+            client.result("no-such-run", polling=10**400)
+    finally:
+        client.close()
+
+
+async def test_a_durable_runs_waits_for_answers_follow_the_one_rule() -> None:
+    from kavalai.durable._memory import _MemoryAnswers, _MemoryJournal
+    from kavalai.durable._run import DurableRun
+
+    questions: dict[str, Any] = {}
+    run = DurableRun("r", _MemoryJournal({}, questions), answers=_MemoryAnswers())  # type: ignore[arg-type]
+    for bad in _BAD:
+        with pytest.raises(ValueError, match="timeout must be positive"):
+            await run.wait_for_answer("approval", {"q": 1}, timeout=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="timeout must be positive"):
+            await run.answer_in_step("k", {"q": 1}, None, timeout=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="poll must be positive"):
+            await run.answer_in_step("k", {"q": 1}, None, poll=bad)  # type: ignore[arg-type]
+    # A huge timeout is a year: the wait starts (a 400-digit integer used to overflow the loop's clock) and ends with
+    # the answer given.
+    waiting = asyncio.ensure_future(run.wait_for_answer("approval", {"q": 1}, timeout=10**400))
+    for _ in range(100):  # a bounded wait for the question to be published
+        await asyncio.sleep(0)
+        if questions:
+            break
+    questions["approval-1"].answer.set_result("yes")
+    assert await waiting == "yes"
+    in_step = asyncio.ensure_future(run.answer_in_step("k", {"q": 2}, None, timeout=10**400, poll=0.01))
+    for _ in range(100):
+        await asyncio.sleep(0)
+        if await run.answers.open_questions("r"):  # type: ignore[union-attr]
+            break
+    await run.answers.keep("r", "k", {"q": 2}, "no")  # type: ignore[union-attr]
+    assert await in_step == "no"
+
+
+def test_a_workflow_builders_limits_follow_the_one_rule() -> None:
+    from kavalai.workflow import WorkflowBuilder
+    from kavalai.workflow.errors import WorkflowDefinitionError
+
+    def built(timeout: Any) -> Any:
+        builder = WorkflowBuilder("w").limits(timeout=timeout).start(next="end").end()
+        return builder.build().timeout
+
+    for huge in _HUGE:
+        assert built(huge) == MAX_SECONDS
+    for bad in _BAD:
+        with pytest.raises(WorkflowDefinitionError, match="field 'timeout' must be positive"):
+            WorkflowBuilder("w").limits(timeout=bad)
+
+
+async def test_the_small_waits_follow_the_one_rule() -> None:
+    from kavalai._tracing_setup import TracingSetup
+    from kavalai.auth._loopback import LoopbackRedirect
+    from kavalai.tools.rss import make_get_rss_feed
+
+    for bad in _BAD:
+        with pytest.raises(ValueError, match="timeout must be positive"):
+            make_get_rss_feed(timeout=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="timeout must be positive"):
+            await LoopbackRedirect().wait("state", bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="timeout must be positive"):
+            TracingSetup(source="global").flush(bad)  # type: ignore[arg-type]
+    assert callable(make_get_rss_feed(timeout=math.inf))
+    TracingSetup(source="global").flush(math.inf)  # a year, in whole milliseconds: no OverflowError

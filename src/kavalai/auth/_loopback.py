@@ -23,6 +23,7 @@ import anyio
 from aiohttp import web
 
 from kavalai._listen import family_of, listening_socket
+from kavalai.kernel import required_seconds
 
 __all__ = ["AuthorizationDenied", "LoopbackRedirect", "RedirectResult"]
 
@@ -108,9 +109,10 @@ class LoopbackRedirect:
             AuthorizationDenied: the authorization server sent an error back.
             TimeoutError: nothing came back in time.
         """
+        seconds = required_seconds(timeout, what="timeout")
         future = self._waiting[state]
         try:
-            with anyio.fail_after(timeout):
+            with anyio.fail_after(seconds):
                 return await future
         finally:
             await self.discard(state)

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from kavalai.durable._store import ResultStore
 from kavalai.errors import FunctionKernelException, RunCancelledError
+from kavalai.kernel import limit_seconds, required_seconds
 
 __all__ = [
     "AnswerLog",
@@ -188,7 +189,10 @@ class DurableRun:
 
         Raises:
             RuntimeError: the engine cannot wait for answers from outside.
+            ValueError: ``timeout`` is not ``None`` nor positive seconds (the one rule of
+                ``kavalai.kernel.limit_seconds``: ``math.inf`` and more than a year are clamped to a year).
         """
+        seconds = limit_seconds(timeout)
         self.check()
         self._position += 1
         key = f"{kind}-{self._position}"
@@ -196,7 +200,7 @@ class DurableRun:
         if waiter is None:
             raise RuntimeError(f"The {self.engine} engine cannot wait for an answer from outside the run.")
         published = {"key": key, "kind": kind, **question}
-        answer: JsonValue | None = await waiter(self._position, key, published, timeout)
+        answer: JsonValue | None = await waiter(self._position, key, published, seconds)
         return answer
 
     async def answer_in_step(
@@ -216,7 +220,11 @@ class DurableRun:
 
         Raises:
             RuntimeError: ``ask`` is ``None`` and the engine has no answer log.
+            ValueError: ``timeout`` is not ``None`` nor positive seconds, or ``poll`` is not positive seconds (the one
+                rule, ``kavalai.kernel.limit_seconds``).
         """
+        seconds = limit_seconds(timeout)
+        every = required_seconds(poll, what="poll")
         log = self.answers
         if log is None:
             if ask is None:
@@ -230,7 +238,7 @@ class DurableRun:
             await log.keep(self.run_id, key, dict(question), value)
             return value
         await log.publish(self.run_id, key, dict(question))
-        value = await _poll(log, self.run_id, key, timeout, poll)
+        value = await _poll(log, self.run_id, key, seconds, every)
         if value is None:  # no answer in time: so it stays, in this attempt and the next
             await log.keep(self.run_id, key, dict(question), None)
         return value

@@ -153,7 +153,7 @@ class DbosRunner(DurableRunner):
         super().__init__()
         self.versioned = versioned
         self._versions: Versions | None = None  # a versioned runner's, made when it starts
-        self.journal_outage = journal_outage
+        self.journal_outage = required_seconds(journal_outage, what="journal_outage")
         self.busy_timeout = required_seconds(busy_timeout, what="busy_timeout")
         self.on_doubt = dict(on_doubt or {})
         self._parked: dict[str, DurableRunError] = {}  # runs stopped in this process, resumable, by id
@@ -166,9 +166,9 @@ class DbosRunner(DurableRunner):
         self.queue_name = queue
         self.concurrency = concurrency
         self.inline_limit = inline_limit
-        self.heartbeat = heartbeat
-        self.stale_after = stale_after
-        self.polling = polling
+        self.heartbeat = required_seconds(heartbeat, what="heartbeat")
+        self.stale_after = required_seconds(stale_after, what="stale_after")
+        self.polling = required_seconds(polling, what="polling")
         self.executor_id = executor_id or f"kavalai-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._store = store
         self._queue: Queue | None = None
@@ -463,10 +463,12 @@ class DbosClient:
 
         Raises:
             UnknownRunError: no run has this id in the journal.
+            ValueError: ``polling`` is not positive seconds (the one rule, ``kavalai.kernel.limit_seconds``).
         """
+        every = required_seconds(polling, what="polling")
         if self.status(run_id) is None:
             raise UnknownRunError(run_id, f"dbos ({_redacted(self.db)})")
-        return self._client.retrieve_workflow(run_id).get_result(polling_interval_sec=polling)
+        return self._client.retrieve_workflow(run_id).get_result(polling_interval_sec=every)
 
     def status(self, run_id: str) -> str | None:
         """The run's DBOS status, or ``None`` when there is no such run."""

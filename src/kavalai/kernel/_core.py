@@ -65,6 +65,10 @@ _GLOB_CHARS: Final = frozenset("*?[")
 _CLOSE_WAIT: Final = 5.0  # how long close() waits for the calls it cut to end (a tool may ignore cancellation)
 
 
+_new_call: Final = object.__new__
+_init_call: Final = ToolCall.__init__  # called as a plain function: one specialized Python call
+
+
 class Kernel:
     """Tools of every kind behind one typed calling convention: the core of :class:`~kavalai.FunctionKernel`.
 
@@ -280,7 +284,8 @@ class Kernel:
                 args = input_failed(definition, arguments, exc)
         else:
             args = validate_input(definition, arguments)
-        call = ToolCall(definition, args, progress)
+        call = _new_call(ToolCall)  # ToolCall(definition, args, progress) without type.__call__'s slot lookups
+        _init_call(call, definition, args, progress)
         outer = _current.get()
         if timeout is _UNSET:
             limit = definition.timeout

@@ -39,6 +39,7 @@ from kavalai.http import (
     parse_networks,
     read_limited,
 )
+from kavalai.kernel import required_seconds
 from kavalai.tools._register import check_limits
 
 __all__ = ["DEFAULT_USER_AGENT", "FetchConfig", "Fetched", "GuardedClient", "open_client", "parse_url"]
@@ -164,7 +165,10 @@ class GuardedClient:
         body: str | None = None,
         timeout: float,
     ) -> Fetched:
-        """Send ``method url`` following redirects through the guard; see the module docstring for failures."""
+        """Send ``method url`` following redirects through the guard, within ``timeout`` seconds (the one rule of
+        ``kavalai.kernel.limit_seconds``: a ``ValueError`` for a value that is not positive seconds, more than a year
+        clamped); see the module docstring for failures."""
+        seconds = required_seconds(timeout, what="timeout")
         if json is not None and body is not None:
             raise ValueError("Give either a JSON body (json) or a text body (body), not both.")
         for name, value in (headers or {}).items():
@@ -174,10 +178,10 @@ class GuardedClient:
                     "breaks or NUL bytes."
                 )
         try:
-            with anyio.fail_after(timeout):
+            with anyio.fail_after(seconds):
                 return await self._send(method.upper(), url, headers, json, body)
         except TimeoutError as exc:
-            raise TimeoutError(f"No complete response from {url} within {timeout:g} s.") from exc
+            raise TimeoutError(f"No complete response from {url} within {seconds:g} s.") from exc
 
     async def aclose(self) -> None:
         """Close the session and its resolver; the next request opens new ones."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kavalai.errors import ConfigurationError, ToolRegistrationError
+from kavalai.kernel import limit_seconds
 
 if TYPE_CHECKING:
     from kavalai import FunctionKernel
@@ -14,7 +16,8 @@ __all__ = ["check_limits", "register_all"]
 
 
 def check_limits(group: str, *, timeout: float | None = None, **limits: int) -> None:
-    """Refuse a limit that is not above zero, or a default timeout outside ``(0, 600]`` seconds.
+    """Refuse a limit that is not above zero, or a default timeout outside ``(0, 600]`` seconds (or not a number:
+    the one rule of ``kavalai.kernel.limit_seconds`` first, so ``math.inf`` is refused as more than 600).
 
     Raises:
         ConfigurationError: naming the group, the setting and the value given.
@@ -22,7 +25,11 @@ def check_limits(group: str, *, timeout: float | None = None, **limits: int) -> 
     for name, value in limits.items():
         if value <= 0:
             raise ConfigurationError(f"Cannot register the {group} tools: {name} must be above 0, got {value!r}.")
-    if timeout is not None and not 0 < timeout <= 600:
+    try:
+        seconds = limit_seconds(timeout, what="default_timeout")  # the one rule first: "5", nan, True refused
+    except ValueError:
+        seconds = math.nan
+    if seconds is not None and not 0 < seconds <= 600:
         raise ConfigurationError(
             f"Cannot register the {group} tools: default_timeout must be above 0 and at most 600 seconds, "
             f"got {timeout!r}."

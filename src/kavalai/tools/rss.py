@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pydantic import BaseModel
 
 from kavalai.adapters.python import pythontool
+from kavalai.kernel import required_seconds
 from kavalai.tools._kaval_fetch import fetch, run_blocking
 
 __all__ = ["Feed", "RssFeedItem", "get_rss_feed", "make_get_rss_feed"]
@@ -31,7 +32,12 @@ class Feed(BaseModel):
 
 
 def make_get_rss_feed(*, allow_private_networks: bool = False, timeout: float = 30.0) -> Callable[..., Feed]:
-    """A ``get_rss_feed`` tool; ``allow_private_networks=True`` lifts the SSRF guard (trusted callers only)."""
+    """A ``get_rss_feed`` tool; ``allow_private_networks=True`` lifts the SSRF guard (trusted callers only).
+
+    Raises:
+        ValueError: ``timeout`` is not positive seconds (the one rule, ``kavalai.kernel.limit_seconds``).
+    """
+    seconds = required_seconds(timeout, what="timeout")
 
     @pythontool
     def get_rss_feed(url: str, max_results: int = 5) -> Feed:
@@ -44,7 +50,7 @@ def make_get_rss_feed(*, allow_private_networks: bool = False, timeout: float = 
         import feedparser
 
         try:
-            fetched = run_blocking(fetch("GET", url, allow_private_networks=allow_private_networks, timeout=timeout))
+            fetched = run_blocking(fetch("GET", url, allow_private_networks=allow_private_networks, timeout=seconds))
         except (OSError, ValueError, TimeoutError) as exc:
             raise Exception(f"Error parsing feed: {exc}") from exc  # Kaval.AI's wording and type
         if fetched.status >= 400:

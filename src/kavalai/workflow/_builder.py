@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kavalai.workflow._graph import DEFAULT_MAX_VISITS, Workflow, field_problem
+from kavalai.workflow._graph import DEFAULT_MAX_VISITS, Workflow, checked_timeout, field_problem
 from kavalai.workflow._nodes import (
     AgentNode,
     EndNode,
@@ -77,13 +77,19 @@ class WorkflowBuilder:
         self, *, max_visits: int | None = None, timeout: float | None = None, max_value_size: int | None = None
     ) -> WorkflowBuilder:
         """Set the node-visit limit, the run timeout in seconds and the size limit of the values expressions and
-        templates build (characters or items, see :class:`Workflow`); a limit not given is left as it was."""
+        templates build (characters or items, see :class:`Workflow`); a limit not given is left as it was.
+
+        Raises:
+            WorkflowDefinitionError: ``timeout`` is not positive seconds (``math.inf`` and more than a year are
+                clamped to a year: the one rule of ``kavalai.kernel.limit_seconds``).
+        """
+        seconds = checked_timeout(timeout)
         if max_value_size is not None:
             self._max_value_size = max_value_size
         if max_visits is not None:
             self._max_visits = max_visits
-        if timeout is not None:
-            self._timeout = timeout
+        if seconds is not None:
+            self._timeout = seconds
         return self
 
     def start(self, id: str = "start", *, next: str) -> WorkflowBuilder:

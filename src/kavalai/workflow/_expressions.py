@@ -45,7 +45,7 @@ from kavalai.workflow._meter import evaluate as metered
 from kavalai.workflow._sizes import SizeError, bounded_str, bounded_sum, check_binop
 from kavalai.workflow.errors import ExpressionError
 
-__all__ = ["FUNCTIONS", "Expression", "compile_expression", "is_path", "read_key"]
+__all__ = ["FUNCTIONS", "NOTHING", "Expression", "compile_expression", "is_path", "read_key"]
 
 #: The functions an expression may call, by name.
 FUNCTIONS: Final[Mapping[str, Callable[..., Any]]] = {
@@ -148,8 +148,8 @@ class Expression:
         """Evaluate against ``context`` (names to values) on the caller's thread, under a meter but in one piece (a
         caller on the event loop uses :meth:`evaluate_async`); raise :class:`ExpressionError` naming ``node`` and
         ``field``."""
-        value = self._plain_path(context)
-        if value is not _NOTHING:
+        value = self.plain_path(context)
+        if value is not NOTHING:
             return value
         return self._walk(context, Meter(deadline=current_deadline()), node, field)
 
@@ -159,22 +159,23 @@ class Expression:
         """:meth:`evaluate`, never holding the event loop for more than a slice: on the loop for at most
         :data:`~kavalai.workflow._meter.SLICE` and short of any operation on more than
         :data:`~kavalai.workflow._meter.HEAVY` items, else begun again in a worker thread the caller owns."""
-        value = self._plain_path(context)
-        if value is not _NOTHING:
+        value = self.plain_path(context)
+        if value is not NOTHING:
             return value
         return await metered(lambda: self._walk(context, current_meter(), node, field))
 
-    def _plain_path(self, context: Mapping[str, Any]) -> Any:
-        """A plain path through dicts (most bindings: ``step.result.items``) read without the tree walk, or
-        ``_NOTHING`` for any other case (a list index, a model, a missing key and its error)."""
+    def plain_path(self, context: Mapping[str, Any]) -> Any:
+        """A plain path through dicts (most bindings: ``step.result.items``) read without the tree walk (nor a
+        coroutine: the run's walk tries it first), or ``NOTHING`` for any other case (a list index, a model, a
+        missing key and its error)."""
         if self._path is not None and type(context) is dict:
-            value = context.get(self._path[0], _NOTHING)
+            value = context.get(self._path[0], NOTHING)
             for key in self._path[1]:
                 if type(value) is not dict or key not in value:
-                    return _NOTHING
+                    return NOTHING
                 value = value[key]
             return value
-        return _NOTHING
+        return NOTHING
 
     def _walk(self, context: Mapping[str, Any], meter: Meter | None, node: str | None, field: str | None) -> Any:
         try:
@@ -223,7 +224,8 @@ def is_path(source: str) -> bool:
     return _path_root(tree.body) is not None
 
 
-_NOTHING: Final = object()
+#: What :meth:`Expression.plain_path` gives for an expression that is not a plain path through dicts.
+NOTHING: Final = object()
 
 
 def _path_keys(node: ast.expr) -> tuple[str, tuple[Any, ...]] | None:

@@ -25,6 +25,7 @@ from kavalai.errors import (
     ToolTimeoutError,
 )
 from kavalai.workflow._budget import PromptFit
+from kavalai.workflow._expressions import NOTHING
 from kavalai.workflow._graph import Workflow
 from kavalai.workflow._nodes import (
     AgentNode,
@@ -131,9 +132,42 @@ def to_context(value: Any) -> Any:
     if type(value) in PLAIN:  # once a node: isinstance() against a model class costs a metaclass check
         return value
     if isinstance(value, BaseModel):
+        kind = type(value)
+        as_stored = _dumps_as_stored.get(kind)
+        if as_stored is None:
+            as_stored = _dumps_as_stored[kind] = _dumps_its_fields(kind)
+        if as_stored:  # the usual tool output, {"result": 5}: its fields' plain values are what a dump gives
+            fields = value.__dict__
+            for item in fields.values():
+                if type(item) not in PLAIN:
+                    break
+            else:
+                return fields.copy()
         # What model_dump(by_alias=True) does, without its argument handling (a third of the cost, once a node).
-        return type(value).__pydantic_serializer__.to_python(value, by_alias=True)
+        return kind.__pydantic_serializer__.to_python(value, by_alias=True)
     return value
+
+
+_dumps_as_stored: dict[type, bool] = {}
+
+
+def _dumps_its_fields(kind: type[BaseModel]) -> bool:
+    """Whether ``model_dump(by_alias=True)`` of a ``kind`` whose fields hold plain values is its ``__dict__``: no
+    serializer of its own, no alias, no field left out, no computed field, no extra field, not a root model."""
+    fields = kind.model_fields.values()
+    return (
+        "root" not in kind.model_fields
+        and not kind.model_computed_fields
+        and kind.model_config.get("extra") != "allow"
+        and all(
+            f.alias is None
+            and f.serialization_alias is None
+            and not f.exclude
+            and getattr(f, "exclude_if", None) is None
+            for f in fields
+        )
+        and not _custom_serialization(kind.__pydantic_core_schema__)
+    )
 
 
 def output_json(output: Any, context: Any) -> Any:
@@ -150,12 +184,19 @@ def output_json(output: Any, context: Any) -> Any:
             kind.__pydantic_core_schema__
         )
     if alike and type(context) is dict:
-        for item in context.values():
-            if type(item) not in PLAIN or (type(item) is float and not math.isfinite(item)):
-                break
-        else:
-            return context.copy()
+        flat = flat_json(context)
+        if flat is not None:
+            return flat
     return jsonable(output)
+
+
+def flat_json(value: dict[str, Any]) -> dict[str, Any] | None:
+    """A copy of ``value`` when it is already JSON (its values plain, its floats finite: what :func:`jsonable`
+    would give, without pydantic's conversion), else ``None``."""
+    for item in value.values():
+        if type(item) not in PLAIN or (type(item) is float and not math.isfinite(item)):
+            return None
+    return value.copy()
 
 
 _dumps_alike: dict[type, bool] = {}
@@ -191,8 +232,11 @@ async def _resolve(env: NodeEnv, node_id: str) -> dict[str, Any]:
     for name, literal, expression, field in env.workflow.plan(node_id):  # a loop: a comprehension is a call more
         if expression is None:
             resolved[name] = literal
-        else:
-            resolved[name] = await expression.evaluate_async(values, node=node_id, field=field)
+            continue
+        value = expression.plain_path(values)  # a plain path (most bindings) read without a coroutine
+        if value is NOTHING:
+            value = await expression.evaluate_async(values, node=node_id, field=field)
+        resolved[name] = value
     return resolved
 
 
@@ -247,7 +291,7 @@ def _fit_output(node_id: str, env: NodeEnv, value: Any) -> Any:
 async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> Outcome:
     """Run a ``function`` node: call its tool (retrying as its policy says) and check the output."""
     arguments = await _resolve(env, node.id)
-    record.inputs = jsonable(arguments)
+    record.inputs = flat_json(arguments) or jsonable(arguments)  # most nodes' inputs are plain values already
     options: dict[str, Any] = {} if node.timeout is None else {"timeout": node.timeout}
     if env.progress is not None:  # a streamed run: the tool's progress becomes NodeProgress events
         options["progress"] = functools.partial(env.progress, node.id)
@@ -265,8 +309,10 @@ async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> O
             try:
                 if durable:
                     result = await _call_in_run(env, node.tool, arguments, options)
-                else:  # the common case, without a coroutine in between
+                elif options:
                     result = await env.kernel.call_tool(node.tool, arguments, **options)
+                else:  # the common case: without a coroutine in between, nor a dict of options to unpack
+                    result = await env.kernel.call_tool(node.tool, arguments)
                 break
             except FunctionKernelException as exc:
                 if record.attempts >= policy.attempts or not _retryable(exc, policy):

@@ -44,6 +44,7 @@ from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._errors import scrub
 from kavalai.adapters.mcp._listing import all_pages
 from kavalai.errors import ServerConnectionError
+from kavalai.kernel import required_seconds
 from kavalai.secrets import get_logger
 
 __all__ = ["Backoff", "Catalogue", "CrashLoop", "Healing", "hand_over", "tool_prints"]
@@ -245,12 +246,14 @@ class Healing:
 
     async def resubscribe(self, session: ClientSession, timeout: float) -> None:
         """Handshake era, on a new session: ``resources/subscribe`` to each resource subscribed to before, and to
-        each one reported lost (a refusal of one of those is not reported again)."""
+        each one reported lost (a refusal of one of those is not reported again), each within ``timeout`` seconds
+        (the one rule, ``kavalai.kernel.limit_seconds``)."""
+        seconds = required_seconds(timeout, what="timeout")
         for uri in sorted(self.subscribed | self.dropped):
             again = uri in self.dropped
             request = mcp_types.SubscribeRequest(params=mcp_types.SubscribeRequestParams(uri=uri))
             try:
-                with anyio.fail_after(timeout):
+                with anyio.fail_after(seconds):
                     await session.send_request(request, mcp_types.EmptyResult)
             except MCPError as exc:
                 if exc.code == mcp_types.CONNECTION_CLOSED:
@@ -259,7 +262,7 @@ class Healing:
                     self.lose(uri, f"the server refused resources/subscribe: {exc}")
             except TimeoutError:
                 if not again:
-                    self.lose(uri, f"the server did not answer resources/subscribe within {timeout:g} s")
+                    self.lose(uri, f"the server did not answer resources/subscribe within {seconds:g} s")
             else:
                 if again:
                     self.regain(uri, _REGAINED)

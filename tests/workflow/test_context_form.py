@@ -1,0 +1,86 @@
+"""A node's output in the run context (``to_context``): a model whose plain fields are what a dump gives is copied
+from its ``__dict__`` (the usual tool output, once a node); every other model is dumped by alias, as before."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_serializer
+
+from kavalai.workflow._runners import _dumps_as_stored, to_context
+
+
+class Plain(BaseModel):
+    result: int
+    note: str = "n"
+    ratio: float | None = None
+
+
+class Aliased(BaseModel):
+    value: int = Field(serialization_alias="Value")
+
+
+class Hidden(BaseModel):
+    shown: int
+    secret: str = Field(default="s", exclude=True)
+
+
+class Computed(BaseModel):
+    a: int
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def double(self) -> int:
+        return self.a * 2
+
+
+class Extra(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    a: int
+
+
+class Serialized(BaseModel):
+    a: int
+
+    @field_serializer("a")
+    def _a(self, a: int) -> str:
+        return f"<{a}>"
+
+
+class Colour(enum.Enum):
+    RED = "red"
+
+
+class Nested(BaseModel):
+    inner: Plain
+    colour: Colour = Colour.RED
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        Plain(result=5),
+        Plain(result=5, ratio=float("inf")),
+        Aliased(value=1),
+        Hidden(shown=1),
+        Computed(a=2),
+        Extra(a=1, b=2),  # type: ignore[call-arg]
+        Serialized(a=1),
+        Nested(inner=Plain(result=1)),
+    ],
+)
+def test_the_context_form_is_the_dump_by_alias(value: BaseModel) -> None:
+    context: Any = to_context(value)
+    assert context == value.model_dump(by_alias=True)
+    assert context is not value.__dict__  # a copy: the context may not change the model
+
+
+def test_only_a_model_dumped_as_stored_is_copied() -> None:
+    models = (Plain, Aliased, Hidden, Computed, Extra, Serialized)
+    for model in models:
+        _dumps_as_stored.pop(model, None)
+    for value in (Plain(result=1), Aliased(value=1), Hidden(shown=1), Computed(a=1), Extra(a=1), Serialized(a=1)):
+        to_context(value)
+    assert [model.__name__ for model in models if _dumps_as_stored[model]] == ["Plain"]
