@@ -513,9 +513,15 @@ class DbosClient:
         return {**(dict(found) if isinstance(found, dict) else {}), **self._answers.open_now(run_id)}
 
     def answer(self, run_id: str, key: str, value: Any) -> None:
-        """Answer question ``key`` of run ``run_id`` (see :meth:`DbosRunner.answer`)."""
-        if self.status(run_id) == "CANCELLED":
+        """Answer question ``key`` of run ``run_id`` (see :meth:`DbosRunner.answer`). A run that does not exist, or
+        has ended, is refused saying so (:class:`UnknownRunError`, :class:`LookupError`): nothing is sent."""
+        status = self.status(run_id)
+        if status is None:
+            raise UnknownRunError(run_id, f"dbos ({_redacted(self.db)})")
+        if status == "CANCELLED":
             raise RunCancelledError(f"Run {run_id} is cancelled: the answer {key!r} is refused.", run_id=run_id)
+        if _STATES.get(status) in ("finished", "failed"):
+            raise LookupError(f"Run {run_id} has {_STATES[status]}: it waits for no answer; {key!r} is refused.")
         pending = self.pending(run_id)
         if not _answer(self._answers, run_id, key, pending, value):  # a question of the run itself: a DBOS message
             self._client.send(run_id, value, topic=topic(key), idempotency_key=f"{run_id}.{key}")
