@@ -51,7 +51,7 @@ from kavalai.durable._dbos_journal import PENDING as _PENDING
 from kavalai.durable._dbos_journal import DbosJournal, topic
 from kavalai.durable._dbos_private import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
 from kavalai.durable._definition import Definition, Versions, changed, definition_of
-from kavalai.durable._doubt import OnDoubt, doubt_key
+from kavalai.durable._doubt import OnDoubt, doubt_key, doubt_resolution
 from kavalai.durable._journal_io import DEFAULT_OUTAGE
 from kavalai.durable._run import DurableRun, bind_run, cancelled_error
 from kavalai.durable._runner import (
@@ -529,7 +529,7 @@ class DbosClient:
     def resolve(self, run_id: str, step: int, *, done: bool, result: Any = None) -> None:
         """Settle step ``step`` of run ``run_id``, in doubt, that the run asks about (``on_doubt="ask"``): it happened
         (``done``, with ``result``), or send it again. See :meth:`answer` for the errors."""
-        self.answer(run_id, doubt_key(step), {"action": "done", "result": result} if done else {"action": "retry"})
+        self.answer(run_id, doubt_key(step), doubt_resolution(done, result))
 
     def close(self) -> None:
         """Close the client's connections."""
