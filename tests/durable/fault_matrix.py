@@ -388,7 +388,7 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
     "cancel while waiting for an answer": {
         "sqlite": "test_cancel.py::test_a_cancel_reaches_a_run_waiting_for_an_answer[sqlite]",
         "postgres": "test_cancel.py::test_a_cancel_reaches_a_run_waiting_for_an_answer[postgres]",
-        "temporal": None,
+        "temporal": "test_cancel_wait_temporal.py::test_a_cancel_reaches_a_temporal_run_waiting_for_an_answer",
     },
     "definition changed between crash and resume (added, removed, renamed)": {
         "sqlite": "test_definition.py::test_a_resume_under_a_changed_workflow_is_refused_and_runs_nothing",
