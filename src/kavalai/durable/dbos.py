@@ -520,10 +520,9 @@ class DbosClient:
             raise UnknownRunError(run_id, f"dbos ({_redacted(self.db)})")
         if status == "CANCELLED":
             raise RunCancelledError(f"Run {run_id} is cancelled: the answer {key!r} is refused.", run_id=run_id)
-        if _STATES.get(status) in ("finished", "failed"):
-            raise LookupError(f"Run {run_id} has {_STATES[status]}: it waits for no answer; {key!r} is refused.")
+        ended = _STATES.get(status) if _STATES.get(status) in ("finished", "failed") else None
         pending = self.pending(run_id)
-        if not _answer(self._answers, run_id, key, pending, value):  # a question of the run itself: a DBOS message
+        if not _answer(self._answers, run_id, key, pending, value, ended=ended):  # the run's own question: a message
             self._client.send(run_id, value, topic=topic(key), idempotency_key=f"{run_id}.{key}")
 
     def resolve(self, run_id: str, step: int, *, done: bool, result: Any = None) -> None:
@@ -593,15 +592,20 @@ def _checked_step_log(step_log: Literal["kavalai", "dbos"]) -> Literal["kavalai"
     return step_log
 
 
-def _answer(answers: SqlAnswerLog, run_id: str, key: str, pending: dict[str, Any], value: Any) -> bool:
+def _answer(
+    answers: SqlAnswerLog, run_id: str, key: str, pending: dict[str, Any], value: Any, *, ended: str | None = None
+) -> bool:
     """Take ``value`` as the answer to ``key`` if it is the first (blocking): exactly one of racing answers wins,
     whatever the process; a loser, or an answer to a question answered before, raises
     :class:`~kavalai.errors.AlreadyAnsweredError` naming the winner. Returns whether the question was one asked
-    during a step (then the recorded answer is all it needs; a question of the run itself also needs its message)."""
+    during a step (then the recorded answer is all it needs; a question of the run itself also needs its message).
+    ``ended``: the run's state when it has finished or failed, named when a new answer is refused."""
     if key not in pending:
         found, winner = answers.lookup_now(run_id, key)
         if found:
             raise lost_answer(run_id, key, winner)
+        if ended is not None:  # the run has finished or failed: it waits for nothing any more
+            raise LookupError(f"Run {run_id} has {ended}: it waits for no answer; {key!r} is refused.")
         raise not_pending(run_id, key, pending)
     in_step = key in answers.open_now(run_id)
     won, winner = answers.claim_now(run_id, key, pending[key], checked_answer(pending[key], value))
