@@ -60,6 +60,22 @@ async def asked(address: str, queue: str, run_id: str) -> dict[str, Any]:
         await runner.aclose()
 
 
+def in_doubt_shown(address: str, queue: str, run_id: str) -> list[dict[str, Any]]:
+    """``kavalai runs show``'s ``in_doubt`` of the run (from its history: no worker needed)."""
+
+    async def show() -> list[dict[str, Any]]:
+        runner = TemporalRunner(address, task_queue=queue, worker=False)
+        try:
+            return (await runner.describe(run_id)).in_doubt
+        finally:
+            await runner.aclose()
+
+    return asyncio.run(show())
+
+
+STEP_C = {"position": 3, "name": "c#1/tool rest://shop.charge#1", "state": "in_doubt"}
+
+
 @pytest.mark.parametrize("policy", ["fail", "replay"])
 def test_a_temporal_step_in_doubt_fails_or_is_replayed_as_its_server_says(
     temporal_address: str, tmp_path: Path, policy: str
@@ -92,6 +108,7 @@ def in_doubt(temporal_address: str, tmp_path: Path, policy: str) -> None:
             assert question is not None, (tmp_path / "resumer.log").read_text()
             assert (question["kind"], question["uri"]) == ("doubt", "rest://shop.charge")
             assert [r["order"] for r in fetch(f"{shop}/requests")] == ["A", "B", "C"]  # nothing sent while it asks
+            assert in_doubt_shown(temporal_address, queue, run_id) == [STEP_C]
             how = ["--done", "--result", '{"charge": 3, "order": "C", "amount": 5}']
             settled = resolve(temporal_address, queue, run_id, *(how if policy == "ask-done" else ["--retry"]))
             assert settled.returncode == 0, settled.stderr
@@ -103,9 +120,11 @@ def in_doubt(temporal_address: str, tmp_path: Path, policy: str) -> None:
         assert output["status"] == "failed"
         assert output["output"].startswith("Node 'c': Outcome unknown: check before retrying. Step 3 of run ")
         assert orders == [e["order"] for e in effects] == ["A", "B", "C"]  # C once, nothing after it
+        assert in_doubt_shown(temporal_address, queue, run_id) == [STEP_C]
         return
     charges = [1, 2, 4, 5, 6] if policy == "ask-retry" else [1, 2, 3, 4, 5]  # the shop charged C again
     assert output == {"status": "succeeded", "output": {"charges": charges}}
+    assert in_doubt_shown(temporal_address, queue, run_id) == []  # resolved, or sent again and done
     if policy == "ask-done":
         assert orders == ["A", "B", "C", "D", "E"]  # the operator said C happened: not sent again
     else:

@@ -73,6 +73,7 @@ from kavalai.durable._runner import (
 )
 from kavalai.durable._steps import run_tool_step
 from kavalai.durable._store import ResultStore
+from kavalai.durable._temporal_history import steps_in_doubt
 from kavalai.errors import FunctionKernelException, RunCancelledError, ServerConnectionError
 from kavalai.kernel import required_seconds
 from kavalai.secrets import get_logger
@@ -294,7 +295,8 @@ class TemporalRunner(DurableRunner):
         )
 
     async def describe(self, run_id: str) -> RunInfo:
-        """Where the run ``run_id`` is, with its outcome once finished.
+        """Where the run ``run_id`` is, with its outcome once finished and its steps whose outcome is unknown, from
+        its history (:mod:`._temporal_history`).
 
         Raises:
             UnknownRunError: the server has no run with this id.
@@ -305,7 +307,8 @@ class TemporalRunner(DurableRunner):
             found = await handle.describe()
         except RPCError as exc:
             raise self._unknown(run_id, exc) from None
-        info = _run_info(found)
+        history = await handle.fetch_history()
+        info = dataclasses.replace(_run_info(found), in_doubt=steps_in_doubt(history.events, _ANSWER_FIRST))
         if found.status == WorkflowExecutionStatus.COMPLETED:
             outcome = await handle.result()
             info = dataclasses.replace(info, outcome=outcome if self.store is None else await self.store.load(outcome))
