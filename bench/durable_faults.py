@@ -4,7 +4,14 @@ step is recorded) x one or two resuming workers racing; and the rows of a defini
 the resume (every engine; a node added with the same tool, removed, renamed): the worker killed after the cut step,
 a process of the changed workflow refused (naming the node, sending nothing), then one of the old finishing the run.
 
-Run: ``.venv/bin/python bench/durable_faults.py [--engine sqlite|postgres|temporal ...] [--kinds] [--changed]``.
+Run: ``.venv/bin/python bench/durable_faults.py [--engine sqlite|postgres|temporal ...] [--kinds] [--changed]
+[--outage] [--doubt]``.
+
+``--outage`` runs the database outage rows instead (``fault_matrix.run_outage``: the engine's database goes away
+while the cut step's call is in flight and comes back; the worker is not killed): DBOS on SQLite (the journal held
+locked past its busy timeout), on Postgres (``pg_ctl stop -m immediate``, then started), Temporal (a dev server with a
+database file, killed and started again). ``--doubt`` runs the tests of steps in doubt (a tool that may not repeat
+found sent: its ``on_doubt`` policy, a server's, MCP hints; DBOS and Temporal) and prints each case's outcome.
 
 ``--kinds`` prints instead the table of the step journal's fault kinds x engines (issue 35: a database outage,
 a cancel, a changed definition, an outcome in doubt, racing answers): each cell is the test of
@@ -37,13 +44,17 @@ from tests.durable.fault_matrix import (  # noqa: E402
     changed_cases,
     engines,
     kinds_table,
+    outage_cases,
     run_case,
     table,
 )
 
+#: The tests of steps in doubt that ``--doubt`` runs.
+DOUBT_TESTS = ("test_doubt.py", "test_doubt_servers.py", "test_doubt_temporal.py")
 
-def main(chosen: list[str], *, changed_only: bool = False) -> int:
-    every = changed_cases() if changed_only else [*all_cases(), *changed_cases()]
+
+def main(chosen: list[str], *, rows: str = "all") -> int:
+    every = {"changed": changed_cases, "outage": outage_cases}.get(rows, lambda: [*all_cases(), *changed_cases()])()
     cases = [case for case in every if case.engine in chosen]
     outcomes: list[Outcome] = []
     with engines(set(chosen)) as servers, tempfile.TemporaryDirectory(prefix="kavalai-faults-") as directory:
@@ -61,10 +72,32 @@ def main(chosen: list[str], *, changed_only: bool = False) -> int:
 
 def kinds() -> int:
     """Run every fault-kind test (through pytest, as the suite does) and print the kinds x engines table."""
+    tests = sorted({test for cells in FAULT_KINDS.values() for test in cells.values() if test is not None})
+    summary = _run_tests(tests)
+    print(kinds_table(summary))
+    return 0 if all(found.startswith("passed") for found in summary.values()) else 1
+
+
+def doubt() -> int:
+    """Run the tests of steps in doubt and print each case with its outcome."""
+    summary = _run_tests(list(DOUBT_TESTS))
+    cases = sorted(name for name in summary if "[" in name or name.split("::")[-1] not in _parametrized(summary))
+    print("| test (case) | outcome |\n|---|---|")
+    for name in cases:
+        print(f"| {name} | {summary[name]} |")
+    return 0 if all(summary[name].startswith("passed") for name in cases) else 1
+
+
+def _parametrized(summary: dict[str, str]) -> set[str]:
+    return {name.split("::")[-1].split("[")[0] for name in summary if "[" in name}
+
+
+def _run_tests(tests: list[str]) -> dict[str, str]:
+    """Run ``tests`` (of ``tests/durable/``) through pytest; each one's outcome by its node id, and summed under its
+    name without a parameter."""
     import subprocess
     import xml.etree.ElementTree as ElementTree
 
-    tests = sorted({test for cells in FAULT_KINDS.values() for test in cells.values() if test is not None})
     with tempfile.TemporaryDirectory(prefix="kavalai-kinds-") as directory:
         report = Path(directory) / "report.xml"
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}"]
@@ -79,9 +112,7 @@ def kinds() -> int:
             outcome = "failed" if failed else "skipped" if skipped else "passed"
             for name in {full, full.split("[")[0]}:  # by its full id, and summed under its bare name
                 outcomes.setdefault(name, []).append(outcome)
-    summary = {name: _summary(found) for name, found in outcomes.items()}
-    print(kinds_table(summary))
-    return 0 if all(found.startswith("passed") for found in summary.values()) else 1
+    return {name: _summary(found) for name, found in outcomes.items()}
 
 
 def _summary(found: list[str]) -> str:
@@ -95,5 +126,15 @@ if __name__ == "__main__":
     parser.add_argument("--engine", action="append", choices=ENGINES, help="only these engines (default: all)")
     parser.add_argument("--kinds", action="store_true", help="the fault kinds x engines table (issue 35) instead")
     parser.add_argument("--changed", action="store_true", help="only the rows of a definition changed before a resume")
+    parser.add_argument("--outage", action="store_true", help="only the database outage rows")
+    parser.add_argument("--doubt", action="store_true", help="the tests of steps in doubt, as a table, too")
     options = parser.parse_args()
-    sys.exit(kinds() if options.kinds else main(options.engine or list(ENGINES), changed_only=options.changed))
+    status = 0
+    if options.doubt:
+        status |= doubt()
+    if options.kinds:
+        status |= kinds()
+    elif options.outage or options.changed or not options.doubt:
+        rows = "outage" if options.outage else "changed" if options.changed else "all"
+        status |= main(options.engine or list(ENGINES), rows=rows)
+    sys.exit(status)

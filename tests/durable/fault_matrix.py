@@ -26,6 +26,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -201,6 +202,8 @@ def start(case: Case, target: str, workflow: Path, run_id: str, name: str, rest:
 
 def run_case(case: Case, servers: Engines, directory: Path, *, timeout: float = 180.0) -> Outcome:
     """Run one case in ``directory`` (its workflow file, journal and logs) and check it."""
+    if case.boundary == OUTAGE:
+        return run_outage(case, servers, directory, timeout=timeout)
     directory.mkdir(parents=True, exist_ok=True)
     workflow = directory / "five.yaml"
     workflow.write_text(workflow_text(), encoding="utf-8")
@@ -365,7 +368,7 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
     "database outage mid-step, back in time": {
         "sqlite": "test_journal_io.py::test_an_outage_mid_step_pauses_the_run_which_goes_on_once_the_database_is_back",
         "postgres": "test_journal_io.py::test_postgres_stopped_mid_step_and_started_again_pauses_the_run",
-        "temporal": None,
+        "temporal": "test_faults.py::test_a_database_outage_mid_step_as_a_matrix_row[temporal-outage-0]",
     },
     "database outage past the run's patience (interrupted, resumed)": {
         "sqlite": "test_journal_io.py::test_an_outage_past_the_runs_patience_interrupts_it_and_the_run_resumes_later",
@@ -385,7 +388,7 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
     "cancel while waiting for an answer": {
         "sqlite": "test_cancel.py::test_a_cancel_reaches_a_run_waiting_for_an_answer[sqlite]",
         "postgres": "test_cancel.py::test_a_cancel_reaches_a_run_waiting_for_an_answer[postgres]",
-        "temporal": None,
+        "temporal": "test_cancel_wait_temporal.py::test_a_cancel_reaches_a_temporal_run_waiting_for_an_answer",
     },
     "definition changed between crash and resume (added, removed, renamed)": {
         "sqlite": "test_definition.py::test_a_resume_under_a_changed_workflow_is_refused_and_runs_nothing",
@@ -395,12 +398,13 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
     "a tool that may not repeat found sent (in doubt / replay / idempotent)": {
         "sqlite": "test_doubt.py::test_a_step_sent_without_a_result_is_in_doubt_unless_its_tool_says_replay",
         "postgres": None,
-        "temporal": None,
+        "temporal": "test_doubt_temporal.py::test_a_temporal_step_in_doubt_fails_or_is_replayed_as_its_server_says",
     },
     "a step in doubt of a tool that says ask, resolved done / retry (kavalai runs resolve)": {
         "sqlite": "test_doubt.py::test_a_step_in_doubt_of_a_tool_that_says_ask_waits_for_the_operator",
         "postgres": None,
-        "temporal": None,
+        "temporal": "test_doubt_temporal.py::"
+        "test_a_temporal_step_in_doubt_of_a_server_that_says_ask_waits_for_kavalai_runs_resolve",
     },
     "two answers racing, 20 rounds": {
         "sqlite": "test_answer_race.py::test_one_answer_wins_on_dbos[sqlite]",
@@ -421,3 +425,107 @@ def kinds_table(outcomes: dict[str, str]) -> str:
             shown.append("not built" if test is None else outcomes.get(test, "not run"))
         lines.append(f"| {kind} | " + " | ".join(shown) + " |")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------- database outage rows (issue 35)
+
+#: The boundary of the outage rows: the engine's database goes away while the cut step's call is in flight (after the
+#: shop made the charge, before it answered) and comes back; the worker is not killed.
+OUTAGE = "outage"
+#: SQLite's busy timeout in the outage rows: the lock is held past it.
+BUSY_TIMEOUT = 0.2
+
+
+def outage_cases() -> list[Case]:
+    """The database outage rows: DBOS on SQLite (the journal held locked by another process past its busy timeout),
+    DBOS on Postgres (``pg_ctl stop -m immediate``, then started) and Temporal (a dev server keeping its state in a
+    file, killed and started again)."""
+    return [Case(engine, OUTAGE, 0) for engine in ENGINES]
+
+
+def run_outage(case: Case, servers: Engines, directory: Path, *, timeout: float = 180.0) -> Outcome:
+    """Run one outage row: the worker runs the five charges; at charge C the database goes away, and comes back once
+    the worker has failed to record the step (its log says it tries again; on Temporal, once the server is dead).
+    The run must complete, in that worker, with each effect once."""
+    directory.mkdir(parents=True, exist_ok=True)
+    workflow = directory / "five.yaml"
+    workflow.write_text(workflow_text(), encoding="utf-8")
+    run_id = f"{case.label}-{uuid.uuid4().hex[:8]}"
+    outcome = Outcome(case)
+    with ExitStack() as stack:
+        outage = stack.enter_context(_outage(case, servers, directory))
+        rest = stack.enter_context(serve(create_app(on_charge=outage.begin_at(CUT))))
+        first = start(case, outage.target, workflow, run_id, "first", rest, "--busy-timeout", str(BUSY_TIMEOUT))
+        began = time.monotonic()
+        outage.end_after_retries(directory / "first.log", first)
+        outputs = [finish(first, timeout, outcome)]
+        outcome.seconds = time.monotonic() - began
+        requests, effects = fetch(f"{rest}/requests"), fetch(f"{rest}/effects")
+        outcome.logs = "\n".join(
+            f"--- {log.name}\n{log.read_text(errors='replace')[-3000:]}" for log in sorted(directory.glob("*.log"))
+        )
+        outcome.killed = outage.happened
+        if not outage.happened:
+            outcome.problems.append("the database did not go away during the cut step")
+        check(outcome, outputs, requests, requests, effects)
+        outcome.completed_once = outcome.ok and completed(case, outage.target, run_id, outcome)
+    return outcome
+
+
+class _Outage:
+    """Takes an engine's database away (from the shop's thread, mid-charge) and brings it back."""
+
+    def __init__(self, target: str, stop: Any, restart: Any, *, logged: bool) -> None:
+        self.target, self._stop, self._restart, self._logged = target, stop, restart, logged
+        self.happened = False
+        self._begun = threading.Event()
+
+    def begin_at(self, order: str) -> Any:
+        def on_charge(charged: str) -> None:
+            if charged == order and not self.happened:
+                self.happened = True
+                self._stop()
+                self._begun.set()
+
+        return on_charge
+
+    def end_after_retries(self, log: Path, process: Any, *, tries: int = 2) -> None:
+        """Bring the database back once the worker tried (and failed) ``tries`` times to record the step (its log
+        says "trying again"; bounded wait), or once it is gone (Temporal: the worker's own retries are quiet)."""
+        for _ in range(3000):  # bounded: 300 s
+            if process.poll() is not None:
+                break
+            if self._begun.is_set() and (
+                not self._logged or log.read_text(errors="replace").count("trying again") >= tries
+            ):
+                break
+            time.sleep(0.1)
+        if self._begun.is_set():
+            self._restart()
+
+
+@contextmanager
+def _outage(case: Case, servers: Engines, directory: Path) -> Iterator[_Outage]:
+    """The database of ``case``'s engine, and how to take it away and back: a SQLite journal locked by another
+    process, a Postgres server of its own, a Temporal dev server of its own with a database file."""
+    if case.engine == "sqlite":
+        from tests.durable.test_journal_io import Locker
+
+        locker = Locker(directory / "journal.sqlite")
+        try:
+            yield _Outage(f"sqlite:///{locker.path}", locker.lock, locker.release, logged=True)
+        finally:
+            locker.release()
+    elif case.engine == "postgres":
+        from tests.servers.postgres_server import postgres_server
+
+        with postgres_server() as server:
+            url = new_database(server.url, "outage")
+            yield _Outage(url, lambda: server.stop(immediate=True), server.start, logged=True)
+            if server.process is None or server.process.poll() is not None:
+                server.start()
+    else:
+        from tests.servers.temporal_server import temporal_server_with_db
+
+        with temporal_server_with_db(directory / "temporal.db") as server:
+            yield _Outage(server.address, server.kill, server.start, logged=False)

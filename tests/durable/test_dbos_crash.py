@@ -88,6 +88,7 @@ def test_an_approval_waits_across_a_crash_and_an_answer_sent_meanwhile_is_taken(
 ) -> None:
     import pytest
 
+    from kavalai.durable import UnknownRunError
     from kavalai.durable.dbos import DbosClient
     from kavalai.errors import AlreadyAnsweredError
 
@@ -124,6 +125,16 @@ def test_an_approval_waits_across_a_crash_and_an_answer_sent_meanwhile_is_taken(
     outcome = json.loads(resumed.stdout)
     assert outcome["output"] == "charged 3 orders"
     assert [e["order"] for e in fetch(f"{effects_url}/effects")] == ["A", "C"]  # A as answered meanwhile; B refused
+
+    client = DbosClient(db)  # a finished run, and a run that never was: refused saying so, nothing sent
+    try:
+        with pytest.raises(LookupError, match=r"^Run approve-1 has finished: it waits for no answer; 'approval-9'"):
+            client.answer("approve-1", "approval-9", "allow")
+        with pytest.raises(UnknownRunError, match="No run 'approve-2'"):
+            client.answer("approve-2", key, "allow")
+        assert client.pending("approve-2") == {}
+    finally:
+        client.close()
 
 
 def test_a_run_keeps_the_step_log_it_began_with(effects_url: str, tmp_path: Path) -> None:

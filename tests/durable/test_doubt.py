@@ -7,11 +7,9 @@ until ``kavalai runs resolve RUN STEP --done | --retry`` settles it. Counted at 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,7 @@ from kavalai.errors import RunInterruptedError
 from kavalai.workflow import WorkflowBuilder, WorkflowEngine
 from tests.durable.conftest import ROOT, fetch
 from tests.durable.test_journal_io import Locker, orders
-from tests.servers.effects_app import create_app
+from tests.servers.effects_app import create_app, post_charge
 from tests.servers.uvicorn_server import serve
 
 pytestmark = pytest.mark.timeout(240)
@@ -36,11 +34,7 @@ def unkeyed_engine(runner: DbosRunner, shop: str, *, idempotent: bool = False, o
 
     @pythontool(idempotent=idempotent, on_doubt=on_doubt)
     def charge(order: str) -> dict[str, Any]:
-        body = json.dumps({"order": order, "amount": 1}).encode()
-        request = urllib.request.Request(f"{shop}/charge", body, {"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=30) as response:
-            answer: dict[str, Any] = json.loads(response.read())
-        return answer
+        return post_charge(shop, order)
 
     kernel = FunctionKernel()
     kernel.register_python_tool("charge", charge)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.durable.fault_matrix import Case, Engines, all_cases, changed_cases, run_case
+from tests.durable.fault_matrix import Case, Engines, all_cases, changed_cases, outage_cases, run_case
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -70,7 +70,26 @@ def test_every_fault_kind_names_a_test_of_the_default_suite() -> None:
     from tests.durable.fault_matrix import FAULT_KINDS
 
     named = {test for cells in FAULT_KINDS.values() for test in cells.values() if test is not None}
-    assert len(named) == 19
+    assert len(named) == 23
     for test in named:
         module, _, name = test.split("[")[0].partition("::")
         assert callable(getattr(importlib.import_module(f"tests.durable.{module[:-3]}"), name, None)), test
+
+
+@pytest.mark.parametrize(
+    "case",
+    [case if case.engine == "temporal" else pytest.param(case, marks=pytest.mark.faults) for case in outage_cases()],
+    ids=lambda case: case.label,
+)
+def test_a_database_outage_mid_step_as_a_matrix_row(case: Case, tmp_path: Path) -> None:
+    """The engine's database goes away while charge C is in flight and comes back (each engine its own database
+    server, ``fault_matrix.run_outage``): the run completes in its worker, each charge made once. (DBOS's rows run
+    under ``-m faults``; ``test_journal_io.py`` has their default-suite tests.)"""
+    outcome = run_case(case, Engines(), tmp_path)
+    assert outcome.ok, f"{case.label}: {outcome.problems}\n{outcome.logs}"
+    assert outcome.killed  # the database did go away
+    assert outcome.completed_once
+    assert outcome.returned == 1
+    # A DBOS step is recorded once the database is back; a Temporal activity whose end was lost is tried again, with
+    # its key (the shop makes it once).
+    assert outcome.duplicates <= (1 if case.engine == "temporal" else 0)

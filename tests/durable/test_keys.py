@@ -57,3 +57,13 @@ def test_retries_follow_the_tool_hints() -> None:
     assert retry_allowed(definition("python", idempotent=True))
     assert retry_allowed(definition("python", annotations={"readOnlyHint": True}))
     assert not retry_allowed(definition("clock"))  # a scheme of one's own sends no key
+
+
+def test_a_server_with_a_doubt_policy_is_not_trusted_with_its_key_but_its_hints_are() -> None:
+    assert not retry_allowed(definition("rest", method="POST", on_doubt="fail"))
+    assert not retry_allowed(definition("mcp", on_doubt="ask"))
+    assert retry_allowed(definition("rest", method="PUT", on_doubt="fail"))
+    # The MCP adapter keeps a tool's annotations as its server listed them.
+    assert retry_allowed(definition("mcp", on_doubt="fail", listed={"annotations": {"idempotentHint": True}}))
+    assert retry_allowed(definition("mcp", on_doubt="fail", listed={"annotations": {"readOnlyHint": True}}))
+    assert not retry_allowed(definition("mcp", on_doubt="fail", listed={"annotations": {"destructiveHint": True}}))

@@ -12,16 +12,18 @@ during the HTTP call, for the fault matrix.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import threading
+import urllib.request
 from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Header
 from pydantic import BaseModel
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "post_charge"]
 
 
 class Charge(BaseModel):
@@ -32,11 +34,16 @@ class Charge(BaseModel):
 
 
 def create_app(
-    *, delay: float = 0.0, kill_during: str | None = None, on_charge: Callable[[str], None] | None = None
+    *,
+    delay: float = 0.0,
+    kill_during: str | None = None,
+    on_charge: Callable[[str], None] | None = None,
+    honour_keys: bool = True,
 ) -> FastAPI:
     """A fresh app with empty records; each charge takes ``delay`` seconds after it is recorded (a slow API);
     the first charge of order ``kill_during`` kills its caller before the answer (see the module docstring);
-    ``on_charge(order)`` is called after each charge is recorded, before the answer (a fault injected mid-step)."""
+    ``on_charge(order)`` is called after each charge is recorded, before the answer (a fault injected mid-step);
+    ``honour_keys=False`` makes a service that ignores ``Idempotency-Key`` (each request is an effect)."""
     app = FastAPI()
     lock = threading.Lock()
     effects: list[dict[str, Any]] = []
@@ -53,7 +60,7 @@ def create_app(
         with lock:
             first = not any(r["order"] == body.order for r in requests)
             requests.append({"order": body.order, "key": idempotency_key, "worker": x_worker})
-            answer = answers.get(idempotency_key) if idempotency_key is not None else None
+            answer = answers.get(idempotency_key) if idempotency_key is not None and honour_keys else None
             if answer is None:
                 effects.append({"order": body.order, "amount": body.amount, "key": idempotency_key})
                 answer = {"charge": len(effects), "order": body.order, "amount": body.amount}
@@ -78,3 +85,12 @@ def create_app(
             return list(requests)
 
     return app
+
+
+def post_charge(shop: str, order: str) -> dict[str, Any]:
+    """Charge ``order`` (amount 1) at the shop at ``shop`` with no idempotency key, blocking; its answer."""
+    body = json.dumps({"order": order, "amount": 1}).encode()
+    request = urllib.request.Request(f"{shop}/charge", body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        answer: dict[str, Any] = json.loads(response.read())
+    return answer

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import signal
 from typing import Any
@@ -63,10 +64,18 @@ def runner_for(args: argparse.Namespace) -> Any:
         )
     from kavalai.durable import DbosRunner
 
-    return DbosRunner(args.target, queue=args.task_queue, stale_after=args.step_timeout, versioned=args.versioned)
+    return DbosRunner(
+        args.target,
+        queue=args.task_queue,
+        stale_after=args.step_timeout,
+        versioned=args.versioned,
+        busy_timeout=args.busy_timeout,
+    )
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
+    journal = logging.getLogger("kavalai.durable")  # the journal gate's "trying again" lines, on stderr (its log)
+    journal.addHandler(logging.StreamHandler())
     os.environ["WORKER_NAME"] = args.name
     os.environ["WORKER_PID"] = str(os.getpid())
     runner = runner_for(args)
@@ -98,5 +107,6 @@ if __name__ == "__main__":
     parser.add_argument("--task-queue", default="kavalai")
     parser.add_argument("--step-timeout", type=float, default=10.0)
     parser.add_argument("--versioned", action="store_true", help="a versioned runner (docs/durable.md)")
+    parser.add_argument("--busy-timeout", type=float, default=30.0, help="DBOS on SQLite: the busy timeout")
     options = parser.parse_args()
     print(json.dumps(asyncio.run(main(options))), flush=True)

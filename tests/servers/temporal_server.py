@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["temporal_cli", "temporal_server"]
+__all__ = ["TemporalServer", "temporal_cli", "temporal_server", "temporal_server_with_db"]
 
 
 def temporal_cli() -> str:
@@ -80,3 +80,42 @@ def temporal_server(*, startup_timeout: float = 60.0) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=15)
+
+
+class TemporalServer:
+    """A dev server keeping its state in a database file, which a test may kill (``SIGKILL``: as a crash) and start
+    again on the same port and file (the runs in flight survive)."""
+
+    def __init__(self, db_file: Path, startup_timeout: float) -> None:
+        self.db_file, self.startup_timeout = db_file, startup_timeout
+        self.port = _free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the server and wait (bounded) until a client can use it."""
+        command = [temporal_cli(), "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(self.port)]
+        command += ["--log-level", "error", "--db-filename", str(self.db_file)]
+        self.process = process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + self.startup_timeout
+        while not _ready(self.address):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"The Temporal dev server did not start (exit code {process.poll()})")
+            time.sleep(0.2)
+
+    def kill(self) -> None:
+        """Kill the server (``SIGKILL``) and wait for its end."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=15)
+
+
+@contextlib.contextmanager
+def temporal_server_with_db(db_file: Path, *, startup_timeout: float = 60.0) -> Iterator[TemporalServer]:
+    """Start a dev server keeping its state in ``db_file`` and yield it (``kill()`` and ``start()`` it at will)."""
+    server = TemporalServer(db_file, startup_timeout)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()

@@ -64,9 +64,6 @@ def runs_command(args: argparse.Namespace, *, stdout: TextIO | None = None, stde
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
     temporal = engine_of(args) == "temporal"
-    if temporal and args.action == "resolve":
-        print("kavalai runs: resolve is for DBOS runs (a Temporal step's attempts are its activity's)", file=err)
-        return 2
     if not temporal and args.db is None:
         args.db = default_journal(args.workflow)
     if not temporal and args.db is None:
@@ -142,17 +139,21 @@ def _add_resolve_arguments(action: argparse.ArgumentParser) -> None:
     )
 
 
-def _resolve(client: Any, args: argparse.Namespace) -> str:
-    """Answer the run's question about step ``args.step``; the resolution in a word."""
+def _resolution(args: argparse.Namespace) -> dict[str, Any]:
+    """``resolve``'s keyword arguments from the command line: ``done`` and, with ``--done``, ``result``."""
     if args.retry:
-        client.resolve(args.run_id, args.step, done=False)
-        return "retry"
+        return {"done": False}
     try:
-        result = None if args.result is None else json.loads(args.result)
+        return {"done": True, "result": None if args.result is None else json.loads(args.result)}
     except json.JSONDecodeError as exc:
         raise ValueError(f"--result is not JSON: {exc}") from None
-    client.resolve(args.run_id, args.step, done=True, result=result)
-    return "done"
+
+
+def _resolve(client: Any, args: argparse.Namespace) -> str:
+    """Answer the run's question about step ``args.step``; the resolution in a word."""
+    how = _resolution(args)
+    client.resolve(args.run_id, args.step, **how)
+    return "done" if how["done"] else "retry"
 
 
 async def _temporal(args: argparse.Namespace) -> Any:
@@ -162,6 +163,10 @@ async def _temporal(args: argparse.Namespace) -> Any:
             return await runner.describe(args.run_id)
         if args.action == "cancel":
             return await runner.cancel(args.run_id)
+        if args.action == "resolve":
+            how = _resolution(args)
+            await runner.resolve(args.run_id, args.step, **how)
+            return "done" if how["done"] else "retry"
         return await runner.list_runs(limit=args.limit)
     finally:
         await runner.aclose()

@@ -32,6 +32,7 @@ __all__ = [
     "doubt_key",
     "doubt_policy",
     "doubt_question",
+    "doubt_resolution",
     "in_doubt_result",
     "is_in_doubt",
     "resolved_result",
@@ -70,6 +71,12 @@ def doubt_question(run_id: str, position: int, name: str, request: Mapping[str, 
         "question": f"Step {position} of run {run_id} ({name}) was sent and its outcome is unknown: did it happen? "
         f"kavalai runs resolve {run_id} {position} --done (with --result JSON) or --retry",
     }
+
+
+def doubt_resolution(done: bool, result: Any = None) -> dict[str, Any]:
+    """The answer ``kavalai runs resolve`` sends about a step in doubt: it happened (``done``, with ``result``), or
+    send it again."""
+    return {"action": "done", "result": result} if done else {"action": "retry"}
 
 
 def doubt_answer(value: Any) -> dict[str, Any]:

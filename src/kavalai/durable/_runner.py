@@ -238,9 +238,9 @@ class RunInfo:
         target: what it runs (``workflow:<name>``, ``agent:<name>``), when the engine says.
         created_at, updated_at: when it began and last changed (UTC), when the engine says.
         outcome: a finished run's JSON outcome (only from ``describe``).
-        in_doubt: the steps whose outcome is unknown (only from ``describe``, DBOS's step log): ``position``,
-            ``name`` and ``state`` (``in_doubt``: found sent without a result; ``sent``: in flight, or its worker
-            gone; ``cancelled``: cut in flight by a cancel).
+        in_doubt: the steps whose outcome is unknown (only from ``describe``: DBOS's step log, Temporal's
+            history): ``position``, ``name`` and ``state`` (``in_doubt``: found sent without a result; ``sent``: in
+            flight, or its worker gone; ``cancelled``: cut in flight by a cancel).
     """
 
     run_id: str

@@ -207,20 +207,29 @@ _IDEMPOTENT_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE
 
 def retry_allowed(definition: ToolDefinition) -> bool:
     """Whether an engine may run a tool step again after an attempt whose outcome is unknown (its worker died,
-    it timed out): when the tool says it is read-only or idempotent (``metadata`` ``read_only``/``idempotent``, MCP
-    ``annotations`` hints, an idempotent HTTP method), or when it carries the step's idempotency key to the other
-    side (REST as ``Idempotency-Key``, MCP in ``_meta``), so that side can tell a repeat. A Python tool is retried
-    only when it says so: it may read the key, but nothing shows that it does."""
+    it timed out): when the tool says it is read-only or idempotent (``metadata`` ``read_only``/``idempotent``, the
+    MCP tool's ``annotations`` ``readOnlyHint``/``idempotentHint`` as its server listed them, an idempotent HTTP
+    method), or when it carries the step's idempotency key to the other side (REST as ``Idempotency-Key``, MCP in
+    ``_meta``), so that side can tell a repeat, and its server was given no ``on_doubt`` policy (a server with one
+    does not honour the key). A Python tool is retried only when it says so: it may read the key, but nothing shows
+    that it does."""
     metadata = definition.metadata
-    annotations = metadata.get("annotations")
-    hints = annotations if isinstance(annotations, Mapping) else {}
     if metadata.get("read_only") or metadata.get("idempotent"):
         return True
-    if hints.get("readOnlyHint") or hints.get("idempotentHint"):
+    if any(hints.get("readOnlyHint") or hints.get("idempotentHint") for hints in _annotations(metadata)):
         return True
-    if definition.kind == "rest" and str(metadata.get("qualifier", "")).upper() in _IDEMPOTENT_METHODS:
+    method = metadata.get("method") or metadata.get("qualifier") or ""
+    if definition.kind == "rest" and str(method).upper() in _IDEMPOTENT_METHODS:
         return True
-    return definition.kind in ("rest", "mcp")
+    return definition.kind in ("rest", "mcp") and metadata.get("on_doubt") is None
+
+
+def _annotations(metadata: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A tool's MCP annotations: the ones its server listed (``metadata["listed"]["annotations"]``, how the MCP
+    adapter keeps them) and any given as ``metadata["annotations"]``."""
+    listed = metadata.get("listed")
+    found = [listed.get("annotations") if isinstance(listed, Mapping) else None, metadata.get("annotations")]
+    return [hints for hints in found if isinstance(hints, Mapping)]
 
 
 def idempotency_key() -> str | None:

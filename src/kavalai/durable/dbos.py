@@ -51,7 +51,7 @@ from kavalai.durable._dbos_journal import PENDING as _PENDING
 from kavalai.durable._dbos_journal import DbosJournal, topic
 from kavalai.durable._dbos_private import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
 from kavalai.durable._definition import Definition, Versions, changed, definition_of
-from kavalai.durable._doubt import OnDoubt, doubt_key
+from kavalai.durable._doubt import OnDoubt, doubt_key, doubt_resolution
 from kavalai.durable._journal_io import DEFAULT_OUTAGE
 from kavalai.durable._run import DurableRun, bind_run, cancelled_error
 from kavalai.durable._runner import (
@@ -515,17 +515,22 @@ class DbosClient:
         return {**(dict(found) if isinstance(found, dict) else {}), **self._answers.open_now(run_id)}
 
     def answer(self, run_id: str, key: str, value: Any) -> None:
-        """Answer question ``key`` of run ``run_id`` (see :meth:`DbosRunner.answer`)."""
-        if self.status(run_id) == "CANCELLED":
+        """Answer question ``key`` of run ``run_id`` (see :meth:`DbosRunner.answer`). A run that does not exist, or
+        has ended, is refused saying so (:class:`UnknownRunError`, :class:`LookupError`): nothing is sent."""
+        status = self.status(run_id)
+        if status is None:
+            raise UnknownRunError(run_id, f"dbos ({_redacted(self.db)})")
+        if status == "CANCELLED":
             raise RunCancelledError(f"Run {run_id} is cancelled: the answer {key!r} is refused.", run_id=run_id)
+        ended = _STATES.get(status) if _STATES.get(status) in ("finished", "failed") else None
         pending = self.pending(run_id)
-        if not _answer(self._answers, run_id, key, pending, value):  # a question of the run itself: a DBOS message
+        if not _answer(self._answers, run_id, key, pending, value, ended=ended):  # the run's own question: a message
             self._client.send(run_id, value, topic=topic(key), idempotency_key=f"{run_id}.{key}")
 
     def resolve(self, run_id: str, step: int, *, done: bool, result: Any = None) -> None:
         """Settle step ``step`` of run ``run_id``, in doubt, that the run asks about (``on_doubt="ask"``): it happened
         (``done``, with ``result``), or send it again. See :meth:`answer` for the errors."""
-        self.answer(run_id, doubt_key(step), {"action": "done", "result": result} if done else {"action": "retry"})
+        self.answer(run_id, doubt_key(step), doubt_resolution(done, result))
 
     def close(self) -> None:
         """Close the client's connections."""
@@ -589,15 +594,20 @@ def _checked_step_log(step_log: Literal["kavalai", "dbos"]) -> Literal["kavalai"
     return step_log
 
 
-def _answer(answers: SqlAnswerLog, run_id: str, key: str, pending: dict[str, Any], value: Any) -> bool:
+def _answer(
+    answers: SqlAnswerLog, run_id: str, key: str, pending: dict[str, Any], value: Any, *, ended: str | None = None
+) -> bool:
     """Take ``value`` as the answer to ``key`` if it is the first (blocking): exactly one of racing answers wins,
     whatever the process; a loser, or an answer to a question answered before, raises
     :class:`~kavalai.errors.AlreadyAnsweredError` naming the winner. Returns whether the question was one asked
-    during a step (then the recorded answer is all it needs; a question of the run itself also needs its message)."""
+    during a step (then the recorded answer is all it needs; a question of the run itself also needs its message).
+    ``ended``: the run's state when it has finished or failed, named when a new answer is refused."""
     if key not in pending:
         found, winner = answers.lookup_now(run_id, key)
         if found:
             raise lost_answer(run_id, key, winner)
+        if ended is not None:  # the run has finished or failed: it waits for nothing any more
+            raise LookupError(f"Run {run_id} has {ended}: it waits for no answer; {key!r} is refused.")
         raise not_pending(run_id, key, pending)
     in_step = key in answers.open_now(run_id)
     won, winner = answers.claim_now(run_id, key, pending[key], checked_answer(pending[key], value))

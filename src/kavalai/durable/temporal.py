@@ -26,6 +26,7 @@ import asyncio
 import dataclasses
 import gc
 import traceback
+from collections.abc import Mapping
 from contextlib import nullcontext
 from datetime import timedelta
 from typing import Any, Final
@@ -49,6 +50,15 @@ from temporalio.workflow import ActivityCancellationType
 
 from kavalai.durable._answers import checked_answer
 from kavalai.durable._definition import Definition, Versions, changed, definition_of
+from kavalai.durable._doubt import (
+    OnDoubt,
+    doubt_answer,
+    doubt_key,
+    doubt_policy,
+    doubt_question,
+    in_doubt_result,
+    resolved_result,
+)
 from kavalai.durable._run import AnswerLog, DurableRun, JsonValue, bind_run, cancelled_error
 from kavalai.durable._runner import (
     DurableRunner,
@@ -63,6 +73,7 @@ from kavalai.durable._runner import (
 )
 from kavalai.durable._steps import run_tool_step
 from kavalai.durable._store import ResultStore
+from kavalai.durable._temporal_history import steps_in_doubt
 from kavalai.errors import FunctionKernelException, RunCancelledError, ServerConnectionError
 from kavalai.kernel import required_seconds
 from kavalai.secrets import get_logger
@@ -105,6 +116,10 @@ class TemporalRunner(DurableRunner):
         versioned: Temporal worker versioning: this process's worker is the version ``definition_version`` of its
             targets (the build id, in the deployment ``kavalai-<task queue>``), and each run it starts is pinned to
             it, so runs begun under an old definition finish on workers of the old one (``docs/durable.md``).
+        on_doubt: per tool URI, what a run does with a step of that tool whose activity started and ended without a
+            result (its worker died, it timed out), when the tool may not repeat safely: ``"fail"`` (the step is in
+            doubt: ``OutcomeUnknownError``), ``"replay"`` (Temporal tries it again) or ``"ask"`` (a durable
+            question, settled by :meth:`resolve`); else the tool's own policy, else ``"fail"``.
     """
 
     engine = "temporal"
@@ -124,9 +139,11 @@ class TemporalRunner(DurableRunner):
         answers: AnswerLog | None = None,
         shutdown_timeout: float = 30.0,
         versioned: bool = False,
+        on_doubt: Mapping[str, OnDoubt] | None = None,
     ) -> None:
         super().__init__()
         self.versioned = versioned
+        self.on_doubt = dict(on_doubt or {})
         self._versions: Versions | None = None  # a versioned runner's, made when first needed
         self.shutdown_timeout = required_seconds(shutdown_timeout, what="shutdown_timeout")
         self.answers = answers
@@ -270,8 +287,16 @@ class TemporalRunner(DurableRunner):
         if told.get("state") != "won":
             raise not_pending(run_id, key, pending)
 
+    async def resolve(self, run_id: str, step: int, *, done: bool, result: Any = None) -> None:
+        """Settle step ``step`` of run ``run_id``, in doubt, that the run asks about (``on_doubt="ask"``): it happened
+        (``done``, with ``result``), or send it again. See :meth:`answer` for the errors."""
+        await self.answer(
+            run_id, doubt_key(step), {"action": "done", "result": result} if done else {"action": "retry"}
+        )
+
     async def describe(self, run_id: str) -> RunInfo:
-        """Where the run ``run_id`` is, with its outcome once finished.
+        """Where the run ``run_id`` is, with its outcome once finished and its steps whose outcome is unknown, from
+        its history (:mod:`._temporal_history`).
 
         Raises:
             UnknownRunError: the server has no run with this id.
@@ -282,7 +307,8 @@ class TemporalRunner(DurableRunner):
             found = await handle.describe()
         except RPCError as exc:
             raise self._unknown(run_id, exc) from None
-        info = _run_info(found)
+        history = await handle.fetch_history()
+        info = dataclasses.replace(_run_info(found), in_doubt=steps_in_doubt(history.events, _ANSWER_FIRST))
         if found.status == WorkflowExecutionStatus.COMPLETED:
             outcome = await handle.result()
             info = dataclasses.replace(info, outcome=outcome if self.store is None else await self.store.load(outcome))
@@ -587,17 +613,37 @@ class _TemporalJournal:
                 f"Step {name!r} of run {self.run_id} cannot run on Temporal: it has no JSON form to run as an "
                 "activity (a step made with kavalai.durable.step needs request=...)."
             )
-        retry = bool(request.get("retry", True)) if isinstance(request, dict) else True
+        policy = doubt_policy(request, self.runner.on_doubt)  # None: the step may be tried again safely
         timeout = request.get("timeout") if isinstance(request, dict) else None
-        store = self.runner.store
+        made, store = request, self.runner.store
         if store is not None:  # written again on each replay: a content hash, stored once
             request = store.keep_now(request, self.runner.inline_limit)
         task = {"target": self.target, "run_id": self.run_id, "position": position, "request": request}
+        limit = timedelta(seconds=float(timeout or self.runner.step_timeout))
+        try:
+            return await self._activity(task, name, limit, retry=policy in (None, "replay"))
+        except ActivityError:
+            if policy is None or policy == "replay" or not isinstance(made, dict):
+                raise
+        # The activity started and ended without a result (its worker died, it timed out): nobody knows whether
+        # the effect happened. The failure is in the history, so a replay of the run takes the same branch.
+        if policy == "fail":
+            return in_doubt_result(self.run_id, position, name, made)
+        key, question = doubt_key(position), doubt_question(self.run_id, position, name, made)
+        answer = doubt_answer(await self.wait_for_answer(position, key, question, None))
+        if answer["action"] == "done":
+            return resolved_result(answer, made)
+        try:  # the operator says it did not happen: sent again, once, with its key
+            return await self._activity(task, f"{name} (retry)", limit, retry=False)
+        except ActivityError:
+            return in_doubt_result(self.run_id, position, name, made)
+
+    async def _activity(self, task: dict[str, Any], name: str, limit: timedelta, *, retry: bool) -> JsonValue:
         try:
             result = await workflow.execute_activity(
                 _ACTIVITY,
                 task,
-                start_to_close_timeout=timedelta(seconds=float(timeout or self.runner.step_timeout)),
+                start_to_close_timeout=limit,
                 retry_policy=RetryPolicy(maximum_attempts=self.runner.max_attempts if retry else 1),
                 # the step's identity: on replay Temporal matches each activity to its history by this id, so a
                 # step that is not the one recorded there fails the workflow task (non-determinism), never takes

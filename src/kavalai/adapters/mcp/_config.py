@@ -11,6 +11,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
+from kavalai.adapters._doubt import OnDoubt, on_doubt_field, tools_on_doubt_field
 from kavalai.adapters._settings import settings_error
 from kavalai.adapters.mcp._catalog import McpLogLevel
 from kavalai.auth import OAuth
@@ -173,6 +174,8 @@ class McpServer(BaseModel):
         description="OAuth 2.1 for an HTTP server: OAuth() to sign users in (authorization code with PKCE), or "
         "OAuth(grant='client_credentials', ...); tokens and connections are kept per identity. None: no OAuth.",
     )
+    on_doubt: OnDoubt | None = on_doubt_field()
+    tools_on_doubt: dict[str, OnDoubt] = tools_on_doubt_field()
 
     @model_validator(mode="after")
     def _register_secrets(self) -> McpServer:

@@ -31,6 +31,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
+from kavalai.adapters._doubt import doubt_metadata
 from kavalai.adapters.base import ToolRegistry
 from kavalai.adapters.mcp import _client_side as client_side
 from kavalai.adapters.mcp import _era as era
@@ -536,6 +537,7 @@ class McpConnection:
             "tool": tool.name,
             "transport": self.transport,
             "structured": tool.output_schema is not None,  # whether the server declared an outputSchema
+            **doubt_metadata(self.config, tool.name),
         }
         listed = tool.model_dump(mode="json", by_alias=True, exclude_none=True, include=set(_LISTED))
         if listed:  # its title, annotations, icons and _meta, for a gateway that lists it as its server did

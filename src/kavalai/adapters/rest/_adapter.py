@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
+from kavalai.adapters._doubt import doubt_metadata
 from kavalai.adapters.base import ToolAdapter, ToolRegistry
 from kavalai.adapters.rest._config import RestServer
 from kavalai.adapters.rest._oauth import session_for
@@ -317,6 +318,7 @@ class RestAdapter(ToolAdapter):
                 "method": plan.method,
                 "qualifier": plan.method,  # the " [GET]" of Kaval.AI 1.0's names for REST tools
                 "path": plan.path,
+                **doubt_metadata(self._session(server).server, uri.tool),
                 **(extra_metadata or {}),
             },
         )

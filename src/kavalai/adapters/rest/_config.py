@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from kavalai.adapters._doubt import OnDoubt, on_doubt_field, tools_on_doubt_field
 from kavalai.adapters._settings import settings_error
 from kavalai.adapters.rest._auth import Auth, BasicAuth, Credentials, read_env
 from kavalai.auth import OAuth
@@ -79,6 +80,8 @@ class RestServer(BaseModel):
         "BasicAuth, the request goes without auth when either variable is unset.",
     )
     password_env: str | None = Field(default=None, description="Kaval.AI 1.0's Basic auth: the password's variable.")
+    on_doubt: OnDoubt | None = on_doubt_field()
+    tools_on_doubt: dict[str, OnDoubt] = tools_on_doubt_field()
 
     @field_validator("url")
     @classmethod

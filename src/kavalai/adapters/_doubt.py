@@ -1,0 +1,61 @@
+"""A server's doubt policy (``RestServer``/``McpServer`` ``on_doubt`` and ``tools_on_doubt``): what a durable run
+does with a call of one of its tools found sent without a result after a crash or an outage.
+
+A REST or MCP call carries the step's idempotency key (``Idempotency-Key``, MCP ``_meta``), so a durable run replays
+it with its key by default: the server is trusted to tell a repeat. Giving a server (or one of its tools) a policy
+says it does not: a call of a tool that is not read-only or idempotent (an idempotent HTTP method, MCP
+``readOnlyHint``/``idempotentHint``) is then marked sent before it goes out, and a resume that finds the mark without
+a result applies the policy (``"fail"``: the step is in doubt, ``"replay"``: sent again, ``"ask"``: the operator is
+asked). See :mod:`kavalai.durable._doubt`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol
+
+from pydantic import Field
+
+__all__ = ["OnDoubt", "ServerDoubt", "doubt_metadata", "on_doubt_field", "tools_on_doubt_field"]
+
+#: What a durable run does with a step found sent without a result.
+OnDoubt = Literal["fail", "replay", "ask"]
+
+
+class ServerDoubt(Protocol):
+    """A server setting with a doubt policy."""
+
+    @property
+    def on_doubt(self) -> OnDoubt | None:
+        """The policy of the server's tools."""
+
+    @property
+    def tools_on_doubt(self) -> Mapping[str, OnDoubt]:
+        """The policy of some tools, by the tool's name on the server."""
+
+
+def on_doubt_field() -> Any:
+    """The ``on_doubt`` field of a server setting."""
+    return Field(
+        default=None,
+        description="What a durable run does with a call of this server's tools found sent without a result "
+        "after a crash: 'fail' (the step is in doubt: OutcomeUnknownError), 'replay' (sent again) or 'ask' (the "
+        "operator is asked, durably). Setting it says the server does not honour the idempotency key kavalai "
+        "sends, so a call of a tool that is not read-only or idempotent is not repeated blindly. None: the key is "
+        "trusted and the call is replayed with it.",
+    )
+
+
+def tools_on_doubt_field() -> Any:
+    """The ``tools_on_doubt`` field of a server setting."""
+    return Field(
+        default_factory=dict,
+        description="The on_doubt policy of some tools, by the tool's name on this server (over `on_doubt`).",
+    )
+
+
+def doubt_metadata(server: ServerDoubt, tool: str) -> dict[str, Any]:
+    """``{"on_doubt": policy}`` for a tool definition's metadata when the server gives tool ``tool`` a policy,
+    else ``{}``."""
+    policy = server.tools_on_doubt.get(tool, server.on_doubt)
+    return {} if policy is None else {"on_doubt": policy}

@@ -1,0 +1,88 @@
+"""The steps of a Temporal run whose outcome is unknown, read from its history (no worker needed): a step's activity
+started and not ended is ``sent`` (in flight, or its worker gone), one that ended without a result (it timed out or
+failed: its worker died mid-step) is ``in_doubt``, one cut by a cancel ``cancelled``. A tool's own failure is a
+result (the activity completes), so it is not listed; nor is a step that another attempt finished, nor one the
+operator resolved done (the answer that won its question ``doubt-<position>``, an update of the run)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["steps_in_doubt"]
+
+_ENDS = {
+    "activity_task_completed_event_attributes": None,
+    "activity_task_failed_event_attributes": "in_doubt",
+    "activity_task_timed_out_event_attributes": "in_doubt",
+    "activity_task_canceled_event_attributes": "cancelled",
+}
+
+
+def steps_in_doubt(events: Iterable[Any], answer_update: str) -> list[dict[str, Any]]:
+    """``[{"position", "name", "state"}]`` for the steps of a run's history ``events`` (temporalio's
+    ``HistoryEvent`` messages) whose outcome is unknown, by position; the last activity of a step decides.
+    ``answer_update``: the name of the run's update that answers a question."""
+    scheduled: dict[int, tuple[int, str]] = {}  # scheduled event id -> (position, step name)
+    states: dict[int, tuple[str, str | None]] = {}  # position -> (name, state)
+    answers: dict[int, list[Any]] = {}  # accepted event id -> the update's arguments (key, answer)
+    for event in events:
+        if event.HasField("workflow_execution_update_accepted_event_attributes"):
+            request = event.workflow_execution_update_accepted_event_attributes.accepted_request
+            if request.input.name == answer_update:
+                answers[event.event_id] = [_json(p) for p in request.input.args.payloads]
+            continue
+        if event.HasField("workflow_execution_update_completed_event_attributes"):
+            resolved = _resolved_done(event.workflow_execution_update_completed_event_attributes, answers)
+            if resolved is not None and resolved in states:
+                states[resolved] = (states[resolved][0], None)
+            continue
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            attributes = event.activity_task_scheduled_event_attributes
+            task = _task(attributes.input.payloads)
+            if task is None:
+                continue
+            name = attributes.activity_id.removesuffix(" (retry)")
+            scheduled[event.event_id] = (int(task["position"]), name)
+            states[int(task["position"])] = (name, "sent")
+            continue
+        for field, state in _ENDS.items():
+            if event.HasField(field):
+                found = scheduled.get(getattr(event, field).scheduled_event_id)
+                if found is not None:
+                    states[found[0]] = (found[1], state)
+    return [
+        {"position": position, "name": name, "state": state}
+        for position, (name, state) in sorted(states.items())
+        if state is not None
+    ]
+
+
+def _resolved_done(done: Any, answers: dict[int, list[Any]]) -> int | None:
+    """The position of the step an update that won resolved done (``doubt-<position>``), else ``None``."""
+    args = answers.get(done.accepted_event_id)
+    if not args or len(args) < 2 or not isinstance(args[0], str) or not args[0].startswith("doubt-"):
+        return None
+    if not done.outcome.HasField("success") or not done.outcome.success.payloads:
+        return None
+    told, answer = _json(done.outcome.success.payloads[0]), args[1]
+    won = isinstance(told, dict) and told.get("state") == "won"
+    position = args[0].removeprefix("doubt-")
+    is_done = isinstance(answer, dict) and answer.get("action") == "done"
+    return int(position) if won and is_done and position.isdigit() else None
+
+
+def _json(payload: Any) -> Any:
+    try:
+        return json.loads(payload.data)
+    except ValueError:
+        return None
+
+
+def _task(payloads: Any) -> dict[str, Any] | None:
+    """The step's task (its first argument), when it is JSON naming a position."""
+    if not payloads:
+        return None
+    task = _json(payloads[0])
+    return task if isinstance(task, dict) and isinstance(task.get("position"), int) else None

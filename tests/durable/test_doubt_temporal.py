@@ -1,0 +1,135 @@
+"""Steps in doubt on Temporal: the worker is killed (``SIGKILL``) during charge C of five, after the shop made it and
+before it answered; a new worker takes the run up, and C's activity, started and never finished, times out. The
+shop server was given a doubt policy (``on_doubt`` in the workflow file: it is not trusted with the idempotency key),
+so what happens next is the policy's: ``fail`` ends the run with ``OutcomeUnknownError`` at C, nothing sent again;
+``replay`` lets Temporal send C again (with its key: the shop makes it once); ``ask`` waits for ``kavalai runs resolve
+RUN 3 --done`` (or ``--retry``). Counted at the shop."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kavalai.durable import TemporalRunner
+from tests.durable.fault_matrix import ROOT, Case, Outcome, fetch, finish, start, workflow_text
+from tests.servers.effects_app import create_app
+from tests.servers.uvicorn_server import serve
+
+pytestmark = pytest.mark.timeout(300)
+
+CASE = Case("temporal", "during", 1)
+
+
+def with_policy(policy: str) -> str:
+    """The fault matrix's five-charge workflow, its shop server given ``on_doubt: policy``."""
+    text = workflow_text()
+    assert "    url_env: SHOP_URL\n" in text
+    return text.replace("    url_env: SHOP_URL\n", f"    url_env: SHOP_URL\n    on_doubt: {policy}\n")
+
+
+def resolve(address: str, queue: str, run_id: str, *how: str) -> subprocess.CompletedProcess[str]:
+    """``kavalai runs resolve RUN_ID 3 ...`` on Temporal, in a process of its own."""
+    command = [sys.executable, "-m", "kavalai.cli.main", "runs", "resolve", run_id, "3", *how]
+    command += ["--engine", "temporal", "--address", address, "--queue", queue]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+async def asked(address: str, queue: str, run_id: str) -> dict[str, Any]:
+    """The run's questions, once it asks about step 3 (bounded wait)."""
+    runner = TemporalRunner(address, task_queue=queue, worker=False)
+    try:
+        for _ in range(1200):
+            try:
+                found = await runner.pending(run_id)
+            except Exception:  # no worker holds the run yet: the query fails until one does
+                found = {}
+            if "doubt-3" in found:
+                return found
+            await asyncio.sleep(0.1)
+        return {}
+    finally:
+        await runner.aclose()
+
+
+def in_doubt_shown(address: str, queue: str, run_id: str) -> list[dict[str, Any]]:
+    """``kavalai runs show``'s ``in_doubt`` of the run (from its history: no worker needed)."""
+
+    async def show() -> list[dict[str, Any]]:
+        runner = TemporalRunner(address, task_queue=queue, worker=False)
+        try:
+            return (await runner.describe(run_id)).in_doubt
+        finally:
+            await runner.aclose()
+
+    return asyncio.run(show())
+
+
+STEP_C = {"position": 3, "name": "c#1/tool rest://shop.charge#1", "state": "in_doubt"}
+
+
+@pytest.mark.parametrize("policy", ["fail", "replay"])
+def test_a_temporal_step_in_doubt_fails_or_is_replayed_as_its_server_says(
+    temporal_address: str, tmp_path: Path, policy: str
+) -> None:
+    in_doubt(temporal_address, tmp_path, policy)
+
+
+@pytest.mark.parametrize("policy", ["ask-done", "ask-retry"])
+def test_a_temporal_step_in_doubt_of_a_server_that_says_ask_waits_for_kavalai_runs_resolve(
+    temporal_address: str, tmp_path: Path, policy: str
+) -> None:
+    in_doubt(temporal_address, tmp_path, policy)
+
+
+def in_doubt(temporal_address: str, tmp_path: Path, policy: str) -> None:
+    """One case: the worker killed during C, a new one takes the run up, the policy decides (the module's doc)."""
+    workflow = tmp_path / "five.yaml"
+    workflow.write_text(with_policy(policy.partition("-")[0]), encoding="utf-8")
+    run_id = f"doubt-{policy}-{uuid.uuid4().hex[:8]}"
+    queue = f"q-{run_id}"
+    outcome = Outcome(CASE)
+    with serve(create_app(kill_during="C", honour_keys=policy == "replay")) as shop:
+        first = start(CASE, temporal_address, workflow, run_id, "first", shop)
+        first.communicate(timeout=180)
+        assert first.returncode == -signal.SIGKILL
+        resumer = start(CASE, temporal_address, workflow, run_id, "resumer", shop)
+        if policy.startswith("ask"):
+            questions = asyncio.run(asked(temporal_address, queue, run_id))
+            question = questions.get("doubt-3")
+            assert question is not None, (tmp_path / "resumer.log").read_text()
+            assert (question["kind"], question["uri"]) == ("doubt", "rest://shop.charge")
+            assert [r["order"] for r in fetch(f"{shop}/requests")] == ["A", "B", "C"]  # nothing sent while it asks
+            assert in_doubt_shown(temporal_address, queue, run_id) == [STEP_C]
+            how = ["--done", "--result", '{"charge": 3, "order": "C", "amount": 5}']
+            settled = resolve(temporal_address, queue, run_id, *(how if policy == "ask-done" else ["--retry"]))
+            assert settled.returncode == 0, settled.stderr
+        output = finish(resumer, 180, outcome)
+        requests, effects = fetch(f"{shop}/requests"), fetch(f"{shop}/effects")
+    assert outcome.problems == [], (tmp_path / "resumer.log").read_text()
+    orders = [r["order"] for r in requests]
+    if policy == "fail":
+        assert output["status"] == "failed"
+        assert output["output"].startswith("Node 'c': Outcome unknown: check before retrying. Step 3 of run ")
+        assert orders == [e["order"] for e in effects] == ["A", "B", "C"]  # C once, nothing after it
+        assert in_doubt_shown(temporal_address, queue, run_id) == [STEP_C]
+        return
+    charges = [1, 2, 4, 5, 6] if policy == "ask-retry" else [1, 2, 3, 4, 5]  # the shop charged C again
+    assert output == {"status": "succeeded", "output": {"charges": charges}}
+    assert in_doubt_shown(temporal_address, queue, run_id) == []  # resolved, or sent again and done
+    if policy == "ask-done":
+        assert orders == ["A", "B", "C", "D", "E"]  # the operator said C happened: not sent again
+    else:
+        assert orders == ["A", "B", "C", "C", "D", "E"]  # sent again with its key
+        assert len({r["key"] for r in requests if r["order"] == "C"}) == 1
+    # The shop honours the key only in the replay case: there C is made once; a retry the operator asked for twice.
+    made = ["A", "B", "C", "C", "D", "E"] if policy == "ask-retry" else ["A", "B", "C", "D", "E"]
+    assert [e["order"] for e in effects] == made
