@@ -28,6 +28,7 @@ import threading
 import time
 import uuid
 from collections.abc import Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -49,6 +50,7 @@ from kavalai.durable._answers import checked_answer
 from kavalai.durable._cancel_watch import CancelWatch
 from kavalai.durable._dbos_journal import PENDING as _PENDING
 from kavalai.durable._dbos_journal import DbosJournal, topic
+from kavalai.durable._dbos_local import ParkedRuns
 from kavalai.durable._dbos_private import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
 from kavalai.durable._definition import Definition, Versions, changed, definition_of
 from kavalai.durable._doubt import OnDoubt, doubt_key
@@ -69,7 +71,7 @@ from kavalai.durable._schema import EXECUTORS, TAKEOVERS, ensure_schema
 from kavalai.durable._sqlite_compat import install as sqlite_unixepoch
 from kavalai.durable._step_log import SqlStepLog, StepLogJournal
 from kavalai.durable._store import ResultStore, SqlResultStore
-from kavalai.errors import DurableRunError, RunCancelledError, RunInterruptedError
+from kavalai.errors import RunCancelledError, RunInterruptedError
 from kavalai.kernel import required_seconds
 from kavalai.secrets import get_logger
 
@@ -156,9 +158,7 @@ class DbosRunner(DurableRunner):
         self.journal_outage = journal_outage
         self.busy_timeout = required_seconds(busy_timeout, what="busy_timeout")
         self.on_doubt = dict(on_doubt or {})
-        self._parked: dict[str, DurableRunError] = {}  # runs stopped in this process, resumable, by id
-        self._unmarked: dict[str, str] = {}  # interrupted runs whose mark the heartbeat writes once it can
-        self._waiting: dict[str, asyncio.Future[None]] = {}  # result() calls waiting here, by run id
+        self._parked = ParkedRuns()  # runs stopped in this process, resumable, kept here (not by DBOS)
         if concurrency is not None and concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self.step_log = _checked_step_log(step_log)
@@ -173,6 +173,7 @@ class DbosRunner(DurableRunner):
         self._store = store
         self._queue: Queue | None = None
         self._engine: sa.Engine | None = None
+        self._status = _status_table(self.db)  # DBOS's table of runs, as much as this runner reads of it
         self._system_engine: sa.Engine | None = None  # the one given to DBOS (SQLite)
         self._liveness: _Liveness | None = None
         self._answers: SqlAnswerLog | None = None
@@ -221,9 +222,9 @@ class DbosRunner(DurableRunner):
             self._liveness.register()
             self._answers = SqlAnswerLog(engine=self._engine, outage=self.journal_outage)
             # made for every runner: it may resume a run that uses it
-            self._steps = SqlStepLog(self._engine, status=_status_table(url))
+            self._steps = SqlStepLog(self._engine, status=self._status)
             self._versions = Versions(self._targets) if self.versioned else None
-            self._watch = CancelWatch(self._engine, _status_table(url))
+            self._watch = CancelWatch(self._engine, self._status)
             config: DBOSConfig = {
                 "name": "kavalai",
                 "system_database_url": self.db,
@@ -268,7 +269,10 @@ class DbosRunner(DurableRunner):
                 self._liveness.stop()
             if self._watch is not None:
                 self._watch.stop()
+            await self._parked.release_all()  # before DBOS goes: nothing of a parked run outlives this
             await asyncio.to_thread(DBOS.destroy)
+            # DBOS made its executor the loop's default one and has shut it down: later to_thread calls get a new one
+            asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
             if self._liveness is not None:
                 self._liveness.unregister()
             self._dispose_engines()
@@ -306,8 +310,7 @@ class DbosRunner(DurableRunner):
             raise cancelled_error(run_id)
         if found is not None and self._versions is not None:
             self._versions.check_run(run_id, str(found.app_version), found.input, target)
-        self._unmarked.pop(run_id, None)
-        if self._parked.pop(run_id, None) is not None:  # stopped here, resumable: handed back to the queue
+        if await self._parked.release(run_id):  # stopped here, resumable: handed back to the queue
             await DBOS.resume_workflow_async(run_id)
         with SetWorkflowID(run_id):
             handle = await queue.enqueue_async(_kavalai_run, name, payload, self.step_log, definition_of(target))
@@ -328,31 +331,15 @@ class DbosRunner(DurableRunner):
         if await DBOS.get_workflow_status_async(run_id) is None:
             raise UnknownRunError(run_id, f"dbos ({self.journal})")
         handle: WorkflowHandleAsync[Any] = await DBOS.retrieve_workflow_async(run_id, existing_workflow=True)
-        interrupted = self._waiting.setdefault(run_id, asyncio.get_running_loop().create_future())
-        outcome = asyncio.ensure_future(handle.get_result(polling_interval_sec=self.polling))
+        assert self._engine is not None
+        # not through DBOS's poll, whose thread retries for ever while the database is gone (see _dbos_local)
+        await self._parked.until_settled(run_id, self._engine, self._status, self.polling)
+        if run_id in self._parked.errors:
+            raise self._parked.errors[run_id]
         try:
-            if run_id not in self._parked:
-                await asyncio.wait((outcome, interrupted), return_when=asyncio.FIRST_COMPLETED)
-            if not outcome.done() and run_id in self._parked:
-                raise self._parked[run_id]
-            return await outcome
+            return await handle.get_result(polling_interval_sec=self.polling)  # settled: read once
         except DBOSAwaitedWorkflowCancelledError:
             raise cancelled_error(run_id) from None
-        finally:
-            outcome.cancel()
-            if self._waiting.get(run_id) is interrupted:
-                del self._waiting[run_id]
-
-    def _park(self, error: DurableRunError) -> None:
-        """Tell those waiting for the run in this process (any thread) that it stopped, resumable (interrupted, or
-        refused under a changed definition): its DBOS status stays ``PENDING``, and the next :meth:`submit` of its
-        id here hands it back to the queue."""
-        self._parked[error.run_id] = error
-        if isinstance(error, RunInterruptedError):  # shown as `interrupted` once the journal is back
-            self._unmarked[error.run_id] = str(error)
-        waiter = self._waiting.get(error.run_id)
-        if waiter is not None:
-            waiter.get_loop().call_soon_threadsafe(_settle, waiter)
 
     @property
     def application_version(self) -> str:
@@ -543,11 +530,6 @@ _STATES: Final[dict[str, RunState]] = {
 }
 
 
-def _settle(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
-
-
 def _status_table(url: str) -> sa.Table:
     """DBOS's table of runs (its ``dbos`` schema on Postgres), as much of it as the cancel check reads."""
     schema = None if url.startswith("sqlite") else "dbos"
@@ -625,8 +607,8 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
     assert run_id is not None
     refused = changed(run_id, definition, definition_of(found))
     if refused is not None:
-        runner._park(refused)
-        raise DBOSWorkflowCancelledError(str(refused))  # left as it stands (see below)
+        runner._parked.park(refused)
+        await runner._parked.hold(run_id)  # left as it stands (see below)
     log = runner._steps if step_log == "kavalai" else None
     steps = (
         None
@@ -647,11 +629,12 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
         outcome = await found.run_journaled(payload)
     stopped = run.stopped
     if isinstance(stopped, RunInterruptedError):
-        runner._park(stopped)
-    if stopped is not None:
-        # DBOS's own way to leave a run as it stands: the execution stops here without an outcome. A cancelled run
-        # stays CANCELLED; an interrupted one PENDING, so it is resumed (here on its next run, elsewhere once this
-        # process is gone), and what the target returned after the stop is not its outcome.
+        # Left as it stands, PENDING, without an outcome: resumed here on its next run, elsewhere once this process
+        # is gone; what the target returned after the stop is not its outcome. Held in this process, not handed to
+        # DBOS's poller of a stopped execution, which would outlive aclose() if the database is gone for good.
+        runner._parked.park(stopped)
+        await runner._parked.hold(run_id)
+    if stopped is not None:  # cancelled: DBOS's own way to end the execution, and the run stays CANCELLED
         raise DBOSWorkflowCancelledError(str(stopped))
     return outcome
 
@@ -710,8 +693,9 @@ class _Liveness:
     def mark_interrupted(self) -> None:
         """Write the marks of the runs interrupted here (their journal was away: written now it is back)."""
         steps = self.runner._steps
-        for run_id, why in list(self.runner._unmarked.items()):
-            if steps is not None and self.runner._unmarked.pop(run_id, None) is not None:
+        unmarked = self.runner._parked.unmarked
+        for run_id, why in list(unmarked.items()):
+            if steps is not None and unmarked.pop(run_id, None) is not None:
                 steps.mark_interrupted(run_id, why)
 
     def sweep(self) -> None:

@@ -1,0 +1,125 @@
+"""The runs a :class:`~kavalai.durable.DbosRunner` parked in this process: stopped, resumable, kept here.
+
+A run stops without an outcome when its journal went away past its patience (interrupted) or when it is refused under
+a changed definition. Its DBOS status must stay ``PENDING`` (resumable), so its workflow may neither return nor raise
+an error, and DBOS's own way to leave a run as it stands (raising its cancel error) hands the execution to a poller
+that reads the run's status from a worker thread, retrying for ever while the database is gone: that thread would
+keep the interpreter from exiting after ``aclose()``. So the workflow of a parked run waits here instead
+(:meth:`ParkedRuns.hold`), on the event loop, without touching the database; it ends when the run is submitted again
+in this process (:meth:`ParkedRuns.release`) or when the runner closes (:meth:`ParkedRuns.release_all`). Its end is a
+cancellation, which DBOS lets through without recording anything.
+
+For the same reason a caller waiting for a run's outcome here does not wait through DBOS's poll:
+:meth:`ParkedRuns.until_settled` reads the run's status with one query of the runner's own at a time, which gives up
+when the database is away (and is tried again at the next look), until the run has an outcome or is parked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Final, NoReturn
+
+import sqlalchemy as sa
+
+from kavalai.errors import DurableRunError, RunInterruptedError
+
+__all__ = ["ParkedRuns"]
+
+#: DBOS's warning when a workflow's task ends cancelled: expected for a parked run, so not shown.
+_DBOS_CANCELLED: Final = "Asyncio task cancelled for workflow"
+#: DBOS's statuses of a run without its outcome yet.
+_UNSETTLED: Final = frozenset({"PENDING", "ENQUEUED", "DELAYED"})
+_RELEASE_WAIT: Final = 30.0  # at most this long for a released workflow to end (it ends at the loop's next turns)
+
+
+class ParkedRuns:
+    """The parked runs of one runner: why each stopped, the workflow executions waiting, and who waits for them."""
+
+    def __init__(self) -> None:
+        self.errors: dict[str, DurableRunError] = {}  # why each parked run stopped, by id
+        self.unmarked: dict[str, str] = {}  # interrupted runs whose mark the heartbeat writes once it can
+        self.waiting: dict[str, asyncio.Future[None]] = {}  # result() calls waiting here, by run id
+        self._holds: dict[str, tuple[asyncio.Future[None], asyncio.Task[object]]] = {}
+
+    def park(self, error: DurableRunError) -> None:
+        """Record that the run stopped, resumable, and tell those waiting for it in this process (any thread)."""
+        self.errors[error.run_id] = error
+        if isinstance(error, RunInterruptedError):  # shown as `interrupted` once the journal is back
+            self.unmarked[error.run_id] = str(error)
+        waiter = self.waiting.get(error.run_id)
+        if waiter is not None:
+            waiter.get_loop().call_soon_threadsafe(_settle, waiter)
+
+    async def hold(self, run_id: str) -> NoReturn:
+        """Keep the workflow execution of the parked run ``run_id`` here until it is released; then raise
+        :class:`asyncio.CancelledError` (never returns: a return would be the run's outcome)."""
+        task = asyncio.current_task()
+        assert task is not None
+        held: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._holds[run_id] = (held, task)
+        try:
+            await held
+        finally:
+            if self._holds.get(run_id, (None, None))[0] is held:
+                del self._holds[run_id]
+        raise asyncio.CancelledError  # pragma: no cover - the future is only ever cancelled
+
+    async def until_settled(self, run_id: str, engine: sa.Engine, status: sa.Table, every: float) -> None:
+        """Wait until the run ``run_id`` has its outcome in ``status`` (DBOS's table of runs) or is parked here,
+        looking every ``every`` seconds; a look that fails (the database away) is a look that found nothing."""
+        waiter = self.waiting.setdefault(run_id, asyncio.get_running_loop().create_future())
+        try:
+            while run_id not in self.errors:
+                if await asyncio.to_thread(_settled, engine, status, run_id):
+                    return
+                await asyncio.wait([waiter], timeout=every)
+        finally:
+            if self.waiting.get(run_id) is waiter:
+                del self.waiting[run_id]
+
+    async def release(self, run_id: str) -> bool:
+        """End the parked execution of ``run_id`` (before the run is handed back to the queue); whether it was
+        parked here."""
+        parked = self.errors.pop(run_id, None) is not None
+        self.unmarked.pop(run_id, None)
+        await self._end([run_id])
+        return parked
+
+    async def release_all(self) -> None:
+        """End every parked execution (the runner closes): the runs stay resumable, here or in another process."""
+        await self._end(list(self._holds))
+        self.errors.clear()
+
+    async def _end(self, run_ids: list[str]) -> None:
+        holds = [self._holds.pop(run_id) for run_id in run_ids if run_id in self._holds]
+        if not holds:
+            return
+        quiet = _Quiet()
+        dbos = logging.getLogger("dbos")
+        dbos.addFilter(quiet)
+        try:
+            for held, _ in holds:
+                held.cancel()
+            await asyncio.wait([task for _, task in holds], timeout=_RELEASE_WAIT)
+        finally:
+            dbos.removeFilter(quiet)
+
+
+class _Quiet(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(_DBOS_CANCELLED)
+
+
+def _settled(engine: sa.Engine, status: sa.Table, run_id: str) -> bool:
+    try:
+        with engine.connect() as connection:
+            found = connection.execute(sa.select(status.c.status).where(status.c.workflow_uuid == run_id)).scalar()
+    except sa.exc.SQLAlchemyError:
+        return False
+    return found is not None and found not in _UNSETTLED
+
+
+def _settle(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
