@@ -171,19 +171,24 @@ async def test_an_outage_past_the_runs_patience_interrupts_it_and_the_run_resume
             assert await runner.status("outage-2") == "PENDING"  # not failed: resumable
             locker.release()
             assert await shown_as("interrupted", f"sqlite:///{path}", "outage-2")  # marked once the journal is back
-            result = await engine.run({}, run_id="outage-2")
-            assert result.ok, result.error
-            assert result.output == {"n": [1, 2, 3]}
-            requests = fetch(f"{shop}/requests")
-            # B's outcome was not recorded: sent again, with the same key, and the service made it once.
-            assert orders(requests) == ["A", "B", "B", "C"]
-            assert requests[1]["key"] == requests[2]["key"]
-            assert orders(fetch(f"{shop}/effects")) == ["A", "B", "C"]
+            await resumed_once(engine, "outage-2", shop)
         assert await runner.status("outage-2") == "SUCCESS"
         assert await shown_as("finished", f"sqlite:///{path}", "outage-2")
     finally:
         locker.release()
         await runner.aclose()
+
+
+async def resumed_once(engine: WorkflowEngine, run_id: str, shop: str) -> None:
+    """Run ``run_id``, interrupted while B's charge was in flight, again: it finishes, and B's outcome, never recorded,
+    was sent again with the same key, so the service made each charge once."""
+    result = await engine.run({}, run_id=run_id)
+    assert result.ok, result.error
+    assert result.output == {"n": [1, 2, 3]}
+    requests = fetch(f"{shop}/requests")
+    assert orders(requests) == ["A", "B", "B", "C"]
+    assert requests[1]["key"] == requests[2]["key"]
+    assert orders(fetch(f"{shop}/effects")) == ["A", "B", "C"]
 
 
 async def shown_as(state: str, url: str, run_id: str) -> bool:
@@ -307,6 +312,40 @@ async def test_postgres_stopped_mid_step_and_started_again_pauses_the_run(attemp
                 assert orders(fetch(f"{shop}/requests")) == ["A", "B", "C"]
                 assert orders(fetch(f"{shop}/effects")) == ["A", "B", "C"]
             assert await runner.status("pg-outage-1") == "SUCCESS"
+        finally:
+            if server.process is None or server.process.poll() is not None:  # back up, for aclose()
+                server.start()
+            await runner.aclose()
+
+
+async def test_postgres_down_past_the_patience_interrupts_the_run_then_resumed() -> None:
+    """Postgres stopped (``-m immediate``) while a charge is in flight and kept down past the run's patience: the run
+    is interrupted, not failed; once Postgres is back it is shown ``interrupted``, and run again under its id it
+    resumes, each charge made once. (It once hung the process at exit: see ``test_parked.py``.)"""
+    from tests.durable.fault_matrix import new_database
+    from tests.servers.postgres_server import postgres_server
+
+    with postgres_server() as server:
+        url = new_database(server.url, "outage_past")
+        runner = DbosRunner(url, journal_outage=0.5)
+        stopped: list[str] = []
+
+        def stop_at_first_b(order: str) -> None:
+            if order == "B" and not stopped:
+                stopped.append(order)
+                server.stop(immediate=True)
+
+        try:
+            with serve(create_app(on_charge=stop_at_first_b)) as shop:
+                engine = charging_engine(runner, shop)
+                with pytest.raises(RunInterruptedError, match=r"Run pg-outage-2 is interrupted: could not record step"):
+                    await engine.run({}, run_id="pg-outage-2")
+                assert orders(fetch(f"{shop}/requests")) == ["A", "B"]  # no step began after the failed record
+                await asyncio.to_thread(server.start)
+                assert await runner.status("pg-outage-2") == "PENDING"  # not failed: resumable
+                assert await shown_as("interrupted", url, "pg-outage-2")  # marked once the journal is back
+                await resumed_once(engine, "pg-outage-2", shop)
+            assert await shown_as("finished", url, "pg-outage-2")
         finally:
             if server.process is None or server.process.poll() is not None:  # back up, for aclose()
                 server.start()

@@ -19,7 +19,7 @@ import pytest
 from kavalai.durable import DbosRunner
 from tests.durable.conftest import fetch
 from tests.durable.fault_matrix import new_database
-from tests.durable.test_journal_io import charging_engine, orders
+from tests.durable.test_journal_io import charging_engine, orders, resumed_once
 from tests.servers.effects_app import create_app
 from tests.servers.postgres_server import postgres_server
 from tests.servers.uvicorn_server import serve
@@ -60,13 +60,7 @@ async def test_a_run_parked_when_postgres_went_away_for_good_lets_its_process_ex
             server.start()  # the database back: the run resumes in another process
             runner = DbosRunner(url)
             try:
-                result = await charging_engine(runner, shop).run({}, run_id="parked-1")
-                assert result.ok, result.error
-                assert result.output == {"n": [1, 2, 3]}
-                requests = fetch(f"{shop}/requests")
-                assert orders(requests) == ["A", "B", "B", "C"]  # B's outcome was not recorded: sent again
-                assert requests[1]["key"] == requests[2]["key"]  # with its key, so the service made it once
-                assert orders(fetch(f"{shop}/effects")) == ["A", "B", "C"]
+                await resumed_once(charging_engine(runner, shop), "parked-1", shop)
                 assert await runner.status("parked-1") == "SUCCESS"
             finally:
                 await runner.aclose()
