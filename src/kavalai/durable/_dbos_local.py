@@ -1,46 +1,72 @@
-"""The runs a :class:`~kavalai.durable.DbosRunner` parked in this process: stopped, resumable, kept here.
+"""The runs a :class:`~kavalai.durable.DbosRunner` executes or parked in this process: kept here, not by DBOS.
 
 A run stops without an outcome when its journal went away past its patience (interrupted) or when it is refused under
 a changed definition. Its DBOS status must stay ``PENDING`` (resumable), so its workflow may neither return nor raise
 an error, and DBOS's own way to leave a run as it stands (raising its cancel error) hands the execution to a poller
 that reads the run's status from a worker thread, retrying for ever while the database is gone: that thread would
 keep the interpreter from exiting after ``aclose()``. So the workflow of a parked run waits here instead
-(:meth:`ParkedRuns.hold`), on the event loop, without touching the database; it ends when the run is submitted again
-in this process (:meth:`ParkedRuns.release`) or when the runner closes (:meth:`ParkedRuns.release_all`). Its end is a
+(:meth:`LocalRuns.hold`), on the event loop, without touching the database; it ends when the run is submitted again
+in this process (:meth:`LocalRuns.release`) or when the runner closes (:meth:`LocalRuns.release_all`). Its end is a
 cancellation, which DBOS lets through without recording anything.
 
 For the same reason a caller waiting for a run's outcome here does not wait through DBOS's poll:
-:meth:`ParkedRuns.until_settled` reads the run's status with one query of the runner's own at a time, which gives up
-when the database is away (and is tried again at the next look), until the run has an outcome or is parked.
+:meth:`LocalRuns.until_settled` reads the run's status with one query of the runner's own at a time, which gives up
+when the database is away (and is tried again at the next look), until the run has an outcome or is parked. And
+when the outcome is a cancel, :meth:`LocalRuns.ended` lets the caller wait (bounded) until the run's execution here
+has ended, its step cut by the cancel recorded, so that the caller reads the run's final state.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import Iterator
 from typing import Final, NoReturn
 
 import sqlalchemy as sa
 
 from kavalai.errors import DurableRunError, RunInterruptedError
 
-__all__ = ["ParkedRuns"]
+__all__ = ["LocalRuns"]
 
 #: DBOS's warning when a workflow's task ends cancelled: expected for a parked run, so not shown.
 _DBOS_CANCELLED: Final = "Asyncio task cancelled for workflow"
 #: DBOS's statuses of a run without its outcome yet.
 _UNSETTLED: Final = frozenset({"PENDING", "ENQUEUED", "DELAYED"})
+_CUT_WAIT: Final = 30.0  # at most this long for a cancelled run's cut step to be recorded before result() says so
 _RELEASE_WAIT: Final = 30.0  # at most this long for a released workflow to end (it ends at the loop's next turns)
 
 
-class ParkedRuns:
-    """The parked runs of one runner: why each stopped, the workflow executions waiting, and who waits for them."""
+class LocalRuns:
+    """The runs of one runner in this process: those executing, those parked (why each stopped, the workflow
+    executions waiting), and who waits for them."""
 
     def __init__(self) -> None:
         self.errors: dict[str, DurableRunError] = {}  # why each parked run stopped, by id
         self.unmarked: dict[str, str] = {}  # interrupted runs whose mark the heartbeat writes once it can
         self.waiting: dict[str, asyncio.Future[None]] = {}  # result() calls waiting here, by run id
         self._holds: dict[str, tuple[asyncio.Future[None], asyncio.Task[object]]] = {}
+        self._executing: dict[str, asyncio.Event] = {}  # set when the run's execution here has left its target
+
+    @contextlib.contextmanager
+    def executing(self, run_id: str) -> Iterator[None]:
+        """The block where the run's target runs in this process (its steps recorded by the time it is left)."""
+        left = self._executing[run_id] = asyncio.Event()
+        try:
+            yield
+        finally:
+            left.set()
+            if self._executing.get(run_id) is left:
+                del self._executing[run_id]
+
+    async def ended(self, run_id: str, within: float = _CUT_WAIT) -> None:
+        """Wait, at most ``within`` seconds, until the run's execution in this process (if any) has left its target:
+        a cancelled run's step in flight is cut and recorded by then."""
+        left = self._executing.get(run_id)
+        if left is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(left.wait(), within)
 
     def park(self, error: DurableRunError) -> None:
         """Record that the run stopped, resumable, and tell those waiting for it in this process (any thread)."""

@@ -50,7 +50,7 @@ from kavalai.durable._answers import checked_answer
 from kavalai.durable._cancel_watch import CancelWatch
 from kavalai.durable._dbos_journal import PENDING as _PENDING
 from kavalai.durable._dbos_journal import DbosJournal, topic
-from kavalai.durable._dbos_local import ParkedRuns
+from kavalai.durable._dbos_local import LocalRuns
 from kavalai.durable._dbos_private import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
 from kavalai.durable._definition import Definition, Versions, changed, definition_of
 from kavalai.durable._doubt import OnDoubt, doubt_key
@@ -158,7 +158,7 @@ class DbosRunner(DurableRunner):
         self.journal_outage = journal_outage
         self.busy_timeout = required_seconds(busy_timeout, what="busy_timeout")
         self.on_doubt = dict(on_doubt or {})
-        self._parked = ParkedRuns()  # runs stopped in this process, resumable, kept here (not by DBOS)
+        self._parked = LocalRuns()  # runs stopped in this process, resumable, kept here (not by DBOS)
         if concurrency is not None and concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self.step_log = _checked_step_log(step_log)
@@ -321,7 +321,8 @@ class DbosRunner(DurableRunner):
 
         Raises:
             UnknownRunError: no run has this id in the journal.
-            RunCancelledError: the run was cancelled.
+            RunCancelledError: the run was cancelled; raised once the run's execution in this process has ended (its
+                step cut by the cancel recorded), waiting at most 30 s for it.
             RunInterruptedError: the run's journal went away for longer than it may wait (in this process); run it
                 again under the same id to resume it.
             DefinitionChangedError: the run was begun under another definition than its target's here.
@@ -339,6 +340,7 @@ class DbosRunner(DurableRunner):
         try:
             return await handle.get_result(polling_interval_sec=self.polling)  # settled: read once
         except DBOSAwaitedWorkflowCancelledError:
+            await self._parked.ended(run_id)  # its step cut by the cancel recorded: the caller reads the final state
             raise cancelled_error(run_id) from None
 
     @property
@@ -625,7 +627,7 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
         engine="dbos",
         answers=runner._answers,
     )
-    with bind_run(run):
+    with bind_run(run), runner._parked.executing(run_id):
         outcome = await found.run_journaled(payload)
     stopped = run.stopped
     if isinstance(stopped, RunInterruptedError):
