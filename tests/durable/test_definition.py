@@ -358,3 +358,33 @@ def test_kavalai_run_versioned_submits_and_runs_under_the_definition_version(tmp
         assert [client.retrieve_workflow(run_id).get_status().app_version for run_id in ("v-1", "v-2")] == [version] * 2
     finally:
         client.destroy()
+
+
+async def test_a_journal_recorded_by_position_is_refused_naming_its_step_never_replayed(tmp_path: Path) -> None:
+    """A run whose steps an earlier release recorded by position (step-log rows named ``tool <URI>``, before steps
+    had identities) resumed under this release: refused with :class:`DefinitionChangedError` naming that step, and
+    nothing sent again (the old rows would not match a step's identity: the steps would run again under new keys)."""
+    import sqlite3
+
+    path = tmp_path / "journal.sqlite"
+    locker = Locker(path)
+    runner = DbosRunner(f"sqlite:///{path}", busy_timeout=0.05, journal_outage=0.5)
+    try:
+        with serve(create_app(on_charge=locker.at_first("B"))) as shop:
+            engine = charging_engine(runner, shop)
+            with pytest.raises(RunInterruptedError):  # A recorded, B's record could not be written: pending
+                await engine.run({}, run_id="old-1")
+            locker.release()
+            with sqlite3.connect(path) as connection:  # A's row as the earlier release wrote it: by position
+                renamed = connection.execute(
+                    "UPDATE kavalai_steps SET name = 'tool rest://shop.charge' WHERE run_id = 'old-1' AND position = 1"
+                ).rowcount
+            assert renamed == 1
+            with pytest.raises(DefinitionChangedError, match=r"recorded its steps by position") as refused:
+                await engine.run({}, run_id="old-1")
+            assert refused.value.step == "tool rest://shop.charge"
+            assert orders(fetch(f"{shop}/requests")) == ["A", "B"]  # nothing sent again
+            assert await runner.status("old-1") == "PENDING"  # left as it stands
+    finally:
+        locker.release()
+        await runner.aclose()

@@ -422,6 +422,10 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
             log, run_id, outage=runner.journal_outage, on_doubt=runner.on_doubt, answers=runner._answers
         )
     )
+    refused = None if steps is None else steps.by_position()
+    if refused is not None:  # recorded by an earlier release: refused as a changed definition, never replayed
+        runner._parked.park(refused)
+        await runner._parked.hold(run_id)
     run = DurableRun(
         run_id,
         DbosJournal(steps, run_id, runner._watch),
