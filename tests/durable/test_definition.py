@@ -23,7 +23,7 @@ from kavalai.errors import DefinitionChangedError, RunInterruptedError
 from kavalai.testing import ScriptedLLM
 from kavalai.workflow import WorkflowBuilder, WorkflowEngine
 from tests.durable.conftest import fetch
-from tests.durable.test_journal_io import Locker, charging_engine, orders
+from tests.durable.test_journal_io import Locker, charging_engine, interrupted_at_b, orders
 from tests.durable.test_steps import Crash
 from tests.servers.effects_app import create_app
 from tests.servers.uvicorn_server import serve
@@ -367,24 +367,14 @@ async def test_a_journal_recorded_by_position_is_refused_naming_its_step_never_r
     import sqlite3
 
     path = tmp_path / "journal.sqlite"
-    locker = Locker(path)
-    runner = DbosRunner(f"sqlite:///{path}", busy_timeout=0.05, journal_outage=0.5)
-    try:
-        with serve(create_app(on_charge=locker.at_first("B"))) as shop:
-            engine = charging_engine(runner, shop)
-            with pytest.raises(RunInterruptedError):  # A recorded, B's record could not be written: pending
-                await engine.run({}, run_id="old-1")
-            locker.release()
-            with sqlite3.connect(path) as connection:  # A's row as the earlier release wrote it: by position
-                renamed = connection.execute(
-                    "UPDATE kavalai_steps SET name = 'tool rest://shop.charge' WHERE run_id = 'old-1' AND position = 1"
-                ).rowcount
-            assert renamed == 1
-            with pytest.raises(DefinitionChangedError, match=r"recorded its steps by position") as refused:
-                await engine.run({}, run_id="old-1")
-            assert refused.value.step == "tool rest://shop.charge"
-            assert orders(fetch(f"{shop}/requests")) == ["A", "B"]  # nothing sent again
-            assert await runner.status("old-1") == "PENDING"  # left as it stands
-    finally:
-        locker.release()
-        await runner.aclose()
+    async with interrupted_at_b(path, "old-1") as (runner, engine, shop):  # A recorded, B sent: pending
+        with sqlite3.connect(path) as connection:  # A's row as the earlier release wrote it: by position
+            renamed = connection.execute(
+                "UPDATE kavalai_steps SET name = 'tool rest://shop.charge' WHERE run_id = 'old-1' AND position = 1"
+            ).rowcount
+        assert renamed == 1
+        with pytest.raises(DefinitionChangedError, match=r"recorded its steps by position") as refused:
+            await engine.run({}, run_id="old-1")
+        assert refused.value.step == "tool rest://shop.charge"
+        assert orders(fetch(f"{shop}/requests")) == ["A", "B"]  # nothing sent again
+        assert await runner.status("old-1") == "PENDING"  # left as it stands

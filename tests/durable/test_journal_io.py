@@ -15,7 +15,8 @@ import logging
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -156,27 +157,34 @@ async def test_an_outage_mid_step_pauses_the_run_which_goes_on_once_the_database
         await runner.aclose()
 
 
-async def test_an_outage_past_the_runs_patience_interrupts_it_and_the_run_resumes_later(
-    tmp_path: Path, attempts: Attempts
-) -> None:
-    path = tmp_path / "journal.sqlite"
+@asynccontextmanager
+async def interrupted_at_b(path: Path, run_id: str) -> AsyncIterator[tuple[DbosRunner, WorkflowEngine, str]]:
+    """The charges run under ``run_id`` on the SQLite journal ``path``, held locked by another process from B's charge
+    on, past the run's patience: the run is interrupted, pending, A recorded and B sent; the journal is free again.
+    Yields the runner, the engine and the shop's URL."""
     locker = Locker(path)
     runner = DbosRunner(f"sqlite:///{path}", busy_timeout=0.05, journal_outage=0.5)
     try:
         with serve(create_app(on_charge=locker.at_first("B"))) as shop:
             engine = charging_engine(runner, shop)
-            with pytest.raises(RunInterruptedError, match=r"Run outage-2 is interrupted: could not record step 2"):
-                await engine.run({}, run_id="outage-2")
+            with pytest.raises(RunInterruptedError, match=rf"Run {run_id} is interrupted: could not record step 2"):
+                await engine.run({}, run_id=run_id)
             assert orders(fetch(f"{shop}/requests")) == ["A", "B"]  # no step began after the failed record
-            assert await runner.status("outage-2") == "PENDING"  # not failed: resumable
+            assert await runner.status(run_id) == "PENDING"  # not failed: resumable
             locker.release()
-            assert await shown_as("interrupted", f"sqlite:///{path}", "outage-2")  # marked once the journal is back
-            await resumed_once(engine, "outage-2", shop)
-        assert await runner.status("outage-2") == "SUCCESS"
-        assert await shown_as("finished", f"sqlite:///{path}", "outage-2")
+            yield runner, engine, shop
     finally:
         locker.release()
         await runner.aclose()
+
+
+async def test_an_outage_past_the_runs_patience_interrupts_it_and_the_run_resumes_later(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'journal.sqlite'}"
+    async with interrupted_at_b(tmp_path / "journal.sqlite", "outage-2") as (runner, engine, shop):
+        assert await shown_as("interrupted", url, "outage-2")  # marked once the journal is back
+        await resumed_once(engine, "outage-2", shop)
+        assert await runner.status("outage-2") == "SUCCESS"
+        assert await shown_as("finished", url, "outage-2")
 
 
 async def resumed_once(engine: WorkflowEngine, run_id: str, shop: str) -> None:
