@@ -158,12 +158,14 @@ async def test_an_outage_mid_step_pauses_the_run_which_goes_on_once_the_database
 
 
 @asynccontextmanager
-async def interrupted_at_b(path: Path, run_id: str) -> AsyncIterator[tuple[DbosRunner, WorkflowEngine, str]]:
+async def interrupted_at_b(
+    path: Path, run_id: str, *, concurrency: int | None = None
+) -> AsyncIterator[tuple[DbosRunner, WorkflowEngine, str]]:
     """The charges run under ``run_id`` on the SQLite journal ``path``, held locked by another process from B's charge
     on, past the run's patience: the run is interrupted, pending, A recorded and B sent; the journal is free again.
     Yields the runner, the engine and the shop's URL."""
     locker = Locker(path)
-    runner = DbosRunner(f"sqlite:///{path}", busy_timeout=0.05, journal_outage=0.5)
+    runner = DbosRunner(f"sqlite:///{path}", busy_timeout=0.05, journal_outage=0.5, concurrency=concurrency)
     try:
         with serve(create_app(on_charge=locker.at_first("B"))) as shop:
             engine = charging_engine(runner, shop)
@@ -185,6 +187,19 @@ async def test_an_outage_past_the_runs_patience_interrupts_it_and_the_run_resume
         await resumed_once(engine, "outage-2", shop)
         assert await runner.status("outage-2") == "SUCCESS"
         assert await shown_as("finished", url, "outage-2")
+
+
+async def test_an_interrupted_run_leaves_its_place_on_the_queue_to_the_next_run(tmp_path: Path) -> None:
+    """A runner that runs one run at a time, its run interrupted (parked, resumable): the next run of the queue is
+    taken and finishes; the interrupted one then resumes, each charge once."""
+    async with interrupted_at_b(tmp_path / "journal.sqlite", "first", concurrency=1) as (runner, engine, shop):
+        result = await engine.run({}, run_id="second")
+        assert result.ok, result.error
+        assert orders(fetch(f"{shop}/effects")) == ["A", "B", "A", "B", "C"]  # the second run's three, after A, B
+        assert await runner.status("first") == "PENDING"
+        result = await engine.run({}, run_id="first")
+        assert result.ok, result.error
+        assert orders(fetch(f"{shop}/effects")) == ["A", "B", "A", "B", "C", "C"]  # the first's B made once
 
 
 async def resumed_once(engine: WorkflowEngine, run_id: str, shop: str) -> None:

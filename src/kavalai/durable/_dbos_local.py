@@ -4,10 +4,10 @@ A run stops without an outcome when its journal went away past its patience (int
 a changed definition. Its DBOS status must stay ``PENDING`` (resumable), so its workflow may neither return nor raise
 an error, and DBOS's own way to leave a run as it stands (raising its cancel error) hands the execution to a poller
 that reads the run's status from a worker thread, retrying for ever while the database is gone: that thread would
-keep the interpreter from exiting after ``aclose()``. So the workflow of a parked run waits here instead
-(:meth:`LocalRuns.hold`), on the event loop, without touching the database; it ends when the run is submitted again
-in this process (:meth:`LocalRuns.release`) or when the runner closes (:meth:`LocalRuns.release_all`). Its end is a
-cancellation, which DBOS lets through without recording anything.
+keep the interpreter from exiting after ``aclose()``. So a parked run's execution ends at once as a cancelled task
+(:meth:`LocalRuns.park`), which DBOS lets through without recording anything or polling, and which frees its place
+among the queue's runs in this process; the runner keeps why it stopped, and the next submit of its id here hands it
+back to the queue (:meth:`LocalRuns.release`).
 
 For the same reason a caller waiting for a run's outcome here does not wait through DBOS's poll:
 :meth:`LocalRuns.until_settled` reads the run's status with one query of the runner's own at a time, which gives up
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from collections.abc import Iterator
 from typing import Final, NoReturn
@@ -30,24 +31,41 @@ from kavalai.errors import DurableRunError, RunInterruptedError
 
 __all__ = ["LocalRuns"]
 
-#: DBOS's warning when a workflow's task ends cancelled: expected for a parked run, so not shown.
+#: DBOS's warning when a workflow's task ends cancelled: expected for a parked run, so not shown for one.
 _DBOS_CANCELLED: Final = "Asyncio task cancelled for workflow"
 #: DBOS's statuses of a run without its outcome yet.
 _UNSETTLED: Final = frozenset({"PENDING", "ENQUEUED", "DELAYED"})
 _CUT_WAIT: Final = 30.0  # at most this long for a cancelled run's cut step to be recorded before result() says so
-_RELEASE_WAIT: Final = 30.0  # at most this long for a released workflow to end (it ends at the loop's next turns)
+
+_parking: contextvars.ContextVar[bool] = contextvars.ContextVar("kavalai_parking", default=False)
 
 
 class LocalRuns:
-    """The runs of one runner in this process: those executing, those parked (why each stopped, the workflow
-    executions waiting), and who waits for them."""
+    """The runs of one runner in this process: those executing, those parked (why each stopped), and who waits for
+    them."""
 
     def __init__(self) -> None:
         self.errors: dict[str, DurableRunError] = {}  # why each parked run stopped, by id
         self.unmarked: dict[str, str] = {}  # interrupted runs whose mark the heartbeat writes once it can
         self.waiting: dict[str, asyncio.Future[None]] = {}  # result() calls waiting here, by run id
-        self._holds: dict[str, tuple[asyncio.Future[None], asyncio.Task[object]]] = {}
         self._executing: dict[str, asyncio.Event] = {}  # set when the run's execution here has left its target
+
+    def park(self, error: DurableRunError) -> NoReturn:
+        """End the execution of the run (its workflow, which calls this) without an outcome, resumable: record why it
+        stopped, tell those waiting for it in this process, and raise :class:`asyncio.CancelledError`."""
+        self.errors[error.run_id] = error
+        if isinstance(error, RunInterruptedError):  # shown as `interrupted` once the journal is back
+            self.unmarked[error.run_id] = str(error)
+        waiter = self.waiting.get(error.run_id)
+        if waiter is not None:
+            waiter.get_loop().call_soon_threadsafe(_settle, waiter)
+        _parking.set(True)  # in this task's context: DBOS's warning as the task ends is not shown
+        raise asyncio.CancelledError(str(error))
+
+    def release(self, run_id: str) -> bool:
+        """Forget the parked run ``run_id`` (it is handed back to the queue); whether it was parked here."""
+        self.unmarked.pop(run_id, None)
+        return self.errors.pop(run_id, None) is not None
 
     @contextlib.contextmanager
     def executing(self, run_id: str) -> Iterator[None]:
@@ -68,29 +86,6 @@ class LocalRuns:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(left.wait(), within)
 
-    def park(self, error: DurableRunError) -> None:
-        """Record that the run stopped, resumable, and tell those waiting for it in this process (any thread)."""
-        self.errors[error.run_id] = error
-        if isinstance(error, RunInterruptedError):  # shown as `interrupted` once the journal is back
-            self.unmarked[error.run_id] = str(error)
-        waiter = self.waiting.get(error.run_id)
-        if waiter is not None:
-            waiter.get_loop().call_soon_threadsafe(_settle, waiter)
-
-    async def hold(self, run_id: str) -> NoReturn:
-        """Keep the workflow execution of the parked run ``run_id`` here until it is released; then raise
-        :class:`asyncio.CancelledError` (never returns: a return would be the run's outcome)."""
-        task = asyncio.current_task()
-        assert task is not None
-        held: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._holds[run_id] = (held, task)
-        try:
-            await held
-        finally:
-            if self._holds.get(run_id, (None, None))[0] is held:
-                del self._holds[run_id]
-        raise asyncio.CancelledError  # pragma: no cover - the future is only ever cancelled
-
     async def until_settled(self, run_id: str, engine: sa.Engine, status: sa.Table, every: float) -> None:
         """Wait until the run ``run_id`` has its outcome in ``status`` (DBOS's table of runs) or is parked here,
         looking every ``every`` seconds; a look that fails (the database away) is a look that found nothing."""
@@ -104,37 +99,12 @@ class LocalRuns:
             if self.waiting.get(run_id) is waiter:
                 del self.waiting[run_id]
 
-    async def release(self, run_id: str) -> bool:
-        """End the parked execution of ``run_id`` (before the run is handed back to the queue); whether it was
-        parked here."""
-        parked = self.errors.pop(run_id, None) is not None
-        self.unmarked.pop(run_id, None)
-        await self._end([run_id])
-        return parked
 
-    async def release_all(self) -> None:
-        """End every parked execution (the runner closes): the runs stay resumable, here or in another process."""
-        await self._end(list(self._holds))
-        self.errors.clear()
+class QuietParking(logging.Filter):
+    """Drops DBOS's warning that a parked run's task ended cancelled (on the ``dbos`` logger, while a runner runs)."""
 
-    async def _end(self, run_ids: list[str]) -> None:
-        holds = [self._holds.pop(run_id) for run_id in run_ids if run_id in self._holds]
-        if not holds:
-            return
-        quiet = _Quiet()
-        dbos = logging.getLogger("dbos")
-        dbos.addFilter(quiet)
-        try:
-            for held, _ in holds:
-                held.cancel()
-            await asyncio.wait([task for _, task in holds], timeout=_RELEASE_WAIT)
-        finally:
-            dbos.removeFilter(quiet)
-
-
-class _Quiet(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith(_DBOS_CANCELLED)
+        return not (_parking.get() and record.getMessage().startswith(_DBOS_CANCELLED))
 
 
 def _settled(engine: sa.Engine, status: sa.Table, run_id: str) -> bool:

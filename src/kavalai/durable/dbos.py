@@ -21,6 +21,7 @@ started at a time in a process.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import uuid
 from collections.abc import Mapping
@@ -53,7 +54,7 @@ from kavalai.durable._dbos_database import (
 from kavalai.durable._dbos_journal import PENDING as _PENDING
 from kavalai.durable._dbos_journal import DbosJournal, topic
 from kavalai.durable._dbos_liveness import HOST, Liveness
-from kavalai.durable._dbos_local import LocalRuns
+from kavalai.durable._dbos_local import LocalRuns, QuietParking
 from kavalai.durable._dbos_private import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
 from kavalai.durable._definition import Definition, Versions, changed, definition_of
 from kavalai.durable._doubt import OnDoubt
@@ -76,6 +77,7 @@ from kavalai.secrets import get_logger
 __all__ = ["DbosClient", "DbosRunner", "default_journal_url"]
 
 sqlite_unixepoch()  # DBOS's timestamps on SQLite older than 3.42, in every engine (see _sqlite_compat)
+logging.getLogger("dbos").addFilter(QuietParking())  # a parked run's task ends cancelled: DBOS need not warn
 
 logger = get_logger("kavalai.durable")
 
@@ -253,7 +255,6 @@ class DbosRunner(DurableRunner):
                 self._liveness.stop()
             if self._watch is not None:
                 self._watch.stop()
-            await self._parked.release_all()  # before DBOS goes: nothing of a parked run outlives this
             await asyncio.to_thread(DBOS.destroy)
             # DBOS made its executor the loop's default one and has shut it down: later to_thread calls get a new one
             asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
@@ -294,7 +295,7 @@ class DbosRunner(DurableRunner):
             raise cancelled_error(run_id)
         if found is not None and self._versions is not None:
             self._versions.check_run(run_id, str(found.app_version), found.input, target)
-        if await self._parked.release(run_id):  # stopped here, resumable: handed back to the queue
+        if self._parked.release(run_id):  # stopped here, resumable: handed back to the queue
             await DBOS.resume_workflow_async(run_id)
         with SetWorkflowID(run_id):
             handle = await queue.enqueue_async(_kavalai_run, name, payload, self.step_log, definition_of(target))
@@ -412,8 +413,7 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
     assert run_id is not None
     refused = changed(run_id, definition, definition_of(found))
     if refused is not None:
-        runner._parked.park(refused)
-        await runner._parked.hold(run_id)  # left as it stands (see below)
+        runner._parked.park(refused)  # left as it stands (see below)
     log = runner._steps if step_log == "kavalai" else None
     steps = (
         None
@@ -425,7 +425,6 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
     refused = None if steps is None else steps.by_position()
     if refused is not None:  # recorded by an earlier release: refused as a changed definition, never replayed
         runner._parked.park(refused)
-        await runner._parked.hold(run_id)
     run = DurableRun(
         run_id,
         DbosJournal(steps, run_id, runner._watch),
@@ -439,10 +438,9 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
     stopped = run.stopped
     if isinstance(stopped, RunInterruptedError):
         # Left as it stands, PENDING, without an outcome: resumed here on its next run, elsewhere once this process
-        # is gone; what the target returned after the stop is not its outcome. Held in this process, not handed to
+        # is gone; what the target returned after the stop is not its outcome. Kept by this runner, not handed to
         # DBOS's poller of a stopped execution, which would outlive aclose() if the database is gone for good.
         runner._parked.park(stopped)
-        await runner._parked.hold(run_id)
     if stopped is not None:  # cancelled: DBOS's own way to end the execution, and the run stays CANCELLED
         raise DBOSWorkflowCancelledError(str(stopped))
     return outcome
