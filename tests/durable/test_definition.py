@@ -365,10 +365,11 @@ async def test_a_journal_recorded_by_position_is_refused_naming_its_step_never_r
     had identities) resumed under this release: refused with :class:`DefinitionChangedError` naming that step, and
     nothing sent again (the old rows would not match a step's identity: the steps would run again under new keys)."""
     import sqlite3
+    from contextlib import closing
 
     path = tmp_path / "journal.sqlite"
     async with interrupted_at_b(path, "old-1") as (runner, engine, shop):  # A recorded, B sent: pending
-        with sqlite3.connect(path) as connection:  # A's row as the earlier release wrote it: by position
+        with closing(sqlite3.connect(path)) as connection, connection:  # A's row as the earlier release wrote it
             renamed = connection.execute(
                 "UPDATE kavalai_steps SET name = 'tool rest://shop.charge' WHERE run_id = 'old-1' AND position = 1"
             ).rowcount

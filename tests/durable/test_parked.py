@@ -55,7 +55,9 @@ async def test_a_run_parked_when_postgres_went_away_for_good_lets_its_process_ex
             assert lines[0].startswith("interrupted: Run parked-1 is interrupted: could not record step 2"), lines
             assert lines[-1] == "closed"
             assert orders(fetch(f"{shop}/requests")) == ["A", "B"]
-            assert "Traceback" not in process.stderr, process.stderr
+            # DBOS's background threads warn while the database is away (with their tracebacks); nothing escapes
+            died = [line for line in process.stderr.splitlines() if line.startswith(("Traceback", "Exception ignored"))]
+            assert died == [], process.stderr[-3000:]
 
             server.start()  # the database back: the run resumes in another process
             runner = DbosRunner(url)
