@@ -97,6 +97,7 @@ def test_run_durable_resumes_by_run_id_after_a_crash(workflow: Path, tmp_path: P
     assert len(ledger(tmp_path / "ledger.jsonl.attempts")) == 4
 
 
+@pytest.mark.timeout(240)  # four kavalai processes, one after the other
 def test_run_again_on_a_cancelled_or_refused_run_says_why_in_one_line(workflow: Path, tmp_path: Path) -> None:
     """``kavalai run --run-id`` on a run that may not go on here: one line naming the reason, exit status 1, no
     traceback nor an engine's warning, and nothing called."""
