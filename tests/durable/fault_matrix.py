@@ -372,7 +372,7 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
     },
     "database outage past the run's patience (interrupted, resumed)": {
         "sqlite": "test_journal_io.py::test_an_outage_past_the_runs_patience_interrupts_it_and_the_run_resumes_later",
-        "postgres": None,
+        "postgres": "test_journal_io.py::test_postgres_down_past_the_patience_interrupts_the_run_then_resumed",
         "temporal": None,
     },
     "cancel mid-step": {

@@ -97,6 +97,44 @@ def test_run_durable_resumes_by_run_id_after_a_crash(workflow: Path, tmp_path: P
     assert len(ledger(tmp_path / "ledger.jsonl.attempts")) == 4
 
 
+@pytest.mark.timeout(240)  # four kavalai processes, one after the other
+def test_run_again_on_a_cancelled_or_refused_run_says_why_in_one_line(workflow: Path, tmp_path: Path) -> None:
+    """``kavalai run --run-id`` on a run that may not go on here: one line naming the reason, exit status 1, no
+    traceback nor an engine's warning, and nothing called."""
+    env = {"LEDGER": str(tmp_path / "ledger.jsonl")}
+    db = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    run = ["run", str(workflow), "--db", db, "--input", '{"who": "fay"}']
+    assert kavalai(*run, "--submit", "--run-id", "fay-1", env=env, cwd=tmp_path).returncode == 0
+    cancelled = kavalai("runs", "cancel", "fay-1", "--db", db, env=env, cwd=tmp_path)
+    assert cancelled.returncode == 0, cancelled.stderr[-2000:]
+    again = kavalai(*run, "--run-id", "fay-1", env=env, cwd=tmp_path)
+    assert again.returncode == 1, again.stderr[-2000:]
+    assert again.stdout == ""
+    assert only_line(again.stderr) == (
+        "kavalai run: Run fay-1 is cancelled: no step of it begins any more, and it is not resumed."
+    )
+    assert ledger(tmp_path / "ledger.jsonl.attempts") == []
+
+    crashed = kavalai(*run, "--run-id", "fay-2", env={**env, "CRASH_ON": "fay-B"}, cwd=tmp_path)
+    assert crashed.returncode == 3, crashed.stderr[-2000:]
+    text = workflow.read_text(encoding="utf-8")
+    workflow.write_text(text.replace("next: b}", "next: b2}").replace("id: b,", "id: b2,").replace("b.res", "b2.res"))
+    refused = kavalai(*run, "--run-id", "fay-2", env=env, cwd=tmp_path)
+    assert refused.returncode == 1, refused.stderr[-2000:]
+    assert refused.stdout == ""
+    assert only_line(refused.stderr).startswith(
+        "kavalai run: Run fay-2 was begun under another definition: step 'b2' was added (or renamed) since."
+    )
+    assert [entry["order"] for entry in ledger(tmp_path / "ledger.jsonl.attempts")] == ["fay-A", "fay-B"]
+
+
+def only_line(stderr: str) -> str:
+    """The one line of a failed run's stderr after its progress line (``run NAME (ID), journaled in ...``)."""
+    lines = [line for line in stderr.splitlines() if not line.startswith("run ledger (")]
+    assert len(lines) == 1, stderr[-3000:]
+    return lines[0]
+
+
 def test_run_without_a_run_id_is_not_durable_unless_asked(workflow: Path, tmp_path: Path) -> None:
     env = {"LEDGER": str(tmp_path / "ledger.jsonl")}
     plain = kavalai("run", str(workflow), "--input", '{"who": "bo"}', env=env, cwd=tmp_path)

@@ -118,12 +118,12 @@ def test_durable_takes_a_runner_a_url_or_true() -> None:
 
 
 def test_a_run_left_by_a_gone_worker_is_claimed_by_one_taker(tmp_path: Path) -> None:
-    from kavalai.durable.dbos import _Liveness
+    from kavalai.durable._dbos_liveness import Liveness
 
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'claims.sqlite'}")
     try:
-        first = _Liveness(DbosRunner("sqlite://", executor_id="worker-a"), engine)
-        second = _Liveness(DbosRunner("sqlite://", executor_id="worker-b"), engine)
+        first = Liveness(DbosRunner("sqlite://", executor_id="worker-a"), engine)
+        second = Liveness(DbosRunner("sqlite://", executor_id="worker-b"), engine)
         first.register()
         second.register()
         assert first.claim("run-1", "worker-gone") is True

@@ -23,7 +23,7 @@ from kavalai.errors import DefinitionChangedError, RunInterruptedError
 from kavalai.testing import ScriptedLLM
 from kavalai.workflow import WorkflowBuilder, WorkflowEngine
 from tests.durable.conftest import fetch
-from tests.durable.test_journal_io import Locker, charging_engine, orders
+from tests.durable.test_journal_io import Locker, charging_engine, interrupted_at_b, orders
 from tests.durable.test_steps import Crash
 from tests.servers.effects_app import create_app
 from tests.servers.uvicorn_server import serve
@@ -358,3 +358,24 @@ def test_kavalai_run_versioned_submits_and_runs_under_the_definition_version(tmp
         assert [client.retrieve_workflow(run_id).get_status().app_version for run_id in ("v-1", "v-2")] == [version] * 2
     finally:
         client.destroy()
+
+
+async def test_a_journal_recorded_by_position_is_refused_naming_its_step_never_replayed(tmp_path: Path) -> None:
+    """A run whose steps an earlier release recorded by position (step-log rows named ``tool <URI>``, before steps
+    had identities) resumed under this release: refused with :class:`DefinitionChangedError` naming that step, and
+    nothing sent again (the old rows would not match a step's identity: the steps would run again under new keys)."""
+    import sqlite3
+    from contextlib import closing
+
+    path = tmp_path / "journal.sqlite"
+    async with interrupted_at_b(path, "old-1") as (runner, engine, shop):  # A recorded, B sent: pending
+        with closing(sqlite3.connect(path)) as connection, connection:  # A's row as the earlier release wrote it
+            renamed = connection.execute(
+                "UPDATE kavalai_steps SET name = 'tool rest://shop.charge' WHERE run_id = 'old-1' AND position = 1"
+            ).rowcount
+        assert renamed == 1
+        with pytest.raises(DefinitionChangedError, match=r"recorded its steps by position") as refused:
+            await engine.run({}, run_id="old-1")
+        assert refused.value.step == "tool rest://shop.charge"
+        assert orders(fetch(f"{shop}/requests")) == ["A", "B"]  # nothing sent again
+        assert await runner.status("old-1") == "PENDING"  # left as it stands

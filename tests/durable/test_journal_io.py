@@ -15,7 +15,8 @@ import logging
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -156,34 +157,61 @@ async def test_an_outage_mid_step_pauses_the_run_which_goes_on_once_the_database
         await runner.aclose()
 
 
-async def test_an_outage_past_the_runs_patience_interrupts_it_and_the_run_resumes_later(
-    tmp_path: Path, attempts: Attempts
-) -> None:
-    path = tmp_path / "journal.sqlite"
+@asynccontextmanager
+async def interrupted_at_b(
+    path: Path, run_id: str, *, concurrency: int | None = None
+) -> AsyncIterator[tuple[DbosRunner, WorkflowEngine, str]]:
+    """The charges run under ``run_id`` on the SQLite journal ``path``, held locked by another process from B's charge
+    on, past the run's patience: the run is interrupted, pending, A recorded and B sent; the journal is free again.
+    Yields the runner, the engine and the shop's URL."""
     locker = Locker(path)
-    runner = DbosRunner(f"sqlite:///{path}", busy_timeout=0.05, journal_outage=0.5)
+    runner = DbosRunner(f"sqlite:///{path}", busy_timeout=0.05, journal_outage=0.5, concurrency=concurrency)
     try:
         with serve(create_app(on_charge=locker.at_first("B"))) as shop:
             engine = charging_engine(runner, shop)
-            with pytest.raises(RunInterruptedError, match=r"Run outage-2 is interrupted: could not record step 2"):
-                await engine.run({}, run_id="outage-2")
+            with pytest.raises(RunInterruptedError, match=rf"Run {run_id} is interrupted: could not record step 2"):
+                await engine.run({}, run_id=run_id)
             assert orders(fetch(f"{shop}/requests")) == ["A", "B"]  # no step began after the failed record
-            assert await runner.status("outage-2") == "PENDING"  # not failed: resumable
+            assert await runner.status(run_id) == "PENDING"  # not failed: resumable
             locker.release()
-            assert await shown_as("interrupted", f"sqlite:///{path}", "outage-2")  # marked once the journal is back
-            result = await engine.run({}, run_id="outage-2")
-            assert result.ok, result.error
-            assert result.output == {"n": [1, 2, 3]}
-            requests = fetch(f"{shop}/requests")
-            # B's outcome was not recorded: sent again, with the same key, and the service made it once.
-            assert orders(requests) == ["A", "B", "B", "C"]
-            assert requests[1]["key"] == requests[2]["key"]
-            assert orders(fetch(f"{shop}/effects")) == ["A", "B", "C"]
-        assert await runner.status("outage-2") == "SUCCESS"
-        assert await shown_as("finished", f"sqlite:///{path}", "outage-2")
+            yield runner, engine, shop
     finally:
         locker.release()
         await runner.aclose()
+
+
+async def test_an_outage_past_the_runs_patience_interrupts_it_and_the_run_resumes_later(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'journal.sqlite'}"
+    async with interrupted_at_b(tmp_path / "journal.sqlite", "outage-2") as (runner, engine, shop):
+        assert await shown_as("interrupted", url, "outage-2")  # marked once the journal is back
+        await resumed_once(engine, "outage-2", shop)
+        assert await runner.status("outage-2") == "SUCCESS"
+        assert await shown_as("finished", url, "outage-2")
+
+
+async def test_an_interrupted_run_leaves_its_place_on_the_queue_to_the_next_run(tmp_path: Path) -> None:
+    """A runner that runs one run at a time, its run interrupted (parked, resumable): the next run of the queue is
+    taken and finishes; the interrupted one then resumes, each charge once."""
+    async with interrupted_at_b(tmp_path / "journal.sqlite", "first", concurrency=1) as (runner, engine, shop):
+        result = await engine.run({}, run_id="second")
+        assert result.ok, result.error
+        assert orders(fetch(f"{shop}/effects")) == ["A", "B", "A", "B", "C"]  # the second run's three, after A, B
+        assert await runner.status("first") == "PENDING"
+        result = await engine.run({}, run_id="first")
+        assert result.ok, result.error
+        assert orders(fetch(f"{shop}/effects")) == ["A", "B", "A", "B", "C", "C"]  # the first's B made once
+
+
+async def resumed_once(engine: WorkflowEngine, run_id: str, shop: str) -> None:
+    """Run ``run_id``, interrupted while B's charge was in flight, again: it finishes, and B's outcome, never recorded,
+    was sent again with the same key, so the service made each charge once."""
+    result = await engine.run({}, run_id=run_id)
+    assert result.ok, result.error
+    assert result.output == {"n": [1, 2, 3]}
+    requests = fetch(f"{shop}/requests")
+    assert orders(requests) == ["A", "B", "B", "C"]
+    assert requests[1]["key"] == requests[2]["key"]
+    assert orders(fetch(f"{shop}/effects")) == ["A", "B", "C"]
 
 
 async def shown_as(state: str, url: str, run_id: str) -> bool:
@@ -307,6 +335,40 @@ async def test_postgres_stopped_mid_step_and_started_again_pauses_the_run(attemp
                 assert orders(fetch(f"{shop}/requests")) == ["A", "B", "C"]
                 assert orders(fetch(f"{shop}/effects")) == ["A", "B", "C"]
             assert await runner.status("pg-outage-1") == "SUCCESS"
+        finally:
+            if server.process is None or server.process.poll() is not None:  # back up, for aclose()
+                server.start()
+            await runner.aclose()
+
+
+async def test_postgres_down_past_the_patience_interrupts_the_run_then_resumed() -> None:
+    """Postgres stopped (``-m immediate``) while a charge is in flight and kept down past the run's patience: the run
+    is interrupted, not failed; once Postgres is back it is shown ``interrupted``, and run again under its id it
+    resumes, each charge made once. (It once hung the process at exit: see ``test_parked.py``.)"""
+    from tests.durable.fault_matrix import new_database
+    from tests.servers.postgres_server import postgres_server
+
+    with postgres_server() as server:
+        url = new_database(server.url, "outage_past")
+        runner = DbosRunner(url, journal_outage=0.5)
+        stopped: list[str] = []
+
+        def stop_at_first_b(order: str) -> None:
+            if order == "B" and not stopped:
+                stopped.append(order)
+                server.stop(immediate=True)
+
+        try:
+            with serve(create_app(on_charge=stop_at_first_b)) as shop:
+                engine = charging_engine(runner, shop)
+                with pytest.raises(RunInterruptedError, match=r"Run pg-outage-2 is interrupted: could not record step"):
+                    await engine.run({}, run_id="pg-outage-2")
+                assert orders(fetch(f"{shop}/requests")) == ["A", "B"]  # no step began after the failed record
+                await asyncio.to_thread(server.start)
+                assert await runner.status("pg-outage-2") == "PENDING"  # not failed: resumable
+                assert await shown_as("interrupted", url, "pg-outage-2")  # marked once the journal is back
+                await resumed_once(engine, "pg-outage-2", shop)
+            assert await shown_as("finished", url, "pg-outage-2")
         finally:
             if server.process is None or server.process.poll() is not None:  # back up, for aclose()
                 server.start()

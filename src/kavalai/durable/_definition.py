@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kavalai.errors import DefinitionChangedError
@@ -28,6 +28,7 @@ __all__ = [
     "definition_version",
     "difference",
     "fingerprint",
+    "keyed_by_position",
     "other_version",
 ]
 
@@ -66,6 +67,23 @@ def changed(run_id: str, recorded: Definition | None, current: Definition | None
         run_id=run_id,
         step=step,
     )
+
+
+def keyed_by_position(run_id: str, names: Iterable[str]) -> DefinitionChangedError | None:
+    """The error for resuming run ``run_id`` whose journal recorded steps under ``names`` (in order) when one of them
+    was recorded by position, before a step was known by its identity (node, visit and call, each part ending in
+    ``#N``: ``b#1/tool rest://shop.charge#1``; a step recorded by position is ``tool rest://shop.charge``): its record
+    cannot be matched to a step of the run now, so the run is refused rather than replayed under new keys."""
+    for name in names:
+        if "#" not in name:
+            return DefinitionChangedError(
+                f"Run {run_id} was begun by an earlier kavalai, which recorded its steps by position: step {name!r} "
+                "cannot be matched to a step of it now. Resuming it here is refused (it would send its steps again "
+                "under new keys): finish it with the kavalai release it began under, or start a new run.",
+                run_id=run_id,
+                step=name,
+            )
+    return None
 
 
 def difference(recorded: Definition | None, current: Definition | None) -> tuple[str, str] | None:

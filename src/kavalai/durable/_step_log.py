@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 import sqlalchemy as sa
 
 from kavalai.durable._cancel_watch import is_cancelled
+from kavalai.durable._definition import keyed_by_position
 from kavalai.durable._doubt import (
     OnDoubt,
     doubt_key,
@@ -34,7 +35,7 @@ from kavalai.durable._doubt import (
 from kavalai.durable._journal_io import DEFAULT_OUTAGE, interrupted_error, journal_io
 from kavalai.durable._run import JsonValue, cancelled_error, replayed
 from kavalai.durable._schema import STEPS, ensure_schema
-from kavalai.errors import DurableRunError
+from kavalai.errors import DefinitionChangedError, DurableRunError
 
 if TYPE_CHECKING:
     from kavalai.durable._answer_log import SqlAnswerLog
@@ -217,6 +218,11 @@ class StepLogJournal:
             await journal_io(run_id, "clear its interruption", log.clear_interrupted, run_id, outage=outage)
         return cls(log, run_id, recorded, cancelled=cancelled, outage=outage, on_doubt=on_doubt, answers=answers)
 
+    def by_position(self) -> DefinitionChangedError | None:
+        """Why the run may not be resumed when an earlier release recorded its steps by position (names without an
+        identity: :func:`~kavalai.durable._definition.keyed_by_position`), else ``None``."""
+        return keyed_by_position(self.run_id, (name for _, (name, _) in sorted(self.recorded.items(), key=_rank)))
+
     async def record(self, position: int, name: str, execute: Any, request: Any = None) -> JsonValue:
         """See :meth:`kavalai.durable.Journal.record`; a step that may not be repeated safely is marked sent before
         it runs, and one found sent without a result is settled by its ``on_doubt`` policy (:mod:`._doubt`)."""
@@ -308,3 +314,8 @@ class StepLogJournal:
         if cancelled and self.stopped is None:
             self.stopped = cancelled_error(self.run_id)
         return replayed(position, kept, name)
+
+
+def _rank(item: tuple[int, RecordedStep]) -> int:
+    """A recorded row's place in the run: its position (a sent mark's row is at minus its position)."""
+    return abs(item[0])

@@ -21,81 +21,69 @@ started at a time in a process.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
+import logging
 import os
-import socket
-import threading
-import time
 import uuid
-from collections.abc import Collection, Mapping
-from datetime import UTC, datetime
-from pathlib import Path
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final, Literal
 
 import sqlalchemy as sa
 from dbos import (
     DBOS,
-    DBOSClient,
     DBOSConfig,
     DBOSPortableJSONSerializer,
-    EnqueueOptions,
     Queue,
     SetWorkflowID,
     WorkflowHandleAsync,
 )
 
 from kavalai.durable._answer_log import SqlAnswerLog
-from kavalai.durable._answers import checked_answer
 from kavalai.durable._cancel_watch import CancelWatch
+from kavalai.durable._dbos_client import DbosClient, answer_first
+from kavalai.durable._dbos_database import (
+    JOURNAL_VERSION,
+    WORKFLOW,
+    checked_step_log,
+    default_journal_url,
+    make_engine,
+    redacted,
+    sqlalchemy_url,
+    status_table,
+)
 from kavalai.durable._dbos_journal import PENDING as _PENDING
 from kavalai.durable._dbos_journal import DbosJournal, topic
+from kavalai.durable._dbos_liveness import HOST, Liveness
+from kavalai.durable._dbos_local import LocalRuns, QuietParking
 from kavalai.durable._dbos_private import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
 from kavalai.durable._definition import Definition, Versions, changed, definition_of
-from kavalai.durable._doubt import OnDoubt, doubt_key, doubt_resolution
+from kavalai.durable._doubt import OnDoubt
 from kavalai.durable._journal_io import DEFAULT_OUTAGE
 from kavalai.durable._run import DurableRun, bind_run, cancelled_error
 from kavalai.durable._runner import (
     DurableRunner,
     DurableTarget,
-    RunInfo,
-    RunState,
     UnknownRunError,
     checked_run_id,
     existing_run_id,
-    lost_answer,
-    not_pending,
 )
-from kavalai.durable._schema import EXECUTORS, TAKEOVERS, ensure_schema
 from kavalai.durable._sqlite_compat import install as sqlite_unixepoch
 from kavalai.durable._step_log import SqlStepLog, StepLogJournal
 from kavalai.durable._store import ResultStore, SqlResultStore
-from kavalai.errors import DurableRunError, RunCancelledError, RunInterruptedError
+from kavalai.errors import RunCancelledError, RunInterruptedError
 from kavalai.kernel import required_seconds
 from kavalai.secrets import get_logger
 
 __all__ = ["DbosClient", "DbosRunner", "default_journal_url"]
 
 sqlite_unixepoch()  # DBOS's timestamps on SQLite older than 3.42, in every engine (see _sqlite_compat)
+logging.getLogger("dbos").addFilter(QuietParking())  # a parked run's task ends cancelled: DBOS need not warn
 
 logger = get_logger("kavalai.durable")
 
-#: The DBOS application version of every kavalai run: the journal's format, not kavalai's release, so a run begun
-#: before an upgrade is still recovered after it.
-JOURNAL_VERSION: Final = "kavalai-journal-1"
-_WORKFLOW: Final = "kavalai.run"
 _TARGET_WAIT: Final = 5.0  # how long a recovered run waits for its target to be registered in this process
-_HOST: Final = socket.gethostname()
 
 _active: DbosRunner | None = None  # the started runner of this process (DBOS is one per process)
-
-
-def default_journal_url(beside: str | os.PathLike[str] | None = None) -> str:
-    """The SQLite journal of a workflow file: ``<file>.runs.sqlite`` beside it, or ``kavalai-runs.sqlite`` in the
-    current directory."""
-    if beside is None:
-        return "sqlite:///kavalai-runs.sqlite"
-    path = Path(beside).resolve()
-    return f"sqlite:///{path.with_name(path.name + '.runs.sqlite')}"
 
 
 class DbosRunner(DurableRunner):
@@ -156,12 +144,10 @@ class DbosRunner(DurableRunner):
         self.journal_outage = required_seconds(journal_outage, what="journal_outage")
         self.busy_timeout = required_seconds(busy_timeout, what="busy_timeout")
         self.on_doubt = dict(on_doubt or {})
-        self._parked: dict[str, DurableRunError] = {}  # runs stopped in this process, resumable, by id
-        self._unmarked: dict[str, str] = {}  # interrupted runs whose mark the heartbeat writes once it can
-        self._waiting: dict[str, asyncio.Future[None]] = {}  # result() calls waiting here, by run id
+        self._parked = LocalRuns()  # runs stopped in this process, resumable, kept here (not by DBOS)
         if concurrency is not None and concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-        self.step_log = _checked_step_log(step_log)
+        self.step_log = checked_step_log(step_log)
         self.db = db or default_journal_url()
         self.queue_name = queue
         self.concurrency = concurrency
@@ -169,12 +155,13 @@ class DbosRunner(DurableRunner):
         self.heartbeat = required_seconds(heartbeat, what="heartbeat")
         self.stale_after = required_seconds(stale_after, what="stale_after")
         self.polling = required_seconds(polling, what="polling")
-        self.executor_id = executor_id or f"kavalai-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.executor_id = executor_id or f"kavalai-{HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._store = store
         self._queue: Queue | None = None
         self._engine: sa.Engine | None = None
+        self._status = status_table(self.db)  # DBOS's table of runs, as much as this runner reads of it
         self._system_engine: sa.Engine | None = None  # the one given to DBOS (SQLite)
-        self._liveness: _Liveness | None = None
+        self._liveness: Liveness | None = None
         self._answers: SqlAnswerLog | None = None
         self._steps: SqlStepLog | None = None
         self._watch: CancelWatch | None = None  # cuts the steps and waits of runs cancelled (made on start)
@@ -188,7 +175,7 @@ class DbosRunner(DurableRunner):
     @property
     def journal(self) -> str:
         """The journal database's URL, its password masked (for messages)."""
-        return _redacted(self.db)
+        return redacted(self.db)
 
     @property
     def store(self) -> ResultStore | None:
@@ -213,17 +200,17 @@ class DbosRunner(DurableRunner):
                     "DBOS runs one engine per process and another DbosRunner is started here: share that runner "
                     "(engines and agents take the same runner object), or close it first."
                 )
-            url = _sqlalchemy_url(self.db)
-            self._engine = _make_engine(url, self.busy_timeout)
+            url = sqlalchemy_url(self.db)
+            self._engine = make_engine(url, self.busy_timeout)
             if self._store is None:
                 self._store = SqlResultStore(url, engine=self._engine)
-            self._liveness = _Liveness(self, self._engine)
+            self._liveness = Liveness(self, self._engine)
             self._liveness.register()
             self._answers = SqlAnswerLog(engine=self._engine, outage=self.journal_outage)
             # made for every runner: it may resume a run that uses it
-            self._steps = SqlStepLog(self._engine, status=_status_table(url))
+            self._steps = SqlStepLog(self._engine, status=self._status)
             self._versions = Versions(self._targets) if self.versioned else None
-            self._watch = CancelWatch(self._engine, _status_table(url))
+            self._watch = CancelWatch(self._engine, self._status)
             config: DBOSConfig = {
                 "name": "kavalai",
                 "system_database_url": self.db,
@@ -234,7 +221,7 @@ class DbosRunner(DurableRunner):
             }
             if url.startswith("sqlite"):
                 # DBOS does not dispose an engine it was given: this runner does, in aclose().
-                self._system_engine = config["system_database_engine"] = _make_engine(url, self.busy_timeout)
+                self._system_engine = config["system_database_engine"] = make_engine(url, self.busy_timeout)
             _active = self
             try:
                 DBOS(config=config)
@@ -269,6 +256,8 @@ class DbosRunner(DurableRunner):
             if self._watch is not None:
                 self._watch.stop()
             await asyncio.to_thread(DBOS.destroy)
+            # DBOS made its executor the loop's default one and has shut it down: later to_thread calls get a new one
+            asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
             if self._liveness is not None:
                 self._liveness.unregister()
             self._dispose_engines()
@@ -306,8 +295,7 @@ class DbosRunner(DurableRunner):
             raise cancelled_error(run_id)
         if found is not None and self._versions is not None:
             self._versions.check_run(run_id, str(found.app_version), found.input, target)
-        self._unmarked.pop(run_id, None)
-        if self._parked.pop(run_id, None) is not None:  # stopped here, resumable: handed back to the queue
+        if self._parked.release(run_id):  # stopped here, resumable: handed back to the queue
             await DBOS.resume_workflow_async(run_id)
         with SetWorkflowID(run_id):
             handle = await queue.enqueue_async(_kavalai_run, name, payload, self.step_log, definition_of(target))
@@ -318,7 +306,8 @@ class DbosRunner(DurableRunner):
 
         Raises:
             UnknownRunError: no run has this id in the journal.
-            RunCancelledError: the run was cancelled.
+            RunCancelledError: the run was cancelled; raised once the run's execution in this process has ended (its
+                step cut by the cancel recorded), waiting at most 30 s for it.
             RunInterruptedError: the run's journal went away for longer than it may wait (in this process); run it
                 again under the same id to resume it.
             DefinitionChangedError: the run was begun under another definition than its target's here.
@@ -328,31 +317,16 @@ class DbosRunner(DurableRunner):
         if await DBOS.get_workflow_status_async(run_id) is None:
             raise UnknownRunError(run_id, f"dbos ({self.journal})")
         handle: WorkflowHandleAsync[Any] = await DBOS.retrieve_workflow_async(run_id, existing_workflow=True)
-        interrupted = self._waiting.setdefault(run_id, asyncio.get_running_loop().create_future())
-        outcome = asyncio.ensure_future(handle.get_result(polling_interval_sec=self.polling))
+        assert self._engine is not None
+        # not through DBOS's poll, whose thread retries for ever while the database is gone (see _dbos_local)
+        await self._parked.until_settled(run_id, self._engine, self._status, self.polling)
+        if run_id in self._parked.errors:
+            raise self._parked.errors[run_id]
         try:
-            if run_id not in self._parked:
-                await asyncio.wait((outcome, interrupted), return_when=asyncio.FIRST_COMPLETED)
-            if not outcome.done() and run_id in self._parked:
-                raise self._parked[run_id]
-            return await outcome
+            return await handle.get_result(polling_interval_sec=self.polling)  # settled: read once
         except DBOSAwaitedWorkflowCancelledError:
+            await self._parked.ended(run_id)  # its step cut by the cancel recorded: the caller reads the final state
             raise cancelled_error(run_id) from None
-        finally:
-            outcome.cancel()
-            if self._waiting.get(run_id) is interrupted:
-                del self._waiting[run_id]
-
-    def _park(self, error: DurableRunError) -> None:
-        """Tell those waiting for the run in this process (any thread) that it stopped, resumable (interrupted, or
-        refused under a changed definition): its DBOS status stays ``PENDING``, and the next :meth:`submit` of its
-        id here hands it back to the queue."""
-        self._parked[error.run_id] = error
-        if isinstance(error, RunInterruptedError):  # shown as `interrupted` once the journal is back
-            self._unmarked[error.run_id] = str(error)
-        waiter = self._waiting.get(error.run_id)
-        if waiter is not None:
-            waiter.get_loop().call_soon_threadsafe(_settle, waiter)
 
     @property
     def application_version(self) -> str:
@@ -405,7 +379,7 @@ class DbosRunner(DurableRunner):
         pending = await self.pending(run_id)
         assert self._answers is not None
         answers = self._answers
-        if not await asyncio.to_thread(_answer, answers, run_id, key, pending, value):  # the run's own: a message
+        if not await asyncio.to_thread(answer_first, answers, run_id, key, pending, value):  # the run's own: a message
             await DBOS.send_async(run_id, value, topic=topic(key), idempotency_key=f"{run_id}.{key}")
 
     async def serve(self) -> None:
@@ -415,208 +389,10 @@ class DbosRunner(DurableRunner):
 
     def __repr__(self) -> str:
         state = "started" if self.started else "not started"
-        return f"<DbosRunner {_redacted(self.db)} queue={self.queue_name!r} {state}>"
+        return f"<DbosRunner {redacted(self.db)} queue={self.queue_name!r} {state}>"
 
 
-class DbosClient:
-    """Puts runs on a queue that workers (``kavalai worker``, :meth:`DbosRunner.serve`) serve, and reads their
-    results, without running anything itself. Synchronous; :meth:`close` when done.
-
-    Args:
-        db: the workers' system database.
-        queue: the workers' queue.
-        step_log: where the steps of the runs it submits are recorded (see :class:`DbosRunner`).
-        application_version: the DBOS application version of the runs it submits: for workers of
-            ``DbosRunner(versioned=True)``, ``definition_version(target)`` of the definition they serve.
-    """
-
-    def __init__(
-        self,
-        db: str,
-        *,
-        queue: str = "kavalai",
-        step_log: Literal["kavalai", "dbos"] = "kavalai",
-        application_version: str | None = None,
-    ) -> None:
-        self.application_version = application_version or JOURNAL_VERSION  # versioned workers': definition_version
-        self.db = db
-        self.queue_name = queue
-        self.step_log = _checked_step_log(step_log)
-        DBOS.migrate(db)  # the journal's tables, if no worker has made them yet
-        self._client = DBOSClient(system_database_url=db, serializer=DBOSPortableJSONSerializer())
-        self._engine = _make_engine(_sqlalchemy_url(db))
-        self._answers = SqlAnswerLog(engine=self._engine)
-
-    def submit(self, target: str, payload: Any, *, run_id: str | None = None) -> str:
-        """Put a run of the target named ``target`` (``"workflow:<name>"``, ``"agent:<name>"``) on the queue,
-        deduplicated by ``run_id``; return the run id."""
-        options: EnqueueOptions = {
-            "queue_name": self.queue_name,
-            "workflow_name": _WORKFLOW,
-            "workflow_id": checked_run_id(run_id),
-            "app_version": self.application_version,
-        }
-        return self._client.enqueue(options, target, payload, self.step_log).get_workflow_id()
-
-    def result(self, run_id: str, *, polling: float = 0.1) -> Any:
-        """Wait for the run ``run_id`` and return its JSON outcome.
-
-        Raises:
-            UnknownRunError: no run has this id in the journal.
-            ValueError: ``polling`` is not positive seconds (the one rule, ``kavalai.kernel.limit_seconds``).
-        """
-        every = required_seconds(polling, what="polling")
-        if self.status(run_id) is None:
-            raise UnknownRunError(run_id, f"dbos ({_redacted(self.db)})")
-        return self._client.retrieve_workflow(run_id).get_result(polling_interval_sec=every)
-
-    def status(self, run_id: str) -> str | None:
-        """The run's DBOS status, or ``None`` when there is no such run."""
-        found = self._client.list_workflows(workflow_ids=[existing_run_id(run_id)], load_input=False, load_output=False)
-        return str(found[0].status) if found else None
-
-    def describe(self, run_id: str) -> RunInfo:
-        """Where the run ``run_id`` is, with its outcome once finished.
-
-        Raises:
-            UnknownRunError: no run has this id in the journal.
-        """
-        found = self._client.list_workflows(workflow_ids=[existing_run_id(run_id)], load_input=True)
-        if not found:
-            raise UnknownRunError(run_id, f"dbos ({_redacted(self.db)})")
-        log = SqlStepLog(self._engine)
-        doubts = log.in_doubt(run_id)
-        in_doubt = [{"position": position, "name": name, "state": state} for position, name, state in doubts]
-        info = _run_info(found[0], with_outcome=True, interrupted=log.interrupted([run_id]))
-        return dataclasses.replace(info, in_doubt=in_doubt)
-
-    def list_runs(self, *, limit: int = 20) -> list[RunInfo]:
-        """The newest ``limit`` runs of the journal (every queue), newest first."""
-        found = self._client.list_workflows(
-            name=_WORKFLOW, limit=limit, sort_desc=True, load_input=True, load_output=False
-        )
-        interrupted = SqlStepLog(self._engine).interrupted([status.workflow_id for status in found]) if found else set()
-        return [_run_info(status, with_outcome=False, interrupted=interrupted) for status in found]
-
-    def cancel(self, run_id: str) -> None:
-        """Cancel the run ``run_id``: it stops at its next step, wherever it runs, and is not resumed.
-
-        Raises:
-            UnknownRunError: no run has this id in the journal.
-        """
-        if self.status(run_id) is None:
-            raise UnknownRunError(run_id, f"dbos ({_redacted(self.db)})")
-        self._client.cancel_workflow(run_id)
-
-    def pending(self, run_id: str) -> dict[str, Any]:
-        """The questions run ``run_id`` waits to have answered, by key (see :meth:`DbosRunner.pending`)."""
-        run_id = existing_run_id(run_id)
-        found = self._client.get_event(run_id, _PENDING, timeout_seconds=0)
-        return {**(dict(found) if isinstance(found, dict) else {}), **self._answers.open_now(run_id)}
-
-    def answer(self, run_id: str, key: str, value: Any) -> None:
-        """Answer question ``key`` of run ``run_id`` (see :meth:`DbosRunner.answer`). A run that does not exist, or
-        has ended, is refused saying so (:class:`UnknownRunError`, :class:`LookupError`): nothing is sent."""
-        status = self.status(run_id)
-        if status is None:
-            raise UnknownRunError(run_id, f"dbos ({_redacted(self.db)})")
-        if status == "CANCELLED":
-            raise RunCancelledError(f"Run {run_id} is cancelled: the answer {key!r} is refused.", run_id=run_id)
-        ended = _STATES.get(status) if _STATES.get(status) in ("finished", "failed") else None
-        pending = self.pending(run_id)
-        if not _answer(self._answers, run_id, key, pending, value, ended=ended):  # the run's own question: a message
-            self._client.send(run_id, value, topic=topic(key), idempotency_key=f"{run_id}.{key}")
-
-    def resolve(self, run_id: str, step: int, *, done: bool, result: Any = None) -> None:
-        """Settle step ``step`` of run ``run_id``, in doubt, that the run asks about (``on_doubt="ask"``): it happened
-        (``done``, with ``result``), or send it again. See :meth:`answer` for the errors."""
-        self.answer(run_id, doubt_key(step), doubt_resolution(done, result))
-
-    def close(self) -> None:
-        """Close the client's connections."""
-        self._client.destroy()
-        self._engine.dispose()
-
-
-#: DBOS's statuses in the words of :class:`RunInfo`.
-_STATES: Final[dict[str, RunState]] = {
-    "ENQUEUED": "queued",
-    "DELAYED": "queued",
-    "PENDING": "running",
-    "SUCCESS": "finished",
-    "ERROR": "failed",
-    "MAX_RECOVERY_ATTEMPTS_EXCEEDED": "failed",
-    "CANCELLED": "cancelled",
-}
-
-
-def _settle(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
-
-
-def _status_table(url: str) -> sa.Table:
-    """DBOS's table of runs (its ``dbos`` schema on Postgres), as much of it as the cancel check reads."""
-    schema = None if url.startswith("sqlite") else "dbos"
-    return sa.Table(
-        "workflow_status",
-        sa.MetaData(schema=schema),
-        sa.Column("workflow_uuid", sa.Text, primary_key=True),
-        sa.Column("status", sa.Text),
-    )
-
-
-def _run_info(status: Any, *, with_outcome: bool, interrupted: Collection[str] = ()) -> RunInfo:
-    engine_status = str(status.status)
-    inputs = status.input
-    args = inputs.get("args") if isinstance(inputs, dict) else getattr(inputs, "args", None)
-    target = str(args[0]) if args else None
-    return RunInfo(
-        run_id=status.workflow_id,
-        state="interrupted"
-        if engine_status == "PENDING" and status.workflow_id in interrupted
-        else _STATES.get(engine_status, "running"),
-        engine_status=engine_status,
-        target=target,
-        created_at=_time(status.created_at),
-        updated_at=_time(status.updated_at),
-        outcome=status.output if with_outcome and engine_status == "SUCCESS" else None,
-    )
-
-
-def _time(epoch_ms: int | None) -> datetime | None:
-    return None if epoch_ms is None else datetime.fromtimestamp(epoch_ms / 1000, UTC)
-
-
-def _checked_step_log(step_log: Literal["kavalai", "dbos"]) -> Literal["kavalai", "dbos"]:
-    if step_log not in ("kavalai", "dbos"):
-        raise ValueError(f"step_log must be 'kavalai' or 'dbos', got {step_log!r}")
-    return step_log
-
-
-def _answer(
-    answers: SqlAnswerLog, run_id: str, key: str, pending: dict[str, Any], value: Any, *, ended: str | None = None
-) -> bool:
-    """Take ``value`` as the answer to ``key`` if it is the first (blocking): exactly one of racing answers wins,
-    whatever the process; a loser, or an answer to a question answered before, raises
-    :class:`~kavalai.errors.AlreadyAnsweredError` naming the winner. Returns whether the question was one asked
-    during a step (then the recorded answer is all it needs; a question of the run itself also needs its message).
-    ``ended``: the run's state when it has finished or failed, named when a new answer is refused."""
-    if key not in pending:
-        found, winner = answers.lookup_now(run_id, key)
-        if found:
-            raise lost_answer(run_id, key, winner)
-        if ended is not None:  # the run has finished or failed: it waits for nothing any more
-            raise LookupError(f"Run {run_id} has {ended}: it waits for no answer; {key!r} is refused.")
-        raise not_pending(run_id, key, pending)
-    in_step = key in answers.open_now(run_id)
-    won, winner = answers.claim_now(run_id, key, pending[key], checked_answer(pending[key], value))
-    if not won:
-        raise lost_answer(run_id, key, winner)
-    return in_step
-
-
-@DBOS.workflow(name=_WORKFLOW)
+@DBOS.workflow(name=WORKFLOW)
 async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", definition: Definition | None = None) -> Any:
     """The DBOS workflow of every kavalai run: the target's run inside a :class:`DurableRun`, its steps recorded
     where the run began recording them (``step_log`` is part of the run's input, so a resumed run keeps it; runs
@@ -637,8 +413,7 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
     assert run_id is not None
     refused = changed(run_id, definition, definition_of(found))
     if refused is not None:
-        runner._park(refused)
-        raise DBOSWorkflowCancelledError(str(refused))  # left as it stands (see below)
+        runner._parked.park(refused)  # left as it stands (see below)
     log = runner._steps if step_log == "kavalai" else None
     steps = (
         None
@@ -647,6 +422,9 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
             log, run_id, outage=runner.journal_outage, on_doubt=runner.on_doubt, answers=runner._answers
         )
     )
+    refused = None if steps is None else steps.by_position()
+    if refused is not None:  # recorded by an earlier release: refused as a changed definition, never replayed
+        runner._parked.park(refused)
     run = DurableRun(
         run_id,
         DbosJournal(steps, run_id, runner._watch),
@@ -655,177 +433,14 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
         engine="dbos",
         answers=runner._answers,
     )
-    with bind_run(run):
+    with bind_run(run), runner._parked.executing(run_id):
         outcome = await found.run_journaled(payload)
     stopped = run.stopped
     if isinstance(stopped, RunInterruptedError):
-        runner._park(stopped)
-    if stopped is not None:
-        # DBOS's own way to leave a run as it stands: the execution stops here without an outcome. A cancelled run
-        # stays CANCELLED; an interrupted one PENDING, so it is resumed (here on its next run, elsewhere once this
-        # process is gone), and what the target returned after the stop is not its outcome.
+        # Left as it stands, PENDING, without an outcome: resumed here on its next run, elsewhere once this process
+        # is gone; what the target returned after the stop is not its outcome. Kept by this runner, not handed to
+        # DBOS's poller of a stopped execution, which would outlive aclose() if the database is gone for good.
+        runner._parked.park(stopped)
+    if stopped is not None:  # cancelled: DBOS's own way to end the execution, and the run stays CANCELLED
         raise DBOSWorkflowCancelledError(str(stopped))
     return outcome
-
-
-class _Liveness:
-    """This process's heartbeat row, and the take-over of runs whose process is gone."""
-
-    def __init__(self, runner: DbosRunner, engine: sa.Engine) -> None:
-        self.runner = runner
-        self.engine = engine
-        self.table = EXECUTORS
-        self.claims = TAKEOVERS
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def register(self) -> None:
-        ensure_schema(self.engine)
-        with self.engine.begin() as connection:
-            connection.execute(self.table.delete().where(self.table.c.executor_id == self.runner.executor_id))
-            connection.execute(
-                self.table.insert().values(
-                    executor_id=self.runner.executor_id, host=_HOST, pid=os.getpid(), beat=time.time()
-                )
-            )
-
-    def unregister(self) -> None:
-        try:
-            with self.engine.begin() as connection:
-                connection.execute(self.table.delete().where(self.table.c.executor_id == self.runner.executor_id))
-        except sa.exc.SQLAlchemyError:  # the database went away first: the heartbeat goes stale instead
-            logger.warning("Could not remove the heartbeat of %s", self.runner.executor_id, exc_info=True)
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="kavalai-heartbeat", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.runner.heartbeat):
-            try:
-                with self.engine.begin() as connection:
-                    connection.execute(
-                        self.table.update()
-                        .where(self.table.c.executor_id == self.runner.executor_id)
-                        .values(beat=time.time())
-                    )
-                self.sweep()
-                self.mark_interrupted()
-            except Exception:  # a database hiccup: the next beat tries again
-                logger.warning("kavalai heartbeat failed", exc_info=True)
-
-    def mark_interrupted(self) -> None:
-        """Write the marks of the runs interrupted here (their journal was away: written now it is back)."""
-        steps = self.runner._steps
-        for run_id, why in list(self.runner._unmarked.items()):
-            if steps is not None and self.runner._unmarked.pop(run_id, None) is not None:
-                steps.mark_interrupted(run_id, why)
-
-    def sweep(self) -> None:
-        """Put the pending runs of executors that are gone back on their queue."""
-        pending = DBOS.list_workflows(
-            status="PENDING", queue_name=self.runner.queue_name, load_input=False, load_output=False
-        )
-        others = {w.executor_id for w in pending if w.executor_id and w.executor_id != self.runner.executor_id}
-        if not others:
-            return
-        with self.engine.connect() as connection:
-            rows = {row.executor_id: row for row in connection.execute(sa.select(self.table))}
-        now = time.time()
-        gone = {executor for executor in others if self._gone(rows.get(executor), now)}
-        if not gone:
-            return
-        logger.info("Taking over the pending runs of %s", ", ".join(sorted(gone)))
-        mine = [w.workflow_id for w in pending if w.executor_id in gone and self.claim(w.workflow_id, w.executor_id)]
-        if mine:
-            DBOS.resume_workflows(mine, queue_name=self.runner.queue_name)
-
-    def claim(self, run_id: str, executor_id: str) -> bool:
-        """Whether this process is the one to hand ``run_id``, left by ``executor_id``, back to the queue: the
-        first to insert the claim row is. Two live workers that both see the executor gone would otherwise both
-        re-enqueue the run, and the second could do it while the first's worker already runs it."""
-        try:
-            with self.engine.begin() as connection:
-                connection.execute(
-                    self.claims.insert().values(
-                        run_id=run_id, from_executor=executor_id, taken_by=self.runner.executor_id, at=time.time()
-                    )
-                )
-        except sa.exc.IntegrityError:
-            return False
-        return True
-
-    def _gone(self, row: Any, now: float) -> bool:
-        if row is None:
-            return True  # every runner writes its row before it starts runs, and removes it when it stops
-        if row.host == _HOST and not _pid_alive(int(row.pid)):
-            return True
-        return bool(now - float(row.beat) > self.runner.stale_after)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _sqlalchemy_url(url: str) -> str:
-    if url.startswith(("postgresql://", "postgres://")):
-        return "postgresql+psycopg://" + url.split("://", 1)[1]
-    if not url.startswith(("sqlite:", "postgresql+")):
-        raise ValueError(f"The journal database must be sqlite:///PATH or postgresql://..., not {_redacted(url)!r}")
-    return url
-
-
-def _make_engine(url: str, busy_timeout: float = 30.0) -> sa.Engine:
-    if not url.startswith("sqlite"):
-        return sa.create_engine(url, pool_pre_ping=True)
-    engine = sa.create_engine(url)
-
-    @sa.event.listens_for(engine, "connect")
-    def configure(connection: Any, record: Any) -> None:
-        # As DBOS configures SQLite (IMMEDIATE transactions, a long busy timeout), plus write-ahead logging with
-        # synchronous=NORMAL: a committed step survives the process being killed at any point (a power cut may lose
-        # the last ones), at a tenth of the cost of a full sync per step.
-        connection.isolation_level = "IMMEDIATE"
-        connection.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
-        connection.execute("PRAGMA foreign_keys=ON")
-        _wal(connection)
-        connection.execute("PRAGMA synchronous=NORMAL")
-
-    return engine
-
-
-def _wal(connection: Any) -> None:
-    """Switch a SQLite connection to write-ahead logging. Workers opening a new journal at once race for that
-    switch, and SQLite answers "database is locked" at once, without its busy timeout: so it is tried again, for at
-    most about 10 s."""
-    import sqlite3
-    import time
-
-    for attempt in range(100):
-        try:
-            connection.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or attempt == 99:
-                raise
-            time.sleep(0.1)
-
-
-def _redacted(url: str) -> str:
-    scheme, sep, rest = url.partition("://")
-    if "@" not in rest:
-        return url
-    credentials, _, host = rest.rpartition("@")
-    user = credentials.split(":", 1)[0]
-    return f"{scheme}{sep}{user}:***@{host}"

@@ -750,7 +750,7 @@ async def _run_step(task: dict[str, Any]) -> Any:
     try:
         result = await _redo(target, str(task["target"]), request, run, int(task["position"]))
     finally:
-        beats.cancel()
+        await _ended(beats)  # on every path: nothing of the step outlives its activity
     return result if store is None else await store.keep(result, runner.inline_limit)
 
 
@@ -765,6 +765,15 @@ async def _heartbeats(every: float = _HEARTBEAT_EVERY.total_seconds()) -> None:
     while True:
         await asyncio.sleep(every)
         activity.heartbeat()
+
+
+async def _ended(beats: asyncio.Future[None]) -> None:
+    """Stop the step's heartbeats and wait until they have stopped (a cancel of the activity meanwhile still
+    propagates)."""
+    beats.cancel()
+    await asyncio.wait([beats])
+    if not beats.cancelled() and beats.exception() is not None:  # a heartbeat that failed: the step's end says more
+        logger.debug("The heartbeats of a step ended with %r", beats.exception())
 
 
 async def _redo(target: DurableTarget, name: str, request: dict[str, Any], run: DurableRun, position: int) -> Any:
