@@ -13,7 +13,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import pytest
 import typing_extensions
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, ValidationError
 
@@ -492,6 +492,7 @@ _DOC_PIECES = st.sampled_from(
 
 @settings(max_examples=300, deadline=None)
 @given(pieces=st.lists(_DOC_PIECES, max_size=14))
+@example(pieces=["\n", "    ", ":param x:", "Summary", "\n", "Summary"])  # a field only once cleaned again
 def test_docstrings_read_without_the_parser_read_as_the_parser_reads_them(pieces: list[str]) -> None:
     import docstring_parser
 

@@ -331,8 +331,10 @@ def parse_doc(text: str) -> tuple[str, dict[str, str]]:
     A docstring with no line that could begin a section is read here, as ``docstring_parser`` would read it (its
     first parser, reST, wins a tie of none found): a tenth of the cost of trying all four styles.
     """
-    if not _SECTION_LIKE.search(text):
-        summary, _, body = inspect.cleandoc(text).partition("\n")  # as each parser cleans it again
+    cleaned = inspect.cleandoc(text)  # as each parser cleans it again: judged as they will read it (a text whose
+    # first line was blank is not cleaned twice alike: "\n    :param x: y\nz" begins a section only once cleaned)
+    if not _SECTION_LIKE.search(cleaned):
+        summary, _, body = cleaned.partition("\n")
         return "\n\n".join(part for part in (summary, body.strip()) if part), {}
     import docstring_parser  # imported on first need: it is not needed to import kavalai
 
