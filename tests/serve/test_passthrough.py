@@ -135,7 +135,8 @@ async def test_fastmcp_client_reads_the_passed_through_blocks_over_stdio_and_htt
     from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
     command = serve_command(config, "--names", "own")
-    async with fastmcp.Client(StdioTransport(command[0], command[1:], cwd=str(config.parent))) as client:
+    stdio = StdioTransport(command[0], command[1:], cwd=str(config.parent), keep_alive=False)  # ends with the client
+    async with fastmcp.Client(stdio) as client:
         await _check_with_fastmcp(client)
     async with (
         http_server(config, "--names", "own", "--bearer-token-env", TOKEN_VAR) as (url, _),

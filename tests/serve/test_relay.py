@@ -524,7 +524,7 @@ async def test_fastmcp_client_is_asked_and_told_through_the_process_over_stdio_a
     from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
     command = serve_command(config, "--names", "own")
-    stdio = StdioTransport(command[0], command[1:], cwd=str(config.parent))
+    stdio = StdioTransport(command[0], command[1:], cwd=str(config.parent), keep_alive=False)  # ends with the client
     await _check_with_fastmcp(fastmcp, stdio)
     async with http_server(config, "--names", "own", "--bearer-token-env", TOKEN_VAR) as (url, _):
         await _check_with_fastmcp(fastmcp, StreamableHttpTransport(url, auth=TOKEN))
