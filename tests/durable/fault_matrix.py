@@ -397,12 +397,13 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
     },
     "a tool that may not repeat found sent (in doubt / replay / idempotent)": {
         "sqlite": "test_doubt.py::test_a_step_sent_without_a_result_is_in_doubt_unless_its_tool_says_replay",
-        "postgres": None,
+        "postgres": "test_doubt.py::"
+        "test_on_postgres_a_step_sent_without_a_result_is_in_doubt_unless_its_tool_says_replay",
         "temporal": "test_doubt_temporal.py::test_a_temporal_step_in_doubt_fails_or_is_replayed_as_its_server_says",
     },
     "a step in doubt of a tool that says ask, resolved done / retry (kavalai runs resolve)": {
         "sqlite": "test_doubt.py::test_a_step_in_doubt_of_a_tool_that_says_ask_waits_for_the_operator",
-        "postgres": None,
+        "postgres": "test_doubt.py::test_on_postgres_a_step_in_doubt_of_a_tool_that_says_ask_waits_for_the_operator",
         "temporal": "test_doubt_temporal.py::"
         "test_a_temporal_step_in_doubt_of_a_server_that_says_ask_waits_for_kavalai_runs_resolve",
     },

@@ -2,14 +2,20 @@
 not recorded (the journal went away right after the shop made the charge). A resume does not send it again: the step
 is in doubt, the workflow receives ``OutcomeUnknownError``, ``kavalai runs show`` lists it; with the tool's
 ``on_doubt="replay"`` it is sent again; with ``on_doubt="ask"`` (on the tool's own definition) the run asks and waits
-until ``kavalai runs resolve RUN STEP --done | --retry`` settles it. Counted at a local shop service."""
+until ``kavalai runs resolve RUN STEP --done | --retry`` settles it. Counted at a local shop service.
+
+Each case runs on SQLite (the journal held locked by another process) in the default suite and on Postgres (the server
+stopped with ``-m immediate`` while the charge is in flight, started again before the resume) under ``-m faults``."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,48 +53,109 @@ def unkeyed_engine(runner: DbosRunner, shop: str, *, idempotent: bool = False, o
     return WorkflowEngine(workflow.build(), kernel, durable=runner)
 
 
+@dataclass
+class Journal:
+    """A DBOS journal that goes away while charge ``B`` is in flight (:meth:`at_first`) until :meth:`release`, and
+    the runner's settings that make the run interrupted (not failed) meanwhile."""
+
+    url: str
+    at_first: Callable[[str], Callable[[str], None]]
+    release: Callable[[], None]
+    settings: dict[str, Any]
+
+
+@contextlib.contextmanager
+def journal(kind: str, tmp_path: Path) -> Iterator[Journal]:
+    """SQLite held locked past its busy timeout, or Postgres stopped with ``-m immediate`` and started again."""
+    if kind == "sqlite":
+        path = tmp_path / "journal.sqlite"
+        locker = Locker(path)
+        try:
+            yield Journal(f"sqlite:///{path}", locker.at_first, locker.release, {"busy_timeout": 0.05})
+        finally:
+            locker.release()
+        return
+    from tests.durable.fault_matrix import new_database
+    from tests.servers.postgres_server import postgres_server
+
+    with postgres_server() as server:
+        stopped: list[str] = []
+
+        def at_first(order: str) -> Callable[[str], None]:
+            def stop(charged: str) -> None:
+                if charged == order and not stopped:
+                    stopped.append(charged)
+                    server.stop(immediate=True)
+
+            return stop
+
+        def release() -> None:
+            if server.process is None or server.process.poll() is not None:
+                server.start()
+
+        try:
+            yield Journal(new_database(server.url, "doubt"), at_first, release, {})
+        finally:
+            release()  # back up, for the runner's aclose()
+
+
+async def in_doubt_unless_replayed(kind: str, tmp_path: Path, policy: str) -> None:
+    """Charge B's effect made, its record lost with the journal: the run interrupted; the journal back, a resume
+    follows the tool's policy (``fail``: in doubt; ``replay`` or an idempotent tool: sent again)."""
+    on_doubt: Any = {} if policy == "fail" else {"python://charge": "replay"}
+    with journal(kind, tmp_path) as store:
+        runner = DbosRunner(store.url, journal_outage=0.3, on_doubt=on_doubt, **store.settings)
+        try:
+            with serve(create_app(on_charge=store.at_first("B"))) as shop:
+                idempotent = policy == "idempotent"
+                with pytest.raises(RunInterruptedError):
+                    await unkeyed_engine(runner, shop, idempotent=idempotent).run({}, run_id="doubt-1")
+                await asyncio.to_thread(store.release)
+                sent = await asyncio.to_thread(described, store.url, "doubt-1")
+                # An idempotent tool is not marked: it is safe to send again.
+                assert sent == (
+                    [] if idempotent else [{"position": 2, "name": "b#1/tool python://charge#1", "state": "sent"}]
+                )
+                result = await unkeyed_engine(runner, shop, idempotent=idempotent).run({}, run_id="doubt-1")
+                requests, effects = orders(fetch(f"{shop}/requests")), orders(fetch(f"{shop}/effects"))
+            if policy != "fail":
+                assert result.ok, result.error
+                assert requests == effects == ["A", "B", "B", "C"]  # the user accepted the repeat (or the tool did)
+                return
+            assert not result.ok
+            # The workflow receives OutcomeUnknownError at node b (as it would any tool error: NodeError names it).
+            assert str(result.error).startswith(
+                "Node 'b': Outcome unknown: check before retrying. Step 2 of run doubt-1"
+            )
+            assert requests == effects == ["A", "B"]  # B happened once; nothing after it ran
+            shown = await asyncio.to_thread(described, store.url, "doubt-1")
+            assert shown == [{"position": 2, "name": "b#1/tool python://charge#1", "state": "in_doubt"}]
+        finally:
+            await runner.aclose()
+
+
+def described(url: str, run_id: str) -> list[dict[str, Any]]:
+    """The steps in doubt of ``run_id``, as ``kavalai runs show`` reads them."""
+    client = DbosClient(url)
+    try:
+        return client.describe(run_id).in_doubt
+    finally:
+        client.close()
+
+
 @pytest.mark.parametrize("policy", ["fail", "replay", "idempotent"])
 async def test_a_step_sent_without_a_result_is_in_doubt_unless_its_tool_says_replay(
     tmp_path: Path, policy: str
 ) -> None:
-    path = tmp_path / "journal.sqlite"
-    locker = Locker(path)
-    on_doubt: Any = {} if policy == "fail" else {"python://charge": "replay"}
-    runner = DbosRunner(f"sqlite:///{path}", busy_timeout=0.05, journal_outage=0.3, on_doubt=on_doubt)
-    try:
-        with serve(create_app(on_charge=locker.at_first("B"))) as shop:
-            idempotent = policy == "idempotent"
-            with pytest.raises(RunInterruptedError):
-                await unkeyed_engine(runner, shop, idempotent=idempotent).run({}, run_id="doubt-1")
-            locker.release()
-            client = DbosClient(f"sqlite:///{path}")
-            try:
-                sent = client.describe("doubt-1").in_doubt
-            finally:
-                client.close()
-            # An idempotent tool is not marked: it is safe to send again.
-            assert sent == (
-                [] if idempotent else [{"position": 2, "name": "b#1/tool python://charge#1", "state": "sent"}]
-            )
-            result = await unkeyed_engine(runner, shop, idempotent=idempotent).run({}, run_id="doubt-1")
-            requests, effects = orders(fetch(f"{shop}/requests")), orders(fetch(f"{shop}/effects"))
-        if policy != "fail":
-            assert result.ok, result.error
-            assert requests == effects == ["A", "B", "B", "C"]  # the user accepted the repeat (or the tool did)
-            return
-        assert not result.ok
-        # The workflow receives OutcomeUnknownError at node b (as it would any tool error: NodeError names the node).
-        assert str(result.error).startswith("Node 'b': Outcome unknown: check before retrying. Step 2 of run doubt-1")
-        assert requests == effects == ["A", "B"]  # B happened once; nothing after it ran
-        client = DbosClient(f"sqlite:///{path}")
-        try:
-            shown = client.describe("doubt-1")
-        finally:
-            client.close()
-        assert shown.in_doubt == [{"position": 2, "name": "b#1/tool python://charge#1", "state": "in_doubt"}]
-    finally:
-        locker.release()
-        await runner.aclose()
+    await in_doubt_unless_replayed("sqlite", tmp_path, policy)
+
+
+@pytest.mark.faults
+@pytest.mark.parametrize("policy", ["fail", "replay", "idempotent"])
+async def test_on_postgres_a_step_sent_without_a_result_is_in_doubt_unless_its_tool_says_replay(
+    tmp_path: Path, policy: str
+) -> None:
+    await in_doubt_unless_replayed("postgres", tmp_path, policy)
 
 
 def resolve(url: str, run_id: str, step: int, *how: str) -> subprocess.CompletedProcess[str]:
@@ -98,42 +165,55 @@ def resolve(url: str, run_id: str, step: int, *how: str) -> subprocess.Completed
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
+async def asked_and_resolved(kind: str, tmp_path: Path, how: str) -> None:
+    """Charge B in doubt, its tool says ``ask``: the resumed run asks and waits, sending nothing, until ``kavalai runs
+    resolve`` (another process) says it was ``done`` or should be ``retry``-ed; a second answer is refused."""
+    with journal(kind, tmp_path) as store:
+        runner = DbosRunner(store.url, journal_outage=0.3, **store.settings)  # the policy is the tool's own
+        try:
+            with serve(create_app(on_charge=store.at_first("B"))) as shop:
+                with pytest.raises(RunInterruptedError):
+                    await unkeyed_engine(runner, shop, on_doubt="ask").run({}, run_id="ask-1")
+                await asyncio.to_thread(store.release)
+                done = asyncio.ensure_future(unkeyed_engine(runner, shop, on_doubt="ask").run({}, run_id="ask-1"))
+                for _ in range(2400):  # bounded: until the run asks
+                    if "doubt-2" in await runner.pending("ask-1") or done.done():
+                        break
+                    await asyncio.sleep(0.05)
+                question = (await runner.pending("ask-1"))["doubt-2"]
+                assert (question["kind"], question["step"], question["uri"]) == ("doubt", 2, "python://charge")
+                assert orders(fetch(f"{shop}/requests")) == ["A", "B"]  # nothing sent while it asks
+                done_with = ["--done", "--result", '{"charge": 2, "order": "B", "amount": 1}']
+                settled = await asyncio.to_thread(
+                    resolve, store.url, "ask-1", 2, *(done_with if how == "done" else ["--retry"])
+                )
+                assert settled.returncode == 0, settled.stderr
+                assert settled.stderr.strip() == f"kavalai runs: resolved step 2 of ask-1 ({how})"
+                result = await asyncio.wait_for(done, 120)  # bounded: liveness only
+                assert result.ok, result.error
+                requests, effects = orders(fetch(f"{shop}/requests")), orders(fetch(f"{shop}/effects"))
+                again = await asyncio.to_thread(resolve, store.url, "ask-1", 2, "--retry")
+            if how == "done":
+                assert result.output == {"n": [1, 2, 3]}
+                assert requests == effects == ["A", "B", "C"]  # B once: the operator said it happened
+            else:
+                assert result.output == {"n": [1, 3, 4]}
+                assert requests == effects == ["A", "B", "B", "C"]  # the operator said it did not: sent again
+            assert again.returncode == 1  # answered already: one line, naming the answer that won
+            assert again.stderr.startswith("kavalai runs: Run ask-1: 'doubt-2' was answered already, with ")
+            assert "Traceback" not in again.stderr
+        finally:
+            await runner.aclose()
+
+
 @pytest.mark.parametrize("how", ["done", "retry"])
 async def test_a_step_in_doubt_of_a_tool_that_says_ask_waits_for_the_operator(tmp_path: Path, how: str) -> None:
-    path = tmp_path / "journal.sqlite"
-    url = f"sqlite:///{path}"
-    locker = Locker(path)
-    runner = DbosRunner(url, busy_timeout=0.05, journal_outage=0.3)  # the policy is the tool's own
-    try:
-        with serve(create_app(on_charge=locker.at_first("B"))) as shop:
-            with pytest.raises(RunInterruptedError):
-                await unkeyed_engine(runner, shop, on_doubt="ask").run({}, run_id="ask-1")
-            locker.release()
-            done = asyncio.ensure_future(unkeyed_engine(runner, shop, on_doubt="ask").run({}, run_id="ask-1"))
-            for _ in range(1200):  # bounded: until the run asks
-                if "doubt-2" in await runner.pending("ask-1") or done.done():
-                    break
-                await asyncio.sleep(0.05)
-            question = (await runner.pending("ask-1"))["doubt-2"]
-            assert (question["kind"], question["step"], question["uri"]) == ("doubt", 2, "python://charge")
-            assert orders(fetch(f"{shop}/requests")) == ["A", "B"]  # nothing sent while it asks
-            extra = ["--done", "--result", '{"charge": 2, "order": "B", "amount": 1}'] if how == "done" else ["--retry"]
-            settled = await asyncio.to_thread(resolve, url, "ask-1", 2, *extra)
-            assert settled.returncode == 0, settled.stderr
-            assert settled.stderr.strip() == f"kavalai runs: resolved step 2 of ask-1 ({how})"
-            result = await asyncio.wait_for(done, 120)  # bounded: liveness only
-            assert result.ok, result.error
-            requests, effects = orders(fetch(f"{shop}/requests")), orders(fetch(f"{shop}/effects"))
-            again = await asyncio.to_thread(resolve, url, "ask-1", 2, "--retry")
-        if how == "done":
-            assert result.output == {"n": [1, 2, 3]}
-            assert requests == effects == ["A", "B", "C"]  # B once: the operator said it happened
-        else:
-            assert result.output == {"n": [1, 3, 4]}
-            assert requests == effects == ["A", "B", "B", "C"]  # the operator said it did not: sent again
-        assert again.returncode == 1  # answered already: one line, naming the answer that won
-        assert again.stderr.startswith("kavalai runs: Run ask-1: 'doubt-2' was answered already, with ")
-        assert "Traceback" not in again.stderr
-    finally:
-        locker.release()
-        await runner.aclose()
+    await asked_and_resolved("sqlite", tmp_path, how)
+
+
+@pytest.mark.faults
+@pytest.mark.parametrize("how", ["done", "retry"])
+async def test_on_postgres_a_step_in_doubt_of_a_tool_that_says_ask_waits_for_the_operator(
+    tmp_path: Path, how: str
+) -> None:
+    await asked_and_resolved("postgres", tmp_path, how)
