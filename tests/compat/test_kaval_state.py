@@ -5,6 +5,11 @@ workflow of ours keeps ``RunResult``'s own API. Running unchanged means answerin
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
 
 from kavalai.testing import ScriptedLLM
 from kavalai.workflow import RunResult, RunStatus, WorkflowBuilder, WorkflowEngine
@@ -66,6 +71,32 @@ async def test_a_failed_kaval_run_is_failed_with_its_error_as_text() -> None:
     assert state.error
     assert state.current_node == "call"
     assert state.output_data is None
+
+
+LOADERS: dict[str, Callable[[Path, ScriptedLLM], WorkflowEngine]] = {
+    "text": lambda folder, llm: WorkflowEngine.from_yaml(DOCUMENT, llm=llm),
+    "file": lambda folder, llm: WorkflowEngine.from_yaml(_written(folder), llm=llm),
+    "path": lambda folder, llm: WorkflowEngine.from_yaml_path(_written(folder), llm=llm),
+    "dict": lambda folder, llm: WorkflowEngine.from_dict(yaml.safe_load(DOCUMENT), llm=llm),
+}
+
+
+def _written(folder: Path) -> Path:
+    path = folder / "greeter.yaml"
+    path.write_text(DOCUMENT, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("way", sorted(LOADERS))
+async def test_every_way_of_loading_a_kaval_document_answers_in_kaval_ais_terms(tmp_path: Path, way: str) -> None:
+    engine = LOADERS[way](tmp_path, ScriptedLLM([{"agent_response": "Hello!"}]))
+    state = await engine.run({"user_message": "hi"})
+    assert isinstance(state, WorkflowState), way
+    assert (state.status, state.trace, state.output_data) == (
+        "completed",
+        ["s", "call", "e"],
+        {"agent_response": "Hello!"},
+    )
 
 
 async def test_our_workflows_keep_run_results() -> None:

@@ -101,3 +101,36 @@ def test_no_core_workflow_module_imports_kaval_ais_public_paths() -> None:
         f"{module} imports {target}" for module in core if module != WING for target in graph[module] & KAVAL_PATHS
     )
     assert offenders == []
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = {start}, [start]
+    while todo:
+        for nxt in graph.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def test_the_loader_never_reaches_the_engine() -> None:
+    """The loader (and our dialect, which it asks) import nothing that imports the engine, even inside functions."""
+    graph = _graph()
+    for loader in ("kavalai.workflow._load", "kavalai.workflow._document"):
+        reached = _reachable(graph, loader)
+        assert "kavalai.workflow._engine" not in reached, loader
+        assert not {module for module in reached if module == WING or module.startswith(f"{WING}.")}, loader
+
+
+def test_no_module_outside_the_wing_imports_kaval_ais_builder_or_models_path() -> None:
+    """``kavalai.workflow.builder`` and ``kavalai.workflow.models`` are Kaval.AI's paths for Kaval.AI's code: no
+    module of kavalai (the CLI, the durable runners, the server...) imports them."""
+    paths = KAVAL_PATHS - {FACE}
+    offenders = sorted(
+        f"{module} imports {name}"
+        for module, path in _modules(SRC).items()
+        if module not in KAVAL_PATHS and not module.startswith(f"{WING}.")
+        for name in _imports(path)
+        if any(name == target or name.startswith(f"{target}.") for target in paths)
+    )
+    assert offenders == []
