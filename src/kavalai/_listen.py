@@ -10,13 +10,22 @@ made anywhere else, and checks the accepted connections of every kind of server 
 
 A server given a host and port instead of a socket (aiohttp's ``TCPSite``, asyncio's ``create_server``) makes its
 own socket from ``getaddrinfo``, which answers ``IPPROTO_TCP``: asyncio sets ``TCP_NODELAY`` there by itself.
+
+How long an accepted connection may stay idle is :data:`KEEP_ALIVE`: longer than clients keep theirs.
 """
 
 from __future__ import annotations
 
 import socket
 
-__all__ = ["family_of", "listening_socket"]
+__all__ = ["KEEP_ALIVE", "family_of", "listening_socket"]
+
+#: Seconds the gateway's HTTP server (``kavalai serve``) keeps an idle keep-alive connection open (uvicorn's own
+#: default is 5 s). Longer than the idle time of the clients that reuse connections (node's ``fetch``/undici 4 s,
+#: httpx 5 s, aiohttp 15 s, Go's ``net/http`` 90 s) and of load balancers' idle timeouts (AWS ALB 60 s), so that
+#: the client always closes an idle connection first: were the server to close it first, a request the client
+#: sends on it in that same instant is met by a reset (node's ``ECONNRESET``), and a ``POST`` is not retried.
+KEEP_ALIVE = 120
 
 
 def family_of(host: str) -> socket.AddressFamily:

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from kavalai._listen import KEEP_ALIVE
 from kavalai.cli._run import EXIT_FAILED, EXIT_OK, EXIT_USAGE  # one set of exit codes for every command
 from kavalai.cli._serve_filter import needed_servers_only
 from kavalai.cli._serve_workers import add_worker_arguments, run_workers, worker_options, workers_usage_error
@@ -94,6 +95,14 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="HTTP: every request stands alone (no session id), so replicas can sit behind any load balancer; "
         "server-to-client requests (sampling, elicitation) are refused",
     )
+    parser.add_argument(
+        "--keep-alive",
+        type=int,
+        default=KEEP_ALIVE,
+        metavar="SECONDS",
+        help=f"HTTP: keep an idle connection open SECONDS (default: {KEEP_ALIVE}, longer than clients' own idle time, "
+        "so that the client closes it first); raise it above a load balancer's idle timeout if that is longer",
+    )
     add_worker_arguments(parser)
     add_tracing_arguments(parser, short=True)
 
@@ -166,7 +175,7 @@ async def _serve(
     }
     try:
         if args.transport == "http":
-            options.update(stateless=args.stateless, **worker_options(args))
+            options.update(stateless=args.stateless, keep_alive=args.keep_alive, **worker_options(args))
             await serve_http(kernel, host=args.host, port=args.port, path=args.path, bearer_token=token, **options)
         else:
             await serve_stdio(kernel, **options)

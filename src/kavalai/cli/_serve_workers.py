@@ -110,7 +110,7 @@ def worker_options(args: argparse.Namespace) -> dict[str, Any]:
 def _worker_command(args: argparse.Namespace) -> list[str]:
     """This command line for a worker: the same options but ``--host``, ``--port`` and ``--workers``."""
     command = [sys.executable, "-m", "kavalai.cli._serve", args.config, "--transport", "http", "--stateless"]
-    command += ["--path", args.path, "--name", args.name]
+    command += ["--path", args.path, "--name", args.name, "--keep-alive", str(args.keep_alive)]
     if args.bearer_token_env is not None:
         command += ["--bearer-token-env", args.bearer_token_env]
     for pattern in args.allow or ():

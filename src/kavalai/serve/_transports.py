@@ -18,14 +18,14 @@ import uvicorn
 from mcp.server import Server
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from kavalai._listen import listening_socket
+from kavalai._listen import KEEP_ALIVE, listening_socket
 from kavalai.kernel import Kernel
 from kavalai.serve._quickack import QuickAckProtocol
 from kavalai.serve._server import build_mcp_server
 from kavalai.serve._stdio import stdio_streams
 from kavalai.serve._tools import Naming
 
-__all__ = ["BearerTokenMiddleware", "ReadyCallback", "http_app", "serve_http", "serve_stdio"]
+__all__ = ["BearerTokenMiddleware", "ReadyCallback", "http_app", "serve_http", "serve_stdio", "uvicorn_config"]
 
 #: Called once the server accepts requests, with a description (stdio) or the endpoint URL (HTTP).
 ReadyCallback = Callable[[str], None]
@@ -82,6 +82,7 @@ async def serve_http(
     names: Naming = "prefixed",
     stateless: bool = False,
     sock: socket.socket | None = None,
+    keep_alive: int = KEEP_ALIVE,
 ) -> None:
     """Serve ``kernel``'s tools as a streamable HTTP MCP endpoint at ``http://host:port/path`` until cancelled.
 
@@ -111,6 +112,8 @@ async def serve_http(
             input-required rounds); notifications still flow.
         sock: a listening socket to serve on instead of ``host`` and ``port`` (a worker of ``--workers``); the
             caller owns it and closes it.
+        keep_alive: seconds an idle keep-alive connection stays open (see :data:`KEEP_ALIVE`); raise it above the
+            idle timeout of a load balancer in front that keeps longer (Google Cloud's: 600 s).
 
     Raises:
         ServerConnectionError: a server of the kernel cannot be connected (not with ``lazy``).
@@ -119,15 +122,29 @@ async def serve_http(
     server = build_mcp_server(kernel, allow=allow, deny=deny, name=name, lazy=lazy, names=names, stateless=stateless)
     readiness = _Readiness()
     app = readiness.wrap(http_app(server, path=path, host=host, bearer_token=bearer_token, stateless=stateless))
-    config = uvicorn.Config(
-        app, http=QuickAckProtocol, log_level="warning", ws="none", lifespan="on", timeout_graceful_shutdown=1
-    )
+    config = uvicorn_config(app, keep_alive=keep_alive)
     with contextlib.nullcontext(sock) if sock is not None else _listening(host, port) as listening:
         async with _connected(kernel, lazy=lazy):
             readiness.ready = True
             if on_ready is not None:
                 on_ready(_endpoint(listening, path))
             await _run_until_cancelled(_Uvicorn(config), listening, readiness)
+
+
+def uvicorn_config(app: ASGIApp, *, keep_alive: int = KEEP_ALIVE) -> uvicorn.Config:
+    """How ``serve_http`` runs uvicorn: :data:`QuickAckProtocol`, ``keep_alive`` seconds of idle keep-alive, a
+    second for requests in flight once stopping, no websockets, warnings only."""
+    if keep_alive < 1:
+        raise ValueError(f"keep_alive must be 1 second or more, not {keep_alive}")
+    return uvicorn.Config(
+        app,
+        http=QuickAckProtocol,
+        log_level="warning",
+        ws="none",
+        lifespan="on",
+        timeout_graceful_shutdown=1,
+        timeout_keep_alive=keep_alive,
+    )
 
 
 def http_app(
