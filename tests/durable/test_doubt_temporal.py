@@ -3,7 +3,10 @@ before it answered; a new worker takes the run up, and C's activity, started and
 shop server was given a doubt policy (``on_doubt`` in the workflow file: it is not trusted with the idempotency key),
 so what happens next is the policy's: ``fail`` ends the run with ``OutcomeUnknownError`` at C, nothing sent again;
 ``replay`` lets Temporal send C again (with its key: the shop makes it once); ``ask`` waits for ``kavalai runs resolve
-RUN 3 --done`` (or ``--retry``). Counted at the shop."""
+RUN 3 --done`` (or ``--retry``). Counted at the shop.
+
+A killed worker's step is found by its missing heartbeats (``TemporalRunner(heartbeat_timeout=)``), not after the
+step's whole time limit: with a limit of an hour, the run still ends in doubt, the history saying why."""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from typing import Any
 import pytest
 
 from kavalai.durable import TemporalRunner
-from tests.durable.fault_matrix import ROOT, Case, Outcome, fetch, finish, start, workflow_text
+from tests.durable.fault_matrix import ROOT, TOOL_TIMEOUT, Case, Outcome, fetch, finish, start, workflow_text
 from tests.servers.effects_app import create_app
 from tests.servers.uvicorn_server import serve
 
@@ -90,18 +93,49 @@ def test_a_temporal_step_in_doubt_of_a_server_that_says_ask_waits_for_kavalai_ru
     in_doubt(temporal_address, tmp_path, policy)
 
 
-def in_doubt(temporal_address: str, tmp_path: Path, policy: str) -> None:
-    """One case: the worker killed during C, a new one takes the run up, the policy decides (the module's doc)."""
+def test_a_killed_workers_step_is_in_doubt_by_its_missing_heartbeats_not_its_time_limit(
+    temporal_address: str, tmp_path: Path
+) -> None:
+    """The tool's timeout and the step's limit are an hour (the test's own bound is 300 s): only the heartbeat
+    timeout can end C's activity, whose worker was SIGKILLed; the run ends in doubt at C, C sent once."""
+    in_doubt(temporal_address, tmp_path, "fail", limit=3600)
+    run_id = (tmp_path / "run_id").read_text()
+    assert asyncio.run(timeouts(temporal_address, run_id)) == ["TIMEOUT_TYPE_HEARTBEAT"]
+
+
+async def timeouts(address: str, run_id: str) -> list[str]:
+    """The timeout type of each activity of the run that timed out, from its history."""
+    from temporalio.api.enums.v1 import TimeoutType
+    from temporalio.client import Client
+
+    client = await Client.connect(address)
+    found = []
+    async for event in client.get_workflow_handle(run_id).fetch_history_events():
+        if event.HasField("activity_task_timed_out_event_attributes"):
+            failure = event.activity_task_timed_out_event_attributes.failure
+            found.append(TimeoutType.Name(failure.timeout_failure_info.timeout_type))
+    return found
+
+
+def in_doubt(temporal_address: str, tmp_path: Path, policy: str, *, limit: int | None = None) -> None:
+    """One case: the worker killed during C, a new one takes the run up, the policy decides (the module's doc).
+    ``limit``: the tool's timeout and the step's limit, in seconds, instead of the matrix's."""
     workflow = tmp_path / "five.yaml"
-    workflow.write_text(with_policy(policy.partition("-")[0]), encoding="utf-8")
+    text = with_policy(policy.partition("-")[0])
+    if limit is not None:
+        assert f"        timeout: {TOOL_TIMEOUT}\n" in text
+        text = text.replace(f"        timeout: {TOOL_TIMEOUT}\n", f"        timeout: {limit}\n")
+    workflow.write_text(text, encoding="utf-8")
     run_id = f"doubt-{policy}-{uuid.uuid4().hex[:8]}"
+    (tmp_path / "run_id").write_text(run_id)
     queue = f"q-{run_id}"
     outcome = Outcome(CASE)
+    extra = [] if limit is None else ["--step-timeout", str(limit)]
     with serve(create_app(kill_during="C", honour_keys=policy == "replay")) as shop:
-        first = start(CASE, temporal_address, workflow, run_id, "first", shop)
+        first = start(CASE, temporal_address, workflow, run_id, "first", shop, *extra)
         first.communicate(timeout=180)
         assert first.returncode == -signal.SIGKILL
-        resumer = start(CASE, temporal_address, workflow, run_id, "resumer", shop)
+        resumer = start(CASE, temporal_address, workflow, run_id, "resumer", shop, *extra)
         if policy.startswith("ask"):
             questions = asyncio.run(asked(temporal_address, queue, run_id))
             question = questions.get("doubt-3")

@@ -209,6 +209,8 @@ def test_durable_and_approval_limits_follow_the_one_rule() -> None:
             TemporalRunner(step_timeout=bad)  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="shutdown_timeout must be positive"):
             TemporalRunner(shutdown_timeout=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="heartbeat_timeout must be positive"):
+            TemporalRunner(heartbeat_timeout=bad)  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="busy_timeout must be positive"):
             DbosRunner(busy_timeout=bad)  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="timeout must be positive"):
@@ -217,6 +219,8 @@ def test_durable_and_approval_limits_follow_the_one_rule() -> None:
             OutsideElicitation(timeout=bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="poll must be positive"):
         OutsideElicitation(poll=0)
+    with pytest.raises(ValueError, match="heartbeat_timeout must be at least 2 seconds"):
+        TemporalRunner(heartbeat_timeout=1.5)  # a step heartbeats every half second: it would time out alive
 
 
 # A parameter named like a limit: a timeout, a deadline, seconds, a polling or heartbeat interval, a staleness or

@@ -100,8 +100,11 @@ class TemporalRunner(DurableRunner):
         namespace: the Temporal namespace.
         task_queue: the task queue of runs and steps; every worker serving the same targets uses the same one.
         client: a connected :class:`temporalio.client.Client` to use instead of connecting to ``address``.
-        step_timeout: seconds an attempt of a step may take when its tool names no timeout; after it, a worker
-            that died in the middle of the step is given up on and the step retried (when it may be).
+        step_timeout: seconds an attempt of a step may take when its tool names no timeout; after it, the step
+            is given up on and retried (when it may be).
+        heartbeat_timeout: seconds a step in flight may go without a heartbeat (it sends one every half second)
+            before Temporal takes its worker for dead: the step is then retried when it may be, or is in doubt
+            (``on_doubt``), without waiting for its ``step_timeout``. At least 2 seconds.
         max_attempts: attempts of a step that may be retried.
         worker: run a worker in this process while :meth:`run` waits (``False``: only workers elsewhere run).
         store: where values over ``inline_limit`` bytes of JSON are kept instead of the history; every worker and
@@ -132,6 +135,7 @@ class TemporalRunner(DurableRunner):
         task_queue: str = "kavalai",
         client: Client | None = None,
         step_timeout: float = 60.0,
+        heartbeat_timeout: float = 10.0,
         max_attempts: int = 5,
         worker: bool = True,
         store: ResultStore | None = None,
@@ -153,6 +157,12 @@ class TemporalRunner(DurableRunner):
         self.namespace = namespace
         self.task_queue = task_queue
         self.step_timeout = required_seconds(step_timeout, what="step_timeout")
+        self.heartbeat_timeout = required_seconds(heartbeat_timeout, what="heartbeat_timeout")
+        if self.heartbeat_timeout < 4 * _HEARTBEAT_EVERY.total_seconds():
+            raise ValueError(
+                f"heartbeat_timeout must be at least 2 seconds (a step heartbeats every half second), "
+                f"got {heartbeat_timeout!r}"
+            )
         self.max_attempts = max_attempts
         self.runs_worker = worker
         self._client = client
@@ -370,8 +380,8 @@ class TemporalRunner(DurableRunner):
             workflow_runner=UnsandboxedWorkflowRunner(),
             deployment_config=deployment,
             # A cancel reaches an activity only in the answer to one of its heartbeats, and the worker sends a
-            # step's heartbeats on at most every 30 s by default (none set a heartbeat timeout): a run cancelled
-            # just after its step's first heartbeat went out would learn of it up to 30 s later. Sent as they come.
+            # step's heartbeats on at most every 80% of the heartbeat timeout by default: a run cancelled just
+            # after its step's first heartbeat went out would learn of it up to 8 s later. Sent as they come.
             default_heartbeat_throttle_interval=_HEARTBEAT_EVERY,
             max_heartbeat_throttle_interval=_HEARTBEAT_EVERY,
         )
@@ -644,6 +654,9 @@ class _TemporalJournal:
                 _ACTIVITY,
                 task,
                 start_to_close_timeout=limit,
+                # a worker that died mid-step is noticed by its missing heartbeats, not after the whole limit: the
+                # step is then retried, or in doubt (its policy), promptly
+                heartbeat_timeout=timedelta(seconds=self.runner.heartbeat_timeout),
                 retry_policy=RetryPolicy(maximum_attempts=self.runner.max_attempts if retry else 1),
                 # the step's identity: on replay Temporal matches each activity to its history by this id, so a
                 # step that is not the one recorded there fails the workflow task (non-determinism), never takes
