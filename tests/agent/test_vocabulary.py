@@ -75,3 +75,9 @@ def test_phrases_add_the_words_tools_say_for_them() -> None:
     # A phrase's words inside a path or a file name are not the phrase.
     assert expand("cat kick/off.txt") == "cat kick/off.txt"
     assert expand("open a.txt") == "open a.txt"
+
+
+def test_a_short_form_the_tools_write_is_kept_beside_its_long_form() -> None:
+    assert expand("members of the org") == "members of the organization"
+    assert expand("members of the org", {"org"}) == "members of the org organization"
+    assert expand("my repo", {"org"}) == "my repository"

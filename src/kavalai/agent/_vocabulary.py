@@ -26,6 +26,7 @@ checks the tables' shape.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Final, Literal
 
 __all__ = ["ABBREVIATIONS", "ACTIONS", "PHRASES", "SYNONYMS", "VERBS", "Action", "action", "expand", "tool_action"]
@@ -280,10 +281,11 @@ def _starts() -> dict[str, list[tuple[re.Pattern[str], str]]]:
 _STARTS: Final = _starts()
 
 
-def expand(query: str) -> str:
+def expand(query: str, kept: Collection[str] = ()) -> str:
     """``query`` with each abbreviation of :data:`ABBREVIATIONS` spelt out, each word of :data:`SYNONYMS` and
     :data:`VERBS` followed by its other words, and each phrase of :data:`PHRASES` followed by the words tools say for
-    it ("open a PR for my repo" -> "create open a pull request for my repository")."""
+    it ("open a PR for my repo" -> "create open a pull request for my repository"). An abbreviation in ``kept`` (one
+    the catalogue's tools write themselves: ``list_org_members``) stays beside its long form ("org organization")."""
     out: list[str] = []
     done = 0  # how far the query is copied to out
     for match in _TOKEN.finditer(query):
@@ -299,6 +301,8 @@ def expand(query: str) -> str:
         else:
             if word in _LOOKUP:
                 long, also = _LOOKUP[word]
+                if long and word in kept:
+                    long = f"{match.group()} {long}"
                 out += [query[done : match.start()], long or match.group(), " " if also else "", also]
                 done = match.end()
     return "".join(out) + query[done:]
