@@ -31,7 +31,7 @@ import _catalog_capture  # bench/, the script's own folder: imported before it l
 # Run as a script, this file's directory comes first on sys.path, and bench/mcp.py would shadow the mcp package.
 sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != Path(__file__).resolve().parent]
 
-from kavalai import FunctionKernel, McpServer, RestServer  # noqa: E402
+from kavalai import FunctionKernel, RestServer  # noqa: E402
 
 # package -> (version, server name, script under the package, extra arguments, environment)
 NPM: dict[str, tuple[str, str, str, list[str], dict[str, str]]] = {
@@ -133,19 +133,7 @@ def _jupyter_spec() -> Path:
 
 async def main() -> None:
     _install()
-    home = Path(tempfile.mkdtemp())  # a server that writes its settings under HOME writes them here
-    modules = SCRATCH / "node_modules"
-    found: list[dict[str, Any]] = []
-    listed: dict[str, str] = {}
-    for name, (version, server, script, args, env) in NPM.items():
-        config = McpServer(
-            name=server, command="node", args=[str(modules / name / script), *args], env={"HOME": str(home), **env}
-        )
-        tools = await _catalog_capture.untuned()._list(config)
-        print(f"{server}: {len(tools)} tools")
-        if tools:
-            listed[name] = version
-        found.extend(tools)
+    found, listed = await _catalog_capture.list_npm(SCRATCH, NPM)
     kernel = FunctionKernel()
     kernel.register_rest_server(RestServer(name="jupyter", url="http://127.0.0.1:8888"))
     kernel.register_openapi("jupyter", str(_jupyter_spec()))

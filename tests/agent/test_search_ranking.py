@@ -246,3 +246,11 @@ def test_an_embedder_without_a_name_view_gets_each_tool_once_with_its_descriptio
     assert _names(search, "working tree status")[0] == "git.git_status"
     both = _Words()
     assert ToolSearch(GIT, embedder=both)._matrix.shape == (2 * len(GIT), 256)  # type: ignore[union-attr]
+
+
+def test_a_short_form_the_tools_names_write_is_searched_as_written() -> None:
+    """ "org" is spelt out as "organization" for tools that say so, and kept for a catalogue whose names say "org"."""
+    short = [_tool("vault.list_org_members", "List all members."), _tool("vault.list_items", "List all items.")]
+    assert _names(ToolSearch(short), "the org") == ["vault.list_org_members"]
+    spelt = [_tool("hub.list_members", "List an organization's members."), _tool("hub.list_orgs", "List groups.")]
+    assert _names(ToolSearch(spelt), "the org")[0] == "hub.list_members"

@@ -26,6 +26,7 @@ checks the tables' shape.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Final, Literal
 
 __all__ = ["ABBREVIATIONS", "ACTIONS", "PHRASES", "SYNONYMS", "VERBS", "Action", "action", "expand", "tool_action"]
@@ -157,6 +158,38 @@ SYNONYMS: Final[dict[str, str]] = {
     "trash": "delete",
     "tell": "send message",
     "notify": "send notification",
+    # the same thing named two ways by different tools
+    "label": "tag",
+    "labels": "tags",
+    "tag": "label",
+    "tags": "labels",
+    "note": "comment",
+    "notes": "comments",
+    "comment": "note",
+    "comments": "notes",
+    "column": "section status list",
+    "columns": "sections statuses lists",
+    "member": "user",
+    "members": "users",
+    "people": "users members",
+    "plot": "chart graph",
+    "graph": "chart",
+    "diagram": "chart",
+    "seat": "subscription license",
+    "seats": "subscription licenses",
+    "plan": "subscription",
+    "audit": "events activity log",
+    "reminder": "task",
+    "reminders": "tasks",
+    "remind": "create task reminder",
+    "done": "complete close",
+    "finished": "complete close",
+    "complete": "close",
+    "share": "send",
+    "emoji": "reaction",
+    "react": "reaction",
+    "password": "login credential",
+    "passwords": "logins credentials",
 }
 
 #: A request's verbs and the verbs tools are named with for the same act: each key also searches for its value's
@@ -218,6 +251,29 @@ PHRASES: Final[dict[str, str]] = {
     "file an": "create",
     "leave a": "create add",
     "leave an": "create add",
+    "kick out": "remove delete",
+    "kick \\w+ out": "remove delete",
+    "kick \\w+ \\w+ out": "remove delete",
+    "throw out": "remove delete",
+    "take \\w+ off": "remove",
+    "take \\w+ \\w+ off": "remove",
+    "tick off": "complete close",
+    "check off": "complete close",
+    "cross off": "complete close",
+    "mark as done": "complete close",
+    "mark done": "complete close",
+    "bring back": "restore reopen",
+    "pull up": "get show",
+    "open up": "unlock open",
+    "break down": "split subtask",
+    "back up": "backup export",
+    "depends on": "dependency",
+    "blocked by": "dependency",
+    "waiting on": "dependency",
+    "who is in": "list members",
+    "who is on": "list members",
+    "thumbs up": "reaction",
+    "flame graph": "profile",
     "how many": "count",
     "how far": "distance",
     "how long": "duration",
@@ -280,10 +336,11 @@ def _starts() -> dict[str, list[tuple[re.Pattern[str], str]]]:
 _STARTS: Final = _starts()
 
 
-def expand(query: str) -> str:
+def expand(query: str, kept: Collection[str] = ()) -> str:
     """``query`` with each abbreviation of :data:`ABBREVIATIONS` spelt out, each word of :data:`SYNONYMS` and
     :data:`VERBS` followed by its other words, and each phrase of :data:`PHRASES` followed by the words tools say for
-    it ("open a PR for my repo" -> "create open a pull request for my repository")."""
+    it ("open a PR for my repo" -> "create open a pull request for my repository"). An abbreviation in ``kept`` (one
+    the catalogue's tools write themselves: ``list_org_members``) stays beside its long form ("org organization")."""
     out: list[str] = []
     done = 0  # how far the query is copied to out
     for match in _TOKEN.finditer(query):
@@ -299,6 +356,8 @@ def expand(query: str) -> str:
         else:
             if word in _LOOKUP:
                 long, also = _LOOKUP[word]
+                if long and word in kept:
+                    long = f"{match.group()} {long}"
                 out += [query[done : match.start()], long or match.group(), " " if also else "", also]
                 done = match.end()
     return "".join(out) + query[done:]

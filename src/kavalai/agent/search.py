@@ -53,7 +53,7 @@ from kavalai.agent._search_text import (
     words,
 )
 from kavalai.agent._spelling import MIN_LENGTH, Spelling
-from kavalai.agent._vocabulary import expand
+from kavalai.agent._vocabulary import ABBREVIATIONS, expand
 
 if TYPE_CHECKING:
     from kavalai.agent.embeddings import Embedder
@@ -180,6 +180,9 @@ class ToolSearch:
         self._arguments = _bm25(bm25s, [stems_of(args) for _, _, args in found])
         self._spelling = Spelling(chain.from_iterable(chain.from_iterable(three) for three in found))
         self._rescorer = _rescorer([name for name, _, _ in fields], [name for name, _, _ in found], name_stems)
+        # Short forms the tools' names write themselves ("org" in ``list_org_members``): a query keeps them beside
+        # their long form, which the vocabulary would otherwise put in their place.
+        self._short = frozenset(ABBREVIATIONS).intersection(word.lower() for name, _, _ in found for word in name)
         self._embedder = embedder
         self._results: dict[int, dict[str, Any]] = {}
         self._matrix = self._coarse = None
@@ -218,7 +221,7 @@ class ToolSearch:
         The query is cut to :data:`MAX_QUERY_CHARS` characters and its first :data:`MAX_QUERY_WORDS` words.
         """
         bounded = _bounded(query)
-        query = self._corrected(expand(plain(bounded)))
+        query = self._corrected(expand(plain(bounded), self._short))
         values = " ".join(value_words(bounded).split()[:MAX_QUERY_WORDS])
         k = min(limit or self.limit, len(self._kept))
         if k == 0 or not words(query):
