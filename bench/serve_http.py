@@ -174,7 +174,8 @@ def _free_port() -> int:
 def _process(command: list[str], log: Path, cwd: Path) -> Any:
     """A server process, owned: SIGTERM at the end, SIGKILL after 10 s."""
     with log.open("wb") as err:
-        env = {**os.environ, "PYTHONPATH": str(cwd)}
+        inherited = os.environ.get("PYTHONPATH")  # a tree to measure instead of this one (PYTHONPATH=/tmp/base/src)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(cwd), *([inherited] if inherited else [])])}
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=err, stderr=err, cwd=cwd, env=env)
     try:
         yield process

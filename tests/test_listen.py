@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from kavalai import FunctionKernel, pythontool
-from kavalai._listen import listening_socket
+from kavalai._listen import REUSE_PORT, listening_socket, port_for_workers, worker_listening_socket
 from kavalai.auth import LoopbackRedirect
 from kavalai.demo.oauth import serve_demo_oauth
 from kavalai.demo.rest_app import serve_demo_app
@@ -122,6 +122,32 @@ def test_the_gate_makes_tcp_sockets_with_nodelay() -> None:
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
     with listening_socket("127.0.0.1", 0) as first, pytest.raises(OSError):  # a port in use is refused
         listening_socket("127.0.0.1", first.getsockname()[1])
+
+
+def test_workers_get_a_port_held_by_the_parent_and_listen_each_on_their_own_socket() -> None:
+    """With ``SO_REUSEPORT`` (Linux) the parent's socket holds the port without listening, and each worker's
+    socket listens on that port beside the others (a second one made while the first listens); the port stays
+    taken for anyone else. Without it, the parent's socket listens and the workers share it."""
+    with port_for_workers("127.0.0.1", 0) as held:
+        port = held.getsockname()[1]
+        assert port != 0
+        assert held.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) == (0 if REUSE_PORT else 1)
+        given = [socket.socket(fileno=os.dup(held.fileno())) for _ in range(2)]
+        mine = [worker_listening_socket(sock) for sock in given]
+        try:
+            assert all(sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) == 1 for sock in mine)
+            assert all(sock.getsockname()[1] == port for sock in mine)
+            assert all(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1 for sock in mine)
+            if REUSE_PORT:
+                assert mine[0].fileno() != mine[1].fileno()
+                assert all(sock.fileno() == -1 for sock in given)  # the given copies are closed
+            else:
+                assert mine == given  # shared
+            with pytest.raises(OSError):  # no plain socket can take the port meanwhile
+                listening_socket("127.0.0.1", port)
+        finally:
+            for sock in mine:
+                sock.close()
 
 
 def _python_files() -> list[Path]:

@@ -29,6 +29,7 @@ from tests.serve.test_serve import stop, wait_until
 from tests.servers.haproxy import haproxy, haproxy_binary
 
 from kavalai import FunctionKernel, FunctionKernelException, McpServer
+from kavalai._listen import REUSE_PORT, listening_socket
 
 # Workers and replicas are real processes, each importing the SDK: slower than most tests on a loaded machine.
 pytestmark = pytest.mark.timeout(180)
@@ -376,6 +377,61 @@ async def test_workers_share_the_port_and_end_with_their_parent(config: Path) ->
         gone, alive = psutil.wait_procs(workers, timeout=20)
         assert alive == []
         assert len(gone) == 2
+
+
+@pytest.mark.skipif(not REUSE_PORT, reason="SO_REUSEPORT spreads connections over sockets only on Linux")
+async def test_each_worker_accepts_on_a_socket_of_its_own_and_all_end_at_sigterm(config: Path) -> None:
+    """With ``SO_REUSEPORT`` every worker listens on its own socket bound to the port (the parent's socket only
+    holds it: it listens on none), connections reach all of them, and at SIGTERM the parent and every worker exit
+    and no socket listens on the port any more (it can be listened on again)."""
+    async with replica(config, "reuseport.log", "--stateless", "--workers", "3") as (url, parent):
+        port = int(url.removeprefix("http://").split("/", 1)[0].rsplit(":", 1)[1])
+        workers = psutil.Process(parent.pid).children()
+        assert len(workers) == 3
+        listening = _listening_inodes(port)
+        owned = {worker.pid: _socket_inodes(worker.pid) & listening for worker in workers}
+        assert all(len(inodes) == 1 for inodes in owned.values()), owned  # one listening socket each
+        assert len(set().union(*owned.values())) == 3  # three sockets, not one shared
+        assert listening == set().union(*owned.values())  # and no other: the parent's does not listen
+        assert not _socket_inodes(parent.pid) & listening
+        answered: list[int] = []
+        with anyio.fail_after(120):
+            for _ in range(50):  # new connections, spread by the kernel, until every worker has taken some
+                async with anyio.create_task_group() as group:
+                    for _ in range(6):
+                        group.start_soon(lambda: _answer_into(answered, url))
+                if set(answered) == set(owned):
+                    break
+        assert set(answered) == set(owned)
+        await stop(parent)
+        assert parent.returncode == 0
+        gone, alive = psutil.wait_procs(workers, timeout=30)
+        assert (alive, len(gone)) == ([], 3)
+    assert _listening_inodes(port) == set()
+    listening_socket("127.0.0.1", port).close()  # the port is free
+
+
+def _listening_inodes(port: int) -> set[int]:
+    """The inodes of the TCP sockets listening on ``port`` (``/proc/net/tcp`` and ``tcp6``; state 0A)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    found.add(int(fields[9]))
+    return found
+
+
+def _socket_inodes(pid: int) -> set[int]:
+    """The inodes of the sockets process ``pid`` holds open."""
+    found = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            link = os.readlink(fd)
+            if link.startswith("socket:["):
+                found.add(int(link.removeprefix("socket:[").removesuffix("]")))
+    return found
 
 
 async def test_a_dead_worker_is_replaced_until_the_restart_limit(config: Path) -> None:

@@ -1,8 +1,11 @@
 """``kavalai serve CONFIG --transport http --stateless --workers N``: N worker processes serving one port.
 
-The parent makes the listening socket (through the one gate, ``kavalai._listen``) and starts N workers, each a
-``python -m kavalai.cli._serve`` with the same options that inherits the socket: the operating system hands each
-new connection to a worker waiting in ``accept``. Every worker builds its own kernel from the configuration.
+The parent takes the port (through the one gate, ``kavalai._listen``) and starts N workers, each a ``python -m
+kavalai.cli._serve`` with the same options that inherits the parent's socket. On Linux each worker listens on a
+socket of its own bound to the port with ``SO_REUSEPORT`` and the kernel spreads new connections over them (the
+parent's socket only holds the port); elsewhere the workers share the parent's listening socket and the operating
+system hands each new connection to a worker waiting in ``accept``. Every worker builds its own kernel from the
+configuration.
 
 The parent owns the workers. It says it is serving once every worker has reported ready (a byte on a pipe of its
 own); a worker that exits before that stops them all (exit 1: the configuration cannot be served). A worker that
@@ -29,7 +32,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, BinaryIO, TextIO
 
-from kavalai._listen import listening_socket
+from kavalai._listen import port_for_workers, worker_listening_socket
 
 __all__ = ["WORKER_FDS", "run_workers", "worker_options"]
 
@@ -104,7 +107,7 @@ def worker_options(args: argparse.Namespace) -> dict[str, Any]:
         os.write(ready_fd, b"1")
         os.close(ready_fd)
 
-    return {"sock": socket.socket(fileno=listen_fd), "on_ready": ready}
+    return {"sock": worker_listening_socket(socket.socket(fileno=listen_fd)), "on_ready": ready}
 
 
 def _worker_command(args: argparse.Namespace) -> list[str]:
@@ -128,7 +131,7 @@ async def run_workers(args: argparse.Namespace, err: TextIO) -> int:
     """Serve with ``args.workers`` workers until SIGINT or SIGTERM (exit 0), or until a worker exits before all are
     ready or more often than ``args.worker_restarts`` allows (exit 1)."""
     try:
-        sock = listening_socket(args.host, args.port)
+        sock = port_for_workers(args.host, args.port)
     except OSError as exc:
         print(f"kavalai serve: cannot listen on {args.host}:{args.port}: {exc}", file=err)
         return 1
