@@ -165,26 +165,37 @@ async def answering(status: int, text: str, seen: list[str]) -> AsyncIterator[st
         yield base
 
 
-async def test_no_proxy_is_honoured_for_the_host_the_sdk_resolved_itself(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``base_url=None``: the SDK takes its host from ``OPENAI_BASE_URL`` (else its default); ``NO_PROXY`` names that
-    host, so the request goes to it directly, never through the proxy the environment names."""
-    proxied: list[str] = []
-    answered: list[str] = []
-    async with answering(502, "proxied", proxied) as proxy, answering(200, "direct", answered) as model:
+@pytest.mark.parametrize(
+    ("no_proxy", "route"),
+    [
+        ("127.0.0.1", "direct"),
+        ("127.0.0.0/8", "direct"),
+        ("10.0.0.0/8, 127.0.0.0/8", "direct"),
+        ("127.0.0.1/32,::1", "direct"),
+        ("10.0.0.0/8,::1/128,127.0.0.2", "proxied"),
+    ],
+)
+async def test_no_proxy_decides_for_the_host_the_sdk_resolved_itself(
+    monkeypatch: pytest.MonkeyPatch, no_proxy: str, route: str
+) -> None:
+    """``base_url=None``: the SDK takes its host from ``OPENAI_BASE_URL`` (else its default); when ``NO_PROXY`` names
+    that host, or a network holding its address (as curl and requests read it), the request goes to it directly,
+    else through the proxy the environment names."""
+    seen: dict[str, list[str]] = {"proxied": [], "direct": []}
+    async with answering(200, "proxied", seen["proxied"]) as proxy, answering(200, "direct", seen["direct"]) as model:
         for name in ("no_proxy", "http_proxy", "https_proxy", "all_proxy"):
             monkeypatch.delenv(name, raising=False)
         for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
             monkeypatch.setenv(name, proxy)
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        monkeypatch.setenv("NO_PROXY", no_proxy)
         monkeypatch.setenv("OPENAI_BASE_URL", f"{model}/v1")
         llm = OpenAIClient("gpt-fake", api_key="sk-test-0123456789", base_url=None, max_retries=0)
         try:
             response = await llm.complete([UserMessage(content="hi")])
         finally:
             await llm.aclose()
-    assert response.text == "direct"
-    assert answered == ["POST /v1/chat/completions"]
-    assert proxied == []
+    assert response.text == route
+    assert seen == {route: ["POST /v1/chat/completions"], ("direct" if route == "proxied" else "proxied"): []}
 
 
 async def test_a_host_the_sdk_resolved_and_no_proxy_does_not_name_goes_through_the_proxy(

@@ -420,7 +420,29 @@ def _proxy_for(proxies: Mapping[str, str], scheme: str, host: str) -> str | None
     proxy = proxies.get(scheme) or proxies.get("all")
     if not proxy or (host and urllib.request.proxy_bypass_environment(host, dict(proxies))):  # type: ignore[attr-defined]
         return None
+    if host and _in_no_proxy_networks(host, proxies.get("no", "")):
+        return None
     return proxy
+
+
+def _in_no_proxy_networks(host: str, no_proxy: str) -> bool:
+    """Whether ``host``, an IP address, is in an address or network ``NO_PROXY`` lists (``10.0.0.0/8``, ``::1``,
+    ``[fd00::]/8``), as curl and requests read it; urllib's rules, applied first, match names and name suffixes only.
+    IPv4-mapped IPv6 is matched by the address it embeds."""
+    try:
+        address = ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    for entry in no_proxy.split(","):
+        try:
+            network = ipaddress.ip_network(entry.strip().replace("[", "").replace("]", ""), strict=False)
+        except ValueError:
+            continue  # a name (urllib's rules judged it), or nothing
+        if address.version == network.version and address in network:
+            return True
+    return False
 
 
 # ------------------------------------------------------------------------- endpoints named by the environment
