@@ -8,6 +8,7 @@ import ast
 import importlib
 import inspect
 import pkgutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -179,22 +180,63 @@ def test_no_local_handlers_exception_text_is_sent_to_a_server() -> None:
     assert leaks == []
 
 
-def test_every_handler_given_to_the_sdks_server_passes_the_redacting_wrapper() -> None:
-    """Every ``Server(...)`` construction under serve/ gives its handlers only as ``**redacting(...)``: an exception
-    escaping any of them (a listing, a read, a call) is masked before the SDK sends its text to a host."""
-    servers = []
+def test_every_server_built_under_serve_is_gated() -> None:
+    """Every ``Server(...)`` construction under serve/ is returned through ``gated(...)``, which puts the redacting
+    middleware on it: an exception escaping any request (a listing, a read, a call, the SDK's own handlers) is masked
+    before the SDK sends its text to a host."""
+    built = []
     for path, module in _sources():
         if not path.is_relative_to(SRC / "serve"):
             continue
-        for node in ast.walk(module):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Server":
-                direct = [kw.arg for kw in node.keywords if kw.arg is not None and kw.arg.startswith("on_")]
-                spread = [ast.unparse(kw.value) for kw in node.keywords if kw.arg is None]
-                servers.append((path.name, direct, spread))
-    assert servers == [("_server.py", [], ["redacting(handlers)"])]
+        for function in ast.walk(module):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            own = list(_own_nodes(function))
+            if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "Server" for n in own):
+                returns = [ast.unparse(n.value) for n in own if isinstance(n, ast.Return) and n.value is not None]
+                built.append((path.name, function.name, returns))
+    assert built == [("_server.py", "build_mcp_server", ["gated(server)"])]
 
 
-async def test_an_exception_escaping_a_served_handler_is_masked() -> None:
+def _own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
+    """The nodes of ``function``'s body, not descending into the functions and classes it defines."""
+    todo: list[ast.AST] = list(function.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            todo.extend(ast.iter_child_nodes(node))
+
+
+async def test_the_redacting_middleware_is_innermost_on_every_built_server(tmp_path: Path) -> None:
+    """The servers ``build_mcp_server`` makes (tools alone; tools and the relayed MCP handlers) carry the redacting
+    middleware innermost, so the SDK's middleware before it (its tracing) sees only masked errors, and every handler
+    registered on them is reached through it (the SDK composes ``Server.middleware`` around every request)."""
+    from kavalai import FunctionKernel, McpServer, pythontool
+    from kavalai.serve import build_mcp_server
+    from kavalai.serve._errors import redacting
+
+    @pythontool
+    def ping() -> str:
+        """Answer."""
+        return "pong"
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("t.ping", ping)
+    plain = build_mcp_server(kernel)
+    kernel.register_mcp_server(McpServer(name="m", command=sys.executable, args=["-c", "pass"]))
+    relaying = build_mcp_server(kernel)
+    try:
+        for server in (plain, relaying):
+            assert server.middleware[-1] is redacting
+            assert server.middleware.count(redacting) == 1
+        assert "resources/read" in relaying._request_handlers  # the relayed handlers are registered ...
+        assert "resources/read" not in plain._request_handlers  # ... only when there are MCP servers
+    finally:
+        await kernel.close()
+
+
+async def test_an_exception_escaping_a_served_request_is_masked() -> None:
     import uuid
 
     import pytest
@@ -206,16 +248,18 @@ async def test_an_exception_escaping_a_served_handler_is_masked() -> None:
     secret = f"handler-secret-{uuid.uuid4().hex}"
     register_secret(secret)
 
-    async def leaky(ctx: object, params: object) -> None:
+    class Context:
+        method = "resources/read"
+
+    async def leaky(ctx: object) -> None:
         raise RuntimeError(f"backend said {secret}")
 
-    async def protocol(ctx: object, params: object) -> None:
+    async def protocol(ctx: object) -> None:
         raise MCPError(-32602, f"bad uri {secret}", {"uri": secret})
 
-    handlers = redacting({"on_read_resource": leaky, "on_get_prompt": protocol})
     with pytest.raises(MCPError) as caught:
-        await handlers["on_read_resource"](None, None)
+        await redacting(Context(), leaky)  # type: ignore[arg-type]
     assert caught.value.message == "kavalai serve failed internally (RuntimeError)"  # no handler-private text
     with pytest.raises(MCPError) as caught:
-        await handlers["on_get_prompt"](None, None)
+        await redacting(Context(), protocol)  # type: ignore[arg-type]
     assert (caught.value.code, caught.value.message, caught.value.data) == (-32602, f"bad uri {MASK}", None)

@@ -140,9 +140,23 @@ def instrument(kernel: Kernel, *, log_calls: bool = True, **options: Any) -> Non
 _tracer = trace.get_tracer(_SCOPE)  # a proxy: it follows the global provider once one is set
 
 
+_NOT_KNOWN: Final = object()
+
+
 def tracing_configured() -> bool:
-    """Whether a tracer provider has been set (spans then record); cheap enough to ask once per run."""
-    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    """Whether a tracer provider has been set (spans then record); cheap enough to ask on every REST call.
+
+    The global provider is read without ``trace.get_tracer_provider()``, which looks ``OTEL_PYTHON_TRACER_PROVIDER``
+    up in the environment (a missed key raises and catches a ``KeyError``: microseconds) on every call while no
+    provider is set. That variable is honoured all the same: the ``get_tracer`` call above, at import, loaded the
+    provider it names. Should OpenTelemetry rename its global, the public call is made instead.
+    """
+    provider = getattr(trace, "_TRACER_PROVIDER", _NOT_KNOWN)
+    if provider is None:
+        return False
+    if provider is _NOT_KNOWN:
+        provider = trace.get_tracer_provider()
+    return not isinstance(provider, trace.ProxyTracerProvider)
 
 
 @contextmanager

@@ -165,26 +165,37 @@ async def answering(status: int, text: str, seen: list[str]) -> AsyncIterator[st
         yield base
 
 
-async def test_no_proxy_is_honoured_for_the_host_the_sdk_resolved_itself(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``base_url=None``: the SDK takes its host from ``OPENAI_BASE_URL`` (else its default); ``NO_PROXY`` names that
-    host, so the request goes to it directly, never through the proxy the environment names."""
-    proxied: list[str] = []
-    answered: list[str] = []
-    async with answering(502, "proxied", proxied) as proxy, answering(200, "direct", answered) as model:
+@pytest.mark.parametrize(
+    ("no_proxy", "route"),
+    [
+        ("127.0.0.1", "direct"),
+        ("127.0.0.0/8", "direct"),
+        ("10.0.0.0/8, 127.0.0.0/8", "direct"),
+        ("127.0.0.1/32,::1", "direct"),
+        ("10.0.0.0/8,::1/128,127.0.0.2", "proxied"),
+    ],
+)
+async def test_no_proxy_decides_for_the_host_the_sdk_resolved_itself(
+    monkeypatch: pytest.MonkeyPatch, no_proxy: str, route: str
+) -> None:
+    """``base_url=None``: the SDK takes its host from ``OPENAI_BASE_URL`` (else its default); when ``NO_PROXY`` names
+    that host, or a network holding its address (as curl and requests read it), the request goes to it directly,
+    else through the proxy the environment names."""
+    seen: dict[str, list[str]] = {"proxied": [], "direct": []}
+    async with answering(200, "proxied", seen["proxied"]) as proxy, answering(200, "direct", seen["direct"]) as model:
         for name in ("no_proxy", "http_proxy", "https_proxy", "all_proxy"):
             monkeypatch.delenv(name, raising=False)
         for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
             monkeypatch.setenv(name, proxy)
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        monkeypatch.setenv("NO_PROXY", no_proxy)
         monkeypatch.setenv("OPENAI_BASE_URL", f"{model}/v1")
         llm = OpenAIClient("gpt-fake", api_key="sk-test-0123456789", base_url=None, max_retries=0)
         try:
             response = await llm.complete([UserMessage(content="hi")])
         finally:
             await llm.aclose()
-    assert response.text == "direct"
-    assert answered == ["POST /v1/chat/completions"]
-    assert proxied == []
+    assert response.text == route
+    assert seen == {route: ["POST /v1/chat/completions"], ("direct" if route == "proxied" else "proxied"): []}
 
 
 async def test_a_host_the_sdk_resolved_and_no_proxy_does_not_name_goes_through_the_proxy(
@@ -299,3 +310,75 @@ def test_an_otlp_grpc_endpoint_at_a_metadata_address_is_refused() -> None:
 
     with pytest.raises(ConfigurationError, match="169.254.169.254"):
         _checked_endpoint("otlp_proto_grpc", {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://169.254.169.254:4317"})
+
+
+@asynccontextmanager
+async def plain_proxy(seen: list[str]) -> AsyncIterator[int]:
+    """A plain HTTP proxy on 127.0.0.1 that answers every request itself (recording the host asked for and the
+    path), as a collector behind it would: its port."""
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(f"{request.method} {request.headers.get('Host')}{request.path}")
+        return web.Response(status=200)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    async with serving(app) as base:
+        yield int(URL(base).port or 0)
+
+
+def _through_proxy(monkeypatch: pytest.MonkeyPatch, proxy: str, answers: dict[str, str]) -> list[str]:
+    """``HTTP_PROXY`` set to ``proxy`` (no ``NO_PROXY``), and names resolved as ``answers`` say (each lookup
+    recorded, a name's second lookup answered with a metadata address: a rebinding name)."""
+    import socket
+
+    for name in ("NO_PROXY", "no_proxy", "http_proxy", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", proxy)
+    real = socket.getaddrinfo
+    lookups: list[str] = []
+
+    def resolving(host: object, *args: object, **kwargs: object) -> object:
+        if host in answers:
+            host = answers[str(host)] if str(host) not in lookups else "169.254.169.254"
+            lookups.append(str(host))
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolving)
+    return lookups
+
+
+async def test_the_otlp_session_dials_the_environments_proxy_at_the_address_it_judged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Through ``HTTP_PROXY``, the proxy is what is dialled: its name resolved once, judged, and the address judged
+    dialled (a rebinding proxy name cannot move the connection); the collector's name goes to the proxy unresolved."""
+    seen: list[str] = []
+    async with plain_proxy(seen) as port:
+        lookups = _through_proxy(monkeypatch, f"http://proxy.test:{port}", {"proxy.test": "127.0.0.1"})
+        session = requests_session(Outbound("OTLP exporter", allowed_networks=LOCAL_NETWORKS, kind="tracing"))
+        try:
+            response = await asyncio.to_thread(
+                session.post, "http://collector.test:4318/v1/traces", data=b"spans", timeout=10
+            )
+        finally:
+            session.close()
+    assert response.status_code == 200
+    assert seen == ["POST collector.test:4318/v1/traces"]  # the proxy was asked for the collector by name
+    assert lookups == ["127.0.0.1"]  # one lookup, of the proxy's name; never the collector's
+
+
+@pytest.mark.parametrize(
+    ("proxy", "answers"),
+    [("http://169.254.169.254:3128", {}), ("http://proxy.test:3128", {"proxy.test": "169.254.169.254"})],
+)
+def test_the_otlp_session_refuses_a_proxy_at_a_metadata_address(
+    monkeypatch: pytest.MonkeyPatch, proxy: str, answers: dict[str, str]
+) -> None:
+    _through_proxy(monkeypatch, proxy, answers)
+    session = requests_session(Outbound("OTLP exporter", allowed_networks=LOCAL_NETWORKS, kind="tracing"))
+    try:
+        with pytest.raises(OutboundRefusedError, match="169.254.169.254"):
+            session.post("http://collector.test:4318/v1/traces", data=b"spans", timeout=10)
+    finally:
+        session.close()

@@ -34,8 +34,11 @@ async def read_limited(response: aiohttp.ClientResponse, limit: int) -> bytes:
     after. A ``Content-Length`` over the limit on an uncompressed body is refused before reading anything.
     """
     declared = response.content_length
-    if declared is not None and declared > limit and not response.headers.get("Content-Encoding"):
-        raise BodyTooLargeError(limit, declared)
+    if declared is not None and not response.headers.get("Content-Encoding"):
+        if declared > limit:
+            raise BodyTooLargeError(limit, declared)
+        if "Transfer-Encoding" not in response.headers:  # the parser hands over exactly the declared bytes
+            return await response.content.read()
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.content.iter_chunked(_CHUNK):

@@ -40,16 +40,18 @@ def origin_guard(
     aiohttp runs a client middleware for each hop of a redirect chain, so the comparison is made against the
     origin the credentials were meant for, not the previous hop.
     """
-    home = URL(origin).origin()
+    home_url = URL(origin)
+    home = (home_url.scheme, home_url.host, home_url.port)  # an origin: scheme, host, port (the default if unsaid)
     names = tuple(dict.fromkeys([*CREDENTIAL_HEADERS, *secret_headers]))
 
     async def guard(request: aiohttp.ClientRequest, handler: ClientHandlerType) -> aiohttp.ClientResponse:
+        url = request.url
         if check is not None:
             try:
-                check(request.url)
+                check(url)
             except PermissionError as exc:
                 raise HopRefusedError(str(exc)) from None
-        if request.url.origin() != home:
+        if (url.scheme, url.host, url.port) != home:
             for name in names:
                 request.headers.popall(name, None)
         return await handler(request)

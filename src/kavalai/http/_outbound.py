@@ -420,7 +420,29 @@ def _proxy_for(proxies: Mapping[str, str], scheme: str, host: str) -> str | None
     proxy = proxies.get(scheme) or proxies.get("all")
     if not proxy or (host and urllib.request.proxy_bypass_environment(host, dict(proxies))):  # type: ignore[attr-defined]
         return None
+    if host and _in_no_proxy_networks(host, proxies.get("no", "")):
+        return None
     return proxy
+
+
+def _in_no_proxy_networks(host: str, no_proxy: str) -> bool:
+    """Whether ``host``, an IP address, is in an address or network ``NO_PROXY`` lists (``10.0.0.0/8``, ``::1``,
+    ``[fd00::]/8``), as curl and requests read it; urllib's rules, applied first, match names and name suffixes only.
+    IPv4-mapped IPv6 is matched by the address it embeds."""
+    try:
+        address = ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    for entry in no_proxy.split(","):
+        try:
+            network = ipaddress.ip_network(entry.strip().replace("[", "").replace("]", ""), strict=False)
+        except ValueError:
+            continue  # a name (urllib's rules judged it), or nothing
+        if address.version == network.version and address in network:
+            return True
+    return False
 
 
 # ------------------------------------------------------------------------- endpoints named by the environment
@@ -454,7 +476,11 @@ def check_endpoint(outbound: Outbound, url: URL) -> None:
 def requests_session(outbound: Outbound) -> Any:
     """A new ``requests`` session (the OTLP/HTTP exporter's; the only place one is made) whose every request,
     redirects included, is judged by :func:`check_endpoint`, and whose connections to a learned host name resolve it
-    once, judge its addresses and dial the address judged (no second lookup between the check and the connect)."""
+    once, judge its addresses and dial the address judged (no second lookup between the check and the connect).
+
+    Through a proxy the environment names (``HTTPS_PROXY``, ``HTTP_PROXY``, less ``NO_PROXY``, read by ``requests``),
+    the proxy is what is dialled: its URL is judged as the endpoint's is and its name pinned the same way; the
+    endpoint's literal address is still judged before sending, but a name is resolved by the proxy, not here."""
     import requests
     from requests.adapters import HTTPAdapter
     from urllib3.connection import HTTPConnection, HTTPSConnection
@@ -492,6 +518,18 @@ def requests_session(outbound: Outbound) -> Any:
             super().init_poolmanager(*args, **kwargs)
             self.poolmanager.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
 
+        def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+            # A proxy the environment names (HTTPS_PROXY, ...) is judged as the endpoint is: a literal address by the
+            # rules, a name resolved once per connection, its addresses judged and the one judged dialled. The
+            # collector's own name is then resolved by the proxy, past the gate (documented).
+            parsed = URL(proxy)
+            outbound.learn(str(parsed.origin()) if parsed.is_absolute() else proxy, "the environment's proxy")
+            check_endpoint(outbound, parsed if parsed.scheme in _SCHEMES else parsed.with_scheme("http"))
+            manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+            if parsed.scheme in _SCHEMES:  # a SOCKS manager keeps its own connections (its address judged above)
+                manager.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
+            return manager
+
         def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
             check_endpoint(outbound, URL(str(request.url)))
             try:
@@ -508,12 +546,13 @@ def requests_session(outbound: Outbound) -> Any:
     return session
 
 
-def _refusal_in(exc: BaseException, depth: int = 4) -> OutboundRefusedError | None:
-    """The gate's refusal that ``exc`` wraps in its arguments (as urllib3 and requests wrap an ``OSError``)."""
+def _refusal_in(exc: BaseException, depth: int = 6) -> OutboundRefusedError | None:
+    """The gate's refusal that ``exc`` wraps in its arguments or its ``reason`` (as urllib3 and requests wrap an
+    ``OSError``: a proxy's in ``ProxyError(MaxRetryError(reason=ProxyError(..., refusal)))``)."""
     if isinstance(exc, OutboundRefusedError):
         return exc
     if depth:
-        for arg in exc.args:
-            if isinstance(arg, BaseException) and (found := _refusal_in(arg, depth - 1)) is not None:
+        for inner in (*exc.args, getattr(exc, "reason", None)):
+            if isinstance(inner, BaseException) and (found := _refusal_in(inner, depth - 1)) is not None:
                 return found
     return None

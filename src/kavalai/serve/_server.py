@@ -21,7 +21,7 @@ from kavalai.errors import ConfigurationError, DeadlineExceededError, FunctionKe
 from kavalai.kernel import Kernel, ProgressCallback, deadline
 from kavalai.secrets import get_logger
 from kavalai.serve._catalog import ServedCatalog
-from kavalai.serve._errors import protocol_error, redacting, tool_error_result
+from kavalai.serve._errors import gated, protocol_error, tool_error_result
 from kavalai.serve._hosts import HostSessions
 from kavalai.serve._pages import page
 from kavalai.serve._relayed import mcp_adapter, relayed_handlers, served_servers
@@ -136,15 +136,17 @@ def build_mcp_server(
     with warnings.catch_warnings():
         # Logging is deprecated by the 2026-07-28 era, but the hosts of the handshake era (and its servers) use it.
         warnings.simplefilter("ignore", MCPDeprecationWarning)
-        handlers = {"on_list_tools": list_tools, "on_call_tool": call_tool, **relayed}
-        return Server(
+        server = Server(
             name,
             version=kavalai.__version__,
             instructions=instructions,
             get_tool_input_schema=input_schema,
             lifespan=_owning(rounds),
-            **redacting(handlers),
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            **relayed,
         )
+    return gated(server)  # every request's failure crosses the secret gate
 
 
 def _owning(rounds: InputRounds) -> Callable[[Server[Any]], contextlib.AbstractAsyncContextManager[dict[str, Any]]]:

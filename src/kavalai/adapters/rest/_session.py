@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import ssl
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
@@ -88,15 +88,18 @@ class ServerSession:
         )
         return session, (resolver.close if resolver is not None else None)
 
-    async def send(self, request: PreparedRequest, *, uri: str | None = None) -> Any:
+    def send(self, request: PreparedRequest, *, uri: str | None = None) -> Coroutine[Any, Any, Any]:
         """Send ``request`` and return the decoded body; raise a kavalai error (naming ``uri``) on any failure.
 
         ``request.path`` is relative to the base URL, or an absolute ``http(s)://`` URL (OpenAPI specs). When a
         tracer provider is set, the request is an HTTP CLIENT span (the OpenTelemetry HTTP conventions), and the
-        ``traceparent`` the server receives names it.
+        ``traceparent`` the server receives names it. Returns the coroutine to await (no frame of its own).
         """
         if not tracing_configured():
-            return await self._send(request, uri, traced=False)
+            return self._send(request, uri, traced=False)
+        return self._send_traced(request, uri)
+
+    async def _send_traced(self, request: PreparedRequest, uri: str | None) -> Any:
         target = URL(request.path if not request.path.startswith("/") else f"{self.resolved.base_url}{request.path}")
         attributes = {
             "http.request.method": request.method,
@@ -127,27 +130,15 @@ class ServerSession:
         url = f"{resolved.base_url}{path}" if path.startswith("/") else path
         where = uri or f"REST server {self.name!r}"
         kwargs = _request_options(request, resolved, where, uri)
-        failure = Failure(resolved, method, path, where, uri)
         try:
             async with session.request(method, url, max_redirects=MAX_REDIRECTS, **kwargs) as response:
                 if traced:
                     annotate(get_current_span(), {"http.response.status_code": response.status})
                 if response.status >= 400:
-                    raise await status_error(failure, response)
-                return _decode(await self._read(response, where, uri), response)
+                    raise await status_error(Failure(resolved, method, path, where, uri), response)
+                return _decode(await read_limited(response, self.server.max_response_bytes), response)
         except FunctionKernelException:
             raise
-        except Exception as exc:
-            error = map_exception(failure, exc)
-            if error is None:
-                raise
-            if resolved.holds_secret(str(exc)):
-                raise error from None
-            raise error from exc
-
-    async def _read(self, response: aiohttp.ClientResponse, where: str, uri: str | None) -> bytes:
-        try:
-            return await read_limited(response, self.server.max_response_bytes)
         except BodyTooLargeError as exc:
             raise ResponseTooLargeError(
                 f"{where}: the response of {self.name!r} is larger than {exc.limit:,} bytes (max_response_bytes "
@@ -155,6 +146,13 @@ class ServerSession:
                 uri=uri,
                 limit=exc.limit,
             ) from None
+        except Exception as exc:
+            error = map_exception(Failure(resolved, method, path, where, uri), exc)
+            if error is None:
+                raise
+            if resolved.holds_secret(str(exc)):
+                raise error from None
+            raise error from exc
 
     def _ssl_setting(self) -> ssl.SSLContext | bool:
         verify = self.server.verify
