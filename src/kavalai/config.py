@@ -43,6 +43,7 @@ from kavalai.function_kernel import FunctionKernel
 from kavalai.secrets import get_logger, register_variable
 
 if TYPE_CHECKING:
+    from kavalai.adapters.rest import RestServer
     from kavalai.agent.budget import OutputBudget
     from kavalai.llm.base import LLMClient
 
@@ -408,6 +409,8 @@ class _Builder:
                 f"{field}.openapi",
                 lambda: self.kernel.register_openapi(server.name, openapi, include=include, exclude=exclude),
             )
+        if not isinstance(openapi, str):  # its tools are known now (a spec at a URL is checked once imported)
+            self._guard(f"{field}.tools_on_doubt", lambda: _check_doubt_keys(self.kernel, server))
 
     def _served_app(
         self, raw: dict[str, Any], tools: list[Any], openapi: Any, include: Any, exclude: Any, field: str
@@ -434,6 +437,7 @@ class _Builder:
                     await kernel.register_openapi(server.name, openapi, include=include, exclude=exclude)
                 except ToolRegistrationError as exc:  # an unreadable or invalid spec (not an unreachable server)
                     raise ConfigFieldError(f"{field}.openapi", str(exc)) from exc
+            self._checked(f"{field}.tools_on_doubt", lambda: _check_doubt_keys(kernel, server))
 
         return ServedApp(app=served, register=register, field=f"{field}.app")
 
@@ -505,6 +509,15 @@ class _Builder:
 
     def _expand(self, value: Any) -> Any:
         return expand_env(value, self.env, public=self.public)
+
+
+def _check_doubt_keys(kernel: FunctionKernel, server: RestServer) -> None:
+    """A REST server's ``tools_on_doubt`` names only its registered tools."""
+    from kavalai.adapters._doubt import check_doubt_keys
+
+    prefix = f"rest://{server.name}."
+    names = [uri.removeprefix(prefix) for uri in kernel.registry.names_of("rest", server.name)]
+    check_doubt_keys(server, f"REST server {server.name!r}", names)
 
 
 def configuration_problem(exc: Exception) -> str:

@@ -6,6 +6,7 @@ and a real MCP server process."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,10 +14,10 @@ from typing import Any
 import pytest
 
 from kavalai import FunctionKernel, McpServer, RestServer
-from kavalai.config import KernelConfig, build_kernel
+from kavalai.config import ConfigFieldError, KernelConfig, build_kernel
 from kavalai.durable import DbosRunner, retry_allowed
 from kavalai.durable.dbos import DbosClient
-from kavalai.errors import RunInterruptedError
+from kavalai.errors import ConfigurationError, RunInterruptedError, ServerConnectionError
 from kavalai.workflow import WorkflowBuilder, WorkflowEngine
 from tests.durable.conftest import ROOT, fetch
 from tests.durable.test_journal_io import Locker, orders
@@ -33,6 +34,28 @@ def rest_kernel(shop: str, **policy: Any) -> FunctionKernel:
     kernel.register_rest_server(RestServer(name="shop", url=shop, **policy))
     kernel.register_rest_tool("shop", "charge", "POST", CHARGE_SCHEMA, path="/charge")
     return kernel
+
+
+def openapi_spec(**marks: Any) -> dict[str, Any]:
+    """An OpenAPI document of the shop's ``POST /charge`` (operation ``charge``), with ``marks`` on the operation;
+    ``parameters`` among them document its headers."""
+    body = {"required": True, "content": {"application/json": {"schema": CHARGE_SCHEMA}}}
+    operation = {"operationId": "charge", "requestBody": body, "responses": {"200": {"description": "charged"}}}
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "shop", "version": "1"},
+        "paths": {"/charge": {"post": {**operation, **marks}}},
+    }
+
+
+def openapi_kernel(shop: str, *, marks: dict[str, Any], **policy: Any) -> FunctionKernel:
+    kernel = FunctionKernel()
+    kernel.register_rest_server(RestServer(name="shop", url=shop, **policy))
+    kernel.register_openapi("shop", openapi_spec(**marks))
+    return kernel
+
+
+KEY_HEADER = {"parameters": [{"name": "Idempotency-Key", "in": "header", "schema": {"type": "string"}}]}
 
 
 def mcp_kernel(shop: str, **policy: Any) -> FunctionKernel:
@@ -64,6 +87,20 @@ CASES = {
         "rest://shop.charge",
         True,
     ),
+    # The operation's own word (the server's policy says it does not honour keys in general).
+    "openapi, x-idempotent": (
+        openapi_kernel,
+        {"on_doubt": "fail", "marks": {"x-idempotent": True}},
+        "rest://shop.charge",
+        True,
+    ),
+    "openapi, Idempotency-Key header": (
+        openapi_kernel,
+        {"on_doubt": "fail", "marks": KEY_HEADER},
+        "rest://shop.charge",
+        True,
+    ),
+    "openapi, no mark": (openapi_kernel, {"on_doubt": "fail", "marks": {}}, "rest://shop.charge", False),
     "mcp, server says fail": (mcp_kernel, {"on_doubt": "fail"}, "mcp://pay.charge", False),
     "mcp, idempotentHint": (mcp_kernel, {"on_doubt": "fail"}, "mcp://pay.settle", True),
 }
@@ -126,3 +163,85 @@ def test_a_configuration_file_gives_servers_their_doubt_policy(tmp_path: Path) -
     assert not retry_allowed(charge)
     assert not retry_allowed(refund)
     assert retry_allowed(order)  # a GET may repeat, whatever the server's policy
+
+
+def test_an_openapi_operations_own_word_on_repeats_is_its_tools(tmp_path: Path) -> None:
+    """``x-idempotent`` and a documented ``Idempotency-Key`` header decide a step's repeat; ``x-idempotent: false``
+    overrides an idempotent method; a mark that is not a boolean is refused, naming the operation."""
+    spec = openapi_spec(**KEY_HEADER)
+    spec["paths"]["/charge"]["put"] = {"operationId": "replace", "x-idempotent": False, "responses": {}}
+    spec["paths"]["/charge"]["delete"] = {"operationId": "remove", "responses": {}}
+    kernel = FunctionKernel()
+    kernel.register_rest_server(RestServer(name="shop", url="http://127.0.0.1:9", on_doubt="fail"))
+    kernel.register_openapi("shop", spec)
+    charge, replace, remove = (kernel.registry.get(f"rest://shop.{name}") for name in ("charge", "replace", "remove"))
+    assert (charge.metadata["honours_key"], replace.metadata["idempotent"]) == (True, False)
+    assert retry_allowed(charge)  # a POST whose server documents the key
+    assert not retry_allowed(replace)  # a PUT that says a repeat is not harmless
+    assert retry_allowed(remove)  # a DELETE that says nothing: its method
+    bad = openapi_spec(**{"x-idempotent": "yes"})
+    with pytest.raises(ConfigurationError, match=r"OpenAPI operation POST /charge: x-idempotent must be true or false"):
+        kernel.register_openapi("shop", bad, replace=True)
+
+
+def test_a_tools_on_doubt_key_naming_no_tool_is_a_configuration_error(tmp_path: Path) -> None:
+    """Once a server's tools are known: a configuration file's REST server (its tools and a spec file), and an MCP
+    server at its first listing; the error names the key and the tool it may have meant."""
+    document = {
+        "rest_servers": [
+            {
+                "name": "shop",
+                "url": "http://127.0.0.1:9",
+                "tools_on_doubt": {"refnud": "fail"},
+                "rest_tools": [{"name": "refund", "method": "POST", "path": "/refund"}],
+            }
+        ]
+    }
+    with pytest.raises(ConfigFieldError) as refused:
+        build_kernel(KernelConfig.from_dict(document, base_dir=tmp_path))
+    assert refused.value.field == "rest_servers[0].tools_on_doubt"
+    assert "tools_on_doubt names 'refnud' (did you mean 'refund'?), not a tool of this server" in str(refused.value)
+    (tmp_path / "shop.json").write_text(json.dumps(openapi_spec()), encoding="utf-8")
+    document["rest_servers"][0].update(rest_tools=[], openapi="shop.json", tools_on_doubt={"charge": "ask"})
+    kernel = build_kernel(KernelConfig.from_dict(document, base_dir=tmp_path))  # the spec's tool: named rightly
+    assert kernel.registry.get("rest://shop.charge").metadata["on_doubt"] == "ask"
+
+
+async def test_a_rest_servers_tools_on_doubt_is_checked_once_its_spec_at_a_url_is_imported() -> None:
+    """The shop (FastAPI) serves its own OpenAPI document, whose operation is ``charge_charge_post``."""
+    with serve(create_app()) as shop:
+        for policy, refused in (({"charge": "fail"}, True), ({"charge_charge_post": "fail"}, False)):
+            kernel = FunctionKernel()
+            kernel.register_rest_server(RestServer(name="shop", url=shop, tools_on_doubt=policy))
+            kernel.register_openapi("shop", "/openapi.json")
+            try:
+                if refused:
+                    with pytest.raises(ConfigurationError) as error:
+                        await kernel.connect()
+                    assert not isinstance(error.value, ServerConnectionError)
+                    assert (
+                        "tools_on_doubt names 'charge', not a tool of this server (its tools: charge_charge_post"
+                        in str(error.value)
+                    )
+                else:
+                    await kernel.connect()
+                    assert kernel.registry.metadata_of("rest://shop.charge_charge_post")["on_doubt"] == "fail"
+            finally:
+                await kernel.close()
+
+
+async def test_an_mcp_servers_tools_on_doubt_is_checked_at_its_first_listing() -> None:
+    kernel = mcp_kernel("http://127.0.0.1:9", tools_on_doubt={"setle": "replay"})
+    try:
+        with pytest.raises(ConfigurationError) as refused:
+            await kernel.connect()
+        assert not isinstance(refused.value, ServerConnectionError)
+        assert "MCP server 'pay': tools_on_doubt names 'setle' (did you mean 'settle'?)" in str(refused.value)
+    finally:
+        await kernel.close()
+    kernel = mcp_kernel("http://127.0.0.1:9", tools_on_doubt={"settle": "replay"})
+    try:
+        await kernel.connect()
+        assert kernel.registry.metadata_of("mcp://pay.settle")["on_doubt"] == "replay"
+    finally:
+        await kernel.close()

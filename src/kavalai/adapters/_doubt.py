@@ -11,12 +11,22 @@ asked). See :mod:`kavalai.durable._doubt`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from difflib import get_close_matches
 from typing import Any, Literal, Protocol
 
 from pydantic import Field
 
-__all__ = ["OnDoubt", "ServerDoubt", "doubt_metadata", "on_doubt_field", "tools_on_doubt_field"]
+from kavalai.errors import ConfigurationError
+
+__all__ = [
+    "OnDoubt",
+    "ServerDoubt",
+    "check_doubt_keys",
+    "doubt_metadata",
+    "on_doubt_field",
+    "tools_on_doubt_field",
+]
 
 #: What a durable run does with a step found sent without a result.
 OnDoubt = Literal["fail", "replay", "ask"]
@@ -59,3 +69,25 @@ def doubt_metadata(server: ServerDoubt, tool: str) -> dict[str, Any]:
     else ``{}``."""
     policy = server.tools_on_doubt.get(tool, server.on_doubt)
     return {} if policy is None else {"on_doubt": policy}
+
+
+def check_doubt_keys(server: ServerDoubt, where: str, tools: Iterable[str]) -> None:
+    """Check that every key of the server's ``tools_on_doubt`` names one of its ``tools`` (their names on the
+    server), once its tools are known: a key that names none would leave that tool's calls to the server's policy
+    without a word.
+
+    Raises:
+        ConfigurationError: naming the keys (with a close tool name, if any) and ``where`` (the server).
+    """
+    known = sorted(set(tools))
+    unknown = [key for key in server.tools_on_doubt if key not in known]
+    if not unknown:
+        return
+    shown = [
+        f"{key!r} (did you mean {close[0]!r}?)" if (close := get_close_matches(key, known, 1)) else repr(key)
+        for key in unknown
+    ]
+    listed = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "") if known else "none"
+    raise ConfigurationError(
+        f"{where}: tools_on_doubt names {', '.join(shown)}, not a tool of this server (its tools: {listed})."
+    )

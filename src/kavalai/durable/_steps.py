@@ -208,18 +208,23 @@ _IDEMPOTENT_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE
 def retry_allowed(definition: ToolDefinition) -> bool:
     """Whether an engine may run a tool step again after an attempt whose outcome is unknown (its worker died,
     it timed out): when the tool says it is read-only or idempotent (``metadata`` ``read_only``/``idempotent``, the
-    MCP tool's ``annotations`` ``readOnlyHint``/``idempotentHint`` as its server listed them, an idempotent HTTP
-    method), or when it carries the step's idempotency key to the other side (REST as ``Idempotency-Key``, MCP in
-    ``_meta``), so that side can tell a repeat, and its server was given no ``on_doubt`` policy (a server with one
-    does not honour the key). A Python tool is retried only when it says so: it may read the key, but nothing shows
+    MCP tool's ``annotations`` ``readOnlyHint``/``idempotentHint`` as its server listed them, an OpenAPI operation's
+    ``x-idempotent: true``, an idempotent HTTP method unless its operation says ``x-idempotent: false``), when its
+    OpenAPI operation documents the ``Idempotency-Key`` header (its server tells repeats apart by it), or when it
+    carries the step's idempotency key to the other side (REST as ``Idempotency-Key``, MCP in ``_meta``), so that
+    side can tell a repeat, and its server was given no ``on_doubt`` policy (a server with one does not honour the
+    key). A Python tool is retried only when it says so: it may read the key, but nothing shows
     that it does."""
     metadata = definition.metadata
     if metadata.get("read_only") or metadata.get("idempotent"):
         return True
     if any(hints.get("readOnlyHint") or hints.get("idempotentHint") for hints in _annotations(metadata)):
         return True
+    if definition.kind == "rest" and metadata.get("honours_key"):  # its OpenAPI operation documents the key header
+        return True
     method = metadata.get("method") or metadata.get("qualifier") or ""
-    if definition.kind == "rest" and str(method).upper() in _IDEMPOTENT_METHODS:
+    said = metadata.get("idempotent") is not False  # an OpenAPI operation's x-idempotent: false is taken at its word
+    if definition.kind == "rest" and said and str(method).upper() in _IDEMPOTENT_METHODS:
         return True
     return definition.kind in ("rest", "mcp") and metadata.get("on_doubt") is None
 

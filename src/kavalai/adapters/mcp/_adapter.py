@@ -22,7 +22,7 @@ from kavalai.adapters.mcp._content import McpResourceContent
 from kavalai.adapters.mcp._identities import connection_for
 from kavalai.adapters.mcp._relay import McpRelay, RelaySlot
 from kavalai.adapters.mcp._state import McpServerState
-from kavalai.errors import ServerConnectionError, ToolNotFoundError, ToolRegistrationError
+from kavalai.errors import ConfigurationError, ServerConnectionError, ToolNotFoundError, ToolRegistrationError
 from kavalai.kernel import ToolDefinition, ToolURI
 
 __all__ = ["McpAdapter"]
@@ -73,21 +73,28 @@ class McpAdapter(ToolAdapter):
         Raises:
             ServerConnectionError: one or more servers failed; the message names each and why. The others
                 stay connected.
+            ConfigurationError: a server's setting does not fit what it lists (``tools_on_doubt`` naming no tool
+                of it); the first such, after every server was tried.
         """
         pending = [c for c in self._connections.values() if not c.connected]
         if not pending:
             return
         failures: list[ServerConnectionError] = []
+        settings: list[ConfigurationError] = []
 
         async def connect_one(connection: McpConnection) -> None:
             try:
                 await connection.connect()
             except ServerConnectionError as exc:
                 failures.append(exc)
+            except ConfigurationError as exc:
+                settings.append(exc)
 
         async with anyio.create_task_group() as tg:
             for connection in pending:
                 tg.start_soon(connect_one, connection)
+        if settings:
+            raise settings[0]
         if len(failures) == 1:
             raise failures[0]
         if failures:

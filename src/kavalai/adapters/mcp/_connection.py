@@ -31,7 +31,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
-from kavalai.adapters._doubt import doubt_metadata
+from kavalai.adapters._doubt import check_doubt_keys, doubt_metadata
 from kavalai.adapters.base import ToolRegistry
 from kavalai.adapters.mcp import _client_side as client_side
 from kavalai.adapters.mcp import _era as era
@@ -46,7 +46,14 @@ from kavalai.adapters.mcp._convert import (
     result_value,
     unwrapped,
 )
-from kavalai.adapters.mcp._errors import answer_unreadable, call_error, describe_failure, request_error, scrub
+from kavalai.adapters.mcp._errors import (
+    answer_unreadable,
+    call_error,
+    describe_failure,
+    request_error,
+    root_cause,
+    scrub,
+)
 from kavalai.adapters.mcp._generation import Ending, Generation, Phase
 from kavalai.adapters.mcp._healing import Backoff, CrashLoop, Healing, tool_prints
 from kavalai.adapters.mcp._idempotency import call_meta
@@ -190,6 +197,9 @@ class McpConnection:
                 raise OutboundRefusedError(
                     gen.error.message, server=self.name, url=gen.error.url, field=gen.error.field
                 ) from None
+            setting = root_cause(gen.cause) if gen.cause is not None else None
+            if isinstance(setting, ConfigurationError) and not gen.was_connected:  # its setting, not its server
+                raise ConfigurationError(setting.message) from None
             if gen.error is not None and not gen.was_connected:
                 raise ServerConnectionError(
                     gen.error.message,
@@ -245,6 +255,8 @@ class McpConnection:
                             stream = ChangeStream(gen, healing, self.config.connect_timeout, restoring=restoring)
                             await tg.start(stream.run)
                         tools = await self._list_tools(gen)
+                        # its tools known: tools_on_doubt must name only them (a ConfigurationError to the caller)
+                        check_doubt_keys(self.config, f"MCP server {self.name!r}", [tool.name for tool in tools])
                         await self._publish(tools)
                         if restoring and not era.is_modern(session.protocol_version):
                             await healing.resubscribe(session, self.config.timeout or self.config.connect_timeout)

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
-from kavalai.adapters._doubt import doubt_metadata
+from kavalai.adapters._doubt import check_doubt_keys, doubt_metadata
 from kavalai.adapters.base import ToolAdapter, ToolRegistry
 from kavalai.adapters.rest._config import RestServer
 from kavalai.adapters.rest._oauth import session_for
@@ -240,6 +240,18 @@ class RestAdapter(ToolAdapter):
         for job in list(self._pending.get(server_name, [])):
             await self.load_spec(job)
 
+    def check_doubt_keys(self, server_name: str) -> None:
+        """Check that the server's ``tools_on_doubt`` names only its tools (see :func:`check_doubt_keys`), once its
+        tools are known: a configuration file's when it loads, a server's specs at URLs once :meth:`connect` or a
+        first call imported them.
+
+        Raises:
+            ConfigurationError: a key names no tool of the server.
+        """
+        prefix = f"rest://{server_name}."
+        names = [uri.removeprefix(prefix) for uri in self.registry.names_of("rest", server_name)]
+        check_doubt_keys(self._session(server_name).server, f"REST server {server_name!r}", names)
+
     def _import(self, session: ServerSession, document: dict[str, Any], job: OpenApiImport) -> list[str]:
         try:
             operations, skipped = read_operations(document, include=job.include, exclude=job.exclude)
@@ -278,6 +290,8 @@ class RestAdapter(ToolAdapter):
                 "operation_id": operation.operation_id,
                 "tags": list(operation.tags),
                 "paths": list(operation.paths),
+                **({} if operation.idempotent is None else {"idempotent": operation.idempotent}),
+                **({"honours_key": True} if operation.honours_key else {}),
             },
         )
 
@@ -350,13 +364,20 @@ class RestAdapter(ToolAdapter):
         """Fetch and register every OpenAPI spec recorded at a URL; a server whose spec fails is named in one
         :class:`~kavalai.errors.ServerConnectionError`, the others' tools are registered."""
         failures: list[str] = []
+        imported: list[str] = []
         for server_name in list(self._pending):
+            if not self._pending[server_name]:
+                continue
             try:
                 await self._load_pending(server_name)
             except FunctionKernelException as exc:
                 failures.append(f"REST server {server_name!r}: {exc}")
+            else:
+                imported.append(server_name)
         if failures:
             raise ServerConnectionError("Cannot import OpenAPI specs:\n" + "\n".join(failures))
+        for server_name in imported:  # its tools are known now
+            self.check_doubt_keys(server_name)
 
     async def resolve(self, uri: ToolURI) -> ToolDefinition | None:
         """A tool named with an HTTP method (``rest://api.items [GET]``, or ``call_tool(..., method="GET")``).
@@ -369,6 +390,7 @@ class RestAdapter(ToolAdapter):
         method, server = uri.qualifier, uri.server or ""
         if self._pending.get(server):
             await self._load_pending(server)  # its spec is at a URL: import it now, as a connect would
+            self.check_doubt_keys(server)
             if method is None:
                 return self.registry.get(str(uri))
         if method is None or server not in self._servers:

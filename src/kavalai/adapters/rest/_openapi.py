@@ -14,6 +14,9 @@ What it relies on and does:
   keys, or comma-joined for ``explode: false``; other parameter styles are not supported.
 - The output schema is the JSON schema of the first 2xx response that has one; ``None`` (any value) otherwise.
 - Operations whose request body has no JSON media type are skipped, and reported back as such.
+- An operation's own word on repeats is kept for durable runs (:func:`kavalai.durable.retry_allowed`): ``x-idempotent``
+  (``true``: a repeat is harmless; ``false``: it is not, whatever the method), and an ``Idempotency-Key`` header
+  parameter (the server says it tells repeats apart by the key, which a durable step sends in that header).
 - One tool per operation: an operationId served at several paths (gRPC-gateway documents such as Temporal's bind
   each call at two or four) is one tool that knows all its paths and calls the first; the same operationId under
   another method stays a tool of its own (``name_2``).
@@ -36,6 +39,10 @@ __all__ = ["OpenApiOperation", "OpenApiSkip", "check_spec", "parse_spec", "read_
 _HTTP_METHODS: Final = ("get", "put", "post", "delete", "options", "head", "patch")
 _IGNORED_HEADERS: Final = frozenset({"accept", "content-type", "authorization"})
 _NAME_JUNK: Final = re.compile(r"[^A-Za-z0-9_.-]+")
+#: An operation's own mark of whether a repeat of it is harmless.
+_IDEMPOTENT_MARK: Final = "x-idempotent"
+#: The header in which a durable step sends its idempotency key (lowercase): documented, the server honours it.
+_KEY_HEADER: Final = "idempotency-key"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +58,8 @@ class OpenApiOperation:
         input_schema: a self-contained JSON schema of the arguments.
         output_schema: the JSON schema of the 2xx JSON response, or ``None``.
         paths: every ``METHOD /path`` the document serves this operation at; the plan calls the first.
+        idempotent: the operation's ``x-idempotent`` (``None`` when it has none).
+        honours_key: the operation documents an ``Idempotency-Key`` header parameter.
     """
 
     tool_name: str
@@ -61,6 +70,8 @@ class OpenApiOperation:
     input_schema: dict[str, Any]
     output_schema: dict[str, Any] | None
     paths: tuple[str, ...] = ()
+    idempotent: bool | None = None
+    honours_key: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +224,9 @@ def _build(
         raise _Unsupported(f"the path placeholders {', '.join(unfilled)} have no path parameter")
     output = _output_schema(refs, operation.get("responses") or {})
     operation_id = operation.get("operationId")
+    marked = operation.get(_IDEMPOTENT_MARK)
+    if marked is not None and not isinstance(marked, bool):
+        raise ConfigurationError(f"{_IDEMPOTENT_MARK} must be true or false, not {marked!r}")
     return OpenApiOperation(
         tool_name=_tool_name(operation_id, method, path, taken),
         operation_id=str(operation_id) if operation_id is not None else None,
@@ -221,6 +235,8 @@ def _build(
         plan=schema.plan(method.upper(), path),
         input_schema=refs.attach(schema.json_schema()),
         output_schema=refs.attach(output) if output is not None else None,
+        idempotent=marked,
+        honours_key=any(header.lower() == _KEY_HEADER for _, header in schema.header_params),
     )
 
 
