@@ -178,6 +178,41 @@ async def test_stateless_answers_every_client_without_a_session(config: Path) ->
         await _other_clients_add(url, config.parent)
 
 
+async def test_json_response_answers_each_request_with_one_json_body(config: Path) -> None:
+    """``--stateless --json-response``: a call is answered with an ``application/json`` body, also to a client
+    that accepts nothing else (an event-stream server answers it 406); the SDK's, FastMCP's and node's clients
+    call through it; a call's progress is not sent (no stream), its result is."""
+    async with replica(config, "json.log", "--stateless", "--json-response") as (url, _):
+        call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "python_add"}}
+        call["params"]["arguments"] = {"a": 2, "b": 5}
+        async with httpx2.AsyncClient(timeout=30) as http:
+            for accept in ("application/json, text/event-stream", "application/json"):
+                answer = await http.post(url, json=call, headers={"Accept": accept})
+                assert answer.status_code == 200
+                assert answer.headers["content-type"] == "application/json"
+                assert answer.json()["result"]["structuredContent"] == {"result": 7}
+        with anyio.fail_after(30):
+            async with Client(url) as client:
+                assert (await client.call_tool("python_add", {"a": 1, "b": 1})).structured_content == {"result": 2}
+                seen: list[float] = []
+
+                async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                    seen.append(progress)
+
+                counted = await client.call_tool("python_count", {"n": 2}, progress_callback=on_progress)
+                assert counted.structured_content == {"result": 2}
+                assert seen == []
+        await _other_clients_add(url, config.parent)
+
+
+def test_json_response_needs_stateless() -> None:
+    from kavalai.serve import build_mcp_server
+    from kavalai.serve._transports import http_app
+
+    with pytest.raises(ValueError, match="JSON responses need stateless mode"):
+        http_app(build_mcp_server(FunctionKernel()), json_response=True)
+
+
 async def _other_clients_add(url: str, folder: Path) -> None:
     """FastMCP's client, and node's ``fetch`` when node is present, call ``python_add`` at ``url``."""
     import fastmcp
@@ -341,6 +376,7 @@ async def test_readiness_is_503_until_the_kernel_is_connected_and_once_stopping(
     [
         (["--stateless"], "--stateless needs --transport http"),
         (["--transport", "http", "--workers", "2"], "--workers needs --stateless"),
+        (["--transport", "http", "--json-response"], "--json-response needs --stateless"),
         (["--transport", "http", "--stateless", "--workers", "0"], "--workers 0: give 1 to 256"),
         (["--transport", "http", "--stateless", "--workers", "2", "--worker-restarts", "-1"], "give 0 or more"),
     ],
@@ -377,6 +413,28 @@ async def test_workers_share_the_port_and_end_with_their_parent(config: Path) ->
         gone, alive = psutil.wait_procs(workers, timeout=20)
         assert alive == []
         assert len(gone) == 2
+
+
+def test_a_worker_is_given_every_option_of_its_parent_but_where_to_listen() -> None:
+    """The enumeration: every option of ``kavalai serve`` (each given a value other than its default here)
+    reaches the workers' command line unchanged, except those that say where and how many to run. An option
+    added to the parser fails here until it is given below and passed on (or named as the parent's own)."""
+    from kavalai.cli._serve import build_serve_parser
+    from kavalai.cli._serve_workers import _worker_command
+
+    parents_own = {"help", "host", "port", "workers", "worker_restarts", "worker_fds"}
+    given = ["my.yaml", "--transport", "http", "--stateless", "--json-response", "--keep-alive", "30"]
+    given += ["--path", "/tools", "--name", "gw", "--names", "own", "--bearer-token-env", "TOKEN"]
+    given += ["--allow", "python.*", "--allow", "mcp.*", "--deny", "mcp.x.*", "--no-lazy", "--tracing"]
+    given += ["--host", "0.0.0.0", "--port", "9000", "--workers", "3", "--worker-restarts", "2"]
+    parser = build_serve_parser()
+    parent, defaults = vars(parser.parse_args(given)), vars(parser.parse_args(["tools.yaml"]))
+    carried = {dest for dest in parent if dest not in parents_own}
+    assert {dest for dest in carried if parent[dest] == defaults[dest]} == set()  # each option given a value
+    command = _worker_command(parser.parse_args(given))
+    assert command[1:3] == ["-m", "kavalai.cli._serve"]
+    worker = vars(parser.parse_args(command[3:]))
+    assert {dest: worker[dest] for dest in carried} == {dest: parent[dest] for dest in carried}
 
 
 @pytest.mark.skipif(not REUSE_PORT, reason="SO_REUSEPORT spreads connections over sockets only on Linux")

@@ -96,6 +96,12 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "server-to-client requests (sampling, elicitation) are refused",
     )
     parser.add_argument(
+        "--json-response",
+        action="store_true",
+        help="HTTP with --stateless: answer each request with one JSON body, not an event stream (no progress or "
+        "log messages during a call)",
+    )
+    parser.add_argument(
         "--keep-alive",
         type=int,
         default=KEEP_ALIVE,
@@ -117,6 +123,9 @@ def serve_command(args: argparse.Namespace, *, stderr: TextIO | None = None) -> 
         if given and args.transport != "http":
             print(f"kavalai serve: {option} needs --transport http", file=err)
             return EXIT_USAGE
+    if args.json_response and not args.stateless:
+        print("kavalai serve: --json-response needs --stateless", file=err)
+        return EXIT_USAGE
     if (why := workers_usage_error(args)) is not None:
         print(f"kavalai serve: {why}", file=err)
         return EXIT_USAGE
@@ -175,7 +184,8 @@ async def _serve(
     }
     try:
         if args.transport == "http":
-            options.update(stateless=args.stateless, keep_alive=args.keep_alive, **worker_options(args))
+            options.update(stateless=args.stateless, json_response=args.json_response, keep_alive=args.keep_alive)
+            options.update(worker_options(args))
             await serve_http(kernel, host=args.host, port=args.port, path=args.path, bearer_token=token, **options)
         else:
             await serve_stdio(kernel, **options)

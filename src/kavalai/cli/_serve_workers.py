@@ -113,7 +113,7 @@ def worker_options(args: argparse.Namespace) -> dict[str, Any]:
 def _worker_command(args: argparse.Namespace) -> list[str]:
     """This command line for a worker: the same options but ``--host``, ``--port`` and ``--workers``."""
     command = [sys.executable, "-m", "kavalai.cli._serve", args.config, "--transport", "http", "--stateless"]
-    command += ["--path", args.path, "--name", args.name, "--keep-alive", str(args.keep_alive)]
+    command += ["--path", args.path, "--name", args.name, "--names", args.names, "--keep-alive", str(args.keep_alive)]
     if args.bearer_token_env is not None:
         command += ["--bearer-token-env", args.bearer_token_env]
     for pattern in args.allow or ():
@@ -122,6 +122,8 @@ def _worker_command(args: argparse.Namespace) -> list[str]:
         command += ["--deny", pattern]
     if args.lazy is not None:
         command.append("--lazy" if args.lazy else "--no-lazy")
+    if args.json_response:
+        command.append("--json-response")
     if args.tracing is not None:
         command.append("--tracing" if args.tracing else "--no-tracing")
     return command

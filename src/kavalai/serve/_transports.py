@@ -27,6 +27,12 @@ from kavalai.serve._tools import Naming
 
 __all__ = ["BearerTokenMiddleware", "ReadyCallback", "http_app", "serve_http", "serve_stdio", "uvicorn_config"]
 
+#: Why JSON responses need stateless mode.
+_JSON_NEEDS_STATELESS = (
+    "JSON responses need stateless mode: a session's requests to the client (sampling, elicitation) and its "
+    "progress travel on event streams"
+)
+
 #: Called once the server accepts requests, with a description (stdio) or the endpoint URL (HTTP).
 ReadyCallback = Callable[[str], None]
 
@@ -83,6 +89,7 @@ async def serve_http(
     stateless: bool = False,
     sock: socket.socket | None = None,
     keep_alive: int = KEEP_ALIVE,
+    json_response: bool = False,
 ) -> None:
     """Serve ``kernel``'s tools as a streamable HTTP MCP endpoint at ``http://host:port/path`` until cancelled.
 
@@ -114,14 +121,21 @@ async def serve_http(
             caller owns it and closes it.
         keep_alive: seconds an idle keep-alive connection stays open (see :data:`KEEP_ALIVE`); raise it above the
             idle timeout of a load balancer in front that keeps longer (Google Cloud's: 600 s).
+        json_response: with ``stateless`` only: answer each request with one ``application/json`` body, never an
+            event stream (for clients or proxies that cannot read one); a request's progress and log messages are
+            then not sent, there being no stream to carry them (``subscriptions/listen`` stays a stream).
 
     Raises:
         ServerConnectionError: a server of the kernel cannot be connected (not with ``lazy``).
         OSError: the address cannot be listened on.
+        ValueError: ``json_response`` without ``stateless``.
     """
     server = build_mcp_server(kernel, allow=allow, deny=deny, name=name, lazy=lazy, names=names, stateless=stateless)
     readiness = _Readiness()
-    app = readiness.wrap(http_app(server, path=path, host=host, bearer_token=bearer_token, stateless=stateless))
+    endpoint = http_app(
+        server, path=path, host=host, bearer_token=bearer_token, stateless=stateless, json_response=json_response
+    )
+    app = readiness.wrap(endpoint)
     config = uvicorn_config(app, keep_alive=keep_alive)
     with contextlib.nullcontext(sock) if sock is not None else _listening(host, port) as listening:
         async with _connected(kernel, lazy=lazy):
@@ -154,11 +168,21 @@ def http_app(
     host: str = "127.0.0.1",
     bearer_token: str | None = None,
     stateless: bool = False,
+    json_response: bool = False,
 ) -> Any:
     """The ASGI application of ``server``'s streamable HTTP endpoint at ``path``, behind a bearer token check
-    when ``bearer_token`` is given, without sessions when ``stateless``. Its lifespan runs the SDK's session
-    manager."""
-    app: Any = server.streamable_http_app(streamable_http_path=path, host=host, stateless_http=stateless)
+    when ``bearer_token`` is given, without sessions when ``stateless``, answering with JSON bodies instead of
+    event streams when ``json_response`` (stateless only: a session's requests to the client, sampling and
+    elicitation, would have no way to it). Its lifespan runs the SDK's session manager.
+
+    Raises:
+        ValueError: ``json_response`` without ``stateless``.
+    """
+    if json_response and not stateless:
+        raise ValueError(_JSON_NEEDS_STATELESS)
+    app: Any = server.streamable_http_app(
+        streamable_http_path=path, host=host, stateless_http=stateless, json_response=json_response
+    )
     return app if bearer_token is None else BearerTokenMiddleware(app, bearer_token)
 
 
