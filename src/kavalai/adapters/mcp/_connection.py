@@ -156,6 +156,7 @@ class McpConnection:
             server_info_name=self._server_info_name,
             restored=self._healing.restored,
             lost=self._healing.lost,
+            subscriptions=tuple(sorted(self._healing.subscribed)),
         )
 
     @property
