@@ -445,9 +445,9 @@ async def test_a_listen_streams_subscriptions_are_taken_back_when_it_ends(host: 
     assert _updates(watcher) == ["mcp://updates/notes://b"]
 
 
-def _subscriptions(kernel: FunctionKernel) -> set[str]:
-    """The resources the kernel's connection to the updates server is subscribed to (its private record)."""
-    return set(kernel.adapter("mcp").connection("updates")._healing.subscribed)  # type: ignore[attr-defined]
+def _subscriptions(kernel: FunctionKernel) -> tuple[str, ...]:
+    """The resources the kernel's connection to the updates server is subscribed to."""
+    return kernel.get_mcp_server_state("updates").subscriptions
 
 
 # ----------------------------------------------------------------------------------- prompts and completion

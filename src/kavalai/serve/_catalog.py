@@ -102,6 +102,10 @@ class ServedCatalog:
         await _asked(self.adapter.subscribe_resource(server, own, subscribe=subscribe))
         return server, own
 
+    async def unsubscribe(self, uri: str) -> None:
+        """Unsubscribe from the resource ``uri`` (a served URI) at its server."""
+        await self.subscribe(uri, subscribe=False)
+
     def served_uri(self, server: str, uri: str) -> str:
         """The URI (or template) ``uri`` of ``server`` as served."""
         return uri if self.naming == "own" else f"mcp://{server}/{uri}"

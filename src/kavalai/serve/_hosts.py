@@ -14,7 +14,12 @@
   (a 2026-07-28 host: on its ``subscriptions/listen`` stream, if that asked for it). A resource stays subscribed to
   at its server while some host or listen stream holds it (:meth:`HostSessions.held`).
 
-A host is known from its first request; one whose connection has gone is forgotten at the first send that fails.
+A host is known from its first request, by its connection (the SDK's per-client ``Connection``: a handshake-era
+host's lasts its session, a 2026-07-28 host's one request). When a handshake-era host's session ends (stdio closed,
+the HTTP session deleted or expired, the gateway stopping), the connection's teardown forgets the host and takes
+back its subscriptions at the servers, but those another host or a listen stream still holds
+(:meth:`HostSessions.release`): a host that leaves without unsubscribing leaves nothing subscribed behind it. A
+host one of whose sends fails is forgotten at once (its subscriptions are taken back when its session ends).
 Served ``stateless`` (``kavalai serve --stateless``), a request has no way back to a handshake-era host: every
 server request during its calls is refused at once with an error saying so, which the server's failing tool passes on
 to the host (a 2026-07-28 host's call is asked in input-required rounds, which need no session).
@@ -25,13 +30,14 @@ from __future__ import annotations
 import collections
 import contextlib
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final
 
 import anyio
 import mcp_types as types
 from mcp.server import ServerRequestContext
+from mcp.server.connection import Connection
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
@@ -53,7 +59,6 @@ __all__ = ["HostSessions"]
 
 logger = get_logger("kavalai.serve")
 
-_V = TypeVar("_V")
 _OUTSIDE_WAIT: Final = 60.0  # seconds a host is given to answer a roots/list asked outside a call
 _ORDER: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
@@ -66,6 +71,7 @@ class _Host:
     rounds_only: bool = False  # a 2026-07-28 host: asked only within its calls' rounds
     level: str | None = None  # set by logging/setLevel
     subscribed: set[str] = field(default_factory=set)  # served URIs
+    ending: bool = False  # its connection's teardown will release it (HostSessions._ends_with)
 
 
 @dataclass(eq=False)
@@ -74,7 +80,7 @@ class _Call:
 
     server: str
     ctx: ServerRequestContext[Any]
-    host: object
+    host: Connection
     asking: set[anyio.CancelScope] = field(default_factory=set)
     rounds: RoundsCall | None = None  # a 2026-07-28 host's call: asked through input-required rounds
 
@@ -89,27 +95,37 @@ class HostSessions:
 
     Args:
         served_uri: a resource's URI as served, from its server's name and own URI (for ``resources/updated``).
+        unsubscribe: unsubscribes from a served resource at its server (for what no host holds any more).
         stateless: served without sessions: the servers' requests are refused (no back channel to a host) unless the
             call is a 2026-07-28 host's, asked in input-required rounds.
     """
 
-    def __init__(self, served_uri: Callable[[str, str], str], *, stateless: bool = False) -> None:
+    def __init__(
+        self,
+        served_uri: Callable[[str, str], str],
+        unsubscribe: Callable[[str], Awaitable[object]],
+        *,
+        stateless: bool = False,
+    ) -> None:
         self._served_uri = served_uri
+        self._unsubscribe = unsubscribe
         self._stateless = stateless
-        self._hosts: _ByIdentity[_Host] = _ByIdentity()
+        self._hosts: weakref.WeakKeyDictionary[Connection, _Host] = weakref.WeakKeyDictionary()  # gone: dropped
         self._calls: list[_Call] = []
         self.bus = InMemorySubscriptionBus()  # the changes for 2026-07-28 hosts' subscriptions/listen streams
         self._listened: collections.Counter[str] = collections.Counter()  # served URIs: listen streams holding each
 
     def seen(self, ctx: ServerRequestContext[Any]) -> _Host:
-        """The host making the request of ``ctx`` (known from now on)."""
-        key = _connection_of(ctx.session)
-        host = self._hosts.get(key)
+        """The host making the request of ``ctx`` (known from now on; a handshake-era host until its session
+        ends)."""
+        connection = connection_of(ctx)
+        host = self._hosts.get(connection)
         if host is None:
-            host = self._hosts[key] = _Host(ctx.session)
+            host = self._hosts[connection] = _Host(ctx.session, rounds_only=takes_rounds(ctx.protocol_version))
+            if not host.rounds_only:  # a session, not one request: released when it ends
+                self._ends_with(connection, host)
         else:
             host.session = ctx.session
-        host.rounds_only = takes_rounds(ctx.protocol_version)
         return host
 
     @contextlib.contextmanager
@@ -122,7 +138,7 @@ class HostSessions:
         if server is None:
             yield
             return
-        call = _Call(server, ctx, _connection_of(ctx.session), rounds=rounds)
+        call = _Call(server, ctx, connection_of(ctx), rounds=rounds)
         self._calls.append(call)
         try:
             yield
@@ -135,7 +151,7 @@ class HostSessions:
         """The host of ``ctx`` asked for log messages from ``level`` on; the level the servers are to log at: the
         most verbose any host asked for (each host is still sent only what it asked for)."""
         self.seen(ctx).level = level
-        levels = [host.level for host in self._hosts.values() if host.level is not None]
+        levels = [host.level for host in list(self._hosts.values()) if host.level is not None]
         return min(levels, key=_ORDER.index)
 
     @contextlib.contextmanager
@@ -154,11 +170,38 @@ class HostSessions:
 
     def subscribe(self, ctx: ServerRequestContext[Any], uri: str, *, subscribe: bool) -> None:
         """The host of ``ctx`` subscribed to (or unsubscribed from) the served resource ``uri``."""
-        subscribed = self.seen(ctx).subscribed
+        host = self.seen(ctx)
         if subscribe:
-            subscribed.add(uri)
+            host.subscribed.add(uri)
+            self._ends_with(connection_of(ctx), host)  # whatever its era, its subscriptions end with its connection
         else:
-            subscribed.discard(uri)
+            host.subscribed.discard(uri)
+
+    async def release(self, uris: Iterable[str]) -> None:
+        """Unsubscribe from the served resources ``uris`` at their servers, but for those a host or a listen stream
+        still holds (a server that fails to is logged: the subscription ends with its connection anyway)."""
+        for uri in sorted(set(uris)):
+            if self.held(uri):
+                continue
+            try:
+                await self._unsubscribe(uri)
+            except Exception as exc:  # a server gone meanwhile: nothing left to take back
+                logger.info("kavalai serve: could not unsubscribe from %s, held no more: %s", uri, exc)
+
+    def _ends_with(self, connection: Connection, host: _Host) -> None:
+        """When ``connection`` closes (its teardown, run by the SDK however it ends), ``host`` is forgotten and
+        what it alone subscribed to is unsubscribed at the servers."""
+        if host.ending:
+            return
+        host.ending = True
+
+        async def ended() -> None:
+            if self._hosts.get(connection) is host:
+                self._hosts.pop(connection)
+            uris, host.subscribed = host.subscribed, set()
+            await self.release(uris)
+
+        connection.exit_stack.push_async_callback(ended)
 
     # ----------------------------------------------------------------------------------- McpRelay
 
@@ -167,7 +210,7 @@ class HostSessions:
         name = message.server if not message.logger else f"{message.server}/{message.logger}"
         params = types.LoggingMessageNotificationParams(level=message.level, data=message.data, logger=name)
         notification = types.LoggingMessageNotification(params=params)
-        calls = {id(call.host): call for call in self._calls if call.server == message.server}
+        calls = {call.host: call for call in self._calls if call.server == message.server}
         if calls:
             for call in calls.values():
                 host = self._hosts.get(call.host)
@@ -226,7 +269,7 @@ class HostSessions:
     # ----------------------------------------------------------------------------------- helpers
 
     async def _ask(self, server: str, capability: str, request: Any, result_type: type[Any]) -> Any:
-        hosts = {id(call.host): call for call in self._calls if call.server == server}
+        hosts = {call.host: call for call in self._calls if call.server == server}
         if self._stateless and not (len(hosts) == 1 and next(iter(hosts.values())).rounds is not None):
             # a 2026-07-28 host's call is asked in input-required rounds, which need no session; nothing else can be
             return refusal(no_back_channel(server, capability))
@@ -257,7 +300,7 @@ class HostSessions:
     async def _roots_outside_a_call(self) -> Any:
         """A server's ``roots/list`` with no call in flight: asked of the one host that can be asked on its session
         (the backend connections serve every host: with several, the gateway cannot tell whose roots they are)."""
-        able = [host for host in self._hosts.values() if not host.rounds_only]
+        able = [host for host in list(self._hosts.values()) if not host.rounds_only]
         if len(able) != 1:
             why = f"{len(able)} hosts are connected" if able else "no host that can be asked is connected"
             return refusal(f"kavalai serve cannot tell which host to ask for roots outside a call: {why}")
@@ -276,7 +319,7 @@ class HostSessions:
             return answer
         return refusal(f"the host of kavalai serve did not answer roots/list within {_OUTSIDE_WAIT:g} s")
 
-    async def _send(self, key: object, session: ServerSession, notification: Any, related: Any) -> None:
+    async def _send(self, key: Connection, session: ServerSession, notification: Any, related: Any) -> None:
         try:
             await session.send_notification(notification, related_request_id=related)
         except Exception as exc:  # a host that has gone is forgotten
@@ -284,47 +327,18 @@ class HostSessions:
             self._hosts.pop(key, None)
 
 
-def _connection_of(session: ServerSession) -> object:
-    """What stays the same across the requests of one host connection (each request has its own session object):
-    the parameters of its ``initialize`` (a 2026-07-28 host's are made for each request from its envelope, as its
-    connection is), else the session."""
-    params = session.client_params
-    return params if params is not None else session
+def connection_of(ctx: ServerRequestContext[Any]) -> Connection:
+    """The SDK's per-client ``Connection`` of the request ``ctx``: a handshake-era host's lasts its session (stdio,
+    or an HTTP session until deleted or expired), a 2026-07-28 host's is made for the request from its envelope.
+    Its ``exit_stack`` is where the SDK has per-connection cleanup put (unwound however the connection ends).
 
-
-class _ByIdentity(Generic[_V]):
-    """Values by the identity of their key objects (hashable or not, as the SDK's pydantic models are not), each
-    dropped once its key is no longer referenced elsewhere."""
-
-    def __init__(self) -> None:
-        self._items: dict[int, tuple[weakref.ref[Any], _V]] = {}
-
-    def get(self, key: object) -> _V | None:
-        found = self._items.get(id(key))
-        return found[1] if found is not None and found[0]() is key else None
-
-    def __setitem__(self, key: object, value: _V) -> None:
-        ident = id(key)
-        items = self._items
-
-        def forget(_: weakref.ref[Any]) -> None:
-            items.pop(ident, None)
-
-        items[ident] = (weakref.ref(key, forget), value)
-
-    def pop(self, key: object, default: _V | None = None) -> _V | None:
-        found = self.get(key)
-        if found is None:
-            return default
-        del self._items[id(key)]
-        return found
-
-    def values(self) -> list[_V]:
-        return [value for _, value in self.items()]
-
-    def items(self) -> list[tuple[object, _V]]:
-        alive = [(ref(), value) for ref, value in self._items.values()]
-        return [(key, value) for key, value in alive if key is not None]
+    The SDK's request context will carry it as ``ctx.connection`` (its ``Context`` does; the runner still builds the
+    older ``ServerRequestContext``, which does not): until then it is the one the request's session speaks on, this
+    module's one reach into the SDK's private state (tests/serve/test_host_ends.py fails if it moves)."""
+    connection = getattr(ctx, "connection", None)
+    if isinstance(connection, Connection):
+        return connection
+    return ctx.session._connection  # the SDK's private attribute: see the docstring
 
 
 def _wants(host: _Host, level: str) -> bool:

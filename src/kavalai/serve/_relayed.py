@@ -119,7 +119,7 @@ def relayed_handlers(
                 return await listener(ctx, params)
         finally:  # the stream ended: what it alone held is unsubscribed at the servers
             with anyio.CancelScope(shield=True):
-                await _unsubscribe_unheld(catalog, hosts, subscribed)
+                await hosts.release(subscribed)
 
     async def complete(ctx: ServerRequestContext[Any], params: types.CompleteRequestParams) -> types.CompleteResult:
         await connecting()
@@ -138,17 +138,6 @@ def relayed_handlers(
         "on_completion": complete,
         "on_subscriptions_listen": listen,
     }
-
-
-async def _unsubscribe_unheld(catalog: ServedCatalog, hosts: HostSessions, uris: list[str]) -> None:
-    """Unsubscribe from ``uris`` at their servers, but for those a host or another listen stream still holds."""
-    for uri in uris:
-        if hosts.held(uri):
-            continue
-        try:
-            await catalog.subscribe(uri, subscribe=False)
-        except Exception as exc:  # a server gone meanwhile: nothing left to take back
-            logger.info("kavalai serve: could not unsubscribe from %s after a listen stream: %s", uri, exc)
 
 
 def served_servers(adapter: McpAdapter, tools: ExposedTools) -> Callable[[], list[str]]:

@@ -79,7 +79,7 @@ def build_mcp_server(
     rounds = InputRounds()
     if adapter is not None:  # the MCP servers' logging, resources, prompts and requests are relayed too
         catalog = ServedCatalog(adapter, served_servers(adapter, tools), names)
-        hosts = HostSessions(catalog.served_uri, stateless=stateless)
+        hosts = HostSessions(catalog.served_uri, catalog.unsubscribe, stateless=stateless)
         adapter.relay_to(hosts)
         relayed = relayed_handlers(adapter, tools, hosts, catalog, connecting or _connected)
 

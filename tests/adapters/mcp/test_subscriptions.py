@@ -1,6 +1,6 @@
 """2026-07-28 era: ``subscribe_resource`` and ``unsubscribe_resource`` return once the change is in force (the
 ``subscriptions/listen`` stream with the new filter is open), so an update sent right after the await is told (or,
-after unsubscribing, is not)."""
+after unsubscribing, is not); the server's state lists the subscriptions in force."""
 
 from __future__ import annotations
 
@@ -31,9 +31,11 @@ async def test_an_update_sent_at_once_after_subscribing_arrives_and_after_unsubs
             for i in range(ROUNDS):
                 uri = f"notes://n{i}"
                 await kernel.subscribe_resource("upd", uri)
+                assert kernel.get_mcp_server_state("upd").subscriptions == tuple(sorted((keep, uri)))
                 await kernel.call_tool("mcp://upd.touch", {"uri": uri})
                 await wait_until(lambda uri=uri: told(uri) == 1)  # type: ignore[misc]
                 await kernel.unsubscribe_resource("upd", uri)
+                assert kernel.get_mcp_server_state("upd").subscriptions == (keep,)
                 await kernel.call_tool("mcp://upd.touch", {"uri": uri})
                 # The stream delivers in order: once the next update of `keep` is told, one of `uri` would have been.
                 await kernel.call_tool("mcp://upd.touch", {"uri": keep})

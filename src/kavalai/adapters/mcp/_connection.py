@@ -122,7 +122,6 @@ class McpConnection:
         self._protocol_version: str | None = None  # negotiated at the last connect
         self._server_info_name: str | None = None  # the serverInfo.name of the last connect
         self._stale_at = math.inf  # when the tool listing's ttlMs runs out (inf: no hint, kept until changed)
-        self._asked_level: str | None = None  # set_log_level's: a 2026-07-28 server is asked on each call
         self._healing = Healing(config)  # what the caller set up, restored after a reconnect (_healing.py)
         self._revival: asyncio.Task[None] | None = None  # reconnects a lost connection that has subscriptions
         self._crashes = CrashLoop(config.crash_limit, config.crash_window)  # not started again for a while
@@ -163,6 +162,7 @@ class McpConnection:
             server_info_name=self._server_info_name,
             restored=self._healing.restored,
             lost=self._healing.lost,
+            subscriptions=tuple(sorted(self._healing.subscribed)),
         )
 
     @property
@@ -460,7 +460,6 @@ class McpConnection:
         """Ask the server to send log messages from ``level`` on (handshake era: ``logging/setLevel``, a server
         that logs; 2026-07-28: in each tool call's ``_meta`` from now on); asked again on each new session after a
         reconnect."""
-        self._asked_level = level
         self._healing.log_level = level  # type: ignore[assignment]
         await self.request(lambda client: era.ask_log_level(client, level), "logging/setLevel")  # type: ignore[arg-type]
 
@@ -632,7 +631,7 @@ class McpConnection:
                     arguments=arguments,
                     input_responses=responses,
                     request_state=state,
-                    _meta=era.log_meta(call_meta(), self._asked_level, session),  # key, ms left, log level
+                    _meta=era.log_meta(call_meta(), self._healing.log_level, session),  # key, ms left, log level
                 )
                 request = mcp_types.CallToolRequest(params=params)
                 if legacy_task:

@@ -52,6 +52,9 @@ class McpServerState:
             the same filter) and each logging level set again (``logging/setLevel``); a subscription reported
             lost that a later reconnect set up again counts too (``McpChange(kind="restored")``).
         lost: what could not be set up again (each also reached ``on_change`` as ``McpChange(kind="lost")``).
+        subscriptions: the URIs of the resources subscribed to now (``subscribe_resource``; a ``kavalai serve``
+            gateway's: those its hosts and listen streams hold), sorted; one reported lost is not among them until
+            a reconnect sets it up again.
     """
 
     name: str
@@ -66,3 +69,4 @@ class McpServerState:
     server_info_name: str | None = None
     restored: int = 0
     lost: int = 0
+    subscriptions: tuple[str, ...] = ()

@@ -1,0 +1,67 @@
+"""A real MCP server (the SDK's low-level ``Server``, over stdio, in the handshake era) that records every
+``resources/subscribe`` and ``resources/unsubscribe`` it is sent: ``python -m tests.servers.mcp_subscribed LOG``.
+
+It offers the resources ``notes://a``, ``notes://b`` and ``notes://c`` (and no tools); each subscription request is
+appended to the file ``LOG`` as one line (``subscribe notes://a``, ``unsubscribe notes://a``), written before it is
+answered, so the file says what the server was sent even after it has stopped.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+
+NOTES = ("notes://a", "notes://b", "notes://c")
+
+
+def build_server(log: Path) -> Server[Any]:
+    """The server, recording into ``log``."""
+
+    def record(line: str) -> None:
+        with log.open("a", encoding="utf-8") as file:
+            file.write(line + "\n")
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[])
+
+    async def list_resources(ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(
+            resources=[types.Resource(uri=uri, name=uri.rsplit("/", 1)[-1], mime_type="text/plain") for uri in NOTES]
+        )
+
+    async def read(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=params.uri, text="a note")])
+
+    async def subscribe(ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
+        record(f"subscribe {params.uri}")
+        return types.EmptyResult()
+
+    async def unsubscribe(ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        record(f"unsubscribe {params.uri}")
+        return types.EmptyResult()
+
+    return Server(
+        "subscribed",
+        on_list_tools=list_tools,
+        on_list_resources=list_resources,
+        on_read_resource=read,
+        on_subscribe_resource=subscribe,
+        on_unsubscribe_resource=unsubscribe,
+    )
+
+
+async def main(log: Path) -> None:
+    """Serve over stdio until stdin closes."""
+    server = build_server(log)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+if __name__ == "__main__":
+    anyio.run(main, Path(sys.argv[1]))
