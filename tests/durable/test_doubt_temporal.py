@@ -149,16 +149,21 @@ def in_doubt(temporal_address: str, tmp_path: Path, policy: str, *, limit: int |
         output = finish(resumer, 180, outcome)
         requests, effects = fetch(f"{shop}/requests"), fetch(f"{shop}/effects")
     assert outcome.problems == [], (tmp_path / "resumer.log").read_text()
+    settled_as(policy, output, requests, effects)
+    # in doubt at the end only when failed; resolved, or sent again and done, otherwise
+    assert in_doubt_shown(temporal_address, queue, run_id) == ([STEP_C] if policy == "fail" else [])
+
+
+def settled_as(policy: str, output: Any, requests: list[dict[str, Any]], effects: list[dict[str, Any]]) -> None:
+    """What the resumed run returned and what the shop received, charge C in doubt under ``policy``."""
     orders = [r["order"] for r in requests]
     if policy == "fail":
         assert output["status"] == "failed"
         assert output["output"].startswith("Node 'c': Outcome unknown: check before retrying. Step 3 of run ")
         assert orders == [e["order"] for e in effects] == ["A", "B", "C"]  # C once, nothing after it
-        assert in_doubt_shown(temporal_address, queue, run_id) == [STEP_C]
         return
     charges = [1, 2, 4, 5, 6] if policy == "ask-retry" else [1, 2, 3, 4, 5]  # the shop charged C again
     assert output == {"status": "succeeded", "output": {"charges": charges}}
-    assert in_doubt_shown(temporal_address, queue, run_id) == []  # resolved, or sent again and done
     if policy == "ask-done":
         assert orders == ["A", "B", "C", "D", "E"]  # the operator said C happened: not sent again
     else:

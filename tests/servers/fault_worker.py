@@ -70,6 +70,7 @@ def runner_for(args: argparse.Namespace) -> Any:
         stale_after=args.step_timeout,
         versioned=args.versioned,
         busy_timeout=args.busy_timeout,
+        step_log=args.step_log,
     )
 
 
@@ -108,5 +109,6 @@ if __name__ == "__main__":
     parser.add_argument("--step-timeout", type=float, default=10.0)
     parser.add_argument("--versioned", action="store_true", help="a versioned runner (docs/durable.md)")
     parser.add_argument("--busy-timeout", type=float, default=30.0, help="DBOS on SQLite: the busy timeout")
+    parser.add_argument("--step-log", choices=["kavalai", "dbos"], default="kavalai", help="DBOS: where steps go")
     options = parser.parse_args()
     print(json.dumps(asyncio.run(main(options))), flush=True)

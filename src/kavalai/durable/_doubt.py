@@ -20,7 +20,7 @@ The policy is the runner's for the tool's URI (``DbosRunner(on_doubt={uri: ...})
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Literal
 
 from kavalai.errors import OutcomeUnknownError
@@ -28,6 +28,7 @@ from kavalai.errors import OutcomeUnknownError
 __all__ = [
     "ON_DOUBT",
     "OnDoubt",
+    "ask_about",
     "doubt_answer",
     "doubt_key",
     "doubt_policy",
@@ -130,3 +131,21 @@ def in_doubt_result(run_id: str, position: int, name: str, request: Mapping[str,
 def is_in_doubt(result: Any) -> bool:
     """Whether a recorded step result is one of a step found in doubt."""
     return isinstance(result, Mapping) and result.get("in_doubt") is True
+
+
+async def ask_about(
+    run_id: str,
+    position: int,
+    name: str,
+    request: Mapping[str, Any],
+    wait: Callable[[int, str, Any, float | None], Awaitable[Any]],
+    retry: Callable[[], Awaitable[Any]],
+) -> Any:
+    """``on_doubt="ask"`` on an engine whose run waits for answers itself (Temporal, DBOS's own step log): ask the
+    operator about step ``position`` with the run's ``wait(position, key, question, timeout)``, then the record of
+    the step resolved done, or ``retry()`` (the operator says it did not happen: sent again)."""
+    question = doubt_question(run_id, position, name, request)
+    answer = doubt_answer(await wait(position, doubt_key(position), question, None))
+    if answer["action"] == "done":
+        return resolved_result(answer, request)
+    return await retry()

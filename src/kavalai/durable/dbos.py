@@ -357,7 +357,11 @@ class DbosRunner(DurableRunner):
         if mine:
             return mine
         found = await DBOS.list_workflow_steps_async(run_id)  # a run begun with step_log="dbos"
-        kept = [step for step in found if not step["function_name"].startswith("DBOS.")]  # DBOS's own operations
+        kept = [  # neither DBOS's own operations nor the sent marks of steps that may not repeat (_dbos_journal)
+            step
+            for step in found
+            if not step["function_name"].startswith("DBOS.") and not step["function_name"].endswith(" (sent)")
+        ]
         return [(position, step["function_name"], step["output"]) for position, step in enumerate(kept, start=1)]
 
     async def pending(self, run_id: str) -> dict[str, Any]:
@@ -427,7 +431,7 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
         runner._parked.park(refused)
     run = DurableRun(
         run_id,
-        DbosJournal(steps, run_id, runner._watch),
+        DbosJournal(steps, run_id, runner._watch, runner.on_doubt),
         store=runner.store,
         inline_limit=runner.inline_limit,
         engine="dbos",

@@ -50,15 +50,7 @@ from temporalio.workflow import ActivityCancellationType
 
 from kavalai.durable._answers import checked_answer
 from kavalai.durable._definition import Definition, Versions, changed, definition_of
-from kavalai.durable._doubt import (
-    OnDoubt,
-    doubt_answer,
-    doubt_key,
-    doubt_policy,
-    doubt_question,
-    in_doubt_result,
-    resolved_result,
-)
+from kavalai.durable._doubt import OnDoubt, ask_about, doubt_key, doubt_policy, in_doubt_result
 from kavalai.durable._run import AnswerLog, DurableRun, JsonValue, bind_run, cancelled_error
 from kavalai.durable._runner import (
     DurableRunner,
@@ -639,14 +631,14 @@ class _TemporalJournal:
         # the effect happened. The failure is in the history, so a replay of the run takes the same branch.
         if policy == "fail":
             return in_doubt_result(self.run_id, position, name, made)
-        key, question = doubt_key(position), doubt_question(self.run_id, position, name, made)
-        answer = doubt_answer(await self.wait_for_answer(position, key, question, None))
-        if answer["action"] == "done":
-            return resolved_result(answer, made)
-        try:  # the operator says it did not happen: sent again, once, with its key
-            return await self._activity(task, f"{name} (retry)", limit, retry=False)
-        except ActivityError:
-            return in_doubt_result(self.run_id, position, name, made)
+
+        async def again() -> JsonValue:  # the operator says it did not happen: sent again, once, with its key
+            try:
+                return await self._activity(task, f"{name} (retry)", limit, retry=False)
+            except ActivityError:
+                return in_doubt_result(self.run_id, position, name, made)
+
+        return await ask_about(self.run_id, position, name, made, self.wait_for_answer, again)
 
     async def _activity(self, task: dict[str, Any], name: str, limit: timedelta, *, retry: bool) -> JsonValue:
         try:
