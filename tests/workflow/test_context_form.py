@@ -4,12 +4,15 @@ from its ``__dict__`` (the usual tool output, once a node); every other model is
 from __future__ import annotations
 
 import enum
+import uuid
 from typing import Any
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_serializer
 
-from kavalai.workflow._runners import _dumps_as_stored, to_context
+from kavalai.workflow._executor import new_run_id
+from kavalai.workflow._result import jsonable
+from kavalai.workflow._runners import _dumps_as_stored, context_and_json, to_context
 
 
 class Plain(BaseModel):
@@ -58,19 +61,22 @@ class Nested(BaseModel):
     colour: Colour = Colour.RED
 
 
-@pytest.mark.parametrize(
-    "value",
-    [
-        Plain(result=5),
-        Plain(result=5, ratio=float("inf")),
-        Aliased(value=1),
-        Hidden(shown=1),
-        Computed(a=2),
-        Extra(a=1, b=2),  # type: ignore[call-arg]
-        Serialized(a=1),
-        Nested(inner=Plain(result=1)),
-    ],
-)
+VALUES = [
+    Plain(result=5),
+    Plain(result=5, ratio=float("inf")),
+    Aliased(value=1),
+    Hidden(shown=1),
+    Computed(a=2),
+    Extra(a=1, b=2),  # type: ignore[call-arg]
+    Serialized(a=1),
+    Nested(inner=Plain(result=1)),
+    5,
+    "text",
+    {"a": [1, 2]},
+]
+
+
+@pytest.mark.parametrize("value", [value for value in VALUES if isinstance(value, BaseModel)])
 def test_the_context_form_is_the_dump_by_alias(value: BaseModel) -> None:
     context: Any = to_context(value)
     assert context == value.model_dump(by_alias=True)
@@ -84,3 +90,21 @@ def test_only_a_model_dumped_as_stored_is_copied() -> None:
     for value in (Plain(result=1), Aliased(value=1), Hidden(shown=1), Computed(a=1), Extra(a=1), Serialized(a=1)):
         to_context(value)
     assert [model.__name__ for model in models if _dumps_as_stored[model]] == ["Plain"]
+
+
+@pytest.mark.parametrize("value", VALUES)
+def test_the_context_and_the_trace_form_in_one_pass_are_what_each_gives(value: Any) -> None:
+    context, as_json = context_and_json(value)
+    assert context == to_context(value)
+    assert as_json == jsonable(value)
+    if isinstance(context, dict):
+        assert context is not as_json  # the trace's copy and the context's are not one dict
+        assert context is not getattr(value, "__dict__", None)
+
+
+def test_a_run_id_is_a_version_4_uuid_in_hex() -> None:
+    ids = {new_run_id() for _ in range(1000)}
+    assert len(ids) == 1000
+    for run_id in ids:
+        parsed = uuid.UUID(hex=run_id)
+        assert (parsed.version, parsed.variant, parsed.hex) == (4, uuid.RFC_4122, run_id)

@@ -306,7 +306,8 @@ class WorkflowEngine:
                 payload["timeout"] = timeout
             data = await self.durable.run(self, payload, run_id=run_id)
             return self._answer(RunResult.from_dict(data, output_type=self.workflow.output_type))
-        await self._prepare()
+        if self._started != len(self._services):  # services not started yet (most engines have none)
+            await self._prepare()
         with answering(on_elicitation):
             return self._answer(await self._execution(input, max_visits, timeout, run_id=run_id).run())
 

@@ -12,8 +12,8 @@ provider is set, and a cancel scope only around a node (or a run) that has a tim
 from __future__ import annotations
 
 import contextlib
+import os
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -40,7 +40,14 @@ from kavalai.workflow._result import (
     WorkflowEvent,
     jsonable,
 )
-from kavalai.workflow._runners import NodeEnv, Outcome, output_json, run_function, run_simple_node, to_context
+from kavalai.workflow._runners import (
+    NodeEnv,
+    Outcome,
+    context_and_json,
+    run_function,
+    run_simple_node,
+    to_context,
+)
 from kavalai.workflow._sizes import size_limit
 from kavalai.workflow.errors import (
     NodeError,
@@ -62,7 +69,7 @@ def _is_panic(exc: BaseException) -> bool:
     return type(exc).__name__ == "PanicException"
 
 
-__all__ = ["Emit", "Execution"]
+__all__ = ["Emit", "Execution", "new_run_id"]
 
 LlmResolver = Callable[[str | None, str], Awaitable["LLMClient"]]
 #: Receives every event of a run as it happens; must not block.
@@ -75,6 +82,15 @@ _BRANCHING = (IfNode, SwitchNode)  # a tuple made once: `IfNode | SwitchNode` bu
 
 def _ignore(event: WorkflowEvent) -> None:
     """The ``emit`` of a run nobody streams."""
+
+
+def new_run_id() -> str:
+    """A new run's id: a random (version 4) UUID as 32 hex digits, what ``uuid.uuid4().hex`` gives, without making
+    the ``UUID`` object (which cost more than half of what making the id costs, once a run)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40  # the version, 4
+    raw[8] = raw[8] & 0x3F | 0x80  # the variant, RFC 4122
+    return raw.hex()
 
 
 class Execution:
@@ -97,7 +113,7 @@ class Execution:
         self.budget = budget
         self.kernel = kernel
         self.llm_for = llm_for
-        self.run_id = run_id or uuid.uuid4().hex
+        self.run_id = run_id or new_run_id()
         self.values: dict[str, Any] = {"input": run_input}
         self.trace: list[NodeTrace] = []
         self.max_visits = max_visits
@@ -126,15 +142,15 @@ class Execution:
         env = self._env()
         self._traced = tracing_configured()  # spans per node only when someone records them
         try:
-            with (
-                self._span(f"workflow {self.workflow.name}", "kavalai.workflow.name", self.workflow.name),
-                self._artifact_scope(),
-                size_limit(self.workflow.max_value_size),
-            ):
-                if self.timeout is None:
-                    result.output = await self._walk(self.workflow.start, env, branch=None)
-                else:
-                    result.output = await self._walk_within(self.timeout, env)
+            with size_limit(self.workflow.max_value_size):
+                if self._traced or self.budget is not None:
+                    with (
+                        self._span(f"workflow {self.workflow.name}", "kavalai.workflow.name", self.workflow.name),
+                        self._artifact_scope(),
+                    ):
+                        result.output = await self._walk_main(env)
+                else:  # the usual run: no span, no artifact scope, not even empty ones
+                    result.output = await self._walk_main(env)
         except WorkflowError as exc:
             result.status = RunStatus.TIMED_OUT if isinstance(exc, RunTimeoutError) else RunStatus.FAILED
             result.output = None
@@ -148,6 +164,12 @@ class Execution:
         if self._streamed:
             self._emit(RunFinished(run_id=self.run_id, result=result))
         return result
+
+    def _walk_main(self, env: NodeEnv) -> Awaitable[Any]:
+        """The walk of the main path (under the run's deadline when it has one): the coroutine itself."""
+        if self.timeout is None:
+            return self._walk(self.workflow.start, env, branch=None)
+        return self._walk_within(self.timeout, env)
 
     def _span(self, name: str, key: str, value: str) -> contextlib.AbstractContextManager[Any]:
         if not self._traced:
@@ -175,6 +197,7 @@ class Execution:
             llm_for=self.llm_for,
             budget=self.budget,
             progress=self._progress if self._streamed else None,
+            durable=current_run() is not None,
         )
 
     def _progress(self, node: str, progress: float, total: float | None, message: str | None) -> None:
@@ -200,12 +223,18 @@ class Execution:
                         raise
                     except Exception as exc:
                         raise _node_error(node, exc) from exc
-                    context = self.values[node.id] = to_context(output)
+                    context, as_json = context_and_json(output)
+                    self.values[node.id] = context
                     self._ledger.hold(node.id, context)
-                    record.output = output_json(output, context)
+                    record.output = as_json
+                    previous = context
                 else:
                     output, current = await self._visit(node, env, record)
                     record.output = jsonable(output)
+                    if isinstance(node, _BRANCHING):
+                        previous = env.previous  # a branching node passes on what came before it
+                    else:  # the context form _visit stored (a model dumped once, not once more here)
+                        previous = to_context(output) if isinstance(node, EndNode) else self.values[node.id]
             except anyio.get_cancelled_exc_class():
                 self._close(record, clock, error=_CANCELLED)
                 raise
@@ -218,9 +247,7 @@ class Execution:
             self.trace.append(record)
             if self._streamed:
                 self._emit(NodeFinished(self.run_id, record))
-            if not isinstance(node, _BRANCHING):
-                # the context form _visit stored (a model dumped once, not once more here)
-                env.previous = to_context(output) if isinstance(node, EndNode) else self.values[node.id]
+            env.previous = previous
         return output
 
     def _begin(self, node: NodeBase, branch: str | None) -> NodeTrace:

@@ -52,6 +52,7 @@ __all__ = [
     "NodeEnv",
     "Outcome",
     "check_fits",
+    "context_and_json",
     "llm_node_reply",
     "node_agent",
     "run_function",
@@ -79,6 +80,7 @@ class NodeEnv:
         budget: the output budget of what the run's model nodes show their models, or ``None``.
         progress: reports a node's tool call progress as an event (``node``, ``progress``, ``total``, ``message``),
             when the run is streamed; ``None`` otherwise.
+        durable: whether the run is a durable one (:func:`kavalai.durable.current_run`, asked once a run).
     """
 
     workflow: Workflow
@@ -88,6 +90,7 @@ class NodeEnv:
     previous: Any = None
     budget: OutputBudget | None = None
     progress: Callable[[str, float, float | None, str | None], None] | None = None
+    durable: bool = False
 
 
 async def run_simple_node(node: NodeBase, env: NodeEnv, record: NodeTrace) -> Outcome:
@@ -149,6 +152,28 @@ def to_context(value: Any) -> Any:
 
 
 _dumps_as_stored: dict[type, bool] = {}
+
+
+def context_and_json(output: Any) -> tuple[Any, Any]:
+    """:func:`to_context` of a node's output and :func:`output_json` of it, in one pass over the usual tool output
+    (a model whose fields hold plain values, finite floats, and that dumps as its ``__dict__``): two copies of its
+    fields, one for the run context and one for the trace, which must not share a dict."""
+    kind = type(output)
+    plain = _plain_model.get(kind)
+    if plain is None:
+        plain = _plain_model[kind] = issubclass(kind, BaseModel) and _dumps_its_fields(kind)
+    if plain:
+        fields = output.__dict__
+        for item in fields.values():
+            if type(item) not in PLAIN or (type(item) is float and not math.isfinite(item)):
+                break
+        else:
+            return fields.copy(), fields.copy()
+    context = to_context(output)
+    return context, output_json(output, context)
+
+
+_plain_model: dict[type, bool] = {}
 
 
 def _dumps_its_fields(kind: type[BaseModel]) -> bool:
@@ -226,6 +251,22 @@ def check_fits(data_type: DataType, value: Any, *, node: str, what: str, field: 
         ) from exc
 
 
+def _resolved_now(env: NodeEnv, node_id: str) -> dict[str, Any] | None:
+    """A node's bindings when each is a literal or a plain path (most nodes'), read without a coroutine; ``None``
+    when one needs the evaluator (:func:`_resolve`)."""
+    values = env.values
+    resolved: dict[str, Any] = {}
+    for name, literal, expression, _ in env.workflow.plan(node_id):
+        if expression is None:
+            resolved[name] = literal
+            continue
+        value = expression.plain_path(values)
+        if value is NOTHING:
+            return None
+        resolved[name] = value
+    return resolved
+
+
 async def _resolve(env: NodeEnv, node_id: str) -> dict[str, Any]:
     values = env.values
     resolved: dict[str, Any] = {}
@@ -273,7 +314,9 @@ async def _run_end(node: EndNode, env: NodeEnv, record: NodeTrace) -> Any:
     if node.outputs is None:
         raw = env.previous
     else:
-        raw = await _resolve(env, node.id)
+        raw = _resolved_now(env, node.id)
+        if raw is None:
+            raw = await _resolve(env, node.id)
         record.inputs = jsonable(raw)
     return check_fits(env.workflow.output_type, raw, node=node.id, what="the workflow output", field="output")
 
@@ -290,12 +333,14 @@ def _fit_output(node_id: str, env: NodeEnv, value: Any) -> Any:
 
 async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> Outcome:
     """Run a ``function`` node: call its tool (retrying as its policy says) and check the output."""
-    arguments = await _resolve(env, node.id)
+    arguments = _resolved_now(env, node.id)
+    if arguments is None:
+        arguments = await _resolve(env, node.id)
     record.inputs = flat_json(arguments) or jsonable(arguments)  # most nodes' inputs are plain values already
     options: dict[str, Any] = {} if node.timeout is None else {"timeout": node.timeout}
     if env.progress is not None:  # a streamed run: the tool's progress becomes NodeProgress events
         options["progress"] = functools.partial(env.progress, node.id)
-    durable = current_run() is not None
+    durable = env.durable
     scope = None
     if durable:
         options.update(call_options())  # on an engine whose steps run elsewhere, each attempt is limited there

@@ -56,7 +56,8 @@ class DataType:
         """
         if isinstance(value, BaseModel) and not isinstance(value, self.annotation if self.is_model else ()):
             value = value.model_dump(by_alias=True)
-        return self._adapter.validate_python(value)
+        # The core validator itself: TypeAdapter.validate_python only checks its options on the way (once a node).
+        return self._adapter.validator.validate_python(value)
 
     def __repr__(self) -> str:
         return f"DataType({self.name!r})"
