@@ -487,6 +487,28 @@ async def test_completion_is_asked_of_the_server_that_offers_the_reference(
         assert languages.completion.values == ["python", "perl", "php"]
 
 
+async def test_a_backends_results_keep_its_server_info_stamp(host: Host, host_era: str) -> None:
+    # A 2026-07-28 server stamps its serverInfo in each result's _meta: the gateway passes its results on with it
+    # (the SDK stamps the gateway's own only on what carries none, as a listing made of several servers' items).
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(_backend("tests.servers.mcp_features", "features", protocol="2026-07-28"))
+    try:
+        async with host.client(await _served(kernel), mode=host_era) as client:
+            review = types.PromptReference(name="mcp_features_review")
+            results: list[Any] = [
+                await client.read_resource("mcp://features/notes://readme"),
+                await client.get_prompt("mcp_features_review", {"code": "x = 1"}),
+                await client.complete(review, {"name": "language", "value": "p"}),
+                await client.call_tool("mcp_features_count", {"n": 1}),
+            ]
+            listing = await client.list_prompts()
+    finally:
+        await kernel.close()
+    stamps = [(result.meta or {}).get(types.SERVER_INFO_META_KEY) or {} for result in results]
+    assert [stamp.get("name") for stamp in stamps] == ["features"] * 4
+    assert ((listing.meta or {}).get(types.SERVER_INFO_META_KEY) or {}).get("name") != "features"
+
+
 async def test_the_gateway_declares_what_it_relays(kernel: FunctionKernel, host: Host) -> None:
     async with host.client(await _served(kernel)) as client:
         capabilities = client.session.server_capabilities
