@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import sys
+import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp.client import Client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from tests.serve.test_serve import TOKEN, TOKEN_VAR, http_server, serve_command, wait_until
 from tests.servers.mcp_tools import PIXEL_PNG
 
@@ -578,5 +579,13 @@ async def _check_with_fastmcp(fastmcp: Any, transport: Any) -> None:
         assert getattr(text, "text", None) == "1.10 is a version, not a number"
         prompt = await client.get_prompt("review", {"code": "x"})
         assert [m.role for m in prompt.messages] == ["user", "assistant"]
+        review = types.PromptReference(name="review")
+        assert (await client.complete(review, {"name": "language", "value": "p"})).values == ["python", "perl", "php"]
+        assert [t.uri_template for t in await client.list_resource_templates()] == ["weather://{city}/today"]
+        with warnings.catch_warnings():  # the SDK warns that logging is deprecated by the 2026-07-28 era
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await client.set_logging_level("debug")
+        await client.call_tool("chatty", {})
+        await wait_until(lambda: any(m.level == "debug" for m in logs))
     assert sampled[0].max_tokens == 4096  # the backend asked for 100,000: the kernel's default cap
     assert logs[0].logger == "features/counter"
