@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import sys
+import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp.client import Client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from tests.serve.test_serve import TOKEN, TOKEN_VAR, http_server, serve_command, wait_until
 from tests.servers.mcp_tools import PIXEL_PNG
 
@@ -487,6 +488,28 @@ async def test_completion_is_asked_of_the_server_that_offers_the_reference(
         assert languages.completion.values == ["python", "perl", "php"]
 
 
+async def test_a_backends_results_keep_its_server_info_stamp(host: Host, host_era: str) -> None:
+    # A 2026-07-28 server stamps its serverInfo in each result's _meta: the gateway passes its results on with it
+    # (the SDK stamps the gateway's own only on what carries none, as a listing made of several servers' items).
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(_backend("tests.servers.mcp_features", "features", protocol="2026-07-28"))
+    try:
+        async with host.client(await _served(kernel), mode=host_era) as client:
+            review = types.PromptReference(name="mcp_features_review")
+            results: list[Any] = [
+                await client.read_resource("mcp://features/notes://readme"),
+                await client.get_prompt("mcp_features_review", {"code": "x = 1"}),
+                await client.complete(review, {"name": "language", "value": "p"}),
+                await client.call_tool("mcp_features_count", {"n": 1}),
+            ]
+            listing = await client.list_prompts()
+    finally:
+        await kernel.close()
+    stamps = [(result.meta or {}).get(types.SERVER_INFO_META_KEY) or {} for result in results]
+    assert [stamp.get("name") for stamp in stamps] == ["features"] * 4
+    assert ((listing.meta or {}).get(types.SERVER_INFO_META_KEY) or {}).get("name") != "features"
+
+
 async def test_the_gateway_declares_what_it_relays(kernel: FunctionKernel, host: Host) -> None:
     async with host.client(await _served(kernel)) as client:
         capabilities = client.session.server_capabilities
@@ -556,5 +579,13 @@ async def _check_with_fastmcp(fastmcp: Any, transport: Any) -> None:
         assert getattr(text, "text", None) == "1.10 is a version, not a number"
         prompt = await client.get_prompt("review", {"code": "x"})
         assert [m.role for m in prompt.messages] == ["user", "assistant"]
+        review = types.PromptReference(name="review")
+        assert (await client.complete(review, {"name": "language", "value": "p"})).values == ["python", "perl", "php"]
+        assert [t.uri_template for t in await client.list_resource_templates()] == ["weather://{city}/today"]
+        with warnings.catch_warnings():  # the SDK warns that logging is deprecated by the 2026-07-28 era
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await client.set_logging_level("debug")
+        await client.call_tool("chatty", {})
+        await wait_until(lambda: any(m.level == "debug" for m in logs))
     assert sampled[0].max_tokens == 4096  # the backend asked for 100,000: the kernel's default cap
     assert logs[0].logger == "features/counter"

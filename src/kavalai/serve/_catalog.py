@@ -193,13 +193,20 @@ class ServedCatalog:
         argument: types.CompletionArgument,
         context: dict[str, str] | None,
     ) -> types.CompleteResult:
-        """Completions of an argument of a served prompt or resource template, asked of its server."""
+        """Completions of an argument of a served prompt or resource template, asked of its server (as its server
+        sent them, with their ``_meta``)."""
         own: str
         if isinstance(ref, types.PromptReference):
             server, own = await self.route_prompt(ref.name)
         else:
             server, own = await self._route_template(ref.uri)
-        found: McpCompletion = await _asked(self.adapter.complete(server, own, argument.name, argument.value, context))
+        with keeping_wire_results() as received:
+            found: McpCompletion = await _asked(
+                self.adapter.complete(server, own, argument.name, argument.value, context)
+            )
+        sent = received.get("completion/complete")
+        if isinstance(sent, types.CompleteResult):
+            return sent
         completion = types.Completion(values=list(found.values), total=found.total, has_more=found.has_more)
         return types.CompleteResult(completion=completion)
 

@@ -135,6 +135,7 @@ async def complete(
         lambda client: client.complete(reference, {"name": argument, "value": value}, dict(context or {})),
         f"completion/complete of {argument!r}",
     )
+    keep("completion/complete", result)
     found = result.completion
     return McpCompletion(values=tuple(found.values), total=found.total, has_more=bool(found.has_more))
 

@@ -6,9 +6,10 @@ gateway that fronts the server wants the result as the server sent it instead (e
 annotations and ``_meta``, ``structuredContent`` beside them), while the call still crosses the kernel (its
 validation, middleware, deadline and approval). The gateway opens :func:`keeping_wire_results` around the call;
 the connection hands each result it receives to :func:`keep`, which records it only inside such a block, so no
-other caller pays for it. The same block keeps the last listing of resources, templates and prompts, resource read
-and rendered prompt, under their method's name (``"resources/list"``, ``"prompts/get"``), with every field the
-server sent (annotations, icons, ``_meta``), which the kernel's models leave out.
+other caller pays for it. The same block keeps the last listing of resources, templates and prompts, resource read,
+rendered prompt and completion, under their method's name (``"resources/list"``, ``"prompts/get"``,
+``"completion/complete"``), with every field the server sent (annotations, icons, ``_meta``, the server's
+``serverInfo`` stamp), which the kernel's models leave out.
 """
 
 from __future__ import annotations
