@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from kavalai.errors import ConfigurationError, ToolRegistrationError
 from kavalai.kernel import limit_seconds
@@ -12,28 +11,28 @@ from kavalai.kernel import limit_seconds
 if TYPE_CHECKING:
     from kavalai import FunctionKernel
 
-__all__ = ["check_limits", "register_all"]
+__all__ = ["MAX_TOOL_TIMEOUT", "check_limits", "register_all"]
+
+#: The largest ``timeout`` a bundled tool takes (its argument is ``0 < timeout <= 600``); a group's
+#: ``default_timeout`` above it is clamped to it.
+MAX_TOOL_TIMEOUT: Final = 600.0
 
 
-def check_limits(group: str, *, timeout: float | None = None, **limits: int) -> None:
-    """Refuse a limit that is not above zero, or a default timeout outside ``(0, 600]`` seconds (or not a number:
-    the one rule of ``kavalai.kernel.limit_seconds`` first, so ``math.inf`` is refused as more than 600).
+def check_limits(group: str, *, timeout: float | None = None, **limits: int) -> float | None:
+    """Refuse a limit that is not above zero, and return the default ``timeout`` under the one rule of
+    ``kavalai.kernel.limit_seconds`` with this tools' own maximum: a value that is not a positive number (``0``,
+    ``-1``, ``nan``, ``"5"``, ``True``) is refused with ``ValueError`` naming it; one above :data:`MAX_TOOL_TIMEOUT`
+    (``math.inf`` and ``1e308`` too) is clamped to it, as the kernel clamps a limit above a year.
 
     Raises:
-        ConfigurationError: naming the group, the setting and the value given.
+        ConfigurationError: a count limit not above zero, naming the group, the setting and the value given.
+        ValueError: ``timeout`` is not ``None`` nor a positive number of seconds, naming the value.
     """
     for name, value in limits.items():
         if value <= 0:
             raise ConfigurationError(f"Cannot register the {group} tools: {name} must be above 0, got {value!r}.")
-    try:
-        seconds = limit_seconds(timeout, what="default_timeout")  # the one rule first: "5", nan, True refused
-    except ValueError:
-        seconds = math.nan
-    if seconds is not None and not 0 < seconds <= 600:
-        raise ConfigurationError(
-            f"Cannot register the {group} tools: default_timeout must be above 0 and at most 600 seconds, "
-            f"got {timeout!r}."
-        )
+    seconds = limit_seconds(timeout, what=f"default_timeout of the {group} tools")
+    return None if seconds is None else min(seconds, MAX_TOOL_TIMEOUT)
 
 
 def register_all(kernel: FunctionKernel, prefix: str, tools: Mapping[str, Callable[..., Any]]) -> list[str]:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field, JsonValue
 
 from kavalai.adapters.python import pythontool
 from kavalai.tools._fetch import DEFAULT_USER_AGENT, open_client, parse_url
-from kavalai.tools._register import check_limits, register_all
+from kavalai.tools._register import MAX_TOOL_TIMEOUT, check_limits, register_all
 
 if TYPE_CHECKING:
     from kavalai import FunctionKernel
@@ -67,14 +67,15 @@ def register(
         resolver: the aiohttp DNS resolver to dial through (the guard still judges its answers).
         max_redirects: redirects followed per request.
         max_response_bytes: the largest response body accepted.
-        default_timeout: the default of the tool's ``timeout`` argument, in seconds.
+        default_timeout: the default of the tool's ``timeout`` argument, in seconds (at most 600: more is clamped).
         user_agent: the ``User-Agent`` header sent unless the caller sets one.
 
     Raises:
-        ConfigurationError: an ``allowed_networks`` entry that is not a network, or a limit out of range.
+        ConfigurationError: an ``allowed_networks`` entry that is not a network, or a size limit not above 0.
+        ValueError: ``default_timeout`` is not a positive number of seconds (one above 600 is clamped to 600).
         ToolRegistrationError: the tool's name is taken (use another ``prefix``).
     """
-    check_limits(prefix, timeout=default_timeout)
+    default_timeout = check_limits(prefix, timeout=default_timeout) or MAX_TOOL_TIMEOUT
     client = open_client(
         prefix,
         allow_private_networks=allow_private_networks,

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 
 from kavalai.adapters.python import pythontool
 from kavalai.tools._fetch import DEFAULT_USER_AGENT, Fetched, open_client, parse_url
-from kavalai.tools._register import check_limits, register_all
+from kavalai.tools._register import MAX_TOOL_TIMEOUT, check_limits, register_all
 
 if TYPE_CHECKING:
     from kavalai import FunctionKernel
@@ -81,14 +81,15 @@ def register(
         max_redirects: redirects followed per fetch.
         max_response_bytes: the largest page accepted, in bytes; a larger one is refused.
         max_chars: the default and the ceiling of the tool's ``max_chars`` argument.
-        default_timeout: the default of the tool's ``timeout`` argument, in seconds.
+        default_timeout: the default of the tool's ``timeout`` argument, in seconds (at most 600: more is clamped).
         user_agent: the ``User-Agent`` header sent.
 
     Raises:
-        ConfigurationError: an ``allowed_networks`` entry that is not a network, or a limit out of range.
+        ConfigurationError: an ``allowed_networks`` entry that is not a network, or a size limit not above 0.
+        ValueError: ``default_timeout`` is not a positive number of seconds (one above 600 is clamped to 600).
         ToolRegistrationError: the tool's name is taken (use another ``prefix``).
     """
-    check_limits(prefix, timeout=default_timeout, max_chars=max_chars)
+    default_timeout = check_limits(prefix, timeout=default_timeout, max_chars=max_chars) or MAX_TOOL_TIMEOUT
     client = open_client(
         prefix,
         allow_private_networks=allow_private_networks,
