@@ -11,6 +11,7 @@ result or sends it again as ``<name> (retry)``. Each branch is recorded, so a la
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Mapping
 from typing import Any, Final
@@ -18,12 +19,13 @@ from typing import Any, Final
 from dbos import DBOS
 
 from kavalai.durable._cancel_watch import CancelWatch
+from kavalai.durable._definition import keyed_by_position
 from kavalai.durable._doubt import OnDoubt, ask_about, doubt_policy, in_doubt_result, sent_mark
 from kavalai.durable._run import cancelled_error
 from kavalai.durable._step_log import StepLogJournal
-from kavalai.errors import FunctionKernelException, RunCancelledError
+from kavalai.errors import DefinitionChangedError, FunctionKernelException, RunCancelledError
 
-__all__ = ["FOREVER", "PENDING", "DbosJournal", "topic"]
+__all__ = ["FOREVER", "PENDING", "DbosJournal", "dbos_steps_by_position", "topic"]
 
 #: The DBOS event holding the questions a run waits to have answered.
 PENDING: Final = "kavalai.pending"
@@ -111,3 +113,15 @@ class DbosJournal:
 def topic(key: str) -> str:
     """The DBOS message topic of the answer to question ``key``."""
     return f"kavalai.answer.{key}"
+
+
+async def dbos_steps_by_position(run_id: str) -> DefinitionChangedError | None:
+    """Why run ``run_id`` (its steps in DBOS's own step log) may not be resumed when an earlier release recorded
+    them by position (a DBOS step ``tool rest://shop.charge``, before steps had identities), else ``None``: refused
+    naming the step, rather than by DBOS's own check of a step's name where it differs (or, where the names happen
+    to agree, replayed under new keys). Read outside the run's DBOS context (a thread of the loop's executor, which
+    does not copy it): inside it DBOS would record the read as a step of the run, shifting every step after it."""
+    loop = asyncio.get_running_loop()
+    found = await loop.run_in_executor(None, functools.partial(DBOS.list_workflow_steps, run_id, load_output=False))
+    names = [step["function_name"] for step in found if not step["function_name"].startswith("DBOS.")]
+    return keyed_by_position(run_id, names)

@@ -52,7 +52,7 @@ from kavalai.durable._dbos_database import (
     status_table,
 )
 from kavalai.durable._dbos_journal import PENDING as _PENDING
-from kavalai.durable._dbos_journal import DbosJournal, topic
+from kavalai.durable._dbos_journal import DbosJournal, dbos_steps_by_position, topic
 from kavalai.durable._dbos_liveness import HOST, Liveness
 from kavalai.durable._dbos_local import LocalRuns, QuietParking
 from kavalai.durable._dbos_private import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
@@ -426,7 +426,7 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
             log, run_id, outage=runner.journal_outage, on_doubt=runner.on_doubt, answers=runner._answers
         )
     )
-    refused = None if steps is None else steps.by_position()
+    refused = steps.by_position() if steps is not None else await dbos_steps_by_position(run_id)
     if refused is not None:  # recorded by an earlier release: refused as a changed definition, never replayed
         runner._parked.park(refused)
     run = DurableRun(
