@@ -6,6 +6,7 @@ import asyncio
 import contextvars
 import dataclasses
 import functools
+import inspect
 import threading
 from typing import Any, Literal
 
@@ -24,7 +25,7 @@ from kavalai import (
     ToolURI,
     pythontool,
 )
-from kavalai.kernel import deadline
+from kavalai.kernel import FIELDS_CALL, CallNext, ToolCall, deadline
 
 
 class Entry(BaseModel):
@@ -630,3 +631,37 @@ async def test_sync_tools_in_threads_see_the_callers_context_variables(kernel: F
     kernel.register_python_tool("request_id", request_id)
     REQUEST_ID.set("req-7")
     assert (await kernel.call_tool("python://request_id")).result == "req-7 on False"
+
+
+async def test_the_fields_call_an_invoker_names_is_its_own_and_middleware_still_sees_the_call() -> None:
+    """A plain async Python tool's invoker names its function (``FIELDS_CALL``), which the kernel calls itself when
+    nothing wraps the call; a definition given another ``invoke`` runs that one, never the old function; with
+    middleware the chain runs, as before."""
+    kernel = FunctionKernel()
+
+    @pythontool
+    async def total(a: int, b: int) -> int:
+        return a + b
+
+    uri = kernel.register_python_tool("total", total)
+    definition = kernel.get_tool_definition(uri)
+    assert getattr(definition.invoke, FIELDS_CALL) is inspect.unwrap(total)
+    assert (await kernel.call_tool(uri, {"a": 1, "b": 2})).result == 3
+
+    async def doubled(args: BaseModel) -> int:
+        return 2 * (args.a + args.b)  # type: ignore[attr-defined]
+
+    kernel.registry.add_tool(dataclasses.replace(definition, invoke=doubled), replace=True)
+    assert (await kernel.call_tool(uri, {"a": 1, "b": 2})).result == 6
+
+    seen: list[str] = []
+
+    async def note(call: ToolCall, call_next: CallNext) -> Any:
+        seen.append(call.uri)
+        return await call_next(call)
+
+    kernel.registry.add_tool(definition, replace=True)
+    kernel.add_middleware(note)
+    assert (await kernel.call_tool(uri, {"a": 2, "b": 2})).result == 4
+    assert seen == [uri]
+    await kernel.close()

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from kavalai.adapters._threads import run_in_thread
 from kavalai.errors import InvalidToolURIError, ToolRegistrationError
 from kavalai.kernel import (
+    FIELDS_CALL,
     FunctionSchema,
     Invoker,
     LazyTool,
@@ -268,6 +269,7 @@ def _invoker(func: Callable[..., Any], is_async: bool, inline: bool, renamed: tu
                 # (extra="forbid": __dict__ holds exactly the fields, named as the parameters.)
                 return func(**args.__dict__)  # type: ignore[no-any-return]
 
+            setattr(invoke_plain, FIELDS_CALL, func)  # the kernel calls func itself when nothing wraps the call
             return invoke_plain
 
         def invoke_async(args: BaseModel) -> Awaitable[Any]:

@@ -22,7 +22,7 @@ from kavalai.kernel._call import (
 )
 from kavalai.kernel._coerce import coerce_output, convert_output, validate_input
 from kavalai.kernel._core import Kernel
-from kavalai.kernel._definition import Invoker, ToolDefinition
+from kavalai.kernel._definition import FIELDS_CALL, Invoker, ToolDefinition
 from kavalai.kernel._descriptions import ToolDescriptions
 from kavalai.kernel._jsonschema import model_from_json_schema, output_model_from_json_schema, type_from_json_schema
 from kavalai.kernel._registry import LazyTool, ToolRegistry
@@ -32,6 +32,7 @@ from kavalai.kernel._tasks import TaskStatus, ToolTask
 from kavalai.kernel._uri import SCHEMES, SERVER_NAME_PATTERN, ToolURI, validate_server_name
 
 __all__ = [
+    "FIELDS_CALL",
     "MAX_SECONDS",
     "SCHEMES",
     "SERVER_NAME_PATTERN",

@@ -312,7 +312,12 @@ class Kernel:
                 raise KernelClosedError(
                     f"The kernel is closing: {definition.name} was not started.", uri=definition.name
                 )
-            raw = await (definition.invoke(args) if chain is None else chain(call))
+            if chain is not None:
+                raw = await chain(call)
+            elif (fields_call := definition._fields_call) is not None:
+                raw = await fields_call(**args.__dict__)  # what invoke does, without its frame (FIELDS_CALL)
+            else:
+                raw = await definition.invoke(args)
         except FunctionKernelException as exc:
             if call._cut is not None:
                 call._withdraw()

@@ -13,10 +13,16 @@ from pydantic_core import CoreSchema, SchemaValidator
 from kavalai.kernel._seconds import limit_seconds
 from kavalai.kernel._uri import ToolURI
 
-__all__ = ["Invoker", "OpenForPythonTypes", "ToolDefinition"]
+__all__ = ["FIELDS_CALL", "Invoker", "OpenForPythonTypes", "ToolDefinition"]
 
 #: Runs a tool: receives the validated input model instance, returns the raw value that the output model coerces.
 Invoker = Callable[[BaseModel], Awaitable[Any]]
+
+#: The attribute an :data:`Invoker` may carry when all it does is call a function with the input model's fields as
+#: keyword arguments (``func(**args.__dict__)``): that function. The kernel then calls it itself when no middleware
+#: wraps the call, a Python frame less per call. Read from ``invoke`` when the definition is made, so a definition
+#: given another ``invoke`` (``dataclasses.replace``) never keeps the old one's.
+FIELDS_CALL = "kavalai_fields_call"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -57,6 +63,8 @@ class ToolDefinition:
     # The models' validate_python, looked up once (every call's arguments and return value go through them).
     _validate_in: Callable[..., BaseModel] = field(init=False, repr=False, compare=False)
     _validate_out: Callable[..., BaseModel] = field(init=False, repr=False, compare=False)
+    # invoke's FIELDS_CALL, or None: what the kernel calls with the input model's fields when nothing wraps the call.
+    _fields_call: Callable[..., Awaitable[Any]] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Derived once; object.__setattr__ because the dataclass is frozen.
@@ -65,6 +73,7 @@ class ToolDefinition:
         object.__setattr__(self, "_schemas", {})
         object.__setattr__(self, "_validate_in", _validator(self.input_model))
         object.__setattr__(self, "_validate_out", _validator(self.output_model))
+        object.__setattr__(self, "_fields_call", getattr(self.invoke, FIELDS_CALL, None))
 
     @property
     def name(self) -> str:
