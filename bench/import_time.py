@@ -31,6 +31,7 @@ def main(runs: int) -> None:
     pydantic_model = median_seconds("from pydantic import BaseModel", runs) - bare
     kavalai = median_seconds("import kavalai", runs) - bare
     kernel = median_seconds("from kavalai import FunctionKernel, pythontool", runs) - bare
+    engine = median_seconds("from kavalai import WorkflowEngine", runs) - bare
     ratio = kavalai / pydantic
     print(f"import time, median of {runs} fresh processes, interpreter start ({bare * 1e3:.1f} ms) subtracted")
     print(f"  import pydantic                    {pydantic * 1e3:7.1f} ms")
@@ -44,6 +45,7 @@ def main(runs: int) -> None:
         f"  from kavalai import FunctionKernel {kernel * 1e3:7.1f} ms   {kernel / pydantic_model:.2f}x "
         "from pydantic import BaseModel (the kernel needs pydantic models; shown for honesty)"
     )
+    print(f"  from kavalai import WorkflowEngine {engine * 1e3:7.1f} ms   (the workflow engine and its loader)")
 
 
 if __name__ == "__main__":
