@@ -5,40 +5,17 @@ request (another path, the lifespan) still goes through the SDK's Starlette appl
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator
-
 import httpx2
 import pytest
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.applications import Starlette
+from tests.test_listen import gateway
 
-from kavalai import FunctionKernel, pythontool
-from kavalai.serve import build_mcp_server, serve_http
+from kavalai import FunctionKernel
+from kavalai.serve import build_mcp_server
 from kavalai.serve._transports import _direct, http_app
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pythontool
-def _add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-@contextlib.asynccontextmanager
-async def _gateway(**options: object) -> AsyncIterator[str]:
-    kernel = FunctionKernel()
-    kernel.register_python_tool("add", _add)
-    ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-    serving = asyncio.create_task(serve_http(kernel, port=0, on_ready=ready.set_result, **options))  # type: ignore[arg-type]
-    try:
-        yield await asyncio.wait_for(asyncio.shield(ready), 30)
-    finally:
-        serving.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await serving
 
 
 def test_the_endpoint_is_reached_without_starlettes_router() -> None:
@@ -63,7 +40,7 @@ def test_an_application_of_another_shape_is_left_as_it_is() -> None:
 
 @pytest.mark.parametrize("stateless", [False, True])
 async def test_calls_are_answered_and_other_paths_still_get_starlettes_404(stateless: bool) -> None:
-    async with _gateway(stateless=stateless) as url, httpx2.AsyncClient(timeout=30) as http:
+    async with gateway(stateless=stateless) as url, httpx2.AsyncClient(timeout=30) as http:
         headers = {"Accept": "application/json, text/event-stream"}
         params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
         init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
