@@ -15,6 +15,7 @@ import os
 import socket
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,11 +70,13 @@ def _add(a: int, b: int) -> int:
 
 
 @contextlib.asynccontextmanager
-async def _gateway() -> AsyncIterator[str]:
+async def gateway(**options: Any) -> AsyncIterator[str]:
+    """``serve_http`` with ``options`` on a free port of this process's loop, one tool (``python_add``); yields the
+    endpoint URL; cancelled at the end."""
     kernel = FunctionKernel()
     kernel.register_python_tool("add", _add)
     ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-    serving = asyncio.create_task(serve_http(kernel, port=0, on_ready=ready.set_result))
+    serving = asyncio.create_task(serve_http(kernel, port=0, on_ready=ready.set_result, **options))
     try:
         yield await asyncio.wait_for(asyncio.shield(ready), 30)
     finally:
@@ -84,7 +87,7 @@ async def _gateway() -> AsyncIterator[str]:
 
 async def test_the_gateway_accepts_connections_with_nodelay() -> None:
     # Fails on the listening socket made with protocol 0: asyncio then leaves Nagle on.
-    async with _gateway() as url:
+    async with gateway() as url:
         assert await _nodelay_of_a_request(url, "/mcp") == 1
 
 

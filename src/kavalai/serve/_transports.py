@@ -16,6 +16,8 @@ from typing import Any
 
 import uvicorn
 from mcp.server import Server
+from starlette.applications import Starlette
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kavalai._listen import KEEP_ALIVE, listening_socket
@@ -180,10 +182,34 @@ def http_app(
     """
     if json_response and not stateless:
         raise ValueError(_JSON_NEEDS_STATELESS)
-    app: Any = server.streamable_http_app(
-        streamable_http_path=path, host=host, stateless_http=stateless, json_response=json_response
+    app: Any = _direct(
+        server.streamable_http_app(
+            streamable_http_path=path, host=host, stateless_http=stateless, json_response=json_response
+        ),
+        path,
     )
     return app if bearer_token is None else BearerTokenMiddleware(app, bearer_token)
+
+
+def _direct(app: Starlette, path: str) -> ASGIApp:
+    """``app``, with the requests to ``path`` handed to its endpoint straight, not through Starlette's error and
+    exception middleware and router: they only find the one route and pass the request on (an exception
+    reaches uvicorn, which answers 500 as Starlette would). The rest (the lifespan, other paths: 404) go
+    through ``app``. ``app`` itself when its routes are not the one plain route to ``path`` (the SDK changed)."""
+    if app.user_middleware or len(app.routes) != 1:
+        return app
+    [route] = app.routes
+    if not isinstance(route, Route) or route.path != path or route.methods is not None:
+        return app
+    endpoint = route.app
+
+    async def direct(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == path and not scope.get("root_path"):
+            await endpoint(scope, receive, send)
+        else:
+            await app(scope, receive, send)
+
+    return direct
 
 
 class BearerTokenMiddleware:
