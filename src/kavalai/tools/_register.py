@@ -25,7 +25,8 @@ def check_limits(group: str, *, timeout: float | None = None, **limits: int) -> 
     (``math.inf`` and ``1e308`` too) is clamped to it, as the kernel clamps a limit above a year.
 
     Raises:
-        ConfigurationError: a count limit not a whole number above zero, naming the group, the setting and the value given.
+        ConfigurationError: a count limit not a whole number above zero, naming the group, the setting and the
+            value given.
         ValueError: ``timeout`` is not ``None`` nor a positive number of seconds, naming the value.
     """
     for name, value in limits.items():
