@@ -140,6 +140,10 @@ async def _announced_url(log: Path, process: Process) -> str:
             await anyio.sleep(0.05)
 
 
+#: The repository (the backends' modules are run from it).
+ROOT = Path(__file__).resolve().parents[2]
+
+
 async def _call(url: str, tool: str, arguments: dict[str, Any] | None = None) -> Any:
     """One call on a fresh SDK client (a new connection and, in stateless mode, no session to keep)."""
     async with Client(url) as client:
@@ -220,7 +224,7 @@ async def test_json_response_a_backend_that_logs_reports_progress_or_asks_is_ans
     sampling: each call is answered with one JSON body (what the backend sent during it dropped, its question
     refused), never left hanging, to a client that accepts JSON only; the gateway still answers afterwards."""
     backend = {"name": "conformance", "command": sys.executable, "args": ["-m", "tests.servers.mcp_conformance"]}
-    backend["cwd"] = str(Path(__file__).resolve().parents[2])
+    backend["cwd"] = str(ROOT)
     config = tmp_path / "tools.yaml"
     config.write_text(json.dumps({"mcp_servers": [backend]}), encoding="utf-8")
     async with replica(config, "json-backend.log", "--stateless", "--json-response") as (url, _):
