@@ -13,7 +13,7 @@ from aiohttp import web
 from yarl import URL
 
 from kavalai.errors import ConfigurationError, OutboundRefusedError
-from kavalai.http import LOCAL_NETWORKS, Outbound, check_endpoint, requests_session
+from kavalai.http import LOCAL_NETWORKS, Outbound, check_endpoint, environment_proxy, requests_session
 from kavalai.llm.anthropic import AnthropicClient
 from kavalai.llm.errors import LLMConnectionError
 from kavalai.llm.messages import UserMessage
@@ -196,6 +196,33 @@ async def test_no_proxy_decides_for_the_host_the_sdk_resolved_itself(
             await llm.aclose()
     assert response.text == route
     assert seen == {route: ["POST /v1/chat/completions"], ("direct" if route == "proxied" else "proxied"): []}
+
+
+@pytest.mark.parametrize(
+    ("no_proxy", "url", "route"),
+    [
+        ("[::1]:8080", "http://[::1:8080]/", "proxied"),  # a bracketed entry with a port is no network
+        ("[::1]:8080", "http://[::1]/", "proxied"),  # nor a port-less ::1 (urllib ignores ports in entries too)
+        ("[fd00::]/8", "http://[fd12::1]/", "direct"),
+        ("[fd00::1]", "http://[fd00::1]:9/", "direct"),
+        ("[fd00::1", "http://[fd00::1]/", "proxied"),
+        ("10.0.0.0/33", "http://10.0.0.1/", "proxied"),
+        ("10.0.0.0/8", "http://[::ffff:10.0.0.1]/", "direct"),
+        (" , ,10.0.0.0/8 ", "http://10.2.3.4/", "direct"),
+        ("FD00::/8", "http://[fd00::1]/", "direct"),
+        ("10.0.0.0/8", "http://localhost/", "proxied"),  # names are compared as names, as curl does
+    ],
+)
+def test_no_proxy_networks_are_read_as_written(
+    monkeypatch: pytest.MonkeyPatch, no_proxy: str, url: str, route: str
+) -> None:
+    """Hostile ``NO_PROXY`` entries: a malformed network or a bracketed address with a port bypasses nothing (it
+    once matched the different address ``::1:8080``); an IPv4-mapped address is judged by the address it embeds."""
+    for name in ("no_proxy", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+    monkeypatch.setenv("NO_PROXY", no_proxy)
+    assert environment_proxy(url) == (None if route == "direct" else "http://proxy.invalid:3128")
 
 
 async def test_a_host_the_sdk_resolved_and_no_proxy_does_not_name_goes_through_the_proxy(

@@ -119,3 +119,16 @@ async def _ask(
             assert "result" in message, message
             result: dict[str, Any] = message["result"]
             return result
+
+
+async def test_a_host_that_leaves_while_its_subscription_is_asked_has_it_taken_back(config: Path, log: Path) -> None:
+    """The backend recorded the subscription but has not answered when the host's session is deleted: the gateway
+    held it from before it asked, so the session's end unsubscribes it (it was left subscribed for good)."""
+    with anyio.fail_after(120):
+        async with http_server(config) as (url, _):
+            async with Client(url, mode="legacy") as leaving, anyio.create_task_group() as tg:
+                tg.start_soon(_subscribe, leaving, "mcp://subscribed/notes://c")  # never answered by the backend
+                await wait_until(lambda: "subscribe notes://c" in _sent(log), timeout=60)
+                tg.cancel_scope.cancel()  # the host gives up and leaves: its session is deleted
+            await wait_until(lambda: "unsubscribe notes://c" in _sent(log), timeout=60)
+    assert _sent(log) == ["subscribe notes://c", "unsubscribe notes://c"]

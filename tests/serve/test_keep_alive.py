@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import io
 import json
+import math
 from pathlib import Path
 
 import pytest
 from tests.serve.test_scale_out import replica
 
 from kavalai._listen import KEEP_ALIVE
-from kavalai.cli._serve import build_serve_parser
+from kavalai.cli._run import EXIT_USAGE
+from kavalai.cli._serve import build_serve_parser, serve_command
 from kavalai.serve import serve_http
 from kavalai.serve._transports import uvicorn_config
 
@@ -43,9 +46,22 @@ def test_the_server_keeps_an_idle_connection_longer_than_every_common_client() -
     assert args.keep_alive == KEEP_ALIVE
 
 
-def test_a_keep_alive_under_a_second_is_refused() -> None:
-    with pytest.raises(ValueError, match="keep_alive must be 1 second or more, not 0"):
-        uvicorn_config(_app, keep_alive=0)
+@pytest.mark.parametrize("seconds", [0, -5, math.nan, math.inf, True, "60"])
+def test_a_keep_alive_not_a_whole_second_or_more_is_refused(seconds: object) -> None:
+    with pytest.raises(ValueError, match=f"keep_alive must be 1 second or more, not {seconds}"):
+        uvicorn_config(_app, keep_alive=seconds)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("options", [[], ["--stateless", "--workers", "2"]], ids=["one process", "workers"])
+@pytest.mark.parametrize("seconds", ["0", "-5"])
+def test_the_cli_refuses_a_keep_alive_under_a_second_before_anything_starts(
+    config: Path, options: list[str], seconds: str
+) -> None:
+    """A usage error (exit 2, one line), not a kernel built then a ``ValueError`` (one traceback per worker)."""
+    args = build_serve_parser().parse_args([str(config), "--transport", "http", f"--keep-alive={seconds}", *options])
+    err = io.StringIO()
+    assert serve_command(args, stderr=err) == EXIT_USAGE
+    assert err.getvalue() == f"kavalai serve: --keep-alive {seconds}: give 1 second or more\n"
 
 
 @pytest.mark.parametrize("options", [[], ["--stateless", "--workers", "2"]], ids=["one process", "workers"])

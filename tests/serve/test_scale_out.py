@@ -140,6 +140,10 @@ async def _announced_url(log: Path, process: Process) -> str:
             await anyio.sleep(0.05)
 
 
+#: The repository (the backends' modules are run from it).
+ROOT = Path(__file__).resolve().parents[2]
+
+
 async def _call(url: str, tool: str, arguments: dict[str, Any] | None = None) -> Any:
     """One call on a fresh SDK client (a new connection and, in stateless mode, no session to keep)."""
     async with Client(url) as client:
@@ -203,6 +207,46 @@ async def test_json_response_answers_each_request_with_one_json_body(config: Pat
                 assert counted.structured_content == {"result": 2}
                 assert seen == []
         await _other_clients_add(url, config.parent)
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "answered"),
+    [
+        ("mcp_conformance_test_tool_with_logging", {}, "Tool with logging executed successfully"),
+        ("mcp_conformance_test_tool_with_progress", {}, None),
+        ("mcp_conformance_test_sampling", {"prompt": "hi"}, None),
+    ],
+)
+async def test_json_response_a_backend_that_logs_reports_progress_or_asks_is_answered_once(
+    tmp_path: Path, tool: str, arguments: dict[str, Any], answered: str | None
+) -> None:
+    """``--stateless --json-response`` fronting a real MCP server whose tool logs, reports progress or asks for a
+    sampling: each call is answered with one JSON body (what the backend sent during it dropped, its question
+    refused), never left hanging, to a client that accepts JSON only; the gateway still answers afterwards."""
+    backend = {"name": "conformance", "command": sys.executable, "args": ["-m", "tests.servers.mcp_conformance"]}
+    backend["cwd"] = str(ROOT)
+    config = tmp_path / "tools.yaml"
+    config.write_text(json.dumps({"mcp_servers": [backend]}), encoding="utf-8")
+    async with replica(config, "json-backend.log", "--stateless", "--json-response") as (url, _):
+        call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+        async with httpx2.AsyncClient(timeout=60) as http:
+            for _ in range(2):
+                answer = await http.post(url, json=call, headers={"Accept": "application/json"})
+                assert answer.status_code == 200
+                assert answer.headers["content-type"] == "application/json"
+                body = answer.json()
+                assert body["id"] == 9
+                assert "result" in body, body
+                result = body["result"]
+                if answered is not None:
+                    assert not result.get("isError"), result
+                    assert result["content"][0]["text"] == answered
+                elif tool.endswith("sampling"):
+                    assert result["isError"] is True
+            listed = await http.post(
+                url, json={"jsonrpc": "2.0", "id": 10, "method": "tools/list"}, headers={"Accept": "application/json"}
+            )
+            assert tool in {listed_tool["name"] for listed_tool in listed.json()["result"]["tools"]}
 
 
 def test_json_response_needs_stateless() -> None:

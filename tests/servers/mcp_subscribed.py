@@ -3,7 +3,8 @@
 
 It offers the resources ``notes://a``, ``notes://b`` and ``notes://c`` (and no tools); each subscription request is
 appended to the file ``LOG`` as one line (``subscribe notes://a``, ``unsubscribe notes://a``), written before it is
-answered, so the file says what the server was sent even after it has stopped.
+answered, so the file says what the server was sent even after it has stopped. A subscription to ``notes://c`` is
+recorded and never answered.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
 NOTES = ("notes://a", "notes://b", "notes://c")
+#: The resource whose subscription the server records but never answers.
+HANGING = "notes://c"
 
 
 def build_server(log: Path) -> Server[Any]:
@@ -40,6 +43,8 @@ def build_server(log: Path) -> Server[Any]:
 
     async def subscribe(ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
         record(f"subscribe {params.uri}")
+        if params.uri == HANGING:  # recorded, never answered: a host may leave while it waits
+            await anyio.sleep_forever()
         return types.EmptyResult()
 
     async def unsubscribe(ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams) -> types.EmptyResult:

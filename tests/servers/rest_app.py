@@ -139,6 +139,11 @@ def create_app() -> FastAPI:
     async def echo_headers(request: Request) -> dict[str, str]:
         return dict(request.headers)
 
+    @app.get("/echo/header-list", tags=["echo"])
+    async def echo_header_list(request: Request) -> list[list[str]]:
+        """Every header line as received, repeats and case kept."""
+        return [[name.decode("latin-1"), value.decode("latin-1")] for name, value in request.headers.raw]
+
     @app.get("/auth/basic", tags=["auth"])
     async def auth_basic(authorization: Annotated[str | None, Header()] = None) -> dict[str, str]:
         expected = base64.b64encode(f"{BASIC_USER}:{BASIC_PASSWORD}".encode()).decode()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import math
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -91,11 +93,14 @@ async def test_a_missing_root_is_a_configuration_error(kernel: FunctionKernel, t
         fs.register(kernel, root=tmp_path / "nope")
 
 
+@pytest.mark.parametrize("given", [0, -1, math.nan, True, "5", 2.5])
 @pytest.mark.parametrize("limit", ["max_read_bytes", "max_write_bytes", "max_entries"])
-def test_a_limit_below_one_is_a_configuration_error(tree: Path, limit: str) -> None:
+def test_a_limit_not_a_whole_number_above_zero_is_a_configuration_error(tree: Path, limit: str, given: object) -> None:
+    """``nan`` and ``True`` once passed (``nan <= 0`` is false), ``"5"`` was a ``TypeError``."""
     kernel = FunctionKernel()
-    with pytest.raises(ConfigurationError, match=f"Cannot register the fs tools: {limit} must be above 0, got 0"):
-        fs.register(kernel, root=tree, **{limit: 0})
+    why = re.escape(f"Cannot register the fs tools: {limit} must be a whole number above 0, got {given!r}")
+    with pytest.raises(ConfigurationError, match=why):
+        fs.register(kernel, root=tree, **{limit: given})
     assert kernel.list_tools() == []
 
 

@@ -61,7 +61,7 @@ async def test_the_parameters_are_described_for_a_model(kernel: FunctionKernel) 
     [
         ({"allowed_networks": ["intranet"]}, "allowed_networks entry 'intranet' is not an IP network"),
         ({"max_redirects": -1}, "max_redirects must be at least 0, got -1"),
-        ({"max_response_bytes": 0}, "max_response_bytes must be above 0, got 0"),
+        ({"max_response_bytes": 0}, "max_response_bytes must be a whole number above 0, got 0"),
     ],
 )
 def test_bad_settings_are_refused_at_registration(options: dict[str, Any], why: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -129,8 +130,11 @@ def test_html_without_markup_is_returned_as_text(text: str) -> None:
 @pytest.mark.parametrize(
     ("options", "why"),
     [
-        ({"max_chars": 0}, "max_chars must be above 0, got 0"),
-        ({"max_response_bytes": -1}, "max_response_bytes must be above 0, got -1"),
+        ({"max_chars": 0}, "max_chars must be a whole number above 0, got 0"),
+        ({"max_chars": math.nan}, "max_chars must be a whole number above 0, got nan"),
+        ({"max_chars": True}, "max_chars must be a whole number above 0, got True"),
+        ({"max_response_bytes": -1}, "max_response_bytes must be a whole number above 0, got -1"),
+        ({"max_response_bytes": "5"}, "max_response_bytes must be a whole number above 0, got '5'"),
     ],
 )
 def test_bad_settings_are_refused_at_registration(options: dict[str, Any], why: str) -> None:

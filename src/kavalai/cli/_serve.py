@@ -126,6 +126,9 @@ def serve_command(args: argparse.Namespace, *, stderr: TextIO | None = None) -> 
     if args.json_response and not args.stateless:
         print("kavalai serve: --json-response needs --stateless", file=err)
         return EXIT_USAGE
+    if args.keep_alive < 1:  # before any worker starts (each would stop on it, with a traceback)
+        print(f"kavalai serve: --keep-alive {args.keep_alive}: give 1 second or more", file=err)
+        return EXIT_USAGE
     if (why := workers_usage_error(args)) is not None:
         print(f"kavalai serve: {why}", file=err)
         return EXIT_USAGE

@@ -436,8 +436,14 @@ def _in_no_proxy_networks(host: str, no_proxy: str) -> bool:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
     for entry in no_proxy.split(","):
+        written = entry.strip()
+        if written.startswith("["):  # [fd00::1] or [fd00::]/8; [::1]:8080 (a port) is no network, nor is ::1:8080
+            inside, bracket, prefix = written[1:].partition("]")
+            if not bracket or (prefix and not prefix.startswith("/")):
+                continue
+            written = inside + prefix
         try:
-            network = ipaddress.ip_network(entry.strip().replace("[", "").replace("]", ""), strict=False)
+            network = ipaddress.ip_network(written, strict=False)
         except ValueError:
             continue  # a name (urllib's rules judged it), or nothing
         if address.version == network.version and address in network:

@@ -168,14 +168,19 @@ class HostSessions:
         """Whether a host's subscription or a listen stream holds the served resource ``uri``."""
         return self._listened[uri] > 0 or any(uri in host.subscribed for host in list(self._hosts.values()))
 
-    def subscribe(self, ctx: ServerRequestContext[Any], uri: str, *, subscribe: bool) -> None:
-        """The host of ``ctx`` subscribed to (or unsubscribed from) the served resource ``uri``."""
+    def subscribe(self, ctx: ServerRequestContext[Any], uri: str, *, subscribe: bool) -> bool:
+        """The host of ``ctx`` subscribes to (or unsubscribed from) the served resource ``uri``; whether that
+        changed what it holds. A subscription is held from before it is asked at the server: a session ending
+        meanwhile takes it back (it may have reached the server)."""
         host = self.seen(ctx)
         if subscribe:
+            added = uri not in host.subscribed
             host.subscribed.add(uri)
             self._ends_with(connection_of(ctx), host)  # whatever its era, its subscriptions end with its connection
-        else:
-            host.subscribed.discard(uri)
+            return added
+        removed = uri in host.subscribed
+        host.subscribed.discard(uri)
+        return removed
 
     async def release(self, uris: Iterable[str]) -> None:
         """Unsubscribe from the served resources ``uris`` at their servers, but for those a host or a listen stream

@@ -77,8 +77,16 @@ def relayed_handlers(
 
     async def subscribe(ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
         await connecting()
-        await catalog.subscribe(str(params.uri), subscribe=True)
-        hosts.subscribe(ctx, str(params.uri), subscribe=True)
+        uri = str(params.uri)
+        # held before it is asked: a host whose session ends meanwhile (this request cancelled, perhaps after the
+        # server subscribed) has it taken back at the server with its others
+        added = hosts.subscribe(ctx, uri, subscribe=True)
+        try:
+            await catalog.subscribe(uri, subscribe=True)
+        except Exception:
+            if added:  # refused or failed: the host holds nothing new
+                hosts.subscribe(ctx, uri, subscribe=False)
+            raise
         return types.EmptyResult()
 
     async def unsubscribe(ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams) -> types.EmptyResult:

@@ -150,7 +150,7 @@ async def serve_http(
 def uvicorn_config(app: ASGIApp, *, keep_alive: int = KEEP_ALIVE) -> uvicorn.Config:
     """How ``serve_http`` runs uvicorn: :data:`QuickAckProtocol`, ``keep_alive`` seconds of idle keep-alive, a
     second for requests in flight once stopping, no websockets, warnings only."""
-    if keep_alive < 1:
+    if isinstance(keep_alive, bool) or not isinstance(keep_alive, int) or keep_alive < 1:  # nan, inf, True too
         raise ValueError(f"keep_alive must be 1 second or more, not {keep_alive}")
     return uvicorn.Config(
         app,

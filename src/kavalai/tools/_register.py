@@ -25,12 +25,15 @@ def check_limits(group: str, *, timeout: float | None = None, **limits: int) -> 
     (``math.inf`` and ``1e308`` too) is clamped to it, as the kernel clamps a limit above a year.
 
     Raises:
-        ConfigurationError: a count limit not above zero, naming the group, the setting and the value given.
+        ConfigurationError: a count limit not a whole number above zero, naming the group, the setting and the
+            value given.
         ValueError: ``timeout`` is not ``None`` nor a positive number of seconds, naming the value.
     """
     for name, value in limits.items():
-        if value <= 0:
-            raise ConfigurationError(f"Cannot register the {group} tools: {name} must be above 0, got {value!r}.")
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:  # nan, True, "5" too
+            raise ConfigurationError(
+                f"Cannot register the {group} tools: {name} must be a whole number above 0, got {value!r}."
+            )
     seconds = limit_seconds(timeout, what=f"default_timeout of the {group} tools")
     return None if seconds is None else min(seconds, MAX_TOOL_TIMEOUT)
 

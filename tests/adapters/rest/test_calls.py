@@ -233,3 +233,32 @@ async def test_the_deadline_header_never_touches_the_credential(kernel: Function
     seen = (await kernel.call_tool("rest://d.headers", timeout=5)).result  # type: ignore[attr-defined]
     assert seen["authorization"] == "Bearer sesame"
     assert seen["x-deadline-ms"].isdigit()
+
+
+@pytest.mark.parametrize("declared", ["idempotency-key", "IDEMPOTENCY-KEY", "Idempotency-Key"])
+async def test_a_documented_idempotency_key_header_is_sent_once(
+    kernel: FunctionKernel, shop_url: str, declared: str
+) -> None:
+    """An operation documenting the key header in any case: the caller's key is the one sent, alone (the step's key
+    was added beside it under another spelling: two ``Idempotency-Key`` lines); without one, the step's."""
+    kernel.register_rest_server(RestServer(name="keyed", url=shop_url))
+    operation = {
+        "operationId": "headers",
+        "parameters": [{"name": declared, "in": "header", "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "ok"}},
+    }
+    spec = {
+        "openapi": "3.0.0",
+        "info": {"title": "k", "version": "1"},
+        "paths": {"/echo/header-list": {"get": operation}},
+    }
+    await kernel.register_openapi("keyed", spec)
+
+    async def step_key(call: Any, call_next: Any) -> Any:
+        call.metadata["idempotency_key"] = "the-step-key"
+        return await call_next(call)
+
+    kernel.add_middleware(step_key)
+    for arguments, sent in (({declared: "the-callers-key"}, "the-callers-key"), ({}, "the-step-key")):
+        lines = (await kernel.call_tool("rest://keyed.headers", arguments)).result  # type: ignore[attr-defined]
+        assert [value for name, value in lines if name.lower() == "idempotency-key"] == [sent]

@@ -348,8 +348,10 @@ class RestAdapter(ToolAdapter):
             server = servers[server_name]
             if call is not None:
                 key = call.metadata.get(IDEMPOTENCY_KEY)
-                if isinstance(key, str):  # a durable run's step (or a middleware) gave it one: the same on retries
-                    request.headers.setdefault("Idempotency-Key", key)
+                # a durable run's step (or a middleware) gave it one: the same on retries; a key the caller passed
+                # in a documented header of any spelling is kept (aiohttp would let ours replace it)
+                if isinstance(key, str) and not any(name.lower() == "idempotency-key" for name in request.headers):
+                    request.headers["Idempotency-Key"] = key
                 header = server.server.deadline_header
                 left = call.remaining() if header is not None else None
                 if header is not None and left is not None:  # the server opted in to hear the call's deadline
