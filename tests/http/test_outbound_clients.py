@@ -397,7 +397,14 @@ async def test_the_otlp_session_dials_the_environments_proxy_at_the_address_it_j
 
 @pytest.mark.parametrize(
     ("proxy", "answers"),
-    [("http://169.254.169.254:3128", {}), ("http://proxy.test:3128", {"proxy.test": "169.254.169.254"})],
+    [
+        ("http://169.254.169.254:3128", {}),
+        ("http://proxy.test:3128", {"proxy.test": "169.254.169.254"}),
+        ("169.254.169.254:3128", {}),  # no scheme: requests reads it as http://
+        ("http://user:secret@169.254.169.254:3128", {}),
+        ("HTTP://169.254.169.254:3128", {}),
+        ("http://[::ffff:169.254.169.254]:3128", {}),  # IPv4-mapped: judged by the address it embeds
+    ],
 )
 def test_the_otlp_session_refuses_a_proxy_at_a_metadata_address(
     monkeypatch: pytest.MonkeyPatch, proxy: str, answers: dict[str, str]

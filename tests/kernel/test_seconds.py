@@ -209,8 +209,8 @@ def test_durable_and_approval_limits_follow_the_one_rule() -> None:
             TemporalRunner(step_timeout=bad)  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="shutdown_timeout must be positive"):
             TemporalRunner(shutdown_timeout=bad)  # type: ignore[arg-type]
-        with pytest.raises(ValueError, match="heartbeat_timeout must be positive"):
-            TemporalRunner(heartbeat_timeout=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match=r"heartbeat_timeout must be positive \(in seconds\), got "):
+            TemporalRunner(heartbeat_timeout=bad)  # type: ignore[arg-type]  (a required limit: not "or None")
         with pytest.raises(ValueError, match="busy_timeout must be positive"):
             DbosRunner(busy_timeout=bad)  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="timeout must be positive"):

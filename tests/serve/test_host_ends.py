@@ -35,14 +35,19 @@ def log(tmp_path: Path) -> Path:
 @pytest.fixture
 def config(tmp_path: Path, log: Path) -> Path:
     """``kavalai serve``'s configuration: the recording backend over stdio, in the handshake era."""
+    return _configured(tmp_path / "tools.yaml", log)
+
+
+def _configured(path: Path, log: Path, **settings: Any) -> Path:
+    """Write at ``path`` a configuration of the recording backend (logging to ``log``) with ``settings``."""
     backend = {
         "name": "subscribed",
         "command": sys.executable,
         "args": ["-m", "tests.servers.mcp_subscribed", str(log)],
         "cwd": str(ROOT),
         "protocol": "legacy",
+        **settings,
     }
-    path = tmp_path / "tools.yaml"
     path.write_text(json.dumps({"mcp_servers": [backend]}), encoding="utf-8")
     return path
 
@@ -84,6 +89,14 @@ async def test_a_resource_stays_subscribed_until_the_last_http_host_holding_it_h
 
 
 async def test_a_stdio_hosts_subscriptions_are_taken_back_when_it_closes_stdin(config: Path, log: Path) -> None:
+    assert await _stdio_host_leaves_subscribed(config, "mcp://subscribed/notes://a") == 0
+    # The gateway unsubscribed at the backend before it closed the backend.
+    assert _sent(log) == ["subscribe notes://a", "unsubscribe notes://a"]
+
+
+async def _stdio_host_leaves_subscribed(config: Path, uri: str) -> int:
+    """A host on the stdio gateway's stdin: initializes, subscribes to ``uri``, then closes stdin without
+    unsubscribing; the gateway's exit status."""
     with anyio.fail_after(120):
         process = await anyio.open_process(serve_command(config), stderr=subprocess.DEVNULL, cwd=config.parent)
         async with process:
@@ -96,11 +109,9 @@ async def test_a_stdio_hosts_subscriptions_are_taken_back_when_it_closes_stdin(c
             }
             await _ask(process, lines, 1, "initialize", initialize)
             await _write(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-            await _ask(process, lines, 2, "resources/subscribe", {"uri": "mcp://subscribed/notes://a"})
+            await _ask(process, lines, 2, "resources/subscribe", {"uri": uri})
             await process.stdin.aclose()  # the host leaves without unsubscribing
-            assert await process.wait() == 0
-    # The gateway unsubscribed at the backend before it closed the backend.
-    assert _sent(log) == ["subscribe notes://a", "unsubscribe notes://a"]
+            return await process.wait()
 
 
 async def _write(process: Process, message: dict[str, Any]) -> None:
@@ -132,3 +143,13 @@ async def test_a_host_that_leaves_while_its_subscription_is_asked_has_it_taken_b
                 tg.cancel_scope.cancel()  # the host gives up and leaves: its session is deleted
             await wait_until(lambda: "unsubscribe notes://c" in _sent(log), timeout=60)
     assert _sent(log) == ["subscribe notes://c", "unsubscribe notes://c"]
+
+
+async def test_a_stdio_gateway_ends_although_the_backend_never_answers_its_unsubscribe(
+    tmp_path: Path, log: Path
+) -> None:
+    """The host closes stdin holding ``notes://d``, whose ``resources/unsubscribe`` the backend records and never
+    answers: the gateway's teardown gives up after the backend's timeout and exits 0 (nothing waits for good)."""
+    config = _configured(tmp_path / "hanging.yaml", log, timeout=3)
+    assert await _stdio_host_leaves_subscribed(config, "mcp://subscribed/notes://d") == 0
+    assert _sent(log) == ["subscribe notes://d", "unsubscribe notes://d"]

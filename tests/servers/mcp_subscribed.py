@@ -1,10 +1,10 @@
 """A real MCP server (the SDK's low-level ``Server``, over stdio, in the handshake era) that records every
 ``resources/subscribe`` and ``resources/unsubscribe`` it is sent: ``python -m tests.servers.mcp_subscribed LOG``.
 
-It offers the resources ``notes://a``, ``notes://b`` and ``notes://c`` (and no tools); each subscription request is
+It offers the resources ``notes://a`` to ``notes://d`` (and no tools); each subscription request is
 appended to the file ``LOG`` as one line (``subscribe notes://a``, ``unsubscribe notes://a``), written before it is
 answered, so the file says what the server was sent even after it has stopped. A subscription to ``notes://c`` is
-recorded and never answered.
+recorded and never answered, and so is an unsubscription from ``notes://d``.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
-NOTES = ("notes://a", "notes://b", "notes://c")
+NOTES = ("notes://a", "notes://b", "notes://c", "notes://d")
 #: The resource whose subscription the server records but never answers.
 HANGING = "notes://c"
+#: The resource whose unsubscription the server records but never answers.
+HANGING_UNSUBSCRIBE = "notes://d"
 
 
 def build_server(log: Path) -> Server[Any]:
@@ -49,6 +51,8 @@ def build_server(log: Path) -> Server[Any]:
 
     async def unsubscribe(ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams) -> types.EmptyResult:
         record(f"unsubscribe {params.uri}")
+        if params.uri == HANGING_UNSUBSCRIBE:  # recorded, never answered: the gateway must still end
+            await anyio.sleep_forever()
         return types.EmptyResult()
 
     return Server(

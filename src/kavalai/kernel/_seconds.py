@@ -72,7 +72,10 @@ def required_seconds(value: object, *, what: str) -> float:
     Raises:
         ValueError: ``value`` is not a finite number above 0, naming it.
     """
-    seconds = None if value is None else limit_seconds(value, what=what)
+    try:
+        seconds = None if value is None else limit_seconds(value, what=what)
+    except ValueError as exc:  # the optional limit's message, less its "or None": None is refused here too
+        raise ValueError(str(exc).replace(" (in seconds) or None, got ", " (in seconds), got ", 1)) from None
     if seconds is None:
         raise ValueError(f"{what} must be positive (in seconds), got None")
     return seconds
