@@ -25,7 +25,7 @@ from kavalai import (
     ToolURI,
     pythontool,
 )
-from kavalai.kernel import FIELDS_CALL, CallNext, ToolCall, deadline
+from kavalai.kernel import FIELDS_CALL, CallNext, ToolCall, current_call, deadline
 
 
 class Entry(BaseModel):
@@ -664,4 +664,33 @@ async def test_the_fields_call_an_invoker_names_is_its_own_and_middleware_still_
     kernel.add_middleware(note)
     assert (await kernel.call_tool(uri, {"a": 2, "b": 2})).result == 4
     assert seen == [uri]
+    await kernel.close()
+
+
+async def test_the_record_call_tool_builds_has_every_slot_a_constructed_one_has() -> None:
+    """call_tool writes ToolCall.__init__'s stores itself (no frame): a slot added to the record and not written
+    there would be unset, and this fails; the values match a constructed record's, bar the task it runs in."""
+    kernel = FunctionKernel()
+    seen: list[ToolCall] = []
+
+    @pythontool
+    async def look() -> int:
+        call = current_call()
+        assert call is not None
+        seen.append(call)
+        return 1
+
+    uri = kernel.register_python_tool("look", look)
+    await kernel.call_tool(uri, {}, timeout=None)
+    [made] = seen
+    definition = kernel.get_tool_definition(uri)
+    built = ToolCall(definition, made.arguments)
+    slots = {name for cls in ToolCall.__mro__ for name in getattr(cls, "__slots__", ()) if name != "__weakref__"}
+    assert len(slots) > 15
+    for name in sorted(slots):
+        assert hasattr(made, name), name
+        if name not in {"_task", "_done"}:
+            assert getattr(made, name) == getattr(built, name), name
+    assert made._task is not None  # the task it ran in
+    assert made._done is False  # ended without a timer: nothing marks it done
     await kernel.close()

@@ -66,7 +66,6 @@ _CLOSE_WAIT: Final = 5.0  # how long close() waits for the calls it cut to end (
 
 
 _new_call: Final = object.__new__
-_init_call: Final = ToolCall.__init__  # called as a plain function: one specialized Python call
 
 
 class Kernel:
@@ -284,8 +283,16 @@ class Kernel:
                 args = input_failed(definition, arguments, exc)
         else:
             args = validate_input(definition, arguments)
-        call = _new_call(ToolCall)  # ToolCall(definition, args, progress) without type.__call__'s slot lookups
-        _init_call(call, definition, args, progress)
+        # ToolCall(definition, args, progress) without type.__call__ nor __init__'s frame: ToolCall.__init__'s stores.
+        call = _new_call(ToolCall)
+        unset: Any = None  # Any: the type checker keeps the slots' declared types (a None assigned would narrow them)
+        call.deadline = call.parent = call._source = call._task = call._cut = call._timer = unset
+        call._metadata = call._limit = call._ended = call._lingering = call._released = unset
+        call._baseline = call._held = call._id = 0
+        call._done = False
+        call.definition = definition
+        call.arguments = args
+        call.progress = progress
         outer = _current.get()
         if timeout is _UNSET:
             limit = definition.timeout
