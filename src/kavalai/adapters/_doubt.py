@@ -20,6 +20,7 @@ from pydantic import Field
 from kavalai.errors import ConfigurationError
 
 __all__ = [
+    "DoubtKeyError",
     "OnDoubt",
     "ServerDoubt",
     "check_doubt_keys",
@@ -71,13 +72,19 @@ def doubt_metadata(server: ServerDoubt, tool: str) -> dict[str, Any]:
     return {} if policy is None else {"on_doubt": policy}
 
 
+class DoubtKeyError(ConfigurationError):
+    """A ``tools_on_doubt`` key names no tool of its server: a setting of the user's, told apart from the other
+    configuration errors a connection meets (a pinned protocol the server does not speak stays a connection error)."""
+
+
 def check_doubt_keys(server: ServerDoubt, where: str, tools: Iterable[str]) -> None:
     """Check that every key of the server's ``tools_on_doubt`` names one of its ``tools`` (their names on the
     server), once its tools are known: a key that names none would leave that tool's calls to the server's policy
     without a word.
 
     Raises:
-        ConfigurationError: naming the keys (with a close tool name, if any) and ``where`` (the server).
+        DoubtKeyError: a :class:`ConfigurationError` naming the keys (with a close tool name, if any) and ``where``
+            (the server).
     """
     known = sorted(set(tools))
     unknown = [key for key in server.tools_on_doubt if key not in known]
@@ -88,6 +95,6 @@ def check_doubt_keys(server: ServerDoubt, where: str, tools: Iterable[str]) -> N
         for key in unknown
     ]
     listed = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "") if known else "none"
-    raise ConfigurationError(
+    raise DoubtKeyError(
         f"{where}: tools_on_doubt names {', '.join(shown)}, not a tool of this server (its tools: {listed})."
     )

@@ -31,7 +31,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
-from kavalai.adapters._doubt import check_doubt_keys, doubt_metadata
+from kavalai.adapters._doubt import DoubtKeyError, check_doubt_keys, doubt_metadata
 from kavalai.adapters.base import ToolRegistry
 from kavalai.adapters.mcp import _client_side as client_side
 from kavalai.adapters.mcp import _era as era
@@ -198,7 +198,7 @@ class McpConnection:
                     gen.error.message, server=self.name, url=gen.error.url, field=gen.error.field
                 ) from None
             setting = root_cause(gen.cause) if gen.cause is not None else None
-            if isinstance(setting, ConfigurationError) and not gen.was_connected:  # its setting, not its server
+            if isinstance(setting, DoubtKeyError) and not gen.was_connected:  # the user's setting, not the server
                 raise ConfigurationError(setting.message) from None
             if gen.error is not None and not gen.was_connected:
                 raise ServerConnectionError(
