@@ -2,7 +2,10 @@
 started and not ended is ``sent`` (in flight, or its worker gone), one that ended without a result (it timed out or
 failed: its worker died mid-step) is ``in_doubt``, one cut by a cancel ``cancelled``. A tool's own failure is a
 result (the activity completes), so it is not listed; nor is a step that another attempt finished, nor one the
-operator resolved done (the answer that won its question ``doubt-<position>``, an update of the run)."""
+operator resolved done (the answer that won its question ``doubt-<position>``, an update of the run).
+
+Also read from a run's history: the definition it began with, and whether an earlier release keyed its steps'
+activities by position (such a run is refused, naming its step, rather than failing its workflow task on replay)."""
 
 from __future__ import annotations
 
@@ -10,7 +13,12 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["steps_in_doubt"]
+from temporalio.client import Client, WorkflowHandle
+
+from kavalai.durable._definition import Definition, keyed_by_position
+from kavalai.errors import DefinitionChangedError
+
+__all__ = ["keyed_by_position_of", "recorded_definition", "steps_in_doubt"]
 
 _ENDS = {
     "activity_task_completed_event_attributes": None,
@@ -86,3 +94,28 @@ def _task(payloads: Any) -> dict[str, Any] | None:
         return None
     task = _json(payloads[0])
     return task if isinstance(task, dict) and isinstance(task.get("position"), int) else None
+
+
+async def recorded_definition(client: Client, handle: WorkflowHandle[Any, Any]) -> Definition | None:
+    """The definition run ``handle`` began with: the third argument of its start (``None`` for older runs)."""
+    async for event in handle.fetch_history_events():
+        if not event.HasField("workflow_execution_started_event_attributes"):
+            return None
+        payloads = event.workflow_execution_started_event_attributes.input.payloads
+        args = await client.data_converter.decode(payloads) if payloads else []
+        found = args[2] if len(args) > 2 else None
+        return found if isinstance(found, dict) else None
+    return None
+
+
+async def keyed_by_position_of(client: Client, handle: WorkflowHandle[Any, Any]) -> DefinitionChangedError | None:
+    """Why run ``handle`` may not be resumed when an earlier release scheduled its steps' activities by position (an
+    activity id such as ``1``, before steps had identities: the step's name was only its summary), else ``None``."""
+    names = []
+    async for event in handle.fetch_history_events():
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            activity_id = event.activity_task_scheduled_event_attributes.activity_id
+            summary = event.user_metadata.summary if event.HasField("user_metadata") else None
+            shown = await client.data_converter.decode([summary]) if summary is not None and summary.data else []
+            names.append(str(shown[0]) if shown and "#" not in activity_id else activity_id)
+    return keyed_by_position(handle.id, names)

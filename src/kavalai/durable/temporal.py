@@ -65,7 +65,7 @@ from kavalai.durable._runner import (
 )
 from kavalai.durable._steps import run_tool_step
 from kavalai.durable._store import ResultStore
-from kavalai.durable._temporal_history import steps_in_doubt
+from kavalai.durable._temporal_history import keyed_by_position_of, recorded_definition, steps_in_doubt
 from kavalai.errors import FunctionKernelException, RunCancelledError, ServerConnectionError
 from kavalai.kernel import required_seconds
 from kavalai.secrets import get_logger
@@ -218,7 +218,10 @@ class TemporalRunner(DurableRunner):
             handle = await _start_pinned(client, self.task_queue, run_id, [name, payload, definition], pinned)
         except WorkflowAlreadyStartedError:  # finished before: its result is in its history
             handle = client.get_workflow_handle(run_id)
-        refused = changed(run_id, await _recorded_definition(client, handle), definition)
+        recorded = await recorded_definition(client, handle)
+        # A run begun without a definition: by target name, or by an earlier release, whose steps' activities were
+        # keyed by position (replaying them would fail the workflow task, on every worker, again and again).
+        refused = changed(run_id, recorded, definition) if recorded else await keyed_by_position_of(client, handle)
         if refused is not None:
             raise refused
         return run_id
@@ -535,18 +538,6 @@ async def _start_pinned(
                 raise
         await asyncio.sleep(0.1)
         waited += 0.1
-
-
-async def _recorded_definition(client: Client, handle: WorkflowHandle[Any, Any]) -> Definition | None:
-    """The definition run ``handle`` began with: the third argument of its start (``None`` for older runs)."""
-    async for event in handle.fetch_history_events():
-        if not event.HasField("workflow_execution_started_event_attributes"):
-            return None
-        payloads = event.workflow_execution_started_event_attributes.input.payloads
-        args = await client.data_converter.decode(payloads) if payloads else []
-        found = args[2] if len(args) > 2 else None
-        return found if isinstance(found, dict) else None
-    return None
 
 
 _runtime: Runtime | None = None
