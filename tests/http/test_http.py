@@ -1,4 +1,5 @@
-"""The shared HTTP module: one session per loop, the per-hop origin guard, bounded body reads."""
+"""The shared HTTP module: one session per loop, the per-hop origin guard (as a middleware and as a session's
+request class), bounded body reads."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from kavalai.http import (
     BodyTooLargeError,
     HopRefusedError,
     LoopSession,
+    guarded_request,
     origin_guard,
     read_limited,
 )
@@ -95,21 +97,36 @@ def test_a_session_is_reopened_in_another_loop_and_closed_when_each_loop_ends() 
     assert len(opened) == 2
 
 
-async def _get(url: str, **options: Any) -> tuple[int, Any]:
-    async with aiohttp.ClientSession() as session, session.get(url, **options) as response:
+#: How a test puts the hop guard on: its form, the home origin, and origin_guard's / guarded_request's options.
+Guard = tuple[str, Any, dict[str, Any]]
+FORMS = pytest.mark.parametrize("form", ["middleware", "request class"])
+
+
+async def _get(url: str, guard: Guard | None = None, **options: Any) -> tuple[int, Any]:
+    """GET ``url`` (JSON answer) through a fresh session, every hop judged by ``guard`` (if given), in its form."""
+    form, origin, guard_options = guard if guard is not None else ("middleware", None, {})
+    session_options: dict[str, Any] = {}
+    if guard is not None and form == "request class":
+        session_options["request_class"] = guarded_request(origin, **guard_options)
+    elif guard is not None:
+        options["middlewares"] = (origin_guard(origin, **guard_options),)
+    async with aiohttp.ClientSession(**session_options) as session, session.get(url, **options) as response:
         return response.status, await response.json()
 
 
-async def test_the_guard_strips_credentials_on_every_hop_to_another_origin(base_url: str, other_url: str) -> None:
-    guard = origin_guard(base_url, secret_headers=["X-Api-Key"])
+@FORMS
+async def test_the_guard_strips_credentials_on_every_hop_to_another_origin(
+    form: str, base_url: str, other_url: str
+) -> None:
+    guard = (form, base_url, {"secret_headers": ["X-Api-Key"]})
     headers = {"Authorization": "Bearer t0ken", "X-Api-Key": "k3y", "Cookie": "a=b", "X-Plain": "kept"}
     # Home origin: everything is sent.
-    _, home = await _get(f"{base_url}/echo", headers=headers, middlewares=(guard,))
+    _, home = await _get(f"{base_url}/echo", guard, headers=headers)
     assert home["headers"]["x-api-key"] == "k3y"
     assert home["headers"]["authorization"] == "Bearer t0ken"
     # Home -> other -> other: the credentials never reach the other origin, on any hop.
     target = f"{other_url}/redirect?to={other_url}/echo"
-    _, away = await _get(f"{base_url}/redirect", params={"to": target}, headers=headers, middlewares=(guard,))
+    _, away = await _get(f"{base_url}/redirect", guard, params={"to": target}, headers=headers)
     sent = away["headers"]
     assert "x-api-key" not in sent
     assert "authorization" not in sent
@@ -117,13 +134,15 @@ async def test_the_guard_strips_credentials_on_every_hop_to_another_origin(base_
     assert sent["x-plain"] == "kept"
 
 
-async def test_a_guard_of_another_origin_strips_from_the_first_hop(base_url: str, other_url: str) -> None:
-    guard = origin_guard(other_url, secret_headers=["X-Token"])
-    _, echoed = await _get(f"{base_url}/echo", headers={"X-Token": "s3cret"}, middlewares=(guard,))
+@FORMS
+async def test_a_guard_of_another_origin_strips_from_the_first_hop(form: str, base_url: str, other_url: str) -> None:
+    guard = (form, other_url, {"secret_headers": ["X-Token"]})
+    _, echoed = await _get(f"{base_url}/echo", guard, headers={"X-Token": "s3cret"})
     assert "x-token" not in echoed["headers"]
 
 
-async def test_the_hop_check_refuses_a_redirect_before_it_is_sent(base_url: str, other_url: str) -> None:
+@FORMS
+async def test_the_hop_check_refuses_a_redirect_before_it_is_sent(form: str, base_url: str, other_url: str) -> None:
     seen: list[str] = []
 
     def check(url: URL) -> None:
@@ -131,12 +150,12 @@ async def test_the_hop_check_refuses_a_redirect_before_it_is_sent(base_url: str,
         if url.port != URL(base_url).port:
             raise PermissionError(f"Refused {url}: not the home server")
 
-    guard = origin_guard(base_url, check=check)
     with pytest.raises(HopRefusedError, match="not the home server") as info:
-        await _get(f"{base_url}/redirect", params={"to": f"{other_url}/echo"}, middlewares=(guard,))
+        await _get(f"{base_url}/redirect", (form, base_url, {"check": check}), params={"to": f"{other_url}/echo"})
     assert not isinstance(info.value, OSError)  # aiohttp would have wrapped an OSError as ClientOSError
     assert seen[0].startswith(f"{base_url}/redirect")
     assert seen[1] == f"{other_url}/echo"
+    assert len(seen) == 2  # the refused hop was never sent, so nothing followed it
 
 
 async def _read(url: str, limit: int) -> bytes:

@@ -172,3 +172,69 @@ OTLPSpanExporter(endpoint="http://x")
         "getattr(sdk, self._sdk_client) without http_client=",
     ]
     assert exporters(tree) == ["OTLPSpanExporter(endpoint='http://x')"]
+
+
+#: Every file making an aiohttp session (outside the gate), and how each hop of its requests, redirects included, is
+#: judged: ``request_class`` (the session's class from ``guarded_request(..., check=...)``), ``middleware`` (an
+#: ``origin_guard(..., check=...)`` passed with the request), or ``None`` with the reason no hop needs judging.
+HOP_GUARDS: dict[str, str | None] = {
+    "adapters/rest/_session.py": "request_class",  # the outbound gate's hop_check: a redirect is a learned URL
+    "tools/_fetch.py": "middleware",  # the fetch tools' address rules, per request (each has its own origin)
+    "demo/oauth.py": None,  # the demo's browser: it follows the demo's own loopback servers, every URL the user's
+}
+
+
+def _calls(tree: ast.AST, name: str) -> list[ast.Call]:
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)) == name
+    ]
+
+
+def _has_check(calls: list[ast.Call]) -> bool:
+    return bool(calls) and all(any(kw.arg == "check" for kw in call.keywords) for call in calls)
+
+
+def hop_guard(tree: ast.AST) -> str | None:
+    """How the aiohttp sessions made in ``tree`` judge their hops: ``request_class``, ``middleware`` or ``None``."""
+    sessions = _calls(tree, "aiohttp_session")
+    if sessions and all(any(kw.arg == "request_class" for kw in call.keywords) for call in sessions):
+        return "request_class" if _has_check(_calls(tree, "guarded_request")) else None
+    guards = [
+        call
+        for node in _calls(tree, "request")
+        for kw in node.keywords
+        if kw.arg == "middlewares"
+        for call in _calls(kw.value, "origin_guard")
+    ]
+    guards += [  # a middlewares tuple built apart from the call (an options dict)
+        call
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Dict)
+        for key, value in zip(node.keys, node.values, strict=True)
+        if isinstance(key, ast.Constant) and key.value == "middlewares"
+        for call in _calls(value, "origin_guard")
+    ]
+    return "middleware" if _has_check(guards) else None
+
+
+def test_every_aiohttp_session_judges_every_hop() -> None:
+    found = {
+        str(path.relative_to(SRC)): hop_guard(tree)
+        for path in sorted(SRC.rglob("*.py"))
+        if not path.is_relative_to(GATE)
+        and _calls(tree := ast.parse(path.read_text(encoding="utf-8")), "aiohttp_session")
+    }
+    assert found == HOP_GUARDS, "a new aiohttp session: judge its hops (guarded_request or origin_guard), then list it"
+
+
+def test_the_hop_scan_tells_a_session_that_judges_nothing() -> None:
+    guarded = "session, _ = aiohttp_session(o, request_class=guarded_request(url, check=o.hop_check))"
+    assert hop_guard(ast.parse(guarded)) == "request_class"
+    assert hop_guard(ast.parse("session, _ = aiohttp_session(o, request_class=guarded_request(url))")) is None
+    assert hop_guard(ast.parse("session, _ = aiohttp_session(o)")) is None
+    per_request = "aiohttp_session()\nsession.request('GET', u, middlewares=(origin_guard(u, check=c),))"
+    assert hop_guard(ast.parse(per_request)) == "middleware"
+    assert hop_guard(ast.parse("aiohttp_session()\nsession.request('GET', u, middlewares=(origin_guard(u),))")) is None

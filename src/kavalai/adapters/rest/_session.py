@@ -1,8 +1,9 @@
 """One pooled aiohttp session per REST server, and the requests sent through it.
 
 The session comes from :class:`kavalai.http.LoopSession` (opened on first use in the running loop, closed by
-:meth:`ServerSession.aclose`, which ``kernel.close()`` reaches through the adapter). Every hop passes
-:func:`kavalai.http.origin_guard`, so no credential header leaves the server's origin on a redirect.
+:meth:`ServerSession.aclose`, which ``kernel.close()`` reaches through the adapter). Every hop is judged as aiohttp
+builds it (:func:`kavalai.http.guarded_request`, the session's request class): the outbound gate's check (a redirect
+elsewhere is a URL learned from the server), and no credential header leaves the server's origin.
 
 Responses are decoded here: JSON by content type, other bodies as text, an empty body (a 204, a HEAD) as
 ``None``; a 4xx/5xx becomes :class:`~kavalai.errors.HTTPStatusError` and aiohttp's exceptions become kavalai's
@@ -32,7 +33,7 @@ from kavalai.adapters.rest._config import ResolvedServer, RestServer
 from kavalai.adapters.rest._errors import BODY_EXCERPT_CHARS, Failure, map_exception, status_error
 from kavalai.adapters.rest._request import PreparedRequest
 from kavalai.errors import ConfigurationError, FunctionKernelException, ResponseTooLargeError, ToolInputError
-from kavalai.http import BodyTooLargeError, LoopSession, Outbound, aiohttp_session, origin_guard, read_limited
+from kavalai.http import BodyTooLargeError, LoopSession, Outbound, aiohttp_session, guarded_request, read_limited
 from kavalai.tracing import annotate, span, tracing_configured
 
 __all__ = ["BODY_EXCERPT_CHARS", "ServerSession"]
@@ -46,7 +47,7 @@ class ServerSession:
 
     def __init__(self, server: RestServer, *, middlewares: Sequence[ClientMiddlewareType] = ()) -> None:
         self.server = server
-        self._middlewares = tuple(middlewares)  # run outside the origin guard (an OAuth flow's, per identity)
+        self._middlewares = tuple(middlewares)  # an OAuth flow's (per identity): run after the hop guard
         # Registration only records the configuration: the URL's variable is read when a session opens, credential
         # variables at every request.
         self._resolved: ResolvedServer | None = None
@@ -76,14 +77,15 @@ class ServerSession:
         self._resolved = resolved = self.server.resolve(env_credentials=False)
         # The outbound gate: the base URL's host is the user's; a redirect elsewhere is learned from the server.
         outbound = Outbound(self.name, [resolved.base_url], kind="REST server")
-        guard = origin_guard(resolved.base_url, secret_headers=resolved.secret_headers, check=outbound.hop_check)
+        hops = guarded_request(resolved.base_url, secret_headers=resolved.secret_headers, check=outbound.hop_check)
         session, resolver = aiohttp_session(
             outbound,
             connector_options={"limit": self.server.max_connections, "ssl": self._ssl},
             headers=resolved.headers,
             timeout=aiohttp.ClientTimeout(total=None),  # each call's own deadline governs
             raise_for_status=False,
-            middlewares=(*self._middlewares, guard),
+            request_class=hops,
+            middlewares=self._middlewares,
             json_serialize=_dumps,
         )
         return session, (resolver.close if resolver is not None else None)
