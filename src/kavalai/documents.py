@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any, Final
 
 import yaml
@@ -26,21 +25,52 @@ __all__ = ["MAX_DOCUMENT_BYTES", "MAX_DOCUMENT_NODES", "load_json_or_yaml", "loa
 MAX_DOCUMENT_BYTES: Final = 32 * 1024 * 1024
 #: The default limit on the nodes of a YAML document with its aliases expanded.
 MAX_DOCUMENT_NODES: Final = 2_000_000
+_CHUNK: Final = 64 * 1024  # bytes a document is read by
 
 _Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def read_document(path: str | os.PathLike[str], what: str) -> str:
-    """The text of the UTF-8 file at ``path``; :class:`ConfigurationError` starting with ``what`` (``"the
-    configuration file 'x.yaml'"``) when it cannot be read or is not UTF-8 text."""
+def read_document(path: str | os.PathLike[str], what: str, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> str:
+    """The text of the UTF-8 file at ``path`` (line endings read as ``Path.read_text`` reads them); at most
+    ``max_bytes`` are read, so a larger file (or a device or pipe that never ends) is refused before it is held in
+    memory, not after.
+
+    Raises:
+        ConfigurationError: starting with ``what`` (``"the configuration file 'x.yaml'"``), when the file cannot be
+            read, is over ``max_bytes``, or is not UTF-8 text.
+    """
     try:
-        return Path(path).read_text(encoding="utf-8")
+        data = _read_at_most(path, max_bytes + 1)  # one byte past the limit tells a file over it
     except OSError as exc:
         raise ConfigurationError(f"Cannot read {what}: {exc.strerror or exc}.") from None
+    if len(data) > max_bytes:
+        raise ConfigurationError(
+            f"Cannot read {what}: it is over the limit of {max_bytes:,} bytes for one document; raise max_bytes if "
+            "it is genuine."
+        )
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigurationError(
             f"Cannot read {what}: it is not UTF-8 text ({exc.reason} at byte {exc.start:,}); save it as UTF-8."
         ) from None
+    # universal newlines, as read_text gives them (positions in YAML errors then count lines as before)
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+def _read_at_most(path: str | os.PathLike[str], limit: int) -> bytes:
+    """Up to ``limit`` bytes of the file at ``path``, in chunks: ``read(limit)`` would allocate the whole limit for
+    every file, however small."""
+    chunks: list[bytes] = []
+    total = 0
+    with open(path, "rb", buffering=0) as file:
+        while total < limit:
+            chunk = file.read(min(_CHUNK, limit - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    return b"".join(chunks)
 
 
 def load_yaml(
