@@ -226,7 +226,7 @@ def is_path(source: str) -> bool:
 
 def _parse(source: str) -> ast.Expression:
     """The one parse of an expression's source: a source nested too deeply for the parser (``-`` or ``not`` 100,000
-    times, ``x+x+...`` 5,000 terms, whose ``MemoryError`` or ``RecursionError`` came out of ``ast.parse``) is an
+    times, ``x+x+...`` 50,000 terms, whose ``MemoryError`` or ``RecursionError`` came out of ``ast.parse``) is an
     :class:`ExpressionError`, as a syntax error is."""
     try:
         return ast.parse(source.strip(), mode="eval")
