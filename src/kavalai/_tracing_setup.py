@@ -208,6 +208,7 @@ def _checked_endpoint(name: str, env: Mapping[str, str]) -> Any:
     outbound = Outbound("OTLP exporter", allowed_networks=LOCAL_NETWORKS, kind="tracing")
     url = _endpoint(name, env).rpartition(" ")[2]
     try:
+        register_url_credentials(url)  # before any message can name the URL
         parsed = URL(url)
         outbound.learn(url, variable)
         check_endpoint(outbound, parsed)

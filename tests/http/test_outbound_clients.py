@@ -24,6 +24,17 @@ from tests.servers.llm_openai import completion
 METADATA = "http://169.254.169.254"
 
 
+def otlp_refused(url: str, match: str) -> OutboundRefusedError:
+    """POST spans to ``url`` with the OTLP exporter's session, expecting the gate's refusal matching ``match``."""
+    session = requests_session(Outbound("OTLP exporter", allowed_networks=LOCAL_NETWORKS, kind="tracing"))
+    try:
+        with pytest.raises(OutboundRefusedError, match=match) as caught:
+            session.post(url, data=b"spans", timeout=10)
+    finally:
+        session.close()
+    return caught.value
+
+
 @asynccontextmanager
 async def redirecting(target: str, seen: list[str]) -> AsyncIterator[str]:
     """A server on 127.0.0.1 that answers every request with a 307 to ``target`` + the path."""
@@ -300,13 +311,7 @@ def test_the_otlp_session_refuses_a_name_that_resolves_to_a_metadata_address(mon
         return real("169.254.169.254" if host == "collector.test" else host, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(socket, "getaddrinfo", metadata)
-    outbound = Outbound("OTLP exporter", allowed_networks=LOCAL_NETWORKS, kind="tracing")
-    session = requests_session(outbound)
-    try:
-        with pytest.raises(OutboundRefusedError, match="resolves to 169.254.169.254"):
-            session.post("http://collector.test:4318/v1/traces", data=b"spans", timeout=10)
-    finally:
-        session.close()
+    otlp_refused("http://collector.test:4318/v1/traces", "resolves to 169.254.169.254")
 
 
 @pytest.mark.parametrize(
@@ -410,9 +415,4 @@ def test_the_otlp_session_refuses_a_proxy_at_a_metadata_address(
     monkeypatch: pytest.MonkeyPatch, proxy: str, answers: dict[str, str]
 ) -> None:
     _through_proxy(monkeypatch, proxy, answers)
-    session = requests_session(Outbound("OTLP exporter", allowed_networks=LOCAL_NETWORKS, kind="tracing"))
-    try:
-        with pytest.raises(OutboundRefusedError, match="169.254.169.254"):
-            session.post("http://collector.test:4318/v1/traces", data=b"spans", timeout=10)
-    finally:
-        session.close()
+    otlp_refused("http://collector.test:4318/v1/traces", "169.254.169.254")

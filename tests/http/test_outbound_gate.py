@@ -180,7 +180,7 @@ OTLPSpanExporter(endpoint="http://x")
 HOP_GUARDS: dict[str, str | None] = {
     "adapters/rest/_session.py": "request_class",  # the outbound gate's hop_check: a redirect is a learned URL
     "tools/_fetch.py": "middleware",  # the fetch tools' address rules, per request (each has its own origin)
-    "demo/oauth.py": None,  # the demo's browser: it follows the demo's own loopback servers, every URL the user's
+    "demo/oauth.py": "request_class",  # the demo's browser: a Location is a learned URL (loopback allowed)
 }
 
 
@@ -228,6 +228,7 @@ def test_every_aiohttp_session_judges_every_hop() -> None:
         and _calls(tree := ast.parse(path.read_text(encoding="utf-8")), "aiohttp_session")
     }
     assert found == HOP_GUARDS, "a new aiohttp session: judge its hops (guarded_request or origin_guard), then list it"
+    assert None not in HOP_GUARDS.values(), "every session judges its hops: none is exempt"
 
 
 def test_the_hop_scan_tells_a_session_that_judges_nothing() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kavalai.workflow._expressions import compile_expression
+from kavalai.workflow._expressions import compile_expression, is_path
 from kavalai.workflow._templates import render_template
 from kavalai.workflow.errors import ExpressionError, NodeError
 
@@ -43,6 +43,26 @@ def test_expressions_are_bounded_by_what_they_produce(source: str, context: dict
     with pytest.raises(ExpressionError, match=message):
         expression.evaluate(context)
     assert peak_mib(lambda: expression.evaluate(context)) < 4  # refused before anything large was built
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "-" * 100_000 + "1",
+        "not " * 50_000 + "True",
+        "x" + "+x" * 50_000,
+        "a" + ".b" * 30_000,
+        "get('" + "-" * 100_000 + "1')",
+    ],
+)
+def test_an_expression_nested_too_deeply_to_parse_is_an_expression_error(source: str) -> None:
+    """``ast.parse`` raised ``MemoryError`` or ``RecursionError`` out of ``compile_expression`` (and ``is_path``):
+    a workflow file with such an expression failed to load with a bare traceback."""
+    with pytest.raises(ExpressionError, match="nested too deeply to parse|get\\(\\) needs a context path") as caught:
+        compile_expression(source, node="n")
+    if "nested too deeply" in str(caught.value):
+        assert len(str(caught.value)) < 600  # the source is shortened, not repeated whole
+    assert not is_path(source)
 
 
 def test_an_ordinary_expression_still_works() -> None:

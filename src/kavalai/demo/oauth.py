@@ -61,12 +61,13 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kavalai._listen import listening_socket
-from kavalai.http import aiohttp_session
+from kavalai.http import Outbound, aiohttp_session, guarded_request, parse_networks
 
 __all__ = ["SCOPE", "DemoAuthorizationServer", "DemoOAuth", "serve_demo_oauth"]
 
 #: The one scope the demo servers ask for.
 SCOPE: Final = "demo"
+_LOOPBACK: Final = parse_networks(["127.0.0.0/8", "::1/128"])
 
 
 class DemoAuthorizationServer:
@@ -415,15 +416,23 @@ class DemoOAuth:
         """An ``on_authorize`` for the demo: follow ``url`` as a browser would, sign in as ``identity``, and follow
         the redirect back to the client's loopback listener."""
         self.visits.append(url)
-        # A browser follows whatever the servers say: every URL is the user's (the demo runs on loopback).
-        browser, _ = aiohttp_session()
-        async with browser:
-            async with browser.get(url, allow_redirects=False) as answer:
-                login = answer.headers["Location"]
-            async with browser.get(login, params={"user": identity}, allow_redirects=False) as answer:
-                back = answer.headers["Location"]
-            async with browser.get(back) as answer:
-                await answer.read()
+        # Every hop after the issuer's is a URL a server sent (a Location): judged by the outbound gate's rules, with
+        # loopback allowed (the demo and the client's listener run there), before it is sent.
+        outbound = Outbound("demo browser", [self.issuer], allowed_networks=_LOOPBACK, kind="OAuth")
+        browser, resolver = aiohttp_session(
+            outbound, request_class=guarded_request(self.issuer, check=outbound.hop_check)
+        )
+        try:
+            async with browser:
+                async with browser.get(url, allow_redirects=False) as answer:
+                    login = answer.headers["Location"]
+                async with browser.get(login, params={"user": identity}, allow_redirects=False) as answer:
+                    back = answer.headers["Location"]
+                async with browser.get(back) as answer:
+                    await answer.read()
+        finally:
+            if resolver is not None:
+                await resolver.close()
 
 
 @contextlib.asynccontextmanager

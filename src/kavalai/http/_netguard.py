@@ -31,6 +31,7 @@ __all__ = [
     "IPAddress",
     "IPNetwork",
     "check_url",
+    "host_address",
     "host_refusal_reason",
     "parse_networks",
     "refusal_reason",
@@ -173,6 +174,23 @@ def host_refusal_reason(host: str, allowed: Sequence[IPNetwork] = ()) -> str | N
     if bare in _LOCAL_NAMES or bare.endswith(_LOCAL_SUFFIXES):
         return "a local-only host name"
     return None
+
+
+def host_address(host: str) -> IPAddress | None:
+    """The address ``host`` (a URL's host, lower case) means, read as ``getaddrinfo`` and curl read it, or ``None``
+    for a name: an IPv6 literal (brackets and a zone dropped), or IPv4 in any spelling ``inet_aton`` takes (``10.1``,
+    ``0x0a000001``, ``2130706433``, ``0177.0.0.1`` are ``10.0.0.1``, ``10.0.0.1``, ``127.0.0.1``, ``127.0.0.1``).
+
+    Every comparison of a host with an address or a network (the trusted hosts, ``NO_PROXY``, an endpoint's literal
+    address) reads the host through this one function, so no spelling is compared as a name.
+    """
+    bare = host.strip("[]").rstrip(".")
+    if ":" in bare:
+        try:
+            return ipaddress.IPv6Address(bare.split("%", 1)[0])
+        except ValueError:
+            return None
+    return _loose_ipv4(bare) if bare[:1].isdigit() else None
 
 
 def _loose_ipv4(host: str) -> ipaddress.IPv4Address | None:

@@ -35,7 +35,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
 from kavalai.errors import OutboundRefusedError
-from kavalai.http._netguard import IPNetwork, host_refusal_reason, refusal_reason
+from kavalai.http._netguard import IPNetwork, host_address, host_refusal_reason, refusal_reason
 
 __all__ = [
     "LOCAL_NETWORKS",
@@ -92,20 +92,20 @@ class Outbound:
         self.resolver = resolver
         self.owner = f"{kind} {server!r}"
         self._trusted = frozenset(
-            host for url in configured if url is not None and (host := _host(URL(str(url)))) is not None
+            form for url in configured if url is not None and (host := URL(str(url)).raw_host) for form in _forms(host)
         )
         self._allowed = tuple(allowed_networks)
         self._learned: dict[str, str] = {}
 
     def trusted(self, host: str | None) -> bool:
-        """Whether ``host`` is one the user configured."""
-        return host is not None and host.lower().rstrip(".") in self._trusted
+        """Whether ``host`` is one the user configured (an address in any spelling of it: ``10.1`` is ``10.0.0.1``)."""
+        return host is not None and (host in self._trusted or _host_of(host) in self._trusted)
 
     def configure(self, url: str | URL) -> None:
         """Trust ``url``'s host as configured by the user (a base URL an SDK resolved from the user's settings)."""
-        host = _host(URL(str(url)))
-        if host is not None:
-            self._trusted = self._trusted | {host}
+        host = URL(str(url)).raw_host
+        if host:
+            self._trusted = self._trusted | _forms(host)
 
     def learn(self, url: object, field: str) -> None:
         """Record that ``url`` came from ``field`` of something a server sent (named in a refusal)."""
@@ -126,13 +126,14 @@ class Outbound:
         Raises:
             OutboundRefusedError: naming the owner, the URL's field and why.
         """
-        host = _host(url)
-        if host is not None and host in self._trusted:
+        if self.trusted(url.raw_host):
             return
         if url.scheme not in _SCHEMES:
             raise self._refusal(url, f"it is a {url.scheme or 'scheme-less'} URL (only http and https are followed)")
-        if host is None:
+        host = (url.raw_host or "").lower()
+        if not host:
             raise self._refusal(url, "it has no host")
+        # As written, not canonical: the fetch tools' rules refuse an odd spelling of an address outright.
         reason = host_refusal_reason(host, self._allowed)
         if reason is not None:
             raise self._refusal(url, f"its host {host!r} is {reason}")
@@ -178,18 +179,33 @@ class Outbound:
 
     def _refusal(self, url: URL, why: str) -> OutboundRefusedError:
         field = self.field_of(url)
+        shown = url.with_user(None) if url.raw_user or url.raw_password else url  # a proxy's or endpoint's userinfo
         return OutboundRefusedError(
-            f"Refused {url} for {self.owner}: the URL came from {field}, and {why}. Only the hosts you configured "
+            f"Refused {shown} for {self.owner}: the URL came from {field}, and {why}. Only the hosts you configured "
             "are trusted as given; allow a private network with allowed_networks.",
             server=self.server,
-            url=str(url),
+            url=str(shown),
             field=field,
         )
 
 
 def _host(url: URL) -> str | None:
     host = url.raw_host
-    return host.lower().rstrip(".") if host else None
+    return _host_of(host) if host else None
+
+
+def _host_of(host: str) -> str:
+    """``host`` as the gate compares it: a name in lower case without a final dot; an address in its canonical form,
+    however it was spelt (:func:`~kavalai.http._netguard.host_address`)."""
+    name = host.lower().rstrip(".")
+    address = host_address(name)
+    return name if address is None else str(address)
+
+
+def _forms(host: str) -> frozenset[str]:
+    """The forms of a configured ``host`` the trusted set holds: as written (the hot path compares ``raw_host``) and
+    as compared."""
+    return frozenset({host, _host_of(host)})
 
 
 def _key(url: URL) -> str:
@@ -429,9 +445,8 @@ def _in_no_proxy_networks(host: str, no_proxy: str) -> bool:
     """Whether ``host``, an IP address, is in an address or network ``NO_PROXY`` lists (``10.0.0.0/8``, ``::1``,
     ``[fd00::]/8``), as curl and requests read it; urllib's rules, applied first, match names and name suffixes only.
     IPv4-mapped IPv6 is matched by the address it embeds."""
-    try:
-        address = ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
-    except ValueError:
+    address = host_address(host.lower())  # 10.1 and 0x0a000001 are 10.0.0.1, as curl reads the URL's host
+    if address is None:
         return False
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
@@ -468,15 +483,11 @@ def check_endpoint(outbound: Outbound, url: URL) -> None:
     Raises:
         OutboundRefusedError: naming the owner and the variable the URL came from.
     """
-    host = _host(url)
-    if url.scheme not in _SCHEMES or host is None:
+    host = (url.raw_host or "").lower()
+    if url.scheme not in _SCHEMES or not host or host_address(host) is not None:
+        # An address in any spelling getaddrinfo takes (``0xa9fea9fe``, ``2852039166``): judged now, as the rules
+        # judge it (an odd spelling refused outright), never waved through as a name.
         outbound.check(url)
-        return
-    try:
-        ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
-    except ValueError:
-        return
-    outbound.check(url)
 
 
 def requests_session(outbound: Outbound) -> Any:
@@ -530,14 +541,29 @@ def requests_session(outbound: Outbound) -> Any:
             # collector's own name is then resolved by the proxy, past the gate (documented).
             parsed = URL(proxy)
             outbound.learn(str(parsed.origin()) if parsed.is_absolute() else proxy, "the environment's proxy")
+            if parsed.scheme.lower().startswith("socks"):
+                # A SOCKS connection dials through its own socket library, past the pinning below (and socks5://
+                # resolves the collector's name here, unjudged): refused, not judged by its literal address alone.
+                shown = parsed.with_user(None) if parsed.raw_user or parsed.raw_password else parsed
+                raise OutboundRefusedError(
+                    f"Refused the SOCKS proxy {shown} for {outbound.owner}: the environment names it (ALL_PROXY, "
+                    "HTTPS_PROXY or HTTP_PROXY), and the outbound gate cannot judge the addresses a SOCKS "
+                    "connection dials. Name an HTTP proxy, or add the collector's host to NO_PROXY.",
+                    server=outbound.server,
+                    url=str(shown),
+                    field="the environment's proxy",
+                )
             check_endpoint(outbound, parsed if parsed.scheme in _SCHEMES else parsed.with_scheme("http"))
             manager = super().proxy_manager_for(proxy, **proxy_kwargs)
-            if parsed.scheme in _SCHEMES:  # a SOCKS manager keeps its own connections (its address judged above)
-                manager.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
+            manager.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
             return manager
 
         def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
             check_endpoint(outbound, URL(str(request.url)))
+            # The proxy the gate's reading of the environment names (NO_PROXY's addresses and IPv6 networks as the
+            # LLM clients read them), not requests' own (IPv4 networks only): one reading for every client.
+            proxy = environment_proxy(str(request.url))
+            kwargs["proxies"] = {} if proxy is None else {URL(str(request.url)).scheme: proxy}
             try:
                 return super().send(request, *args, **kwargs)
             except requests.ConnectionError as exc:  # a refusal at connect, wrapped by urllib3 and requests

@@ -218,10 +218,29 @@ def compile_expression(source: str, *, node: str | None = None) -> Expression:
 def is_path(source: str) -> bool:
     """Whether ``source`` is a plain context path: a name followed by ``.key`` and ``[constant]`` parts."""
     try:
-        tree = ast.parse(source.strip(), mode="eval")
-    except SyntaxError:
+        tree = _parse(source)
+    except ExpressionError:
         return False
     return _path_root(tree.body) is not None
+
+
+def _parse(source: str) -> ast.Expression:
+    """The one parse of an expression's source: a source nested too deeply for the parser (``-`` or ``not`` 100,000
+    times, ``x+x+...`` 50,000 terms, whose ``MemoryError`` or ``RecursionError`` came out of ``ast.parse``) is an
+    :class:`ExpressionError`, as a syntax error is."""
+    try:
+        return ast.parse(source.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ExpressionError(f"expression {source!r} does not parse: {exc.msg}", expression=source) from None
+    except (RecursionError, MemoryError):
+        raise ExpressionError(
+            f"expression {_short(source)} is nested too deeply to parse ({len(source):,} characters)",
+            expression=_short(source),
+        ) from None
+
+
+def _short(source: str) -> str:
+    return repr(source) if len(source) <= 200 else f"{source[:200]!r}..."
 
 
 #: What :meth:`Expression.plain_path` gives for an expression that is not a plain path through dicts.
@@ -254,10 +273,7 @@ def _path_root(node: ast.expr) -> str | None:
 
 @lru_cache(maxsize=1024)
 def _compile(source: str) -> Expression:
-    try:
-        tree = ast.parse(source.strip(), mode="eval")
-    except SyntaxError as exc:
-        raise ExpressionError(f"expression {source!r} does not parse: {exc.msg}", expression=source) from None
+    tree = _parse(source)
     names: set[str] = set()
     for node in ast.walk(tree):
         _check(node, source)
@@ -312,7 +328,7 @@ def _get_names(node: ast.AST, source: str) -> set[str]:
             f"expression {source!r}: get() needs a context path such as 'node.field[0]', not {first.value!r}",
             expression=source,
         )
-    root = _path_root(ast.parse(first.value.strip(), mode="eval").body)
+    root = _path_root(_parse(first.value).body)
     return {root} if root else set()
 
 
