@@ -245,3 +245,25 @@ async def test_an_mcp_servers_tools_on_doubt_is_checked_at_its_first_listing() -
         assert kernel.registry.metadata_of("mcp://pay.settle")["on_doubt"] == "replay"
     finally:
         await kernel.close()
+
+
+async def test_a_tools_on_doubt_key_is_checked_when_a_durable_run_first_calls_its_server(tmp_path: Path) -> None:
+    """In Python, tools are registered after their server, one by one: no registration can tell a key naming no
+    tool. The first call of a durable run to one of the server's tools checks the keys against the tools registered
+    then, and is refused, nothing sent; named rightly, the run goes on."""
+    runner = DbosRunner(f"sqlite:///{tmp_path / 'journal.sqlite'}")
+    try:
+        with serve(create_app()) as shop:
+            mistaken = rest_kernel(shop, on_doubt="fail", tools_on_doubt={"chrage": "ask"})
+            result = await engine(mistaken, runner, "rest://shop.charge").run({}, run_id="keys-1")
+            assert not result.ok
+            assert "tools_on_doubt names 'chrage' (did you mean 'charge'?), not a tool of this server" in str(
+                result.error
+            )
+            assert fetch(f"{shop}/requests") == []  # refused before anything was sent
+            right = rest_kernel(shop, on_doubt="fail", tools_on_doubt={"charge": "ask"})
+            result = await engine(right, runner, "rest://shop.charge").run({}, run_id="keys-2")
+            assert result.ok, result.error
+            assert orders(fetch(f"{shop}/requests")) == ["A", "B", "C"]
+    finally:
+        await runner.aclose()

@@ -34,6 +34,7 @@ from kavalai.kernel import (
     ToolURI,
     current_call,
     deadline,
+    deadline_paused,
 )
 from kavalai.llm import ToolResultMessage
 from kavalai.testing import ScriptedLLM, tool_call
@@ -513,3 +514,19 @@ async def test_a_call_cut_through_the_timer_of_the_block_around_it_is_expired() 
         assert call._timer is None  # it armed no timer of its own
     finally:
         await kernel.close()
+
+
+async def test_a_paused_deadline_stops_the_calls_own_clock_not_the_one_around_it(kernel: FunctionKernel) -> None:
+    async def waits_for_a_person(call: ToolCall, call_next: CallNext) -> Any:
+        with deadline_paused():  # as a durable run waits for the operator's answer about a step in doubt
+            await asyncio.sleep(0.6)
+        return await call_next(call)
+
+    kernel.register_python_tool("nap", nap)
+    kernel.add_middleware(waits_for_a_person)
+    left = (await kernel.call_tool("python://nap", {"seconds": 0}, timeout=0.3)).result  # type: ignore[attr-defined]
+    assert 0 < (left or -1) <= 0.3  # the call's own clock went on from where it stopped
+    with pytest.raises(ToolTimeoutError, match="cut at the deadline of the block"), deadline(0.3):
+        await kernel.call_tool("python://nap", {"seconds": 0}, timeout=60)  # an inherited deadline still runs
+    with pytest.raises(ToolTimeoutError, match="python://nap"):
+        await kernel.call_tool("python://nap", {"seconds": 30}, timeout=0.3)  # after the pause, the clock runs

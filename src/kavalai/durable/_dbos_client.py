@@ -21,7 +21,7 @@ from kavalai.durable._dbos_database import (
     sqlalchemy_url,
 )
 from kavalai.durable._dbos_journal import PENDING as _PENDING
-from kavalai.durable._dbos_journal import topic
+from kavalai.durable._dbos_journal import dbos_steps_in_doubt, topic
 from kavalai.durable._doubt import doubt_key, doubt_resolution
 from kavalai.durable._runner import (
     RunInfo,
@@ -106,10 +106,20 @@ class DbosClient:
         if not found:
             raise UnknownRunError(run_id, f"dbos ({redacted(self.db)})")
         log = SqlStepLog(self._engine)
-        doubts = log.in_doubt(run_id)
+        doubts = log.in_doubt(run_id) if log.recorded(run_id) else self._dbos_in_doubt(run_id)
         in_doubt = [{"position": position, "name": name, "state": state} for position, name, state in doubts]
         info = run_info(found[0], with_outcome=True, interrupted=log.interrupted([run_id]))
         return dataclasses.replace(info, in_doubt=in_doubt)
+
+    def _dbos_in_doubt(self, run_id: str) -> list[tuple[int, str, str]]:
+        """The steps in doubt of a run whose steps are DBOS steps (``step_log="dbos"``; none in the kavalai log)."""
+        steps = [(step["function_name"], step["output"]) for step in self._client.list_workflow_steps(run_id)]
+
+        def answered(position: int) -> Any:
+            found, value = self._answers.lookup_now(run_id, doubt_key(position))
+            return value if found else None
+
+        return dbos_steps_in_doubt(steps, answered)
 
     def list_runs(self, *, limit: int = 20) -> list[RunInfo]:
         """The newest ``limit`` runs of the journal (every queue), newest first."""

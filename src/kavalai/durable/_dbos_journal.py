@@ -13,19 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from dbos import DBOS
 
-from kavalai.durable._cancel_watch import CancelWatch
+from kavalai.durable._cancel_watch import CancelWatch, is_cancelled
 from kavalai.durable._definition import keyed_by_position
-from kavalai.durable._doubt import OnDoubt, ask_about, doubt_policy, in_doubt_result, sent_mark
+from kavalai.durable._doubt import OnDoubt, ask_about, doubt_policy, in_doubt_result, is_in_doubt, sent_mark
 from kavalai.durable._run import cancelled_error
 from kavalai.durable._step_log import StepLogJournal
 from kavalai.errors import DefinitionChangedError, FunctionKernelException, RunCancelledError
 
-__all__ = ["FOREVER", "PENDING", "DbosJournal", "dbos_steps_by_position", "topic"]
+__all__ = ["FOREVER", "PENDING", "DbosJournal", "dbos_steps_by_position", "dbos_steps_in_doubt", "topic"]
 
 #: The DBOS event holding the questions a run waits to have answered.
 PENDING: Final = "kavalai.pending"
@@ -60,7 +60,7 @@ class DbosJournal:
         return self.cancelled or (None if self.steps is None else self.steps.stopped)
 
     async def record(self, position: int, name: str, execute: Any, request: Any = None) -> Any:
-        work = execute if self.watch is None else functools.partial(self._cut_by_cancel, execute)
+        work = execute if self.watch is None else functools.partial(self._cut_by_cancel, execute, position)
         if self.steps is not None:
             return await self.steps.record(position, name, work, request)
         policy = doubt_policy(request, self.on_doubt)
@@ -74,25 +74,31 @@ class DbosJournal:
 
         async def mark() -> dict[str, Any]:
             fresh.append(True)  # not replayed: nothing of this step was sent before
-            return sent_mark(request)
+            return {**sent_mark(request), "step": position}  # the position: what kavalai runs show/resolve name
 
         async def step() -> Any:
             if fresh or policy == "replay":
                 return await work()
-            return in_doubt_result(self.run_id, position, name, request) if policy == "fail" else _ASKS
+            return (
+                in_doubt_result(self.run_id, position, name, request)
+                if policy == "fail"
+                else {**_ASKS, "step": position}
+            )
 
         await DBOS.run_step_async({"name": f"{name} (sent)"}, mark)
         result = await DBOS.run_step_async({"name": name}, step)
-        if result != _ASKS:
+        if not _asks(result):
             return result
         again = functools.partial(DBOS.run_step_async, {"name": f"{name} (retry)"}, work)
         return await ask_about(self.run_id, position, name, request, self.wait_for_answer, again)
 
-    async def _cut_by_cancel(self, execute: Any) -> Any:
+    async def _cut_by_cancel(self, execute: Any, position: int) -> Any:
         assert self.watch is not None
         value, cut = await self.watch.step(self.run_id, execute)
         if cut:
             self.cancelled = cancelled_error(self.run_id)
+            if is_cancelled(value):
+                value = {**value, "step": position}
         return value
 
     async def wait_for_answer(self, position: int, key: str, question: Any, timeout: float | None) -> Any:
@@ -108,6 +114,55 @@ class DbosJournal:
         del self.pending[key]
         await DBOS.set_event_async(PENDING, dict(self.pending))
         return answer
+
+
+def _asks(result: Any) -> bool:
+    """Whether a DBOS step's record is the one of a step found in doubt whose tool says ask."""
+    return isinstance(result, Mapping) and result.get("asks") is True
+
+
+def dbos_steps_in_doubt(steps: list[tuple[str, Any]], answered: Callable[[int], Any]) -> list[tuple[int, str, str]]:
+    """The steps of a run on DBOS's own step log whose outcome is unknown, as ``(position, name, state)``: its DBOS
+    steps given as ``(name, output)`` in order, ``answered(position)`` the operator's answer about step ``position``
+    (``None`` when there is none). States as :meth:`SqlStepLog.in_doubt`'s: ``sent`` (the mark without the step's
+    record: in flight, its worker gone; or the run asks, unanswered or being sent again), ``in_doubt``,
+    ``cancelled``. A position is the one the run recorded (``"step"`` in the mark, the record or its error); runs
+    recorded before it was, by the step's rank."""
+    outputs = dict(steps)
+    found: list[tuple[int, str, str]] = []
+    rank = 0
+    for name, output in steps:
+        if name.startswith("DBOS.") or name.endswith(" (retry)"):
+            continue
+        if name.endswith(" (sent)"):
+            own = name.removesuffix(" (sent)")
+            if own not in outputs:
+                found.append((_position(output, rank + 1), own, "sent"))
+            continue
+        rank += 1
+        position = _position(outputs.get(f"{name} (sent)"), _position(output, rank))
+        retry = outputs.get(f"{name} (retry)")
+        if is_in_doubt(output):
+            found.append((position, name, "in_doubt"))
+        elif is_cancelled(output) or is_cancelled(retry):
+            found.append((position, name, "cancelled"))
+        elif _asks(output) and retry is None:
+            answer = answered(position)
+            if not (isinstance(answer, Mapping) and answer.get("action") == "done"):
+                found.append((position, name, "sent"))
+    return found
+
+
+def _position(record: Any, otherwise: int) -> int:
+    """The step position a DBOS step's record names (its own ``step``, or its error's), else ``otherwise``."""
+    if not isinstance(record, Mapping):
+        return otherwise
+    error = record.get("error")
+    step = record.get("step", error.get("fields", {}).get("step") if isinstance(error, Mapping) else None)
+    try:
+        return int(step) if step is not None else otherwise
+    except (TypeError, ValueError):
+        return otherwise
 
 
 def topic(key: str) -> str:

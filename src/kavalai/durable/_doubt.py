@@ -11,7 +11,8 @@ happened, and applies the tool's ``on_doubt`` policy:
   :class:`~kavalai.errors.OutcomeUnknownError` (an agent's model reads "outcome unknown: check before retrying");
 - ``"replay"``: the step is sent again (the user accepts a possible repeat);
 - ``"ask"``: the run asks the operator, durably, whether the effect happened (a question ``doubt-<position>`` of
-  kind ``doubt`` in the answer log) and waits: ``kavalai runs resolve RUN STEP --done`` records the step done (with
+  kind ``doubt`` in the answer log) and waits, the tool call's own timeout paused meanwhile (it bounds the effect,
+  not the operator): ``kavalai runs resolve RUN STEP --done`` records the step done (with
   ``--result JSON`` as its result), ``--retry`` sends it again.
 
 The policy is the runner's for the tool's URI (``DbosRunner(on_doubt={uri: ...})``), else the tool's own
@@ -24,6 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Literal
 
 from kavalai.errors import OutcomeUnknownError
+from kavalai.kernel import deadline_paused
 
 __all__ = [
     "ON_DOUBT",
@@ -145,7 +147,8 @@ async def ask_about(
     operator about step ``position`` with the run's ``wait(position, key, question, timeout)``, then the record of
     the step resolved done, or ``retry()`` (the operator says it did not happen: sent again)."""
     question = doubt_question(run_id, position, name, request)
-    answer = doubt_answer(await wait(position, doubt_key(position), question, None))
+    with deadline_paused():  # the tool call's own timeout bounds its effect, not the operator
+        answer = doubt_answer(await wait(position, doubt_key(position), question, None))
     if answer["action"] == "done":
         return resolved_result(answer, request)
     return await retry()

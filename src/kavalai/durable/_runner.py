@@ -105,7 +105,7 @@ class DurableRunner(ABC):
         """Add the journaling middleware to ``kernel`` (once; later middleware run inside it). Outside a durable
         run it only passes each call on."""
         if not any(is_durable_middleware(item) for item in kernel.middleware):
-            kernel.add_middleware(durable_steps())
+            kernel.add_middleware(durable_steps(kernel))
 
     @abstractmethod
     async def run(self, target: DurableTarget, payload: Any, *, run_id: str | None = None) -> Any:

@@ -36,6 +36,7 @@ from kavalai.durable._journal_io import DEFAULT_OUTAGE, interrupted_error, journ
 from kavalai.durable._run import JsonValue, cancelled_error, replayed
 from kavalai.durable._schema import STEPS, ensure_schema
 from kavalai.errors import DefinitionChangedError, DurableRunError
+from kavalai.kernel import deadline_paused
 
 if TYPE_CHECKING:
     from kavalai.durable._answer_log import SqlAnswerLog
@@ -276,16 +277,17 @@ class StepLogJournal:
             question,
             outage=self.outage,
         )
-        while True:
-            (found, answer), cancelled = await journal_io(
-                self.run_id, f"look for the answer about step {position}", self._answered, key, outage=self.outage
-            )
-            if found and isinstance(answer, Mapping):
-                return answer
-            if cancelled:
-                self.stopped = cancelled_error(self.run_id)
-                raise self.stopped
-            await asyncio.sleep(ASK_POLL)
+        with deadline_paused():  # the tool call's own timeout bounds its effect, not the operator
+            while True:
+                (found, answer), cancelled = await journal_io(
+                    self.run_id, f"look for the answer about step {position}", self._answered, key, outage=self.outage
+                )
+                if found and isinstance(answer, Mapping):
+                    return answer
+                if cancelled:
+                    self.stopped = cancelled_error(self.run_id)
+                    raise self.stopped
+                await asyncio.sleep(ASK_POLL)
 
     def _answered(self, key: str) -> tuple[tuple[bool, Any], bool]:
         assert self.answers is not None

@@ -25,6 +25,7 @@ from kavalai.kernel import CallNext, Kernel, Middleware, ToolCall, ToolDefinitio
 
 __all__ = [
     "DurableStepError",
+    "check_server_doubt",
     "durable_steps",
     "guarded",
     "idempotency_key",
@@ -53,12 +54,16 @@ class DurableStepError(FunctionKernelException):
         self.error_type = error_type
 
 
-def durable_steps() -> Middleware:
+def durable_steps(kernel: Kernel | None = None) -> Middleware:
     """The middleware that journals every call made inside a durable run (outside one it only passes the call on).
 
     A runner adds it to the kernels it runs on (see :meth:`kavalai.durable.DurableRunner.attach`); put it last, so
     that tracing and policies outside it run in every attempt, and only the tool itself is skipped on replay.
+    Given its ``kernel``, it checks a server's doubt policy the first time a durable run calls one of its tools
+    (:func:`check_server_doubt`): a ``tools_on_doubt`` key naming no tool, registered in Python after the server,
+    is refused there, before anything is sent.
     """
+    checked: set[tuple[str, str]] = set()
 
     async def durable(call: ToolCall, call_next: CallNext) -> Any:
         run = current_run()
@@ -67,10 +72,31 @@ def durable_steps() -> Middleware:
             if key is not None:  # a step run again elsewhere (a Temporal activity): the key of its step
                 call.metadata[IDEMPOTENCY_KEY] = key
             return await call_next(call)
+        name = call.definition.metadata.get("server")
+        if kernel is not None and isinstance(name, str) and (call.definition.kind, name) not in checked:
+            check_server_doubt(kernel, call.definition.kind, name)
+            checked.add((call.definition.kind, name))
         return await _journaled_call(run, call, call_next)
 
     durable.__kavalai_durable__ = True  # type: ignore[attr-defined]
     return durable
+
+
+def check_server_doubt(kernel: Kernel, kind: str, server: str) -> None:
+    """Check the doubt policy of ``server`` (of the tool kind ``kind``) against its tools as registered now, when
+    its adapter has such a check (REST: ``tools_on_doubt`` names only its tools).
+
+    Raises:
+        DoubtKeyError: a key names no tool of the server (a :class:`~kavalai.errors.ConfigurationError` naming it,
+            with a close name).
+    """
+    try:
+        adapter = kernel.adapter(kind)
+    except FunctionKernelException:  # a kind no adapter serves: nothing to check
+        return
+    check = getattr(adapter, "check_doubt_keys", None)
+    if check is not None:
+        check(server)
 
 
 def is_durable_middleware(middleware: object) -> bool:

@@ -19,6 +19,7 @@ from kavalai.kernel._call import (
     current_call,
     current_deadline,
     deadline,
+    deadline_paused,
 )
 from kavalai.kernel._coerce import coerce_output, convert_output, validate_input
 from kavalai.kernel._core import Kernel
@@ -60,6 +61,7 @@ __all__ = [
     "current_call",
     "current_deadline",
     "deadline",
+    "deadline_paused",
     "function_schema",
     "limit_seconds",
     "model_from_json_schema",

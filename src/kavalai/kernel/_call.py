@@ -30,7 +30,7 @@ import itertools
 import math
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
@@ -57,6 +57,7 @@ __all__ = [
     "current_call",
     "current_deadline",
     "deadline",
+    "deadline_paused",
 ]
 
 logger = get_logger("kavalai")
@@ -485,6 +486,36 @@ def bind_current_call(func: Callable[[], R]) -> Callable[[], R]:
         return context.run(func)
 
     return bound
+
+
+@contextlib.contextmanager
+def deadline_paused() -> Iterator[None]:
+    """The clock of the current call's own deadline stops while the ``with`` block runs, and goes on from where it
+    stopped after it: time the call spends waiting for a person (an operator asked whether an effect happened) is
+    not the tool's time. A deadline the call inherited (a run's, a block's around it) still runs: only the call's
+    own timeout is paused. Outside a call, or in a call whose deadline is inherited, the block runs as it is."""
+    call = _current.get()
+    if not isinstance(call, ToolCall) or call._source is not None or call._timer is None or call._cut is not None:
+        yield
+        return
+    left, outer = call.remaining(), call.parent
+    _disarm(call)
+    call._bind(outer, None)  # meanwhile the deadline around the call, if there is one
+    call._arm(None)
+    try:
+        yield
+    finally:
+        _disarm(call)
+        call._bind(outer, left)
+        call._arm(left)
+
+
+def _disarm(scope: _Scope) -> None:
+    """Take ``scope`` out of its timer slot and forget its deadline."""
+    timer = scope._timer
+    if timer is not None:
+        timer.discard(scope)
+    scope._timer = scope.deadline = scope._source = None
 
 
 def enter_call(call: ToolCall) -> contextvars.Token[ToolCall | Deadline | None]:
