@@ -373,7 +373,8 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
     "database outage past the run's patience (interrupted, resumed)": {
         "sqlite": "test_journal_io.py::test_an_outage_past_the_runs_patience_interrupts_it_and_the_run_resumes_later",
         "postgres": "test_journal_io.py::test_postgres_down_past_the_patience_interrupts_the_run_then_resumed",
-        "temporal": None,
+        "temporal": "test_temporal_outage.py::"
+        "test_a_temporal_server_away_past_the_runs_patience_interrupts_it_and_the_run_resumes_later",
     },
     "cancel mid-step": {
         "sqlite": "test_cancel.py::test_a_cancel_mid_step_is_the_last_step_and_the_run_stays_cancelled[sqlite]",

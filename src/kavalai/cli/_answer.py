@@ -10,7 +10,8 @@ with ``KEY ANSWER`` it sends the answer, which the run takes whether it runs now
 Of answers to one question sent at once, from anywhere, exactly one is taken; the others are told they lost and
 which answer won (exit status 1), as is an answer to a cancelled run.
 
-Exit status: 0 done, 1 the run waits for no such question (answered already, cancelled), 2 a usage error (bad
+Exit status: 0 done, 1 the run waits for no such question (answered already, cancelled; or the Temporal server
+cannot be reached, or has no such ``--namespace``), 2 a usage error (bad
 ANSWER, no journal, the engine's extra missing).
 """
 

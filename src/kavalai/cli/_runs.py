@@ -7,7 +7,8 @@ changed, and a finished run's outcome); ``list`` prints a line per run, newest f
 --done [--result JSON] | --retry`` settles a step in doubt that the run asks about (its tool's ``on_doubt="ask"``):
 it happened (with that result), or send it again.
 
-Exit status: 0 done, 1 no run has that id, 2 a usage error (no ``--db`` for DBOS, a run id that breaks the rule,
+Exit status: 0 done, 1 no run has that id (or the Temporal server cannot be reached, or has no such
+``--namespace``: one line naming it), 2 a usage error (no ``--db`` for DBOS, a run id that breaks the rule,
 the engine's extra missing).
 """
 

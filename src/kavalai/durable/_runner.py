@@ -241,6 +241,8 @@ class RunInfo:
         in_doubt: the steps whose outcome is unknown (only from ``describe``: DBOS's step log, Temporal's
             history): ``position``, ``name`` and ``state`` (``in_doubt``: found sent without a result; ``sent``: in
             flight, or its worker gone; ``cancelled``: cut in flight by a cancel).
+        error: why a run that ended without an outcome ended (only from ``describe``, where the engine records it:
+            a Temporal run a worker refused reads ``DefinitionChangedError: ...``, naming the step).
     """
 
     run_id: str
@@ -251,6 +253,7 @@ class RunInfo:
     updated_at: datetime | None = None
     outcome: Any = None
     in_doubt: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as JSON-ready data (times in ISO 8601)."""

@@ -18,7 +18,7 @@ from temporalio.client import Client, WorkflowHandle
 from kavalai.durable._definition import Definition, keyed_by_position
 from kavalai.errors import DefinitionChangedError
 
-__all__ = ["keyed_by_position_of", "recorded_definition", "steps_in_doubt"]
+__all__ = ["keyed_by_position_of", "recorded_definition", "steps_in_doubt", "winner_in_history"]
 
 _ENDS = {
     "activity_task_completed_event_attributes": None,
@@ -119,3 +119,25 @@ async def keyed_by_position_of(client: Client, handle: WorkflowHandle[Any, Any])
             shown = await client.data_converter.decode([summary]) if summary is not None and summary.data else []
             names.append(str(shown[0]) if shown and "#" not in activity_id else activity_id)
     return keyed_by_position(handle.id, names)
+
+
+async def winner_in_history(
+    client: Client, handle: WorkflowHandle[Any, Any], key: str, answer_update: str
+) -> tuple[bool, Any]:
+    """``(True, answer)`` when the run's history holds the answer that won question ``key`` (an update named
+    ``answer_update``), else ``(False, None)``: for a loser whose update reached a run that had ended."""
+    accepted: dict[int, list[Any]] = {}
+    async for event in handle.fetch_history_events():
+        if event.HasField("workflow_execution_update_accepted_event_attributes"):
+            request = event.workflow_execution_update_accepted_event_attributes.accepted_request
+            if request.input.name == answer_update:
+                accepted[event.event_id] = await client.data_converter.decode(request.input.args.payloads)
+        elif event.HasField("workflow_execution_update_completed_event_attributes"):
+            done = event.workflow_execution_update_completed_event_attributes
+            args = accepted.get(done.accepted_event_id)
+            if args is None or not args or args[0] != key or not done.outcome.HasField("success"):
+                continue
+            [told] = await client.data_converter.decode(done.outcome.success.payloads)
+            if isinstance(told, dict) and told.get("state") == "won":
+                return True, args[1]
+    return False, None

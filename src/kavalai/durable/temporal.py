@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gc
-import traceback
 from collections.abc import Mapping
 from contextlib import nullcontext
 from datetime import timedelta
@@ -43,14 +42,14 @@ from temporalio.common import (
 )
 from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
 from temporalio.exceptions import CancelledError as TemporalCancelledError
-from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerDeploymentConfig
 from temporalio.workflow import ActivityCancellationType
 
 from kavalai.durable._answers import checked_answer
 from kavalai.durable._definition import Definition, Versions, changed, definition_of
-from kavalai.durable._doubt import OnDoubt, ask_about, doubt_key, doubt_policy, in_doubt_result
+from kavalai.durable._doubt import OnDoubt, ask_about, doubt_key, doubt_policy, doubt_resolution, in_doubt_result
+from kavalai.durable._journal_io import DEFAULT_OUTAGE
 from kavalai.durable._run import AnswerLog, DurableRun, JsonValue, bind_run, cancelled_error
 from kavalai.durable._runner import (
     DurableRunner,
@@ -65,8 +64,15 @@ from kavalai.durable._runner import (
 )
 from kavalai.durable._steps import run_tool_step
 from kavalai.durable._store import ResultStore
-from kavalai.durable._temporal_history import keyed_by_position_of, recorded_definition, steps_in_doubt
-from kavalai.errors import FunctionKernelException, RunCancelledError, ServerConnectionError
+from kavalai.durable._temporal_connect import check_namespace, core_runtime, patiently, unreachable
+from kavalai.durable._temporal_history import (
+    keyed_by_position_of,
+    recorded_definition,
+    steps_in_doubt,
+    winner_in_history,
+)
+from kavalai.durable._temporal_refusal import Refusals, ended_error, refused_error
+from kavalai.errors import DefinitionChangedError, FunctionKernelException, RunCancelledError
 from kavalai.kernel import required_seconds
 from kavalai.secrets import get_logger
 
@@ -98,6 +104,10 @@ class TemporalRunner(DurableRunner):
             before Temporal takes its worker for dead: the step is then retried when it may be, or is in doubt
             (``on_doubt``), without waiting for its ``step_timeout``. At least 2 seconds.
         max_attempts: attempts of a step that may be retried.
+        journal_outage: how long, in seconds, :meth:`result` (and so :meth:`run`) waits for a server that went away
+            (stopped, restarting) to come back, beyond the client's own retries: past it the call raises
+            :class:`~kavalai.errors.RunInterruptedError`, and the run, kept by the server, is resumed by running it
+            again under its id once the server is back (its state is the server's: ``running``).
         worker: run a worker in this process while :meth:`run` waits (``False``: only workers elsewhere run).
         store: where values over ``inline_limit`` bytes of JSON are kept instead of the history; every worker and
             client of the task queue needs the same store. ``None``: every value inline.
@@ -129,6 +139,7 @@ class TemporalRunner(DurableRunner):
         step_timeout: float = 60.0,
         heartbeat_timeout: float = 10.0,
         max_attempts: int = 5,
+        journal_outage: float = DEFAULT_OUTAGE,
         worker: bool = True,
         store: ResultStore | None = None,
         inline_limit: int = 64 * 1024,
@@ -156,6 +167,7 @@ class TemporalRunner(DurableRunner):
                 f"got {heartbeat_timeout!r}"
             )
         self.max_attempts = max_attempts
+        self.journal_outage = required_seconds(journal_outage, what="journal_outage")
         self.runs_worker = worker
         self._client = client
         self._own_client = client is None
@@ -165,6 +177,7 @@ class TemporalRunner(DurableRunner):
         self._runs_waiting = 0  # run() calls that started or share the worker, which stops after the last
         self._stopping: asyncio.Task[None] | None = None
         self._prepared: set[int] = set()  # the targets connected for the worker running now
+        self._refusals: Refusals | None = None  # the runs the worker running now ends as refused
 
     @property
     def serving(self) -> bool:
@@ -175,9 +188,11 @@ class TemporalRunner(DurableRunner):
         """The Temporal client (connected on first use)."""
         if self._client is None:
             try:
-                self._client = await Client.connect(self.address, namespace=self.namespace, runtime=core_runtime())
+                client = await Client.connect(self.address, namespace=self.namespace, runtime=core_runtime())
             except Exception as exc:
-                raise _unreachable(self.address, exc) from None
+                raise unreachable(self.address, exc) from None
+            await check_namespace(client, self.address)
+            self._client = client
         return self._client
 
     # ----------------------------------------------------------------------------------------------- running
@@ -232,17 +247,22 @@ class TemporalRunner(DurableRunner):
         Raises:
             UnknownRunError: the server has no run with this id.
             RunCancelledError: the run was cancelled.
+            DefinitionChangedError: a worker ended the run as one it may not take up (:mod:`._temporal_refusal`).
+            RunInterruptedError: the server was away longer than ``journal_outage``; the run stays resumable.
         """
         run_id = existing_run_id(run_id)
         client = await self.connect()
         handle: WorkflowHandle[Any, Any] = client.get_workflow_handle(run_id)
         try:
-            outcome = await handle.result()
+            outcome = await patiently(run_id, "read its outcome", self.address, self.journal_outage, handle.result)
         except RPCError as exc:
             raise self._unknown(run_id, exc) from None
         except WorkflowFailureError as exc:
             if isinstance(exc.cause, TemporalCancelledError):
                 raise cancelled_error(run_id) from None
+            refused = refused_error(exc.cause)  # a worker could not take it up: ended, the refusal recorded
+            if refused is not None:
+                raise refused from None
             raise
         return outcome if self.store is None else await self.store.load(outcome)
 
@@ -283,7 +303,7 @@ class TemporalRunner(DurableRunner):
         try:
             told = await handle.execute_update(_ANSWER_FIRST, args=[key, value])
         except RPCError:  # the run ended meanwhile (the winning answer may have been its last wait)
-            found, winner = await _winner_in_history(client, handle, key)
+            found, winner = await winner_in_history(client, handle, key, _ANSWER_FIRST)
             if found:
                 raise lost_answer(run_id, key, winner) from None
             raise not_pending(run_id, key, pending) from None
@@ -295,9 +315,7 @@ class TemporalRunner(DurableRunner):
     async def resolve(self, run_id: str, step: int, *, done: bool, result: Any = None) -> None:
         """Settle step ``step`` of run ``run_id``, in doubt, that the run asks about (``on_doubt="ask"``): it happened
         (``done``, with ``result``), or send it again. See :meth:`answer` for the errors."""
-        await self.answer(
-            run_id, doubt_key(step), {"action": "done", "result": result} if done else {"action": "retry"}
-        )
+        await self.answer(run_id, doubt_key(step), doubt_resolution(done, result))
 
     async def describe(self, run_id: str) -> RunInfo:
         """Where the run ``run_id`` is, with its outcome once finished and its steps whose outcome is unknown, from
@@ -313,7 +331,9 @@ class TemporalRunner(DurableRunner):
         except RPCError as exc:
             raise self._unknown(run_id, exc) from None
         history = await handle.fetch_history()
-        info = dataclasses.replace(_run_info(found), in_doubt=steps_in_doubt(history.events, _ANSWER_FIRST))
+        info = dataclasses.replace(
+            _run_info(found), in_doubt=steps_in_doubt(history.events, _ANSWER_FIRST), error=ended_error(history.events)
+        )
         if found.status == WorkflowExecutionStatus.COMPLETED:
             outcome = await handle.result()
             info = dataclasses.replace(info, outcome=outcome if self.store is None else await self.store.load(outcome))
@@ -399,6 +419,7 @@ class TemporalRunner(DurableRunner):
             # slow or bound to a loop may happen first in there (starting servers, connecting, making clients).
             await self._prepare_targets()
             self._worker = self.worker_for(await self.connect())
+            self._refusals = Refusals(asyncio.get_running_loop(), self.connect)
         except BaseException:
             del _serving[self.task_queue]
             raise
@@ -464,11 +485,19 @@ class TemporalRunner(DurableRunner):
                 task.cancel()
             if task is not None:
                 await asyncio.gather(task, return_exceptions=True)
+            if self._refusals is not None:
+                await self._refusals.aclose()
         finally:
-            self._worker = self._worker_task = self._stopping = None
+            self._worker = self._worker_task = self._stopping = self._refusals = None
             self._prepared = set()
             if _serving.get(self.task_queue) is self:
                 del _serving[self.task_queue]
+
+    def refuse(self, workflow_id: str, run_id: str, error: DefinitionChangedError | None) -> None:
+        """End execution ``run_id`` of run ``workflow_id``, which this worker may not take up, with ``error``
+        recorded (``None``: when its history keyed its steps by position): see :mod:`._temporal_refusal`."""
+        if self._refusals is not None:
+            self._refusals.refuse(workflow_id, run_id, error)
 
     def __repr__(self) -> str:
         return f"<TemporalRunner {self.address} task_queue={self.task_queue!r}>"
@@ -495,26 +524,6 @@ _STATES: Final[dict[WorkflowExecutionStatus, RunState]] = {
 }
 
 
-async def _winner_in_history(client: Client, handle: WorkflowHandle[Any, Any], key: str) -> tuple[bool, Any]:
-    """``(True, answer)`` when the run's history holds the answer that won question ``key``, else ``(False, None)``:
-    for a loser whose update reached a run that had ended."""
-    accepted: dict[int, list[Any]] = {}
-    async for event in handle.fetch_history_events():
-        if event.HasField("workflow_execution_update_accepted_event_attributes"):
-            request = event.workflow_execution_update_accepted_event_attributes.accepted_request
-            if request.input.name == _ANSWER_FIRST:
-                accepted[event.event_id] = await client.data_converter.decode(request.input.args.payloads)
-        elif event.HasField("workflow_execution_update_completed_event_attributes"):
-            done = event.workflow_execution_update_completed_event_attributes
-            args = accepted.get(done.accepted_event_id)
-            if args is None or not args or args[0] != key or not done.outcome.HasField("success"):
-                continue
-            [told] = await client.data_converter.decode(done.outcome.success.payloads)
-            if isinstance(told, dict) and told.get("state") == "won":
-                return True, args[1]
-    return False, None
-
-
 async def _start_pinned(
     client: Client, task_queue: str, run_id: str, args: list[Any], pinned: WorkerDeploymentVersion | None
 ) -> WorkflowHandle[Any, Any]:
@@ -538,23 +547,6 @@ async def _start_pinned(
                 raise
         await asyncio.sleep(0.1)
         waited += 0.1
-
-
-_runtime: Runtime | None = None
-
-
-def core_runtime() -> Runtime:
-    """The Temporal runtime of the clients this module connects: Temporal's own defaults (Core warnings and up),
-    except that Core's log lines go to the Python logger ``kavalai.durable.temporal_core`` instead of the console.
-    Core writes its console lines to stdout, where they would mix with a command's output (``kavalai run`` prints
-    its JSON result there); a logger goes where the application sends its logs (stderr for the CLI). One per
-    process, made on first use, like Temporal's default runtime."""
-    global _runtime
-    if _runtime is None:
-        forwarding = LogForwardingConfig(logger=get_logger("kavalai.durable.temporal_core"))
-        core_logs = LoggingConfig(filter=TelemetryFilter(core_level="WARN", other_level="ERROR"), forwarding=forwarding)
-        _runtime = Runtime(telemetry=TelemetryConfig(logging=core_logs))
-    return _runtime
 
 
 def _run_info(found: WorkflowExecution) -> RunInfo:
@@ -671,6 +663,10 @@ class _NoJournal:
 _NO_JOURNAL: Final = _NoJournal()
 
 
+#: The definition of a run begun without one among its arguments (by an earlier kavalai, or by hand).
+_EARLIER: Final[Definition] = {"earlier": True}
+
+
 @workflow.defn(name=_WORKFLOW, sandboxed=False)
 class KavalaiRun:
     """The Temporal workflow of every kavalai run."""
@@ -707,17 +703,23 @@ class KavalaiRun:
         return dict(self.pending)
 
     @workflow.run
-    async def run(self, target: str, payload: Any, definition: Definition | None = None) -> Any:
-        """Run the target's payload inside a :class:`DurableRun` whose steps are activities. A worker whose target
-        has another definition than the run began with fails the workflow task (Temporal tries it again, on any
-        worker), so the run waits for a worker running its own definition instead of diverging."""
+    async def run(self, target: str, payload: Any, definition: Definition | None = _EARLIER) -> Any:
+        """Run the target's payload inside a :class:`DurableRun` whose steps are activities. A run this worker may
+        not take up (begun under another definition, or by an earlier kavalai that keyed its steps by position) is
+        ended by the worker with the :class:`DefinitionChangedError` recorded (:mod:`._temporal_refusal`), never
+        left failing its workflow task for ever; with ``versioned=True`` each run stays on workers of its own."""
         info = workflow.info()
         runner = _runner_of(info.task_queue)
         found = runner.target(target)
         if found is None:
             raise LookupError(f"This worker serves {', '.join(runner.targets) or 'nothing'}, not {target!r}.")
+        if definition is _EARLIER:  # no definition among its arguments: begun by an earlier kavalai (or by hand)
+            definition = None
+            if workflow.unsafe.is_replaying():  # its history is checked for steps keyed by position
+                runner.refuse(info.workflow_id, info.run_id, None)
         refused = changed(info.workflow_id, definition, definition_of(found))
         if refused is not None:
+            runner.refuse(info.workflow_id, info.run_id, refused)
             raise refused
         journal = _TemporalJournal(runner, target, info.workflow_id, self)
         store, limit = runner.store, runner.inline_limit
@@ -784,18 +786,3 @@ async def _redo(target: DurableTarget, name: str, request: dict[str, Any], run: 
     if execute_step is None:
         raise LookupError(f"{name!r} cannot redo a step of kind {request.get('kind')!r}.")
     return await execute_step(request)
-
-
-def _unreachable(address: str, exc: Exception) -> ServerConnectionError:
-    """The error of a failed connect, with what the failure held let go now: the frames of a failed
-    ``Client.connect`` hold objects of Temporal's Rust bridge, and collected only as the interpreter finalizes they
-    call into it from their threads (``Fatal Python error: PyGILState_Release``, or a segfault, in 1 run in 3)."""
-    reason = str(exc).split("\n")[0]
-    traceback.clear_frames(exc.__traceback__)
-    exc.__traceback__ = None
-    del exc
-    gc.collect()
-    return ServerConnectionError(
-        f"cannot reach the Temporal server at {address} ({reason}): start it, or give its --address",
-        server=f"temporal {address}",
-    )
