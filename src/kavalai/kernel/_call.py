@@ -328,6 +328,8 @@ class Deadline(_Scope):
     Its exit follows ``asyncio.timeout``'s rules: a body that caught its cut (or a tool call's timeout error) and
     finished normally ends normally, one that raised something else ends with that, and a cancellation of the task
     by anyone else goes on as ``CancelledError``. Read :attr:`expired` to learn whether the deadline passed.
+    A block is entered once (a second ``with`` on the same object raises ``RuntimeError``, as ``asyncio.timeout``
+    does): make a new one for each block.
     A block inside another call or block gets the nearer of its own limit and theirs. Agents
     (``Agent.run(timeout=)``), code mode (``CodeMode(max_seconds=)``), workflow runs and ``kavalai serve`` (an MCP
     client's ``io.kavalai/deadline``) are such blocks.
@@ -348,6 +350,8 @@ class Deadline(_Scope):
         self._token: contextvars.Token[ToolCall | Deadline | None] | None = None
 
     def __enter__(self) -> Deadline:
+        if self._done or self._token is not None:  # its deadline was fixed at the first entry, as asyncio.timeout's
+            raise RuntimeError(f"This deadline ({self.what}) was already entered: make a new one for each block.")
         outer = _current.get()
         self.call = outer if isinstance(outer, ToolCall) else (outer.call if outer is not None else None)
         self._bind(outer, self.seconds)
@@ -526,6 +530,18 @@ def enter_call(call: ToolCall) -> contextvars.Token[ToolCall | Deadline | None]:
 def exit_call(token: contextvars.Token[ToolCall | Deadline | None]) -> None:
     """Undo :func:`enter_call`."""
     _current.reset(token)
+
+
+def calls_around() -> set[ToolCall]:
+    """The call running in this context and every call it was made inside (a tool that closes its own kernel,
+    from its task or from its worker thread, runs inside them: ``close()`` leaves them to finish)."""
+    calls: set[ToolCall] = set()
+    scope = _current.get()
+    while scope is not None:
+        if isinstance(scope, ToolCall):
+            calls.add(scope)
+        scope = scope.parent
+    return calls
 
 
 def outer_scope() -> ToolCall | Deadline | None:

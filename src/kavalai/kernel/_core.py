@@ -35,6 +35,7 @@ from kavalai.kernel._call import (
     ToolCall,
     _current,
     arm_own_limit,
+    calls_around,
 )
 from kavalai.kernel._cancel import _running_loop, _task_of, running_task
 from kavalai.kernel._coerce import PLAIN, coerce_output, convert_output, input_failed, output_failed, validate_input
@@ -629,8 +630,9 @@ class Kernel:
 
     async def _close(self) -> None:
         until = asyncio.get_running_loop().time() + _CLOSE_WAIT
-        await self._end_calls_in_flight()
-        await self._wait_for_threads(until)
+        own = calls_around()  # a tool closing its own kernel (from its task or its thread) is left to finish
+        await self._end_calls_in_flight(own)
+        await self._wait_for_threads(until, own)
         for task in list(self._tool_tasks):
             if not task.done():
                 await task.cancel()
@@ -656,10 +658,10 @@ class Kernel:
         limit; it leaves this list when its thread returns."""
         return list(self._lingering)
 
-    async def _wait_for_threads(self, until: float) -> None:
-        """Wait, until the loop's time ``until``, for the worker threads of the calls cut so far; name in one log
-        line the tools whose threads still run then."""
-        lingering = list(self._lingering)
+    async def _wait_for_threads(self, until: float, own: set[ToolCall]) -> None:
+        """Wait, until the loop's time ``until``, for the worker threads of the calls cut so far (but ``own``'s);
+        name in one log line the tools whose threads still run then."""
+        lingering = [call for call in self._lingering if call not in own]
         if not lingering:
             return
         waits = [asyncio.wrap_future(call.await_release()) for call in lingering]
@@ -667,24 +669,24 @@ class Kernel:
         _, pending = await asyncio.wait(waits, timeout=max(left, 0.0))
         for wait in pending:
             wait.cancel()
-        still = sorted(call.uri for call in self._lingering)
+        still = sorted(call.uri for call in self._lingering if call not in own)
         if still:
             counts = ", ".join(f"{uri} ({still.count(uri)})" for uri in dict.fromkeys(still))
             logger.warning(
                 "close() returns with %d worker thread(s) of cut sync tools still running: %s", len(still), counts
             )
 
-    async def _end_calls_in_flight(self) -> None:
+    async def _end_calls_in_flight(self, own: set[ToolCall]) -> None:
         """Cut every call in the in-flight registry (each on its own event loop) and wait, boundedly, until they
-        have ended with :class:`~kavalai.errors.KernelClosedError`. A call made by the task running ``close()``
-        (a tool closing its own kernel) is left to finish."""
+        have ended with :class:`~kavalai.errors.KernelClosedError`. A call made by the task running ``close()``,
+        or one of ``own`` (a tool closing its own kernel), is left to finish."""
         me = running_task()
         running = asyncio.get_running_loop()
         waits: list[asyncio.Future[None]] = []
         inflight = self._inflight
         for call in list(inflight):
             task = call._task
-            if task is None or task is me:
+            if task is None or task is me or call in own:
                 continue
             ended: concurrent.futures.Future[None] = concurrent.futures.Future()
             loop = task.get_loop()

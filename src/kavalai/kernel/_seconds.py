@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Annotated, Final, TypeAlias
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 
 from kavalai.secrets import get_logger
 
@@ -91,11 +91,23 @@ def _shown(value: object) -> str:
     return text
 
 
+def _as_given(value: object) -> object:
+    """Before pydantic reads a declared limit as a float: a bool is refused (``timeout: yes`` is not one second),
+    and an integer too large for a float is clamped (a float cannot hold it; the rule clamps it)."""
+    if isinstance(value, bool):
+        raise ValueError("a limit must be a number of seconds, not true or false")  # quotes no value, as settings
+    if isinstance(value, int) and value >= MAX_SECONDS:
+        return MAX_SECONDS
+    return value
+
+
 def _declared(value: float) -> float:
     return limit_seconds(value) or 0.0  # a float is never None: the `or` is for the type checker
 
 
 #: A declared limit in a pydantic model (a ``RestServer`` or ``McpServer`` field, a config file): a float checked
-#: and clamped by :func:`limit_seconds` (write ``Seconds | None`` where ``None`` means no limit). Pydantic refuses a
-#: value that is not above 0 first (``gt=0``), in its own message, which quotes no value: settings hide theirs.
-Seconds: TypeAlias = Annotated[float, Field(gt=0), AfterValidator(_declared)]
+#: and clamped by :func:`limit_seconds` (write ``Seconds | None`` where ``None`` means no limit). A bool is refused
+#: and an integer of any size above the maximum clamped before pydantic reads the float; a number written as text
+#: (``"30"``, as a ``${VAR}`` in a config file expands) is read as pydantic reads it. Pydantic refuses a value that
+#: is not above 0 first (``gt=0``), in its own message, which quotes no value: settings hide theirs.
+Seconds: TypeAlias = Annotated[float, BeforeValidator(_as_given), Field(gt=0), AfterValidator(_declared)]

@@ -6,36 +6,41 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from kavalai.errors import ConfigurationError, ToolRegistrationError
-from kavalai.kernel import limit_seconds
+from kavalai.kernel import required_seconds
 
 if TYPE_CHECKING:
     from kavalai import FunctionKernel
 
-__all__ = ["MAX_TOOL_TIMEOUT", "check_limits", "register_all"]
+__all__ = ["MAX_TOOL_TIMEOUT", "check_limits", "default_timeout_of", "register_all"]
 
 #: The largest ``timeout`` a bundled tool takes (its argument is ``0 < timeout <= 600``); a group's
 #: ``default_timeout`` above it is clamped to it.
 MAX_TOOL_TIMEOUT: Final = 600.0
 
 
-def check_limits(group: str, *, timeout: float | None = None, **limits: int) -> float | None:
-    """Refuse a limit that is not above zero, and return the default ``timeout`` under the one rule of
-    ``kavalai.kernel.limit_seconds`` with this tools' own maximum: a value that is not a positive number (``0``,
-    ``-1``, ``nan``, ``"5"``, ``True``) is refused with ``ValueError`` naming it; one above :data:`MAX_TOOL_TIMEOUT`
-    (``math.inf`` and ``1e308`` too) is clamped to it, as the kernel clamps a limit above a year.
+def check_limits(group: str, **limits: int) -> None:
+    """Refuse a count or size limit that is not a whole number above zero.
 
     Raises:
-        ConfigurationError: a count limit not a whole number above zero, naming the group, the setting and the
-            value given.
-        ValueError: ``timeout`` is not ``None`` nor a positive number of seconds, naming the value.
+        ConfigurationError: a limit not a whole number above zero, naming the group, the setting and the value given.
     """
     for name, value in limits.items():
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:  # nan, True, "5" too
             raise ConfigurationError(
                 f"Cannot register the {group} tools: {name} must be a whole number above 0, got {value!r}."
             )
-    seconds = limit_seconds(timeout, what=f"default_timeout of the {group} tools")
-    return None if seconds is None else min(seconds, MAX_TOOL_TIMEOUT)
+
+
+def default_timeout_of(group: str, value: object) -> float:
+    """A group's ``default_timeout`` under the one rule of ``kavalai.kernel.required_seconds`` with this tools' own
+    maximum: the default of a tool's ``timeout`` argument must be a number, so ``None`` is refused like ``0``,
+    ``-1``, ``nan``, ``"5"`` and ``True`` (``ValueError`` naming it); one above :data:`MAX_TOOL_TIMEOUT`
+    (``math.inf`` and ``1e308`` too) is clamped to it, as the kernel clamps a limit above a year.
+
+    Raises:
+        ValueError: ``value`` is not a positive number of seconds, naming it.
+    """
+    return min(required_seconds(value, what=f"default_timeout of the {group} tools"), MAX_TOOL_TIMEOUT)
 
 
 def register_all(kernel: FunctionKernel, prefix: str, tools: Mapping[str, Callable[..., Any]]) -> list[str]:

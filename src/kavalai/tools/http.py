@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field, JsonValue
 
 from kavalai.adapters.python import pythontool
 from kavalai.tools._fetch import DEFAULT_USER_AGENT, open_client, parse_url
-from kavalai.tools._register import MAX_TOOL_TIMEOUT, check_limits, register_all
+from kavalai.tools._register import default_timeout_of, register_all
 
 if TYPE_CHECKING:
     from kavalai import FunctionKernel
@@ -72,10 +72,11 @@ def register(
 
     Raises:
         ConfigurationError: an ``allowed_networks`` entry that is not a network, or a size limit not above 0.
-        ValueError: ``default_timeout`` is not a positive number of seconds (one above 600 is clamped to 600).
+        ValueError: ``default_timeout`` is not a positive number of seconds, ``None`` included (one above 600 is
+            clamped to 600).
         ToolRegistrationError: the tool's name is taken (use another ``prefix``).
     """
-    default_timeout = check_limits(prefix, timeout=default_timeout) or MAX_TOOL_TIMEOUT
+    default_timeout = default_timeout_of(prefix, default_timeout)
     client = open_client(
         prefix,
         allow_private_networks=allow_private_networks,

@@ -1,0 +1,83 @@
+"""Deadlines and ``close()`` at their edges, as a careless or hostile user meets them (issue 36, fifth session):
+a deadline block entered twice, a sync tool that closes its own kernel from its worker thread, and declared limits
+given a bool or an integer too large for a float."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+
+import pytest
+from tests.adapters.test_threads import _until
+
+from kavalai import FunctionKernel, pythontool
+from kavalai.adapters.mcp import McpServer
+from kavalai.adapters.rest import RestServer
+from kavalai.errors import ToolTimeoutError
+from kavalai.kernel import MAX_SECONDS, deadline
+
+
+@pythontool
+async def nap(seconds: float) -> str:
+    """Sleep, then answer."""
+    await asyncio.sleep(seconds)
+    return "rested"
+
+
+async def test_a_deadline_block_is_entered_once_as_asyncio_timeout_is() -> None:
+    # Entered a second time, the block's deadline was never armed again: the body ran uncut.
+    block = deadline(0.05)
+    with block:
+        pass
+    with pytest.raises(RuntimeError, match="already entered: make a new one"), block:
+        await asyncio.sleep(30)  # pragma: no cover - refused before the body runs
+    kernel = FunctionKernel()
+    kernel.register_python_tool("nap", nap)
+    with pytest.raises(ToolTimeoutError), deadline(0.05):  # a new block for each: cut as documented
+        await kernel.call_tool("python://nap", {"seconds": 30})
+    await kernel.close()
+
+
+async def test_a_sync_tool_that_closes_its_own_kernel_is_left_to_finish(caplog: pytest.LogCaptureFixture) -> None:
+    # The call asking for close() from its worker thread was cut, and close() waited its whole bound (5 s) for that
+    # very thread, then named it as left running; an async tool closing its kernel is left to finish at once.
+    kernel = FunctionKernel()
+    loop = asyncio.get_running_loop()
+
+    @pythontool
+    def shut() -> str:
+        """Close the kernel this tool runs in, from the tool's worker thread."""
+        asyncio.run_coroutine_threadsafe(kernel.close(), loop).result(30)
+        return "closed"
+
+    kernel.register_python_tool("shut", shut)
+    kernel.register_python_tool("nap", nap)
+    other = asyncio.create_task(kernel.call_tool("python://nap", {"seconds": 30}))
+    await _until(lambda: len(kernel.calls_in_flight()) == 1)
+    with caplog.at_level(logging.WARNING, logger="kavalai"):
+        result = await kernel.call_tool("python://shut")
+    assert result.result == "closed"  # type: ignore[attr-defined]
+    with pytest.raises(Exception, match="closed while python://nap"):
+        await other  # the other call was cut as ever
+    assert not [r for r in caplog.records if "worker thread" in r.getMessage()]
+    await _until(lambda: kernel.threads_in_flight() == [])
+    assert kernel.calls_in_flight() == []
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_a_declared_limit_refuses_a_bool(value: bool) -> None:
+    # `timeout: yes` in a config file was one second; the one rule takes no bool.
+    with pytest.raises(ValueError, match="not true or false"):
+        RestServer(name="r", url="http://h", timeout=value)
+    with pytest.raises(ValueError, match="not true or false"):
+        McpServer(name="m", command="x", connect_timeout=value)
+
+
+@pytest.mark.parametrize("value", [10**400, 10**20, int(MAX_SECONDS)])
+def test_a_declared_limit_clamps_an_integer_too_large_for_a_float(value: int) -> None:
+    # 10**400 was refused "Input should be a valid number"; the rule clamps it, as it clamps math.inf.
+    assert RestServer(name="r", url="http://h", timeout=value).timeout == MAX_SECONDS
+    assert McpServer(name="m", command="x", timeout=value, connect_timeout=value).connect_timeout == MAX_SECONDS
+    assert RestServer(name="r", url="http://h", timeout="30").timeout == 30.0  # a number as text, as ${VAR} gives
+    assert RestServer(name="r", url="http://h", timeout=math.inf).timeout == MAX_SECONDS
