@@ -162,3 +162,44 @@ def test_what_a_search_shows_the_model_is_bounded_whatever_the_tools_say() -> No
         assert len(hit["required"]) == 16
         assert all(len(name) == 64 for name in hit["required"])
     assert len(json.dumps(found)) < RESULTS * 1_500  # ten compact lines, far under the default output budget
+
+
+def test_a_search_over_two_thousand_tools_sharing_a_description_fits_the_output_budget() -> None:
+    from kavalai.agent.budget import OutputBudget
+    from kavalai.agent.search import model_result
+
+    description = "Runs the report for the account and returns it as a table. " * 50
+    schema = {"type": "object", "properties": {"account": {"type": "string"}}, "required": ["account"]}
+    same = [{"name": f"srv{i}." + "r" * 100, "description": description, "inputSchema": schema} for i in range(2_000)]
+    budget = OutputBudget().max_chars
+    [one] = model_result(ToolSearch(same).search("run the report"))["tools"]  # the same tool 2,000 times
+    assert len(one["also"]) == 10
+    assert len(json.dumps(one)) < budget
+    distinct = [  # the same description, each tool's own argument: 2,000 tools, none collapsed
+        {**tool, "inputSchema": {**schema, "properties": {f"a{i}": {"type": "string"}}, "required": [f"a{i}"]}}
+        for i, tool in enumerate(same)
+    ]
+    found = model_result(ToolSearch(distinct).search("run the report"))["tools"]
+    assert len(found) == RESULTS
+    assert len(json.dumps(found)) < budget
+
+
+def test_a_search_with_an_embedder_runs_its_linear_algebra_on_one_blas_thread_and_gives_the_threads_back() -> None:
+    import numpy as np
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads() -> set[int]:
+        return {library["num_threads"] for library in threadpool_info() if library["user_api"] == "blas"}
+
+    seen: list[set[int]] = []
+
+    def embedder(texts: Sequence[str]) -> Any:
+        seen.append(blas_threads())
+        return np.ones((len(texts), 3), dtype=np.float32)
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert blas_threads() == {2}
+        search = ToolSearch(TOOLS, embedder=embedder)  # the build: the tools' vectors
+        search.search("weather")  # a search: the query's vector
+        assert blas_threads() == {2}
+    assert seen == [{1}, {1}]

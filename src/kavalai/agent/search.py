@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio.to_thread
 
+from kavalai.agent._blas import one_thread
 from kavalai.agent._rescore import Rescorer
 from kavalai.agent._search_text import (
     MAX_QUERY_CHARS,
@@ -189,13 +190,15 @@ class ToolSearch:
         self._views = 0
         names = [" ".join(word.lower() for word in name) for name, _, _ in found]
         summaries = [summary_of(name, text) for name, (_, text, _) in zip(names, fields, strict=True)]
-        self._reranker = _Reranker(reranker, summaries) if reranker is not None and self._kept else None
-        if embedder is not None and self._kept:
-            # Views of each tool (arguments blur what a tool does): its name's words, for an embedder that wants
-            # them (see _views), and name + description; rows [0, n), [n, 2n) of one matrix: a query is one product.
-            self._views = _views(embedder)
-            self._matrix = _document_vectors(embedder, (names if self._views == 2 else []) + summaries)
-            self._coarse = _coarse(self._matrix, len(self._kept))
+        with one_thread():  # the vectors' linear algebra (see kavalai.agent._blas)
+            self._reranker = _Reranker(reranker, summaries) if reranker is not None and self._kept else None
+            if embedder is not None and self._kept:
+                # Views of each tool (arguments blur what a tool does): its name's words, for an embedder that wants
+                # them (see _views), and name + description; rows [0, n), [n, 2n) of one matrix: a query is one
+                # product.
+                self._views = _views(embedder)
+                self._matrix = _document_vectors(embedder, (names if self._views == 2 else []) + summaries)
+                self._coarse = _coarse(self._matrix, len(self._kept))
 
     def _collapse(self) -> list[int]:
         first: dict[tuple[str, tuple[str, ...]], int] = {}
@@ -218,8 +221,15 @@ class ToolSearch:
         ``exclude``: ``{"name", "description", "required"}`` each (the description's first sentence, the names of
         the required arguments), plus ``"also"``: the names of the same tool offered again, where there are any.
 
-        The query is cut to :data:`MAX_QUERY_CHARS` characters and its first :data:`MAX_QUERY_WORDS` words.
+        The query is cut to :data:`MAX_QUERY_CHARS` characters and its first :data:`MAX_QUERY_WORDS` words. With
+        an embedder or a reranker, the search's linear algebra runs on one BLAS thread (:mod:`kavalai.agent._blas`).
         """
+        if self._matrix is None and self._reranker is None:
+            return self._search(query, limit, exclude)
+        with one_thread():
+            return self._search(query, limit, exclude)
+
+    def _search(self, query: str, limit: int | None, exclude: Collection[str]) -> list[dict[str, Any]]:
         bounded = _bounded(query)
         query = self._corrected(expand(plain(bounded), self._short))
         values = " ".join(value_words(bounded).split()[:MAX_QUERY_WORDS])
