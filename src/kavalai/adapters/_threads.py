@@ -2,16 +2,24 @@
 
 ``anyio.to_thread.run_sync`` costs about 85 µs a hop here and ``asyncio.to_thread`` about 60 µs; most of either is
 layers (a capacity limiter with checkpoints, a cancel scope, a concurrent ``Future`` chained to an asyncio one). A
-hop here is one ``SimpleQueue.put`` to an idle thread and one ``call_soon_threadsafe`` back, about 35 µs
-(``bench/python_tools.py`` prints it against both).
+hop here is one deque append (and, when no thread of the loop is awake, one wake-up) and one
+``call_soon_threadsafe`` back, about 35 µs (``bench/python_tools.py`` prints it against both).
+
+Under many concurrent calls the hops of one event loop are shared out, not one thread woken per call: calls wait in
+the loop's queue, a thread awake for the loop takes the next one when it is done with its own, and a thread is woken
+only when no thread of the loop is awake (or, as it starts a call with more waiting, for the next one: a call that
+blocks never holds up the one behind it). The results go back in batches: one ``call_soon_threadsafe`` (one
+wake-up of the loop) for all those finished before the loop ran. Each wake-up of a thread or of the loop is a
+context switch, and under load the woken thread also waits for the GIL its waker holds: with a thread per call, 32
+sessions of ``kavalai serve`` spent a sixth of the GIL's time handing calls over.
 
 The semantics are anyio's ``run_sync(..., abandon_on_cancel=True)``, but for the turn a cut call keeps:
 
 - the function runs in a copy of the caller's context (its context variables, an OpenTelemetry span);
 - at most :data:`MAX_THREADS` calls per event loop run on a thread at a time; more wait for a turn;
-- a call whose awaiting task is cancelled (a timeout, ``close()``) returns at once, but its thread runs the function
-  to the end, since Python cannot stop a thread, and *keeps its turn* until then: a hung tool cut again and again
-  never holds more than :data:`MAX_THREADS` threads of a loop (the kernel lists such calls in
+- a call whose awaiting task is cancelled (a timeout, ``close()``) returns at once, but its function runs to the
+  end, since Python cannot stop a thread, and *keeps its turn* until then: a hung tool cut again and again never
+  holds more than :data:`MAX_THREADS` threads of a loop (the kernel lists such calls in
   ``kernel.threads_in_flight()``, through ``on_return``);
 - threads are daemons, reused most-recently-idle first, and end after :data:`IDLE_SECONDS` without work;
 - at the interpreter's exit the idle ones are ended and joined (:func:`_stop_idle`): a daemon thread still waiting
@@ -46,9 +54,9 @@ _Job = tuple[
     "asyncio.Future[Any]",
     contextvars.Context,
     Callable[[], Any],
-    "_Turns",
     Callable[[], object] | None,
 ]
+_Done = tuple["asyncio.Future[Any]", Any, BaseException | None]
 _idle: list[_Worker] = []  # LIFO: the thread idle the shortest time is the warmest
 _turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Turns] = weakref.WeakKeyDictionary()
 
@@ -73,24 +81,30 @@ async def run_in_thread(func: Callable[[], R], on_return: Callable[[], object] |
                 on_return()
             raise
     future: asyncio.Future[R] = loop.create_future()
-    try:
-        worker = _idle.pop()
-    except IndexError:
-        worker = _Worker()
-        worker.start()
-    worker.jobs.put((loop, future, contextvars.copy_context(), func, turns, on_return))
-    return await future  # cancelled: the thread runs on, holding the turn, and gives it back when func returns
+    turns.submit((loop, future, contextvars.copy_context(), func, on_return))
+    return await future  # cancelled: the function runs on, holding the turn, and gives it back when it returns
 
 
 class _Turns:
-    """The turns of one event loop: a semaphore that, unlike ``asyncio.Semaphore``, keeps no reference to its loop
-    once nobody waits (it is kept by the loop, weakly)."""
+    """The threads' work of one event loop: its turns (a semaphore that, unlike ``asyncio.Semaphore``, keeps no
+    reference to its loop once nobody waits: it is kept by the loop, weakly), the calls waiting for a thread, and
+    the results waiting for the loop.
 
-    __slots__ = ("free", "waiting")
+    ``awake`` counts the threads working for the loop that are not inside a function (they take the next call
+    waiting, or go idle): a call submitted while one is awake wakes no thread. ``lock`` makes taking a call (or
+    going idle) and submitting one (or not waking anyone) exclusive, so no call is left with nobody to take it.
+    """
+
+    __slots__ = ("awake", "calls", "finished", "free", "lock", "settling", "waiting")
 
     def __init__(self) -> None:
         self.free = MAX_THREADS
         self.waiting: collections.deque[asyncio.Future[None]] = collections.deque()
+        self.calls: collections.deque[_Job] = collections.deque()
+        self.finished: collections.deque[_Done] = collections.deque()
+        self.awake = 0
+        self.settling = False
+        self.lock = threading.Lock()
 
     async def wait(self, loop: asyncio.AbstractEventLoop) -> None:
         turn = loop.create_future()
@@ -113,50 +127,111 @@ class _Turns:
                 return
         self.free += 1
 
+    def submit(self, job: _Job) -> None:
+        """Queue ``job`` for a thread (on the loop); wake one when none of the loop's is awake."""
+        with self.lock:
+            self.calls.append(job)
+            wake = not self.awake
+            if wake:
+                self.awake += 1
+        if wake:
+            _wake(self)
+
+    def take(self, worker: _Worker) -> _Job | None:
+        """The next call for ``worker`` (in its thread), or ``None``: it is then idle (listed before it stops being
+        counted awake, so a call submitted from then on may wake it). Taking a call with more waiting and no other
+        thread awake wakes one for the next."""
+        with self.lock:
+            if not self.calls:
+                _idle.append(worker)
+                self.awake -= 1
+                return None
+            job = self.calls.popleft()
+            wake = bool(self.calls) and self.awake == 1
+            if not wake:
+                self.awake -= 1
+        if wake:  # the thread taking it stays counted awake until it returns, for the one it wakes
+            _wake(self)
+        return job
+
+    def returned(self) -> None:
+        """A thread is done with its call (in the worker thread) and looks for the next."""
+        with self.lock:
+            self.awake += 1
+
+    def finish(self, loop: asyncio.AbstractEventLoop, done: _Done) -> None:
+        """Hand a result to the loop (in a worker thread): one wake-up of the loop for all results finished before
+        it runs :meth:`settle`."""
+        self.finished.append(done)
+        if not self.settling:
+            self.settling = True
+            try:
+                loop.call_soon_threadsafe(self.settle)
+            except RuntimeError:  # the loop closed while the call ran: nobody is waiting
+                self.finished.clear()
+
+    def settle(self) -> None:
+        """Give each finished call's result to its caller and its turn back (on the loop)."""
+        self.settling = False  # before taking: a result added from now on schedules another settle
+        finished = self.finished
+        while finished:
+            future, result, error = finished.popleft()
+            self.give_back()  # the thread is free again: its turn too
+            if future.done():  # cancelled: its caller has gone on
+                continue
+            if error is None:
+                future.set_result(result)
+            else:
+                future.set_exception(error)
+
+
+def _wake(turns: _Turns) -> None:
+    """Have a thread (idle, or a new one) work for ``turns``'s loop."""
+    try:
+        worker = _idle.pop()
+    except IndexError:
+        worker = _Worker()
+        worker.start()
+    worker.wakes.put(turns)
+
 
 class _Worker(threading.Thread):
     def __init__(self) -> None:
         super().__init__(name="kavalai-tool", daemon=True)
-        self.jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self.wakes: queue.SimpleQueue[_Turns | None] = queue.SimpleQueue()
 
     def run(self) -> None:
-        jobs = self.jobs
+        wakes = self.wakes
         while True:
             try:
-                job = jobs.get(timeout=IDLE_SECONDS)
-                if job is None:  # the interpreter is exiting
-                    return
+                turns = wakes.get(timeout=IDLE_SECONDS)
             except queue.Empty:
                 try:
-                    _idle.remove(self)  # atomic: either this thread leaves, or a caller took it and a job is coming
+                    _idle.remove(self)  # atomic: either this thread leaves, or a caller took it and a wake is coming
                 except ValueError:
-                    job = jobs.get()
-                    if job is None:
-                        return
+                    turns = wakes.get()
                 else:
                     return
-            loop, future, context, func, turns, on_return = job
-            del job
-            try:
-                result, error = context.run(func), None
-            except BaseException as exc:  # handed to the awaiting task, whatever it is
-                result, error = None, exc
-            if on_return is not None:
-                on_return()
-            _idle.append(self)
-            with contextlib.suppress(RuntimeError):  # the loop closed while the call ran: nobody is waiting
-                loop.call_soon_threadsafe(_settle, future, result, error, turns)
-            del loop, future, context, func, result, error, turns, on_return
+            if turns is None:  # the interpreter is exiting
+                return
+            _work(turns, self)
+            del turns
 
 
-def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None, turns: _Turns) -> None:
-    turns.give_back()  # the thread is free again: its turn too
-    if future.done():  # cancelled: its caller has gone on
-        return
-    if error is None:
-        future.set_result(result)
-    else:
-        future.set_exception(error)
+def _work(turns: _Turns, worker: _Worker) -> None:
+    """Run the loop's waiting calls, one after another, until none is left (``worker`` is then idle)."""
+    while (job := turns.take(worker)) is not None:
+        loop, future, context, func, on_return = job
+        del job
+        try:
+            result, error = context.run(func), None
+        except BaseException as exc:  # handed to the awaiting task, whatever it is
+            result, error = None, exc
+        if on_return is not None:
+            on_return()
+        turns.returned()
+        turns.finish(loop, (future, result, error))
+        del loop, future, context, func, result, error, on_return
 
 
 _EXIT_WAIT: Final = 1.0  # seconds the exit waits, in all, for idle threads to end
@@ -168,6 +243,6 @@ def _stop_idle() -> None:
     workers = list(_idle)
     _idle.clear()
     for worker in workers:
-        worker.jobs.put(None)
+        worker.wakes.put(None)
     for worker in workers:
         worker.join(_EXIT_WAIT / max(len(workers), 1))

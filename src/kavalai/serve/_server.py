@@ -13,6 +13,7 @@ import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.inbound import X_MCP_HEADER_KEY
 from pydantic import BaseModel
 
 import kavalai
@@ -130,8 +131,12 @@ def build_mcp_server(
             return tool_error_result(str(exc))
 
     def input_schema(tool_name: str) -> dict[str, Any] | None:
+        # The SDK checks a 2026-07-28 call's Mcp-Param-* headers against the schema's x-mcp-header declarations,
+        # walking the whole schema twice a call: a schema declaring none has nothing to check (None).
         definition = tools.definition_of(tool_name)
-        return None if definition is None else mcp_input_schema(definition)
+        if definition is None or not declares_headers(definition.get_input_schema()):
+            return None
+        return mcp_input_schema(definition)
 
     with warnings.catch_warnings():
         # Logging is deprecated by the 2026-07-28 era, but the hosts of the handshake era (and its servers) use it.
@@ -147,6 +152,21 @@ def build_mcp_server(
             **relayed,
         )
     return gated(server)  # every request's failure crosses the secret gate
+
+
+_declares: dict[int, tuple[dict[str, Any], bool]] = {}  # id(schema): (schema, kept so the id stays its, answer)
+
+
+def declares_headers(schema: dict[str, Any]) -> bool:
+    """Whether ``schema`` may declare ``Mcp-Param-*`` headers (the text ``x-mcp-header`` is in it); when not, the
+    SDK need check no header of a call, there being no declaration to require or refuse one. Remembered per schema
+    (a definition builds its schema once); the memory is emptied past 4096 schemas."""
+    known = _declares.get(id(schema))
+    if known is None or known[0] is not schema:
+        if len(_declares) >= 4096:
+            _declares.clear()
+        known = _declares[id(schema)] = (schema, X_MCP_HEADER_KEY in json.dumps(schema, default=str))
+    return known[1]
 
 
 def _owning(rounds: InputRounds) -> Callable[[Server[Any]], contextlib.AbstractAsyncContextManager[dict[str, Any]]]:
