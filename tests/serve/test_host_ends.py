@@ -32,7 +32,7 @@ from kavalai.cli._run import EXIT_USAGE
 from kavalai.cli._serve import build_serve_parser
 from kavalai.cli._serve import serve_command as serve_command_of
 from kavalai.serve import build_mcp_server, http_app
-from kavalai.serve._hosts import HostSessions
+from kavalai.serve._hosts import MAX_UNSENT, HostSessions
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -111,18 +111,20 @@ async def _stdio_host_leaves_subscribed(config: Path, uri: str) -> int:
     with anyio.fail_after(120):
         process = await anyio.open_process(serve_command(config), stderr=subprocess.DEVNULL, cwd=config.parent)
         async with process:
-            assert process.stdout is not None
-            lines = BufferedByteReceiveStream(process.stdout)
-            initialize = {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "host", "version": "1"},
-            }
-            await _ask(process, lines, 1, "initialize", initialize)
-            await _write(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+            lines = await _initialized(process)
             await _ask(process, lines, 2, "resources/subscribe", {"uri": uri})
             await process.stdin.aclose()  # the host leaves without unsubscribing
             return await process.wait()
+
+
+async def _initialized(process: Process) -> BufferedByteReceiveStream:
+    """The handshake of a host on the stdio gateway's stdin; the gateway's stdout, as lines."""
+    assert process.stdout is not None
+    lines = BufferedByteReceiveStream(process.stdout)
+    initialize = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "host", "version": "1"}}
+    await _ask(process, lines, 1, "initialize", initialize)
+    await _write(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return lines
 
 
 async def _write(process: Process, message: dict[str, Any]) -> None:
@@ -266,3 +268,23 @@ def test_a_session_idle_timeout_without_sessions_or_not_positive_is_a_usage_erro
     assert err.getvalue() == f"kavalai serve: {why}\n"
     with pytest.raises(ValueError, match="needs sessions"):
         http_app(build_mcp_server(FunctionKernel()), stateless=True, session_idle_timeout=5)
+
+
+async def test_a_host_that_does_not_read_costs_the_gateway_a_bounded_number_of_notifications(
+    config: Path, log: Path
+) -> None:
+    """A stdio host calls a tool whose backend sends 3,000 log messages of 2,000 characters during the call, and never
+    reads the gateway's stdout: the gateway holds at most ``MAX_UNSENT`` of them unsent for it and drops the rest,
+    saying so on stderr (it held every one, 6 MB and 3,000 tasks, waiting for a host that does not read)."""
+    errors = config.parent / "gateway.err"
+    with anyio.fail_after(120), errors.open("wb") as stderr:
+        process = await anyio.open_process(serve_command(config), stderr=stderr, cwd=config.parent)
+        async with process:
+            await _initialized(process)
+            flood = {"name": "mcp_subscribed_flood", "arguments": {"count": 3000, "size": 2000}}
+            await _write(process, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": flood})
+            # The host reads nothing more: the gateway's stdout fills, and what comes for the host is dropped.
+            await wait_until(lambda: "dropped" in read(errors), timeout=100)
+            process.kill()
+    warning = next(line for line in read(errors).splitlines() if "dropped" in line)
+    assert f"a host reads too slowly ({MAX_UNSENT} notifications unsent): 1 dropped so far" in warning

@@ -1,7 +1,8 @@
 """A real MCP server (the SDK's low-level ``Server``, over stdio, in the handshake era) that records every
 ``resources/subscribe`` and ``resources/unsubscribe`` it is sent: ``python -m tests.servers.mcp_subscribed LOG``.
 
-It offers the resources ``notes://a`` to ``notes://e`` (and no tools); each subscription request is
+Its one tool, ``flood(count, size)``, sends ``count`` log messages of ``size`` characters during the call, then
+answers ``flooded``. It offers the resources ``notes://a`` to ``notes://e`` (and no tools); each subscription request is
 appended to the file ``LOG`` as one line (``subscribe notes://a``, ``unsubscribe notes://a``), written before it is
 answered, so the file says what the server was sent even after it has stopped. A subscription to ``notes://c`` is
 recorded and never answered, and so is an unsubscription from ``notes://d``; an unsubscription from ``notes://e`` is
@@ -38,7 +39,14 @@ def build_server(log: Path) -> Server[Any]:
             file.write(line + "\n")
 
     async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[])
+        schema = {"type": "object", "properties": {"count": {"type": "integer"}, "size": {"type": "integer"}}}
+        return types.ListToolsResult(tools=[types.Tool(name="flood", input_schema=schema)])
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        arguments = params.arguments or {}
+        for _ in range(int(arguments["count"])):
+            await ctx.session.send_log_message("info", "x" * int(arguments["size"]), related_request_id=ctx.request_id)
+        return types.CallToolResult(content=[types.TextContent(text="flooded")])
 
     async def list_resources(ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
         return types.ListResourcesResult(
@@ -66,6 +74,7 @@ def build_server(log: Path) -> Server[Any]:
     return Server(
         "subscribed",
         on_list_tools=list_tools,
+        on_call_tool=call_tool,
         on_list_resources=list_resources,
         on_read_resource=read,
         on_subscribe_resource=subscribe,

@@ -10,6 +10,9 @@
 - A log message goes, tagged with the server's name as its logger (``github`` or ``github/<its logger>``), to the
   hosts with a call in flight on that server (on that call's stream), else to every host that asked for log messages
   with ``logging/setLevel``; each host gets only those at or above the level it set.
+- A host that reads too slowly (or not at all) holds at most :data:`MAX_UNSENT` notifications unsent: those that
+  come for it meanwhile are dropped, counted in a warning (a server flooding log messages or updates costs the
+  gateway a bounded amount per host, and never holds up the server's answers).
 - A changed list (tools, resources, prompts) is told to every host; a changed resource to the hosts subscribed to it
   (a 2026-07-28 host: on its ``subscriptions/listen`` stream, if that asked for it). A resource stays subscribed to
   at its server while some host or listen stream holds it (:meth:`HostSessions.held`).
@@ -66,6 +69,9 @@ __all__ = ["HostSessions"]
 logger = get_logger("kavalai.serve")
 
 _OUTSIDE_WAIT: Final = 60.0  # seconds a host is given to answer a roots/list asked outside a call
+#: Notifications a host may have unsent (it reads too slowly, or not at all) before the gateway drops those that
+#: come for it (each is a task holding its message: the bound on what a slow host costs).
+MAX_UNSENT: Final = 256
 _ORDER: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
@@ -78,6 +84,8 @@ class _Host:
     level: str | None = None  # set by logging/setLevel
     subscribed: set[str] = field(default_factory=set)  # served URIs
     ending: bool = False  # its connection's teardown will release it (HostSessions._ends_with)
+    unsent: int = 0  # notifications being sent to it now
+    dropped: int = 0  # notifications dropped, MAX_UNSENT being unsent
 
 
 @dataclass(eq=False)
@@ -367,11 +375,26 @@ class HostSessions:
         return refusal(f"the host of kavalai serve did not answer roots/list within {_OUTSIDE_WAIT:g} s")
 
     async def _send(self, key: Connection, session: ServerSession, notification: Any, related: Any) -> None:
+        host = self._hosts.get(key)
+        if host is not None and host.unsent >= MAX_UNSENT:  # it does not read: what comes for it is dropped
+            host.dropped += 1
+            if host.dropped == 1 or host.dropped % 1000 == 0:
+                logger.warning(
+                    "kavalai serve: a host reads too slowly (%d notifications unsent): %d dropped so far",
+                    host.unsent,
+                    host.dropped,
+                )
+            return
+        if host is not None:
+            host.unsent += 1
         try:
             await session.send_notification(notification, related_request_id=related)
         except Exception as exc:  # a host that has gone is forgotten
             logger.debug("kavalai serve: a host could not be told %s: %s", type(notification).__name__, exc)
             self._hosts.pop(key, None)
+        finally:
+            if host is not None:
+                host.unsent -= 1
 
 
 def connection_of(ctx: ServerRequestContext[Any]) -> Connection:
