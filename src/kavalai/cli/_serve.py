@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import os
 import signal
 import sys
@@ -109,6 +110,14 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"HTTP: keep an idle connection open SECONDS (default: {KEEP_ALIVE}, longer than clients' own idle time, "
         "so that the client closes it first); raise it above a load balancer's idle timeout if that is longer",
     )
+    parser.add_argument(
+        "--session-idle-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="HTTP: end a session that has had no request in flight for SECONDS, as if its host had deleted it "
+        "(its subscriptions are taken back at the servers; default: the MCP SDK's, 30 minutes)",
+    )
     add_worker_arguments(parser)
     add_tracing_arguments(parser, short=True)
 
@@ -125,6 +134,12 @@ def serve_command(args: argparse.Namespace, *, stderr: TextIO | None = None) -> 
             return EXIT_USAGE
     if args.json_response and not args.stateless:
         print("kavalai serve: --json-response needs --stateless", file=err)
+        return EXIT_USAGE
+    if args.session_idle_timeout is not None and (args.stateless or args.transport != "http"):
+        print("kavalai serve: --session-idle-timeout needs --transport http without --stateless", file=err)
+        return EXIT_USAGE
+    if args.session_idle_timeout is not None and not 0 < args.session_idle_timeout < math.inf:  # nan too
+        print(f"kavalai serve: --session-idle-timeout {args.session_idle_timeout}: give a positive number", file=err)
         return EXIT_USAGE
     if args.keep_alive < 1:  # before any worker starts (each would stop on it, with a traceback)
         print(f"kavalai serve: --keep-alive {args.keep_alive}: give 1 second or more", file=err)
@@ -188,6 +203,8 @@ async def _serve(
     try:
         if args.transport == "http":
             options.update(stateless=args.stateless, json_response=args.json_response, keep_alive=args.keep_alive)
+            if args.session_idle_timeout is not None:
+                options.update(session_idle_timeout=args.session_idle_timeout)
             options.update(worker_options(args))
             await serve_http(kernel, host=args.host, port=args.port, path=args.path, bearer_token=token, **options)
         else:

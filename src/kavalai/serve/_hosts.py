@@ -10,6 +10,9 @@
 - A log message goes, tagged with the server's name as its logger (``github`` or ``github/<its logger>``), to the
   hosts with a call in flight on that server (on that call's stream), else to every host that asked for log messages
   with ``logging/setLevel``; each host gets only those at or above the level it set.
+- A host that reads too slowly (or not at all) holds at most :data:`MAX_UNSENT` notifications unsent: those that
+  come for it meanwhile are dropped, counted in a warning (a server flooding log messages or updates costs the
+  gateway a bounded amount per host, and never holds up the server's answers).
 - A changed list (tools, resources, prompts) is told to every host; a changed resource to the hosts subscribed to it
   (a 2026-07-28 host: on its ``subscriptions/listen`` stream, if that asked for it). A resource stays subscribed to
   at its server while some host or listen stream holds it (:meth:`HostSessions.held`).
@@ -18,8 +21,13 @@ A host is known from its first request, by its connection (the SDK's per-client 
 host's lasts its session, a 2026-07-28 host's one request). When a handshake-era host's session ends (stdio closed,
 the HTTP session deleted or expired, the gateway stopping), the connection's teardown forgets the host and takes
 back its subscriptions at the servers, but those another host or a listen stream still holds
-(:meth:`HostSessions.release`): a host that leaves without unsubscribing leaves nothing subscribed behind it. A
-host one of whose sends fails is forgotten at once (its subscriptions are taken back when its session ends).
+(:meth:`HostSessions.release`): a host that leaves without unsubscribing leaves nothing subscribed behind it. The
+teardown only starts that release: it runs in the gateway's own task group (:meth:`HostSessions.running`, the
+server's lifespan), each ``resources/unsubscribe`` bounded by its server's timeout, and the serving ends once they
+have (the SDK's few seconds for a connection's teardown do not cut a slow server short). A connection whose
+teardown has run is never known again: a request of it still running is served, but holds nothing (a subscription
+it asks for is refused). A host one of whose sends fails is forgotten at once (its subscriptions are taken back when
+its session ends).
 Served ``stateless`` (``kavalai serve --stateless``), a request has no way back to a handshake-era host: every
 server request during its calls is refused at once with an error saying so, which the server's failing tool passes on
 to the host (a 2026-07-28 host's call is asked in input-required rounds, which need no session).
@@ -30,12 +38,13 @@ from __future__ import annotations
 import collections
 import contextlib
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import anyio
 import mcp_types as types
+from anyio.abc import TaskGroup
 from mcp.server import ServerRequestContext
 from mcp.server.connection import Connection
 from mcp.server.session import ServerSession
@@ -52,7 +61,7 @@ from mcp.shared.message import ServerMessageMetadata
 
 from kavalai.adapters.mcp import McpChange, McpLogMessage
 from kavalai.secrets import get_logger
-from kavalai.serve._errors import refusal
+from kavalai.serve._errors import protocol_error, refusal
 from kavalai.serve._rounds import RoundsCall, takes_rounds
 
 __all__ = ["HostSessions"]
@@ -60,6 +69,9 @@ __all__ = ["HostSessions"]
 logger = get_logger("kavalai.serve")
 
 _OUTSIDE_WAIT: Final = 60.0  # seconds a host is given to answer a roots/list asked outside a call
+#: Notifications a host may have unsent (it reads too slowly, or not at all) before the gateway drops those that
+#: come for it (each is a task holding its message: the bound on what a slow host costs).
+MAX_UNSENT: Final = 256
 _ORDER: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
@@ -72,6 +84,8 @@ class _Host:
     level: str | None = None  # set by logging/setLevel
     subscribed: set[str] = field(default_factory=set)  # served URIs
     ending: bool = False  # its connection's teardown will release it (HostSessions._ends_with)
+    unsent: int = 0  # notifications being sent to it now
+    dropped: int = 0  # notifications dropped, MAX_UNSENT being unsent
 
 
 @dataclass(eq=False)
@@ -111,14 +125,29 @@ class HostSessions:
         self._unsubscribe = unsubscribe
         self._stateless = stateless
         self._hosts: weakref.WeakKeyDictionary[Connection, _Host] = weakref.WeakKeyDictionary()  # gone: dropped
+        self._ended: weakref.WeakSet[Connection] = weakref.WeakSet()  # their teardown has run: never known again
+        self._owners: list[TaskGroup] = []  # the servings' task groups the releases of ended hosts run in
         self._calls: list[_Call] = []
         self.bus = InMemorySubscriptionBus()  # the changes for 2026-07-28 hosts' subscriptions/listen streams
         self._listened: collections.Counter[str] = collections.Counter()  # served URIs: listen streams holding each
 
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """A serving of the server (its lifespan): the releases of the hosts whose sessions end within the block run
+        in its task group, and the block ends once they have (each is bounded by its server's timeout)."""
+        async with anyio.create_task_group() as tasks:
+            self._owners.append(tasks)
+            try:
+                yield
+            finally:
+                self._owners.remove(tasks)
+
     def seen(self, ctx: ServerRequestContext[Any]) -> _Host:
         """The host making the request of ``ctx`` (known from now on; a handshake-era host until its session
-        ends)."""
+        ends; a host whose session has ended is not known again: it gets a record of its own, kept nowhere)."""
         connection = connection_of(ctx)
+        if connection in self._ended:
+            return _Host(ctx.session, ending=True)
         host = self._hosts.get(connection)
         if host is None:
             host = self._hosts[connection] = _Host(ctx.session, rounds_only=takes_rounds(ctx.protocol_version))
@@ -152,7 +181,7 @@ class HostSessions:
         most verbose any host asked for (each host is still sent only what it asked for)."""
         self.seen(ctx).level = level
         levels = [host.level for host in list(self._hosts.values()) if host.level is not None]
-        return min(levels, key=_ORDER.index)
+        return min([level, *levels], key=_ORDER.index)
 
     @contextlib.contextmanager
     def listening(self, uris: list[str]) -> Iterator[None]:
@@ -174,6 +203,8 @@ class HostSessions:
         meanwhile takes it back (it may have reached the server)."""
         host = self.seen(ctx)
         if subscribe:
+            if self.ended(ctx):  # its teardown ran: nothing would take the subscription back
+                raise protocol_error(types.INVALID_REQUEST, "the host's session has ended: it is subscribed to nothing")
             added = uri not in host.subscribed
             host.subscribed.add(uri)
             self._ends_with(connection_of(ctx), host)  # whatever its era, its subscriptions end with its connection
@@ -182,16 +213,30 @@ class HostSessions:
         host.subscribed.discard(uri)
         return removed
 
+    def ended(self, ctx: ServerRequestContext[Any]) -> bool:
+        """Whether the session of the host of ``ctx`` has ended (its connection's teardown has run)."""
+        return connection_of(ctx) in self._ended
+
     async def release(self, uris: Iterable[str]) -> None:
         """Unsubscribe from the served resources ``uris`` at their servers, but for those a host or a listen stream
         still holds (a server that fails to is logged: the subscription ends with its connection anyway)."""
         for uri in sorted(set(uris)):
             if self.held(uri):
                 continue
-            try:
-                await self._unsubscribe(uri)
-            except Exception as exc:  # a server gone meanwhile: nothing left to take back
-                logger.info("kavalai serve: could not unsubscribe from %s, held no more: %s", uri, exc)
+            await self._release_one(uri)
+
+    async def _release_one(self, uri: str) -> None:
+        try:
+            await self._unsubscribe(uri)
+        except Exception as exc:  # a server gone meanwhile: nothing left to take back
+            logger.info("kavalai serve: could not unsubscribe from %s, held no more: %s", uri, exc)
+
+    async def _released_apart(self, uri: str) -> None:
+        """Release ``uri`` in a serving's task group, shielded: a serving cancelled meanwhile (the gateway stopping)
+        still sends the unsubscription, which its server's timeout bounds."""
+        with anyio.CancelScope(shield=True):
+            if not self.held(uri):
+                await self._release_one(uri)
 
     def _ends_with(self, connection: Connection, host: _Host) -> None:
         """When ``connection`` closes (its teardown, run by the SDK however it ends), ``host`` is forgotten and
@@ -201,10 +246,15 @@ class HostSessions:
         host.ending = True
 
         async def ended() -> None:
+            self._ended.add(connection)
             if self._hosts.get(connection) is host:
                 self._hosts.pop(connection)
             uris, host.subscribed = host.subscribed, set()
-            await self.release(uris)
+            if not self._owners:  # served without a lifespan: within the teardown (the SDK bounds it)
+                await self.release(uris)
+                return
+            for uri in sorted(uris):  # in the serving's task group: the teardown's bound does not cut them short
+                self._owners[-1].start_soon(self._released_apart, uri)
 
         connection.exit_stack.push_async_callback(ended)
 
@@ -325,11 +375,26 @@ class HostSessions:
         return refusal(f"the host of kavalai serve did not answer roots/list within {_OUTSIDE_WAIT:g} s")
 
     async def _send(self, key: Connection, session: ServerSession, notification: Any, related: Any) -> None:
+        host = self._hosts.get(key)
+        if host is not None and host.unsent >= MAX_UNSENT:  # it does not read: what comes for it is dropped
+            host.dropped += 1
+            if host.dropped == 1 or host.dropped % 1000 == 0:
+                logger.warning(
+                    "kavalai serve: a host reads too slowly (%d notifications unsent): %d dropped so far",
+                    host.unsent,
+                    host.dropped,
+                )
+            return
+        if host is not None:
+            host.unsent += 1
         try:
             await session.send_notification(notification, related_request_id=related)
         except Exception as exc:  # a host that has gone is forgotten
             logger.debug("kavalai serve: a host could not be told %s: %s", type(notification).__name__, exc)
             self._hosts.pop(key, None)
+        finally:
+            if host is not None:
+                host.unsent -= 1
 
 
 def connection_of(ctx: ServerRequestContext[Any]) -> Connection:

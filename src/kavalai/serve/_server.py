@@ -146,7 +146,7 @@ def build_mcp_server(
             version=kavalai.__version__,
             instructions=instructions,
             get_tool_input_schema=input_schema,
-            lifespan=_owning(rounds),
+            lifespan=_owning(rounds, hosts),
             on_list_tools=list_tools,
             on_call_tool=call_tool,
             **relayed,
@@ -169,12 +169,15 @@ def declares_headers(schema: dict[str, Any]) -> bool:
     return known[1]
 
 
-def _owning(rounds: InputRounds) -> Callable[[Server[Any]], contextlib.AbstractAsyncContextManager[dict[str, Any]]]:
-    """The server's lifespan: each serving owns the calls of 2026-07-28 hosts that run across rounds."""
+def _owning(
+    rounds: InputRounds, hosts: HostSessions | None
+) -> Callable[[Server[Any]], contextlib.AbstractAsyncContextManager[dict[str, Any]]]:
+    """The server's lifespan: each serving owns the calls of 2026-07-28 hosts that run across rounds, and the
+    releases of the subscriptions of hosts whose sessions ended (it ends once they have)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
-        async with rounds.running():
+        async with hosts.running() if hosts is not None else contextlib.nullcontext(), rounds.running():
             yield {}
 
     return lifespan

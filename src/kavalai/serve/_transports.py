@@ -92,6 +92,7 @@ async def serve_http(
     sock: socket.socket | None = None,
     keep_alive: int = KEEP_ALIVE,
     json_response: bool = False,
+    session_idle_timeout: float | None = None,
 ) -> None:
     """Serve ``kernel``'s tools as a streamable HTTP MCP endpoint at ``http://host:port/path`` until cancelled.
 
@@ -126,16 +127,26 @@ async def serve_http(
         json_response: with ``stateless`` only: answer each request with one ``application/json`` body, never an
             event stream (for clients or proxies that cannot read one); a request's progress and log messages are
             then not sent, there being no stream to carry them (``subscriptions/listen`` stays a stream).
+        session_idle_timeout: seconds a session may go without a request in flight (nor an open event stream)
+            before the gateway ends it, as if the host had deleted it (its subscriptions are taken back); ``None``:
+            the MCP SDK's default (30 minutes in mcp 2.3). Not with ``stateless`` (no sessions).
 
     Raises:
         ServerConnectionError: a server of the kernel cannot be connected (not with ``lazy``).
         OSError: the address cannot be listened on.
-        ValueError: ``json_response`` without ``stateless``.
+        ValueError: ``json_response`` without ``stateless``; ``session_idle_timeout`` with ``stateless``, or not
+            a positive, finite number of seconds.
     """
     server = build_mcp_server(kernel, allow=allow, deny=deny, name=name, lazy=lazy, names=names, stateless=stateless)
     readiness = _Readiness()
     endpoint = http_app(
-        server, path=path, host=host, bearer_token=bearer_token, stateless=stateless, json_response=json_response
+        server,
+        path=path,
+        host=host,
+        bearer_token=bearer_token,
+        stateless=stateless,
+        json_response=json_response,
+        session_idle_timeout=session_idle_timeout,
     )
     app = readiness.wrap(endpoint)
     config = uvicorn_config(app, keep_alive=keep_alive)
@@ -171,20 +182,28 @@ def http_app(
     bearer_token: str | None = None,
     stateless: bool = False,
     json_response: bool = False,
+    session_idle_timeout: float | None = None,
 ) -> Any:
     """The ASGI application of ``server``'s streamable HTTP endpoint at ``path``, behind a bearer token check
     when ``bearer_token`` is given, without sessions when ``stateless``, answering with JSON bodies instead of
     event streams when ``json_response`` (stateless only: a session's requests to the client, sampling and
-    elicitation, would have no way to it). Its lifespan runs the SDK's session manager.
+    elicitation, would have no way to it), ending a session idle ``session_idle_timeout`` seconds (``None``: the
+    SDK's default). Its lifespan runs the SDK's session manager.
 
     Raises:
-        ValueError: ``json_response`` without ``stateless``.
+        ValueError: ``json_response`` without ``stateless``; ``session_idle_timeout`` with ``stateless``, or not
+            a positive, finite number of seconds.
     """
     if json_response and not stateless:
         raise ValueError(_JSON_NEEDS_STATELESS)
+    idle: dict[str, Any] = {}
+    if session_idle_timeout is not None:  # the SDK's own check of the number (mcp 2.3 takes it here)
+        if stateless:
+            raise ValueError("session_idle_timeout needs sessions: a stateless server has none")
+        idle["session_idle_timeout"] = session_idle_timeout
     app: Any = _direct(
         server.streamable_http_app(
-            streamable_http_path=path, host=host, stateless_http=stateless, json_response=json_response
+            streamable_http_path=path, host=host, stateless_http=stateless, json_response=json_response, **idle
         ),
         path,
     )
