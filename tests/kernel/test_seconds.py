@@ -134,7 +134,7 @@ def test_every_declared_limit_crosses_the_one_rule() -> None:
 
 
 # The functions that apply the one rule: limit_seconds itself, and what wraps it for a caller's own error type.
-_CHECKS = {"limit_seconds", "required_seconds", "checked_timeout"}
+_CHECKS = {"limit_seconds", "required_seconds", "checked_timeout", "default_timeout_of"}
 # Constructors that take a limit another has checked already, and which one.
 _PASSED_ON = {
     "workflow/_executor.py:Execution.timeout": "WorkflowEngine's timeout, checked by checked_timeout",
@@ -240,6 +240,8 @@ _FORWARDED = {
     "durable/_journal_io.py:journal_io(outage)": "DbosRunner's journal_outage",
     "durable/_step_log.py:StepLogJournal.__init__(outage)": "DbosRunner's journal_outage",
     "durable/_step_log.py:StepLogJournal.open(outage)": "DbosRunner's journal_outage",
+    "durable/_temporal_connect.py:patiently(outage)": "TemporalRunner's journal_outage",
+    "serve/_transports.py:serve_http(session_idle_timeout)": "http_app",
     "workflow/_engine.py:WorkflowEngine.run(timeout)": "WorkflowEngine._execution (checked_timeout)",
     "workflow/_engine.py:WorkflowEngine.stream(timeout)": "WorkflowEngine._execution (checked_timeout)",
     "workflow/_executor.py:Execution.__init__(timeout)": "WorkflowEngine (checked_timeout)",

@@ -21,7 +21,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kavalai._listen import KEEP_ALIVE, listening_socket
-from kavalai.kernel import Kernel
+from kavalai.kernel import Kernel, required_seconds
 from kavalai.serve._quickack import QuickAckProtocol
 from kavalai.serve._server import build_mcp_server
 from kavalai.serve._stdio import stdio_streams
@@ -135,7 +135,7 @@ async def serve_http(
         ServerConnectionError: a server of the kernel cannot be connected (not with ``lazy``).
         OSError: the address cannot be listened on.
         ValueError: ``json_response`` without ``stateless``; ``session_idle_timeout`` with ``stateless``, or not
-            a positive, finite number of seconds.
+            a positive number of seconds (the one rule: more than a year is clamped to a year).
     """
     server = build_mcp_server(kernel, allow=allow, deny=deny, name=name, lazy=lazy, names=names, stateless=stateless)
     readiness = _Readiness()
@@ -192,7 +192,7 @@ def http_app(
 
     Raises:
         ValueError: ``json_response`` without ``stateless``; ``session_idle_timeout`` with ``stateless``, or not
-            a positive, finite number of seconds.
+            a positive number of seconds (the one rule: more than a year is clamped to a year).
     """
     if json_response and not stateless:
         raise ValueError(_JSON_NEEDS_STATELESS)
@@ -200,7 +200,7 @@ def http_app(
     if session_idle_timeout is not None:  # the SDK's own check of the number (mcp 2.3 takes it here)
         if stateless:
             raise ValueError("session_idle_timeout needs sessions: a stateless server has none")
-        idle["session_idle_timeout"] = session_idle_timeout
+        idle["session_idle_timeout"] = required_seconds(session_idle_timeout, what="session_idle_timeout")
     app: Any = _direct(
         server.streamable_http_app(
             streamable_http_path=path, host=host, stateless_http=stateless, json_response=json_response, **idle
