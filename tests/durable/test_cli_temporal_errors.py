@@ -46,3 +46,50 @@ def test_a_namespace_the_temporal_server_has_not_is_one_line_and_exit_1(
 ) -> None:
     line = one_line(capsys, command, "--address", temporal_address, "--namespace", "no-such-namespace")
     assert f"the Temporal server at {temporal_address} has no namespace 'no-such-namespace'" in line
+
+
+def test_commands_on_a_finished_temporal_run_say_it_has_ended(
+    capsys: pytest.CaptureFixture[str], temporal_address: str
+) -> None:
+    """A finished run: ``answer RUN`` lists no question (``{}``, exit 0; before, an ``RPCError`` about no worker
+    polling, since a query needs one); ``answer RUN KEY`` and ``runs resolve`` are refused, one line, exit 1;
+    ``runs cancel`` is refused naming its state, exit 1 (before: "cancelled", exit 0, though nothing was), and the
+    run stays finished."""
+    import asyncio
+    import json
+    import uuid
+
+    from kavalai.durable import TemporalRunner
+    from tests.durable.conftest import fetch
+    from tests.durable.test_journal_io import charging_engine, orders
+    from tests.servers.effects_app import create_app
+    from tests.servers.uvicorn_server import serve
+
+    queue, run_id = f"q-{uuid.uuid4().hex[:8]}", f"ended-{uuid.uuid4().hex[:8]}"
+    engine_options = ["--address", temporal_address, "--queue", queue]
+
+    async def finish(shop: str) -> None:
+        runner = TemporalRunner(temporal_address, task_queue=queue)
+        engine = charging_engine(runner, shop)
+        try:
+            result = await engine.run({}, run_id=run_id)
+            assert result.ok, result.error
+        finally:
+            await runner.aclose()
+            await engine.aclose()
+
+    with serve(create_app()) as shop:
+        asyncio.run(finish(shop))
+        assert main(["answer", run_id, *engine_options]) == 0
+        assert json.loads(capsys.readouterr().out) == {}
+        assert "waits for no answer 'approve-1'" in one_line(
+            capsys, ["answer", run_id, "approve-1", "allow"], *engine_options
+        )
+        assert "waits for no answer 'doubt-2'" in one_line(
+            capsys, ["runs", "resolve", run_id, "2", "--done"], *engine_options
+        )
+        line = one_line(capsys, ["runs", "cancel", run_id], *engine_options)
+        assert f"Run {run_id} has ended (finished): there is nothing to cancel." in line
+        assert main(["runs", "show", run_id, *engine_options]) == 0
+        assert json.loads(capsys.readouterr().out)["state"] == "finished"
+        assert orders(fetch(f"{shop}/effects")) == ["A", "B", "C"]

@@ -72,7 +72,7 @@ from kavalai.durable._temporal_history import (
     winner_in_history,
 )
 from kavalai.durable._temporal_refusal import Refusals, ended_error, refused_error
-from kavalai.errors import DefinitionChangedError, FunctionKernelException, RunCancelledError
+from kavalai.errors import DefinitionChangedError, DurableRunError, FunctionKernelException, RunCancelledError
 from kavalai.kernel import required_seconds
 from kavalai.secrets import get_logger
 
@@ -268,10 +268,12 @@ class TemporalRunner(DurableRunner):
 
     async def pending(self, run_id: str) -> dict[str, Any]:
         """The questions run ``run_id`` waits to have answered: the run's own (a query of the run: a worker must be
-        up), and those its steps published in the answer log."""
+        up), and those its steps published in the answer log; none once it has ended."""
         run_id = existing_run_id(run_id)
-        client = await self.connect()
-        found = await client.get_workflow_handle(run_id).query(_PENDING)
+        handle = (await self.connect()).get_workflow_handle(run_id)
+        if await self._state(run_id, handle) not in ("running", "queued"):  # no worker answers a query of an ended run
+            return {}
+        found = await handle.query(_PENDING)
         in_steps = {} if self.answers is None else await self.answers.open_questions(run_id)
         return {**(dict(found) if isinstance(found, dict) else {}), **in_steps}
 
@@ -285,10 +287,7 @@ class TemporalRunner(DurableRunner):
             AlreadyAnsweredError: another answer to ``key`` won; it names that answer.
             LookupError: the run waits for no question ``key``.
         """
-        try:
-            state = _run_info(await (await self.connect()).get_workflow_handle(run_id).describe()).state
-        except RPCError as exc:
-            raise self._unknown(run_id, exc) from None
+        state = await self._state(run_id, (await self.connect()).get_workflow_handle(run_id))
         if state == "cancelled":
             raise RunCancelledError(f"Run {run_id} is cancelled: the answer {key!r} is refused.", run_id=run_id)
         pending = await self.pending(run_id) if state in ("running", "queued") else {}
@@ -350,10 +349,22 @@ class TemporalRunner(DurableRunner):
 
         Raises:
             UnknownRunError: the server has no run with this id.
+            DurableRunError: the run has ended (finished or failed): there is nothing to cancel. (A cancelled run
+                may be cancelled again.)
         """
         run_id = existing_run_id(run_id)
+        handle = (await self.connect()).get_workflow_handle(run_id)
+        state = await self._state(run_id, handle)
+        if state in ("finished", "failed"):  # Temporal takes a cancel of an ended run without a word
+            raise DurableRunError(f"Run {run_id} has ended ({state}): there is nothing to cancel.", run_id=run_id)
         try:
-            await (await self.connect()).get_workflow_handle(run_id).cancel()
+            await handle.cancel()
+        except RPCError as exc:
+            raise self._unknown(run_id, exc) from None
+
+    async def _state(self, run_id: str, handle: WorkflowHandle[Any, Any]) -> RunState:
+        try:
+            return _run_info(await handle.describe()).state
         except RPCError as exc:
             raise self._unknown(run_id, exc) from None
 
