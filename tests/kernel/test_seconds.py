@@ -283,7 +283,8 @@ def _hands_to_the_rule(function: ast.AST, value: str) -> bool:
         if isinstance(call, ast.Call):
             name = getattr(call.func, "id", None) or getattr(call.func, "attr", None)
             given = [ast.unparse(arg) for arg in call.args[:1]] + [ast.unparse(kw.value) for kw in call.keywords]
-            if value in given and (name in _CHECKS | {"check_limits"} or "super().__init__" in ast.unparse(call.func)):
+            wrapper = name in _CHECKS | {"default_timeout_of"} or "super().__init__" in ast.unparse(call.func)
+            if value in given and wrapper:
                 return True
     return False
 
