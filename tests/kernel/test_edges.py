@@ -1,6 +1,7 @@
 """Deadlines and ``close()`` at their edges, as a careless or hostile user meets them (issue 36, fifth session):
 a deadline block entered twice, a sync tool that closes its own kernel from its worker thread, and declared limits
-given a bool or an integer too large for a float."""
+given a bool or an integer too large for a float; and a hand-built ``ToolDefinition`` whose own output model has a
+``result`` field."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ import logging
 import math
 
 import pytest
+from pydantic import BaseModel
 from tests.adapters.test_threads import _until
 
 from kavalai import FunctionKernel, pythontool
 from kavalai.adapters.mcp import McpServer
 from kavalai.adapters.rest import RestServer
-from kavalai.errors import ToolTimeoutError
-from kavalai.kernel import MAX_SECONDS, deadline
+from kavalai.errors import ToolOutputError, ToolTimeoutError
+from kavalai.kernel import MAX_SECONDS, ToolDefinition, ToolURI, deadline
 
 
 @pythontool
@@ -81,3 +83,46 @@ def test_a_declared_limit_clamps_an_integer_too_large_for_a_float(value: int) ->
     assert McpServer(name="m", command="x", timeout=value, connect_timeout=value).connect_timeout == MAX_SECONDS
     assert RestServer(name="r", url="http://h", timeout="30").timeout == 30.0  # a number as text, as ${VAR} gives
     assert RestServer(name="r", url="http://h", timeout=math.inf).timeout == MAX_SECONDS
+
+
+class EmptyInput(BaseModel):
+    """No arguments."""
+
+
+class Reading(BaseModel):
+    """A tool's own output model with a ``result`` field among others: the output itself, not a wrapper."""
+
+    result: int
+    unit: str
+
+
+class Boxed(BaseModel):
+    """A model whose only field is ``result``: a wrapper, as the generated ones are."""
+
+    result: int
+
+
+async def _reading(_: BaseModel) -> dict[str, object]:
+    return {"result": 3, "unit": "mm"}
+
+
+async def _three(_: BaseModel) -> int:
+    return 3
+
+
+async def test_a_hand_built_definitions_own_output_model_is_not_taken_for_a_wrapper() -> None:
+    # wrapped defaulted to True: a hand-built definition whose own model has a `result` field was validated as
+    # {"result": raw} and every call failed with ToolOutputError.
+    kernel = FunctionKernel()
+    own = ToolDefinition(ToolURI.parse("python://reading"), "A reading.", EmptyInput, Reading, _reading)
+    boxed = ToolDefinition(ToolURI.parse("python://boxed"), "Three.", EmptyInput, Boxed, _three)
+    assert (own.wrapped, boxed.wrapped) == (False, True)
+    kernel.add_tool(own)
+    kernel.add_tool(boxed)
+    assert await kernel.call_tool("python://reading") == Reading(result=3, unit="mm")
+    assert (await kernel.call_tool("python://boxed")).result == 3  # type: ignore[attr-defined]
+    said = ToolDefinition(ToolURI.parse("python://said"), "Three.", EmptyInput, Boxed, _three, wrapped=False)
+    kernel.add_tool(said)  # said so: validated as the model itself (and 3 is not a Boxed)
+    with pytest.raises(ToolOutputError, match="does not fit its output model Boxed"):
+        await kernel.call_tool("python://said")
+    await kernel.close()

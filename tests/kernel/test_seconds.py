@@ -134,7 +134,7 @@ def test_every_declared_limit_crosses_the_one_rule() -> None:
 
 
 # The functions that apply the one rule: limit_seconds itself, and what wraps it for a caller's own error type.
-_CHECKS = {"limit_seconds", "required_seconds", "checked_timeout", "default_timeout_of"}
+_CHECKS = {"limit_seconds", "required_seconds", "checked_timeout"}
 # Constructors that take a limit another has checked already, and which one.
 _PASSED_ON = {
     "workflow/_executor.py:Execution.timeout": "WorkflowEngine's timeout, checked by checked_timeout",
@@ -285,7 +285,8 @@ def _hands_to_the_rule(function: ast.AST, value: str) -> bool:
         if isinstance(call, ast.Call):
             name = getattr(call.func, "id", None) or getattr(call.func, "attr", None)
             given = [ast.unparse(arg) for arg in call.args[:1]] + [ast.unparse(kw.value) for kw in call.keywords]
-            if value in given and (name in _CHECKS | {"check_limits"} or "super().__init__" in ast.unparse(call.func)):
+            wrapper = name in _CHECKS | {"default_timeout_of"} or "super().__init__" in ast.unparse(call.func)
+            if value in given and wrapper:
                 return True
     return False
 

@@ -39,8 +39,11 @@ class ToolDefinition:
         input_model: the Pydantic model the arguments are validated into.
         output_model: the Pydantic model the return value is coerced into.
         invoke: the adapter's coroutine function that runs the tool on a validated input model instance.
-        wrapped: ``True`` when the output model is a generated wrapper with a single ``result`` field, so the raw
-            value is validated as ``{"result": value}``.
+        wrapped: ``True`` when the output model is a wrapper with a single ``result`` field, so the raw value is
+            validated as ``{"result": value}``; ``False`` when the raw value is validated as the output model
+            itself. Left out (``None``), it is worked out from the output model: ``True`` when ``result`` is its
+            only field, else ``False`` (a model of its own with a ``result`` field among others is the output
+            itself, not a wrapper).
         timeout: the default timeout in seconds for a call, or ``None`` for no limit.
         input_schema: the JSON schema shown to models; defaults to ``input_model``'s. MCP tools keep the schema the
             server sent, as it was sent.
@@ -53,7 +56,7 @@ class ToolDefinition:
     input_model: type[BaseModel]
     output_model: type[BaseModel]
     invoke: Invoker
-    wrapped: bool = True
+    wrapped: bool | None = None
     timeout: float | None = None
     input_schema: dict[str, Any] | None = None
     output_schema: dict[str, Any] | None = None
@@ -69,6 +72,8 @@ class ToolDefinition:
     def __post_init__(self) -> None:
         # Derived once; object.__setattr__ because the dataclass is frozen.
         object.__setattr__(self, "_uri_str", str(self.uri))
+        if self.wrapped is None:
+            object.__setattr__(self, "wrapped", set(self.output_model.model_fields) == {"result"})
         object.__setattr__(self, "timeout", limit_seconds(self.timeout, what=f"timeout of {self._uri_str}"))
         object.__setattr__(self, "_schemas", {})
         object.__setattr__(self, "_validate_in", _validator(self.input_model))

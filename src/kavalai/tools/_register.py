@@ -31,7 +31,7 @@ def check_limits(group: str, **limits: int) -> None:
             )
 
 
-def default_timeout_of(group: str, value: object) -> float:
+def default_timeout_of(value: object, *, group: str) -> float:
     """A group's ``default_timeout`` under the one rule of ``kavalai.kernel.required_seconds`` with this tools' own
     maximum: the default of a tool's ``timeout`` argument must be a number, so ``None`` is refused like ``0``,
     ``-1``, ``nan``, ``"5"`` and ``True`` (``ValueError`` naming it); one above :data:`MAX_TOOL_TIMEOUT`

@@ -76,7 +76,7 @@ def register(
             clamped to 600).
         ToolRegistrationError: the tool's name is taken (use another ``prefix``).
     """
-    default_timeout = default_timeout_of(prefix, value=default_timeout)
+    default_timeout = default_timeout_of(default_timeout, group=prefix)
     client = open_client(
         prefix,
         allow_private_networks=allow_private_networks,

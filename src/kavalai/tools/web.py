@@ -91,7 +91,7 @@ def register(
         ToolRegistrationError: the tool's name is taken (use another ``prefix``).
     """
     check_limits(prefix, max_chars=max_chars)
-    default_timeout = default_timeout_of(prefix, value=default_timeout)
+    default_timeout = default_timeout_of(default_timeout, group=prefix)
     client = open_client(
         prefix,
         allow_private_networks=allow_private_networks,
