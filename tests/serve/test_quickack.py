@@ -19,6 +19,7 @@ import pytest
 from tests.servers.uvicorn_server import serve
 from tests.test_listen import accepted_socket_option
 
+from kavalai.serve._http_limits import BoundedProtocol
 from kavalai.serve._quickack import QuickAckProtocol
 
 pytestmark = pytest.mark.skipif(not hasattr(socket, "TCP_QUICKACK"), reason="TCP_QUICKACK is Linux's")
@@ -80,10 +81,11 @@ def test_every_uvicorn_server_of_the_gateway_runs_the_quick_ack_protocol() -> No
     assert found, "the enumeration found no uvicorn.Config in kavalai/serve"
     for name, call in found:
         http = [keyword.value for keyword in call.keywords if keyword.arg == "http"]
-        where = f"{name}:{call.lineno}: uvicorn.Config without http=QuickAckProtocol"
+        where = f"{name}:{call.lineno}: uvicorn.Config without http=BoundedProtocol (quick ACKs, bounded heads)"
         assert len(http) == 1, where
         assert isinstance(http[0], ast.Name), where
-        assert http[0].id == "QuickAckProtocol", where
+        assert http[0].id == "BoundedProtocol", where
+    assert issubclass(BoundedProtocol, QuickAckProtocol)
 
 
 def test_the_enumeration_sees_a_config_of_its_own() -> None:
@@ -99,3 +101,4 @@ def test_the_gateway_parses_http_with_httptools() -> None:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     assert issubclass(QuickAckProtocol, HttpToolsProtocol)
+    assert issubclass(BoundedProtocol, HttpToolsProtocol)  # so the heads are bounded (kavalai/serve/_http_limits.py)

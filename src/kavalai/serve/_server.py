@@ -28,6 +28,7 @@ from kavalai.serve._pages import page
 from kavalai.serve._relayed import mcp_adapter, relayed_handlers, served_servers
 from kavalai.serve._rounds import InputRounds, RoundsCall, takes_rounds
 from kavalai.serve._tools import ExposedTools, Naming, mcp_input_schema
+from kavalai.serve._traced import traced_when_configured
 
 __all__ = ["build_mcp_server", "call_kernel_tool", "tool_error_result", "tool_result"]
 
@@ -151,6 +152,7 @@ def build_mcp_server(
             on_call_tool=call_tool,
             **relayed,
         )
+    server = traced_when_configured(server)
     return gated(server)  # every request's failure crosses the secret gate
 
 

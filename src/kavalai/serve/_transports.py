@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kavalai._listen import KEEP_ALIVE, listening_socket
 from kavalai.kernel import Kernel, required_seconds
-from kavalai.serve._quickack import QuickAckProtocol
+from kavalai.serve._http_limits import BoundedProtocol
 from kavalai.serve._server import build_mcp_server
 from kavalai.serve._stdio import stdio_streams
 from kavalai.serve._tools import Naming
@@ -159,13 +159,14 @@ async def serve_http(
 
 
 def uvicorn_config(app: ASGIApp, *, keep_alive: int = KEEP_ALIVE) -> uvicorn.Config:
-    """How ``serve_http`` runs uvicorn: :data:`QuickAckProtocol`, ``keep_alive`` seconds of idle keep-alive, a
-    second for requests in flight once stopping, no websockets, warnings only."""
+    """How ``serve_http`` runs uvicorn: :data:`~kavalai.serve._http_limits.BoundedProtocol` (each read acknowledged
+    at once, a request's head bounded in size and time), ``keep_alive`` seconds of idle keep-alive (a new connection
+    too), a second for requests in flight once stopping, no websockets, warnings only."""
     if isinstance(keep_alive, bool) or not isinstance(keep_alive, int) or keep_alive < 1:  # nan, inf, True too
         raise ValueError(f"keep_alive must be 1 second or more, not {keep_alive}")
     return uvicorn.Config(
         app,
-        http=QuickAckProtocol,
+        http=BoundedProtocol,
         log_level="warning",
         ws="none",
         lifespan="on",
