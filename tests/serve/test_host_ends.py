@@ -27,12 +27,12 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from tests.serve.test_serve import http_server, read, serve_command, wait_until
 
-from kavalai import FunctionKernel
+from kavalai import FunctionKernel, McpServer
 from kavalai.cli._run import EXIT_USAGE
 from kavalai.cli._serve import build_serve_parser
 from kavalai.cli._serve import serve_command as serve_command_of
 from kavalai.serve import build_mcp_server, http_app
-from kavalai.serve._hosts import MAX_UNSENT, HostSessions
+from kavalai.serve._hosts import MAX_ASKING, MAX_UNSENT, HostSessions
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -288,3 +288,41 @@ async def test_a_host_that_does_not_read_costs_the_gateway_a_bounded_number_of_n
             process.kill()
     warning = next(line for line in read(errors).splitlines() if "dropped" in line)
     assert f"a host reads too slowly ({MAX_UNSENT} notifications unsent): 1 dropped so far" in warning
+
+
+async def test_a_server_asking_many_questions_at_once_gets_at_most_max_asking_put_to_the_host(
+    config: Path, log: Path
+) -> None:
+    """During a host's call the backend puts 40 elicitations at once: the host is asked ``MAX_ASKING`` of them at once
+    (it answers none until the backend has recorded the refusal of the others), the others are refused to the
+    backend at once, saying why (all 40 were put to the host, each waiting for its answer)."""
+    kernel = FunctionKernel()
+    backend = {"command": sys.executable, "args": ["-m", "tests.servers.mcp_subscribed", str(log)], "cwd": ROOT}
+    kernel.register_mcp_server(McpServer(name="subscribed", protocol="legacy", timeout=60, **backend))
+    asked = 0
+    most = 0
+
+    async def elicit(context: Any, params: Any) -> types.ElicitResult:
+        nonlocal asked, most
+        asked += 1
+        most = max(most, asked)
+        # answered once the backend was refused every question the host was not put
+        await wait_until(lambda: _sent(log).count("refused elicitation") >= 40 - MAX_ASKING, timeout=50)
+        asked -= 1
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    try:
+        server = build_mcp_server(kernel)
+        await kernel.connect()
+        with anyio.fail_after(60):
+            async with Client(server, mode="legacy", elicitation_callback=elicit) as host:
+                result = await host.call_tool("mcp_subscribed_ask_many", {"count": 40})
+    finally:
+        await kernel.close()
+    [text] = result.content
+    assert isinstance(text, types.TextContent)
+    assert text.text == (
+        f"accepted {MAX_ASKING}, refused {40 - MAX_ASKING}: "
+        f"kavalai serve puts at most {MAX_ASKING} requests of one call to its host at once"
+    )
+    assert most == MAX_ASKING

@@ -8,6 +8,7 @@ what MODE says:
 - ``deep``: answers with JSON nested far past any parser's depth (the id is readable).
 - ``noid``: answers with a broken line that names no request.
 - ``ok``: answers ``{"result": "fine"}`` as text.
+- ``twice``: answers each call twice, ``fine`` then ``again`` under the same id.
 - ``many``: like ``ok``, but tools/list offers ``MANY_TOOLS`` (env, default 10,000) tools.
 - ``paging``: like ``ok``, but tools/list pages for ever, 2,000 new tools a page, and counts the pages it served
   in the file named by ``PAGES_FILE``.
@@ -80,6 +81,8 @@ def call(mode: str, request_id: object) -> None:
         out.write(b'{"jsonrpc": "2.0", "result": \xff}\n')
     else:
         send({"jsonrpc": "2.0", "id": request_id, "result": {"content": [{"type": "text", "text": "fine"}]}})
+        if mode == "twice":
+            send({"jsonrpc": "2.0", "id": request_id, "result": {"content": [{"type": "text", "text": "again"}]}})
     out.flush()
 
 

@@ -1,8 +1,11 @@
 """A real MCP server (the SDK's low-level ``Server``, over stdio, in the handshake era) that records every
 ``resources/subscribe`` and ``resources/unsubscribe`` it is sent: ``python -m tests.servers.mcp_subscribed LOG``.
 
-Its one tool, ``flood(count, size)``, sends ``count`` log messages of ``size`` characters during the call, then
-answers ``flooded``. It offers the resources ``notes://a`` to ``notes://e`` (and no tools); each subscription request is
+Its tools: ``flood(count, size)`` sends ``count`` log messages of ``size`` characters during the call, then
+answers ``flooded``; ``ask_many(count)`` puts ``count`` elicitations to its client at once during the call, and
+answers how many were accepted and refused (``accepted 8, refused 32: <the first refusal's message>``).
+
+It offers the resources ``notes://a`` to ``notes://e``; each subscription request is
 appended to the file ``LOG`` as one line (``subscribe notes://a``, ``unsubscribe notes://a``), written before it is
 answered, so the file says what the server was sent even after it has stopped. A subscription to ``notes://c`` is
 recorded and never answered, and so is an unsubscription from ``notes://d``; an unsubscription from ``notes://e`` is
@@ -13,6 +16,7 @@ recorded too (``answered unsubscribe notes://e``, written only if the request wa
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,7 @@ import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 
 NOTES = ("notes://a", "notes://b", "notes://c", "notes://d", "notes://e")
 #: The resource whose subscription the server records but never answers.
@@ -31,6 +36,30 @@ SLOW_UNSUBSCRIBE = "notes://e"
 SLOW = 6.5
 
 
+async def ask_many(ctx: ServerRequestContext[Any], count: int, record: Callable[[str], None]) -> types.CallToolResult:
+    """Put ``count`` elicitations to the client at once; how many were accepted and refused (each refusal recorded
+    as it comes: ``refused elicitation``)."""
+    accepted: list[str] = []
+    refused: list[str] = []
+    schema: types.ElicitRequestedSchema = {"type": "object", "properties": {"name": {"type": "string"}}}
+
+    async def ask() -> None:
+        try:
+            answer = await ctx.session.elicit_form("Who are you?", schema, related_request_id=ctx.request_id)
+        except MCPError as exc:
+            refused.append(exc.error.message)
+            record("refused elicitation")
+            return
+        accepted.append(answer.action)
+
+    async with anyio.create_task_group() as tasks:
+        for _ in range(count):
+            tasks.start_soon(ask)
+    first = refused[0] if refused else ""
+    text = f"accepted {accepted.count('accept')}, refused {len(refused)}: {first}"
+    return types.CallToolResult(content=[types.TextContent(text=text)])
+
+
 def build_server(log: Path) -> Server[Any]:
     """The server, recording into ``log``."""
 
@@ -40,10 +69,14 @@ def build_server(log: Path) -> Server[Any]:
 
     async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
         schema = {"type": "object", "properties": {"count": {"type": "integer"}, "size": {"type": "integer"}}}
-        return types.ListToolsResult(tools=[types.Tool(name="flood", input_schema=schema)])
+        asks = {"type": "object", "properties": {"count": {"type": "integer"}}}
+        tools = [types.Tool(name="flood", input_schema=schema), types.Tool(name="ask_many", input_schema=asks)]
+        return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = params.arguments or {}
+        if params.name == "ask_many":
+            return await ask_many(ctx, int(arguments["count"]), record)
         for _ in range(int(arguments["count"])):
             await ctx.session.send_log_message("info", "x" * int(arguments["size"]), related_request_id=ctx.request_id)
         return types.CallToolResult(content=[types.TextContent(text="flooded")])

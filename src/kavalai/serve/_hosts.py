@@ -2,7 +2,8 @@
 (:class:`kavalai.adapters.mcp.McpRelay`): what a server sends reaches the host it concerns.
 
 - A server's request made during a call (sampling, elicitation, roots) goes to the host whose call is in flight on
-  that server, on that call's stream (a host of the 2026-07-28 era: as its call's input-required round); when no
+  that server, on that call's stream (a host of the 2026-07-28 era: as its call's input-required round), at most
+  :data:`MAX_ASKING` of a call at once (more are refused); when no
   host's call is, or calls of several hosts are, the server is told so with an error (the gateway cannot tell whom
   to ask), and so is it when the host does not offer what it asks, or has not answered when the call ends (a request
   never outlives the call it was part of). A ``roots/list`` outside any call goes to the one host that can be asked
@@ -72,6 +73,9 @@ _OUTSIDE_WAIT: Final = 60.0  # seconds a host is given to answer a roots/list as
 #: Notifications a host may have unsent (it reads too slowly, or not at all) before the gateway drops those that
 #: come for it (each is a task holding its message: the bound on what a slow host costs).
 MAX_UNSENT: Final = 256
+#: Requests of a server one host call may have put to its host at once (sampling, elicitation, roots): a server
+#: asking more meanwhile is refused (a host is not flooded with questions, nor the gateway with their waits).
+MAX_ASKING: Final = 8
 _ORDER: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
@@ -96,6 +100,7 @@ class _Call:
     ctx: ServerRequestContext[Any]
     host: Connection
     asking: set[anyio.CancelScope] = field(default_factory=set)
+    asked: int = 0  # requests put to the host for this call and not answered yet (at most MAX_ASKING)
     rounds: RoundsCall | None = None  # a 2026-07-28 host's call: asked through input-required rounds
 
     @property
@@ -337,6 +342,18 @@ class HostSessions:
         session = call.now.session
         if not session.check_client_capability(types.ClientCapabilities(**{capability: {}})):
             return refusal(f"the host of kavalai serve does not offer {capability}")
+        if call.asked >= MAX_ASKING:
+            return refusal(f"kavalai serve puts at most {MAX_ASKING} requests of one call to its host at once")
+        call.asked += 1
+        try:
+            return await self._put(call, session, request, result_type, capability)
+        finally:
+            call.asked -= 1
+
+    async def _put(
+        self, call: _Call, session: ServerSession, request: Any, result_type: type[Any], capability: str
+    ) -> Any:
+        """Put a server's ``request`` to the host of ``call``: on its session, or as a round of its call."""
         if call.rounds is not None:
             return await call.rounds.ask(request, result_type)
         metadata = ServerMessageMetadata(related_request_id=call.now.request_id)
