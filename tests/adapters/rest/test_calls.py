@@ -125,6 +125,19 @@ async def test_default_headers_are_sent(kernel: FunctionKernel, shop_url: str) -
     assert headers["x-client"] == "kavalai-tests"
 
 
+@pytest.mark.parametrize("name", ["Content-Type", "content-type", "CONTENT-TYPE"])
+async def test_a_json_body_is_sent_as_json_over_the_servers_default_content_type(
+    kernel: FunctionKernel, shop_url: str, name: str
+) -> None:
+    """The body's own type wins over a default header (the payload carries it when no header is set)."""
+    kernel.register_rest_server(RestServer(name="h", url=shop_url, headers={name: "text/plain", "X-Client": "t"}))
+    kernel.register_rest_server(RestServer(name="plain", url=shop_url))
+    for server in ("h", "plain"):
+        kernel.register_rest_tool(server, "body", "POST", obj({"s": {"type": "string"}}), None, path="/echo/body")
+        body = (await kernel.call_tool(f"rest://{server}.body", {"s": "x"})).result  # type: ignore[attr-defined]
+        assert body == {"json": {"s": "x"}, "content_type": "application/json", "query": {}}
+
+
 async def test_a_base_url_with_a_path_prefix(kernel: FunctionKernel, shop_url: str) -> None:
     kernel.register_rest_server(RestServer(name="p", url=f"{shop_url}/items/"))
     kernel.register_rest_tool("p", "first", "GET", path="/1")

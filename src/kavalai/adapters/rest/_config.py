@@ -263,9 +263,12 @@ class ResolvedServer:
     redactor: Redactor = field(init=False, compare=False)
     #: Headers of credentials read for one request (:meth:`with_credentials`), sent with it.
     request_headers: dict[str, str] = field(init=False, compare=False, default_factory=dict)
+    #: Whether :attr:`headers` names a ``Content-Type`` (a request's own body type is sent over it).
+    content_type_set: bool = field(init=False, compare=False, default=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "redactor", Redactor(self.secrets))
+        object.__setattr__(self, "content_type_set", any(name.lower() == "content-type" for name in self.headers))
         register_secret(*self.secrets)  # the secret gate: masked in every message, log record and span too
 
     def holds_secret(self, text: str) -> bool:

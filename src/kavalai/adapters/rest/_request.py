@@ -21,7 +21,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import quote, unquote
 
@@ -84,6 +84,13 @@ class RequestPlan:
     body_object: bool = False
     body_optional: bool = False
     body_form: bool = False
+    #: Every argument goes in a JSON object body (a hand-registered POST, PUT or PATCH): :meth:`prepare` in short.
+    _plain: bool = field(init=False, repr=False, compare=False, default=False)
+
+    def __post_init__(self) -> None:
+        plain = self.query_params is not None and not self.query_params and self.body_field is None
+        plain = plain and self.body_object and not (self.path_params or self.header_params or self.body_form)
+        object.__setattr__(self, "_plain", plain)
 
     @classmethod
     def simple(cls, method: str, path: str) -> RequestPlan:
@@ -101,6 +108,10 @@ class RequestPlan:
     def prepare(self, arguments: Mapping[str, Any], *, uri: str) -> PreparedRequest:
         """Fill the plan with the dumped arguments; :class:`ToolInputError` if a path placeholder has no value."""
         remaining = dict(arguments)
+        if self._plain:
+            if remaining or not self.body_optional:
+                return PreparedRequest(self.method, self.path, [], {}, remaining, True)
+            return PreparedRequest(self.method, self.path, [], {}, None, False)
         path = self._fill_path(remaining, uri) if self.path_params else self.path
         headers: dict[str, str] = {}
         for arg, header in self.header_params:

@@ -19,11 +19,15 @@ from __future__ import annotations
 import json
 import ssl
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any
+from contextvars import ContextVar
+from types import MappingProxyType
+from typing import Any, Final
 from urllib.parse import urlencode
 
 import aiohttp
 from aiohttp.client_middlewares import ClientMiddlewareType
+from aiohttp.payload import BytesPayload
+from opentelemetry import context as otel_context
 from opentelemetry.propagate import inject
 from opentelemetry.trace import SpanKind, get_current_span
 from pydantic_core import from_json, to_json
@@ -176,6 +180,14 @@ def _request_options(request: PreparedRequest, resolved: ResolvedServer, where: 
     options: dict[str, Any] = {}
     if request.query or resolved.query:
         options["params"] = [*request.query, *resolved.query]
+    traced = _span_possible() and get_current_span().get_span_context().is_valid
+    if request.has_body and not request.form and not (request.headers or resolved.request_headers or traced):
+        # The common case, no header of the request's own: the content type rides on the payload, so aiohttp merges
+        # no headers dict. It wins over a Content-Type the server's default headers set, as the dict's does.
+        options["data"] = BytesPayload(_json_body(request.body, where, uri), content_type=_JSON)
+        if resolved.content_type_set:
+            options["headers"] = _JSON_HEADERS
+        return options
     headers = dict(request.headers) if request.headers else {}
     if resolved.request_headers:
         headers.update(resolved.request_headers)
@@ -184,12 +196,28 @@ def _request_options(request: PreparedRequest, resolved: ResolvedServer, where: 
         headers["Content-Type"] = "application/x-www-form-urlencoded"
     elif request.has_body:
         options["data"] = _json_body(request.body, where, uri)
-        headers["Content-Type"] = "application/json"
-    if get_current_span().get_span_context().is_valid:  # a traced call: the server continues the trace
+        headers["Content-Type"] = _JSON
+    if traced:  # a traced call: the server continues the trace
         inject(headers)
     if headers:
         options["headers"] = headers
     return options
+
+
+_JSON: Final = "application/json"
+_JSON_HEADERS: Final = MappingProxyType({"Content-Type": _JSON})
+# OpenTelemetry's current context lives in this context variable (its runtime context's): while it holds an empty
+# context, no span is current, so none can be valid. Should OpenTelemetry move it, every call looks the span up.
+_otel_context: ContextVar[Any] | None = getattr(
+    getattr(otel_context, "_RUNTIME_CONTEXT", None), "_current_context", None
+)
+if not isinstance(_otel_context, ContextVar):  # pragma: no cover - another OpenTelemetry runtime context
+    _otel_context = None
+
+
+def _span_possible() -> bool:
+    """Whether a span may be current: false only when OpenTelemetry's context is known to be empty."""
+    return _otel_context is None or bool(_otel_context.get())
 
 
 def _dumps(value: Any) -> str:
