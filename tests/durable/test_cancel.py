@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
+import signal
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +21,7 @@ import pytest
 from kavalai.durable import DbosRunner, DurableRunner, current_run
 from kavalai.errors import RunCancelledError
 from tests.durable.conftest import fetch
+from tests.durable.fault_matrix import TOOL_TIMEOUT, Case, start, workflow_text
 from tests.durable.test_journal_io import charging_engine, orders
 from tests.servers.effects_app import create_app
 from tests.servers.uvicorn_server import serve
@@ -220,4 +224,52 @@ async def test_a_temporal_cancel_cuts_the_activity_in_flight_and_records_its_end
         assert ends == ["activity_task_completed", "activity_task_canceled"]  # A done; B cut and recorded
         assert (await runner.describe(run_id)).state == "cancelled"
     finally:
+        await runner.aclose()
+
+
+async def test_result_waits_for_the_step_cut_in_another_process(journal_url: str, tmp_path: Path) -> None:
+    """The run executes in a worker process of its own; this process cancels it while charge C is held at the shop
+    (the worker frozen with ``SIGSTOP`` meanwhile, so it cannot record the cut yet) and waits for its result:
+    ``RunCancelledError`` only once C's record, cut by the cancel, is in the journal (the worker's mark that its
+    execution ended), so what the caller reads next is the run's final state. Before, it was raised at once."""
+    from kavalai.durable.dbos import DbosClient
+
+    reached, held = threading.Event(), threading.Event()
+
+    def hold_c(order: str) -> None:
+        if order == "C":
+            reached.set()
+            held.wait(120)
+
+    workflow = tmp_path / "five.yaml"
+    text = workflow_text()
+    assert f"        timeout: {TOOL_TIMEOUT}\n" in text
+    workflow.write_text(text.replace(f"        timeout: {TOOL_TIMEOUT}\n", "        timeout: 120\n"), "utf-8")
+    run_id = f"elsewhere-{uuid.uuid4().hex[:8]}"
+    runner = DbosRunner(journal_url, stale_after=120)  # a frozen worker is not taken for gone here
+    client = DbosClient(journal_url)
+    try:
+        with serve(create_app(on_charge=hold_c)) as shop:
+            worker = start(Case("sqlite", "during", 1), journal_url, workflow, run_id, "worker", shop)
+            try:
+                assert await asyncio.to_thread(reached.wait, 120), (tmp_path / "worker.log").read_text()
+                os.kill(worker.pid, signal.SIGSTOP)
+                client.cancel(run_id)
+                waiting = asyncio.ensure_future(runner.result(run_id))
+                await asyncio.wait([waiting], timeout=3)
+                assert not waiting.done()  # the worker holding C cannot have recorded its cut
+                os.kill(worker.pid, signal.SIGCONT)
+                with pytest.raises(RunCancelledError, match=rf"^Run {run_id} is cancelled"):
+                    await waiting
+                info = client.describe(run_id)  # read at once: C's cut is recorded by now
+                assert info.state == "cancelled"
+                assert info.in_doubt == [{"position": 3, "name": "c#1/tool rest://shop.charge#1", "state": "cancelled"}]
+                assert not held.is_set()  # C was cut while its answer was still held
+            finally:
+                os.kill(worker.pid, signal.SIGCONT)
+                held.set()
+                await asyncio.to_thread(worker.communicate, timeout=120)
+            assert orders(fetch(f"{shop}/requests")) == ["A", "B", "C"]
+    finally:
+        client.close()
         await runner.aclose()

@@ -106,7 +106,8 @@ class DbosClient:
         if not found:
             raise UnknownRunError(run_id, f"dbos ({redacted(self.db)})")
         log = SqlStepLog(self._engine)
-        doubts = log.in_doubt(run_id) if log.recorded(run_id) else self._dbos_in_doubt(run_id)
+        kavalai_log = any(position != 0 for position in log.recorded(run_id))  # else its steps are DBOS steps
+        doubts = log.in_doubt(run_id) if kavalai_log else self._dbos_in_doubt(run_id)
         in_doubt = [{"position": position, "name": name, "state": state} for position, name, state in doubts]
         info = run_info(found[0], with_outcome=True, interrupted=log.interrupted([run_id]))
         return dataclasses.replace(info, in_doubt=in_doubt)

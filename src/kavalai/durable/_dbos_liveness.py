@@ -20,7 +20,7 @@ from kavalai.secrets import get_logger
 if TYPE_CHECKING:
     from kavalai.durable.dbos import DbosRunner
 
-__all__ = ["HOST", "Liveness"]
+__all__ = ["HOST", "Liveness", "gone"]
 
 logger = get_logger("kavalai.durable")
 
@@ -121,11 +121,25 @@ class Liveness:
         return True
 
     def _gone(self, row: Any, now: float) -> bool:
-        if row is None:
-            return True  # every runner writes its row before it starts runs, and removes it when it stops
-        if row.host == HOST and not _pid_alive(int(row.pid)):
-            return True
-        return bool(now - float(row.beat) > self.runner.stale_after)
+        return gone(row, now, self.runner.stale_after)
+
+    def alive(self, executor_id: str | None) -> bool:
+        """Whether the executor ``executor_id`` still beats (blocking): a run it executes may still record steps."""
+        if not executor_id:
+            return False
+        query = sa.select(self.table).where(self.table.c.executor_id == executor_id)
+        with self.engine.connect() as connection:
+            row = connection.execute(query).first()
+        return not gone(row, time.time(), self.runner.stale_after)
+
+
+def gone(row: Any, now: float, stale_after: float) -> bool:
+    """Whether the executor of heartbeat ``row`` (``None``: it has none) is gone."""
+    if row is None:
+        return True  # every runner writes its row before it starts runs, and removes it when it stops
+    if row.host == HOST and not _pid_alive(int(row.pid)):
+        return True
+    return bool(now - float(row.beat) > stale_after)
 
 
 def _pid_alive(pid: int) -> bool:

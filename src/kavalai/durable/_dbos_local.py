@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Final, NoReturn
 
 import sqlalchemy as sa
@@ -78,13 +78,29 @@ class LocalRuns:
             if self._executing.get(run_id) is left:
                 del self._executing[run_id]
 
-    async def ended(self, run_id: str, within: float = _CUT_WAIT) -> None:
+    async def ended(self, run_id: str, within: float = _CUT_WAIT) -> bool:
         """Wait, at most ``within`` seconds, until the run's execution in this process (if any) has left its target:
-        a cancelled run's step in flight is cut and recorded by then."""
+        a cancelled run's step in flight is cut and recorded by then. Whether it executed here."""
         left = self._executing.get(run_id)
         if left is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(left.wait(), within)
+        return left is not None
+
+    @staticmethod
+    async def ended_elsewhere(ended: Callable[[], bool], alive: Callable[[], bool], every: float) -> None:
+        """Wait, at most :data:`_CUT_WAIT` seconds, until a cancelled run executing in another process has ended
+        there (``ended()``: its journal says so), looking every ``every`` seconds while its executor is
+        ``alive()``; a look that fails (the database away) is a look that found nothing."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + _CUT_WAIT
+        while loop.time() < until:
+            try:
+                if await asyncio.to_thread(ended) or not await asyncio.to_thread(alive):
+                    return
+            except sa.exc.SQLAlchemyError:
+                pass
+            await asyncio.sleep(every)
 
     async def until_settled(self, run_id: str, engine: sa.Engine, status: sa.Table, every: float) -> None:
         """Wait until the run ``run_id`` has its outcome in ``status`` (DBOS's table of runs) or is parked here,

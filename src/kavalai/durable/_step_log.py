@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Final
 
 import sqlalchemy as sa
@@ -64,11 +65,28 @@ class SqlStepLog:
         self.table = STEPS
         ensure_schema(engine)
         self._insert = self.table.insert()
+        # A step's row (or its sent mark) is one INSERT: on a database server it commits by itself (one round trip,
+        # where a transaction is three: BEGIN, INSERT, COMMIT), on connections of a pool that does not ping the
+        # server at each checkout (one more round trip): every write is retried by journal_io, and one on a
+        # connection the server dropped either committed nothing or, retried, meets its own row (IntegrityError:
+        # the row is read back, a mark kept). SQLite's writes keep their IMMEDIATE transaction.
+        self._by_itself = (
+            None if engine.dialect.name == "sqlite" else sa.create_engine(engine.url, isolation_level="AUTOCOMMIT")
+        )
         self._status = (
             None
             if status is None
             else sa.select(status.c.status).where(status.c.workflow_uuid == sa.bindparam("run_id"))
         )
+
+    def _writing(self) -> AbstractContextManager[sa.Connection]:
+        """A connection for one INSERT, committed when the block ends (at once on a database server)."""
+        return self.engine.begin() if self._by_itself is None else self._by_itself.connect()
+
+    def close(self) -> None:
+        """Close the connections of its writes (those of ``engine`` are its owner's)."""
+        if self._by_itself is not None:
+            self._by_itself.dispose()
 
     def _cancelled(self, connection: sa.Connection, run_id: str) -> bool:
         if self._status is None:
@@ -101,7 +119,7 @@ class SqlStepLog:
         cancelled now."""
         text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
         try:
-            with self.engine.begin() as connection:
+            with self._writing() as connection:
                 connection.execute(self._insert, {"run_id": run_id, "position": position, "name": name, "result": text})
                 return (name, result), self._cancelled(connection, run_id)
         except sa.exc.IntegrityError:
@@ -117,7 +135,7 @@ class SqlStepLog:
         kept if one is there already."""
         text = json.dumps(mark, ensure_ascii=False, separators=(",", ":"))
         try:
-            with self.engine.begin() as connection:
+            with self._writing() as connection:
                 connection.execute(
                     self._insert, {"run_id": run_id, "position": -position, "name": name, "result": text}
                 )
@@ -136,6 +154,22 @@ class SqlStepLog:
         except sa.exc.IntegrityError:
             return
 
+    def mark_ended(self, run_id: str) -> None:
+        """Record (blocking) that the execution of the cancelled run ``run_id`` has ended, its step cut by the cancel
+        recorded: a row at position 0 (in place of an interruption's), which :meth:`ended` finds from any process."""
+        t = self.table
+        text = json.dumps({"state": "ended", "why": "cancelled"})
+        with self.engine.begin() as connection:
+            connection.execute(t.delete().where(t.c.run_id == run_id, t.c.position == 0))
+            connection.execute(self._insert, {"run_id": run_id, "position": 0, "name": "ended", "result": text})
+
+    def ended(self, run_id: str) -> bool:
+        """Whether :meth:`mark_ended` recorded the end of the cancelled run ``run_id``'s execution (blocking)."""
+        t = self.table
+        query = sa.select(t.c.name).where(t.c.run_id == run_id, t.c.position == 0, t.c.name == "ended")
+        with self.engine.connect() as connection:
+            return connection.execute(query).first() is not None
+
     def clear_interrupted(self, run_id: str) -> None:
         """Remove the mark of :meth:`mark_interrupted` (blocking): the run is resumed."""
         t = self.table
@@ -145,7 +179,7 @@ class SqlStepLog:
     def interrupted(self, run_ids: list[str]) -> set[str]:
         """Which of ``run_ids`` are marked interrupted (blocking)."""
         t = self.table
-        query = sa.select(t.c.run_id).where(t.c.run_id.in_(run_ids), t.c.position == 0)
+        query = sa.select(t.c.run_id).where(t.c.run_id.in_(run_ids), t.c.position == 0, t.c.name == "interrupted")
         with self.engine.connect() as connection:
             return {row[0] for row in connection.execute(query)}
 

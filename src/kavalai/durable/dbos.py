@@ -21,6 +21,8 @@ started at a time in a process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
 import os
 import uuid
@@ -270,6 +272,8 @@ class DbosRunner(DurableRunner):
             if engine is not None:
                 engine.dispose()
         self._system_engine = None
+        if self._steps is not None:
+            self._steps.close()
 
     # ----------------------------------------------------------------------------------------------- running
 
@@ -306,8 +310,9 @@ class DbosRunner(DurableRunner):
 
         Raises:
             UnknownRunError: no run has this id in the journal.
-            RunCancelledError: the run was cancelled; raised once the run's execution in this process has ended (its
-                step cut by the cancel recorded), waiting at most 30 s for it.
+            RunCancelledError: the run was cancelled; raised once the run's execution has ended (its step cut by
+                the cancel recorded), in this process or in the one executing it (its mark in the journal), waiting
+                at most 30 s for it, and not for an executor whose heartbeat is gone.
             RunInterruptedError: the run's journal went away for longer than it may wait (in this process); run it
                 again under the same id to resume it.
             DefinitionChangedError: the run was begun under another definition than its target's here.
@@ -325,8 +330,22 @@ class DbosRunner(DurableRunner):
         try:
             return await handle.get_result(polling_interval_sec=self.polling)  # settled: read once
         except DBOSAwaitedWorkflowCancelledError:
-            await self._parked.ended(run_id)  # its step cut by the cancel recorded: the caller reads the final state
+            # its step cut by the cancel recorded (here, or in the process executing it): the caller reads the
+            # run's final state
+            if not await self._parked.ended(run_id):
+                await self._ended_elsewhere(run_id)
             raise cancelled_error(run_id) from None
+
+    async def _ended_elsewhere(self, run_id: str) -> None:
+        """Wait (bounded) until the cancelled run ``run_id``, executing in another process, has ended there: its
+        journal says so (:meth:`SqlStepLog.mark_ended`), or the executor holding it is gone."""
+        found = await DBOS.get_workflow_status_async(run_id)
+        executor = None if found is None else found.executor_id
+        steps, liveness = self._steps, self._liveness
+        if steps is None or liveness is None or executor == self.executor_id:
+            return
+        ended = functools.partial(steps.ended, run_id)
+        await self._parked.ended_elsewhere(ended, functools.partial(liveness.alive, executor), self.polling)
 
     @property
     def application_version(self) -> str:
@@ -437,8 +456,12 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
         engine="dbos",
         answers=runner._answers,
     )
-    with bind_run(run), runner._parked.executing(run_id):
-        outcome = await found.run_journaled(payload)
+    try:
+        with bind_run(run), runner._parked.executing(run_id):
+            outcome = await found.run_journaled(payload)
+    except DBOSWorkflowCancelledError:
+        await _mark_ended(runner, run_id)
+        raise
     stopped = run.stopped
     if isinstance(stopped, RunInterruptedError):
         # Left as it stands, PENDING, without an outcome: resumed here on its next run, elsewhere once this process
@@ -446,5 +469,15 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
         # DBOS's poller of a stopped execution, which would outlive aclose() if the database is gone for good.
         runner._parked.park(stopped)
     if stopped is not None:  # cancelled: DBOS's own way to end the execution, and the run stays CANCELLED
+        await _mark_ended(runner, run_id)
         raise DBOSWorkflowCancelledError(str(stopped))
     return outcome
+
+
+async def _mark_ended(runner: DbosRunner, run_id: str) -> None:
+    """Tell a ``result()`` waiting in another process that the cancelled run's execution has ended here, its step
+    cut by the cancel recorded (best effort: without the mark it waits for this executor's heartbeat to go, at most
+    30 s)."""
+    if runner._steps is not None:
+        with contextlib.suppress(sa.exc.SQLAlchemyError):
+            await asyncio.to_thread(runner._steps.mark_ended, run_id)
