@@ -26,6 +26,7 @@ from tests.servers.mcp_tools import PIXEL_PNG
 
 from kavalai import FunctionKernel, McpServer
 from kavalai.serve import build_mcp_server
+from kavalai.serve._hosts import MAX_ASKING
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -225,6 +226,46 @@ async def test_roots_outside_a_call_are_asked_of_the_one_host_that_can_be_asked(
     assert (
         refused.message == "kavalai serve cannot tell which host to ask for roots outside a call: 2 hosts are connected"
     )
+
+
+async def test_roots_outside_a_call_are_put_to_the_host_at_most_max_asking_at_once(
+    kernel: FunctionKernel, host: Host
+) -> None:
+    """A backend asks the host's roots 12 times at once outside a call: the host is put ``MAX_ASKING`` of them (it
+    answers none until the others were refused), the others are refused to the backend at once, before any answer
+    (each was put to the host and waited up to 60 s)."""
+    server = await _served(kernel)
+    relay = _relay_of(kernel)
+    asked = 0
+    answers: list[Any] = []
+    refused_all = anyio.Event()
+
+    async def roots(context: Any) -> types.ListRootsResult:
+        nonlocal asked
+        asked += 1
+        await refused_all.wait()
+        return types.ListRootsResult(roots=[types.Root(uri="file:///host/project", name="project")])
+
+    async def ask() -> None:
+        answers.append(await relay.list_roots("features"))
+        if sum(isinstance(answer, types.ErrorData) for answer in answers) == 12 - MAX_ASKING:
+            refused_all.set()
+
+    async with Client(server, mode="legacy", list_roots_callback=roots) as client:
+        await client.list_tools()  # the host is known from its first request
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                for _ in range(12):
+                    tg.start_soon(ask)
+    refusals = [answer.message for answer in answers if isinstance(answer, types.ErrorData)]
+    assert refusals == [
+        f"kavalai serve puts at most {MAX_ASKING} roots requests outside a call to its host at once"
+    ] * (12 - MAX_ASKING)
+    assert (
+        answers[-MAX_ASKING:]
+        == [types.ListRootsResult(roots=[types.Root(uri="file:///host/project", name="project")])] * MAX_ASKING
+    )
+    assert asked == MAX_ASKING
 
 
 async def test_roots_outside_a_call_are_refused_when_only_a_2026_host_is_connected(

@@ -7,7 +7,8 @@
   host's call is, or calls of several hosts are, the server is told so with an error (the gateway cannot tell whom
   to ask), and so is it when the host does not offer what it asks, or has not answered when the call ends (a request
   never outlives the call it was part of). A ``roots/list`` outside any call goes to the one host that can be asked
-  on its session (a handshake-era host), and is refused when there are none or several.
+  on its session (a handshake-era host), and is refused when there are none or several; at most :data:`MAX_ASKING`
+  of them are put to it at once (more are refused).
 - A log message goes, tagged with the server's name as its logger (``github`` or ``github/<its logger>``), to the
   hosts with a call in flight on that server (on that call's stream), else to every host that asked for log messages
   with ``logging/setLevel``; each host gets only those at or above the level it set.
@@ -90,6 +91,7 @@ class _Host:
     ending: bool = False  # its connection's teardown will release it (HostSessions._ends_with)
     unsent: int = 0  # notifications being sent to it now
     dropped: int = 0  # notifications dropped, MAX_UNSENT being unsent
+    asked: int = 0  # roots/list put to it outside a call and not answered yet (at most MAX_ASKING)
 
 
 @dataclass(eq=False)
@@ -379,6 +381,16 @@ class HostSessions:
         [host] = able
         if not host.session.check_client_capability(types.ClientCapabilities(roots={})):
             return refusal("the host of kavalai serve does not offer roots")
+        if host.asked >= MAX_ASKING:
+            return refusal(f"kavalai serve puts at most {MAX_ASKING} roots requests outside a call to its host at once")
+        host.asked += 1
+        try:
+            return await self._ask_roots(host)
+        finally:
+            host.asked -= 1
+
+    async def _ask_roots(self, host: _Host) -> Any:
+        """Put a ``roots/list`` to ``host`` on its session, bounded by :data:`_OUTSIDE_WAIT`."""
         with anyio.move_on_after(_OUTSIDE_WAIT):
             try:
                 answer: types.ListRootsResult = await host.session.send_request(
