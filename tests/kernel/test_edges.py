@@ -16,7 +16,7 @@ from tests.adapters.test_threads import _until
 from kavalai import FunctionKernel, pythontool
 from kavalai.adapters.mcp import McpServer
 from kavalai.adapters.rest import RestServer
-from kavalai.errors import ToolOutputError, ToolTimeoutError
+from kavalai.errors import DeadlineExceededError, ToolOutputError, ToolTimeoutError
 from kavalai.kernel import MAX_SECONDS, ToolDefinition, ToolURI, deadline
 
 
@@ -38,6 +38,23 @@ async def test_a_deadline_block_is_entered_once_as_asyncio_timeout_is() -> None:
     kernel.register_python_tool("nap", nap)
     with pytest.raises(ToolTimeoutError), deadline(0.05):  # a new block for each: cut as documented
         await kernel.call_tool("python://nap", {"seconds": 30})
+    await kernel.close()
+
+
+async def test_a_deadline_block_is_also_an_async_context_manager_as_asyncio_timeout_is() -> None:
+    # `async with deadline(2):`, written as asyncio.timeout is, raised TypeError: not an async context manager.
+    kernel = FunctionKernel()
+    kernel.register_python_tool("nap", nap)
+    with pytest.raises(ToolTimeoutError, match="cut at the deadline of the block around it"):
+        async with deadline(0.05):
+            await kernel.call_tool("python://nap", {"seconds": 30})
+    with pytest.raises(DeadlineExceededError):
+        async with deadline(0.05) as block:
+            await asyncio.sleep(30)
+    assert block.expired
+    async with deadline(5) as calm:
+        assert (await kernel.call_tool("python://nap", {"seconds": 0})).result == "rested"  # type: ignore[attr-defined]
+    assert not calm.expired
     await kernel.close()
 
 

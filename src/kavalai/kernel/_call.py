@@ -329,7 +329,7 @@ class Deadline(_Scope):
     finished normally ends normally, one that raised something else ends with that, and a cancellation of the task
     by anyone else goes on as ``CancelledError``. Read :attr:`expired` to learn whether the deadline passed.
     A block is entered once (a second ``with`` on the same object raises ``RuntimeError``, as ``asyncio.timeout``
-    does): make a new one for each block.
+    does): make a new one for each block. ``async with`` works too, the same block.
     A block inside another call or block gets the nearer of its own limit and theirs. Agents
     (``Agent.run(timeout=)``), code mode (``CodeMode(max_seconds=)``), workflow runs and ``kavalai serve`` (an MCP
     client's ``io.kavalai/deadline``) are such blocks.
@@ -376,6 +376,15 @@ class Deadline(_Scope):
         sole = self._withdraw()
         if exc_type is not None and issubclass(exc_type, asyncio.CancelledError) and sole:
             raise self.error() from None
+
+    async def __aenter__(self) -> Deadline:
+        """``async with deadline(2.0):`` as ``async with asyncio.timeout(2.0):`` is written: the same block."""
+        return self.__enter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
 
     def error(self) -> DeadlineExceededError:
         """The error this block ends with when its deadline passes."""
