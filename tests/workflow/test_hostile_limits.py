@@ -289,3 +289,13 @@ async def test_the_size_limit_is_the_workflows_own(tmp_path: Path) -> None:
 def test_a_template_failing_outside_jinja_is_a_node_error_naming_the_cause(template: str, named: str) -> None:
     with pytest.raises(NodeError, match=rf"Node 'n': field 'f': the template could not be rendered: {named}"):
         render_template(template, {}, node="n", field="f")
+
+
+@pytest.mark.parametrize("source", ["\ud800", "a.b + '\udfff'", "get('\ud83d')"])
+def test_an_expression_python_cannot_encode_is_an_expression_error(source: str) -> None:
+    """A lone surrogate (``"\\ud800"`` in a JSON workflow document decodes to one) made ``ast.parse`` raise
+    ``UnicodeEncodeError`` out of ``compile_expression`` and ``is_path``: the one parse's promise is
+    :class:`ExpressionError` for every source it cannot read."""
+    with pytest.raises(ExpressionError, match="does not parse"):
+        compile_expression(source, node="n")
+    assert not is_path(source)

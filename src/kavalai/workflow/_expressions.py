@@ -226,12 +226,15 @@ def is_path(source: str) -> bool:
 
 def _parse(source: str) -> ast.Expression:
     """The one parse of an expression's source: a source nested too deeply for the parser (``-`` or ``not`` 100,000
-    times, ``x+x+...`` 50,000 terms, whose ``MemoryError`` or ``RecursionError`` came out of ``ast.parse``) is an
-    :class:`ExpressionError`, as a syntax error is."""
+    times, ``x+x+...`` 50,000 terms, whose ``MemoryError`` or ``RecursionError`` came out of ``ast.parse``) or one
+    it cannot encode (a lone surrogate: ``UnicodeEncodeError``) is an :class:`ExpressionError`, as a syntax error
+    is."""
     try:
         return ast.parse(source.strip(), mode="eval")
     except SyntaxError as exc:
         raise ExpressionError(f"expression {source!r} does not parse: {exc.msg}", expression=source) from None
+    except ValueError as exc:  # a lone surrogate (a JSON document's "\\ud800") cannot be encoded for the parser
+        raise ExpressionError(f"expression {_short(source)} does not parse: {exc}", expression=_short(source)) from None
     except (RecursionError, MemoryError):
         raise ExpressionError(
             f"expression {_short(source)} is nested too deeply to parse ({len(source):,} characters)",
