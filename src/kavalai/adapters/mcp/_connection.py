@@ -85,7 +85,7 @@ from kavalai.errors import (
 )
 from kavalai.kernel import LazyTool, ToolDefinition, ToolURI, current_call
 from kavalai.secrets import get_logger
-from kavalai.tracing import mcp_client_span
+from kavalai.tracing import mcp_client_span, tracing_configured
 
 __all__ = ["McpConnection"]
 
@@ -643,9 +643,14 @@ class McpConnection:
                 return await session.send_request(request, era.CALL_RESULT, progress_callback=progress)
 
             try:
-                with mcp_client_span("tools/call", tool, self._span_attributes(tool, session)):
-                    answered: mcp_types.CallToolResult | TaskCreated = await era.drive_input_required(
-                        session, await send(None, None), send
+                # No tracer provider: no span, and its attributes not built (mcp_client_span would yield at once).
+                traced = tracing_configured()
+                with mcp_client_span("tools/call", tool, self._span_attributes(tool, session)) if traced else _NO_SPAN:
+                    first = await send(None, None)
+                    answered: mcp_types.CallToolResult | TaskCreated = (
+                        await era.drive_input_required(session, first, send)
+                        if isinstance(first, mcp_types.InputRequiredResult)
+                        else first  # what drive_input_required returns at once, without its frame
                     )
                     # A server may run the call as a task: then it is followed to its end (_tasks.py).
                     result = await drive_task(session, answered) if isinstance(answered, TaskCreated) else answered
@@ -735,6 +740,9 @@ class McpConnection:
         self._crashes.reset()
         if self._status is not McpStatus.REGISTERED:
             self._report(McpStatus.CLOSED)
+
+
+_NO_SPAN: Final = nullcontext()  # reusable: enters and leaves without a frame of Python
 
 
 def _progress() -> ProgressFnT | None:

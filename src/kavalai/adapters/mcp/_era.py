@@ -195,7 +195,10 @@ _LEVELS: Final[tuple[str, ...]] = get_args(mcp_types.LoggingLevel)  # the most v
 def log_meta(meta: dict[str, Any] | None, level: str | None, session: ClientSession) -> dict[str, Any] | None:
     """A request's ``_meta`` with the log level asked by ``logging/setLevel`` or for the calls of the context
     (:func:`calls_logging_at`), the more verbose of the two (2026-07-28: asked per request)."""
-    asked = [known for known in (level, calls_log_level()) if known in _LEVELS]
+    called = calls_log_level()
+    if level is None and called is None:  # the common case: no level asked at all
+        return meta
+    asked = [known for known in (level, called) if known in _LEVELS]
     if not asked or not is_modern(session.protocol_version):
         return meta
     return {**(meta or {}), mcp_types.LOG_LEVEL_META_KEY: min(asked, key=_LEVELS.index)}

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+import anyio
 import mcp_types
 from mcp.shared.message import SessionMessage
 from opentelemetry import trace
 from opentelemetry.trace import Span
 
-from kavalai.adapters.mcp._tasks import LegacyTaskReads
+from kavalai.adapters.mcp._tasks import LegacyTaskReads, carry_task
 from kavalai.tracing import settle_ok
 
 __all__ = ["ProbeReads", "ProbeSpans", "ProbeWrites"]
@@ -64,7 +65,16 @@ class ProbeReads(LegacyTaskReads):
 
     async def receive(self) -> Any:
         """The next message, after its probe span (if it answers one) is settled."""
-        item = await super().receive()
+        item = carry_task(await self._inner.receive())  # LegacyTaskReads.receive, without its frame
+        self._probes.received(item)
+        return item
+
+    async def __anext__(self) -> Any:
+        """The next message as :meth:`receive` gives it (the session reads with ``async for``), in one frame."""
+        try:
+            item = carry_task(await self._inner.receive())
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
         self._probes.received(item)
         return item
 

@@ -36,6 +36,7 @@ __all__ = [
     "LegacyTaskReads",
     "TaskCreated",
     "call_as_legacy_task",
+    "carry_task",
     "drive_task",
     "offers_tasks",
     "send_call",
@@ -108,7 +109,7 @@ class LegacyTaskReads:
 
     async def receive(self) -> Any:
         """The next message, a created task carried as above."""
-        return _carry_task(await self._inner.receive())
+        return carry_task(await self._inner.receive())
 
     def __aiter__(self) -> LegacyTaskReads:
         return self
@@ -130,7 +131,8 @@ class LegacyTaskReads:
         await self.aclose()
 
 
-def _carry_task(item: Any) -> Any:
+def carry_task(item: Any) -> Any:
+    """``item`` read by :class:`LegacyTaskReads`: a created task's answer carried as a ``CallToolResult``."""
     message = getattr(item, "message", None)
     if not isinstance(message, mcp_types.JSONRPCResponse):
         return item
