@@ -1,8 +1,9 @@
 """The second stage of tool search: the first stage's best candidates re-scored by what their names say.
 
-The first stage (BM25 and embeddings fused by rank) finds the right tool among its first 50 for nearly every
-request, but not always first: rank fusion can bury a rare exact word ("backfill" in ``create_backfill``) under
-tools that are only near in meaning, and neither ranking knows that "open a bug" asks to create. :class:`Rescorer`
+The first stage (BM25 and embedding scores, each scaled to 0..1 and added) finds the right tool among its first 50
+for nearly every request, but not always first: the meaning's larger weight can bury a rare exact word
+("backfill" in ``create_backfill``) under tools that are only near in meaning, and neither ranking knows that
+"open a bug" asks to create. :class:`Rescorer`
 adds to each candidate's first-stage score (scaled so the best is 1):
 
 - :data:`NAME_WEIGHT` times the rarest query word found in the tool's name or its server's name, by that word's
