@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import contextvars
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -111,6 +112,11 @@ class _Call:
         return self.rounds.ctx if self.rounds is not None and self.rounds.ctx is not None else self.ctx
 
 
+#: The host's call whose task this is: a request a server makes within it (a 2026-07-28 server's input-required
+#: round, answered in the calling task) is that call's, even while other hosts' calls are in flight on the server.
+_IN_CALL: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("kavalai_serve_in_call", default=None)
+
+
 class HostSessions:
     """The host sessions of one served kernel, and the calls they have in flight.
 
@@ -176,9 +182,11 @@ class HostSessions:
             return
         call = _Call(server, ctx, connection_of(ctx), rounds=rounds)
         self._calls.append(call)
+        token = _IN_CALL.set(call)
         try:
             yield
         finally:
+            _IN_CALL.reset(token)
             self._calls.remove(call)
             for scope in call.asking:  # a request the host has not answered ends with the call it was part of
                 scope.cancel()
@@ -331,7 +339,11 @@ class HostSessions:
     # ----------------------------------------------------------------------------------- helpers
 
     async def _ask(self, server: str, capability: str, request: Any, result_type: type[Any]) -> Any:
-        hosts = {call.host: call for call in self._calls if call.server == server}
+        own = _IN_CALL.get()
+        if own is not None and own.server == server and own in self._calls:  # asked within the call's own task
+            hosts = {own.host: own}
+        else:
+            hosts = {call.host: call for call in self._calls if call.server == server}
         if self._stateless and not (len(hosts) == 1 and next(iter(hosts.values())).rounds is not None):
             # a 2026-07-28 host's call is asked in input-required rounds, which need no session; nothing else can be
             return refusal(no_back_channel(server, capability))

@@ -34,6 +34,7 @@ import mcp_types as types
 from anyio.abc import TaskGroup
 from mcp_types.version import is_version_at_least
 
+from kavalai.adapters.mcp._era import INPUT_KEY
 from kavalai.serve._errors import protocol_error, refusal, tool_error_result
 
 __all__ = ["ANSWER_WINDOW", "ELSEWHERE", "InputRounds", "RoundsCall", "takes_rounds"]
@@ -85,7 +86,9 @@ class RoundsCall:
     async def ask(self, request: types.InputRequest, result_type: type[Any]) -> Any:
         """Put ``request`` to the host in the next round; its answer (as ``result_type``) or an ``ErrorData``."""
         self._count += 1
-        question = _Question(f"q{self._count}", request)
+        key = INPUT_KEY.get()  # the backend's own key, when it asked in a round of its own (and it is free)
+        taken = key in self._sent or any(question.key == key for question in self._pending)
+        question = _Question(key if key is not None and not taken else f"q{self._count}", request)
         self._pending.append(question)
         self._news.set()
         with anyio.move_on_after(self.answer_window):

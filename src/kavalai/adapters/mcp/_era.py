@@ -13,6 +13,7 @@ Change notifications arrive on a ``subscriptions/listen`` stream instead of the 
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from contextlib import AsyncExitStack
@@ -33,6 +34,7 @@ from kavalai.secrets import get_logger
 
 __all__ = [
     "CALL_RESULT",
+    "INPUT_KEY",
     "MAX_INPUT_REQUESTS",
     "MAX_INPUT_ROUNDS",
     "InputRefused",
@@ -57,6 +59,9 @@ logger = get_logger("kavalai.mcp")
 MAX_INPUT_ROUNDS: Final = 10
 #: The most requests one round may ask (a user is not asked a thousand questions at once).
 MAX_INPUT_REQUESTS: Final = 16
+#: The key a server gave the request being answered in its input-required round (``None`` outside one): a relay
+#: asking someone else in rounds of its own (``kavalai serve``) asks under the same key.
+INPUT_KEY: contextvars.ContextVar[str | None] = contextvars.ContextVar("kavalai_mcp_input_key", default=None)
 _STATE_ONLY_DELAY: Final = (0.05, 0.25)  # first and longest wait before re-sending a request the server holds
 
 
@@ -259,7 +264,11 @@ async def drive_input_required(
             for key, request in current.input_requests.items():
                 meta = request.params.meta if request.params else None
                 context = ClientRequestContext(session=session, request_id=key, meta=meta)
-                answer = await session.dispatch_input_request(context, request)
+                asked = INPUT_KEY.set(key)
+                try:
+                    answer = await session.dispatch_input_request(context, request)
+                finally:
+                    INPUT_KEY.reset(asked)
                 if isinstance(answer, mcp_types.ErrorData):
                     raise InputRefused(request.method, answer)
                 responses[key] = answer

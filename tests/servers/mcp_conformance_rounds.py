@@ -1,0 +1,117 @@
+"""A real MCP server (the SDK's ``MCPServer``) of the 2026-07-28 era offering the tools the conformance suite's
+input-required scenarios call (``test_input_required_result_*``), written from the requirements each scenario states.
+Each asks in ``InputRequiredResult`` rounds of its own, under its own keys and ``requestState``; ``kavalai serve``
+fronting it (``tests/serve/test_conformance.py``) answers those rounds by asking its host in rounds of the gateway's,
+under the same keys.
+
+Run it over stdio: ``python -m tests.servers.mcp_conformance_rounds``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import mcp_types as types
+from mcp.server.mcpserver import Context, MCPServer
+
+
+def _schema(field: str, kind: str = "string") -> dict[str, Any]:
+    return {"type": "object", "properties": {field: {"type": kind}}, "required": [field]}
+
+
+def _elicit(message: str, field: str, kind: str = "string") -> dict[str, Any]:
+    return {"method": "elicitation/create", "params": {"message": message, "requestedSchema": _schema(field, kind)}}
+
+
+def _sample(text: str, max_tokens: int) -> dict[str, Any]:
+    message = {"role": "user", "content": {"type": "text", "text": text}}
+    return {"method": "sampling/createMessage", "params": {"messages": [message], "maxTokens": max_tokens}}
+
+
+_ROOTS: dict[str, Any] = {"method": "roots/list", "params": {}}
+
+
+def _ask(requests: dict[str, Any], state: str | None = None) -> types.InputRequiredResult:
+    return types.InputRequiredResult.model_validate({"inputRequests": requests, "requestState": state})
+
+
+def _answers(ctx: Context, *keys: str) -> dict[str, Any] | None:
+    """The answers to ``keys`` when every one came, else ``None`` (they are asked again)."""
+    given = ctx.input_responses or {}
+    if not all(key in given for key in keys):
+        return None
+    return {key: given[key].model_dump(by_alias=True, exclude_none=True) for key in keys}
+
+
+def build_server() -> MCPServer:
+    """The server."""
+    server = MCPServer("conformance-rounds")
+
+    @server.tool()
+    def test_input_required_result_elicitation(ctx: Context) -> str | types.InputRequiredResult:
+        """Ask the user's name."""
+        found = _answers(ctx, "user_name")
+        if found is None:
+            return _ask({"user_name": _elicit("What is your name?", "name")})
+        return f"Hello, {found['user_name'].get('content', {}).get('name', 'stranger')}!"
+
+    @server.tool()
+    def test_input_required_result_sampling(ctx: Context) -> str | types.InputRequiredResult:
+        """Ask the client's model a question."""
+        found = _answers(ctx, "capital_question")
+        if found is None:
+            return _ask({"capital_question": _sample("What is the capital of France?", 100)})
+        return f"LLM response: {found['capital_question'].get('content', {}).get('text')}"
+
+    @server.tool()
+    def test_input_required_result_list_roots(ctx: Context) -> str | types.InputRequiredResult:
+        """Ask the client's roots."""
+        found = _answers(ctx, "client_roots")
+        if found is None:
+            return _ask({"client_roots": _ROOTS})
+        return "Roots: " + ", ".join(root["uri"] for root in found["client_roots"].get("roots", []))
+
+    @server.tool()
+    def test_input_required_result_request_state(ctx: Context) -> str | types.InputRequiredResult:
+        """Ask a confirmation, with a state to echo."""
+        found = _answers(ctx, "confirm")
+        if found is None or ctx.request_state != "confirm-state":
+            return _ask({"confirm": _elicit("Please confirm", "ok", "boolean")}, "confirm-state")
+        return f"state-ok: {json.dumps(found['confirm'], sort_keys=True)}"
+
+    @server.tool()
+    def test_input_required_result_tampered_state(ctx: Context) -> str | types.InputRequiredResult:
+        """Ask a confirmation, with a state to echo."""
+        found = _answers(ctx, "confirm")
+        if found is None or ctx.request_state != "tamper-state":
+            return _ask({"confirm": _elicit("Please confirm", "ok", "boolean")}, "tamper-state")
+        return "confirmed"
+
+    @server.tool()
+    def test_input_required_result_multiple_inputs(ctx: Context) -> str | types.InputRequiredResult:
+        """Ask a name, a greeting and the roots at once."""
+        found = _answers(ctx, "user_name", "greeting", "client_roots")
+        if found is None or ctx.request_state != "three":
+            requests = {
+                "user_name": _elicit("What is your name?", "name"),
+                "greeting": _sample("Generate a greeting", 50),
+                "client_roots": _ROOTS,
+            }
+            return _ask(requests, "three")
+        return "all three answered"
+
+    @server.tool()
+    def test_input_required_result_multi_round(ctx: Context) -> str | types.InputRequiredResult:
+        """Ask a name, then a colour."""
+        if ctx.request_state == "round-2" and _answers(ctx, "step2") is not None:
+            return "both steps answered"
+        if ctx.request_state == "round-1" and _answers(ctx, "step1") is not None:
+            return _ask({"step2": _elicit("Step 2: What is your favorite color?", "color")}, "round-2")
+        return _ask({"step1": _elicit("Step 1: What is your name?", "name")}, "round-1")
+
+    return server
+
+
+if __name__ == "__main__":
+    build_server().run("stdio")
