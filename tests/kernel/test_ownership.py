@@ -516,6 +516,40 @@ async def test_a_call_cut_through_the_timer_of_the_block_around_it_is_expired() 
         await kernel.close()
 
 
+@pythontool
+def waits_for_a_person_in_its_thread(then_wait: bool) -> float | None:
+    """A sync tool that pauses its own deadline from its worker thread (0.6 s against a 0.3 s timeout), then, when
+    ``then_wait``, waits for ``_RELEASE``, recording in ``_WAITED`` whether the wait ended before the call did."""
+    with deadline_paused():
+        threading.Event().wait(0.6)
+    call = current_call()
+    left = call.remaining() if call is not None else None
+    if then_wait:
+        _WAITED.append(_RELEASE.wait(30))
+    return left
+
+
+_RELEASE = threading.Event()
+_WAITED: list[bool] = []
+
+
+async def test_a_sync_tool_pauses_its_deadline_from_its_thread_and_is_cut_after_it(kernel: FunctionKernel) -> None:
+    """From a worker thread the pause stopped and armed the loop's timer off the loop's thread (asyncio's debug
+    mode: RuntimeError out of the tool), and the timer armed again never cut the call: it ended only when its
+    thread returned."""
+    kernel.register_python_tool("person", waits_for_a_person_in_its_thread)
+    result = await kernel.call_tool("python://person", {"then_wait": False}, timeout=0.3)
+    assert 0 < (result.result or -1) <= 0.3  # type: ignore[attr-defined]  # the clock went on from where it stopped
+    try:
+        with pytest.raises(ToolTimeoutError, match="python://person"):
+            await kernel.call_tool("python://person", {"then_wait": True}, timeout=0.3)
+        assert not _WAITED  # cut while its thread still waited, not when the thread returned
+    finally:
+        _RELEASE.set()
+    await kernel.close()
+    assert _WAITED == [True]
+
+
 async def test_a_paused_deadline_stops_the_calls_own_clock_not_the_one_around_it(kernel: FunctionKernel) -> None:
     async def waits_for_a_person(call: ToolCall, call_next: CallNext) -> Any:
         with deadline_paused():  # as a durable run waits for the operator's answer about a step in doubt

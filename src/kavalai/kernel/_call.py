@@ -506,21 +506,72 @@ def deadline_paused() -> Iterator[None]:
     """The clock of the current call's own deadline stops while the ``with`` block runs, and goes on from where it
     stopped after it: time the call spends waiting for a person (an operator asked whether an effect happened) is
     not the tool's time. A deadline the call inherited (a run's, a block's around it) still runs: only the call's
-    own timeout is paused. Outside a call, or in a call whose deadline is inherited, the block runs as it is."""
+    own timeout is paused. Outside a call, or in a call whose deadline is inherited, the block runs as it is. A sync
+    tool may pause from its worker thread: the timer is the event loop's, so it is stopped and armed again there."""
     call = _current.get()
-    if not isinstance(call, ToolCall) or call._source is not None or call._timer is None or call._cut is not None:
+    if not isinstance(call, ToolCall) or call._task is None:
         yield
         return
+    loop = call._task.get_loop()
+    if _loop_here() is loop:
+        left = _pause(call)
+        try:
+            yield
+        finally:
+            _resume(call, left)
+        return
+    left = _on_loop(loop, _pause, call)  # a worker thread: the loop's timers are touched on its own thread only
+    try:
+        yield
+    finally:
+        _on_loop(loop, _resume, call, left)
+
+
+def _loop_here() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _pause(call: ToolCall) -> float | None:
+    """Stop ``call``'s own deadline (the one around it goes on); what was left of it, or ``None`` when it has no
+    deadline of its own to pause (inherited, none, or already cut or ended)."""
+    if call._source is not None or call._timer is None or call._cut is not None or call._done:
+        return None
     left, outer = call.remaining(), call.parent
     _disarm(call)
     call._bind(outer, None)  # meanwhile the deadline around the call, if there is one
     call._arm(None)
+    return left
+
+
+def _resume(call: ToolCall, left: float | None) -> None:
+    """Arm ``call``'s own deadline again with the ``left`` seconds :func:`_pause` stopped it at."""
+    if left is None:
+        return
+    _disarm(call)
+    if call._done:  # it ended meanwhile: nothing to cut any more
+        return
+    call._bind(call.parent, left)
+    call._arm(left)
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop, func: Callable[..., R], *args: Any) -> R | None:
+    """Run ``func(*args)`` on ``loop``'s thread and wait for its result (``None`` when the loop is closed)."""
+    done: concurrent.futures.Future[R] = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            done.set_result(func(*args))
+        except BaseException as exc:  # handed to the waiting thread
+            done.set_exception(exc)
+
     try:
-        yield
-    finally:
-        _disarm(call)
-        call._bind(outer, left)
-        call._arm(left)
+        loop.call_soon_threadsafe(run)
+    except RuntimeError:  # the loop is closed: the call ended with it
+        return None
+    return done.result()
 
 
 def _disarm(scope: _Scope) -> None:
