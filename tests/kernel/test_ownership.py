@@ -550,6 +550,36 @@ async def test_a_sync_tool_pauses_its_deadline_from_its_thread_and_is_cut_after_
     assert _WAITED == [True]
 
 
+@pythontool
+def pauses_once_cut() -> None:
+    """A sync tool that, once its call was cut, pauses its deadline from its thread and records that it went on."""
+    _GO.wait(30)
+    with deadline_paused():
+        pass
+    _WENT_ON.set()
+
+
+_GO = threading.Event()
+_WENT_ON = threading.Event()
+
+
+def test_a_cut_sync_tools_thread_pausing_after_its_loop_stopped_goes_on() -> None:
+    """The thread of a cut call outlives it; pausing then, with its loop stopped (not closed), waited for the loop
+    to run again: for ever, if it never does."""
+    loop = asyncio.new_event_loop()
+    kernel = FunctionKernel()
+    kernel.register_python_tool("cut", pauses_once_cut)
+    try:
+        with pytest.raises(ToolTimeoutError):
+            loop.run_until_complete(kernel.call_tool("python://cut", timeout=0.1))
+        _GO.set()  # the loop is stopped now
+        assert _WENT_ON.wait(30)
+    finally:
+        _GO.set()
+        loop.run_until_complete(kernel.close())
+        loop.close()
+
+
 async def test_a_paused_deadline_stops_the_calls_own_clock_not_the_one_around_it(kernel: FunctionKernel) -> None:
     async def waits_for_a_person(call: ToolCall, call_next: CallNext) -> Any:
         with deadline_paused():  # as a durable run waits for the operator's answer about a step in doubt

@@ -520,6 +520,9 @@ def deadline_paused() -> Iterator[None]:
         finally:
             _resume(call, left)
         return
+    if call._done or not loop.is_running():  # a cut call's thread going on: nothing to pause, no loop to wait for
+        yield
+        return
     left = _on_loop(loop, _pause, call)  # a worker thread: the loop's timers are touched on its own thread only
     try:
         yield
