@@ -63,7 +63,9 @@ def wait_for(predicate: Any, what: str, timeout: float = 60) -> None:
 
 
 def test_two_workers_share_a_queue_and_one_takes_over_the_runs_of_the_other(postgres_url: str, tmp_path: Path) -> None:
-    with serve(create_app(delay=0.3)) as rest:
+    # The first worker's charges answer slowly: when it has sent 4, a run of its is still in flight (not all 60
+    # charges done however fast the machine), so the second worker has work to take over after the kill.
+    with serve(create_app(delay=0.3, worker_delay={"first": 2.0})) as rest:
         first = start_worker(postgres_url, rest, "first", tmp_path)
         second: subprocess.Popen[str] | None = None
         client = DbosClient(postgres_url)

@@ -467,6 +467,9 @@ def test_a_worker_is_given_every_option_of_its_parent_but_where_to_listen() -> N
     from kavalai.cli._serve_workers import _worker_command
 
     parents_own = {"help", "host", "port", "workers", "worker_restarts", "worker_fds"}
+    # Workers are stateless, and --session-idle-timeout is refused with --stateless (tests/serve/test_host_ends.py):
+    # no worker can be given one, so it is not carried.
+    parents_own |= {"session_idle_timeout"}
     given = ["my.yaml", "--transport", "http", "--stateless", "--json-response", "--keep-alive", "30"]
     given += ["--path", "/tools", "--name", "gw", "--names", "own", "--bearer-token-env", "TOKEN"]
     given += ["--allow", "python.*", "--allow", "mcp.*", "--deny", "mcp.x.*", "--no-lazy", "--tracing"]

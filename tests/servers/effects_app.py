@@ -17,7 +17,7 @@ import os
 import signal
 import threading
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Header
@@ -39,11 +39,14 @@ def create_app(
     kill_during: str | None = None,
     on_charge: Callable[[str], None] | None = None,
     honour_keys: bool = True,
+    worker_delay: Mapping[str, float] | None = None,
 ) -> FastAPI:
     """A fresh app with empty records; each charge takes ``delay`` seconds after it is recorded (a slow API);
     the first charge of order ``kill_during`` kills its caller before the answer (see the module docstring);
     ``on_charge(order)`` is called after each charge is recorded, before the answer (a fault injected mid-step);
-    ``honour_keys=False`` makes a service that ignores ``Idempotency-Key`` (each request is an effect)."""
+    ``honour_keys=False`` makes a service that ignores ``Idempotency-Key`` (each request is an effect);
+    ``worker_delay`` adds seconds to the answers to the workers it names (their ``X-Worker`` header): a worker
+    that must still be mid-run when a test kills it."""
     app = FastAPI()
     lock = threading.Lock()
     effects: list[dict[str, Any]] = []
@@ -70,8 +73,9 @@ def create_app(
                 os.kill(int(x_pid), signal.SIGKILL)  # the caller dies while its request is being answered
         if on_charge is not None:
             await asyncio.to_thread(on_charge, body.order)
-        if delay:
-            await asyncio.sleep(delay)
+        wait = delay + (worker_delay or {}).get(x_worker or "", 0.0)
+        if wait:
+            await asyncio.sleep(wait)
         return answer
 
     @app.get("/effects")

@@ -20,7 +20,7 @@ from kavalai.secrets import get_logger
 if TYPE_CHECKING:
     from kavalai.durable.dbos import DbosRunner
 
-__all__ = ["HOST", "Liveness", "gone"]
+__all__ = ["HOST", "Liveness"]
 
 logger = get_logger("kavalai.durable")
 
@@ -121,7 +121,7 @@ class Liveness:
         return True
 
     def _gone(self, row: Any, now: float) -> bool:
-        return gone(row, now, self.runner.stale_after)
+        return _stale(row, now, self.runner.stale_after)
 
     def alive(self, executor_id: str | None) -> bool:
         """Whether the executor ``executor_id`` still beats (blocking): a run it executes may still record steps."""
@@ -130,10 +130,10 @@ class Liveness:
         query = sa.select(self.table).where(self.table.c.executor_id == executor_id)
         with self.engine.connect() as connection:
             row = connection.execute(query).first()
-        return not gone(row, time.time(), self.runner.stale_after)
+        return not _stale(row, time.time(), self.runner.stale_after)
 
 
-def gone(row: Any, now: float, stale_after: float) -> bool:
+def _stale(row: Any, now: float, stale_after: float) -> bool:
     """Whether the executor of heartbeat ``row`` (``None``: it has none) is gone."""
     if row is None:
         return True  # every runner writes its row before it starts runs, and removes it when it stops

@@ -71,8 +71,8 @@ def doubt_question(run_id: str, position: int, name: str, request: Mapping[str, 
         "name": name,
         "uri": request.get("uri"),
         "idempotency_key": request.get("key"),
-        "question": f"Step {position} of run {run_id} ({name}) was sent and its outcome is unknown: did it happen? "
-        f"kavalai runs resolve {run_id} {position} --done (with --result JSON) or --retry",
+        "question": f"Step {position} of run {run_id} ({name}) may have been sent and its outcome is unknown: "
+        f"did it happen? kavalai runs resolve {run_id} {position} --done (with --result JSON) or --retry",
     }
 
 
@@ -121,8 +121,8 @@ def in_doubt_result(run_id: str, position: int, name: str, request: Mapping[str,
     uri = str(request.get("uri"))
     error = OutcomeUnknownError(
         f"Outcome unknown: check before retrying. Step {position} of run {run_id} ({name}, idempotency key "
-        f"{request.get('key')}) was sent, and its worker stopped before the result was recorded; the tool is neither "
-        "read-only nor idempotent nor keyed, so it is not sent again.",
+        f"{request.get('key')}) may have been sent (it was marked sent), and its worker stopped before the result "
+        "was recorded; the tool is neither read-only nor idempotent nor keyed, so it is not sent again.",
         run_id=run_id,
         step=f"{position}",
         uri=uri,

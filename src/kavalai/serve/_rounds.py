@@ -34,7 +34,7 @@ import mcp_types as types
 from anyio.abc import TaskGroup
 from mcp_types.version import is_version_at_least
 
-from kavalai.adapters.mcp._era import INPUT_KEY
+from kavalai.adapters.mcp import INPUT_KEY
 from kavalai.serve._errors import protocol_error, refusal, tool_error_result
 
 __all__ = ["ANSWER_WINDOW", "ELSEWHERE", "InputRounds", "RoundsCall", "takes_rounds"]

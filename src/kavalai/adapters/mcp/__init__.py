@@ -6,7 +6,7 @@ the ``mcp`` SDK) loads when the first server is registered.
 
 from typing import TYPE_CHECKING
 
-from kavalai.adapters.mcp._answering import CALLER, answering, current_answerer
+from kavalai.adapters.mcp._answering import CALLER, INPUT_KEY, answering, current_answerer
 from kavalai.adapters.mcp._catalog import (
     ChangeCallback,
     ElicitationHandler,
@@ -51,6 +51,7 @@ __all__ = [
     "CALLER",
     "DEADLINE_META_KEY",
     "IDEMPOTENCY_META_KEY",
+    "INPUT_KEY",
     "ChangeCallback",
     "ElicitationHandler",
     "LogHandler",

@@ -16,12 +16,16 @@ from typing import Final, Literal
 
 from kavalai.adapters.mcp._catalog import ElicitationHandler
 
-__all__ = ["CALLER", "answering", "current_answerer"]
+__all__ = ["CALLER", "INPUT_KEY", "answering", "current_answerer"]
 
 #: ``McpServer(elicitation=CALLER)``: the caller of each tool call answers (see the module's docstring).
 CALLER: Final[Literal["caller"]] = "caller"
 
 _answerer: ContextVar[ElicitationHandler | None] = ContextVar("kavalai_mcp_answerer", default=None)
+
+#: The key a server gave the request being answered in its input-required round (``None`` outside one): a relay
+#: asking someone else in rounds of its own (``kavalai serve``) asks under the same key.
+INPUT_KEY: ContextVar[str | None] = ContextVar("kavalai_mcp_input_key", default=None)
 
 
 class answering:  # lower case: used as a function, `with answering(handler):`

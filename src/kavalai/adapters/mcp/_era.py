@@ -13,7 +13,6 @@ Change notifications arrive on a ``subscriptions/listen`` stream instead of the 
 
 from __future__ import annotations
 
-import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from contextlib import AsyncExitStack
@@ -28,6 +27,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import Discriminator, Tag, TypeAdapter
 
+from kavalai.adapters.mcp._answering import INPUT_KEY
 from kavalai.adapters.mcp._idempotency import calls_log_level
 from kavalai.adapters.mcp._tasks import TaskCreated
 from kavalai.secrets import get_logger
@@ -59,9 +59,6 @@ logger = get_logger("kavalai.mcp")
 MAX_INPUT_ROUNDS: Final = 10
 #: The most requests one round may ask (a user is not asked a thousand questions at once).
 MAX_INPUT_REQUESTS: Final = 16
-#: The key a server gave the request being answered in its input-required round (``None`` outside one): a relay
-#: asking someone else in rounds of its own (``kavalai serve``) asks under the same key.
-INPUT_KEY: contextvars.ContextVar[str | None] = contextvars.ContextVar("kavalai_mcp_input_key", default=None)
 _STATE_ONLY_DELAY: Final = (0.05, 0.25)  # first and longest wait before re-sending a request the server holds
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import ssl
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from contextvars import ContextVar
 from types import MappingProxyType
 from typing import Any, Final
 from urllib.parse import urlencode
@@ -206,18 +205,12 @@ def _request_options(request: PreparedRequest, resolved: ResolvedServer, where: 
 
 _JSON: Final = "application/json"
 _JSON_HEADERS: Final = MappingProxyType({"Content-Type": _JSON})
-# OpenTelemetry's current context lives in this context variable (its runtime context's): while it holds an empty
-# context, no span is current, so none can be valid. Should OpenTelemetry move it, every call looks the span up.
-_otel_context: ContextVar[Any] | None = getattr(
-    getattr(otel_context, "_RUNTIME_CONTEXT", None), "_current_context", None
-)
-if not isinstance(_otel_context, ContextVar):  # pragma: no cover - another OpenTelemetry runtime context
-    _otel_context = None
 
 
 def _span_possible() -> bool:
-    """Whether a span may be current: false only when OpenTelemetry's context is known to be empty."""
-    return _otel_context is None or bool(_otel_context.get())
+    """Whether a span may be current: false while OpenTelemetry's current context is empty (no span is set in it,
+    so none can be valid), read through the public ``get_current()``: two small calls instead of the span lookup."""
+    return bool(otel_context.get_current())
 
 
 def _dumps(value: Any) -> str:
