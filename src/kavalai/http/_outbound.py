@@ -42,9 +42,11 @@ __all__ = [
     "Outbound",
     "aiohttp_session",
     "check_endpoint",
+    "environment_proxies",
     "environment_proxy",
     "httpx_client",
     "httpx_transport",
+    "judged_proxy",
     "requests_session",
 ]
 
@@ -362,7 +364,12 @@ def httpx_transport(
     return _GateTransport(inner, outbound)
 
 
-def _network(outbound: Outbound, limits: httpx2.Limits, proxy: str | None) -> httpx2.AsyncHTTPTransport:
+def _network(
+    outbound: Outbound, limits: httpx2.Limits, proxy: str | None, pinned: Outbound | None = None
+) -> httpx2.AsyncHTTPTransport:
+    """The network transport: directly, dialling through the gate's backend; or through ``proxy``, the user's own
+    (trusted as given) or, with ``pinned`` (:func:`judged_proxy`), the environment's, whose connections dial the
+    address ``pinned`` judged."""
     network = httpx2.AsyncHTTPTransport(limits=limits, proxy=proxy)
     pool = getattr(network, "_pool", None)
     if type(pool) is httpcore2.AsyncConnectionPool:  # not through a proxy (the user's, trusted): dial through the gate
@@ -373,19 +380,20 @@ def _network(outbound: Outbound, limits: httpx2.Limits, proxy: str | None) -> ht
             keepalive_expiry=pool._keepalive_expiry,
             network_backend=_Backend(outbound),
         )
+    elif pinned is not None and isinstance(pool, httpcore2.AsyncHTTPProxy):
+        pool._network_backend = _Backend(pinned)  # the environment's proxy: its name resolved and judged here
     return network
 
 
 class _EnvironmentProxies(httpx2.AsyncBaseTransport):
     """Sends each request through the proxy the environment names for its scheme and host, ``NO_PROXY`` honoured
-    (the environment read once, when made), or directly through the gate."""
+    (the environment read once, when made, by :func:`environment_proxies`), or directly through the gate. A proxy is
+    judged by :func:`judged_proxy` before it is first used, and its connections dial the address judged."""
 
     def __init__(self, outbound: Outbound, limits: httpx2.Limits) -> None:
-        import urllib.request
-
         self._outbound = outbound
         self._limits = limits
-        self._proxies = urllib.request.getproxies()
+        self._proxies = environment_proxies()
         self._routes: dict[tuple[str, str], str | None] = {}
         self._transports: dict[str | None, httpx2.AsyncHTTPTransport] = {}
 
@@ -398,7 +406,8 @@ class _EnvironmentProxies(httpx2.AsyncBaseTransport):
         proxy = self._routes[key]
         transport = self._transports.get(proxy)
         if transport is None:
-            transport = self._transports[proxy] = _network(self._outbound, self._limits, proxy)
+            pinned = None if proxy is None else judged_proxy(self._outbound, proxy)
+            transport = self._transports[proxy] = _network(self._outbound, self._limits, proxy, pinned)
         return await transport.handle_async_request(request)
 
     async def aclose(self) -> None:
@@ -420,14 +429,67 @@ def httpx_client(
     return httpx2.AsyncClient(transport=transport, **options)
 
 
+def environment_proxies() -> dict[str, str]:
+    """The proxies the environment names (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, either case),
+    read as ``urllib`` reads them: the one place a client of kavalai reads the environment's proxy settings."""
+    import urllib.request
+
+    return dict(urllib.request.getproxies())
+
+
 def environment_proxy(url: str) -> str | None:
     """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``, less
     ``NO_PROXY``), as clients that read the environment themselves would use: a client made here is given a
-    transport, which makes ``httpx2`` read none."""
-    import urllib.request
-
+    transport, which makes ``httpx2`` read none. Every client that sends through the environment's proxy takes it
+    from here (the LLM clients' transport, the OTLP session) and judges it with :func:`judged_proxy`."""
     parsed = URL(url)
-    return _proxy_for(urllib.request.getproxies(), parsed.scheme, parsed.raw_host or "")
+    return _proxy_for(environment_proxies(), parsed.scheme, parsed.raw_host or "")
+
+
+def judged_proxy(outbound: Outbound, proxy: str) -> Outbound:
+    """Judge a proxy the environment names for ``outbound``'s owner, the one policy of every client that sends
+    through one (the LLM clients, the OTLP exporter): a SOCKS proxy is refused (its connection dials past the
+    gate, and ``socks5://`` resolves the destination's name unjudged); an HTTP proxy's URL is judged as an endpoint
+    the environment names (:func:`check_endpoint`: loopback and private ranges allowed, never a link-local, metadata,
+    multicast or reserved address, an odd spelling of an address refused). Its userinfo is registered with the secret
+    gate first, and no refusal shows it.
+
+    Returns:
+        the policy its connections are dialled with: a name is resolved once per connection, its addresses judged
+        and the address judged dialled.
+
+    Raises:
+        OutboundRefusedError: naming the owner, the proxy (without its userinfo) and ``the environment's proxy``.
+    """
+    from kavalai.secrets import register_url_credentials
+
+    register_url_credentials(proxy)
+    field = "the environment's proxy"
+    try:
+        parsed = URL(proxy if "://" in proxy else f"http://{proxy}")  # urllib's reading: a bare host:port is http
+    except ValueError:
+        raise OutboundRefusedError(
+            f"Refused the environment's proxy for {outbound.owner}: it is not a URL.",
+            server=outbound.server,
+            url="",
+            field=field,
+        ) from None
+    shown = parsed.with_user(None) if parsed.raw_user or parsed.raw_password else parsed
+    if parsed.scheme.lower().startswith("socks"):
+        raise OutboundRefusedError(
+            f"Refused the SOCKS proxy {shown} for {outbound.owner}: the environment names it (ALL_PROXY, "
+            "HTTPS_PROXY or HTTP_PROXY), and the outbound gate cannot judge the addresses a SOCKS connection "
+            "dials. Name an HTTP proxy, or add the destination's host to NO_PROXY.",
+            server=outbound.server,
+            url=str(shown),
+            field=field,
+        )
+    pinned = Outbound(outbound.server, allowed_networks=LOCAL_NETWORKS)
+    pinned.owner = outbound.owner
+    for policy in (outbound, pinned):  # a refusal at connect names the field too
+        policy.learn(str(parsed.origin()), field)
+    check_endpoint(pinned, parsed if parsed.scheme in _SCHEMES else parsed.with_scheme("http"))
+    return pinned
 
 
 def _proxy_for(proxies: Mapping[str, str], scheme: str, host: str) -> str | None:
@@ -444,26 +506,43 @@ def _proxy_for(proxies: Mapping[str, str], scheme: str, host: str) -> str | None
 def _in_no_proxy_networks(host: str, no_proxy: str) -> bool:
     """Whether ``host``, an IP address, is in an address or network ``NO_PROXY`` lists (``10.0.0.0/8``, ``::1``,
     ``[fd00::]/8``), as curl and requests read it; urllib's rules, applied first, match names and name suffixes only.
-    IPv4-mapped IPv6 is matched by the address it embeds."""
-    address = host_address(host.lower())  # 10.1 and 0x0a000001 are 10.0.0.1, as curl reads the URL's host
+    An entry's address, as the host's, is read in any spelling (``10.1``, ``0x0a000001``: 10.0.0.1;
+    :func:`~kavalai.http._netguard.host_address`); IPv4-mapped IPv6 is matched by the address it embeds."""
+    address = _unmapped(host_address(host.lower()))  # 10.1 and 0x0a000001 are 10.0.0.1, as curl reads the URL's host
     if address is None:
         return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
     for entry in no_proxy.split(","):
-        written = entry.strip()
-        if written.startswith("["):  # [fd00::1] or [fd00::]/8; [::1]:8080 (a port) is no network, nor is ::1:8080
-            inside, bracket, prefix = written[1:].partition("]")
-            if not bracket or (prefix and not prefix.startswith("/")):
-                continue
-            written = inside + prefix
-        try:
-            network = ipaddress.ip_network(written, strict=False)
-        except ValueError:
-            continue  # a name (urllib's rules judged it), or nothing
-        if address.version == network.version and address in network:
+        network = _no_proxy_network(entry.strip())
+        if network is not None and address.version == network.version and address in network:
             return True
     return False
+
+
+def _unmapped(address: ipaddress.IPv4Address | ipaddress.IPv6Address | None) -> Any:
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def _no_proxy_network(written: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    """The network a ``NO_PROXY`` entry names (an address is one of a single address), or ``None`` for a name."""
+    if written.startswith("["):  # [fd00::1] or [fd00::]/8; [::1]:8080 (a port) is no network, nor is ::1:8080
+        inside, bracket, prefix = written[1:].partition("]")
+        if not bracket or (prefix and not prefix.startswith("/")):
+            return None
+        written = inside + prefix
+    base, slash, prefix = written.partition("/")
+    address = host_address(base.lower()) if base else None
+    if address is None:
+        return None  # a name (urllib's rules judged it), or nothing
+    try:
+        network = ipaddress.ip_network(f"{address}/{prefix}" if slash else str(address), strict=False)
+        if isinstance(network, ipaddress.IPv6Network) and network.prefixlen >= 96 and _unmapped(address) != address:
+            # ::ffff:10.0.0.0/104 is 10.0.0.0/8: the host is compared by the IPv4 address it embeds
+            return ipaddress.ip_network(f"{_unmapped(address)}/{network.prefixlen - 96}", strict=False)
+        return network
+    except ValueError:
+        return None  # 10.0.0.0/33
 
 
 # ------------------------------------------------------------------------- endpoints named by the environment
@@ -536,24 +615,10 @@ def requests_session(outbound: Outbound) -> Any:
             self.poolmanager.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
 
         def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
-            # A proxy the environment names (HTTPS_PROXY, ...) is judged as the endpoint is: a literal address by the
-            # rules, a name resolved once per connection, its addresses judged and the one judged dialled. The
+            # A proxy the environment names (HTTPS_PROXY, ...) is judged by the one policy (judged_proxy: SOCKS
+            # refused, a literal address by the rules) and its name pinned at connect as the endpoint's is. The
             # collector's own name is then resolved by the proxy, past the gate (documented).
-            parsed = URL(proxy)
-            outbound.learn(str(parsed.origin()) if parsed.is_absolute() else proxy, "the environment's proxy")
-            if parsed.scheme.lower().startswith("socks"):
-                # A SOCKS connection dials through its own socket library, past the pinning below (and socks5://
-                # resolves the collector's name here, unjudged): refused, not judged by its literal address alone.
-                shown = parsed.with_user(None) if parsed.raw_user or parsed.raw_password else parsed
-                raise OutboundRefusedError(
-                    f"Refused the SOCKS proxy {shown} for {outbound.owner}: the environment names it (ALL_PROXY, "
-                    "HTTPS_PROXY or HTTP_PROXY), and the outbound gate cannot judge the addresses a SOCKS "
-                    "connection dials. Name an HTTP proxy, or add the collector's host to NO_PROXY.",
-                    server=outbound.server,
-                    url=str(shown),
-                    field="the environment's proxy",
-                )
-            check_endpoint(outbound, parsed if parsed.scheme in _SCHEMES else parsed.with_scheme("http"))
+            judged_proxy(outbound, proxy)
             manager = super().proxy_manager_for(proxy, **proxy_kwargs)
             manager.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
             return manager
