@@ -38,7 +38,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from kavalai import FunctionKernel, McpServer, pythontool
 from kavalai.adapters._threads import MAX_THREADS
 from kavalai.errors import KernelClosedError, ToolNotFoundError, ToolTimeoutError
-from kavalai.kernel import _core
+from kavalai.kernel import _closing
 
 ROOT = Path(__file__).resolve().parents[2]
 #: How late past its deadline a call may still be running when a step ends (a loaded machine, a process start).
@@ -158,8 +158,8 @@ class KernelMachine(RuleBasedStateMachine):
 
         self.kernel.register_python_tool("hang", hang)
         # close() waits for the threads of cut calls within its bound; the hung ones never return before teardown.
-        self.close_wait = _core._CLOSE_WAIT
-        _core._CLOSE_WAIT = 0.3
+        self.close_wait = _closing._CLOSE_WAIT
+        _closing._CLOSE_WAIT = 0.3
 
     # ----------------------------------------------------------------------------------------------- rules
 
@@ -308,7 +308,7 @@ class KernelMachine(RuleBasedStateMachine):
             assert not children, f"processes left after close(): {children}"
         finally:
             self.stall.release.set()
-            _core._CLOSE_WAIT = self.close_wait
+            _closing._CLOSE_WAIT = self.close_wait
             self.main.stop()
             self.second.stop()
 

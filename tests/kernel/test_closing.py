@@ -18,7 +18,7 @@ from tests.kernel.test_ownership import deadline_server, wait_forever
 from kavalai import FunctionKernel, pythontool
 from kavalai.adapters._threads import MAX_THREADS
 from kavalai.errors import KernelClosedError, ToolTimeoutError
-from kavalai.kernel import _core
+from kavalai.kernel import _closing
 
 
 @pythontool
@@ -139,7 +139,7 @@ async def test_threads_of_cut_sync_calls_stay_counted_and_close_names_those_left
         late = await asyncio.gather(kernel.call_tool("python://hang", timeout=0.2), return_exceptions=True)
         assert isinstance(late[0], ToolTimeoutError)  # no thread free: it waited for a turn and was cut there
         assert hang.peak == MAX_THREADS
-        monkeypatch.setattr(_core, "_CLOSE_WAIT", 0.3)
+        monkeypatch.setattr(_closing, "_CLOSE_WAIT", 0.3)
         with caplog.at_level(logging.WARNING, logger="kavalai"):
             await kernel.close()
         [line] = [r.getMessage() for r in caplog.records if "worker thread" in r.getMessage()]

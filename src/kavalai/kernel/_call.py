@@ -507,27 +507,29 @@ def deadline_paused() -> Iterator[None]:
     stopped after it: time the call spends waiting for a person (an operator asked whether an effect happened) is
     not the tool's time. A deadline the call inherited (a run's, a block's around it) still runs: only the call's
     own timeout is paused. Outside a call, or in a call whose deadline is inherited, the block runs as it is. A sync
-    tool may pause from its worker thread: the timer is the event loop's, so it is stopped and armed again there."""
+    tool may pause from its worker thread: the timer is the event loop's, so it is stopped and armed again there.
+    Pauses of one call are counted, wherever they run (nested, in two tasks or threads of the call at once): the
+    clock stops at the first and runs again, from what was left then, when the last one ends."""
     call = _current.get()
     if not isinstance(call, ToolCall) or call._task is None:
         yield
         return
     loop = call._task.get_loop()
     if _loop_here() is loop:
-        left = _pause(call)
+        _pause(call)
         try:
             yield
         finally:
-            _resume(call, left)
+            _resume(call)
         return
     if call._done or not loop.is_running():  # a cut call's thread going on: nothing to pause, no loop to wait for
         yield
         return
-    left = _on_loop(loop, _pause, call)  # a worker thread: the loop's timers are touched on its own thread only
+    _on_loop(loop, _pause, call)  # a worker thread: the loop's timers (and the pause counts) are the loop thread's
     try:
         yield
     finally:
-        _on_loop(loop, _resume, call, left)
+        _on_loop(loop, _resume, call)
 
 
 def _loop_here() -> asyncio.AbstractEventLoop | None:
@@ -537,20 +539,38 @@ def _loop_here() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-def _pause(call: ToolCall) -> float | None:
-    """Stop ``call``'s own deadline (the one around it goes on); what was left of it, or ``None`` when it has no
-    deadline of its own to pause (inherited, none, or already cut or ended)."""
+# The calls whose own deadline is paused now: [pauses running, seconds left at the first]. Read and written on the
+# call's loop thread only; weak, so a call that ended while paused is not kept.
+_paused: weakref.WeakKeyDictionary[ToolCall, list[Any]] = weakref.WeakKeyDictionary()
+
+
+def _pause(call: ToolCall) -> None:
+    """One more pause of ``call``: the first stops its own deadline (the one around it goes on), keeping what was
+    left of it; ``None`` is kept when it has no deadline of its own to pause (inherited, none, cut or ended)."""
+    pauses = _paused.get(call)
+    if pauses is not None:
+        pauses[0] += 1
+        return
     if call._source is not None or call._timer is None or call._cut is not None or call._done:
-        return None
+        _paused[call] = [1, None]
+        return
     left, outer = call.remaining(), call.parent
+    _paused[call] = [1, left]
     _disarm(call)
     call._bind(outer, None)  # meanwhile the deadline around the call, if there is one
     call._arm(None)
-    return left
 
 
-def _resume(call: ToolCall, left: float | None) -> None:
-    """Arm ``call``'s own deadline again with the ``left`` seconds :func:`_pause` stopped it at."""
+def _resume(call: ToolCall) -> None:
+    """One pause of ``call`` fewer: after the last, arm its own deadline again with what was left at the first."""
+    pauses = _paused.get(call)
+    if pauses is None:
+        return
+    pauses[0] -= 1
+    if pauses[0]:
+        return
+    del _paused[call]
+    left: float | None = pauses[1]
     if left is None:
         return
     _disarm(call)

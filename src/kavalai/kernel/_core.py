@@ -8,7 +8,6 @@ class plus the seed's registration methods for the three built-in kinds.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextvars
 import fnmatch
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -37,7 +36,8 @@ from kavalai.kernel._call import (
     arm_own_limit,
     calls_around,
 )
-from kavalai.kernel._cancel import _running_loop, _task_of, running_task
+from kavalai.kernel._cancel import _running_loop, _task_of
+from kavalai.kernel._closing import Closing, close_wait, end_calls_in_flight, wait_for_threads
 from kavalai.kernel._coerce import PLAIN, coerce_output, convert_output, input_failed, output_failed, validate_input
 from kavalai.kernel._definition import ToolDefinition
 from kavalai.kernel._descriptions import ToolDescriptions
@@ -63,7 +63,6 @@ class _Unset:
 
 _UNSET: Final = _Unset()
 _GLOB_CHARS: Final = frozenset("*?[")
-_CLOSE_WAIT: Final = 5.0  # how long close() waits for the calls it cut to end (a tool may ignore cancellation)
 
 
 _new_call: Final = object.__new__
@@ -93,9 +92,10 @@ class Kernel:
         self._lingering: set[ToolCall] = set()
         # Started by start_tool and still running: held here (a task nobody holds may be collected) for close().
         self._tool_tasks: set[ToolTask] = set()
-        # How many close() are running: a call that starts meanwhile is refused (KernelClosedError); after close()
-        # returns the kernel works again, reconnecting on next use.
-        self._closing: set[object] = set()  # a set: its add and discard are atomic across threads
+        # The close() running now: a call that starts meanwhile is refused (KernelClosedError); after close()
+        # returns the kernel works again, reconnecting on next use. The hot path reads its marks only.
+        self._closer = Closing()
+        self._closing = self._closer.marks
         for item in middleware:
             self.add_middleware(item)
 
@@ -472,7 +472,8 @@ class Kernel:
         adapter = self.adapter(parsed.scheme)  # built now if it was plugged in as a factory
         definition = None if parsed.qualifier else self.registry.get(str(parsed))  # it may publish as it is built
         if definition is None:
-            definition = await adapter.resolve(parsed)  # a qualified URI is the adapter's to interpret
+            with self._closer.refusing_connects(parsed):  # a close() meanwhile closes the server it connects
+                definition = await adapter.resolve(parsed)  # a qualified URI is the adapter's to interpret
         if definition is not None:
             return definition
         raise self._not_found(parsed)
@@ -620,19 +621,16 @@ class Kernel:
 
         While it runs the kernel is *closing*: a call that starts then (from any task, loop or thread) is refused
         with :class:`~kavalai.errors.KernelClosedError`; one that started before it is cut. Once it returns,
-        calls work again, and servers reconnect on their next use."""
-        mark = object()
-        self._closing.add(mark)
-        try:
+        calls work again, and servers reconnect on their next use. A call whose tool's server was connecting for
+        it when ``close()`` closed that server ends with :class:`~kavalai.errors.KernelClosedError` too."""
+        with self._closer.running():
             await self._close()
-        finally:
-            self._closing.discard(mark)
 
     async def _close(self) -> None:
-        until = asyncio.get_running_loop().time() + _CLOSE_WAIT
+        until = asyncio.get_running_loop().time() + close_wait()
         own = calls_around()  # a tool closing its own kernel (from its task or its thread) is left to finish
-        await self._end_calls_in_flight(own)
-        await self._wait_for_threads(until, own)
+        await end_calls_in_flight(self._inflight, own)
+        await wait_for_threads(self._lingering, until, own)
         for task in list(self._tool_tasks):
             if not task.done():
                 await task.cancel()
@@ -657,49 +655,6 @@ class Kernel:
         still runs their sync tool, which Python cannot stop. Each still holds its thread's turn of the per-loop
         limit; it leaves this list when its thread returns."""
         return list(self._lingering)
-
-    async def _wait_for_threads(self, until: float, own: set[ToolCall]) -> None:
-        """Wait, until the loop's time ``until``, for the worker threads of the calls cut so far (but ``own``'s);
-        name in one log line the tools whose threads still run then."""
-        lingering = [call for call in self._lingering if call not in own]
-        if not lingering:
-            return
-        waits = [asyncio.wrap_future(call.await_release()) for call in lingering]
-        left = until - asyncio.get_running_loop().time()
-        _, pending = await asyncio.wait(waits, timeout=max(left, 0.0))
-        for wait in pending:
-            wait.cancel()
-        still = sorted(call.uri for call in self._lingering if call not in own)
-        if still:
-            counts = ", ".join(f"{uri} ({still.count(uri)})" for uri in dict.fromkeys(still))
-            logger.warning(
-                "close() returns with %d worker thread(s) of cut sync tools still running: %s", len(still), counts
-            )
-
-    async def _end_calls_in_flight(self, own: set[ToolCall]) -> None:
-        """Cut every call in the in-flight registry (each on its own event loop) and wait, boundedly, until they
-        have ended with :class:`~kavalai.errors.KernelClosedError`. A call made by the task running ``close()``,
-        or one of ``own`` (a tool closing its own kernel), is left to finish."""
-        me = running_task()
-        running = asyncio.get_running_loop()
-        waits: list[asyncio.Future[None]] = []
-        inflight = self._inflight
-        for call in list(inflight):
-            task = call._task
-            if task is None or task is me or call in own:
-                continue
-            ended: concurrent.futures.Future[None] = concurrent.futures.Future()
-            loop = task.get_loop()
-            if loop is running:
-                call.close_from_outside(ended, inflight)
-            else:
-                try:
-                    loop.call_soon_threadsafe(call.close_from_outside, ended, inflight)
-                except RuntimeError:  # that loop is closed: nothing runs there any more
-                    continue
-            waits.append(asyncio.wrap_future(ended))
-        if waits:
-            await asyncio.wait(waits, timeout=_CLOSE_WAIT)
 
     async def aclose(self) -> None:
         """Alias of :meth:`close`."""

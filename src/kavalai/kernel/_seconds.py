@@ -6,7 +6,9 @@ or ``McpServer`` field, a config file), or from the wire (an MCP client's ``_met
 milliseconds). Each passes :func:`limit_seconds`, and the rule is the same:
 
 - a limit is a finite number of seconds (``int`` or ``float``, never ``bool``) above 0; a *remaining* time (a
-  deadline block, a wire deadline) may be 0, meaning it has already passed;
+  deadline block, a wire deadline) may be 0, meaning it has already passed; a subclass of ``int`` or ``float`` is
+  read as the number it holds, never through a ``__float__`` or comparison of its own; ``numpy.int64``,
+  ``Decimal`` and ``Fraction`` are neither, and are refused with a message saying to convert them;
 - above :data:`MAX_SECONDS` (one year) it is clamped to :data:`MAX_SECONDS`, and so is ``math.inf`` (for no limit
   at all, give ``None``);
 - from a caller or a declaration, anything else (``nan``, a negative number, ``"5"``, ``True``) is refused with
@@ -17,6 +19,7 @@ milliseconds). Each passes :func:`limit_seconds`, and the rule is the same:
 
 from __future__ import annotations
 
+from numbers import Number
 from typing import Annotated, Final, TypeAlias
 
 from pydantic import AfterValidator, BeforeValidator, Field
@@ -51,7 +54,19 @@ def limit_seconds(
     """
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        if wire:
+            logger.warning("Ignored the %s sent: %s is not a number.", what, _shown(value))
+            return None
+        if type(value) is not bool and isinstance(value, Number):  # Decimal, Fraction, numpy's: not "positive"
+            raise ValueError(
+                f"{what} must be a number of seconds (an int or a float) or None, got {_shown(value)}"
+                f" ({_kind(value)}; give int(...) or float(...) of it)"
+            )
+        raise ValueError(f"{what} must be positive (in seconds) or None, got {_shown(value)}")
+    if type(value) is not float and type(value) is not int:  # a subclass: its own number, never its hooks' answer
+        value = float.__float__(value) if isinstance(value, float) else int.__index__(value)
+    if value != value:
         if wire:
             logger.warning("Ignored the %s sent: %s is not a number.", what, _shown(value))
             return None
@@ -75,7 +90,7 @@ def required_seconds(value: object, *, what: str) -> float:
     try:
         seconds = None if value is None else limit_seconds(value, what=what)
     except ValueError as exc:  # the optional limit's message, less its "or None": None is refused here too
-        raise ValueError(str(exc).replace(" (in seconds) or None, got ", " (in seconds), got ", 1)) from None
+        raise ValueError(str(exc).replace(" or None, got ", ", got ", 1)) from None
     if seconds is None:
         raise ValueError(f"{what} must be positive (in seconds), got None")
     return seconds
@@ -89,6 +104,11 @@ def _shown(value: object) -> str:
     if len(text) > _SHOWN:
         return f"{text[:_SHOWN]}... ({type(value).__name__})"
     return text
+
+
+def _kind(value: object) -> str:
+    kind = type(value)
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
 
 
 def _as_given(value: object) -> object:
