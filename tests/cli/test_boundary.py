@@ -116,6 +116,25 @@ def test_a_command_that_reads_runs_never_creates_a_database(folder: Path) -> Non
     assert not (folder / "nosuch.sqlite").exists()
 
 
+def test_a_command_that_reads_runs_never_makes_a_journal_of_a_file_holding_none(folder: Path) -> None:
+    # On base: `runs list` on an empty file (or another program's SQLite database) printed nothing, exited 0 and
+    # wrote the journal's tables into it (an empty file grew to 270 KB).
+    import sqlite3
+
+    (folder / "empty.sqlite").write_bytes(b"")
+    other = sqlite3.connect(folder / "other.sqlite")
+    other.execute("CREATE TABLE notes (text TEXT)")
+    other.commit()
+    other.close()
+    for name in ("empty.sqlite", "other.sqlite"):
+        before = (folder / name).read_bytes()
+        for argv in (["runs", "list", "--db", f"sqlite:///{name}"], ["answer", "--db", f"sqlite:///{name}", "r1"]):
+            result = kavalai(*argv, cwd=folder)
+            assert result.returncode == 1, result.stderr
+            assert f"there is no journal at '{name}'" in _one_line(result, argv[0])
+        assert (folder / name).read_bytes() == before
+
+
 def test_a_command_that_reads_runs_never_creates_a_postgres_database(folder: Path) -> None:
     # On main: `runs list` printed nothing, exited 0 and created the database `nosuchdb` on the server.
     import sqlalchemy as sa

@@ -171,3 +171,33 @@ def test_runs_finds_the_journal_kavalai_run_keeps_by_default(workflow: Path, tmp
     listed = run("runs", "list")  # the one journal of this directory
     assert listed.returncode == 0, listed.stderr[-2000:]
     assert [line.split("\t")[:2] for line in listed.stdout.splitlines()] == [["fay", "finished"]]
+
+
+def test_an_operators_slips_on_a_finished_dbos_run_change_nothing(workflow: Path, tmp_path: Path) -> None:
+    """A cancel of a run that has ended is refused as on Temporal (on base: `cancelled fay`, exit 0, while the run
+    stayed finished); ``--result`` with ``--retry`` and a ``--limit`` below 1 are usage errors (on base the result
+    was dropped without a word, and ``--limit 0`` / ``-1`` listed runs anyway)."""
+    env = {"LEDGER": str(tmp_path / "ledger.jsonl")}
+    db = ["--db", f"sqlite:///{tmp_path / 'ledger.yaml.runs.sqlite'}"]
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return kavalai(*args, env=env, cwd=tmp_path)
+
+    assert run("run", str(workflow), "--input", '{"who": "gus"}', "--run-id", "gus", "--durable").returncode == 0
+    for _ in range(2):
+        cancelled = run("runs", "cancel", "gus", *db)
+        assert cancelled.returncode == 1, cancelled.stderr
+        assert cancelled.stderr.splitlines() == [
+            "kavalai runs: Run gus has ended (finished): there is nothing to cancel."
+        ]
+    shown = json.loads(run("runs", "show", "gus", *db).stdout)
+    assert (shown["state"], shown["outcome"]["output"]) == ("finished", {"paid": [1, 2, 3]})
+    retry = run("runs", "resolve", "gus", "2", "--retry", "--result", '{"n": 2}', *db)
+    assert retry.returncode == 2
+    assert "--result goes with --done" in retry.stderr
+    for limit in ("0", "-1", "many"):
+        listed = run("runs", "list", "--limit", limit, *db)
+        assert listed.returncode == 2
+        assert "is not a number of runs: give 1 or more" in listed.stderr
+        assert listed.stdout == ""
+    assert [entry["order"] for entry in ledger(tmp_path / "ledger.jsonl")] == ["gus-A", "gus-B", "gus-C"]

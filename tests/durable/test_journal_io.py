@@ -275,6 +275,34 @@ async def test_past_its_patience_the_run_is_interrupted_and_other_errors_pass_th
     assert not passing_failure(ValueError("database is locked"))
 
 
+async def test_a_full_journal_disk_pauses_the_write_until_space_is_freed(tmp_path: Path) -> None:
+    """The journal's disk full (SQLite's ``database or disk is full``, here a real database capped by
+    ``max_page_count``; an operator frees space) is an outage, not a bug: the write is tried again and goes in once
+    there is room. Found with a tmpfs filled mid-run: the record of a made charge raised, the run hung, never
+    resumable."""
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'full.sqlite'}", poolclass=sa.pool.StaticPool)
+    with engine.begin() as connection:
+        connection.exec_driver_sql("CREATE TABLE steps (result BLOB)")
+        pages = connection.exec_driver_sql("PRAGMA page_count").scalar()
+        connection.exec_driver_sql(f"PRAGMA max_page_count = {pages}")  # no room for one more page
+    tries: list[str] = []
+
+    def record() -> int:
+        tries.append("try")
+        if len(tries) == 3:  # the operator frees space
+            with engine.begin() as connection:
+                connection.exec_driver_sql("PRAGMA max_page_count = 100000")
+        with engine.begin() as connection:
+            connection.exec_driver_sql("INSERT INTO steps VALUES (randomblob(20000))")
+            return int(connection.exec_driver_sql("SELECT count(*) FROM steps").scalar() or 0)
+
+    try:
+        assert await journal_io("run-1", "record step 1", record) == 1
+        assert tries == ["try", "try", "try"]
+    finally:
+        engine.dispose()
+
+
 def test_every_journal_operation_of_a_run_crosses_the_gate() -> None:
     """The enumeration: in the step log, the answer log and the code a DBOS run executes, no blocking journal
     operation goes to a thread (or runs) except through ``journal_io``."""

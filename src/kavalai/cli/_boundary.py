@@ -12,7 +12,8 @@ Exit status of every command:
 
 Before a command runs, the boundary checks what every command shares: ``--db`` is a database URL, and a command that
 only reads or changes existing runs (``runs``, ``answer``) never creates a journal: a SQLite ``--db`` naming no
-file, or a Postgres ``--db`` whose server has no such database, is an error, not a new empty database.
+file or a file holding no runs (empty, another program's database), or a Postgres ``--db`` whose server has no such
+database, is an error, not a new empty journal.
 ``KAVALAI_TRACEBACK=1`` prints the traceback too, for a bug report.
 
 ``tests/cli/test_boundary.py`` finds every command of the parser and runs each into a failure.
@@ -65,13 +66,28 @@ def check_options(args: argparse.Namespace) -> None:
         return
     if db.startswith("sqlite://"):
         path = db.removeprefix("sqlite://").removeprefix("/")
-        if path and path != ":memory:" and not Path(path.split("?", 1)[0]).is_file():
+        file = Path(path.split("?", 1)[0])
+        if path and path != ":memory:" and (not file.is_file() or not _holds_runs(file)):
             raise UsageError(
                 f"--db {db!r}: there is no journal at {path!r}: give the --db the runs were started with",
                 status=EXIT_FAILED,
             )
     else:
         _check_postgres_journal(db)
+
+
+def _holds_runs(file: Path) -> bool:
+    """Whether the SQLite database ``file`` is a journal (DBOS's table of runs is in it), read without writing: an
+    empty file or another program's database is no journal, and opening it as one would make the journal's tables
+    in it. A file that is not a SQLite database raises ``sqlite3.DatabaseError`` (told as a database not usable)."""
+    import sqlite3
+
+    connection = sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        found = connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'workflow_status'")
+        return found.fetchone() is not None
+    finally:
+        connection.close()
 
 
 def _database_missing(sa: Any, url: Any) -> bool | None:

@@ -48,7 +48,7 @@ def add_runs_parser(subparsers: Any) -> None:
         if name == "resolve":
             _add_resolve_arguments(action)
         else:
-            action.add_argument("--limit", type=int, default=20, metavar="N", help="how many (default 20)")
+            action.add_argument("--limit", type=_positive, default=20, metavar="N", help="how many (default 20)")
             action.add_argument("--json", action="store_true", help="print the runs as JSON")
         action.add_argument("--db", metavar="URL", help="the DBOS journal (sqlite:///... or postgresql://...)")
         action.add_argument(
@@ -140,9 +140,22 @@ def _add_resolve_arguments(action: argparse.ArgumentParser) -> None:
     )
 
 
+def _positive(text: str) -> int:
+    """``--limit``: a whole number of runs, at least 1 (the journal's query would take 0 or -1 as no limit)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of runs: give 1 or more")
+    return value
+
+
 def _resolution(args: argparse.Namespace) -> dict[str, Any]:
     """``resolve``'s keyword arguments from the command line: ``done`` and, with ``--done``, ``result``."""
     if args.retry:
+        if args.result is not None:  # a retry sends the step again: a result given with it would be dropped
+            raise ValueError("--result goes with --done (the step happened, with that result), not --retry")
         return {"done": False}
     try:
         return {"done": True, "result": None if args.result is None else json.loads(args.result)}

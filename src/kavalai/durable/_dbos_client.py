@@ -33,7 +33,7 @@ from kavalai.durable._runner import (
     not_pending,
 )
 from kavalai.durable._step_log import SqlStepLog
-from kavalai.errors import RunCancelledError
+from kavalai.errors import DurableRunError, RunCancelledError
 from kavalai.kernel import required_seconds
 
 __all__ = ["DbosClient", "answer_first", "run_info"]
@@ -135,10 +135,18 @@ class DbosClient:
 
         Raises:
             UnknownRunError: no run has this id in the journal.
+            DurableRunError: the run has ended (finished or failed): there is nothing to cancel, and it keeps its
+                outcome. (A cancelled run may be cancelled again.)
         """
-        if self.status(run_id) is None:
+        status = self.status(run_id)
+        if status is None:
             raise UnknownRunError(run_id, f"dbos ({redacted(self.db)})")
-        self._client.cancel_workflow(run_id)
+        if STATES.get(status) not in ("finished", "failed"):
+            self._client.cancel_workflow(run_id)  # DBOS leaves an ended run as it is, without a word
+            status = self.status(run_id)  # it may have ended meanwhile: the cancel then changed nothing
+        state = STATES.get(str(status))
+        if state in ("finished", "failed"):
+            raise DurableRunError(f"Run {run_id} has ended ({state}): there is nothing to cancel.", run_id=run_id)
 
     def pending(self, run_id: str) -> dict[str, Any]:
         """The questions run ``run_id`` waits to have answered, by key (see :meth:`DbosRunner.pending`)."""

@@ -1,13 +1,14 @@
 """The one way a durable run reads and writes its journal: a database outage pauses the run, it is never a result.
 
 A step's effect has happened by the time its result is written; if that write fails because the database went away
-(Postgres stopped, SQLite held locked past its busy timeout), handing the failure to the workflow as the tool's
-error would record a failed step for an effect that was made, and end the run for good. :func:`journal_io` runs a
-blocking journal operation in a worker thread and, when it fails for a reason that passes (a lost connection, a
-locked database, a pool that timed out), tries it again with a growing pause, for as long as the run may wait:
-:data:`DEFAULT_OUTAGE` seconds (the runner's ``journal_outage``) or, nearer, the deadline of the call or block around
-it. When the database is back in time the run goes on as if nothing happened; past that time the operation raises
-:class:`~kavalai.errors.RunInterruptedError`, the run stops before its next step and stays resumable.
+(Postgres stopped, SQLite held locked past its busy timeout, the journal's disk full), handing the failure to the
+workflow as the tool's error would record a failed step for an effect that was made, and end the run for good.
+:func:`journal_io` runs a blocking journal operation in a worker thread and, when it fails for a reason that passes
+(a lost connection, a locked database, a pool that timed out, a full disk), tries it again with a growing pause, for
+as long as the run may wait: :data:`DEFAULT_OUTAGE` seconds (the runner's ``journal_outage``) or, nearer, the
+deadline of the call or block around it. When the database is back in time the run goes on as if nothing
+happened; past that time the operation raises :class:`~kavalai.errors.RunInterruptedError`, the run stops before
+its next step and stays resumable.
 
 Every journal operation made while a run executes crosses this function (``tests/durable/test_journal_io.py``
 finds them in the source); what is not a passing database failure (a bug, a constraint) is raised as it is.
@@ -48,6 +49,8 @@ _PASSING: Final = (
     "timeout",
     "timed out",
     "disk i/o",
+    "disk is full",  # SQLite's SQLITE_FULL: the journal's disk (or its size limit) is full until space is freed
+    "no space left",  # Postgres's disk_full (53100): "could not extend file ...: No space left on device"
     "ssl",
 )
 
