@@ -94,7 +94,7 @@ def test_only_a_model_dumped_as_stored_is_copied() -> None:
 
 @pytest.mark.parametrize("value", VALUES)
 def test_the_context_and_the_trace_form_in_one_pass_are_what_each_gives(value: Any) -> None:
-    context, as_json = context_and_json(value)
+    context, as_json, _ = context_and_json(value)
     assert context == to_context(value)
     assert as_json == jsonable(value)
     if isinstance(context, dict):

@@ -359,3 +359,22 @@ def test_result_to_dict_is_json_ready() -> None:
     assert data["trace"][0]["tool_calls"] == [
         {"tool": "python://t.add", "arguments": {"a": 1}, "output": {"result": 1}, "error": None}
     ]
+
+
+async def test_each_visit_s_start_is_a_utc_datetime_within_the_run(tools_kernel: FunctionKernel) -> None:
+    # A run stores a visit's start as epoch seconds and the record makes the datetime when it is read.
+    from datetime import UTC, datetime
+
+    from kavalai.workflow import RunResult
+
+    engine = WorkflowEngine(_adder().build(), tools_kernel)
+    result = await engine.run({"a": 2, "b": 40})
+    after = datetime.now(UTC)
+    starts = [record.started_at for record in result.trace]
+    assert [type(start) for start in starts] == [datetime] * 3
+    assert all(start.tzinfo is UTC for start in starts)
+    assert result.started_at <= starts[0] and starts == sorted(starts) and starts[-1] <= after
+    assert result.trace[0].started_at is starts[0]  # made once, kept
+    back = RunResult.from_dict(result.to_dict())
+    assert [record.started_at for record in back.trace] == starts
+    assert back.trace == result.trace

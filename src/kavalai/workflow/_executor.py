@@ -43,6 +43,7 @@ from kavalai.workflow._result import (
 from kavalai.workflow._runners import (
     NodeEnv,
     Outcome,
+    call_function,
     context_and_json,
     run_function,
     run_simple_node,
@@ -125,15 +126,18 @@ class Execution:
         self._main: NodeTrace | None = None  # the record of the main-path node running now
         self._traced = False
         self._ledger = RunLedger(workflow.max_value_size)
+        self._epoch = 0.0  # the epoch seconds at clock 0 (set when the run starts)
 
     async def run(self) -> RunResult:
         """Run the workflow; emit every event, :class:`RunFinished` last; return the result (never raise it)."""
         clock = _now()
+        started = datetime.now(UTC)
+        self._epoch = started.timestamp() - clock  # a visit began at this plus the clock then, in epoch seconds
         result = RunResult(
             run_id=self.run_id,
             workflow=self.workflow.name,
             status=RunStatus.SUCCEEDED,
-            started_at=datetime.now(UTC),
+            started_at=started,
             trace=self.trace,
         )
         if self._streamed:
@@ -209,26 +213,28 @@ class Execution:
         output: Any = None
         while current is not None:
             node = self.workflow.nodes[current]
-            record = self._begin(node, branch)
+            clock = _now()
+            record = self._begin(node, branch, clock)
             if branch is None:
                 self._main = record
             if self._streamed:
                 self._emit(NodeStarted(self.run_id, node.id, record.kind, record.visit, branch))
-            clock = _now()
             try:
                 if type(node) is FunctionNode and not self._traced:  # the common case: no coroutine in between
                     try:
-                        output, current = await run_function(node, env, record)
+                        output, inputs_size = await call_function(node, env, record)
                     except WorkflowError:
                         raise
                     except Exception as exc:
                         raise _node_error(node, exc) from exc
-                    context, as_json = context_and_json(output)
+                    current = node.next
+                    context, as_json, size = context_and_json(output)
                     self.values[node.id] = context
-                    self._ledger.hold(node.id, context)
+                    self._ledger.hold(node.id, context, size)
                     record.output = as_json
                     previous = context
                 else:
+                    inputs_size = -1
                     output, current = await self._visit(node, env, record)
                     record.output = jsonable(output)
                     if isinstance(node, _BRANCHING):
@@ -243,14 +249,14 @@ class Execution:
                 self._emit(NodeFailed(self.run_id, record, exc))
                 raise
             record.next, record.duration = current, _now() - clock
-            self._ledger.record(record)
+            self._ledger.record(record, inputs_size)
             self.trace.append(record)
             if self._streamed:
                 self._emit(NodeFinished(self.run_id, record))
             env.previous = previous
         return output
 
-    def _begin(self, node: NodeBase, branch: str | None) -> NodeTrace:
+    def _begin(self, node: NodeBase, branch: str | None, clock: float) -> NodeTrace:
         self._visits += 1
         if self._visits > self.max_visits:
             raise VisitLimitError(
@@ -261,12 +267,14 @@ class Execution:
             )
         node_id = node.id
         visit = self._per_node[node_id] = self._per_node.get(node_id, 0) + 1
-        # All fields by position (keywords cost a third of the record's making, once a node).
+        # All fields by position (keywords cost a third of the record's making, once a node); the start in epoch
+        # seconds, which the record makes a datetime of when it is read (NodeTrace.started_at).
+        started: Any = self._epoch + clock
         return NodeTrace(
             node_id,
             self.workflow.kinds[node_id],
             visit,
-            datetime.now(UTC),
+            started,
             0.0,
             "succeeded",
             None,

@@ -14,13 +14,14 @@ each record its trace keeps:
 
 from __future__ import annotations
 
+from math import isfinite
 from typing import Any, Final
 
 from kavalai.workflow._result import NodeTrace
 from kavalai.workflow._sizes import text_size
 from kavalai.workflow.errors import RunMemoryError
 
-__all__ = ["RUN_FACTOR", "TRACE_FACTOR", "RunLedger"]
+__all__ = ["RUN_FACTOR", "TRACE_FACTOR", "RunLedger", "flat_size"]
 
 #: The run's budget of values held and trace, in times ``max_value_size``.
 RUN_FACTOR: Final = 64
@@ -51,11 +52,13 @@ class RunLedger:
         """The estimated size of the values held and the trace's values."""
         return self._held_total + self._trace_total
 
-    def hold(self, node: str, value: Any) -> None:
+    def hold(self, node: str, value: Any, size: int = -1) -> None:
         """Count ``value`` as the one ``node`` holds now (its earlier value let go); raise
-        :class:`RunMemoryError` when the run would be over its budget."""
+        :class:`RunMemoryError` when the run would be over its budget. ``size``: the value's size when the caller
+        has it already (:func:`flat_size` of a flat dict it copied), else -1."""
         held = self._held
-        size = _size(value, self.limit)
+        if size < 0:
+            size = _size(value, self.limit)
         total = self._held_total = self._held_total + size - held.get(node, 0)
         held[node] = size
         if total + self._trace_total > self.limit:
@@ -67,15 +70,16 @@ class RunLedger:
                 limit=self.limit,
             )
 
-    def record(self, record: NodeTrace) -> None:
-        """Count ``record``'s values in the trace, or, past the trace's budget, replace them with their size."""
+    def record(self, record: NodeTrace, inputs_size: int = -1) -> None:
+        """Count ``record``'s values in the trace, or, past the trace's budget, replace them with their size.
+        ``inputs_size``: the size of its inputs when the caller has it already, else -1."""
         if self._trace_total < self.trace_limit:
             # the output is the JSON form of the value the node holds now, sized as it was stored
             output, inputs = record.output, record.inputs
             held = self._held.get(record.node) if output is not None else 0
             size = _size(output, self.limit) if held is None else held
             if inputs is not None:
-                size += _size(inputs, self.limit)
+                size += inputs_size if inputs_size >= 0 else _size(inputs, self.limit)
             if self._trace_total + size <= self.trace_limit:
                 self._trace_total += size
                 return
@@ -90,24 +94,34 @@ class RunLedger:
         self._trace_total += 64  # the record itself
 
 
+def flat_size(fields: dict[str, Any]) -> int:
+    """The size the ledger counts for a flat dict of JSON values (a tool's usual output, ``{"result": 5}``, or a
+    node's usual inputs): up to 16 text keys, each holding a text, a finite number, a boolean or null; -1 for any
+    other dict (a nan or infinite float included: it is not JSON as it is). Counted here, in one pass, without the
+    general walk's checks and calls; never below :func:`text_size` of it."""
+    if len(fields) > _FLAT:
+        return -1
+    total = 2 + 4 * len(fields)
+    for key, item in fields.items():
+        kind = type(item)
+        if type(key) is not str:
+            return -1
+        if kind is str:
+            total += len(key) + len(item) + 8
+        elif kind in _SMALL and (kind is not float or isfinite(item)):
+            total += len(key) + 28
+        else:
+            return -1
+    return total
+
+
 def _size(value: Any, limit: int) -> int:
-    """:func:`text_size` of ``value`` (stopping at ``limit``), with the common shapes counted here: a number, a
-    text, a dict of up to 16 texts and numbers under text keys (a tool's usual output, ``{"result": 5}``), without
-    the general walk's checks and calls."""
+    """:func:`text_size` of ``value`` (stopping at ``limit``), with the common shapes counted at once: a number, a
+    text, a flat dict (:func:`flat_size`)."""
     kind = type(value)
-    if kind is dict and len(value) <= _FLAT:
-        total = 2 + 4 * len(value)
-        for key, item in value.items():
-            kind = type(item)
-            if type(key) is not str:
-                return text_size(value, limit)
-            if kind is str:
-                total += len(key) + len(item) + 8
-            elif kind in _SMALL:
-                total += len(key) + 28
-            else:
-                return text_size(value, limit)
-        return total
+    if kind is dict:
+        size = flat_size(value)
+        return size if size >= 0 else text_size(value, limit)
     if kind in _SMALL:
         return 8
     if kind is str:

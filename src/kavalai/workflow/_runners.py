@@ -27,6 +27,7 @@ from kavalai.errors import (
 from kavalai.workflow._budget import PromptFit
 from kavalai.workflow._expressions import NOTHING
 from kavalai.workflow._graph import Workflow
+from kavalai.workflow._ledger import flat_size
 from kavalai.workflow._nodes import (
     AgentNode,
     EndNode,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = [
     "NodeEnv",
     "Outcome",
+    "call_function",
     "check_fits",
     "context_and_json",
     "llm_node_reply",
@@ -154,23 +156,22 @@ def to_context(value: Any) -> Any:
 _dumps_as_stored: dict[type, bool] = {}
 
 
-def context_and_json(output: Any) -> tuple[Any, Any]:
-    """:func:`to_context` of a node's output and :func:`output_json` of it, in one pass over the usual tool output
-    (a model whose fields hold plain values, finite floats, and that dumps as its ``__dict__``): two copies of its
-    fields, one for the run context and one for the trace, which must not share a dict."""
+def context_and_json(output: Any) -> tuple[Any, Any, int]:
+    """:func:`to_context` of a node's output, :func:`output_json` of it and the size the run ledger counts for the
+    context form (-1 when it is to size it itself), in one pass over the usual tool output (a model whose fields
+    hold plain values, finite floats, and that dumps as its ``__dict__``): two copies of its fields, one for the run
+    context and one for the trace, which must not share a dict."""
     kind = type(output)
     plain = _plain_model.get(kind)
     if plain is None:
         plain = _plain_model[kind] = issubclass(kind, BaseModel) and _dumps_its_fields(kind)
     if plain:
         fields = output.__dict__
-        for item in fields.values():
-            if type(item) not in PLAIN or (type(item) is float and not math.isfinite(item)):
-                break
-        else:
-            return fields.copy(), fields.copy()
+        size = flat_size(fields)  # -1 unless every value is plain and finite: then the copies are its JSON form
+        if size >= 0:
+            return fields.copy(), fields.copy(), size
     context = to_context(output)
-    return context, output_json(output, context)
+    return context, output_json(output, context), -1
 
 
 _plain_model: dict[type, bool] = {}
@@ -333,10 +334,34 @@ def _fit_output(node_id: str, env: NodeEnv, value: Any) -> Any:
 
 async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> Outcome:
     """Run a ``function`` node: call its tool (retrying as its policy says) and check the output."""
+    result, _ = await call_function(node, env, record)
+    return result, node.next
+
+
+async def call_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> tuple[Any, int]:
+    """:func:`run_function`'s work: the node's checked output, and the size the run ledger counts for the inputs
+    it recorded (-1 when the ledger is to size them itself)."""
     arguments = _resolved_now(env, node.id)
     if arguments is None:
         arguments = await _resolve(env, node.id)
-    record.inputs = flat_json(arguments) or jsonable(arguments)  # most nodes' inputs are plain values already
+    size = flat_size(arguments)  # most nodes' inputs are plain values already: their copy is their JSON form
+    record.inputs = arguments.copy() if size >= 0 else jsonable(arguments)
+    if node.timeout is None and node.retry is None and env.progress is None and not env.durable:
+        try:  # the common case: one attempt, no options, no coroutine in between
+            result = await env.kernel.call_tool(node.tool, arguments)
+        except FunctionKernelException as exc:
+            raise _tool_failure(node, exc, 1) from exc
+    else:
+        result = await _attempts(node, env, record, arguments)
+    declared = env.workflow.node_types.get(node.id)
+    if declared is not None:
+        result = check_fits(declared, result, node=node.id, what="the output", field="output")
+    return result, size
+
+
+async def _attempts(node: FunctionNode, env: NodeEnv, record: NodeTrace, arguments: dict[str, Any]) -> Any:
+    """The node's tool called with its options (timeout, progress, a durable run's), as often as its retry
+    policy allows."""
     options: dict[str, Any] = {} if node.timeout is None else {"timeout": node.timeout}
     if env.progress is not None:  # a streamed run: the tool's progress becomes NodeProgress events
         options["progress"] = functools.partial(env.progress, node.id)
@@ -353,12 +378,8 @@ async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> O
             record.attempts += 1
             try:
                 if durable:
-                    result = await _call_in_run(env, node.tool, arguments, options)
-                elif options:
-                    result = await env.kernel.call_tool(node.tool, arguments, **options)
-                else:  # the common case: without a coroutine in between, nor a dict of options to unpack
-                    result = await env.kernel.call_tool(node.tool, arguments)
-                break
+                    return await _call_in_run(env, node.tool, arguments, options)
+                return await env.kernel.call_tool(node.tool, arguments, **options)
             except FunctionKernelException as exc:
                 if record.attempts >= policy.attempts or not _retryable(exc, policy):
                     raise _tool_failure(node, exc, record.attempts) from exc
@@ -366,10 +387,6 @@ async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> O
     finally:
         if scope is not None:
             scope.__exit__(None, None, None)
-    declared = env.workflow.node_types.get(node.id)
-    if declared is not None:
-        result = check_fits(declared, result, node=node.id, what="the output", field="output")
-    return result, node.next
 
 
 async def _call_in_run(env: NodeEnv, uri: str, arguments: Any, options: dict[str, Any]) -> Any:

@@ -82,7 +82,18 @@ def text_size(value: Any, limit: int | None = None) -> int:
     total, stack = 0, [value]
     while stack and total <= limit:
         item = stack.pop()
-        if isinstance(item, str | bytes):
+        kind = type(item)  # the JSON types by identity first: isinstance() of Mapping is an ABC check, once an item
+        if kind is str:
+            total += len(item) + 4
+        elif kind is dict:
+            total += 2 + 4 * len(item)
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif kind is int:
+            total += limit + 1 if item.bit_length() > MAX_BITS else item.bit_length() // 3 + 4  # digits, ", "
+        elif kind is float or kind is bool or item is None:
+            total += 24
+        elif isinstance(item, str | bytes):
             total += len(item) + 4
         elif isinstance(item, Mapping):
             total += 2 + 4 * len(item)
