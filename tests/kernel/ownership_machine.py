@@ -12,8 +12,11 @@ after it) plus a bounded slack; each ended call must have ended one of the ways 
 After every step the threads of hung sync tools are counted: never more than the per-loop limit on each loop, and
 each one accounted for by the kernel (a call in ``calls_in_flight()`` or ``threads_in_flight()``). A ``close()``
 racing new calls leaves none of its loop running when it returns, and each of them ends with ``KernelClosedError``
-or was never started. At the end nothing the kernel started may be left: no call in flight, no thread of a cut call,
-no server process, and both loops stop.
+or was never started. A tool closes its own kernel from its worker thread (its own call is left to finish, the others
+are cut); a deadline block is entered twice (the second entry is refused, the first cuts the call inside it); a call
+pauses its own deadline in two tasks at once, or from its worker thread, longer than its timeout, and is not cut
+(issue 36, sixth session). At the end nothing the kernel started may be left: no call in flight, no thread of a cut
+call, no server process, and both loops stop.
 
 Used by ``tests/kernel/test_ownership_state.py`` with a few examples, and by ``bench/ownership_fuzz.py`` with many.
 """
@@ -38,7 +41,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from kavalai import FunctionKernel, McpServer, pythontool
 from kavalai.adapters._threads import MAX_THREADS
 from kavalai.errors import KernelClosedError, ToolNotFoundError, ToolTimeoutError
-from kavalai.kernel import _closing
+from kavalai.kernel import _closing, current_call, deadline, deadline_paused
 
 ROOT = Path(__file__).resolve().parents[2]
 #: How late past its deadline a call may still be running when a step ends (a loaded machine, a process start).
@@ -59,6 +62,26 @@ def doze(seconds: float) -> str:
     """Sleep in a worker thread."""
     time.sleep(seconds)
     return "dozed"
+
+
+@pythontool
+async def wait_for_two_people(seconds: float) -> str:
+    """Pause the call's own deadline in two tasks at once, for ``seconds`` and half of it."""
+
+    async def ask(wait: float) -> None:
+        with deadline_paused():
+            await asyncio.sleep(wait)
+
+    await asyncio.gather(ask(seconds), ask(seconds / 2))
+    return "answered"
+
+
+@pythontool
+def wait_for_a_person_in_a_thread(seconds: float) -> str:
+    """Pause the call's own deadline from the sync tool's worker thread for ``seconds``."""
+    with deadline_paused():
+        time.sleep(seconds)
+    return "answered"
 
 
 class Stall:
@@ -157,6 +180,20 @@ class KernelMachine(RuleBasedStateMachine):
             return stall()
 
         self.kernel.register_python_tool("hang", hang)
+        self.kernel.register_python_tool("ask_two", wait_for_two_people)
+        self.kernel.register_python_tool("ask_in_thread", wait_for_a_person_in_a_thread)
+        kernel = self.kernel
+
+        @pythontool
+        def close_own_kernel() -> str:
+            """Close this tool's own kernel from its worker thread, on the loop its call runs on."""
+            call = current_call()
+            assert call is not None
+            assert call.loop is not None
+            asyncio.run_coroutine_threadsafe(kernel.close(), call.loop).result(SLACK * 2)
+            return "closed"
+
+        self.kernel.register_python_tool("close_own", close_own_kernel)
         # close() waits for the threads of cut calls within its bound; the hung ones never return before teardown.
         self.close_wait = _closing._CLOSE_WAIT
         _closing._CLOSE_WAIT = 0.3
@@ -209,6 +246,35 @@ class KernelMachine(RuleBasedStateMachine):
             allowed += (ToolNotFoundError,)  # the racing calls found no tool to call
         for outcome in outcomes:
             assert isinstance(outcome, allowed), outcome
+
+    @rule(where=st.sampled_from(["task", "second-loop"]))
+    def close_from_a_tools_thread(self, where: str) -> None:
+        """A sync tool closes its own kernel from its worker thread: its call is left to finish with its result; the
+        calls in flight elsewhere are cut as by any ``close()``."""
+        now = time.monotonic()
+        for call in self.calls:
+            if call.closed_at is None and not call.future.done():
+                call.closed_at = now
+        loop = self.main if where == "task" else self.second
+        assert loop.run(self.kernel.call_tool("python://close_own"), within=SLACK * 4).result == "closed"
+
+    @rule(where=st.sampled_from(["task", "second-loop"]))
+    def enter_a_deadline_twice(self, where: str) -> None:
+        """A deadline block cuts the call inside it, and a second entry of the same block is refused."""
+        loop = self.main if where == "task" else self.second
+        first, second = loop.run(_enter_twice(self.kernel), within=SLACK * 4)
+        assert isinstance(first, ToolTimeoutError), first
+        assert first.uri == "python://ask_two", first
+        assert isinstance(second, RuntimeError), second
+        assert "already entered" in str(second), second
+
+    @rule(where=st.sampled_from(["task", "second-loop"]), tool=st.sampled_from(["ask_two", "ask_in_thread"]))
+    def pause_past_the_timeout(self, where: str, tool: str) -> None:
+        """A call pausing its own deadline (in two tasks at once, or from its thread) longer than its timeout is not
+        cut: its clock stops while any pause of it runs."""
+        loop = self.main if where == "task" else self.second
+        call = self.kernel.call_tool(f"python://{tool}", {"seconds": 0.3}, timeout=0.1)
+        assert loop.run(call, within=SLACK * 4).result == "answered"
 
     # Enabled by what earlier steps did, never by timing (whether a call is still running), which Hypothesis needs
     # to replay a case: cancelling a call that has ended does nothing.
@@ -342,6 +408,25 @@ async def _close_racing(
     for task in racing:
         task.cancel()  # done ones ignore it; the rest had not started
     return left, list(await asyncio.gather(*racing, return_exceptions=True))
+
+
+async def _enter_twice(kernel: FunctionKernel) -> tuple[BaseException | None, BaseException | None]:
+    """Enter one deadline block around a call that outlives it (its pauses stop only a deadline of its own, not the
+    block's), then try to enter the block again: what each raised."""
+    block = deadline(0.05)
+    first: BaseException | None = None
+    second: BaseException | None = None
+    with block:
+        try:
+            await kernel.call_tool("python://ask_two", {"seconds": 3600}, timeout=None)
+        except ToolTimeoutError as exc:
+            first = exc
+    try:
+        with block:
+            pass
+    except RuntimeError as exc:
+        second = exc
+    return first, second
 
 
 def _alive(process: psutil.Process) -> bool:

@@ -55,19 +55,17 @@ Building never fails on such input. Nothing is cached between calls: each call b
 
 from __future__ import annotations
 
-import functools
 import keyword
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Annotated, Any, ForwardRef, Literal, TypeGuard, Union
+from typing import Any, ForwardRef, Literal, Union
 from urllib.parse import unquote
 
-from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, ValidationError
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema, SchemaError, SchemaValidator, core_schema
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import SchemaError
 
+from kavalai.kernel._constraints import constrained, length_constraints, number_constraints, string_constraints
 from kavalai.kernel._names import RESERVED_FIELD_NAMES, create_model_quietly
 from kavalai.secrets import get_logger
 
@@ -79,7 +77,6 @@ Extra = Literal["forbid", "allow", "ignore"]
 
 # "Config" is the pydantic v1 configuration class name, still refused next to model_config.
 _LITERAL_TYPES = (str, int, float, bool, type(None))
-_NUMBER_BOUNDS = {"minimum": "ge", "maximum": "le", "exclusiveMinimum": "gt", "exclusiveMaximum": "lt"}
 
 
 def model_from_json_schema(
@@ -263,10 +260,10 @@ class _Builder:
 
     def _typed(self, schema: Mapping[str, Any], kind: Any, name: str) -> Any:
         if kind == "string":
-            return _constrained(str, _string_constraints(schema), schema)
+            return constrained(str, string_constraints(schema), schema)
         if kind in ("integer", "number"):
             base: type = int if kind == "integer" else float
-            return _constrained(base, _number_constraints(schema, integer=kind == "integer"), schema)
+            return constrained(base, number_constraints(schema, integer=kind == "integer"), schema)
         if kind == "boolean":
             return bool
         if kind == "null":
@@ -288,7 +285,7 @@ class _Builder:
                 return tuple[tuple(members)]  # type: ignore[misc]
             return list[Any]
         item_type = self.type_of(items, f"{name}Item") if isinstance(items, Mapping) else Any
-        return _constrained(list[item_type], _length_constraints(schema, "minItems", "maxItems"), schema)  # type: ignore[valid-type]
+        return constrained(list[item_type], length_constraints(schema, "minItems", "maxItems"), schema)  # type: ignore[valid-type]
 
     def _object_type(self, schema: Mapping[str, Any], name: str) -> Any:
         properties = schema.get("properties")
@@ -657,82 +654,6 @@ def _nullable(schema: Mapping[str, Any], annotation: Any) -> Any:
     if schema.get("nullable") is True and annotation is not Any:
         return _union([annotation, None])
     return annotation
-
-
-@dataclass(frozen=True, slots=True)
-class _Keywords:
-    """``Annotated`` metadata adding keywords the type does not express (such as ``format``) to its JSON schema."""
-
-    items: tuple[tuple[str, Any], ...]
-
-    def __get_pydantic_json_schema__(self, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        json_schema = handler(core_schema)
-        json_schema.update(self.items)
-        return json_schema
-
-
-def _constrained(base: Any, constraints: dict[str, Any], schema: Mapping[str, Any]) -> Any:
-    metadata: list[Any] = [Field(**constraints)] if constraints else []
-    fmt = schema.get("format")
-    if isinstance(fmt, str) and fmt:
-        metadata.append(_Keywords((("format", fmt),)))
-    return Annotated[(base, *metadata)] if metadata else base
-
-
-def _string_constraints(schema: Mapping[str, Any]) -> dict[str, Any]:
-    constraints = _length_constraints(schema, "minLength", "maxLength")
-    pattern = schema.get("pattern")
-    if isinstance(pattern, str) and _linear_time_pattern(pattern):
-        constraints["pattern"] = pattern
-    return constraints
-
-
-@functools.lru_cache(maxsize=1024)
-def _linear_time_pattern(pattern: str) -> bool:
-    """Whether pydantic's linear-time engine compiles ``pattern`` (Python's backtracking ``re`` is never used)."""
-    try:
-        SchemaValidator(core_schema.str_schema(pattern=pattern, regex_engine="rust-regex"))
-    except Exception:  # pydantic reports an uncompilable pattern as a SchemaError
-        message = "JSON Schema pattern %r is not enforced: the linear-time regex engine cannot compile it"
-        logger.warning(message, pattern)
-        return False
-    return True
-
-
-def _length_constraints(schema: Mapping[str, Any], low: str, high: str) -> dict[str, Any]:
-    constraints: dict[str, Any] = {}
-    for key, target in ((low, "min_length"), (high, "max_length")):
-        value = schema.get(key)
-        if _is_number(value) and value >= 0 and float(value).is_integer():
-            constraints[target] = int(value)
-    return constraints
-
-
-def _number_constraints(schema: Mapping[str, Any], *, integer: bool) -> dict[str, Any]:
-    constraints: dict[str, Any] = {}
-    for key, target in _NUMBER_BOUNDS.items():
-        value = schema.get(key)
-        if value is True and key.startswith("exclusive"):
-            # Draft 4: a boolean that makes minimum/maximum exclusive.
-            bound = schema.get("minimum" if key == "exclusiveMinimum" else "maximum")
-            if _is_number(bound):
-                constraints.pop("ge" if target == "gt" else "le", None)
-                constraints[target] = _integral(bound, target) if integer else bound
-        elif _is_number(value) and math.isfinite(value):
-            constraints[target] = _integral(value, target) if integer else value
-    step = schema.get("multipleOf")
-    if _is_number(step) and step > 0 and (not integer or float(step).is_integer()):
-        constraints["multiple_of"] = int(step) if integer else step
-    return constraints
-
-
-def _integral(value: float, target: str) -> int:
-    """An integer bound equivalent to ``value`` for integers (``ge=1.5`` -> ``ge=2``, ``lt=1.5`` -> ``lt=2``)."""
-    return math.ceil(value) if target in ("ge", "lt") else math.floor(value)
-
-
-def _is_number(value: Any) -> TypeGuard[int | float]:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _text(value: Any) -> str | None:
