@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Final
 
-from kavalai.agent._vocabulary import Action, action, tool_action
+from kavalai.agent._vocabulary import ACTIONS, Action, action, tool_action
 
 __all__ = ["ACTION_WEIGHT", "FLOOR", "NAME_WEIGHT", "RARE", "SERVER_WEIGHT", "SHORT_FORM", "Rescorer"]
 
@@ -92,21 +92,32 @@ class Rescorer:
         said = [*query_words, *servers]
         named = self._named.intersection(said).union(self._short[word] for word in said if word in self._short)
         rare = {stem: self._rarity[stem] for stem in query_stems if stem in self._rarity}
-        final, rarest = {}, {}
+        rare_stems, stems, tools_servers, actions = set(rare), self._stems, self._servers, self._actions
+        bonus: dict[Action, float] = dict.fromkeys(ACTIONS, 0.0)
+        if asked is not None:  # what each action the tool's name says adds: the same, a conflict, or neither
+            bonus = {
+                done: ACTION_WEIGHT if asked == done else -ACTION_WEIGHT if _conflict(asked, done) else 0.0
+                for done in bonus
+            }
+        ranked: list[tuple[float, int]] = []
+        exact: set[int] = set()
         for index, score in zip(candidates, scores, strict=True):
-            found = rarest[index] = self._rarest(index, rare) if rare else 0.0
-            value = score / top + NAME_WEIGHT * found
-            if self._servers[index] in named:
+            value = score / top
+            shared = stems[index] & rare_stems if rare_stems else None
+            if shared:
+                found = max(rare[stem] for stem in shared)
+                value += NAME_WEIGHT * found
+                if found >= RARE:
+                    exact.add(index)
+            if tools_servers[index] in named:
                 value += SERVER_WEIGHT
-            done = self._actions[index]
-            if asked is not None and done is not None:
-                value += ACTION_WEIGHT if asked == done else -ACTION_WEIGHT if _conflict(asked, done) else 0.0
-            final[index] = value
-        ranked = sorted(final, key=lambda index: (-final[index], index))
-        return _promoted(ranked, [i for i in ranked if rarest[i] >= RARE])
-
-    def _rarest(self, index: int, rare: dict[str, float]) -> float:
-        return max((rare[stem] for stem in self._stems[index].intersection(rare)), default=0.0)
+            done = actions[index]
+            if done is not None:
+                value += bonus[done]
+            ranked.append((-value, index))
+        ranked.sort()
+        order = [index for _, index in ranked]
+        return _promoted(order, [index for index in order if index in exact]) if exact else order
 
 
 def _short_forms(servers: set[str]) -> dict[str, str]:

@@ -322,11 +322,14 @@ class ToolSearch:
         assert self._embedder is not None
         cut = " ".join(query.split()[:MAX_QUERY_WORDS])
         (query_vector,) = _unit_rows(self._embedder([cut]), 1)
-        semantic, floor = self._semantic(query_vector, k)
+        semantic, cosines = self._semantic(query_vector, k)
         scores = self._scores(query, values)
         lexical = _top_found(scores, k)
-        pool = np.asarray(list(dict.fromkeys([*semantic, *lexical])), dtype=np.int64)
-        near = self._near(pool, query_vector)
+        chosen = set(semantic)
+        others = [index for index in lexical if index not in chosen]  # only these still need their cosine
+        pool = np.asarray([*semantic, *others], dtype=np.int64)
+        near = np.concatenate((cosines, self._near(pool[len(semantic) :], query_vector)))
+        floor = float(cosines[-1]) if len(cosines) else 0.0
         spread = float(near.max()) - floor
         meaning = np.clip((near - floor) / spread, 0.0, None) if spread > 0 else np.zeros(len(pool))
         words = scores[pool] / (float(scores.max()) or 1.0)
@@ -350,10 +353,10 @@ class ToolSearch:
             np.maximum(near, self._matrix[places + view * n] @ query_vector, out=near)
         return near
 
-    def _semantic(self, query_vector: Any, k: int) -> tuple[list[int], float]:
-        """Kept tools' places by cosine to the query, best first, and the ``k``-th best cosine (the lowest of
-        those). A tool is as close as its closer view (see :func:`_views`): "kill the workflow" is near "terminate
-        workflow execution" even where the description goes on about event histories.
+    def _semantic(self, query_vector: Any, k: int) -> tuple[list[int], Any]:
+        """The ``k`` kept tools' places nearest the query by cosine, best first, and their cosines. A tool is as
+        close as its closer view (see :func:`_views`): "kill the workflow" is near "terminate workflow execution"
+        even where the description goes on about event histories.
 
         Over more than twice :data:`_SHORTLIST` tools, a coarse pass picks :data:`_SHORTLIST` tools and only those
         are compared view by view: each tool's views summed, projected on the catalogue's :data:`_COARSE_DIMS`
@@ -366,14 +369,14 @@ class ToolSearch:
         if self._coarse is None:
             near = _cosines(self._matrix, query_vector).reshape(views, n).max(axis=0)
             best = _top(near, k)
-            return best, float(near[best[-1]])
+            return best, near[best]
         projection, coarse = self._coarse
         rough = _cosines(coarse, query_vector @ projection)
         size = max(_SHORTLIST, k)
         shortlist = np.argpartition(-rough, size)[:size] if n > size else np.arange(n)
         exact = self._near(shortlist, query_vector)
         best = _top(exact, k)
-        return [int(shortlist[i]) for i in best], float(exact[best[-1]])
+        return shortlist[best].tolist(), exact[best]
 
     def description(self, name: str) -> dict[str, Any]:
         """The full description of the tool ``name``."""
@@ -513,9 +516,14 @@ def _top(scores: Any, k: int) -> list[int]:
 
 
 def _top_found(scores: Any, k: int) -> list[int]:
-    """:func:`_top` of the tools sharing a word with the query (a positive score): few of a large catalogue."""
+    """:func:`_top` of the tools sharing a word with the query (a positive score): few of a large catalogue. The
+    ``k`` best of all are taken first (one pass, no index array of every positive built), then the positive."""
     import numpy as np
 
+    if k < len(scores):
+        part = np.argpartition(-scores, k)[:k]
+        part = part[scores[part] > 0]
+        return [int(i) for i in part[np.lexsort((part, -scores[part]))]]
     found = np.flatnonzero(scores > 0)
     return [int(found[i]) for i in _top(scores[found], k)]
 
