@@ -4,6 +4,7 @@ reads at most its limit, so a file over it (or a pipe that never ends) is refuse
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -64,3 +65,90 @@ def test_configuration_and_workflow_files_over_the_default_limit_are_refused_as_
         KernelConfig.from_file(big)
     with pytest.raises(WorkflowDefinitionError, match=r"workflow file .*big\.yaml.* over the limit of 33,554,432"):
         WorkflowEngine.from_yaml(big)
+
+
+def test_a_fifo_nobody_writes_to_is_refused_within_the_timeout_not_waited_on_in_open(tmp_path: Path) -> None:
+    """``kavalai tools list -c FIFO`` with no writer waited in ``open()`` for ever (issue 34): the file is opened
+    without waiting, and its data waited for within the read's timeout."""
+    fifo = tmp_path / "nobody.yaml"
+    os.mkfifo(fifo)
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        reading = pool.submit(read_document, fifo, "the configuration file 'nobody.yaml'", timeout=0.5)
+        with pytest.raises(ConfigurationError, match=r"'nobody.yaml': it is not a regular file, .* within 0.5 s"):
+            reading.result(timeout=60)  # an open() waiting for a writer never returns
+    finally:
+        pool.shutdown(wait=False)
+        with contextlib.suppress(OSError):  # release an open() still waiting (the bug), so the test process ends
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+
+def test_a_writer_that_never_finishes_is_refused_within_the_timeout(tmp_path: Path) -> None:
+    fifo = tmp_path / "half.yaml"
+    os.mkfifo(fifo)
+    done = threading.Event()
+
+    def write() -> None:  # half a document, then the pipe held open
+        with open(fifo, "wb") as pipe:
+            pipe.write(b"python_functions:\n")
+            pipe.flush()
+            done.wait(60)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        with pytest.raises(ConfigurationError, match="did not end within 0.5 s"):
+            read_document(fifo, "the configuration file 'half.yaml'", timeout=0.5)
+    finally:
+        done.set()
+        writer.join(10)
+
+
+def test_a_fifo_whose_writer_comes_later_is_read_whole(tmp_path: Path) -> None:
+    """A FIFO without a writer reads as ended at once when opened without waiting: its data is waited for, so a
+    writer that opens it a moment later (``mkfifo f; kavalai ... -c f & write > f``) is read, not an empty file."""
+    fifo = tmp_path / "later.yaml"
+    os.mkfifo(fifo)
+    opened = threading.Event()
+
+    def write() -> None:
+        opened.wait(10)
+        with open(fifo, "wb") as pipe:
+            for line in (b"a: 1\n", b"b: 2\n"):
+                pipe.write(line)
+                pipe.flush()
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        reading = pool.submit(read_document, fifo, "the configuration file 'later.yaml'", timeout=60)
+        opened.set()
+        assert reading.result(timeout=60) == "a: 1\nb: 2\n"
+    finally:
+        pool.shutdown(wait=False)
+        writer.join(10)
+
+
+def test_a_process_substitution_pipe_is_read(tmp_path: Path) -> None:
+    """``-c <(cat tools.yaml)``: the shell passes ``/dev/fd/N``, a pipe; it is read as it comes."""
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, b"python_functions: []\n")
+        os.close(write_end)
+        assert read_document(f"/dev/fd/{read_end}", "the configuration file") == "python_functions: []\n"
+    finally:
+        os.close(read_end)
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), "5", True])
+def test_the_reads_timeout_follows_the_one_seconds_rule(tmp_path: Path, timeout: object) -> None:
+    path = tmp_path / "a.yaml"
+    path.write_text("a: 1\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="timeout must be positive"):
+        read_document(path, "the file", timeout=timeout)  # type: ignore[arg-type]
+
+
+def test_a_directory_is_refused_as_one(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="Is a directory"):
+        read_document(tmp_path, "the configuration file")

@@ -11,36 +11,66 @@ Written here rather than taken from a library because PyYAML, the YAML parser we
 
 from __future__ import annotations
 
+import errno
 import json
+import math
 import os
+import select
+import stat
+import time
 from typing import Any, Final
 
 import yaml
 
 from kavalai.errors import ConfigurationError
+from kavalai.kernel import required_seconds
 
-__all__ = ["MAX_DOCUMENT_BYTES", "MAX_DOCUMENT_NODES", "load_json_or_yaml", "load_yaml", "read_document"]
+__all__ = [
+    "MAX_DOCUMENT_BYTES",
+    "MAX_DOCUMENT_NODES",
+    "READ_TIMEOUT",
+    "load_json_or_yaml",
+    "load_yaml",
+    "read_document",
+]
 
 #: The default size limit of one document: far above any real OpenAPI spec or workflow file.
 MAX_DOCUMENT_BYTES: Final = 32 * 1024 * 1024
 #: The default limit on the nodes of a YAML document with its aliases expanded.
 MAX_DOCUMENT_NODES: Final = 2_000_000
 _CHUNK: Final = 64 * 1024  # bytes a document is read by
+#: How long a document that is not a regular file (a FIFO, a ``/dev/fd/N`` pipe) may take to come, in seconds.
+READ_TIMEOUT: Final = 30.0
 
 _Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def read_document(path: str | os.PathLike[str], what: str, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> str:
+def read_document(
+    path: str | os.PathLike[str],
+    what: str,
+    *,
+    max_bytes: int = MAX_DOCUMENT_BYTES,
+    timeout: float = READ_TIMEOUT,
+) -> str:
     """The text of the UTF-8 file at ``path`` (line endings read as ``Path.read_text`` reads them); at most
     ``max_bytes`` are read, so a larger file (or a device or pipe that never ends) is refused before it is held in
-    memory, not after.
+    memory, not after. A path that is not a regular file (a FIFO, a process substitution's ``/dev/fd/N`` pipe, a
+    device) is opened without waiting for a writer and read as its data comes, for ``timeout`` seconds in all: a FIFO
+    nobody writes to, or a writer that never finishes, is refused then instead of waited on for ever.
 
     Raises:
         ConfigurationError: starting with ``what`` (``"the configuration file 'x.yaml'"``), when the file cannot be
-            read, is over ``max_bytes``, or is not UTF-8 text.
+            read, is over ``max_bytes``, is not UTF-8 text, or does not end within ``timeout``.
+        ValueError: ``timeout`` is not a number of seconds above 0.
     """
+    seconds = required_seconds(timeout, what="timeout")
     try:
-        data = _read_at_most(path, max_bytes + 1)  # one byte past the limit tells a file over it
+        data = _read_at_most(path, max_bytes + 1, seconds)  # one byte past the limit tells a file over it
+    except TimeoutError:
+        raise ConfigurationError(
+            f"Cannot read {what}: it is not a regular file, and its data did not end within {seconds:g} s (a FIFO "
+            "nobody writes to, or a writer that does not finish); write it to a file, or start its writer first."
+        ) from None
     except OSError as exc:
         raise ConfigurationError(f"Cannot read {what}: {exc.strerror or exc}.") from None
     if len(data) > max_bytes:
@@ -58,18 +88,43 @@ def read_document(path: str | os.PathLike[str], what: str, *, max_bytes: int = M
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
-def _read_at_most(path: str | os.PathLike[str], limit: int) -> bytes:
-    """Up to ``limit`` bytes of the file at ``path``, in chunks: ``read(limit)`` would allocate the whole limit for
-    every file, however small."""
+def _read_at_most(path: str | os.PathLike[str], limit: int, seconds: float) -> bytes:
+    """Up to ``limit`` bytes of the file at ``path``, in chunks (``read(limit)`` would allocate the whole limit for
+    every file, however small). Opened with ``O_NONBLOCK``, so a FIFO without a writer does not hold ``open()``; a
+    regular file is then read as usual, anything else as its data comes, within ``seconds`` (``TimeoutError``)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if stat.S_ISREG(os.fstat(fd).st_mode) or not hasattr(select, "poll"):
+            os.set_blocking(fd, True)
+            return _chunks(fd, limit, None)
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return _chunks(fd, limit, (poller, time.monotonic() + seconds))
+    finally:
+        os.close(fd)
+
+
+def _chunks(fd: int, limit: int, waiting: tuple[Any, float] | None) -> bytes:
+    """Read ``fd`` to its end or ``limit`` bytes; with ``waiting`` (a poller and a deadline), wait for each chunk
+    first: a FIFO that has had no writer reads as ended at once, so its data is waited for, not read for."""
     chunks: list[bytes] = []
     total = 0
-    with open(path, "rb", buffering=0) as file:
-        while total < limit:
-            chunk = file.read(min(_CHUNK, limit - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
+    while total < limit:
+        if waiting is not None:
+            poller, deadline = waiting
+            left = deadline - time.monotonic()
+            if left <= 0 or not poller.poll(max(1, math.ceil(left * 1000))):
+                raise TimeoutError
+        try:
+            chunk = os.read(fd, min(_CHUNK, limit - total))
+        except BlockingIOError:
+            continue  # woken with nothing to read (yet)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
     return b"".join(chunks)
 
 

@@ -43,7 +43,7 @@ from kavalai.workflow._meter import (
 )
 from kavalai.workflow._meter import evaluate as metered
 from kavalai.workflow._sizes import SizeError, bounded_str, bounded_sum, check_binop
-from kavalai.workflow.errors import ExpressionError
+from kavalai.workflow.errors import ExpressionError, quoted
 
 __all__ = ["FUNCTIONS", "NOTHING", "Expression", "compile_expression", "is_path", "read_key"]
 
@@ -184,21 +184,21 @@ class Expression:
             raise  # out of its slice of the event loop: begun again in a worker thread
         except (_Missing, _Refused, SizeError, EvaluationDeadlineError, EvaluationLimitError) as exc:
             raise ExpressionError(
-                f"{_where(node, field)}expression {self.source!r}: {exc.args[0]}",
+                f"{_where(node, field)}expression {quoted(self.source)}: {exc.args[0]}",
                 expression=self.source,
                 node=node,
                 field=field,
             ) from None
         except Exception as exc:
             raise ExpressionError(
-                f"{_where(node, field)}expression {self.source!r} failed: {type(exc).__name__}: {exc}",
+                f"{_where(node, field)}expression {quoted(self.source)} failed: {type(exc).__name__}: {exc}",
                 expression=self.source,
                 node=node,
                 field=field,
             ) from exc
 
     def __repr__(self) -> str:
-        return f"Expression({self.source!r})"
+        return f"Expression({quoted(self.source)})"
 
 
 def compile_expression(source: str, *, node: str | None = None) -> Expression:
@@ -232,18 +232,14 @@ def _parse(source: str) -> ast.Expression:
     try:
         return ast.parse(source.strip(), mode="eval")
     except SyntaxError as exc:
-        raise ExpressionError(f"expression {source!r} does not parse: {exc.msg}", expression=source) from None
+        raise ExpressionError(f"expression {quoted(source)} does not parse: {exc.msg}", expression=source) from None
     except ValueError as exc:  # a lone surrogate (a JSON document's "\\ud800") cannot be encoded for the parser
-        raise ExpressionError(f"expression {_short(source)} does not parse: {exc}", expression=_short(source)) from None
+        raise ExpressionError(f"expression {quoted(source)} does not parse: {exc}", expression=source) from None
     except (RecursionError, MemoryError):
         raise ExpressionError(
-            f"expression {_short(source)} is nested too deeply to parse ({len(source):,} characters)",
-            expression=_short(source),
+            f"expression {quoted(source)} is nested too deeply to parse ({len(source):,} characters)",
+            expression=source,
         ) from None
-
-
-def _short(source: str) -> str:
-    return repr(source) if len(source) <= 200 else f"{source[:200]!r}..."
 
 
 #: What :meth:`Expression.plain_path` gives for an expression that is not a plain path through dicts.
@@ -291,12 +287,12 @@ def _check(node: ast.AST, source: str) -> None:
     allowed = isinstance(node, _STRUCTURAL) or type(node) in _BINARY or type(node) in _UNARY or type(node) in _COMPARE
     if not allowed:
         raise ExpressionError(
-            f"expression {source!r} uses {type(node).__name__}, which is not allowed in workflow expressions",
+            f"expression {quoted(source)} uses {type(node).__name__}, which is not allowed in workflow expressions",
             expression=source,
         )
     if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
         raise ExpressionError(
-            f"expression {source!r} reads {node.attr!r}: names starting with '_' are not allowed",
+            f"expression {quoted(source)} reads {quoted(node.attr)}: names starting with '_' are not allowed",
             expression=source,
         )
     if isinstance(node, ast.Call):
@@ -307,11 +303,14 @@ def _check_call(node: ast.Call, source: str) -> None:
     if not isinstance(node.func, ast.Name) or (node.func.id not in FUNCTIONS and node.func.id != _GET):
         allowed = ", ".join(sorted([*FUNCTIONS, _GET]))
         raise ExpressionError(
-            f"expression {source!r} calls {ast.unparse(node.func)!r}; only these functions may be called: {allowed}",
+            f"expression {quoted(source)} calls {quoted(ast.unparse(node.func))}; only these functions may be called: "
+            f"{allowed}",
             expression=source,
         )
     if node.keywords:
-        raise ExpressionError(f"expression {source!r}: keyword arguments are not allowed in calls", expression=source)
+        raise ExpressionError(
+            f"expression {quoted(source)}: keyword arguments are not allowed in calls", expression=source
+        )
 
 
 def _is_get(node: ast.AST) -> bool:
@@ -323,12 +322,14 @@ def _get_names(node: ast.AST, source: str) -> set[str]:
     first = node.args[0] if node.args else None
     if len(node.args) not in (1, 2) or not isinstance(first, ast.Constant) or not isinstance(first.value, str):
         raise ExpressionError(
-            f"expression {source!r}: get() takes a path string and an optional default, e.g. get('counter.result', 0)",
+            f"expression {quoted(source)}: get() takes a path string and an optional default, e.g. "
+            "get('counter.result', 0)",
             expression=source,
         )
     if not is_path(first.value):
         raise ExpressionError(
-            f"expression {source!r}: get() needs a context path such as 'node.field[0]', not {first.value!r}",
+            f"expression {quoted(source)}: get() needs a context path such as 'node.field[0]', not "
+            f"{quoted(first.value)}",
             expression=source,
         )
     root = _path_root(_parse(first.value).body)

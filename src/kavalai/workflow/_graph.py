@@ -28,7 +28,7 @@ from kavalai.workflow._nodes import (
 from kavalai.workflow._sizes import DEFAULT_MAX_SIZE
 from kavalai.workflow._templates import check_template
 from kavalai.workflow._types import DataType, TypeRegistry
-from kavalai.workflow.errors import ExpressionError, WorkflowDefinitionError
+from kavalai.workflow.errors import ExpressionError, WorkflowDefinitionError, quoted
 
 if TYPE_CHECKING:
     from kavalai import FunctionKernel
@@ -283,8 +283,9 @@ class Workflow:
         unknown = sorted(expression.names - self._known_names())
         if unknown:
             raise WorkflowDefinitionError(
-                f"Node {node!r}: field {field!r}: expression {expression.source!r} reads {unknown[0]!r}, which is "
-                f"neither 'input' nor a node id.{did_you_mean(unknown[0], self._known_names())}",
+                f"Node {node!r}: field {field!r}: expression {quoted(expression.source)} reads "
+                f"{quoted(unknown[0])}, which is neither 'input' nor a node id."
+                f"{did_you_mean(unknown[0], self._known_names())}",
                 node=node,
                 field=field,
             )

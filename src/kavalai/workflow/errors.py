@@ -17,9 +17,10 @@ Every message names the node, the field where one applies, and the reason.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from kavalai.errors import FunctionKernelException
+from kavalai.secrets import redact
 
 __all__ = [
     "ExpressionError",
@@ -31,6 +32,8 @@ __all__ = [
     "VisitLimitError",
     "WorkflowDefinitionError",
     "WorkflowError",
+    "bounded_message",
+    "quoted",
 ]
 
 
@@ -42,8 +45,40 @@ class WorkflowError(FunctionKernelException):
     """
 
     def __init__(self, message: str, *, node: str | None = None, uri: str | None = None) -> None:
-        super().__init__(message, uri=uri)
+        super().__init__(bounded_message(redact(message)), uri=uri)
         self.node = node
+
+
+#: The longest message a workflow error keeps, in characters; past it, the middle is cut (:func:`bounded_message`).
+MAX_MESSAGE: Final = 2_000
+_HEAD: Final = 1_200
+_TAIL: Final = 600
+
+
+#: The characters of a source (an expression, a path) an error quotes: its start and its end.
+_QUOTED_HEAD: Final = 160
+_QUOTED_TAIL: Final = 60
+
+
+def quoted(source: str) -> str:
+    """``source`` (an expression, a context path) as an error quotes it: whole (``repr``) when short, else its start
+    and its end and its length, so an error about a 100 KB expression is not 100 KB (or twice that). Every message
+    of the evaluation errors quotes its source through here (enumerated by
+    ``tests/workflow/test_error_excerpts.py``)."""
+    if len(source) <= _QUOTED_HEAD + _QUOTED_TAIL:
+        return repr(source)
+    return f"{source[:_QUOTED_HEAD]!r}...{source[-_QUOTED_TAIL:]!r} ({len(source):,} characters)"
+
+
+def bounded_message(message: str) -> str:
+    """``message`` cut to at most about :data:`MAX_MESSAGE` characters, keeping its start (the node and field) and its
+    end (the reason), the one place every workflow error's message passes: an expression or a template of 100 KB
+    quoted in its error (a parse error, a refused name, a failure at run time) is an excerpt, not the whole source
+    once or twice. Masked by the secret gate before it is cut, so no cut leaves part of a secret."""
+    if len(message) <= MAX_MESSAGE:
+        return message
+    cut = len(message) - _HEAD - _TAIL
+    return f"{message[:_HEAD]} [... {cut:,} characters cut ...] {message[-_TAIL:]}"
 
 
 class WorkflowDefinitionError(WorkflowError, ValueError):

@@ -18,7 +18,7 @@ from kavalai.workflow._expressions import compile_expression
 from kavalai.workflow._graph import _RESERVED, Workflow, did_you_mean
 from kavalai.workflow._nodes import NodeBase
 from kavalai.workflow._types import TypeRegistry
-from kavalai.workflow.errors import ExpressionError, WorkflowDefinitionError
+from kavalai.workflow.errors import ExpressionError, WorkflowDefinitionError, quoted
 from kavalai.workflow.kaval._checks import MODEL_NODES, WRITERS, model_settings, reachable
 from kavalai.workflow.kaval._dialect import kaval_json_schema
 from kavalai.workflow.kaval._models import (
@@ -277,8 +277,8 @@ class _Translator:
     def _root_check(self, node: str, field: str, source: str, names: Iterable[str]) -> None:
         for root in sorted(set(names) - self._known()):
             raise WorkflowDefinitionError(
-                f"Node {node!r}: field {field!r}: {source!r} reads {root!r}, which is neither 'input' nor the "
-                f"output of any node.{did_you_mean(root, self._known())}",
+                f"Node {node!r}: field {field!r}: {quoted(source)} reads {quoted(root)}, which is neither 'input' nor "
+                f"the output of any node.{did_you_mean(root, self._known())}",
                 node=node,
                 field=field,
             )
