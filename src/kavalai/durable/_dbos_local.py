@@ -27,9 +27,10 @@ from typing import Final, NoReturn
 
 import sqlalchemy as sa
 
+from kavalai.durable._dbos_private import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
 from kavalai.errors import DurableRunError, RunInterruptedError
 
-__all__ = ["LocalRuns"]
+__all__ = ["LocalRuns", "QuietCancels", "QuietParking"]
 
 #: DBOS's warning when a workflow's task ends cancelled: expected for a parked run, so not shown for one.
 _DBOS_CANCELLED: Final = "Asyncio task cancelled for workflow"
@@ -121,6 +122,17 @@ class QuietParking(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not (_parking.get() and record.getMessage().startswith(_DBOS_CANCELLED))
+
+
+class QuietCancels(logging.Filter):
+    """Drops DBOS's ERROR "Exception encountered in asynchronous workflow" (with a traceback) when the exception is
+    DBOS's own cancel of the run: a cancelled run is an expected outcome, which ``result()`` reports as
+    :class:`~kavalai.errors.RunCancelledError`, never an error to log. Any other exception of a workflow is still
+    logged (on the ``dbos`` logger)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        raised = record.exc_info[1] if record.exc_info else None
+        return not isinstance(raised, (DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError))
 
 
 def _settled(engine: sa.Engine, status: sa.Table, run_id: str) -> bool:

@@ -56,7 +56,7 @@ from kavalai.durable._dbos_database import (
 from kavalai.durable._dbos_journal import PENDING as _PENDING
 from kavalai.durable._dbos_journal import DbosJournal, dbos_steps_by_position, topic
 from kavalai.durable._dbos_liveness import HOST, Liveness
-from kavalai.durable._dbos_local import LocalRuns, QuietParking
+from kavalai.durable._dbos_local import LocalRuns, QuietCancels, QuietParking
 from kavalai.durable._dbos_private import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
 from kavalai.durable._definition import Definition, Versions, changed, definition_of
 from kavalai.durable._doubt import OnDoubt
@@ -80,6 +80,7 @@ __all__ = ["DbosClient", "DbosRunner", "default_journal_url"]
 
 sqlite_unixepoch()  # DBOS's timestamps on SQLite older than 3.42, in every engine (see _sqlite_compat)
 logging.getLogger("dbos").addFilter(QuietParking())  # a parked run's task ends cancelled: DBOS need not warn
+logging.getLogger("dbos").addFilter(QuietCancels())  # a cancelled run is an outcome, not an ERROR with a traceback
 
 logger = get_logger("kavalai.durable")
 

@@ -1,0 +1,98 @@
+"""A cancel racing a step's completion on Temporal (issue 35): 20 rounds, each run cancelled at the moment the shop
+answers charge B (the cancel sent from another thread while the answer goes out, a little later each round). Each
+run ends ``cancelled`` or ``finished``, never both: what the waiting ``run()`` is told, what ``describe()`` says and
+what the history records agree; each charge is made at most once, and a finished run made all three. Asserted by
+counts at a local shop and by final states, never by elapsed time. Any unclosed aiohttp session or unawaited
+coroutine of a cut step fails the test (``ResourceWarning`` and unraisable exceptions are errors here)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections import Counter
+
+import pytest
+
+from kavalai.durable import TemporalRunner
+from kavalai.errors import DurableRunError, RunCancelledError
+from tests.durable.conftest import fetch
+from tests.durable.test_journal_io import charging_engine, orders
+from tests.servers.effects_app import create_app
+from tests.servers.uvicorn_server import serve
+
+pytestmark = [
+    pytest.mark.timeout(600),
+    pytest.mark.filterwarnings("error::ResourceWarning"),
+    pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning"),
+]
+
+ROUNDS = 20
+
+
+async def test_a_cancel_racing_a_steps_completion_ends_the_run_cancelled_or_finished_never_both(
+    temporal_address: str,
+) -> None:
+    queue = f"q-race-{uuid.uuid4().hex[:8]}"
+    runner = TemporalRunner(temporal_address, task_queue=queue)
+    loop = asyncio.get_running_loop()
+    current: dict[str, str] = {}
+    sent: list[asyncio.Future[None]] = []
+    cancelled = threading.Event()  # this round's cancel was sent
+
+    def cancel_as_b_answers(order: str) -> None:  # the shop's thread: B is recorded, its answer about to go out
+        if order != "B":
+            return
+        run_id, pause = current["run_id"], float(current["pause"])
+
+        def later() -> None:
+            threading.Event().wait(pause)
+            sent.append(asyncio.run_coroutine_threadsafe(runner.cancel(run_id), loop))  # type: ignore[arg-type]
+            cancelled.set()
+
+        threading.Thread(target=later, daemon=True).start()
+
+    ends: Counter[str] = Counter()
+    try:
+        with serve(create_app(on_charge=cancel_as_b_answers)) as shop:
+            engine = charging_engine(runner, shop)
+            await runner.start_worker()
+            for n in range(ROUNDS):
+                run_id = f"race-{n}-{uuid.uuid4().hex[:8]}"
+                current.update(run_id=run_id, pause=str(0.005 * n))
+                cancelled.clear()
+                before = len(fetch(f"{shop}/effects"))
+                try:
+                    result = await engine.run({}, run_id=run_id)
+                except RunCancelledError:
+                    told = "cancelled"
+                else:
+                    assert result.ok, result.error
+                    assert result.output == {"n": [before + 1, before + 2, before + 3]}
+                    told = "finished"
+                assert await asyncio.to_thread(cancelled.wait, 60)  # bounded: the cancel of this round went out
+                assert len(sent) == 1
+                for future in sent:  # the cancel was taken, or refused as the run had ended: nothing else
+                    try:
+                        await asyncio.wrap_future(future)  # type: ignore[arg-type]
+                    except DurableRunError as exc:
+                        assert told == "finished", exc
+                        assert "has ended (finished)" in str(exc)
+                sent.clear()
+                info = await runner.describe(run_id)
+                assert info.state == told, (n, info)
+                if told == "cancelled":
+                    with pytest.raises(RunCancelledError):
+                        await runner.result(run_id)
+                    assert info.outcome is None
+                made = Counter(orders(fetch(f"{shop}/effects")[before:]))
+                assert max(made.values()) == 1, (n, made)  # each charge at most once
+                assert set(made) <= {"A", "B", "C"}
+                assert made["A"] == made["B"] == 1
+                if told == "finished":
+                    assert made["C"] == 1
+                ends[told] += 1
+    finally:
+        await runner.aclose()
+        await engine.aclose()
+    assert sum(ends.values()) == ROUNDS
