@@ -203,3 +203,12 @@ def test_a_search_with_an_embedder_runs_its_linear_algebra_on_one_blas_thread_an
         search.search("weather")  # a search: the query's vector
         assert blas_threads() == {2}
     assert seen == [{1}, {1}]
+
+
+def test_a_query_holding_a_lone_surrogate_is_searched_by_every_embedder() -> None:
+    from kavalai.agent.embeddings import local_embedder
+
+    query = json.loads('"delete the file \\ud800 now"')  # what a model's JSON arguments may decode to
+    for embedder in (None, local_embedder(), _Recorder()):
+        found = ToolSearch(TOOLS, embedder=embedder).search(query)
+        assert found[0]["name"] == "fs.delete"  # the tokenizer refused the lone surrogate: TypeError

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
 from kavalai.agent import _search_text
-from kavalai.agent.search import ToolSearch
+from kavalai.agent.search import ToolSearch, _top_found
 
 
 def _tool(name: str, description: str = "", **arguments: str) -> dict[str, Any]:
@@ -254,3 +255,11 @@ def test_a_short_form_the_tools_names_write_is_searched_as_written() -> None:
     assert _names(ToolSearch(short), "the org") == ["vault.list_org_members"]
     spelt = [_tool("hub.list_members", "List an organization's members."), _tool("hub.list_orgs", "List groups.")]
     assert _names(ToolSearch(spelt), "the org")[0] == "hub.list_members"
+
+
+def test_bm25s_best_are_the_tools_sharing_a_word_best_first_ties_by_place() -> None:
+    scores = np.array([0.0, 3.0, 1.0, 3.0, 0.0, 2.0], dtype=np.float32)
+    assert _top_found(scores, 2) == [1, 3]
+    assert _top_found(scores, 5) == [1, 3, 5, 2]  # fewer share a word than were asked for: no zero comes along
+    assert _top_found(scores, 10) == [1, 3, 5, 2]
+    assert _top_found(np.zeros(4, dtype=np.float32), 2) == []

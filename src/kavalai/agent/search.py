@@ -501,8 +501,10 @@ def _rescorer(names: list[str], found: list[list[str]], name_stems: list[list[st
 
 
 def _bounded(query: str) -> str:
-    """``query`` cut to :data:`MAX_QUERY_CHARS` characters: what a search reads of any query."""
-    return query[:MAX_QUERY_CHARS]
+    """``query`` cut to :data:`MAX_QUERY_CHARS` characters, each lone surrogate (which a JSON ``"\\ud800"`` decodes
+    to, and no tokenizer takes) made U+FFFD: what a search reads of any query."""
+    cut = query[:MAX_QUERY_CHARS]
+    return cut.encode("utf-8", "surrogatepass").decode("utf-8", "replace") if not cut.isascii() else cut
 
 
 def _top(scores: Any, k: int) -> list[int]:
