@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import socket
 from collections.abc import AsyncIterator
@@ -21,6 +22,8 @@ from tests.serve.test_serve import wait_until
 from tests.test_listen import _add
 
 from kavalai import FunctionKernel, pythontool
+from kavalai.cli._run import EXIT_USAGE
+from kavalai.cli._serve import build_serve_parser, serve_command
 from kavalai.kernel import MAX_SECONDS
 from kavalai.serve import _http_limits
 from kavalai.serve._http_limits import HEAD_BYTES, Bounds
@@ -301,3 +304,19 @@ def test_a_connection_limit_that_is_not_a_positive_integer_is_refused(value: Any
 
 async def _app(scope: Any, receive: Any, send: Any) -> None:
     """An ASGI application never run."""
+
+
+@pytest.mark.parametrize("given", ["0", "-1"])
+def test_a_connection_limit_below_one_is_a_usage_error_on_the_command_line(given: str) -> None:
+    args = build_serve_parser().parse_args(["tools.yaml", "--transport", "http", "--limit-connections", given])
+    err = io.StringIO()
+    assert serve_command(args, stderr=err) == EXIT_USAGE
+    assert err.getvalue() == f"kavalai serve: --limit-connections {given}: give 1 or more\n"
+
+
+async def test_a_whole_head_past_the_limit_in_one_write_is_refused_with_431() -> None:
+    """A complete head just past the limit, sent at once (so read whole, its headers counted only at its end)."""
+    async with _gateway() as (host, port):
+        pad = b"X-Pad: " + b"a" * (HEAD_BYTES - 10) + b"\r\n"
+        answer = await _answer_to(host, port, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n" + pad + b"\r\n")
+        assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]

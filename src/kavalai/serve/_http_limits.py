@@ -96,12 +96,17 @@ class _Bounded(QuickAckProtocol):  # type: ignore[misc,valid-type]  # a variable
 
     A head's size is counted twice, and either count past :data:`HEAD_BYTES` refuses it: the target and the headers
     the parser has handed over (exact), and the reads that fell wholly within a head (the parser keeps a header
-    still incomplete to itself: one endless header line is counted this way)."""
+    still incomplete to itself: one endless header line is counted this way). The exact count is made only when
+    the reads a head overlaps add up to more than :data:`HEAD_BYTES` (a head is no larger than they are): a request
+    arriving in one read of less is never counted, header by header."""
 
     _in_head = False
     _in_body = False
-    _head_seen = 0
     _head_read = 0
+    _head_bound = 0
+    _reading = 0
+    url: bytes
+    headers: list[tuple[bytes, bytes]]
     _clock: asyncio.TimerHandle | None = None
     _send_clock: asyncio.TimerHandle | None = None
     _too_large = False
@@ -133,6 +138,9 @@ class _Bounded(QuickAckProtocol):  # type: ignore[misc,valid-type]  # a variable
         if self._refused:
             return
         within = self._in_head
+        self._reading = len(data)
+        if within:
+            self._head_bound += len(data)
         super().data_received(data)
         if not self._refused:  # (the parser may have refused it)
             self._read(len(data) if within else 0)
@@ -140,9 +148,9 @@ class _Bounded(QuickAckProtocol):  # type: ignore[misc,valid-type]  # a variable
     def _read(self, within_head: int) -> None:
         """After a read (``within_head`` bytes of it began within a head): count them if the head goes on, and
         start the clock of a request left incomplete."""
-        if within_head and self._in_head:
+        if self._in_head:
             self._head_read += within_head
-            if self._head_read > HEAD_BYTES:
+            if self._head_read > HEAD_BYTES or (self._head_bound > HEAD_BYTES and self._head_size() > HEAD_BYTES):
                 self._refuse()
                 return
         if self._clock is None and (self._in_head or self._in_body):
@@ -153,20 +161,15 @@ class _Bounded(QuickAckProtocol):  # type: ignore[misc,valid-type]  # a variable
         """A request's first byte: its head begins."""
         super().on_message_begin()
         self._in_head = True
-        self._head_seen = self._head_read = 0
-
-    def on_url(self, url: bytes) -> None:
-        """Count the target's bytes."""
-        self._count(len(url))
-        super().on_url(url)
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        """Count a header's bytes."""
-        self._count(len(name) + len(value))
-        super().on_header(name, value)
+        self._head_read = 0
+        self._head_bound = self._reading  # the head's part of this read is no larger than the read
 
     def on_headers_complete(self) -> None:
-        """The head is complete: its clock stops, the body's begins (at the end of the read), the request goes on."""
+        """The head is complete: past :data:`HEAD_BYTES` it is refused (the parser stops at it); else its clock
+        stops, the body's begins (at the end of the read), and the request goes on."""
+        if self._head_bound > HEAD_BYTES and self._head_size() > HEAD_BYTES:
+            self._too_large = True
+            raise OverflowError("request head too large")  # stops the parser: uvicorn calls send_400_response
         self._in_head = False
         self._in_body = True
         self._stop_clock()
@@ -197,11 +200,9 @@ class _Bounded(QuickAckProtocol):  # type: ignore[misc,valid-type]  # a variable
         self._stop_send_clock()
         super().resume_writing()
 
-    def _count(self, size: int) -> None:
-        self._head_seen += size
-        if self._head_seen > HEAD_BYTES:
-            self._too_large = True
-            raise OverflowError("request head too large")  # stops the parser: uvicorn calls send_400_response
+    def _head_size(self) -> int:
+        """The bytes of the target and the headers the parser has handed over."""
+        return len(self.url) + sum(len(name) + len(value) for name, value in self.headers)
 
     def _refuse(self, answer: bytes = _TOO_LARGE) -> None:
         """Answer ``answer``, end the sending side, drop what still comes for :data:`_LINGER` seconds, then close.
