@@ -70,11 +70,13 @@ def _add(a: int, b: int) -> int:
 
 
 @contextlib.asynccontextmanager
-async def gateway(**options: Any) -> AsyncIterator[str]:
-    """``serve_http`` with ``options`` on a free port of this process's loop, one tool (``python_add``); yields the
-    endpoint URL; cancelled at the end."""
+async def gateway(extra_tools: dict[str, Any] | None = None, **options: Any) -> AsyncIterator[str]:
+    """``serve_http`` with ``options`` on a free port of this process's loop, one tool (``python_add``, and
+    ``extra_tools`` by name); yields the endpoint URL; cancelled at the end."""
     kernel = FunctionKernel()
     kernel.register_python_tool("add", _add)
+    for name, tool in (extra_tools or {}).items():
+        kernel.register_python_tool(name, tool)
     ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
     serving = asyncio.create_task(serve_http(kernel, port=0, on_ready=ready.set_result, **options))
     try:

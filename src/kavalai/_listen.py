@@ -24,7 +24,15 @@ from __future__ import annotations
 import socket
 import sys
 
-__all__ = ["KEEP_ALIVE", "REUSE_PORT", "family_of", "listening_socket", "port_for_workers", "worker_listening_socket"]
+__all__ = [
+    "KEEP_ALIVE",
+    "LIMIT_CONNECTIONS",
+    "REUSE_PORT",
+    "family_of",
+    "listening_socket",
+    "port_for_workers",
+    "worker_listening_socket",
+]
 
 #: Seconds the gateway's HTTP server (``kavalai serve``) keeps an idle keep-alive connection open (uvicorn's own
 #: default is 5 s). Longer than the idle time of the clients that reuse connections (node's ``fetch``/undici 4 s,
@@ -32,6 +40,10 @@ __all__ = ["KEEP_ALIVE", "REUSE_PORT", "family_of", "listening_socket", "port_fo
 #: the client always closes an idle connection first: were the server to close it first, a request the client
 #: sends on it in that same instant is met by a reset (node's ``ECONNRESET``), and a ``POST`` is not retried.
 KEEP_ALIVE = 120
+#: Connections the gateway's HTTP server serves at once by default (each worker of ``--workers``): a request on one
+#: more, or past as many requests in flight (an event stream is one), is answered 503. Below the usual limit of open
+#: files (1024) that the process's backends share.
+LIMIT_CONNECTIONS = 1000
 
 
 def family_of(host: str) -> socket.AddressFamily:

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from kavalai._listen import KEEP_ALIVE
+from kavalai._listen import KEEP_ALIVE, LIMIT_CONNECTIONS
 from kavalai.cli._run import EXIT_FAILED, EXIT_OK, EXIT_USAGE  # one set of exit codes for every command
 from kavalai.cli._serve_filter import needed_servers_only
 from kavalai.cli._serve_workers import add_worker_arguments, run_workers, worker_options, workers_usage_error
@@ -118,6 +118,14 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="HTTP: end a session that has had no request in flight for SECONDS, as if its host had deleted it "
         "(its subscriptions are taken back at the servers; default: the MCP SDK's, 30 minutes)",
     )
+    parser.add_argument(
+        "--limit-connections",
+        type=int,
+        default=LIMIT_CONNECTIONS,
+        metavar="N",
+        help=f"HTTP: serve at most N connections at once (default: {LIMIT_CONNECTIONS}; with --workers, each worker); "
+        "a request on one more, or past N requests in flight, is answered 503",
+    )
     add_worker_arguments(parser)
     add_tracing_arguments(parser, short=True)
 
@@ -143,6 +151,9 @@ def serve_command(args: argparse.Namespace, *, stderr: TextIO | None = None) -> 
         return EXIT_USAGE
     if args.keep_alive < 1:  # before any worker starts (each would stop on it, with a traceback)
         print(f"kavalai serve: --keep-alive {args.keep_alive}: give 1 second or more", file=err)
+        return EXIT_USAGE
+    if args.limit_connections < 1:
+        print(f"kavalai serve: --limit-connections {args.limit_connections}: give 1 or more", file=err)
         return EXIT_USAGE
     if (why := workers_usage_error(args)) is not None:
         print(f"kavalai serve: {why}", file=err)
@@ -203,6 +214,7 @@ async def _serve(
     try:
         if args.transport == "http":
             options.update(stateless=args.stateless, json_response=args.json_response, keep_alive=args.keep_alive)
+            options.update(limit_connections=args.limit_connections)
             if args.session_idle_timeout is not None:
                 options.update(session_idle_timeout=args.session_idle_timeout)
             options.update(worker_options(args))

@@ -1,33 +1,55 @@
-"""The gateway's bounds on a request's head: its size, and the time its client takes to send it.
+"""The gateway's bounds on a connection: a request's head (its size and time), its body's time, and how long a
+write to a client that does not read may wait.
 
 uvicorn's httptools protocol reads a request's line and headers without any limit of size or time: a client that
 sent 32 MB of headers had them all held in memory (the process grew by as much), and one that sends its head a
 byte at a time (slowloris), or opens a connection and sends nothing, holds a connection and its memory for good
-(uvicorn's keep-alive timer runs only between requests). Here:
+(uvicorn's keep-alive timer runs only between requests). A body trickled a byte at a time held its request (a task)
+as long as the client liked, and a response written to a client that never reads (an event stream left unread)
+waited for the client for ever, holding its task and what was written. Here:
 
 - a request's line and headers are at most :data:`HEAD_BYTES` (64 KiB; nginx's default allows 32 KiB, node's
   16 KiB): past it the client is answered ``431`` and the connection closed, before more is held;
 - a request's head must arrive within :data:`HEAD_SECONDS` of its first byte: past it the client is answered
   ``408`` and the connection closed;
+- a request's body must arrive within :attr:`Bounds.body_seconds` of its head (30 s by default): past it the
+  client is answered ``408`` and the connection closed, and the request sees its client gone;
+- a write the client does not take (the connection's send buffer full) may wait :attr:`Bounds.send_seconds`
+  (30 s by default; nginx's ``send_timeout`` is 60 s): past it the connection is reset, and the response's task
+  sees its client gone. A client that reads slowly but reads is not cut: the clock restarts whenever it takes data;
 - a new connection that sends nothing is closed after the keep-alive time, as an idle one between requests is.
 
-The body is bounded by the MCP SDK (4 MiB, ``413``). uvicorn's h11 protocol, used when httptools is missing,
-bounds a head's size itself (16 KiB) but not its time; it is then used as it is.
+A clock starts only when a read leaves a request incomplete (a request whose head and body come in one read, the
+usual case, starts none), and a write's clock only when the transport's buffer passes its high-water mark. The
+body's size is bounded by the MCP SDK (4 MiB, ``413``). uvicorn's h11 protocol, used when httptools is missing,
+bounds a head's size itself (16 KiB) but not its time; it is then used as it is. Both seconds go through the one
+seconds rule (:func:`~kavalai.kernel.required_seconds`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
+import struct
+from dataclasses import dataclass
 from typing import Any, Final
 
+import uvicorn
+
+from kavalai.kernel import required_seconds
 from kavalai.serve._quickack import QuickAckProtocol
 
-__all__ = ["HEAD_BYTES", "HEAD_SECONDS", "BoundedProtocol"]
+__all__ = ["BODY_SECONDS", "HEAD_BYTES", "HEAD_SECONDS", "SEND_SECONDS", "BoundedProtocol", "Bounds", "bound"]
 
 #: The most bytes a request's target and headers may take (names and values).
 HEAD_BYTES: Final = 64 * 1024
 #: Seconds a client has, from a request's first byte, to send the rest of its line and headers.
 HEAD_SECONDS: Final = 30.0
+#: Seconds a client has by default, from a request's head, to send its body.
+BODY_SECONDS: Final = 30.0
+#: Seconds a write may wait by default for a client that takes none of it.
+SEND_SECONDS: Final = 30.0
 
 _TOO_LARGE: Final = b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
 _TIMED_OUT: Final = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
@@ -35,71 +57,129 @@ _TIMED_OUT: Final = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconne
 #: socket closed with unread data is reset, and the reset can reach the client before the answer (nginx's
 #: "lingering close").
 _LINGER: Final = 2.0
+#: ``SO_LINGER`` on, 0 seconds: closing the socket resets the connection.
+_RESET: Final = struct.pack("ii", 1, 0)
+#: The attribute of a uvicorn config :func:`bound` sets.
+_ATTRIBUTE: Final = "kavalai_bounds"
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """The seconds a connection of the gateway is given (each under the one seconds rule: a positive number, more
+    than a year clamped to a year).
+
+    Attributes:
+        body_seconds: from a request's head to the end of its body.
+        send_seconds: a write may wait this long for a client that takes none of it.
+    """
+
+    body_seconds: float = BODY_SECONDS
+    send_seconds: float = SEND_SECONDS
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "body_seconds", required_seconds(self.body_seconds, what="body_timeout"))
+        object.__setattr__(self, "send_seconds", required_seconds(self.send_seconds, what="send_timeout"))
+
+
+def bound(config: uvicorn.Config, bounds: Bounds) -> uvicorn.Config:
+    """``config``, whose connections (of :data:`BoundedProtocol`) are given ``bounds``."""
+    setattr(config, _ATTRIBUTE, bounds)
+    return config
+
+
+_DEFAULT: Final = Bounds()
 
 
 class _Bounded(QuickAckProtocol):  # type: ignore[misc,valid-type]  # a variable: httptools' protocol here
-    """:data:`QuickAckProtocol` (httptools'), with each request's head bounded in size and time.
+    """:data:`QuickAckProtocol` (httptools'), with each request's head bounded in size and time, its body in time,
+    and a write's wait for a client that does not read in time.
 
     A head's size is counted twice, and either count past :data:`HEAD_BYTES` refuses it: the target and the headers
     the parser has handed over (exact), and the reads that fell wholly within a head (the parser keeps a header
-    still incomplete to itself: one endless header line is counted this way)."""
+    still incomplete to itself: one endless header line is counted this way). The exact count is made only when
+    the reads a head overlaps add up to more than :data:`HEAD_BYTES` (a head is no larger than they are): a request
+    arriving in one read of less is never counted, header by header."""
 
     _in_head = False
-    _head_seen = 0
+    _in_body = False
     _head_read = 0
-    _head_timer: asyncio.TimerHandle | None = None
+    _head_bound = 0
+    _reading = 0
+    url: bytes
+    headers: list[tuple[bytes, bytes]]
+    _clock: asyncio.TimerHandle | None = None
+    _send_clock: asyncio.TimerHandle | None = None
     _too_large = False
     _refused = False
+    _bounds: Bounds = _DEFAULT
     timeout_keep_alive_task: asyncio.TimerHandle | None
     loop: asyncio.AbstractEventLoop
     timeout_keep_alive: float
     transport: asyncio.Transport
+    config: uvicorn.Config
+    cycle: Any
 
     def connection_made(self, transport: Any) -> None:
         """Take the connection; until its first request begins it may stay idle as long as between requests."""
         super().connection_made(transport)
+        self._bounds = getattr(self.config, _ATTRIBUTE, _DEFAULT)
         self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self.timeout_keep_alive_handler)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        """Stop the head's clock, then let uvicorn end the connection."""
+        """Stop the clocks, then let uvicorn end the connection."""
         self._stop_clock()
+        self._stop_send_clock()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        """Parse ``data``; a read that began and ended within a head counts toward its size. A refused
-        connection's reads are dropped."""
+        """Parse ``data``; a read that began and ended within a head counts toward its size. A read that leaves a
+        request incomplete starts its head's or its body's clock (when none runs). A refused connection's reads
+        are dropped."""
         if self._refused:
             return
         within = self._in_head
+        self._reading = len(data)
+        if within:
+            self._head_bound += len(data)
         super().data_received(data)
-        if within and self._in_head and not self._refused:
-            self._head_read += len(data)
-            if self._head_read > HEAD_BYTES:
+        if not self._refused:  # (the parser may have refused it)
+            self._read(len(data) if within else 0)
+
+    def _read(self, within_head: int) -> None:
+        """After a read (``within_head`` bytes of it began within a head): count them if the head goes on, and
+        start the clock of a request left incomplete."""
+        if self._in_head:
+            self._head_read += within_head
+            if self._head_read > HEAD_BYTES or (self._head_bound > HEAD_BYTES and self._head_size() > HEAD_BYTES):
                 self._refuse()
+                return
+        if self._clock is None and (self._in_head or self._in_body):
+            seconds = HEAD_SECONDS if self._in_head else self._bounds.body_seconds
+            self._clock = self.loop.call_later(seconds, self._timed_out)
 
     def on_message_begin(self) -> None:
-        """A request's first byte: its head's clock starts."""
+        """A request's first byte: its head begins."""
         super().on_message_begin()
         self._in_head = True
-        self._head_seen = self._head_read = 0
-        self._stop_clock()
-        self._head_timer = self.loop.call_later(HEAD_SECONDS, self._timed_out)
-
-    def on_url(self, url: bytes) -> None:
-        """Count the target's bytes."""
-        self._count(len(url))
-        super().on_url(url)
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        """Count a header's bytes."""
-        self._count(len(name) + len(value))
-        super().on_header(name, value)
+        self._head_read = 0
+        self._head_bound = self._reading  # the head's part of this read is no larger than the read
 
     def on_headers_complete(self) -> None:
-        """The head is complete: its clock stops and the request goes on."""
+        """The head is complete: past :data:`HEAD_BYTES` it is refused (the parser stops at it); else its clock
+        stops, the body's begins (at the end of the read), and the request goes on."""
+        if self._head_bound > HEAD_BYTES and self._head_size() > HEAD_BYTES:
+            self._too_large = True
+            raise OverflowError("request head too large")  # stops the parser: uvicorn calls send_400_response
         self._in_head = False
+        self._in_body = True
         self._stop_clock()
         super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        """The body is complete: its clock stops."""
+        self._in_body = False
+        self._stop_clock()
+        super().on_message_complete()
 
     def send_400_response(self, msg: str) -> None:
         """A head past :data:`HEAD_BYTES` is answered 431 (the parser stopped at it); another parser error as
@@ -109,17 +189,34 @@ class _Bounded(QuickAckProtocol):  # type: ignore[misc,valid-type]  # a variable
         else:
             super().send_400_response(msg)
 
-    def _count(self, size: int) -> None:
-        self._head_seen += size
-        if self._head_seen > HEAD_BYTES:
-            self._too_large = True
-            raise OverflowError("request head too large")  # stops the parser: uvicorn calls send_400_response
+    def pause_writing(self) -> None:
+        """The client takes no more for now: a write may wait :attr:`Bounds.send_seconds` for it."""
+        super().pause_writing()
+        if self._send_clock is None:
+            self._send_clock = self.loop.call_later(self._bounds.send_seconds, self._stalled)
+
+    def resume_writing(self) -> None:
+        """The client took what was written: the write's clock stops."""
+        self._stop_send_clock()
+        super().resume_writing()
+
+    def _head_size(self) -> int:
+        """The bytes of the target and the headers the parser has handed over."""
+        return len(self.url) + sum(len(name) + len(value) for name, value in self.headers)
 
     def _refuse(self, answer: bytes = _TOO_LARGE) -> None:
-        """Answer ``answer``, end the sending side, drop what still comes for :data:`_LINGER` seconds, then close."""
+        """Answer ``answer``, end the sending side, drop what still comes for :data:`_LINGER` seconds, then close.
+        A request already handed to the application sees its client gone at once."""
         self._refused = True
-        self._in_head = False
+        self._in_head = self._in_body = False
         self._stop_clock()
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            cycle.disconnected = True  # the application's next receive is http.disconnect, its sends are dropped
+            cycle.message_event.set()
+            if cycle.response_started:  # an answer is on its way: no other can be written before it ends
+                self.transport.abort()
+                return
         transport = self.transport
         if transport.is_closing():
             return
@@ -131,17 +228,32 @@ class _Bounded(QuickAckProtocol):  # type: ignore[misc,valid-type]  # a variable
             transport.close()
 
     def _timed_out(self) -> None:
-        self._head_timer = None
+        self._clock = None
         self._refuse(_TIMED_OUT)
 
+    def _stalled(self) -> None:
+        """A write waited :attr:`Bounds.send_seconds` for a client that took none of it: the connection is reset."""
+        self._send_clock = None
+        self._refused = True
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:  # a reset, not a close: the unsent bytes are dropped, not kept by the system to send
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
+        self.transport.abort()  # connection_lost follows: the response's task sees its client gone
+
     def _stop_clock(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
+        if self._clock is not None:
+            self._clock.cancel()
+            self._clock = None
+
+    def _stop_send_clock(self) -> None:
+        if self._send_clock is not None:
+            self._send_clock.cancel()
+            self._send_clock = None
 
 
-#: The HTTP protocol class ``serve_http`` gives uvicorn: :data:`QuickAckProtocol` with bounded request heads (when it
-#: is httptools' protocol; else as it is).
+#: The HTTP protocol class ``serve_http`` gives uvicorn: :data:`QuickAckProtocol` with bounded requests and writes
+#: (when it is httptools' protocol; else as it is).
 BoundedProtocol: Final[type[asyncio.Protocol]] = (
     _Bounded if any(kind.__name__ == "HttpToolsProtocol" for kind in QuickAckProtocol.__mro__) else QuickAckProtocol
 )

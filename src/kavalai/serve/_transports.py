@@ -20,9 +20,9 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from kavalai._listen import KEEP_ALIVE, listening_socket
+from kavalai._listen import KEEP_ALIVE, LIMIT_CONNECTIONS, listening_socket
 from kavalai.kernel import Kernel, required_seconds
-from kavalai.serve._http_limits import BoundedProtocol
+from kavalai.serve._http_limits import BODY_SECONDS, SEND_SECONDS, BoundedProtocol, Bounds, bound
 from kavalai.serve._server import build_mcp_server
 from kavalai.serve._stdio import stdio_streams
 from kavalai.serve._tools import Naming
@@ -93,6 +93,9 @@ async def serve_http(
     keep_alive: int = KEEP_ALIVE,
     json_response: bool = False,
     session_idle_timeout: float | None = None,
+    limit_connections: int = LIMIT_CONNECTIONS,
+    body_timeout: float = BODY_SECONDS,
+    send_timeout: float = SEND_SECONDS,
 ) -> None:
     """Serve ``kernel``'s tools as a streamable HTTP MCP endpoint at ``http://host:port/path`` until cancelled.
 
@@ -130,12 +133,19 @@ async def serve_http(
         session_idle_timeout: seconds a session may go without a request in flight (nor an open event stream)
             before the gateway ends it, as if the host had deleted it (its subscriptions are taken back); ``None``:
             the MCP SDK's default (30 minutes in mcp 2.3). Not with ``stateless`` (no sessions).
+        limit_connections: the most connections open, and requests in flight (an event stream is one), at once;
+            a request past it is answered ``503`` (the connection itself is accepted, to be answered).
+        body_timeout: seconds a client has, from a request's head, to send its body; past it the request is
+            answered ``408`` and the connection closed.
+        send_timeout: seconds a response may wait for a client that takes none of it (an event stream it does
+            not read); past it the connection is reset. A client that reads, however slowly, is not cut.
 
     Raises:
         ServerConnectionError: a server of the kernel cannot be connected (not with ``lazy``).
         OSError: the address cannot be listened on.
-        ValueError: ``json_response`` without ``stateless``; ``session_idle_timeout`` with ``stateless``, or not
-            a positive number of seconds (the one rule: more than a year is clamped to a year).
+        ValueError: ``json_response`` without ``stateless``; ``session_idle_timeout`` with ``stateless``; it,
+            ``body_timeout`` or ``send_timeout`` not a positive number of seconds (the one rule: more than a year
+            is clamped to a year); ``limit_connections`` not a positive integer.
     """
     server = build_mcp_server(kernel, allow=allow, deny=deny, name=name, lazy=lazy, names=names, stateless=stateless)
     readiness = _Readiness()
@@ -149,22 +159,41 @@ async def serve_http(
         session_idle_timeout=session_idle_timeout,
     )
     app = readiness.wrap(endpoint)
-    config = uvicorn_config(app, keep_alive=keep_alive)
+    config = uvicorn_config(
+        app,
+        keep_alive=keep_alive,
+        limit_connections=limit_connections,
+        body_timeout=body_timeout,
+        send_timeout=send_timeout,
+    )
     with contextlib.nullcontext(sock) if sock is not None else _listening(host, port) as listening:
         async with _connected(kernel, lazy=lazy):
             readiness.ready = True
             if on_ready is not None:
                 on_ready(_endpoint(listening, path))
-            await _run_until_cancelled(_Uvicorn(config), listening, readiness)
+            with _asyncio_declared():
+                await _run_until_cancelled(_Uvicorn(config), listening, readiness)
 
 
-def uvicorn_config(app: ASGIApp, *, keep_alive: int = KEEP_ALIVE) -> uvicorn.Config:
+def uvicorn_config(
+    app: ASGIApp,
+    *,
+    keep_alive: int = KEEP_ALIVE,
+    limit_connections: int = LIMIT_CONNECTIONS,
+    body_timeout: float = BODY_SECONDS,
+    send_timeout: float = SEND_SECONDS,
+) -> uvicorn.Config:
     """How ``serve_http`` runs uvicorn: :data:`~kavalai.serve._http_limits.BoundedProtocol` (each read acknowledged
-    at once, a request's head bounded in size and time), ``keep_alive`` seconds of idle keep-alive (a new connection
-    too), a second for requests in flight once stopping, no websockets, warnings only."""
+    at once, a request's head bounded in size and time, its body in time (``body_timeout``), a write's wait for a
+    client that does not read too (``send_timeout``)), ``keep_alive`` seconds of idle keep-alive (a new connection
+    too), at most ``limit_connections`` connections and requests in flight (503 past it), a second for requests in
+    flight once stopping, no websockets, warnings only."""
     if isinstance(keep_alive, bool) or not isinstance(keep_alive, int) or keep_alive < 1:  # nan, inf, True too
         raise ValueError(f"keep_alive must be 1 second or more, not {keep_alive}")
-    return uvicorn.Config(
+    if isinstance(limit_connections, bool) or not isinstance(limit_connections, int) or limit_connections < 1:
+        raise ValueError(f"limit_connections must be a positive integer, not {limit_connections!r}")
+    bounds = Bounds(body_seconds=body_timeout, send_seconds=send_timeout)
+    config = uvicorn.Config(
         app,
         http=BoundedProtocol,
         log_level="warning",
@@ -172,7 +201,9 @@ def uvicorn_config(app: ASGIApp, *, keep_alive: int = KEEP_ALIVE) -> uvicorn.Con
         lifespan="on",
         timeout_graceful_shutdown=1,
         timeout_keep_alive=keep_alive,
+        limit_concurrency=limit_connections + 1,  # uvicorn counts the new connection itself: N + 1 admits N
     )
+    return bound(config, bounds)
 
 
 def http_app(
@@ -324,6 +355,26 @@ async def _run_until_cancelled(server: uvicorn.Server, sock: socket.socket, read
         with contextlib.suppress(Exception):
             await serving
         raise
+
+
+@contextlib.contextmanager
+def _asyncio_declared() -> Iterator[None]:
+    """For the block, the running async library is declared ``asyncio`` for this thread (the loop's) in sniffio's
+    thread-local (its public way), when sniffio is installed. anyio asks sniffio which library runs at every cancel
+    scope, task group and stream operation of the MCP SDK (about 15 times a call), and sniffio, with nothing
+    declared, looks for the current asyncio task each time; declared, it reads the attribute. Thread-local, not the
+    context variable: a sync tool's worker thread (which gets a copy of the context) still finds no loop of its
+    own, so ``anyio.run`` there works as before."""
+    try:
+        from sniffio import thread_local
+    except ImportError:  # anyio then asks asyncio itself
+        yield
+        return
+    before, thread_local.name = thread_local.name, "asyncio"
+    try:
+        yield
+    finally:
+        thread_local.name = before
 
 
 @contextlib.asynccontextmanager
