@@ -9,6 +9,8 @@ again (its own multi-round driver).
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ import pytest
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from tests.serve.test_conformance import ROOT
 from tests.serve.test_relay import Host, _served, _text, config, era, host, kernel
 from tests.serve.test_serve import TOKEN, TOKEN_VAR, http_server, read, serve_command, wait_until
 
@@ -228,3 +231,60 @@ async def _check_rounds(host: Host, transport: Any) -> None:
         assert _text(await client.call_tool("greet", {})) == "hello Ada"
         roots = await client.call_tool("folders", {})
     assert roots.structured_content == {"result": ["file:///host/project"]}
+
+
+@pytest.fixture
+def rounds_config(tmp_path: Path) -> Path:
+    """A configuration serving the 2026-07-28 backend whose tools and prompt ask in rounds of their own."""
+    args = ["-m", "tests.servers.mcp_conformance_rounds"]
+    backend = {"name": "rounds", "command": sys.executable, "args": args, "cwd": str(ROOT), "protocol": "2026-07-28"}
+    path = tmp_path / "tools.yaml"
+    path.write_text(json.dumps({"mcp_servers": [backend]}), encoding="utf-8")
+    return path
+
+
+async def test_a_prompts_questions_and_a_round_of_three_reach_the_host_over_stdio_and_http(rounds_config: Path) -> None:
+    """What a backend asks while rendering a prompt reaches the host (a 2026-07-28 host: in rounds of its
+    ``prompts/get``; a handshake-era host: on its session); three requests a backend asks in one round reach a
+    2026-07-28 host in one round."""
+    host = Host()
+    command = serve_command(rounds_config, "--names", "own")
+    params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(rounds_config.parent))
+    with (rounds_config.parent / "stdio.log").open("w") as errlog:
+        await _check_kinds(host, lambda: stdio_client(params, errlog=errlog))
+    async with (
+        http_server(rounds_config, "--names", "own", "--bearer-token-env", TOKEN_VAR) as (url, _),
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as http,
+    ):
+        await _check_kinds(host, lambda: streamable_http_client(url, http_client=http))
+    assert [asked.message for asked in host.elicited] == ["What context should the prompt use?"] * 2
+
+
+async def _check_kinds(host: Host, transport: Any) -> None:
+    async with host.client(transport(), mode="auto") as client:
+        assert client.session.protocol_version == "2026-07-28"
+        first = await client.session.get_prompt("test_input_required_result_prompt", allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        assert list(first.input_requests or {}) == ["user_context"]
+        answer = types.ElicitResult(action="accept", content={"context": "the tests"})
+        prompt = await client.session.get_prompt(
+            "test_input_required_result_prompt",
+            input_responses={"user_context": answer},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        assert isinstance(prompt, types.GetPromptResult)
+        assert _prompt_text(prompt) == "Use this context: the tests"
+        three = await client.session.call_tool(
+            "test_input_required_result_multiple_inputs", {}, allow_input_required=True
+        )
+        assert isinstance(three, types.InputRequiredResult)
+        assert sorted(three.input_requests or {}) == ["client_roots", "greeting", "user_name"]
+    async with host.client(transport(), mode="legacy") as client:  # asked on its session
+        assert _prompt_text(await client.get_prompt("test_input_required_result_prompt")) == "Use this context: None"
+
+
+def _prompt_text(result: types.GetPromptResult) -> str:
+    [message] = result.messages
+    assert isinstance(message.content, types.TextContent)
+    return message.content.text

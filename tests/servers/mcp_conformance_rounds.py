@@ -110,6 +110,29 @@ def build_server() -> MCPServer:
             return _ask({"step2": _elicit("Step 2: What is your favorite color?", "color")}, "round-2")
         return _ask({"step1": _elicit("Step 1: What is your name?", "name")}, "round-1")
 
+    @server.prompt()
+    def test_input_required_result_prompt(ctx: Context) -> str | types.InputRequiredResult:
+        """A prompt whose context the user is asked for."""
+        found = _answers(ctx, "user_context")
+        if found is None:
+            return _ask({"user_context": _elicit("What context should the prompt use?", "context")})
+        return f"Use this context: {found['user_context'].get('content', {}).get('context')}"
+
+    @server.tool()
+    def test_streaming_elicitation(ctx: Context) -> str | types.InputRequiredResult:
+        """Ask the user a question (in a round: never a request of its own on the response stream)."""
+        found = _answers(ctx, "answer")
+        if found is None:
+            return _ask({"answer": _elicit("Anything to add?", "text")})
+        return "answered"
+
+    @server.tool()
+    async def test_logging_tool(ctx: Context) -> str:
+        """Log three messages (sent only to a client that asked for a log level with its request)."""
+        for n in range(3):
+            await ctx.info(f"log message {n + 1}")
+        return "logged"
+
     return server
 
 

@@ -10,6 +10,7 @@ for a URI without the prefix (a link a tool returned, say) goes to the one serve
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
@@ -35,6 +36,14 @@ from kavalai.serve._errors import protocol_error
 from kavalai.serve._tools import Naming, own_names
 
 __all__ = ["ServedCatalog"]
+
+#: What a request to a server runs within, given the server's name (the gateway: the host's call on it).
+During = Callable[[str], contextlib.AbstractContextManager[object]]
+
+
+def _nothing(server: str) -> contextlib.AbstractContextManager[object]:
+    return contextlib.nullcontext()
+
 
 _PREFIX: Final = re.compile(r"mcp://(?P<server>[A-Za-z0-9_-]+)/(?P<uri>.+)", re.DOTALL)
 
@@ -78,10 +87,11 @@ class ServedCatalog:
         self._check_own((t.uri_template for t in found), "resource template")
         return types.ListResourceTemplatesResult(resource_templates=found)
 
-    async def read_resource(self, uri: str) -> types.ReadResourceResult:
-        """The resource ``uri`` (a served URI) read from its server, as its server sent it but for the URI."""
+    async def read_resource(self, uri: str, during: During = _nothing) -> types.ReadResourceResult:
+        """The resource ``uri`` (a served URI) read from its server, as its server sent it but for the URI, within
+        ``during(server)`` (as for :meth:`get_prompt`)."""
         server, own = await self.route_uri(uri)
-        with keeping_wire_results() as received:
+        with during(server), keeping_wire_results() as received:
             contents = await _asked(self.adapter.read_resource(server, own))
         sent = received.get("resources/read")
         if not isinstance(sent, types.ReadResourceResult):
@@ -149,10 +159,13 @@ class ServedCatalog:
         ]
         return types.ListPromptsResult(prompts=found)
 
-    async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
-        """The prompt served as ``name``, rendered by its server (as its server sent it)."""
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None, during: During = _nothing
+    ) -> types.GetPromptResult:
+        """The prompt served as ``name``, rendered by its server (as its server sent it), within ``during(server)``
+        (what the server asks meanwhile goes to the host, :meth:`kavalai.serve._hosts.HostSessions.calling`)."""
         server, own = await self.route_prompt(name)
-        with keeping_wire_results() as received:
+        with during(server), keeping_wire_results() as received:
             result: McpPromptResult = await _asked(self.adapter.get_prompt(server, own, arguments))
         sent = received.get("prompts/get")
         if isinstance(sent, types.GetPromptResult):

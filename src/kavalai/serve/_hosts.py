@@ -62,7 +62,7 @@ from mcp.server.subscriptions import (
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 
-from kavalai.adapters.mcp import McpChange, McpLogMessage
+from kavalai.adapters.mcp import INPUT_ROUND, McpChange, McpLogMessage
 from kavalai.secrets import get_logger
 from kavalai.serve._errors import protocol_error, refusal
 from kavalai.serve._rounds import RoundsCall, takes_rounds
@@ -356,7 +356,7 @@ class HostSessions:
         session = call.now.session
         if not session.check_client_capability(types.ClientCapabilities(**{capability: {}})):
             return refusal(f"the host of kavalai serve does not offer {capability}")
-        if call.asked >= MAX_ASKING:
+        if call.asked >= MAX_ASKING and INPUT_ROUND.get() is None:  # one backend round's are bounded by the adapter
             return refusal(f"kavalai serve puts at most {MAX_ASKING} requests of one call to its host at once")
         call.asked += 1
         try:

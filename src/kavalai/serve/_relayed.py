@@ -7,8 +7,9 @@ They are served only when the kernel has MCP servers; a kernel of Python and RES
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import anyio
@@ -17,13 +18,14 @@ from mcp.server import ServerRequestContext
 from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 
-from kavalai.adapters.mcp import McpAdapter
+from kavalai.adapters.mcp import McpAdapter, asking_together
 from kavalai.errors import FunctionKernelException
 from kavalai.kernel import Kernel
 from kavalai.secrets import get_logger
 from kavalai.serve._catalog import ServedCatalog
 from kavalai.serve._hosts import HostSessions
 from kavalai.serve._pages import page
+from kavalai.serve._rounds import InputRounds, RoundsCall, takes_rounds
 from kavalai.serve._tools import ExposedTools
 
 __all__ = ["mcp_adapter", "relayed_handlers"]
@@ -42,9 +44,30 @@ def mcp_adapter(kernel: Kernel) -> McpAdapter | None:
 
 
 def relayed_handlers(
-    adapter: McpAdapter, tools: ExposedTools, hosts: HostSessions, catalog: ServedCatalog, connecting: Connecting
+    adapter: McpAdapter,
+    tools: ExposedTools,
+    hosts: HostSessions,
+    catalog: ServedCatalog,
+    connecting: Connecting,
+    rounds: InputRounds,
 ) -> dict[str, Any]:
-    """The ``Server`` keyword arguments of the handlers relayed to ``adapter``'s servers."""
+    """The ``Server`` keyword arguments of the handlers relayed to ``adapter``'s servers. What a server asks while
+    it renders a prompt or reads a resource goes to the host that asked, as during a tool call (a 2026-07-28 host:
+    in input-required rounds of the gateway's, ``rounds``)."""
+
+    def during(ctx: ServerRequestContext[Any], across: RoundsCall | None) -> Any:
+        @contextlib.contextmanager
+        def within(server: str) -> Iterator[None]:
+            with hosts.calling(server, ctx, across), asking_together() if across else contextlib.nullcontext():
+                yield
+
+        return within
+
+    async def relaying(ctx: ServerRequestContext[Any], what: str, params: Any, run: Any) -> Any:
+        """``run(during)`` for the host of ``ctx``; a 2026-07-28 host is asked in rounds of ``what`` (a label)."""
+        if not takes_rounds(ctx.protocol_version) or not rounds.available:
+            return await run(during(ctx, None))
+        return await rounds.call(what, params, ctx, lambda call: run(during(ctx, call)), is_tool=False)
 
     async def set_level(ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> types.EmptyResult:
         await connecting()
@@ -70,13 +93,20 @@ def relayed_handlers(
         templates, cursor = page(listed.resource_templates, params)
         return types.ListResourceTemplatesResult(resource_templates=templates, next_cursor=cursor)
 
-    async def read(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    async def read(
+        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
         await connecting()
         hosts.seen(ctx)
-        return await catalog.read_resource(str(params.uri))
+        uri = str(params.uri)
+        result: types.ReadResourceResult | types.InputRequiredResult = await relaying(
+            ctx, f"resources/read {uri}", params, lambda within: catalog.read_resource(uri, within)
+        )
+        return result
 
     async def subscribe(ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
         await connecting()
+        hosts.seen(ctx)
         uri = str(params.uri)
         # held before it is asked: a host whose session ends meanwhile (this request cancelled, perhaps after the
         # server subscribed) has it taken back at the server with its others
@@ -103,10 +133,18 @@ def relayed_handlers(
         prompts, cursor = page(listed.prompts, params)
         return types.ListPromptsResult(prompts=prompts, next_cursor=cursor)
 
-    async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    async def get_prompt(
+        ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult | types.InputRequiredResult:
         await connecting()
         hosts.seen(ctx)
-        return await catalog.get_prompt(params.name, params.arguments)
+        result: types.GetPromptResult | types.InputRequiredResult = await relaying(
+            ctx,
+            f"prompts/get {params.name}",
+            params,
+            lambda within: catalog.get_prompt(params.name, params.arguments, within),
+        )
+        return result
 
     listener = ListenHandler(hosts.bus)
 

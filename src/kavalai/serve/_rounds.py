@@ -27,14 +27,14 @@ import contextlib
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup
 from mcp_types.version import is_version_at_least
 
-from kavalai.adapters.mcp import INPUT_KEY
+from kavalai.adapters.mcp import INPUT_KEY, INPUT_ROUND, InputRound
 from kavalai.serve._errors import protocol_error, refusal, tool_error_result
 
 __all__ = ["ANSWER_WINDOW", "ELSEWHERE", "InputRounds", "RoundsCall", "takes_rounds"]
@@ -52,6 +52,9 @@ ELSEWHERE: Final = (
 )
 
 
+R = TypeVar("R", bound=types.Result)
+
+
 def takes_rounds(protocol_version: str) -> bool:
     """Whether a host speaking ``protocol_version`` is asked through input-required rounds (not on its session)."""
     return is_version_at_least(protocol_version, _ROUNDS_ERA)
@@ -61,6 +64,7 @@ def takes_rounds(protocol_version: str) -> bool:
 class _Question:
     key: str
     request: types.InputRequest
+    together: InputRound | None = None  # the backend's round it was asked in, with others to ask at once
     answered: anyio.Event = field(default_factory=anyio.Event)
     answer: Any = None
 
@@ -75,7 +79,8 @@ class RoundsCall:
         self.ctx: Any = None  # the host's request of the latest round
         self.round = 0  # the latest round put to the host (its requestState is the token and this number)
         self.answering = False  # a host request of this call is in (only one at a time)
-        self.result: types.CallToolResult | None = None
+        self.result: types.Result | None = None
+        self.error: Exception | None = None  # the request failed (a prompt or resource the backend refused)
         self._pending: list[_Question] = []  # asked by the backend, not yet put to the host
         self._sent: dict[str, _Question] = {}  # put to the host, not yet answered
         self._news = anyio.Event()  # a question asked, or the call ended
@@ -88,14 +93,18 @@ class RoundsCall:
         self._count += 1
         key = INPUT_KEY.get()  # the backend's own key, when it asked in a round of its own (and it is free)
         taken = key in self._sent or any(question.key == key for question in self._pending)
-        question = _Question(key if key is not None and not taken else f"q{self._count}", request)
+        question = _Question(key if key is not None and not taken else f"q{self._count}", request, INPUT_ROUND.get())
         self._pending.append(question)
+        if question.together is not None and key is not None:
+            question.together.arrived(key)  # held here: the host's round waits for the rest of the backend's
         self._news.set()
-        with anyio.move_on_after(self.answer_window):
-            await question.answered.wait()
-        self._sent.pop(question.key, None)
-        if question in self._pending:
-            self._pending.remove(question)
+        try:
+            with anyio.move_on_after(self.answer_window):
+                await question.answered.wait()
+        finally:  # answered, not answered in time, or given up (a sibling request refused): not asked any more
+            self._sent.pop(question.key, None)
+            if question in self._pending:
+                self._pending.remove(question)
         if question.answer is None:
             return refusal(f"the host of kavalai serve did not answer within {self.answer_window:g} s")
         try:
@@ -103,8 +112,13 @@ class RoundsCall:
         except ValueError as exc:
             return refusal(f"the host of kavalai serve answered with something else: {exc}")
 
-    def ended(self, result: types.CallToolResult) -> None:
+    def ended(self, result: types.Result) -> None:
         self.result = result
+        self._news.set()
+
+    def failed(self, error: Exception) -> None:
+        """The request failed: the host's request of the latest round is answered with ``error``."""
+        self.error = error
         self._news.set()
 
     def answer(self, responses: types.InputResponses) -> None:
@@ -115,13 +129,21 @@ class RoundsCall:
                 question.answer = response
                 question.answered.set()
 
-    async def next_round(self) -> types.CallToolResult | types.InputRequiredResult:
-        """The call's result, or the questions it waits on now (an input-required round)."""
-        while self.result is None and not self._pending:
-            self._news = anyio.Event()
-            await self._news.wait()
-        if self.result is not None:
-            return self.result
+    async def next_round(self) -> types.Result:
+        """The call's result, or the questions it waits on now (an input-required round); its failure raised."""
+        while True:
+            while self.result is None and self.error is None and not self._pending:
+                self._news = anyio.Event()
+                await self._news.wait()
+            if self.error is not None:
+                raise self.error
+            if self.result is not None:
+                return self.result
+            # the backend asked several things in one round of its own: the host is asked them in one round too
+            coming = [q.together for q in self._pending if q.together is not None and not q.together.settled.is_set()]
+            if not coming:
+                break
+            await coming[0].settled.wait()
         asked = {question.key: question.request for question in self._pending}
         self._sent.update((question.key, question) for question in self._pending)
         self._pending.clear()
@@ -158,13 +180,17 @@ class InputRounds:
     async def call(
         self,
         tool: str,
-        params: types.CallToolRequestParams,
+        params: types.CallToolRequestParams | types.GetPromptRequestParams | types.ReadResourceRequestParams,
         ctx: Any,
-        run: Callable[[RoundsCall], Awaitable[types.CallToolResult]],
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        """The first round of a call (``run`` starts it) or a later one (``params`` carry the host's answers)."""
+        run: Callable[[RoundsCall], Awaitable[R]],
+        *,
+        is_tool: bool = True,
+    ) -> R | types.InputRequiredResult:
+        """The first round of a call (``run`` starts it) or a later one (``params`` carry the host's answers).
+        ``tool`` names what is called (a tool, or ``prompts/get <name>``: a round names one); a call that is not a
+        tool's (``is_tool=False``) fails as a request when cancelled or refused, not as a tool's error result."""
         if params.request_state is None:
-            call = self._start(tool, run)
+            call = self._start(tool, run, is_tool)
         else:
             call = self._resumed(tool, params.request_state)
             call.answer(params.input_responses or {})
@@ -178,11 +204,12 @@ class InputRounds:
             raise
         finally:
             call.answering = False
-        if isinstance(outcome, types.CallToolResult):
-            call.collected.set()
-        return outcome
+        if isinstance(outcome, types.InputRequiredResult):
+            return outcome
+        call.collected.set()
+        return outcome  # type: ignore[return-value]  # what run returned: an R
 
-    def _start(self, tool: str, run: Callable[[RoundsCall], Awaitable[types.CallToolResult]]) -> RoundsCall:
+    def _start(self, tool: str, run: Callable[[RoundsCall], Awaitable[types.Result]], is_tool: bool) -> RoundsCall:
         if not self._owners:
             raise protocol_error(types.INTERNAL_ERROR, "kavalai serve is not running: no call can take input rounds")
         call = RoundsCall(f"{self._mark}.{secrets.token_urlsafe(24)}", tool, self._answer_window)
@@ -193,9 +220,13 @@ class InputRounds:
                 with call.scope:
                     try:
                         call.ended(await run(call))
+                    except Exception as exc:  # a prompt or resource refused: the host's request fails with it
+                        call.failed(exc)
                     finally:
-                        if call.result is None:
+                        if call.result is None and call.error is None and is_tool:
                             call.ended(_ended())
+                        elif call.result is None and call.error is None:
+                            call.failed(_cancelled())
                 with anyio.move_on_after(self._answer_window):  # the result waits for the host's next request
                     await call.collected.wait()
             finally:
@@ -221,3 +252,7 @@ class InputRounds:
 
 def _ended() -> types.CallToolResult:
     return tool_error_result("The call was cancelled.")
+
+
+def _cancelled() -> Exception:
+    return protocol_error(types.INTERNAL_ERROR, "The request was cancelled.")

@@ -17,7 +17,7 @@ from mcp.shared.inbound import X_MCP_HEADER_KEY
 from pydantic import BaseModel
 
 import kavalai
-from kavalai.adapters.mcp import calls_logging_at, deadline_from_meta, keeping_wire_results
+from kavalai.adapters.mcp import asking_together, calls_logging_at, deadline_from_meta, keeping_wire_results
 from kavalai.errors import ConfigurationError, DeadlineExceededError, FunctionKernelException, ServerConnectionError
 from kavalai.kernel import Kernel, ProgressCallback, deadline
 from kavalai.secrets import get_logger
@@ -83,7 +83,7 @@ def build_mcp_server(
         catalog = ServedCatalog(adapter, served_servers(adapter, tools), names)
         hosts = HostSessions(catalog.served_uri, catalog.unsubscribe, stateless=stateless)
         adapter.relay_to(hosts)
-        relayed = relayed_handlers(adapter, tools, hosts, catalog, connecting or _connected)
+        relayed = relayed_handlers(adapter, tools, hosts, catalog, connecting or _connected, rounds)
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -123,10 +123,12 @@ def build_mcp_server(
                 deadline(deadline_from_meta(params.meta), what=f"MCP client's request for {params.name}"),
                 hosts.calling(server, ctx, across) if hosts is not None else contextlib.nullcontext(),
                 calls_logging_at(_log_level_of(params.meta)),
+                asking_together() if across is not None else contextlib.nullcontext(),
             ):
                 # The client's io.kavalai/deadline, when it sent one, bounds every call made for this request; a
                 # backend's sampling, elicitation and roots requests during the call go to this host (_hosts.py);
-                # a 2026-07-28 host's log level for the request is asked of 2026-07-28 backends for their calls.
+                # a 2026-07-28 host's log level for the request is asked of 2026-07-28 backends for their calls, and
+                # what a backend asks in one round of its own is put to such a host in one round of the gateway's.
                 return await call_kernel_tool(kernel, uri, params.arguments or {}, progress=_progress_of(ctx))
         except DeadlineExceededError as exc:
             return tool_error_result(str(exc))

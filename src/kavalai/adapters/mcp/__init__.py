@@ -6,7 +6,15 @@ the ``mcp`` SDK) loads when the first server is registered.
 
 from typing import TYPE_CHECKING
 
-from kavalai.adapters.mcp._answering import CALLER, INPUT_KEY, answering, current_answerer
+from kavalai.adapters.mcp._answering import (
+    CALLER,
+    INPUT_KEY,
+    INPUT_ROUND,
+    InputRound,
+    answering,
+    asking_together,
+    current_answerer,
+)
 from kavalai.adapters.mcp._catalog import (
     ChangeCallback,
     ElicitationHandler,
@@ -52,8 +60,10 @@ __all__ = [
     "DEADLINE_META_KEY",
     "IDEMPOTENCY_META_KEY",
     "INPUT_KEY",
+    "INPUT_ROUND",
     "ChangeCallback",
     "ElicitationHandler",
+    "InputRound",
     "LogHandler",
     "McpAdapter",
     "McpAudioContent",
@@ -85,6 +95,7 @@ __all__ = [
     "SamplingHandler",
     "WireResults",
     "answering",
+    "asking_together",
     "calls_logging_at",
     "current_answerer",
     "deadline_from_meta",

@@ -27,7 +27,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import Discriminator, Tag, TypeAdapter
 
-from kavalai.adapters.mcp._answering import INPUT_KEY
+from kavalai.adapters.mcp._answering import INPUT_KEY, INPUT_ROUND, InputRound, asks_together
 from kavalai.adapters.mcp._idempotency import calls_log_level
 from kavalai.adapters.mcp._tasks import TaskCreated
 from kavalai.secrets import get_logger
@@ -257,18 +257,12 @@ async def drive_input_required(
                     ),
                 )
             delay = _STATE_ONLY_DELAY[0]
-            responses = {}
-            for key, request in current.input_requests.items():
-                meta = request.params.meta if request.params else None
-                context = ClientRequestContext(session=session, request_id=key, meta=meta)
-                asked = INPUT_KEY.set(key)
-                try:
-                    answer = await session.dispatch_input_request(context, request)
-                finally:
-                    INPUT_KEY.reset(asked)
-                if isinstance(answer, mcp_types.ErrorData):
-                    raise InputRefused(request.method, answer)
-                responses[key] = answer
+            if len(current.input_requests) > 1 and asks_together():
+                responses = await _answered_together(session, current.input_requests)
+            else:
+                responses = {}
+                for key, request in current.input_requests.items():
+                    responses[key] = await _answered(session, key, request)
         else:  # the server holds the request (state only): ask again after a short, growing wait
             await anyio.sleep(delay)
             delay = min(delay * 2, _STATE_ONLY_DELAY[1])
@@ -279,6 +273,48 @@ async def drive_input_required(
             message=f"the server asked for input more than {MAX_INPUT_ROUNDS} times for one request",
         )
     return current
+
+
+async def _answered(session: ClientSession, key: str, request: mcp_types.InputRequest) -> mcp_types.InputResponse:
+    """The answer to the request ``key`` of a round, through the session's handlers (refused: :class:`InputRefused`)."""
+    meta = request.params.meta if request.params else None
+    context = ClientRequestContext(session=session, request_id=key, meta=meta)
+    asked = INPUT_KEY.set(key)
+    try:
+        answer = await session.dispatch_input_request(context, request)
+    finally:
+        INPUT_KEY.reset(asked)
+    if isinstance(answer, mcp_types.ErrorData):
+        raise InputRefused(request.method, answer)
+    return answer
+
+
+async def _answered_together(
+    session: ClientSession, requests: dict[str, mcp_types.InputRequest]
+) -> dict[str, mcp_types.InputResponse]:
+    """The answers to the requests of a round, each put to its handler at once, in a task of its own, marked in an
+    :class:`InputRound` (:class:`asking_together`); the first refusal ends the others and is raised."""
+    together = InputRound(requests)
+    answers: dict[str, mcp_types.InputResponse] = {}
+    refused: list[InputRefused] = []
+
+    async def one(key: str, request: mcp_types.InputRequest) -> None:
+        gathered = INPUT_ROUND.set(together)
+        try:
+            answers[key] = await _answered(session, key, request)
+        except InputRefused as exc:
+            refused.append(exc)
+            tasks.cancel_scope.cancel()
+        finally:
+            together.arrived(key)
+            INPUT_ROUND.reset(gathered)
+
+    async with anyio.create_task_group() as tasks:
+        for key, request in requests.items():
+            tasks.start_soon(one, key, request)
+    if refused:
+        raise refused[0]
+    return {key: answers[key] for key in requests}
 
 
 async def listen(

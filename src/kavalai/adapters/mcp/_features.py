@@ -30,6 +30,7 @@ from kavalai.adapters.mcp._content import (
     McpResourceLink,
     McpTextContent,
 )
+from kavalai.adapters.mcp._era import drive_input_required
 from kavalai.adapters.mcp._listing import all_pages
 from kavalai.adapters.mcp._wire import keep
 
@@ -106,7 +107,20 @@ async def list_prompts(send: Send[Any]) -> list[McpPrompt]:
 async def get_prompt(send: Send[Any], name: str, arguments: Mapping[str, str] | None) -> McpPromptResult:
     """The prompt ``name`` rendered with ``arguments`` (MCP prompt arguments are strings)."""
     args = {key: str(value) for key, value in (arguments or {}).items()}
-    result = await send(lambda client: client.get_prompt(name, args), f"prompts/get of {name!r}")
+
+    async def rendered(client: Client) -> mcp_types.GetPromptResult:
+        # A 2026-07-28 server's requests for input are answered by the kernel's driver (as a tool call's): each
+        # under the server's own key, and those of one round together where a relay asks so (kavalai serve).
+        async def retry(
+            responses: mcp_types.InputResponses | None, state: str | None
+        ) -> mcp_types.GetPromptResult | mcp_types.InputRequiredResult:
+            return await client.session.get_prompt(
+                name, args, input_responses=responses, request_state=state, allow_input_required=True
+            )
+
+        return await drive_input_required(client.session, await retry(None, None), retry)
+
+    result = await send(rendered, f"prompts/get of {name!r}")
     keep("prompts/get", result)
     return McpPromptResult(
         description=result.description,
