@@ -127,9 +127,11 @@ async def test_threads_of_cut_sync_calls_stay_counted_and_close_names_those_left
     hang = Stall()
     kernel = _hang_kernel(hang)
     try:
-        results = await asyncio.gather(
-            *(kernel.call_tool("python://hang", timeout=0.2) for _ in range(50)), return_exceptions=True
-        )
+        # Long enough that the forty threads are all running before any call is cut, however loaded the machine:
+        # the assertion below waits for them rather than trusting a short timeout to outlast their start.
+        calls = [asyncio.ensure_future(kernel.call_tool("python://hang", timeout=3)) for _ in range(50)]
+        await _until(lambda: hang.running == MAX_THREADS)
+        results = await asyncio.gather(*calls, return_exceptions=True)
         assert all(isinstance(result, ToolTimeoutError) for result in results), results
         assert hang.running == MAX_THREADS  # the ten beyond the limit were cut while waiting for a turn
         assert kernel.calls_in_flight() == []

@@ -373,7 +373,9 @@ async def test_each_visit_s_start_is_a_utc_datetime_within_the_run(tools_kernel:
     starts = [record.started_at for record in result.trace]
     assert [type(start) for start in starts] == [datetime] * 3
     assert all(start.tzinfo is UTC for start in starts)
-    assert result.started_at <= starts[0] and starts == sorted(starts) and starts[-1] <= after
+    assert result.started_at <= starts[0]
+    assert starts == sorted(starts)
+    assert starts[-1] <= after
     assert result.trace[0].started_at is starts[0]  # made once, kept
     back = RunResult.from_dict(result.to_dict())
     assert [record.started_at for record in back.trace] == starts
