@@ -413,6 +413,24 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
         "postgres": "test_answer_race.py::test_one_answer_wins_on_dbos[postgres]",
         "temporal": "test_answer_race.py::test_one_answer_wins_on_temporal",
     },
+    "a worker killed while an answer is delivered (applied once or refused)": {
+        "sqlite": None,
+        "postgres": None,
+        "temporal": "test_temporal_answer_kill.py::"
+        "test_a_worker_killed_while_an_answer_is_delivered_applies_it_once_or_says_it_did_not",
+    },
+    "cancel racing a step's completion, 20 rounds (cancelled or finished, never both)": {
+        "sqlite": None,
+        "postgres": None,
+        "temporal": "test_temporal_cancel_race.py::"
+        "test_a_cancel_racing_a_steps_completion_ends_the_run_cancelled_or_finished_never_both",
+    },
+    "the engine's server restarted twice within one step": {
+        "sqlite": None,
+        "postgres": None,
+        "temporal": "test_temporal_outage.py::"
+        "test_a_temporal_server_restarted_twice_within_one_step_loses_nothing_and_charges_once",
+    },
 }
 
 

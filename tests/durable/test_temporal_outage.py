@@ -63,3 +63,39 @@ async def test_a_temporal_server_away_past_the_runs_patience_interrupts_it_and_t
             finally:
                 await runner.aclose()
                 await engine.aclose()
+
+
+async def test_a_temporal_server_restarted_twice_within_one_step_loses_nothing_and_charges_once(
+    tmp_path: Path,
+) -> None:
+    """The dev server (state in a file) is killed while charge B is in flight, started, killed again before B has
+    answered, and started again; then B answers. The run, waited for patiently, finishes: effects ``[A, B, C]``,
+    each once (B, if tried again, with its key), final state ``finished``."""
+    run_id = f"twice-{uuid.uuid4().hex[:8]}"
+    with temporal_server_with_db(tmp_path / "temporal.db") as server:
+        restarts: list[str] = []
+
+        def restart_twice_at_b(order: str) -> None:  # the shop's thread: B is charged, its answer not yet sent
+            if order == "B" and not restarts:
+                for _ in range(2):
+                    server.kill()
+                    restarts.append("killed")
+                    server.start()  # the same port and file
+                    restarts.append("started")
+
+        runner = TemporalRunner(server.address, task_queue=f"q-{run_id}", journal_outage=120, shutdown_timeout=5)
+        with serve(create_app(on_charge=restart_twice_at_b)) as shop:
+            engine = charging_engine(runner, shop)
+            try:
+                result = await engine.run({}, run_id=run_id)
+                assert restarts == ["killed", "started", "killed", "started"]
+                assert result.ok, result.error
+                assert result.output == {"n": [1, 2, 3]}
+                requests = fetch(f"{shop}/requests")
+                assert orders(requests)[:2] == ["A", "B"]
+                assert {r["key"] for r in requests if r["order"] == "B"} == {requests[1]["key"]}  # B again: its key
+                assert orders(fetch(f"{shop}/effects")) == ["A", "B", "C"]
+                assert (await runner.describe(run_id)).state == "finished"
+            finally:
+                await runner.aclose()
+                await engine.aclose()

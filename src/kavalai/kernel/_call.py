@@ -502,34 +502,36 @@ def bind_current_call(func: Callable[[], R]) -> Callable[[], R]:
 
 
 @contextlib.contextmanager
-def deadline_paused() -> Iterator[None]:
+def deadline_paused(call: ToolCall | None = None) -> Iterator[None]:
     """The clock of the current call's own deadline stops while the ``with`` block runs, and goes on from where it
     stopped after it: time the call spends waiting for a person (an operator asked whether an effect happened) is
     not the tool's time. A deadline the call inherited (a run's, a block's around it) still runs: only the call's
     own timeout is paused. Outside a call, or in a call whose deadline is inherited, the block runs as it is. A sync
     tool may pause from its worker thread: the timer is the event loop's, so it is stopped and armed again there.
     Pauses of one call are counted, wherever they run (nested, in two tasks or threads of the call at once): the
-    clock stops at the first and runs again, from what was left then, when the last one ends."""
-    call = _current.get()
-    if not isinstance(call, ToolCall) or call._task is None:
+    clock stops at the first and runs again, from what was left then, when the last one ends.
+    ``call``: the call to pause instead of the current one (a person asked on its behalf from another task, such as
+    an MCP session's reader relaying a server's elicitation)."""
+    current = _current.get() if call is None else call
+    if not isinstance(current, ToolCall) or current._task is None:
         yield
         return
-    loop = call._task.get_loop()
+    loop = current._task.get_loop()
     if _loop_here() is loop:
-        _pause(call)
+        _pause(current)
         try:
             yield
         finally:
-            _resume(call)
+            _resume(current)
         return
-    if call._done or not loop.is_running():  # a cut call's thread going on: nothing to pause, no loop to wait for
+    if current._done or not loop.is_running():  # a cut call's thread going on: nothing to pause, no loop to wait for
         yield
         return
-    _on_loop(loop, _pause, call)  # a worker thread: the loop's timers (and the pause counts) are the loop thread's
+    _on_loop(loop, _pause, current)  # a worker thread: the loop's timers (and the pause counts) are the loop thread's
     try:
         yield
     finally:
-        _on_loop(loop, _resume, call)
+        _on_loop(loop, _resume, current)
 
 
 def _loop_here() -> asyncio.AbstractEventLoop | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Final
 
@@ -31,6 +32,7 @@ from kavalai.adapters.mcp._catalog import (
 from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._relay import RelaySlot
 from kavalai.errors import ConfigurationError, FunctionKernelException
+from kavalai.kernel import ToolCall, deadline_paused
 from kavalai.secrets import get_logger
 
 #: What a server is told when a local elicitation handler raised (never the exception's text). A
@@ -51,11 +53,15 @@ logger = get_logger("kavalai.mcp")
 
 
 def callbacks(
-    config: McpServer, in_flight: Callable[[], list[ElicitationHandler]] = list, slot: RelaySlot | None = None
+    config: McpServer,
+    in_flight: Callable[[], list[ElicitationHandler]] = list,
+    slot: RelaySlot | None = None,
+    asking: Callable[[], ToolCall | None] = lambda: None,
 ) -> dict[str, Any]:
     """The ``ClientSession`` callbacks for what ``config`` offers (a fresh sampling budget per session);
     ``in_flight`` gives the answerers of the calls in flight on the connection (for ``elicitation="caller"``); the
-    relay in ``slot``, when one is set, answers what ``config`` has no handler for."""
+    relay in ``slot``, when one is set, answers what ``config`` has no handler for; ``asking`` names the kernel's
+    call a relayed elicitation is made for (its own deadline stops while a person answers)."""
     found: dict[str, Any] = {
         "sampling_callback": sampling_callback(
             config.name,
@@ -72,7 +78,7 @@ def callbacks(
     if slot is not None and slot.relay is not None:
         relayed: dict[str, Any] = {
             "sampling_callback": relayed_sampling(config, slot),
-            "elicitation_callback": relayed_elicitation(config.name, slot),
+            "elicitation_callback": relayed_elicitation(config.name, slot, asking),
             "list_roots_callback": relayed_roots(config.name, slot),
         }
         found = {key: found[key] or relayed[key] for key in found}
@@ -103,14 +109,19 @@ def relayed_sampling(
     return callback
 
 
-def relayed_elicitation(server: str, slot: RelaySlot) -> Callable[[ClientRequestContext, Any], Awaitable[Any]]:
-    """Elicitations put to the relay."""
+def relayed_elicitation(
+    server: str, slot: RelaySlot, asking: Callable[[], ToolCall | None] = lambda: None
+) -> Callable[[ClientRequestContext, Any], Awaitable[Any]]:
+    """Elicitations put to the relay. A person answers them: the own deadline of the call they are made for
+    (``asking()``) stops meanwhile (:func:`kavalai.kernel.deadline_paused`); a deadline around it still runs."""
 
     async def callback(context: ClientRequestContext, params: Any) -> Any:
         relay = slot.relay
         if relay is None:
             return mcp_types.ErrorData(code=mcp_types.INVALID_REQUEST, message="nobody relays elicitations any more")
-        return await relay.elicit(server, params)
+        call = asking()
+        with nullcontext() if call is None else deadline_paused(call):
+            return await relay.elicit(server, params)
 
     return callback
 

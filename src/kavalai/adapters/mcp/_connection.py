@@ -83,7 +83,7 @@ from kavalai.errors import (
     ServerConnectionError,
     ToolTimeoutError,
 )
-from kavalai.kernel import LazyTool, ToolDefinition, ToolURI, current_call
+from kavalai.kernel import LazyTool, ToolCall, ToolDefinition, ToolURI, current_call
 from kavalai.secrets import get_logger
 from kavalai.tracing import mcp_client_span, tracing_configured
 
@@ -128,6 +128,7 @@ class McpConnection:
         self._hearing = Hearing(config, self._healing)  # its sessions' event streams (_watch.py)
         self._task_only: set[str] = set()  # tools that run only as tasks (2025-11-25 `taskSupport: "required"`)
         self._in_flight: list[ElicitationHandler] = []  # answerers of the calls in flight (elicitation="caller")
+        self._relayed_calls: list[ToolCall] = []  # the kernel's calls in flight while a relay is set
         self.relay = RelaySlot()  # the adapter's, shared by its connections (_relay.py)
         self._strays = 0  # messages that answered no request (dropped), over all generations
         self._error_before: str | None = None  # why the last generation ended (named by a crash-loop refusal)
@@ -419,7 +420,7 @@ class McpConnection:
                 client_info=_CLIENT_INFO,
                 cache=CacheConfig(),
                 extensions=[advertise(TASKS_EXTENSION)],  # a long call may come back as a task (_tasks.py)
-                **client_side.callbacks(config, self._in_flight.copy, self.relay),
+                **client_side.callbacks(config, self._in_flight.copy, self.relay, self._asking_call),
             )
             await inner.enter_async_context(client)
             problem = era.pin_problem(config.protocol, client.protocol_version, era.offered(client.session))
@@ -599,6 +600,21 @@ class McpConnection:
         loop = elsewhere(self._gen.task if self._gen is not None else None)
         if loop is not None:  # the session lives on another event loop (_loops.py)
             return await run_on(loop, self.call(tool, uri, args, structured=structured))
+        made = current_call() if self.relay.relay is not None else None
+        if made is not None:  # whose own deadline stops while a person answers a relayed elicitation
+            self._relayed_calls.append(made)
+            try:
+                return await self._answered_call(tool, uri, args, structured=structured)
+            finally:
+                self._relayed_calls.remove(made)
+        return await self._answered_call(tool, uri, args, structured=structured)
+
+    def _asking_call(self) -> ToolCall | None:
+        """The kernel's call a server's relayed elicitation is made for: the one call in flight on this connection
+        (with several, whose it is cannot be told from the session's reader: none, and their own clocks run)."""
+        return self._relayed_calls[0] if len(self._relayed_calls) == 1 else None
+
+    async def _answered_call(self, tool: str, uri: str, args: BaseModel, *, structured: bool) -> Any:
         answerer = current_answerer() if self.config.elicitation == CALLER else None
         if answerer is None:
             return await self._call(tool, uri, args, structured=structured)
