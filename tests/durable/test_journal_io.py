@@ -401,3 +401,32 @@ async def test_postgres_down_past_the_patience_interrupts_the_run_then_resumed()
             if server.process is None or server.process.poll() is not None:  # back up, for aclose()
                 server.start()
             await runner.aclose()
+
+
+async def test_an_outcome_dbos_could_not_write_interrupts_the_caller_instead_of_a_wait_for_ever(tmp_path: Path) -> None:
+    """DBOS writes a run's outcome after its execution has left the target; when that write fails (found with the
+    journal's tmpfs full after the last charge: DBOS logged `database or disk is full` and `kavalai run` waited for
+    ever, the run PENDING), the caller waiting here is told the run is interrupted once the run's patience has
+    passed, and the run stays resumable. A run whose outcome is written is returned as before."""
+    from kavalai.durable._dbos_local import LocalRuns
+
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'runs.sqlite'}")
+    table = sa.Table(
+        "workflow_status", sa.MetaData(), sa.Column("workflow_uuid", sa.Text), sa.Column("status", sa.Text)
+    )
+    table.metadata.create_all(engine)
+    with engine.begin() as connection:
+        connection.execute(table.insert(), [{"workflow_uuid": "full", "status": "PENDING"}])
+        connection.execute(table.insert(), [{"workflow_uuid": "written", "status": "PENDING"}])
+    runs = LocalRuns()
+    try:
+        for run_id in ("full", "written"):
+            with runs.executing(run_id):
+                pass  # its steps are recorded; the outcome is DBOS's write, after this
+        with engine.begin() as connection:
+            connection.execute(table.update().where(table.c.workflow_uuid == "written").values(status="SUCCESS"))
+        await runs.until_settled("written", engine, table, 0.05, outage=0.2, floor=0)
+        with pytest.raises(RunInterruptedError, match="Run full is interrupted: could not record its outcome"):
+            await asyncio.wait_for(runs.until_settled("full", engine, table, 0.05, outage=0.2, floor=0), 60)
+    finally:
+        engine.dispose()

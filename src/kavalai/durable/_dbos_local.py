@@ -13,7 +13,11 @@ For the same reason a caller waiting for a run's outcome here does not wait thro
 :meth:`LocalRuns.until_settled` reads the run's status with one query of the runner's own at a time, which gives up
 when the database is away (and is tried again at the next look), until the run has an outcome or is parked. And
 when the outcome is a cancel, :meth:`LocalRuns.ended` lets the caller wait (bounded) until the run's execution here
-has ended, its step cut by the cancel recorded, so that the caller reads the run's final state.
+has ended, its step cut by the cancel recorded, so that the caller reads the run's final state. The outcome itself
+is DBOS's write, after the run's execution here has left its target: when that write fails (the journal's disk full)
+DBOS logs it and the run stays ``PENDING`` for ever in this process, so a caller waits for it after the execution
+left only for as long as the run may wait for its journal, then is told the run is interrupted (resumable: all its
+steps are recorded, and a resume writes the outcome).
 """
 
 from __future__ import annotations
@@ -22,12 +26,14 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Final, NoReturn
 
 import sqlalchemy as sa
 
 from kavalai.durable._dbos_private import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
+from kavalai.durable._journal_io import interrupted_error
 from kavalai.errors import DurableRunError, RunInterruptedError
 
 __all__ = ["LocalRuns", "QuietCancels", "QuietParking"]
@@ -37,6 +43,7 @@ _DBOS_CANCELLED: Final = "Asyncio task cancelled for workflow"
 #: DBOS's statuses of a run without its outcome yet.
 _UNSETTLED: Final = frozenset({"PENDING", "ENQUEUED", "DELAYED"})
 _CUT_WAIT: Final = 30.0  # at most this long for a cancelled run's cut step to be recorded before result() says so
+_LEFT_KEPT: Final = 1024  # the latest runs whose execution here has left its target, kept with when it left
 
 _parking: contextvars.ContextVar[bool] = contextvars.ContextVar("kavalai_parking", default=False)
 
@@ -50,6 +57,7 @@ class LocalRuns:
         self.unmarked: dict[str, str] = {}  # interrupted runs whose mark the heartbeat writes once it can
         self.waiting: dict[str, asyncio.Future[None]] = {}  # result() calls waiting here, by run id
         self._executing: dict[str, asyncio.Event] = {}  # set when the run's execution here has left its target
+        self._left: OrderedDict[str, float] = OrderedDict()  # when (loop time) the latest executions here left
 
     def park(self, error: DurableRunError) -> NoReturn:
         """End the execution of the run (its workflow, which calls this) without an outcome, resumable: record why it
@@ -72,12 +80,16 @@ class LocalRuns:
     def executing(self, run_id: str) -> Iterator[None]:
         """The block where the run's target runs in this process (its steps recorded by the time it is left)."""
         left = self._executing[run_id] = asyncio.Event()
+        self._left.pop(run_id, None)
         try:
             yield
         finally:
             left.set()
             if self._executing.get(run_id) is left:
                 del self._executing[run_id]
+            self._left[run_id] = asyncio.get_running_loop().time()
+            if len(self._left) > _LEFT_KEPT:
+                self._left.popitem(last=False)
 
     async def ended(self, run_id: str, within: float = _CUT_WAIT) -> bool:
         """Wait, at most ``within`` seconds, until the run's execution in this process (if any) has left its target:
@@ -103,14 +115,26 @@ class LocalRuns:
                 pass
             await asyncio.sleep(every)
 
-    async def until_settled(self, run_id: str, engine: sa.Engine, status: sa.Table, every: float) -> None:
+    async def until_settled(
+        self, run_id: str, engine: sa.Engine, status: sa.Table, every: float, *, outage: float, floor: float = _CUT_WAIT
+    ) -> None:
         """Wait until the run ``run_id`` has its outcome in ``status`` (DBOS's table of runs) or is parked here,
-        looking every ``every`` seconds; a look that fails (the database away) is a look that found nothing."""
-        waiter = self.waiting.setdefault(run_id, asyncio.get_running_loop().create_future())
+        looking every ``every`` seconds; a look that fails (the database away) is a look that found nothing.
+
+        Raises:
+            RunInterruptedError: the run's execution here left its target more than ``outage`` seconds ago (``floor``
+                at least) and its outcome is still not written (DBOS's write of it failed); the run stays resumable.
+        """
+        loop = asyncio.get_running_loop()
+        patience = max(outage, floor)  # DBOS's write, slow under load, is not hurried below ``floor`` seconds
+        waiter = self.waiting.setdefault(run_id, loop.create_future())
         try:
             while run_id not in self.errors:
                 if await asyncio.to_thread(_settled, engine, status, run_id):
                     return
+                left = self._left.get(run_id)
+                if left is not None and run_id not in self._executing and loop.time() - left > patience:
+                    raise interrupted_error(run_id, "record its outcome", f"within {patience:g} s of its last step")
                 await asyncio.wait([waiter], timeout=every)
         finally:
             if self.waiting.get(run_id) is waiter:

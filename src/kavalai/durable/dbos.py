@@ -325,7 +325,7 @@ class DbosRunner(DurableRunner):
         handle: WorkflowHandleAsync[Any] = await DBOS.retrieve_workflow_async(run_id, existing_workflow=True)
         assert self._engine is not None
         # not through DBOS's poll, whose thread retries for ever while the database is gone (see _dbos_local)
-        await self._parked.until_settled(run_id, self._engine, self._status, self.polling)
+        await self._parked.until_settled(run_id, self._engine, self._status, self.polling, outage=self.journal_outage)
         if run_id in self._parked.errors:
             raise self._parked.errors[run_id]
         try:
