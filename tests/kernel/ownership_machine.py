@@ -172,6 +172,9 @@ class KernelMachine(RuleBasedStateMachine):
         self.calls: list[Started] = []
         self.withdrawn = False
         self.stall = Stall()
+        # Calls of the hung tool started on each loop: their threads never return before teardown, and a loop's sync
+        # calls wait for a turn once MAX_THREADS of its threads are held, so a sync call that must end goes elsewhere.
+        self.hung = {"task": 0, "second-loop": 0}
         stall = self.stall
 
         @pythontool
@@ -209,6 +212,8 @@ class KernelMachine(RuleBasedStateMachine):
     def start_call(self, kind: str, where: str, seconds: float, timeout: float | None) -> None:
         if kind == "sync":
             seconds = min(seconds, 0.4)  # a thread cannot be stopped: a sync tool that never ends would outlive all
+            free = self._free_loop(where)
+            kind, where = ("python", where) if free is None else (kind, free)
         uri = _URIS[kind]
         withdrawn = self.withdrawn and kind != "mcp"
         coro = self.kernel.call_tool(uri, {"seconds": seconds}, timeout=timeout)
@@ -227,6 +232,7 @@ class KernelMachine(RuleBasedStateMachine):
         """Start ``count`` calls of the hung sync tool with a short timeout and wait until each has ended: cut at its
         deadline, running in a thread or waiting for a turn."""
         loop = self.main if where == "task" else self.second
+        self.hung[where] += count
         outcomes = loop.run(_gather_calls(self.kernel, count), within=SLACK * 4)
         for outcome in outcomes:
             assert isinstance(outcome, ToolTimeoutError | KernelClosedError), outcome  # a close may race it
@@ -247,6 +253,7 @@ class KernelMachine(RuleBasedStateMachine):
         for outcome in outcomes:
             assert isinstance(outcome, allowed), outcome
 
+    @precondition(lambda self: any(count < MAX_THREADS - 1 for count in self.hung.values()))
     @rule(where=st.sampled_from(["task", "second-loop"]))
     def close_from_a_tools_thread(self, where: str) -> None:
         """A sync tool closes its own kernel from its worker thread: its call is left to finish with its result; the
@@ -255,7 +262,7 @@ class KernelMachine(RuleBasedStateMachine):
         for call in self.calls:
             if call.closed_at is None and not call.future.done():
                 call.closed_at = now
-        loop = self.main if where == "task" else self.second
+        loop = self.main if self._free_loop(where) == "task" else self.second
         assert loop.run(self.kernel.call_tool("python://close_own"), within=SLACK * 4).result == "closed"
 
     @rule(where=st.sampled_from(["task", "second-loop"]))
@@ -272,6 +279,9 @@ class KernelMachine(RuleBasedStateMachine):
     def pause_past_the_timeout(self, where: str, tool: str) -> None:
         """A call pausing its own deadline (in two tasks at once, or from its thread) longer than its timeout is not
         cut: its clock stops while any pause of it runs."""
+        if tool == "ask_in_thread":
+            free = self._free_loop(where)
+            tool, where = ("ask_two", where) if free is None else (tool, free)
         loop = self.main if where == "task" else self.second
         call = self.kernel.call_tool(f"python://{tool}", {"seconds": 0.3}, timeout=0.1)
         assert loop.run(call, within=SLACK * 4).result == "answered"
@@ -308,6 +318,13 @@ class KernelMachine(RuleBasedStateMachine):
                 if call.kind != "mcp" and not call.future.done():
                     call.withdrawn = True  # not started yet, it may find no tool
         self.withdrawn = not self.withdrawn
+
+    def _free_loop(self, where: str) -> str | None:
+        """``where``, or the other loop, if a sync call started there gets a thread (not all held by hung calls)."""
+        for name in (where, "second-loop" if where == "task" else "task"):
+            if self.hung[name] < MAX_THREADS - 1:
+                return name
+        return None
 
     # ---------------------------------------------------------------------------------------- invariants
 
