@@ -326,3 +326,16 @@ async def test_a_server_asking_many_questions_at_once_gets_at_most_max_asking_pu
         f"kavalai serve puts at most {MAX_ASKING} requests of one call to its host at once"
     )
     assert most == MAX_ASKING
+
+
+def test_every_notification_to_a_host_crosses_the_unsent_bound() -> None:
+    """The gate of ``MAX_UNSENT``: the gateway's one ``send_notification`` is in ``HostSessions._send``, which bounds
+    every connection (a known host, a forgotten one, one whose teardown ran with a call still in flight), and every
+    log message, update and list change to a host is sent through it."""
+    folder = Path(__file__).resolve().parents[2] / "src" / "kavalai" / "serve"
+    sends = {path.name: path.read_text().count(".send_notification(") for path in sorted(folder.glob("*.py"))}
+    assert {name: count for name, count in sends.items() if count} == {"_hosts.py": 1}
+    source = (folder / "_hosts.py").read_text()
+    gate = source[source.index("    async def _send(") :]
+    assert gate.index(".send_notification(") > gate.index("if unsent.count >= MAX_UNSENT")
+    assert "self._hosts.get(key)" not in gate[: gate.index(".send_notification(")]  # not only for known hosts

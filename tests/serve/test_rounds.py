@@ -67,11 +67,16 @@ async def test_elicitation_and_roots_reach_the_host_through_its_driver(kernel: F
     assert len(host.sampled) == 1
 
 
-async def test_a_host_that_cannot_answer_gets_the_backend_a_proper_error(kernel: FunctionKernel, host: Host) -> None:
+async def test_a_host_that_cannot_answer_is_told_what_it_must_declare(kernel: FunctionKernel, host: Host) -> None:
+    """A 2026-07-28 host that did not declare sampling, whose call's backend asks for it, gets
+    ``MissingRequiredClientCapabilityError`` (-32021) naming it (the backend is refused, its call ended)."""
     async with host.client(await _served(kernel), answers=False, mode="auto") as client:
-        sampled = await client.call_tool("mcp_features_consult", {"question": "?"})
-    assert sampled.is_error is True
-    assert "the host of kavalai serve does not offer sampling" in _text(sampled)
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool("mcp_features_consult", {"question": "?"})
+        assert _text(await client.call_tool("mcp_features_folders", {})) != ""  # roots it offers: still asked
+    assert raised.value.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert raised.value.error.data == {"requiredCapabilities": {"sampling": {}}}
+    assert "'sampling', which the host did not declare" in raised.value.error.message
 
 
 async def test_a_retry_with_an_unknown_or_foreign_state_is_refused(kernel: FunctionKernel, host: Host) -> None:

@@ -10,10 +10,11 @@ Run it over stdio: ``python -m tests.servers.mcp_conformance_rounds``.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
+from pydantic import Field
 
 
 def _schema(field: str, kind: str = "string") -> dict[str, Any]:
@@ -44,9 +45,60 @@ def _answers(ctx: Context, *keys: str) -> dict[str, Any] | None:
     return {key: given[key].model_dump(by_alias=True, exclude_none=True) for key in keys}
 
 
+#: An input schema using the JSON Schema 2020-12 vocabulary the suite checks a server keeps (``$schema``, ``$defs``
+#: with an ``$anchor``, ``allOf``/``anyOf``, ``if``/``then``/``else``, ``additionalProperties``).
+SCHEMA_2020_12: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+
+
+class _Server(MCPServer):
+    """The SDK's server, listing one tool under a hand-written schema (the SDK derives the others' from their
+    signatures)."""
+
+    async def list_tools(self) -> list[types.Tool]:
+        listed = await super().list_tools()
+        return [
+            tool.model_copy(update={"input_schema": SCHEMA_2020_12})
+            if tool.name == "json_schema_2020_12_tool"
+            else tool
+            for tool in listed
+        ]
+
+
 def build_server() -> MCPServer:
     """The server."""
-    server = MCPServer("conformance-rounds")
+    server = _Server("conformance-rounds")
+
+    @server.tool()
+    def json_schema_2020_12_tool(**arguments: Any) -> str:
+        """Tool with JSON Schema 2020-12 features."""
+        return "ok"
+
+    @server.tool()
+    def test_header_tool(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+        """Echo a region that is also sent as the Mcp-Param-Region header."""
+        return f"region: {region}"
 
     @server.tool()
     def test_input_required_result_elicitation(ctx: Context) -> str | types.InputRequiredResult:
@@ -125,6 +177,25 @@ def build_server() -> MCPServer:
         if found is None:
             return _ask({"answer": _elicit("Anything to add?", "text")})
         return "answered"
+
+    @server.tool()
+    def test_input_required_result_capabilities(ctx: Context) -> str | types.InputRequiredResult:
+        """Ask the client's model and its user, each only when the client declared it can be asked."""
+        offered = ctx.client_capabilities or types.ClientCapabilities()
+        wanted = {"greeting": "sampling", "user_name": "elicitation"}
+        keys = [key for key, capability in wanted.items() if getattr(offered, capability) is not None]
+        if not keys or _answers(ctx, *keys) is not None:
+            return f"answered: {', '.join(keys)}"
+        requests = {"greeting": _sample("Generate a greeting", 50), "user_name": _elicit("What is your name?", "name")}
+        return _ask({key: requests[key] for key in keys})
+
+    @server.tool()
+    def test_missing_capability(ctx: Context) -> str | types.InputRequiredResult:
+        """Ask the client's model (a client that cannot sample is told it must declare sampling)."""
+        found = _answers(ctx, "sample")
+        if found is None:
+            return _ask({"sample": _sample("Say hello", 20)})
+        return "sampled"
 
     @server.tool()
     async def test_logging_tool(ctx: Context) -> str:

@@ -90,9 +90,15 @@ class _Host:
     level: str | None = None  # set by logging/setLevel
     subscribed: set[str] = field(default_factory=set)  # served URIs
     ending: bool = False  # its connection's teardown will release it (HostSessions._ends_with)
-    unsent: int = 0  # notifications being sent to it now
-    dropped: int = 0  # notifications dropped, MAX_UNSENT being unsent
     asked: int = 0  # roots/list put to it outside a call and not answered yet (at most MAX_ASKING)
+
+
+@dataclass
+class _Unsent:
+    """The notifications being sent to one host connection now, and those dropped (at :data:`MAX_UNSENT`)."""
+
+    count: int = 0
+    dropped: int = 0
 
 
 @dataclass(eq=False)
@@ -139,6 +145,8 @@ class HostSessions:
         self._stateless = stateless
         self._hosts: weakref.WeakKeyDictionary[Connection, _Host] = weakref.WeakKeyDictionary()  # gone: dropped
         self._ended: weakref.WeakSet[Connection] = weakref.WeakSet()  # their teardown has run: never known again
+        # per connection, known or not (a host forgotten, or whose teardown ran, may still have calls in flight)
+        self._unsent: weakref.WeakKeyDictionary[Connection, _Unsent] = weakref.WeakKeyDictionary()
         self._owners: list[TaskGroup] = []  # the servings' task groups the releases of ended hosts run in
         self._calls: list[_Call] = []
         self.bus = InMemorySubscriptionBus()  # the changes for 2026-07-28 hosts' subscriptions/listen streams
@@ -355,6 +363,8 @@ class HostSessions:
         [call] = hosts.values()
         session = call.now.session
         if not session.check_client_capability(types.ClientCapabilities(**{capability: {}})):
+            if call.rounds is not None:  # a 2026-07-28 host's request fails saying what it must declare (-32021)
+                call.rounds.failed(missing_capability(capability))
             return refusal(f"the host of kavalai serve does not offer {capability}")
         if call.asked >= MAX_ASKING and INPUT_ROUND.get() is None:  # one backend round's are bounded by the adapter
             return refusal(f"kavalai serve puts at most {MAX_ASKING} requests of one call to its host at once")
@@ -416,26 +426,28 @@ class HostSessions:
         return refusal(f"the host of kavalai serve did not answer roots/list within {_OUTSIDE_WAIT:g} s")
 
     async def _send(self, key: Connection, session: ServerSession, notification: Any, related: Any) -> None:
-        host = self._hosts.get(key)
-        if host is not None and host.unsent >= MAX_UNSENT:  # it does not read: what comes for it is dropped
-            host.dropped += 1
-            if host.dropped == 1 or host.dropped % 1000 == 0:
+        """Every notification to a host crosses here: at most :data:`MAX_UNSENT` of one connection unsent at once,
+        whether its host is known, forgotten, or its session's teardown has run (a call of it still in flight)."""
+        unsent = self._unsent.get(key)
+        if unsent is None:
+            unsent = self._unsent[key] = _Unsent()
+        if unsent.count >= MAX_UNSENT:  # it does not read: what comes for it is dropped
+            unsent.dropped += 1
+            if unsent.dropped == 1 or unsent.dropped % 1000 == 0:
                 logger.warning(
                     "kavalai serve: a host reads too slowly (%d notifications unsent): %d dropped so far",
-                    host.unsent,
-                    host.dropped,
+                    unsent.count,
+                    unsent.dropped,
                 )
             return
-        if host is not None:
-            host.unsent += 1
+        unsent.count += 1
         try:
             await session.send_notification(notification, related_request_id=related)
         except Exception as exc:  # a host that has gone is forgotten
             logger.debug("kavalai serve: a host could not be told %s: %s", type(notification).__name__, exc)
             self._hosts.pop(key, None)
         finally:
-            if host is not None:
-                host.unsent -= 1
+            unsent.count -= 1
 
 
 def connection_of(ctx: ServerRequestContext[Any]) -> Connection:
@@ -454,6 +466,19 @@ def connection_of(ctx: ServerRequestContext[Any]) -> Connection:
 
 def _wants(host: _Host, level: str) -> bool:
     return host.level is None or _ORDER.index(level) >= _ORDER.index(host.level)
+
+
+def missing_capability(capability: str) -> MCPError:
+    """The error a 2026-07-28 host's request fails with when the server behind it asks for ``capability`` the host
+    did not declare (``MissingRequiredClientCapabilityError``: its data names the capability)."""
+    data = types.MissingRequiredClientCapabilityErrorData(
+        required_capabilities=types.ClientCapabilities(**{capability: {}})
+    ).model_dump(by_alias=True, exclude_none=True)
+    return protocol_error(
+        types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+        f"the request needs the client capability {capability!r}, which the host did not declare",
+        data,
+    )
 
 
 def no_back_channel(server: str, capability: str) -> str:
