@@ -372,8 +372,8 @@ class Kernel:
         hangs while starting cannot hold a call past its limit (the call then runs within its own timeout)."""
         limit = None if timeout is _UNSET or timeout is None else limit_seconds(timeout)
         outer = _current.get()
-        if limit is None and (outer is None or outer.deadline is None):
-            return await self.resolve_tool(uri)
+        if (limit is None and (outer is None or outer.deadline is None)) or str(uri) in self.registry:
+            return await self.resolve_tool(uri)  # nothing to bound, or nothing to connect (a ToolURI of a known tool)
         block = Deadline(limit, what=f"connection for {uri}")
         try:
             with block:
