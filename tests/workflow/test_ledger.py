@@ -5,8 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
-from kavalai.workflow._ledger import RunLedger, _size
+from kavalai import FunctionKernel, pythontool
+from kavalai.workflow import WorkflowBuilder, WorkflowEngine
+from kavalai.workflow._executor import Execution
+from kavalai.workflow._ledger import RunLedger, _size, flat_size
 from kavalai.workflow._sizes import text_size
 from kavalai.workflow.errors import RunMemoryError
 
@@ -15,11 +19,13 @@ SHORT_CUT: list[Any] = [
     {"result": 5},
     {"result": "a text", "n": None, "f": 1.5, "b": False},
     {str(i): i for i in range(16)},
+    {"nested": {"result": 5}},  # one key holding a flat dict (a start node's inputs)
 ]
 WALKED: list[Any] = [
     {str(i): i for i in range(17)},  # past the short cut's 16 keys
     {1: "a key that is no text"},
-    {"nested": {"result": 5}},
+    {"nested": {"deeper": {"result": 5}}},
+    {"two": {"result": 5}, "keys": 1},
     {"items": [1, 2, 3]},
     [1, "two", {"three": 3}],
 ]
@@ -46,3 +52,49 @@ def test_holding_a_growing_value_fails_the_run_naming_the_node() -> None:
     with pytest.raises(RunMemoryError) as caught:
         ledger.hold("other", {"result": "x" * 100})
     assert caught.value.node == "other"
+
+
+class _Echo(BaseModel):
+    text: str
+    number: float
+    count: int
+    flag: bool
+    nothing: None = None
+
+
+@pythontool
+async def echo(text: str, number: float, count: int, flag: bool, nothing: None = None) -> _Echo:
+    """Return the arguments as a model of plain fields."""
+    return _Echo(text=text, number=number, count=count, flag=flag, nothing=nothing)
+
+
+@pytest.mark.parametrize("number", [2.5, float("inf")], ids=["finite", "infinite"])
+async def test_a_run_counts_its_function_nodes_as_the_ledger_sizes_their_values(number: float) -> None:
+    # A function node's output and inputs are sized where they are copied (runners), each with flat_size's
+    # counting written out; a run's trace total must be what the ledger's own sizing gives for the same values.
+    kernel = FunctionKernel()
+    kernel.register_python_tool("t.echo", echo)
+    inputs = {"text": "a text of some length", "number": number, "count": 7, "flag": True, "nothing": None}
+    builder = WorkflowBuilder("sizes").start(next="one")
+    builder.function("one", tool="python://t.echo", inputs=inputs, next="two")
+    builder.function(
+        "two", tool="python://t.echo", inputs={**inputs, "text": "one.text", "count": "one.count"}, next="end"
+    )
+    engine = WorkflowEngine(builder.end("end").build(), kernel)
+    execution = engine._execution({}, None, engine.timeout)
+    assert isinstance(execution, Execution)
+    result = await execution.run()
+    assert result.ok, result.error
+    ledger = execution._ledger
+    functions = [record for record in result.trace if record.kind == "function"]
+    assert len(functions) == 2
+    expected = sum(_size(record.output, 10**9) for record in result.trace)
+    expected += sum(_size(record.inputs, 10**9) for record in result.trace if record.inputs is not None)
+    assert ledger._trace_total == expected
+    assert ledger.total == expected + sum(ledger._held.values())
+    for record in functions:
+        if number == 2.5:
+            assert flat_size(record.inputs) >= 0  # sized in the copying pass
+            assert flat_size(record.output) >= 0
+        else:
+            assert flat_size(record.inputs) == -1  # an infinite float: the general way

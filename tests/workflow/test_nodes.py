@@ -380,3 +380,29 @@ async def test_each_visit_s_start_is_a_utc_datetime_within_the_run(tools_kernel:
     back = RunResult.from_dict(result.to_dict())
     assert [record.started_at for record in back.trace] == starts
     assert back.trace == result.trace
+
+
+async def test_a_run_s_records_hold_every_field_of_a_node_trace(tools_kernel: FunctionKernel) -> None:
+    # The run makes its records without NodeTrace's __init__ (field by field): a field added to NodeTrace and not
+    # set there would be missing (an AttributeError on reading it) rather than at its default.
+    from dataclasses import fields
+
+    from kavalai.workflow import NodeTrace
+
+    engine = WorkflowEngine(_adder().build(), tools_kernel)
+    result = await engine.run({"a": 2, "b": 40})
+    assert result.ok, result.error
+    for record in result.trace:
+        values = {field.name: getattr(record, field.name) for field in fields(NodeTrace)}
+        assert NodeTrace(**values) == record
+    add = result.trace[1]
+    assert (add.node, add.kind, add.visit, add.status, add.attempts, add.branch, add.next) == (
+        "add",
+        "function",
+        1,
+        "succeeded",
+        1,
+        None,
+        "done",
+    )
+    assert (add.inputs, add.output, add.error, add.tool_calls) == ({"a": 2, "b": 40}, {"result": 42}, None, [])

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 import anyio
 
-from kavalai.adapters.mcp import ElicitationHandler, McpElicitation, answering
+from kavalai.adapters.mcp import ElicitationHandler, McpElicitation, answering, current_answerer
 from kavalai.workflow._executor import Emit, Execution
 from kavalai.workflow._factory import ClientFactory, RunClients, ScopedRun, checked_factory
 from kavalai.workflow._graph import Workflow, check_tools, checked_timeout, checked_visits
@@ -308,6 +308,8 @@ class WorkflowEngine:
             return self._answer(RunResult.from_dict(data, output_type=self.workflow.output_type))
         if self._started != len(self._services):  # services not started yet (most engines have none)
             await self._prepare()
+        if on_elicitation is None and current_answerer() is None:  # nothing to set, nor to shadow: the usual run
+            return self._answer(await self._execution(input, max_visits, timeout, run_id=run_id).run())
         with answering(on_elicitation):
             return self._answer(await self._execution(input, max_visits, timeout, run_id=run_id).run())
 

@@ -16,7 +16,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
@@ -49,7 +49,7 @@ from kavalai.workflow._runners import (
     run_simple_node,
     to_context,
 )
-from kavalai.workflow._sizes import size_limit
+from kavalai.workflow._sizes import max_size, size_limit
 from kavalai.workflow.errors import (
     NodeError,
     NodeTimeoutError,
@@ -76,9 +76,21 @@ LlmResolver = Callable[[str | None, str], Awaitable["LLMClient"]]
 #: Receives every event of a run as it happens; must not block.
 Emit = Callable[[WorkflowEvent], None]
 
+_new_record: Final = object.__new__
 _CANCELLED = "cancelled before it finished: another branch failed or a timeout ran out"
 _now = time.monotonic  # anyio.current_time() on asyncio, without its backend look-up
 _BRANCHING = (IfNode, SwitchNode)  # a tuple made once: `IfNode | SwitchNode` builds a union at every visit
+#: Per node class: (is a parallel node, is a branching node, is an end node). Read by exact class: isinstance() of
+#: a node class is an ABC check (pydantic's model metaclass), a few of them at every visit of a start or end node.
+_roles: dict[type, tuple[bool, bool, bool]] = {}
+
+
+def _role(node: NodeBase) -> tuple[bool, bool, bool]:
+    kind = type(node)
+    role = _roles.get(kind)
+    if role is None:
+        role = _roles[kind] = (issubclass(kind, ParallelNode), issubclass(kind, _BRANCHING), issubclass(kind, EndNode))
+    return role
 
 
 def _ignore(event: WorkflowEvent) -> None:
@@ -130,31 +142,34 @@ class Execution:
 
     async def run(self) -> RunResult:
         """Run the workflow; emit every event, :class:`RunFinished` last; return the result (never raise it)."""
-        clock = _now()
-        started = datetime.now(UTC)
-        self._epoch = started.timestamp() - clock  # a visit began at this plus the clock then, in epoch seconds
+        clock, epoch = _now(), time.time()
+        self._epoch = epoch - clock  # a visit began at this plus the clock then, in epoch seconds
+        # RunResult(run_id, workflow, status, started_at, output, error, trace): by position, as NodeTrace's
         result = RunResult(
-            run_id=self.run_id,
-            workflow=self.workflow.name,
-            status=RunStatus.SUCCEEDED,
-            started_at=started,
-            trace=self.trace,
+            self.run_id,
+            self.workflow.name,
+            RunStatus.SUCCEEDED,
+            datetime.fromtimestamp(epoch, UTC),
+            None,
+            None,
+            self.trace,
         )
         if self._streamed:
             run_input = jsonable(self.values["input"])
             self._emit(RunStarted(run_id=self.run_id, workflow=self.workflow.name, input=run_input))
         env = self._env()
         self._traced = tracing_configured()  # spans per node only when someone records them
+        limit = self.workflow.max_value_size
         try:
-            with size_limit(self.workflow.max_value_size):
-                if self._traced or self.budget is not None:
-                    with (
-                        self._span(f"workflow {self.workflow.name}", "kavalai.workflow.name", self.workflow.name),
-                        self._artifact_scope(),
-                    ):
-                        result.output = await self._walk_main(env)
-                else:  # the usual run: no span, no artifact scope, not even empty ones
+            if self._traced or self.budget is not None or limit != max_size():
+                with (
+                    size_limit(limit),
+                    self._span(f"workflow {self.workflow.name}", "kavalai.workflow.name", self.workflow.name),
+                    self._artifact_scope(),
+                ):
                     result.output = await self._walk_main(env)
+            else:  # the usual run: its size limit already in force, no span, no artifact scope, not even empty ones
+                result.output = await self._walk_main(env)
         except WorkflowError as exc:
             result.status = RunStatus.TIMED_OUT if isinstance(exc, RunTimeoutError) else RunStatus.FAILED
             result.output = None
@@ -194,14 +209,17 @@ class Execution:
         return run_scope()
 
     def _env(self) -> NodeEnv:
+        # NodeEnv(workflow, kernel, values, llm_for, previous, budget, progress, durable): by position (once a run)
+        progress = self._progress if self._streamed else None
         return NodeEnv(
-            workflow=self.workflow,
-            kernel=self.kernel,
-            values=self.values,
-            llm_for=self.llm_for,
-            budget=self.budget,
-            progress=self._progress if self._streamed else None,
-            durable=current_run() is not None,
+            self.workflow,
+            self.kernel,
+            self.values,
+            self.llm_for,
+            None,
+            self.budget,
+            progress,
+            current_run() is not None,
         )
 
     def _progress(self, node: str, progress: float, total: float | None, message: str | None) -> None:
@@ -211,36 +229,58 @@ class Execution:
         """Visit nodes from ``head`` along ``next`` until a node has none; return the last node's output."""
         current: str | None = head
         output: Any = None
+        nodes, kinds, values, ledger = self.workflow.nodes, self.workflow.kinds, self.values, self._ledger
+        calls = self.workflow.calls if not self._traced else {}  # function nodes called straight: the common case
+        per_node, trace = self._per_node, self.trace
         while current is not None:
-            node = self.workflow.nodes[current]
+            node_id = current
+            node = nodes[node_id]
             clock = _now()
-            record = self._begin(node, branch, clock)
+            self._visits += 1
+            if self._visits > self.max_visits:
+                raise self._visit_limit(node_id)
+            visit = per_node[node_id] = per_node.get(node_id, 0) + 1
+            # NodeTrace(...)'s stores without type.__call__ nor __init__'s frame (half the record's making, once a
+            # node): every field (tests/workflow/test_nodes.py checks the list); the start in epoch seconds, which the
+            # record makes a datetime of when it is read (NodeTrace.started_at).
+            kind = kinds[node_id]
+            record = _new_record(NodeTrace)
+            record.node = node_id
+            record.kind = kind
+            record.visit = visit
+            record.started_at = self._epoch + clock  # type: ignore[assignment]  # epoch seconds, read as a datetime
+            record.duration = 0.0
+            record.status = "succeeded"
+            record.inputs = record.output = record.next = record.error = None
+            record.attempts = 1
+            record.branch = branch
+            record.tool_calls = []
             if branch is None:
                 self._main = record
             if self._streamed:
-                self._emit(NodeStarted(self.run_id, node.id, record.kind, record.visit, branch))
+                self._emit(NodeStarted(self.run_id, node_id, kind, visit, branch))
             try:
-                if type(node) is FunctionNode and not self._traced:  # the common case: no coroutine in between
+                call = calls.get(node_id)  # a function node (with no span to open): no coroutine in between
+                if call is not None:
                     try:
-                        output, inputs_size = await call_function(node, env, record)
+                        output, inputs_size = await call_function(node, env, record, call)  # type: ignore[arg-type]
                     except WorkflowError:
                         raise
                     except Exception as exc:
                         raise _node_error(node, exc) from exc
-                    current = node.next
-                    context, as_json, size = context_and_json(output)
-                    self.values[node.id] = context
-                    self._ledger.hold(node.id, context, size)
-                    record.output = as_json
+                    current = call[1]
+                    context, record.output, size = context_and_json(output)
+                    values[node_id] = context
+                    ledger.hold(node_id, context, size)
                     previous = context
                 else:
-                    inputs_size = -1
+                    size = inputs_size = -1
                     output, current = await self._visit(node, env, record)
                     record.output = jsonable(output)
-                    if isinstance(node, _BRANCHING):
-                        previous = env.previous  # a branching node passes on what came before it
-                    else:  # the context form _visit stored (a model dumped once, not once more here)
-                        previous = to_context(output) if isinstance(node, EndNode) else self.values[node.id]
+                    _, branching, end = _role(node)
+                    # a branching node passes on what came before it; an end node its output; any other the
+                    # context form _visit stored (a model dumped once, not once more here)
+                    previous = env.previous if branching else to_context(output) if end else values[node_id]
             except anyio.get_cancelled_exc_class():
                 self._close(record, clock, error=_CANCELLED)
                 raise
@@ -249,41 +289,22 @@ class Execution:
                 self._emit(NodeFailed(self.run_id, record, exc))
                 raise
             record.next, record.duration = current, _now() - clock
-            self._ledger.record(record, inputs_size)
-            self.trace.append(record)
+            if size >= 0 and inputs_size >= 0:  # a function node's flat output and inputs: their sizes are known
+                ledger.count(record, size + inputs_size)
+            else:
+                ledger.record(record, inputs_size)
+            trace.append(record)
             if self._streamed:
                 self._emit(NodeFinished(self.run_id, record))
             env.previous = previous
         return output
 
-    def _begin(self, node: NodeBase, branch: str | None, clock: float) -> NodeTrace:
-        self._visits += 1
-        if self._visits > self.max_visits:
-            raise VisitLimitError(
-                f"The run reached its limit of {self.max_visits} node visits at node {node.id!r}; a loop "
-                "probably never takes its exit. Raise max_visits if the workflow really needs more.",
-                node=node.id,
-                limit=self.max_visits,
-            )
-        node_id = node.id
-        visit = self._per_node[node_id] = self._per_node.get(node_id, 0) + 1
-        # All fields by position (keywords cost a third of the record's making, once a node); the start in epoch
-        # seconds, which the record makes a datetime of when it is read (NodeTrace.started_at).
-        started: Any = self._epoch + clock
-        return NodeTrace(
-            node_id,
-            self.workflow.kinds[node_id],
-            visit,
-            started,
-            0.0,
-            "succeeded",
-            None,
-            None,
-            None,
-            None,
-            1,
-            branch,
-            [],
+    def _visit_limit(self, node: str) -> VisitLimitError:
+        return VisitLimitError(
+            f"The run reached its limit of {self.max_visits} node visits at node {node!r}; a loop "
+            "probably never takes its exit. Raise max_visits if the workflow really needs more.",
+            node=node,
+            limit=self.max_visits,
         )
 
     def _close(self, record: NodeTrace, clock: float, *, error: str | None = None) -> None:
@@ -346,7 +367,7 @@ class Execution:
                 node=node.id,
                 timeout=timeout or 0.0,
             )
-        if not isinstance(node, EndNode):
+        if not _role(node)[2]:  # not an end node
             self.values[node.id] = context = to_context(outcome[0])
             self._ledger.hold(node.id, context)
         return outcome
@@ -355,7 +376,7 @@ class Execution:
         # The node's coroutine itself, awaited by _visit: no coroutine of its own in between.
         if type(node) is FunctionNode:  # the common kind, straight to its runner
             return run_function(node, env, record)
-        if isinstance(node, ParallelNode):
+        if _role(node)[0] and isinstance(node, ParallelNode):
             return self._parallel(node, record)
         return run_simple_node(node, env, record)
 

@@ -144,6 +144,12 @@ class Expression:
         self.names = names
         self._path = _path_keys(tree.body)
 
+    @property
+    def path(self) -> tuple[str, tuple[Any, ...]] | None:
+        """The root name and the keys of a plain path through dicts (``a.b["c"]`` gives ``("a", ("b", "c"))``),
+        which :meth:`plain_path` reads; ``None`` for any other expression."""
+        return self._path
+
     def evaluate(self, context: Mapping[str, Any], *, node: str | None = None, field: str | None = None) -> Any:
         """Evaluate against ``context`` (names to values) on the caller's thread, under a meter but in one piece (a
         caller on the event loop uses :meth:`evaluate_async`); raise :class:`ExpressionError` naming ``node`` and

@@ -10,7 +10,7 @@ import difflib
 import keyword
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from kavalai.kernel import limit_seconds
 from kavalai.workflow._expressions import FUNCTIONS, Expression, compile_expression, is_path
@@ -36,12 +36,21 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_VISITS",
     "Binding",
+    "FunctionCall",
+    "PlanRow",
     "Workflow",
     "check_tools",
     "checked_timeout",
     "checked_visits",
     "did_you_mean",
 ]
+
+#: One binding of a node as a run reads it: ``(name, literal, expression, field, path)`` (see :meth:`Workflow.plan`).
+PlanRow: TypeAlias = tuple[str, Any, "Expression | None", str, "tuple[str, tuple[Any, ...]] | None"]
+
+#: A function node as a run calls it: its tool URI, the node after it, and whether its call is a plain one (no
+#: timeout, no retry policy, no declared output type to check).
+FunctionCall: TypeAlias = tuple[str, "str | None", bool]
 
 #: The node-visit limit when none is given.
 DEFAULT_MAX_VISITS: Final = 1000
@@ -109,7 +118,7 @@ class Workflow:
         self.output_type = self._type(output_type, "output", None)
         self.start = _single_start(self.nodes)
         self._bindings: dict[str, dict[str, Binding]] = {}
-        self._plans: dict[str, tuple[tuple[str, Any, Expression | None, str], ...]] = {}
+        self._plans: dict[str, tuple[PlanRow, ...]] = {}
         #: Each node's kind as traces name it (``"function"``, ``"if"``, ...).
         self.kinds: dict[str, str] = {
             node.id: str(getattr(node, "kind", type(node).__name__)) for node in self.nodes.values()
@@ -119,6 +128,17 @@ class Workflow:
         for node in self.nodes.values():
             self._check_node(node)
         _check_graph(self.nodes, self.start)
+        #: Each function node as a run calls it (read once a visit, not from the node: a pydantic model's fields
+        #: cost a ``__getattr__`` hook each): see :data:`FunctionCall`.
+        self.calls: dict[str, FunctionCall] = {
+            node.id: (
+                node.tool,
+                node.next,
+                node.timeout is None and node.retry is None and node.id not in self.node_types,
+            )
+            for node in self.nodes.values()
+            if type(node) is FunctionNode
+        }
 
     # ------------------------------------------------------------------------------------------------ lookups
 
@@ -126,9 +146,10 @@ class Workflow:
         """The compiled ``inputs`` (or an end node's ``outputs``) of a node."""
         return self._bindings.get(node_id, {})
 
-    def plan(self, node_id: str) -> tuple[tuple[str, Any, Expression | None, str], ...]:
-        """A node's bindings as ``(name, literal, expression, field)`` rows, the form a run reads them in: a
-        literal row has ``expression`` ``None``; an expression row's literal is unused."""
+    def plan(self, node_id: str) -> tuple[PlanRow, ...]:
+        """A node's bindings as ``(name, literal, expression, field, path)`` rows, the form a run reads them in: a
+        literal row has ``expression`` ``None``; an expression row's literal is unused, and its ``path`` is the
+        expression's :attr:`~Expression.path` (``None`` unless it is a plain path through dicts)."""
         return self._plans.get(node_id, ())
 
     def expression(self, node_id: str) -> Expression:
@@ -231,7 +252,10 @@ class Workflow:
         for key, raw in mapping.items():
             compiled[key] = self._binding(node, f"{field}.{key}", raw)
         self._plans[node] = tuple(
-            (key, b.value, b.value if isinstance(b.value, Expression) else None, b.field) for key, b in compiled.items()
+            (key, b.value, None, b.field, None)
+            if not isinstance(b.value, Expression)
+            else (key, b.value, b.value, b.field, b.value.path)
+            for key, b in compiled.items()
         )
         return compiled
 

@@ -21,14 +21,16 @@ from kavalai.workflow._result import NodeTrace
 from kavalai.workflow._sizes import text_size
 from kavalai.workflow.errors import RunMemoryError
 
-__all__ = ["RUN_FACTOR", "TRACE_FACTOR", "RunLedger", "flat_size"]
+__all__ = ["FLAT", "RUN_FACTOR", "SMALL", "TRACE_FACTOR", "RunLedger", "flat_size"]
 
 #: The run's budget of values held and trace, in times ``max_value_size``.
 RUN_FACTOR: Final = 64
 #: The trace's budget of values, in times ``max_value_size``: past it, records keep sizes instead of values.
 TRACE_FACTOR: Final = 16
-_SMALL: Final = frozenset({int, float, bool, type(None)})
-_FLAT: Final = 16  # the most keys of a dict sized without the general walk
+#: The types of the values counted as 28 characters (with their key), a number's or a boolean's most.
+SMALL: Final = frozenset({int, float, bool, type(None)})
+#: The most keys of a dict sized without the general walk.
+FLAT: Final = 16
 
 
 class RunLedger:
@@ -85,9 +87,18 @@ class RunLedger:
                 return
         self._leave_out(record)
 
+    def count(self, record: NodeTrace, size: int) -> None:
+        """:meth:`record` of a record whose values' size the caller has (a function node's held output and its
+        inputs, both flat)."""
+        total = self._trace_total + size
+        if self._trace_total < self.trace_limit and total <= self.trace_limit:
+            self._trace_total = total
+        else:
+            self._leave_out(record)
+
     def _leave_out(self, record: NodeTrace) -> None:
         note = f"past the trace's budget of {self.trace_limit:,} characters: left out"
-        if record.output is not None and type(record.output) not in _SMALL:
+        if record.output is not None and type(record.output) not in SMALL:
             record.output = {"omitted": note, "size": _size(record.output, self.limit)}
         if record.inputs is not None:
             record.inputs = {"omitted": note, "size": _size(record.inputs, self.limit)}
@@ -95,20 +106,19 @@ class RunLedger:
 
 
 def flat_size(fields: dict[str, Any]) -> int:
-    """The size the ledger counts for a flat dict of JSON values (a tool's usual output, ``{"result": 5}``, or a
-    node's usual inputs): up to 16 text keys, each holding a text, a finite number, a boolean or null; -1 for any
-    other dict (a nan or infinite float included: it is not JSON as it is). Counted here, in one pass, without the
-    general walk's checks and calls; never below :func:`text_size` of it."""
-    if len(fields) > _FLAT:
+    """The size the ledger counts for a flat dict of JSON values under text keys (a tool's usual output,
+    ``{"result": 5}``, or a node's usual inputs): up to 16 keys, each holding a text, a finite number, a boolean or
+    null; -1 for any other dict (a nan or infinite float included: it is not JSON as it is). Counted here, in one
+    pass, without the general walk's checks and calls; never below :func:`text_size` of it. The keys must be texts
+    (a model's fields, a node's input names; :func:`_size` checks them for any other dict)."""
+    if len(fields) > FLAT:
         return -1
     total = 2 + 4 * len(fields)
     for key, item in fields.items():
         kind = type(item)
-        if type(key) is not str:
-            return -1
         if kind is str:
             total += len(key) + len(item) + 8
-        elif kind in _SMALL and (kind is not float or isfinite(item)):
+        elif kind in SMALL and (kind is not float or isfinite(item)):
             total += len(key) + 28
         else:
             return -1
@@ -120,10 +130,23 @@ def _size(value: Any, limit: int) -> int:
     text, a flat dict (:func:`flat_size`)."""
     kind = type(value)
     if kind is dict:
+        if not _text_keys(value):
+            return text_size(value, limit)
         size = flat_size(value)
+        if size < 0 and len(value) == 1:  # one key holding a flat dict (a start node's inputs, {"input": {...}})
+            ((key, item),) = value.items()
+            if type(item) is dict and _text_keys(item) and (size := flat_size(item)) >= 0:
+                return 10 + len(key) + size  # what text_size counts for the outer dict, its key, and the inner
         return size if size >= 0 else text_size(value, limit)
-    if kind in _SMALL:
+    if kind in SMALL:
         return 8
     if kind is str:
         return len(value)
     return text_size(value, limit)
+
+
+def _text_keys(value: dict[Any, Any]) -> bool:
+    for key in value:  # noqa: SIM110 -- a loop: all() of a generator is a frame more, at every record
+        if type(key) is not str:
+            return False
+    return True

@@ -26,8 +26,8 @@ from kavalai.errors import (
 )
 from kavalai.workflow._budget import PromptFit
 from kavalai.workflow._expressions import NOTHING
-from kavalai.workflow._graph import Workflow
-from kavalai.workflow._ledger import flat_size
+from kavalai.workflow._graph import FunctionCall, Workflow
+from kavalai.workflow._ledger import FLAT, SMALL, flat_size
 from kavalai.workflow._nodes import (
     AgentNode,
     EndNode,
@@ -97,6 +97,10 @@ class NodeEnv:
 
 async def run_simple_node(node: NodeBase, env: NodeEnv, record: NodeTrace) -> Outcome:
     """Run any node except ``parallel``."""
+    if type(node) is StartNode:  # every run's first and last node, by exact class first (isinstance() is an ABC check)
+        return _run_start(node, env, record), node.next
+    if type(node) is EndNode:
+        return await _run_end(node, env, record), None
     if _runs_itself(type(node)):  # a node kind that runs itself (the Kaval.AI 1.0 nodes of kavalai.workflow.kaval)
         outcome: Outcome = await node.execute(env, record)  # type: ignore[attr-defined]
         return outcome
@@ -252,26 +256,44 @@ def check_fits(data_type: DataType, value: Any, *, node: str, what: str, field: 
         ) from exc
 
 
-def _resolved_now(env: NodeEnv, node_id: str) -> dict[str, Any] | None:
-    """A node's bindings when each is a literal or a plain path (most nodes'), read without a coroutine; ``None``
-    when one needs the evaluator (:func:`_resolve`)."""
+def _resolved_now(env: NodeEnv, node_id: str) -> tuple[dict[str, Any] | None, int]:
+    """A node's bindings when each is a literal or a plain path (most nodes'), read without a coroutine (``None``
+    when one needs the evaluator: :func:`_resolve`); and their size as the run ledger counts it, worked out as they
+    are read (-1 unless every value is a text, a finite number, a boolean or null: then it is what
+    :func:`~kavalai.workflow._ledger.flat_size` counts, which tests/workflow/test_ledger.py holds it to)."""
     values = env.values
     resolved: dict[str, Any] = {}
-    for name, literal, expression, _ in env.workflow.plan(node_id):
+    plan = env.workflow.plan(node_id)
+    size = 2 + 4 * len(plan) if len(plan) <= FLAT else -1
+    for name, literal, expression, _, path in plan:
         if expression is None:
-            resolved[name] = literal
-            continue
-        value = expression.plain_path(values)
-        if value is NOTHING:
-            return None
+            value = literal
+        elif path is None:
+            return None, -1
+        else:  # Expression.plain_path's reading, without its call (once a binding)
+            value = values.get(path[0], NOTHING)
+            for key in path[1]:
+                if type(value) is not dict or key not in value:
+                    return None, -1
+                value = value[key]
+            if value is NOTHING:
+                return None, -1
         resolved[name] = value
-    return resolved
+        if size >= 0:
+            kind = type(value)
+            if kind is str:
+                size += len(name) + len(value) + 8
+            elif kind in SMALL and (kind is not float or math.isfinite(value)):
+                size += len(name) + 28
+            else:
+                size = -1
+    return resolved, size
 
 
 async def _resolve(env: NodeEnv, node_id: str) -> dict[str, Any]:
     values = env.values
     resolved: dict[str, Any] = {}
-    for name, literal, expression, field in env.workflow.plan(node_id):  # a loop: a comprehension is a call more
+    for name, literal, expression, field, _ in env.workflow.plan(node_id):  # a loop: a comprehension is a call more
         if expression is None:
             resolved[name] = literal
             continue
@@ -315,7 +337,7 @@ async def _run_end(node: EndNode, env: NodeEnv, record: NodeTrace) -> Any:
     if node.outputs is None:
         raw = env.previous
     else:
-        raw = _resolved_now(env, node.id)
+        raw, _ = _resolved_now(env, node.id)
         if raw is None:
             raw = await _resolve(env, node.id)
         record.inputs = jsonable(raw)
@@ -334,28 +356,29 @@ def _fit_output(node_id: str, env: NodeEnv, value: Any) -> Any:
 
 async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> Outcome:
     """Run a ``function`` node: call its tool (retrying as its policy says) and check the output."""
-    result, _ = await call_function(node, env, record)
+    result, _ = await call_function(node, env, record, env.workflow.calls[node.id])
     return result, node.next
 
 
-async def call_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> tuple[Any, int]:
-    """:func:`run_function`'s work: the node's checked output, and the size the run ledger counts for the inputs
-    it recorded (-1 when the ledger is to size them itself)."""
-    arguments = _resolved_now(env, node.id)
+async def call_function(node: FunctionNode, env: NodeEnv, record: NodeTrace, call: FunctionCall) -> tuple[Any, int]:
+    """:func:`run_function`'s work, given the node's ``call`` (:attr:`Workflow.calls`): the node's checked output,
+    and the size the run ledger counts for the inputs it recorded (-1 when the ledger is to size them itself)."""
+    node_id = record.node  # the record's slot, not the model's field (a __getattr__ hook)
+    arguments, size = _resolved_now(env, node_id)
     if arguments is None:
-        arguments = await _resolve(env, node.id)
-    size = flat_size(arguments)  # most nodes' inputs are plain values already: their copy is their JSON form
+        arguments = await _resolve(env, node_id)
+    # when the inputs are plain values (most nodes'), their copy is their JSON form
     record.inputs = arguments.copy() if size >= 0 else jsonable(arguments)
-    if node.timeout is None and node.retry is None and env.progress is None and not env.durable:
-        try:  # the common case: one attempt, no options, no coroutine in between
-            result = await env.kernel.call_tool(node.tool, arguments)
+    tool, _, plain = call
+    if plain and env.progress is None and not env.durable:
+        try:  # the common case: one attempt, no options, no output type, no coroutine in between
+            return await env.kernel.call_tool(tool, arguments), size
         except FunctionKernelException as exc:
             raise _tool_failure(node, exc, 1) from exc
-    else:
-        result = await _attempts(node, env, record, arguments)
-    declared = env.workflow.node_types.get(node.id)
+    result = await _attempts(node, env, record, arguments)
+    declared = env.workflow.node_types.get(node_id)
     if declared is not None:
-        result = check_fits(declared, result, node=node.id, what="the output", field="output")
+        result = check_fits(declared, result, node=node_id, what="the output", field="output")
     return result, size
 
 

@@ -54,7 +54,12 @@ class DataType:
         Raises:
             pydantic.ValidationError: the value does not fit.
         """
-        if isinstance(value, BaseModel) and not isinstance(value, self.annotation if self.is_model else ()):
+        # a dict or a plain value by exact class first: isinstance() of BaseModel is an ABC check, once a node
+        if (
+            type(value) not in _NOT_MODELS
+            and isinstance(value, BaseModel)
+            and not isinstance(value, self.annotation if self.is_model else ())
+        ):
             value = value.model_dump(by_alias=True)
         # The core validator itself: TypeAdapter.validate_python only checks its options on the way (once a node).
         return self._adapter.validator.validate_python(value)
@@ -110,6 +115,7 @@ class TypeRegistry:
         return sorted(self._declared)
 
 
+_NOT_MODELS: Final = frozenset({dict, list, str, int, float, bool, type(None)})
 _JSON_TYPES: Final = frozenset({"string", "integer", "number", "boolean", "object", "array", "null"})
 _DATA_KEYWORDS: Final = frozenset({"const", "default", "enum", "examples"})  # values, not schemas
 
