@@ -130,6 +130,25 @@ def test_a_fifo_whose_writer_comes_later_is_read_whole(tmp_path: Path) -> None:
         writer.join(10)
 
 
+@pytest.mark.parametrize("timeout", [3e7, 1e9, float("inf")])
+def test_a_fifo_read_with_a_timeout_past_what_one_poll_waits_is_read(tmp_path: Path, timeout: float) -> None:
+    """The rule allows up to a year (and clamps ``inf`` to it); ``poll()`` takes at most 2**31-1 ms (24.8 days): such
+    a timeout raised a bare ``OverflowError: timeout is too large`` instead of reading the FIFO."""
+    fifo = tmp_path / "long.yaml"
+    os.mkfifo(fifo)
+
+    def write() -> None:
+        with open(fifo, "wb") as pipe:  # opening waits for the reader: no timing
+            pipe.write(b"a: 1\n")
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        assert read_document(fifo, "the configuration file 'long.yaml'", timeout=timeout) == "a: 1\n"
+    finally:
+        writer.join(10)
+
+
 def test_a_process_substitution_pipe_is_read(tmp_path: Path) -> None:
     """``-c <(cat tools.yaml)``: the shell passes ``/dev/fd/N``, a pipe; it is read as it comes."""
     read_end, write_end = os.pipe()

@@ -41,6 +41,7 @@ MAX_DOCUMENT_NODES: Final = 2_000_000
 _CHUNK: Final = 64 * 1024  # bytes a document is read by
 #: How long a document that is not a regular file (a FIFO, a ``/dev/fd/N`` pipe) may take to come, in seconds.
 READ_TIMEOUT: Final = 30.0
+_MAX_POLL_MS: Final = 2**31 - 1  # the longest one poll() waits, in milliseconds (a C int)
 
 _Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -113,10 +114,7 @@ def _chunks(fd: int, limit: int, waiting: tuple[Any, float] | None) -> bytes:
     total = 0
     while total < limit:
         if waiting is not None:
-            poller, deadline = waiting
-            left = deadline - time.monotonic()
-            if left <= 0 or not poller.poll(max(1, math.ceil(left * 1000))):
-                raise TimeoutError
+            _wait_readable(*waiting)
         try:
             chunk = os.read(fd, min(_CHUNK, limit - total))
         except BlockingIOError:
@@ -126,6 +124,18 @@ def _chunks(fd: int, limit: int, waiting: tuple[Any, float] | None) -> bytes:
         chunks.append(chunk)
         total += len(chunk)
     return b"".join(chunks)
+
+
+def _wait_readable(poller: Any, deadline: float) -> None:
+    """Wait until ``poller``'s file is readable, or raise ``TimeoutError`` at ``deadline`` (monotonic). One poll
+    waits at most :data:`_MAX_POLL_MS`: ``poll()`` takes a C ``int`` of milliseconds (about 24.8 days), and a
+    timeout the seconds rule allows (up to a year) is longer."""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        if poller.poll(min(max(1, math.ceil(left * 1000)), _MAX_POLL_MS)):
+            return
 
 
 def load_yaml(

@@ -276,3 +276,22 @@ async def test_a_first_call_whose_server_hangs_while_starting_ends_at_its_timeou
         assert kernel.calls_in_flight() == []
     finally:
         await kernel.close()
+
+
+class _ClaimsFloat:
+    """Not a number, with a ``__class__`` that says float: ``isinstance(x, float)`` is True for it."""
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # type: ignore[override]
+        return float
+
+
+@pytest.mark.parametrize("wire", [False, True])
+def test_an_object_whose_class_attribute_claims_float_is_not_read_as_one(wire: bool) -> None:
+    """The rule judged by isinstance, then read the number with float.__float__, which raised a bare TypeError
+    ("descriptor '__float__' requires a 'float' object"); from the wire, where nothing may raise, too."""
+    if wire:
+        assert limit_seconds(_ClaimsFloat(), wire=True) is None
+        return
+    with pytest.raises(ValueError, match=r"must be positive \(in seconds\) or None, got"):
+        limit_seconds(_ClaimsFloat())

@@ -467,6 +467,7 @@ def judged_proxy(outbound: Outbound, proxy: str) -> Outbound:
     field = "the environment's proxy"
     try:
         parsed = URL(proxy if "://" in proxy else f"http://{proxy}")  # urllib's reading: a bare host:port is http
+        origin = str(parsed.origin())  # "http://" (no host) parses, and has no origin
     except ValueError:
         raise OutboundRefusedError(
             f"Refused the environment's proxy for {outbound.owner}: it is not a URL.",
@@ -487,7 +488,7 @@ def judged_proxy(outbound: Outbound, proxy: str) -> Outbound:
     pinned = Outbound(outbound.server, allowed_networks=LOCAL_NETWORKS)
     pinned.owner = outbound.owner
     for policy in (outbound, pinned):  # a refusal at connect names the field too
-        policy.learn(str(parsed.origin()), field)
+        policy.learn(origin, field)
     check_endpoint(pinned, parsed if parsed.scheme in _SCHEMES else parsed.with_scheme("http"))
     return pinned
 

@@ -54,17 +54,18 @@ def limit_seconds(
     """
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    kind = type(value)  # never isinstance: an object's own __class__ may claim a type it is not
+    if kind is bool or not issubclass(kind, int | float) or not isinstance(value, int | float):
         if wire:
             logger.warning("Ignored the %s sent: %s is not a number.", what, _shown(value))
             return None
-        if type(value) is not bool and isinstance(value, Number):  # Decimal, Fraction, numpy's: not "positive"
+        if kind is not bool and issubclass(kind, Number):  # Decimal, Fraction, numpy's: not "positive"
             raise ValueError(
                 f"{what} must be a number of seconds (an int or a float) or None, got {_shown(value)}"
                 f" ({_kind(value)}; give int(...) or float(...) of it)"
             )
         raise ValueError(f"{what} must be positive (in seconds) or None, got {_shown(value)}")
-    if type(value) is not float and type(value) is not int:  # a subclass: its own number, never its hooks' answer
+    if kind is not float and kind is not int:  # a subclass: its own number, never its hooks' answer
         value = float.__float__(value) if isinstance(value, float) else int.__index__(value)
     if value != value:
         if wire:
