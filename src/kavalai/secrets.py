@@ -9,9 +9,10 @@ secrets, the password of URL userinfo (:func:`register_url_credentials`). Everyt
 
 - exception messages and reprs: :class:`~kavalai.errors.FunctionKernelException` masks its message when made;
 - log records: every kavalai logger is made by :func:`get_logger`, whose filter masks the message, its arguments and
-  the formatted traceback; once a secret is registered the same filter runs in the process's log record factory, so
-  the records of the dependencies' loggers (``mcp.client.auth.oauth2``, ``httpx2``, ``aiohttp``, ``dbos``,
-  ``temporalio``) are masked whatever handler shows them;
+  the formatted traceback; once a secret is registered the same filter runs in the process's log record factory (and
+  in any factory set later, wrapped as it is set) and on every logger and handler, so the records of the
+  dependencies' loggers (``mcp.client.auth.oauth2``, ``httpx2``, ``aiohttp``, ``dbos``, ``temporalio``) are masked
+  whatever handler shows them and whatever factory made them;
 - the CLI's stderr, span attributes (:func:`kavalai.tracing.span`) and the JSON-RPC errors ``kavalai serve`` sends.
 
 Values shorter than :data:`MIN_SECRET_LENGTH` are not registered: a port or a flag (``8080``, ``1``) is not a
@@ -28,7 +29,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import Any, Final, TextIO
 from urllib.parse import unquote, urlsplit
@@ -211,10 +212,11 @@ def holds_secret(text: object) -> bool:
 
 
 class _RedactingFilter(logging.Filter):
-    """Masks registered secrets in a record's message, arguments and traceback (formatted here, once)."""
+    """Masks registered secrets in a record's message, arguments and traceback (formatted here, once); a record is
+    looked at once, however many of the gate's places it passes (its factory, its logger, its handlers)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not _REGISTRY.sorted:
+        if not _REGISTRY.sorted or record.__dict__.get(_MASKED) == len(_REGISTRY.sorted):
             return True
         message = record.getMessage()
         if holds_secret(message):
@@ -225,29 +227,64 @@ class _RedactingFilter(logging.Filter):
             record.exc_text = redact(record.exc_text)
         if record.stack_info and holds_secret(record.stack_info):
             record.stack_info = redact(record.stack_info)
+        record.__dict__[_MASKED] = len(_REGISTRY.sorted)  # masked for the secrets known now (a new one: again)
         return True
 
 
 _FILTER: Final = _RedactingFilter()
 _GATE_MARK: Final = "_kavalai_secret_gate"
+_MASKED: Final = "_kavalai_masked"
 
 
 def _install_record_gate() -> None:
-    """Put the filter in the process's log record factory, once: every record of every logger (the dependencies':
-    ``mcp.client.auth.oauth2``, ``httpx2``, ``aiohttp``, ``dbos``, ``temporalio`` ...) is masked as it is made,
-    whatever handler the application installs. The factory in place is wrapped, not replaced."""
+    """Put the filter where every log record passes, at each registration: in the process's log record factory
+    (wrapping the one in place), so every record of every logger (the dependencies': ``mcp.client.auth.oauth2``,
+    ``httpx2``, ``aiohttp``, ``dbos``, ``temporalio`` ...) is masked as it is made, whatever handler shows it. A
+    factory the application sets later is wrapped the same way when it is set (``logging.setLogRecordFactory`` is
+    gated), so one that does not call the one before it does not bypass the gate; and the filter is on every logger
+    and every handler the process has (and ``logging.lastResort``), for a factory put in place another way."""
     previous = logging.getLogRecordFactory()
-    if getattr(previous, _GATE_MARK, False):
-        return
+    if not getattr(previous, _GATE_MARK, False):
+        logging.setLogRecordFactory(_gated_factory(previous))
+    setter = logging.setLogRecordFactory
+    if not getattr(setter, _GATE_MARK, False):
+
+        def set_log_record_factory(factory: Callable[..., logging.LogRecord]) -> None:
+            setter(factory if getattr(factory, _GATE_MARK, False) else _gated_factory(factory))
+
+        set_log_record_factory.__doc__ = setter.__doc__
+        setattr(set_log_record_factory, _GATE_MARK, True)
+        setattr(logging, "setLogRecordFactory", set_log_record_factory)  # noqa: B010 (mypy: a module's function)
+    _filter_every_logger_and_handler()
+
+
+def _gated_factory(factory: Callable[..., logging.LogRecord]) -> Callable[..., logging.LogRecord]:
+    """``factory``, with every record it makes masked."""
 
     def make_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = previous(*args, **kwargs)
+        record = factory(*args, **kwargs)
         with suppress(Exception):  # a record whose arguments do not format: its handler reports that, as before
             _FILTER.filter(record)
         return record
 
     setattr(make_record, _GATE_MARK, True)
-    logging.setLogRecordFactory(make_record)
+    return make_record
+
+
+def _filter_every_logger_and_handler() -> None:
+    """Add the filter to every logger and every handler that exists (each once)."""
+    loggers = [logging.getLogger(), *list(logging.Logger.manager.loggerDict.values())]
+    for logger in loggers:
+        if not isinstance(logger, logging.Logger):
+            continue  # a placeholder: a logger made under it later is swept at the next registration
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)
+        for handler in list(logger.handlers):
+            if _FILTER not in handler.filters:
+                handler.addFilter(_FILTER)
+    last = logging.lastResort
+    if last is not None and _FILTER not in last.filters:
+        last.addFilter(_FILTER)
 
 
 def get_logger(name: str) -> logging.Logger:
