@@ -64,7 +64,8 @@ async def test_a_deadline_block_is_also_an_async_context_manager_as_asyncio_time
     # `async with deadline(2):`, written as asyncio.timeout is, raised TypeError: not an async context manager.
     kernel = FunctionKernel()
     kernel.register_python_tool("nap", nap)
-    with pytest.raises(ToolTimeoutError, match="cut at the deadline of the block around it"):
+    # under load the 0.05 s may pass before the call starts ("was not started: the deadline of the block ...")
+    with pytest.raises(ToolTimeoutError, match="the deadline of the block around it"):
         async with deadline(0.05):
             await kernel.call_tool("python://nap", {"seconds": 30})
     with pytest.raises(DeadlineExceededError):

@@ -93,6 +93,20 @@ def test_the_cut_keeps_no_part_of_a_secret() -> None:
         assert secret[-8:] not in shown
 
 
+def test_the_excerpt_of_a_source_keeps_no_part_of_a_secret() -> None:
+    """quoted() cut the source before the message reached the secret gate: a secret across its cut (an expression
+    holding a registered value, ``${VAR}`` expanded into the workflow file) left its start in the message."""
+    secret = "sk-live-Qx7Zr0123456789abcdefghijklmn"
+    register_secret(secret)
+    for offset in range(120, 240, 9):  # across where the head (160) and the tail (60) of the excerpt are cut
+        source = "x + '" + "a" * offset + secret + "'" + " + y" * 60 + " +"
+        with pytest.raises(ExpressionError) as caught:
+            compile_expression(source)
+        assert "does not parse" in str(caught.value)
+        assert secret[:8] not in str(caught.value)
+        assert secret[-8:] not in str(caught.value)
+
+
 def test_a_short_message_is_kept_whole() -> None:
     assert bounded_message("Node 'n': failed") == "Node 'n': failed"
     message = "a" * MAX_MESSAGE

@@ -64,7 +64,9 @@ def quoted(source: str) -> str:
     """``source`` (an expression, a context path) as an error quotes it: whole (``repr``) when short, else its start
     and its end and its length, so an error about a 100 KB expression is not 100 KB (or twice that). Every message
     of the evaluation errors quotes its source through here (enumerated by
-    ``tests/workflow/test_error_excerpts.py``)."""
+    ``tests/workflow/test_error_excerpts.py``). Masked by the secret gate before it is cut, as the whole message is
+    in :func:`bounded_message`: a cut would leave part of a secret the gate no longer recognises."""
+    source = redact(source)
     if len(source) <= _QUOTED_HEAD + _QUOTED_TAIL:
         return repr(source)
     return f"{source[:_QUOTED_HEAD]!r}...{source[-_QUOTED_TAIL:]!r} ({len(source):,} characters)"
