@@ -25,6 +25,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import contextvars
+import heapq
 import inspect
 import itertools
 import math
@@ -441,16 +442,51 @@ def arm_own_limit(call: ToolCall, loop: asyncio.AbstractEventLoop, limit: float)
     call._timer = scopes
 
 
+class _Due:
+    """A loop's open slots in the order they end (a heap of slot numbers), and the one loop timer armed at the end
+    of the first: a slot opened later than it is a number pushed on this heap of ints, not a TimerHandle pushed on
+    the loop's heap, where it would wait out its whole timeout (every REST and MCP call's default: thousands of
+    handles, each push and pop comparing them with a method of Python)."""
+
+    __slots__ = ("armed", "handle", "numbers")
+
+    def __init__(self) -> None:
+        self.numbers: list[int] = []
+        self.armed: int | None = None  # the slot the loop timer is armed for
+        self.handle: asyncio.TimerHandle | None = None
+
+
+_due: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Due] = weakref.WeakKeyDictionary()
+
+
 def _open(loop: asyncio.AbstractEventLoop, slots: dict[int, set[_Scope]], number: int) -> set[_Scope]:
-    """A new slot: its set of scopes, and the loop timer at its end (in a context of its own: it holds no scope)."""
+    """A new slot: its set of scopes, its number on the loop's heap of slots, and the loop timer moved to its end
+    when it is the first to end (in a context of its own: it holds no scope)."""
     scopes = slots[number] = set()
-    loop.call_at(number * _SLOT, _fire, slots, number, context=contextvars.Context())
+    due = _due.get(loop) or _due.setdefault(loop, _Due())
+    heapq.heappush(due.numbers, number)
+    if due.armed is None or number < due.armed:
+        if due.handle is not None:
+            due.handle.cancel()
+        due.armed = number
+        due.handle = loop.call_at(number * _SLOT, _fire, loop, slots, due, context=contextvars.Context())
     return scopes
 
 
-def _fire(slots: dict[int, set[_Scope]], number: int) -> None:
-    for scope in list(slots.pop(number, ())):
-        scope.cut(TIMED_OUT)
+def _fire(loop: asyncio.AbstractEventLoop, slots: dict[int, set[_Scope]], due: _Due) -> None:
+    """The end of the first slot: cut its scopes (and those of any slot ending no later), and arm the loop timer at
+    the end of the next."""
+    numbers, armed = due.numbers, due.armed
+    if armed is None:  # pragma: no cover - armed whenever its timer is
+        return
+    while numbers and numbers[0] <= armed:
+        for scope in list(slots.pop(heapq.heappop(numbers), ())):
+            scope.cut(TIMED_OUT)
+    if due.armed == armed:  # not moved meanwhile (a cut that opened an earlier slot arms the timer itself)
+        due.armed = due.handle = None
+        if numbers:
+            due.armed = numbers[0]
+            due.handle = loop.call_at(numbers[0] * _SLOT, _fire, loop, slots, due, context=contextvars.Context())
 
 
 def _resolve(future: concurrent.futures.Future[None] | None) -> None:
