@@ -212,3 +212,13 @@ def test_a_query_holding_a_lone_surrogate_is_searched_by_every_embedder() -> Non
     for embedder in (None, local_embedder(), _Recorder()):
         found = ToolSearch(TOOLS, embedder=embedder).search(query)
         assert found[0]["name"] == "fs.delete"  # the tokenizer refused the lone surrogate: TypeError
+
+
+def test_a_query_of_lone_surrogates_is_still_cut_to_its_first_characters() -> None:
+    """Each lone surrogate was made three U+FFFD (its UTF-8 bytes, each replaced): a query of a thousand of them was
+    read as three thousand characters, past the bound every search reads a query by."""
+    embedder = _Recorder()
+    search = ToolSearch(TOOLS, embedder=embedder)
+    embedder.longest = 0  # the build's texts (the tools') are not the query
+    search.search("weather " + "\udc80" * (MAX_QUERY_CHARS * 2))
+    assert 0 < embedder.longest <= MAX_QUERY_CHARS

@@ -500,11 +500,15 @@ def _rescorer(names: list[str], found: list[list[str]], name_stems: list[list[st
     return Rescorer(servers, name_words, [set(stems) for stems in name_stems])
 
 
+#: A surrogate code point: in a ``str`` always a lone one (a pair would be the one character it encodes).
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
 def _bounded(query: str) -> str:
     """``query`` cut to :data:`MAX_QUERY_CHARS` characters, each lone surrogate (which a JSON ``"\\ud800"`` decodes
     to, and no tokenizer takes) made U+FFFD: what a search reads of any query."""
     cut = query[:MAX_QUERY_CHARS]
-    return cut.encode("utf-8", "surrogatepass").decode("utf-8", "replace") if not cut.isascii() else cut
+    return _LONE_SURROGATE.sub("\ufffd", cut) if not cut.isascii() else cut  # one for one: the length kept
 
 
 def _top(scores: Any, k: int) -> list[int]:
