@@ -17,12 +17,14 @@ from typing import Any, Final, TypeVar, overload
 from pydantic import BaseModel
 
 from kavalai.errors import (
+    DeadlineExceededError,
     FunctionKernelException,
     InvalidToolURIError,
     KernelClosedError,
     ServerConnectionError,
     ToolExecutionError,
     ToolNotFoundError,
+    ToolTimeoutError,
 )
 from kavalai.kernel._adapter import ToolAdapter
 from kavalai.kernel._call import (
@@ -276,7 +278,7 @@ class Kernel:
                 uri = f"{ToolURI.parse(uri).without_qualifier()} [{method}]"
             if self._closing:  # before resolving, which may connect a server that close() is closing
                 raise KernelClosedError(f"The kernel is closing: {uri} was not started.", uri=str(uri))
-            definition = await self.resolve_tool(uri)
+            definition = await self._resolve_for_call(uri, timeout)
         if type(arguments) is dict:  # validate_input's common case, inlined
             try:
                 args = definition._validate_in(arguments)
@@ -363,6 +365,27 @@ class Kernel:
         else:
             output = coerce_output(definition, raw)
         return output if output_type is None else convert_output(definition, output, output_type)
+
+    async def _resolve_for_call(self, uri: str | ToolURI, timeout: float | _Unset | None) -> ToolDefinition:
+        """:meth:`resolve_tool` for a call of a tool not known yet (its server connects now, before the call is a
+        record): bounded by the call's ``timeout`` when given and by the deadline around it, so that a server that
+        hangs while starting cannot hold a call past its limit (the call then runs within its own timeout)."""
+        limit = None if timeout is _UNSET or timeout is None else limit_seconds(timeout)
+        outer = _current.get()
+        if (limit is None and (outer is None or outer.deadline is None)) or str(uri) in self.registry:
+            return await self.resolve_tool(uri)  # nothing to bound, or nothing to connect (a ToolURI of a known tool)
+        block = Deadline(limit, what=f"connection for {uri}")
+        try:
+            with block:
+                return await self.resolve_tool(uri)
+        except DeadlineExceededError:
+            if not block.expired:
+                raise  # a block inside the adapter's work, not this one
+            if block._source is None and limit is not None:
+                message = f"Tool {uri} timed out after {limit:g} s: its server was still connecting."
+            else:
+                message = f"Tool {uri} ran past the deadline around it: its server was still connecting."
+            raise ToolTimeoutError(message, uri=str(uri), timeout=limit) from None
 
     @staticmethod
     def _bind_deadline(call: ToolCall, outer: ToolCall | Deadline | None, limit: float | None) -> None:

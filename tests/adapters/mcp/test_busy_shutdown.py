@@ -21,6 +21,7 @@ async def test_a_server_busy_with_a_cut_call_is_stopped_without_the_idle_grace(
 ) -> None:
     kernel = FunctionKernel()
     kernel.register_mcp_server(stdio_server("d", module="tests.servers.mcp_deadline"))
+    await kernel.connect_mcp_servers()  # the short timeout is the call's, not the server's start
     with caplog.at_level(logging.DEBUG, logger=REAPER):
         with pytest.raises(ToolTimeoutError, match="mcp://d.sleep"):
             await kernel.call_tool("mcp://d.sleep", {"seconds": 60}, timeout=0.3)

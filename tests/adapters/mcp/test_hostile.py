@@ -39,6 +39,7 @@ async def test_an_unreadable_line_that_names_no_request_is_dropped_and_counted_n
     # It answers no request, so the call it stands in for stays unanswered until its timeout; the session lives on.
     kernel = FunctionKernel()
     kernel.register_mcp_server(hostile("noid"))
+    await kernel.connect_mcp_servers()  # the short timeout is the call's, not the server's start
     with anyio.fail_after(20):
         with pytest.raises(ToolTimeoutError):
             await kernel.call_tool("mcp://bad.t0", {"x": "a"}, timeout=0.5)
