@@ -120,7 +120,9 @@ def test_a_foreign_error_chained_to_a_kavalai_error_is_shown_masked(explicit: bo
     deep = ValueError(f"token {secret} refused")
     outer = RuntimeError("the client failed")
     outer.__cause__ = deep  # the secret is two links down, under a foreign error that holds none
-    for cause in (ValueError(f"upstream said {secret}"), outer):
+    noted = LookupError("not found")
+    noted.add_note(f"while sending token {secret}")  # a note the traceback module prints under the error
+    for cause in (ValueError(f"upstream said {secret}"), outer, noted):
         error = _raised_from(cause, explicit=explicit)
         shown = "".join(traceback.format_exception(error))
         assert secret not in shown

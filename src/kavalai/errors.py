@@ -122,7 +122,7 @@ def _chain_holds_secret(error: BaseException | None) -> bool:
         if link is None or id(link) in seen:
             continue
         seen.add(id(link))
-        if holds_secret(_text(link)):
+        if holds_secret(_text(link)) or any(holds_secret(note) for note in _notes(link)):
             return True
         pending += [_CAUSE.__get__(link), _CONTEXT.__get__(link)]
     return False
@@ -136,6 +136,12 @@ def _text(error: BaseException) -> str:
         return "<exception str() failed>"
 
 
+def _notes(error: BaseException) -> list[str]:
+    """The notes of ``error`` (``add_note``) the traceback module shows: its ``__notes__`` that are text."""
+    notes = getattr(error, "__notes__", None)
+    return [note for note in notes if isinstance(note, str)] if isinstance(notes, list) else []
+
+
 def _gated_link(error: BaseException | None) -> BaseException | None:
     """``error`` itself, or a masked copy of it (its type named, its text masked, its own links gated in turn)."""
     if error is None or isinstance(error, FunctionKernelException) or not _chain_holds_secret(error):
@@ -144,6 +150,8 @@ def _gated_link(error: BaseException | None) -> BaseException | None:
     masked.__cause__ = _CAUSE.__get__(error)
     masked.__context__ = _CONTEXT.__get__(error)
     masked.__suppress_context__ = error.__suppress_context__
+    for note in _notes(error):
+        masked.add_note(redact(note))
     return masked.with_traceback(error.__traceback__)
 
 
