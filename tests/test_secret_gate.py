@@ -12,6 +12,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 import kavalai
 from kavalai.errors import FunctionKernelException
 
@@ -92,6 +94,44 @@ def test_the_base_exception_masks_registered_secrets() -> None:
     error = FunctionKernelException("it said gate-secret-0451")
     assert str(error) == f"it said {MASK}"
     assert "gate-secret-0451" not in repr(error)
+
+
+def _raised_from(cause: BaseException, *, explicit: bool) -> FunctionKernelException:
+    """A kavalai error raised while ``cause`` is handled: ``from cause`` if ``explicit``, else as its context."""
+    try:
+        try:
+            raise cause
+        except Exception as foreign:
+            if explicit:
+                raise FunctionKernelException("the call failed") from foreign
+            raise FunctionKernelException("the call failed")  # noqa: B904 - the implicit context is the case
+    except FunctionKernelException as error:
+        return error
+
+
+@pytest.mark.parametrize("explicit", [True, False], ids=["cause", "context"])
+def test_a_foreign_error_chained_to_a_kavalai_error_is_shown_masked(explicit: bool) -> None:
+    import traceback
+
+    from kavalai.secrets import MASK, register_secret
+
+    secret = "chain-secret-7731"
+    register_secret(secret)
+    deep = ValueError(f"token {secret} refused")
+    outer = RuntimeError("the client failed")
+    outer.__cause__ = deep  # the secret is two links down, under a foreign error that holds none
+    noted = LookupError("not found")
+    noted.add_note(f"while sending token {secret}")  # a note the traceback module prints under the error
+    for cause in (ValueError(f"upstream said {secret}"), outer, noted):
+        error = _raised_from(cause, explicit=explicit)
+        shown = "".join(traceback.format_exception(error))
+        assert secret not in shown
+        assert f"builtins.{type(cause).__name__}: " in shown  # the link is kept, named, masked
+        assert MASK in shown
+        assert "the call failed" in shown
+    plain = _raised_from(KeyError("no secret here"), explicit=explicit)
+    link = plain.__cause__ if explicit else plain.__context__
+    assert isinstance(link, KeyError)  # a chain without a secret is the chain itself
 
 
 def _logger_name(call: ast.Call) -> str | None:

@@ -44,7 +44,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kavalai.secrets import redact
+from kavalai.secrets import holds_secret, redact
 
 __all__ = [
     "AlreadyAnsweredError",
@@ -74,6 +74,12 @@ __all__ = [
 ]
 
 
+def _gated(name: str) -> Any:
+    """A property over ``BaseException``'s link ``name``: set as given, read through :func:`_gated_link`."""
+    slot = BaseException.__dict__[name]
+    return property(lambda self: _gated_link(slot.__get__(self)), slot.__set__, doc=f"{name}, secrets masked")
+
+
 class FunctionKernelException(Exception):
     """Base class of every error raised by kavalai's tool kernel.
 
@@ -93,6 +99,64 @@ class FunctionKernelException(Exception):
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickle (multiprocessing, task queues) the message and every field, whatever the subclass's __init__ takes.
         return _restore, (type(self), self.message), self.__dict__
+
+    # The secret gate over the chain: ``raise ... from error`` (and an error raised while another is handled) links
+    # a foreign exception whose text kavalai did not make. What reads the link (``traceback.format_exception``,
+    # ``logging``, a report tool) gets a masked copy of it when any exception down the chain holds a secret.
+    __cause__ = _gated("__cause__")
+    __context__ = _gated("__context__")
+
+
+_CAUSE: Any = BaseException.__dict__["__cause__"]
+_CONTEXT: Any = BaseException.__dict__["__context__"]
+#: How far down a foreign chain a secret is looked for (a chain is rarely more than a few links).
+_CHAIN_DEPTH = 32
+
+
+def _chain_holds_secret(error: BaseException | None) -> bool:
+    """Whether ``error`` or any exception it links to (cause or context) holds a registered secret."""
+    pending: list[BaseException | None] = [error]
+    seen: set[int] = set()
+    while pending and len(seen) < _CHAIN_DEPTH:
+        link = pending.pop()
+        if link is None or id(link) in seen:
+            continue
+        seen.add(id(link))
+        if holds_secret(_text(link)) or any(holds_secret(note) for note in _notes(link)):
+            return True
+        pending += [_CAUSE.__get__(link), _CONTEXT.__get__(link)]
+    return False
+
+
+def _text(error: BaseException) -> str:
+    """``str(error)``, or what the traceback module shows when that fails."""
+    try:
+        return str(error)
+    except Exception:  # a foreign __str__ may raise anything; the traceback module says the same
+        return "<exception str() failed>"
+
+
+def _notes(error: BaseException) -> list[str]:
+    """The notes of ``error`` (``add_note``) the traceback module shows: its ``__notes__`` that are text."""
+    notes = getattr(error, "__notes__", None)
+    return [note for note in notes if isinstance(note, str)] if isinstance(notes, list) else []
+
+
+def _gated_link(error: BaseException | None) -> BaseException | None:
+    """``error`` itself, or a masked copy of it (its type named, its text masked, its own links gated in turn)."""
+    if error is None or isinstance(error, FunctionKernelException) or not _chain_holds_secret(error):
+        return error
+    masked = _MaskedError(f"{type(error).__module__}.{type(error).__qualname__}: {_text(error)}")
+    masked.__cause__ = _CAUSE.__get__(error)
+    masked.__context__ = _CONTEXT.__get__(error)
+    masked.__suppress_context__ = error.__suppress_context__
+    for note in _notes(error):
+        masked.add_note(redact(note))
+    return masked.with_traceback(error.__traceback__)
+
+
+class _MaskedError(FunctionKernelException):
+    """A foreign exception of a chain, shown with its registered secrets masked (see ``__cause__``)."""
 
 
 def _restore(cls: type[FunctionKernelException], message: str) -> FunctionKernelException:

@@ -4,6 +4,8 @@ request class), bounded body reads."""
 from __future__ import annotations
 
 import asyncio
+import inspect
+import re
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -156,6 +158,27 @@ async def test_the_hop_check_refuses_a_redirect_before_it_is_sent(form: str, bas
     assert seen[0].startswith(f"{base_url}/redirect")
     assert seen[1] == f"{other_url}/echo"
     assert len(seen) == 2  # the refused hop was never sent, so nothing followed it
+
+
+async def test_the_request_class_judges_after_the_cookie_jar_is_applied(base_url: str, other_url: str) -> None:
+    # guarded_request judges in update_expect_continue, the step of ClientRequest.__init__ after every header
+    # (session and request headers, cookies, basic auth, proxy): the order it relies on, and the behaviour.
+    steps = re.findall(r"self\.(update_\w+)\(", inspect.getsource(aiohttp.ClientRequest.__init__))
+    assert steps[-1] == "update_expect_continue"
+    assert {"update_headers", "update_cookies", "update_auth", "update_proxy"} <= set(steps)
+    jar = aiohttp.CookieJar(unsafe=True)  # 127.0.0.1 keeps cookies
+    hops = guarded_request(base_url)
+    async with aiohttp.ClientSession(request_class=hops, cookie_jar=jar, cookies={"sid": "c00kie"}) as session:
+        auth = {"Authorization": aiohttp.encode_basic_auth("user", "S3cretPw")}  # aiohttp 3.14's form of auth=
+        async with session.get(f"{base_url}/echo", headers=auth) as response:
+            home = (await response.json())["headers"]
+        away_url = f"{base_url}/redirect?status=307&to={other_url}/echo"
+        async with session.get(away_url, headers=auth) as response:
+            away = (await response.json())["headers"]
+    assert home["authorization"].startswith("Basic ")
+    assert "sid=c00kie" in home["cookie"]
+    assert "authorization" not in away
+    assert "cookie" not in away
 
 
 async def _read(url: str, limit: int) -> bytes:
