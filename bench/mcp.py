@@ -20,8 +20,8 @@ output, no output schema, so neither side validates structured content):
   The CPU time one server start costs (measured on the reaped children) bounds what 4 concurrent starts can do
   on this machine's CPUs; the verdict says whether the kernel or the machine misses the target.
 
-Targets: sequential median at most 1.10x the raw SDK, throughput at least 0.9x, 4 servers connected in at most
-1.5x the time of one.
+Targets: sequential median at most 1.05x the raw SDK (issue 36; 1.10x before it), throughput at least 0.9x,
+4 servers connected in at most 1.5x the time of one.
 """
 
 from __future__ import annotations
@@ -228,7 +228,7 @@ async def main(calls: int, concurrency: int, rounds: int) -> None:
     print(f"  raw SDK call_tool                 median {raw_median * 1e3:6.3f} ms   p99 {p99(raw_seq) * 1e3:6.3f} ms")
     print(
         f"  kernel.call_tool                  median {our_median * 1e3:6.3f} ms   p99 {p99(our_seq) * 1e3:6.3f} ms"
-        f"   {seq_ratio:.2f}x raw (target <= 1.10x: {_verdict(seq_ratio <= 1.10)})"
+        f"   {seq_ratio:.2f}x raw (target <= 1.05x: {_verdict(seq_ratio <= 1.05)})"
     )
     print(f"{concurrency} calls in flight on one session, median of {rounds} rounds")
     print(f"  raw SDK call_tool                 {raw_tput:8.0f} calls/s")

@@ -119,7 +119,7 @@ def test_durable_takes_a_runner_a_url_or_true() -> None:
     assert resolve_runner(made) is made
     with pytest.raises(TypeError, match="durable= takes"):
         resolve_runner(3)  # type: ignore[arg-type]
-    assert DbosRunner("postgresql://u:secret@db:5432/k").journal == "postgresql://u:***@db:5432/k"
+    assert DbosRunner("postgresql://u:db-pw-s3cret@db:5432/k").journal == "postgresql://u:***@db:5432/k"
 
 
 def test_a_run_left_by_a_gone_worker_is_claimed_by_one_taker(tmp_path: Path) -> None:

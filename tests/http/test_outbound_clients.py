@@ -406,7 +406,7 @@ async def test_the_otlp_session_dials_the_environments_proxy_at_the_address_it_j
         ("http://169.254.169.254:3128", {}),
         ("http://proxy.test:3128", {"proxy.test": "169.254.169.254"}),
         ("169.254.169.254:3128", {}),  # no scheme: requests reads it as http://
-        ("http://user:secret@169.254.169.254:3128", {}),
+        ("http://user:pr0xy-s3cret@169.254.169.254:3128", {}),  # registered as a secret: a word no other test uses
         ("HTTP://169.254.169.254:3128", {}),
         ("http://[::ffff:169.254.169.254]:3128", {}),  # IPv4-mapped: judged by the address it embeds
     ],
