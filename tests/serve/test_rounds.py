@@ -22,7 +22,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from tests.serve.test_conformance import ROOT
-from tests.serve.test_relay import Host, _served, _text, config, era, host, kernel
+from tests.serve.test_relay import Host, _backend, _served, _text, config, era, host, kernel
 from tests.serve.test_serve import TOKEN, TOKEN_VAR, http_server, read, serve_command, wait_until
 
 from kavalai import FunctionKernel
@@ -293,3 +293,42 @@ def _prompt_text(result: types.GetPromptResult) -> str:
     [message] = result.messages
     assert isinstance(message.content, types.TextContent)
     return message.content.text
+
+
+@pytest.mark.parametrize("count", [9, 12, 16])
+async def test_a_backend_round_of_more_than_eight_is_one_round_of_the_host(host: Host, count: int) -> None:
+    """A 2026-07-28 backend asking 9..16 questions in one round (more than the 8 one call may put to its host one by
+    one, at most the 16 a round may ask): the host gets them in one round, under the backend's keys, none refused."""
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(_backend("tests.servers.mcp_conformance_rounds", "rounds", protocol="2026-07-28"))
+    try:
+        async with host.client(await _served(kernel, names="own"), mode="auto") as client:
+            first = await client.session.call_tool("ask_many", {"count": count}, allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult)
+            keys = sorted(first.input_requests or {})
+            answers = {key: types.ElicitResult(action="accept", content={"name": key}) for key in keys}
+            result = await client.session.call_tool(
+                "ask_many",
+                {"count": count},
+                input_responses=answers,
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+    finally:
+        await kernel.close()
+    assert keys == sorted(f"ask{n + 1}" for n in range(count))
+    assert isinstance(result, types.CallToolResult)
+    assert _text(result) == f"{count} answered"
+
+
+async def test_a_backend_round_past_sixteen_is_refused_naming_the_bound(host: Host) -> None:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(_backend("tests.servers.mcp_conformance_rounds", "rounds", protocol="2026-07-28"))
+    try:
+        async with host.client(await _served(kernel, names="own"), mode="auto") as client:
+            result = await client.session.call_tool("ask_many", {"count": 17}, allow_input_required=True)
+    finally:
+        await kernel.close()
+    assert isinstance(result, types.CallToolResult)
+    assert result.is_error
+    assert "17 requests at once, more than the 16 a round may ask" in _text(result)

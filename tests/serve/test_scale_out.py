@@ -474,6 +474,7 @@ def test_a_worker_is_given_every_option_of_its_parent_but_where_to_listen() -> N
     given += ["--limit-connections", "7"]
     given += ["--path", "/tools", "--name", "gw", "--names", "own", "--bearer-token-env", "TOKEN"]
     given += ["--allow", "python.*", "--allow", "mcp.*", "--deny", "mcp.x.*", "--no-lazy", "--tracing"]
+    given += ["--tasks", "mcp://x.slow", "--tasks", "python://y.*", "--tasks-required", "mcp://x.job"]
     given += ["--host", "0.0.0.0", "--port", "9000", "--workers", "3", "--worker-restarts", "2"]
     parser = build_serve_parser()
     parent, defaults = vars(parser.parse_args(given)), vars(parser.parse_args(["tools.yaml"]))

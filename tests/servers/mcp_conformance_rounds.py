@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
+import anyio
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
 from pydantic import Field
 
 
@@ -43,6 +45,14 @@ def _answers(ctx: Context, *keys: str) -> dict[str, Any] | None:
     if not all(key in given for key in keys):
         return None
     return {key: given[key].model_dump(by_alias=True, exclude_none=True) for key in keys}
+
+
+def _greeting(ctx: Context) -> str | types.InputRequiredResult:
+    """Ask the user's name (a round), then greet them."""
+    found = _answers(ctx, "user_name")
+    if found is None:
+        return _ask({"user_name": _elicit("What is your name?", "name")})
+    return f"Hello, {found['user_name'].get('content', {}).get('name', 'stranger')}!"
 
 
 #: An input schema using the JSON Schema 2020-12 vocabulary the suite checks a server keeps (``$schema``, ``$defs``
@@ -103,10 +113,7 @@ def build_server() -> MCPServer:
     @server.tool()
     def test_input_required_result_elicitation(ctx: Context) -> str | types.InputRequiredResult:
         """Ask the user's name."""
-        found = _answers(ctx, "user_name")
-        if found is None:
-            return _ask({"user_name": _elicit("What is your name?", "name")})
-        return f"Hello, {found['user_name'].get('content', {}).get('name', 'stranger')}!"
+        return _greeting(ctx)
 
     @server.tool()
     def test_input_required_result_sampling(ctx: Context) -> str | types.InputRequiredResult:
@@ -198,13 +205,71 @@ def build_server() -> MCPServer:
         return "sampled"
 
     @server.tool()
+    def ask_many(count: int, ctx: Context) -> str | types.InputRequiredResult:
+        """Ask ``count`` questions in one round (a relay puts them to its host in one round too)."""
+        keys = [f"ask{n + 1}" for n in range(count)]
+        found = _answers(ctx, *keys)
+        if found is None:
+            return _ask({key: _elicit(f"Question {key}?", "name") for key in keys})
+        return f"{len(found)} answered"
+
+    @server.tool()
     async def test_logging_tool(ctx: Context) -> str:
         """Log three messages (sent only to a client that asked for a log level with its request)."""
         for n in range(3):
             await ctx.info(f"log message {n + 1}")
         return "logged"
 
+    _task_fixtures(server)
     return server
+
+
+def _task_fixtures(server: MCPServer) -> None:
+    """The tools the suite's tasks scenarios call. The server does not itself run tasks: ``kavalai serve
+    --tasks`` runs their calls as the gateway's tasks (``greet`` stays a plain call)."""
+
+    @server.tool()
+    def greet(name: str) -> str:
+        """Greet someone (a plain call)."""
+        return f"Hello, {name}!"
+
+    @server.tool()
+    async def slow_compute(seconds: float, label: str = "") -> str:
+        """Work ``seconds`` seconds, then say so."""
+        await anyio.sleep(seconds)
+        return f"{label or 'compute'}: done after {seconds:g} s"
+
+    @server.tool()
+    async def failing_job() -> str:
+        """Work a second, then fail as a tool (an error result)."""
+        await anyio.sleep(1)
+        raise ValueError("the job failed")
+
+    @server.tool()
+    async def protocol_error_job() -> str:
+        """Fail at the protocol level (a JSON-RPC error, not a tool's result)."""
+        raise MCPError(code=types.INTERNAL_ERROR, message="the job's worker crashed")
+
+    @server.tool()
+    def confirm_delete(filename: str, ctx: Context) -> str | types.InputRequiredResult:
+        """Ask the user to confirm deleting ``filename``."""
+        found = _answers(ctx, "confirm")
+        if found is None:
+            return _ask({"confirm": _elicit(f"Delete {filename}?", "confirm", "boolean")})
+        return f"{filename}: {'deleted' if found['confirm'].get('action') == 'accept' else 'kept'}"
+
+    @server.tool()
+    def multi_input(ctx: Context) -> str | types.InputRequiredResult:
+        """Ask two questions at once."""
+        found = _answers(ctx, "first", "second")
+        if found is None:
+            return _ask({"first": _elicit("First?", "name"), "second": _elicit("Second?", "name")})
+        return "both answered"
+
+    @server.tool()
+    def test_tool_with_task(ctx: Context) -> str | types.InputRequiredResult:
+        """Ask the user's name, then greet them."""
+        return _greeting(ctx)
 
 
 if __name__ == "__main__":

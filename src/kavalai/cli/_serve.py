@@ -91,6 +91,22 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "own (fs.ls, search), refused when two would share one",
     )
     parser.add_argument(
+        "--tasks",
+        action="append",
+        metavar="GLOB",
+        default=[],
+        help="run calls of tools whose URI matches as tasks for 2026-07-28 hosts that declare the tasks extension "
+        "(repeat); the host follows them with tasks/get, answers them with tasks/update, cancels them",
+    )
+    parser.add_argument(
+        "--tasks-required",
+        action="append",
+        metavar="GLOB",
+        default=[],
+        help="run calls of tools whose URI matches only as tasks (repeat): a host without the tasks extension is "
+        "refused (-32021)",
+    )
+    parser.add_argument(
         "--stateless",
         action="store_true",
         help="HTTP: every request stands alone (no session id), so replicas can sit behind any load balancer; "
@@ -210,6 +226,8 @@ async def _serve(
         "on_ready": ready,
         "lazy": _lazy(args),
         "names": args.names,
+        "tasks": args.tasks,
+        "tasks_required": args.tasks_required,
     }
     try:
         if args.transport == "http":

@@ -121,6 +121,10 @@ def _worker_command(args: argparse.Namespace) -> list[str]:
         command += ["--allow", pattern]
     for pattern in args.deny:
         command += ["--deny", pattern]
+    for pattern in args.tasks:
+        command += ["--tasks", pattern]
+    for pattern in args.tasks_required:
+        command += ["--tasks-required", pattern]
     if args.lazy is not None:
         command.append("--lazy" if args.lazy else "--no-lazy")
     if args.json_response:

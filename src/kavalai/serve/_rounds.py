@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
@@ -37,7 +37,7 @@ from mcp_types.version import is_version_at_least
 from kavalai.adapters.mcp import INPUT_KEY, INPUT_ROUND, InputRound
 from kavalai.serve._errors import protocol_error, refusal, tool_error_result
 
-__all__ = ["ANSWER_WINDOW", "ELSEWHERE", "InputRounds", "RoundsCall", "takes_rounds"]
+__all__ = ["ANSWER_WINDOW", "ELSEWHERE", "InputRounds", "RoundsCall", "Servings", "takes_rounds"]
 
 #: Seconds a backend's question waits for the host's next request (carrying its answer) before it is refused.
 ANSWER_WINDOW: Final = 300.0
@@ -129,6 +129,13 @@ class RoundsCall:
                 question.answer = response
                 question.answered.set()
 
+    def open_questions(self) -> dict[str, types.InputRequest]:
+        """The questions put to the host and not answered yet, those asked since the last look put to it now (a
+        task's ``inputRequests``: read by polling, never waited for)."""
+        self._sent.update((question.key, question) for question in self._pending)
+        self._pending.clear()
+        return {key: question.request for key, question in self._sent.items()}
+
     async def next_round(self) -> types.Result:
         """The call's result, or the questions it waits on now (an input-required round); its failure raised."""
         while True:
@@ -151,26 +158,47 @@ class RoundsCall:
         return types.InputRequiredResult(input_requests=asked, request_state=f"{self.token}.{self.round}")
 
 
+class Servings:
+    """The task groups of the servings of a server (each lifespan's) owning the work that runs between a host's
+    requests: the newest starts what begins; each, as it ends, cancels what it started."""
+
+    def __init__(self) -> None:
+        self._groups: list[TaskGroup] = []
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Work may be started within the block (a serving: the server's lifespan); at its end, what it started
+        and is still running is cancelled."""
+        async with anyio.create_task_group() as group:
+            self._groups.append(group)
+            try:
+                yield
+            finally:
+                self._groups.remove(group)
+                group.cancel_scope.cancel()
+
+    def __bool__(self) -> bool:
+        """Whether work can be started now (a serving is running)."""
+        return bool(self._groups)
+
+    def start_soon(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Start ``work`` in the newest serving's task group."""
+        self._groups[-1].start_soon(work)
+
+
 class InputRounds:
     """The host calls running across rounds, owned for the server's lifespan (:meth:`running`)."""
 
     def __init__(self, answer_window: float = ANSWER_WINDOW) -> None:
         self._answer_window = answer_window  # seconds a question waits for the host's next request
         self._calls: dict[str, RoundsCall] = {}
-        self._owners: list[TaskGroup] = []  # one per serving of the server (the newest starts the calls)
+        self._owners = Servings()  # one task group per serving of the server (the newest starts the calls)
         self._mark = secrets.token_hex(6)  # begins every token given here: this process's, not another's
 
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
+    def running(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Calls may run across rounds within the block (a serving of the server: its lifespan); at its end, those
         it started and still running are cancelled."""
-        async with anyio.create_task_group() as tasks:
-            self._owners.append(tasks)
-            try:
-                yield
-            finally:
-                self._owners.remove(tasks)
-                tasks.cancel_scope.cancel()
+        return self._owners.running()
 
     @property
     def available(self) -> bool:
@@ -232,7 +260,7 @@ class InputRounds:
             finally:
                 self._calls.pop(call.token, None)
 
-        self._owners[-1].start_soon(running)
+        self._owners.start_soon(running)
         return call
 
     def _resumed(self, tool: str, state: str) -> RoundsCall:

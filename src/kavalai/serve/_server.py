@@ -7,7 +7,7 @@ import contextlib
 import json
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import anyio
 import mcp_types as types
@@ -18,7 +18,13 @@ from pydantic import BaseModel
 
 import kavalai
 from kavalai.adapters.mcp import asking_together, calls_logging_at, deadline_from_meta, keeping_wire_results
-from kavalai.errors import ConfigurationError, DeadlineExceededError, FunctionKernelException, ServerConnectionError
+from kavalai.errors import (
+    ConfigurationError,
+    DeadlineExceededError,
+    FunctionKernelException,
+    JsonRpcError,
+    ServerConnectionError,
+)
 from kavalai.kernel import Kernel, ProgressCallback, deadline
 from kavalai.secrets import get_logger
 from kavalai.serve._catalog import ServedCatalog
@@ -27,6 +33,7 @@ from kavalai.serve._hosts import HostSessions
 from kavalai.serve._pages import page
 from kavalai.serve._relayed import mcp_adapter, relayed_handlers, served_servers
 from kavalai.serve._rounds import InputRounds, RoundsCall, takes_rounds
+from kavalai.serve._tasks import EXTENSION, HostTasks, TaskParams, TaskUpdateParams, declares_tasks, missing_extension
 from kavalai.serve._tools import ExposedTools, Naming, mcp_input_schema
 from kavalai.serve._traced import traced_when_configured
 
@@ -45,6 +52,8 @@ def build_mcp_server(
     lazy: bool = False,
     names: Naming = "prefixed",
     stateless: bool = False,
+    tasks: Sequence[str] = (),
+    tasks_required: Sequence[str] = (),
 ) -> Server[Any]:
     """An MCP server offering ``kernel``'s tools (``python://``, ``rest://`` and ``mcp://`` alike).
 
@@ -72,6 +81,11 @@ def build_mcp_server(
         stateless: served without sessions (``serve_http(stateless=True)``): an MCP server's sampling, elicitation
             or roots request during a handshake-era host's call is refused with an error saying ``kavalai serve
             --stateless`` has no back channel (a 2026-07-28 host's call is asked in input-required rounds).
+        tasks: URI globs of the tools a 2026-07-28 host that declared the tasks extension gets a task for (its
+            call runs on, owned by the gateway; the host follows it with ``tasks/get``, answers it with
+            ``tasks/update``, cancels it with ``tasks/cancel``: :mod:`kavalai.serve._tasks`). The tools a
+            handshake-era server listed with ``execution.taskSupport`` are served so too.
+        tasks_required: URI globs of the tools that run only as tasks (a host without the extension gets -32021).
     """
     tools = ExposedTools(kernel, allow=allow, deny=deny, names=names)
     connecting = _LazyConnect(kernel) if lazy else None
@@ -79,6 +93,7 @@ def build_mcp_server(
     relayed: dict[str, Any] = {}
     hosts: HostSessions | None = None
     rounds = InputRounds()
+    host_tasks = HostTasks(tasks, tasks_required)
     if adapter is not None:  # the MCP servers' logging, resources, prompts and requests are relayed too
         catalog = ServedCatalog(adapter, served_servers(adapter, tools), names)
         hosts = HostSessions(catalog.served_uri, catalog.unsubscribe, stateless=stateless)
@@ -106,6 +121,15 @@ def build_mcp_server(
         if uri is None:
             raise protocol_error(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
         server = _server_of(kernel, uri)
+        if takes_rounds(ctx.protocol_version):
+            support = host_tasks.support(uri, kernel.get_tool_definition(uri))
+            if support is not None and declares_tasks(ctx) and host_tasks.can_start():
+                # the call runs on, owned by the gateway; the host follows it as a task (_tasks.py). The answer is
+                # a CreateTaskResult (the extension's resultType "task"), which the SDK sends as it is.
+                created = host_tasks.start(params.name, ctx, lambda call: calling(ctx, params, uri, server, call, True))
+                return cast("types.CallToolResult", created)
+            if support == "required" and not declares_tasks(ctx):
+                raise missing_extension(f"the tool {params.name} runs only as a task")
         if hosts is None or server is None or not takes_rounds(ctx.protocol_version) or not rounds.available:
             return await calling(ctx, params, uri, server, None)
         # A 2026-07-28 host is asked what the backend asks as this call's input-required rounds (_rounds.py).
@@ -117,6 +141,7 @@ def build_mcp_server(
         uri: str,
         server: str | None,
         across: RoundsCall | None,
+        task: bool = False,
     ) -> types.CallToolResult:
         try:
             with (
@@ -129,7 +154,9 @@ def build_mcp_server(
                 # backend's sampling, elicitation and roots requests during the call go to this host (_hosts.py);
                 # a 2026-07-28 host's log level for the request is asked of 2026-07-28 backends for their calls, and
                 # what a backend asks in one round of its own is put to such a host in one round of the gateway's.
-                return await call_kernel_tool(kernel, uri, params.arguments or {}, progress=_progress_of(ctx))
+                return await call_kernel_tool(
+                    kernel, uri, params.arguments or {}, progress=None if task else _progress_of(ctx), task=task
+                )
         except DeadlineExceededError as exc:
             return tool_error_result(str(exc))
 
@@ -149,11 +176,12 @@ def build_mcp_server(
             version=kavalai.__version__,
             instructions=instructions,
             get_tool_input_schema=input_schema,
-            lifespan=_owning(rounds, hosts),
+            lifespan=_owning(rounds, hosts, host_tasks),
             on_list_tools=list_tools,
             on_call_tool=call_tool,
             **relayed,
         )
+    _serve_tasks(server, host_tasks)
     server = traced_when_configured(server)
     return gated(server)  # every request's failure crosses the secret gate
 
@@ -174,17 +202,47 @@ def declares_headers(schema: dict[str, Any]) -> bool:
 
 
 def _owning(
-    rounds: InputRounds, hosts: HostSessions | None
+    rounds: InputRounds, hosts: HostSessions | None, tasks: HostTasks
 ) -> Callable[[Server[Any]], contextlib.AbstractAsyncContextManager[dict[str, Any]]]:
-    """The server's lifespan: each serving owns the calls of 2026-07-28 hosts that run across rounds, and the
-    releases of the subscriptions of hosts whose sessions ended (it ends once they have)."""
+    """The server's lifespan: each serving owns the calls of 2026-07-28 hosts that run across rounds or as tasks,
+    and the releases of the subscriptions of hosts whose sessions ended (it ends once they have)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
-        async with hosts.running() if hosts is not None else contextlib.nullcontext(), rounds.running():
+        async with (
+            hosts.running() if hosts is not None else contextlib.nullcontext(),
+            rounds.running(),
+            tasks.running(),
+        ):
             yield {}
 
     return lifespan
+
+
+def _serve_tasks(server: Server[Any], tasks: HostTasks) -> None:
+    """The tasks extension's methods (``tasks/get``, ``tasks/update``, ``tasks/cancel``; ``tasks/result`` and
+    ``tasks/list`` are not in it), served to 2026-07-28 hosts, and the extension declared to them."""
+
+    def era_of(ctx: ServerRequestContext[Any]) -> None:
+        if not takes_rounds(ctx.protocol_version):  # a handshake-era host: no such method
+            raise protocol_error(types.METHOD_NOT_FOUND, "Method not found", ctx.method)
+
+    async def get(ctx: ServerRequestContext[Any], params: TaskParams) -> dict[str, Any]:
+        era_of(ctx)
+        return tasks.get(ctx, params)
+
+    async def update(ctx: ServerRequestContext[Any], params: TaskUpdateParams) -> dict[str, Any]:
+        era_of(ctx)
+        return tasks.update(ctx, params)
+
+    async def cancel(ctx: ServerRequestContext[Any], params: TaskParams) -> dict[str, Any]:
+        era_of(ctx)
+        return tasks.cancel(ctx, params)
+
+    server.add_request_handler("tasks/get", TaskParams, get)
+    server.add_request_handler("tasks/update", TaskUpdateParams, update)
+    server.add_request_handler("tasks/cancel", TaskParams, cancel)
+    server.extensions[EXTENSION] = {}
 
 
 async def _connected() -> None:
@@ -257,16 +315,25 @@ class _LazyConnect:
 
 
 async def call_kernel_tool(
-    kernel: Kernel, uri: str, arguments: dict[str, Any], *, progress: ProgressCallback | None = None
+    kernel: Kernel,
+    uri: str,
+    arguments: dict[str, Any],
+    *,
+    progress: ProgressCallback | None = None,
+    task: bool = False,
 ) -> types.CallToolResult:
     """Call the tool at ``uri`` and turn the outcome into an MCP tool result (a failure too): for an ``mcp://``
-    tool, the result its server sent, unchanged; else the output model (or the error's message)."""
+    tool, the result its server sent, unchanged; else the output model (or the error's message). ``task``: the
+    call is a host's task, whose protocol errors (a server's JSON-RPC error) are raised (the task failed), not
+    made a tool's error result."""
     with keeping_wire_results() as received:
         try:
             output = await kernel.call_tool(uri, arguments, progress=progress)
         except FunctionKernelException as exc:
             logger.info("%s failed: %s", uri, exc)
             sent = received.get(uri)
+            if task and isinstance(exc, JsonRpcError) and not isinstance(sent, types.CallToolResult):
+                raise
             return sent if isinstance(sent, types.CallToolResult) and sent.is_error else tool_error_result(str(exc))
     sent = received.get(uri)
     return sent if isinstance(sent, types.CallToolResult) else tool_result(output)

@@ -48,6 +48,8 @@ async def serve_stdio(
     on_ready: ReadyCallback | None = None,
     lazy: bool = False,
     names: Naming = "prefixed",
+    tasks: Sequence[str] = (),
+    tasks_required: Sequence[str] = (),
 ) -> None:
     """Serve ``kernel``'s tools as an MCP server on this process's stdin and stdout until the client closes stdin.
 
@@ -64,11 +66,15 @@ async def serve_stdio(
         on_ready: called with ``"stdio"`` once the kernel is connected and requests are read.
         lazy: connect the kernel's servers at the first request that needs their tools, not before.
         names: ``"prefixed"`` or ``"own"`` (see :func:`~kavalai.serve.build_mcp_server`).
+        tasks: URI globs of tools run as tasks for hosts that ask (see :func:`~kavalai.serve.build_mcp_server`).
+        tasks_required: URI globs of tools run only as tasks.
 
     Raises:
         ServerConnectionError: a server of the kernel cannot be connected (not with ``lazy``).
     """
-    server = build_mcp_server(kernel, allow=allow, deny=deny, name=name, lazy=lazy, names=names)
+    server = build_mcp_server(
+        kernel, allow=allow, deny=deny, name=name, lazy=lazy, names=names, tasks=tasks, tasks_required=tasks_required
+    )
     async with stdio_streams() as (reads, writes), _connected(kernel, lazy=lazy):
         if on_ready is not None:
             on_ready("stdio")
@@ -89,6 +95,8 @@ async def serve_http(
     lazy: bool = False,
     names: Naming = "prefixed",
     stateless: bool = False,
+    tasks: Sequence[str] = (),
+    tasks_required: Sequence[str] = (),
     sock: socket.socket | None = None,
     keep_alive: int = KEEP_ALIVE,
     json_response: bool = False,
@@ -123,6 +131,9 @@ async def serve_http(
             handshake-era client there: it is refused, and the call that needed it fails with an error saying that
             ``kavalai serve --stateless`` has no back channel (a 2026-07-28 client is asked in its call's
             input-required rounds); notifications still flow.
+        tasks: URI globs of tools run as tasks for hosts that ask (see :func:`~kavalai.serve.build_mcp_server`;
+            a task is held by the process that started it: behind replicas, route a task's requests to it).
+        tasks_required: URI globs of tools run only as tasks.
         sock: a listening socket to serve on instead of ``host`` and ``port`` (a worker of ``--workers``); the
             caller owns it and closes it.
         keep_alive: seconds an idle keep-alive connection stays open (see :data:`KEEP_ALIVE`); raise it above the
@@ -147,7 +158,17 @@ async def serve_http(
             ``body_timeout`` or ``send_timeout`` not a positive number of seconds (the one rule: more than a year
             is clamped to a year); ``limit_connections`` not a positive integer.
     """
-    server = build_mcp_server(kernel, allow=allow, deny=deny, name=name, lazy=lazy, names=names, stateless=stateless)
+    server = build_mcp_server(
+        kernel,
+        allow=allow,
+        deny=deny,
+        name=name,
+        lazy=lazy,
+        names=names,
+        stateless=stateless,
+        tasks=tasks,
+        tasks_required=tasks_required,
+    )
     readiness = _Readiness()
     endpoint = http_app(
         server,

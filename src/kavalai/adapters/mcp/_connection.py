@@ -551,6 +551,8 @@ class McpConnection:
             "structured": tool.output_schema is not None,  # whether the server declared an outputSchema
             **doubt_metadata(self.config, tool.name),
         }
+        if tool.execution is not None and tool.execution.task_support in ("optional", "required"):
+            metadata["task_support"] = tool.execution.task_support  # a gateway serves it as a task to hosts that ask
         listed = tool.model_dump(mode="json", by_alias=True, exclude_none=True, include=set(_LISTED))
         if listed:  # its title, annotations, icons and _meta, for a gateway that lists it as its server did
             metadata["listed"] = listed

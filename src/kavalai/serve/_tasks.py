@@ -1,0 +1,320 @@
+"""The tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663) as ``kavalai serve`` serves it to hosts of the
+2026-07-28 era.
+
+A host that declared the extension (for its session, or in the ``_meta`` of one request) and calls a tool served as
+task-supporting gets a task at once (``resultType: "task"``) instead of the tool's result. The gateway's kernel owns
+the call: it runs, owned by :class:`HostTasks`, as the gateway's own call of the tool would (a backend that runs it
+as a task of its own is followed by the kernel, ``kavalai.adapters.mcp``), and the task is the host's view of it:
+
+```
+host: tools/call ─► CreateTaskResult {taskId, status: working, ttlMs, pollIntervalMs}
+host: tasks/get ─► working │ input_required + inputRequests (what the backend asks) │ completed + result
+                   │ failed + error │ cancelled
+host: tasks/update {inputResponses} ─► the answers go to the backend; the call goes on
+host: tasks/cancel ─► the call is cancelled (at the backend too)
+```
+
+Which tools are task-supporting: those the gateway was told to run as tasks (``tasks=`` / ``--tasks``, URI globs;
+``tasks_required=`` / ``--tasks-required`` for those that run only as tasks: a host without the extension is told
+so with -32021), and the tools a handshake-era server listed with ``execution.taskSupport``. Every other call (and
+every call of a host that did not declare the extension) is answered with its result, as before.
+
+Bounded: at most :data:`MAX_TASKS` tasks are kept at once (a call past that runs to its result at once, as a tool
+without tasks would); each is kept for its TTL (:data:`TASK_TTL` seconds, through the one seconds rule) from its
+start, its call cancelled if still running then; a question the backend asks waits :data:`ANSWER_WINDOW` seconds
+for its ``tasks/update``; closing the server (its lifespan) cancels every task still running. A task's id is random
+and begins with the process's mark: holding it is the right to it; another process's id is refused saying so. Its
+result is the same as the call's would be (the one result mapping of :func:`~kavalai.serve.call_kernel_tool`); a
+failure crosses the one error wording (:mod:`kavalai.serve._errors`), the secret gate with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import secrets
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final, Literal, TypeAlias
+
+import anyio
+import mcp_types as types
+from mcp.server import ServerRequestContext
+from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
+from pydantic import Field, TypeAdapter, ValidationError
+
+from kavalai.errors import JsonRpcError
+from kavalai.kernel import ToolDefinition, required_seconds
+from kavalai.secrets import get_logger
+from kavalai.serve._errors import protocol_error
+from kavalai.serve._rounds import ANSWER_WINDOW, RoundsCall, Servings, takes_rounds
+
+__all__ = [
+    "EXTENSION",
+    "MAX_TASKS",
+    "TASK_TTL",
+    "HostTasks",
+    "TaskParams",
+    "TaskSupport",
+    "TaskUpdateParams",
+    "declares_tasks",
+]
+
+logger = get_logger("kavalai.serve")
+
+#: The extension's identifier (the kernel's client advertises the same one to its servers).
+EXTENSION: Final = "io.modelcontextprotocol/tasks"
+#: Seconds a task is kept from its start (its call cancelled if still running then).
+TASK_TTL: Final = 3600.0
+#: Tasks kept at once: a task-supporting call past that runs to its result at once.
+MAX_TASKS: Final = 256
+_POLL_MS: Final = 500  # the poll interval suggested to hosts
+_TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
+
+#: How a tool is served: may run as a task, or only as one.
+TaskSupport: TypeAlias = Literal["optional", "required"]
+
+_ANSWER: Final = TypeAdapter(types.InputResponse)
+
+
+class TaskParams(types.RequestParams):
+    """``tasks/get`` and ``tasks/cancel``: the task named."""
+
+    task_id: str = Field(alias="taskId", max_length=1024)
+
+
+class TaskUpdateParams(TaskParams):
+    """``tasks/update``: the host's answers to what the task asked, by the keys it was asked under."""
+
+    input_responses: dict[str, Any] = Field(alias="inputResponses")
+
+
+def declares_tasks(ctx: ServerRequestContext[Any]) -> bool:
+    """Whether the host of ``ctx`` (a 2026-07-28 host: this request's capabilities) declared the extension."""
+    wanted = types.ClientCapabilities(extensions={EXTENSION: {}})
+    return takes_rounds(ctx.protocol_version) and ctx.session.check_client_capability(wanted)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(eq=False)
+class _Task:
+    """One task: the host call it is, its state, and when it is forgotten."""
+
+    task_id: str
+    call: RoundsCall
+    ttl_ms: int
+    expires: float  # anyio time
+    created: str = field(default_factory=_now)
+    updated: str = ""
+    status: str = "working"
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    asked: tuple[str, ...] = ()  # the keys of the questions last shown (a change updates lastUpdatedAt)
+
+    def __post_init__(self) -> None:
+        self.updated = self.created
+
+    def end(self, status: str, *, result: dict[str, Any] | None = None, error: dict[str, Any] | None = None) -> None:
+        """The task ends (a terminal status is kept: a later end changes nothing)."""
+        if self.status in _TERMINAL:
+            return
+        self.status, self.result, self.error, self.updated = status, result, error, _now()
+
+    def envelope(self) -> dict[str, Any]:
+        """The fields every answer naming the task carries."""
+        return {
+            "taskId": self.task_id,
+            "status": self.status,
+            "createdAt": self.created,
+            "lastUpdatedAt": self.updated,
+            "ttlMs": self.ttl_ms,
+            "pollIntervalMs": _POLL_MS,
+        }
+
+    def detailed(self) -> dict[str, Any]:
+        """``tasks/get``'s answer: the envelope, and the result, the error or what the task waits on."""
+        if self.status in _TERMINAL:
+            shown = self.envelope()
+            if self.result is not None:
+                shown["result"] = self.result
+            if self.error is not None:
+                shown["error"] = self.error
+            return shown
+        questions = self.call.open_questions()
+        if tuple(questions) != self.asked:
+            self.asked, self.updated = tuple(questions), _now()
+        self.status = "input_required" if questions else "working"
+        shown = self.envelope()
+        if questions:
+            shown["inputRequests"] = {
+                key: request.model_dump(mode="json", by_alias=True, exclude_none=True)
+                for key, request in questions.items()
+            }
+        return shown
+
+
+class HostTasks:
+    """The tasks of one served kernel, owned for the server's lifespan (:meth:`running`).
+
+    Args:
+        tasks: URI globs of the tools a host that declared the extension gets a task for.
+        tasks_required: URI globs of the tools that run only as tasks (a host without the extension: -32021).
+        ttl_seconds: how long a task is kept from its start (its call cancelled if still running then).
+        max_tasks: tasks kept at once.
+        answer_window: seconds a question of a task waits for the host's ``tasks/update``.
+    """
+
+    def __init__(
+        self,
+        tasks: Sequence[str] = (),
+        tasks_required: Sequence[str] = (),
+        *,
+        ttl_seconds: float = TASK_TTL,
+        max_tasks: int = MAX_TASKS,
+        answer_window: float = ANSWER_WINDOW,
+    ) -> None:
+        self._optional = tuple(tasks)
+        self._required = tuple(tasks_required)
+        self._ttl = required_seconds(ttl_seconds, what="ttl_seconds")
+        self._answer_window = required_seconds(answer_window, what="answer_window")
+        self._max = max_tasks
+        self._tasks: dict[str, _Task] = {}
+        self._owners = Servings()
+        self._mark = secrets.token_hex(6)  # begins every id given here: this process's, not another's
+
+    def running(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """Tasks may run within the block (a serving of the server: its lifespan); at its end, those still running
+        are cancelled and every task is forgotten."""
+        return self._owners.running()
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def support(self, uri: str, definition: ToolDefinition) -> TaskSupport | None:
+        """How the tool at ``uri`` is served: as a task when a host asks (``"optional"``), only as one
+        (``"required"``), or never (``None``)."""
+        if any(fnmatch.fnmatchcase(uri, pattern) for pattern in self._required):
+            return "required"
+        if any(fnmatch.fnmatchcase(uri, pattern) for pattern in self._optional):
+            return "optional"
+        listed = definition.metadata.get("task_support")  # what a handshake-era server listed
+        return listed if listed in ("optional", "required") else None
+
+    def can_start(self) -> bool:
+        """Whether a task can be started now (the server is running, the table is not full)."""
+        return bool(self._owners) and len(self._tasks) < self._max
+
+    def start(
+        self, tool: str, ctx: ServerRequestContext[Any], run: Callable[[RoundsCall], Awaitable[types.CallToolResult]]
+    ) -> dict[str, Any]:
+        """Start a task running ``run`` (the host's call of ``tool``); the ``CreateTaskResult`` answering the
+        host's ``tools/call`` (the task is in the table before it is answered: a ``tasks/get`` right after finds
+        it)."""
+        task_id = f"{self._mark}.{secrets.token_urlsafe(24)}"
+        call = RoundsCall(task_id, tool, self._answer_window)
+        call.ctx = ctx
+        expires = anyio.current_time() + self._ttl
+        task = _Task(task_id, call, ttl_ms=max(1, round(self._ttl * 1000)), expires=expires)
+        self._tasks[task_id] = task
+        self._owners.start_soon(lambda: self._run(task, run))
+        return {"resultType": "task", **task.envelope()}
+
+    async def _run(self, task: _Task, run: Callable[[RoundsCall], Awaitable[types.CallToolResult]]) -> None:
+        call = task.call
+        try:
+            call.scope.deadline = task.expires
+            with call.scope:
+                try:
+                    result = await run(call)
+                except JsonRpcError as exc:  # the backend answered a protocol error: the task failed
+                    task.end("failed", error=_error_data(exc.code, str(exc)))
+                except Exception as exc:  # the gateway's own failure: its text stays in the log
+                    logger.warning("task %s of %s failed: %s: %s", task.task_id, call.tool, type(exc).__name__, exc)
+                    fixed = f"kavalai serve failed internally ({type(exc).__name__})"
+                    task.end("failed", error=_error_data(types.INTERNAL_ERROR, fixed))
+                else:
+                    if call.error is not None:  # the host could not answer what the backend asked (-32021)
+                        task.end("failed", error=_error_of(call.error))
+                    else:
+                        task.end("completed", result=result.model_dump(mode="json", by_alias=True, exclude_none=True))
+            task.end("cancelled")  # cancelled by the host, or its TTL passed while it ran
+            await anyio.sleep_until(task.expires)  # kept, ended, until its TTL passes
+        finally:
+            task.end("cancelled")
+            self._tasks.pop(task.task_id, None)
+
+    def get(self, ctx: ServerRequestContext[Any], params: TaskParams) -> dict[str, Any]:
+        """``tasks/get``: the task's state, its result, error or questions inlined."""
+        return self._named(ctx, params).detailed()
+
+    def update(self, ctx: ServerRequestContext[Any], params: TaskUpdateParams) -> dict[str, Any]:
+        """``tasks/update``: the host's answers go to the questions asked under their keys (others are ignored)."""
+        task = self._named(ctx, params)
+        waiting = task.call.open_questions() if task.status not in _TERMINAL else {}
+        answers: dict[str, Any] = {}
+        for key, raw in params.input_responses.items():
+            if key not in waiting:
+                continue  # asked of no one (or answered already): nothing to deliver
+            try:
+                answers[key] = _ANSWER.validate_python(raw, by_name=False)
+            except ValidationError:
+                raise protocol_error(types.INVALID_PARAMS, f"The answer to {key!r} is not an input response") from None
+        task.call.answer(answers)
+        return {}
+
+    def cancel(self, ctx: ServerRequestContext[Any], params: TaskParams) -> dict[str, Any]:
+        """``tasks/cancel``: the task's call is cancelled (a task that has ended stays as it ended)."""
+        task = self._named(ctx, params)
+        task.end("cancelled")
+        task.call.scope.cancel()
+        return {}
+
+    def _named(self, ctx: ServerRequestContext[Any], params: TaskParams) -> _Task:
+        """The task ``params`` name, for a host that declared the extension (else -32021), whose ``Mcp-Name``
+        header (when sent) names it too (else -32020)."""
+        if not declares_tasks(ctx):
+            raise missing_extension(f"{ctx.method} is part of the tasks extension")
+        headers = getattr(ctx.request, "headers", None)
+        named = headers.get(MCP_NAME_HEADER) if isinstance(headers, Mapping) else None
+        if named is not None and decode_header_value(named) != params.task_id:
+            raise protocol_error(
+                types.HEADER_MISMATCH, f"{MCP_NAME_HEADER} header does not match the request body's 'taskId' parameter"
+            )
+        task = self._tasks.get(params.task_id)
+        if task is not None:
+            return task
+        mark, dot, _ = params.task_id.partition(".")
+        if dot and mark != self._mark and len(mark) == len(self._mark):
+            raise protocol_error(
+                types.INVALID_PARAMS,
+                "The task belongs to another kavalai serve process (another worker or replica): send a task's "
+                "requests to the process that started it (sticky routing)",
+            )
+        raise protocol_error(types.INVALID_PARAMS, "Unknown or expired taskId")
+
+
+def missing_extension(why: str) -> Exception:
+    """The error of a request that needs the tasks extension from a host that did not declare it (-32021, its data
+    naming the extension)."""
+    data: dict[str, Any] = {"requiredCapabilities": {"extensions": {EXTENSION: {}}}}
+    return protocol_error(
+        types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+        f"{why}: declare the client capability extensions[{EXTENSION!r}]",
+        data,
+    )
+
+
+def _error_data(code: int, message: str) -> dict[str, Any]:
+    """A task's error, worded by the one error wording (the secret gate with it)."""
+    return _error_of(protocol_error(code, message))
+
+
+def _error_of(error: Exception) -> dict[str, Any]:
+    found = getattr(error, "error", None)
+    if isinstance(found, types.ErrorData):
+        return found.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return protocol_error(types.INTERNAL_ERROR, str(error)).error.model_dump(mode="json", exclude_none=True)

@@ -1,0 +1,236 @@
+"""The tasks extension through ``kavalai serve`` (``src/kavalai/serve/_tasks.py``): a 2026-07-28 host that declared
+it gets a task for a call of a tool served as task-supporting, follows it with ``tasks/get``, answers what the
+backend asks with ``tasks/update`` and cancels it with ``tasks/cancel``; a host that did not declare it is told so
+(-32021) and gets plain results.
+
+The backend is a real stdio MCP server of the 2026-07-28 era (``tests/servers/mcp_conformance_rounds.py``, its task
+fixtures); the host is the official SDK's client in that era, speaking the extension's methods as they are on the
+wire (the SDK has no tasks client).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any, cast
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp.client.extension import advertise
+from mcp.shared.exceptions import MCPError
+from pydantic import TypeAdapter
+from tests.serve.test_relay import _backend
+from tests.serve.test_serve import wait_until
+
+from kavalai import FunctionKernel
+from kavalai.secrets import register_secret
+from kavalai.serve import build_mcp_server
+from kavalai.serve._rounds import RoundsCall
+from kavalai.serve._tasks import EXTENSION, HostTasks
+from mcp import Client
+
+_ANY = TypeAdapter(dict[str, Any])
+TASKS = ["mcp://rounds.slow_compute", "mcp://rounds.multi_input", "mcp://rounds.protocol_error_job"]
+REQUIRED = ["mcp://rounds.failing_job"]
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[Any]:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(_backend("tests.servers.mcp_conformance_rounds", "rounds", protocol="2026-07-28"))
+    served = build_mcp_server(kernel, names="own", tasks=TASKS, tasks_required=REQUIRED)
+    await kernel.connect()
+    yield served
+    await kernel.close()
+
+
+@contextlib.asynccontextmanager
+async def _host(server: Any, *, tasks: bool = True, mode: str = "auto") -> AsyncIterator[Client]:
+    extensions = [advertise(EXTENSION)] if tasks else None
+    async with Client(
+        server,
+        mode=mode,  # type: ignore[arg-type]
+        extensions=extensions,
+        elicitation_callback=_never_asked,  # declares elicitation: a task's questions come by tasks/get
+    ) as client:
+        yield client
+
+
+async def _never_asked(context: Any, params: Any) -> types.ElicitResult:
+    raise AssertionError("a task's questions are read with tasks/get, never sent to the host")
+
+
+async def _send(client: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    request = types.Request[dict[str, Any], str](method=method, params=params)
+    return await client.session.send_request(request, _ANY)
+
+
+async def _call(client: Client, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    return await _send(client, "tools/call", {"name": name, "arguments": arguments or {}})
+
+
+async def _until(client: Client, task_id: str, *statuses: str) -> dict[str, Any]:
+    """``tasks/get`` until the task's status is one of ``statuses`` (or it has ended)."""
+    with anyio.fail_after(30):
+        while True:
+            state = await _send(client, "tasks/get", {"taskId": task_id})
+            if state["status"] in {*statuses, "completed", "failed", "cancelled"}:
+                return state
+            await anyio.sleep(0.02)
+
+
+async def test_a_host_with_the_extension_follows_a_task_to_its_result(server: Any) -> None:
+    async with _host(server) as client:
+        created = await _call(client, "slow_compute", {"seconds": 0.05, "label": "one"})
+        assert created["resultType"] == "task"
+        assert {"result", "error", "inputRequests", "requestState", "task"}.isdisjoint(created)
+        assert created["ttlMs"] == 3_600_000
+        assert created["pollIntervalMs"] == 500
+        first = await _send(client, "tasks/get", {"taskId": created["taskId"]})  # found right away
+        assert first["taskId"] == created["taskId"]
+        assert first["resultType"] == "complete"
+        done = await _until(client, created["taskId"])
+        greeted = await _call(client, "greet", {"name": "Ada"})  # not served as a task: its result at once
+    assert done["status"] == "completed"
+    assert done["result"]["content"] == [{"type": "text", "text": "one: done after 0.05 s"}]
+    assert "error" not in done
+    assert greeted["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+    assert "taskId" not in greeted
+
+
+async def test_what_the_backend_asks_is_the_tasks_input_answered_one_key_at_a_time(server: Any) -> None:
+    async with _host(server) as client:
+        created = await _call(client, "multi_input")
+        task_id = created["taskId"]
+        with anyio.fail_after(30):
+            while len((state := await _until(client, task_id, "input_required")).get("inputRequests", {})) < 2:
+                assert state["status"] == "input_required", state
+                await anyio.sleep(0.02)  # the backend's two questions, asked together
+        assert state["status"] == "input_required"
+        assert {request["method"] for request in state["inputRequests"].values()} == {"elicitation/create"}
+        first, second = sorted(state["inputRequests"])
+        answer = {"action": "accept", "content": {"name": "Ada"}}
+        with pytest.raises(MCPError, match="The answer to 'first' is not an input response") as refused:
+            await _send(client, "tasks/update", {"taskId": task_id, "inputResponses": {first: "yes"}})
+        assert refused.value.error.code == types.INVALID_PARAMS
+        ack = await _send(client, "tasks/update", {"taskId": task_id, "inputResponses": {first: answer, "nope": {}}})
+        assert {"taskId", "status", "result", "inputRequests"}.isdisjoint(ack)
+        assert ack["resultType"] == "complete"
+        partly = await _send(client, "tasks/get", {"taskId": task_id})
+        assert partly["status"] == "input_required"
+        assert list(partly["inputRequests"]) == [second]
+        await _send(client, "tasks/update", {"taskId": task_id, "inputResponses": {first: answer}})  # answered: no-op
+        await _send(client, "tasks/update", {"taskId": task_id, "inputResponses": {second: answer}})
+        done = await _until(client, task_id)
+    assert done["status"] == "completed"
+    assert done["result"]["content"][0]["text"] == "both answered"
+
+
+async def test_cancel_ends_a_running_task_and_leaves_an_ended_one_as_it_ended(server: Any) -> None:
+    async with _host(server) as client:
+        running = await _call(client, "slow_compute", {"seconds": 600})
+        ack = await _send(client, "tasks/cancel", {"taskId": running["taskId"]})
+        assert ack["resultType"] == "complete"
+        assert "status" not in ack
+        cancelled = await _send(client, "tasks/get", {"taskId": running["taskId"]})
+        again = await _send(client, "tasks/cancel", {"taskId": running["taskId"]})
+        finished = await _call(client, "slow_compute", {"seconds": 0})
+        await _until(client, finished["taskId"])
+        await _send(client, "tasks/cancel", {"taskId": finished["taskId"]})
+        still = await _send(client, "tasks/get", {"taskId": finished["taskId"]})
+    assert cancelled["status"] == "cancelled"
+    assert "result" not in cancelled
+    assert again["resultType"] == "complete"
+    assert still["status"] == "completed"
+
+
+async def test_a_protocol_error_fails_the_task_and_a_tools_error_completes_it(server: Any) -> None:
+    async with _host(server) as client:
+        crashed = await _until(client, (await _call(client, "protocol_error_job"))["taskId"])
+        erred = await _until(client, (await _call(client, "failing_job"))["taskId"])
+    assert crashed["status"] == "failed"
+    assert "result" not in crashed
+    assert crashed["error"]["code"] == types.INTERNAL_ERROR
+    assert "the job's worker crashed" in crashed["error"]["message"]
+    assert erred["status"] == "completed"
+    assert erred["result"]["isError"] is True
+
+
+async def test_a_host_without_the_extension_is_told_it_must_declare_it(server: Any) -> None:
+    async with _host(server, tasks=False) as client:
+        for method in ("tasks/get", "tasks/update", "tasks/cancel"):
+            with pytest.raises(MCPError) as raised:
+                await _send(client, method, {"taskId": "x", "inputResponses": {}})
+            assert raised.value.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+            assert raised.value.error.data == {"requiredCapabilities": {"extensions": {EXTENSION: {}}}}
+        plain = await _call(client, "slow_compute", {"seconds": 0, "label": "sync"})
+        with pytest.raises(MCPError, match="the tool failing_job runs only as a task") as required:
+            await _call(client, "failing_job")
+    assert plain["content"] == [{"type": "text", "text": "sync: done after 0 s"}]
+    assert "taskId" not in plain
+    assert required.value.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+
+
+async def test_a_handshake_host_neither_sees_the_extension_nor_its_methods(server: Any) -> None:
+    async with _host(server, mode="legacy") as client:
+        with pytest.raises(MCPError) as raised:
+            await _send(client, "tasks/get", {"taskId": "x"})
+        plain = await client.call_tool("slow_compute", {"seconds": 0})
+    assert raised.value.error.code == types.METHOD_NOT_FOUND
+    assert not plain.is_error
+    assert plain.content
+
+
+async def test_an_unknown_or_foreign_task_id_is_refused(server: Any) -> None:
+    async with _host(server) as client:
+        known = await _call(client, "slow_compute", {"seconds": 0})
+        mark = known["taskId"].split(".")[0]
+        foreign = ("0" if mark[0] != "0" else "1") + mark[1:] + ".abc"
+        refused = []
+        for task_id in ("tasks-conformance-nonexistent-12345", f"{mark}.forged", foreign):
+            with pytest.raises(MCPError) as raised:
+                await _send(client, "tasks/get", {"taskId": task_id})
+            refused.append(raised.value.error)
+    assert [error.code for error in refused] == [types.INVALID_PARAMS] * 3
+    assert "Unknown or expired taskId" in refused[1].message
+    assert "another kavalai serve process" in refused[2].message
+
+
+async def test_a_tasks_protocol_error_holding_a_secret_is_masked(server: Any) -> None:
+    register_secret("the job's worker crashed")
+    async with _host(server) as client:
+        crashed = await _until(client, (await _call(client, "protocol_error_job"))["taskId"])
+    assert crashed["status"] == "failed"
+    assert "worker crashed" not in crashed["error"]["message"]
+
+
+async def _forever(call: RoundsCall) -> types.CallToolResult:
+    await anyio.sleep_forever()
+    raise AssertionError("not reached")
+
+
+async def test_the_table_is_bounded_in_number_and_time_and_ends_with_the_serving() -> None:
+    ctx = cast(Any, None)  # a task keeps its host's request for what the backend asks: none is asked here
+    tasks = HostTasks(max_tasks=2, ttl_seconds=0.5)
+    assert not tasks.can_start()  # not serving
+    async with tasks.running():
+        first = tasks.start("a", ctx, _forever)["taskId"]
+        tasks.start("b", ctx, _forever)
+        assert len(tasks) == 2
+        assert not tasks.can_start()
+        await wait_until(lambda: len(tasks) == 0)  # the TTL passed: cancelled and forgotten
+        assert tasks.can_start()
+        tasks.start("c", ctx, _forever)
+        kept = tasks._tasks[next(iter(tasks._tasks))]
+    assert len(tasks) == 0
+    assert kept.status == "cancelled"
+    assert first not in tasks._tasks
+
+
+def test_a_tasks_limits_follow_the_one_rule() -> None:
+    for bad in (0, -1, float("nan"), "5", None):
+        with pytest.raises(ValueError, match="ttl_seconds must be positive"):
+            HostTasks(ttl_seconds=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="answer_window must be positive"):
+            HostTasks(answer_window=bad)  # type: ignore[arg-type]
