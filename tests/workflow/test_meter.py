@@ -365,3 +365,45 @@ def test_the_meter_refuses_to_begin_a_heavy_operation_on_the_loop() -> None:
     off_loop = Meter(deadline=None)  # a worker thread's meter has no slice: the operation is done there
     off_loop.tick(HEAVY + 1)
     assert off_loop.spent == HEAVY + 1
+
+
+# --------------------------------------------------------------------------------------------- filters and tests
+
+# Each step's work is in filters: a map, a select, a sort over 100,000 items, and next to no loop steps or operators.
+FILTERING = [
+    "{% for i in range(input.n) %}{{ (range(100000) | map('string') | join(',')) | length }}{% endfor %}",
+    "{% for i in range(input.n) %}{{ range(100000) | select('odd') | list | length }}{% endfor %}",
+    "{% for i in range(input.n) %}{{ input.rows | sort(attribute='k') | length }}{% endfor %}",
+]
+
+
+@pytest.mark.parametrize("source", FILTERING, ids=["map", "select", "sort"])
+def test_the_work_of_filters_and_tests_is_counted(source: str) -> None:
+    """On main a step that maps, selects or sorts 100,000 items counted one operation: the meter never reached a
+    check, so ``{% for %}`` of 20 such steps under ``timeout=1`` ran all 20 (24 s) before the run timed out."""
+    from kavalai.workflow._templates import render_template
+
+    items = [{"k": i} for i in range(100_000)]
+    meter = Meter(deadline=None)
+    meter.run(lambda: render_template(source, {"input": {"n": 2, "rows": items}}, node="n", field="f"))
+    assert meter.spent >= 200_000  # each step counts the items its filters go over
+    past = Meter(deadline=time.monotonic() - 1)  # a deadline already past: the first check ends the rendering
+    with pytest.raises(NodeError, match="the template was stopped"):
+        past.run(lambda: render_template(source, {"input": {"n": 1, "rows": items}}, node="n", field="f"))
+
+
+def test_every_filter_and_test_of_the_sandbox_is_metered() -> None:
+    """The enumeration of the meter's crossing points in the sandbox: every filter and test the environment has
+    (Jinja's, kavalai's checked ones, any added to it) is counted on the meter."""
+    from kavalai.workflow._templates import _environment
+
+    environment = _environment()
+    unmetered = [
+        f"{kind} {name}"
+        for kind, table in (("filter", environment.filters), ("test", environment.tests))
+        for name, function in table.items()
+        if not getattr(function, "kavalai_metered", False)
+    ]
+    assert not unmetered, unmetered
+    assert len(environment.filters) >= 50  # Jinja's own are all there
+    assert len(environment.tests) >= 30

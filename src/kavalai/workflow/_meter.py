@@ -47,6 +47,7 @@ __all__ = [
     "evaluate",
     "tick",
     "weight",
+    "work",
 ]
 
 T = TypeVar("T")
@@ -116,6 +117,16 @@ class Meter:
         if self._countdown <= 0:
             self._check()
 
+    def work(self, operations: int) -> None:
+        """Count ``operations`` that build nothing (a filter going over its input, an item a filter yields):
+        the same checks as :meth:`tick`, nothing added to what the evaluation built."""
+        self._countdown -= operations
+        if operations > HEAVY and self.slice_end is not None:  # on the loop: a long operation is not begun here
+            self._check()
+            raise _SliceSpent
+        if self._countdown <= 0:
+            self._check()
+
     def _check(self) -> None:
         self._spent += CHECK_EVERY - self._countdown
         self._countdown = CHECK_EVERY
@@ -153,6 +164,13 @@ def tick(weight: int = 1) -> None:
     meter = _current.get()
     if meter is not None:
         meter.tick(weight)
+
+
+def work(operations: int = 1) -> None:
+    """Count ``operations`` that build nothing on the current meter (nothing outside an evaluation)."""
+    meter = _current.get()
+    if meter is not None:
+        meter.work(operations)
 
 
 def weight(*operands: object) -> int:

@@ -16,21 +16,24 @@ Jinja's sandbox keeps templates away from Python's internals; it does not bound 
   methods that grow a list, dict or set in place (a loop doubling a list);
 - ``lipsum(n)`` is checked, and ``range()`` is the sandbox's (at most 100,000 items);
 - the binary operators, joins and method calls are counted on the rendering's meter (:mod:`kavalai.workflow._meter`)
-  by the items they copy, so the work of a template is bounded in time as its values are in size.
+  by the items they copy, so the work of a template is bounded in time as its values are in size;
+- every filter and test (:func:`_metered`, put on all of them when the environment is made, so one added later is
+  metered too) is counted by the input it goes over, and each item of an iterator a filter returns by one: a
+  ``map``, ``select`` or ``sort`` in a loop reaches the meter's checks (the deadline) as a loop step does.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Final, cast
 
 from jinja2 import pass_environment
 from jinja2.filters import make_attrgetter
 from jinja2.runtime import markup_join, str_join
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from kavalai.workflow._meter import tick, weight
+from kavalai.workflow._meter import tick, weight, work
 from kavalai.workflow._sizes import (
     bounded_sum,
     check_binop,
@@ -200,6 +203,35 @@ def _counting(original: Callable[..., Any]) -> Callable[..., Any]:
     return mapped
 
 
+#: Filters whose work does not grow with their input (all others count the items or characters they go over).
+_CONSTANT: Final = frozenset({"length", "count", "first", "last", "default", "d", "attr", "abs", "int", "float"})
+_SIZED: Final = (str, bytes, bytearray, list, tuple, dict, set, frozenset, range)
+
+
+def _metered(original: Callable[..., Any], constant: bool) -> Callable[..., Any]:
+    """``original`` (a Jinja filter or test) counted on the rendering's meter: one operation plus, unless its work is
+    ``constant``, the items of the value it is given; an iterator it returns counts one operation an item."""
+    passes = getattr(original, "jinja_pass_arg", None)
+    at = 1 if passes is not None else 0
+
+    def metered(*args: Any, **kwargs: Any) -> Any:
+        value = args[at] if len(args) > at else None
+        work(1 if constant or not isinstance(value, _SIZED) else 1 + len(value))
+        result = original(*args, **kwargs)
+        return _each_counted(result) if isinstance(result, Iterator) else result
+
+    if passes is not None:
+        metered.jinja_pass_arg = passes  # type: ignore[attr-defined]
+    metered.kavalai_metered = True  # type: ignore[attr-defined]
+    return metered
+
+
+def _each_counted(items: Iterator[Any]) -> Iterator[Any]:
+    for item in items:
+        work()
+        yield item
+
+
 @pass_environment
 def _sum(environment: Any, iterable: Iterable[Any], attribute: Any = None, start: Any = 0) -> Any:
     items = iterable if attribute is None else map(make_attrgetter(environment, attribute), iterable)
@@ -257,6 +289,11 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
             return str(lipsum(n, html, min, max))
 
         self.globals["lipsum"] = bounded_lipsum
+        for name, function in self.filters.items():
+            self.filters[name] = _metered(function, name in _CONSTANT)
+        tests: dict[str, Callable[..., Any]] = cast("dict[str, Callable[..., Any]]", self.tests)  # typed by defaults
+        for name, test in tests.items():
+            tests[name] = _metered(test, True)
         self.kavalai_str_join = self._joined(str_join)  # the compiled template calls these for '~'
         self.kavalai_markup_join = self._joined(markup_join)
 
