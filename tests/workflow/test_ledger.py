@@ -98,3 +98,22 @@ async def test_a_run_counts_its_function_nodes_as_the_ledger_sizes_their_values(
             assert flat_size(record.output) >= 0
         else:
             assert flat_size(record.inputs) == -1  # an infinite float: the general way
+
+
+async def test_a_function_nodes_inputs_keep_the_order_and_values_of_its_bindings() -> None:
+    # The bindings are read from a template holding the literals in place (Workflow.reading): each path's value
+    # fills its own key, so the trace and the tool see the bindings in the order they were written.
+    kernel = FunctionKernel()
+    kernel.register_python_tool("t.echo", echo)
+    literals = {"text": "first", "number": 1.5, "count": 3, "flag": False}
+    builder = WorkflowBuilder("order").start(next="one")
+    builder.function("one", tool="python://t.echo", inputs=literals, next="two")
+    mixed = {"count": "one.count", "flag": True, "text": "one.text", "number": 2.0}
+    builder.function("two", tool="python://t.echo", inputs=mixed, next="end")
+    result = await WorkflowEngine(builder.end("end").build(), kernel).run({})
+    assert result.ok, result.error
+    one, two = (record for record in result.trace if record.kind == "function")
+    assert list(one.inputs or {}) == ["text", "number", "count", "flag"]
+    assert list(two.inputs or {}) == ["count", "flag", "text", "number"]
+    assert two.inputs == {"count": 3, "flag": True, "text": "first", "number": 2.0}
+    assert two.output == {"text": "first", "number": 2.0, "count": 3, "flag": True, "nothing": None}

@@ -45,9 +45,11 @@ from kavalai.workflow._runners import (
     Outcome,
     call_function,
     context_and_json,
+    resolved_now,
     run_function,
     run_simple_node,
     to_context,
+    tool_failure,
 )
 from kavalai.workflow._sizes import max_size, size_limit
 from kavalai.workflow.errors import (
@@ -231,6 +233,8 @@ class Execution:
         output: Any = None
         nodes, kinds, values, ledger = self.workflow.nodes, self.workflow.kinds, self.values, self._ledger
         calls = self.workflow.calls if not self._traced else {}  # function nodes called straight: the common case
+        kernel = self.kernel
+        plain = env.progress is None and not env.durable  # a plain node's one call needs no options
         per_node, trace = self._per_node, self.trace
         while current is not None:
             node_id = current
@@ -262,8 +266,19 @@ class Execution:
             try:
                 call = calls.get(node_id)  # a function node (with no span to open): no coroutine in between
                 if call is not None:
+                    read = resolved_now(values, call[3])
+                    arguments, inputs_size = read
                     try:
-                        output, inputs_size = await call_function(node, env, record, call)  # type: ignore[arg-type]
+                        if arguments is not None and call[2] and plain:  # one attempt, no options: the usual node
+                            # call_function's work without its coroutine: the inputs' copy is their JSON form when
+                            # they are plain values (their size known), and the tool's failure names the node
+                            record.inputs = arguments.copy() if inputs_size >= 0 else jsonable(arguments)
+                            try:
+                                output = await kernel.call_tool(call[0], arguments)
+                            except FunctionKernelException as exc:
+                                raise tool_failure(node, exc, 1) from exc  # type: ignore[arg-type]
+                        else:
+                            output, inputs_size = await call_function(node, env, record, call, read)  # type: ignore[arg-type]
                     except WorkflowError:
                         raise
                     except Exception as exc:
@@ -271,10 +286,13 @@ class Execution:
                     current = call[1]
                     context, record.output, size = context_and_json(output)
                     values[node_id] = context
-                    ledger.hold(node_id, context, size)
+                    if size >= 0 and inputs_size >= 0:  # a flat output and flat inputs (the usual): sizes known
+                        ledger.hold_visit(node_id, context, record, size, size + inputs_size)
+                    else:
+                        ledger.hold(node_id, context, size)
+                        ledger.record(record, inputs_size)
                     previous = context
                 else:
-                    size = inputs_size = -1
                     output, current = await self._visit(node, env, record)
                     record.output = jsonable(output)
                     _, branching, end = _role(node)
@@ -289,10 +307,8 @@ class Execution:
                 self._emit(NodeFailed(self.run_id, record, exc))
                 raise
             record.next, record.duration = current, _now() - clock
-            if size >= 0 and inputs_size >= 0:  # a function node's flat output and inputs: their sizes are known
-                ledger.count(record, size + inputs_size)
-            else:
-                ledger.record(record, inputs_size)
+            if call is None:  # a function node's values were counted as they were stored
+                ledger.record(record)
             trace.append(record)
             if self._streamed:
                 self._emit(NodeFinished(self.run_id, record))

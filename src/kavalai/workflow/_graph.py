@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from kavalai.kernel import limit_seconds
 from kavalai.workflow._expressions import FUNCTIONS, Expression, compile_expression, is_path
+from kavalai.workflow._ledger import FLAT, flat_size
 from kavalai.workflow._nodes import (
     AgentNode,
     EndNode,
@@ -38,6 +39,7 @@ __all__ = [
     "Binding",
     "FunctionCall",
     "PlanRow",
+    "Reading",
     "Workflow",
     "check_tools",
     "checked_timeout",
@@ -48,13 +50,38 @@ __all__ = [
 #: One binding of a node as a run reads it: ``(name, literal, expression, field, path)`` (see :meth:`Workflow.plan`).
 PlanRow: TypeAlias = tuple[str, Any, "Expression | None", str, "tuple[str, tuple[Any, ...]] | None"]
 
-#: A function node as a run calls it: its tool URI, the node after it, and whether its call is a plain one (no
-#: timeout, no retry policy, no declared output type to check).
-FunctionCall: TypeAlias = tuple[str, "str | None", bool]
+#: A node's bindings when each is a literal or a plain path (most nodes'), as a run reads them without the evaluator:
+#: ``(template, size, paths)``: the bindings in order, the literals in place (a path's value fills its key);
+#: the size the run ledger counts for the literals and the dict (``-1`` when it must size the whole itself); and
+#: each path binding as ``(name, root, keys)`` (see :meth:`Workflow.reading`).
+Reading: TypeAlias = tuple[dict[str, Any], int, tuple[tuple[str, str, tuple[Any, ...]], ...]]
+
+#: A function node as a run calls it: its tool URI, the node after it, whether its call is a plain one (no
+#: timeout, no retry policy, no declared output type to check), and its :meth:`~Workflow.reading`.
+FunctionCall: TypeAlias = tuple[str, "str | None", bool, "Reading | None"]
 
 #: The node-visit limit when none is given.
 DEFAULT_MAX_VISITS: Final = 1000
 _RESERVED: Final = frozenset({"input", "get", "True", "False", "None", *FUNCTIONS})
+_NO_BINDINGS: Final[Reading] = ({}, 2, ())
+
+
+def _reading(plan: tuple[PlanRow, ...]) -> Reading | None:
+    """:meth:`Workflow.reading` of a node's plan, worked out once: the literals' part of the ledger's size is
+    :func:`~kavalai.workflow._ledger.flat_size` of them, and each path binding adds its key's four characters."""
+    template: dict[str, Any] = {}
+    literals: dict[str, Any] = {}
+    paths: list[tuple[str, str, tuple[Any, ...]]] = []
+    for name, literal, expression, _, path in plan:
+        if expression is None:
+            template[name] = literals[name] = literal
+        elif path is None:
+            return None
+        else:
+            template[name] = None  # its place in the order; the run puts the path's value there
+            paths.append((name, path[0], path[1]))
+    size = flat_size(literals) if len(plan) <= FLAT else -1
+    return template, size + 4 * len(paths) if size >= 0 else -1, tuple(paths)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +146,7 @@ class Workflow:
         self.start = _single_start(self.nodes)
         self._bindings: dict[str, dict[str, Binding]] = {}
         self._plans: dict[str, tuple[PlanRow, ...]] = {}
+        self._readings: dict[str, Reading | None] = {}
         #: Each node's kind as traces name it (``"function"``, ``"if"``, ...).
         self.kinds: dict[str, str] = {
             node.id: str(getattr(node, "kind", type(node).__name__)) for node in self.nodes.values()
@@ -135,6 +163,7 @@ class Workflow:
                 node.tool,
                 node.next,
                 node.timeout is None and node.retry is None and node.id not in self.node_types,
+                self.reading(node.id),
             )
             for node in self.nodes.values()
             if type(node) is FunctionNode
@@ -151,6 +180,11 @@ class Workflow:
         literal row has ``expression`` ``None``; an expression row's literal is unused, and its ``path`` is the
         expression's :attr:`~Expression.path` (``None`` unless it is a plain path through dicts)."""
         return self._plans.get(node_id, ())
+
+    def reading(self, node_id: str) -> Reading | None:
+        """A node's bindings as a run reads them when each is a literal or a plain path through dicts (see
+        :data:`Reading`): ``None`` when one needs the evaluator. A node without bindings reads as an empty dict."""
+        return self._readings.get(node_id, _NO_BINDINGS)
 
     def expression(self, node_id: str) -> Expression:
         """The compiled condition of an ``if`` node or value of a ``switch`` node."""
@@ -257,6 +291,7 @@ class Workflow:
             else (key, b.value, b.value, b.field, b.value.path)
             for key, b in compiled.items()
         )
+        self._readings[node] = _reading(self._plans[node])
         return compiled
 
     def _binding(self, node: str, field: str, raw: Any) -> Binding:

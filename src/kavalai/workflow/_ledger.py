@@ -87,12 +87,17 @@ class RunLedger:
                 return
         self._leave_out(record)
 
-    def count(self, record: NodeTrace, size: int) -> None:
-        """:meth:`record` of a record whose values' size the caller has (a function node's held output and its
-        inputs, both flat)."""
-        total = self._trace_total + size
-        if self._trace_total < self.trace_limit and total <= self.trace_limit:
-            self._trace_total = total
+    def hold_visit(self, node: str, value: Any, record: NodeTrace, size: int, record_size: int) -> None:
+        """:meth:`hold` of ``value`` (of ``size``) and :meth:`record` of ``record`` (its values of ``record_size``)
+        in one: a function node's flat output, and its record holding that output and its flat inputs."""
+        held = self._held
+        total = self._held_total = self._held_total + size - held.get(node, 0)
+        held[node] = size
+        traced = self._trace_total
+        if total + traced > self.limit:
+            self.hold(node, value, size)  # raises, naming the node
+        if traced < self.trace_limit and traced + record_size <= self.trace_limit:
+            self._trace_total = traced + record_size
         else:
             self._leave_out(record)
 

@@ -26,8 +26,8 @@ from kavalai.errors import (
 )
 from kavalai.workflow._budget import PromptFit
 from kavalai.workflow._expressions import NOTHING
-from kavalai.workflow._graph import FunctionCall, Workflow
-from kavalai.workflow._ledger import FLAT, SMALL, flat_size
+from kavalai.workflow._graph import FunctionCall, Reading, Workflow
+from kavalai.workflow._ledger import SMALL, flat_size
 from kavalai.workflow._nodes import (
     AgentNode,
     EndNode,
@@ -57,9 +57,11 @@ __all__ = [
     "context_and_json",
     "llm_node_reply",
     "node_agent",
+    "resolved_now",
     "run_function",
     "run_simple_node",
     "to_context",
+    "tool_failure",
 ]
 
 _NO_RETRY = RetryPolicy(attempts=1)
@@ -256,28 +258,23 @@ def check_fits(data_type: DataType, value: Any, *, node: str, what: str, field: 
         ) from exc
 
 
-def _resolved_now(env: NodeEnv, node_id: str) -> tuple[dict[str, Any] | None, int]:
-    """A node's bindings when each is a literal or a plain path (most nodes'), read without a coroutine (``None``
-    when one needs the evaluator: :func:`_resolve`); and their size as the run ledger counts it, worked out as they
-    are read (-1 unless every value is a text, a finite number, a boolean or null: then it is what
+def resolved_now(values: dict[str, Any], reading: Reading | None) -> tuple[dict[str, Any] | None, int]:
+    """A node's bindings read without a coroutine, given its :meth:`~kavalai.workflow._graph.Workflow.reading`
+    (``None`` when one needs the evaluator: :func:`_resolve`); and their size as the run ledger counts it, worked
+    out as they are read (-1 unless every value is a text, a finite number, a boolean or null: then it is what
     :func:`~kavalai.workflow._ledger.flat_size` counts, which tests/workflow/test_ledger.py holds it to)."""
-    values = env.values
-    resolved: dict[str, Any] = {}
-    plan = env.workflow.plan(node_id)
-    size = 2 + 4 * len(plan) if len(plan) <= FLAT else -1
-    for name, literal, expression, _, path in plan:
-        if expression is None:
-            value = literal
-        elif path is None:
-            return None, -1
-        else:  # Expression.plain_path's reading, without its call (once a binding)
-            value = values.get(path[0], NOTHING)
-            for key in path[1]:
-                if type(value) is not dict or key not in value:
-                    return None, -1
-                value = value[key]
-            if value is NOTHING:
+    if reading is None:
+        return None, -1
+    template, size, paths = reading
+    resolved = template.copy()  # the literals in place, in the bindings' order
+    for name, root, keys in paths:  # Expression.plain_path's reading, without its call (once a binding)
+        value = values.get(root, NOTHING)
+        for key in keys:
+            if type(value) is not dict or key not in value:
                 return None, -1
+            value = value[key]
+        if value is NOTHING:
+            return None, -1
         resolved[name] = value
         if size >= 0:
             kind = type(value)
@@ -337,7 +334,7 @@ async def _run_end(node: EndNode, env: NodeEnv, record: NodeTrace) -> Any:
     if node.outputs is None:
         raw = env.previous
     else:
-        raw, _ = _resolved_now(env, node.id)
+        raw, _ = resolved_now(env.values, env.workflow.reading(node.id))
         if raw is None:
             raw = await _resolve(env, node.id)
         record.inputs = jsonable(raw)
@@ -360,21 +357,28 @@ async def run_function(node: FunctionNode, env: NodeEnv, record: NodeTrace) -> O
     return result, node.next
 
 
-async def call_function(node: FunctionNode, env: NodeEnv, record: NodeTrace, call: FunctionCall) -> tuple[Any, int]:
-    """:func:`run_function`'s work, given the node's ``call`` (:attr:`Workflow.calls`): the node's checked output,
-    and the size the run ledger counts for the inputs it recorded (-1 when the ledger is to size them itself)."""
+async def call_function(
+    node: FunctionNode,
+    env: NodeEnv,
+    record: NodeTrace,
+    call: FunctionCall,
+    read: tuple[dict[str, Any] | None, int] | None = None,
+) -> tuple[Any, int]:
+    """:func:`run_function`'s work, given the node's ``call`` (:attr:`Workflow.calls`) and, when the caller read
+    them already, its inputs as :func:`resolved_now` gave them: the node's checked output, and the size the run
+    ledger counts for the inputs it recorded (-1 when the ledger is to size them itself)."""
     node_id = record.node  # the record's slot, not the model's field (a __getattr__ hook)
-    arguments, size = _resolved_now(env, node_id)
+    tool, _, plain, reading = call
+    arguments, size = resolved_now(env.values, reading) if read is None else read
     if arguments is None:
         arguments = await _resolve(env, node_id)
     # when the inputs are plain values (most nodes'), their copy is their JSON form
     record.inputs = arguments.copy() if size >= 0 else jsonable(arguments)
-    tool, _, plain = call
     if plain and env.progress is None and not env.durable:
-        try:  # the common case: one attempt, no options, no output type, no coroutine in between
+        try:  # one attempt, no options, no output type
             return await env.kernel.call_tool(tool, arguments), size
         except FunctionKernelException as exc:
-            raise _tool_failure(node, exc, 1) from exc
+            raise tool_failure(node, exc, 1) from exc
     result = await _attempts(node, env, record, arguments)
     declared = env.workflow.node_types.get(node_id)
     if declared is not None:
@@ -405,7 +409,7 @@ async def _attempts(node: FunctionNode, env: NodeEnv, record: NodeTrace, argumen
                 return await env.kernel.call_tool(node.tool, arguments, **options)
             except FunctionKernelException as exc:
                 if record.attempts >= policy.attempts or not _retryable(exc, policy):
-                    raise _tool_failure(node, exc, record.attempts) from exc
+                    raise tool_failure(node, exc, record.attempts) from exc
             await _sleep(policy.delay(record.attempts))
     finally:
         if scope is not None:
@@ -425,7 +429,8 @@ def _retryable(exc: BaseException, policy: RetryPolicy) -> bool:
     return any(cls.__name__ in policy.retry_on for cls in type(exc).__mro__)
 
 
-def _tool_failure(node: FunctionNode, exc: FunctionKernelException, attempts: int) -> NodeError:
+def tool_failure(node: FunctionNode, exc: FunctionKernelException, attempts: int) -> NodeError:
+    """The :class:`NodeError` naming the node that a failed call of its tool becomes (after ``attempts`` calls)."""
     from kavalai.errors import format_validation_errors
 
     if isinstance(exc, ToolInputError | ToolOutputError):
