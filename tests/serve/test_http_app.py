@@ -39,12 +39,13 @@ def test_an_application_of_another_shape_is_left_as_it_is() -> None:
     from starlette.routing import Route
 
     endpoint = StreamableHTTPASGIApp(None)  # type: ignore[arg-type]  # never called
+    server = build_mcp_server(FunctionKernel())
     two_routes = Starlette(routes=[Route("/mcp", endpoint=endpoint), Route("/other", endpoint=endpoint)])
-    assert _direct(two_routes, "/mcp") is two_routes
+    assert _direct(server, two_routes, "/mcp") is two_routes
     another_path = Starlette(routes=[Route("/elsewhere", endpoint=endpoint)])
-    assert _direct(another_path, "/mcp") is another_path
+    assert _direct(server, another_path, "/mcp") is another_path
     methods = Starlette(routes=[Route("/mcp", endpoint=lambda request: None, methods=["POST"])])
-    assert _direct(methods, "/mcp") is methods
+    assert _direct(server, methods, "/mcp") is methods
 
 
 @pytest.mark.parametrize("stateless", [False, True])

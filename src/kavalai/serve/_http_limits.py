@@ -24,6 +24,9 @@ usual case, starts none), and a write's clock only when the transport's buffer p
 body's size is bounded by the MCP SDK (4 MiB, ``413``). uvicorn's h11 protocol, used when httptools is missing,
 bounds a head's size itself (16 KiB) but not its time; it is then used as it is. Both seconds go through the one
 seconds rule (:func:`~kavalai.kernel.required_seconds`).
+
+Each request's scope also carries :data:`CLIENT_GONE`, by which the request's task learns at once that its client
+is gone (the connection lost, reset or refused) without a task of its own waiting for ``http.disconnect``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import asyncio
 import contextlib
 import socket
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -40,7 +44,16 @@ import uvicorn
 from kavalai.kernel import required_seconds
 from kavalai.serve._quickack import QuickAckProtocol
 
-__all__ = ["BODY_SECONDS", "HEAD_BYTES", "HEAD_SECONDS", "SEND_SECONDS", "BoundedProtocol", "Bounds", "bound"]
+__all__ = [
+    "BODY_SECONDS",
+    "CLIENT_GONE",
+    "HEAD_BYTES",
+    "HEAD_SECONDS",
+    "SEND_SECONDS",
+    "BoundedProtocol",
+    "Bounds",
+    "bound",
+]
 
 #: The most bytes a request's target and headers may take (names and values).
 HEAD_BYTES: Final = 64 * 1024
@@ -59,6 +72,9 @@ _TIMED_OUT: Final = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconne
 _LINGER: Final = 2.0
 #: ``SO_LINGER`` on, 0 seconds: closing the socket resets the connection.
 _RESET: Final = struct.pack("ii", 1, 0)
+#: The scope extension telling a request that its client is gone: a function taking a callback (``None`` takes it
+#: back), which is called once when the connection is lost or refused, or at once when it already is.
+CLIENT_GONE: Final = "kavalai.client_gone"
 #: The attribute of a uvicorn config :func:`bound` sets.
 _ATTRIBUTE: Final = "kavalai_bounds"
 
@@ -112,6 +128,8 @@ class _Bounded(QuickAckProtocol):  # type: ignore[misc,valid-type]  # a variable
     _too_large = False
     _refused = False
     _bounds: Bounds = _DEFAULT
+    _gone: Callable[[], None] | None = None
+    scope: dict[str, Any]
     timeout_keep_alive_task: asyncio.TimerHandle | None
     loop: asyncio.AbstractEventLoop
     timeout_keep_alive: float
@@ -126,10 +144,24 @@ class _Bounded(QuickAckProtocol):  # type: ignore[misc,valid-type]  # a variable
         self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self.timeout_keep_alive_handler)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        """Stop the clocks, then let uvicorn end the connection."""
+        """Stop the clocks, then let uvicorn end the connection; a request watching its client is told."""
         self._stop_clock()
         self._stop_send_clock()
         super().connection_lost(exc)
+        self._tell_gone()
+
+    def _watch_gone(self, callback: Callable[[], None] | None) -> None:
+        """The request in progress is told by ``callback`` that its client is gone (``None``: no longer)."""
+        cycle = self.cycle
+        if callback is not None and (cycle is None or cycle.disconnected):
+            callback()
+            return
+        self._gone = callback
+
+    def _tell_gone(self) -> None:
+        callback, self._gone = self._gone, None
+        if callback is not None:
+            callback()
 
     def data_received(self, data: bytes) -> None:
         """Parse ``data``; a read that began and ended within a head counts toward its size. A read that leaves a
@@ -173,6 +205,8 @@ class _Bounded(QuickAckProtocol):  # type: ignore[misc,valid-type]  # a variable
         self._in_head = False
         self._in_body = True
         self._stop_clock()
+        self._gone = None
+        self.scope["extensions"] = {CLIENT_GONE: self._watch_gone}
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
@@ -214,6 +248,7 @@ class _Bounded(QuickAckProtocol):  # type: ignore[misc,valid-type]  # a variable
         if cycle is not None and not cycle.response_complete:
             cycle.disconnected = True  # the application's next receive is http.disconnect, its sends are dropped
             cycle.message_event.set()
+            self._tell_gone()
             if cycle.response_started:  # an answer is on its way: no other can be written before it ends
                 self.transport.abort()
                 return

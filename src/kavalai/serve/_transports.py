@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kavalai._listen import KEEP_ALIVE, LIMIT_CONNECTIONS, listening_socket
 from kavalai.kernel import Kernel, required_seconds
+from kavalai.serve._exchange import SingleExchange
 from kavalai.serve._http_limits import BODY_SECONDS, SEND_SECONDS, BoundedProtocol, Bounds, bound
 from kavalai.serve._server import build_mcp_server
 from kavalai.serve._stdio import stdio_streams
@@ -255,6 +256,7 @@ def http_app(
             raise ValueError("session_idle_timeout needs sessions: a stateless server has none")
         idle["session_idle_timeout"] = required_seconds(session_idle_timeout, what="session_idle_timeout")
     app: Any = _direct(
+        server,
         server.streamable_http_app(
             streamable_http_path=path, host=host, stateless_http=stateless, json_response=json_response, **idle
         ),
@@ -263,17 +265,19 @@ def http_app(
     return app if bearer_token is None else BearerTokenMiddleware(app, bearer_token)
 
 
-def _direct(app: Starlette, path: str) -> ASGIApp:
+def _direct(server: Server[Any], app: Starlette, path: str) -> ASGIApp:
     """``app``, with the requests to ``path`` handed to its endpoint straight, not through Starlette's error and
     exception middleware and router: they only find the one route and pass the request on (an exception
-    reaches uvicorn, which answers 500 as Starlette would). The rest (the lifespan, other paths: 404) go
-    through ``app``. ``app`` itself when its routes are not the one plain route to ``path`` (the SDK changed)."""
+    reaches uvicorn, which answers 500 as Starlette would); a 2026-07-28 client's tool calls and listings are
+    answered in their own task (:class:`~kavalai.serve._exchange.SingleExchange`). The rest (the lifespan, other
+    paths: 404) go through ``app``. ``app`` itself when its routes are not the one plain route to ``path`` (the
+    SDK changed)."""
     if app.user_middleware or len(app.routes) != 1:
         return app
     [route] = app.routes
     if not isinstance(route, Route) or route.path != path or route.methods is not None:
         return app
-    endpoint = route.app
+    endpoint = SingleExchange(server, route.app)
 
     async def direct(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] == path and not scope.get("root_path"):
