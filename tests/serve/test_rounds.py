@@ -332,3 +332,19 @@ async def test_a_backend_round_past_sixteen_is_refused_naming_the_bound(host: Ho
     assert isinstance(result, types.CallToolResult)
     assert result.is_error
     assert "17 requests at once, more than the 16 a round may ask" in _text(result)
+
+
+async def test_a_host_lacking_several_capabilities_a_backend_round_needs_is_told_every_one(host: Host) -> None:
+    """A backend round asking for elicitation, sampling and roots at once, of a 2026-07-28 host that declared only
+    roots: -32021 naming both capabilities it lacks (not only the first asked)."""
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(_backend("tests.servers.mcp_conformance_rounds", "rounds", protocol="2026-07-28"))
+    try:
+        async with host.client(await _served(kernel, names="own"), answers=False, mode="auto") as client:
+            with pytest.raises(MCPError) as raised:
+                await client.call_tool("test_input_required_result_multiple_inputs", {})
+    finally:
+        await kernel.close()
+    assert raised.value.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert raised.value.error.data == {"requiredCapabilities": {"elicitation": {}, "sampling": {}}}
+    assert "capabilities 'elicitation' and 'sampling', which the host did not declare" in raised.value.error.message

@@ -11,7 +11,9 @@ wire (the SDK has no tasks client).
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any, cast
 
 import anyio
@@ -20,10 +22,13 @@ import pytest
 from mcp.client.extension import advertise
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
+from tests.adapters.mcp.test_tasks import _server as fastmcp_tasks_server
+from tests.adapters.mcp.test_tasks import tasks_python
 from tests.serve.test_relay import _backend
-from tests.serve.test_serve import wait_until
+from tests.serve.test_rounds import rounds_config
+from tests.serve.test_serve import TOKEN, TOKEN_VAR, http_server, read, serve_command, wait_until
 
-from kavalai import FunctionKernel
+from kavalai import FunctionKernel, McpServer, pythontool
 from kavalai.secrets import register_secret
 from kavalai.serve import build_mcp_server
 from kavalai.serve._rounds import RoundsCall
@@ -33,6 +38,7 @@ from mcp import Client
 _ANY = TypeAdapter(dict[str, Any])
 TASKS = ["mcp://rounds.slow_compute", "mcp://rounds.multi_input", "mcp://rounds.protocol_error_job"]
 REQUIRED = ["mcp://rounds.failing_job"]
+__all__ = ["rounds_config", "tasks_python"]  # fixtures
 
 
 @pytest.fixture
@@ -234,3 +240,95 @@ def test_a_tasks_limits_follow_the_one_rule() -> None:
             HostTasks(ttl_seconds=bad)  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="answer_window must be positive"):
             HostTasks(answer_window=bad)  # type: ignore[arg-type]
+
+
+async def test_a_backends_own_task_is_followed_and_what_it_asks_is_the_hosts_tasks_input(
+    tasks_python: Path, tmp_path: Path
+) -> None:
+    """A backend that runs the call as a task of its own (FastMCP with ``fastmcp-tasks``): the gateway's kernel
+    follows it, what it asks (parked ``input_required`` at the backend) is the host's task's ``inputRequests`` under
+    the backend's own key (``tasks/update`` answers it there), and the host's cancellation cancels the backend's
+    task."""
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(fastmcp_tasks_server(tasks_python))
+    served = build_mcp_server(kernel, names="own", tasks=["mcp://tasks.*"])
+    await kernel.connect()
+    marker = tmp_path / "marker"
+    try:
+        async with _host(served) as client:
+            crunched = await _until(client, (await _call(client, "crunch", {"n": 7}))["taskId"])
+            asked = (await _call(client, "needs_approval"))["taskId"]
+            parked = await _until(client, asked, "input_required")
+            [key] = parked["inputRequests"]  # the backend's own key for its question
+            answer = {"action": "accept", "content": {"approved": True}}
+            await _send(client, "tasks/update", {"taskId": asked, "inputResponses": {key: answer}})
+            approved = await _until(client, asked)
+            lingering = (await _call(client, "linger", {"marker": str(marker)}))["taskId"]
+            await wait_until(lambda: read(marker) == "started", timeout=30)
+            await _send(client, "tasks/cancel", {"taskId": lingering})
+            await wait_until(lambda: read(marker) == "cancelled", timeout=30)  # cancelled at the backend too
+    finally:
+        await kernel.close()
+    assert crunched["status"] == "completed"
+    assert crunched["result"]["structuredContent"] == {"result": 49}
+    assert parked["inputRequests"][key]["params"]["message"] == "Go on?"
+    assert approved["status"] == "completed"
+    assert approved["result"]["content"][0]["text"] == "approved"
+
+
+async def test_kavalai_as_the_host_follows_the_gateways_tasks_over_stdio_and_http(
+    rounds_config: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The kernel's own client as the host of ``kavalai serve`` (a process, over stdio and streamable HTTP): it
+    declares the extension, gets the gateway's task, polls it to its result, and answers what it asks with its
+    elicitation handler (``tasks/update``)."""
+    options = ["--names", "own", "--tasks", "mcp://rounds.slow_compute", "--tasks", "mcp://rounds.confirm_delete"]
+    asked: list[str] = []
+
+    async def user(request: Any) -> dict[str, Any]:
+        asked.append(request.message)
+        return {"confirm": True}
+
+    command = serve_command(rounds_config, *options)
+    stdio = McpServer(name="gw", command=command[0], args=command[1:], protocol="2026-07-28", elicitation=user)
+    with caplog.at_level(logging.DEBUG, logger="kavalai.mcp"):
+        answers = [await _through(stdio)]
+        async with http_server(rounds_config, *options, "--bearer-token-env", TOKEN_VAR) as (url, _):
+            auth = {"Authorization": f"Bearer {TOKEN}"}
+            http = McpServer(name="gw", url=url, headers=auth, protocol="2026-07-28", elicitation=user)
+            answers.append(await _through(http))
+    expected = ("one: done after 0.05 s", "f.txt: deleted")
+    assert answers == [expected, expected]
+    assert asked == ["Delete f.txt?", "Delete f.txt?"]
+    assert sum("runs as task" in record.getMessage() for record in caplog.records) == 4  # every call a task
+
+
+async def _through(server: McpServer) -> tuple[str, str]:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(server)
+    try:
+        with anyio.fail_after(120):
+            computed = await kernel.call_tool("mcp://gw.slow_compute", {"seconds": 0.05, "label": "one"})
+            confirmed = await kernel.call_tool("mcp://gw.confirm_delete", {"filename": "f.txt"})
+    finally:
+        await kernel.close()
+    return computed.result, confirmed.result  # type: ignore[attr-defined]
+
+
+async def test_a_python_tool_runs_as_a_task_too() -> None:
+    """Any tool of the kernel may be served as a task (``--tasks "python://*"``): the gateway owns its call."""
+
+    @pythontool
+    def double(n: int) -> int:
+        """Double n."""
+        return n * 2
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("math.double", double)
+    served = build_mcp_server(kernel, tasks=["python://*"])
+    async with _host(served) as client:
+        created = await _call(client, "python_math_double", {"n": 21})
+        done = await _until(client, created["taskId"])
+    assert created["resultType"] == "task"
+    assert done["status"] == "completed"
+    assert done["result"]["structuredContent"] == {"result": 42}

@@ -364,7 +364,7 @@ class HostSessions:
         session = call.now.session
         if not session.check_client_capability(types.ClientCapabilities(**{capability: {}})):
             if call.rounds is not None:  # a 2026-07-28 host's request fails saying what it must declare (-32021)
-                call.rounds.failed(missing_capability(capability))
+                call.rounds.failed(missing_capability(*_lacking(session, capability)))
             return refusal(f"the host of kavalai serve does not offer {capability}")
         if call.asked >= MAX_ASKING and INPUT_ROUND.get() is None:  # one backend round's are bounded by the adapter
             return refusal(f"kavalai serve puts at most {MAX_ASKING} requests of one call to its host at once")
@@ -468,17 +468,31 @@ def _wants(host: _Host, level: str) -> bool:
     return host.level is None or _ORDER.index(level) >= _ORDER.index(host.level)
 
 
-def missing_capability(capability: str) -> MCPError:
-    """The error a 2026-07-28 host's request fails with when the server behind it asks for ``capability`` the host
-    did not declare (``MissingRequiredClientCapabilityError``: its data names the capability)."""
+def missing_capability(*capabilities: str) -> MCPError:
+    """The error a 2026-07-28 host's request fails with when the server behind it asks for ``capabilities`` the host
+    did not declare (``MissingRequiredClientCapabilityError``: its data names every one)."""
     data = types.MissingRequiredClientCapabilityErrorData(
-        required_capabilities=types.ClientCapabilities(**{capability: {}})
+        required_capabilities=types.ClientCapabilities(**{key: {} for key in capabilities})
     ).model_dump(by_alias=True, exclude_none=True)
+    named = " and ".join(repr(capability) for capability in capabilities)
+    noun = "capability" if len(capabilities) == 1 else "capabilities"
     return protocol_error(
         types.MISSING_REQUIRED_CLIENT_CAPABILITY,
-        f"the request needs the client capability {capability!r}, which the host did not declare",
+        f"the request needs the client {noun} {named}, which the host did not declare",
         data,
     )
+
+
+#: The client capability each request a server may make of the host needs.
+_NEEDS: Final = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
+
+
+def _lacking(session: ServerSession, capability: str) -> list[str]:
+    """The capabilities the host of ``session`` lacks for ``capability`` and for the rest of the server's round it
+    was asked in (all of it asked at once: every one is named), sorted."""
+    together = INPUT_ROUND.get()
+    wanted = {capability, *(_NEEDS[method] for method in (together.methods if together else ()) if method in _NEEDS)}
+    return sorted(c for c in wanted if not session.check_client_capability(types.ClientCapabilities(**{c: {}})))
 
 
 def no_back_channel(server: str, capability: str) -> str:

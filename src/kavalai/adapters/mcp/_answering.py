@@ -46,10 +46,11 @@ class InputRound:
     without being held), so that a relay waiting on :attr:`settled` passes them on together, in one round of its own,
     not one round a request."""
 
-    __slots__ = ("_left", "settled")
+    __slots__ = ("_left", "methods", "settled")
 
-    def __init__(self, keys: Iterable[str]) -> None:
+    def __init__(self, keys: Iterable[str], methods: Iterable[str] = ()) -> None:
         self._left = set(keys)
+        self.methods = frozenset(methods)  # what the round asks (``sampling/createMessage``, ...): all of it at once
         self.settled = anyio.Event()
         if not self._left:
             self.settled.set()

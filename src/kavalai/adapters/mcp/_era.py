@@ -38,6 +38,8 @@ __all__ = [
     "MAX_INPUT_REQUESTS",
     "MAX_INPUT_ROUNDS",
     "InputRefused",
+    "answered",
+    "answered_together",
     "ask_log_level",
     "client_mode",
     "drive_input_required",
@@ -258,11 +260,11 @@ async def drive_input_required(
                 )
             delay = _STATE_ONLY_DELAY[0]
             if len(current.input_requests) > 1 and asks_together():
-                responses = await _answered_together(session, current.input_requests)
+                responses = await answered_together(session, current.input_requests)
             else:
                 responses = {}
                 for key, request in current.input_requests.items():
-                    responses[key] = await _answered(session, key, request)
+                    responses[key] = await answered(session, key, request)
         else:  # the server holds the request (state only): ask again after a short, growing wait
             await anyio.sleep(delay)
             delay = min(delay * 2, _STATE_ONLY_DELAY[1])
@@ -275,7 +277,7 @@ async def drive_input_required(
     return current
 
 
-async def _answered(session: ClientSession, key: str, request: mcp_types.InputRequest) -> mcp_types.InputResponse:
+async def answered(session: ClientSession, key: str, request: mcp_types.InputRequest) -> mcp_types.InputResponse:
     """The answer to the request ``key`` of a round, through the session's handlers (refused: :class:`InputRefused`)."""
     meta = request.params.meta if request.params else None
     context = ClientRequestContext(session=session, request_id=key, meta=meta)
@@ -289,19 +291,19 @@ async def _answered(session: ClientSession, key: str, request: mcp_types.InputRe
     return answer
 
 
-async def _answered_together(
+async def answered_together(
     session: ClientSession, requests: dict[str, mcp_types.InputRequest]
 ) -> dict[str, mcp_types.InputResponse]:
     """The answers to the requests of a round, each put to its handler at once, in a task of its own, marked in an
     :class:`InputRound` (:class:`asking_together`); the first refusal ends the others and is raised."""
-    together = InputRound(requests)
+    together = InputRound(requests, (request.method for request in requests.values()))
     answers: dict[str, mcp_types.InputResponse] = {}
     refused: list[InputRefused] = []
 
     async def one(key: str, request: mcp_types.InputRequest) -> None:
         gathered = INPUT_ROUND.set(together)
         try:
-            answers[key] = await _answered(session, key, request)
+            answers[key] = await answered(session, key, request)
         except InputRefused as exc:
             refused.append(exc)
             tasks.cancel_scope.cancel()

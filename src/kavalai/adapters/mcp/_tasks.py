@@ -24,11 +24,12 @@ from typing import Any, Final, Literal, TypeVar
 
 import anyio
 import mcp_types
-from mcp.client import ClientRequestContext, ClientSession
+from mcp.client import ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from kavalai.adapters.mcp._answering import asks_together
 from kavalai.secrets import get_logger
 
 __all__ = [
@@ -323,23 +324,25 @@ def _said(state: _TaskFields) -> str:
 
 async def _answer(session: ClientSession, state: _TaskState) -> dict[str, Any]:
     """Answer a parked task's requests through the connection's handlers (the same ones, with the same limits,
-    that answer a server's requests in the other forms)."""
-    from kavalai.adapters.mcp._era import MAX_INPUT_REQUESTS, InputRefused  # the era module imports this one
+    that answer a server's requests in the other forms), as the era's driver answers a round: under the task's own
+    keys, and together where the caller asks so (a relay putting them to its host in one round)."""
+    from kavalai.adapters.mcp._era import (  # the era module imports this one
+        MAX_INPUT_REQUESTS,
+        InputRefused,
+        answered,
+        answered_together,
+    )
 
     requests = state.input_requests or {}
     if len(requests) > MAX_INPUT_REQUESTS:
         message = f"{len(requests)} requests at once, more than the {MAX_INPUT_REQUESTS} a round may ask"
         raise InputRefused("input", mcp_types.ErrorData(code=mcp_types.INVALID_REQUEST, message=message))
-    responses: dict[str, Any] = {}
-    for key, payload in requests.items():
-        request = _INPUT_REQUEST.validate_python(payload, by_name=False)
-        meta = request.params.meta if request.params else None
-        context = ClientRequestContext(session=session, request_id=f"task-{state.task_id}-{key}", meta=meta)
-        answer = await session.dispatch_input_request(context, request)
-        if isinstance(answer, mcp_types.ErrorData):
-            raise InputRefused(request.method, answer)
-        responses[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return responses
+    parsed = {key: _INPUT_REQUEST.validate_python(payload, by_name=False) for key, payload in requests.items()}
+    if len(parsed) > 1 and asks_together():
+        answers = await answered_together(session, parsed)
+    else:
+        answers = {key: await answered(session, key, request) for key, request in parsed.items()}
+    return {key: answer.model_dump(by_alias=True, mode="json", exclude_none=True) for key, answer in answers.items()}
 
 
 async def _cancel(session: ClientSession, task_id: str) -> None:
