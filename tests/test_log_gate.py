@@ -55,6 +55,22 @@ register_secret(SECRET)
 logging.getLogger().addHandler(logging.StreamHandler(shown))
 logging.getLogger("dbos.x").warning("token %s", SECRET)
 """,
+    # records made without the factory at all: a logger class whose _log builds the record itself (on main it
+    # reached a handler made after the registration unmasked), a record made by hand and handed to a logger
+    "a logger class that bypasses makeRecord, a logger and a handler made later": """
+class Direct(logging.Logger):
+    def _log(self, level, msg, args, exc_info=None, extra=None, stack_info=False, stacklevel=1):
+        self.handle(logging.LogRecord(self.name, level, "x.py", 1, msg, args, None))
+register_secret(SECRET)
+logging.setLoggerClass(Direct)
+logging.getLogger().addHandler(logging.StreamHandler(shown))
+logging.getLogger("app.direct").warning("token %s", SECRET)
+""",
+    "a record made by hand, handed to a handler made later": """
+register_secret(SECRET)
+handler = logging.StreamHandler(shown)
+handler.handle(logging.LogRecord("app", logging.WARNING, "x.py", 1, "token %s", (SECRET,), None))
+""",
 }
 
 

@@ -303,3 +303,43 @@ async def test_an_exception_escaping_a_served_request_is_masked() -> None:
     with pytest.raises(MCPError) as caught:
         await redacting(Context(), protocol)  # type: ignore[arg-type]
     assert (caught.value.code, caught.value.message, caught.value.data) == (-32602, f"bad uri {MASK}", None)
+
+
+UNCAUGHT = """
+import sys, threading
+from kavalai.errors import ToolExecutionError
+from kavalai.secrets import register_secret
+
+SECRET = "kv-uncaught-" + "7d1e0c2b"  # not in this source as one word: the printed source lines do not hold it
+register_secret(SECRET)
+
+
+def fail():
+    try:
+        raise ValueError(f"the foreign error holds {SECRET}")
+    except ValueError as error:
+        raise ToolExecutionError("the tool failed") from error
+
+
+if sys.argv[1] == "thread":
+    thread = threading.Thread(target=fail)
+    thread.start()
+    thread.join()
+else:
+    fail()
+"""
+
+
+@pytest.mark.parametrize("where", ["main", "thread"])
+def test_an_uncaught_kavalai_error_is_printed_without_a_chained_secret(where: str, tmp_path: Path) -> None:
+    """On main, Python 3.11's built-in printer of an uncaught exception (C code, reading ``__cause__`` past the
+    masked copy) showed the foreign error's secret; the interpreter's hooks now write through the gate once a
+    secret is registered (``sys.excepthook``, ``threading.excepthook``)."""
+    import subprocess
+
+    script = tmp_path / "uncaught.py"
+    script.write_text(UNCAUGHT, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script), where], capture_output=True, text=True, timeout=120)
+    assert "ToolExecutionError: the tool failed" in done.stderr  # the error is printed, with its chain
+    assert "ValueError: the foreign error holds ***" in done.stderr
+    assert "7d1e0c2b" not in done.stderr

@@ -13,7 +13,11 @@ secrets, the password of URL userinfo (:func:`register_url_credentials`). Everyt
   in any factory set later, wrapped as it is set) and on every logger and handler, so the records of the
   dependencies' loggers (``mcp.client.auth.oauth2``, ``httpx2``, ``aiohttp``, ``dbos``, ``temporalio``) are masked
   whatever handler shows them and whatever factory made them;
-- the CLI's stderr, span attributes (:func:`kavalai.tracing.span`) and the JSON-RPC errors ``kavalai serve`` sends.
+- an uncaught exception printed by the interpreter (``sys.excepthook``, ``threading.excepthook``: chained once a
+  secret is registered);
+- the CLI's stderr, span attributes (:func:`kavalai.tracing.span`) and the JSON-RPC errors ``kavalai serve`` sends;
+- what ``kavalai serve`` relays to a host from its backends (log messages, progress, sampling and elicitation
+  requests): every message crosses :func:`redact_data` (``kavalai.serve._errors.for_host``).
 
 Values shorter than :data:`MIN_SECRET_LENGTH` are not registered: a port or a flag (``8080``, ``1``) is not a
 secret, and masking it everywhere would make messages unreadable rather than safer.
@@ -31,7 +35,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from typing import Any, Final, TextIO
+from typing import Any, Final, TextIO, TypeVar
 from urllib.parse import unquote, urlsplit
 
 __all__ = [
@@ -45,6 +49,7 @@ __all__ = [
     "log_lines_to",
     "looks_secret",
     "redact",
+    "redact_data",
     "redacting_stderr",
     "register_environment_values",
     "register_secret",
@@ -52,6 +57,8 @@ __all__ = [
     "register_variable",
     "secret_variable",
 ]
+
+T = TypeVar("T")
 
 #: What a secret value is replaced by.
 MASK: Final = "***"
@@ -118,6 +125,7 @@ class _Registry:
                 del self._values[next(iter(self._values))]
             self.sorted = tuple(sorted(self._values, key=len, reverse=True))
         _install_record_gate()
+        _install_exception_hooks()
 
 
 _REGISTRY: Final = _Registry()
@@ -205,6 +213,28 @@ def redact(text: object) -> str:
     return value
 
 
+def redact_data(value: T) -> T:
+    """``value`` (a text, or lists, tuples and dicts of texts and other values, as JSON gives) with every registered
+    secret masked in every text, the keys of dicts included; ``value`` itself when it holds none (nothing copied)."""
+    if not _REGISTRY.sorted:
+        return value
+    masked: T = _masked(value)
+    return masked
+
+
+def _masked(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value) if holds_secret(value) else value
+    if isinstance(value, list | tuple):
+        items = [_masked(item) for item in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else type(value)(items)
+    if isinstance(value, dict):
+        pairs = [(_masked(key), _masked(item)) for key, item in value.items()]
+        same = all(k is key and v is item for (k, v), (key, item) in zip(pairs, value.items(), strict=True))
+        return value if same else dict(pairs)
+    return value
+
+
 def holds_secret(text: object) -> bool:
     """Whether ``str(text)`` contains a registered secret."""
     value = str(text)
@@ -241,8 +271,9 @@ def _install_record_gate() -> None:
     (wrapping the one in place), so every record of every logger (the dependencies': ``mcp.client.auth.oauth2``,
     ``httpx2``, ``aiohttp``, ``dbos``, ``temporalio`` ...) is masked as it is made, whatever handler shows it. A
     factory the application sets later is wrapped the same way when it is set (``logging.setLogRecordFactory`` is
-    gated), so one that does not call the one before it does not bypass the gate; and the filter is on every logger
-    and every handler the process has (and ``logging.lastResort``), for a factory put in place another way."""
+    gated), so one that does not call the one before it does not bypass the gate; the filter is on every logger
+    and every handler the process has (and ``logging.lastResort``), for a factory put in place another way; and in
+    ``logging.Handler.handle``, for a record made without any factory reaching a handler made later."""
     previous = logging.getLogRecordFactory()
     if not getattr(previous, _GATE_MARK, False):
         logging.setLogRecordFactory(_gated_factory(previous))
@@ -256,6 +287,41 @@ def _install_record_gate() -> None:
         setattr(set_log_record_factory, _GATE_MARK, True)
         setattr(logging, "setLogRecordFactory", set_log_record_factory)  # noqa: B010 (mypy: a module's function)
     _filter_every_logger_and_handler()
+    handle = logging.Handler.handle
+    if not getattr(handle, _GATE_MARK, False):  # a record made without any factory (a logger class's own _log, a
+        # record made by hand) reaches a handler made later: every handler's handle() is a crossing too
+
+        def gated_handle(self: logging.Handler, record: logging.LogRecord) -> Any:
+            with suppress(Exception):
+                _FILTER.filter(record)
+            return handle(self, record)
+
+        setattr(gated_handle, _GATE_MARK, True)
+        logging.Handler.handle = gated_handle  # type: ignore[method-assign]
+
+
+def _install_exception_hooks() -> None:
+    """Put the gate in front of the interpreter's printers of an uncaught exception (``sys.excepthook`` and
+    ``threading.excepthook``), each chaining the hook in place, so what it writes to ``sys.stderr`` is masked:
+    Python 3.11's built-in printer reads an exception's ``__cause__`` and ``__context__`` in C, past the masked
+    copies :class:`~kavalai.errors.FunctionKernelException` gives, and would show a chained foreign error's secret.
+    Installed at the first registration only (a process with no secret keeps the interpreter's own hooks); a hook
+    the application sets later is its own."""
+    if not getattr(sys.excepthook, _GATE_MARK, False):
+        sys.excepthook = _gated_hook(sys.excepthook)
+    if not getattr(threading.excepthook, _GATE_MARK, False):
+        threading.excepthook = _gated_hook(threading.excepthook)
+
+
+def _gated_hook(previous: Callable[..., Any]) -> Callable[..., Any]:
+    """``previous`` (an exception hook) writing to a ``sys.stderr`` that passes the gate."""
+
+    def hook(*args: Any) -> Any:
+        with redacting_stderr():
+            return previous(*args)
+
+    setattr(hook, _GATE_MARK, True)
+    return hook
 
 
 def _gated_factory(factory: Callable[..., logging.LogRecord]) -> Callable[..., logging.LogRecord]:

@@ -3,8 +3,11 @@ failed result (:func:`tool_error_result`), a refusal of a backend's request (:fu
 of any exception escaping a request (:func:`redacting`, the server middleware :func:`gated` puts innermost on the
 SDK's server, so every handler, the SDK's own included, is inside it), each message through the secret gate
 (:func:`kavalai.secrets.redact`), so a URI, a server's message or an exception's text carrying a configured secret
-reaches neither side. ``tests/serve/test_errors.py`` finds every error the package builds and fails when one is built
-elsewhere; ``tests/test_secret_gate.py`` every failed tool result and every ``Server`` built without :func:`gated`.
+reaches neither side. Every message the gateway sends a host of its own accord (a notification: a backend's log
+message, progress, a change; a request relayed from a backend: sampling, elicitation, roots) crosses
+:func:`for_host`, masked the same way. ``tests/serve/test_errors.py`` finds every error the package builds and
+fails when one is built elsewhere, and every send to a host without :func:`for_host`; ``tests/test_secret_gate.py``
+every failed tool result and every ``Server`` built without :func:`gated`.
 """
 
 from __future__ import annotations
@@ -16,14 +19,15 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from mcp.shared.exceptions import MCPError
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from kavalai.errors import FunctionKernelException
-from kavalai.secrets import get_logger, holds_secret, redact
+from kavalai.secrets import get_logger, holds_secret, redact, redact_data
 
-__all__ = ["gated", "protocol_error", "redacting", "refusal", "tool_error_result"]
+__all__ = ["for_host", "gated", "protocol_error", "redacting", "refusal", "tool_error_result"]
 
 S = TypeVar("S", bound=Server[Any])
+M = TypeVar("M", bound=BaseModel)
 
 logger = get_logger("kavalai.serve")
 
@@ -34,6 +38,15 @@ def protocol_error(code: int, message: str, data: Any = None) -> MCPError:
     if data is not None and holds_secret(json.dumps(data, default=str)):
         data = None
     return MCPError(code, redact(message), data)
+
+
+def for_host(message: M) -> M:
+    """``message`` (a notification or a request the gateway sends a host) with every registered secret masked in
+    every text it carries (a backend's log data and logger name, a progress message, a sampling request's messages
+    and system prompt, an elicitation's message); ``message`` itself when it holds none."""
+    dumped = message.model_dump(by_alias=True, exclude_unset=True)
+    masked = redact_data(dumped)
+    return message if masked is dumped else type(message).model_validate(masked)
 
 
 def tool_error_result(message: str) -> types.CallToolResult:

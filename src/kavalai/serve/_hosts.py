@@ -64,7 +64,7 @@ from mcp.shared.message import ServerMessageMetadata
 
 from kavalai.adapters.mcp import INPUT_ROUND, McpChange, McpLogMessage
 from kavalai.secrets import get_logger
-from kavalai.serve._errors import protocol_error, refusal
+from kavalai.serve._errors import for_host, protocol_error, refusal
 from kavalai.serve._rounds import RoundsCall, takes_rounds
 
 __all__ = ["HostSessions"]
@@ -378,6 +378,7 @@ class HostSessions:
         self, call: _Call, session: ServerSession, request: Any, result_type: type[Any], capability: str
     ) -> Any:
         """Put a server's ``request`` to the host of ``call``: on its session, or as a round of its call."""
+        request = for_host(request)  # the secret gate: a backend's text may hold a secret of the gateway's
         if call.rounds is not None:
             return await call.rounds.ask(request, result_type)
         metadata = ServerMessageMetadata(related_request_id=call.now.request_id)
@@ -416,7 +417,7 @@ class HostSessions:
         with anyio.move_on_after(_OUTSIDE_WAIT):
             try:
                 answer: types.ListRootsResult = await host.session.send_request(
-                    types.ListRootsRequest(), types.ListRootsResult
+                    for_host(types.ListRootsRequest()), types.ListRootsResult
                 )
             except MCPError as exc:
                 return exc.error
@@ -427,7 +428,8 @@ class HostSessions:
 
     async def _send(self, key: Connection, session: ServerSession, notification: Any, related: Any) -> None:
         """Every notification to a host crosses here: at most :data:`MAX_UNSENT` of one connection unsent at once,
-        whether its host is known, forgotten, or its session's teardown has run (a call of it still in flight)."""
+        whether its host is known, forgotten, or its session's teardown has run (a call of it still in flight); and
+        the secret gate (:func:`for_host`: a backend's log message holding a secret of the gateway's is masked)."""
         unsent = self._unsent.get(key)
         if unsent is None:
             unsent = self._unsent[key] = _Unsent()
@@ -442,7 +444,7 @@ class HostSessions:
             return
         unsent.count += 1
         try:
-            await session.send_notification(notification, related_request_id=related)
+            await session.send_notification(for_host(notification), related_request_id=related)
         except Exception as exc:  # a host that has gone is forgotten
             logger.debug("kavalai serve: a host could not be told %s: %s", type(notification).__name__, exc)
             self._hosts.pop(key, None)

@@ -26,7 +26,7 @@ from kavalai.errors import (
     ServerConnectionError,
 )
 from kavalai.kernel import Kernel, ProgressCallback, deadline
-from kavalai.secrets import get_logger
+from kavalai.secrets import get_logger, redact_data
 from kavalai.serve._catalog import ServedCatalog
 from kavalai.serve._errors import gated, protocol_error, tool_error_result
 from kavalai.serve._hosts import HostSessions
@@ -351,6 +351,6 @@ def _progress_of(ctx: ServerRequestContext[Any]) -> ProgressCallback:
     progress token)."""
 
     async def report(progress: float, total: float | None, message: str | None) -> None:
-        await ctx.session.report_progress(progress, total, message)
+        await ctx.session.report_progress(progress, total, redact_data(message))  # a backend's text: the secret gate
 
     return report
