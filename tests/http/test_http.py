@@ -4,8 +4,6 @@ request class), bounded body reads."""
 from __future__ import annotations
 
 import asyncio
-import inspect
-import re
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -17,7 +15,6 @@ from kavalai.http import (
     BodyTooLargeError,
     HopRefusedError,
     LoopSession,
-    guarded_request,
     origin_guard,
     read_limited,
 )
@@ -99,17 +96,18 @@ def test_a_session_is_reopened_in_another_loop_and_closed_when_each_loop_ends() 
     assert len(opened) == 2
 
 
-#: How a test puts the hop guard on: its form, the home origin, and origin_guard's / guarded_request's options.
+#: How a test puts the hop guard on: its form (the session's middleware or the request's), the home origin, and
+#: origin_guard's options.
 Guard = tuple[str, Any, dict[str, Any]]
-FORMS = pytest.mark.parametrize("form", ["middleware", "request class"])
+FORMS = pytest.mark.parametrize("form", ["request middleware", "session middleware"])
 
 
 async def _get(url: str, guard: Guard | None = None, **options: Any) -> tuple[int, Any]:
     """GET ``url`` (JSON answer) through a fresh session, every hop judged by ``guard`` (if given), in its form."""
-    form, origin, guard_options = guard if guard is not None else ("middleware", None, {})
+    form, origin, guard_options = guard if guard is not None else ("request middleware", None, {})
     session_options: dict[str, Any] = {}
-    if guard is not None and form == "request class":
-        session_options["request_class"] = guarded_request(origin, **guard_options)
+    if guard is not None and form == "session middleware":
+        session_options["middlewares"] = (origin_guard(origin, **guard_options),)
     elif guard is not None:
         options["middlewares"] = (origin_guard(origin, **guard_options),)
     async with aiohttp.ClientSession(**session_options) as session, session.get(url, **options) as response:
@@ -160,15 +158,12 @@ async def test_the_hop_check_refuses_a_redirect_before_it_is_sent(form: str, bas
     assert len(seen) == 2  # the refused hop was never sent, so nothing followed it
 
 
-async def test_the_request_class_judges_after_the_cookie_jar_is_applied(base_url: str, other_url: str) -> None:
-    # guarded_request judges in update_expect_continue, the step of ClientRequest.__init__ after every header
-    # (session and request headers, cookies, basic auth, proxy): the order it relies on, and the behaviour.
-    steps = re.findall(r"self\.(update_\w+)\(", inspect.getsource(aiohttp.ClientRequest.__init__))
-    assert steps[-1] == "update_expect_continue"
-    assert {"update_headers", "update_cookies", "update_auth", "update_proxy"} <= set(steps)
+async def test_the_session_middleware_judges_after_the_cookie_jar_is_applied(base_url: str, other_url: str) -> None:
+    # aiohttp runs a session's middlewares on the request it built for the hop (session and request headers, the
+    # jar's cookies, basic auth): what the guard strips is what would have been sent.
     jar = aiohttp.CookieJar(unsafe=True)  # 127.0.0.1 keeps cookies
-    hops = guarded_request(base_url)
-    async with aiohttp.ClientSession(request_class=hops, cookie_jar=jar, cookies={"sid": "c00kie"}) as session:
+    hops = (origin_guard(base_url),)
+    async with aiohttp.ClientSession(middlewares=hops, cookie_jar=jar, cookies={"sid": "c00kie"}) as session:
         auth = {"Authorization": aiohttp.encode_basic_auth("user", "S3cretPw")}  # aiohttp 3.14's form of auth=
         async with session.get(f"{base_url}/echo", headers=auth) as response:
             home = (await response.json())["headers"]
@@ -179,6 +174,64 @@ async def test_the_request_class_judges_after_the_cookie_jar_is_applied(base_url
     assert "sid=c00kie" in home["cookie"]
     assert "authorization" not in away
     assert "cookie" not in away
+
+
+async def test_a_requests_own_middlewares_replace_the_sessions_guard(base_url: str, other_url: str) -> None:
+    # aiohttp's rule the REST session relies on (and its enumeration test enforces): a request passing middlewares
+    # of its own runs those instead of the session's, so a request of a guarded session must never pass any.
+    seen: list[str] = []
+
+    def check(url: URL) -> None:
+        seen.append(str(url))
+
+    async with aiohttp.ClientSession(middlewares=(origin_guard(base_url, check=check),)) as session:
+        async with session.get(f"{base_url}/json") as response:
+            assert response.status == 200
+        assert seen == [f"{base_url}/json"]
+        async with session.get(f"{other_url}/echo", headers={"Authorization": "t0ken"}, middlewares=()) as response:
+            assert (await response.json())["headers"]["authorization"] == "t0ken"  # no guard ran
+    assert seen == [f"{base_url}/json"]
+
+
+async def _drop_every_second_request(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """A keep-alive HTTP server that answers a connection's first request and drops the connection on its second."""
+    try:
+        for answered in (True, False):
+            head = await reader.readuntil(b"\r\n\r\n")
+            assert head.startswith(b"GET ")
+            if answered:
+                body = b'{"ok":true}'
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                    % (len(body), body)
+                )
+                await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+
+async def test_the_retry_of_a_dropped_keep_alive_request_is_judged_again() -> None:
+    # aiohttp retries an idempotent request once when a reused connection drops it, with a request built anew:
+    # the session's guard judges that hop too, as it does a redirect.
+    server = await asyncio.start_server(_drop_every_second_request, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    url = f"http://127.0.0.1:{port}/x"
+    seen: list[str] = []
+
+    def check(hop: URL) -> None:
+        seen.append(str(hop))
+
+    try:
+        async with aiohttp.ClientSession(middlewares=(origin_guard(url, check=check),)) as session:
+            for _ in range(2):  # the second goes on the kept-alive connection, which the server drops: retried
+                async with session.get(url) as response:
+                    assert await response.json() == {"ok": True}
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert seen == [url, url, url]
 
 
 async def _read(url: str, limit: int) -> bytes:

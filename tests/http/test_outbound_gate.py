@@ -175,13 +175,16 @@ OTLPSpanExporter(endpoint="http://x")
 
 
 #: Every file making an aiohttp session (outside the gate), and how each hop of its requests, redirects included, is
-#: judged: ``request_class`` (the session's class from ``guarded_request(..., check=...)``), ``middleware`` (an
-#: ``origin_guard(..., check=...)`` passed with the request), or ``None`` with the reason no hop needs judging.
+#: judged by ``origin_guard(..., check=...)``, aiohttp's per-hop client middleware: ``session`` (in the session's
+#: ``middlewares``; then no request of that file may pass middlewares of its own, which would replace the session's),
+#: ``request`` (passed with each request), or ``None`` when nothing judges them.
 HOP_GUARDS: dict[str, str | None] = {
-    "adapters/rest/_session.py": "request_class",  # the outbound gate's hop_check: a redirect is a learned URL
-    "tools/_fetch.py": "middleware",  # the fetch tools' address rules, per request (each has its own origin)
-    "demo/oauth.py": "request_class",  # the demo's browser: a Location is a learned URL (loopback allowed)
+    "adapters/rest/_session.py": "session",  # the outbound gate's hop_check: a redirect is a learned URL
+    "tools/_fetch.py": "request",  # the fetch tools' address rules, per request (each has its own origin)
+    "demo/oauth.py": "session",  # the demo's browser: a Location is a learned URL (loopback allowed)
 }
+#: The aiohttp session methods that send a request (and so take ``middlewares=``).
+_SENDS = ("request", "get", "post", "put", "patch", "delete", "head", "options", "ws_connect")
 
 
 def _calls(tree: ast.AST, name: str) -> list[ast.Call]:
@@ -197,18 +200,25 @@ def _has_check(calls: list[ast.Call]) -> bool:
     return bool(calls) and all(any(kw.arg == "check" for kw in call.keywords) for call in calls)
 
 
-def hop_guard(tree: ast.AST) -> str | None:
-    """How the aiohttp sessions made in ``tree`` judge their hops: ``request_class``, ``middleware`` or ``None``."""
-    sessions = _calls(tree, "aiohttp_session")
-    if sessions and all(any(kw.arg == "request_class" for kw in call.keywords) for call in sessions):
-        return "request_class" if _has_check(_calls(tree, "guarded_request")) else None
-    guards = [
-        call
-        for node in _calls(tree, "request")
-        for kw in node.keywords
+def _guards_in(calls: list[ast.Call]) -> list[ast.Call]:
+    """The ``origin_guard(...)`` calls inside the ``middlewares=`` arguments of ``calls``."""
+    return [
+        guard
+        for call in calls
+        for kw in call.keywords
         if kw.arg == "middlewares"
-        for call in _calls(kw.value, "origin_guard")
+        for guard in _calls(kw.value, "origin_guard")
     ]
+
+
+def hop_guard(tree: ast.AST) -> str | None:
+    """How the aiohttp sessions made in ``tree`` judge their hops: ``session``, ``request`` or ``None``."""
+    sessions = _calls(tree, "aiohttp_session")
+    sends = [call for name in _SENDS for call in _calls(tree, name)]
+    if sessions and all(_has_check(_guards_in([call])) for call in sessions):
+        # the session's guard holds only while no request replaces the session's middlewares with its own
+        return None if any(kw.arg == "middlewares" for call in sends for kw in call.keywords) else "session"
+    guards = _guards_in(sends)
     guards += [  # a middlewares tuple built apart from the call (an options dict)
         call
         for node in ast.walk(tree)
@@ -217,7 +227,7 @@ def hop_guard(tree: ast.AST) -> str | None:
         if isinstance(key, ast.Constant) and key.value == "middlewares"
         for call in _calls(value, "origin_guard")
     ]
-    return "middleware" if _has_check(guards) else None
+    return "request" if _has_check(guards) else None
 
 
 def test_every_aiohttp_session_judges_every_hop() -> None:
@@ -227,15 +237,18 @@ def test_every_aiohttp_session_judges_every_hop() -> None:
         if not path.is_relative_to(GATE)
         and _calls(tree := ast.parse(path.read_text(encoding="utf-8")), "aiohttp_session")
     }
-    assert found == HOP_GUARDS, "a new aiohttp session: judge its hops (guarded_request or origin_guard), then list it"
+    assert found == HOP_GUARDS, "a new aiohttp session: judge its hops (origin_guard with check=), then list it"
     assert None not in HOP_GUARDS.values(), "every session judges its hops: none is exempt"
 
 
 def test_the_hop_scan_tells_a_session_that_judges_nothing() -> None:
-    guarded = "session, _ = aiohttp_session(o, request_class=guarded_request(url, check=o.hop_check))"
-    assert hop_guard(ast.parse(guarded)) == "request_class"
-    assert hop_guard(ast.parse("session, _ = aiohttp_session(o, request_class=guarded_request(url))")) is None
+    guarded = "session, _ = aiohttp_session(o, middlewares=(*mine, origin_guard(url, check=o.hop_check)))"
+    assert hop_guard(ast.parse(guarded)) == "session"
+    assert hop_guard(ast.parse(f"{guarded}\nsession.request('GET', u)")) == "session"
+    assert hop_guard(ast.parse(f"{guarded}\nsession.get(u, middlewares=())")) is None  # it replaces the guard
+    assert hop_guard(ast.parse("session, _ = aiohttp_session(o, middlewares=(origin_guard(url),))")) is None
     assert hop_guard(ast.parse("session, _ = aiohttp_session(o)")) is None
+    assert hop_guard(ast.parse("session, _ = aiohttp_session(o, request_class=Mine)")) is None
     per_request = "aiohttp_session()\nsession.request('GET', u, middlewares=(origin_guard(u, check=c),))"
-    assert hop_guard(ast.parse(per_request)) == "middleware"
+    assert hop_guard(ast.parse(per_request)) == "request"
     assert hop_guard(ast.parse("aiohttp_session()\nsession.request('GET', u, middlewares=(origin_guard(u),))")) is None

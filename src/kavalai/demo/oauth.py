@@ -61,7 +61,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kavalai._listen import listening_socket
-from kavalai.http import Outbound, aiohttp_session, guarded_request, parse_networks
+from kavalai.http import Outbound, aiohttp_session, origin_guard, parse_networks
 
 __all__ = ["SCOPE", "DemoAuthorizationServer", "DemoOAuth", "serve_demo_oauth"]
 
@@ -420,7 +420,7 @@ class DemoOAuth:
         # loopback allowed (the demo and the client's listener run there), before it is sent.
         outbound = Outbound("demo browser", [self.issuer], allowed_networks=_LOOPBACK, kind="OAuth")
         browser, resolver = aiohttp_session(
-            outbound, request_class=guarded_request(self.issuer, check=outbound.hop_check)
+            outbound, middlewares=(origin_guard(self.issuer, check=outbound.hop_check),)
         )
         try:
             async with browser:

@@ -2,9 +2,9 @@
 
 - :class:`LoopSession`: one pooled aiohttp session per event loop, opened on first use, closed by ``aclose()`` or
   by the loop's shutdown.
-- :func:`guarded_request` / :func:`origin_guard`: a session's request class / a client middleware that judges every
-  hop, redirects included: it keeps credential headers at their origin and can refuse a hop (the outbound gate's
-  check for a REST server, the web tools' SSRF guard).
+- :func:`origin_guard`: a client middleware (a session's or a request's) that judges every hop, redirects included:
+  it keeps credential headers at their origin and can refuse a hop (the outbound gate's check for a REST server,
+  the web tools' SSRF guard).
 - :class:`Outbound` (the outbound gate, :mod:`kavalai.http._outbound`): every HTTP client is made by
   :func:`aiohttp_session`, :func:`httpx_client`, :func:`httpx_transport` or :func:`requests_session` (the LLM
   SDKs' clients and the OTLP exporter's session too), and every URL a server gave is judged by the address rules of
@@ -18,7 +18,7 @@ them to the built-in exceptions a model reads).
 """
 
 from kavalai.http._body import BodyTooLargeError, read_limited
-from kavalai.http._guard import CREDENTIAL_HEADERS, HopCheck, HopRefusedError, guarded_request, origin_guard
+from kavalai.http._guard import CREDENTIAL_HEADERS, HopCheck, HopRefusedError, origin_guard
 from kavalai.http._netguard import GuardedResolver, IPNetwork, check_url, parse_networks
 from kavalai.http._outbound import (
     LOCAL_NETWORKS,
@@ -50,7 +50,6 @@ __all__ = [
     "check_url",
     "environment_proxies",
     "environment_proxy",
-    "guarded_request",
     "httpx_client",
     "httpx_transport",
     "judged_proxy",

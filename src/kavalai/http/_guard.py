@@ -1,25 +1,20 @@
 """Keeping credentials at their origin on every hop of a request, redirects included, and judging each hop.
 
-Two ways to put the same judgement (:class:`_Hops`) on every hop:
-
-- :func:`guarded_request`: a request class for a whole session (``aiohttp.ClientSession(request_class=...)``).
-  aiohttp builds one request object per hop (the first, each redirect, a retry), so the class judges each hop as
-  it is built, before it is sent. No middleware runs, so a request without a redirect pays almost nothing: the REST
-  servers' sessions use it.
-- :func:`origin_guard`: a client middleware, for requests whose origin differs from one request to the next (the
-  fetch tools pass it per request).
+One judgement (:class:`_Hops`), put on every hop by :func:`origin_guard`, a client middleware: aiohttp's supported
+per-hop hook. A session whose requests all belong to one origin carries it for the whole session (the REST servers,
+the demo's browser); requests whose origin differs from one to the next pass it per request (the fetch tools).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Final, TypeAlias
 
 import aiohttp
 from aiohttp.client_middlewares import ClientHandlerType, ClientMiddlewareType
 from yarl import URL
 
-__all__ = ["CREDENTIAL_HEADERS", "HopCheck", "HopRefusedError", "guarded_request", "origin_guard"]
+__all__ = ["CREDENTIAL_HEADERS", "HopCheck", "HopRefusedError", "origin_guard"]
 
 #: Headers that always carry credentials. aiohttp drops these itself on a redirect to another origin; the guard
 #: drops them too, so the rule holds whoever follows the redirect.
@@ -73,38 +68,20 @@ def origin_guard(
         check: called with every hop's URL before it is sent, the first one included; a ``PermissionError`` it
             raises comes out of the request as :class:`HopRefusedError`.
 
-    aiohttp runs a client middleware for each hop of a redirect chain, so the comparison is made against the
-    origin the credentials were meant for, not the previous hop.
+    Put it on a session (``ClientSession(middlewares=(guard, ...))``: every request of the session, first in the
+    chain) or on one request (``session.request(..., middlewares=(guard,))``, which replaces the session's). aiohttp
+    runs the middlewares for each hop of a redirect chain (and for its one retry on a dropped keep-alive
+    connection), once the hop's request is built (session and request headers, cookies, basic auth) and before it
+    connects, so the comparison is made against the origin the credentials were meant for, not the previous hop,
+    and a refused hop is never sent. A middleware after it in the chain (an OAuth flow's) must keep its own
+    headers at home.
     """
     judge = _Hops(origin, secret_headers, check).judge
 
-    async def guard(request: aiohttp.ClientRequest, handler: ClientHandlerType) -> aiohttp.ClientResponse:
+    def guard(request: aiohttp.ClientRequest, handler: ClientHandlerType) -> Awaitable[aiohttp.ClientResponse]:
+        # Not a coroutine function: the hop is judged when aiohttp calls the middleware, and the handler's own
+        # awaitable is returned, so a request pays for no frame of the guard's.
         judge(request)
-        return await handler(request)
+        return handler(request)
 
     return guard
-
-
-def guarded_request(
-    origin: URL | str, *, secret_headers: Iterable[str] = (), check: HopCheck | None = None
-) -> type[aiohttp.ClientRequest]:
-    """A request class (``ClientSession(request_class=...)``) judging each hop as :func:`origin_guard` does.
-
-    aiohttp builds a request object for every hop of a request (the first, each redirect, a retry) and sends
-    nothing before it is built, so a hop refused here is refused before any connect; the arguments are
-    :func:`origin_guard`'s. The judgement runs once the request's headers are complete (session and request
-    headers, cookies, basic auth), so no credential header is added after it; a client middleware (an OAuth
-    flow's) runs after it and must keep its own headers at home.
-    """
-    judge = _Hops(origin, secret_headers, check).judge
-
-    class GuardedRequest(aiohttp.ClientRequest):
-        """A request judged by its hop guard when built."""
-
-        def update_expect_continue(self, expect: bool = False) -> None:
-            # The last step of ClientRequest.__init__ (headers, cookies, auth and body are set by then): judging
-            # here, not in an overridden __init__, spares forwarding its twenty-odd keyword arguments per hop.
-            super().update_expect_continue(expect)
-            judge(self)
-
-    return GuardedRequest

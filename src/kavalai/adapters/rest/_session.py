@@ -1,9 +1,11 @@
 """One pooled aiohttp session per REST server, and the requests sent through it.
 
 The session comes from :class:`kavalai.http.LoopSession` (opened on first use in the running loop, closed by
-:meth:`ServerSession.aclose`, which ``kernel.close()`` reaches through the adapter). Every hop is judged as aiohttp
-builds it (:func:`kavalai.http.guarded_request`, the session's request class): the outbound gate's check (a redirect
-elsewhere is a URL learned from the server), and no credential header leaves the server's origin.
+:meth:`ServerSession.aclose`, which ``kernel.close()`` reaches through the adapter). Every hop is judged by the
+session's last client middleware (:func:`kavalai.http.origin_guard`), which aiohttp runs for each hop, redirects
+included, before it connects: the outbound gate's check (a redirect elsewhere is a URL learned from the server), and
+no credential header leaves the server's origin. No request passes middlewares of its own (they would replace the
+session's, guard included).
 
 Responses are decoded here: JSON by content type, other bodies as text, an empty body (a 204, a HEAD) as
 ``None``; a 4xx/5xx becomes :class:`~kavalai.errors.HTTPStatusError` and aiohttp's exceptions become kavalai's
@@ -36,7 +38,7 @@ from kavalai.adapters.rest._config import ResolvedServer, RestServer
 from kavalai.adapters.rest._errors import BODY_EXCERPT_CHARS, Failure, map_exception, status_error
 from kavalai.adapters.rest._request import PreparedRequest
 from kavalai.errors import ConfigurationError, FunctionKernelException, ResponseTooLargeError, ToolInputError
-from kavalai.http import BodyTooLargeError, LoopSession, Outbound, aiohttp_session, guarded_request, read_limited
+from kavalai.http import BodyTooLargeError, LoopSession, Outbound, aiohttp_session, origin_guard, read_limited
 from kavalai.tracing import annotate, span, tracing_configured
 
 __all__ = ["BODY_EXCERPT_CHARS", "ServerSession"]
@@ -50,7 +52,7 @@ class ServerSession:
 
     def __init__(self, server: RestServer, *, middlewares: Sequence[ClientMiddlewareType] = ()) -> None:
         self.server = server
-        self._middlewares = tuple(middlewares)  # an OAuth flow's (per identity): run after the hop guard
+        self._middlewares = tuple(middlewares)  # an OAuth flow's (per identity): run before the hop guard
         # Registration only records the configuration: the URL's variable is read when a session opens, credential
         # variables at every request.
         self._resolved: ResolvedServer | None = None
@@ -80,15 +82,17 @@ class ServerSession:
         self._resolved = resolved = self.server.resolve(env_credentials=False)
         # The outbound gate: the base URL's host is the user's; a redirect elsewhere is learned from the server.
         outbound = Outbound(self.name, [resolved.base_url], kind="REST server")
-        hops = guarded_request(resolved.base_url, secret_headers=resolved.secret_headers, check=outbound.hop_check)
         session, resolver = aiohttp_session(
             outbound,
             connector_options={"limit": self.server.max_connections, "ssl": self._ssl},
             headers=resolved.headers,
             timeout=aiohttp.ClientTimeout(total=None),  # each call's own deadline governs
             raise_for_status=False,
-            request_class=hops,
-            middlewares=self._middlewares,
+            # The hop guard last: it judges each hop as it leaves (an OAuth flow's token included).
+            middlewares=(
+                *self._middlewares,
+                origin_guard(resolved.base_url, secret_headers=resolved.secret_headers, check=outbound.hop_check),
+            ),
             json_serialize=_dumps,
         )
         return session, (resolver.close if resolver is not None else None)
