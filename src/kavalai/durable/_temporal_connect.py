@@ -20,7 +20,7 @@ from kavalai.durable._journal_io import interrupted_error
 from kavalai.errors import ServerConnectionError
 from kavalai.secrets import get_logger
 
-__all__ = ["check_namespace", "core_runtime", "patiently", "unreachable"]
+__all__ = ["NO_WORKER", "check_namespace", "core_runtime", "patiently", "unreachable"]
 
 T = TypeVar("T")
 
@@ -64,30 +64,52 @@ def unreachable(address: str, exc: Exception) -> ServerConnectionError:
 #: The statuses of a call that failed because the server is away for now (stopped, restarting), not because of it.
 _AWAY: Final = frozenset({RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED})
 
+#: The statuses of a call that a run's worker must answer (a query, an update) and that no worker did: the server
+#: is away, or no worker polls the task queue (``FAILED_PRECONDITION``: "no poller seen for task queue recently"),
+#: or the worker it was handed to died with it (``CANCELLED``: "context canceled").
+NO_WORKER: Final = _AWAY | frozenset({RPCStatusCode.FAILED_PRECONDITION, RPCStatusCode.CANCELLED})
 
-async def patiently(run_id: str, what: str, address: str, outage: float, call: Callable[[], Awaitable[T]]) -> T:
-    """``await call()``, made again with a growing pause while the Temporal server at ``address`` is away, for at most
-    ``outage`` seconds from the first failure (the client's own retries come first): the run's patience, as
-    :func:`~kavalai.durable._journal_io.journal_io` is a DBOS run's.
+
+async def patiently(
+    run_id: str,
+    what: str,
+    address: str,
+    outage: float,
+    call: Callable[[], Awaitable[T]],
+    *,
+    statuses: frozenset[RPCStatusCode] = _AWAY,
+    also: tuple[type[Exception], ...] = (),
+    gone: Callable[[int, str], Exception] | None = None,
+) -> T:
+    """``await call()``, made again with a growing pause while the Temporal server at ``address`` is away (a
+    failure of one of ``statuses``), for at most ``outage`` seconds from the first failure (the client's own
+    retries come first): the run's patience, as :func:`~kavalai.durable._journal_io.journal_io` is a DBOS run's.
+    A failure of one of the types ``also`` counts as one of ``statuses``. Only a call that may be made twice is
+    given (a read, or a write the server takes once by its id).
 
     Raises:
         RunInterruptedError: the server did not come back in time; the run stays in the server, resumable.
+        Exception: what ``gone(attempts, the last failure's message)`` makes, instead, when given.
     """
     give_up: float | None = None
     pause, attempts = _FIRST_PAUSE, 0
+    retried: tuple[type[Exception], ...] = (RPCError, *also)
     while True:
         attempts += 1
         try:
             return await call()
-        except RPCError as exc:
-            if exc.status not in _AWAY:
+        except retried as exc:
+            if isinstance(exc, RPCError) and exc.status not in statuses:
                 raise
+            failure = f"RPCError: {exc.message}" if isinstance(exc, RPCError) else f"{type(exc).__name__}: {exc}"
             now = time.monotonic()
             give_up = now + outage if give_up is None else give_up
+            if now >= give_up and gone is not None:
+                raise gone(attempts, failure) from None
             if now >= give_up:
-                why = f"(the Temporal server at {address}) after {attempts} attempts (RPCError: {exc.message})"
+                why = f"(the Temporal server at {address}) after {attempts} attempts ({failure})"
                 raise interrupted_error(run_id, what, why) from None
-            logger.warning("Run %s: could not %s (%s); trying again in %.2f s", run_id, what, exc.message, pause)
+            logger.warning("Run %s: could not %s (%s); trying again in %.2f s", run_id, what, failure, pause)
             await asyncio.sleep(min(pause, give_up - now))
             pause = min(pause * 2, _LONGEST_PAUSE)
 

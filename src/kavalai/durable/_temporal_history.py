@@ -11,14 +11,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
 
 from kavalai.durable._definition import Definition, keyed_by_position
+from kavalai.durable._runner import RunInfo, RunState
 from kavalai.errors import DefinitionChangedError
 
-__all__ = ["keyed_by_position_of", "recorded_definition", "steps_in_doubt", "winner_in_history"]
+__all__ = [
+    "keyed_by_position_of",
+    "recorded_definition",
+    "run_info",
+    "steps_in_doubt",
+    "update_outcome",
+    "winner_in_history",
+]
 
 _ENDS = {
     "activity_task_completed_event_attributes": None,
@@ -141,3 +149,40 @@ async def winner_in_history(
             if isinstance(told, dict) and told.get("state") == "won":
                 return True, args[1]
     return False, None
+
+
+async def update_outcome(client: Client, handle: WorkflowHandle[Any, Any], update_id: str) -> Any | None:
+    """What the run's history says the update ``update_id`` returned, else ``None`` (never taken): whether an
+    answer whose delivery failed midway was applied."""
+    async for event in handle.fetch_history_events():
+        if not event.HasField("workflow_execution_update_completed_event_attributes"):
+            continue
+        done = event.workflow_execution_update_completed_event_attributes
+        if done.meta.update_id == update_id and done.outcome.HasField("success"):
+            [told] = await client.data_converter.decode(done.outcome.success.payloads)
+            return told
+    return None
+
+
+#: Temporal's statuses in the words of :class:`RunInfo`.
+_STATES: Final[dict[WorkflowExecutionStatus, RunState]] = {
+    WorkflowExecutionStatus.RUNNING: "running",
+    WorkflowExecutionStatus.CONTINUED_AS_NEW: "running",
+    WorkflowExecutionStatus.COMPLETED: "finished",
+    WorkflowExecutionStatus.FAILED: "failed",
+    WorkflowExecutionStatus.TIMED_OUT: "failed",
+    WorkflowExecutionStatus.TERMINATED: "failed",
+    WorkflowExecutionStatus.CANCELED: "cancelled",
+}
+
+
+def run_info(found: WorkflowExecution) -> RunInfo:
+    """Where the run ``found`` (as the server lists or describes it) is, in the words of :class:`RunInfo`."""
+    status = found.status
+    return RunInfo(
+        run_id=found.id,
+        state=_STATES.get(status, "running") if status is not None else "running",
+        engine_status=status.name if status is not None else "UNKNOWN",
+        created_at=found.start_time,
+        updated_at=found.close_time or found.execution_time or found.start_time,
+    )

@@ -25,13 +25,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gc
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import nullcontext
 from datetime import timedelta
 from typing import Any, Final
 
 from temporalio import activity, workflow
-from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import (
     PinnedVersioningOverride,
     RetryPolicy,
@@ -64,10 +64,12 @@ from kavalai.durable._runner import (
 )
 from kavalai.durable._steps import run_tool_step
 from kavalai.durable._store import ResultStore
+from kavalai.durable._temporal_answer import deliver, questions
 from kavalai.durable._temporal_connect import check_namespace, core_runtime, patiently, unreachable
 from kavalai.durable._temporal_history import (
     keyed_by_position_of,
     recorded_definition,
+    run_info,
     steps_in_doubt,
     winner_in_history,
 )
@@ -267,49 +269,69 @@ class TemporalRunner(DurableRunner):
         return outcome if self.store is None else await self.store.load(outcome)
 
     async def pending(self, run_id: str) -> dict[str, Any]:
-        """The questions run ``run_id`` waits to have answered: the run's own (a query of the run: a worker must be
-        up), and those its steps published in the answer log; none once it has ended."""
-        run_id = existing_run_id(run_id)
-        handle = (await self.connect()).get_workflow_handle(run_id)
-        if await self._state(run_id, handle) not in ("running", "queued"):  # no worker answers a query of an ended run
-            return {}
-        found = await handle.query(_PENDING)
-        in_steps = {} if self.answers is None else await self.answers.open_questions(run_id)
-        return {**(dict(found) if isinstance(found, dict) else {}), **in_steps}
+        """The questions the run ``run_id`` waits to have answered: the run's own (a query of the run: a worker must
+        be up; asked again while none answers, :mod:`._temporal_answer`), and those its steps published in the
+        answer log; none once it has ended.
+
+        Raises:
+            DurableRunError: no worker answered within ``journal_outage`` seconds.
+        """
+        return await self._questions(existing_run_id(run_id), "list the questions it waits on")
 
     async def answer(self, run_id: str, key: str, value: Any) -> None:
         """Answer question ``key`` of run ``run_id``: an update of the run, kept in its history, that says whether
         this answer won (of answers racing, exactly one does), or a row of the answer log for a question asked
-        during a step.
+        during a step. A worker killed while it delivers the answer: delivered again to the next worker.
 
         Raises:
             RunCancelledError: the run is cancelled: the answer is refused.
             AlreadyAnsweredError: another answer to ``key`` won; it names that answer.
             LookupError: the run waits for no question ``key``.
+            DurableRunError: no worker answered within ``journal_outage`` seconds: the answer was not applied.
         """
-        state = await self._state(run_id, (await self.connect()).get_workflow_handle(run_id))
+        client = await self.connect()
+        handle = client.get_workflow_handle(run_id)
+        state = await self._state(run_id, handle)
         if state == "cancelled":
             raise RunCancelledError(f"Run {run_id} is cancelled: the answer {key!r} is refused.", run_id=run_id)
-        pending = await self.pending(run_id) if state in ("running", "queued") else {}
+        what = f"deliver the answer {key!r}"
+        pending = await self._questions(run_id, what) if state in ("running", "queued") else {}
         if self.answers is not None and key in await self.answers.open_questions(run_id):
             value = checked_answer(pending[key], value)
             await self.answers.keep(run_id, key, pending[key], value)
             return
         if key in pending:
             value = checked_answer(pending[key], value)
-        client = await self.connect()
-        handle = client.get_workflow_handle(run_id)
-        try:
-            told = await handle.execute_update(_ANSWER_FIRST, args=[key, value])
-        except RPCError:  # the run ended meanwhile (the winning answer may have been its last wait)
+        told = await deliver(
+            client, handle, _ANSWER_FIRST, [key, value], self._running(run_id, handle), **self._patience(what)
+        )
+        if told is None:  # the run ended before it took this answer (the winner may have been its last wait)
             found, winner = await winner_in_history(client, handle, key, _ANSWER_FIRST)
             if found:
-                raise lost_answer(run_id, key, winner) from None
-            raise not_pending(run_id, key, pending) from None
+                raise lost_answer(run_id, key, winner)
+            raise not_pending(run_id, key, pending)
         if told.get("state") == "lost":
             raise lost_answer(run_id, key, told.get("answer"))
         if told.get("state") != "won":
             raise not_pending(run_id, key, pending)
+
+    async def _questions(self, run_id: str, what: str) -> dict[str, Any]:
+        handle = (await self.connect()).get_workflow_handle(run_id)
+        running = self._running(run_id, handle)
+        if not await running():  # no worker answers a query of an ended run
+            return {}
+        found = await questions(handle, _PENDING, running, **self._patience(what))
+        in_steps = {} if self.answers is None else await self.answers.open_questions(run_id)
+        return {**(dict(found) if isinstance(found, dict) else {}), **in_steps}
+
+    def _running(self, run_id: str, handle: WorkflowHandle[Any, Any]) -> Callable[[], Awaitable[bool]]:
+        async def running() -> bool:
+            return await self._state(run_id, handle) in ("running", "queued")
+
+        return running
+
+    def _patience(self, what: str) -> dict[str, Any]:
+        return {"queue": self.task_queue, "address": self.address, "outage": self.journal_outage, "what": what}
 
     async def resolve(self, run_id: str, step: int, *, done: bool, result: Any = None) -> None:
         """Settle step ``step`` of run ``run_id``, in doubt, that the run asks about (``on_doubt="ask"``): it happened
@@ -331,7 +353,7 @@ class TemporalRunner(DurableRunner):
             raise self._unknown(run_id, exc) from None
         history = await handle.fetch_history()
         info = dataclasses.replace(
-            _run_info(found), in_doubt=steps_in_doubt(history.events, _ANSWER_FIRST), error=ended_error(history.events)
+            run_info(found), in_doubt=steps_in_doubt(history.events, _ANSWER_FIRST), error=ended_error(history.events)
         )
         if found.status == WorkflowExecutionStatus.COMPLETED:
             outcome = await handle.result()
@@ -342,7 +364,7 @@ class TemporalRunner(DurableRunner):
         """The newest ``limit`` runs of this runner's task queue, newest first."""
         client = await self.connect()
         query = f"WorkflowType = '{_WORKFLOW}' AND TaskQueue = '{self.task_queue}'"
-        return [_run_info(found) async for found in client.list_workflows(query, limit=limit)]
+        return [run_info(found) async for found in client.list_workflows(query, limit=limit)]
 
     async def cancel(self, run_id: str) -> None:
         """Ask the run ``run_id`` to stop: it is cancelled at its next step, on whichever worker runs it.
@@ -364,7 +386,7 @@ class TemporalRunner(DurableRunner):
 
     async def _state(self, run_id: str, handle: WorkflowHandle[Any, Any]) -> RunState:
         try:
-            return _run_info(await handle.describe()).state
+            return run_info(await handle.describe()).state
         except RPCError as exc:
             raise self._unknown(run_id, exc) from None
 
@@ -523,18 +545,6 @@ async def _prepare(target: DurableTarget) -> None:
         await target.durable_kernel.connect()
 
 
-#: Temporal's statuses in the words of :class:`RunInfo`.
-_STATES: Final[dict[WorkflowExecutionStatus, RunState]] = {
-    WorkflowExecutionStatus.RUNNING: "running",
-    WorkflowExecutionStatus.CONTINUED_AS_NEW: "running",
-    WorkflowExecutionStatus.COMPLETED: "finished",
-    WorkflowExecutionStatus.FAILED: "failed",
-    WorkflowExecutionStatus.TIMED_OUT: "failed",
-    WorkflowExecutionStatus.TERMINATED: "failed",
-    WorkflowExecutionStatus.CANCELED: "cancelled",
-}
-
-
 async def _start_pinned(
     client: Client, task_queue: str, run_id: str, args: list[Any], pinned: WorkerDeploymentVersion | None
 ) -> WorkflowHandle[Any, Any]:
@@ -558,17 +568,6 @@ async def _start_pinned(
                 raise
         await asyncio.sleep(0.1)
         waited += 0.1
-
-
-def _run_info(found: WorkflowExecution) -> RunInfo:
-    status = found.status
-    return RunInfo(
-        run_id=found.id,
-        state=_STATES.get(status, "running") if status is not None else "running",
-        engine_status=status.name if status is not None else "UNKNOWN",
-        created_at=found.start_time,
-        updated_at=found.close_time or found.execution_time or found.start_time,
-    )
 
 
 def _runner_of(task_queue: str) -> TemporalRunner:
