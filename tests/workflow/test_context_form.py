@@ -4,6 +4,7 @@ from its ``__dict__`` (the usual tool output, once a node); every other model is
 from __future__ import annotations
 
 import enum
+import os
 import uuid
 from typing import Any
 
@@ -108,3 +109,21 @@ def test_a_run_id_is_a_version_4_uuid_in_hex() -> None:
     for run_id in ids:
         parsed = uuid.UUID(hex=run_id)
         assert (parsed.version, parsed.variant, parsed.hex) == (4, uuid.RFC_4122, run_id)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX only")
+def test_a_forked_process_never_hands_out_its_parent_s_run_ids() -> None:
+    # Ids are read ahead, many at a time: a child must not take the ones its parent will hand out next.
+    new_run_id()  # the parent holds ids read ahead
+    reading, writing = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child process
+        os.write(writing, ",".join(new_run_id() for _ in range(100)).encode())
+        os._exit(0)
+    os.close(writing)
+    with os.fdopen(reading, "rb") as pipe:
+        theirs = set(pipe.read().decode().split(","))
+    os.waitpid(child, 0)
+    ours = {new_run_id() for _ in range(100)}
+    assert len(theirs) == 100
+    assert not ours & theirs

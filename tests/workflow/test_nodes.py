@@ -377,9 +377,13 @@ async def test_each_visit_s_start_is_a_utc_datetime_within_the_run(tools_kernel:
     assert starts == sorted(starts)
     assert starts[-1] <= after
     assert result.trace[0].started_at is starts[0]  # made once, kept
+    assert type(result.started_at) is datetime  # the run's own start too
+    assert result.started_at.tzinfo is UTC
+    assert result.started_at is result.started_at
     back = RunResult.from_dict(result.to_dict())
     assert [record.started_at for record in back.trace] == starts
     assert back.trace == result.trace
+    assert back.started_at == result.started_at
 
 
 async def test_a_run_s_records_hold_every_field_of_a_node_trace(tools_kernel: FunctionKernel) -> None:

@@ -105,22 +105,25 @@ class NodeTrace:
         return data
 
 
-# A run records when each visit began as seconds since the epoch (a float it works out from the clock it reads for
-# the visit's duration anyway), and ``started_at`` makes the datetime the first time it is read: a datetime made
-# at every visit cost more than the rest of the record. The slot itself is reached through its member descriptor.
-_STARTED: Any = NodeTrace.__dict__["started_at"]
+# A run records when it and each visit began as seconds since the epoch (a float it works out from the clock it reads
+# for their duration anyway), and ``started_at`` makes the datetime the first time it is read: a datetime made at
+# every visit cost more than the rest of the record. The slot itself is reached through its member descriptor.
+def _read_as_datetime(kind: type, doc: str) -> None:
+    """Make ``kind.started_at`` (a slot) hold a datetime or epoch seconds, and read as a datetime."""
+    slot: Any = kind.__dict__["started_at"]
+
+    def started_at(record: Any) -> datetime:
+        value = slot.__get__(record, kind)
+        if type(value) is float:
+            value = datetime.fromtimestamp(value, UTC)
+            slot.__set__(record, value)
+        started: datetime = value
+        return started
+
+    kind.started_at = property(started_at, slot.__set__, doc=doc)  # type: ignore[attr-defined]
 
 
-def _started_at(record: NodeTrace) -> datetime:
-    value = _STARTED.__get__(record, NodeTrace)
-    if type(value) is float:
-        value = datetime.fromtimestamp(value, UTC)
-        _STARTED.__set__(record, value)
-    started: datetime = value
-    return started
-
-
-NodeTrace.started_at = property(_started_at, _STARTED.__set__, doc="When the visit began (UTC).")  # type: ignore[assignment,misc]
+_read_as_datetime(NodeTrace, "When the visit began (UTC).")
 
 
 @dataclass(slots=True)
@@ -232,6 +235,9 @@ class RunResult:
             "duration": self.duration,
             "trace": [record.to_dict() for record in self.trace],
         }
+
+
+_read_as_datetime(RunResult, "When the run began (UTC).")
 
 
 @dataclass(frozen=True, slots=True)

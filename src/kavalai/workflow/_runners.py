@@ -140,10 +140,10 @@ def _runs_itself(kind: type) -> bool:
 
 def to_context(value: Any) -> Any:
     """The form node outputs take in the run context: models become dicts (by alias), the rest is kept."""
-    if type(value) in PLAIN:  # once a node: isinstance() against a model class costs a metaclass check
+    kind = type(value)
+    if kind in PLAIN or kind is dict or kind is list:  # isinstance() against a model class is a metaclass check
         return value
     if isinstance(value, BaseModel):
-        kind = type(value)
         as_stored = _dumps_as_stored.get(kind)
         if as_stored is None:
             as_stored = _dumps_as_stored[kind] = _dumps_its_fields(kind)
