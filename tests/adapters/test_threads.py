@@ -43,6 +43,42 @@ async def test_an_exception_reaches_the_caller_as_it_was_raised() -> None:
         await run_in_thread(fail)
 
 
+@pytest.mark.parametrize("raised", [SystemExit(3), KeyboardInterrupt()])
+async def test_an_exit_raised_in_the_thread_is_the_calls_error_not_the_event_loops(raised: BaseException) -> None:
+    # Hostile review 36e: a sync tool's sys.exit() (a wrapped CLI, argparse) was handed to the awaiting task as it
+    # was, and asyncio re-raised it out of the event loop: the whole process (a kavalai serve) ended. In a thread
+    # it ends nothing but the call.
+    def leave() -> None:
+        raise raised
+
+    task = asyncio.create_task(run_in_thread(leave))  # a task of its own: what asyncio would re-raise out of the loop
+    with pytest.raises(RuntimeError, match="raised in a worker thread, where it ends nothing but the call") as info:
+        await task
+    assert info.value.__cause__ is raised
+    assert await run_in_thread(lambda: "next") == "next"
+
+
+async def test_a_call_cancelled_before_a_thread_took_it_never_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Hostile review 36e: a call cut (a deadline, close()) after it was queued but before a thread took it ran its
+    # function afterwards, once its caller had been told it ended (1 in ~640 calls with a 0.5 ms timeout).
+    held: list[_threads._Turns] = []
+    monkeypatch.setattr(_threads, "_wake", held.append)  # no thread takes the call until the test says so
+    ran: list[str] = []
+    returned: list[str] = []
+    task = asyncio.create_task(run_in_thread(lambda: ran.append("ran"), lambda: returned.append("returned")))
+    await _until(lambda: bool(held))
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    monkeypatch.undo()
+    loop = asyncio.get_running_loop()
+    _threads._wake(held[0])
+    await _until(lambda: _threads._turns[loop].free == MAX_THREADS)  # its turn back once a thread saw it
+    assert ran == []
+    assert returned == ["returned"]
+    assert await run_in_thread(lambda: "next") == "next"
+
+
 async def test_a_thread_is_reused_once_it_is_idle() -> None:
     first = await run_in_thread(threading.get_ident)
     second = await run_in_thread(threading.get_ident)

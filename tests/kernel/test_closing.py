@@ -175,3 +175,45 @@ async def test_close_waits_for_the_threads_of_cut_calls_within_its_bound(caplog:
     finally:
         hang.release.set()
         releaser.join()
+
+
+async def test_close_names_the_calls_still_running_after_their_cut(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Hostile review 36e: a tool that swallows its cancellation kept its call running after close() returned, and
+    # nothing said so (the threads of cut sync tools are named in a log line; such calls were not).
+    swallowed = asyncio.Event()
+    release = asyncio.Event()
+
+    @pythontool
+    async def stubborn() -> str:
+        """Go on after a cut, until released."""
+        while not release.is_set():
+            try:
+                await release.wait()
+            except asyncio.CancelledError:
+                swallowed.set()
+        return "went on"
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("stubborn", stubborn)
+    kernel.register_python_tool("quick", quick)
+    calls = [asyncio.create_task(kernel.call_tool("python://stubborn")) for _ in range(2)]
+    calls.append(asyncio.create_task(kernel.call_tool("python://quick")))
+    try:
+        await _until(lambda: len(kernel.calls_in_flight()) == 2)
+        monkeypatch.setattr(_closing, "_CLOSE_WAIT", 0.2)
+        with caplog.at_level(logging.WARNING, logger="kavalai"):
+            await kernel.close()
+        assert swallowed.is_set()
+        [line] = [r.getMessage() for r in caplog.records if "still running after" in r.getMessage()]
+        assert line == (
+            "close() returns with 2 call(s) still running after they were cut (their tools went on): "
+            "python://stubborn (2)"
+        )
+        assert {call.uri for call in kernel.calls_in_flight()} == {"python://stubborn"}
+    finally:
+        release.set()
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    assert all(isinstance(result, KernelClosedError) for result in results[:2]), results  # still too late
+    assert kernel.calls_in_flight() == []

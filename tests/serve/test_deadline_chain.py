@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.serve.test_serve import stdio_session
+from tests.serve.test_serve import http_server, stdio_session
 
 from kavalai.kernel import MAX_SECONDS
 
@@ -88,3 +88,27 @@ async def test_a_deadline_too_big_or_not_a_number_never_fails_the_request(tmp_pa
     ignored = [line for line in log.splitlines() if "io.kavalai/deadline" in line and "is not a number" in line]
     assert len(ignored) == 1, log
     assert ignored[0].startswith("kavalai: WARNING: Ignored"), ignored
+
+
+async def test_the_http_leg_of_chained_gateways_keeps_the_budget_too(tmp_path: Path) -> None:
+    # The same chain with its second leg over HTTP: the outer gateway reaches the inner one by streamable HTTP
+    # (`kavalai serve --transport http`), and the client's deadline still bounds the inner tool.
+    _configs(tmp_path)
+    inner = tmp_path / "inner" / "inner.yaml"
+    record = tmp_path / "left.txt"
+    async with http_server(inner) as (url, _):
+        outer = tmp_path / "outer.yaml"
+        outer.write_text(json.dumps({"mcp_servers": [{"name": "inner", "url": url}]}), encoding="utf-8")
+        async with stdio_session(outer) as client:
+            [name] = [tool.name for tool in (await client.list_tools()).tools if "nap" in tool.name]
+            result = await client.call_tool(
+                name, {"seconds": 30, "record": str(record)}, meta={"io.kavalai/deadline": 1500}
+            )
+            without = await client.call_tool(name, {"seconds": 0, "record": str(tmp_path / "none.txt")})
+    assert result.is_error
+    assert "deadline" in result.content[0].text  # type: ignore[union-attr]
+    left = float(record.read_text())
+    assert 0.2 < left <= 1.5, left  # the inner tool, over HTTP, was given what the client's budget had left
+    assert not without.is_error
+    inner_left = (tmp_path / "none.txt").read_text()
+    assert inner_left == "None" or float(inner_left) > 10

@@ -16,11 +16,14 @@ sessions of ``kavalai serve`` spent a sixth of the GIL's time handing calls over
 The semantics are anyio's ``run_sync(..., abandon_on_cancel=True)``, but for the turn a cut call keeps:
 
 - the function runs in a copy of the caller's context (its context variables, an OpenTelemetry span);
+- a ``SystemExit`` or ``KeyboardInterrupt`` it raises is the call's ``RuntimeError`` (its cause): in a thread it
+  ends nothing else, where asyncio would re-raise it out of the event loop;
 - at most :data:`MAX_THREADS` calls per event loop run on a thread at a time; more wait for a turn;
-- a call whose awaiting task is cancelled (a timeout, ``close()``) returns at once, but its function runs to the
-  end, since Python cannot stop a thread, and *keeps its turn* until then: a hung tool cut again and again never
-  holds more than :data:`MAX_THREADS` threads of a loop (the kernel lists such calls in
-  ``kernel.threads_in_flight()``, through ``on_return``);
+- a call whose awaiting task is cancelled (a timeout, ``close()``) before a thread took it never starts (as
+  ``asyncio.to_thread``'s); one cancelled later returns at once, but its function runs to the end, since Python
+  cannot stop a thread, and *keeps its turn* until then: a hung tool cut again and again never holds more than
+  :data:`MAX_THREADS` threads of a loop (the kernel lists such calls in ``kernel.threads_in_flight()``, through
+  ``on_return``);
 - threads are daemons, reused most-recently-idle first, and end after :data:`IDLE_SECONDS` without work;
 - at the interpreter's exit the idle ones are ended and joined (:func:`_stop_idle`): a daemon thread still waiting
   when the interpreter finalizes is stopped by force, which aborts the process now and then (seen with
@@ -223,15 +226,29 @@ def _work(turns: _Turns, worker: _Worker) -> None:
     while (job := turns.take(worker)) is not None:
         loop, future, context, func, on_return = job
         del job
-        try:
-            result, error = context.run(func), None
-        except BaseException as exc:  # handed to the awaiting task, whatever it is
-            result, error = None, exc
+        if future.done():  # its caller was cut (a deadline, close()) before a thread took it: never start it
+            result, error = None, None
+        else:
+            try:
+                result, error = context.run(func), None
+            except Exception as exc:  # handed to the awaiting task
+                result, error = None, exc
+            except BaseException as exc:  # SystemExit, KeyboardInterrupt: see _thread_exit
+                result, error = None, _thread_exit(exc)
         if on_return is not None:
             on_return()
         turns.returned()
         turns.finish(loop, (future, result, error))
         del loop, future, context, func, result, error, on_return
+
+
+def _thread_exit(exc: BaseException) -> RuntimeError:
+    """A ``SystemExit`` or ``KeyboardInterrupt`` a function raised in a worker thread, as an error of the call: in a
+    thread neither ends the process (``sys.exit`` ends only its thread; a real Ctrl-C reaches the main thread only),
+    but handed to an asyncio task as it is, asyncio would re-raise it out of the event loop and end the process."""
+    error = RuntimeError(f"{exc!r} raised in a worker thread, where it ends nothing but the call")
+    error.__cause__ = exc
+    return error
 
 
 _EXIT_WAIT: Final = 1.0  # seconds the exit waits, in all, for idle threads to end

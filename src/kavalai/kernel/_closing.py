@@ -4,17 +4,19 @@ calls leave running.
 :meth:`Kernel.close() <kavalai.kernel.Kernel.close>` marks the kernel closing for as long as it runs (a call that
 starts meanwhile, or a tool whose server is connecting for a call then, ends with
 :class:`~kavalai.errors.KernelClosedError`), cuts every call of the in-flight registry on that call's own event loop
-and waits, within :data:`_CLOSE_WAIT`, for them to end and for the worker threads of cut sync tools to return. The
-calls around the code that closes (a tool closing its own kernel, from its task or its worker thread) are left to
-finish. The kernel's hot path reads only the closing marks (a ``set``: its add and discard are atomic across
-threads); the rest runs once per ``close()``.
+and waits, within :data:`_CLOSE_WAIT`, for them to end and for the worker threads of cut sync tools to return; the
+calls and threads still running then are named by tool URI in one log line each. The calls around the code that
+closes (a tool closing its own kernel, from its task or its worker thread) are left to finish. The kernel's hot path
+reads only the closing marks (a ``set``: its add and discard are atomic across threads); the rest runs once per
+``close()``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Final
 
@@ -74,7 +76,7 @@ async def end_calls_in_flight(inflight: set[ToolCall], own: set[ToolCall]) -> No
     or one of ``own`` (a tool closing its own kernel), is left to finish."""
     me = running_task()
     running = asyncio.get_running_loop()
-    waits: list[asyncio.Future[None]] = []
+    waits: dict[asyncio.Future[None], ToolCall] = {}
     for call in list(inflight):
         task = call._task
         if task is None or task is me or call in own:
@@ -88,9 +90,16 @@ async def end_calls_in_flight(inflight: set[ToolCall], own: set[ToolCall]) -> No
                 loop.call_soon_threadsafe(call.close_from_outside, ended, inflight)
             except RuntimeError:  # that loop is closed: nothing runs there any more
                 continue
-        waits.append(asyncio.wrap_future(ended))
-    if waits:
-        await asyncio.wait(waits, timeout=_CLOSE_WAIT)
+        waits[asyncio.wrap_future(ended)] = call
+    if not waits:
+        return
+    _, pending = await asyncio.wait(waits, timeout=_CLOSE_WAIT)
+    if pending:  # tools that caught their cut and went on: named, as the threads left are (wait_for_threads)
+        logger.warning(
+            "close() returns with %d call(s) still running after they were cut (their tools went on): %s",
+            len(pending),
+            _counted(waits[wait].uri for wait in pending),
+        )
 
 
 async def wait_for_threads(lingering: set[ToolCall], until: float, own: set[ToolCall]) -> None:
@@ -104,12 +113,17 @@ async def wait_for_threads(lingering: set[ToolCall], until: float, own: set[Tool
     _, pending = await asyncio.wait(waits, timeout=max(left, 0.0))
     for wait in pending:
         wait.cancel()
-    still = sorted(call.uri for call in lingering if call not in own)
+    still = [call.uri for call in lingering if call not in own]
     if still:
-        counts = ", ".join(f"{uri} ({still.count(uri)})" for uri in dict.fromkeys(still))
         logger.warning(
-            "close() returns with %d worker thread(s) of cut sync tools still running: %s", len(still), counts
+            "close() returns with %d worker thread(s) of cut sync tools still running: %s", len(still), _counted(still)
         )
+
+
+def _counted(uris: Iterable[str]) -> str:
+    """``"python://a (2), python://b (1)"``: each URI once, in order, with how many times it came."""
+    counts = Counter(sorted(uris))
+    return ", ".join(f"{uri} ({count})" for uri, count in counts.items())
 
 
 def close_wait() -> float:
