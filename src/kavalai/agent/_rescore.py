@@ -99,20 +99,19 @@ class Rescorer:
                 done: ACTION_WEIGHT if asked == done else -ACTION_WEIGHT if _conflict(asked, done) else 0.0
                 for done in bonus
             }
+        rarity = rare.__getitem__
         ranked: list[tuple[float, int]] = []
         exact: set[int] = set()
-        for index, score in zip(candidates, scores, strict=True):
+        for index, score in zip(candidates, scores, strict=True):  # a loop of lookups: ~60 candidates, any catalogue
             value = score / top
-            shared = stems[index] & rare_stems if rare_stems else None
-            if shared:
-                found = max(rare[stem] for stem in shared)
+            if rare_stems and (shared := stems[index] & rare_stems):
+                found = max(map(rarity, shared))
                 value += NAME_WEIGHT * found
                 if found >= RARE:
                     exact.add(index)
             if tools_servers[index] in named:
                 value += SERVER_WEIGHT
-            done = actions[index]
-            if done is not None:
+            if (done := actions[index]) is not None:
                 value += bonus[done]
             ranked.append((-value, index))
         ranked.sort()

@@ -336,13 +336,15 @@ class ToolSearch:
         meaning = np.clip((near - floor) / spread, 0.0, None) if spread > 0 else np.zeros(len(pool))
         words = scores[pool] / (float(scores.max()) or 1.0)
         fused = (1.0 - EMBEDDING_WEIGHT) * words + EMBEDDING_WEIGHT * meaning
-        order = [int(i) for i in np.lexsort((pool, -fused))]
-        ranked = [int(pool[i]) for i in order[:k]]
+        order = np.lexsort((pool, -fused))  # best first, ties by place; read back as Python numbers in two calls
+        places, sums = pool[order].tolist(), fused[order].tolist()
+        ranked, best = places[:k], sums[:k]
         kept = set(ranked)
         extra = [index for index in lexical[:_WORDS_KEPT] if index not in kept]  # for the second stage to weigh
-        value = dict(zip(pool.tolist(), fused.tolist(), strict=True))
-        ranked += extra
-        return ranked, [value[index] for index in ranked]
+        if extra:
+            rest = dict(zip(places[k:], sums[k:], strict=True))
+            ranked, best = ranked + extra, best + [rest[index] for index in extra]
+        return ranked, best
 
     def _near(self, places: Any, query_vector: Any) -> Any:
         """The cosine of the query and each of the kept tools at ``places``, by its closer view."""
