@@ -248,6 +248,27 @@ async def test_a_client_leaving_mid_call_cancels_the_call() -> None:
         assert answer.json()["result"]["structuredContent"] == {"result": 2}
 
 
+async def test_a_client_leaving_with_a_call_pipelined_behind_one_in_flight_cancels_the_one_in_flight() -> None:
+    async with served(fast=True) as url:
+        host, port = url.removeprefix("http://").removesuffix("/mcp").split(":")
+        requests = []
+        for name, arguments in (("python_wait", {"key": "piped"}), ("python_add", {"a": 1, "b": 1})):
+            body = json.dumps(call(name, arguments)).encode()
+            head = "".join(f"{header}: {value}\r\n" for header, value in calls(name).items())
+            line = f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n{head}Content-Length: {len(body)}\r\n\r\n"
+            requests.append(line.encode() + body)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(requests[0])
+        await writer.drain()
+        await _until(lambda: MARKS.get("piped") == "started")
+        writer.write(requests[1])  # its head read while the first call runs
+        await writer.drain()
+        await asyncio.sleep(0.2)  # (not a bound: the assertion below waits whatever the time)
+        writer.close()
+        await _until(lambda: MARKS["piped"] == "cancelled")
+        assert await reader.read() == b""
+
+
 async def test_a_call_silent_past_the_ping_interval_is_a_stream_that_pings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_exchange, "PING_SECONDS", 0.05)
     async with served(fast=True) as url, httpx2.AsyncClient(timeout=60) as http:

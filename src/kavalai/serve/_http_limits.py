@@ -128,7 +128,7 @@ class _Bounded(QuickAckProtocol):  # type: ignore[misc,valid-type]  # a variable
     _too_large = False
     _refused = False
     _bounds: Bounds = _DEFAULT
-    _gone: Callable[[], None] | None = None
+    _watching: dict[Any, Callable[[], None]] | None = None  # a request's cycle: its client-gone callback
     scope: dict[str, Any]
     timeout_keep_alive_task: asyncio.TimerHandle | None
     loop: asyncio.AbstractEventLoop
@@ -150,17 +150,24 @@ class _Bounded(QuickAckProtocol):  # type: ignore[misc,valid-type]  # a variable
         super().connection_lost(exc)
         self._tell_gone()
 
-    def _watch_gone(self, callback: Callable[[], None] | None) -> None:
-        """The request in progress is told by ``callback`` that its client is gone (``None``: no longer)."""
-        cycle = self.cycle
-        if callback is not None and (cycle is None or cycle.disconnected):
-            callback()
-            return
-        self._gone = callback
+    def _watching_for(self, cycle: Any) -> Callable[[Callable[[], None] | None], None]:
+        """The :data:`CLIENT_GONE` of ``cycle``'s request (a pipelined request has its own)."""
+
+        def watch(callback: Callable[[], None] | None) -> None:
+            watching = self._watching = self._watching or {}
+            if callback is None:
+                watching.pop(cycle, None)
+            elif cycle.disconnected or self.transport.is_closing():
+                callback()
+            else:
+                watching[cycle] = callback
+
+        return watch
 
     def _tell_gone(self) -> None:
-        callback, self._gone = self._gone, None
-        if callback is not None:
+        """Every request watching its client is told it is gone (once)."""
+        watching, self._watching = self._watching, None
+        for callback in (watching or {}).values():
             callback()
 
     def data_received(self, data: bytes) -> None:
@@ -205,9 +212,10 @@ class _Bounded(QuickAckProtocol):  # type: ignore[misc,valid-type]  # a variable
         self._in_head = False
         self._in_body = True
         self._stop_clock()
-        self._gone = None
-        self.scope["extensions"] = {CLIENT_GONE: self._watch_gone}
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None and cycle.scope is self.scope:  # (not: an upgrade, which makes no cycle)
+            self.scope["extensions"] = {CLIENT_GONE: self._watching_for(cycle)}
 
     def on_message_complete(self) -> None:
         """The body is complete: its clock stops."""
