@@ -32,7 +32,7 @@ from kavalai import FunctionKernel, McpServer, pythontool
 from kavalai.secrets import register_secret
 from kavalai.serve import build_mcp_server
 from kavalai.serve._rounds import RoundsCall
-from kavalai.serve._tasks import EXTENSION, HostTasks
+from kavalai.serve._tasks import EXTENSION, MAX_TASKS, HostTasks
 from mcp import Client
 
 _ANY = TypeAdapter(dict[str, Any])
@@ -332,3 +332,38 @@ async def test_a_python_tool_runs_as_a_task_too() -> None:
     assert created["resultType"] == "task"
     assert done["status"] == "completed"
     assert done["result"]["structuredContent"] == {"result": 42}
+
+
+async def test_a_flood_of_task_calls_past_the_cap_runs_to_its_results_at_once() -> None:
+    """More task calls than the table holds (:data:`MAX_TASKS`): the first get tasks, a call past them is answered
+    with its result (as without tasks), and every one ends with its result."""
+    released = anyio.Event()
+    entered: list[int] = []
+
+    @pythontool
+    async def hold(n: int) -> int:
+        """Wait to be released."""
+        entered.append(n)
+        await released.wait()
+        return n
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("x.hold", hold)
+    served = build_mcp_server(kernel, tasks=["python://*"])
+    past: list[dict[str, Any]] = []
+    async with _host(served) as client:
+        created = [await _call(client, "python_x_hold", {"n": n}) for n in range(MAX_TASKS)]
+        assert {task["resultType"] for task in created} == {"task"}
+
+        async def one_more() -> None:
+            past.append(await _call(client, "python_x_hold", {"n": MAX_TASKS}))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(one_more)
+            await wait_until(lambda: len(entered) == MAX_TASKS + 1, timeout=60)  # run at once, not as a task
+            assert past == []  # it waits for its result
+            released.set()
+        done = [await _until(client, task["taskId"]) for task in created]
+    assert past[0]["structuredContent"] == {"result": MAX_TASKS}
+    assert "taskId" not in past[0]
+    assert [state["result"]["structuredContent"]["result"] for state in done] == list(range(MAX_TASKS))
