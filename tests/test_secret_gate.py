@@ -343,3 +343,47 @@ def test_an_uncaught_kavalai_error_is_printed_without_a_chained_secret(where: st
     assert "ToolExecutionError: the tool failed" in done.stderr  # the error is printed, with its chain
     assert "ValueError: the foreign error holds ***" in done.stderr
     assert "7d1e0c2b" not in done.stderr
+
+
+def _server_settings() -> list[type]:
+    """The server settings kavalai exports (the pydantic models of ``kavalai.adapters``' ``_config`` modules):
+    what a configuration's ``${VAR}`` expansions are put into (its credentials are ``SecretStr`` in ``_auth``)."""
+    from pydantic import BaseModel
+
+    exported = [getattr(kavalai, name) for name in kavalai.__all__]
+    return [
+        item
+        for item in exported
+        if inspect.isclass(item)
+        and issubclass(item, BaseModel)
+        and item.__module__.startswith("kavalai.adapters.")
+        and item.__module__.endswith("._config")
+    ]
+
+
+def test_every_server_settings_repr_crosses_the_secret_gate() -> None:
+    """The enumeration of the settings' reprs: each defines ``__repr_args__`` through ``masked_repr_args``."""
+    settings = _server_settings()
+    assert {cls.__name__ for cls in settings} >= {"McpServer", "RestServer"}
+    for cls in settings:
+        assert "__repr_args__" in vars(cls), cls
+        assert "masked_repr_args" in inspect.getsource(cls), cls
+
+
+def test_a_secret_expanded_into_a_server_setting_is_not_in_its_repr() -> None:
+    """On main ``repr(McpServer(args=['--key', token]))`` (a ``${VAR}`` expansion) and a ``RestServer`` whose url
+    path holds a token showed the registered secret whole."""
+    from kavalai import McpServer, RestServer
+    from kavalai.secrets import register_secret
+
+    token = "kv-settings-repr-31f9a7c2"
+    register_secret(token)
+    shown = [
+        McpServer(name="m", command="mcp-thing", args=["--api-key", token], cwd=f"/srv/{token}"),
+        McpServer(name="h", url=f"http://example.com/mcp/{token}"),
+        RestServer(name="r", url=f"http://example.com/bot{token}"),
+    ]
+    for setting in shown:
+        for text in (repr(setting), str(setting)):
+            assert token not in text
+            assert "***" in text

@@ -9,15 +9,44 @@ error raised is a ``ValidationError`` holding one error of type ``kavalai_config
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from typing import Any
+
 from pydantic import ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from kavalai.errors import ConfigurationError
+from kavalai.secrets import holds_secret, redact, redact_data
 
-__all__ = ["CONFIGURATION_ERROR_TYPE", "settings_error"]
+__all__ = ["CONFIGURATION_ERROR_TYPE", "masked_repr_args", "settings_error"]
 
 #: The pydantic error type of a server setting's one error.
 CONFIGURATION_ERROR_TYPE = "kavalai_configuration"
+
+
+def masked_repr_args(items: Iterable[tuple[str | None, Any]]) -> Iterator[tuple[str | None, Any]]:
+    """A server setting's repr fields (pydantic's ``__repr_args__``: ``repr()``, ``str()``, rich) through the secret
+    gate: every registered secret masked in every value (a ``${VAR}`` expanded into ``args``, ``cwd`` or a url).
+    ``tests/test_secret_gate.py`` finds every setting model and fails when its repr does not pass here."""
+    for key, value in items:
+        if isinstance(value, str | list | tuple | dict):
+            yield key, redact_data(value)
+        elif holds_secret(repr(value)):  # a path, a url object: shown by its masked repr
+            yield key, _Shown(redact(repr(value)))
+        else:
+            yield key, value
+
+
+class _Shown:
+    """A value in a repr, shown as the text it was given."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
 
 
 def settings_error(title: str, what: str, exc: ValidationError | ConfigurationError) -> ValidationError:

@@ -12,7 +12,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
 from kavalai.adapters._doubt import OnDoubt, on_doubt_field, tools_on_doubt_field
-from kavalai.adapters._settings import settings_error
+from kavalai.adapters._settings import masked_repr_args, settings_error
 from kavalai.adapters.mcp._catalog import McpLogLevel
 from kavalai.auth import OAuth
 from kavalai.errors import ConfigurationError
@@ -305,6 +305,9 @@ class McpServer(BaseModel):
         return _safe_url(self.url or "")
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        yield from masked_repr_args(self._repr_fields())
+
+    def _repr_fields(self) -> Iterator[tuple[str | None, Any]]:
         yield from super().__repr_args__()
         if self.url is not None:
             yield "url", _safe_url(self.url)

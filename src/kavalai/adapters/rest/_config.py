@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from kavalai.adapters._doubt import OnDoubt, on_doubt_field, tools_on_doubt_field
-from kavalai.adapters._settings import settings_error
+from kavalai.adapters._settings import masked_repr_args, settings_error
 from kavalai.adapters.rest._auth import Auth, BasicAuth, Credentials, read_env
 from kavalai.auth import OAuth
 from kavalai.errors import ConfigurationError
@@ -123,7 +123,7 @@ class RestServer(BaseModel):
             raise settings_error(cls.__name__, where, exc) from None
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
-        for key, value in super().__repr_args__():
+        for key, value in masked_repr_args(super().__repr_args__()):
             if key == "headers" and isinstance(value, dict):
                 yield key, dict.fromkeys(value, MASK)
             else:
