@@ -173,7 +173,15 @@ def test_a_tool_the_kernel_lacks_is_found_on_connect_and_exits_2(tmp_path: Path)
 
 
 @pytest.mark.parametrize(
-    ("argv", "message"), [(["--timeout", "0"], "must be positive, not 0"), (["--max-visits", "x"], "'x' is not a")]
+    ("argv", "message"),
+    [
+        (["--timeout", "0"], "'0': give a positive number of seconds"),
+        # hostile review 36e: nan passed the check and was then blamed on the workflow file ("invalid workflow")
+        (["--timeout", "nan"], "'nan': give a positive number of seconds"),
+        (["--timeout", "-0"], "'-0': give a positive number of seconds"),
+        (["--timeout", "5s"], "'5s' is not a number of seconds"),
+        (["--max-visits", "x"], "'x' is not a"),
+    ],
 )
 def test_limits_on_the_command_line_must_be_positive(argv: list[str], message: str) -> None:
     parser = argparse.ArgumentParser(prog="kavalai")

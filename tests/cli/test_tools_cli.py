@@ -150,6 +150,9 @@ def test_call_prints_the_typed_result(python_config: str) -> None:
         ("python.yaml", ["python://double", "n=many"], 2, "Invalid arguments for python://double"),
         ("python.yaml", ["python://boom", "reason=kaput"], 1, "python://boom failed: RuntimeError: kaput"),
         ("tools.yaml", ["mcp://demo.to_fahrenheit", "celsius=-500"], 1, "below absolute zero"),
+        # hostile review 36e: a timeout the rule refuses is a usage error of the option, not the call's ValueError
+        ("python.yaml", ["--timeout", "nan", "python://double", "n=1"], 2, "'nan': give a positive number of seconds"),
+        ("python.yaml", ["--timeout", "-0", "python://double", "n=1"], 2, "'-0': give a positive number of seconds"),
     ],
 )
 def test_failures_exit_as_kavalai_run_does(

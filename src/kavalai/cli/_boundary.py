@@ -53,6 +53,22 @@ class UsageError(Exception):
         self.status = status
 
 
+def seconds_option(text: str) -> float:
+    """An option given in seconds (``--timeout``), under the one rule of every limit
+    (:func:`~kavalai.kernel.required_seconds`): a positive number, clamped to a year (``inf`` too); ``nan``, 0 or a
+    negative number is a usage error naming the option's value, not an error of the command it would have run."""
+    from kavalai.kernel import required_seconds  # the kernel loads with the command, not with the parser
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    try:
+        return required_seconds(value, what="it")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of seconds") from None
+
+
 def check_options(args: argparse.Namespace) -> None:
     """Refuse a ``--db`` that is not a database URL, and, for a command that only reads or changes existing runs,
     a SQLite journal that does not exist (opening it would create it)."""

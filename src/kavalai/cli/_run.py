@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+from kavalai.cli._boundary import seconds_option
 from kavalai.cli._engines import add_engine_options, engine_of, temporal_runner, where
 
 __all__ = ["add_run_parser", "run_command"]
@@ -37,7 +38,7 @@ def add_run_parser(subparsers: Any) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--input", metavar="JSON", help='the workflow input as JSON, e.g. \'{"folder": "docs"}\'')
     source.add_argument("--input-file", metavar="PATH", help="a JSON or YAML file holding the workflow input")
-    parser.add_argument("--timeout", type=_positive(float), default=None, metavar="SECONDS", help="the run timeout")
+    parser.add_argument("--timeout", type=seconds_option, default=None, metavar="SECONDS", help="the run timeout")
     parser.add_argument("--max-visits", type=_positive(int), default=None, metavar="N", help="the node-visit limit")
     parser.add_argument(
         "--trace", action="store_true", help="print the whole result (status, output, trace) instead of the output"

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, Final, TextIO
 
+from kavalai.cli._boundary import seconds_option
 from kavalai.cli._run import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _interruptible
 
 __all__ = ["add_tools_parser", "command_name", "first_sentence", "tools_command", "typed_arguments"]
@@ -84,7 +85,7 @@ def add_tools_parser(subparsers: Any) -> None:
     call = actions.add_parser("call", parents=[source], help="call a tool and print its typed result (JSON)")
     call.add_argument("uri", help="the tool's URI")
     call.add_argument("arguments", nargs="*", help="one JSON object, or key=value pairs (values parsed as JSON)")
-    call.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="the call's timeout")
+    call.add_argument("--timeout", type=seconds_option, default=None, metavar="SECONDS", help="the call's timeout")
 
 
 def tools_command(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
