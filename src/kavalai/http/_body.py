@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Final
 
 import aiohttp
+from aiohttp import hdrs
 
 __all__ = ["BodyTooLargeError", "read_limited"]
 
@@ -34,10 +35,11 @@ async def read_limited(response: aiohttp.ClientResponse, limit: int) -> bytes:
     after. A ``Content-Length`` over the limit on an uncompressed body is refused before reading anything.
     """
     declared = response.content_length
-    if declared is not None and not response.headers.get("Content-Encoding"):
+    headers = response.headers
+    if declared is not None and not headers.get(hdrs.CONTENT_ENCODING):  # aiohttp's names: no case folding per call
         if declared > limit:
             raise BodyTooLargeError(limit, declared)
-        if "Transfer-Encoding" not in response.headers:  # the parser hands over exactly the declared bytes
+        if hdrs.TRANSFER_ENCODING not in headers:  # the parser hands over exactly the declared bytes
             return await response.content.read()
     chunks: list[bytes] = []
     size = 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pydantic import BaseModel, ValidationError
 from tests.servers.rest_app import BASIC_PASSWORD, BASIC_USER
@@ -89,3 +91,19 @@ async def test_nan_and_infinity_are_refused_for_a_json_body(shop: FunctionKernel
     )
     with pytest.raises(ToolInputError, match="price"):
         await shop.call_tool("rest://shop.create", {"price": float("inf")})
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf"), [1, {"x": float("nan")}]])
+def test_a_body_holding_nan_or_infinity_anywhere_is_refused(value: object) -> None:
+    from kavalai import ToolInputError
+    from kavalai.adapters.rest._session import _json_body
+
+    with pytest.raises(ToolInputError, match="NaN or Infinity"):
+        _json_body({"v": value}, "rest://s.t", "rest://s.t")
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "IN", 12.5, [1, 2], None])
+def test_a_body_with_the_words_or_letters_in_strings_is_sent(value: object) -> None:
+    from kavalai.adapters.rest._session import _json_body
+
+    assert json.loads(_json_body({"v": value}, "rest://s.t", "rest://s.t")) == {"v": value}

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 
 import aiohttp
+import pytest
 
 from kavalai import FunctionKernel, RestServer
-from kavalai.adapters.rest._session import ServerSession
+from kavalai.adapters.rest._session import MAX_PARSED_URLS, ServerSession
+from kavalai.errors import HTTPStatusError, ServerConnectionError
 
 ITEM = {"type": "object", "properties": {"item_id": {"type": "integer"}}, "required": ["item_id"]}
 
@@ -101,3 +103,25 @@ def test_a_session_never_closed_is_closed_when_its_event_loop_ends(shop_url: str
     assert pooled.closed
     assert asyncio.run(call()) is not pooled  # the next loop opens its own
     asyncio.run(kernel.close())
+
+
+async def test_a_parsed_url_follows_the_base_url_read_again_and_the_cache_stays_bounded(
+    kernel: FunctionKernel, shop_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The session keeps its requests' URLs parsed by path; a reopened session reads url_env again, so a URL parsed
+    # under the old base URL must not be reused.
+    monkeypatch.setenv("KT_SHOP_URL", "http://127.0.0.1:1")
+    kernel.register_rest_server(RestServer(name="s", url_env="KT_SHOP_URL", timeout=30))
+    kernel.register_rest_tool("s", "get", "GET", ITEM, path="/items/{item_id}")
+    with pytest.raises(ServerConnectionError):
+        await kernel.call_tool("rest://s.get", {"item_id": 1})
+    await kernel.close()
+    monkeypatch.setenv("KT_SHOP_URL", shop_url)
+    found = await kernel.call_tool("rest://s.get", {"item_id": 1})
+    assert found.result["name"] == "apple"  # type: ignore[attr-defined]
+    for item_id in range(4, 4 + MAX_PARSED_URLS + 20):  # more distinct paths than are kept
+        with pytest.raises(HTTPStatusError):
+            await kernel.call_tool("rest://s.get", {"item_id": item_id})
+    assert len(_session(kernel, "s")._urls) == MAX_PARSED_URLS
+    again = await kernel.call_tool("rest://s.get", {"item_id": 3})  # a path past the bound: parsed each time
+    assert again.result["name"] == "cheese"  # type: ignore[attr-defined]

@@ -26,6 +26,7 @@ from typing import Any, Final
 from urllib.parse import urlencode
 
 import aiohttp
+from aiohttp import hdrs
 from aiohttp.client_middlewares import ClientMiddlewareType
 from aiohttp.payload import BytesPayload
 from opentelemetry import context as otel_context
@@ -45,6 +46,9 @@ __all__ = ["BODY_EXCERPT_CHARS", "ServerSession"]
 
 #: How many redirects one request may follow.
 MAX_REDIRECTS = 10
+#: How many request URLs (base URL + a tool's path) a session keeps parsed: aiohttp parses a URL given as text on
+#: every request. Paths with placeholders vary, so the cache stops growing here (later paths are parsed each time).
+MAX_PARSED_URLS = 256
 
 
 class ServerSession:
@@ -59,6 +63,7 @@ class ServerSession:
         self._per_request = server.credentials_per_request
         self._ssl = self._ssl_setting()
         self._pool = LoopSession(self._new_session)
+        self._urls: dict[str, URL] = {}  # path -> the parsed URL under the open session's base URL
 
     @property
     def resolved(self) -> ResolvedServer:
@@ -80,6 +85,7 @@ class ServerSession:
     def _new_session(self) -> tuple[aiohttp.ClientSession, Callable[[], Awaitable[None]] | None]:
         """A new pooled session; the URL's variable is read again (credentials from variables go per request)."""
         self._resolved = resolved = self.server.resolve(env_credentials=False)
+        self._urls = {}  # the base URL was read again
         # The outbound gate: the base URL's host is the user's; a redirect elsewhere is learned from the server.
         outbound = Outbound(self.name, [resolved.base_url], kind="REST server")
         session, resolver = aiohttp_session(
@@ -136,7 +142,14 @@ class ServerSession:
                 exc.uri = exc.uri or uri
                 raise
         method, path = request.method, request.path
-        url = f"{resolved.base_url}{path}" if path.startswith("/") else path
+        url: URL | str = path  # an absolute URL (OpenAPI specs): aiohttp parses it
+        if path.startswith("/"):
+            parsed = self._urls.get(path)
+            if parsed is None:
+                parsed = URL(f"{resolved.base_url}{path}")
+                if len(self._urls) < MAX_PARSED_URLS:
+                    self._urls[path] = parsed
+            url = parsed
         where = uri or f"REST server {self.name!r}"
         kwargs = _request_options(request, resolved, where, uri)
         try:
@@ -208,6 +221,8 @@ def _request_options(request: PreparedRequest, resolved: ResolvedServer, where: 
 
 
 _JSON: Final = "application/json"
+_N: Final = ord("N")
+_I: Final = ord("I")
 _JSON_HEADERS: Final = MappingProxyType({"Content-Type": _JSON})
 
 
@@ -226,7 +241,9 @@ def _json_body(value: Any, where: str, uri: str | None) -> bytes:
     """The JSON text of a request body. JSON has no NaN or Infinity: a body holding one is refused rather than
     sent as something the server cannot read (or, worse, silently as null)."""
     body = to_json(value)
-    if b"NaN" in body or b"Infinity" in body:  # cheap first look; json.dumps then says for sure
+    # A first look in three steps, cheapest first: a byte 'N' or 'I' (an int needle: a memchr, where a bytes needle
+    # costs five times more), then the words, then json.dumps says for sure (the words may be inside a string).
+    if (_N in body or _I in body) and (b"NaN" in body or b"Infinity" in body):
         try:
             json.dumps(value, allow_nan=False, default=str)
         except ValueError:
@@ -239,7 +256,10 @@ def _json_body(value: Any, where: str, uri: str | None) -> bytes:
 def _decode(body: bytes, response: aiohttp.ClientResponse) -> Any:
     if not body:
         return None
-    content_type = response.content_type
+    # The common answer's header as sent, compared before aiohttp parses it (a parse per response otherwise).
+    content_type = response.headers.get(hdrs.CONTENT_TYPE)
+    if content_type != _JSON:
+        content_type = response.content_type
     if content_type == "application/json" or content_type.endswith("+json"):
         try:
             return from_json(body)
