@@ -414,20 +414,37 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
         "temporal": "test_answer_race.py::test_one_answer_wins_on_temporal",
     },
     "a worker killed while an answer is delivered (applied once or refused)": {
-        "sqlite": None,
-        "postgres": None,
+        "sqlite": "test_dbos_answer_kill.py::"
+        "test_a_dbos_worker_killed_while_an_answer_is_delivered_applies_it_once_on_sqlite",
+        "postgres": "test_dbos_answer_kill.py::"
+        "test_a_dbos_worker_killed_while_an_answer_is_delivered_applies_it_once_on_postgres",
         "temporal": "test_temporal_answer_kill.py::"
         "test_a_worker_killed_while_an_answer_is_delivered_applies_it_once_or_says_it_did_not",
     },
-    "cancel racing a step's completion, 20 rounds (cancelled or finished, never both)": {
+    "no worker takes an answer (its worker killed as the query / update is sent): sent again to the next": {
         "sqlite": None,
         "postgres": None,
+        "temporal": "test_temporal_answer_kill.py::"
+        "test_an_answer_no_worker_takes_is_delivered_again_to_the_next_worker",
+    },
+    "cancel racing a step's completion, 20 rounds (cancelled or finished, never both)": {
+        "sqlite": "test_dbos_fault_kinds.py::"
+        "test_a_cancel_racing_a_steps_completion_on_dbos_ends_the_run_cancelled_or_finished_never_both[sqlite]",
+        "postgres": "test_dbos_fault_kinds.py::"
+        "test_a_cancel_racing_a_steps_completion_on_dbos_ends_the_run_cancelled_or_finished_never_both[postgres]",
         "temporal": "test_temporal_cancel_race.py::"
         "test_a_cancel_racing_a_steps_completion_ends_the_run_cancelled_or_finished_never_both",
     },
-    "the engine's server restarted twice within one step": {
-        "sqlite": None,
+    "the journal's disk full (the write paused until space is freed)": {
+        "sqlite": "test_journal_io.py::test_a_full_journal_disk_pauses_the_write_until_space_is_freed",
         "postgres": None,
+        "temporal": None,
+    },
+    "the engine's server restarted twice within one step": {
+        "sqlite": "test_dbos_fault_kinds.py::"
+        "test_the_sqlite_journal_away_twice_within_one_step_loses_nothing_and_charges_once",
+        "postgres": "test_dbos_fault_kinds.py::"
+        "test_postgres_restarted_twice_within_one_step_loses_nothing_and_charges_once",
         "temporal": "test_temporal_outage.py::"
         "test_a_temporal_server_restarted_twice_within_one_step_loses_nothing_and_charges_once",
     },

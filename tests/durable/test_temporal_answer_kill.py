@@ -47,6 +47,25 @@ async def start_worker(address: str, queue: str, shop: str) -> asyncio.subproces
     return process
 
 
+async def applied_once(answered: Awaitable[None], again: Callable[[], Awaitable[None]]) -> str:
+    """``won`` when the answer ``answered`` was applied, else ``refused: <why>`` (a kavalai error or a
+    ``LookupError``, never a raw engine error) after answering ``again``: applied then, or told that the first one won
+    after all."""
+    try:
+        await asyncio.wait_for(answered, 120)  # bounded: liveness only
+        return "won"
+    except AlreadyAnsweredError as exc:  # cannot be: nobody else answered
+        raise AssertionError(exc) from exc
+    except (FunctionKernelException, LookupError) as exc:  # refused, saying so
+        told = f"refused: {exc}"
+        assert str(exc), exc
+    try:
+        await asyncio.wait_for(again(), 120)
+    except AlreadyAnsweredError as exc:
+        assert exc.answer == {"action": "allow"}, exc
+    return told
+
+
 async def ended(process: asyncio.subprocess.Process) -> None:
     if process.returncode is None:
         process.kill()
@@ -83,20 +102,7 @@ async def test_a_worker_killed_while_an_answer_is_delivered_applies_it_once_or_s
 
             answered = asyncio.ensure_future(runner.answer(run_id, "approval-2", {"action": "allow"}))
             await kill_first()
-            told: Any = None
-            try:
-                await asyncio.wait_for(answered, 120)  # bounded: liveness only
-                told = "won"
-            except AlreadyAnsweredError as exc:  # cannot be: nobody else answered
-                raise AssertionError(exc) from exc
-            except (FunctionKernelException, LookupError) as exc:  # refused, saying so (never a raw engine error)
-                told = f"refused: {exc}"
-                assert str(exc), exc
-            if told != "won":  # answered again: applied now, or told that the first one won after all
-                try:
-                    await asyncio.wait_for(runner.answer(run_id, "approval-2", {"action": "allow"}), 120)
-                except AlreadyAnsweredError as exc:
-                    assert exc.answer == {"action": "allow"}, exc
+            told = await applied_once(answered, lambda: runner.answer(run_id, "approval-2", {"action": "allow"}))
             outcome = await asyncio.wait_for(runner.result(run_id), 120)  # bounded: liveness only
             assert outcome == {"answer": {"action": "allow"}}
             assert (await runner.describe(run_id)).state == "finished"

@@ -13,11 +13,13 @@ import threading
 import uuid
 import warnings
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 
 from kavalai.durable import TemporalRunner
 from kavalai.errors import DurableRunError, RunCancelledError
+from kavalai.workflow import WorkflowEngine
 from tests.durable.conftest import fetch
 from tests.durable.test_journal_io import charging_engine, orders
 from tests.servers.effects_app import create_app
@@ -41,6 +43,54 @@ def _collect_earlier_garbage() -> None:
         gc.collect()
 
 
+class CancelAtB:
+    """Each round's run cancelled by ``cancel(run_id)`` from another thread, ``5 ms x round`` after the shop recorded
+    charge B (while its answer goes out, while B is recorded, as C begins, after the run ended)."""
+
+    def __init__(self, cancel: Callable[[str], None]) -> None:
+        self.cancel, self.run_id, self.pause, self.sent = cancel, "", 0.0, threading.Event()
+
+    def on_charge(self, order: str) -> None:  # the shop's thread: B is recorded, its answer about to go out
+        if order != "B":
+            return
+        run_id, pause = self.run_id, self.pause
+
+        def later() -> None:
+            threading.Event().wait(pause)
+            self.cancel(run_id)
+            self.sent.set()
+
+        threading.Thread(target=later, daemon=True).start()
+
+    def next_round(self, n: int, prefix: str) -> str:
+        """Round ``n``'s run id, its cancel not sent yet."""
+        self.run_id, self.pause = f"{prefix}-{n}-{uuid.uuid4().hex[:8]}", 0.005 * n
+        self.sent.clear()
+        return self.run_id
+
+
+async def run_told(engine: WorkflowEngine, run_id: str, before: int) -> str:
+    """What ``run()`` of ``run_id`` said: ``cancelled``, or ``finished`` with the next three charges' numbers."""
+    try:
+        result = await engine.run({}, run_id=run_id)
+    except RunCancelledError:
+        return "cancelled"
+    assert result.ok, result.error
+    assert result.output == {"n": [before + 1, before + 2, before + 3]}
+    return "finished"
+
+
+def charged_as_told(shop: str, before: int, told: str, n: int) -> None:
+    """Round ``n``'s charges (the shop's effects after the first ``before``): each at most once, A and B made, C
+    made when the run was told ``finished`` (a cancelled run's C may have been in flight when it was cut)."""
+    made = Counter(orders(fetch(f"{shop}/effects")[before:]))
+    assert max(made.values()) == 1, (n, made)  # each charge at most once
+    assert set(made) <= {"A", "B", "C"}
+    assert made["A"] == made["B"] == 1
+    if told == "finished":
+        assert made["C"] == 1, (n, made)
+
+
 async def test_a_cancel_racing_a_steps_completion_ends_the_run_cancelled_or_finished_never_both(
     temporal_address: str,
 ) -> None:
@@ -48,41 +98,22 @@ async def test_a_cancel_racing_a_steps_completion_ends_the_run_cancelled_or_fini
     queue = f"q-race-{uuid.uuid4().hex[:8]}"
     runner = TemporalRunner(temporal_address, task_queue=queue)
     loop = asyncio.get_running_loop()
-    current: dict[str, str] = {}
     sent: list[asyncio.Future[None]] = []
-    cancelled = threading.Event()  # this round's cancel was sent
 
-    def cancel_as_b_answers(order: str) -> None:  # the shop's thread: B is recorded, its answer about to go out
-        if order != "B":
-            return
-        run_id, pause = current["run_id"], float(current["pause"])
+    def cancel(run_id: str) -> None:
+        sent.append(asyncio.run_coroutine_threadsafe(runner.cancel(run_id), loop))  # type: ignore[arg-type]
 
-        def later() -> None:
-            threading.Event().wait(pause)
-            sent.append(asyncio.run_coroutine_threadsafe(runner.cancel(run_id), loop))  # type: ignore[arg-type]
-            cancelled.set()
-
-        threading.Thread(target=later, daemon=True).start()
-
+    race = CancelAtB(cancel)
     ends: Counter[str] = Counter()
     try:
-        with serve(create_app(on_charge=cancel_as_b_answers)) as shop:
+        with serve(create_app(on_charge=race.on_charge)) as shop:
             engine = charging_engine(runner, shop)
             await runner.start_worker()
             for n in range(ROUNDS):
-                run_id = f"race-{n}-{uuid.uuid4().hex[:8]}"
-                current.update(run_id=run_id, pause=str(0.005 * n))
-                cancelled.clear()
+                run_id = race.next_round(n, "race")
                 before = len(fetch(f"{shop}/effects"))
-                try:
-                    result = await engine.run({}, run_id=run_id)
-                except RunCancelledError:
-                    told = "cancelled"
-                else:
-                    assert result.ok, result.error
-                    assert result.output == {"n": [before + 1, before + 2, before + 3]}
-                    told = "finished"
-                assert await asyncio.to_thread(cancelled.wait, 60)  # bounded: the cancel of this round went out
+                told = await run_told(engine, run_id, before)
+                assert await asyncio.to_thread(race.sent.wait, 60)  # bounded: the cancel of this round went out
                 assert len(sent) == 1
                 for future in sent:  # the cancel was taken, or refused as the run had ended: nothing else
                     try:
@@ -97,12 +128,7 @@ async def test_a_cancel_racing_a_steps_completion_ends_the_run_cancelled_or_fini
                     with pytest.raises(RunCancelledError):
                         await runner.result(run_id)
                     assert info.outcome is None
-                made = Counter(orders(fetch(f"{shop}/effects")[before:]))
-                assert max(made.values()) == 1, (n, made)  # each charge at most once
-                assert set(made) <= {"A", "B", "C"}
-                assert made["A"] == made["B"] == 1
-                if told == "finished":
-                    assert made["C"] == 1
+                charged_as_told(shop, before, told, n)
                 ends[told] += 1
     finally:
         await runner.aclose()

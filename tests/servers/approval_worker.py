@@ -3,8 +3,10 @@ allowed, for the fault case "a worker killed while an answer is delivered"
 (``tests/durable/test_temporal_answer_kill.py``).
 
     python -m tests.servers.approval_worker ADDRESS TASK_QUEUE SHOP_URL
+    python -m tests.servers.approval_worker dbos DB_URL SHOP_URL
 
-It prints ``serving`` once its worker polls, then serves until killed. :class:`ApproveThenCharge` is also what the
+It prints ``serving`` once its worker polls (DBOS: ``serving <target name>`` once it serves the journal's queue,
+having recovered the runs a killed worker left), then serves until killed. :class:`ApproveThenCharge` is also what the
 test process submits (the same definition)."""
 
 from __future__ import annotations
@@ -58,5 +60,18 @@ async def main(address: str, queue: str, shop: str) -> None:
     await runner.serve()
 
 
+async def main_dbos(db: str, shop: str) -> None:
+    from kavalai.durable import DbosRunner
+
+    runner = DbosRunner(db)
+    name = runner.register(ApproveThenCharge(shop))
+    await runner.start()
+    print(f"serving {name}", flush=True)
+    await runner.serve()
+
+
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:4]))
+    if sys.argv[1] == "dbos":
+        asyncio.run(main_dbos(*sys.argv[2:4]))
+    else:
+        asyncio.run(main(*sys.argv[1:4]))

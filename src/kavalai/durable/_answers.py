@@ -21,14 +21,14 @@ def checked_answer(question: Mapping[str, Any], value: Any) -> Any:
         ValueError: the value is not an answer of that kind, or not JSON.
     """
     if question.get("kind") == "approval":
-        return approval_answer(value)
-    if question.get("kind") == "elicitation":
-        return elicitation_answer(value)
-    if question.get("kind") == "doubt":
+        value = approval_answer(value)
+    elif question.get("kind") == "elicitation":
+        value = elicitation_answer(value)
+    elif question.get("kind") == "doubt":
         from kavalai.durable._doubt import doubt_answer
 
-        return doubt_answer(value)
-    try:
+        value = doubt_answer(value)
+    try:  # of every kind: what the journal keeps is JSON (no NaN, no sets), as every reader of it takes it
         return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"An answer must be JSON data: {exc}") from None

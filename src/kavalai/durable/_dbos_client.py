@@ -164,8 +164,9 @@ class DbosClient:
             raise RunCancelledError(f"Run {run_id} is cancelled: the answer {key!r} is refused.", run_id=run_id)
         ended = STATES.get(status) if STATES.get(status) in ("finished", "failed") else None
         pending = self.pending(run_id)
-        if not answer_first(self._answers, run_id, key, pending, value, ended=ended):  # the run's own question
-            self._client.send(run_id, value, topic=topic(key), idempotency_key=f"{run_id}.{key}")
+        in_step, kept = answer_first(self._answers, run_id, key, pending, value, ended=ended)
+        if not in_step:  # the run's own question: the answer kept, never another form of it
+            self._client.send(run_id, kept, topic=topic(key), idempotency_key=f"{run_id}.{key}")
 
     def resolve(self, run_id: str, step: int, *, done: bool, result: Any = None) -> None:
         """Settle step ``step`` of run ``run_id``, in doubt, that the run asks about (``on_doubt="ask"``): it happened
@@ -214,11 +215,12 @@ def _time(epoch_ms: int | None) -> datetime | None:
 
 def answer_first(
     answers: SqlAnswerLog, run_id: str, key: str, pending: dict[str, Any], value: Any, *, ended: str | None = None
-) -> bool:
+) -> tuple[bool, Any]:
     """Take ``value`` as the answer to ``key`` if it is the first (blocking): exactly one of racing answers wins,
     whatever the process; a loser, or an answer to a question answered before, raises
     :class:`~kavalai.errors.AlreadyAnsweredError` naming the winner. Returns whether the question was one asked
-    during a step (then the recorded answer is all it needs; a question of the run itself also needs its message).
+    during a step (then the recorded answer is all it needs; a question of the run itself also needs its message),
+    and the answer as it was kept (checked: JSON, in its kind's form), which is what the message must carry.
     ``ended``: the run's state when it has finished or failed, named when a new answer is refused."""
     if key not in pending:
         found, winner = answers.lookup_now(run_id, key)
@@ -228,7 +230,8 @@ def answer_first(
             raise LookupError(f"Run {run_id} has {ended}: it waits for no answer; {key!r} is refused.")
         raise not_pending(run_id, key, pending)
     in_step = key in answers.open_now(run_id)
-    won, winner = answers.claim_now(run_id, key, pending[key], checked_answer(pending[key], value))
+    checked = checked_answer(pending[key], value)
+    won, winner = answers.claim_now(run_id, key, pending[key], checked)
     if not won:
         raise lost_answer(run_id, key, winner)
-    return in_step
+    return in_step, checked

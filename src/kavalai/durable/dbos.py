@@ -403,8 +403,9 @@ class DbosRunner(DurableRunner):
         pending = await self.pending(run_id)
         assert self._answers is not None
         answers = self._answers
-        if not await asyncio.to_thread(answer_first, answers, run_id, key, pending, value):  # the run's own: a message
-            await DBOS.send_async(run_id, value, topic=topic(key), idempotency_key=f"{run_id}.{key}")
+        in_step, kept = await asyncio.to_thread(answer_first, answers, run_id, key, pending, value)
+        if not in_step:  # the run's own question: a message, with the answer kept (never another form of it)
+            await DBOS.send_async(run_id, kept, topic=topic(key), idempotency_key=f"{run_id}.{key}")
 
     async def serve(self) -> None:
         """Serve the queue until cancelled: the ``kavalai worker`` loop. Register the targets first."""
