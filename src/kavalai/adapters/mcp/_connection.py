@@ -56,7 +56,7 @@ from kavalai.adapters.mcp._errors import (
 )
 from kavalai.adapters.mcp._generation import Ending, Generation, Phase
 from kavalai.adapters.mcp._healing import Backoff, CrashLoop, Healing, tool_prints
-from kavalai.adapters.mcp._idempotency import call_meta
+from kavalai.adapters.mcp._idempotency import meta_of
 from kavalai.adapters.mcp._incoming import MessageHandler, ServerLog
 from kavalai.adapters.mcp._listening import ChangeStream
 from kavalai.adapters.mcp._listing import ListingTotals
@@ -609,6 +609,8 @@ class McpConnection:
                 return await self._answered_call(tool, uri, args, structured=structured)
             finally:
                 self._relayed_calls.remove(made)
+        if self.config.elicitation != CALLER:  # no answerer to note: _answered_call's work, without its frame
+            return await self._call(tool, uri, args, structured=structured)
         return await self._answered_call(tool, uri, args, structured=structured)
 
     def _asking_call(self) -> ToolCall | None:
@@ -627,15 +629,18 @@ class McpConnection:
             self._in_flight.remove(answerer)
 
     async def _call(self, tool: str, uri: str, args: BaseModel, *, structured: bool) -> Any:
-        arguments = args.model_dump(by_alias=True, exclude_unset=True, mode="json")
+        # args.model_dump(by_alias=True, exclude_unset=True, mode="json"), without its frame of argument handling
+        arguments = args.__pydantic_serializer__.to_python(args, by_alias=True, exclude_unset=True, mode="json")
         for attempt in range(_CALL_ATTEMPTS):
             gen, session = await self._session()
             # 2025-11-25: a tool listed with taskSupport "required" is called as a task (_tasks.py).
             legacy_task = tool in self._task_only and not era.is_modern(session.protocol_version)
-            if self._stale_at < anyio.current_time():
+            stale_at = self._stale_at
+            if stale_at != math.inf and stale_at < anyio.current_time():  # no clock read without a ttlMs hint
                 self._stale_at = math.inf
                 gen.refresh.set()  # the listing's ttlMs has passed: list again, in the background
-            progress = _progress()
+            made = current_call()  # the kernel's call: its progress callback, and its _meta when sent
+            progress = None if made is None else made.report_progress if made.progress is not None else None
 
             async def send(
                 responses: mcp_types.InputResponses | None,
@@ -643,13 +648,14 @@ class McpConnection:
                 session: ClientSession = session,
                 progress: ProgressFnT | None = progress,
                 legacy_task: bool = legacy_task,
+                made: ToolCall | None = made,
             ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult | TaskCreated:
                 params = mcp_types.CallToolRequestParams(
                     name=tool,
                     arguments=arguments,
                     input_responses=responses,
                     request_state=state,
-                    _meta=era.log_meta(call_meta(), self._healing.log_level, session),  # key, ms left, log level
+                    _meta=era.log_meta(meta_of(made), self._healing.log_level, session),  # key, ms left, log level
                 )
                 request = mcp_types.CallToolRequest(params=params)
                 if legacy_task:

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Final
 
-from kavalai.kernel import current_call, limit_seconds
+from kavalai.kernel import ToolCall, current_call, limit_seconds
 
 __all__ = [
     "DEADLINE_META_KEY",
@@ -31,6 +31,7 @@ __all__ = [
     "calls_log_level",
     "calls_logging_at",
     "deadline_from_meta",
+    "meta_of",
 ]
 
 IDEMPOTENCY_META_KEY: Final = "io.kavalai/idempotency-key"
@@ -39,7 +40,11 @@ DEADLINE_META_KEY: Final = "io.kavalai/deadline"
 
 def call_meta() -> dict[str, Any] | None:
     """The ``_meta`` of the tool call running now: its idempotency key and remaining milliseconds, or ``None``."""
-    call = current_call()
+    return meta_of(current_call())
+
+
+def meta_of(call: ToolCall | None) -> dict[str, Any] | None:
+    """:func:`call_meta` of ``call`` (the caller has it already), or ``None`` for none."""
     if call is None:
         return None
     meta: dict[str, Any] = {}

@@ -11,7 +11,7 @@ in OpenTelemetry: the SDK's later ERROR is ignored) with ``kavalai.mcp.probe`` s
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import anyio
 import mcp_types
@@ -37,10 +37,16 @@ class ProbeSpans:
     def sent(self, item: SessionMessage) -> None:
         """A message is being sent, inside the SDK's span for it: keep the span of a probe."""
         message = item.message
-        if isinstance(message, mcp_types.JSONRPCRequest) and message.method == _PROBE:
+        kind = type(message)  # by exact class first: isinstance() of a pydantic model class is an ABC check
+        if kind is not mcp_types.JSONRPCRequest and (
+            kind is mcp_types.JSONRPCNotification or not isinstance(message, mcp_types.JSONRPCRequest)
+        ):
+            return
+        request = cast("mcp_types.JSONRPCRequest", message)
+        if request.method == _PROBE:
             span = trace.get_current_span()
             if span.is_recording():
-                self._spans[message.id] = span
+                self._spans[request.id] = span
 
     def received(self, item: Any) -> None:
         """A message was read: the answer to a probe settles its span."""

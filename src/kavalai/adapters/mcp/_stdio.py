@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Final, cast
 
 import anyio
 import anyio.abc
@@ -86,21 +86,26 @@ class StdioProcess:
     _awaited: dict[str, str] = field(default_factory=dict, repr=False)  # requests sent, not yet answered: id -> method
 
     def _sent(self, message: SessionMessage) -> None:
-        if isinstance(message.message, mcp_types.JSONRPCRequest):
-            self._awaited[str(message.message.id)] = message.message.method
+        inner = message.message
+        # by exact class first: isinstance() of a pydantic model class is an ABC check, once a message
+        if type(inner) is mcp_types.JSONRPCRequest or isinstance(inner, mcp_types.JSONRPCRequest):
+            self._awaited[str(inner.id)] = inner.method
             if len(self._awaited) > _MAX_AWAITED:
                 del self._awaited[next(iter(self._awaited))]  # the oldest: a request given up on long ago
 
     def _answers_a_request(self, message: SessionMessage) -> bool:
         """Whether ``message`` may go to the session: anything but an answer to no request awaiting one."""
         inner = message.message
-        if not isinstance(inner, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError):
+        kind = type(inner)
+        answer = kind is mcp_types.JSONRPCResponse or kind is mcp_types.JSONRPCError  # the usual, without the ABC check
+        if not answer and not isinstance(inner, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError):
             return True
-        key = str(inner.id)
-        if inner.id is not None and key in self._awaited:
+        answer_id = cast("mcp_types.JSONRPCResponse | mcp_types.JSONRPCError", inner).id
+        key = str(answer_id)
+        if answer_id is not None and key in self._awaited:
             del self._awaited[key]
             return True
-        self.on_stray(f"an answer with id {inner.id!r}, which is no request awaiting one")
+        self.on_stray(f"an answer with id {answer_id!r}, which is no request awaiting one")
         return False
 
     @property
@@ -242,7 +247,7 @@ async def _read_stdout(
                     if rest:
                         partial.append(rest)
                         size += len(rest)
-                    if size > limit or any(len(line) > limit for line in lines):
+                    if size > limit or (lines and max(map(len, lines)) > limit):  # C loops: once a chunk
                         _give_up(info, f"sent a message over the limit of {limit:,} bytes (max_message_bytes)")
                         return
                     for line in lines:

@@ -135,7 +135,8 @@ class LegacyTaskReads:
 def carry_task(item: Any) -> Any:
     """``item`` read by :class:`LegacyTaskReads`: a created task's answer carried as a ``CallToolResult``."""
     message = getattr(item, "message", None)
-    if not isinstance(message, mcp_types.JSONRPCResponse):
+    # by exact class first: isinstance() of a pydantic model class is an ABC check, once a message
+    if type(message) is not mcp_types.JSONRPCResponse and not isinstance(message, mcp_types.JSONRPCResponse):
         return item
     result = message.result
     if not isinstance(result.get("task"), dict) or "content" in result:
