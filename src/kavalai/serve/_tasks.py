@@ -242,6 +242,7 @@ class HostTasks:
                     else:
                         task.end("completed", result=result.model_dump(mode="json", by_alias=True, exclude_none=True))
             task.end("cancelled")  # cancelled by the host, or its TTL passed while it ran
+            call.ctx = None  # the host's request is not held while the ended task is kept
             await anyio.sleep_until(task.expires)  # kept, ended, until its TTL passes
         finally:
             task.end("cancelled")
