@@ -15,7 +15,8 @@ racing new calls leaves none of its loop running when it returns, and each of th
 or was never started. A tool closes its own kernel from its worker thread (its own call is left to finish, the others
 are cut); a deadline block is entered twice (the second entry is refused, the first cuts the call inside it); a call
 pauses its own deadline in two tasks at once, or from its worker thread, longer than its timeout, and is not cut
-(issue 36, sixth session). At the end nothing the kernel started may be left: no call in flight, no thread of a cut
+(issue 36, sixth session). No sync tool starts after its call has ended (a call cut while queued for a thread;
+seventh session). At the end nothing the kernel started may be left: no call in flight, no thread of a cut
 call, no server process, and both loops stop.
 
 Used by ``tests/kernel/test_ownership_state.py`` with a few examples, and by ``bench/ownership_fuzz.py`` with many.
@@ -57,9 +58,20 @@ async def nap(seconds: float) -> str:
     return "napped"
 
 
+# Sync tools that started after their call had ended (cut while queued for a thread): there must be none (36e).
+LATE_STARTS: list[str] = []
+
+
+def _note_a_late_start() -> None:
+    call = current_call()
+    if call is not None and call._done:
+        LATE_STARTS.append(call.uri)
+
+
 @pythontool
 def doze(seconds: float) -> str:
     """Sleep in a worker thread."""
+    _note_a_late_start()
     time.sleep(seconds)
     return "dozed"
 
@@ -180,6 +192,7 @@ class KernelMachine(RuleBasedStateMachine):
         @pythontool
         def hang() -> str:
             """Block the worker thread until the machine ends."""
+            _note_a_late_start()
             return stall()
 
         self.kernel.register_python_tool("hang", hang)
@@ -348,6 +361,7 @@ class KernelMachine(RuleBasedStateMachine):
             if call.uri == "python://hang"
         ]
         assert running <= len(accounted), f"{running} hung threads, {len(accounted)} accounted for by the kernel"
+        assert not LATE_STARTS, f"sync tools started after their calls had ended: {LATE_STARTS}"
 
     def _check_outcome(self, call: Started) -> None:
         if call.future.cancelled():

@@ -206,9 +206,9 @@ async def test_close_names_the_calls_still_running_after_their_cut(
         with caplog.at_level(logging.WARNING, logger="kavalai"):
             await kernel.close()
         assert swallowed.is_set()
-        [line] = [r.getMessage() for r in caplog.records if "still running after" in r.getMessage()]
+        [line] = [r.getMessage() for r in caplog.records if "call(s) still running" in r.getMessage()]
         assert line == (
-            "close() returns with 2 call(s) still running after they were cut (their tools went on): "
+            "close() returns with 2 call(s) still running (a tool that went on after its cut, or a blocked loop): "
             "python://stubborn (2)"
         )
         assert {call.uri for call in kernel.calls_in_flight()} == {"python://stubborn"}
@@ -216,4 +216,37 @@ async def test_close_names_the_calls_still_running_after_their_cut(
         release.set()
     results = await asyncio.gather(*calls, return_exceptions=True)
     assert all(isinstance(result, KernelClosedError) for result in results[:2]), results  # still too late
+    assert kernel.calls_in_flight() == []
+
+
+async def test_close_names_a_call_whose_event_loop_is_blocked(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A call on another loop that its tool blocks (an inline sync tool) cannot be cut until the loop runs again:
+    # close() returns at its bound and says so, where it used to return in silence.
+    entered, release = threading.Event(), threading.Event()
+
+    @pythontool(inline=True)
+    def blocker() -> str:
+        """Block the event loop it runs on until released."""
+        entered.set()
+        release.wait(timeout=60)
+        return "blocked"
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("blocker", blocker)
+    results: list[object] = []
+    other = threading.Thread(target=lambda: results.append(asyncio.run(kernel.call_tool("python://blocker"))))
+    other.start()
+    try:
+        await _until(entered.is_set)
+        monkeypatch.setattr(_closing, "_CLOSE_WAIT", 0.2)
+        with caplog.at_level(logging.WARNING, logger="kavalai"):
+            await kernel.close()
+        [line] = [r.getMessage() for r in caplog.records if "call(s) still running" in r.getMessage()]
+        assert line.endswith(": python://blocker (1)"), line
+    finally:
+        release.set()
+        await asyncio.to_thread(other.join, 60)
+    assert [getattr(result, "result", None) for result in results] == ["blocked"]  # it ended before its cut came
     assert kernel.calls_in_flight() == []

@@ -1,16 +1,20 @@
 """Deadlines and ``close()`` at their edges, seventh session (hostile review 36e): a sync tool that raises
-``SystemExit`` or ``KeyboardInterrupt`` in its worker thread, and a sync call cut before a thread took it."""
+``SystemExit`` or ``KeyboardInterrupt`` in its worker thread, a sync call cut before a thread took it, and an
+agent run's timeout of 0."""
 
 from __future__ import annotations
 
 import asyncio
+import math
 
 import pytest
 from tests.adapters.test_threads import _until
 
 from kavalai import FunctionKernel, pythontool
 from kavalai.adapters import _threads
+from kavalai.agent import Agent
 from kavalai.errors import ToolExecutionError, ToolTimeoutError
+from kavalai.testing import ScriptedLLM
 
 
 @pytest.mark.parametrize("raised", [SystemExit(2), KeyboardInterrupt()])
@@ -69,3 +73,17 @@ async def test_a_sync_call_cut_before_a_thread_took_it_never_runs(monkeypatch: p
     assert (await kernel.call_tool("python://effect")).result == "done"  # type: ignore[attr-defined]
     assert ran == ["ran"]
     await kernel.close()
+
+
+@pytest.mark.parametrize("timeout", [0, -0.0, -1, math.nan, True, "5"])
+async def test_an_agent_runs_timeout_is_a_callers_limit_under_the_one_rule(timeout: object) -> None:
+    # Agent.run(timeout=0) (and -0.0) ran, already past its deadline, where every other caller's timeout refuses 0;
+    # and a refused value was called "deadline", not the timeout the caller gave.
+    agent = Agent(ScriptedLLM(["never asked"]), kernel=FunctionKernel())
+    with pytest.raises(ValueError, match=r"^Agent\.run timeout must be"):
+        await agent.run("hi", timeout=timeout)  # type: ignore[arg-type]
+
+
+async def test_an_agent_runs_timeout_above_a_year_is_a_year() -> None:
+    agent = Agent(ScriptedLLM(["hello"]), kernel=FunctionKernel())
+    assert (await agent.run("hi", timeout=math.inf)).output == "hello"

@@ -232,7 +232,6 @@ _FORWARDED = {
     "kernel/_core.py:Kernel.call_tool_as(timeout)": "Kernel.call_tool",
     "function_kernel.py:FunctionKernel.register_python_tool(timeout)": "PythonToolAdapter.register",
     "function_kernel.py:FunctionKernel.register_rest_tool(timeout)": "RestAdapter.register_tool",
-    "agent/_agent.py:Agent.run(timeout)": "deadline()",
     "tools/_kaval_fetch.py:fetch(timeout)": "GuardedClient.request",
     "durable/_dbos_journal.py:DbosJournal.wait_for_answer(timeout)": "DurableRun.wait_for_answer",
     "durable/_answer_log.py:SqlAnswerLog.__init__(outage)": "DbosRunner's journal_outage",

@@ -49,7 +49,7 @@ from kavalai.durable import (
 )
 from kavalai.durable import step as durable_step
 from kavalai.errors import DeadlineExceededError
-from kavalai.kernel import current_deadline, deadline
+from kavalai.kernel import current_deadline, deadline, limit_seconds
 from kavalai.llm.base import LLMClient, ModelSettings, parse_structured
 from kavalai.llm.errors import LLMResponseError, StructuredOutputError
 from kavalai.llm.messages import (
@@ -303,8 +303,11 @@ class Agent(Generic[OutputT]):
             ToolNotFoundError: ``allowed_tools`` names a URI (not a glob) that no tool has.
             ServerConnectionError: an MCP server that was not connected yet failed to start.
             DeadlineExceededError: the run took longer than ``timeout``.
+            ValueError: ``timeout`` is not ``None`` nor a positive number of seconds (0 too: to pass on a budget
+                that may have run out, run inside ``with deadline(left):``).
         """
-        with deadline(timeout, what="agent run"):
+        limit = limit_seconds(timeout, what="Agent.run timeout")  # a caller's limit: above 0, as every timeout
+        with deadline(limit, what="agent run"):
             return await self._run(prompt, history, run_id)
 
     async def _run(

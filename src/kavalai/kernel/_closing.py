@@ -96,7 +96,7 @@ async def end_calls_in_flight(inflight: set[ToolCall], own: set[ToolCall]) -> No
     _, pending = await asyncio.wait(waits, timeout=_CLOSE_WAIT)
     if pending:  # tools that caught their cut and went on: named, as the threads left are (wait_for_threads)
         logger.warning(
-            "close() returns with %d call(s) still running after they were cut (their tools went on): %s",
+            "close() returns with %d call(s) still running (a tool that went on after its cut, or a blocked loop): %s",
             len(pending),
             _counted(waits[wait].uri for wait in pending),
         )
