@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from types import GeneratorType
 from typing import Any, Final, cast
 
 from jinja2 import pass_environment
@@ -33,7 +34,7 @@ from jinja2.filters import make_attrgetter
 from jinja2.runtime import markup_join, str_join
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from kavalai.workflow._meter import tick, weight, work
+from kavalai.workflow._meter import current_meter, tick, weight, work
 from kavalai.workflow._sizes import (
     bounded_sum,
     check_binop,
@@ -206,19 +207,24 @@ def _counting(original: Callable[..., Any]) -> Callable[..., Any]:
 #: Filters whose work does not grow with their input (all others count the items or characters they go over).
 _CONSTANT: Final = frozenset({"length", "count", "first", "last", "default", "d", "attr", "abs", "int", "float"})
 _SIZED: Final = (str, bytes, bytearray, list, tuple, dict, set, frozenset, range)
+_SMALL: Final = 256
 
 
 def _metered(original: Callable[..., Any], constant: bool) -> Callable[..., Any]:
-    """``original`` (a Jinja filter or test) counted on the rendering's meter: one operation plus, unless its work is
-    ``constant``, the items of the value it is given; an iterator it returns counts one operation an item."""
+    """``original`` (a Jinja filter or test) counted on the rendering's meter: unless its work is ``constant``, the
+    items of a value of more than :data:`_SMALL` it is given; and one operation an item of a generator it returns.
+    Calls on small values are not counted one by one: their number is bounded by the loop steps (counted) times the
+    template's length."""
     passes = getattr(original, "jinja_pass_arg", None)
     at = 1 if passes is not None else 0
 
     def metered(*args: Any, **kwargs: Any) -> Any:
-        value = args[at] if len(args) > at else None
-        work(1 if constant or not isinstance(value, _SIZED) else 1 + len(value))
+        if not constant and len(args) > at:
+            value = args[at]
+            if isinstance(value, _SIZED) and len(value) > _SMALL:
+                work(1 + len(value))
         result = original(*args, **kwargs)
-        return _each_counted(result) if isinstance(result, Iterator) else result
+        return _each_counted(result) if type(result) is GeneratorType else result
 
     if passes is not None:
         metered.jinja_pass_arg = passes  # type: ignore[attr-defined]
@@ -227,8 +233,12 @@ def _metered(original: Callable[..., Any], constant: bool) -> Callable[..., Any]
 
 
 def _each_counted(items: Iterator[Any]) -> Iterator[Any]:
+    meter = current_meter()
+    if meter is None:
+        yield from items
+        return
     for item in items:
-        work()
+        meter.work(1)
         yield item
 
 
