@@ -339,3 +339,29 @@ def test_every_notification_to_a_host_crosses_the_unsent_bound() -> None:
     gate = source[source.index("    async def _send(") :]
     assert gate.index(".send_notification(") > gate.index("if unsent.count >= MAX_UNSENT")
     assert "self._hosts.get(key)" not in gate[: gate.index(".send_notification(")]  # not only for known hosts
+
+
+async def test_a_2026_07_28_hosts_record_ends_with_its_request() -> None:
+    """A 2026-07-28 host's connection is made for one request; its record holds the request's session, which holds
+    the connection, so the weak key alone never let it go: every request of such a host used to add a record the
+    gateway kept for its life (200 listings, 200 records). Now each is forgotten when its request's teardown runs,
+    as a session's is when it ends. The host is the SDK's client of a real SDK server, in memory."""
+
+    async def unsubscribe(uri: str) -> None:
+        raise AssertionError("nothing was subscribed")
+
+    hosts = HostSessions(lambda server, uri: uri, unsubscribe)
+    eras: list[bool] = []
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
+        eras.append(ctx.protocol_version >= "2026-07-28")
+        hosts.seen(ctx)
+        assert len(hosts._hosts) == 1  # known within its request
+        return types.ListToolsResult(tools=[])
+
+    with anyio.fail_after(30):
+        async with Client(Server("host-ends", on_list_tools=list_tools), mode="auto") as client:
+            for _ in range(200):
+                await client.list_tools()
+            assert eras == [True] * 200
+            assert len(hosts._hosts) == 0  # the client is still connected: only its requests have ended

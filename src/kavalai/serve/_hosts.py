@@ -164,16 +164,18 @@ class HostSessions:
                 self._owners.remove(tasks)
 
     def seen(self, ctx: ServerRequestContext[Any]) -> _Host:
-        """The host making the request of ``ctx`` (known from now on; a handshake-era host until its session
-        ends; a host whose session has ended is not known again: it gets a record of its own, kept nowhere)."""
+        """The host making the request of ``ctx`` (known from now on: a handshake-era host until its session ends,
+        a 2026-07-28 host until its request ends; a host whose session has ended is not known again: it gets a
+        record of its own, kept nowhere)."""
         connection = connection_of(ctx)
         if connection in self._ended:
             return _Host(ctx.session, ending=True)
         host = self._hosts.get(connection)
         if host is None:
             host = self._hosts[connection] = _Host(ctx.session, rounds_only=takes_rounds(ctx.protocol_version))
-            if not host.rounds_only:  # a session, not one request: released when it ends
-                self._ends_with(connection, host)
+            # Released when its connection ends: a session's, or a 2026-07-28 host's one request's (the record holds
+            # the session, which holds the connection: the weak key alone never let such a record go).
+            self._ends_with(connection, host)
         else:
             host.session = ctx.session
         return host
