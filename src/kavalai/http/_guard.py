@@ -68,13 +68,12 @@ def origin_guard(
         check: called with every hop's URL before it is sent, the first one included; a ``PermissionError`` it
             raises comes out of the request as :class:`HopRefusedError`.
 
-    Put it on a session (``ClientSession(middlewares=(guard, ...))``: every request of the session, first in the
-    chain) or on one request (``session.request(..., middlewares=(guard,))``, which replaces the session's). aiohttp
-    runs the middlewares for each hop of a redirect chain (and for its one retry on a dropped keep-alive
-    connection), once the hop's request is built (session and request headers, cookies, basic auth) and before it
-    connects, so the comparison is made against the origin the credentials were meant for, not the previous hop,
-    and a refused hop is never sent. A middleware after it in the chain (an OAuth flow's) must keep its own
-    headers at home.
+    Put it on a session (``ClientSession(middlewares=(..., guard))``: every request of the session; last in the
+    chain, it judges the hop as the other middlewares leave it, an OAuth flow's token included) or on one request
+    (``session.request(..., middlewares=(guard,))``, which replaces the session's). aiohttp runs the middlewares for
+    each hop of a redirect chain (and for its one retry on a dropped keep-alive connection), once the hop's request
+    is built (session and request headers, cookies, basic auth) and before it connects, so the comparison is made
+    against the origin the credentials were meant for, not the previous hop, and a refused hop is never sent.
     """
     judge = _Hops(origin, secret_headers, check).judge
 
