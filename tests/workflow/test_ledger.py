@@ -117,3 +117,28 @@ async def test_a_function_nodes_inputs_keep_the_order_and_values_of_its_bindings
     assert list(two.inputs or {}) == ["count", "flag", "text", "number"]
     assert two.inputs == {"count": 3, "flag": True, "text": "first", "number": 2.0}
     assert two.output == {"text": "first", "number": 2.0, "count": 3, "flag": True, "nothing": None}
+
+
+@pythontool
+def counts_in(options: Any) -> str:
+    """Report the options as given, then count this call in them (a tool changing its input)."""
+    seen = repr(options)
+    options["calls"] = options.get("calls", 0) + 1
+    options["list"].append("x")
+    return seen
+
+
+async def test_a_literal_dict_or_list_binding_is_each_runs_own() -> None:
+    # A node's literal bindings are read from a template made once per workflow: a dict or list literal handed to a
+    # tool as it is would let the tool change it for every later run of the workflow.
+    kernel = FunctionKernel()
+    kernel.register_python_tool("t.counts_in", counts_in)
+    builder = WorkflowBuilder("literals").start(next="one")
+    builder.function("one", tool="python://t.counts_in", inputs={"options": {"k": 1, "list": []}}, next="end")
+    engine = WorkflowEngine(builder.end("end").build(), kernel)
+    seen = []
+    for _ in range(3):
+        result = await engine.run({})
+        assert result.ok, result.error
+        seen.append(result.trace[-2].output)
+    assert seen == [{"result": "{'k': 1, 'list': []}"}] * 3

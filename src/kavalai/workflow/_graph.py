@@ -74,6 +74,8 @@ def _reading(plan: tuple[PlanRow, ...]) -> Reading | None:
     paths: list[tuple[str, str, tuple[Any, ...]]] = []
     for name, literal, expression, _, path in plan:
         if expression is None:
+            if type(literal) in (dict, list):
+                return None  # each run is given a copy of its own (_runners._resolve): a tool may change it
             template[name] = literals[name] = literal
         elif path is None:
             return None

@@ -7,6 +7,7 @@ node's output and the id of the node to visit next.
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 from collections.abc import Awaitable, Callable, Mapping
@@ -291,8 +292,8 @@ async def _resolve(env: NodeEnv, node_id: str) -> dict[str, Any]:
     values = env.values
     resolved: dict[str, Any] = {}
     for name, literal, expression, field, _ in env.workflow.plan(node_id):  # a loop: a comprehension is a call more
-        if expression is None:
-            resolved[name] = literal
+        if expression is None:  # a dict or list literal copied: a tool changing its input changes no other run's
+            resolved[name] = copy.deepcopy(literal) if type(literal) in (dict, list) else literal
             continue
         value = expression.plain_path(values)  # a plain path (most bindings) read without a coroutine
         if value is NOTHING:
