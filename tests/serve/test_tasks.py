@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -232,6 +232,42 @@ async def test_the_table_is_bounded_in_number_and_time_and_ends_with_the_serving
     assert len(tasks) == 0
     assert kept.status == "cancelled"
     assert first not in tasks._tasks
+
+
+def _text_of(size: int) -> Callable[[RoundsCall], Awaitable[types.CallToolResult]]:
+    async def run(call: RoundsCall) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(type="text", text="x" * size)])
+
+    return run
+
+
+async def test_the_results_ended_tasks_keep_are_bounded_in_bytes_the_first_ended_forgotten_first() -> None:
+    ctx = cast(Any, None)
+    tasks = HostTasks(max_kept_bytes=25_000)
+    async with tasks.running():
+        first = tasks.start("a", ctx, _text_of(10_000))["taskId"]
+        await wait_until(lambda: tasks._tasks[first].status == "completed")
+        second = tasks.start("b", ctx, _text_of(10_000))["taskId"]
+        await wait_until(lambda: tasks._tasks[second].status == "completed")
+        assert {first, second} <= set(tasks._tasks)  # 20,000 bytes and a little JSON: both kept
+        third = tasks.start("c", ctx, _text_of(10_000))["taskId"]
+        await wait_until(lambda: first not in tasks._tasks)  # past 25,000 bytes: the first to end is forgotten
+        assert tasks._tasks[third].status == "completed"
+        assert tasks._tasks[second].status == "completed"
+        whole = tasks.start("d", ctx, _text_of(30_000))["taskId"]
+        await wait_until(lambda: tasks._tasks[whole].status == "failed")
+        error = tasks._tasks[whole].error
+        assert error is not None
+        assert "larger than kavalai serve keeps for a task (25000 bytes)" in error["message"]
+        assert tasks._tasks[whole].result is None
+        assert {second, third} <= set(tasks._tasks)  # a result too large alone forgets no other
+    assert len(tasks) == 0
+
+
+def test_a_tasks_byte_bound_is_a_positive_number_of_bytes() -> None:
+    for bad in (0, -1, 1.5, True, "5", None):
+        with pytest.raises(ValueError, match="max_kept_bytes must be a positive number of bytes"):
+            HostTasks(max_kept_bytes=bad)  # type: ignore[arg-type]
 
 
 def test_a_tasks_limits_follow_the_one_rule() -> None:

@@ -21,7 +21,9 @@ every call of a host that did not declare the extension) is answered with its re
 
 Bounded: at most :data:`MAX_TASKS` tasks are kept at once (a call past that runs to its result at once, as a tool
 without tasks would); each is kept for its TTL (:data:`TASK_TTL` seconds, through the one seconds rule) from its
-start, its call cancelled if still running then; a question the backend asks waits :data:`ANSWER_WINDOW` seconds
+start, its call cancelled if still running then; the results of ended tasks are kept up to :data:`MAX_KEPT_BYTES`
+of JSON in all (past it, the tasks that ended first are forgotten first, and a result larger than that alone fails
+its task saying so); a question the backend asks waits :data:`ANSWER_WINDOW` seconds
 for its ``tasks/update``; closing the server (its lifespan) cancels every task still running. A task's id is random
 and begins with the process's mark: holding it is the right to it; another process's id is refused saying so. Its
 result is the same as the call's would be (the one result mapping of :func:`~kavalai.serve.call_kernel_tool`); a
@@ -40,6 +42,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 import anyio
 import mcp_types as types
+import pydantic_core
 from mcp.server import ServerRequestContext
 from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from pydantic import Field, TypeAdapter, ValidationError
@@ -52,6 +55,7 @@ from kavalai.serve._rounds import ANSWER_WINDOW, RoundsCall, Servings, takes_rou
 
 __all__ = [
     "EXTENSION",
+    "MAX_KEPT_BYTES",
     "MAX_TASKS",
     "TASK_TTL",
     "HostTasks",
@@ -69,6 +73,8 @@ EXTENSION: Final = "io.modelcontextprotocol/tasks"
 TASK_TTL: Final = 3600.0
 #: Tasks kept at once: a task-supporting call past that runs to its result at once.
 MAX_TASKS: Final = 256
+#: Bytes of JSON the results of ended tasks may hold in all: past it, the tasks that ended first are forgotten first.
+MAX_KEPT_BYTES: Final = 64 * 1024 * 1024
 _POLL_MS: Final = 500  # the poll interval suggested to hosts
 _TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
 
@@ -114,6 +120,7 @@ class _Task:
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     asked: tuple[str, ...] = ()  # the keys of the questions last shown (a change updates lastUpdatedAt)
+    kept: anyio.CancelScope = field(default_factory=anyio.CancelScope)  # keeps the ended task; cancelled: forgotten
 
     def __post_init__(self) -> None:
         self.updated = self.created
@@ -165,6 +172,7 @@ class HostTasks:
         tasks_required: URI globs of the tools that run only as tasks (a host without the extension: -32021).
         ttl_seconds: how long a task is kept from its start (its call cancelled if still running then).
         max_tasks: tasks kept at once.
+        max_kept_bytes: bytes of JSON the results of ended tasks may hold in all.
         answer_window: seconds a question of a task waits for the host's ``tasks/update``.
     """
 
@@ -175,13 +183,18 @@ class HostTasks:
         *,
         ttl_seconds: float = TASK_TTL,
         max_tasks: int = MAX_TASKS,
+        max_kept_bytes: int = MAX_KEPT_BYTES,
         answer_window: float = ANSWER_WINDOW,
     ) -> None:
         self._optional = tuple(tasks)
         self._required = tuple(tasks_required)
         self._ttl = required_seconds(ttl_seconds, what="ttl_seconds")
         self._answer_window = required_seconds(answer_window, what="answer_window")
+        if isinstance(max_kept_bytes, bool) or not isinstance(max_kept_bytes, int) or max_kept_bytes < 1:
+            raise ValueError(f"max_kept_bytes must be a positive number of bytes, not {max_kept_bytes!r}")
         self._max = max_tasks
+        self._max_kept = max_kept_bytes
+        self._kept: dict[_Task, int] = {}  # ended tasks holding a result, oldest first, and their results' sizes
         self._tasks: dict[str, _Task] = {}
         self._owners = Servings()
         self._mark = secrets.token_hex(6)  # begins every id given here: this process's, not another's
@@ -240,13 +253,34 @@ class HostTasks:
                     if call.error is not None:  # the host could not answer what the backend asked (-32021)
                         task.end("failed", error=_error_of(call.error))
                     else:
-                        task.end("completed", result=result.model_dump(mode="json", by_alias=True, exclude_none=True))
+                        self._keep(task, result.model_dump(mode="json", by_alias=True, exclude_none=True))
             task.end("cancelled")  # cancelled by the host, or its TTL passed while it ran
             call.ctx = None  # the host's request is not held while the ended task is kept
-            await anyio.sleep_until(task.expires)  # kept, ended, until its TTL passes
+            task.kept.deadline = task.expires
+            with task.kept:  # kept, ended, until its TTL passes (or forgotten sooner: _keep)
+                await anyio.sleep_forever()
         finally:
             task.end("cancelled")
+            self._kept.pop(task, None)
             self._tasks.pop(task.task_id, None)
+
+    def _keep(self, task: _Task, result: dict[str, Any]) -> None:
+        """The task completed with ``result``, kept within the table's bytes (the tasks that ended first are
+        forgotten first; a result larger than the bound alone fails its task saying so)."""
+        size = len(pydantic_core.to_json(result))
+        if size > self._max_kept:
+            message = (
+                f"The result of {task.call.tool} ({size} bytes of JSON) is larger than kavalai serve keeps for a task "
+                f"({self._max_kept} bytes): call the tool without a task to receive it"
+            )
+            task.end("failed", error=_error_data(types.INTERNAL_ERROR, message))
+            return
+        while self._kept and sum(self._kept.values()) + size > self._max_kept:
+            oldest = next(iter(self._kept))
+            del self._kept[oldest]
+            oldest.kept.cancel()  # forgotten before its TTL: its id is then unknown
+        self._kept[task] = size
+        task.end("completed", result=result)
 
     def get(self, ctx: ServerRequestContext[Any], params: TaskParams) -> dict[str, Any]:
         """``tasks/get``: the task's state, its result, error or questions inlined."""
