@@ -529,6 +529,22 @@ async def test_completion_is_asked_of_the_server_that_offers_the_reference(
         assert languages.completion.values == ["python", "perl", "php"]
 
 
+async def test_a_completion_of_more_than_the_protocols_hundred_values_reaches_a_host_cut_saying_there_are_more(
+    host: Host, host_era: str
+) -> None:
+    kernel = FunctionKernel()
+    hostile = ROOT / "tests" / "servers" / "mcp_hostile.py"
+    kernel.register_mcp_server(McpServer(name="hostile", command=sys.executable, args=[str(hostile), "completions"]))
+    try:
+        async with host.client(await _served(kernel, names="own"), mode=host_era) as client:
+            many = await client.complete(types.PromptReference(name="p"), {"name": "a", "value": ""})
+    finally:
+        await kernel.close()
+    assert many.completion.values == [f"v{i}" for i in range(100)]
+    assert many.completion.has_more is True
+    assert many.completion.total == 1_000_000
+
+
 async def test_a_backends_results_keep_its_server_info_stamp(host: Host, host_era: str) -> None:
     # A 2026-07-28 server stamps its serverInfo in each result's _meta: the gateway passes its results on with it
     # (the SDK stamps the gateway's own only on what carries none, as a listing made of several servers' items).

@@ -17,6 +17,8 @@ what MODE says:
 - ``extras-later``: like ``ok``, with one resource and one prompt, until a call; after it, ``resources/list`` and
   ``prompts/list`` page for ever, 2,000 new items a page (counting their pages in ``PAGES_FILE``, by listing).
 - ``extras-paging``: like ``extras-later``, but its resources and prompts page for ever from the start.
+- ``completions``: like ``ok``, with one prompt ``p`` (argument ``a``) whose completion holds ``COMPLETIONS`` (env,
+  default 1,000,000) values, past the protocol's 100.
 - ``hang``: never answers ``initialize``; writes its pid to the file named by ``STARTS_FILE`` as it starts.
 - ``stubborn``: like ``ok``, but ignores SIGTERM and keeps running after its stdin closes (only SIGKILL ends it).
 - ``daemon``: like ``ok``, but first double-forks a grandchild into a session of its own (``setsid``), which
@@ -60,6 +62,8 @@ def item(field: str, name: str) -> dict[str, object]:
 def capabilities(mode: str) -> dict[str, object]:
     if mode in ("extras-later", "extras-paging"):
         return {"tools": {"listChanged": True}, "resources": {}, "prompts": {}}
+    if mode == "completions":
+        return {"tools": {"listChanged": True}, "prompts": {}, "completions": {}}
     return {"tools": {"listChanged": True}}
 
 
@@ -143,6 +147,12 @@ def main() -> None:
                 send_page(request_id, message.get("params") or {}, field)
             else:
                 send({"jsonrpc": "2.0", "id": request_id, "result": {field: [item(field, "first")]}})
+        elif method == "prompts/list" and mode == "completions":
+            prompt = {"name": "p", "arguments": [{"name": "a"}]}
+            send({"jsonrpc": "2.0", "id": request_id, "result": {"prompts": [prompt]}})
+        elif method == "completion/complete" and mode == "completions":
+            values = [f"v{i}" for i in range(int(os.environ.get("COMPLETIONS", "1000000")))]
+            send({"jsonrpc": "2.0", "id": request_id, "result": {"completion": {"values": values}}})
         elif method == "tools/call":
             call(mode, request_id)
             if mode == "extras-later":

@@ -46,6 +46,17 @@ def _nothing(server: str) -> contextlib.AbstractContextManager[object]:
 
 
 _PREFIX: Final = re.compile(r"mcp://(?P<server>[A-Za-z0-9_-]+)/(?P<uri>.+)", re.DOTALL)
+#: Completion values a host is sent at most (the protocol's own maximum): a server's longer list is cut, ``hasMore``.
+MAX_COMPLETIONS: Final = 100
+
+
+def _at_most(completion: types.Completion) -> types.Completion:
+    """``completion`` with at most :data:`MAX_COMPLETIONS` values (a cut one says there are more)."""
+    values = completion.values
+    if len(values) <= MAX_COMPLETIONS:
+        return completion
+    total = max(completion.total or 0, len(values))
+    return types.Completion(values=values[:MAX_COMPLETIONS], total=total, has_more=True)
 
 
 class ServedCatalog:
@@ -219,9 +230,11 @@ class ServedCatalog:
             )
         sent = received.get("completion/complete")
         if isinstance(sent, types.CompleteResult):
-            return sent
+            if len(sent.completion.values) <= MAX_COMPLETIONS:
+                return sent
+            return sent.model_copy(update={"completion": _at_most(sent.completion)})
         completion = types.Completion(values=list(found.values), total=found.total, has_more=found.has_more)
-        return types.CompleteResult(completion=completion)
+        return types.CompleteResult(completion=_at_most(completion))
 
     async def _route_template(self, template: str) -> tuple[str, str]:
         matched = _PREFIX.fullmatch(template)
