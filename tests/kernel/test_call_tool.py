@@ -158,16 +158,37 @@ async def test_tool_exception_becomes_execution_error_chained(kernel: FunctionKe
     assert info.value.uri == "python://boom"
 
 
-async def test_tool_raising_kernel_exception_passes_through(kernel: FunctionKernel) -> None:
+async def test_an_inner_calls_error_a_tool_lets_through_ends_the_outer_call_naming_it(kernel: FunctionKernel) -> None:
     inner = FunctionKernel()
 
     @pythontool
     async def nested() -> int:
         return (await inner.call_tool("python://missing")).result
 
+    @pythontool
+    async def slow() -> int:
+        await asyncio.sleep(30)
+        return 1
+
+    @pythontool
+    async def waits() -> int:
+        return (await kernel.call_tool("python://slow", timeout=0.05)).result
+
     kernel.register_python_tool("nested", nested)
-    with pytest.raises(ToolNotFoundError, match="python://missing"):
+    kernel.register_python_tool("slow", slow)
+    kernel.register_python_tool("waits", waits)
+    with pytest.raises(
+        ToolExecutionError, match="^Tool python://nested failed: Unknown tool 'python://missing'"
+    ) as info:
         await kernel.call_tool("python://nested")
+    assert info.value.uri == "python://nested"
+    assert isinstance(info.value.__cause__, ToolNotFoundError)
+    assert info.value.__cause__.uri == "python://missing"
+    with pytest.raises(ToolExecutionError, match="^Tool python://waits failed: Tool python://slow timed out") as timed:
+        await kernel.call_tool("python://waits", timeout=10)
+    assert timed.value.uri == "python://waits"
+    assert isinstance(timed.value.__cause__, ToolTimeoutError)
+    assert timed.value.__cause__.uri == "python://slow"
 
 
 async def test_unknown_tool_suggests_close_match(kernel: FunctionKernel) -> None:

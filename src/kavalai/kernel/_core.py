@@ -334,6 +334,8 @@ class Kernel:
                 cut = _cut_error(call)
                 if type(exc) is not type(cut) or exc.uri != definition.name:  # an inner call's or the adapter's
                     raise cut from exc  # this call ends with its own error, naming it, the other as its cause
+            if exc.uri is not None and exc.uri != definition.name:  # an inner call's error the tool let through
+                raise ToolExecutionError(f"Tool {definition.name} failed: {exc}", uri=definition.name) from exc
             raise
         except asyncio.CancelledError:
             error = _cancellation(call)
