@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import math
 import os
 import signal
 import sys
@@ -22,6 +21,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from kavalai._listen import KEEP_ALIVE, LIMIT_CONNECTIONS
+from kavalai.cli._boundary import seconds_option
 from kavalai.cli._run import EXIT_FAILED, EXIT_OK, EXIT_USAGE  # one set of exit codes for every command
 from kavalai.cli._serve_filter import needed_servers_only
 from kavalai.cli._serve_workers import add_worker_arguments, run_workers, worker_options, workers_usage_error
@@ -128,11 +128,12 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--session-idle-timeout",
-        type=float,
+        type=seconds_option,
         default=None,
         metavar="SECONDS",
         help="HTTP: end a session that has had no request in flight for SECONDS, as if its host had deleted it "
-        "(its subscriptions are taken back at the servers; default: the MCP SDK's, 30 minutes)",
+        "(its subscriptions are taken back at the servers; default: the MCP SDK's, 30 minutes; more than a year, "
+        "inf too, is a year)",
     )
     parser.add_argument(
         "--limit-connections",
@@ -161,9 +162,6 @@ def serve_command(args: argparse.Namespace, *, stderr: TextIO | None = None) -> 
         return EXIT_USAGE
     if args.session_idle_timeout is not None and (args.stateless or args.transport != "http"):
         print("kavalai serve: --session-idle-timeout needs --transport http without --stateless", file=err)
-        return EXIT_USAGE
-    if args.session_idle_timeout is not None and not 0 < args.session_idle_timeout < math.inf:  # nan too
-        print(f"kavalai serve: --session-idle-timeout {args.session_idle_timeout}: give a positive number", file=err)
         return EXIT_USAGE
     if args.keep_alive < 1:  # before any worker starts (each would stop on it, with a traceback)
         print(f"kavalai serve: --keep-alive {args.keep_alive}: give 1 second or more", file=err)
