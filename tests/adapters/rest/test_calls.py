@@ -248,6 +248,28 @@ async def test_the_deadline_header_never_touches_the_credential(kernel: Function
     assert seen["x-deadline-ms"].isdigit()
 
 
+@pytest.mark.parametrize("declared", ["x-deadline-ms", "X-DEADLINE-MS", "X-Deadline-Ms"])
+async def test_the_call_deadline_is_sent_once_over_a_tools_own_header_of_that_name(
+    kernel: FunctionKernel, shop_url: str, declared: str
+) -> None:
+    kernel.register_rest_server(RestServer(name="dl", url=shop_url, deadline_header="X-Deadline-Ms"))
+    operation = {
+        "operationId": "headers",
+        "parameters": [{"name": declared, "in": "header", "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "ok"}},
+    }
+    spec = {
+        "openapi": "3.0.0",
+        "info": {"title": "d", "version": "1"},
+        "paths": {"/echo/header-list": {"get": operation}},
+    }
+    await kernel.register_openapi("dl", spec)
+    lines = (await kernel.call_tool("rest://dl.headers", {declared: "999999999"}, timeout=5)).result  # type: ignore[attr-defined]
+    sent = [value for name, value in lines if name.lower() == "x-deadline-ms"]
+    assert len(sent) == 1
+    assert 4000 <= int(sent[0]) <= 5000
+
+
 @pytest.mark.parametrize("declared", ["idempotency-key", "IDEMPOTENCY-KEY", "Idempotency-Key"])
 async def test_a_documented_idempotency_key_header_is_sent_once(
     kernel: FunctionKernel, shop_url: str, declared: str
