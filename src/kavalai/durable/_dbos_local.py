@@ -36,12 +36,12 @@ from kavalai.durable._dbos_private import DBOSAwaitedWorkflowCancelledError, DBO
 from kavalai.durable._journal_io import interrupted_error
 from kavalai.errors import DurableRunError, RunInterruptedError
 
-__all__ = ["LocalRuns", "QuietCancels", "QuietParking"]
+__all__ = ["UNSETTLED", "LocalRuns", "QuietCancels", "QuietParking"]
 
 #: DBOS's warning when a workflow's task ends cancelled: expected for a parked run, so not shown for one.
 _DBOS_CANCELLED: Final = "Asyncio task cancelled for workflow"
 #: DBOS's statuses of a run without its outcome yet.
-_UNSETTLED: Final = frozenset({"PENDING", "ENQUEUED", "DELAYED"})
+UNSETTLED: Final = frozenset({"PENDING", "ENQUEUED", "DELAYED"})
 _CUT_WAIT: Final = 30.0  # at most this long for a cancelled run's cut step to be recorded before result() says so
 _LEFT_KEPT: Final = 1024  # the latest runs whose execution here has left its target, kept with when it left
 
@@ -165,7 +165,7 @@ def _settled(engine: sa.Engine, status: sa.Table, run_id: str) -> bool:
             found = connection.execute(sa.select(status.c.status).where(status.c.workflow_uuid == run_id)).scalar()
     except sa.exc.SQLAlchemyError:
         return False
-    return found is not None and found not in _UNSETTLED
+    return found is not None and found not in UNSETTLED
 
 
 def _settle(waiter: asyncio.Future[None]) -> None:

@@ -29,6 +29,7 @@ __all__ = [
     "difference",
     "fingerprint",
     "keyed_by_position",
+    "missing_tool",
     "other_version",
 ]
 
@@ -66,6 +67,27 @@ def changed(run_id: str, recorded: Definition | None, current: Definition | None
         "start a new run.",
         run_id=run_id,
         step=step,
+    )
+
+
+async def missing_tool(run_id: str, target: object) -> DefinitionChangedError | None:
+    """The error for running or resuming run ``run_id`` here when ``target`` names a tool its kernel does not have
+    (its ``durable_missing_tool()``: node, URI, why); ``None`` when it has them all (or cannot tell). Asked before
+    anything of the run runs or is recorded here: a resume would otherwise meet the tool's absence before the
+    journal (the kernel resolves a tool before its durable middleware), end the run failed and leave a step sent
+    without its result for ever. Refused, the run stays as it is, resumable where the tool is registered."""
+    ask = getattr(target, "durable_missing_tool", None)
+    if ask is None:
+        return None
+    found: tuple[str, str, str] | None = await ask()
+    if found is None:
+        return None
+    node, uri, why = found
+    return DefinitionChangedError(
+        f"Run {run_id} is not run here: node {node!r} calls {uri!r}, which this kernel does not have ({why}). Nothing "
+        "of the run ran or was recorded: run it again under the same id once the tool is registered.",
+        run_id=run_id,
+        step=node,
     )
 
 

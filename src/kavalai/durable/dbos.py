@@ -56,9 +56,9 @@ from kavalai.durable._dbos_database import (
 from kavalai.durable._dbos_journal import PENDING as _PENDING
 from kavalai.durable._dbos_journal import DbosJournal, dbos_steps_by_position, topic
 from kavalai.durable._dbos_liveness import HOST, Liveness
-from kavalai.durable._dbos_local import LocalRuns, QuietCancels, QuietParking
+from kavalai.durable._dbos_local import UNSETTLED, LocalRuns, QuietCancels, QuietParking
 from kavalai.durable._dbos_private import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
-from kavalai.durable._definition import Definition, Versions, changed, definition_of
+from kavalai.durable._definition import Definition, Versions, changed, definition_of, missing_tool
 from kavalai.durable._doubt import OnDoubt
 from kavalai.durable._journal_io import DEFAULT_OUTAGE
 from kavalai.durable._run import DurableRun, bind_run, cancelled_error
@@ -300,6 +300,10 @@ class DbosRunner(DurableRunner):
             raise cancelled_error(run_id)
         if found is not None and self._versions is not None:
             self._versions.check_run(run_id, str(found.app_version), found.input, target)
+        if found is None or found.status in UNSETTLED:  # a settled run's outcome is read, nothing runs
+            refused = await missing_tool(run_id, target)
+            if refused is not None:
+                raise refused
         if self._parked.release(run_id):  # stopped here, resumable: handed back to the queue
             await DBOS.resume_workflow_async(run_id)
         with SetWorkflowID(run_id):
@@ -436,7 +440,7 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
         raise LookupError(f"This process serves {served}, not the target {target!r} of run {DBOS.workflow_id}.")
     run_id = DBOS.workflow_id
     assert run_id is not None
-    refused = changed(run_id, definition, definition_of(found))
+    refused = changed(run_id, definition, definition_of(found)) or await missing_tool(run_id, found)
     if refused is not None:
         runner._parked.park(refused)  # left as it stands (see below)
     log = runner._steps if step_log == "kavalai" else None

@@ -22,7 +22,7 @@ from kavalai.workflow._executor import Emit, Execution
 from kavalai.workflow._factory import ClientFactory, RunClients, ScopedRun, checked_factory
 from kavalai.workflow._graph import Workflow, check_tools, checked_timeout, checked_visits
 from kavalai.workflow._load import checked_options, load_workflow
-from kavalai.workflow._nodes import AgentNode, LlmNode
+from kavalai.workflow._nodes import AgentNode, FunctionNode, LlmNode
 from kavalai.workflow._parts import UNSET, Dialect, LoadedWorkflow, LoadOptions, _Unset
 from kavalai.workflow._result import InputRequested, RunResult, WorkflowEvent, jsonable
 from kavalai.workflow._runners import llm_node_reply, node_agent
@@ -328,6 +328,24 @@ class WorkflowEngine:
             (node_id, node.model_dump(mode="json", exclude={"description"}))
             for node_id, node in self.workflow.nodes.items()
         ]
+
+    async def durable_missing_tool(self) -> tuple[str, str, str] | None:
+        """The first ``function`` node whose tool the kernel does not have, as ``(node, tool URI, why)``, or ``None``:
+        a durable runner asks before it runs or resumes a run, so that a run is never carried on (nor ended) by a
+        process that cannot call its steps (see ``docs/durable.md``). A tool's server is connected on demand, as its
+        call would; a server that cannot be reached is not a missing tool (its call says so, as before)."""
+        from kavalai.errors import FunctionKernelException, ToolNotFoundError
+
+        await self._prepare()
+        for node in self.workflow.nodes.values():
+            if isinstance(node, FunctionNode):
+                try:
+                    await self.kernel.resolve_tool(node.tool)
+                except ToolNotFoundError as exc:
+                    return node.id, node.tool, exc.message
+                except FunctionKernelException:
+                    continue
+        return None
 
     @property
     def durable_name(self) -> str:
