@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 import subprocess
 import sys
 import threading
@@ -140,6 +141,36 @@ async def test_a_call_cancelled_while_it_waits_for_a_turn_leaves_the_count_right
     for task in waiting[:2]:
         assert task.cancelled()
     assert (turns.free, len(turns.waiting)) == (MAX_THREADS, 0)  # every turn back, no waiter left behind
+
+
+async def test_a_call_waiting_for_a_turn_past_the_warning_is_logged_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Issue 36's leftover: once every turn of a loop is held (hung cut calls whose threads run on), a later sync
+    # call waited for a turn without a word.
+    monkeypatch.setattr(_threads, "WAIT_WARNING", 0.05)
+    release = threading.Event()
+    running = [asyncio.create_task(run_in_thread(lambda: release.wait(timeout=20))) for _ in range(MAX_THREADS)]
+    loop = asyncio.get_running_loop()
+    try:
+        await _until(lambda: loop in _threads._turns and _threads._turns[loop].free == 0)
+        with caplog.at_level(logging.WARNING, logger="kavalai.threads"):
+            late = asyncio.create_task(run_in_thread(lambda: "late"))
+            await _until(lambda: any("waited" in record.getMessage() for record in caplog.records))
+            await asyncio.sleep(0.2)  # four warnings' worth: still one
+    finally:
+        release.set()
+    assert await late == "late"
+    await asyncio.gather(*running)
+    [told] = [record.getMessage() for record in caplog.records if record.name == "kavalai.threads"]
+    assert f"all {MAX_THREADS} of its event loop's are busy" in told
+    assert "threads_in_flight()" in told
+
+
+async def test_a_call_given_a_turn_in_time_is_not_logged(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="kavalai.threads"):
+        assert await asyncio.gather(*(run_in_thread(lambda: 1) for _ in range(MAX_THREADS * 3))) == [1] * 120
+    assert not [record for record in caplog.records if record.name == "kavalai.threads"]
 
 
 async def test_calls_arriving_together_share_few_threads_and_every_one_is_answered() -> None:

@@ -24,6 +24,8 @@ The semantics are anyio's ``run_sync(..., abandon_on_cancel=True)``, but for the
   cannot stop a thread, and *keeps its turn* until then: a hung tool cut again and again never holds more than
   :data:`MAX_THREADS` threads of a loop (the kernel lists such calls in ``kernel.threads_in_flight()``, through
   ``on_return``);
+- a call that waits :data:`WAIT_WARNING` seconds for a turn is logged once (a warning naming how long and why): when
+  every turn is held by a cut call whose thread runs on, calls of the loop would otherwise wait without a word;
 - threads are daemons, reused most-recently-idle first, and end after :data:`IDLE_SECONDS` without work;
 - at the interpreter's exit the idle ones are ended and joined (:func:`_stop_idle`): a daemon thread still waiting
   when the interpreter finalizes is stopped by force, which aborts the process now and then (seen with
@@ -43,7 +45,9 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
-__all__ = ["IDLE_SECONDS", "MAX_THREADS", "run_in_thread"]
+from kavalai.secrets import get_logger
+
+__all__ = ["IDLE_SECONDS", "MAX_THREADS", "WAIT_WARNING", "run_in_thread"]
 
 R = TypeVar("R")
 
@@ -51,6 +55,10 @@ R = TypeVar("R")
 MAX_THREADS: Final = 40
 #: How long an idle worker thread waits for work before it ends.
 IDLE_SECONDS: Final = 10.0
+#: Seconds a call waits for a turn before the wait is logged (once a call).
+WAIT_WARNING: Final = 5.0
+
+logger = get_logger("kavalai.threads")
 
 _Job = tuple[
     asyncio.AbstractEventLoop,
@@ -61,6 +69,7 @@ _Job = tuple[
 ]
 _Done = tuple["asyncio.Future[Any]", Any, BaseException | None]
 _idle: list[_Worker] = []  # LIFO: the thread idle the shortest time is the warmest
+_alive: weakref.WeakSet[_Worker] = weakref.WeakSet()  # every worker thread started and not yet ended
 _turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Turns] = weakref.WeakKeyDictionary()
 
 
@@ -112,6 +121,7 @@ class _Turns:
     async def wait(self, loop: asyncio.AbstractEventLoop) -> None:
         turn = loop.create_future()
         self.waiting.append(turn)
+        told = loop.call_later(WAIT_WARNING, _tell_waiting, len(self.waiting))
         try:
             await turn
         except asyncio.CancelledError:
@@ -121,6 +131,8 @@ class _Turns:
                 with contextlib.suppress(ValueError):  # already passed over by give_back()
                     self.waiting.remove(turn)
             raise
+        finally:
+            told.cancel()
 
     def give_back(self) -> None:
         while self.waiting:
@@ -188,12 +200,23 @@ class _Turns:
                 future.set_exception(error)
 
 
+def _tell_waiting(place: int) -> None:
+    logger.warning(
+        "a sync tool call has waited %s s for a worker thread (%d in line): all %d of its event loop's are busy; "
+        "calls cut by a timeout or close() whose threads run on keep theirs (kernel.threads_in_flight() lists them)",
+        WAIT_WARNING,
+        place,
+        MAX_THREADS,
+    )
+
+
 def _wake(turns: _Turns) -> None:
     """Have a thread (idle, or a new one) work for ``turns``'s loop."""
     try:
         worker = _idle.pop()
     except IndexError:
         worker = _Worker()
+        _alive.add(worker)
         worker.start()
     worker.wakes.put(turns)
 
@@ -256,10 +279,12 @@ _EXIT_WAIT: Final = 1.0  # seconds the exit waits, in all, for idle threads to e
 
 @atexit.register
 def _stop_idle() -> None:
-    """End the idle worker threads and wait for them (briefly): see the module's docstring."""
-    workers = list(_idle)
+    """End the worker threads and wait for them (briefly): see the module's docstring. Every one is told, not only
+    those idle: a thread that has just handed back its last result may not have gone idle yet (it would then wait
+    for work until the interpreter stops it by force)."""
+    workers = list(_alive)
     _idle.clear()
     for worker in workers:
-        worker.wakes.put(None)
+        worker.wakes.put(None)  # an idle thread ends at once; a busy one when its call returns
     for worker in workers:
         worker.join(_EXIT_WAIT / max(len(workers), 1))
