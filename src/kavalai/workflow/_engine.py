@@ -337,8 +337,10 @@ class WorkflowEngine:
         from kavalai.errors import FunctionKernelException, ToolNotFoundError
 
         await self._prepare()
+        asked: set[str] = set()  # each tool once (a run of many nodes of one tool asks once)
         for node in self.workflow.nodes.values():
-            if isinstance(node, FunctionNode):
+            if isinstance(node, FunctionNode) and node.tool not in asked:
+                asked.add(node.tool)
                 try:
                     await self.kernel.resolve_tool(node.tool)
                 except ToolNotFoundError as exc:
