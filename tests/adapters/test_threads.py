@@ -59,6 +59,22 @@ async def test_an_exit_raised_in_the_thread_is_the_calls_error_not_the_event_loo
     assert await run_in_thread(lambda: "next") == "next"
 
 
+class _Stop(BaseException):
+    """Not an Exception, not an exit: a test's stand-in for the process dying (the durable tests')."""
+
+
+async def test_any_other_base_exception_reaches_the_awaiting_task_as_it_was_raised() -> None:
+    raised = _Stop()
+
+    def stop() -> None:
+        raise raised
+
+    with pytest.raises(_Stop) as info:
+        await run_in_thread(stop)
+    assert info.value is raised
+    assert await run_in_thread(lambda: "next") == "next"
+
+
 async def test_a_call_cancelled_before_a_thread_took_it_never_starts(monkeypatch: pytest.MonkeyPatch) -> None:
     # Hostile review 36e: a call cut (a deadline, close()) after it was queued but before a thread took it ran its
     # function afterwards, once its caller had been told it ended (1 in ~640 calls with a 0.5 ms timeout).

@@ -249,15 +249,18 @@ def _work(turns: _Turns, worker: _Worker) -> None:
     while (job := turns.take(worker)) is not None:
         loop, future, context, func, on_return = job
         del job
+        error: BaseException | None = None
         if future.done():  # its caller was cut (a deadline, close()) before a thread took it: never start it
-            result, error = None, None
+            result = None
         else:
             try:
                 result, error = context.run(func), None
             except Exception as exc:  # handed to the awaiting task
                 result, error = None, exc
-            except BaseException as exc:  # SystemExit, KeyboardInterrupt: see _thread_exit
+            except (SystemExit, KeyboardInterrupt) as exc:  # asyncio re-raises them out of the loop: _thread_exit
                 result, error = None, _thread_exit(exc)
+            except BaseException as exc:  # any other reaches the awaiting task as it was raised, as from a coroutine
+                result, error = None, exc
         if on_return is not None:
             on_return()
         turns.returned()
