@@ -248,22 +248,27 @@ async def test_the_deadline_header_never_touches_the_credential(kernel: Function
     assert seen["x-deadline-ms"].isdigit()
 
 
-@pytest.mark.parametrize("declared", ["x-deadline-ms", "X-DEADLINE-MS", "X-Deadline-Ms"])
-async def test_the_call_deadline_is_sent_once_over_a_tools_own_header_of_that_name(
-    kernel: FunctionKernel, shop_url: str, declared: str
-) -> None:
-    kernel.register_rest_server(RestServer(name="dl", url=shop_url, deadline_header="X-Deadline-Ms"))
+def _header_list_spec(declared: str) -> dict[str, Any]:
+    """An OpenAPI document of one operation, ``headers``, taking the header ``declared`` and answering with the
+    header lines the shop received."""
     operation = {
         "operationId": "headers",
         "parameters": [{"name": declared, "in": "header", "schema": {"type": "string"}}],
         "responses": {"200": {"description": "ok"}},
     }
-    spec = {
+    return {
         "openapi": "3.0.0",
-        "info": {"title": "d", "version": "1"},
+        "info": {"title": "h", "version": "1"},
         "paths": {"/echo/header-list": {"get": operation}},
     }
-    await kernel.register_openapi("dl", spec)
+
+
+@pytest.mark.parametrize("declared", ["x-deadline-ms", "X-DEADLINE-MS", "X-Deadline-Ms"])
+async def test_the_call_deadline_is_sent_once_over_a_tools_own_header_of_that_name(
+    kernel: FunctionKernel, shop_url: str, declared: str
+) -> None:
+    kernel.register_rest_server(RestServer(name="dl", url=shop_url, deadline_header="X-Deadline-Ms"))
+    await kernel.register_openapi("dl", _header_list_spec(declared))
     lines = (await kernel.call_tool("rest://dl.headers", {declared: "999999999"}, timeout=5)).result  # type: ignore[attr-defined]
     sent = [value for name, value in lines if name.lower() == "x-deadline-ms"]
     assert len(sent) == 1
@@ -277,17 +282,7 @@ async def test_a_documented_idempotency_key_header_is_sent_once(
     """An operation documenting the key header in any case: the caller's key is the one sent, alone (the step's key
     was added beside it under another spelling: two ``Idempotency-Key`` lines); without one, the step's."""
     kernel.register_rest_server(RestServer(name="keyed", url=shop_url))
-    operation = {
-        "operationId": "headers",
-        "parameters": [{"name": declared, "in": "header", "schema": {"type": "string"}}],
-        "responses": {"200": {"description": "ok"}},
-    }
-    spec = {
-        "openapi": "3.0.0",
-        "info": {"title": "k", "version": "1"},
-        "paths": {"/echo/header-list": {"get": operation}},
-    }
-    await kernel.register_openapi("keyed", spec)
+    await kernel.register_openapi("keyed", _header_list_spec(declared))
 
     async def step_key(call: Any, call_next: Any) -> Any:
         call.metadata["idempotency_key"] = "the-step-key"
