@@ -39,6 +39,7 @@ __all__ = [
     "configure_tracing",
     "instrument",
     "mcp_client_span",
+    "record_exception",
     "safe_attributes",
     "settle_ok",
     "span",
@@ -97,7 +98,7 @@ def tool_tracing(
                 span.set_attribute("error.type", error)
                 span.set_status(Status(StatusCode.ERROR, redact(str(exc)[:_MAX_CONTENT_CHARS]) or error))
                 if isinstance(exc, Exception):
-                    _record_exception(span, exc)
+                    record_exception(span, exc)
                 duration.record(time.perf_counter() - started, _metric_attributes(attributes, error))
                 raise
             if capture_content:
@@ -206,7 +207,8 @@ def _safe(value: Any) -> Any:
     return value
 
 
-def _record_exception(current: trace.Span, exc: Exception) -> None:
+def record_exception(current: trace.Span, exc: Exception) -> None:
+    """Record ``exc`` on ``current`` with its message and stack trace through the secret gate."""
     trace_text = "".join(traceback.format_exception(exc))
     current.record_exception(
         exc, attributes={"exception.message": redact(str(exc)), "exception.stacktrace": redact(trace_text)}

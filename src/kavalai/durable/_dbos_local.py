@@ -31,8 +31,8 @@ from collections.abc import Callable, Iterator
 from typing import Final, NoReturn
 
 import sqlalchemy as sa
+from dbos import error as dbos_errors  # DBOS's public alias of its exception module
 
-from kavalai.durable._dbos_private import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
 from kavalai.durable._journal_io import interrupted_error
 from kavalai.errors import DurableRunError, RunInterruptedError
 
@@ -156,7 +156,8 @@ class QuietCancels(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         raised = record.exc_info[1] if record.exc_info else None
-        return not isinstance(raised, (DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError))
+        cancelled = (dbos_errors.DBOSAwaitedWorkflowCancelledError, dbos_errors.DBOSWorkflowCancelledError)
+        return not isinstance(raised, cancelled)
 
 
 def _settled(engine: sa.Engine, status: sa.Table, run_id: str) -> bool:

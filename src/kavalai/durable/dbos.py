@@ -39,6 +39,7 @@ from dbos import (
     SetWorkflowID,
     WorkflowHandleAsync,
 )
+from dbos import error as dbos_errors  # DBOS's public alias of its exception module
 
 from kavalai.durable._answer_log import SqlAnswerLog
 from kavalai.durable._cancel_watch import CancelWatch
@@ -57,7 +58,6 @@ from kavalai.durable._dbos_journal import PENDING as _PENDING
 from kavalai.durable._dbos_journal import DbosJournal, dbos_steps_by_position, topic
 from kavalai.durable._dbos_liveness import HOST, Liveness
 from kavalai.durable._dbos_local import UNSETTLED, LocalRuns, QuietCancels, QuietParking
-from kavalai.durable._dbos_private import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
 from kavalai.durable._definition import Definition, Versions, changed, definition_of, missing_tool
 from kavalai.durable._doubt import OnDoubt
 from kavalai.durable._journal_io import DEFAULT_OUTAGE
@@ -334,7 +334,7 @@ class DbosRunner(DurableRunner):
             raise self._parked.errors[run_id]
         try:
             return await handle.get_result(polling_interval_sec=self.polling)  # settled: read once
-        except DBOSAwaitedWorkflowCancelledError:
+        except dbos_errors.DBOSAwaitedWorkflowCancelledError:
             # its step cut by the cancel recorded (here, or in the process executing it): the caller reads the
             # run's final state
             if not await self._parked.ended(run_id):
@@ -465,7 +465,7 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
     try:
         with bind_run(run), runner._parked.executing(run_id):
             outcome = await found.run_journaled(payload)
-    except DBOSWorkflowCancelledError:
+    except dbos_errors.DBOSWorkflowCancelledError:
         await _mark_ended(runner, run_id)
         raise
     stopped = run.stopped
@@ -476,7 +476,7 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
         runner._parked.park(stopped)
     if stopped is not None:  # cancelled: DBOS's own way to end the execution, and the run stays CANCELLED
         await _mark_ended(runner, run_id)
-        raise DBOSWorkflowCancelledError(str(stopped))
+        raise dbos_errors.DBOSWorkflowCancelledError(str(stopped))
     return outcome
 
 

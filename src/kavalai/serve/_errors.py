@@ -57,7 +57,7 @@ def tool_error_result(message: str) -> types.CallToolResult:
 def gated(server: S) -> S:
     """``server`` with :func:`redacting` as its innermost middleware: the one crossing of every request's failure
     (the SDK composes ``Server.middleware`` around every request and notification, whatever handler serves it, so no
-    handler registered now or later is outside it; innermost, so the SDK's own tracing middleware records the
+    handler registered now or later is outside it; innermost, so the tracing middleware (serve/_traced.py) records the
     masked error, not the raw one)."""
     server.middleware.append(redacting)
     return server

@@ -1,41 +1,117 @@
-"""The SDK's tracing middleware, run for a request only while a tracer provider is set.
+"""The SERVER span of each request the gateway serves, recorded only while a tracer provider is set.
 
-The MCP SDK puts an OpenTelemetry middleware on every server, on by default: each request opens a span of the
-global tracer and makes the client's ``traceparent`` (from ``_meta``) the current context. With no tracer provider
-set, the span records nothing, and kavalai's own tracing (``execute_tool`` spans, a REST call's ``traceparent``)
-is off too: the middleware's work per request (about 3% of the gateway's time under 32 sessions) is then skipped.
-A provider set while serving (``opentelemetry-instrument``, ``--tracing``, or later) is honoured from the next
-request on.
+The MCP SDK builds every server with a tracing middleware of its own (mcp 2.x: its only default middleware). That
+middleware lives in a private module of the SDK, so kavalai neither imports nor names it: :func:`traced_when_configured`
+replaces the middleware the SDK built the server with by :func:`request_span`, which records the same span from
+OpenTelemetry's public API (name ``"{method} {target}"``, kind SERVER, the ``mcp.*``, ``jsonrpc.*`` and
+``gen_ai.*`` attributes of the MCP semantic conventions, the client's ``traceparent`` from ``_meta`` as its parent)
+with its attributes and error texts through the secret gate. ``tests/serve/test_traced.py`` pins that the SDK builds
+a server with exactly one middleware, so a release adding another is a change to check here first.
+
+With no tracer provider set, the span would record nothing, and kavalai's own tracing (``execute_tool`` spans, a
+REST call's ``traceparent``) is off too: the span's work per request (about 3% of the gateway's time under 32
+sessions) is then skipped. A provider set while serving (``opentelemetry-instrument``, ``--tracing``, or later) is
+honoured from the next request on.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any, Final, TypeVar
 
 from mcp.server import Server
-from mcp.server._otel import OpenTelemetryMiddleware
-from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult
+from opentelemetry import propagate, trace
+from opentelemetry.context import Context
+from opentelemetry.trace import SpanKind, StatusCode
+from pydantic import ValidationError
 
-from kavalai.tracing import tracing_configured
+from kavalai.secrets import redact
+from kavalai.tracing import record_exception, safe_attributes, tracing_configured
 
-__all__ = ["traced_when_configured"]
+__all__ = ["request_span", "traced_when_configured"]
 
 S = TypeVar("S", bound=Server[Any])
 
+_tracer: Final = trace.get_tracer("kavalai")  # a proxy: it follows the global provider once one is set
+
 
 def traced_when_configured(server: S) -> S:
-    """``server`` with each of the SDK's tracing middleware run only while a tracer provider is set."""
-    server.middleware[:] = [
-        _when_configured(middleware) if isinstance(middleware, OpenTelemetryMiddleware) else middleware
-        for middleware in server.middleware
-    ]
+    """``server`` (just built by the SDK) with :func:`request_span` in place of the tracing middleware it was built
+    with."""
+    server.middleware[:] = [request_span]
     return server
 
 
-def _when_configured(middleware: OpenTelemetryMiddleware) -> ServerMiddleware[Any]:
-    async def tracing(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        if tracing_configured():
-            return await middleware(ctx, call_next)
+async def request_span(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Run the request in a SERVER span continuing the client's trace, when a tracer provider is set."""
+    if not tracing_configured():
         return await call_next(ctx)
+    name = ctx.params.get("name") if ctx.params else None
+    target = name if isinstance(name, str) else None
+    with _tracer.start_as_current_span(
+        f"{ctx.method} {target}" if target else ctx.method,
+        kind=SpanKind.SERVER,
+        attributes=safe_attributes(_attributes(ctx, target)),
+        context=_parent(ctx.meta),
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        try:
+            result = await call_next(ctx)
+        except MCPError as exc:
+            code = str(exc.error.code)
+            span.set_attributes({"error.type": code, "rpc.response.status_code": code})
+            span.set_status(StatusCode.ERROR, redact(exc.error.message))
+            raise
+        except ValidationError:  # the host is answered with a fixed message; the pydantic text carries its input
+            code = str(INVALID_PARAMS)
+            span.set_attributes({"error.type": code, "rpc.response.status_code": code})
+            span.set_status(StatusCode.ERROR, "Invalid request parameters")
+            raise
+        except Exception as exc:
+            span.set_attribute("error.type", type(exc).__qualname__)
+            record_exception(span, exc)
+            span.set_status(StatusCode.ERROR, redact(str(exc)))
+            raise
+        if ctx.method == "tools/call" and _is_tool_error(result):
+            span.set_attribute("error.type", "tool_error")
+            span.set_status(StatusCode.ERROR)
+        return result
 
-    return tracing
+
+def _attributes(ctx: ServerRequestContext[Any, Any], target: str | None) -> dict[str, Any]:
+    attributes: dict[str, Any] = {"mcp.method.name": ctx.method}
+    if ctx.protocol_version:
+        attributes["mcp.protocol.version"] = ctx.protocol_version
+    if ctx.request_id is not None:
+        attributes["jsonrpc.request.id"] = str(ctx.request_id)
+    if ctx.method == "tools/call":
+        attributes["gen_ai.operation.name"] = "execute_tool"
+        if target is not None:
+            attributes["gen_ai.tool.name"] = target
+    elif ctx.method == "prompts/get" and target is not None:
+        attributes["gen_ai.prompt.name"] = target
+    return attributes
+
+
+def _parent(meta: Mapping[str, Any] | None) -> Context | None:
+    """The client's trace context from ``_meta``; ``None`` (the current context is the parent) when it sent none or
+    one that is not valid, since an empty context would make the span a root instead."""
+    if not meta:
+        return None
+    try:
+        carried = propagate.extract(dict(meta))
+    except (ValueError, TypeError):
+        return None
+    return carried if trace.get_current_span(carried).get_span_context().is_valid else None
+
+
+def _is_tool_error(result: object) -> bool:
+    """Whether a ``tools/call`` result reaches the wire as ``isError``: the model, or its camelCase form as a dict
+    (a handler's result is checked before it is serialized)."""
+    if isinstance(result, CallToolResult):
+        return result.is_error is True
+    return isinstance(result, Mapping) and result.get("isError") is True
