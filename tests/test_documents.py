@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kavalai.config import KernelConfig
-from kavalai.documents import MAX_DOCUMENT_BYTES, read_document
+from kavalai.documents import MAX_DOCUMENT_BYTES, load_json_or_yaml, read_document
 from kavalai.errors import ConfigurationError
 from kavalai.workflow import WorkflowDefinitionError, WorkflowEngine
 
@@ -171,3 +171,24 @@ def test_the_reads_timeout_follows_the_one_seconds_rule(tmp_path: Path, timeout:
 def test_a_directory_is_refused_as_one(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="Is a directory"):
         read_document(tmp_path, "the configuration file")
+
+
+@pytest.mark.parametrize(
+    "scalar",
+    ["9" * 5_000, "-" + "1" * 4_301, "2001-13-01", "2001-02-30 10:00:00"],
+    ids=["5000 digits", "4301 digits", "month 13", "february 30"],
+)
+def test_a_scalar_yaml_cannot_build_is_the_documents_error_for_every_reader(tmp_path: Path, scalar: str) -> None:
+    """Hostile round 8, case 4: PyYAML's constructors raise a raw ``ValueError`` for an integer past Python's 4,300
+    digits or a date that is no date; every reader of YAML (a workflow, a configuration file, an OpenAPI spec, a
+    ``--input-file``) crosses :func:`load_yaml`, which names the document instead."""
+    workflow = tmp_path / "w.yaml"
+    workflow.write_text(f"name: w\nlimits:\n  timeout: {scalar}\nnodes: []\n", encoding="utf-8")
+    with pytest.raises(WorkflowDefinitionError, match="holds a value YAML cannot read"):
+        WorkflowEngine.from_yaml(workflow)
+    config = tmp_path / "c.yaml"
+    config.write_text(f"mcp_servers:\n  - name: m\n    command: echo\n    timeout: {scalar}\n", encoding="utf-8")
+    with pytest.raises(ConfigurationError, match="c.yaml.*holds a value YAML cannot read"):
+        KernelConfig.from_file(config)
+    with pytest.raises(ConfigurationError, match="The OpenAPI spec x holds a value YAML cannot read"):
+        load_json_or_yaml(f"openapi: 3.1.0\ninfo: {scalar}\n", source="The OpenAPI spec x")

@@ -171,6 +171,10 @@ def load_yaml(
             return loader.construct_document(node)
         except yaml.YAMLError as exc:
             raise ConfigurationError(f"{source} is not valid YAML: {exc}") from exc
+        except (ValueError, OverflowError) as exc:
+            # a scalar PyYAML's constructors cannot build: an integer past Python's 4,300 digits, a date that is
+            # no date (2001-13-01); raised raw by them, not as a YAMLError
+            raise ConfigurationError(f"{source} holds a value YAML cannot read: {exc}") from None
     finally:
         loader.dispose()
 
