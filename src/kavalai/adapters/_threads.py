@@ -24,8 +24,10 @@ The semantics are anyio's ``run_sync(..., abandon_on_cancel=True)``, but for the
   cannot stop a thread, and *keeps its turn* until then: a hung tool cut again and again never holds more than
   :data:`MAX_THREADS` threads of a loop (the kernel lists such calls in ``kernel.threads_in_flight()``, through
   ``on_return``);
-- a call that waits :data:`WAIT_WARNING` seconds for a turn is logged once (a warning naming how long and why): when
-  every turn is held by a cut call whose thread runs on, calls of the loop would otherwise wait without a word;
+- a call that waits :data:`WAIT_WARNING` seconds for a turn is logged once (a warning naming how long, why, and the
+  calls holding the loop's turns by the ``name`` each was given, a tool's URI: those cut whose threads run on apart
+  from those running): when every turn is held by a cut call whose thread runs on, calls of the loop would otherwise
+  wait without a word;
 - threads are daemons, reused most-recently-idle first, and end after :data:`IDLE_SECONDS` without work;
 - at the interpreter's exit the idle ones are ended and joined (:func:`_stop_idle`): a daemon thread still waiting
   when the interpreter finalizes is stopped by force, which aborts the process now and then (seen with
@@ -73,12 +75,15 @@ _alive: weakref.WeakSet[_Worker] = weakref.WeakSet()  # every worker thread star
 _turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Turns] = weakref.WeakKeyDictionary()
 
 
-async def run_in_thread(func: Callable[[], R], on_return: Callable[[], object] | None = None) -> R:
+async def run_in_thread(
+    func: Callable[[], R], on_return: Callable[[], object] | None = None, name: str | None = None
+) -> R:
     """Run ``func()`` in a worker thread and return its result (or raise its exception) on the event loop.
 
     The call holds one of its loop's turns until ``func`` has returned, even when the awaiting task was cancelled
     first: a thread that cannot be stopped still counts. ``on_return()`` is called once ``func`` has returned (in
-    the worker thread), or at once if ``func`` never started (cancelled while waiting for a turn)."""
+    the worker thread), or at once if ``func`` never started (cancelled while waiting for a turn). ``name`` (a
+    tool's URI) is how the log line of a call kept waiting for a turn names this one while it holds its turn."""
     loop = asyncio.get_running_loop()
     turns = _turns.get(loop)
     if turns is None:
@@ -93,6 +98,7 @@ async def run_in_thread(func: Callable[[], R], on_return: Callable[[], object] |
                 on_return()
             raise
     future: asyncio.Future[R] = loop.create_future()
+    turns.holders[future] = name
     turns.submit((loop, future, contextvars.copy_context(), func, on_return))
     return await future  # cancelled: the function runs on, holding the turn, and gives it back when it returns
 
@@ -107,13 +113,15 @@ class _Turns:
     going idle) and submitting one (or not waking anyone) exclusive, so no call is left with nobody to take it.
     """
 
-    __slots__ = ("awake", "calls", "finished", "free", "lock", "settling", "waiting")
+    __slots__ = ("awake", "calls", "finished", "free", "holders", "lock", "settling", "waiting")
 
     def __init__(self) -> None:
         self.free = MAX_THREADS
         self.waiting: collections.deque[asyncio.Future[None]] = collections.deque()
         self.calls: collections.deque[_Job] = collections.deque()
         self.finished: collections.deque[_Done] = collections.deque()
+        # The calls holding a turn (submitted, not yet settled) and their names: read and written on the loop only.
+        self.holders: dict[asyncio.Future[Any], str | None] = {}
         self.awake = 0
         self.settling = False
         self.lock = threading.Lock()
@@ -121,7 +129,7 @@ class _Turns:
     async def wait(self, loop: asyncio.AbstractEventLoop) -> None:
         turn = loop.create_future()
         self.waiting.append(turn)
-        told = loop.call_later(WAIT_WARNING, _tell_waiting, len(self.waiting))
+        told = loop.call_later(WAIT_WARNING, _tell_waiting, self, len(self.waiting))
         try:
             await turn
         except asyncio.CancelledError:
@@ -191,6 +199,7 @@ class _Turns:
         finished = self.finished
         while finished:
             future, result, error = finished.popleft()
+            self.holders.pop(future, None)
             self.give_back()  # the thread is free again: its turn too
             if future.done():  # cancelled: its caller has gone on
                 continue
@@ -200,14 +209,35 @@ class _Turns:
                 future.set_exception(error)
 
 
-def _tell_waiting(place: int) -> None:
+_NAMED: Final = 8  # names a waiting call's log line shows of each kind; the rest are counted
+
+
+def _tell_waiting(turns: _Turns, place: int) -> None:
+    """The one line of a call kept waiting for a turn: who holds the turns, the cut calls whose threads run on (they
+    keep their turns until they return) apart from those running."""
+    cut: collections.Counter[str] = collections.Counter()
+    running: collections.Counter[str] = collections.Counter()
+    for future, name in turns.holders.items():
+        (cut if future.done() else running)[name or "a sync function"] += 1
     logger.warning(
         "a sync tool call has waited %s s for a worker thread (%d in line): all %d of its event loop's are busy; "
-        "calls cut by a timeout or close() whose threads run on keep theirs (kernel.threads_in_flight() lists them)",
+        "held by calls cut by a timeout or close() whose threads run on: %s; by calls running: %s "
+        "(kernel.threads_in_flight() lists the cut ones)",
         WAIT_WARNING,
         place,
         MAX_THREADS,
+        _names(cut),
+        _names(running),
     )
+
+
+def _names(counts: collections.Counter[str]) -> str:
+    if not counts:
+        return "none"
+    shown = counts.most_common(_NAMED)
+    text = ", ".join(name if count == 1 else f"{name} x{count}" for name, count in shown)
+    rest = len(counts) - len(shown)
+    return f"{text} and {rest} more" if rest else text
 
 
 def _wake(turns: _Turns) -> None:

@@ -287,8 +287,8 @@ def _invoker(func: Callable[..., Any], is_async: bool, inline: bool, renamed: tu
 
     async def invoke_in_thread(args: BaseModel) -> Any:
         call = current_call()  # its thread is counted until it returns, even after a cut ends the call
-        release = call.hold() if call is not None else None
-        raw = await run_in_thread(functools.partial(func, **kwargs(args)), release)  # in a copy of the context
+        release, uri = (call.hold(), call.uri) if call is not None else (None, None)
+        raw = await run_in_thread(functools.partial(func, **kwargs(args)), release, uri)  # in a copy of the context
         return (await raw) if inspect.isawaitable(raw) else raw
 
     return invoke_in_thread
