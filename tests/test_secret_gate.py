@@ -134,6 +134,42 @@ def test_a_foreign_error_chained_to_a_kavalai_error_is_shown_masked(explicit: bo
     assert isinstance(link, KeyError)  # a chain without a secret is the chain itself
 
 
+def test_the_members_of_a_chained_exception_group_are_shown_masked() -> None:
+    """Hostile round 8, case 11: a tool raising ``ExceptionGroup("many", [RuntimeError(secret)])`` (anyio's and
+    ``asyncio.TaskGroup``'s way of failing) gave a ``ToolExecutionError`` whose formatted traceback printed the
+    member's secret: the chain's gate looked at causes and contexts, not at a group's members."""
+    import traceback
+
+    from kavalai.secrets import MASK, register_secret
+
+    secret = "group-secret-5e21c9"
+    register_secret(secret)
+    caused = RuntimeError("the member")
+    caused.__cause__ = OSError(f"connect with {secret}")
+    noted = ValueError("noted")
+    noted.add_note(f"note {secret}")
+    many: list[Exception] = [KeyError(f"k{i}") for i in range(200)]
+    many.insert(10, LookupError(secret))  # shown (among the first 15), and found past the first 32 looked at
+    groups = [
+        ExceptionGroup("many", [RuntimeError(f"inner {secret}"), ValueError("plain")]),
+        ExceptionGroup("outer", [ExceptionGroup("inner", [OSError(secret)])]),
+        ExceptionGroup("caused", [caused]),
+        ExceptionGroup("noted", [noted]),
+        ExceptionGroup("long", many),
+        BaseExceptionGroup("base", [KeyboardInterrupt(secret)]),
+    ]
+    for group in groups:
+        error = FunctionKernelException("the call failed")
+        error.__cause__ = group  # as ``raise ... from group`` links it (a BaseExceptionGroup is raised past except)
+        shown = "".join(traceback.format_exception(error))
+        assert secret not in shown, group.message
+        assert MASK in shown
+        assert f"builtins.{type(group).__name__}: {group.message}" in shown  # named, its members shown after it
+        assert "+---------------- 1 ----------------" in shown
+    plain = ExceptionGroup("plain", [KeyError("no secret here")])
+    assert _raised_from(plain, explicit=True).__cause__ is plain  # a group without a secret is itself
+
+
 def _logger_name(call: ast.Call) -> str | None:
     if not call.args:
         return "root"

@@ -41,6 +41,7 @@ Every message names the tool URI (or the server) and says what was wrong, and pa
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -109,8 +110,10 @@ class FunctionKernelException(Exception):
 
 _CAUSE: Any = BaseException.__dict__["__cause__"]
 _CONTEXT: Any = BaseException.__dict__["__context__"]
-#: How far down a foreign chain a secret is looked for (a chain is rarely more than a few links).
-_CHAIN_DEPTH = 32
+#: How many exceptions of a foreign chain a secret is looked for in (a chain is rarely more than a few links; an
+#: exception group's members, and theirs, count too: a group of one error per host tried can be long).
+_CHAIN_DEPTH = 1_024
+_GROUP_SHOWN = 15  # the members of a group shown, as the traceback module's max_group_width
 
 
 def _chain_holds_secret(error: BaseException | None) -> bool:
@@ -125,6 +128,8 @@ def _chain_holds_secret(error: BaseException | None) -> bool:
         if holds_secret(_text(link)) or any(holds_secret(note) for note in _notes(link)):
             return True
         pending += [_CAUSE.__get__(link), _CONTEXT.__get__(link)]
+        if isinstance(link, BaseExceptionGroup):  # the traceback module shows a group's members, and their chains
+            pending += link.exceptions
     return False
 
 
@@ -143,7 +148,8 @@ def _notes(error: BaseException) -> list[str]:
 
 
 def _gated_link(error: BaseException | None) -> BaseException | None:
-    """``error`` itself, or a masked copy of it (its type named, its text masked, its own links gated in turn)."""
+    """``error`` itself, or a masked copy of it (its type named, its text masked, its own links gated in turn; a
+    group's members, which the traceback module prints each with its chain, follow as masked notes)."""
     if error is None or isinstance(error, FunctionKernelException) or not _chain_holds_secret(error):
         return error
     masked = _MaskedError(f"{type(error).__module__}.{type(error).__qualname__}: {_text(error)}")
@@ -152,6 +158,12 @@ def _gated_link(error: BaseException | None) -> BaseException | None:
     masked.__suppress_context__ = error.__suppress_context__
     for note in _notes(error):
         masked.add_note(redact(note))
+    if isinstance(error, BaseExceptionGroup):  # its members as the traceback module prints them, masked
+        for number, member in enumerate(error.exceptions[:_GROUP_SHOWN], 1):
+            shown = "".join(traceback.format_exception(member)).rstrip("\n")
+            masked.add_note(redact(f"+---------------- {number} ----------------\n{shown}"))
+        if len(error.exceptions) > _GROUP_SHOWN:
+            masked.add_note(f"+---------------- ... and {len(error.exceptions) - _GROUP_SHOWN} more exceptions")
     return masked.with_traceback(error.__traceback__)
 
 
