@@ -3,12 +3,19 @@ line on stderr naming what was wrong and what to do, and a documented exit statu
 
 Exit status of every command:
 
-- 0: done; also when the reader of its output went away (``kavalai tools list | head -1``): the rest is dropped
-  quietly;
+- 0: done;
 - 1: the command failed (the line says why: a server, a file, a database that could not be used, a run that failed);
 - 2: a usage error (a missing or malformed option: ``--db`` that is not a database URL);
 - 1 too for a ``runs`` or ``answer`` command whose ``--db`` names no journal (no SQLite file, no Postgres database);
-- 130: interrupted (Ctrl-C).
+- 130: interrupted (Ctrl-C);
+- 141: done, but the reader of its output went away before the end (``kavalai tools list | head -1``): 128 + SIGPIPE,
+  the status a shell shows for ``yes | head -1``, so ``set -o pipefail`` tells a cut output from a whole one.
+
+A reader that goes away never makes noise: the boundary owns the command's stdout and stderr (:class:`_PipeEnd`),
+and a write to a pipe whose reader is gone drops the rest of that stream quietly (the descriptor pointed at
+``/dev/null``) instead of raising into the command. So the command ends as it would have and its status is its own:
+a failure told to a stderr nobody reads (``kavalai tools describe X 2>&1 | head -0``) still ends with the failure's
+status; only a success whose stdout was cut becomes 141.
 
 Before a command runs, the boundary checks what every command shares: ``--db`` is a database URL, and a command that
 only reads or changes existing runs (``runs``, ``answer``) never creates a journal: a SQLite ``--db`` naming no
@@ -28,15 +35,24 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import Any, Final, TextIO, cast
 
 from kavalai.errors import FunctionKernelException
 
-__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_USAGE", "UsageError", "check_options", "guarded"]
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OUTPUT_CUT",
+    "EXIT_USAGE",
+    "UsageError",
+    "check_options",
+    "guarded",
+]
 
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_INTERRUPTED: Final = 130
+EXIT_OUTPUT_CUT: Final = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
 #: The commands that read or change existing runs only: they never create a journal.
 _EXISTING_JOURNAL: Final = frozenset({"runs", "answer"})
 _DB_SCHEMES: Final = ("sqlite://", "postgresql://", "postgres://", "postgresql+psycopg://")
@@ -156,15 +172,23 @@ def _check_postgres_journal(db: str) -> None:
 
 
 def guarded(command: str, run: Callable[[], int], *, stderr: TextIO | None = None) -> int:
-    """Run one command and return its exit status; every failure ends with one line on stderr."""
-    err = stderr if stderr is not None else sys.stderr
+    """Run one command and return its exit status; every failure ends with one line on stderr, and a reader that
+    goes away ends the output quietly (the status: the command's own, or :data:`EXIT_OUTPUT_CUT` for a success whose
+    stdout was cut)."""
+    out = _PipeEnd(sys.stdout)
+    errs = _PipeEnd(sys.stderr)
+    sys.stdout, sys.stderr = out, errs  # text streams in all but name
     try:
-        status = run()
-        sys.stdout.flush()  # a reader gone away shows here, inside the boundary, not at interpreter exit
-        return status
-    except BrokenPipeError:
-        _drop_stdout()
-        return 0
+        status = _run_told(command, run, stderr if stderr is not None else cast(TextIO, errs))
+        out.flush()  # a reader gone away shows here, inside the boundary, not at interpreter exit
+    finally:
+        sys.stdout, sys.stderr = out.inner, errs.inner
+    return EXIT_OUTPUT_CUT if status == 0 and out.gone else status
+
+
+def _run_told(command: str, run: Callable[[], int], err: TextIO) -> int:
+    try:
+        return run()
     except KeyboardInterrupt:
         _say(err, command, "interrupted")
         return EXIT_INTERRUPTED
@@ -179,6 +203,49 @@ def guarded(command: str, run: Callable[[], int], *, stderr: TextIO | None = Non
         _say(err, command, _describe(exc))
         _traceback()
         return EXIT_FAILED
+
+
+class _PipeEnd:
+    """One of the command's standard streams, as the boundary owns it: a write or flush that finds the reader gone
+    (``BrokenPipeError``) drops the rest of the stream quietly: the descriptor is pointed at ``/dev/null``, so
+    neither the command nor the interpreter's last flush raises or prints about it, and ``gone`` says so."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                self.inner.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.inner.flush()
+            except BrokenPipeError:
+                self._drop()
+            except ValueError:  # closed by the command: nothing to flush
+                pass
+
+    def _drop(self) -> None:
+        self.gone = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, self.inner.fileno())
+            finally:
+                os.close(devnull)
+        except (OSError, ValueError):  # no descriptor (a test's capture): nothing more is written through us anyway
+            return
+        with contextlib.suppress(OSError, ValueError):
+            self.inner.flush()  # what the failed write left buffered goes to /dev/null now
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 def _describe(exc: Exception) -> str:
@@ -206,13 +273,3 @@ def _traceback() -> None:
         import traceback
 
         traceback.print_exc()
-
-
-def _drop_stdout() -> None:
-    """Point stdout at /dev/null, so the interpreter's last flush of a closed pipe says nothing."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):
-        pass
