@@ -275,6 +275,26 @@ async def test_past_its_patience_the_run_is_interrupted_and_other_errors_pass_th
     assert not passing_failure(ValueError("database is locked"))
 
 
+def test_a_read_only_or_unauthorized_database_is_a_passing_failure() -> None:
+    """A failover to a standby (SQLSTATE 25006, raised as ``InternalError``), a password rotated under the worker
+    (28P01 at connect) and a read-only SQLite file are outages an operator ends, not results of a step; a constraint
+    (23505) is still a bug."""
+    import psycopg
+
+    read_only = psycopg.errors.ReadOnlySqlTransaction("cannot execute INSERT in a read-only transaction")
+    assert passing_failure(sa.exc.InternalError("INSERT ...", {}, read_only))
+    password = psycopg.errors.InvalidPassword('password authentication failed for user "kav"')
+    assert passing_failure(sa.exc.OperationalError("SELECT 1", {}, password))
+    import sqlite3
+
+    assert passing_failure(
+        sa.exc.OperationalError("INSERT ...", {}, sqlite3.OperationalError("attempt to write a readonly database"))
+    )
+    unique = psycopg.errors.UniqueViolation("duplicate key value violates unique constraint")
+    assert not passing_failure(sa.exc.IntegrityError("INSERT ...", {}, unique))
+    assert not passing_failure(sa.exc.InternalError("SELECT ...", {}, psycopg.errors.InternalError_("bug")))
+
+
 async def test_a_full_journal_disk_pauses_the_write_until_space_is_freed(tmp_path: Path) -> None:
     """The journal's disk full (SQLite's ``database or disk is full``, here a real database capped by
     ``max_page_count``; an operator frees space) is an outage, not a bug: the write is tried again and goes in once

@@ -4,7 +4,8 @@ A step's effect has happened by the time its result is written; if that write fa
 (Postgres stopped, SQLite held locked past its busy timeout, the journal's disk full), handing the failure to the
 workflow as the tool's error would record a failed step for an effect that was made, and end the run for good.
 :func:`journal_io` runs a blocking journal operation in a worker thread and, when it fails for a reason that passes
-(a lost connection, a locked database, a pool that timed out, a full disk), tries it again with a growing pause, for
+(a lost connection, a locked database, a pool that timed out, a full disk, a database read-only after a failover,
+a password rotated under a running worker), tries it again with a growing pause, for
 as long as the run may wait: :data:`DEFAULT_OUTAGE` seconds (the runner's ``journal_outage``) or, nearer, the
 deadline of the call or block around it. When the database is back in time the run goes on as if nothing
 happened; past that time the operation raises :class:`~kavalai.errors.RunInterruptedError`, the run stops before
@@ -52,7 +53,15 @@ _PASSING: Final = (
     "disk is full",  # SQLite's SQLITE_FULL: the journal's disk (or its size limit) is full until space is freed
     "no space left",  # Postgres's disk_full (53100): "could not extend file ...: No space left on device"
     "ssl",
+    "read-only transaction",  # Postgres's read_only_sql_transaction: a failover left us on a standby for now
+    "readonly database",  # SQLite's SQLITE_READONLY: the journal file made read-only until an operator fixes it
 )
+
+#: SQLSTATE classes and codes (Postgres) that mean the database is away, full or read-only for now, whatever the
+#: driver's exception class: connection exceptions (08), insufficient resources (53: disk full, too many
+#: connections), operator intervention (57P: shutting down, starting up), invalid authorization (28: a password
+#: rotated under a running worker) and a read-only transaction (25006: a failover to a standby).
+_PASSING_STATES: Final = ("08", "53", "57P", "28", "25006")
 
 
 def passing_failure(exc: BaseException) -> bool:
@@ -63,7 +72,11 @@ def passing_failure(exc: BaseException) -> bool:
         return True
     if isinstance(exc, sa.exc.TimeoutError | sa.exc.DisconnectionError):
         return True
-    if isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError):
+    if isinstance(exc, sa.exc.DBAPIError) and str(getattr(exc.orig, "sqlstate", None) or "").startswith(
+        _PASSING_STATES
+    ):
+        return True
+    if isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError | sa.exc.InternalError):
         text = str(exc.orig if exc.orig is not None else exc).lower()
         return any(word in text for word in _PASSING)
     return False
