@@ -97,7 +97,7 @@ async def test_a_deadline_shorter_than_a_timer_slot_cuts_a_call_that_takes_longe
 
     kernel = FunctionKernel()
     kernel.register_python_tool("nap", nap)
-    finished = 0
+    finished = not_started = 0
     for _ in range(30):
         try:
             if how == "own timeout":
@@ -105,12 +105,12 @@ async def test_a_deadline_shorter_than_a_timer_slot_cuts_a_call_that_takes_longe
             else:
                 with deadline(0.001):
                     await kernel.call_tool("python://nap")
-        except ToolTimeoutError:
-            pass
+        except ToolTimeoutError as exc:
+            not_started += "was not started" in str(exc)  # the block's 1 ms passed before the call began (load)
         else:
             finished += 1
     assert finished == 0
-    assert len(seen) == 30
+    assert len(seen) + not_started == 30
     assert all(cut_at >= due for cut_at, due in seen)  # never early
     await kernel.close()
 
