@@ -153,6 +153,9 @@ def test_call_prints_the_typed_result(python_config: str) -> None:
         # hostile review 36e: a timeout the rule refuses is a usage error of the option, not the call's ValueError
         ("python.yaml", ["--timeout", "nan", "python://double", "n=1"], 2, "'nan': give a positive number of seconds"),
         ("python.yaml", ["--timeout", "-0", "python://double", "n=1"], 2, "'-0': give a positive number of seconds"),
+        # hostile round 8, case 10: negative zero written as a float; the smallest subnormal runs and is cut
+        ("python.yaml", ["--timeout", "-0.0", "python://double", "n=1"], 2, "'-0.0': give a positive number of"),
+        ("python.yaml", ["--timeout", "5e-324", "python://nap", "seconds=5", "marker=/dev/null"], 1, "timed out after"),
     ],
 )
 def test_failures_exit_as_kavalai_run_does(

@@ -58,6 +58,22 @@ async def nap(seconds: float) -> str:
     return "napped"
 
 
+# (when the cut reached it, its deadline) of each call of watched_nap cut: never before its deadline.
+CUTS: list[tuple[float, float | None]] = []
+
+
+@pythontool
+async def watched_nap(seconds: float) -> str:
+    """Sleep on the event loop; a cut is noted in CUTS with the call's deadline."""
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        call = current_call()
+        CUTS.append((time.monotonic(), call.deadline if call is not None else None))
+        raise
+    return "napped"
+
+
 # Sync tools that started after their call had ended (cut while queued for a thread): there must be none (36e).
 LATE_STARTS: list[str] = []
 
@@ -175,6 +191,7 @@ class KernelMachine(RuleBasedStateMachine):
         self.second = _LoopThread("second-loop")
         self.kernel = FunctionKernel()
         self.kernel.register_python_tool("nap", nap)
+        self.kernel.register_python_tool("watched_nap", watched_nap)
         self.kernel.register_python_tool("doze", doze)
         server = McpServer(
             name="d", command=sys.executable, args=["-m", "tests.servers.mcp_deadline"], cwd=str(ROOT), timeout=30
@@ -249,6 +266,20 @@ class KernelMachine(RuleBasedStateMachine):
         outcomes = loop.run(_gather_calls(self.kernel, count), within=SLACK * 4)
         for outcome in outcomes:
             assert isinstance(outcome, ToolTimeoutError | KernelClosedError), outcome  # a close may race it
+
+    @rule(where=st.sampled_from(["task", "second-loop"]), how=st.sampled_from(["timeout", "block", "float-subclass"]))
+    def cut_under_a_timer_slot(self, where: str, how: str) -> None:
+        """A deadline shorter than a timer slot (1 ms, given as a timeout, a block, or a float subclass) cuts a call
+        that takes 3 ms, every time, and never before the deadline (hostile round 8: 4 ms slots let it finish)."""
+        loop = self.main if where == "task" else self.second
+        outcome, cut_at, due = loop.run(_short_deadline(self.kernel, how), within=SLACK * 4)
+        if isinstance(outcome, KernelClosedError):  # a close() of another rule's thread may race it: not a result
+            return
+        assert isinstance(outcome, ToolTimeoutError), f"a 3 ms call under a 1 ms deadline ended with {outcome!r}"
+        assert outcome.uri == "python://watched_nap", outcome
+        assert cut_at is not None, "the call was cut without its tool seeing the cut"
+        assert due is not None, "a cut call had no deadline"
+        assert cut_at >= due, f"cut {due - cut_at:.6f} s before its deadline"
 
     @rule(kind=st.sampled_from(["python", "sync", "mcp"]))
     def close_racing_new_calls(self, kind: str) -> None:
@@ -408,6 +439,34 @@ class KernelMachine(RuleBasedStateMachine):
             _closing._CLOSE_WAIT = self.close_wait
             self.main.stop()
             self.second.stop()
+
+
+class _Millisecond(float):
+    """A deadline given as a float subclass whose hooks lie: the rule reads the number it holds."""
+
+    def __float__(self) -> float:
+        return 3600.0
+
+    def __gt__(self, other: object) -> bool:
+        return True
+
+
+async def _short_deadline(kernel: FunctionKernel, how: str) -> tuple[BaseException | Any, float | None, float | None]:
+    """Call ``watched_nap(0.003)`` under a 1 ms deadline (``how``): its outcome, when its cut reached it, and its
+    deadline."""
+    CUTS.clear()
+    uri = "python://watched_nap"
+    try:
+        if how == "block":
+            with deadline(0.001):
+                outcome: BaseException | Any = await kernel.call_tool(uri, {"seconds": 0.003})
+        else:
+            timeout = _Millisecond(0.001) if how == "float-subclass" else 0.001
+            outcome = await kernel.call_tool(uri, {"seconds": 0.003}, timeout=timeout)
+    except (ToolTimeoutError, KernelClosedError) as exc:
+        outcome = exc
+    cut_at, due = CUTS[0] if CUTS else (None, None)
+    return outcome, cut_at, due
 
 
 async def _gather_calls(kernel: FunctionKernel, count: int) -> list[BaseException | Any]:

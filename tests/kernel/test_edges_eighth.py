@@ -5,15 +5,29 @@ a thread names who holds the turns; timeouts shorter than a timer slot) and the 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import datetime
+import decimal
+import inspect
 import logging
+import os
+import signal
 import threading
+import time
+from collections.abc import Callable
 
+import anyio
+import psutil
 import pytest
 from tests.adapters.test_threads import _until
+from tests.kernel.test_ownership import deadline_server, wait_forever
 
 from kavalai import FunctionKernel, pythontool
 from kavalai.adapters import _threads
-from kavalai.errors import ToolTimeoutError
+from kavalai.agent import Agent
+from kavalai.errors import FunctionKernelException, KernelClosedError, ToolTimeoutError
+from kavalai.kernel import current_call, deadline
+from kavalai.testing import ScriptedLLM
 
 
 async def test_a_call_kept_waiting_for_a_thread_logs_the_uris_holding_the_turns(
@@ -59,3 +73,296 @@ async def test_a_call_kept_waiting_for_a_thread_logs_the_uris_holding_the_turns(
     await _until(lambda: _threads._turns[loop].free == _threads.MAX_THREADS)
     assert _threads._turns[loop].holders == {}
     await kernel.close()
+
+
+@pytest.mark.parametrize("how", ["own timeout", "deadline block"])
+async def test_a_deadline_shorter_than_a_timer_slot_cuts_a_call_that_takes_longer(how: str) -> None:
+    # The seventh session's leftover: deadlines share 4 ms timer slots, so a call with a timeout of 1 ms whose
+    # tool took 3 ms finished about half the time (its slot ended after the tool did). A deadline under 0.1 s now
+    # has a loop timer of its own, at the deadline: a 3 ms sleep is cut every time, and never before the deadline.
+    seen: list[tuple[float, float]] = []
+
+    @pythontool
+    async def nap() -> str:
+        """Take 3 ms."""
+        try:
+            await asyncio.sleep(0.003)
+        except asyncio.CancelledError:
+            call = current_call()
+            assert call is not None
+            assert call.deadline is not None
+            seen.append((time.monotonic(), call.deadline))
+            raise
+        return "finished"
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("nap", nap)
+    finished = not_started = 0
+    for _ in range(30):
+        try:
+            if how == "own timeout":
+                await kernel.call_tool("python://nap", timeout=0.001)
+            else:
+                with deadline(0.001):
+                    await kernel.call_tool("python://nap")
+        except ToolTimeoutError as exc:
+            not_started += "was not started" in str(exc)  # the block's 1 ms passed before the call began (load)
+        else:
+            finished += 1
+    assert finished == 0
+    assert len(seen) + not_started == 30
+    assert all(cut_at >= due for cut_at, due in seen)  # never early
+    await kernel.close()
+
+
+# Hostile round 8 (tests/kernel/hostile_cases_eighth.md), the kernel's cases: 1-9, 22, 23, 25.
+
+
+async def _settled(attempt: Callable[[], object]) -> None:
+    made = attempt()
+    if inspect.isawaitable(made):
+        await made
+
+
+async def _hanging_kernel() -> FunctionKernel:
+    kernel = FunctionKernel()
+    kernel.register_python_tool("wait", wait_forever)
+    return kernel
+
+
+async def test_case_1_a_numpy_float64_timeout_is_the_number_it_holds() -> None:
+    numpy = pytest.importorskip("numpy")
+    kernel = await _hanging_kernel()
+    with pytest.raises(ToolTimeoutError, match=r"timed out after 0\.05 s") as info:
+        await kernel.call_tool("python://wait", timeout=numpy.float64(0.05))
+    assert info.value.uri == "python://wait"
+    await kernel.close()
+
+
+async def test_case_2_3_a_timedelta_is_refused_as_not_a_number_of_seconds() -> None:
+    kernel = await _hanging_kernel()
+    given = datetime.timedelta(seconds=1)
+    for attempt in (
+        lambda: kernel.call_tool("python://wait", timeout=given),  # type: ignore[arg-type]
+        lambda: deadline(given),  # type: ignore[arg-type]
+        lambda: pythontool(timeout=given)(wait_forever),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(ValueError, match=r"number of seconds") as info:
+            await _settled(attempt)
+        assert "timedelta(seconds=1)" in str(info.value)
+        assert "must be positive" not in str(info.value)
+    assert kernel.calls_in_flight() == []
+    await kernel.close()
+
+
+async def test_case_4_a_decimal_is_refused_before_anything_runs() -> None:
+    kernel = await _hanging_kernel()
+    for attempt in (
+        lambda: kernel.call_tool("python://wait", timeout=decimal.Decimal("0.5")),  # type: ignore[arg-type]
+        lambda: kernel.start_tool("python://wait", timeout=decimal.Decimal("0.5")),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(ValueError, match=r"give int\(\.\.\.\) or float\(\.\.\.\)"):
+            await _settled(attempt)
+    assert kernel.calls_in_flight() == []
+    await kernel.close()
+
+
+async def test_case_5_negative_zero_is_no_timeout_but_a_passed_deadline() -> None:
+    ran: list[str] = []
+
+    @pythontool
+    async def effect() -> str:
+        """Record that it ran."""
+        ran.append("ran")
+        return "done"
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("effect", effect)
+    with pytest.raises(ValueError, match=r"got -0\.0"):
+        await kernel.call_tool("python://effect", timeout=-0.0)
+    with deadline(-0.0), pytest.raises(ToolTimeoutError, match="was not started"):
+        await kernel.call_tool("python://effect")
+    assert ran == []
+    await kernel.close()
+
+
+async def test_case_6_the_smallest_subnormal_timeout_cuts_at_once() -> None:
+    @pythontool
+    async def nap() -> str:
+        """Take 10 ms."""
+        await asyncio.sleep(0.01)
+        return "slept"
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("nap", nap)
+    with pytest.raises(ToolTimeoutError, match="timed out after"):
+        await kernel.call_tool("python://nap", timeout=5e-324)
+    assert kernel.calls_in_flight() == []
+    await kernel.close()
+
+
+class _Hostile(float):
+    def __float__(self) -> float:
+        raise RuntimeError("__float__ of a hostile float")
+
+    def __gt__(self, other: object) -> bool:
+        raise RuntimeError("__gt__ of a hostile float")
+
+    def __repr__(self) -> str:
+        raise RuntimeError("__repr__ of a hostile float")
+
+
+class _NotANumber:
+    def __float__(self) -> float:
+        raise RuntimeError("__float__ of an object")
+
+    def __repr__(self) -> str:
+        raise RuntimeError("__repr__ of an object")
+
+
+async def test_case_7_a_float_whose_hooks_raise_is_read_as_the_number_it_holds() -> None:
+    kernel = await _hanging_kernel()
+    with pytest.raises(ToolTimeoutError, match=r"timed out after 0\.05 s"):
+        await kernel.call_tool("python://wait", timeout=_Hostile(0.05))
+    await kernel.close()
+
+
+async def test_case_8_an_object_whose_hooks_raise_is_refused_naming_its_class() -> None:
+    kernel = await _hanging_kernel()
+    with pytest.raises(ValueError, match="a _NotANumber"):
+        await kernel.call_tool("python://wait", timeout=_NotANumber())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="a _NotANumber"):
+        deadline(_NotANumber())  # type: ignore[arg-type]
+    await kernel.close()
+
+
+async def test_case_9_true_is_not_one_second_anywhere() -> None:
+    kernel = await _hanging_kernel()
+    with pytest.raises(ValueError, match="got True"):
+        await kernel.call_tool("python://wait", timeout=True)
+    with pytest.raises(ValueError, match="got True"):
+        deadline(True)
+    with pytest.raises(ValueError, match="got True"):
+        await Agent(ScriptedLLM(["never"]), kernel=kernel).run("hi", timeout=True)
+    await kernel.close()
+
+
+async def test_case_22_close_scheduled_by_a_signal_handler_ends_every_call() -> None:
+    kernel = await _hanging_kernel()
+    loop = asyncio.get_running_loop()
+    calls = [asyncio.create_task(kernel.call_tool("python://wait")) for _ in range(20)]
+    await _until(lambda: len(kernel.calls_in_flight()) == 20)
+    closing: list[asyncio.Task[None]] = []
+    loop.add_signal_handler(signal.SIGUSR1, lambda: closing.append(asyncio.ensure_future(kernel.close())))
+    try:
+        os.kill(os.getpid(), signal.SIGUSR1)
+        await _until(lambda: bool(closing))
+        await closing[0]
+    finally:
+        loop.remove_signal_handler(signal.SIGUSR1)
+    errors = await asyncio.gather(*calls, return_exceptions=True)
+    assert all(isinstance(error, KernelClosedError) for error in errors), errors
+    assert kernel.calls_in_flight() == []
+
+
+async def test_case_23_close_twice_from_two_threads_and_the_loop_at_once() -> None:
+    release = threading.Event()
+
+    @pythontool
+    def stuck() -> str:
+        """Block a thread until the test lets go."""
+        release.wait(timeout=30)
+        return "late"
+
+    kernel = await _hanging_kernel()
+    kernel.register_python_tool("stuck", stuck)
+    loop = asyncio.get_running_loop()
+    calls = [
+        asyncio.create_task(kernel.call_tool("python://wait" if index % 2 else "python://stuck")) for index in range(50)
+    ]
+    await _until(lambda: len(kernel.calls_in_flight()) == 50)
+    closers: list[concurrent.futures.Future[None]] = []
+
+    def from_thread() -> None:
+        closers.append(asyncio.run_coroutine_threadsafe(kernel.close(), loop))
+
+    threads = [threading.Thread(target=from_thread) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    try:
+        on_loop = asyncio.create_task(kernel.close())
+        for thread in threads:
+            thread.join()
+        await asyncio.gather(on_loop, *(asyncio.wrap_future(closer) for closer in closers))
+        errors = await asyncio.gather(*calls, return_exceptions=True)
+        assert all(isinstance(error, KernelClosedError) for error in errors), errors
+        assert kernel.calls_in_flight() == []
+        assert {call.uri for call in kernel.threads_in_flight()} == {"python://stuck"}
+    finally:
+        release.set()
+    await _until(lambda: kernel.threads_in_flight() == [])
+
+
+async def test_case_25_a_tool_that_closes_its_kernel_then_calls_it_again() -> None:
+    kernel = FunctionKernel()
+
+    @pythontool
+    async def other() -> str:
+        """Answer."""
+        return "other"
+
+    @pythontool
+    async def closer() -> str:
+        """Close the kernel, then call another tool of it."""
+        await kernel.close()
+        reply = await kernel.call_tool("python://other")
+        return f"after close: {reply.result}"  # type: ignore[attr-defined]
+
+    kernel.register_python_tool("other", other)
+    kernel.register_python_tool("closer", closer)
+    with anyio.fail_after(30):
+        try:
+            outcome = (await kernel.call_tool("python://closer")).result  # type: ignore[attr-defined]
+        except FunctionKernelException as exc:
+            assert exc.uri == "python://closer"
+            outcome = str(exc)
+    assert outcome == "after close: other" or "closed" in outcome, outcome
+    assert kernel.calls_in_flight() == []
+    await kernel.close()
+
+
+def _server_children() -> set[int]:
+    return {
+        child.pid
+        for child in psutil.Process().children(recursive=True)
+        if child.cmdline()[1:3] == ["-m", "tests.servers.mcp_deadline"]  # the server, not the shim starting it
+    }
+
+
+async def test_case_24_reconnect_after_close_while_calls_race() -> None:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(deadline_server())
+    try:
+        assert (await kernel.call_tool("mcp://d.echo", {"text": "a"})).result == "a"  # type: ignore[attr-defined]
+        first = _server_children()
+        old = [asyncio.create_task(kernel.call_tool("mcp://d.sleep", {"seconds": 30})) for _ in range(20)]
+        await _until(lambda: len(kernel.calls_in_flight()) == 20)
+        closing = asyncio.create_task(kernel.close())
+        new: list[asyncio.Task[object]] = []
+        while not closing.done():  # new calls start at every turn while close() runs, and as it returns
+            new.append(asyncio.create_task(kernel.call_tool("mcp://d.echo", {"text": "b"})))
+            await asyncio.sleep(0)
+        new += [asyncio.create_task(kernel.call_tool("mcp://d.echo", {"text": "b"})) for _ in range(20)]
+        with anyio.fail_after(60):
+            old_errors = await asyncio.gather(*old, return_exceptions=True)
+            outcomes = await asyncio.gather(*new, return_exceptions=True)
+        assert all(isinstance(error, KernelClosedError) for error in old_errors), old_errors
+        refused = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+        assert all(isinstance(error, KernelClosedError) for error in refused), refused
+        answered = [outcome for outcome in outcomes if not isinstance(outcome, BaseException)]
+        assert len(answered) >= 20
+        assert {reply.result for reply in answered} == {"b"}  # type: ignore[attr-defined]
+        started = _server_children() - first
+        assert len(started) == 1, started
+    finally:
+        await kernel.close()

@@ -144,7 +144,7 @@ class _Scope:
         if deadline is not None and self._task is not None:
             loop = self._task.get_loop()
             delay = own if own is not None and source is None else deadline - _monotonic()
-            self._timer = _slot(loop, loop.time() + delay)
+            self._timer = _slot(loop, loop.time() + delay) if delay >= _EXACT else _own_timer(loop, delay)
             self._timer.add(self)
 
     def _origin(self) -> _Scope:
@@ -397,7 +397,11 @@ class Deadline(_Scope):
 # the slot's end (a scope is cut at most _SLOT late, never early). A scope joins its slot's set when armed and
 # leaves it when it ends: a set add and discard instead of a TimerHandle built, pushed on the heap and cancelled per
 # scope. A loop's slots live in a dict the loop holds weakly; the last loop's is cached for the next scope.
+# A deadline less than _EXACT away gets a loop timer of its own, at the deadline itself: 4 ms late is nothing to a
+# REST call's 30 s but would let a call with a timeout of 1 ms that takes 3 ms finish (a short limit is a test's,
+# or a probe's, that means it); the lateness a slot adds is then at most 4% of the limit.
 _SLOT: Final = 0.004
+_EXACT: Final = 0.1
 _ceil: Final = math.ceil
 _slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, set[_Scope]]] = weakref.WeakKeyDictionary()
 # The last loop that armed a timer, its slots, and its clock when that is not time.monotonic (a loop of its own).
@@ -430,6 +434,12 @@ def arm_own_limit(call: ToolCall, loop: asyncio.AbstractEventLoop, limit: float)
     """A call in a task, with nothing around it, whose own ``limit`` (seconds from now, above 0) is its deadline:
     :meth:`_Scope._bind` and :meth:`_Scope._arm` for that common case (every REST and MCP call has a timeout),
     reading the clock once on asyncio's own loops."""
+    if limit < _EXACT:
+        call.deadline = _monotonic() + limit
+        call._limit = limit
+        call._timer = _own_timer(loop, limit)
+        call._timer.add(call)
+        return
     slots, clock = _slots_of(loop)
     now = _monotonic()
     call.deadline = now + limit
@@ -440,6 +450,20 @@ def arm_own_limit(call: ToolCall, loop: asyncio.AbstractEventLoop, limit: float)
         scopes = _open(loop, slots, number)
     scopes.add(call)
     call._timer = scopes
+
+
+def _own_timer(loop: asyncio.AbstractEventLoop, delay: float) -> set[_Scope]:
+    """A timer of its own for a scope whose deadline is ``delay`` seconds away (less than :data:`_EXACT`): a set,
+    as a slot is, cut by a loop timer at the deadline itself. A scope that ends first leaves the set; the timer
+    then fires on an empty set (within :data:`_EXACT`), holding no scope meanwhile."""
+    scopes: set[_Scope] = set()
+    loop.call_later(delay, _cut_all, scopes, context=contextvars.Context())
+    return scopes
+
+
+def _cut_all(scopes: set[_Scope]) -> None:
+    for scope in list(scopes):
+        scope.cut(TIMED_OUT)
 
 
 class _Due:

@@ -8,7 +8,8 @@ milliseconds). Each passes :func:`limit_seconds`, and the rule is the same:
 - a limit is a finite number of seconds (``int`` or ``float``, never ``bool``) above 0; a *remaining* time (a
   deadline block, a wire deadline) may be 0, meaning it has already passed; a subclass of ``int`` or ``float`` is
   read as the number it holds, never through a ``__float__`` or comparison of its own; ``numpy.int64``,
-  ``Decimal`` and ``Fraction`` are neither, and are refused with a message saying to convert them;
+  ``Decimal`` and ``Fraction`` are neither, and are refused with a message saying to convert them; so is a
+  ``datetime.timedelta`` (its ``.total_seconds()`` is the number);
 - above :data:`MAX_SECONDS` (one year) it is clamped to :data:`MAX_SECONDS`, and so is ``math.inf`` (for no limit
   at all, give ``None``);
 - from a caller or a declaration, anything else (``nan``, a negative number, ``"5"``, ``True``) is refused with
@@ -19,6 +20,7 @@ milliseconds). Each passes :func:`limit_seconds`, and the rule is the same:
 
 from __future__ import annotations
 
+from datetime import timedelta
 from numbers import Number
 from typing import Annotated, Final, TypeAlias
 
@@ -63,6 +65,11 @@ def limit_seconds(
             raise ValueError(
                 f"{what} must be a number of seconds (an int or a float) or None, got {_shown(value)}"
                 f" ({_kind(value)}; give int(...) or float(...) of it)"
+            )
+        if issubclass(kind, timedelta):  # a duration, maybe positive: "must be positive" would mislead
+            raise ValueError(
+                f"{what} must be a number of seconds (an int or a float) or None, got {_shown(value)}"
+                f" (a duration; give its .total_seconds())"
             )
         raise ValueError(f"{what} must be positive (in seconds) or None, got {_shown(value)}")
     if kind is not float and kind is not int:  # a subclass: its own number, never its hooks' answer
