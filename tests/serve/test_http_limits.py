@@ -271,20 +271,56 @@ async def test_an_answer_read_slowly_but_steadily_is_not_cut() -> None:
         assert received > 1 << 20  # the whole result came
 
 
+async def _elsewhere(host: str, port: int) -> bytes:
+    """The answer to a request for a path that is not served (404 when the request is taken)."""
+    return await _answer_to(host, port, b"GET /elsewhere HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+
+
+async def _hold(host: str, port: int, count: int) -> list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+    """``count`` connections, each in use (one request answered on it), so that the server holds them all."""
+    held = [await asyncio.open_connection(host, port) for _ in range(count)]
+    for reader, writer in held:
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert (await asyncio.wait_for(reader.readuntil(b"ok"), _WAIT)).startswith(b"HTTP/1.1 200 ")
+    return held
+
+
 async def test_connections_past_the_limit_are_answered_503_and_served_again_below_it() -> None:
     async with _gateway(limit_connections=2) as (host, port):
-        held = [await asyncio.open_connection(host, port) for _ in range(2)]
-        for reader, writer in held:  # each in use (so the server holds both)
-            writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            assert (await asyncio.wait_for(reader.readuntil(b"ok"), _WAIT)).startswith(b"HTTP/1.1 200 ")
-        assert (await _healthy(host, port)).startswith(b"HTTP/1.1 503 ")  # a third at once
-        reader, writer = held.pop()
+        held = await _hold(host, port, 2)
+        assert (await _elsewhere(host, port)).startswith(b"HTTP/1.1 503 ")  # a third at once
+        _, writer = held.pop()
         writer.close()
         with anyio.fail_after(_WAIT):  # served again once the server has seen it go
-            while not (await _healthy(host, port)).startswith(b"HTTP/1.1 200 "):  # noqa: ASYNC110 - no event
+            while not (await _elsewhere(host, port)).startswith(b"HTTP/1.1 404 "):  # noqa: ASYNC110 - no event
                 await anyio.sleep(0.02)
         for _, writer in held:
             writer.close()
+
+
+@pytest.mark.parametrize(
+    ("target", "answer"),
+    [
+        (b"/healthz", b"ok"),
+        (b"/readyz", b"ready"),
+        (b"/healthz?from=balancer", b"ok"),
+        (b"http://127.0.0.1/readyz", b"ready"),  # the absolute form a proxy may send
+    ],
+)
+async def test_the_probes_are_answered_past_the_connection_limit(target: bytes, answer: bytes) -> None:
+    """A replica at its limit is busy, not unhealthy: a balancer's probe on one more connection (or on a held one
+    past as many requests in flight) gets the probe's own answer, while any other request there is answered 503."""
+    async with _gateway(limit_connections=2) as (host, port):
+        held = await _hold(host, port, 2)
+        try:
+            probe = f"GET {target.decode()} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode()
+            found = await _answer_to(host, port, probe)
+            assert found.startswith(b"HTTP/1.1 200 "), found[:200]
+            assert found.endswith(b"\r\n\r\n" + answer)
+            assert (await _elsewhere(host, port)).startswith(b"HTTP/1.1 503 ")  # the limit holds for the rest
+        finally:
+            for _, writer in held:
+                writer.close()
 
 
 @pytest.mark.parametrize("option", ["body_timeout", "send_timeout"])

@@ -17,7 +17,11 @@ waited for the client for ever, holding its task and what was written. Here:
 - a write the client does not take (the connection's send buffer full) may wait :attr:`Bounds.send_seconds`
   (30 s by default; nginx's ``send_timeout`` is 60 s): past it the connection is reset, and the response's task
   sees its client gone. A client that reads slowly but reads is not cut: the clock restarts whenever it takes data;
-- a new connection that sends nothing is closed after the keep-alive time, as an idle one between requests is.
+- a new connection that sends nothing is closed after the keep-alive time, as an idle one between requests is;
+- the probe paths (:attr:`Bounds.probes`: ``/healthz`` and ``/readyz`` for ``serve_http``) are served even past
+  ``limit_connections``, which uvicorn checks before the application and answers ``503`` for any path: a replica
+  at its limit is busy, not unhealthy, and a load balancer reading its probe's 503 would take it out of service
+  (and put the load on the others). A probe is answered at once, with nothing awaited, so this lets no work in.
 
 A clock starts only when a read leaves a request incomplete (a request whose head and body come in one read, the
 usual case, starts none), and a write's clock only when the transport's buffer passes its high-water mark. The
@@ -35,6 +39,7 @@ import asyncio
 import contextlib
 import socket
 import struct
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -87,10 +92,12 @@ class Bounds:
     Attributes:
         body_seconds: from a request's head to the end of its body.
         send_seconds: a write may wait this long for a client that takes none of it.
+        probes: paths served even past the connection limit (answered by the application at once: probes).
     """
 
     body_seconds: float = BODY_SECONDS
     send_seconds: float = SEND_SECONDS
+    probes: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "body_seconds", required_seconds(self.body_seconds, what="body_timeout"))
@@ -130,6 +137,10 @@ class _Bounded(QuickAckProtocol):  # type: ignore[misc,valid-type]  # a variable
     _bounds: Bounds = _DEFAULT
     _watching: dict[Any, Callable[[], None]] | None = None  # a request's cycle: its client-gone callback
     scope: dict[str, Any]
+    limit_concurrency: int | None
+    connections: set[Any]
+    tasks: set[Any]
+    root_path: str
     timeout_keep_alive_task: asyncio.TimerHandle | None
     loop: asyncio.AbstractEventLoop
     timeout_keep_alive: float
@@ -212,10 +223,34 @@ class _Bounded(QuickAckProtocol):  # type: ignore[misc,valid-type]  # a variable
         self._in_head = False
         self._in_body = True
         self._stop_clock()
-        super().on_headers_complete()
+        limit = self.limit_concurrency
+        exempt = limit is not None and self._at_limit(limit) and self._probe()
+        if exempt:  # uvicorn reads the limit in the call below: a probe is let past it (see the module's notes)
+            self.limit_concurrency = None
+        try:
+            super().on_headers_complete()
+        finally:
+            self.limit_concurrency = limit
         cycle = self.cycle
         if cycle is not None and cycle.scope is self.scope:  # (not: an upgrade, which makes no cycle)
             self.scope["extensions"] = {CLIENT_GONE: self._watching_for(cycle)}
+
+    def _at_limit(self, limit: int) -> bool:
+        """Whether uvicorn would answer this request 503 (its own test)."""
+        return len(self.connections) >= limit or len(self.tasks) >= limit
+
+    def _probe(self) -> bool:
+        """Whether this request's path (as uvicorn will put it in the scope) is one of :attr:`Bounds.probes`."""
+        import httptools  # present: this protocol is httptools' (see BoundedProtocol)
+
+        try:
+            raw = httptools.parse_url(self.url).path
+        except httptools.HttpParserInvalidURLError:
+            return False  # uvicorn refuses it as it would
+        path = raw.decode("ascii", "replace")
+        if "%" in path:
+            path = urllib.parse.unquote(path)
+        return self.root_path + path in self._bounds.probes
 
     def on_message_complete(self) -> None:
         """The body is complete: its clock stops."""

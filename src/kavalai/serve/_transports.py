@@ -11,7 +11,7 @@ import contextlib
 import hmac
 import json
 import socket
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
 from typing import Any
 
 import uvicorn
@@ -146,7 +146,8 @@ async def serve_http(
             before the gateway ends it, as if the host had deleted it (its subscriptions are taken back); ``None``:
             the MCP SDK's default (30 minutes in mcp 2.3). Not with ``stateless`` (no sessions).
         limit_connections: the most connections open, and requests in flight (an event stream is one), at once;
-            a request past it is answered ``503`` (the connection itself is accepted, to be answered).
+            a request past it is answered ``503`` (the connection itself is accepted, to be answered), but for the
+            probes ``/healthz`` and ``/readyz``, answered past it (a busy replica is not an unhealthy one).
         body_timeout: seconds a client has, from a request's head, to send its body; past it the request is
             answered ``408`` and the connection closed.
         send_timeout: seconds a response may wait for a client that takes none of it (an event stream it does
@@ -187,6 +188,7 @@ async def serve_http(
         limit_connections=limit_connections,
         body_timeout=body_timeout,
         send_timeout=send_timeout,
+        probes=_Readiness.PATHS,
     )
     with contextlib.nullcontext(sock) if sock is not None else _listening(host, port) as listening:
         async with _connected(kernel, lazy=lazy):
@@ -204,17 +206,19 @@ def uvicorn_config(
     limit_connections: int = LIMIT_CONNECTIONS,
     body_timeout: float = BODY_SECONDS,
     send_timeout: float = SEND_SECONDS,
+    probes: Collection[str] = (),
 ) -> uvicorn.Config:
     """How ``serve_http`` runs uvicorn: :data:`~kavalai.serve._http_limits.BoundedProtocol` (each read acknowledged
     at once, a request's head bounded in size and time, its body in time (``body_timeout``), a write's wait for a
     client that does not read too (``send_timeout``)), ``keep_alive`` seconds of idle keep-alive (a new connection
-    too), at most ``limit_connections`` connections and requests in flight (503 past it), a second for requests in
-    flight once stopping, no websockets, warnings only."""
+    too), at most ``limit_connections`` connections and requests in flight (503 past it, but for the paths in
+    ``probes``, which ``app`` answers at once), a second for requests in flight once stopping, no websockets,
+    warnings only."""
     if isinstance(keep_alive, bool) or not isinstance(keep_alive, int) or keep_alive < 1:  # nan, inf, True too
         raise ValueError(f"keep_alive must be 1 second or more, not {keep_alive}")
     if isinstance(limit_connections, bool) or not isinstance(limit_connections, int) or limit_connections < 1:
         raise ValueError(f"limit_connections must be a positive integer, not {limit_connections!r}")
-    bounds = Bounds(body_seconds=body_timeout, send_seconds=send_timeout)
+    bounds = Bounds(body_seconds=body_timeout, send_seconds=send_timeout, probes=frozenset(probes))
     config = uvicorn.Config(
         app,
         http=BoundedProtocol,
@@ -325,7 +329,9 @@ class BearerTokenMiddleware:
 
 class _Readiness:
     """Whether the server takes requests, answered at ``GET /readyz`` (200 or 503); ``GET /healthz`` answers 200
-    while the process serves. Both come before any token check: a load balancer's probe carries none.
+    while the process serves. Both come before any token check: a load balancer's probe carries none; and both are
+    served past the connection limit (:attr:`~kavalai.serve._http_limits.Bounds.probes`): a busy replica is not an
+    unhealthy one.
 
     Attributes:
         ready: set once the kernel is connected, cleared when stopping begins.
@@ -333,6 +339,7 @@ class _Readiness:
 
     HEALTH_PATH = "/healthz"
     READY_PATH = "/readyz"
+    PATHS = frozenset({HEALTH_PATH, READY_PATH})
 
     def __init__(self) -> None:
         self.ready = False
