@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from typing import Any, Final
 
 from opentelemetry import metrics, trace
+from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from kavalai._tracing_setup import TracingSetup, configure_tracing, tracing_requested
@@ -38,9 +39,10 @@ __all__ = [
     "call_logging",
     "configure_tracing",
     "instrument",
+    "mark_failed",
     "mcp_client_span",
-    "record_exception",
     "safe_attributes",
+    "server_span",
     "settle_ok",
     "span",
     "tool_tracing",
@@ -98,7 +100,7 @@ def tool_tracing(
                 span.set_attribute("error.type", error)
                 span.set_status(Status(StatusCode.ERROR, redact(str(exc)[:_MAX_CONTENT_CHARS]) or error))
                 if isinstance(exc, Exception):
-                    record_exception(span, exc)
+                    _record_exception(span, exc)
                 duration.record(time.perf_counter() - started, _metric_attributes(attributes, error))
                 raise
             if capture_content:
@@ -180,6 +182,32 @@ def span(
             raise
 
 
+@contextmanager
+def server_span(name: str, attributes: Mapping[str, Any], parent: Context | None) -> Iterator[trace.Span]:
+    """A SERVER span of the global tracer, child of ``parent`` (the current context when ``None``), its attributes
+    through the secret gate; an exception is neither recorded nor made its status here (see :func:`mark_failed`)."""
+    with _tracer.start_as_current_span(
+        name,
+        kind=SpanKind.SERVER,
+        attributes=safe_attributes(attributes),
+        context=parent,
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as current:
+        yield current
+
+
+def mark_failed(
+    current: trace.Span, attributes: Mapping[str, Any], description: str | None, exc: Exception | None = None
+) -> None:
+    """Make ``current`` an error: ``attributes``, ``description`` and ``exc`` (recorded when given) through the
+    secret gate."""
+    annotate(current, attributes)
+    if exc is not None:
+        _record_exception(current, exc)
+    current.set_status(Status(StatusCode.ERROR, redact(description) if description is not None else None))
+
+
 def safe_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     """``attributes`` with every registered secret masked in their text (the secret gate for span attributes)."""
     return {key: _safe(value) for key, value in attributes.items()}
@@ -207,7 +235,7 @@ def _safe(value: Any) -> Any:
     return value
 
 
-def record_exception(current: trace.Span, exc: Exception) -> None:
+def _record_exception(current: trace.Span, exc: Exception) -> None:
     """Record ``exc`` on ``current`` with its message and stack trace through the secret gate."""
     trace_text = "".join(traceback.format_exception(exc))
     current.record_exception(

@@ -17,7 +17,7 @@ honoured from the next request on.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -25,17 +25,13 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult
 from opentelemetry import propagate, trace
 from opentelemetry.context import Context
-from opentelemetry.trace import SpanKind, StatusCode
 from pydantic import ValidationError
 
-from kavalai.secrets import redact
-from kavalai.tracing import record_exception, safe_attributes, tracing_configured
+from kavalai.tracing import mark_failed, server_span, tracing_configured
 
 __all__ = ["request_span", "traced_when_configured"]
 
 S = TypeVar("S", bound=Server[Any])
-
-_tracer: Final = trace.get_tracer("kavalai")  # a proxy: it follows the global provider once one is set
 
 
 def traced_when_configured(server: S) -> S:
@@ -51,34 +47,24 @@ async def request_span(ctx: ServerRequestContext[Any, Any], call_next: CallNext)
         return await call_next(ctx)
     name = ctx.params.get("name") if ctx.params else None
     target = name if isinstance(name, str) else None
-    with _tracer.start_as_current_span(
-        f"{ctx.method} {target}" if target else ctx.method,
-        kind=SpanKind.SERVER,
-        attributes=safe_attributes(_attributes(ctx, target)),
-        context=_parent(ctx.meta),
-        record_exception=False,
-        set_status_on_exception=False,
+    with server_span(
+        f"{ctx.method} {target}" if target else ctx.method, _attributes(ctx, target), _parent(ctx.meta)
     ) as span:
         try:
             result = await call_next(ctx)
         except MCPError as exc:
             code = str(exc.error.code)
-            span.set_attributes({"error.type": code, "rpc.response.status_code": code})
-            span.set_status(StatusCode.ERROR, redact(exc.error.message))
+            mark_failed(span, {"error.type": code, "rpc.response.status_code": code}, exc.error.message)
             raise
         except ValidationError:  # the host is answered with a fixed message; the pydantic text carries its input
             code = str(INVALID_PARAMS)
-            span.set_attributes({"error.type": code, "rpc.response.status_code": code})
-            span.set_status(StatusCode.ERROR, "Invalid request parameters")
+            mark_failed(span, {"error.type": code, "rpc.response.status_code": code}, "Invalid request parameters")
             raise
         except Exception as exc:
-            span.set_attribute("error.type", type(exc).__qualname__)
-            record_exception(span, exc)
-            span.set_status(StatusCode.ERROR, redact(str(exc)))
+            mark_failed(span, {"error.type": type(exc).__qualname__}, str(exc), exc)
             raise
         if ctx.method == "tools/call" and _is_tool_error(result):
-            span.set_attribute("error.type", "tool_error")
-            span.set_status(StatusCode.ERROR)
+            mark_failed(span, {"error.type": "tool_error"}, None)
         return result
 
 
