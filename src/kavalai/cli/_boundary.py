@@ -33,7 +33,7 @@ import contextlib
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final, TextIO, cast
 
@@ -47,6 +47,8 @@ __all__ = [
     "UsageError",
     "check_options",
     "guarded",
+    "terminal_stderr",
+    "terminal_text",
 ]
 
 EXIT_FAILED: Final = 1
@@ -266,6 +268,45 @@ def _say(err: TextIO, command: str, message: str) -> None:
         line = line[: _MAX_LINE - 3] + "..."
     with contextlib.suppress(BrokenPipeError, ValueError):  # stderr gone too: nothing left to tell
         print(f"kavalai {command}: {line}", file=err, flush=True)
+
+
+#: What a terminal reads as a command, not as text: the C0 controls but newline and tab (ESC starts a sequence that
+#: can clear the screen, retitle the window or write the clipboard; CR and BS overwrite what was shown), DEL, the C1
+#: controls, and the bidirectional overrides that show a text reordered.
+_TERMINAL_COMMANDS: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_text(text: str) -> str:
+    """``text`` with every character a terminal would act on written as its escape (``\\x1b``), so a server's or a
+    tool's words shown on stderr cannot drive the user's terminal."""
+    return _TERMINAL_COMMANDS.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), text)
+
+
+class _TerminalStream:
+    """A text stream writing through another with :func:`terminal_text` (each ``write`` on its own)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        self._inner.write(terminal_text(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@contextlib.contextmanager
+def terminal_stderr() -> Iterator[None]:
+    """Within the block, everything written to ``sys.stderr`` is :func:`terminal_text`: every command of the CLI runs
+    inside one (``kavalai.cli.main``), so no line it writes there, its one error line included, carries a terminal
+    command."""
+    original = sys.stderr
+    sys.stderr = _TerminalStream(original)  # a TextIO in all but name
+    try:
+        yield
+    finally:
+        sys.stderr = original
 
 
 def _traceback() -> None:

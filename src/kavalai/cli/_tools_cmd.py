@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from kavalai.cli._boundary import seconds_option
+from kavalai.cli._boundary import seconds_option, terminal_text
 from kavalai.cli._run import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _interruptible
 
 __all__ = ["add_tools_parser", "command_name", "first_sentence", "tools_command", "typed_arguments"]
@@ -319,6 +319,8 @@ def _print_table(names: list[str], descriptions: list[str], *, long: bool, out: 
     """A name and a description a line, the descriptions cut to the terminal's width (when printing to one, or
     ``COLUMNS`` is set: output read by a program is not cut); with ``long``, each whole description, its lines
     indented under the first."""
+    # a server's names and words, shown as text: no terminal command in them reaches the terminal
+    names, descriptions = [terminal_text(name) for name in names], [terminal_text(text) for text in descriptions]
     width = max((len(name) for name in names), default=0)
     cut = "COLUMNS" in os.environ or out.isatty()
     room = max(shutil.get_terminal_size().columns - width - 2, _MIN_ROOM) if cut else sys.maxsize

@@ -52,8 +52,10 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``kavalai`` command and return its exit status; every failure ends inside the error boundary
     (:mod:`kavalai.cli._boundary`) with one line on stderr, and every line written to stderr passes the secret
-    gate."""
-    with redacting_stderr():
+    gate and shows no terminal command (an escape sequence in a server's message is written as ``\\x1b``)."""
+    from kavalai.cli._boundary import terminal_stderr
+
+    with redacting_stderr(), terminal_stderr():
         return _command(argv)
 
 
