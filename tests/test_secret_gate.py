@@ -210,7 +210,10 @@ def test_every_cli_command_runs_inside_the_redacting_stderr() -> None:
     tree = ast.parse((SRC / "cli" / "main.py").read_text(encoding="utf-8"))
     [main] = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "main"]
     withs = [node for node in main.body if isinstance(node, ast.With)]
-    assert [ast.unparse(item.context_expr) for w in withs for item in w.items] == ["redacting_stderr()"]
+    # the secret gate, with the CLI boundary's terminal_text after it: stderr shows no secret and no terminal command
+    assert [ast.unparse(item.context_expr) for w in withs for item in w.items] == [
+        "redacting_stderr(also=terminal_text)"
+    ]
     raw = [
         f"{path.relative_to(SRC)}:{node.lineno}"
         for path, tree in _sources()

@@ -362,13 +362,16 @@ def get_logger(name: str) -> logging.Logger:
 
 
 class _RedactingStream:
-    """A text stream writing through another with every registered secret masked (each ``write`` on its own)."""
+    """A text stream writing through another with every registered secret masked (each ``write`` on its own), then
+    ``also`` applied."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, also: Callable[[str], str] | None = None) -> None:
         self._inner = inner
+        self._also = also
 
     def write(self, text: str) -> int:
-        self._inner.write(redact(text) if _REGISTRY.sorted else text)
+        shown = redact(text) if _REGISTRY.sorted else text
+        self._inner.write(shown if self._also is None else self._also(shown))
         return len(text)
 
     def __getattr__(self, name: str) -> Any:
@@ -376,11 +379,12 @@ class _RedactingStream:
 
 
 @contextmanager
-def redacting_stderr() -> Iterator[None]:
+def redacting_stderr(also: Callable[[str], str] | None = None) -> Iterator[None]:
     """Within the block, everything written to ``sys.stderr`` (messages, warnings, tracebacks, log handlers made
-    in it) passes the secret gate; the CLI's commands run inside one."""
+    in it) passes the secret gate, then ``also`` (the CLI's: no terminal command); the CLI's commands run inside
+    one."""
     original = sys.stderr
-    sys.stderr = _RedactingStream(original)  # a TextIO in all but name
+    sys.stderr = _RedactingStream(original, also)  # a TextIO in all but name
     try:
         yield
     finally:

@@ -239,7 +239,7 @@ def test_a_tools_words_never_drive_the_terminal(tmp_path: Path) -> None:
     """Hostile round 8, case 36: a tool's (or an MCP server's) error text and description reached the terminal
     raw: ``kavalai tools call`` wrote ``ESC ] 52`` (a clipboard write), ``ESC [ 2J`` (clear the screen) and carriage
     returns on stderr, and ``kavalai tools list`` the description's. Everything the CLI writes on stderr crosses
-    ``terminal_stderr`` (``kavalai.cli._boundary``), and the listing's table ``terminal_text``."""
+    ``terminal_text`` (``kavalai.cli._boundary``, applied by ``kavalai.cli.main``), the listing's table too."""
     (tmp_path / "evil.py").write_text(_EVIL, encoding="utf-8")
     (tmp_path / "c.yaml").write_text("python_functions:\n  - evil.boom\n", encoding="utf-8")
     called = kavalai("tools", "call", "-c", "c.yaml", "python://boom", cwd=tmp_path)

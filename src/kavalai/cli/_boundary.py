@@ -33,7 +33,7 @@ import contextlib
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final, TextIO, cast
 
@@ -47,7 +47,6 @@ __all__ = [
     "UsageError",
     "check_options",
     "guarded",
-    "terminal_stderr",
     "terminal_text",
 ]
 
@@ -278,35 +277,9 @@ _TERMINAL_COMMANDS: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f
 
 def terminal_text(text: str) -> str:
     """``text`` with every character a terminal would act on written as its escape (``\\x1b``), so a server's or a
-    tool's words shown on stderr cannot drive the user's terminal."""
+    tool's words shown on stderr cannot drive the user's terminal: everything the CLI writes to stderr passes it
+    (``kavalai.cli.main``)."""
     return _TERMINAL_COMMANDS.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), text)
-
-
-class _TerminalStream:
-    """A text stream writing through another with :func:`terminal_text` (each ``write`` on its own)."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def write(self, text: str) -> int:
-        self._inner.write(terminal_text(text))
-        return len(text)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-@contextlib.contextmanager
-def terminal_stderr() -> Iterator[None]:
-    """Within the block, everything written to ``sys.stderr`` is :func:`terminal_text`: every command of the CLI runs
-    inside one (``kavalai.cli.main``), so no line it writes there, its one error line included, carries a terminal
-    command."""
-    original = sys.stderr
-    sys.stderr = _TerminalStream(original)  # a TextIO in all but name
-    try:
-        yield
-    finally:
-        sys.stderr = original
 
 
 def _traceback() -> None:

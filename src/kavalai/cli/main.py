@@ -53,9 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``kavalai`` command and return its exit status; every failure ends inside the error boundary
     (:mod:`kavalai.cli._boundary`) with one line on stderr, and every line written to stderr passes the secret
     gate and shows no terminal command (an escape sequence in a server's message is written as ``\\x1b``)."""
-    from kavalai.cli._boundary import terminal_stderr
+    from kavalai.cli._boundary import terminal_text
 
-    with redacting_stderr(), terminal_stderr():
+    with redacting_stderr(also=terminal_text):
         return _command(argv)
 
 
