@@ -63,7 +63,7 @@ def test_every_message_to_a_host_crosses_the_secret_gate() -> None:
         "_hosts.py:_put:ask",
         "_hosts.py:_put:send_request",
         "_hosts.py:_send:send_notification",
-        "_server.py:report:report_progress",
+        "_progress.py:report:report_progress",
     ]
 
 

@@ -352,6 +352,9 @@ def test_every_notification_to_a_host_crosses_the_unsent_bound() -> None:
     gate = source[source.index("    async def _send(") :]
     assert gate.index(".send_notification(") > gate.index("if unsent.count >= MAX_UNSENT")
     assert "self._hosts.get(key)" not in gate[: gate.index(".send_notification(")]  # not only for known hosts
+    # Progress goes by the request's own report_progress, in one place, one send at a time per call (_progress.py).
+    progress = {path.name: path.read_text().count(".report_progress(") for path in sorted(folder.glob("*.py"))}
+    assert {name: count for name, count in progress.items() if count} == {"_progress.py": 1}
 
 
 async def test_a_2026_07_28_hosts_record_ends_with_its_request() -> None:

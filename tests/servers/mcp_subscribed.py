@@ -2,8 +2,10 @@
 ``resources/subscribe`` and ``resources/unsubscribe`` it is sent: ``python -m tests.servers.mcp_subscribed LOG``.
 
 Its tools: ``flood(count, size)`` sends ``count`` log messages of ``size`` characters during the call, then
-answers ``flooded``; ``ask_many(count)`` puts ``count`` elicitations to its client at once during the call, and
-answers how many were accepted and refused (``accepted 8, refused 32: <the first refusal's message>``).
+answers ``flooded``; ``progress(count)`` sends ``count`` progress notifications as fast as its client takes them,
+records ``sent progress COUNT`` and answers ``progressed COUNT``; ``ask_many(count)`` puts ``count`` elicitations
+to its client at once during the call, and answers how many were accepted and refused (``accepted 8, refused 32:
+<the first refusal's message>``).
 
 It offers the resources ``notes://a`` to ``notes://e``; each subscription request is
 appended to the file ``LOG`` as one line (``subscribe notes://a``, ``unsubscribe notes://a``), written before it is
@@ -70,13 +72,23 @@ def build_server(log: Path) -> Server[Any]:
     async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
         schema = {"type": "object", "properties": {"count": {"type": "integer"}, "size": {"type": "integer"}}}
         asks = {"type": "object", "properties": {"count": {"type": "integer"}}}
-        tools = [types.Tool(name="flood", input_schema=schema), types.Tool(name="ask_many", input_schema=asks)]
+        tools = [
+            types.Tool(name="flood", input_schema=schema),
+            types.Tool(name="ask_many", input_schema=asks),
+            types.Tool(name="progress", input_schema=asks),
+        ]
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = params.arguments or {}
         if params.name == "ask_many":
             return await ask_many(ctx, int(arguments["count"]), record)
+        if params.name == "progress":
+            count = int(arguments["count"])
+            for sent in range(1, count + 1):
+                await ctx.session.report_progress(sent, count)
+            record(f"sent progress {count}")
+            return types.CallToolResult(content=[types.TextContent(text=f"progressed {count}")])
         for _ in range(int(arguments["count"])):
             await ctx.session.send_log_message("info", "x" * int(arguments["size"]), related_request_id=ctx.request_id)
         return types.CallToolResult(content=[types.TextContent(text="flooded")])

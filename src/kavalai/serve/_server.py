@@ -26,11 +26,12 @@ from kavalai.errors import (
     ServerConnectionError,
 )
 from kavalai.kernel import Kernel, ProgressCallback, deadline
-from kavalai.secrets import get_logger, redact_data
+from kavalai.secrets import get_logger
 from kavalai.serve._catalog import ServedCatalog
 from kavalai.serve._errors import gated, protocol_error, tool_error_result
 from kavalai.serve._hosts import HostSessions
 from kavalai.serve._pages import page
+from kavalai.serve._progress import LatestProgress
 from kavalai.serve._relayed import mcp_adapter, relayed_handlers, served_servers
 from kavalai.serve._rounds import InputRounds, RoundsCall, takes_rounds
 from kavalai.serve._tasks import EXTENSION, HostTasks, TaskParams, TaskUpdateParams, declares_tasks, missing_extension
@@ -154,9 +155,18 @@ def build_mcp_server(
                 # backend's sampling, elicitation and roots requests during the call go to this host (_hosts.py);
                 # a 2026-07-28 host's log level for the request is asked of 2026-07-28 backends for their calls, and
                 # what a backend asks in one round of its own is put to such a host in one round of the gateway's.
-                return await call_kernel_tool(
-                    kernel, uri, params.arguments or {}, progress=None if task else _progress_of(ctx), task=task
-                )
+                progress = None if task else LatestProgress(ctx.session)  # bounded: _progress.py
+                try:
+                    return await call_kernel_tool(
+                        kernel,
+                        uri,
+                        params.arguments or {},
+                        progress=None if progress is None else progress.report,
+                        task=task,
+                    )
+                finally:
+                    if progress is not None:
+                        progress.close()
         except DeadlineExceededError as exc:
             return tool_error_result(str(exc))
 
@@ -344,13 +354,3 @@ def tool_result(output: BaseModel) -> types.CallToolResult:
     data = output.model_dump(mode="json", by_alias=True, fallback=repr)
     text = json.dumps(data, ensure_ascii=False)
     return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data)
-
-
-def _progress_of(ctx: ServerRequestContext[Any]) -> ProgressCallback:
-    """The callback passing a tool's progress on to the client (the SDK drops it when the request carried no
-    progress token)."""
-
-    async def report(progress: float, total: float | None, message: str | None) -> None:
-        await ctx.session.report_progress(progress, total, redact_data(message))  # a backend's text: the secret gate
-
-    return report
