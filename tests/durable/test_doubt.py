@@ -165,6 +165,15 @@ def resolve(url: str, run_id: str, step: int, *how: str) -> subprocess.Completed
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
+async def asked(runner: DbosRunner, run_id: str, key: str, done: asyncio.Future[Any]) -> Any:
+    """The question ``key`` of ``run_id``, once the run (``done`` when it ends) asks it (a bounded wait)."""
+    for _ in range(2400):
+        if key in await runner.pending(run_id) or done.done():
+            break
+        await asyncio.sleep(0.05)
+    return (await runner.pending(run_id))[key]
+
+
 async def asked_and_resolved(kind: str, tmp_path: Path, how: str) -> None:
     """Charge B in doubt, its tool says ``ask``: the resumed run asks and waits, sending nothing, until ``kavalai runs
     resolve`` (another process) says it was ``done`` or should be ``retry``-ed; a second answer is refused."""
@@ -176,11 +185,7 @@ async def asked_and_resolved(kind: str, tmp_path: Path, how: str) -> None:
                     await unkeyed_engine(runner, shop, on_doubt="ask").run({}, run_id="ask-1")
                 await asyncio.to_thread(store.release)
                 done = asyncio.ensure_future(unkeyed_engine(runner, shop, on_doubt="ask").run({}, run_id="ask-1"))
-                for _ in range(2400):  # bounded: until the run asks
-                    if "doubt-2" in await runner.pending("ask-1") or done.done():
-                        break
-                    await asyncio.sleep(0.05)
-                question = (await runner.pending("ask-1"))["doubt-2"]
+                question = await asked(runner, "ask-1", "doubt-2", done)
                 assert (question["kind"], question["step"], question["uri"]) == ("doubt", 2, "python://charge")
                 assert orders(fetch(f"{shop}/requests")) == ["A", "B"]  # nothing sent while it asks
                 done_with = ["--done", "--result", '{"charge": 2, "order": "B", "amount": 1}']

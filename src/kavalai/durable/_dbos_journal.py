@@ -20,7 +20,7 @@ from dbos import DBOS
 
 from kavalai.durable._cancel_watch import CancelWatch, is_cancelled
 from kavalai.durable._definition import keyed_by_position
-from kavalai.durable._doubt import OnDoubt, ask_about, doubt_policy, in_doubt_result, is_in_doubt, sent_mark
+from kavalai.durable._doubt import OnDoubt, ask_about, in_doubt_result, is_in_doubt, marked, on_finding, sent_mark
 from kavalai.durable._run import cancelled_error
 from kavalai.durable._step_log import StepLogJournal
 from kavalai.errors import DefinitionChangedError, FunctionKernelException, RunCancelledError
@@ -63,34 +63,34 @@ class DbosJournal:
         work = execute if self.watch is None else functools.partial(self._cut_by_cancel, execute, position)
         if self.steps is not None:
             return await self.steps.record(position, name, work, request)
-        policy = doubt_policy(request, self.on_doubt)
-        if policy is None:  # it may be sent again safely
+        if not marked(request, self.on_doubt):  # it may be sent again safely, wherever its tool is
             return await DBOS.run_step_async({"name": name}, work)
-        return await self._unsafe(position, name, work, request, policy)
+        return await self._marked(position, name, work, request)
 
-    async def _unsafe(self, position: int, name: str, work: Any, request: Mapping[str, Any], policy: OnDoubt) -> Any:
-        """A step that may not be repeated, as DBOS steps: its sent mark, then the step (see the module's doc)."""
+    async def _marked(self, position: int, name: str, work: Any, request: Mapping[str, Any]) -> Any:
+        """A step marked sent before its effect, as DBOS steps: its sent mark, then the step (see the module's doc);
+        one found marked follows its policy, or its move (:func:`~kavalai.durable._doubt.on_finding`)."""
         fresh: list[bool] = []
 
         async def mark() -> dict[str, Any]:
             fresh.append(True)  # not replayed: nothing of this step was sent before
             return {**sent_mark(request), "step": position}  # the position: what kavalai runs show/resolve name
 
-        async def step() -> Any:
-            if fresh or policy == "replay":
-                return await work()
-            return (
-                in_doubt_result(self.run_id, position, name, request)
-                if policy == "fail"
-                else {**_ASKS, "step": position}
-            )
+        found = await DBOS.run_step_async({"name": f"{name} (sent)"}, mark)
+        policy, move = on_finding(request, self.on_doubt, found)
 
-        await DBOS.run_step_async({"name": f"{name} (sent)"}, mark)
+        async def step() -> Any:
+            if fresh or policy in (None, "replay"):
+                return await work()
+            if policy == "fail":
+                return in_doubt_result(self.run_id, position, name, request, move)
+            return {**_ASKS, "step": position}
+
         result = await DBOS.run_step_async({"name": name}, step)
         if not _asks(result):
             return result
         again = functools.partial(DBOS.run_step_async, {"name": f"{name} (retry)"}, work)
-        return await ask_about(self.run_id, position, name, request, self.wait_for_answer, again)
+        return await ask_about(self.run_id, position, name, request, self.wait_for_answer, again, move)
 
     async def _cut_by_cancel(self, execute: Any, position: int) -> Any:
         assert self.watch is not None

@@ -17,6 +17,15 @@ happened, and applies the tool's ``on_doubt`` policy:
 
 The policy is the runner's for the tool's URI (``DbosRunner(on_doubt={uri: ...})``), else the tool's own
 (``@pythontool(on_doubt=...)``, a definition's ``metadata["on_doubt"]``), else ``"fail"``.
+
+**The origin rule.** An idempotency key protects a repeat only at the server that saw it. A step of a tool with an
+origin (its server's ``scheme://host:port``, or a stdio server's command line: :mod:`kavalai.adapters._origin`) is
+marked sent before its effect, keyed or not, and the mark records that origin. A resume that finds the mark without
+a result while the tool's server now has another origin (its URL or command changed in the configuration) does not
+send the step there: the step is in doubt, whatever the tool says (read-only, idempotent, keyed, ``"replay"``), and
+the error names the old origin and the new one; a tool whose policy is ``"ask"`` asks (``--retry`` sends it to the
+new origin). On Temporal, whose engine retries a step's activity by itself, the activity compares the origin the
+step was scheduled with to its worker's when it is an attempt after the first (:func:`moved`).
 """
 
 from __future__ import annotations
@@ -38,6 +47,9 @@ __all__ = [
     "doubt_resolution",
     "in_doubt_result",
     "is_in_doubt",
+    "marked",
+    "moved",
+    "on_finding",
     "resolved_result",
     "sent_mark",
 ]
@@ -57,22 +69,59 @@ def doubt_policy(request: Any, on_doubt: Mapping[str, OnDoubt]) -> OnDoubt | Non
     return on_doubt.get(str(request.get("uri")), own if own in ON_DOUBT else "fail")
 
 
+def marked(request: Any, on_doubt: Mapping[str, OnDoubt]) -> bool:
+    """Whether a step is marked sent before its effect: a tool step that may not be repeated safely
+    (:func:`doubt_policy`), or one whose tool has an origin (the mark records it: the origin rule)."""
+    return doubt_policy(request, on_doubt) is not None or (
+        isinstance(request, Mapping) and request.get("kind") == "tool" and request.get("origin") is not None
+    )
+
+
+def moved(mark: Any, origin: Any) -> tuple[str, str] | None:
+    """``(old, new)`` when a step marked sent at the origin its ``mark`` records would now go to ``origin``, another
+    one; ``None`` when it would go where it went (or the mark records none)."""
+    old = mark.get("origin") if isinstance(mark, Mapping) else None
+    if old is None or old == origin:
+        return None
+    return str(old), "(none)" if origin is None else str(origin)
+
+
+def on_finding(
+    request: Any, on_doubt: Mapping[str, OnDoubt], mark: Any
+) -> tuple[OnDoubt | None, tuple[str, str] | None]:
+    """What a resume does with a step it finds marked sent (``mark``) without a result: the policy (``None``: send it
+    again, it may be repeated safely) and, when its tool's server moved, ``(old origin, new origin)``; a moved step
+    is in doubt whatever its tool says (``"ask"`` still asks)."""
+    policy = doubt_policy(request, on_doubt)
+    move = moved(mark, request.get("origin") if isinstance(request, Mapping) else None)
+    if move is None:
+        return policy, None
+    return ("ask" if policy == "ask" else "fail"), move
+
+
 def doubt_key(position: int) -> str:
     """The key of the question a run asks about step ``position`` found in doubt (``on_doubt="ask"``)."""
     return f"doubt-{position}"
 
 
-def doubt_question(run_id: str, position: int, name: str, request: Mapping[str, Any]) -> dict[str, Any]:
-    """The question a run asks the operator about a step found sent without a result."""
+def doubt_question(
+    run_id: str, position: int, name: str, request: Mapping[str, Any], move: tuple[str, str] | None = None
+) -> dict[str, Any]:
+    """The question a run asks the operator about a step found sent without a result (``move``: its server moved
+    from the first origin to the second; ``--retry`` sends it to the second)."""
+    moved_to = {} if move is None else {"sent_to": move[0], "now_at": move[1]}
     return {
+        **moved_to,
         "key": doubt_key(position),
         "kind": "doubt",
         "step": position,
         "name": name,
         "uri": request.get("uri"),
         "idempotency_key": request.get("key"),
-        "question": f"Step {position} of run {run_id} ({name}) may have been sent and its outcome is unknown: "
-        f"did it happen? kavalai runs resolve {run_id} {position} --done (with --result JSON) or --retry",
+        "question": f"Step {position} of run {run_id} ({name}) may have been sent"
+        + ("" if move is None else f" to {move[0]} (its server is now {move[1]})")
+        + f" and its outcome is unknown: did it happen? kavalai runs resolve {run_id} {position} --done (with "
+        "--result JSON) or --retry",
     }
 
 
@@ -111,18 +160,29 @@ def resolved_result(answer: Mapping[str, Any], request: Mapping[str, Any]) -> di
 
 def sent_mark(request: Mapping[str, Any]) -> dict[str, Any]:
     """What the journal keeps of a step about to be sent: its state, tool and idempotency key."""
-    return {"state": "sent", "uri": request.get("uri"), "key": request.get("key")}
+    mark = {"state": "sent", "uri": request.get("uri"), "key": request.get("key")}
+    origin = request.get("origin")
+    return mark if origin is None else {**mark, "origin": origin}
 
 
-def in_doubt_result(run_id: str, position: int, name: str, request: Mapping[str, Any]) -> dict[str, Any]:
-    """The record of a step found sent without a result: an :class:`OutcomeUnknownError`, marked in doubt."""
+def in_doubt_result(
+    run_id: str, position: int, name: str, request: Mapping[str, Any], move: tuple[str, str] | None = None
+) -> dict[str, Any]:
+    """The record of a step found sent without a result: an :class:`OutcomeUnknownError`, marked in doubt; ``move``:
+    its tool's server moved from the first origin to the second (the origin rule)."""
     from kavalai.durable._steps import error_envelope
 
     uri = str(request.get("uri"))
+    why = (
+        "the tool is neither read-only nor idempotent nor keyed, so it is not sent again."
+        if move is None
+        else f"it was sent to {move[0]}, and {uri}'s server is now {move[1]}: an idempotency key protects a repeat "
+        "only where it was sent, so it is not sent to another origin."
+    )
     error = OutcomeUnknownError(
         f"Outcome unknown: check before retrying. Step {position} of run {run_id} ({name}, idempotency key "
         f"{request.get('key')}) may have been sent (it was marked sent), and its worker stopped before the result "
-        "was recorded; the tool is neither read-only nor idempotent nor keyed, so it is not sent again.",
+        f"was recorded; {why}",
         run_id=run_id,
         step=f"{position}",
         uri=uri,
@@ -142,11 +202,12 @@ async def ask_about(
     request: Mapping[str, Any],
     wait: Callable[[int, str, Any, float | None], Awaitable[Any]],
     retry: Callable[[], Awaitable[Any]],
+    move: tuple[str, str] | None = None,
 ) -> Any:
     """``on_doubt="ask"`` on an engine whose run waits for answers itself (Temporal, DBOS's own step log): ask the
     operator about step ``position`` with the run's ``wait(position, key, question, timeout)``, then the record of
     the step resolved done, or ``retry()`` (the operator says it did not happen: sent again)."""
-    question = doubt_question(run_id, position, name, request)
+    question = doubt_question(run_id, position, name, request, move)
     with deadline_paused():  # the tool call's own timeout bounds its effect, not the operator
         answer = doubt_answer(await wait(position, doubt_key(position), question, None))
     if answer["action"] == "done":

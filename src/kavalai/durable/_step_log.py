@@ -26,10 +26,11 @@ from kavalai.durable._definition import keyed_by_position
 from kavalai.durable._doubt import (
     OnDoubt,
     doubt_key,
-    doubt_policy,
     doubt_question,
     in_doubt_result,
     is_in_doubt,
+    marked,
+    on_finding,
     resolved_result,
     sent_mark,
 )
@@ -265,15 +266,17 @@ class StepLogJournal:
         if found is not None:
             return replayed(found, self.recorded[found], name)
         position = self._place(position, name)
-        policy = doubt_policy(request, self.on_doubt)
-        if policy is not None and name in self.sent and policy == "fail":
-            return await self._keep(position, name, in_doubt_result(self.run_id, position, name, request))
-        if policy == "ask" and name in self.sent:
-            answer = await self._ask(position, name, request)
-            if answer.get("action") == "done":
-                return await self._keep(position, name, resolved_result(answer, request))
-            # "retry": sent again below, its sent mark already there
-        if policy is not None and name not in self.sent:
+        marked_at = self.sent.get(name)
+        if marked_at is not None:  # sent by an earlier attempt, its outcome unknown: its policy, or its move
+            policy, move = on_finding(request, self.on_doubt, self.recorded[-marked_at][1])
+            if policy == "fail":
+                return await self._keep(position, name, in_doubt_result(self.run_id, position, name, request, move))
+            if policy == "ask":
+                answer = await self._ask(position, name, request, move)
+                if answer.get("action") == "done":
+                    return await self._keep(position, name, resolved_result(answer, request))
+            # "retry", "replay", or a step that may be repeated safely where it went: sent again, its mark there
+        elif marked(request, self.on_doubt):
             what, mark = f"mark step {position} ({name}) sent", sent_mark(request)
             try:
                 await journal_io(
@@ -287,21 +290,23 @@ class StepLogJournal:
     def _place(self, position: int, name: str) -> int:
         """The row position of a new step: where its sent mark is, else its rank in this attempt when no other
         step's row is there (always so under the definition the run began with), else the next free one."""
-        marked = self.sent.get(name)
-        if marked is not None:
-            return marked
+        at = self.sent.get(name)
+        if at is not None:
+            return at
         if position in self._taken:
             position = max(self._taken) + 1
         self._taken.add(position)
         return position
 
-    async def _ask(self, position: int, name: str, request: Mapping[str, Any]) -> Mapping[str, Any]:
+    async def _ask(
+        self, position: int, name: str, request: Mapping[str, Any], move: tuple[str, str] | None
+    ) -> Mapping[str, Any]:
         """Ask the operator whether step ``position``, found in doubt, happened, and wait for the answer (durably: in
         the answer log; a cancel of the run ends the wait)."""
         answers = self.answers
         if answers is None:
             raise RuntimeError(f"Run {self.run_id}: on_doubt='ask' needs the runner's answer log.")
-        key, question = doubt_key(position), doubt_question(self.run_id, position, name, request)
+        key, question = doubt_key(position), doubt_question(self.run_id, position, name, request, move)
         await journal_io(
             self.run_id,
             f"ask about step {position}",

@@ -116,6 +116,7 @@ async def _journaled_call(run: DurableRun, call: ToolCall, call_next: CallNext) 
         "key": key,
         "retry": retry_allowed(definition),
         "on_doubt": definition.metadata.get("on_doubt"),
+        "origin": definition.metadata.get("origin"),  # where its effect goes: a resume elsewhere is in doubt
         "wrapped": definition.wrapped,
         "timeout": definition.timeout,
     }

@@ -73,6 +73,7 @@ from kavalai.durable._temporal_history import (
     steps_in_doubt,
     winner_in_history,
 )
+from kavalai.durable._temporal_origin import check_origin, moved_by
 from kavalai.durable._temporal_refusal import Refusals, ended_error, refused_error
 from kavalai.errors import DefinitionChangedError, DurableRunError, FunctionKernelException, RunCancelledError
 from kavalai.kernel import required_seconds
@@ -617,13 +618,16 @@ class _TemporalJournal:
         limit = timedelta(seconds=float(timeout or self.runner.step_timeout))
         try:
             return await self._activity(task, name, limit, retry=policy in (None, "replay"))
-        except ActivityError:
-            if policy is None or policy == "replay" or not isinstance(made, dict):
+        except ActivityError as exc:
+            move = moved_by(exc)  # an attempt after the first found the tool's server moved (the origin rule)
+            if move is not None:
+                policy = "ask" if policy == "ask" else "fail"
+            elif policy is None or policy == "replay" or not isinstance(made, dict):
                 raise
         # The activity started and ended without a result (its worker died, it timed out): nobody knows whether
         # the effect happened. The failure is in the history, so a replay of the run takes the same branch.
         if policy == "fail":
-            return in_doubt_result(self.run_id, position, name, made)
+            return in_doubt_result(self.run_id, position, name, made, move)
 
         async def again() -> JsonValue:  # the operator says it did not happen: sent again, once, with its key
             try:
@@ -631,7 +635,7 @@ class _TemporalJournal:
             except ActivityError:
                 return in_doubt_result(self.run_id, position, name, made)
 
-        return await ask_about(self.run_id, position, name, made, self.wait_for_answer, again)
+        return await ask_about(self.run_id, position, name, made, self.wait_for_answer, again, move)
 
     async def _activity(self, task: dict[str, Any], name: str, limit: timedelta, *, retry: bool) -> JsonValue:
         try:
@@ -789,6 +793,8 @@ async def _redo(target: DurableTarget, name: str, request: dict[str, Any], run: 
         kernel = target.durable_kernel
         if kernel is None:
             raise LookupError(f"{name!r} has no kernel to call {request.get('uri')!r} on.")
+        if activity.info().attempt > 1 and request.get("origin") is not None:  # an earlier attempt may have sent it
+            await check_origin(kernel, request)
         answers = getattr(target, "step_answers", None)  # who answers a server's requests for input meanwhile
         with nullcontext() if answers is None else answers(run, position):
             return await run_tool_step(kernel, request)

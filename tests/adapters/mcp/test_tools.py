@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -45,7 +46,14 @@ async def test_discovery_publishes_every_tool(tools: FunctionKernel) -> None:
     assert state.tools == tuple(tools.list_tools("mcp://tools.*"))
     definition = tools.get_tool_definition("mcp://tools.add")
     assert (definition.kind, definition.description) == ("mcp", "Add two integers.")
-    assert definition.metadata == {"server": "tools", "tool": "add", "transport": "stdio", "structured": True}
+    origin = f"stdio:{shlex.join([sys.executable, '-m', 'tests.servers.mcp_tools'])} (in {ROOT})"  # its command line
+    assert definition.metadata == {
+        "server": "tools",
+        "tool": "add",
+        "transport": "stdio",
+        "structured": True,
+        "origin": origin,
+    }
 
 
 async def test_descriptions_show_the_input_schema_as_sent(tools: FunctionKernel) -> None:

@@ -162,6 +162,7 @@ def test_tool_registration_rules(kernel: FunctionKernel) -> None:
         "method": "GET",
         "qualifier": "GET",
         "path": "/items/{item_id}",
+        "origin": "http://h:80",  # where its effect goes, as a durable step's sent mark records it
         "own_timeout": False,
     }
     assert definition.timeout == 30.0

@@ -12,6 +12,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
 from kavalai.adapters._doubt import OnDoubt, on_doubt_field, tools_on_doubt_field
+from kavalai.adapters._origin import command_origin, url_origin
 from kavalai.adapters._settings import masked_repr_args, settings_error
 from kavalai.adapters.mcp._catalog import McpLogLevel
 from kavalai.auth import OAuth
@@ -292,6 +293,19 @@ class McpServer(BaseModel):
         if self.command is not None or self.command_env is not None:
             return "stdio"
         return self.transport or "streamable-http"
+
+    @property
+    def origin(self) -> str | None:
+        """Where its tools' effects go, as a durable step records it (:mod:`kavalai.adapters._origin`): the url's
+        ``scheme://host:port``, or ``stdio:`` and the command line with secrets masked; ``None`` while a variable it
+        names is unset."""
+        try:
+            found = self.resolved()
+        except ConfigurationError:
+            return None
+        if found.command is not None:
+            return command_origin(found.command, found.args, found.cwd)
+        return url_origin(found.url or "")
 
     @property
     def target(self) -> str:

@@ -549,6 +549,7 @@ class McpConnection:
             "tool": tool.name,
             "transport": self.transport,
             "structured": tool.output_schema is not None,  # whether the server declared an outputSchema
+            "origin": self.config.origin,  # where its effect goes (adapters/_origin.py)
             **doubt_metadata(self.config, tool.name),
         }
         if tool.execution is not None and tool.execution.task_support in ("optional", "required"):

@@ -332,6 +332,7 @@ class RestAdapter(ToolAdapter):
                 "method": plan.method,
                 "qualifier": plan.method,  # the " [GET]" of Kaval.AI 1.0's names for REST tools
                 "path": plan.path,
+                "origin": self._session(server).server.origin,  # where its effect goes (_origin)
                 **doubt_metadata(self._session(server).server, uri.tool),
                 **(extra_metadata or {}),
             },

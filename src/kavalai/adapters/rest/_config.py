@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from kavalai.adapters._doubt import OnDoubt, on_doubt_field, tools_on_doubt_field
+from kavalai.adapters._origin import url_origin
 from kavalai.adapters._settings import masked_repr_args, settings_error
 from kavalai.adapters.rest._auth import Auth, BasicAuth, Credentials, read_env
 from kavalai.auth import OAuth
@@ -197,6 +198,13 @@ class RestServer(BaseModel):
             secrets=tuple(s for s in secrets if s),
             secret_headers=tuple(dict.fromkeys([*credentials.headers, *self._env_header_names(), *sensitive])),
         )
+
+    @property
+    def origin(self) -> str | None:
+        """Where its tools' effects go, as a durable step records it (:mod:`kavalai.adapters._origin`): the base URL's
+        ``scheme://host:port`` (``url_env`` read now); ``None`` while it has none."""
+        url = self.url if self.url_env is None else os.environ.get(self.url_env, "")
+        return url_origin(url or "")
 
     @property
     def credentials_per_request(self) -> bool:
