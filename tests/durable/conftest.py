@@ -4,7 +4,9 @@ the session (a Temporal dev server, a Postgres server: each test takes a task qu
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -55,6 +57,19 @@ def effects_url() -> Iterator[str]:
     """The base URL of a fresh effects service on 127.0.0.1."""
     with serve(create_app()) as url:
         yield url
+
+
+@contextlib.contextmanager
+def on_every_logger(handler: logging.Handler) -> Iterator[logging.Handler]:
+    """``handler`` on the root logger and on DBOS's (which does not propagate) for the block."""
+    loggers = [logging.getLogger(), logging.getLogger("dbos")]
+    for logger in loggers:
+        logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
 
 
 def fetch(url: str) -> Any:

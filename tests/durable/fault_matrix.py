@@ -448,6 +448,32 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
         "temporal": "test_temporal_outage.py::"
         "test_a_temporal_server_restarted_twice_within_one_step_loses_nothing_and_charges_once",
     },
+    "the journal read-only after a failover, mid-step (interrupted, resumed)": {
+        "sqlite": None,
+        "postgres": "test_journal_io_postgres.py::test_postgres_turned_read_only_mid_step",
+        "temporal": None,
+    },
+    "the journal's sessions terminated by an operator, mid-step": {
+        "sqlite": None,
+        "postgres": "test_journal_io_postgres.py::test_the_runners_sessions_terminated_mid_step",
+        "temporal": None,
+    },
+    "the step table locked by an operator past the run's patience (interrupted, resumed)": {
+        "sqlite": None,
+        "postgres": "test_journal_io_postgres.py::test_the_step_table_locked_by_an_operator_mid_step",
+        "temporal": None,
+    },
+    "the journal's password rotated mid-step (paused until put back)": {
+        "sqlite": None,
+        "postgres": "test_journal_password.py::test_a_password_rotated_mid_step_pauses_the_run_until_it_is_put_back",
+        "temporal": None,
+    },
+    "the journal's password rotated past the run's patience (interrupted, resumed)": {
+        "sqlite": None,
+        "postgres": "test_journal_password.py::"
+        "test_a_password_rotated_past_the_runs_patience_interrupts_it_and_it_resumes",
+        "temporal": None,
+    },
 }
 
 

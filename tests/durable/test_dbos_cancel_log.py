@@ -15,6 +15,7 @@ import pytest
 
 from kavalai.durable import DbosRunner
 from kavalai.errors import RunCancelledError
+from tests.durable.conftest import on_every_logger
 from tests.durable.test_cancel import Approver
 
 pytestmark = pytest.mark.timeout(240)
@@ -36,14 +37,8 @@ class Errors(logging.Handler):
 def errors() -> Iterator[Errors]:
     """Counts ERROR records on the root logger and on DBOS's (which does not propagate)."""
     handler = Errors()
-    loggers = [logging.getLogger(), logging.getLogger("dbos")]
-    for logger in loggers:
-        logger.addHandler(handler)
-    try:
+    with on_every_logger(handler):
         yield handler
-    finally:
-        for logger in loggers:
-            logger.removeHandler(handler)
 
 
 async def test_a_cancelled_run_awaited_in_process_logs_no_error(tmp_path: Path, errors: Errors) -> None:

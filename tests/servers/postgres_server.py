@@ -3,10 +3,11 @@
     with postgres() as url:      # "postgresql://postgres@127.0.0.1:PORT/postgres"
         ...
 
-``initdb`` makes a fresh cluster in a temporary directory (trust authentication, loopback only), ``postgres`` runs
-it in the foreground as a child process, and the block waits (bounded) until it accepts connections. On exit the
-server is stopped (SIGTERM, then SIGKILL after a bound) and the directory removed. Postgres refuses to run as root:
-as root, the cluster belongs to ``nobody`` and the server runs as that user.
+``initdb`` makes a fresh cluster in a temporary directory (trust authentication, loopback only; or, given a
+``password``, ``scram-sha-256`` password authentication for every user, the superuser's password that one),
+``postgres`` runs it in the foreground as a child process, and the block waits (bounded) until it accepts
+connections. On exit the server is stopped (SIGTERM, then SIGKILL after a bound) and the directory removed.
+Postgres refuses to run as root: as root, the cluster belongs to ``nobody`` and the server runs as that user.
 """
 
 from __future__ import annotations
@@ -53,10 +54,13 @@ class PostgresServer:
     """A throw-away cluster and its server process, which a test may stop (``-m immediate``: no shutdown work, as a
     crash) and start again on the same port and data."""
 
-    def __init__(self, root: Path, port: int, as_user: dict[str, Any], startup_timeout: float) -> None:
+    def __init__(
+        self, root: Path, port: int, as_user: dict[str, Any], startup_timeout: float, password: str | None = None
+    ) -> None:
         self.root, self.port, self.as_user, self.startup_timeout = root, port, as_user, startup_timeout
         self.process: subprocess.Popen[bytes] | None = None
-        self.url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        login = "postgres" if password is None else f"postgres:{password}"
+        self.url = f"postgresql://{login}@127.0.0.1:{port}/postgres"
 
     def start(self) -> None:
         """Start the server and wait (bounded) until it accepts connections."""
@@ -110,8 +114,9 @@ class PostgresServer:
 
 
 @contextlib.contextmanager
-def postgres_server(*, startup_timeout: float = 30.0) -> Iterator[PostgresServer]:
-    """Start a throw-away Postgres and yield it (its ``url``; ``stop()`` and ``start()`` it at will)."""
+def postgres_server(*, startup_timeout: float = 30.0, password: str | None = None) -> Iterator[PostgresServer]:
+    """Start a throw-away Postgres and yield it (its ``url``; ``stop()`` and ``start()`` it at will). With
+    ``password`` every connection must log in by ``scram-sha-256`` (the superuser ``postgres`` with that password)."""
     binaries = postgres_bin()
     root = Path(tempfile.mkdtemp(prefix="kavalai-pg-"))
     as_user: dict[str, Any] = {}
@@ -122,7 +127,14 @@ def postgres_server(*, startup_timeout: float = 30.0) -> Iterator[PostgresServer
         root.chmod(0o755)
         os.chown(root, nobody.pw_uid, nobody.pw_gid)
         as_user = {"user": nobody.pw_uid, "group": nobody.pw_gid, "extra_groups": []}
-    server = PostgresServer(root, _free_port(), as_user, startup_timeout)
+    server = PostgresServer(root, _free_port(), as_user, startup_timeout, password)
+    auth = ["--auth=trust"]
+    if password is not None:
+        secret = root / "password"
+        secret.write_text(password, encoding="utf-8")
+        if as_user:
+            os.chown(secret, as_user["user"], as_user["group"])
+        auth = ["--auth=scram-sha-256", f"--pwfile={secret}"]
     try:
         subprocess.run(
             [
@@ -131,7 +143,7 @@ def postgres_server(*, startup_timeout: float = 30.0) -> Iterator[PostgresServer
                 root / "data",
                 "-U",
                 "postgres",
-                "--auth=trust",
+                *auth,
                 "--encoding=UTF8",
                 "--no-sync",
             ],
