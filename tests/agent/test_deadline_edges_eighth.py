@@ -38,3 +38,17 @@ async def test_case_19_a_tool_call_is_cut_at_the_runs_deadline_not_its_own() -> 
         await agent.run("hi", timeout=0.3)
     assert kernel.calls_in_flight() == []
     await kernel.close()
+
+
+async def test_case_40_a_short_run_timeout_cuts_a_slow_model() -> None:
+    answered: list[str] = []
+
+    async def slow(request: ScriptedRequest) -> str:
+        await asyncio.sleep(0.2)
+        answered.append("answered")
+        return "late"
+
+    agent = Agent(ScriptedLLM(slow), kernel=FunctionKernel())
+    with anyio.fail_after(20), pytest.raises(DeadlineExceededError):
+        await agent.run("hi", timeout=0.05)
+    assert answered == []  # cut, not awaited to its end

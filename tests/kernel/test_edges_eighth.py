@@ -19,14 +19,19 @@ from collections.abc import Callable
 import anyio
 import psutil
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 from tests.adapters.test_threads import _until
 from tests.kernel.test_ownership import deadline_server, wait_forever
+from tests.servers.uvicorn_server import serve
 
-from kavalai import FunctionKernel, pythontool
+from kavalai import FunctionKernel, RestServer, pythontool
 from kavalai.adapters import _threads
 from kavalai.agent import Agent
-from kavalai.errors import FunctionKernelException, KernelClosedError, ToolTimeoutError
-from kavalai.kernel import current_call, deadline
+from kavalai.errors import DeadlineExceededError, FunctionKernelException, KernelClosedError, ToolTimeoutError
+from kavalai.kernel import current_call, deadline, deadline_paused
 from kavalai.testing import ScriptedLLM
 
 
@@ -366,3 +371,161 @@ async def test_case_24_reconnect_after_close_while_calls_race() -> None:
         assert len(started) == 1, started
     finally:
         await kernel.close()
+
+
+# The second list (26-40), the kernel's cases.
+
+
+async def test_case_26_a_short_timeout_on_an_mcp_call_and_the_connection_goes_on() -> None:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(deadline_server())
+    try:
+        await kernel.connect()
+        servers = _server_children()
+        with anyio.fail_after(20), pytest.raises(ToolTimeoutError) as info:
+            await kernel.call_tool("mcp://d.sleep", {"seconds": 30}, timeout=0.05)
+        assert info.value.uri == "mcp://d.sleep"
+        assert (await kernel.call_tool("mcp://d.echo", {"text": "on"})).result == "on"  # type: ignore[attr-defined]
+        assert _server_children() == servers
+    finally:
+        await kernel.close()
+
+
+async def test_case_27_a_short_timeout_on_a_rest_call_and_the_session_goes_on() -> None:
+    async def slow(request: Request) -> JSONResponse:
+        await asyncio.sleep(2)
+        return JSONResponse({"late": True})
+
+    async def fast(request: Request) -> JSONResponse:
+        return JSONResponse({"fast": True})
+
+    app = Starlette(routes=[Route("/slow", slow), Route("/fast", fast)])
+    with serve(app) as url:
+        kernel = FunctionKernel()
+        kernel.register_rest_server(RestServer(name="s", url=url))
+        kernel.register_rest_tool("s", "slow", "GET", path="/slow", timeout=0.02)
+        kernel.register_rest_tool("s", "fast", "GET", path="/fast")
+        try:
+            with pytest.raises(ToolTimeoutError) as info:
+                await kernel.call_tool("rest://s.slow")
+            assert info.value.uri == "rest://s.slow"
+            assert (await kernel.call_tool("rest://s.fast")).result == {"fast": True}  # type: ignore[attr-defined]
+        finally:
+            await kernel.close()
+
+
+async def test_case_28_a_background_call_with_a_short_timeout() -> None:
+    kernel = await _hanging_kernel()
+    handle = kernel.start_tool("python://wait", timeout=0.01)
+    with anyio.fail_after(20), pytest.raises(ToolTimeoutError):
+        await handle.result()
+    assert kernel.calls_in_flight() == []
+    await kernel.close()
+
+
+async def test_case_29_a_paused_short_timeout_is_paused_and_runs_on_after() -> None:
+    @pythontool
+    async def ask(after: float) -> str:
+        """Wait 0.2 s for a person, then work for ``after`` seconds."""
+        with deadline_paused():
+            await asyncio.sleep(0.2)
+        await asyncio.sleep(after)
+        return "answered"
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("ask", ask)
+    assert (await kernel.call_tool("python://ask", {"after": 0}, timeout=0.05)).result == "answered"  # type: ignore[attr-defined]
+    with anyio.fail_after(20), pytest.raises(ToolTimeoutError):
+        await kernel.call_tool("python://ask", {"after": 1}, timeout=0.05)
+    await kernel.close()
+
+
+async def test_case_30_a_short_declared_timeout_of_a_blocking_sync_tool() -> None:
+    release = threading.Event()
+
+    @pythontool(timeout=0.01)
+    def block() -> str:
+        """Block a thread for up to 0.3 s."""
+        release.wait(timeout=0.3)
+        return "done"
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("block", block)
+    with pytest.raises(ToolTimeoutError, match=r"timed out after 0\.01 s"):
+        await kernel.call_tool("python://block")
+    assert [call.uri for call in kernel.threads_in_flight()] == ["python://block"]
+    release.set()
+    await _until(lambda: kernel.threads_in_flight() == [])
+    await kernel.close()
+
+
+async def test_case_31_an_outer_short_timeout_names_the_outer_call() -> None:
+    kernel = await _hanging_kernel()
+
+    @pythontool
+    async def outer() -> str:
+        """Call the hung tool with a long timeout of its own."""
+        return str((await kernel.call_tool("python://wait", timeout=10)).result)  # type: ignore[attr-defined]
+
+    kernel.register_python_tool("outer", outer)
+    with anyio.fail_after(20), pytest.raises(FunctionKernelException) as info:
+        await kernel.call_tool("python://outer", timeout=0.05)
+    assert info.value.uri == "python://outer"
+    assert kernel.calls_in_flight() == []
+    await kernel.close()
+
+
+async def test_case_32_a_child_task_inside_a_block_inherits_its_deadline() -> None:
+    kernel = await _hanging_kernel()
+    with anyio.fail_after(20):
+        with deadline(0.05):
+            child = asyncio.create_task(kernel.call_tool("python://wait"))
+        with pytest.raises(ToolTimeoutError, match="cut at the deadline of the block"):
+            await child
+    assert kernel.calls_in_flight() == []
+    await kernel.close()
+
+
+async def test_case_33_the_callers_own_asyncio_timeout_is_its_own() -> None:
+    kernel = await _hanging_kernel()
+    with pytest.raises(TimeoutError) as info:
+        async with asyncio.timeout(0.05):
+            await kernel.call_tool("python://wait", timeout=10)
+    assert not isinstance(info.value, ToolTimeoutError)
+    assert kernel.calls_in_flight() == []
+    await kernel.close()
+
+
+async def test_case_34_a_short_block_around_a_plain_sleep() -> None:
+    block = deadline(0.05)
+    with anyio.fail_after(20), pytest.raises(DeadlineExceededError):
+        async with block:
+            await asyncio.sleep(1)
+    assert block.expired
+
+
+@pytest.mark.parametrize(("outer", "inner", "cut"), [(10, 0.05, "inner"), (0.05, 10, "outer")])
+async def test_case_35_nested_blocks_cut_at_the_nearer_and_name_it(outer: float, inner: float, cut: str) -> None:
+    kernel = await _hanging_kernel()
+    with anyio.fail_after(20):
+        try:
+            with deadline(outer, what="outer"), deadline(inner, what="inner"):
+                await kernel.call_tool("python://wait")
+        except (ToolTimeoutError, DeadlineExceededError) as exc:
+            error: BaseException = exc
+    assert isinstance(error, ToolTimeoutError), repr(error)  # the call's cut, caught by neither block's own rule
+    assert f"deadline of the {cut} around it" in str(error), str(error)
+    await kernel.close()
+
+
+async def test_case_36_a_background_call_right_after_close_runs() -> None:
+    @pythontool
+    async def quick() -> str:
+        """Answer."""
+        return "quick"
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("quick", quick)
+    await kernel.close()
+    assert (await kernel.start_tool("python://quick").result()).result == "quick"  # type: ignore[attr-defined]
+    await kernel.close()

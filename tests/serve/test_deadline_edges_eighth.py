@@ -181,3 +181,50 @@ async def test_case_16_the_sdk_clients_own_timeout_cuts_the_gateways_call() -> N
     assert started == ["started"]
     assert "slept" in _text(after)
     await kernel.close()
+
+
+async def test_case_37_a_wire_deadline_of_zero_is_refused_as_not_started(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    async with stdio_session(config) as client:
+        [name] = [tool.name for tool in (await client.list_tools()).tools if "nap" in tool.name]
+        zero = await client.call_tool(name, {"seconds": 200}, meta={"io.kavalai/deadline": 0})
+        after = await client.call_tool(name, {"seconds": 0})
+    assert zero.is_error
+    assert "deadline" in _text(zero), _text(zero)
+    assert not (tmp_path / "started.txt").exists()  # the tool never ran
+    assert "slept" in _text(after)
+
+
+async def test_case_38_raw_json_deadlines_python_reads_as_inf_and_nan(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    params = '"params":{"name":"python_nap","arguments":{"seconds":0},"_meta":{"io.kavalai/deadline":%s}}'
+    call = '{"jsonrpc":"2.0","id":%d,"method":"tools/call",' + params + "}\n"
+    sent = [(2, "1e400"), (3, "NaN"), (4, "-1e400"), (5, "5000")]
+    answers: dict[int, dict[str, Any]] = {}
+    with (tmp_path / "stdio.log").open("wb") as errlog:
+        process = await anyio.open_process(
+            serve_command(config), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog, cwd=tmp_path
+        )
+        try:
+            assert process.stdin is not None
+            assert process.stdout is not None
+            await process.stdin.send(_lines(*_OPENING) + "".join(call % pair for pair in sent).encode())
+            received = b""
+            with anyio.fail_after(60):  # a hang's bound
+                while len(answers) < 5:
+                    received += await process.stdout.receive()
+                    *whole, received = received.split(b"\n")
+                    answers.update((answer["id"], answer) for answer in map(json.loads, whole))
+            await process.stdin.aclose()
+            with anyio.fail_after(30):
+                await process.wait()
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+    stderr = (tmp_path / "stdio.log").read_text()
+    assert "Traceback" not in stderr, stderr
+    assert "slept" in json.dumps(answers[2]), answers[2]  # clamped: the call ran
+    assert answers[3].get("error") or "slept" in json.dumps(answers[3]), answers[3]  # refused as JSON, or ignored
+    assert answers[4]["result"]["isError"], answers[4]  # -inf: a deadline already passed
+    assert "slept" in json.dumps(answers[5]), answers[5]

@@ -9,7 +9,7 @@ import anyio
 from tests.adapters.test_threads import _until
 
 from kavalai import FunctionKernel, pythontool
-from kavalai.workflow import RunStatus, RunTimeoutError, WorkflowBuilder, WorkflowEngine
+from kavalai.workflow import NodeTimeoutError, RunStatus, RunTimeoutError, WorkflowBuilder, WorkflowEngine
 
 
 def _kernel() -> FunctionKernel:
@@ -73,4 +73,21 @@ async def test_case_21_aclose_racing_a_run_ends_it_and_a_later_run_works() -> No
     again = await WorkflowEngine(_workflow("python://t.quick").build(), kernel).run({})
     assert again.ok, again.error
     assert again.output == {"value": "quick"}
+    await kernel.close()
+
+
+async def test_case_39_a_short_node_timeout_with_retries() -> None:
+    kernel = _kernel()
+    workflow = (
+        WorkflowBuilder("w", input="object", output="any")
+        .start(next="first")
+        .function("first", tool="python://t.hang", timeout=0.01, retry={"attempts": 3, "backoff": 0}, next="end")
+        .end()
+        .build()
+    )
+    with anyio.fail_after(20):
+        result = await WorkflowEngine(workflow, kernel).run({})
+    assert isinstance(result.error, NodeTimeoutError), result.error
+    assert "failed after 3 attempts" in str(result.error)
+    assert kernel.calls_in_flight() == []
     await kernel.close()
