@@ -22,7 +22,9 @@ every slice of 20 calls (``--slice``); node's client takes the turns within one 
 20 calls unmeasured. Printed per server: p50 and p99 latency of a call (all slices pooled), calls per second (all
 calls over the time they took) and the server's CPU time per call (its process and children, user + system). Then
 ``kavalai serve --stateless`` with ``--workers 1`` and ``--workers 2`` at 32 sessions (aiohttp), beside FastMCP
-stateless, with the CPU the load generator (this process) took.
+stateless, with the CPU the load generator (this process) took, and the most two workers can gain over one with
+that generator on this machine's cores (:func:`workers_ceiling`: on two cores a generator taking 0.4 of the
+server's CPU a call caps it at 1.43x).
 
 Targets (issue 40): sequential p50 at most 1.0x FastMCP's with every client; at 32 sessions at least 1.3x FastMCP's
 calls/s and a p99 no higher; ``--workers 2`` at least 1.3x one worker.
@@ -534,10 +536,23 @@ async def main() -> None:
                 f"{figures.calls_per_second:6.0f} calls/s  server CPU {figures.cpu_ms_per_call:5.2f} ms/call  "
                 f"load generator CPU {figures.client_cpu_share:4.0%} of a core"
             )
+        cores = os.cpu_count() or 1
         print(
             f"--workers 2 / --workers 1: {found[1].calls_per_second / found[0].calls_per_second:.2f}x calls/s; "
-            f"--workers 2 / FastMCP: {found[1].calls_per_second / found[2].calls_per_second:.2f}x"
+            f"--workers 2 / FastMCP: {found[1].calls_per_second / found[2].calls_per_second:.2f}x; "
+            f"the most this generator allows on {cores} cores: {workers_ceiling(found[0], cores):.2f}x"
         )
+
+
+def workers_ceiling(one: Figures, cores: int) -> float:
+    """The most ``--workers 2`` can gain over one worker on ``cores`` cores shared with this load generator, from one
+    worker's server CPU a call (s) and the generator's (c), each process single-threaded: one worker serves at
+    most min(1/s, 1/c, cores/(s+c)) calls/s, two at most min(2/s, 1/c, cores/(s+c)). With the generator taking 0.4
+    of what the server takes a call, on two cores, the bound is 1.43x; 1.3x needs c at most 0.54 s."""
+    server = one.cpu_ms_per_call / 1000
+    client = one.client_cpu_share / one.calls_per_second
+    shared = cores / (server + client)
+    return min(2 / server, 1 / client, shared) / min(1 / server, 1 / client, shared)
 
 
 if __name__ == "__main__":
