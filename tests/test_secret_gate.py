@@ -426,3 +426,17 @@ def test_a_secret_expanded_into_a_server_setting_is_not_in_its_repr() -> None:
         for text in (repr(setting), str(setting)):
             assert token not in text
             assert "***" in text
+
+
+def test_every_span_exporter_kavalai_sets_up_masks_what_it_sends() -> None:
+    """The enumeration of the door spans leave by: every span processor kavalai adds to a provider exports through
+    ``MaskingExporter`` (``kavalai._span_masking``), so a span another library made (the MCP SDK's) is masked too."""
+    added = []
+    for path, tree in _sources():
+        for node in ast.walk(tree):
+            called = node.func if isinstance(node, ast.Call) else None
+            if isinstance(called, ast.Attribute) and called.attr == "add_span_processor":
+                added.append((f"{path.relative_to(SRC)}:{node.lineno}", ast.unparse(node)))
+    assert added, "configure_tracing adds the exporters' processors"
+    unmasked = [where for where, call in added if "MaskingExporter(" not in call]
+    assert unmasked == [], "export spans through kavalai._span_masking.MaskingExporter"

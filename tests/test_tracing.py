@@ -6,6 +6,7 @@ The OpenTelemetry SDK's in-memory exporter and metric reader record what the ker
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -38,6 +39,12 @@ def add(a: int, b: int) -> int:
 def fail(reason: str) -> str:
     """Always fails."""
     raise ValueError(reason)
+
+
+@pythontool
+def echo(text: str) -> str:
+    """Returns its text."""
+    return text
 
 
 @pytest.fixture
@@ -115,6 +122,29 @@ async def test_a_failing_call_records_its_error_type(
     assert [event.name for event in span.events] == ["exception"]
     [point] = _durations(metrics)
     assert dict(point.attributes)["error.type"] == "ValueError"
+
+
+async def test_a_secret_at_the_cut_of_an_attribute_or_status_shows_no_prefix(
+    tracer_provider: TracerProvider, spans: InMemorySpanExporter
+) -> None:
+    """Hostile round 8, case 15 (its second half): a span's text was cut to 8,192 characters and then masked, so a
+    secret straddling the cut was no longer found and its first characters were sent. Masked first, then cut."""
+    from kavalai.secrets import register_secret
+
+    secret = "cut-secret-93c0aa71e5"
+    register_secret(secret)
+    kernel = FunctionKernel()
+    instrument(kernel, tracer_provider=tracer_provider, capture_content=True)
+    kernel.register_python_tool("fail", fail)
+    kernel.register_python_tool("echo", echo)
+    reason = "r" * (8_192 - 25) + secret  # "Tool python://fail failed: ..." puts the secret across the cut
+    with pytest.raises(ToolExecutionError):
+        await kernel.call_tool("python://fail", {"reason": reason})
+    await kernel.call_tool("python://echo", {"text": "e" * (8_192 - 10) + secret})
+    prefix = secret[:8]
+    for span in spans.get_finished_spans():
+        shown = [str(value) for value in dict(span.attributes or {}).values()] + [str(span.status.description)]
+        assert not any(prefix in text for text in shown), span.name
 
 
 async def test_a_call_cut_by_its_timeout_is_a_timeout(traced: FunctionKernel, spans: InMemorySpanExporter) -> None:
@@ -348,3 +378,53 @@ async def test_an_mcp_tool_answering_is_error_is_an_error_on_kavalais_spans(
     assert [s.name for s in spans.values() if s.kind == SpanKind.CLIENT and "fail" in s.name] == [
         "MCP send tools/call fail"
     ]
+
+
+_ECHOED_SECRET = """
+import asyncio, sys
+from kavalai import FunctionKernel, JsonRpcError, McpServer
+from kavalai.secrets import register_secret
+from kavalai.tracing import configure_tracing
+
+setup = configure_tracing()
+register_secret(sys.argv[1])
+
+
+async def main() -> None:
+    kernel = FunctionKernel()
+    server = McpServer(name="features", command=sys.executable, args=["-m", "tests.servers.mcp_features"], timeout=60)
+    kernel.register_mcp_server(server)
+    try:
+        await kernel.read_resource("features", "notes://" + sys.argv[1])  # the server answers naming the URI
+    except JsonRpcError as exc:
+        print(exc)
+    finally:
+        await kernel.close()
+    setup.flush()
+
+
+asyncio.run(main())
+"""
+
+
+async def test_a_secret_a_server_echoes_never_leaves_in_a_span_another_library_made(tmp_path: Path) -> None:
+    """Hostile round 8, case 15: the MCP SDK's own client span (``MCP send resources/read``) takes a server's error
+    message as its status; a server echoing a registered secret sent it to the collector whole (kavalai's own spans
+    were masked). Every exporter ``configure_tracing`` sets up now sends each span through the secret gate."""
+    import anyio
+
+    from tests.servers.otlp_receiver import receive_traces
+
+    secret = "otel-echoed-secret-4b7e1d"
+    script = tmp_path / "echoed.py"
+    script.write_text(_ECHOED_SECRET, encoding="utf-8")
+    async with receive_traces() as receiver:
+        clean = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
+        env = {**clean, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "PYTHONPATH": str(ROOT)}
+        done = await anyio.run_process([sys.executable, str(script), secret], env=env, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    assert "Unknown resource: notes://***" in done.stdout.decode()  # the server did echo it
+    assert receiver.named("MCP send resources/read")  # the SDK's span arrived
+    sent = b"".join(receiver.bodies)
+    assert b"notes://***" in sent
+    assert secret.encode() not in sent

@@ -142,8 +142,10 @@ def configure_tracing(
     if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
         resource = resource.merge(Resource({"service.name": service_name}))
     provider = TracerProvider(resource=resource)
-    for _, exporter in exporters:
-        provider.add_span_processor(BatchSpanProcessor(exporter))
+    from kavalai._span_masking import MaskingExporter
+
+    for _, exporter in exporters:  # every span masked as it leaves, whichever library made it
+        provider.add_span_processor(BatchSpanProcessor(MaskingExporter(exporter)))
     trace.set_tracer_provider(provider)
     return TracingSetup(
         source="switch" if enabled else "environment",

@@ -98,13 +98,13 @@ def tool_tracing(
             except BaseException as exc:
                 error = _error_type(call, exc)
                 span.set_attribute("error.type", error)
-                span.set_status(Status(StatusCode.ERROR, redact(str(exc)[:_MAX_CONTENT_CHARS]) or error))
+                span.set_status(Status(StatusCode.ERROR, _cut(redact(str(exc))) or error))
                 if isinstance(exc, Exception):
                     _record_exception(span, exc)
                 duration.record(time.perf_counter() - started, _metric_attributes(attributes, error))
                 raise
             if capture_content:
-                span.set_attribute("gen_ai.tool.call.result", redact(_json(raw)))
+                span.set_attribute("gen_ai.tool.call.result", _json(raw))
         duration.record(time.perf_counter() - started, _metric_attributes(attributes, None))
         return raw
 
@@ -178,7 +178,7 @@ def span(
             yield current
         except BaseException as exc:
             current.set_attribute("error.type", type(exc).__qualname__)
-            current.set_status(Status(StatusCode.ERROR, redact(str(exc)[:_MAX_CONTENT_CHARS])))
+            current.set_status(Status(StatusCode.ERROR, _cut(redact(str(exc)))))
             raise
 
 
@@ -289,7 +289,7 @@ def _attributes(call: ToolCall) -> dict[str, Any]:
         "gen_ai.tool.type": _TOOL_TYPES.get(scheme, "extension"),
     }
     if definition.description:
-        attributes["gen_ai.tool.description"] = definition.description[:_MAX_CONTENT_CHARS]
+        attributes["gen_ai.tool.description"] = _cut(redact(definition.description))
     server = definition.metadata.get("server")
     if isinstance(server, str):
         attributes["kavalai.tool.server"] = server
@@ -315,6 +315,11 @@ def _json(value: Any) -> str:
         text = json.dumps(value, default=_fallback, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
         text = repr(value)
+    return _cut(redact(text))
+
+
+def _cut(text: str) -> str:
+    """``text`` cut to :data:`_MAX_CONTENT_CHARS`: after masking, so no secret is cut into a prefix that shows."""
     return text if len(text) <= _MAX_CONTENT_CHARS else f"{text[:_MAX_CONTENT_CHARS]}..."
 
 

@@ -40,11 +40,13 @@ class ReceivedSpan:
 
 @dataclass
 class Receiver:
-    """What the receiver got: the spans, and every request's content type."""
+    """What the receiver got: the spans, every request's content type, and every request's body as sent (decoded
+    from gzip: what left the process, status messages and events included)."""
 
     url: str
     spans: list[ReceivedSpan] = field(default_factory=list)
     content_types: list[str] = field(default_factory=list)
+    bodies: list[bytes] = field(default_factory=list)
 
     def named(self, prefix: str) -> list[ReceivedSpan]:
         """The spans whose name starts with ``prefix``."""
@@ -63,6 +65,7 @@ async def receive_traces() -> AsyncIterator[Receiver]:
         if request.headers.get("Content-Encoding") == "gzip":
             body = gzip.decompress(body)
         receiver.content_types.append(request.content_type)
+        receiver.bodies.append(body)
         message = ExportTraceServiceRequest()
         message.ParseFromString(body)
         receiver.spans.extend(_spans(message))
