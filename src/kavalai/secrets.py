@@ -22,12 +22,19 @@ secrets, the password of URL userinfo (:func:`register_url_credentials`). Everyt
 Values shorter than :data:`MIN_SECRET_LENGTH` are not registered: a port or a flag (``8080``, ``1``) is not a
 secret, and masking it everywhere would make messages unreadable rather than safer.
 
+A secret is masked in the forms it is written in as well as by value (:func:`encoded_forms`): URL-percent-encoded,
+base64 (standard and URL-safe, alone or inside a longer encoded text such as a Basic ``Authorization`` header's
+``user:secret``) and JSON-escaped. Each form is registered with the secret, when it differs from it and has at
+least :data:`MIN_FORM_LENGTH` characters (a short form could be a common word).
+
 A :class:`Redactor` masks a fixed set (one origin's secrets); a foreign exception whose text holds one is dropped
 rather than kept as a ``__cause__`` (:meth:`Redactor.holds`).
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 import os
 import re
@@ -36,14 +43,16 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import Any, Final, TextIO, TypeVar
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 __all__ = [
     "MASK",
+    "MIN_FORM_LENGTH",
     "MIN_SECRET_LENGTH",
     "PUBLIC_VARIABLES_ENV",
     "SECRET_VARIABLES_ENV",
     "Redactor",
+    "encoded_forms",
     "get_logger",
     "holds_secret",
     "log_lines_to",
@@ -64,8 +73,41 @@ T = TypeVar("T")
 MASK: Final = "***"
 #: The shortest value the registry keeps.
 MIN_SECRET_LENGTH: Final = 6
+#: The shortest encoded form of a secret that is masked too (:func:`encoded_forms`).
+MIN_FORM_LENGTH: Final = 8
 #: At most this many values are kept (the oldest go first: expired tokens of a long-lived process).
-_MAX_SECRETS: Final = 4096
+_MAX_SECRETS: Final = 16_384  # with their encoded forms (about ten a secret)
+
+
+_PERCENT_ESCAPE: Final = re.compile(r"%[0-9A-F]{2}")
+
+
+def encoded_forms(secret: str) -> set[str]:
+    """The forms ``secret`` may be written in besides itself, each masked with it: URL-percent-encoded (as a path
+    segment or a query value, with upper- or lower-case escapes), base64 of it alone (standard and URL-safe, with
+    and without padding), the part of a longer base64 text that only its bytes decide, at each of the three places
+    it may start in a 3-byte group (``base64("user:" + secret)``, a Basic ``Authorization`` header's value), and
+    JSON-escaped (with and without ``ensure_ascii``). Only forms that differ from ``secret`` and have at least
+    :data:`MIN_FORM_LENGTH` characters."""
+    try:  # a value read from the environment holds the bytes it could not decode as surrogates: those bytes
+        raw = secret.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate of another kind: as Python would write it
+        raw = secret.encode("utf-8", "surrogatepass")
+    forms = {quote(raw, safe=""), quote_plus(raw), json.dumps(secret)[1:-1]}
+    forms.add(json.dumps(secret, ensure_ascii=False)[1:-1])
+    forms.update(_PERCENT_ESCAPE.sub(lambda escape: escape.group().lower(), form) for form in list(forms))
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        whole = encode(raw).decode("ascii")
+        forms.update((whole, whole.rstrip("=")))
+        for offset in range(3):
+            # The secret starts ``offset`` bytes into a 3-byte group: the characters of the groups it fills alone,
+            # and of the one it starts in from its first whole 6 bits on (2 characters of it at offset 1, 1 at 2).
+            encoded = encode(b"\0" * offset + raw).decode("ascii")
+            start = (0, 2, 3)[offset]
+            end = (offset + len(raw)) // 3 * 4
+            forms.add(encoded[start:end])
+    forms.discard(secret)
+    return {form for form in forms if len(form) >= MIN_FORM_LENGTH}
 
 
 class Redactor:
@@ -81,6 +123,7 @@ class Redactor:
 
     def __init__(self, secrets: Iterable[str], *, min_length: int = 1) -> None:
         kept = {secret for secret in secrets if secret and len(secret) >= min_length}
+        kept.update(form for secret in list(kept) for form in encoded_forms(secret))
         # Longest first: a secret that contains another is masked whole, not leaving its tail visible.
         self._secrets: tuple[str, ...] = tuple(sorted(kept, key=len, reverse=True))
 
@@ -121,6 +164,8 @@ class _Registry:
         with self._lock:
             for value in new:
                 self._values[value] = None
+                for form in encoded_forms(value):  # the forms it may be written in: masked as it is
+                    self._values[form] = None
             while len(self._values) > _MAX_SECRETS:
                 del self._values[next(iter(self._values))]
             self.sorted = tuple(sorted(self._values, key=len, reverse=True))
