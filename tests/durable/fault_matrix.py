@@ -461,6 +461,14 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
         "postgres": "test_definition.py::test_a_finished_run_is_not_read_back_under_another_workflow[postgres]",
         "temporal": "test_definition.py::test_a_finished_temporal_run_is_not_read_back_under_another_workflow",
     },
+    "a tool whose result fails its output model after its effect (failed, never sent again)": {
+        "sqlite": "test_output_model.py::"
+        "test_a_result_failing_its_output_model_is_a_failed_step_never_sent_again[sqlite]",
+        "postgres": "test_output_model.py::"
+        "test_a_result_failing_its_output_model_is_a_failed_step_never_sent_again[postgres]",
+        "temporal": "test_output_model.py::"
+        "test_on_temporal_a_result_failing_its_output_model_is_a_failed_step_never_sent_again",
+    },
     "the journal read-only after a failover, mid-step (interrupted, resumed)": {
         "sqlite": None,
         "postgres": "test_journal_io_postgres.py::test_postgres_turned_read_only_mid_step",
