@@ -43,6 +43,8 @@ ORDERS = ("A", "B", "C", "D", "E")
 CUT = "C"
 ENGINES = ("sqlite", "postgres", "temporal")
 BOUNDARIES = ("before", "during", "after")
+#: The boundary of the SIGTERM rows: the worker is sent SIGTERM (an orchestrator's stop) during the cut step's call.
+TERM = "term"
 
 #: The REST tool's timeout, which is also the longest an attempt of its step may take on Temporal: after it, a step
 #: whose worker died is tried again on another worker.
@@ -99,7 +101,7 @@ class Case:
     """One cell of the matrix."""
 
     engine: str  # sqlite, postgres (DBOS on each) or temporal
-    boundary: str  # before, during or after (the cut step's call)
+    boundary: str  # before, during or after (the cut step's call); "term": during, the worker sent SIGTERM
     workers: int  # resuming processes started at once
     change: str | None = None  # a process of a changed definition tries to resume first (CHANGES), and is refused
 
@@ -210,9 +212,10 @@ def run_case(case: Case, servers: Engines, directory: Path, *, timeout: float = 
     run_id = f"{case.label}-{uuid.uuid4().hex[:8]}"
     target = servers.target(case, directory)
     outcome = Outcome(case)
-    kill_during = CUT if case.boundary == "during" else None
-    with serve(create_app(kill_during=kill_during)) as rest:
-        cut = [] if case.boundary == "during" else ["--cut", case.boundary, "--order", CUT]
+    kill_during = CUT if case.boundary in ("during", TERM) else None
+    kill_signal = signal.SIGTERM if case.boundary == TERM else signal.SIGKILL
+    with serve(create_app(kill_during=kill_during, kill_signal=kill_signal)) as rest:
+        cut = [] if kill_during else ["--cut", case.boundary, "--order", CUT]
         first = start(case, target, workflow, run_id, "first", rest, *cut)
         try:
             first.communicate(timeout=timeout)
@@ -220,7 +223,7 @@ def run_case(case: Case, servers: Engines, directory: Path, *, timeout: float = 
             if first.poll() is None:
                 first.kill()
                 first.communicate(timeout=10)
-        outcome.killed = first.returncode == -signal.SIGKILL
+        outcome.killed = first.returncode == -kill_signal
         if not outcome.killed:
             outcome.problems.append(f"the first worker was not killed (exit {first.returncode})")
         before = fetch(f"{rest}/requests")
@@ -447,6 +450,24 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
         "test_postgres_restarted_twice_within_one_step_loses_nothing_and_charges_once",
         "temporal": "test_temporal_outage.py::"
         "test_a_temporal_server_restarted_twice_within_one_step_loses_nothing_and_charges_once",
+    },
+    "a worker sent SIGTERM (not SIGKILL) mid-step, resumed": {
+        "sqlite": "test_faults.py::test_a_worker_sent_sigterm_mid_step_and_its_run_resumed[sqlite-term-1]",
+        "postgres": "test_faults.py::test_a_worker_sent_sigterm_mid_step_and_its_run_resumed[postgres-term-1]",
+        "temporal": "test_faults.py::test_a_worker_sent_sigterm_mid_step_and_its_run_resumed[temporal-term-1]",
+    },
+    "a finished run's id given to another workflow (refused, nothing charged)": {
+        "sqlite": "test_definition.py::test_a_finished_run_is_not_read_back_under_another_workflow[sqlite]",
+        "postgres": "test_definition.py::test_a_finished_run_is_not_read_back_under_another_workflow[postgres]",
+        "temporal": "test_definition.py::test_a_finished_temporal_run_is_not_read_back_under_another_workflow",
+    },
+    "a tool whose result fails its output model after its effect (failed, never sent again)": {
+        "sqlite": "test_output_model.py::"
+        "test_a_result_failing_its_output_model_is_a_failed_step_never_sent_again[sqlite]",
+        "postgres": "test_output_model.py::"
+        "test_a_result_failing_its_output_model_is_a_failed_step_never_sent_again[postgres]",
+        "temporal": "test_output_model.py::"
+        "test_on_temporal_a_result_failing_its_output_model_is_a_failed_step_never_sent_again",
     },
     "the journal read-only after a failover, mid-step (interrupted, resumed)": {
         "sqlite": None,

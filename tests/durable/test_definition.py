@@ -379,3 +379,40 @@ async def test_a_journal_recorded_by_position_is_refused_naming_its_step_never_r
         assert refused.value.step == "tool rest://shop.charge"
         assert orders(fetch(f"{shop}/requests")) == ["A", "B"]  # nothing sent again
         assert await runner.status("old-1") == "PENDING"  # left as it stands
+
+
+async def test_a_finished_run_is_not_read_back_under_another_workflow(journal_url: str) -> None:
+    """Round 8's fault 5: a finished run's id given to another workflow. Found: DBOS handed the second workflow the
+    first's outcome as its own (``ok``, ``{"n": [1, 2, 3]}`` for a workflow of nodes x, y), without a word. Refused
+    now, naming the first step that differs, charging nothing; the run's own workflow still reads it back."""
+    runner = DbosRunner(journal_url)
+    try:
+        with serve(create_app()) as shop:
+            assert (await charging_engine(runner, shop).run({}, run_id="same-1")).output == {"n": [1, 2, 3]}
+            with pytest.raises(
+                DefinitionChangedError, match=r"Run same-1 was begun under another definition: step 'x'"
+            ):
+                await charging_engine(runner, shop, ("x", "y")).run({}, run_id="same-1")
+            again = await charging_engine(runner, shop).run({}, run_id="same-1")
+            assert again.ok
+            assert again.output == {"n": [1, 2, 3]}
+            assert orders(fetch(f"{shop}/requests")) == ["A", "B", "C"]
+    finally:
+        await runner.aclose()
+
+
+async def test_a_finished_temporal_run_is_not_read_back_under_another_workflow(temporal_address: str) -> None:
+    """Round 8's fault 5 on Temporal (held): the finished run's recorded definition is compared before its result is
+    read."""
+    from kavalai.durable import TemporalRunner
+
+    run_id = f"same-{uuid.uuid4().hex[:8]}"
+    runner = TemporalRunner(temporal_address, task_queue=f"q-{run_id}")
+    try:
+        with serve(create_app()) as shop:
+            assert (await charging_engine(runner, shop).run({}, run_id=run_id)).output == {"n": [1, 2, 3]}
+            with pytest.raises(DefinitionChangedError, match=rf"Run {run_id} was begun under another definition"):
+                await charging_engine(runner, shop, ("x", "y")).run({}, run_id=run_id)
+            assert orders(fetch(f"{shop}/requests")) == ["A", "B", "C"]
+    finally:
+        await runner.aclose()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.durable.fault_matrix import Case, Engines, all_cases, changed_cases, outage_cases, run_case
+from tests.durable.fault_matrix import TERM, Case, Engines, all_cases, changed_cases, outage_cases, run_case
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -39,6 +39,22 @@ def check(case: Case, request: pytest.FixtureRequest, tmp_path: Path) -> None:
 def test_a_worker_killed_at_a_step_boundary_and_its_run_resumed(
     case: Case, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
+    check(case, request, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        Case("sqlite", TERM, 1),
+        *(pytest.param(Case(e, TERM, 1), marks=pytest.mark.faults) for e in ("postgres", "temporal")),
+    ],
+    ids=lambda case: case.label,
+)
+def test_a_worker_sent_sigterm_mid_step_and_its_run_resumed(
+    case: Case, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Round 8's fault 4: SIGTERM (an orchestrator's stop, not SIGKILL) while the cut step's call is in flight; the
+    worker ends (by the signal), a new one resumes the run, each charge made once (held on every engine)."""
     check(case, request, tmp_path)
 
 
@@ -70,7 +86,7 @@ def test_every_fault_kind_names_a_test_of_the_default_suite() -> None:
     from tests.durable.fault_matrix import FAULT_KINDS
 
     named = {test for cells in FAULT_KINDS.values() for test in cells.values() if test is not None}
-    assert len(named) == 43
+    assert len(named) == 52
     for test in named:
         module, _, name = test.split("[")[0].partition("::")
         assert callable(getattr(importlib.import_module(f"tests.durable.{module[:-3]}"), name, None)), test

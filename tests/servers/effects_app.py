@@ -37,12 +37,14 @@ def create_app(
     *,
     delay: float = 0.0,
     kill_during: str | None = None,
+    kill_signal: int = signal.SIGKILL,
     on_charge: Callable[[str], None] | None = None,
     honour_keys: bool = True,
     worker_delay: Mapping[str, float] | None = None,
 ) -> FastAPI:
     """A fresh app with empty records; each charge takes ``delay`` seconds after it is recorded (a slow API);
-    the first charge of order ``kill_during`` kills its caller before the answer (see the module docstring);
+    the first charge of order ``kill_during`` kills its caller before the answer (see the module docstring; with
+    ``kill_signal``, SIGKILL by default);
     ``on_charge(order)`` is called after each charge is recorded, before the answer (a fault injected mid-step);
     ``honour_keys=False`` makes a service that ignores ``Idempotency-Key`` (each request is an effect);
     ``worker_delay`` adds seconds to the answers to the workers it names (their ``X-Worker`` header): a worker
@@ -70,7 +72,7 @@ def create_app(
                 if idempotency_key is not None:
                     answers[idempotency_key] = answer
             if first and body.order == kill_during and x_pid:
-                os.kill(int(x_pid), signal.SIGKILL)  # the caller dies while its request is being answered
+                os.kill(int(x_pid), kill_signal)  # the caller dies while its request is being answered
         if on_charge is not None:
             await asyncio.to_thread(on_charge, body.order)
         wait = delay + (worker_delay or {}).get(x_worker or "", 0.0)

@@ -31,6 +31,7 @@ __all__ = [
     "keyed_by_position",
     "missing_tool",
     "other_version",
+    "recorded_definition",
 ]
 
 #: ``{"fingerprint": "<sha256 of the whole>", "steps": [[name, "<sha256 of that step>"], ...]}``
@@ -188,12 +189,18 @@ class Versions:
             raise other_version(run_id, version, self.name, inputs, target)
 
 
+def recorded_definition(inputs: Any) -> Definition | None:
+    """The definition a DBOS run began with, from its workflow ``inputs`` (the fourth argument of ``_kavalai_run``);
+    ``None`` for a run enqueued before definitions were recorded."""
+    args = inputs.get("args") if isinstance(inputs, dict) else getattr(inputs, "args", None)
+    recorded = args[3] if isinstance(args, list | tuple) and len(args) > 3 else None
+    return recorded if isinstance(recorded, dict) else None
+
+
 def other_version(run_id: str, version: str, here: str, inputs: Any, target: object) -> DefinitionChangedError:
     """The error of a run of DBOS application ``version`` submitted to a process of version ``here``, naming the
     first step that differs when the run's recorded definition (in its DBOS ``inputs``) says."""
-    args = inputs.get("args") if isinstance(inputs, dict) else getattr(inputs, "args", None)
-    recorded = args[3] if isinstance(args, list | tuple) and len(args) > 3 else None
-    found = difference(recorded, definition_of(target))
+    found = difference(recorded_definition(inputs), definition_of(target))
     step = found[0] if found is not None else ""
     why = f"step {found[0]!r} {found[1]} since" if found is not None else "another of its targets changed"
     return DefinitionChangedError(

@@ -58,7 +58,14 @@ from kavalai.durable._dbos_journal import PENDING as _PENDING
 from kavalai.durable._dbos_journal import DbosJournal, dbos_steps_by_position, topic
 from kavalai.durable._dbos_liveness import HOST, Liveness
 from kavalai.durable._dbos_local import UNSETTLED, LocalRuns, QuietCancels, QuietParking
-from kavalai.durable._definition import Definition, Versions, changed, definition_of, missing_tool
+from kavalai.durable._definition import (
+    Definition,
+    Versions,
+    changed,
+    definition_of,
+    missing_tool,
+    recorded_definition,
+)
 from kavalai.durable._doubt import OnDoubt
 from kavalai.durable._journal_io import DEFAULT_OUTAGE
 from kavalai.durable._run import DurableRun, bind_run, cancelled_error
@@ -300,6 +307,10 @@ class DbosRunner(DurableRunner):
             raise cancelled_error(run_id)
         if found is not None and self._versions is not None:
             self._versions.check_run(run_id, str(found.app_version), found.input, target)
+        if found is not None:  # a run's id names that run, of the definition it began with, settled or not
+            refused = changed(run_id, recorded_definition(found.input), definition_of(target))
+            if refused is not None:
+                raise refused
         if found is None or found.status in UNSETTLED:  # a settled run's outcome is read, nothing runs
             refused = await missing_tool(run_id, target)
             if refused is not None:
