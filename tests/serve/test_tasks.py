@@ -403,3 +403,41 @@ async def test_a_flood_of_task_calls_past_the_cap_runs_to_its_results_at_once() 
     assert past[0]["structuredContent"] == {"result": MAX_TASKS}
     assert "taskId" not in past[0]
     assert [state["result"]["structuredContent"]["result"] for state in done] == list(range(MAX_TASKS))
+
+
+async def test_a_backends_task_minted_on_its_last_round_is_the_hosts_task_minted_then(server: Any) -> None:
+    """The suite's ``tasks-mrtr-composition``: a backend's tool asks in rounds, then answers the round with every
+    answer with a task of its own. The host is asked the rounds as rounds (no task yet: no ``taskId``), and the round
+    in which the backend's task comes to exist is answered with the host's task, whose result is the backend's."""
+    async with _host(server) as client:
+        first = await _call(client, "test_tool_with_task")
+        assert first["resultType"] == "input_required", first
+        assert "taskId" not in first
+        [key] = first["inputRequests"]
+        answer = {"action": "accept", "content": {"name": "Alice"}}
+        second = await _send(
+            client,
+            "tools/call",
+            {
+                "name": "test_tool_with_task",
+                "arguments": {},
+                "inputResponses": {key: answer},
+                "requestState": first["requestState"],
+            },
+        )
+        assert second["resultType"] == "task", second
+        assert {"requestState", "inputRequests", "result"}.isdisjoint(second)
+        done = await _until(client, second["taskId"])
+        with pytest.raises(MCPError, match="Unknown or ended requestState"):  # its rounds are over
+            await _send(
+                client,
+                "tools/call",
+                {
+                    "name": "test_tool_with_task",
+                    "arguments": {},
+                    "inputResponses": {},
+                    "requestState": first["requestState"],
+                },
+            )
+    assert done["status"] == "completed", done
+    assert done["result"]["content"] == [{"type": "text", "text": "Hello, Alice!"}]

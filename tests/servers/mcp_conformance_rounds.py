@@ -14,9 +14,10 @@ from typing import Annotated, Any
 
 import anyio
 import mcp_types as types
+from mcp.server.extension import Extension, MethodBinding
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 
 def _schema(field: str, kind: str = "string") -> dict[str, Any]:
@@ -82,15 +83,64 @@ SCHEMA_2020_12: dict[str, Any] = {
 }
 
 
+#: The tools this server runs as tasks of its own (listed with ``taskSupport: "required"``): it asks in rounds first,
+#: and answers the round that has every answer with a task (the suite's ``tasks-mrtr-composition``).
+OWN_TASKS = frozenset({"test_tool_with_task"})
+
+
+class _TaskId(BaseModel):
+    task_id: str = Field(alias="taskId")
+
+
+class _OwnTasks(Extension):
+    """The tasks extension, as this server runs its own tasks: a call of a tool of :data:`OWN_TASKS` whose rounds
+    are over becomes a task holding its result, completed at once, which ``tasks/get`` shows."""
+
+    identifier = "io.modelcontextprotocol/tasks"
+
+    def __init__(self) -> None:
+        self.results: dict[str, dict[str, Any]] = {}
+
+    def methods(self) -> list[MethodBinding]:
+        return [
+            MethodBinding("tasks/get", _TaskId, self._get),
+            MethodBinding("tasks/cancel", _TaskId, self._cancel),
+        ]
+
+    async def intercept_tool_call(self, params: types.CallToolRequestParams, ctx: Any, call_next: Any) -> Any:
+        result = await call_next(ctx)
+        if params.name not in OWN_TASKS or not isinstance(result, types.CallToolResult):
+            return result  # a round asking for input, or a tool run at once
+        task_id = f"own-{len(self.results) + 1}"
+        self.results[task_id] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return {"resultType": "task", **self._envelope(task_id, "working")}
+
+    @staticmethod
+    def _envelope(task_id: str, status: str) -> dict[str, Any]:
+        now = "2026-07-28T00:00:00.000Z"
+        return {"taskId": task_id, "status": status, "createdAt": now, "lastUpdatedAt": now, "ttlMs": 60_000}
+
+    async def _get(self, ctx: Any, params: _TaskId) -> dict[str, Any]:
+        if params.task_id not in self.results:
+            raise MCPError(code=types.INVALID_PARAMS, message="Unknown taskId")
+        return {**self._envelope(params.task_id, "completed"), "result": self.results[params.task_id]}
+
+    async def _cancel(self, ctx: Any, params: _TaskId) -> dict[str, Any]:
+        return {}
+
+
 class _Server(MCPServer):
     """The SDK's server, listing one tool under a hand-written schema (the SDK derives the others' from their
-    signatures)."""
+    signatures), and those it runs as tasks of its own as such."""
 
     async def list_tools(self) -> list[types.Tool]:
         listed = await super().list_tools()
+        required = types.ToolExecution(task_support="required")
         return [
             tool.model_copy(update={"input_schema": SCHEMA_2020_12})
             if tool.name == "json_schema_2020_12_tool"
+            else tool.model_copy(update={"execution": required})
+            if tool.name in OWN_TASKS
             else tool
             for tool in listed
         ]
@@ -98,7 +148,7 @@ class _Server(MCPServer):
 
 def build_server() -> MCPServer:
     """The server."""
-    server = _Server("conformance-rounds")
+    server = _Server("conformance-rounds", extensions=[_OwnTasks()])
 
     @server.tool()
     def json_schema_2020_12_tool(**arguments: Any) -> str:
@@ -225,8 +275,8 @@ def build_server() -> MCPServer:
 
 
 def _task_fixtures(server: MCPServer) -> None:
-    """The tools the suite's tasks scenarios call. The server does not itself run tasks: ``kavalai serve
-    --tasks`` runs their calls as the gateway's tasks (``greet`` stays a plain call)."""
+    """The tools the suite's tasks scenarios call. The server runs only those of :data:`OWN_TASKS` as tasks of its
+    own: ``kavalai serve --tasks`` runs the others' calls as the gateway's tasks (``greet`` stays a plain call)."""
 
     @server.tool()
     def greet(name: str) -> str:

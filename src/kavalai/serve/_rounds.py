@@ -37,7 +37,16 @@ from mcp_types.version import is_version_at_least
 from kavalai.adapters.mcp import INPUT_KEY, INPUT_ROUND, InputRound
 from kavalai.serve._errors import protocol_error, refusal, tool_error_result
 
-__all__ = ["ANSWER_WINDOW", "ELSEWHERE", "InputRounds", "RoundsCall", "Servings", "takes_rounds"]
+__all__ = [
+    "ANSWER_WINDOW",
+    "ELSEWHERE",
+    "ESCALATED",
+    "InputRounds",
+    "RoundsCall",
+    "Servings",
+    "resumed",
+    "takes_rounds",
+]
 
 #: Seconds a backend's question waits for the host's next request (carrying its answer) before it is refused.
 ANSWER_WINDOW: Final = 300.0
@@ -53,6 +62,14 @@ ELSEWHERE: Final = (
 
 
 R = TypeVar("R", bound=types.Result)
+
+
+class _Escalated(types.Result):
+    """What :meth:`RoundsCall.next_round` returns once the call has become a host's task."""
+
+
+#: The call has become a host's task (:meth:`RoundsCall.escalate`): its round is answered with the task.
+ESCALATED: Final = _Escalated()
 
 
 def takes_rounds(protocol_version: str) -> bool:
@@ -87,6 +104,7 @@ class RoundsCall:
         self._count = 0
         self.scope = anyio.CancelScope()
         self.collected = anyio.Event()  # the host was given the result
+        self.escalated = False  # the call is a host's task from now on (its backend's task exists, or it began as one)
 
     async def ask(self, request: types.InputRequest, result_type: type[Any]) -> Any:
         """Put ``request`` to the host in the next round; its answer (as ``result_type``) or an ``ErrorData``."""
@@ -116,6 +134,12 @@ class RoundsCall:
         self.result = result
         self._news.set()
 
+    def escalate(self) -> None:
+        """The call becomes a host's task (its backend answered with a task of its own): the host's request of the
+        latest round is answered with the task, and what the call asks from now on is read with ``tasks/get``."""
+        self.escalated = True
+        self._news.set()
+
     def failed(self, error: Exception) -> None:
         """The request failed: the host's request of the latest round is answered with ``error``."""
         self.error = error
@@ -137,11 +161,14 @@ class RoundsCall:
         return {key: question.request for key, question in self._sent.items()}
 
     async def next_round(self) -> types.Result:
-        """The call's result, or the questions it waits on now (an input-required round); its failure raised."""
+        """The call's result, or the questions it waits on now (an input-required round), or :data:`ESCALATED`
+        once the call has become a host's task; its failure raised."""
         while True:
-            while self.result is None and self.error is None and not self._pending:
+            while self.result is None and self.error is None and not self._pending and not self.escalated:
                 self._news = anyio.Event()
                 await self._news.wait()
+            if self.escalated:  # what it asks, how it ends: read from the task from now on
+                return ESCALATED
             if self.error is not None:
                 raise self.error
             if self.result is not None:
@@ -264,18 +291,25 @@ class InputRounds:
         return call
 
     def _resumed(self, tool: str, state: str) -> RoundsCall:
-        token, _, round_ = state.rpartition(".")
-        call = self._calls.get(token)
-        mark, dot, _ = token.partition(".")
-        if call is None and dot and mark != self._mark:
-            raise protocol_error(types.INVALID_PARAMS, ELSEWHERE.format(tool=tool))
-        if call is None or call.tool != tool:
-            raise protocol_error(types.INVALID_PARAMS, f"Unknown or ended requestState for {tool}")
-        if call.answering or round_ != str(call.round):
-            raise protocol_error(
-                types.INVALID_PARAMS, f"This round of {tool} was answered already: only one request may answer a round"
-            )
-        return call
+        return resumed(self._calls.get, self._mark, tool, state)
+
+
+def resumed(find: Callable[[str], RoundsCall | None], mark: str, tool: str, state: str) -> RoundsCall:
+    """The call a host's later round of ``tool`` names by its ``requestState`` (``find``: a call by its token;
+    ``mark``: what begins the tokens of this process), refused when it is unknown, ended, another process's, of
+    another tool, or its round was answered already."""
+    token, _, round_ = state.rpartition(".")
+    call = find(token)
+    begins, dot, _ = token.partition(".")
+    if call is None and dot and begins != mark:
+        raise protocol_error(types.INVALID_PARAMS, ELSEWHERE.format(tool=tool))
+    if call is None or call.tool != tool or call.escalated:
+        raise protocol_error(types.INVALID_PARAMS, f"Unknown or ended requestState for {tool}")
+    if call.answering or round_ != str(call.round):
+        raise protocol_error(
+            types.INVALID_PARAMS, f"This round of {tool} was answered already: only one request may answer a round"
+        )
+    return call
 
 
 def _ended() -> types.CallToolResult:

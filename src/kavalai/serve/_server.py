@@ -17,7 +17,13 @@ from mcp.shared.inbound import X_MCP_HEADER_KEY
 from pydantic import BaseModel
 
 import kavalai
-from kavalai.adapters.mcp import asking_together, calls_logging_at, deadline_from_meta, keeping_wire_results
+from kavalai.adapters.mcp import (
+    asking_together,
+    calls_logging_at,
+    deadline_from_meta,
+    keeping_wire_results,
+    on_server_task,
+)
 from kavalai.errors import (
     ConfigurationError,
     DeadlineExceededError,
@@ -123,8 +129,17 @@ def build_mcp_server(
             raise protocol_error(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
         server = _server_of(kernel, uri)
         if takes_rounds(ctx.protocol_version):
-            support = host_tasks.support(uri, kernel.get_tool_definition(uri))
-            if support is not None and declares_tasks(ctx) and host_tasks.can_start():
+            definition = kernel.get_tool_definition(uri)
+            support = host_tasks.support(uri, definition)
+            if support is not None and declares_tasks(ctx) and host_tasks.follows_backend(uri, definition):
+                if params.request_state is not None or host_tasks.can_start():
+                    # the backend's rounds are the host's rounds until the backend's task exists; then the host is
+                    # given a task of the gateway's, following the call from there (_tasks.py).
+                    composed = await host_tasks.composed(
+                        params.name, params, ctx, lambda call: calling(ctx, params, uri, server, call, True, True)
+                    )
+                    return cast("types.CallToolResult | types.InputRequiredResult", composed)
+            elif support is not None and declares_tasks(ctx) and host_tasks.can_start():
                 # the call runs on, owned by the gateway; the host follows it as a task (_tasks.py). The answer is
                 # a CreateTaskResult (the extension's resultType "task"), which the SDK sends as it is.
                 created = host_tasks.start(params.name, ctx, lambda call: calling(ctx, params, uri, server, call, True))
@@ -143,6 +158,7 @@ def build_mcp_server(
         server: str | None,
         across: RoundsCall | None,
         task: bool = False,
+        escalating: bool = False,
     ) -> types.CallToolResult:
         try:
             with (
@@ -150,6 +166,7 @@ def build_mcp_server(
                 hosts.calling(server, ctx, across) if hosts is not None else contextlib.nullcontext(),
                 calls_logging_at(_log_level_of(params.meta)),
                 asking_together() if across is not None else contextlib.nullcontext(),
+                on_server_task(across.escalate) if escalating and across is not None else contextlib.nullcontext(),
             ):
                 # The client's io.kavalai/deadline, when it sent one, bounds every call made for this request; a
                 # backend's sampling, elicitation and roots requests during the call go to this host (_hosts.py);

@@ -16,8 +16,13 @@ host: tasks/cancel ─► the call is cancelled (at the backend too)
 
 Which tools are task-supporting: those the gateway was told to run as tasks (``tasks=`` / ``--tasks``, URI globs;
 ``tasks_required=`` / ``--tasks-required`` for those that run only as tasks: a host without the extension is told
-so with -32021), and the tools a handshake-era server listed with ``execution.taskSupport``. Every other call (and
-every call of a host that did not declare the extension) is answered with its result, as before.
+so with -32021), the tools a handshake-era server listed with ``execution.taskSupport``, and every tool of a
+2026-07-28 server that declared the extension. Where the server decides when a call becomes its task (such a
+server's tools not named with ``--tasks``, and a handshake-era server's tools it runs only as tasks), the host's
+task starts when the server's does (:meth:`HostTasks.composed`): what it asks before is put to the host as
+input-required rounds, the round in which its task comes to exist is answered with the host's, and a call it
+answers without a task is answered with its result. Every other call (and every call of a host that did not declare
+the extension) is answered with its result, as before.
 
 Bounded: at most :data:`MAX_TASKS` tasks are kept at once (a call past that runs to its result at once, as a tool
 without tasks would); each is kept for its TTL (:data:`TASK_TTL` seconds, through the one seconds rule) from its
@@ -38,7 +43,7 @@ import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, cast
 
 import anyio
 import mcp_types as types
@@ -51,7 +56,7 @@ from kavalai.errors import JsonRpcError
 from kavalai.kernel import ToolDefinition, required_seconds
 from kavalai.secrets import get_logger
 from kavalai.serve._errors import protocol_error
-from kavalai.serve._rounds import ANSWER_WINDOW, RoundsCall, Servings, takes_rounds
+from kavalai.serve._rounds import ANSWER_WINDOW, ESCALATED, RoundsCall, Servings, resumed, takes_rounds
 
 __all__ = [
     "EXTENSION",
@@ -215,7 +220,18 @@ class HostTasks:
         if any(fnmatch.fnmatchcase(uri, pattern) for pattern in self._optional):
             return "optional"
         listed = definition.metadata.get("task_support")  # what a handshake-era server listed
-        return listed if listed in ("optional", "required") else None
+        if listed in ("optional", "required"):
+            return "required" if listed == "required" else "optional"
+        return "optional" if definition.metadata.get("server_tasks") else None  # its server decides, call by call
+
+    def follows_backend(self, uri: str, definition: ToolDefinition) -> bool:
+        """Whether the host's task of the tool at ``uri`` starts when its backend's does (the backend decides when a
+        call of it becomes a task: a 2026-07-28 server that declared the tasks extension, or a tool a handshake-era
+        server runs only as a task; and the gateway was not told to run it as a task of its own): see
+        :meth:`composed`."""
+        globs = (*self._required, *self._optional)
+        decides = bool(definition.metadata.get("server_tasks"))  # kavalai.adapters.mcp sets it
+        return decides and not any(fnmatch.fnmatchcase(uri, pattern) for pattern in globs)
 
     def can_start(self) -> bool:
         """Whether a task can be started now (the server is running, the table is not full)."""
@@ -227,6 +243,52 @@ class HostTasks:
         """Start a task running ``run`` (the host's call of ``tool``); the ``CreateTaskResult`` answering the
         host's ``tools/call`` (the task is in the table before it is answered: a ``tasks/get`` right after finds
         it)."""
+        task = self._begin(tool, ctx, run)
+        task.call.escalated = True  # a task from the host's first request
+        return {"resultType": "task", **task.envelope()}
+
+    async def composed(
+        self,
+        tool: str,
+        params: types.CallToolRequestParams,
+        ctx: ServerRequestContext[Any],
+        run: Callable[[RoundsCall], Awaitable[types.CallToolResult]],
+    ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
+        """A round of the host's call of a tool its backend runs as a task of its own (:meth:`follows_backend`):
+        what the backend asks before its task exists is put to the host as input-required rounds (``params``
+        carry the host's answers from its second round on), and the round in which the backend's task comes to
+        exist is answered with the host's task (a ``CreateTaskResult``, minted then, never before); a call the
+        backend answers without a task is answered with its result. ``run`` must call
+        :meth:`~kavalai.serve._rounds.RoundsCall.escalate` when the backend's task is created
+        (:func:`kavalai.adapters.mcp.on_server_task`)."""
+        if params.request_state is None:
+            task = self._begin(tool, ctx, run)  # in the table (it counts): not found by tasks/* until escalated
+        else:
+            call = resumed(
+                lambda token: self._tasks[token].call if token in self._tasks else None,
+                self._mark,
+                tool,
+                params.request_state,
+            )
+            call.answer(params.input_responses or {})
+            task = self._tasks[call.token]
+        call = task.call
+        call.ctx = ctx
+        call.answering = True
+        try:
+            outcome = await call.next_round()
+        except BaseException:
+            call.scope.cancel()  # the host gave up the round's request (or it failed): the call ends with it
+            raise
+        finally:
+            call.answering = False
+        if outcome is ESCALATED:
+            return {"resultType": "task", **task.envelope()}
+        return cast("types.CallToolResult | types.InputRequiredResult", outcome)
+
+    def _begin(
+        self, tool: str, ctx: ServerRequestContext[Any], run: Callable[[RoundsCall], Awaitable[types.CallToolResult]]
+    ) -> _Task:
         task_id = f"{self._mark}.{secrets.token_urlsafe(24)}"
         call = RoundsCall(task_id, tool, self._answer_window)
         call.ctx = ctx
@@ -234,7 +296,7 @@ class HostTasks:
         task = _Task(task_id, call, ttl_ms=max(1, round(self._ttl * 1000)), expires=expires)
         self._tasks[task_id] = task
         self._owners.start_soon(lambda: self._run(task, run))
-        return {"resultType": "task", **task.envelope()}
+        return task
 
     async def _run(self, task: _Task, run: Callable[[RoundsCall], Awaitable[types.CallToolResult]]) -> None:
         call = task.call
@@ -244,16 +306,23 @@ class HostTasks:
                 try:
                     result = await run(call)
                 except JsonRpcError as exc:  # the backend answered a protocol error: the task failed
+                    call.failed(exc)
                     task.end("failed", error=_error_data(exc.code, str(exc)))
                 except Exception as exc:  # the gateway's own failure: its text stays in the log
                     logger.warning("task %s of %s failed: %s: %s", task.task_id, call.tool, type(exc).__name__, exc)
                     fixed = f"kavalai serve failed internally ({type(exc).__name__})"
+                    call.failed(protocol_error(types.INTERNAL_ERROR, fixed))
                     task.end("failed", error=_error_data(types.INTERNAL_ERROR, fixed))
                 else:
                     if call.error is not None:  # the host could not answer what the backend asked (-32021)
                         task.end("failed", error=_error_of(call.error))
-                    else:
+                    elif call.escalated:
                         self._keep(task, result.model_dump(mode="json", by_alias=True, exclude_none=True))
+                    call.ended(result)  # a host's round waiting on a call not yet a task is answered with it
+            if not call.escalated:  # never a task: its host's round has the outcome (or gave up); nothing kept
+                if call.result is None and call.error is None:
+                    call.failed(protocol_error(types.INTERNAL_ERROR, "The request was cancelled."))
+                return
             task.end("cancelled")  # cancelled by the host, or its TTL passed while it ran
             call.ctx = None  # the host's request is not held while the ended task is kept
             task.kept.deadline = task.expires
@@ -320,7 +389,7 @@ class HostTasks:
                 types.HEADER_MISMATCH, f"{MCP_NAME_HEADER} header does not match the request body's 'taskId' parameter"
             )
         task = self._tasks.get(params.task_id)
-        if task is not None:
+        if task is not None and task.call.escalated:  # before, its id is a round's, not a task's
             return task
         mark, dot, _ = params.task_id.partition(".")
         if dot and mark != self._mark and len(mark) == len(self._mark):

@@ -46,6 +46,7 @@ from kavalai.adapters.mcp._content import (
     McpResult,
     McpTextContent,
 )
+from kavalai.adapters.mcp._escalation import on_server_task
 from kavalai.adapters.mcp._idempotency import (
     DEADLINE_META_KEY,
     IDEMPOTENCY_META_KEY,
@@ -101,6 +102,7 @@ __all__ = [
     "deadline_from_meta",
     "keeping_wire_results",
     "kill_stdio_servers_now",
+    "on_server_task",
 ]
 
 

@@ -54,6 +54,7 @@ from kavalai.adapters.mcp._errors import (
     root_cause,
     scrub,
 )
+from kavalai.adapters.mcp._escalation import server_task_created
 from kavalai.adapters.mcp._generation import Ending, Generation, Phase
 from kavalai.adapters.mcp._healing import Backoff, CrashLoop, Healing, tool_prints
 from kavalai.adapters.mcp._idempotency import meta_of
@@ -258,7 +259,7 @@ class McpConnection:
                         tools = await self._list_tools(gen)
                         # its tools known: tools_on_doubt must name only them (a ConfigurationError to the caller)
                         check_doubt_keys(self.config, f"MCP server {self.name!r}", [tool.name for tool in tools])
-                        await self._publish(tools)
+                        await self._publish(tools, offers_tasks(session))
                         if restoring and not era.is_modern(session.protocol_version):
                             await healing.resubscribe(session, self.config.timeout or self.config.connect_timeout)
                             if self.config.roots is not None or self.relay.relay is not None:  # roots offered
@@ -444,7 +445,7 @@ class McpConnection:
             gap, gen.gap = gen.gap, False
             try:
                 tools = await self._list_tools(gen, cache_mode="refresh")
-                await self._publish(tools)
+                await self._publish(tools, gen.session is not None and offers_tasks(gen.session))
             except Exception as exc:  # keep the old tools; the connection itself reports real failures
                 logger.warning("MCP server %r: refreshing the tool list failed: %s", self.name, scrub(self.config, exc))
                 continue
@@ -521,12 +522,12 @@ class McpConnection:
         self._stale_at = anyio.current_time() + ttl_ms / 1000 if ttl_ms > 0 else math.inf
         return tools
 
-    async def _publish(self, tools: list[mcp_types.Tool]) -> None:
+    async def _publish(self, tools: list[mcp_types.Tool], runs_tasks: bool = False) -> None:
         # Published lazily: listed and described from the server's schemas now, models built at the first call,
         # so a server with 10,000 tools connects without building 20,000 model classes on the event loop.
         fresh: dict[str, LazyTool] = {}
         for i, tool in enumerate(tools):
-            lazy = self._lazy_tool(tool)
+            lazy = self._lazy_tool(tool, runs_tasks)
             if lazy is not None:
                 fresh[lazy.name] = lazy
             if i % 500 == 499:
@@ -538,7 +539,7 @@ class McpConnection:
             self._registry.add_lazy(lazy, replace=True)
         self._tools = fresh
 
-    def _lazy_tool(self, tool: mcp_types.Tool) -> LazyTool | None:
+    def _lazy_tool(self, tool: mcp_types.Tool, runs_tasks: bool = False) -> LazyTool | None:
         try:
             uri = ToolURI.build("mcp", self.name, tool.name)
         except InvalidToolURIError as exc:
@@ -554,6 +555,11 @@ class McpConnection:
         }
         if tool.execution is not None and tool.execution.task_support in ("optional", "required"):
             metadata["task_support"] = tool.execution.task_support  # a gateway serves it as a task to hosts that ask
+        # Whether the server itself decides when a call becomes its task (a gateway's host is given its task then):
+        # a 2026-07-28 server that declared the tasks extension, for any call; a 2025-11-25 one, for the tools it
+        # runs only as tasks (called as tasks here, _tasks.py).
+        if runs_tasks or metadata.get("task_support") == "required":
+            metadata["server_tasks"] = True
         listed = tool.model_dump(mode="json", by_alias=True, exclude_none=True, include=set(_LISTED))
         if listed:  # its title, annotations, icons and _meta, for a gateway that lists it as its server did
             metadata["listed"] = listed
@@ -678,7 +684,11 @@ class McpConnection:
                         else first  # what drive_input_required returns at once, without its frame
                     )
                     # A server may run the call as a task: then it is followed to its end (_tasks.py).
-                    result = await drive_task(session, answered) if isinstance(answered, TaskCreated) else answered
+                    if isinstance(answered, TaskCreated):
+                        server_task_created()  # a gateway's host is given its task now (_escalation.py)
+                        result = await drive_task(session, answered)
+                    else:
+                        result = answered
                     keep(uri, result)  # for a gateway that passes it on as received (_wire.py)
                     if result.is_error:  # inside the span: it records the error
                         raise_tool_error(uri, result)

@@ -30,6 +30,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from kavalai.adapters.mcp._answering import asks_together
+from kavalai.adapters.mcp._escalation import server_task_created
 from kavalai.secrets import get_logger
 
 __all__ = [
@@ -225,6 +226,7 @@ async def call_as_legacy_task(
     if created is None:
         return answer  # the server ran it at once
     task = _read(_LegacyTask, created, "the task it created")
+    server_task_created()  # a gateway's host is given its task now (_escalation.py)
     logger.debug("MCP tools/call runs as 2025-11-25 task %s (%s)", task.task_id, task.status)
     try:
         return await _follow_legacy(session, task)
