@@ -35,3 +35,39 @@ async def test_a_backend_answering_a_call_twice_gives_the_host_its_first_answer_
     texts = [block.text for answer in answers for block in answer.content if isinstance(block, types.TextContent)]
     assert texts == ["fine", "fine", "fine"]
     assert not any(answer.is_error for answer in answers)
+
+
+async def test_a_backends_log_structure_holding_a_secret_in_its_keys_reaches_the_host_masked() -> None:
+    """Hostile round 8, case 19: a backend's ``notifications/message`` whose ``data`` holds a secret of the
+    gateway's as a dict key, a nested value and a list item: the host reads it masked everywhere (``for_host``)."""
+    from kavalai.secrets import MASK, register_secret
+
+    secret = "relay-log-key-secret-61d0"
+    register_secret(secret)
+    logs: list[types.LoggingMessageNotificationParams] = []
+    logged = anyio.Event()
+
+    async def log(params: types.LoggingMessageNotificationParams) -> None:
+        logs.append(params)
+        logged.set()
+
+    kernel = FunctionKernel()
+    hostile = str(ROOT / "tests" / "servers" / "mcp_hostile.py")
+    server = McpServer(
+        name="leaky", command=sys.executable, args=[hostile, "leaky-log"], env={"LEAK_TOKEN": secret}, timeout=30
+    )
+    kernel.register_mcp_server(server)
+    try:
+        served = build_mcp_server(kernel)
+        await kernel.connect()
+        with anyio.fail_after(60):
+            async with Client(served, mode="legacy", logging_callback=log) as host:
+                await host.call_tool("mcp_leaky_t0", {"x": "a"})
+                await logged.wait()
+    finally:
+        await kernel.close()
+    [message] = logs
+    shown = message.model_dump_json()
+    assert secret not in shown
+    # the gateway relays a backend's structured data as its JSON text (kavalai.adapters.mcp._incoming)
+    assert message.data == f'{{"key-{MASK}": {{"nested": ["item {MASK}", {{"{MASK}": "{MASK}"}}]}}}}'

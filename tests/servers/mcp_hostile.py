@@ -21,6 +21,8 @@ what MODE says:
   default 1,000,000) values, past the protocol's 100.
 - ``hang``: never answers ``initialize``; writes its pid to the file named by ``STARTS_FILE`` as it starts.
 - ``stubborn``: like ``ok``, but ignores SIGTERM and keeps running after its stdin closes (only SIGKILL ends it).
+- ``leaky-log``: like ``ok``, but a call first logs (``notifications/message``) a structure holding the value of
+  ``LEAK_TOKEN`` (env) as a dict key, a nested value and a list item: what a gateway must mask in keys too.
 - ``daemon``: like ``ok``, but first double-forks a grandchild into a session of its own (``setsid``), which
   sleeps and writes its pid to the file named by ``DAEMON_PID_FILE``.
 """
@@ -154,6 +156,11 @@ def main() -> None:
             values = [f"v{i}" for i in range(int(os.environ.get("COMPLETIONS", "1000000")))]
             send({"jsonrpc": "2.0", "id": request_id, "result": {"completion": {"values": values}}})
         elif method == "tools/call":
+            if mode == "leaky-log":
+                leak = os.environ["LEAK_TOKEN"]
+                data = {f"key-{leak}": {"nested": [f"item {leak}", {leak: leak}]}}
+                params = {"level": "warning", "logger": "leaky", "data": data}
+                send({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
             call(mode, request_id)
             if mode == "extras-later":
                 changed = True
