@@ -393,17 +393,42 @@ def test_the_work_of_filters_and_tests_is_counted(source: str) -> None:
 
 
 def test_every_filter_and_test_of_the_sandbox_is_metered() -> None:
-    """The enumeration of the meter's crossing points in the sandbox: every filter and test the environment has
-    (Jinja's, kavalai's checked ones, any added to it) is counted on the meter."""
+    """The enumeration of the meter's crossing points in the sandbox: every filter the environment has (Jinja's,
+    kavalai's checked ones, any added to it) is counted on the meter, but the constant-time ones named with their
+    reason in ``CONSTANT_FILTERS``, each still Jinja's own function (not a checked or user one under that name);
+    every test that goes over its input is metered, and the others are Jinja's own."""
+    import jinja2.filters
+    import jinja2.tests
+
+    from kavalai.workflow._sandbox import CONSTANT_FILTERS, GROWING_TESTS
     from kavalai.workflow._templates import _environment
 
     environment = _environment()
     unmetered = [
-        f"{kind} {name}"
-        for kind, table in (("filter", environment.filters), ("test", environment.tests))
-        for name, function in table.items()
-        if not getattr(function, "kavalai_metered", False)
+        name
+        for name, function in environment.filters.items()
+        if not getattr(function, "kavalai_metered", False) and name not in CONSTANT_FILTERS
     ]
     assert not unmetered, unmetered
+    assert all(environment.filters[name] is jinja2.filters.FILTERS[name] for name in CONSTANT_FILTERS)
+    assert all(getattr(environment.tests[name], "kavalai_metered", False) for name in GROWING_TESTS)
+    unknown = [
+        name
+        for name, test in environment.tests.items()
+        if name not in GROWING_TESTS and test is not jinja2.tests.TESTS.get(name)
+    ]
+    assert not unknown, unknown  # a test of kavalai's own, or a new one: say whether it grows with its input
     assert len(environment.filters) >= 50  # Jinja's own are all there
     assert len(environment.tests) >= 30
+
+
+def test_the_filters_and_tests_that_go_over_their_input_count_it() -> None:
+    """A filter or test left unmetered would let a loop over a large value pass the meter: each metered one, given
+    a value of 100,000 items, counts at least that many operations."""
+    from kavalai.workflow._templates import render_template
+
+    big = list(range(100_000))
+    for source in ("{{ big|join(',')|length }}", "{{ big|sort|first }}", "{{ 5 is in big }}", "{{ big is lower }}"):
+        meter = Meter(deadline=time.monotonic() + 600)
+        meter.run(lambda source=source: render_template(source, {"big": big}, node="n", field="f"))
+        assert meter.spent >= 100_000, (source, meter.spent)

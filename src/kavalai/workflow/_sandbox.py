@@ -17,9 +17,11 @@ Jinja's sandbox keeps templates away from Python's internals; it does not bound 
 - ``lipsum(n)`` is checked, and ``range()`` is the sandbox's (at most 100,000 items);
 - the binary operators, joins and method calls are counted on the rendering's meter (:mod:`kavalai.workflow._meter`)
   by the items they copy, so the work of a template is bounded in time as its values are in size;
-- every filter and test (:func:`_metered`, put on all of them when the environment is made, so one added later is
-  metered too) is counted by the input it goes over, and each item of an iterator a filter returns by one: a
-  ``map``, ``select`` or ``sort`` in a loop reaches the meter's checks (the deadline) as a loop step does.
+- every filter whose work grows with its input (:func:`_metered`: all but the few of :data:`CONSTANT_FILTERS`, so
+  one added later is metered too) and the tests that go over their input (:data:`GROWING_TESTS`) are counted by
+  the input they go over, and each item of an iterator a filter returns by one: a ``map``, ``select`` or ``sort``
+  in a loop reaches the meter's checks (the deadline) as a loop step does. A constant-time filter or test is left
+  as Jinja has it: wrapping it would cost each call a Python frame for nothing to count.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from kavalai.workflow._sizes import (
     text_size,
 )
 
-__all__ = ["BoundedEnvironment"]
+__all__ = ["CONSTANT_FILTERS", "GROWING_TESTS", "BoundedEnvironment"]
 
 _MAX_DIGITS: Final = 1_000  # round(n, -10**9) would compute 10**(10**9)
 _JOINS: Final = {"str_join": "kavalai_str_join", "markup_join": "kavalai_markup_join"}
@@ -204,22 +206,38 @@ def _counting(original: Callable[..., Any]) -> Callable[..., Any]:
     return mapped
 
 
-#: Filters whose work does not grow with their input (all others count the items or characters they go over).
-_CONSTANT: Final = frozenset({"length", "count", "first", "last", "default", "d", "attr", "abs", "int", "float"})
+#: Filters whose work does not grow with their input, and why: left as Jinja has them, not metered (a call costs
+#: what Jinja's does); their number in a rendering is bounded by the loop steps (counted) times the template's length.
+#: Every other filter of the environment, Jinja's or one added later, is metered (:func:`_metered`).
+CONSTANT_FILTERS: Final[Mapping[str, str]] = {
+    "abs": "abs() of a number (numbers are bounded in size)",
+    "attr": "one attribute read, through the sandbox",
+    "count": "len() of the value",
+    "length": "len() of the value",
+    "d": "the value, or the default",
+    "default": "the value, or the default",
+    "first": "the first item of an iterator: one step",
+    "last": "the last item of a sequence, read reversed: one step",
+    "random": "random.choice() of a sequence: one index",
+}
+#: Tests whose work grows with their input, and the argument it grows with (its place after the tested value's
+#: context, if any): metered. Every other test is one check of a value's type or of two values, left as Jinja has it
+#: (comparisons cost what the operators ``==`` and ``<`` do).
+GROWING_TESTS: Final[Mapping[str, int]] = {"in": 1, "lower": 0, "upper": 0}  # x in seq; str(value).islower()
 _SIZED: Final = (str, bytes, bytearray, list, tuple, dict, set, frozenset, range)
 _SMALL: Final = 256
 
 
-def _metered(original: Callable[..., Any], constant: bool) -> Callable[..., Any]:
-    """``original`` (a Jinja filter or test) counted on the rendering's meter: unless its work is ``constant``, the
-    items of a value of more than :data:`_SMALL` it is given; and one operation an item of a generator it returns.
-    Calls on small values are not counted one by one: their number is bounded by the loop steps (counted) times the
-    template's length."""
+def _metered(original: Callable[..., Any], grows_with: int = 0) -> Callable[..., Any]:
+    """``original`` (a Jinja filter or test) counted on the rendering's meter: the items of its argument
+    ``grows_with`` (the value, by default) when it has more than :data:`_SMALL`, and one operation an item of a
+    generator it returns. Calls on small values are not counted one by one: their number is bounded by the loop
+    steps (counted) times the template's length."""
     passes = getattr(original, "jinja_pass_arg", None)
-    at = 1 if passes is not None else 0
+    at = grows_with + (1 if passes is not None else 0)
 
     def metered(*args: Any, **kwargs: Any) -> Any:
-        if not constant and len(args) > at:
+        if len(args) > at:
             value = args[at]
             if isinstance(value, _SIZED) and len(value) > _SMALL:
                 work(1 + len(value))
@@ -300,10 +318,11 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
 
         self.globals["lipsum"] = bounded_lipsum
         for name, function in self.filters.items():
-            self.filters[name] = _metered(function, name in _CONSTANT)
+            if name not in CONSTANT_FILTERS:
+                self.filters[name] = _metered(function)
         tests: dict[str, Callable[..., Any]] = cast("dict[str, Callable[..., Any]]", self.tests)  # typed by defaults
-        for name, test in tests.items():
-            tests[name] = _metered(test, True)
+        for name, place in GROWING_TESTS.items():
+            tests[name] = _metered(tests[name], place)
         self.kavalai_str_join = self._joined(str_join)  # the compiled template calls these for '~'
         self.kavalai_markup_join = self._joined(markup_join)
 
