@@ -495,6 +495,18 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
         "test_a_password_rotated_past_the_runs_patience_interrupts_it_and_it_resumes",
         "temporal": None,
     },
+    "a keyed step found sent after its server moved (URL changed): in doubt naming both origins": {
+        "sqlite": "test_origin.py::test_a_keyed_step_found_sent_is_in_doubt_when_its_server_moved",
+        "postgres": "test_origin.py::test_on_postgres_a_keyed_step_found_sent_is_in_doubt_when_its_server_moved",
+        "temporal": "test_origin.py::test_a_temporal_step_retried_after_its_server_moved_is_in_doubt",
+    },
+    "resumed without the step's tool: refused, resumable, finished with it (workflow / agent)": {
+        "sqlite": "test_missing_tool.py::test_an_agent_resumed_without_a_steps_tool_is_refused_and_finishes_with_it",
+        "postgres": "test_missing_tool.py::"
+        "test_on_postgres_an_agent_resumed_without_a_steps_tool_is_refused_and_finishes_with_it",
+        "temporal": "test_missing_tool.py::"
+        "test_a_temporal_worker_without_a_steps_tool_is_refused_and_the_run_finishes_with_it",
+    },
 }
 
 

@@ -81,6 +81,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     os.environ["WORKER_PID"] = str(os.getpid())
     runner = runner_for(args)
     engine = WorkflowEngine.from_yaml(args.workflow, durable=runner)
+    if args.without_tool is not None:  # the tool removed from the configuration (a resume on a kernel without it)
+        assert engine.kernel.remove_tool(args.without_tool)
     if args.cut == "before":  # outside the runner's middleware: before the step is journaled or sent
         engine.kernel.add_middleware(cut(args.order))
     runner.register(engine)
@@ -109,6 +111,7 @@ if __name__ == "__main__":
     parser.add_argument("--step-timeout", type=float, default=10.0)
     parser.add_argument("--versioned", action="store_true", help="a versioned runner (docs/durable.md)")
     parser.add_argument("--busy-timeout", type=float, default=30.0, help="DBOS on SQLite: the busy timeout")
+    parser.add_argument("--without-tool", default=None, help="the kernel without this tool (its URI)")
     parser.add_argument("--step-log", choices=["kavalai", "dbos"], default="kavalai", help="DBOS: where steps go")
     options = parser.parse_args()
     print(json.dumps(asyncio.run(main(options))), flush=True)

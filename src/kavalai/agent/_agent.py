@@ -48,7 +48,7 @@ from kavalai.durable import (
     restore_error,
 )
 from kavalai.durable import step as durable_step
-from kavalai.errors import DeadlineExceededError
+from kavalai.errors import DeadlineExceededError, FunctionKernelException, ToolNotFoundError
 from kavalai.kernel import current_deadline, deadline, limit_seconds
 from kavalai.llm.base import LLMClient, ModelSettings, parse_structured
 from kavalai.llm.errors import LLMResponseError, StructuredOutputError
@@ -379,6 +379,25 @@ class Agent(Generic[OutputT]):
             ("output_type", output),
             ("max_steps", self.max_steps),
         ]
+
+    async def durable_missing_tool(self) -> tuple[str, str, str] | None:
+        """The first tool its ``allowed_tools`` names by URI (not a glob) that the kernel does not have, as ``(step,
+        tool URI, why)``, or ``None``: a durable runner asks before it runs or resumes a run (``docs/durable.md``).
+        A tool of a glob or of ``allowed_tools=None`` gone since a run began stops the run when it is called
+        (:func:`~kavalai.durable.tool_gone`)."""
+        kernel = self.kernel
+        if kernel is None or self.allowed_tools is None:
+            return None
+        for entry in self.allowed_tools:
+            if any(char in entry for char in "*?["):
+                continue
+            try:
+                await kernel.resolve_tool(entry)
+            except ToolNotFoundError as exc:
+                return f"tool {entry}", entry, exc.message
+            except FunctionKernelException:  # a server that cannot be reached is not a missing tool
+                continue
+        return None
 
     @property
     def durable_kernel(self) -> FunctionKernel | None:

@@ -28,7 +28,7 @@ from kavalai.agent.code_mode import RUN_PYTHON, CodeMode, CodeModeError, functio
 from kavalai.agent.elicitation import recording_in_run
 from kavalai.agent.resources import READ_RESOURCE, read_resource_result
 from kavalai.agent.search import SEARCH_HINT, SEARCH_TOOLS, ToolSearch, model_result
-from kavalai.durable import approval_answer, call_options, current_run, guarded
+from kavalai.durable import approval_answer, call_options, current_run, guarded, tool_gone
 from kavalai.durable import step as durable_step
 from kavalai.errors import (
     FunctionKernelException,
@@ -256,6 +256,10 @@ class ToolRunner:
             with recording_in_run():  # a durable run keeps the answers to servers' input requests
                 output = await self._kernel.call_tool(call.name, arguments, progress=progress, **call_options())
         except FunctionKernelException as exc:
+            # a tool of the run's recorded tool list gone from the kernel here: the durable run stops, resumable
+            refused = tool_gone(call.name, exc.message) if isinstance(exc, ToolNotFoundError) else None
+            if refused is not None:
+                raise refused from None
             return _Outcome("error", arguments, error=_error_message(exc), error_type=type(exc).__name__, edited=edited)
         try:
             # fallback=str: a Python tool may return objects JSON cannot describe; the model gets their text.

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from kavalai.durable._answer_log import SqlAnswerLog
 from kavalai.durable._answers import approval_answer, checked_answer, elicitation_answer
-from kavalai.durable._definition import definition_version
+from kavalai.durable._definition import definition_version, tool_gone
 from kavalai.durable._memory import MemoryRunner
 from kavalai.durable._run import (
     AnswerLog,
@@ -109,6 +109,7 @@ __all__ = [
     "step_context",
     "step_key",
     "step_scope",
+    "tool_gone",
 ]
 
 _LAZY = {"DbosRunner": ("kavalai.durable.dbos", "dbos"), "TemporalRunner": ("kavalai.durable.temporal", "temporal")}

@@ -32,6 +32,7 @@ __all__ = [
     "missing_tool",
     "other_version",
     "recorded_definition",
+    "tool_gone",
 ]
 
 #: ``{"fingerprint": "<sha256 of the whole>", "steps": [[name, "<sha256 of that step>"], ...]}``
@@ -71,12 +72,13 @@ def changed(run_id: str, recorded: Definition | None, current: Definition | None
     )
 
 
-async def missing_tool(run_id: str, target: object) -> DefinitionChangedError | None:
+async def missing_tool(run_id: str | None, target: object) -> DefinitionChangedError | None:
     """The error for running or resuming run ``run_id`` here when ``target`` names a tool its kernel does not have
     (its ``durable_missing_tool()``: node, URI, why); ``None`` when it has them all (or cannot tell). Asked before
     anything of the run runs or is recorded here: a resume would otherwise meet the tool's absence before the
     journal (the kernel resolves a tool before its durable middleware), end the run failed and leave a step sent
-    without its result for ever. Refused, the run stays as it is, resumable where the tool is registered."""
+    without its result for ever. Refused, the run stays as it is, resumable where the tool is registered.
+    ``run_id=None``: the error of a worker that would serve ``target`` (Temporal), which takes up no run of it."""
     ask = getattr(target, "durable_missing_tool", None)
     if ask is None:
         return None
@@ -84,12 +86,41 @@ async def missing_tool(run_id: str, target: object) -> DefinitionChangedError | 
     if found is None:
         return None
     node, uri, why = found
+    where = f"node {node!r}" if not node.startswith("tool ") else "its agent"
+    if run_id is None:
+        name = getattr(target, "durable_name", "its target")
+        return DefinitionChangedError(
+            f"This worker does not serve {name}: {where} calls {uri!r}, which this kernel does not have ({why}). It "
+            "takes up no run nor step of it: start it again once the tool is registered.",
+            run_id="",
+            step=node,
+        )
     return DefinitionChangedError(
-        f"Run {run_id} is not run here: node {node!r} calls {uri!r}, which this kernel does not have ({why}). Nothing "
+        f"Run {run_id} is not run here: {where} calls {uri!r}, which this kernel does not have ({why}). Nothing "
         "of the run ran or was recorded: run it again under the same id once the tool is registered.",
         run_id=run_id,
         step=node,
     )
+
+
+def tool_gone(uri: str, why: str) -> DefinitionChangedError | None:
+    """Inside a durable run, the refusal of a step whose tool ``uri`` the kernel here does not have (``why``), the
+    run stopped with it (:meth:`~kavalai.durable.DurableRun.refuse`: left resumable, never ended by the absence);
+    outside one ``None``. An agent asks when the tool a recorded step of its run called is gone (a tool list the run
+    began with, ``allowed_tools=None`` or globs, that no check before the run can know)."""
+    from kavalai.durable._run import current_run
+
+    run = current_run()
+    if run is None:
+        return None
+    error = DefinitionChangedError(
+        f"Run {run.run_id} is not run here: its agent calls {uri!r}, which this kernel does not have ({why}). The "
+        "run stops without an outcome: run it again under the same id once the tool is registered.",
+        run_id=run.run_id,
+        step=f"tool {uri}",
+    )
+    run.refuse(error)
+    return error
 
 
 def keyed_by_position(run_id: str, names: Iterable[str]) -> DefinitionChangedError | None:

@@ -141,6 +141,7 @@ class DurableRun:
         self.engine = engine
         self._position = 0
         self._counts: dict[tuple[str, str], int] = {}  # steps begun per (scope, name): the identity's count
+        self._refused: FunctionKernelException | None = None  # why this process may not carry the run on (refuse)
 
     @property
     def steps(self) -> int:
@@ -247,8 +248,17 @@ class DurableRun:
     def stopped(self) -> FunctionKernelException | None:
         """Why the run may begin no more steps in this attempt (a :class:`~kavalai.errors.RunCancelledError`, a
         :class:`~kavalai.errors.RunInterruptedError`), or ``None``: the journal's verdict."""
+        if self._refused is not None:
+            return self._refused
         found = getattr(self.journal, "stopped", None)
         return found if isinstance(found, FunctionKernelException) else None
+
+    def refuse(self, error: FunctionKernelException) -> FunctionKernelException:
+        """Stop the run here, resumable: no step of it begins any more in this attempt, and the runner leaves it
+        without an outcome (a :class:`~kavalai.errors.DefinitionChangedError`: a step's tool is missing here).
+        Returns ``error``, for the caller to raise."""
+        self._refused = self._refused or error
+        return self._refused
 
     def check(self) -> None:
         """Raise why the run may begin no more steps, if it may not (checked before every step and wait)."""

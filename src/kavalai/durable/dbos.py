@@ -79,7 +79,7 @@ from kavalai.durable._runner import (
 from kavalai.durable._sqlite_compat import install as sqlite_unixepoch
 from kavalai.durable._step_log import SqlStepLog, StepLogJournal
 from kavalai.durable._store import ResultStore, SqlResultStore
-from kavalai.errors import RunCancelledError, RunInterruptedError
+from kavalai.errors import DefinitionChangedError, RunCancelledError, RunInterruptedError
 from kavalai.kernel import required_seconds
 from kavalai.secrets import get_logger
 
@@ -480,7 +480,7 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
         await _mark_ended(runner, run_id)
         raise
     stopped = run.stopped
-    if isinstance(stopped, RunInterruptedError):
+    if isinstance(stopped, (RunInterruptedError, DefinitionChangedError)):  # a step's tool gone here (tool_gone)
         # Left as it stands, PENDING, without an outcome: resumed here on its next run, elsewhere once this process
         # is gone; what the target returned after the stop is not its outcome. Kept by this runner, not handed to
         # DBOS's poller of a stopped execution, which would outlive aclose() if the database is gone for good.

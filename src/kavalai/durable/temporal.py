@@ -47,7 +47,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerDeploymen
 from temporalio.workflow import ActivityCancellationType
 
 from kavalai.durable._answers import checked_answer
-from kavalai.durable._definition import Definition, Versions, changed, definition_of
+from kavalai.durable._definition import Definition, Versions, changed, definition_of, missing_tool
 from kavalai.durable._doubt import OnDoubt, ask_about, doubt_key, doubt_policy, doubt_resolution, in_doubt_result
 from kavalai.durable._journal_io import DEFAULT_OUTAGE
 from kavalai.durable._run import AnswerLog, DurableRun, JsonValue, bind_run, cancelled_error
@@ -211,6 +211,11 @@ class TemporalRunner(DurableRunner):
         it held forever, and the program never ends)."""
         run_id = checked_run_id(run_id)
         self.register(target, replace=True)
+        refused = await missing_tool(run_id, target)  # a kernel without a tool of the run: refused, resumable
+        if refused is not None:
+            if await self._ended(run_id):  # a finished run's outcome is read back whatever the kernel has
+                return await self.result(run_id)
+            raise refused
         if not self.runs_worker:
             return await self.result(await self.submit(target, payload, run_id=run_id))
         self._runs_waiting += 1
@@ -385,6 +390,14 @@ class TemporalRunner(DurableRunner):
         except RPCError as exc:
             raise self._unknown(run_id, exc) from None
 
+    async def _ended(self, run_id: str) -> bool:
+        """Whether the run ``run_id`` exists and has ended (finished, failed or cancelled)."""
+        try:
+            state = await self._state(run_id, (await self.connect()).get_workflow_handle(run_id))
+        except UnknownRunError:
+            return False
+        return state in ("finished", "failed", "cancelled")
+
     async def _state(self, run_id: str, handle: WorkflowHandle[Any, Any]) -> RunState:
         try:
             return run_info(await handle.describe()).state
@@ -452,6 +465,10 @@ class TemporalRunner(DurableRunner):
             # own loop and a deadline of 2 s (Temporal then interrupts it, at any point of the code), so nothing
             # slow or bound to a loop may happen first in there (starting servers, connecting, making clients).
             await self._prepare_targets()
+            for name in self.targets:  # a worker that cannot call a target's tool takes up none of its runs
+                refused = await missing_tool(None, self.target(name))
+                if refused is not None:
+                    raise refused
             self._worker = self.worker_for(await self.connect())
             self._refusals = Refusals(asyncio.get_running_loop(), self.connect)
         except BaseException:
@@ -744,6 +761,8 @@ class KavalaiRun:
             outcome = await found.run_journaled(payload)
         if isinstance(run.stopped, RunCancelledError):
             raise asyncio.CancelledError(str(run.stopped))  # Temporal records the run CANCELED, not completed
+        if isinstance(run.stopped, DefinitionChangedError):  # a step's tool gone here (tool_gone): the workflow
+            raise run.stopped  # task fails, and is tried again until a worker with the tool takes it: resumable
         return outcome if store is None else store.keep_now(outcome, limit)
 
 
