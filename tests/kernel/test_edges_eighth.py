@@ -273,9 +273,12 @@ async def test_case_22_close_scheduled_by_a_signal_handler_ends_every_call() -> 
 async def test_case_23_close_twice_from_two_threads_and_the_loop_at_once() -> None:
     release = threading.Event()
 
+    running: list[str] = []
+
     @pythontool
     def stuck() -> str:
         """Block a thread until the test lets go."""
+        running.append("running")
         release.wait(timeout=30)
         return "late"
 
@@ -285,7 +288,7 @@ async def test_case_23_close_twice_from_two_threads_and_the_loop_at_once() -> No
     calls = [
         asyncio.create_task(kernel.call_tool("python://wait" if index % 2 else "python://stuck")) for index in range(50)
     ]
-    await _until(lambda: len(kernel.calls_in_flight()) == 50)
+    await _until(lambda: len(kernel.calls_in_flight()) == 50 and len(running) == 25)  # each in its thread
     closers: list[concurrent.futures.Future[None]] = []
 
     def from_thread() -> None:
