@@ -20,6 +20,10 @@ output, no output schema, so neither side validates structured content):
   The CPU time one server start costs (measured on the reaped children) bounds what 4 concurrent starts can do
   on this machine's CPUs; the verdict says whether the kernel or the machine misses the target.
 
+``--instructions raw|ours N`` makes only one side's N sequential calls after the warm-up (no rounds, no connect
+figures), for an instruction count under ``valgrind --tool=callgrind`` (load-independent; the server is a child
+process, which callgrind does not follow): the count of N minus the count of 0, divided by N, is one call's cost.
+
 Targets: sequential median at most 1.05x the raw SDK (issue 36; 1.10x before it), throughput at least 0.9x,
 4 servers connected in at most 1.5x the time of one.
 """
@@ -260,6 +264,26 @@ async def main(calls: int, concurrency: int, rounds: int) -> None:
         print(f"  -> over target because of {culprit}; kernel vs raw SDK with 4 servers: {four / raw_four:.2f}x")
 
 
+async def counted(side: str, count: int) -> None:
+    """Only ``side``'s ``count`` sequential calls after the warm-up (``--instructions``)."""
+    config = _config()
+    params = StdioServerParameters(command=config.command or "", args=config.args, env=config.env)
+    async with AsyncExitStack() as stack:
+        if side == "raw":
+            call = await stack.enter_async_context(_raw_session(params))
+        else:
+            kernel = FunctionKernel()
+            stack.push_async_callback(kernel.close)
+            kernel.register_mcp_server(config)
+            await kernel.connect_mcp_servers()
+
+            async def call() -> object:
+                return await kernel.call_tool(f"mcp://demo.{TOOL}", ARGS)
+
+        await sequential(call, WARMUP)
+        await sequential(call, count)
+
+
 def _cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
@@ -274,7 +298,11 @@ if __name__ == "__main__":
     parser.add_argument("--concurrency", type=int, default=32, help="calls in flight (default 32)")
     parser.add_argument("--rounds", type=int, default=20, help="alternating rounds (default 20)")
     parser.add_argument("--protocol", choices=["legacy", "2026-07-28"], default="legacy", help="the era measured")
+    parser.add_argument("--instructions", nargs=2, metavar=("SIDE", "N"), help="raw|ours and how many calls, only")
     args = parser.parse_args()
     PROTOCOL = args.protocol
-    anyio.run(main, args.calls, args.concurrency, args.rounds)
+    if args.instructions:
+        anyio.run(counted, args.instructions[0], int(args.instructions[1]))
+    else:
+        anyio.run(main, args.calls, args.concurrency, args.rounds)
     sys.exit(0)

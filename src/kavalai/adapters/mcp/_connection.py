@@ -62,8 +62,9 @@ from kavalai.adapters.mcp._incoming import MessageHandler, ServerLog
 from kavalai.adapters.mcp._listening import ChangeStream
 from kavalai.adapters.mcp._listing import ListingTotals
 from kavalai.adapters.mcp._loops import elsewhere, run_on
-from kavalai.adapters.mcp._probe_spans import ProbeReads, ProbeSpans, ProbeWrites
+from kavalai.adapters.mcp._probe_spans import ProbeSpans
 from kavalai.adapters.mcp._relay import RelaySlot
+from kavalai.adapters.mcp._session_streams import SessionStreams
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 from kavalai.adapters.mcp._tasks import EXTENSION as TASKS_EXTENSION
 from kavalai.adapters.mcp._tasks import (
@@ -401,7 +402,6 @@ class McpConnection:
             reads, writes, gen.process = await inner.enter_async_context(
                 open_transport(
                     config,
-                    on_end=gen.end,
                     on_session_expired=gen.expire,
                     on_stray=self._stray,
                     on_challenge=gen.challenged,
@@ -409,11 +409,15 @@ class McpConnection:
                     on_deaf=lambda why: self._hearing.deaf(gen, why),
                 )
             )
-            probes = ProbeSpans()  # the span of a server/discover probe an older server does not know (_probe_spans.py)
+            # The one layer every message of the session crosses (_session_streams.py): the end of the connection
+            # reported, created tasks carried, a server/discover probe's span settled, a pinned version offered.
+            streams = SessionStreams(
+                reads, writes, on_end=gen.end, probes=ProbeSpans(), pinned=era.pinned_version(config.protocol)
+            )
             # The SDK's Client negotiates the era (server/discover, else the handshake) over our transport, and
             # keeps list results for as long as their ttlMs hints allow.
             client = Client(
-                _Opened(ProbeReads(reads, probes), ProbeWrites(era.pinned_writes(writes, config.protocol), probes)),
+                streams.transport,
                 mode=era.client_mode(config.protocol),
                 message_handler=MessageHandler(gen, config, self._stray, self.relay),
                 logging_callback=ServerLog(config, self.relay, lambda: self._healing.log_level or config.log_level),
@@ -604,11 +608,23 @@ class McpConnection:
 
     # ---------------------------------------------------------------------------------------------- calling
 
-    async def call(self, tool: str, uri: str, args: BaseModel, *, structured: bool) -> Any:
-        """Run ``tools/call`` and return the raw value for the output model."""
+    def call(self, tool: str, uri: str, args: BaseModel, *, structured: bool) -> Awaitable[Any]:
+        """Run ``tools/call``: an awaitable of the raw value for the output model. Not a coroutine itself: the usual
+        call is :meth:`_call`'s coroutine, handed to the awaiting tool without a frame of its own."""
+        gen = self._gen
+        if gen is not None and elsewhere(gen.task) is not None:  # the session lives on another event loop (_loops.py)
+            return self._call_elsewhere(tool, uri, args, structured=structured)
+        if self.relay.relay is None and self.config.elicitation != CALLER:  # no call to note, no answerer
+            return self._call(tool, uri, args, structured=structured)
+        return self._noted_call(tool, uri, args, structured=structured)
+
+    async def _call_elsewhere(self, tool: str, uri: str, args: BaseModel, *, structured: bool) -> Any:
         loop = elsewhere(self._gen.task if self._gen is not None else None)
-        if loop is not None:  # the session lives on another event loop (_loops.py)
-            return await run_on(loop, self.call(tool, uri, args, structured=structured))
+        if loop is None:  # that loop's task ended in between: here, then
+            return await self.call(tool, uri, args, structured=structured)
+        return await run_on(loop, self._call_elsewhere(tool, uri, args, structured=structured))
+
+    async def _noted_call(self, tool: str, uri: str, args: BaseModel, *, structured: bool) -> Any:
         made = current_call() if self.relay.relay is not None else None
         if made is not None:  # whose own deadline stops while a person answers a relayed elicitation
             self._relayed_calls.append(made)
@@ -616,8 +632,6 @@ class McpConnection:
                 return await self._answered_call(tool, uri, args, structured=structured)
             finally:
                 self._relayed_calls.remove(made)
-        if self.config.elicitation != CALLER:  # no answerer to note: _answered_call's work, without its frame
-            return await self._call(tool, uri, args, structured=structured)
         return await self._answered_call(tool, uri, args, structured=structured)
 
     def _asking_call(self) -> ToolCall | None:
@@ -639,47 +653,39 @@ class McpConnection:
         # args.model_dump(by_alias=True, exclude_unset=True, mode="json"), without its frame of argument handling
         arguments = args.__pydantic_serializer__.to_python(args, by_alias=True, exclude_unset=True, mode="json")
         for attempt in range(_CALL_ATTEMPTS):
-            gen, session = await self._session()
-            # 2025-11-25: a tool listed with taskSupport "required" is called as a task (_tasks.py).
-            legacy_task = tool in self._task_only and not era.is_modern(session.protocol_version)
+            gen = self._gen
+            if gen is not None and (session := gen.session) is not None and gen.phase is Phase.CONNECTED:
+                pass  # the common case: _session()'s, without its coroutine
+            else:
+                gen, session = await self._session()
             stale_at = self._stale_at
             if stale_at != math.inf and stale_at < anyio.current_time():  # no clock read without a ttlMs hint
                 self._stale_at = math.inf
                 gen.refresh.set()  # the listing's ttlMs has passed: list again, in the background
             made = current_call()  # the kernel's call: its progress callback, and its _meta when sent
             progress = None if made is None else made.report_progress if made.progress is not None else None
-
-            async def send(
-                responses: mcp_types.InputResponses | None,
-                state: str | None,
-                session: ClientSession = session,
-                progress: ProgressFnT | None = progress,
-                legacy_task: bool = legacy_task,
-                made: ToolCall | None = made,
-            ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult | TaskCreated:
-                params = mcp_types.CallToolRequestParams(
-                    name=tool,
-                    arguments=arguments,
-                    input_responses=responses,
-                    request_state=state,
-                    _meta=era.log_meta(meta_of(made), self._healing.log_level, session),  # key, ms left, log level
-                )
-                request = mcp_types.CallToolRequest(params=params)
-                if legacy_task:
-                    return await call_as_legacy_task(session, request, progress)
-                if offers_tasks(session):  # a task the caller leaves before its answer is cancelled too
-                    return await send_call(
-                        session, lambda: session.send_request(request, era.CALL_RESULT, progress_callback=progress)
-                    )
-                return await session.send_request(request, era.CALL_RESULT, progress_callback=progress)
+            # 2025-11-25: a tool listed with taskSupport "required" is called as a task (_tasks.py); a 2026-07-28
+            # server offering tasks may answer with one. Else the request goes out from here, without send's frame.
+            legacy_task = tool in self._task_only and not era.is_modern(session.protocol_version)
+            sender = (
+                self._sender(tool, arguments, session, progress, made, legacy_task=legacy_task)
+                if legacy_task or offers_tasks(session)
+                else None
+            )
 
             try:
                 # No tracer provider: no span, and its attributes not built (mcp_client_span would yield at once).
                 traced = tracing_configured()
                 with mcp_client_span("tools/call", tool, self._span_attributes(tool, session)) if traced else _NO_SPAN:
-                    first = await send(None, None)
+                    if sender is None:
+                        request = self._request(tool, arguments, None, None, made, session)
+                        first = await session.send_request(request, era.CALL_RESULT, progress_callback=progress)
+                    else:
+                        first = await sender(None, None)
                     answered: mcp_types.CallToolResult | TaskCreated = (
-                        await era.drive_input_required(session, first, send)
+                        await era.drive_input_required(
+                            session, first, sender or self._sender(tool, arguments, session, progress, made)
+                        )
                         if isinstance(first, mcp_types.InputRequiredResult)
                         else first  # what drive_input_required returns at once, without its frame
                     )
@@ -700,6 +706,56 @@ class McpConnection:
                 raise call_error(self.config, uri, exc) from exc
             return result_value(result, structured=structured)
         raise AssertionError("unreachable")  # pragma: no cover - the last attempt returns or raises
+
+    def _request(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        responses: mcp_types.InputResponses | None,
+        state: str | None,
+        made: ToolCall | None,
+        session: ClientSession,
+    ) -> mcp_types.CallToolRequest:
+        """The ``tools/call`` request: with ``_meta`` carrying the call's idempotency key, its milliseconds left and
+        the log level asked (the deadline read now, as it is sent)."""
+        params = mcp_types.CallToolRequestParams(
+            name=tool,
+            arguments=arguments,
+            input_responses=responses,
+            request_state=state,
+            _meta=era.log_meta(meta_of(made), self._healing.log_level, session),  # key, ms left, log level
+        )
+        return mcp_types.CallToolRequest(params=params)
+
+    def _sender(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        session: ClientSession,
+        progress: ProgressFnT | None,
+        made: ToolCall | None,
+        *,
+        legacy_task: bool = False,
+    ) -> Callable[
+        [mcp_types.InputResponses | None, str | None],
+        Awaitable[mcp_types.CallToolResult | mcp_types.InputRequiredResult | TaskCreated],
+    ]:
+        """What sends the call (again, with a round's answers and the server's state): as a 2025-11-25 task, or
+        followed as a task a 2026-07-28 server may make of it, or plainly."""
+
+        async def send(
+            responses: mcp_types.InputResponses | None, state: str | None
+        ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult | TaskCreated:
+            request = self._request(tool, arguments, responses, state, made, session)
+            if legacy_task:
+                return await call_as_legacy_task(session, request, progress)
+            if offers_tasks(session):  # a task the caller leaves before its answer is cancelled too
+                return await send_call(
+                    session, lambda: session.send_request(request, era.CALL_RESULT, progress_callback=progress)
+                )
+            return await session.send_request(request, era.CALL_RESULT, progress_callback=progress)
+
+        return send
 
     def _span_attributes(self, tool: str, session: ClientSession) -> dict[str, Any]:
         return {
@@ -796,17 +852,3 @@ def _spawn(coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
         coro.close()
         raise RuntimeError("MCP connections need an asyncio event loop (anyio's asyncio backend).") from None
     return loop.create_task(coro, name=name)
-
-
-class _Opened:
-    """Our transport's streams, already open, as the SDK's ``Transport`` (an async context manager yielding them);
-    the transport itself is entered and left by the generation's exit stack."""
-
-    def __init__(self, reads: Any, writes: Any) -> None:
-        self._streams = (reads, writes)
-
-    async def __aenter__(self) -> tuple[Any, Any]:
-        return self._streams
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None

@@ -143,9 +143,12 @@ def result_value(result: mcp_types.CallToolResult, *, structured: bool) -> Any:
     text as the server wrote it (``"1.10"`` stays ``"1.10"``, ``"null"`` stays the text) and other items as typed
     content models; one item alone, several as a list, ``None`` for none.
     """
-    if result.structured_content is not None or (structured and not result.content):
+    content = result.content
+    if result.structured_content is not None or (structured and not content):
         return result.structured_content
-    values = [_item_value(item, structured) for item in result.content]
+    if len(content) == 1 and not structured and type(first := content[0]) is mcp_types.TextContent:
+        return first.text  # the usual answer of a tool without an output schema: one text, as written
+    values = [_item_value(item, structured) for item in content]
     if not values:
         return None
     return values[0] if len(values) == 1 else values

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from contextlib import AsyncExitStack
-from typing import Annotated, Any, Final, Protocol, TypeVar, get_args
+from typing import Annotated, Any, Final, TypeVar, get_args
 
 import anyio
 import mcp_types
@@ -49,7 +49,8 @@ __all__ = [
     "log_meta",
     "offered",
     "pin_problem",
-    "pinned_writes",
+    "pinned_initialize",
+    "pinned_version",
     "sets_log_level",
 ]
 
@@ -73,9 +74,15 @@ class InputRefused(MCPError):
         self.kind = kind
 
 
+_ARMS: Final = {"input_required": "input", "task": "task"}
+
+
 def _call_result_arm(value: Any) -> str:
-    tag = value.get("resultType") if isinstance(value, dict) else getattr(value, "result_type", None)
-    return {"input_required": "input", "task": "task"}.get(tag, "result") if isinstance(tag, str) else "result"
+    # Called by pydantic for every tools/call answer: the usual one (a dict without resultType) in a few opcodes.
+    tag = value.get("resultType") if type(value) is dict else getattr(value, "result_type", None)
+    if tag is None:
+        return "result"
+    return _ARMS.get(tag, "result") if isinstance(tag, str) else "result"
 
 
 #: A ``tools/call`` answer: the result, or (2026-07-28) a request for input first, or a task to follow.
@@ -91,7 +98,7 @@ CALL_RESULT: Final[TypeAdapter[mcp_types.CallToolResult | mcp_types.InputRequire
 
 def client_mode(protocol: str) -> str:
     """The SDK client's ``mode`` for ``McpServer.protocol``: ``"legacy"`` for the handshake (``"legacy"`` or a
-    handshake-era version, offered by :func:`pinned_writes`), else ``"auto"`` (a pinned 2026 version is probed like
+    handshake-era version, offered by :func:`pinned_initialize`), else ``"auto"`` (a pinned 2026 version is probed like
     auto, then checked by :func:`pin_problem`, so that a server that does not speak it fails at connect rather than
     at the first call)."""
     if protocol == "legacy" or protocol in HANDSHAKE_PROTOCOL_VERSIONS:
@@ -116,38 +123,6 @@ def _listed(versions: Sequence[str]) -> str:
     return versions[0] if len(versions) == 1 else f"{', '.join(versions[:-1])} and {versions[-1]}"
 
 
-class _Writes(Protocol):
-    async def send(self, item: SessionMessage, /) -> None: ...
-
-    async def aclose(self) -> None: ...
-
-
-class _PinnedWrites:
-    """The session's write stream, with the ``initialize`` request offering the pinned version: the SDK's client
-    always offers its newest (2025-11-25), and a server answers with that one whenever it speaks it."""
-
-    def __init__(self, inner: _Writes, version: str) -> None:
-        self._inner = inner
-        self._version = version
-
-    async def send(self, item: SessionMessage, /) -> None:
-        message = item.message
-        if isinstance(message, mcp_types.JSONRPCRequest) and message.method == "initialize" and message.params:
-            params = {**message.params, "protocolVersion": self._version}
-            item = SessionMessage(message.model_copy(update={"params": params}), item.metadata)
-        await self._inner.send(item)
-
-    async def aclose(self) -> None:
-        """Close the inner stream (for our transports' streams, nothing: the transport closes them)."""
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _PinnedWrites:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
 def offered(session: ClientSession) -> list[str]:
     """The versions the server said it speaks: its ``server/discover`` list, or the one it answered the handshake
     with."""
@@ -156,11 +131,20 @@ def offered(session: ClientSession) -> list[str]:
     return [session.protocol_version] if session.protocol_version else []
 
 
-def pinned_writes(writes: Any, protocol: str) -> Any:
-    """``writes`` for a session of ``McpServer.protocol``: a handshake-era pin is the version offered in
-    ``initialize`` (so the server answers it, or the version it speaks instead, which :func:`pin_problem`
-    refuses)."""
-    return _PinnedWrites(writes, protocol) if protocol in HANDSHAKE_PROTOCOL_VERSIONS else writes
+def pinned_version(protocol: str) -> str | None:
+    """The version ``initialize`` offers for a session of ``McpServer.protocol``: a handshake-era pin (so the
+    server answers it, or the version it speaks instead, which :func:`pin_problem` refuses); else ``None``."""
+    return protocol if protocol in HANDSHAKE_PROTOCOL_VERSIONS else None
+
+
+def pinned_initialize(item: SessionMessage, version: str) -> SessionMessage:
+    """The ``initialize`` request ``item`` offering ``version``: the SDK's client always offers its newest
+    (2025-11-25), and a server answers with that one whenever it speaks it."""
+    message = item.message
+    if isinstance(message, mcp_types.JSONRPCRequest) and message.method == "initialize" and message.params:
+        params = {**message.params, "protocolVersion": version}
+        return SessionMessage(message.model_copy(update={"params": params}), item.metadata)
+    return item
 
 
 def is_modern(version: str | None) -> bool:

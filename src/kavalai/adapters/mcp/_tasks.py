@@ -35,7 +35,6 @@ from kavalai.secrets import get_logger
 
 __all__ = [
     "EXTENSION",
-    "LegacyTaskReads",
     "TaskCreated",
     "call_as_legacy_task",
     "carry_task",
@@ -90,51 +89,17 @@ class _LegacyTask(BaseModel):
 
 
 #: Where a 2025-11-25 task created for a ``tools/call`` travels inside the result the SDK's session is handed (see
-#: :class:`LegacyTaskReads`).
+#: :func:`carry_task`).
 _CREATED: Final = "io.kavalai/created-task"
 
 
-class LegacyTaskReads:
-    """The stream a handshake-era session reads, with each ``CreateTaskResult`` (a 2025-11-25 task-augmented
-    ``tools/call`` answered with the task it created) handed on as a ``CallToolResult`` with no content and the task
-    under ``_meta`` (``io.kavalai/created-task``): the SDK's session checks a ``tools/call`` answer against the
-    negotiated revision's ``CallToolResult`` and would refuse the task. Only a result holding a ``task`` object and no
-    ``content`` is changed, which answers nothing but a task-augmented request."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    @property
-    def last_context(self) -> Any:
-        """The inner stream's sender context of the last message (the SDK's HTTP transports record one)."""
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> Any:
-        """The next message, a created task carried as above."""
-        return carry_task(await self._inner.receive())
-
-    def __aiter__(self) -> LegacyTaskReads:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        """Close the inner stream."""
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> LegacyTaskReads:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
 def carry_task(item: Any) -> Any:
-    """``item`` read by :class:`LegacyTaskReads`: a created task's answer carried as a ``CallToolResult``."""
+    """``item`` as the session is handed it (by :class:`~kavalai.adapters.mcp._session_streams.SessionStreams`): a
+    2025-11-25 ``CreateTaskResult`` (a task-augmented ``tools/call`` answered with the task it created) is carried
+    as a ``CallToolResult`` with no content and the task under ``_meta`` (``io.kavalai/created-task``): the SDK's
+    session checks a ``tools/call`` answer against the negotiated revision's ``CallToolResult`` and would refuse the
+    task. Only a result holding a ``task`` object and no ``content`` is changed, which answers nothing but a
+    task-augmented request."""
     message = getattr(item, "message", None)
     # by exact class first: isinstance() of a pydantic model class is an ABC check, once a message
     if type(message) is not mcp_types.JSONRPCResponse and not isinstance(message, mcp_types.JSONRPCResponse):
@@ -212,7 +177,8 @@ async def call_as_legacy_task(
     session: ClientSession, request: mcp_types.CallToolRequest, progress: Any = None
 ) -> mcp_types.CallToolResult:
     """Send ``request`` as a 2025-11-25 task-augmented call (``task`` in its params) and follow the task the
-    server creates to its end; return the tool's result. The session must read through :class:`LegacyTaskReads`.
+    server creates to its end; return the tool's result. The session must read through :func:`carry_task` (every
+    session does).
 
     Raises:
         MCPError: the server refused the call, or the task failed, was cancelled or asked what was refused.

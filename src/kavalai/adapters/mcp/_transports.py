@@ -1,7 +1,7 @@
 """Opening a server's transport for a session: our stdio transport, or the SDK's streamable HTTP or SSE client.
 
-The supervisor gets the session's two streams (and the process of a stdio server) and two signals: the
-connection ended (the stream the session reads has ended, even when no call is in flight), and an HTTP server no
+The supervisor gets the session's two streams (and the process of a stdio server; the end of the stream the
+session reads, even with no call in flight, is reported by :mod:`._session_streams`) and a signal: an HTTP server no
 longer knows the session (HTTP 404 for a request carrying its session id, or a 400 that names the session, as
 after a server restart or an idle timeout; the MCP specification then asks the client to start a new session).
 """
@@ -11,10 +11,8 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from types import TracebackType
-from typing import Any, Final, Generic, Protocol, TypeVar
+from typing import Any, Final
 
-import anyio
 import httpx2
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import MCP_SESSION_ID, streamable_http_client
@@ -27,108 +25,26 @@ from kavalai.errors import ConfigurationError
 from kavalai.http import Outbound, httpx_client
 from kavalai.secrets import register_secret, register_url_credentials
 
-__all__ = ["SessionReads", "SessionWrites", "open_transport"]
+__all__ = ["open_transport"]
 
 # A server may stay silent on its event stream for a long time; per-call timeouts are the kernel's job.
 _SSE_READ_TIMEOUT: Final = 24 * 3600.0
-
-T = TypeVar("T")
-T_co = TypeVar("T_co", covariant=True)
-T_contra = TypeVar("T_contra", contravariant=True)
-
-
-class _Receiver(Protocol[T_co]):
-    async def receive(self) -> T_co: ...
-
-
-class _Sender(Protocol[T_contra]):
-    async def send(self, item: T_contra, /) -> None: ...
-
-
-class SessionReads(Generic[T]):
-    """The stream a ``ClientSession`` reads, over the transport's own.
-
-    Two differences: the end of the stream is reported (``on_end``), so the supervisor learns at once that the
-    connection is gone; and the session's exit does not close it (nor, with :class:`SessionWrites`, the stream
-    it writes). The transport closes both when it shuts down itself; until then a message that comes late (the
-    answer to a call that timed out, say) waits and is dropped with the transport, instead of hitting a closed
-    stream, which the SDK's HTTP transports log as an error with a traceback ("Error parsing SSE message").
-    """
-
-    def __init__(self, inner: _Receiver[T], on_end: Callable[[], None]) -> None:
-        self._inner = inner
-        self._on_end = on_end
-
-    @property
-    def last_context(self) -> Any:
-        """The sender's context of the last message, where the transport records one (the SDK's HTTP ones)."""
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> T:
-        """The next message; at the end of the stream, report it and raise as the transport's stream does."""
-        try:
-            return await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            self._on_end()
-            raise
-
-    async def aclose(self) -> None:
-        """Nothing: the transport closes its stream when it shuts down."""
-
-    def __aiter__(self) -> SessionReads[T]:
-        return self
-
-    async def __anext__(self) -> T:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> SessionReads[T]:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        return None
-
-
-class SessionWrites(Generic[T]):
-    """The stream a ``ClientSession`` writes, over the transport's own, which the session's exit leaves open
-    (see :class:`SessionReads`)."""
-
-    def __init__(self, inner: _Sender[T]) -> None:
-        self._inner = inner
-
-    async def send(self, item: T, /) -> None:
-        """Send ``item`` on the transport's stream."""
-        await self._inner.send(item)
-
-    async def aclose(self) -> None:
-        """Nothing: the transport closes its stream when it shuts down."""
-
-    async def __aenter__(self) -> SessionWrites[T]:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        return None
 
 
 @asynccontextmanager
 async def open_transport(
     server: McpServer,
     *,
-    on_end: Callable[[], None],
     on_session_expired: Callable[[], None],
     on_stray: Callable[[str], None] | None = None,
     on_challenge: Callable[[str], None] | None = None,
     on_open: Callable[[bool], None] | None = None,
     on_deaf: Callable[[str], None] | None = None,
-) -> AsyncIterator[tuple[SessionReads[Any], SessionWrites[Any], StdioProcess | None]]:
-    """Open ``server``'s transport; yield the stream the session reads, the one it writes, and the process of a
-    stdio server (``None`` for HTTP). ``on_stray`` is told of each message that answers no request (stdio; the
+) -> AsyncIterator[tuple[Any, Any, StdioProcess | None]]:
+    """Open ``server``'s transport; yield the stream the session reads, the one it writes (both closed by the
+    transport when it shuts down; the session reads and writes them through
+    :class:`~kavalai.adapters.mcp._session_streams.SessionStreams`), and the process of a stdio server (``None`` for
+    HTTP). ``on_stray`` is told of each message that answers no request (stdio; the
     SDK's HTTP transports hand those to the session as exceptions); ``on_challenge`` of the ``WWW-Authenticate``
     header of an HTTP 401 answer (the SDK's transports tell the session only "an error response"). Over
     streamable HTTP, ``on_open`` is told when the session's event stream opens (and whether after a failure), and
@@ -138,11 +54,11 @@ async def open_transport(
     register_url_credentials(server.url)
     if server.kind == "stdio":
         async with open_stdio(server, on_stray) as ((reads, writes), process):
-            yield SessionReads(reads, on_end), SessionWrites(writes), process
+            yield reads, writes, process
         return
     watch = StreamWatch(server.name, server.connect_timeout, on_open or _nothing, on_deaf or _nothing)
     async with _open_http(server, on_session_expired, on_challenge, watch) as (reads, writes):
-        yield SessionReads(reads, on_end), SessionWrites(writes), None
+        yield reads, writes, None
 
 
 def _nothing(*_: object) -> None:
