@@ -14,14 +14,18 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
 import anyio
 import mcp_types as types
 import pytest
 from mcp.client.extension import advertise
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
+from starlette.requests import Request
 from tests.adapters.mcp.test_tasks import _server as fastmcp_tasks_server
 from tests.adapters.mcp.test_tasks import tasks_python
 from tests.serve.test_relay import _backend
@@ -32,7 +36,7 @@ from kavalai import FunctionKernel, McpServer, pythontool
 from kavalai.secrets import register_secret
 from kavalai.serve import build_mcp_server
 from kavalai.serve._rounds import RoundsCall
-from kavalai.serve._tasks import EXTENSION, MAX_TASKS, HostTasks
+from kavalai.serve._tasks import EXTENSION, MAX_TASKS_PER_HOST, HostTasks, host_of
 from mcp import Client
 
 _ANY = TypeAdapter(dict[str, Any])
@@ -370,9 +374,10 @@ async def test_a_python_tool_runs_as_a_task_too() -> None:
     assert done["result"]["structuredContent"] == {"result": 42}
 
 
-async def test_a_flood_of_task_calls_past_the_cap_runs_to_its_results_at_once() -> None:
-    """More task calls than the table holds (:data:`MAX_TASKS`): the first get tasks, a call past them is answered
-    with its result (as without tasks), and every one ends with its result."""
+async def test_a_flood_of_one_hosts_task_calls_past_its_share_runs_to_its_results_at_once() -> None:
+    """More task calls of one host than its share of the table (:data:`MAX_TASKS_PER_HOST`; the table holds more):
+    the first get tasks, a call past them is answered with its result (as without tasks), and every one ends with
+    its result."""
     released = anyio.Event()
     entered: list[int] = []
 
@@ -388,21 +393,21 @@ async def test_a_flood_of_task_calls_past_the_cap_runs_to_its_results_at_once() 
     served = build_mcp_server(kernel, tasks=["python://*"])
     past: list[dict[str, Any]] = []
     async with _host(served) as client:
-        created = [await _call(client, "python_x_hold", {"n": n}) for n in range(MAX_TASKS)]
+        created = [await _call(client, "python_x_hold", {"n": n}) for n in range(MAX_TASKS_PER_HOST)]
         assert {task["resultType"] for task in created} == {"task"}
 
         async def one_more() -> None:
-            past.append(await _call(client, "python_x_hold", {"n": MAX_TASKS}))
+            past.append(await _call(client, "python_x_hold", {"n": MAX_TASKS_PER_HOST}))
 
         async with anyio.create_task_group() as group:
             group.start_soon(one_more)
-            await wait_until(lambda: len(entered) == MAX_TASKS + 1, timeout=60)  # run at once, not as a task
+            await wait_until(lambda: len(entered) == MAX_TASKS_PER_HOST + 1, timeout=60)  # run at once, not as a task
             assert past == []  # it waits for its result
             released.set()
         done = [await _until(client, task["taskId"]) for task in created]
-    assert past[0]["structuredContent"] == {"result": MAX_TASKS}
+    assert past[0]["structuredContent"] == {"result": MAX_TASKS_PER_HOST}
     assert "taskId" not in past[0]
-    assert [state["result"]["structuredContent"]["result"] for state in done] == list(range(MAX_TASKS))
+    assert [state["result"]["structuredContent"]["result"] for state in done] == list(range(MAX_TASKS_PER_HOST))
 
 
 async def test_a_backends_task_minted_on_its_last_round_is_the_hosts_task_minted_then(server: Any) -> None:
@@ -441,3 +446,58 @@ async def test_a_backends_task_minted_on_its_last_round_is_the_hosts_task_minted
             )
     assert done["status"] == "completed", done
     assert done["result"]["content"] == [{"type": "text", "text": "Hello, Alice!"}]
+
+
+def _request_from(address: str, user: Any = None) -> Any:
+    """A host's request context as the SDK gives it over HTTP: its Starlette request (the peer's address, and the
+    principal an authentication middleware set)."""
+    scope: dict[str, Any] = {"type": "http", "client": (address, 40_000), "headers": [], "method": "POST", "path": "/"}
+    if user is not None:
+        scope["user"] = user
+    return SimpleNamespace(request=Request(scope))
+
+
+def _principal(client_id: str) -> AuthenticatedUser:
+    return AuthenticatedUser(AccessToken(token=f"token-{client_id}", client_id=client_id, scopes=[]))
+
+
+async def test_one_host_cannot_fill_the_table_another_still_gets_tasks() -> None:
+    """A host calling task tools without end gets its share of the table (then its calls run at once); another
+    host, or another principal at the same address, still gets tasks; a host at its share makes room by its own
+    ended tasks, not by others'."""
+    tasks = HostTasks(max_tasks=5, max_tasks_per_host=2)
+    greedy, other = _request_from("10.0.0.1"), _request_from("10.0.0.2")
+    alice, bob = (_request_from("10.0.0.3", _principal(name)) for name in ("alice", "bob"))
+    async with tasks.running():
+        tried = [tasks.can_start(greedy) and bool(tasks.start("a", greedy, _forever)) for _ in range(50)]
+        assert tried.count(True) == 2  # its share; the 48 others would run at once
+        assert tasks.can_start(other)
+        tasks.start("b", other, _forever)
+        assert tasks.can_start(alice)
+        tasks.start("c", alice, _text_of(1))
+        assert tasks.can_start(bob)  # the same address, another principal: a share of its own
+        first_of_bob = tasks.start("d", bob, _text_of(1))["taskId"]
+        await wait_until(
+            lambda: all(task.status == "completed" for task in tasks._tasks.values() if task.call.tool in ("c", "d"))
+        )
+        assert len(tasks) == 5  # full: two running greedy, one other, two ended
+        assert not tasks.can_start(greedy)  # at its share, nothing of its own ended: the others' are not forgotten
+        assert len(tasks) == 5
+        assert tasks.can_start(bob)  # the table full: the first ended task (alice's) is forgotten to make room
+        assert len(tasks) == 4
+        tasks.start("e", bob, _forever)
+        assert tasks.can_start(bob)  # at its share (two): its own ended one is forgotten
+        assert first_of_bob not in tasks._tasks
+    assert len(tasks) == 0
+
+
+def test_a_hosts_share_is_told_by_its_principal_then_its_address() -> None:
+    assert host_of(None) == host_of(SimpleNamespace(request=None))  # stdio, in memory: the one host
+    assert host_of(_request_from("10.0.0.1")) == host_of(_request_from("10.0.0.1"))
+    assert host_of(_request_from("10.0.0.1")) != host_of(_request_from("10.0.0.2"))
+    assert host_of(_request_from("10.0.0.1", _principal("alice"))) == host_of(
+        _request_from("10.0.0.9", _principal("alice"))
+    )
+    assert host_of(_request_from("10.0.0.1", _principal("alice"))) != host_of(
+        _request_from("10.0.0.1", _principal("bob"))
+    )

@@ -132,14 +132,14 @@ def build_mcp_server(
             definition = kernel.get_tool_definition(uri)
             support = host_tasks.support(uri, definition)
             if support is not None and declares_tasks(ctx) and host_tasks.follows_backend(uri, definition):
-                if params.request_state is not None or host_tasks.can_start():
+                if params.request_state is not None or host_tasks.can_start(ctx):
                     # the backend's rounds are the host's rounds until the backend's task exists; then the host is
                     # given a task of the gateway's, following the call from there (_tasks.py).
                     composed = await host_tasks.composed(
                         params.name, params, ctx, lambda call: calling(ctx, params, uri, server, call, True, True)
                     )
                     return cast("types.CallToolResult | types.InputRequiredResult", composed)
-            elif support is not None and declares_tasks(ctx) and host_tasks.can_start():
+            elif support is not None and declares_tasks(ctx) and host_tasks.can_start(ctx):
                 # the call runs on, owned by the gateway; the host follows it as a task (_tasks.py). The answer is
                 # a CreateTaskResult (the extension's resultType "task"), which the SDK sends as it is.
                 created = host_tasks.start(params.name, ctx, lambda call: calling(ctx, params, uri, server, call, True))

@@ -24,12 +24,14 @@ input-required rounds, the round in which its task comes to exist is answered wi
 answers without a task is answered with its result. Every other call (and every call of a host that did not declare
 the extension) is answered with its result, as before.
 
-Bounded: at most :data:`MAX_TASKS` tasks are kept at once (a call past that runs to its result at once, as a tool
-without tasks would); each is kept for its TTL (:data:`TASK_TTL` seconds, through the one seconds rule) from its
-start, its call cancelled if still running then; the results of ended tasks are kept up to :data:`MAX_KEPT_BYTES`
-of JSON in all (past it, the tasks that ended first are forgotten first, and a result larger than that alone fails
-its task saying so); a question the backend asks waits :data:`ANSWER_WINDOW` seconds
-for its ``tasks/update``; closing the server (its lifespan) cancels every task still running. A task's id is random
+Bounded: at most :data:`MAX_TASKS` tasks are kept at once, at most :data:`MAX_TASKS_PER_HOST` of them one host's
+(:func:`host_of`: its authenticated principal, else its address; a call past either runs to its result at once, as a
+tool without tasks would, once no ended task can be forgotten to make room: the host's own first ended one when it is
+at its share, else the first ended of all); each is kept for its TTL (:data:`TASK_TTL` seconds, through the one
+seconds rule) from its start, its call cancelled if still running then; the results of ended tasks are kept up to
+:data:`MAX_KEPT_BYTES` of JSON in all (past it, the tasks that ended first are forgotten first, and a result larger
+than that alone fails its task saying so); a question the backend asks waits :data:`ANSWER_WINDOW` seconds for its
+``tasks/update``; closing the server (its lifespan) cancels every task still running. A task's id is random
 and begins with the process's mark: holding it is the right to it; another process's id is refused saying so. Its
 result is the same as the call's would be (the one result mapping of :func:`~kavalai.serve.call_kernel_tool`); a
 failure crosses the one error wording (:mod:`kavalai.serve._errors`), the secret gate with it.
@@ -37,10 +39,11 @@ failure crosses the one error wording (:mod:`kavalai.serve._errors`), the secret
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import fnmatch
 import secrets
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, TypeAlias, cast
@@ -49,6 +52,7 @@ import anyio
 import mcp_types as types
 import pydantic_core
 from mcp.server import ServerRequestContext
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from pydantic import Field, TypeAdapter, ValidationError
 
@@ -62,12 +66,14 @@ __all__ = [
     "EXTENSION",
     "MAX_KEPT_BYTES",
     "MAX_TASKS",
+    "MAX_TASKS_PER_HOST",
     "TASK_TTL",
     "HostTasks",
     "TaskParams",
     "TaskSupport",
     "TaskUpdateParams",
     "declares_tasks",
+    "host_of",
 ]
 
 logger = get_logger("kavalai.serve")
@@ -78,6 +84,8 @@ EXTENSION: Final = "io.modelcontextprotocol/tasks"
 TASK_TTL: Final = 3600.0
 #: Tasks kept at once: a task-supporting call past that runs to its result at once.
 MAX_TASKS: Final = 256
+#: Tasks of one host (:func:`host_of`) kept at once: no host fills the table for the others.
+MAX_TASKS_PER_HOST: Final = 64
 #: Bytes of JSON the results of ended tasks may hold in all: past it, the tasks that ended first are forgotten first.
 MAX_KEPT_BYTES: Final = 64 * 1024 * 1024
 _POLL_MS: Final = 500  # the poll interval suggested to hosts
@@ -107,6 +115,25 @@ def declares_tasks(ctx: ServerRequestContext[Any]) -> bool:
     return takes_rounds(ctx.protocol_version) and ctx.session.check_client_capability(wanted)
 
 
+_LOCAL: Final = ("local",)  # the one host of a stdio (or in-memory) serving
+
+
+def host_of(ctx: ServerRequestContext[Any] | None) -> Hashable:
+    """Whose share of the task table a task started by the request of ``ctx`` takes: the principal its HTTP request
+    was authenticated as (the MCP SDK's bearer authentication, ``AuthenticatedUser``: client, issuer and subject),
+    else the address it came from (the TCP peer: ``kavalai serve --token`` gives every host the same token), else
+    (stdio, in memory) the one host. A 2026-07-28 host has no session to tell it by: each request is its own."""
+    scope = getattr(getattr(ctx, "request", None), "scope", None)
+    if not isinstance(scope, Mapping):
+        return _LOCAL
+    user = scope.get("user")
+    if isinstance(user, AuthenticatedUser):
+        principal = authorization_context(user)
+        return ("principal", principal["client_id"], principal["issuer"], principal["subject"])
+    client = scope.get("client")
+    return ("address", client[0]) if client else _LOCAL
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -119,6 +146,7 @@ class _Task:
     call: RoundsCall
     ttl_ms: int
     expires: float  # anyio time
+    host: Hashable = _LOCAL  # whose share of the table it takes (host_of)
     created: str = field(default_factory=_now)
     updated: str = ""
     status: str = "working"
@@ -177,6 +205,7 @@ class HostTasks:
         tasks_required: URI globs of the tools that run only as tasks (a host without the extension: -32021).
         ttl_seconds: how long a task is kept from its start (its call cancelled if still running then).
         max_tasks: tasks kept at once.
+        max_tasks_per_host: tasks of one host (:func:`host_of`) kept at once.
         max_kept_bytes: bytes of JSON the results of ended tasks may hold in all.
         answer_window: seconds a question of a task waits for the host's ``tasks/update``.
     """
@@ -188,6 +217,7 @@ class HostTasks:
         *,
         ttl_seconds: float = TASK_TTL,
         max_tasks: int = MAX_TASKS,
+        max_tasks_per_host: int = MAX_TASKS_PER_HOST,
         max_kept_bytes: int = MAX_KEPT_BYTES,
         answer_window: float = ANSWER_WINDOW,
     ) -> None:
@@ -198,6 +228,8 @@ class HostTasks:
         if isinstance(max_kept_bytes, bool) or not isinstance(max_kept_bytes, int) or max_kept_bytes < 1:
             raise ValueError(f"max_kept_bytes must be a positive number of bytes, not {max_kept_bytes!r}")
         self._max = max_tasks
+        self._per_host = max_tasks_per_host
+        self._held: collections.Counter[Hashable] = collections.Counter()  # tasks in the table, by host
         self._max_kept = max_kept_bytes
         self._kept: dict[_Task, int] = {}  # ended tasks holding a result, oldest first, and their results' sizes
         self._tasks: dict[str, _Task] = {}
@@ -233,9 +265,34 @@ class HostTasks:
         decides = bool(definition.metadata.get("server_tasks"))  # kavalai.adapters.mcp sets it
         return decides and not any(fnmatch.fnmatchcase(uri, pattern) for pattern in globs)
 
-    def can_start(self) -> bool:
-        """Whether a task can be started now (the server is running, the table is not full)."""
-        return bool(self._owners) and len(self._tasks) < self._max
+    def can_start(self, ctx: ServerRequestContext[Any] | None = None) -> bool:
+        """Whether a task can be started now for the host of ``ctx``: the server is running, the host is within its
+        share of the table and the table is not full, ended tasks forgotten to make room (the host's own first
+        ended one when it is at its share, else the first ended of all)."""
+        if not self._owners:
+            return False
+        host = host_of(ctx)
+        if self._held[host] >= self._per_host and not self._forget_ended(host):
+            return False
+        return len(self._tasks) < self._max or self._forget_ended(None)
+
+    def _forget_ended(self, host: Hashable | None) -> bool:
+        """Forget the first ended task (of ``host``, or of all): whether there was one."""
+        for task in self._tasks.values():
+            if task.status in _TERMINAL and (host is None or task.host == host):
+                self._drop(task)
+                task.kept.cancel()  # its runner ends (it was kept only until its TTL)
+                return True
+        return False
+
+    def _drop(self, task: _Task) -> None:
+        """``task`` leaves the table (forgotten: its id is unknown from now on)."""
+        if self._tasks.get(task.task_id) is task:
+            del self._tasks[task.task_id]
+            self._held[task.host] -= 1
+            if not self._held[task.host]:
+                del self._held[task.host]
+        self._kept.pop(task, None)
 
     def start(
         self, tool: str, ctx: ServerRequestContext[Any], run: Callable[[RoundsCall], Awaitable[types.CallToolResult]]
@@ -293,8 +350,9 @@ class HostTasks:
         call = RoundsCall(task_id, tool, self._answer_window)
         call.ctx = ctx
         expires = anyio.current_time() + self._ttl
-        task = _Task(task_id, call, ttl_ms=max(1, round(self._ttl * 1000)), expires=expires)
+        task = _Task(task_id, call, ttl_ms=max(1, round(self._ttl * 1000)), expires=expires, host=host_of(ctx))
         self._tasks[task_id] = task
+        self._held[task.host] += 1
         self._owners.start_soon(lambda: self._run(task, run))
         return task
 
@@ -330,8 +388,7 @@ class HostTasks:
                 await anyio.sleep_forever()
         finally:
             task.end("cancelled")
-            self._kept.pop(task, None)
-            self._tasks.pop(task.task_id, None)
+            self._drop(task)
 
     def _keep(self, task: _Task, result: dict[str, Any]) -> None:
         """The task completed with ``result``, kept within the table's bytes (the tasks that ended first are
