@@ -232,6 +232,12 @@ from kavalai import pythontool
 def boom(x: str = "") -> str:
     """Looks fine\\x1b[2J\\x1b]0;retitled\\x07 really."""
     raise RuntimeError("bad \\x1b]52;c;SGVsbG8=\\x07 \\x1b[2J\\x1b[31mRED\\x1b[0m \\r\\rfaked line\\x08 \\u202egnp.exe")
+
+
+@pythontool
+def c1(x: str = "") -> str:
+    """Return what JSON does not escape but a terminal may act on."""
+    return "\\x9b2J \\x9d0;retitled\\x9c \\u202egnp.exe \\x7f é"
 '''
 
 
@@ -252,3 +258,35 @@ def test_a_tools_words_never_drive_the_terminal(tmp_path: Path) -> None:
     assert "\\u202egnp.exe" in called.stderr
     assert len(called.stderr.splitlines()) == 1
     assert "Looks fine\\x1b[2J\\x1b]0;retitled\\x07 really." in listed.stdout
+
+
+def test_a_json_result_carries_no_terminal_command_and_reads_back_the_same(tmp_path: Path) -> None:
+    """Hostile round 8, case 37: JSON escapes the C0 controls, but a command's JSON (``ensure_ascii=False``) wrote
+    the C1 controls (U+009B is CSI), DEL and the bidirectional overrides raw. Every JSON a command prints is
+    ``json_text``: the same value for a program, its escape (``\\u009b``) for the terminal."""
+    import json
+
+    (tmp_path / "evil.py").write_text(_EVIL, encoding="utf-8")
+    (tmp_path / "c.yaml").write_text("python_functions:\n  - evil.c1\n", encoding="utf-8")
+    called = kavalai("tools", "call", "-c", "c.yaml", "python://c1", cwd=tmp_path)
+    assert called.returncode == 0, called.stderr
+    assert not any(char in called.stdout for char in "\x9b\x9d\x9c\u202e\x7f"), called.stdout
+    assert "\\u009b2J" in called.stdout
+    assert "é" in called.stdout  # text stays text
+    assert json.loads(called.stdout)["result"] == "\x9b2J \x9d0;retitled\x9c \u202egnp.exe \x7f é"
+
+
+def test_every_json_a_command_prints_crosses_json_text() -> None:
+    """The enumeration: no module of the CLI writes JSON but through ``json_text`` (``kavalai.cli._boundary``);
+    the demo's console prints what the demo itself made."""
+    import ast
+
+    source = Path(__file__).resolve().parents[2] / "src" / "kavalai" / "cli"
+    found = []
+    for path in sorted(source.glob("*.py")):
+        if path.name in ("_boundary.py", "_console.py") or path.name.startswith("_demo"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in ("dumps", "dump") and ast.unparse(node.value) == "json":
+                found.append(f"{path.name}:{node.lineno}")
+    assert found == [], "print a command's JSON with kavalai.cli._boundary.json_text"

@@ -23,6 +23,7 @@ import json
 import sys
 from typing import Any, TextIO
 
+from kavalai.cli._boundary import json_text
 from kavalai.cli._engines import add_engine_options, engine_of, lookup_failed, temporal_runner
 from kavalai.errors import DurableRunError
 
@@ -75,7 +76,7 @@ def answer_command(args: argparse.Namespace, *, stdout: TextIO | None = None, st
         print(f"kavalai answer: {exc}", file=err)
         return 2
     if args.key is None:
-        print(json.dumps(found, indent=2, ensure_ascii=False), file=out)
+        print(json_text(found), file=out)
         return 0
     print(f"kavalai answer: {args.key} of run {args.run_id} answered (this answer was taken)", file=err)
     return 0

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import sys
@@ -47,6 +48,7 @@ __all__ = [
     "UsageError",
     "check_options",
     "guarded",
+    "json_text",
     "terminal_text",
 ]
 
@@ -273,6 +275,19 @@ def _say(err: TextIO, command: str, message: str) -> None:
 #: can clear the screen, retitle the window or write the clipboard; CR and BS overwrite what was shown), DEL, the C1
 #: controls, and the bidirectional overrides that show a text reordered.
 _TERMINAL_COMMANDS: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+#: What a terminal may still act on inside a JSON text written with ``ensure_ascii=False`` (JSON escapes the C0
+#: controls itself): DEL, the C1 controls (U+009B is CSI) and the bidirectional overrides.
+_JSON_COMMANDS: Final = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def json_text(value: Any, *, default: Callable[[Any], Any] | None = None) -> str:
+    """``value`` as the indented JSON text a command prints (non-ASCII kept), every character a terminal would act on
+    written as its JSON escape (``\\u009b``): the same value, read by a program, and nothing a server or a run put in
+    it drives the terminal of the user reading it."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=default)
+    return _JSON_COMMANDS.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def terminal_text(text: str) -> str:

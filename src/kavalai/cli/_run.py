@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from kavalai.cli._boundary import seconds_option
+from kavalai.cli._boundary import json_text, seconds_option
 from kavalai.cli._engines import add_engine_options, engine_of, temporal_runner, where
 
 __all__ = ["add_run_parser", "run_command"]
@@ -253,9 +253,9 @@ async def _run(args: argparse.Namespace, run_input: Any, out: TextIO, err: TextI
         return EXIT_FAILED
     assert result is not None  # every stream ends with RunFinished
     if args.trace:
-        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False), file=out)
+        print(json_text(result.to_dict()), file=out)
     elif result.ok:
-        print(json.dumps(result.output_json(), indent=2, ensure_ascii=False), file=out)
+        print(json_text(result.output_json()), file=out)
     if not result.ok:
         error = result.error
         if isinstance(error, NodeValidationError) and error.node == engine.workflow.start:

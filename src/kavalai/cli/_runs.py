@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from kavalai.cli._boundary import json_text
 from kavalai.cli._engines import add_engine_options, engine_of, lookup_failed, temporal_runner
 from kavalai.errors import DurableRunError
 
@@ -93,9 +94,9 @@ def runs_command(args: argparse.Namespace, *, stdout: TextIO | None = None, stde
     elif args.action == "resolve":
         print(f"kavalai runs: resolved step {args.step} of {args.run_id} ({found})", file=err)
     elif args.action == "show":
-        print(json.dumps(found.to_dict(), indent=2, ensure_ascii=False, default=str), file=out)
+        print(json_text(found.to_dict(), default=str), file=out)
     elif args.json:
-        print(json.dumps([run.to_dict() for run in found], indent=2, ensure_ascii=False, default=str), file=out)
+        print(json_text([run.to_dict() for run in found], default=str), file=out)
     else:
         for run in found:
             created = run.created_at.isoformat(timespec="seconds") if run.created_at else "-"

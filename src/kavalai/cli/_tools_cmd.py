@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from kavalai.cli._boundary import seconds_option, terminal_text
+from kavalai.cli._boundary import json_text, seconds_option, terminal_text
 from kavalai.cli._run import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _interruptible
 
 __all__ = ["add_tools_parser", "command_name", "first_sentence", "tools_command", "typed_arguments"]
@@ -338,4 +338,4 @@ def _print_table(names: list[str], descriptions: list[str], *, long: bool, out: 
 
 
 def _print_json(value: Any, out: TextIO) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False), file=out)
+    print(json_text(value), file=out)
