@@ -234,19 +234,48 @@ def _metered(original: Callable[..., Any], grows_with: int = 0) -> Callable[...,
     generator it returns. Calls on small values are not counted one by one: their number is bounded by the loop
     steps (counted) times the template's length."""
     passes = getattr(original, "jinja_pass_arg", None)
-    at = grows_with + (1 if passes is not None else 0)
+    metered = _by_value(original, passes is not None) if grows_with == 0 else _by_argument(original, grows_with)
+    if passes is not None:
+        metered.jinja_pass_arg = passes  # type: ignore[attr-defined]
+    metered.kavalai_metered = True  # type: ignore[attr-defined]
+    return metered
+
+
+def _by_value(original: Callable[..., Any], passes: bool) -> Callable[..., Any]:
+    """The wrapper of a filter or test that goes over its value: the value a parameter of its own (no look into a
+    tuple of arguments), and ``original`` called without unpacking when it is given nothing else (most calls).
+    The names it reads are the factory's (not defaults a template's keyword argument could replace)."""
+    sized, small = _SIZED, _SMALL
+    if passes:
+
+        def metered_passing(head: Any, value: Any, /, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(value, sized) and len(value) > small:
+                work(1 + len(value))
+            result = original(head, value, *args, **kwargs) if args or kwargs else original(head, value)
+            return result if type(result) is not GeneratorType else _each_counted(result)
+
+        return metered_passing
+
+    def metered(value: Any, /, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(value, sized) and len(value) > small:
+            work(1 + len(value))
+        result = original(value, *args, **kwargs) if args or kwargs else original(value)
+        return result if type(result) is not GeneratorType else _each_counted(result)
+
+    return metered
+
+
+def _by_argument(original: Callable[..., Any], grows_with: int) -> Callable[..., Any]:
+    """The wrapper of a test whose work grows with another argument than its value (``x is in seq``)."""
+    at = grows_with + (1 if getattr(original, "jinja_pass_arg", None) is not None else 0)
 
     def metered(*args: Any, **kwargs: Any) -> Any:
         if len(args) > at:
             value = args[at]
             if isinstance(value, _SIZED) and len(value) > _SMALL:
                 work(1 + len(value))
-        result = original(*args, **kwargs)
-        return _each_counted(result) if type(result) is GeneratorType else result
+        return original(*args, **kwargs)
 
-    if passes is not None:
-        metered.jinja_pass_arg = passes  # type: ignore[attr-defined]
-    metered.kavalai_metered = True  # type: ignore[attr-defined]
     return metered
 
 
