@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import psycopg
 import pytest
@@ -30,10 +31,12 @@ def terminate_sessions(admin: str, database: str) -> None:
         )
 
 
-async def interrupted_then_resumed(url: str, fault: Callable[[], None], heal: Callable[[], None], run_id: str) -> None:
+async def interrupted_then_resumed(
+    url: str, fault: Callable[[], None], heal: Callable[[], None], run_id: str, **settings: Any
+) -> list[str]:
     """Run the charges under ``run_id``; ``fault()`` as B is charged: the run is interrupted (not failed); after
-    ``heal()`` it resumes and finishes, each charge made once."""
-    runner = DbosRunner(url, journal_outage=1.0)
+    ``heal()`` it resumes and finishes, each charge made once. The orders the shop was asked for, in order."""
+    runner = DbosRunner(url, journal_outage=1.0, **settings)
     done: list[str] = []
 
     def at_b(order: str) -> None:
@@ -44,7 +47,7 @@ async def interrupted_then_resumed(url: str, fault: Callable[[], None], heal: Ca
     try:
         with serve(create_app(on_charge=at_b)) as shop:
             engine = charging_engine(runner, shop)
-            with pytest.raises(RunInterruptedError, match=rf"Run {run_id} is interrupted: could not record step 2"):
+            with pytest.raises(RunInterruptedError, match=rf"Run {run_id} is interrupted: could not record step 2 "):
                 await asyncio.wait_for(engine.run({}, run_id=run_id), 120)
             assert orders(fetch(f"{shop}/requests")) == ["A", "B"]  # no step began after the failed record
             await asyncio.to_thread(heal)
@@ -52,8 +55,9 @@ async def interrupted_then_resumed(url: str, fault: Callable[[], None], heal: Ca
             assert result.ok, result.error
             assert result.output == {"n": [1, 2, 3]}
             assert orders(fetch(f"{shop}/effects")) == ["A", "B", "C"]
-            keys = {row["key"] for row in fetch(f"{shop}/requests") if row["order"] == "B"}
-            assert len(keys) == 1  # B sent again (if at all) with its key
+            requests = fetch(f"{shop}/requests")
+            assert len({row["key"] for row in requests if row["order"] == "B"}) == 1  # B sent again with its key
+            return orders(requests)
     finally:
         await asyncio.to_thread(heal)
         await runner.aclose()
@@ -81,8 +85,12 @@ async def test_postgres_turned_read_only_mid_step(postgres_server: str) -> None:
 
 
 async def test_the_step_table_locked_by_an_operator_mid_step(postgres_server: str) -> None:
-    """An operator's ``LOCK TABLE kavalai_steps`` held while B's charge is in flight: the record waits on the lock,
-    the run is interrupted when its step is cut, and resumes once the lock is let go."""
+    """An operator's ``LOCK TABLE kavalai_steps`` held while B's charge is in flight: each attempt to record B waits
+    at most the runner's ``busy_timeout`` (Postgres's ``lock_timeout``), the gate tries again, and past the run's
+    patience the run is interrupted and resumes once the lock is let go. Found in round 8: the INSERT waited on the
+    lock for as long as it was held (no lock timeout): the run was interrupted only by its step's cut, the blocked
+    INSERT kept a worker thread past ``aclose()`` (the process's exit waited for it), and committed B's row whenever
+    the operator let go."""
     from tests.durable.fault_matrix import new_database
 
     url = new_database(postgres_server, "r8_locked")
@@ -99,7 +107,8 @@ async def test_the_step_table_locked_by_an_operator_mid_step(postgres_server: st
         threading.Thread(target=hold, daemon=True).start()
         assert held.wait(30)
 
-    await interrupted_then_resumed(url, fault, release.set, "locked-1")
+    asked = await interrupted_then_resumed(url, fault, release.set, "locked-1", busy_timeout=0.2)
+    assert asked == ["A", "B", "B", "C"]  # B's record never landed late: resumed, B was sent again with its key
 
 
 async def test_the_runners_sessions_terminated_mid_step(postgres_server: str) -> None:

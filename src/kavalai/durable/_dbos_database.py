@@ -18,6 +18,7 @@ __all__ = [
     "redacted",
     "sqlalchemy_url",
     "status_table",
+    "with_lock_timeout",
 ]
 
 #: The DBOS application version of every kavalai run: the journal's format, not kavalai's release, so a run begun
@@ -56,8 +57,12 @@ def sqlalchemy_url(url: str) -> str:
 
 
 def make_engine(url: str, busy_timeout: float = 30.0) -> sa.Engine:
+    """The journal's engine. ``busy_timeout`` bounds how long one statement waits for a lock another session holds:
+    SQLite's busy timeout, Postgres's ``lock_timeout``. Past it the statement fails (a passing failure the journal
+    gate tries again while the run may wait), so no statement blocks a worker thread past the run's patience and its
+    runner's ``aclose()`` (an operator's ``LOCK TABLE`` held for an hour would otherwise hold a write that long)."""
     if not url.startswith("sqlite"):
-        return sa.create_engine(url, pool_pre_ping=True)
+        return sa.create_engine(with_lock_timeout(url, busy_timeout), pool_pre_ping=True)
     engine = sa.create_engine(url)
 
     @sa.event.listens_for(engine, "connect")
@@ -72,6 +77,16 @@ def make_engine(url: str, busy_timeout: float = 30.0) -> sa.Engine:
         connection.execute("PRAGMA synchronous=NORMAL")
 
     return engine
+
+
+def with_lock_timeout(url: str, seconds: float) -> sa.URL:
+    """A Postgres ``url`` whose sessions give up waiting for a lock after ``seconds`` (``lock_timeout``, added to the
+    URL's own ``options``); an engine made from its ``engine.url`` keeps it."""
+    parsed = sa.make_url(url)
+    given = parsed.query.get("options")
+    mine = f"-c lock_timeout={max(1, int(seconds * 1000))}"
+    options = mine if not given else f"{given if isinstance(given, str) else ' '.join(given)} {mine}"
+    return parsed.update_query_dict({"options": options})
 
 
 def _wal(connection: Any) -> None:

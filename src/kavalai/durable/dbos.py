@@ -118,8 +118,9 @@ class DbosRunner(DurableRunner):
         journal_outage: how long, in seconds, a run waits for its journal's database to come back (an outage,
             SQLite held locked) before it is interrupted; the deadline of the call around the write wins when
             nearer. An interrupted run stays resumable (see ``docs/durable.md``).
-        busy_timeout: on SQLite, how long, in seconds, one statement waits for another process's write lock
-            before the attempt fails (and ``journal_outage`` decides whether it is tried again).
+        busy_timeout: how long, in seconds, one statement waits for a lock another session holds (SQLite's write
+            lock; on Postgres, ``lock_timeout``) before the attempt fails (and ``journal_outage`` decides whether it
+            is tried again).
         on_doubt: per tool URI, what a resume does with a step of that tool found sent without a result when the
             tool is neither read-only nor idempotent nor keyed: ``"fail"`` (the default: the step is in doubt and
             the run receives :class:`~kavalai.errors.OutcomeUnknownError`) or ``"replay"`` (send it again).
