@@ -184,7 +184,7 @@ def p99(samples: list[float]) -> float:
     return statistics.quantiles(samples, n=100)[98]
 
 
-async def main(calls: int, concurrency: int, rounds: int) -> None:
+async def main(calls: int, concurrency: int, rounds: int, connect: bool = True) -> None:
     config = _config()
     params = StdioServerParameters(command=config.command or "", args=config.args, env=config.env)
     async with AsyncExitStack() as stack:
@@ -215,18 +215,9 @@ async def main(calls: int, concurrency: int, rounds: int) -> None:
                 seq += await sequential(call, calls // rounds)
                 rate.append(await concurrent(call, concurrency * PER_WORKER, concurrency))
 
-    one, close_one, four, close_four, raw_one, raw_close_one, raw_four, raw_close_four, cpu = await connect_figures(
-        CONNECT_RUNS
-    )
-    four_in_a_row = await connect_sequentially(4)
-
     raw_median, our_median = statistics.median(raw_seq), statistics.median(our_seq)
     raw_tput, our_tput = statistics.median(raw_rate), statistics.median(our_rate)
-    seq_ratio, tput_ratio, connect_ratio = our_median / raw_median, our_tput / raw_tput, four / one
-    cpus = _cpus()
-    # Four starts need 4 * cpu seconds of CPU on `cpus` CPUs, and none can be faster than one start alone (a lower
-    # bound: the kernel's own process needs some CPU too).
-    best_ratio = max(1.0, 4 * cpu / cpus / one)
+    seq_ratio, tput_ratio = our_median / raw_median, our_tput / raw_tput
     print(f"mcp:// over stdio, protocol {PROTOCOL}, tool {TOOL!r} of the demo server")
     print(f"{len(raw_seq)} sequential calls each, {rounds} rounds")
     print(f"  raw SDK call_tool                 median {raw_median * 1e3:6.3f} ms   p99 {p99(raw_seq) * 1e3:6.3f} ms")
@@ -240,6 +231,20 @@ async def main(calls: int, concurrency: int, rounds: int) -> None:
         f"  kernel.call_tool                  {our_tput:8.0f} calls/s"
         f"   {tput_ratio:.2f}x raw (target >= 0.9x: {_verdict(tput_ratio >= 0.9)})"
     )
+    if connect:
+        await _print_connect_figures()
+
+
+async def _print_connect_figures() -> None:
+    one, close_one, four, close_four, raw_one, raw_close_one, raw_four, raw_close_four, cpu = await connect_figures(
+        CONNECT_RUNS
+    )
+    four_in_a_row = await connect_sequentially(4)
+    connect_ratio = four / one
+    cpus = _cpus()
+    # Four starts need 4 * cpu seconds of CPU on `cpus` CPUs, and none can be faster than one start alone (a lower
+    # bound: the kernel's own process needs some CPU too).
+    best_ratio = max(1.0, 4 * cpu / cpus / one)
     print(f"connecting (spawn + initialize + tools/list) and closing, median of {CONNECT_RUNS} runs")
     print("                                    kernel     raw SDK   kernel/raw   close: kernel   raw SDK")
     for label, ours_, raw_, ours_close, raw_close in (
@@ -298,11 +303,12 @@ if __name__ == "__main__":
     parser.add_argument("--concurrency", type=int, default=32, help="calls in flight (default 32)")
     parser.add_argument("--rounds", type=int, default=20, help="alternating rounds (default 20)")
     parser.add_argument("--protocol", choices=["legacy", "2026-07-28"], default="legacy", help="the era measured")
+    parser.add_argument("--no-connect", action="store_true", help="only the calls: no connect/close figures")
     parser.add_argument("--instructions", nargs=2, metavar=("SIDE", "N"), help="raw|ours and how many calls, only")
     args = parser.parse_args()
     PROTOCOL = args.protocol
     if args.instructions:
         anyio.run(counted, args.instructions[0], int(args.instructions[1]))
     else:
-        anyio.run(main, args.calls, args.concurrency, args.rounds)
+        anyio.run(main, args.calls, args.concurrency, args.rounds, not args.no_connect)
     sys.exit(0)
