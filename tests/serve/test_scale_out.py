@@ -471,7 +471,7 @@ def test_a_worker_is_given_every_option_of_its_parent_but_where_to_listen() -> N
     # no worker can be given one, so it is not carried.
     parents_own |= {"session_idle_timeout"}
     given = ["my.yaml", "--transport", "http", "--stateless", "--json-response", "--keep-alive", "30"]
-    given += ["--limit-connections", "7"]
+    given += ["--limit-connections", "7", "--loop", "uvloop"]
     given += ["--path", "/tools", "--name", "gw", "--names", "own", "--bearer-token-env", "TOKEN"]
     given += ["--allow", "python.*", "--allow", "mcp.*", "--deny", "mcp.x.*", "--no-lazy", "--tracing"]
     given += ["--tasks", "mcp://x.slow", "--tasks", "python://y.*", "--tasks-required", "mcp://x.job"]

@@ -143,6 +143,13 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"HTTP: serve at most N connections at once (default: {LIMIT_CONNECTIONS}; with --workers, each worker); "
         "a request on one more, or past N requests in flight, is answered 503",
     )
+    parser.add_argument(
+        "--loop",
+        choices=LOOPS,
+        default="asyncio",
+        help="the event loop: asyncio's own (default) or uvloop's (pip install 'kavalai[fast]'), which takes "
+        "fewer instructions a call over HTTP",
+    )
     add_worker_arguments(parser)
     add_tracing_arguments(parser, short=True)
 
@@ -173,6 +180,11 @@ def serve_command(args: argparse.Namespace, *, stderr: TextIO | None = None) -> 
         print(f"kavalai serve: {why}", file=err)
         return EXIT_USAGE
     try:
+        loop_factory = event_loop_factory(args.loop)
+    except ImportError as exc:
+        print(f"kavalai serve: --loop {args.loop}: {exc}", file=err)
+        return EXIT_USAGE
+    try:
         token = _bearer_token(args.bearer_token_env)
         config = KernelConfig.from_file(args.config)
         if args.allow is not None or args.deny:
@@ -181,7 +193,7 @@ def serve_command(args: argparse.Namespace, *, stderr: TextIO | None = None) -> 
                 servers = ", ".join(prefix.rstrip(".") for prefix in left_out)
                 print(f"kavalai serve: not starting {servers}: --allow/--deny admit none of its tools", file=err)
         if args.workers > 1:  # each worker builds its own kernel
-            return asyncio.run(run_workers(args, err))
+            return _run(run_workers(args, err), loop_factory)
         kernel = build_kernel(config)
         tracing = start_tracing(kernel, args.tracing, config.tracing, command="kavalai serve", err=err)
     except (ConfigurationError, ValueError) as exc:
@@ -189,11 +201,37 @@ def serve_command(args: argparse.Namespace, *, stderr: TextIO | None = None) -> 
         return EXIT_USAGE
     try:
         with log_lines_to(err):  # the kavalai loggers' warnings (an ignored _meta value) as lines on stderr
-            return asyncio.run(_until_signal(_serve(kernel, args, token, err, tracing), kernel, err))
+            return _run(_until_signal(_serve(kernel, args, token, err, tracing), kernel, err), loop_factory)
     finally:
         if args.transport != "http":
             _stdout_to_stderr()
         stop_tracing(tracing)
+
+
+#: The event loops ``--loop`` offers.
+LOOPS = ("asyncio", "uvloop")
+
+
+def event_loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The factory of the event loop ``--loop name`` runs the server on (``None``: asyncio's own).
+
+    Raises:
+        ImportError: ``uvloop`` is asked for and not installed (saying how to install it).
+    """
+    if name != "uvloop":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        raise ImportError("uvloop is not installed (pip install 'kavalai[fast]')") from None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
+
+
+def _run(main: Coroutine[Any, Any, int], loop_factory: Callable[[], asyncio.AbstractEventLoop] | None) -> int:
+    """``asyncio.run(main)``, on a loop of ``loop_factory`` when given."""
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        return runner.run(main)
 
 
 def _stdout_to_stderr() -> None:

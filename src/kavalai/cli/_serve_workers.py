@@ -114,7 +114,7 @@ def _worker_command(args: argparse.Namespace) -> list[str]:
     """This command line for a worker: the same options but ``--host``, ``--port`` and ``--workers``."""
     command = [sys.executable, "-m", "kavalai.cli._serve", args.config, "--transport", "http", "--stateless"]
     command += ["--path", args.path, "--name", args.name, "--names", args.names, "--keep-alive", str(args.keep_alive)]
-    command += ["--limit-connections", str(args.limit_connections)]
+    command += ["--limit-connections", str(args.limit_connections), "--loop", args.loop]
     if args.bearer_token_env is not None:
         command += ["--bearer-token-env", args.bearer_token_env]
     for pattern in args.allow or ():
