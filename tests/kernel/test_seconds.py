@@ -228,6 +228,7 @@ def test_durable_and_approval_limits_follow_the_one_rule() -> None:
 _LIMIT_LIKE = re.compile(r"timeout|deadline|seconds|^poll$|polling|heartbeat|stale_after|patience|outage|interval$")
 # Public functions that take such a limit and hand it, unchanged, to one that applies the rule, and which one.
 _FORWARDED = {
+    "_span_masking.py:MaskingExporter.force_flush(timeout_millis)": "the wrapped exporter's force_flush (OTel's API)",
     "kernel/_call.py:deadline(seconds)": "Deadline.__init__",
     "kernel/_core.py:Kernel.call_tool_as(timeout)": "Kernel.call_tool",
     "function_kernel.py:FunctionKernel.register_python_tool(timeout)": "PythonToolAdapter.register",
