@@ -37,6 +37,7 @@ from kavalai.adapters.mcp import _client_side as client_side
 from kavalai.adapters.mcp import _era as era
 from kavalai.adapters.mcp import _features as features
 from kavalai.adapters.mcp._answering import CALLER, current_answerer
+from kavalai.adapters.mcp._asked import AskedWrites, asked_meta
 from kavalai.adapters.mcp._catalog import ElicitationHandler
 from kavalai.adapters.mcp._config import McpServer, McpTransport
 from kavalai.adapters.mcp._convert import (
@@ -413,7 +414,10 @@ class McpConnection:
             # The SDK's Client negotiates the era (server/discover, else the handshake) over our transport, and
             # keeps list results for as long as their ttlMs hints allow.
             client = Client(
-                _Opened(ProbeReads(reads, probes), ProbeWrites(era.pinned_writes(writes, config.protocol), probes)),
+                _Opened(
+                    ProbeReads(reads, probes),
+                    ProbeWrites(AskedWrites(era.pinned_writes(writes, config.protocol)), probes),
+                ),
                 mode=era.client_mode(config.protocol),
                 message_handler=MessageHandler(gen, config, self._stray, self.relay),
                 logging_callback=ServerLog(config, self.relay, lambda: self._healing.log_level or config.log_level),
@@ -661,7 +665,8 @@ class McpConnection:
                     arguments=arguments,
                     input_responses=responses,
                     request_state=state,
-                    _meta=era.log_meta(meta_of(made), self._healing.log_level, session),  # key, ms left, log level
+                    # key, ms left, log level; a gateway's host's capabilities (moved into place by AskedWrites)
+                    _meta=asked_meta(era.log_meta(meta_of(made), self._healing.log_level, session)),
                 )
                 request = mcp_types.CallToolRequest(params=params)
                 if legacy_task:
