@@ -27,6 +27,7 @@ from tests.serve.test_serve import TOKEN, TOKEN_VAR, http_server, read, serve_co
 
 from kavalai import FunctionKernel
 from kavalai.serve._rounds import InputRounds
+from mcp import Client
 
 __all__ = ["config", "era", "host", "kernel"]  # fixtures
 
@@ -348,3 +349,27 @@ async def test_a_host_lacking_several_capabilities_a_backend_round_needs_is_told
     assert raised.value.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
     assert raised.value.error.data == {"requiredCapabilities": {"elicitation": {}, "sampling": {}}}
     assert "capabilities 'elicitation' and 'sampling', which the host did not declare" in raised.value.error.message
+
+
+async def test_a_backend_is_told_the_hosts_capabilities_and_asks_only_what_the_host_can_answer(host: Host) -> None:
+    """A 2026-07-28 host that declared sampling but not elicitation: the backend is told the host's capabilities
+    (not the gateway's), so its round asks for sampling alone, which the host answers; a backend that asks for
+    elicitation anyway does not reach the host, and the host's request fails with -32021 naming it."""
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(_backend("tests.servers.mcp_conformance_rounds", "rounds", protocol="2026-07-28"))
+    try:
+        served = await _served(kernel, names="own")
+        async with Client(served, mode="auto", sampling_callback=host.sample) as client:
+            answered = await client.call_tool("test_input_required_result_capabilities", {})
+            with pytest.raises(MCPError) as raised:
+                await client.call_tool("test_streaming_elicitation", {})
+        async with Client(served, mode="auto") as client:  # declares nothing that can be asked
+            unasked = await client.call_tool("test_input_required_result_capabilities", {})
+    finally:
+        await kernel.close()
+    assert _text(answered) == "answered: greeting"
+    assert len(host.sampled) == 1
+    assert host.elicited == []
+    assert raised.value.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert raised.value.error.data == {"requiredCapabilities": {"elicitation": {}}}
+    assert _text(unasked) == "answered: "

@@ -15,6 +15,7 @@ from kavalai.adapters.mcp._answering import (
     asking_together,
     current_answerer,
 )
+from kavalai.adapters.mcp._asked import asking_of
 from kavalai.adapters.mcp._catalog import (
     ChangeCallback,
     ElicitationHandler,
@@ -96,6 +97,7 @@ __all__ = [
     "SamplingHandler",
     "WireResults",
     "answering",
+    "asking_of",
     "asking_together",
     "calls_logging_at",
     "current_answerer",

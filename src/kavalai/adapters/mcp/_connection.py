@@ -37,6 +37,7 @@ from kavalai.adapters.mcp import _client_side as client_side
 from kavalai.adapters.mcp import _era as era
 from kavalai.adapters.mcp import _features as features
 from kavalai.adapters.mcp._answering import CALLER, current_answerer
+from kavalai.adapters.mcp._asked import asked_meta
 from kavalai.adapters.mcp._catalog import ElicitationHandler
 from kavalai.adapters.mcp._config import McpServer, McpTransport
 from kavalai.adapters.mcp._convert import (
@@ -723,7 +724,8 @@ class McpConnection:
             arguments=arguments,
             input_responses=responses,
             request_state=state,
-            _meta=era.log_meta(meta_of(made), self._healing.log_level, session),  # key, ms left, log level
+            # key, ms left, log level; a gateway's host's capabilities (moved into place by SessionStreams)
+            _meta=asked_meta(era.log_meta(meta_of(made), self._healing.log_level, session)),
         )
         return mcp_types.CallToolRequest(params=params)
 
