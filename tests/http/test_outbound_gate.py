@@ -47,6 +47,7 @@ EXPORTERS = {
     ("_tracing_setup.py", "exporter_class(out=sys.stderr)"),  # console: no network
     ("_tracing_setup.py", "exporter_class()"),  # OTLP/gRPC (endpoint judged) or one the user installed
     ("_tracing_setup.py", "_exporter(name, env)"),  # the one helper making the three above
+    ("_tracing_setup.py", "MaskingExporter(exporter)"),  # each of them, wrapped: spans masked as they leave
 }
 
 
