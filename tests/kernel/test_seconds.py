@@ -236,6 +236,7 @@ _FORWARDED = {
     "durable/_dbos_journal.py:DbosJournal.wait_for_answer(timeout)": "DurableRun.wait_for_answer",
     "durable/_answer_log.py:SqlAnswerLog.__init__(outage)": "DbosRunner's journal_outage",
     "durable/_dbos_database.py:make_engine(busy_timeout)": "DbosRunner's busy_timeout",
+    "durable/_dbos_database.py:with_lock_timeout(seconds)": "make_engine's busy_timeout (DbosRunner's)",
     "durable/_dbos_local.py:LocalRuns.until_settled(outage)": "DbosRunner's journal_outage",
     "durable/_journal_io.py:journal_io(outage)": "DbosRunner's journal_outage",
     "durable/_step_log.py:StepLogJournal.__init__(outage)": "DbosRunner's journal_outage",
