@@ -52,3 +52,15 @@ async def test_case_40_a_short_run_timeout_cuts_a_slow_model() -> None:
     with anyio.fail_after(20), pytest.raises(DeadlineExceededError):
         await agent.run("hi", timeout=0.05)
     assert answered == []  # cut, not awaited to its end
+
+
+async def test_case_48_a_numpy_run_timeout() -> None:
+    numpy = pytest.importorskip("numpy")
+
+    async def slow(request: ScriptedRequest) -> str:
+        await asyncio.sleep(0.2)
+        return "late"
+
+    agent = Agent(ScriptedLLM(slow), kernel=FunctionKernel())
+    with anyio.fail_after(20), pytest.raises(DeadlineExceededError):
+        await agent.run("hi", timeout=numpy.float64(0.05))

@@ -16,7 +16,9 @@ or was never started. A tool closes its own kernel from its worker thread (its o
 are cut); a deadline block is entered twice (the second entry is refused, the first cuts the call inside it); a call
 pauses its own deadline in two tasks at once, or from its worker thread, longer than its timeout, and is not cut
 (issue 36, sixth session). No sync tool starts after its call has ended (a call cut while queued for a thread;
-seventh session). At the end nothing the kernel started may be left: no call in flight, no thread of a cut
+seventh session). A call that takes 3 ms under a 1 ms deadline (a timeout, a block, a float subclass whose
+hooks lie) is cut every time, never before its deadline (eighth session: 4 ms timer slots let it finish). At the end
+nothing the kernel started may be left: no call in flight, no thread of a cut
 call, no server process, and both loops stop.
 
 Used by ``tests/kernel/test_ownership_state.py`` with a few examples, and by ``bench/ownership_fuzz.py`` with many.

@@ -42,10 +42,12 @@ async def test_a_call_kept_waiting_for_a_thread_logs_the_uris_holding_the_turns(
     # cut calls of one tool did not say which tool to look at.
     monkeypatch.setattr(_threads, "WAIT_WARNING", 0.05)
     release = threading.Event()
+    running: list[str] = []
 
     @pythontool
     def hang() -> str:
         """Hang until the test lets go."""
+        running.append("running")
         release.wait(timeout=30)
         return "late"
 
@@ -65,6 +67,8 @@ async def test_a_call_kept_waiting_for_a_thread_logs_the_uris_holding_the_turns(
         for task in cut:
             with pytest.raises(ToolTimeoutError):
                 await task
+        # each in its thread: a call cut while still queued for one never starts, and gives its turn back
+        await _until(lambda: len(running) == _threads.MAX_THREADS)
         assert len(kernel.threads_in_flight()) == _threads.MAX_THREADS
         with caplog.at_level(logging.WARNING, logger="kavalai.threads"):
             waiting = asyncio.create_task(kernel.call_tool("python://quick"))
@@ -532,3 +536,148 @@ async def test_case_36_a_background_call_right_after_close_runs() -> None:
     await kernel.close()
     assert (await kernel.start_tool("python://quick").result()).result == "quick"  # type: ignore[attr-defined]
     await kernel.close()
+
+
+# The third list (41-48), the kernel's cases (48 is the agent's: tests/agent/test_deadline_edges_eighth.py).
+
+
+async def test_case_41_close_scheduled_by_a_plain_signal_handler() -> None:
+    kernel = await _hanging_kernel()
+    calls = [asyncio.create_task(kernel.call_tool("python://wait")) for _ in range(10)]
+    await _until(lambda: len(kernel.calls_in_flight()) == 10)
+    closing: list[asyncio.Future[None]] = []
+    previous = signal.signal(signal.SIGUSR2, lambda *_: closing.append(asyncio.ensure_future(kernel.close())))
+    try:
+        os.kill(os.getpid(), signal.SIGUSR2)
+        await _until(lambda: bool(closing))
+        with anyio.fail_after(20):
+            await closing[0]
+    finally:
+        signal.signal(signal.SIGUSR2, previous)
+    errors = await asyncio.gather(*calls, return_exceptions=True)
+    assert all(isinstance(error, KernelClosedError) for error in errors), errors
+    assert kernel.calls_in_flight() == []
+
+
+async def test_case_42_a_block_exited_in_another_task_is_refused_as_misuse() -> None:
+    kernel = await _hanging_kernel()
+    block = deadline(1.0)
+
+    async def enter() -> None:
+        await block.__aenter__()
+
+    async def leave() -> BaseException | None:
+        try:
+            await block.__aexit__(None, None, None)
+        except (RuntimeError, ValueError) as exc:
+            return exc
+        return None
+
+    with anyio.fail_after(20):
+        await asyncio.create_task(enter())
+        refused = await asyncio.create_task(leave())
+    assert isinstance(refused, RuntimeError), repr(refused)  # not contextvars' "Token ... created in a different
+    assert "left in another task" in str(refused), str(refused)  # Context": a message naming the misuse
+    assert block.what in str(refused)
+    with pytest.raises(ToolTimeoutError, match=r"timed out after 1\.5 s"):  # its own timeout, not the block's 1 s
+        await kernel.call_tool("python://wait", timeout=1.5)
+    await kernel.close()
+
+
+async def test_case_43_a_progress_callback_that_closes_the_kernel() -> None:
+    kernel = FunctionKernel()
+
+    @pythontool
+    async def report() -> str:
+        """Report progress, then answer."""
+        call = current_call()
+        assert call is not None
+        await call.report_progress(1, 2, "half")
+        await asyncio.sleep(0)
+        return "reported"
+
+    async def close_on_progress(progress: float, total: float | None, message: str | None) -> None:
+        await kernel.close()
+
+    kernel.register_python_tool("report", report)
+    with anyio.fail_after(20):
+        try:
+            outcome = (await kernel.call_tool("python://report", progress=close_on_progress)).result  # type: ignore[attr-defined]
+        except KernelClosedError as exc:
+            assert exc.uri == "python://report"
+            outcome = "closed"
+    assert outcome in {"reported", "closed"}
+    assert kernel.calls_in_flight() == []
+    await kernel.close()
+
+
+async def test_case_44_a_first_lazy_call_with_a_nanosecond_timeout() -> None:
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(deadline_server())
+    try:
+        with anyio.fail_after(20), pytest.raises(ToolTimeoutError):
+            await kernel.call_tool("mcp://d.echo", {"text": "a"}, timeout=1e-9)
+        with anyio.fail_after(60):
+            assert (await kernel.call_tool("mcp://d.echo", {"text": "b"})).result == "b"  # type: ignore[attr-defined]
+        assert len(_server_children()) == 1, _server_children()
+    finally:
+        await kernel.close()
+
+
+async def test_case_45_a_background_call_closed_before_it_began() -> None:
+    kernel = await _hanging_kernel()
+    handle = kernel.start_tool("python://wait", timeout=5)
+    closing = asyncio.create_task(kernel.close())
+    with anyio.fail_after(20), pytest.raises(KernelClosedError):
+        await handle.result()
+    await closing
+    assert kernel.calls_in_flight() == []
+
+
+async def test_case_46_a_sync_tool_pausing_its_short_clock_from_its_thread() -> None:
+    began: list[tuple[float, float | None]] = []
+
+    @pythontool(timeout=0.05)
+    def ask(after: float) -> str:
+        """Wait 0.2 s for a person (the clock paused), then work for ``after`` seconds."""
+        call = current_call()
+        due = call.deadline if call is not None else None
+        with deadline_paused():
+            began.append((time.monotonic(), due))  # the pause is in force from here (set on the loop)
+            time.sleep(0.2)
+        time.sleep(after)
+        return "answered"
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("ask", ask)
+    with anyio.fail_after(20):
+        try:
+            answered = (await kernel.call_tool("python://ask", {"after": 0})).result  # type: ignore[attr-defined]
+        except ToolTimeoutError:
+            # under load the thread may take its call (or its pause reach the loop) only after the 50 ms: then it was
+            # cut before its pause was in force (a pause never stops a deadline already passed); never during it
+            await _until(lambda: bool(began))
+            paused_at, due = began[0]
+            assert due is not None
+            assert paused_at >= due, "cut while its clock was paused"
+        else:
+            assert answered == "answered"
+        with pytest.raises(ToolTimeoutError):
+            await kernel.call_tool("python://ask", {"after": 1})
+    await _until(lambda: kernel.threads_in_flight() == [])
+    await kernel.close()
+
+
+async def test_case_47_a_numpy_block_around_an_mcp_call_sends_what_is_left() -> None:
+    numpy = pytest.importorskip("numpy")
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(deadline_server())
+    try:
+        await kernel.connect()
+        with deadline(numpy.float64(0.5)):
+            await kernel.call_tool("mcp://d.echo", {"text": "a"})
+        seen = (await kernel.call_tool("mcp://d.seen")).result  # type: ignore[attr-defined]
+        assert seen[-1] is not None  # the echo call's (seen itself records nothing)
+        assert 0 <= seen[-1] <= 500, seen
+    finally:
+        await kernel.close()

@@ -330,7 +330,8 @@ class Deadline(_Scope):
     finished normally ends normally, one that raised something else ends with that, and a cancellation of the task
     by anyone else goes on as ``CancelledError``. Read :attr:`expired` to learn whether the deadline passed.
     A block is entered once (a second ``with`` on the same object raises ``RuntimeError``, as ``asyncio.timeout``
-    does): make a new one for each block. ``async with`` works too, the same block.
+    does): make a new one for each block. It is left in the task that entered it: leaving it in another raises
+    ``RuntimeError`` saying so (it then cuts nothing any more). ``async with`` works too, the same block.
     A block inside another call or block gets the nearer of its own limit and theirs. Agents
     (``Agent.run(timeout=)``), code mode (``CodeMode(max_seconds=)``), workflow runs and ``kavalai serve`` (an MCP
     client's ``io.kavalai/deadline``) are such blocks.
@@ -365,11 +366,18 @@ class Deadline(_Scope):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._done = True
-        if self._token is not None:
-            _current.reset(self._token)
-            self._token = None
         if self._timer is not None:
             self._timer.discard(self)
+        token, self._token = self._token, None
+        if self._task is not None and running_task() is not self._task:
+            # Left in another task than the one that entered it (an `async with` split across tasks): its context
+            # variable cannot be reset from here, nor its cut withdrawn; it cuts nothing any more (done, disarmed).
+            raise RuntimeError(
+                f"This deadline ({self.what}) was entered in one task and left in another task: enter and leave a "
+                "block in the same task (as asyncio.timeout assumes)"
+            )
+        if token is not None:
+            _current.reset(token)
         if self._cut is None:
             return
         # asyncio.timeout's rules: the block's own cut, seen as CancelledError, becomes its error; a block that
