@@ -20,7 +20,9 @@ calls one after another, all at once), the servers take turns, the order flippin
 of other processes on a shared machine hits them alike: every round, and with one session (sequential latency)
 every slice of 20 calls (``--slice``); node's client takes the turns within one process. Each session first makes
 20 calls unmeasured. Printed per server: p50 and p99 latency of a call (all slices pooled), calls per second (all
-calls over the time they took) and the server's CPU time per call (its process and children, user + system). Then
+calls over the time they took), the server's CPU time per call (its process and children, user + system) and the
+load generator's (this process, single-threaded, or node's: where it is above the server's, as with the SDK's
+client against ``kavalai serve``, calls/s measure the generator more than the server). Then
 ``kavalai serve --stateless`` with ``--workers 1`` and ``--workers 2`` at 32 sessions (aiohttp), beside FastMCP
 stateless, with the CPU the load generator (this process) took, and the most two workers can gain over one with
 that generator on this machine's cores (:func:`workers_ceiling`: on two cores a generator taking 0.4 of the
@@ -480,6 +482,7 @@ def _row(label: str, figures: Sequence[Figures]) -> str:
     for found in figures:
         cells += [f"{found.p50_ms:7.2f}", f"{found.p99_ms:7.2f}", f"{found.calls_per_second:8.0f}"]
         cells.append(f"{found.cpu_ms_per_call:6.2f}")
+        cells.append(f"{found.client_cpu_share / found.calls_per_second * 1000:6.2f}")
     first, peer = figures[0], figures[-1]
     cells += [f"{first.p50_ms / peer.p50_ms:5.2f}x", f"{first.calls_per_second / peer.calls_per_second:5.2f}x"]
     cells.append(f"{first.p99_ms / peer.p99_ms:5.2f}x")
@@ -512,8 +515,8 @@ async def main() -> None:
             f"~{args.calls} calls; CPU: {os.cpu_count()} cores; node: {node_binary or 'absent'}"
         )
         print(
-            "client S | kavalai p50 ms | p99 ms | calls/s | CPU ms/call | FastMCP p50 ms | p99 ms | calls/s | "
-            "CPU ms/call | p50 ratio | calls/s ratio | p99 ratio"
+            "client S | kavalai p50 ms | p99 ms | calls/s | CPU ms/call | generator CPU ms/call | FastMCP p50 ms | "
+            "p99 ms | calls/s | CPU ms/call | generator CPU ms/call | p50 ratio | calls/s ratio | p99 ratio"
         )
         async with kavalai_server(folder) as kavalai, fastmcp_server(folder) as peer:
             for client in clients if args.part != "workers" else ():
