@@ -173,14 +173,22 @@ async def test_elicitation_and_roots_are_put_to_the_host(kernel: FunctionKernel,
     assert roots.structured_content == {"result": ["file:///host/project"]}
 
 
-async def test_a_host_that_cannot_answer_gets_the_backend_a_proper_error(kernel: FunctionKernel, host: Host) -> None:
+async def test_a_host_that_cannot_answer_gets_the_backend_a_proper_error(
+    kernel: FunctionKernel, host: Host, era: str
+) -> None:
+    """A handshake-era backend asks and is refused by the gateway; a 2026-07-28 backend is told the host's
+    capabilities (none it can be asked) and refuses the call itself, naming what the host lacks."""
     async with host.client(await _served(kernel), answers=False) as client:
         sampled = await client.call_tool("mcp_features_consult", {"question": "?"})
         elicited = await client.call_tool("mcp_features_greet", {})
     assert sampled.is_error is True
-    assert "the host of kavalai serve does not offer sampling" in _text(sampled)
     assert elicited.is_error is True
-    assert "the host of kavalai serve does not offer elicitation" in _text(elicited)
+    if era == "legacy":
+        assert "the host of kavalai serve does not offer sampling" in _text(sampled)
+        assert "the host of kavalai serve does not offer elicitation" in _text(elicited)
+    else:
+        assert "error -32021: Client did not declare the sampling capability" in _text(sampled)
+        assert "error -32021: Client did not declare the form elicitation capability" in _text(elicited)
 
 
 async def test_a_request_the_host_leaves_unanswered_ends_with_the_call(kernel: FunctionKernel, host: Host) -> None:

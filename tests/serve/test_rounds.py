@@ -68,13 +68,23 @@ async def test_elicitation_and_roots_reach_the_host_through_its_driver(kernel: F
     assert len(host.sampled) == 1
 
 
-async def test_a_host_that_cannot_answer_is_told_what_it_must_declare(kernel: FunctionKernel, host: Host) -> None:
-    """A 2026-07-28 host that did not declare sampling, whose call's backend asks for it, gets
-    ``MissingRequiredClientCapabilityError`` (-32021) naming it (the backend is refused, its call ended)."""
+async def test_a_host_that_cannot_answer_is_told_what_it_must_declare(
+    kernel: FunctionKernel, host: Host, era: str
+) -> None:
+    """A 2026-07-28 host that did not declare sampling, whose call's handshake-era backend asks for it, gets
+    ``MissingRequiredClientCapabilityError`` (-32021) naming it (the backend is refused, its call ended); a
+    2026-07-28 backend is told the host's capabilities and refuses the call itself, naming sampling."""
     async with host.client(await _served(kernel), answers=False, mode="auto") as client:
-        with pytest.raises(MCPError) as raised:
-            await client.call_tool("mcp_features_consult", {"question": "?"})
+        if era == "legacy":
+            with pytest.raises(MCPError) as raised:
+                await client.call_tool("mcp_features_consult", {"question": "?"})
+        else:
+            refused = await client.call_tool("mcp_features_consult", {"question": "?"})
         assert _text(await client.call_tool("mcp_features_folders", {})) != ""  # roots it offers: still asked
+    if era != "legacy":
+        assert refused.is_error is True
+        assert "error -32021: Client did not declare the sampling capability" in _text(refused)
+        return
     assert raised.value.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
     assert raised.value.error.data == {"requiredCapabilities": {"sampling": {}}}
     assert "'sampling', which the host did not declare" in raised.value.error.message
