@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import mcp_types
-from mcp.shared.message import SessionMessage
+if TYPE_CHECKING:
+    from mcp.shared.message import SessionMessage
 
 __all__ = ["RELAYED", "AskedWrites", "asked_meta", "asking_of"]
 
@@ -57,20 +57,27 @@ class AskedWrites:
     with them in place of the SDK's for :data:`RELAYED` (the others kept), the carrying key removed."""
 
     def __init__(self, inner: Any) -> None:
+        # The SDK loads with a connection, not with ``kavalai.adapters.mcp`` (tests/test_exported_members.py).
+        import mcp_types
+        from mcp.shared.message import SessionMessage
+
         self._inner = inner
+        self._request = mcp_types.JSONRPCRequest
+        self._message = SessionMessage
+        self._declared = mcp_types.CLIENT_CAPABILITIES_META_KEY
 
     async def send(self, item: SessionMessage, /) -> None:
         """Send ``item``, its asked capabilities moved into place."""
         message = item.message
-        if type(message) is mcp_types.JSONRPCRequest and message.params and _KEY in message.params.get("_meta", {}):
+        if type(message) is self._request and message.params and _KEY in message.params.get("_meta", {}):
             meta = dict(message.params["_meta"])
             asked = meta.pop(_KEY)
-            declared = meta.get(mcp_types.CLIENT_CAPABILITIES_META_KEY)
+            declared = meta.get(self._declared)
             if isinstance(declared, dict):
                 kept = {key: value for key, value in declared.items() if key not in RELAYED}
-                meta[mcp_types.CLIENT_CAPABILITIES_META_KEY] = {**kept, **asked}
+                meta[self._declared] = {**kept, **asked}
             params = {**message.params, "_meta": meta}
-            item = SessionMessage(message.model_copy(update={"params": params}), item.metadata)
+            item = self._message(message.model_copy(update={"params": params}), item.metadata)
         await self._inner.send(item)
 
     async def aclose(self) -> None:
