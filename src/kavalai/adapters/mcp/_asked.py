@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import mcp_types
-from mcp.shared.message import SessionMessage
+if TYPE_CHECKING:
+    from mcp.shared.message import SessionMessage
 
 __all__ = ["RELAYED", "asked_meta", "asking_of", "moved_into_place"]
 
@@ -61,6 +61,10 @@ def moved_into_place(item: SessionMessage) -> SessionMessage:
     params = getattr(message, "params", None)
     if not params or _KEY not in (params.get("_meta") or {}):
         return item
+    # The SDK loads with a connection, not with ``kavalai.adapters.mcp`` (tests/test_exported_members.py).
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+
     meta = dict(params["_meta"])
     asked = meta.pop(_KEY)
     declared = meta.get(mcp_types.CLIENT_CAPABILITIES_META_KEY)
