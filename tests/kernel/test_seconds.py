@@ -255,8 +255,6 @@ _FORWARDED = {
     "workflow/_engine.py:WorkflowEngine.stream(timeout)": "WorkflowEngine._execution (checked_timeout)",
     "workflow/_executor.py:Execution.__init__(timeout)": "WorkflowEngine (checked_timeout)",
     "workflow/_meter.py:Meter.__init__(deadline)": "Execution's timeout, as a loop time (not a limit)",
-    # OpenTelemetry's SpanExporter interface: the SDK's batch processor passes its own bound to the exporter wrapped
-    "_span_masking.py:MaskingExporter.force_flush(timeout_millis)": "the wrapped exporter's force_flush",
     **{
         f"workflow/{module}:WorkflowBuilder.{kind}(timeout)": "the node's Seconds field"
         for module in ("_builder.py", "kaval/_bilingual.py")
