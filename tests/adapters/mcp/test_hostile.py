@@ -103,9 +103,9 @@ async def test_listing_10000_tools_does_not_stall_the_event_loop(monkeypatch: py
             parsed_on.append(threading.get_ident())
         return parse(info, line)
 
-    def describe_and_note(self: _connection.McpConnection, tool: object) -> object:
+    def describe_and_note(self: _connection.McpConnection, tool: object, *rest: bool) -> object:
         ticks_seen.append(ticks)
-        return describe(self, tool)  # type: ignore[arg-type]
+        return describe(self, tool, *rest)  # type: ignore[arg-type]
 
     monkeypatch.setattr(_stdio, "_parse", parse_and_note)
     monkeypatch.setattr(_connection.McpConnection, "_lazy_tool", describe_and_note)
