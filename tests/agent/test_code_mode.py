@@ -147,3 +147,17 @@ async def test_a_process_that_ran_snippets_lets_the_sandbox_threads_settle_once_
         assert (await box.run("1 + 1", {}))["result"] == 2
     assert registered == [(time.sleep, (code_mode._EXIT_SETTLE_SECONDS,))]
     assert code_mode._EXIT_SETTLE_SECONDS > 0
+
+
+async def test_output_past_max_output_chars_is_cut_and_said_the_snippet_runs_on() -> None:
+    """``max_output_chars`` is how much printed output is kept: a snippet printing 2 MB still returns its value, the
+    model reads the first characters and a line saying how many more were printed (it used to fail the snippet with
+    pydantic-monty's "memory limit exceeded")."""
+    code = "for i in range(2000):\n    print('y' * 999)\n'done'"
+    llm = ScriptedLLM([tool_call("run_python", {"code": code}), "ok"])
+    await Agent(llm, kernel=_kernel(), code_mode=CodeMode(max_output_chars=5_000)).run("print a lot")
+    result = _last_result(llm)
+    assert result["result"] == "done"
+    kept, _, note = result["output"].rpartition("\n")
+    assert kept == ("y" * 999 + "\n") * 5  # 5,000 characters kept
+    assert note == "[1995000 more characters printed, not kept: max_output_chars=5000]"

@@ -501,3 +501,33 @@ def test_a_hosts_share_is_told_by_its_principal_then_its_address() -> None:
     assert host_of(_request_from("10.0.0.1", _principal("alice"))) != host_of(
         _request_from("10.0.0.1", _principal("bob"))
     )
+
+
+def _tasks_host(address: str, user: Any = None) -> Any:
+    """A 2026-07-28 host's request that declared the tasks extension, from ``address`` (as ``user``, when given)."""
+    request = _request_from(address, user).request
+    session = SimpleNamespace(check_client_capability=lambda wanted: True)
+    return SimpleNamespace(request=request, protocol_version="2026-07-28", session=session, method="tasks/get")
+
+
+async def test_a_principals_task_is_reached_by_that_principal_alone() -> None:
+    """A task an authenticated principal started is not found by another principal (at any address), nor by an
+    unauthenticated host that learned its id; a task of an unauthenticated host is reached by its id."""
+    from kavalai.serve._tasks import TaskParams
+
+    tasks = HostTasks()
+    alice, bob = _tasks_host("10.0.0.3", _principal("alice")), _tasks_host("10.0.0.3", _principal("bob"))
+    alice_elsewhere, anonymous = _tasks_host("10.0.0.9", _principal("alice")), _tasks_host("10.0.0.3")
+    async with tasks.running():
+        owned = TaskParams(taskId=tasks.start("a", alice, _forever)["taskId"])
+        open_to_its_id = TaskParams(taskId=tasks.start("b", anonymous, _forever)["taskId"])
+        assert tasks.get(alice, owned)["status"] == "working"
+        assert tasks.get(alice_elsewhere, owned)["status"] == "working"  # the principal, not the address
+        for stranger in (bob, anonymous):
+            for method in (tasks.get, tasks.cancel):
+                with pytest.raises(MCPError, match="Unknown or expired taskId"):
+                    method(stranger, owned)
+        assert tasks.get(alice, owned)["status"] == "working"  # neither stranger's cancel reached it
+        assert tasks.get(bob, open_to_its_id)["status"] == "working"
+        tasks.cancel(alice, owned)
+        assert tasks.get(alice, owned)["status"] == "cancelled"

@@ -47,7 +47,8 @@ class CodeMode:
             refused), and after which the snippet is stopped with an error.
         max_memory: the most memory (bytes) one snippet may use.
         max_calls: the most tool calls one snippet may make.
-        max_output_chars: how much printed output is kept.
+        max_output_chars: how much printed output is kept: past it, what the snippet prints is counted, not kept, and
+            the output ends with a line saying how much was cut (the snippet runs on).
     """
 
     max_seconds: float = 30.0
@@ -84,7 +85,7 @@ class CodeMode:
         Raises:
             CodeModeError: the snippet failed (its error, as the sandbox reports it) or made too many calls.
         """
-        from pydantic_monty import AsyncMonty, CollectString, MontyError, ResourceLimits
+        from pydantic_monty import AsyncMonty, MontyError, ResourceLimits
 
         _settle_at_exit()
         calls = [0]
@@ -99,7 +100,7 @@ class CodeMode:
             return call
 
         limits = ResourceLimits(max_feed_duration_secs=self.max_seconds, max_memory=self.max_memory)
-        printed = CollectString(max_bytes=self.max_output_chars)
+        printed = _KeptOutput(self.max_output_chars)
         try:
             # The sandbox's own limit counts its CPU time; the deadline counts the wall clock, awaited tools and all.
             with deadline(self.max_seconds, what="code-mode snippet"):
@@ -117,6 +118,37 @@ class CodeMode:
             )
             raise CodeModeError(message, printed.output) from None
         return {"result": value, "output": printed.output, "tool_calls": calls[0]}
+
+
+class _KeptOutput:
+    """What a snippet prints (the sandbox's ``print_callback``), up to ``limit`` characters; past it the rest is only
+    counted, so the host's memory is bounded however much the snippet prints, and :attr:`output` says how much was
+    cut. (pydantic-monty's ``CollectString`` fails the snippet instead, with a "memory limit exceeded" message that
+    would send the model after the wrong problem.)"""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._parts: list[str] = []
+        self._kept = 0
+        self._cut = 0
+
+    def __call__(self, stream: str, text: str) -> None:
+        room = self._limit - self._kept
+        if room > 0:
+            part = text[:room]
+            self._parts.append(part)
+            self._kept += len(part)
+            self._cut += len(text) - len(part)
+        else:
+            self._cut += len(text)
+
+    @property
+    def output(self) -> str:
+        """What was kept, and a last line naming how many characters were cut, if any."""
+        kept = "".join(self._parts)
+        if not self._cut:
+            return kept
+        return f"{kept}\n[{self._cut} more characters printed, not kept: max_output_chars={self._limit}]"
 
 
 #: How long the interpreter's exit lets the sandbox's own threads leave Python (see :func:`_settle_at_exit`).

@@ -134,6 +134,13 @@ def host_of(ctx: ServerRequestContext[Any] | None) -> Hashable:
     return ("address", client[0]) if client else _LOCAL
 
 
+def _may_reach(owner: Hashable, asking: Hashable) -> bool:
+    """Whether a host told as ``asking`` (:func:`host_of`) may read, answer or cancel a task started by ``owner``: a
+    task an authenticated principal started is that principal's alone; any other (an address, the stdio host) is
+    reached by its id, which is random (an address is no identity: a host's may change, or be a proxy's)."""
+    return not (isinstance(owner, tuple) and owner[:1] == ("principal",)) or owner == asking
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -446,7 +453,9 @@ class HostTasks:
                 types.HEADER_MISMATCH, f"{MCP_NAME_HEADER} header does not match the request body's 'taskId' parameter"
             )
         task = self._tasks.get(params.task_id)
-        if task is not None and task.call.escalated:  # before, its id is a round's, not a task's
+        # before it escalated, its id is a round's, not a task's; another principal's task is not found (bound to the
+        # authorization context that started it, as the tasks extension asks of a server that authenticates)
+        if task is not None and task.call.escalated and _may_reach(task.host, host_of(ctx)):
             return task
         mark, dot, _ = params.task_id.partition(".")
         if dot and mark != self._mark and len(mark) == len(self._mark):

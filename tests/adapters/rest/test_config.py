@@ -141,6 +141,25 @@ def test_servers_register_once_unless_replaced(kernel: FunctionKernel) -> None:
     assert kernel._rest().server("s").url == "http://other"
 
 
+def test_a_replaced_servers_tools_follow_it_where_their_effect_goes_and_its_doubt_policy(
+    kernel: FunctionKernel,
+) -> None:
+    """A durable step judges a resume by the origin and doubt policy in its tool's metadata: a server replaced in
+    the same process must not leave its tools naming the old ones."""
+    kernel.register_rest_server(RestServer(name="s", url="http://old-shop:8000", on_doubt="fail"))
+    kernel.register_rest_tool("s", "charge", "POST", path="/charge")
+    kernel.register_rest_tool("s", "refund", "POST", path="/refund", timeout=7)
+    kernel.register_rest_server(
+        RestServer(name="s", url="http://new-shop:9000", timeout=3, tools_on_doubt={"charge": "ask"}), replace=True
+    )
+    charge = kernel.get_tool_definition("rest://s.charge")
+    refund = kernel.get_tool_definition("rest://s.refund")
+    assert charge.metadata["origin"] == refund.metadata["origin"] == "http://new-shop:9000"
+    assert charge.metadata["on_doubt"] == "ask"
+    assert "on_doubt" not in refund.metadata  # the new server gives it no policy: the old one's is gone
+    assert (charge.timeout, refund.timeout) == (3, 7)  # a tool's own timeout stays its own
+
+
 def test_register_rest_server_takes_a_rest_server(kernel: FunctionKernel) -> None:
     with pytest.raises(ToolRegistrationError, match="takes a RestServer, not dict"):
         kernel.register_rest_server({"name": "s", "url": "http://h"})  # type: ignore[arg-type]

@@ -130,8 +130,12 @@ class RestAdapter(ToolAdapter):
         prefix = f"rest://{server.name}."
         self._adhoc = {key: d for key, d in self._adhoc.items() if not key.startswith(prefix)}
         for definition in self.registry.tools_of("rest", server.name):
-            if not definition.metadata.get("own_timeout"):  # tools follow their server's timeout
-                self.registry.add_tool(dataclasses.replace(definition, timeout=server.timeout), replace=True)
+            # Tools follow their server: its timeout (unless a tool has its own), where their effect goes (a durable
+            # step's origin) and its doubt policy; a replaced server's would make a resume judge the wrong server.
+            metadata = {key: value for key, value in definition.metadata.items() if key != "on_doubt"}
+            metadata.update(origin=server.origin, **doubt_metadata(server, definition.uri.tool))
+            timeout = definition.timeout if definition.metadata.get("own_timeout") else server.timeout
+            self.registry.add_tool(dataclasses.replace(definition, timeout=timeout, metadata=metadata), replace=True)
 
     def server_names(self) -> list[str]:
         """The names of the registered servers, in registration order."""
