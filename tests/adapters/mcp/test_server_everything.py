@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
-import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ from typing import Any
 import anyio
 import pytest
 from tests.adapters.mcp.conftest import wait_until
+from tests.servers.npm import npm_installed
 
 from kavalai import FunctionKernel, McpServer
 from kavalai.adapters.mcp import McpChange, McpElicitation, McpImageContent, McpSamplingRequest
@@ -25,24 +24,8 @@ VERSION = "2026.8.31"
 @pytest.fixture(scope="session")
 def everything_js() -> Path:
     """The server's entry point, installed once into a folder of the system's temp dir (reused across runs)."""
-    folder = Path(tempfile.gettempdir()) / f"kavalai-test-server-everything-{VERSION}"
-    entry = folder / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
-    if not entry.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                "npm",
-                "install",
-                "--silent",
-                "--no-audit",
-                "--no-fund",
-                f"@modelcontextprotocol/server-everything@{VERSION}",
-            ],
-            cwd=folder,
-            check=True,
-            timeout=300,
-        )
-    return entry
+    folder = npm_installed(f"server-everything-{VERSION}", [f"@modelcontextprotocol/server-everything@{VERSION}"])
+    return folder / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 
 
 class Handlers:
