@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 import sqlalchemy as sa
 from dbos import DBOS
 
+from kavalai.durable._journal_io import first_line, passing_failure
 from kavalai.durable._schema import EXECUTORS, TAKEOVERS, ensure_schema
 from kavalai.secrets import get_logger
 
@@ -52,8 +53,8 @@ class Liveness:
         try:
             with self.engine.begin() as connection:
                 connection.execute(self.table.delete().where(self.table.c.executor_id == self.runner.executor_id))
-        except sa.exc.SQLAlchemyError:  # the database went away first: the heartbeat goes stale instead
-            logger.warning("Could not remove the heartbeat of %s", self.runner.executor_id, exc_info=True)
+        except sa.exc.SQLAlchemyError as exc:  # the database went away first: the heartbeat goes stale instead
+            _logged(exc, "could not remove the heartbeat of %s", self.runner.executor_id)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="kavalai-heartbeat", daemon=True)
@@ -75,8 +76,8 @@ class Liveness:
                     )
                 self.sweep()
                 self.mark_interrupted()
-            except Exception:  # a database hiccup: the next beat tries again
-                logger.warning("kavalai heartbeat failed", exc_info=True)
+            except Exception as exc:  # a database hiccup: the next beat tries again
+                _logged(exc, "kavalai heartbeat of %s failed", self.runner.executor_id)
 
     def mark_interrupted(self) -> None:
         """Write the marks of the runs interrupted here (their journal was away: written now it is back)."""
@@ -131,6 +132,17 @@ class Liveness:
         with self.engine.connect() as connection:
             row = connection.execute(query).first()
         return not _stale(row, time.time(), self.runner.stale_after)
+
+
+def _logged(exc: Exception, what: str, executor_id: str) -> None:
+    """Log a failed heartbeat write: a database away for now (read-only after a failover, locked, stopped, its disk
+    full) in one line, beat after beat while it lasts; anything else with its traceback (a bug)."""
+    if passing_failure(exc):
+        logger.warning(
+            what + " (the journal is away for now: %s: %s)", executor_id, type(exc).__name__, first_line(exc)
+        )
+    else:
+        logger.warning(what, executor_id, exc_info=True)
 
 
 def _stale(row: Any, now: float, stale_after: float) -> bool:

@@ -26,7 +26,7 @@ from kavalai.errors import RunInterruptedError
 from kavalai.kernel import current_deadline
 from kavalai.secrets import get_logger
 
-__all__ = ["DEFAULT_OUTAGE", "interrupted_error", "journal_io", "passing_failure"]
+__all__ = ["DEFAULT_OUTAGE", "first_line", "interrupted_error", "journal_io", "passing_failure"]
 
 T = TypeVar("T")
 
@@ -111,14 +111,14 @@ async def journal_io(
             left = give_up - time.monotonic()
             if left <= 0:
                 raise interrupted_error(
-                    run_id, what, f"after {attempts} attempts ({type(exc).__name__}: {_first_line(exc)})"
+                    run_id, what, f"after {attempts} attempts ({type(exc).__name__}: {first_line(exc)})"
                 ) from exc
             logger.warning(
                 "Run %s: could not %s (%s: %s); trying again in %.2f s",
                 run_id,
                 what,
                 type(exc).__name__,
-                _first_line(exc),
+                first_line(exc),
                 min(pause, left),
             )
             await asyncio.sleep(min(pause, left))
@@ -134,7 +134,8 @@ def interrupted_error(run_id: str, what: str, why: str) -> RunInterruptedError:
     )
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message (the driver's own, under SQLAlchemy's wrapping), at most 200 characters."""
     import sqlalchemy as sa
 
     shown = exc.orig if isinstance(exc, sa.exc.DBAPIError) and exc.orig is not None else exc
