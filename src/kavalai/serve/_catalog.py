@@ -216,15 +216,16 @@ class ServedCatalog:
         ref: types.PromptReference | types.ResourceTemplateReference,
         argument: types.CompletionArgument,
         context: dict[str, str] | None,
+        during: During = _nothing,
     ) -> types.CompleteResult:
         """Completions of an argument of a served prompt or resource template, asked of its server (as its server
-        sent them, with their ``_meta``)."""
+        sent them, with their ``_meta``), within ``during(server)`` (as for :meth:`get_prompt`)."""
         own: str
         if isinstance(ref, types.PromptReference):
             server, own = await self.route_prompt(ref.name)
         else:
             server, own = await self._route_template(ref.uri)
-        with keeping_wire_results() as received:
+        with during(server), keeping_wire_results() as received:
             found: McpCompletion = await _asked(
                 self.adapter.complete(server, own, argument.name, argument.value, context)
             )

@@ -62,12 +62,12 @@ from mcp.server.subscriptions import (
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 
-from kavalai.adapters.mcp import INPUT_ROUND, McpChange, McpLogMessage
+from kavalai.adapters.mcp import INPUT_ROUND, McpChange, McpLogMessage, asking_of
 from kavalai.secrets import get_logger
 from kavalai.serve._errors import for_host, protocol_error, refusal
 from kavalai.serve._rounds import RoundsCall, takes_rounds
 
-__all__ = ["HostSessions"]
+__all__ = ["HostSessions", "capabilities_of"]
 
 logger = get_logger("kavalai.serve")
 
@@ -185,7 +185,10 @@ class HostSessions:
         self, server: str | None, ctx: ServerRequestContext[Any], rounds: RoundsCall | None = None
     ) -> Iterator[None]:
         """Within the block, the host of ``ctx`` has a call in flight on the MCP server ``server`` (``rounds``: a
-        2026-07-28 host's call, whose questions become its input-required rounds, :mod:`kavalai.serve._rounds`)."""
+        2026-07-28 host's call, whose questions become its input-required rounds, :mod:`kavalai.serve._rounds`): a
+        tool call, a prompt rendered, a resource read, a completion. Every request a 2026-07-28 server is sent within
+        it tells the server what this host can be asked (sampling, elicitation, roots), not the gateway's client, so
+        the server asks only that: the one place each forwarded request learns it."""
         self.seen(ctx)
         if server is None:
             yield
@@ -194,7 +197,8 @@ class HostSessions:
         self._calls.append(call)
         token = _IN_CALL.set(call)
         try:
-            yield
+            with asking_of(capabilities_of(ctx)):
+                yield
         finally:
             _IN_CALL.reset(token)
             self._calls.remove(call)
@@ -466,6 +470,13 @@ def connection_of(ctx: ServerRequestContext[Any]) -> Connection:
     if isinstance(connection, Connection):
         return connection
     return ctx.session._connection  # the SDK's private attribute: see the docstring
+
+
+def capabilities_of(ctx: ServerRequestContext[Any]) -> dict[str, Any]:
+    """What the host of ``ctx`` declared it can be asked (its session's, or this request's in the 2026-07-28 era),
+    in wire form."""
+    declared = ctx.session.client_capabilities
+    return {} if declared is None else declared.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
 def _wants(host: _Host, level: str) -> bool:

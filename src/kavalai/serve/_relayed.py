@@ -169,8 +169,9 @@ def relayed_handlers(
 
     async def complete(ctx: ServerRequestContext[Any], params: types.CompleteRequestParams) -> types.CompleteResult:
         await connecting()
+        hosts.seen(ctx)
         context = params.context.arguments if params.context is not None else None
-        return await catalog.complete(params.ref, params.argument, context)
+        return await catalog.complete(params.ref, params.argument, context, during(ctx, None))
 
     return {
         "on_set_logging_level": set_level,

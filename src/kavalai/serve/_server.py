@@ -18,7 +18,6 @@ from pydantic import BaseModel
 
 import kavalai
 from kavalai.adapters.mcp import (
-    asking_of,
     asking_together,
     calls_logging_at,
     deadline_from_meta,
@@ -168,7 +167,6 @@ def build_mcp_server(
                 calls_logging_at(_log_level_of(params.meta)),
                 asking_together() if across is not None else contextlib.nullcontext(),
                 on_server_task(across.escalate) if escalating and across is not None else contextlib.nullcontext(),
-                asking_of(_capabilities_of(ctx)),
             ):
                 # The client's io.kavalai/deadline, when it sent one, bounds every call made for this request; a
                 # backend's sampling, elicitation and roots requests during the call go to this host (_hosts.py);
@@ -375,10 +373,3 @@ def tool_result(output: BaseModel) -> types.CallToolResult:
     data = output.model_dump(mode="json", by_alias=True, fallback=repr)
     text = json.dumps(data, ensure_ascii=False)
     return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data)
-
-
-def _capabilities_of(ctx: ServerRequestContext[Any]) -> dict[str, Any]:
-    """What the host of ``ctx`` declared it can be asked (its session's, or this request's in the 2026-07-28 era),
-    in wire form."""
-    declared = ctx.session.client_capabilities
-    return {} if declared is None else declared.model_dump(by_alias=True, mode="json", exclude_none=True)

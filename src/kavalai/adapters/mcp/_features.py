@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, TypeAlias, TypeVar, cast
 
 import mcp_types
 from mcp.client import Client
 
+from kavalai.adapters.mcp._asked import asked_meta
 from kavalai.adapters.mcp._catalog import (
     McpCompletion,
     McpPrompt,
@@ -80,8 +81,10 @@ async def list_resource_templates(send: Send[Any]) -> list[McpResourceTemplate]:
 
 async def read_resource(send: Send[Any], uri: str) -> list[McpResourceContent]:
     """The contents of the resource at ``uri`` (usually one; text kept as text, binary as base64)."""
-    # The SDK's client answers a 2026-07-28 server's requests for input on the way, and honours ttlMs.
-    result = await send(lambda client: client.read_resource(uri), f"resources/read of {uri!r}")
+    # The SDK's client answers a 2026-07-28 server's requests for input on the way, and honours ttlMs; a gateway's
+    # host's capabilities ride in _meta (moved into place by SessionStreams), which also bypasses the SDK's cache.
+    meta = cast("mcp_types.RequestParamsMeta | None", asked_meta(None))
+    result = await send(lambda client: client.read_resource(uri, meta=meta), f"resources/read of {uri!r}")
     keep("resources/read", result)
     return [_resource_content(item) for item in result.contents]
 
@@ -107,6 +110,8 @@ async def list_prompts(send: Send[Any]) -> list[McpPrompt]:
 async def get_prompt(send: Send[Any], name: str, arguments: Mapping[str, str] | None) -> McpPromptResult:
     """The prompt ``name`` rendered with ``arguments`` (MCP prompt arguments are strings)."""
     args = {key: str(value) for key, value in (arguments or {}).items()}
+    # a gateway's host's capabilities, when one is asking (moved into place by SessionStreams)
+    meta = cast("mcp_types.RequestParamsMeta | None", asked_meta(None))
 
     async def rendered(client: Client) -> mcp_types.GetPromptResult:
         # A 2026-07-28 server's requests for input are answered by the kernel's driver (as a tool call's): each
@@ -115,7 +120,7 @@ async def get_prompt(send: Send[Any], name: str, arguments: Mapping[str, str] | 
             responses: mcp_types.InputResponses | None, state: str | None
         ) -> mcp_types.GetPromptResult | mcp_types.InputRequiredResult:
             return await client.session.get_prompt(
-                name, args, input_responses=responses, request_state=state, allow_input_required=True
+                name, args, input_responses=responses, request_state=state, meta=meta, allow_input_required=True
             )
 
         return await drive_input_required(client.session, await retry(None, None), retry)
@@ -145,8 +150,15 @@ async def complete(
     else:
         uri = ref.uri_template if isinstance(ref, McpResourceTemplate) else ref
         reference = mcp_types.ResourceTemplateReference(uri=uri)
+    params = mcp_types.CompleteRequestParams(
+        ref=reference,
+        argument=mcp_types.CompletionArgument(name=argument, value=value),
+        context=mcp_types.CompletionContext(arguments=dict(context or {})),
+        _meta=asked_meta(None),  # a gateway's host's capabilities (the SDK's complete() takes no _meta)
+    )
+    request = mcp_types.CompleteRequest(params=params)
     result = await send(
-        lambda client: client.complete(reference, {"name": argument, "value": value}, dict(context or {})),
+        lambda client: client.session.send_request(request, mcp_types.CompleteResult),
         f"completion/complete of {argument!r}",
     )
     keep("completion/complete", result)

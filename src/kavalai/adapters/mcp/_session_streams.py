@@ -10,7 +10,8 @@ does there (each used to be a stream wrapper of its own, one frame each way):
   transport's message is passed on (``last_context``, as the SDK's dispatcher reads it);
 - writing: a ``server/discover`` probe's span is noted; the ``initialize`` request offers a pinned handshake-era
   version (:func:`~kavalai.adapters.mcp._era.pinned_initialize`); a ``tools/call`` a gateway makes for a host tells
-  a 2026-07-28 server that host's capabilities (:func:`~kavalai.adapters.mcp._asked.moved_into_place`);
+  a 2026-07-28 server that host's capabilities, and so does its ``prompts/get``, ``resources/read`` and
+  ``completion/complete`` (:func:`~kavalai.adapters.mcp._asked.moved_into_place`);
 - closing: the session's exit closes neither stream. The transport closes both when it shuts down itself; until
   then a message that comes late (the answer to a call that timed out, say) waits and is dropped with the
   transport, instead of hitting a closed stream, which the SDK's HTTP transports log as an error with a traceback
@@ -41,6 +42,9 @@ _REQUEST: Final = mcp_types.JSONRPCRequest
 _RESPONSE: Final = mcp_types.JSONRPCResponse
 _INITIALIZE: Final = "initialize"
 _CALL: Final = "tools/call"
+#: The requests a gateway forwards for a host besides ``tools/call``: each tells a 2026-07-28 server its host's
+#: capabilities (:func:`~kavalai.adapters.mcp._asked.moved_into_place`).
+_FORWARDED: Final = frozenset({"prompts/get", "resources/read", "completion/complete"})
 _ENDED: Final = (anyio.EndOfStream, anyio.ClosedResourceError)
 
 
@@ -128,8 +132,8 @@ class SessionStreams:
             method = message.method
             if method == PROBE:
                 self._probes.sent(message)
-            elif method == _CALL:
-                item = moved_into_place(item)  # a gateway's host's capabilities, when the call carries them
+            elif method == _CALL or method in _FORWARDED:
+                item = moved_into_place(item)  # a gateway's host's capabilities, when the request carries them
             elif method == _INITIALIZE and self._pinned is not None:
                 item = pinned_initialize(item, self._pinned)
         await self._writes.send(item)
