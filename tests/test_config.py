@@ -143,3 +143,24 @@ def test_a_module_next_to_the_file_is_loaded_once(folder: Path) -> None:
     assert second == [1]  # the module body ran once
     with pytest.raises(ConfigurationError, match="module 'kt_once_helpers' has no attribute 'g'"):
         import_dotted("kt_once_helpers.g", folder)
+
+
+@pytest.mark.parametrize(
+    "section",
+    [
+        {"mcp_servers": [{"name": "${KV_NAME_TOKEN}", "command": "echo"}]},
+        {"rest_servers": [{"name": "api${KV_NAME_TOKEN}", "url": "http://127.0.0.1:1/"}]},
+    ],
+)
+def test_a_server_named_by_a_secret_variable_is_refused(section: dict[str, object]) -> None:
+    """Hostile round 9 (``${VAR}`` in every field kind): a server's name read from a secret variable was registered
+    as a secret, yet shown whole wherever a name is not masked: the tools' URIs and names a model and a gateway's
+    host read (``rest://apinot-a-number-secret-42.a``). Refused by the settings' one ``ServerName``."""
+    from kavalai.secrets import MASK
+
+    secret = "name-secret-r9-3f1a"
+    with pytest.raises(ConfigurationError) as caught:
+        build_kernel(KernelConfig.from_dict(section), env={"KV_NAME_TOKEN": secret})
+    assert "holds the value of a secret variable" in str(caught.value)
+    assert secret not in str(caught.value)
+    assert MASK in str(caught.value)

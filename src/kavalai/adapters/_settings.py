@@ -10,18 +10,38 @@ error raised is a ``ValidationError`` holding one error of type ``kavalai_config
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationError
+from pydantic import AfterValidator, Field, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from kavalai.errors import ConfigurationError
+from kavalai.kernel import SERVER_NAME_PATTERN
 from kavalai.secrets import holds_secret, redact, redact_data
 
-__all__ = ["CONFIGURATION_ERROR_TYPE", "masked_repr_args", "settings_error"]
+__all__ = ["CONFIGURATION_ERROR_TYPE", "ServerName", "masked_repr_args", "settings_error"]
 
 #: The pydantic error type of a server setting's one error.
 CONFIGURATION_ERROR_TYPE = "kavalai_configuration"
+
+
+def _public_name(name: str) -> str:
+    """``name``, unless it holds a registered secret: a server's name is not masked where it is shown (its tools'
+    URIs and names, which a model and a gateway's host read), so a secret variable's value cannot be one."""
+    if holds_secret(name):
+        raise ValueError(
+            "it holds the value of a secret variable, and a server's name is shown as it is (its tools' names, "
+            "which models and hosts read): name the server yourself"
+        )
+    return name
+
+
+#: A server's name (``McpServer.name``, ``RestServer.name``): the URI pattern's, and never a secret's value.
+ServerName = Annotated[
+    str,
+    Field(pattern=f"^{SERVER_NAME_PATTERN}$", description="The server name used in tool URIs."),
+    AfterValidator(_public_name),
+]
 
 
 def masked_repr_args(items: Iterable[tuple[str | None, Any]]) -> Iterator[tuple[str | None, Any]]:

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from typing import Any, TextIO
 
-from kavalai.cli._boundary import json_text
+from kavalai.cli._boundary import json_argument, json_text
 from kavalai.cli._engines import add_engine_options, engine_of, lookup_failed, temporal_runner
 from kavalai.errors import DurableRunError
 
@@ -109,6 +108,6 @@ _INVALID = object()
 
 def _json(text: str) -> Any:
     try:
-        return json.loads(text)
+        return json_argument(text, what="the answer")
     except ValueError:
         return _INVALID

@@ -47,7 +47,9 @@ __all__ = [
     "EXIT_USAGE",
     "UsageError",
     "check_options",
+    "count_option",
     "guarded",
+    "json_argument",
     "json_text",
     "terminal_text",
 ]
@@ -86,6 +88,38 @@ def seconds_option(text: str) -> float:
         return required_seconds(value, what="it")
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of seconds") from None
+
+
+#: The most a count option takes (``--limit``): SQLite's and Postgres's largest integer, which a journal's query is
+#: bound to; a larger number reached the driver and failed there (``OverflowError``).
+MAX_COUNT: Final = 2**63 - 1
+
+
+def count_option(what: str) -> Callable[[str], int]:
+    """An option given as a whole number of ``what`` (``--limit``): at least 1; a number past :data:`MAX_COUNT` is
+    read as :data:`MAX_COUNT` (all there are), never handed on to a database that cannot hold it."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number of {what}: give 1 or more")
+        return min(value, MAX_COUNT)
+
+    return parse
+
+
+def json_argument(text: str, *, what: str) -> Any:
+    """``text``, a JSON value given on the command line (``--input``, ``--result``, a tool's arguments, an answer),
+    read; every command reads JSON arguments here. A text that is not JSON raises :class:`json.JSONDecodeError`
+    (a ``ValueError``: the caller words it); one nested too deeply for the parser (``[[[[...]]]]``, which raised
+    ``RecursionError`` out of the command) is a :class:`UsageError` naming ``what``."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise UsageError(f"{what} is nested too deeply to read as JSON: give a flatter value") from None
 
 
 def check_options(args: argparse.Namespace) -> None:

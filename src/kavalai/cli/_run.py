@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from kavalai.cli._boundary import json_text, seconds_option
+from kavalai.cli._boundary import json_argument, json_text, seconds_option
 from kavalai.cli._engines import add_engine_options, engine_of, temporal_runner, where
 
 __all__ = ["add_run_parser", "run_command"]
@@ -163,7 +163,7 @@ def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
 def _read_input(args: argparse.Namespace) -> Any:
     if args.input is not None:
         try:
-            return json.loads(args.input)
+            return json_argument(args.input, what="--input")
         except json.JSONDecodeError as exc:
             raise ValueError(f"--input is not valid JSON: {exc.msg} at position {exc.pos}") from None
     if args.input_file is not None:

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from kavalai.cli._boundary import json_text
+from kavalai.cli._boundary import count_option, json_argument, json_text
 from kavalai.cli._engines import add_engine_options, engine_of, lookup_failed, temporal_runner
 from kavalai.errors import DurableRunError
 
@@ -49,7 +49,9 @@ def add_runs_parser(subparsers: Any) -> None:
         if name == "resolve":
             _add_resolve_arguments(action)
         else:
-            action.add_argument("--limit", type=_positive, default=20, metavar="N", help="how many (default 20)")
+            action.add_argument(
+                "--limit", type=count_option("runs"), default=20, metavar="N", help="how many (default 20)"
+            )
             action.add_argument("--json", action="store_true", help="print the runs as JSON")
         action.add_argument("--db", metavar="URL", help="the DBOS journal (sqlite:///... or postgresql://...)")
         action.add_argument(
@@ -141,17 +143,6 @@ def _add_resolve_arguments(action: argparse.ArgumentParser) -> None:
     )
 
 
-def _positive(text: str) -> int:
-    """``--limit``: a whole number of runs, at least 1 (the journal's query would take 0 or -1 as no limit)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of runs: give 1 or more")
-    return value
-
-
 def _resolution(args: argparse.Namespace) -> dict[str, Any]:
     """``resolve``'s keyword arguments from the command line: ``done`` and, with ``--done``, ``result``."""
     if args.retry:
@@ -159,7 +150,7 @@ def _resolution(args: argparse.Namespace) -> dict[str, Any]:
             raise ValueError("--result goes with --done (the step happened, with that result), not --retry")
         return {"done": False}
     try:
-        return {"done": True, "result": None if args.result is None else json.loads(args.result)}
+        return {"done": True, "result": None if args.result is None else json_argument(args.result, what="--result")}
     except json.JSONDecodeError as exc:
         raise ValueError(f"--result is not JSON: {exc}") from None
 

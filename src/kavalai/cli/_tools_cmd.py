@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import re
 import shlex
@@ -21,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from kavalai.cli._boundary import json_text, seconds_option, terminal_text
+from kavalai.cli._boundary import json_argument, json_text, seconds_option, terminal_text
 from kavalai.cli._run import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _interruptible
 
 __all__ = ["add_tools_parser", "command_name", "first_sentence", "tools_command", "typed_arguments"]
@@ -132,7 +131,7 @@ def _arguments(items: list[str]) -> dict[str, Any] | list[tuple[str, str]]:
     schema is known (:func:`typed_arguments`)."""
     if len(items) == 1 and items[0].lstrip().startswith("{"):
         try:
-            value = json.loads(items[0])
+            value = json_argument(items[0], what="the arguments")
         except ValueError as exc:
             raise ValueError(f"the arguments are not valid JSON: {exc}") from None
         if not isinstance(value, dict):
@@ -159,7 +158,7 @@ def typed_arguments(pairs: list[tuple[str, str]], schema: dict[str, Any]) -> dic
             arguments[key] = text
             continue
         try:
-            arguments[key] = json.loads(text)
+            arguments[key] = json_argument(text, what=f"the argument {key!r}")
         except ValueError:
             arguments[key] = text
     return arguments

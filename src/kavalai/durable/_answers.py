@@ -11,6 +11,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from kavalai.durable._json import journal_json
+
 __all__ = ["approval_answer", "checked_answer", "elicitation_answer"]
 
 
@@ -29,7 +31,7 @@ def checked_answer(question: Mapping[str, Any], value: Any) -> Any:
 
         value = doubt_answer(value)
     try:  # of every kind: what the journal keeps is JSON (no NaN, no sets), as every reader of it takes it
-        return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
+        return json.loads(journal_json(value, allow_nan=False))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"An answer must be JSON data: {exc}") from None
 

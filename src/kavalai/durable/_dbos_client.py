@@ -23,6 +23,7 @@ from kavalai.durable._dbos_database import (
 from kavalai.durable._dbos_journal import PENDING as _PENDING
 from kavalai.durable._dbos_journal import dbos_steps_in_doubt, topic
 from kavalai.durable._doubt import doubt_key, doubt_resolution
+from kavalai.durable._json import utf8_safe
 from kavalai.durable._runner import (
     RunInfo,
     RunState,
@@ -77,7 +78,7 @@ class DbosClient:
             "workflow_id": checked_run_id(run_id),
             "app_version": self.application_version,
         }
-        return self._client.enqueue(options, target, payload, self.step_log).get_workflow_id()
+        return self._client.enqueue(options, target, utf8_safe(payload), self.step_log).get_workflow_id()
 
     def result(self, run_id: str, *, polling: float = 0.1) -> Any:
         """Wait for the run ``run_id`` and return its JSON outcome.

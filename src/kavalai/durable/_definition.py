@@ -14,10 +14,10 @@ began with. :func:`definition_version` is the opt-in way to keep such workers: t
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kavalai.durable._json import journal_json
 from kavalai.errors import DefinitionChangedError
 
 __all__ = [
@@ -41,7 +41,7 @@ Definition = dict[str, Any]
 
 def fingerprint(value: Any) -> str:
     """A short content hash of JSON-ready ``value`` (canonical JSON)."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    text = journal_json(value, sort_keys=True, compact=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol
 
+from kavalai.durable._json import journal_json
 from kavalai.durable._store import ResultStore
 from kavalai.errors import FunctionKernelException, RunCancelledError
 from kavalai.kernel import limit_seconds, required_seconds
@@ -325,7 +326,7 @@ def step_key(run_id: str, identity: str, payload: Any) -> str:
     """An idempotency key: the run id, the step's identity (spaces as ``-``) and a hash of its arguments (canonical
     JSON), so the same logical call has the same key in every attempt of the run, whatever steps were added or
     removed before it, and a different call a different one."""
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    text = journal_json(payload, sort_keys=True, compact=True, default=str)
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     return f"{run_id}.{identity.replace(' ', '-')}.{digest}"
 
@@ -376,5 +377,5 @@ def bind_run(run: DurableRun) -> Iterator[DurableRun]:
 
 def jsonable_mapping(value: Mapping[str, Any]) -> dict[str, Any]:
     """A mapping's JSON round trip: what the journal would hand back (tuples become lists, keys strings)."""
-    loaded: dict[str, Any] = json.loads(json.dumps(value, ensure_ascii=False))
+    loaded: dict[str, Any] = json.loads(journal_json(value))
     return loaded

@@ -8,13 +8,13 @@ finds the same target there, adds the journaling middleware to their kernels, an
 
 from __future__ import annotations
 
-import json
 import uuid
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol, runtime_checkable
 
+from kavalai.durable._json import journal_json
 from kavalai.durable._steps import durable_steps, is_durable_middleware
 from kavalai.errors import AlreadyAnsweredError
 
@@ -158,7 +158,7 @@ def not_pending(run_id: str, key: str, pending: dict[str, Any]) -> LookupError:
 
 def lost_answer(run_id: str, key: str, winner: Any) -> AlreadyAnsweredError:
     """The error for an answer that lost to ``winner``, the answer recorded first."""
-    shown = json.dumps(winner, ensure_ascii=False)
+    shown = journal_json(winner)
     shown = shown if len(shown) <= 200 else shown[:197] + "..."
     return AlreadyAnsweredError(
         f"Run {run_id}: {key!r} was answered already, with {shown}; this answer was not taken.",

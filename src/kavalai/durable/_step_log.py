@@ -35,6 +35,7 @@ from kavalai.durable._doubt import (
     sent_mark,
 )
 from kavalai.durable._journal_io import DEFAULT_OUTAGE, interrupted_error, journal_io
+from kavalai.durable._json import journal_json
 from kavalai.durable._run import JsonValue, cancelled_error, replayed
 from kavalai.durable._schema import STEPS, ensure_schema
 from kavalai.errors import DefinitionChangedError, DurableRunError
@@ -118,7 +119,7 @@ class SqlStepLog:
         """Record a step (blocking) and return what is recorded at its position (this step, or the one another
         attempt of the run, a process taken over while it still ran, recorded there first), and whether the run is
         cancelled now."""
-        text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+        text = journal_json(result, compact=True)
         try:
             with self._writing() as connection:
                 connection.execute(self._insert, {"run_id": run_id, "position": position, "name": name, "result": text})
@@ -134,7 +135,7 @@ class SqlStepLog:
     def mark_sent(self, run_id: str, position: int, name: str, mark: JsonValue) -> None:
         """Record (blocking) that step ``position`` is about to be sent (:mod:`._doubt`): a row at ``-position``,
         kept if one is there already."""
-        text = json.dumps(mark, ensure_ascii=False, separators=(",", ":"))
+        text = journal_json(mark, compact=True)
         try:
             with self._writing() as connection:
                 connection.execute(
@@ -146,7 +147,7 @@ class SqlStepLog:
     def mark_interrupted(self, run_id: str, why: str) -> None:
         """Record (blocking) that ``run_id`` was interrupted (its journal away past its patience): a row at position
         0, which ``kavalai runs`` shows as the state ``interrupted`` and the run's next attempt removes."""
-        text = json.dumps({"state": "interrupted", "why": why}, ensure_ascii=False)
+        text = journal_json({"state": "interrupted", "why": why})
         try:
             with self.engine.begin() as connection:
                 connection.execute(
@@ -159,7 +160,7 @@ class SqlStepLog:
         """Record (blocking) that the execution of the cancelled run ``run_id`` has ended, its step cut by the cancel
         recorded: a row at position 0 (in place of an interruption's), which :meth:`ended` finds from any process."""
         t = self.table
-        text = json.dumps({"state": "ended", "why": "cancelled"})
+        text = journal_json({"state": "ended", "why": "cancelled"})
         with self.engine.begin() as connection:
             connection.execute(t.delete().where(t.c.run_id == run_id, t.c.position == 0))
             connection.execute(self._insert, {"run_id": run_id, "position": 0, "name": "ended", "result": text})

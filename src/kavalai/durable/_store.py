@@ -17,6 +17,8 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Final
 
+from kavalai.durable._json import journal_json
+
 __all__ = ["FileResultStore", "ResultStore", "SqlResultStore"]
 
 REF_KEY: Final = "$kavalai_result_ref"
@@ -80,7 +82,7 @@ def is_reference(recorded: Any) -> bool:
 
 
 def _encoded(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    return journal_json(value, compact=True).encode()
 
 
 def _ref(data: bytes) -> str:

@@ -68,6 +68,7 @@ from kavalai.durable._definition import (
 )
 from kavalai.durable._doubt import OnDoubt
 from kavalai.durable._journal_io import DEFAULT_OUTAGE
+from kavalai.durable._json import utf8_safe
 from kavalai.durable._run import DurableRun, bind_run, cancelled_error
 from kavalai.durable._runner import (
     DurableRunner,
@@ -319,7 +320,9 @@ class DbosRunner(DurableRunner):
         if self._parked.release(run_id):  # stopped here, resumable: handed back to the queue
             await DBOS.resume_workflow_async(run_id)
         with SetWorkflowID(run_id):
-            handle = await queue.enqueue_async(_kavalai_run, name, payload, self.step_log, definition_of(target))
+            handle = await queue.enqueue_async(
+                _kavalai_run, name, utf8_safe(payload), self.step_log, definition_of(target)
+            )
         return handle.get_workflow_id()
 
     async def result(self, run_id: str) -> Any:
@@ -489,7 +492,7 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
     if stopped is not None:  # cancelled: DBOS's own way to end the execution, and the run stays CANCELLED
         await _mark_ended(runner, run_id)
         raise dbos_errors.DBOSWorkflowCancelledError(str(stopped))
-    return outcome
+    return utf8_safe(outcome)  # DBOS writes it as it is: a lone surrogate failed the write, out of engine.run()
 
 
 async def _mark_ended(runner: DbosRunner, run_id: str) -> None:

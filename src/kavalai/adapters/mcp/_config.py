@@ -13,11 +13,11 @@ from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
 from kavalai.adapters._doubt import OnDoubt, on_doubt_field, tools_on_doubt_field
 from kavalai.adapters._origin import command_origin, url_origin
-from kavalai.adapters._settings import masked_repr_args, settings_error
+from kavalai.adapters._settings import ServerName, masked_repr_args, settings_error
 from kavalai.adapters.mcp._catalog import McpLogLevel
 from kavalai.auth import OAuth
 from kavalai.errors import ConfigurationError
-from kavalai.kernel import SERVER_NAME_PATTERN, Seconds
+from kavalai.kernel import Seconds
 from kavalai.secrets import register_environment_values, register_variable
 
 __all__ = ["McpServer", "McpTransport"]
@@ -48,7 +48,7 @@ class McpServer(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
 
-    name: str = Field(pattern=f"^{SERVER_NAME_PATTERN}$", description="The server name used in tool URIs.")
+    name: ServerName
     command: str | None = Field(default=None, description="The executable that starts a stdio server.")
     args: list[str] = Field(default_factory=list, description="Arguments passed to `command`.")
     env: dict[str, str] = Field(

@@ -26,6 +26,7 @@ __all__ = ["MessageHandler", "ServerLog"]
 logger = get_logger("kavalai.mcp")
 
 _MAX_LOG_CHARS: Final = 10_000  # a server's log line is cut here: a log record is not a place for megabytes
+_MAX_LOGGER_CHARS: Final = 200  # and the name of its logger here (a name, not a second place for the text)
 
 _ORDER: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
@@ -63,7 +64,7 @@ class ServerLog:
             return
         level = self._LEVELS.get(str(params.level), logging.INFO)
         if self._logger.isEnabledFor(level):
-            source = f"[{params.logger}] " if params.logger else ""
+            source = f"[{_logger_name(self._config, params)}] " if params.logger else ""
             data = params.data if isinstance(params.data, str) else json.dumps(params.data, default=str)
             self._logger.log(level, "%s%s", source, scrub(self._config, data)[:_MAX_LOG_CHARS])
 
@@ -75,8 +76,18 @@ class ServerLog:
         masked = scrub(self._config, text)
         data = masked[:_MAX_LOG_CHARS] if isinstance(params.data, str) or masked != text else params.data
         level = str(params.level) if str(params.level) in self._LEVELS else "info"
-        message = McpLogMessage(server=self._config.name, level=level, logger=params.logger, data=data)  # type: ignore[arg-type]
+        name = _logger_name(self._config, params)
+        message = McpLogMessage(server=self._config.name, level=level, logger=name, data=data)  # type: ignore[arg-type]
         await hand_over(handler, message, "log_handler", self._config.name)
+
+
+def _logger_name(config: McpServer, params: mcp_types.LoggingMessageNotificationParams) -> str | None:
+    """The name of the logger a server's log message names, masked and cut at :data:`_MAX_LOGGER_CHARS` (its data
+    is cut at :data:`_MAX_LOG_CHARS`; a megabyte name made a megabyte log line, and was relayed whole)."""
+    if params.logger is None:
+        return None
+    name = scrub(config, params.logger)
+    return name if len(name) <= _MAX_LOGGER_CHARS else name[: _MAX_LOGGER_CHARS - 3] + "..."
 
 
 class MessageHandler:

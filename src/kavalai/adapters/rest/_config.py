@@ -21,11 +21,11 @@ from pydantic import (
 
 from kavalai.adapters._doubt import OnDoubt, on_doubt_field, tools_on_doubt_field
 from kavalai.adapters._origin import url_origin
-from kavalai.adapters._settings import masked_repr_args, settings_error
+from kavalai.adapters._settings import ServerName, masked_repr_args, settings_error
 from kavalai.adapters.rest._auth import Auth, BasicAuth, Credentials, read_env
 from kavalai.auth import OAuth
 from kavalai.errors import ConfigurationError
-from kavalai.kernel import SERVER_NAME_PATTERN, Seconds
+from kavalai.kernel import Seconds
 from kavalai.secrets import MASK, Redactor, register_environment_values, register_secret
 
 __all__ = ["ResolvedServer", "RestServer"]
@@ -50,7 +50,7 @@ class RestServer(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
 
-    name: str = Field(pattern=f"^{SERVER_NAME_PATTERN}$", description="The server name used in tool URIs.")
+    name: ServerName
     url: str | None = Field(default=None, description="The base URL; tool paths are relative to it.")
     url_env: str | None = Field(default=None, description="Environment variable holding the base URL.")
     headers: dict[str, str] = Field(default_factory=dict, description="Headers sent with every request.")

@@ -1,0 +1,63 @@
+"""The one JSON writer of the durable layer: every value a journal keeps, a result store holds or a step's key hashes
+is written by :func:`journal_json`.
+
+Python text may hold lone surrogates (``os.listdir`` gives a file name that is not UTF-8 so, ``\\udcff``), which
+``json.dumps(..., ensure_ascii=False)`` writes as they are and which no database, file or hash then takes
+(``UnicodeEncodeError``, raised out of the step as if the tool had failed). Here they are written as their JSON
+escapes, which ``json.loads`` reads back as the same text, so a run keeps whatever its tools return.
+What DBOS serializes itself (a run's input and its outcome) cannot be written so: those values cross
+:func:`utf8_safe` on their way to DBOS, each lone surrogate kept as the text of its escape (``\\udcff``, six
+characters). ``tests/durable/test_journal_text.py`` finds every JSON written in the package's durable modules and
+fails when one bypasses :func:`journal_json`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any, Final
+
+__all__ = ["journal_json", "utf8_safe"]
+
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def journal_json(
+    value: Any,
+    *,
+    sort_keys: bool = False,
+    compact: bool = False,
+    default: Callable[[Any], Any] | None = None,
+    allow_nan: bool = True,
+) -> str:
+    """``value`` as JSON text (non-ASCII kept) that encodes as UTF-8: a lone surrogate is written as its escape
+    (``"\\udcff"``), the same value for ``json.loads``."""
+    separators = (",", ":") if compact else None
+    text = json.dumps(
+        value, ensure_ascii=False, sort_keys=sort_keys, separators=separators, default=default, allow_nan=allow_nan
+    )
+    return _LONE_SURROGATE.sub(_escaped, text)
+
+
+def utf8_safe(value: Any) -> Any:
+    """``value`` (JSON data) with every lone surrogate of its texts and keys written as the text of its escape
+    (``"\\udcff"``), so that DBOS's serializer, which writes text as it is, can store it; ``value`` itself when it
+    holds none (the usual case: one scan of its JSON text)."""
+    if not _LONE_SURROGATE.search(json.dumps(value, ensure_ascii=False, default=str)):
+        return value
+    return _safe(value)
+
+
+def _safe(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub(_escaped, value)
+    if isinstance(value, dict):
+        return {_safe(key): _safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_safe(item) for item in value]
+    return value
+
+
+def _escaped(found: re.Match[str]) -> str:
+    return f"\\u{ord(found.group()):04x}"
