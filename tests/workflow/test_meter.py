@@ -392,34 +392,93 @@ def test_the_work_of_filters_and_tests_is_counted(source: str) -> None:
         past.run(lambda: render_template(source, {"input": {"n": 1, "rows": items}}, node="n", field="f"))
 
 
-def test_every_filter_and_test_of_the_sandbox_is_metered() -> None:
-    """The enumeration of the meter's crossing points in the sandbox: every filter the environment has (Jinja's,
-    kavalai's checked ones, any added to it) is counted on the meter, but the constant-time ones named with their
-    reason in ``CONSTANT_FILTERS``, each still Jinja's own function (not a checked or user one under that name);
-    every test that goes over its input is metered, and the others are Jinja's own."""
+def test_every_filter_test_global_and_operator_of_the_sandbox_is_metered() -> None:
+    """The enumeration of the meter's crossing points in the sandbox: every filter, test and global function the
+    environment has (Jinja's, kavalai's checked ones, any added to it) is counted on the meter, but the
+    constant-time ones named with their reason (``CONSTANT_FILTERS``, ``CONSTANT_TESTS``, ``CONSTANT_GLOBALS``),
+    each still Jinja's own (not a checked or user one under that name); every operator Jinja compiles is listed in
+    ``OPERATORS`` as metered or constant with the reason, and the compiled comparisons are the metered ones."""
+    import jinja2.compiler
     import jinja2.filters
+    import jinja2.nodes
     import jinja2.tests
 
-    from kavalai.workflow._sandbox import CONSTANT_FILTERS, GROWING_TESTS
+    from kavalai.workflow._sandbox import (
+        COMPARING_FILTERS,
+        COMPARING_TESTS,
+        CONSTANT_FILTERS,
+        CONSTANT_GLOBALS,
+        CONSTANT_TESTS,
+        GROWING_TESTS,
+        OPERATORS,
+        CompareRewriter,
+    )
     from kavalai.workflow._templates import _environment
 
     environment = _environment()
-    unmetered = [
-        name
-        for name, function in environment.filters.items()
-        if not getattr(function, "kavalai_metered", False) and name not in CONSTANT_FILTERS
-    ]
-    assert not unmetered, unmetered
+
+    def unmetered(mapping: dict[str, object], constant: object) -> list[str]:
+        return [
+            name
+            for name, function in mapping.items()
+            if callable(function) and not getattr(function, "kavalai_metered", False) and name not in constant
+        ]
+
+    assert not unmetered(environment.filters, CONSTANT_FILTERS)
     assert all(environment.filters[name] is jinja2.filters.FILTERS[name] for name in CONSTANT_FILTERS)
-    assert all(getattr(environment.tests[name], "kavalai_metered", False) for name in GROWING_TESTS)
-    unknown = [
-        name
-        for name, test in environment.tests.items()
-        if name not in GROWING_TESTS and test is not jinja2.tests.TESTS.get(name)
+    assert set(COMPARING_FILTERS) <= set(jinja2.filters.FILTERS)
+    assert not unmetered(environment.tests, CONSTANT_TESTS)
+    assert all(environment.tests[name] is jinja2.tests.TESTS[name] for name in CONSTANT_TESTS)
+    kinds = [set(GROWING_TESTS), set(COMPARING_TESTS), set(CONSTANT_TESTS)]
+    assert sum(map(len, kinds)) == len(set().union(*kinds))  # each test listed once
+    assert set().union(*kinds) == set(jinja2.tests.TESTS)  # and every test of Jinja's listed: a new one fails here
+    assert not unmetered(environment.globals, CONSTANT_GLOBALS)
+    assert set(CONSTANT_GLOBALS) == set(environment.globals)
+    operators = {n.operator for n in vars(jinja2.nodes).values() if isinstance(n, type) and hasattr(n, "operator")}
+    operators -= {"not"}  # the unary 'not' and the binary ones share Jinja's classes with their own names
+    assert operators | set(jinja2.compiler.operators.values()) <= set(OPERATORS), sorted(operators)
+    source = "{{ (a == b, a != b, a < b, a <= b, a > b, a >= b, a in b, a not in b, a < b < c) }}"
+    compiled = environment.from_string(source).root_render_func.__code__.co_names
+    comparisons = ("eq", "ne", "lt", "lteq", "gt", "gteq", "in", "notin", "chain")
+    assert {f"kavalai_{name}" for name in comparisons} <= set(compiled), compiled
+    rewritten = CompareRewriter().visit(ast.parse(environment.compile(source, raw=True)))
+    compares = [n for n in ast.walk(rewritten) if isinstance(n, ast.Compare)]
+    assert all(isinstance(op, ast.Is | ast.IsNot) for n in compares for op in n.ops)  # Jinja's own checks only
+
+
+def test_what_is_added_to_the_environment_later_is_metered() -> None:
+    """Filters, tests and globals set after the environment was built (``env.filters[name] = f``, ``update``,
+    ``setdefault``, ``|=``, a whole new mapping) pass the meter's gate: on main they ran unmetered."""
+    from kavalai.workflow._sandbox import BoundedEnvironment
+
+    def total(value: list[int]) -> int:
+        return sum(value)
+
+    environment = BoundedEnvironment()
+    environment.filters["total"] = total
+    environment.filters.update(total2=total)
+    environment.filters.setdefault("total3", total)
+    environment.filters |= {"total4": total}
+    environment.tests["big"] = lambda value: sum(value) > 0
+    environment.globals["add"] = total
+    environment.globals["answer"] = 42  # a value, not a function: as it is
+    sources = [
+        "{{ big|total }}",
+        "{{ big|total2 }}",
+        "{{ big|total3 }}",
+        "{{ big|total4 }}",
+        "{{ big is big }}",
+        "{{ add(big) }}",
     ]
-    assert not unknown, unknown  # a test of kavalai's own, or a new one: say whether it grows with its input
-    assert len(environment.filters) >= 50  # Jinja's own are all there
-    assert len(environment.tests) >= 30
+    for source in sources:
+        meter = Meter(deadline=None)
+        meter.run(lambda source=source: environment.from_string(source).render(big=list(range(100_000))))
+        assert meter.spent >= 100_000, (source, meter.spent)
+    assert environment.globals["answer"] == 42
+    environment.filters = {"total": total}  # replaced whole
+    assert getattr(environment.filters["total"], "kavalai_metered", False)
+    environment.tests = {"big": total}
+    assert getattr(environment.tests["big"], "kavalai_metered", False)
 
 
 def test_the_filters_and_tests_that_go_over_their_input_count_it() -> None:

@@ -33,6 +33,7 @@ from typing import Any, Final
 from pydantic import BaseModel
 
 from kavalai.kernel import current_deadline
+from kavalai.workflow._comparing import compare_cost, contains_cost, sort_cost
 from kavalai.workflow._meter import (
     EvaluationDeadlineError,
     EvaluationLimitError,
@@ -67,6 +68,8 @@ FUNCTIONS: Final[Mapping[str, Callable[..., Any]]] = {
     "upper": lambda s: bounded_str(s).upper(),
 }
 _GET: Final = "get"
+#: The functions that compare their argument's items, and whether they sort them (see ``_comparing.sort_cost``).
+_COMPARING_FUNCTIONS: Final[Mapping[str, bool]] = {"sorted": True, "max": False, "min": False}
 _MAX_EXPONENT: Final = 64
 _MAX_REPEAT: Final = 100_000
 _MAX_DIGITS: Final = 1_000  # round(n, -10**9) would compute 10**(10**9)
@@ -411,7 +414,12 @@ class _Evaluator:
         left = self.eval(node.left)
         for op, comparator in zip(node.ops, node.comparators, strict=True):
             right = self.eval(comparator)
-            if not _COMPARE[type(op)](left, right):
+            kind = type(op)
+            if kind is ast.In or kind is ast.NotIn:  # charged by what they go over before they do
+                self._meter.work(contains_cost(left, right))
+            elif kind is not ast.Is and kind is not ast.IsNot:
+                self._meter.work(compare_cost(left, right))
+            if not _COMPARE[kind](left, right):
                 return False
             left = right
         return True
@@ -425,6 +433,10 @@ class _Evaluator:
             return self._get(node)
         arguments = [self.eval(arg) for arg in node.args]
         self._meter.tick(weight(*arguments))
+        sorting = _COMPARING_FUNCTIONS.get(node.func.id)
+        if sorting is not None and arguments:  # sorted(), max(), min(): charged by what they compare
+            compared = arguments[0] if len(arguments) == 1 else arguments
+            self._meter.work(sort_cost(compared, sorting=sorting))
         return FUNCTIONS[node.func.id](*arguments)
 
     def _get(self, node: ast.Call) -> Any:

@@ -15,6 +15,9 @@ operations here (a loop step, a ``+`` weighted by the items it copies, a join by
   needs longer, or before one operation on more than :data:`HEAVY` items (``sorted()`` of a huge list: one call,
   which no check can cut), so the loop is never held for longer than a slice and one bounded operation.
 
+Comparisons, membership and sorting are charged by what they go over (:mod:`kavalai.workflow._comparing`), so
+``big == twin`` or ``x in big`` in a loop reaches the checks as copying does.
+
 The evaluation entry points (:func:`kavalai.workflow._templates.render_metered`,
 :meth:`kavalai.workflow._expressions.Expression.evaluate_async` and kaval's ``evaluate_async``; the synchronous
 ``Expression.evaluate`` for callers off the loop) each start a :class:`Meter`;

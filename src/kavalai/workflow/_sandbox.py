@@ -21,7 +21,16 @@ Jinja's sandbox keeps templates away from Python's internals; it does not bound 
   one added later is metered too) and the tests that go over their input (:data:`GROWING_TESTS`) are counted by
   the input they go over, and each item of an iterator a filter returns by one: a ``map``, ``select`` or ``sort``
   in a loop reaches the meter's checks (the deadline) as a loop step does. A constant-time filter or test is left
-  as Jinja has it: wrapping it would cost each call a Python frame for nothing to count.
+  as Jinja has it: wrapping it would cost each call a Python frame for nothing to count;
+- comparisons (``== != < <= > >= in not in``, chained ones too) are rewritten in the compiled template to the
+  environment's metered ones, Jinja's comparing tests (``eq``, ``lt``, ``in``, ...) are replaced by them, and the
+  filters that compare their items (:data:`COMPARING_FILTERS`: ``sort``, ``dictsort``, ``groupby``, ``unique``,
+  ``max``, ``min``) are charged before they begin, all by what they go over, nested items included
+  (:mod:`kavalai.workflow._comparing`); a slice (``x[a:b]``) by the items it copies;
+- the environment's ``filters``, ``tests`` and ``globals`` are gated mappings: what is set on them after the
+  environment was built (``env.filters[name] = f``, ``update``, ``setdefault``, ``|=``, a new mapping assigned
+  whole) is metered as Jinja's own are, so a later addition cannot bypass the meter. :data:`OPERATORS` lists every
+  operator with its cost; ``tests/workflow/test_meter.py`` enumerates all of them.
 """
 
 from __future__ import annotations
@@ -31,11 +40,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import GeneratorType
 from typing import Any, Final, cast
 
+import jinja2.tests
 from jinja2 import pass_environment
 from jinja2.filters import make_attrgetter
 from jinja2.runtime import markup_join, str_join
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from kavalai.workflow._comparing import COMPARISONS, metered_comparison, sort_cost
 from kavalai.workflow._meter import current_meter, tick, weight, work
 from kavalai.workflow._sizes import (
     bounded_sum,
@@ -49,7 +60,17 @@ from kavalai.workflow._sizes import (
     text_size,
 )
 
-__all__ = ["CONSTANT_FILTERS", "GROWING_TESTS", "BoundedEnvironment"]
+__all__ = [
+    "COMPARING_FILTERS",
+    "COMPARING_TESTS",
+    "CONSTANT_FILTERS",
+    "CONSTANT_GLOBALS",
+    "CONSTANT_TESTS",
+    "GROWING_TESTS",
+    "OPERATORS",
+    "BoundedEnvironment",
+    "CompareRewriter",
+]
 
 _MAX_DIGITS: Final = 1_000  # round(n, -10**9) would compute 10**(10**9)
 _JOINS: Final = {"str_join": "kavalai_str_join", "markup_join": "kavalai_markup_join"}
@@ -220,10 +241,57 @@ CONSTANT_FILTERS: Final[Mapping[str, str]] = {
     "last": "the last item of a sequence, read reversed: one step",
     "random": "random.choice() of a sequence: one index",
 }
-#: Tests whose work grows with their input, and the argument it grows with (its place after the tested value's
-#: context, if any): metered. Every other test is one check of a value's type or of two values, left as Jinja has it
-#: (comparisons cost what the operators ``==`` and ``<`` do).
-GROWING_TESTS: Final[Mapping[str, int]] = {"in": 1, "lower": 0, "upper": 0}  # x in seq; str(value).islower()
+#: Tests whose work grows with their input (``str(value).islower()``): metered by the value's size.
+GROWING_TESTS: Final[Mapping[str, int]] = {"lower": 0, "upper": 0}
+#: Jinja's comparing tests and the comparison each makes (:data:`kavalai.workflow._comparing.COMPARISONS`): charged
+#: by what they compare, as the operators ``==``, ``<``, ``in`` of a template are.
+COMPARING_TESTS: Final[Mapping[str, str]] = {
+    **dict.fromkeys(("==", "eq", "equalto"), "eq"),
+    **dict.fromkeys(("!=", "ne"), "ne"),
+    **dict.fromkeys((">", "gt", "greaterthan"), "gt"),
+    **dict.fromkeys((">=", "ge"), "gteq"),
+    **dict.fromkeys(("<", "lt", "lessthan"), "lt"),
+    **dict.fromkeys(("<=", "le"), "lteq"),
+    "in": "in",
+}
+#: Tests that take one step whatever their input, and why: left as Jinja has them.
+CONSTANT_TESTS: Final[Mapping[str, str]] = {
+    **dict.fromkeys(("odd", "even", "divisibleby"), "arithmetic on a number (integers are bounded in size)"),
+    **dict.fromkeys(("defined", "undefined", "none", "true", "false"), "an identity or type check"),
+    **dict.fromkeys(("boolean", "integer", "float", "number", "string", "mapping"), "a type check"),
+    **dict.fromkeys(("sequence", "iterable", "callable", "escaped"), "a check of the value's methods"),
+    **dict.fromkeys(("filter", "test"), "a name looked up in the environment"),
+    "sameas": "``value is other``: identity, whatever their size",
+}
+#: Filters that compare their input's items, and whether they sort it (about ``log2 n`` comparisons an item):
+#: charged by :func:`kavalai.workflow._comparing.sort_cost`, nested items included.
+COMPARING_FILTERS: Final[Mapping[str, bool]] = {
+    "sort": True,
+    "dictsort": True,
+    "groupby": True,
+    "unique": False,
+    "max": False,
+    "min": False,
+}
+#: The globals a template starts with, and why calling them needs no meter of its own: anything added later is
+#: metered (:class:`_Gated`).
+CONSTANT_GLOBALS: Final[Mapping[str, str]] = {
+    "range": "the sandbox's range (at most 100,000 items), each step of a loop over it counted",
+    "dict": "a dict of the call's keyword arguments, as many as the template's text holds",
+    "lipsum": "checked by the size of its result first",
+    **dict.fromkeys(("cycler", "joiner", "namespace"), "a small object; its methods are counted as calls"),
+}
+#: The operators of a template, and what they cost: each is charged to the meter, but the constant-time ones.
+OPERATORS: Final[Mapping[str, str]] = {
+    **dict.fromkeys(("+", "*", "%", "**"), "metered: call_binop, by the items it copies (size checked first)"),
+    "~": "metered: the checked join, by the characters it copies",
+    **dict.fromkeys(
+        ("==", "!=", "<", "<=", ">", ">=", "in", "not in"), "metered: the compiled comparison, by what it compares"
+    ),
+    "[a:b]": "metered: getitem, by the items the slice copies",
+    **dict.fromkeys(("-", "/", "//"), "constant: arithmetic on numbers (a text or list refuses it)"),
+    **dict.fromkeys(("and", "or", "not", "is", "[]", "."), "constant: one truth test, identity or lookup"),
+}
 _SIZED: Final = (str, bytes, bytearray, list, tuple, dict, set, frozenset, range)
 _SMALL: Final = 256
 
@@ -277,6 +345,105 @@ def _by_argument(original: Callable[..., Any], grows_with: int) -> Callable[...,
         return original(*args, **kwargs)
 
     return metered
+
+
+def _comparing(original: Callable[..., Any], sorting: bool) -> Callable[..., Any]:
+    """The wrapper of a filter that compares its value's items (``sort``, ``max``): charged by what it compares,
+    nested items included, before it begins."""
+    passes = getattr(original, "jinja_pass_arg", None) is not None
+
+    def metered(*args: Any, **kwargs: Any) -> Any:
+        value = args[1] if passes else args[0]
+        if isinstance(value, _SIZED):
+            work(sort_cost(value, sorting=sorting))
+        result = original(*args, **kwargs)
+        return result if type(result) is not GeneratorType else _each_counted(result)
+
+    return _marked(metered, original)
+
+
+def _marked(metered: Callable[..., Any], original: Callable[..., Any]) -> Callable[..., Any]:
+    passes = getattr(original, "jinja_pass_arg", None)
+    if passes is not None:
+        metered.jinja_pass_arg = passes  # type: ignore[attr-defined]
+    metered.kavalai_metered = True  # type: ignore[attr-defined]
+    return metered
+
+
+def _comparison(name: str) -> Callable[..., Any]:
+    compare = metered_comparison(name)
+    compare.kavalai_metered = True  # type: ignore[attr-defined]
+    return compare
+
+
+_METERED: Final = {name: _comparison(name) for name in COMPARISONS}
+
+
+def _gate_filter(name: str, function: Any) -> Any:
+    """A filter set on the environment: metered (by its input, or by what it compares)."""
+    if getattr(function, "kavalai_metered", False) or not callable(function):
+        return function
+    sorting = COMPARING_FILTERS.get(name)
+    return _metered(function) if sorting is None else _comparing(function, sorting)
+
+
+def _gate_test(name: str, function: Any) -> Any:
+    """A test set on the environment: Jinja's comparing ones charged as comparisons, any other metered."""
+    if getattr(function, "kavalai_metered", False) or not callable(function):
+        return function
+    if name in COMPARING_TESTS and function is jinja2.tests.TESTS.get(name):
+        return _comparison(COMPARING_TESTS[name])
+    return _metered(function)
+
+
+def _gate_global(name: str, value: Any) -> Any:
+    """A global set on the environment: a function is metered by its first argument (a value is left as it is)."""
+    if getattr(value, "kavalai_metered", False) or not callable(value):
+        return value
+    return _marked(_by_argument(value, 0), value)
+
+
+class _Gated(dict[str, Any]):
+    """The filters, tests or globals of the environment: what is set after it was built (``env.filters[name] = f``,
+    ``update``, ``setdefault``, ``|=``) passes ``gate`` first, so no later addition bypasses the meter."""
+
+    def __init__(self, gate: Callable[[str, Any], Any], items: Mapping[str, Any], *, gated: bool) -> None:
+        super().__init__({k: gate(k, v) for k, v in items.items()} if gated else items)
+        self.gate = gate
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        super().__setitem__(name, self.gate(name, value))
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for name, value in dict(*args, **kwargs).items():
+            self[name] = value
+
+    def setdefault(self, name: str, value: Any = None) -> Any:
+        if name not in self:
+            self[name] = value
+        return self[name]
+
+    def __ior__(self, other: Any) -> _Gated:  # type: ignore[override,misc]
+        self.update(other)
+        return self
+
+
+class _GatedAttribute:
+    """An environment's ``filters``, ``tests`` or ``globals``: always a :class:`_Gated` mapping, one assigned whole
+    too (gated once the environment is sealed, at the end of its constructor)."""
+
+    def __init__(self, gate: Callable[[str, Any], Any]) -> None:
+        self.gate = gate
+        self.slot = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = f"_kavalai_{name}"
+
+    def __get__(self, environment: Any, owner: type | None = None) -> Any:
+        return self if environment is None else environment.__dict__[self.slot]
+
+    def __set__(self, environment: Any, value: Mapping[str, Any]) -> None:
+        environment.__dict__[self.slot] = _Gated(self.gate, value, gated=environment._kavalai_sealed)
 
 
 def _each_counted(items: Iterator[Any]) -> Iterator[Any]:
@@ -333,13 +500,19 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
 
     intercepted_binops = frozenset({"+", "*", "%", "**"})
 
+    _kavalai_sealed = False
+
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
+        self._build()
+        self._kavalai_sealed = True  # from here on, what is set on filters, tests and globals is gated
+
+    def _build(self) -> None:
         for name, check in _FILTER_CHECKS.items():
             self.filters[name] = _guarded(self.filters[name], check)
         self.filters["sum"] = _sum
         self.filters["map"] = _counting(self.filters["map"])
-        lipsum: Callable[..., Any] = self.globals["lipsum"]  # type: ignore[assignment]
+        lipsum: Callable[..., Any] = self.globals["lipsum"]
 
         def bounded_lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:
             check_size(_int(n) * _int(max) * 12, "the lorem ipsum")
@@ -348,12 +521,33 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
         self.globals["lipsum"] = bounded_lipsum
         for name, function in self.filters.items():
             if name not in CONSTANT_FILTERS:
-                self.filters[name] = _metered(function)
+                self.filters[name] = _gate_filter(name, function)
         tests: dict[str, Callable[..., Any]] = cast("dict[str, Callable[..., Any]]", self.tests)  # typed by defaults
         for name, place in GROWING_TESTS.items():
             tests[name] = _metered(tests[name], place)
+        for name, comparison in COMPARING_TESTS.items():
+            tests[name] = _comparison(comparison)
         self.kavalai_str_join = self._joined(str_join)  # the compiled template calls these for '~'
         self.kavalai_markup_join = self._joined(markup_join)
+        for name, metered in _METERED.items():  # the compiled template calls these for '==', 'in', ...
+            setattr(self, f"kavalai_{name}", metered)
+
+    # Filters, tests and globals are kept in gated mappings: replaced whole or added to after the environment was
+    # built, what they are given is metered (Jinja's own constructor fills them before the gate is sealed).
+    filters = _GatedAttribute(_gate_filter)
+    tests = _GatedAttribute(_gate_test)
+    globals = _GatedAttribute(_gate_global)
+
+    @staticmethod
+    def kavalai_chain(names: tuple[str, ...], *operands: Any) -> bool:
+        """A chained comparison (``a < b < c``), each charged: its operands are evaluated before the first."""
+        return all(_METERED[name](operands[index], operands[index + 1]) for index, name in enumerate(names))
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        """``obj[argument]``; a slice is charged by the items it copies."""
+        if type(argument) is slice and isinstance(obj, _SIZED):
+            tick(1 + len(range(*argument.indices(len(obj)))))
+        return super().getitem(obj, argument)
 
     @staticmethod
     def _joined(join: Callable[[Iterable[Any]], str]) -> Callable[[Iterable[Any]], str]:
@@ -388,6 +582,37 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
             _method_check(owner, name, values, kwargs)
             tick(weight(owner, *values))
         return super().call(__context, __obj, *values, **kwargs)
+
+
+_COMPARE_NAMES: Final[Mapping[type[ast.cmpop], str]] = {
+    ast.Eq: "eq",
+    ast.NotEq: "ne",
+    ast.Lt: "lt",
+    ast.LtE: "lteq",
+    ast.Gt: "gt",
+    ast.GtE: "gteq",
+    ast.In: "in",
+    ast.NotIn: "notin",
+}
+
+
+class CompareRewriter(ast.NodeTransformer):
+    """Points the compiled template's comparisons (``==``, ``<``, ``in``, ...) at the environment's metered ones;
+    ``is`` (identity, Jinja's own checks for missing names) is left as it is."""
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        names = [_COMPARE_NAMES.get(type(op)) for op in node.ops]
+        if None in names:
+            return node
+        environment = ast.Name(id="environment", ctx=ast.Load())
+        operands = [node.left, *node.comparators]
+        if len(names) == 1:
+            function = ast.Attribute(value=environment, attr=f"kavalai_{names[0]}", ctx=ast.Load())
+            return ast.copy_location(ast.Call(func=function, args=operands, keywords=[]), node)
+        chain = ast.Attribute(value=environment, attr="kavalai_chain", ctx=ast.Load())
+        kinds = ast.Tuple(elts=[ast.Constant(value=name) for name in names], ctx=ast.Load())
+        return ast.copy_location(ast.Call(func=chain, args=[kinds, *operands], keywords=[]), node)
 
 
 class JoinRewriter(ast.NodeTransformer):

@@ -80,11 +80,11 @@ def _finalize(value: Any) -> Any:
 def _environment() -> Any:
     from jinja2 import StrictUndefined
 
-    from kavalai.workflow._sandbox import BoundedEnvironment, JoinRewriter
+    from kavalai.workflow._sandbox import BoundedEnvironment, CompareRewriter, JoinRewriter
 
     class CountingEnvironment(BoundedEnvironment):
         def _compile(self, source: str, filename: str) -> Any:
-            tree = JoinRewriter().visit(_LoopCounter().visit(ast.parse(source, filename)))
+            tree = CompareRewriter().visit(JoinRewriter().visit(_LoopCounter().visit(ast.parse(source, filename))))
             return compile(ast.fix_missing_locations(tree), filename, "exec")
 
     env = CountingEnvironment(
