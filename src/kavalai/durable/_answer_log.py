@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from kavalai.durable._journal_io import DEFAULT_OUTAGE, journal_io
+from kavalai.durable._store import journal_json
 
 __all__ = ["SqlAnswerLog"]
 
@@ -68,7 +69,7 @@ class SqlAnswerLog:
     def keep_now(self, run_id: str, key: str, question: Any, answer: Any) -> None:
         """:meth:`keep`, blocking: an upsert, in one transaction."""
         t = self.table
-        values = {"answered": True, "answer": json.dumps(answer, ensure_ascii=False)}
+        values = {"answered": True, "answer": _text(answer)}
         with self.engine.begin() as connection:
             where = (t.c.run_id == run_id) & (t.c.key == key)
             if connection.execute(t.update().where(where).values(**values)).rowcount == 0:
@@ -81,7 +82,7 @@ class SqlAnswerLog:
         import sqlalchemy as sa
 
         t = self.table
-        text = json.dumps(answer, ensure_ascii=False)
+        text = _text(answer)
         where = (t.c.run_id == run_id) & (t.c.key == key)
         try:
             with self.engine.begin() as connection:
@@ -128,4 +129,4 @@ class SqlAnswerLog:
 
 
 def _text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    return journal_json(value)

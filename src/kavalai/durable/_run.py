@@ -326,7 +326,7 @@ def step_key(run_id: str, identity: str, payload: Any) -> str:
     JSON), so the same logical call has the same key in every attempt of the run, whatever steps were added or
     removed before it, and a different call a different one."""
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    digest = hashlib.sha256(text.encode(errors="surrogatepass")).hexdigest()[:16]  # a lone surrogate hashes too
     return f"{run_id}.{identity.replace(' ', '-')}.{digest}"
 
 

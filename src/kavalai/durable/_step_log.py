@@ -37,6 +37,7 @@ from kavalai.durable._doubt import (
 from kavalai.durable._journal_io import DEFAULT_OUTAGE, interrupted_error, journal_io
 from kavalai.durable._run import JsonValue, cancelled_error, replayed
 from kavalai.durable._schema import STEPS, ensure_schema
+from kavalai.durable._store import journal_json
 from kavalai.errors import DefinitionChangedError, DurableRunError
 from kavalai.kernel import deadline_paused
 
@@ -118,7 +119,7 @@ class SqlStepLog:
         """Record a step (blocking) and return what is recorded at its position (this step, or the one another
         attempt of the run, a process taken over while it still ran, recorded there first), and whether the run is
         cancelled now."""
-        text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+        text = journal_json(result)
         try:
             with self._writing() as connection:
                 connection.execute(self._insert, {"run_id": run_id, "position": position, "name": name, "result": text})
@@ -134,7 +135,7 @@ class SqlStepLog:
     def mark_sent(self, run_id: str, position: int, name: str, mark: JsonValue) -> None:
         """Record (blocking) that step ``position`` is about to be sent (:mod:`._doubt`): a row at ``-position``,
         kept if one is there already."""
-        text = json.dumps(mark, ensure_ascii=False, separators=(",", ":"))
+        text = journal_json(mark)
         try:
             with self._writing() as connection:
                 connection.execute(

@@ -17,9 +17,11 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["FileResultStore", "ResultStore", "SqlResultStore"]
+__all__ = ["FileResultStore", "ResultStore", "SqlResultStore", "engine_outcome", "journal_json", "outcome_read"]
 
 REF_KEY: Final = "$kavalai_result_ref"
+#: The key under which a run's outcome no UTF-8 can hold is handed to DBOS, as escaped JSON text (engine_outcome).
+ESCAPED_KEY: Final = "$kavalai_escaped_json"
 
 
 class ResultStore(ABC):
@@ -79,8 +81,45 @@ def is_reference(recorded: Any) -> bool:
     return isinstance(recorded, dict) and REF_KEY in recorded
 
 
+def journal_json(value: Any) -> str:
+    """``value`` as the journal's JSON text: compact, non-ASCII written as is, unless a string holds what no UTF-8 can
+    (a lone surrogate, which a Python string may carry): then the text is written with ``\\u`` escapes, which every
+    database takes and which read back as the same value (as Temporal's JSON converter does). Without this the
+    journal's encoding error became the tool's (round 9's fault 5)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text if _utf8(text) else json.dumps(value, separators=(",", ":"))
+
+
+def engine_outcome(value: Any) -> Any:
+    """A run's outcome as DBOS can write it (its JSON serializer writes non-ASCII as is, and a lone surrogate then
+    fails the write, after every step was made): the value itself, or its escaped JSON text under
+    :data:`ESCAPED_KEY`, which :func:`outcome_read` turns back into the value. (An outcome carries its steps'
+    results.)"""
+    try:
+        if _utf8(json.dumps(value, ensure_ascii=False)):
+            return value
+        return {ESCAPED_KEY: json.dumps(value, separators=(",", ":"))}
+    except (TypeError, ValueError):
+        return value  # not JSON: DBOS's own error says so
+
+
+def outcome_read(value: Any) -> Any:
+    """The outcome :func:`engine_outcome` handed to DBOS, as the run returned it."""
+    if isinstance(value, dict) and len(value) == 1 and isinstance(value.get(ESCAPED_KEY), str):
+        return json.loads(value[ESCAPED_KEY])
+    return value
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _encoded(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    return journal_json(value).encode()
 
 
 def _ref(data: bytes) -> str:

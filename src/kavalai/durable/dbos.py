@@ -78,7 +78,7 @@ from kavalai.durable._runner import (
 )
 from kavalai.durable._sqlite_compat import install as sqlite_unixepoch
 from kavalai.durable._step_log import SqlStepLog, StepLogJournal
-from kavalai.durable._store import ResultStore, SqlResultStore
+from kavalai.durable._store import ResultStore, SqlResultStore, engine_outcome, outcome_read
 from kavalai.errors import DefinitionChangedError, RunCancelledError, RunInterruptedError
 from kavalai.kernel import required_seconds
 from kavalai.secrets import get_logger
@@ -345,7 +345,7 @@ class DbosRunner(DurableRunner):
         if run_id in self._parked.errors:
             raise self._parked.errors[run_id]
         try:
-            return await handle.get_result(polling_interval_sec=self.polling)  # settled: read once
+            return outcome_read(await handle.get_result(polling_interval_sec=self.polling))  # settled: read once
         except dbos_errors.DBOSAwaitedWorkflowCancelledError:
             # its step cut by the cancel recorded (here, or in the process executing it): the caller reads the
             # run's final state
@@ -489,7 +489,7 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
     if stopped is not None:  # cancelled: DBOS's own way to end the execution, and the run stays CANCELLED
         await _mark_ended(runner, run_id)
         raise dbos_errors.DBOSWorkflowCancelledError(str(stopped))
-    return outcome
+    return engine_outcome(outcome)
 
 
 async def _mark_ended(runner: DbosRunner, run_id: str) -> None:
