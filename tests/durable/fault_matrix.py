@@ -507,6 +507,13 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
         "temporal": "test_missing_tool.py::"
         "test_a_temporal_worker_without_a_steps_tool_is_refused_and_the_run_finishes_with_it",
     },
+    "a value no column takes as it is (a NUL, a lone surrogate) in a step's arguments and result": {
+        "sqlite": "test_journal_values.py::"
+        "test_a_value_no_column_takes_as_it_is_is_journaled_and_read_back[sqlite-surrogate]",
+        "postgres": "test_journal_values.py::"
+        "test_a_value_no_column_takes_as_it_is_is_journaled_and_read_back[postgres-surrogate]",
+        "temporal": "test_journal_values.py::test_on_temporal_a_value_no_column_takes_as_it_is_is_read_back[surrogate]",
+    },
 }
 
 

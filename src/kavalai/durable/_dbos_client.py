@@ -23,7 +23,7 @@ from kavalai.durable._dbos_database import (
 from kavalai.durable._dbos_journal import PENDING as _PENDING
 from kavalai.durable._dbos_journal import dbos_steps_in_doubt, topic
 from kavalai.durable._doubt import doubt_key, doubt_resolution
-from kavalai.durable._json import utf8_safe
+from kavalai.durable._json import outcome_read, utf8_safe
 from kavalai.durable._runner import (
     RunInfo,
     RunState,
@@ -90,7 +90,7 @@ class DbosClient:
         every = required_seconds(polling, what="polling")
         if self.status(run_id) is None:
             raise UnknownRunError(run_id, f"dbos ({redacted(self.db)})")
-        return self._client.retrieve_workflow(run_id).get_result(polling_interval_sec=every)
+        return outcome_read(self._client.retrieve_workflow(run_id).get_result(polling_interval_sec=every))
 
     def status(self, run_id: str) -> str | None:
         """The run's DBOS status, or ``None`` when there is no such run."""
@@ -206,7 +206,7 @@ def run_info(status: Any, *, with_outcome: bool, interrupted: Collection[str] = 
         target=target,
         created_at=_time(status.created_at),
         updated_at=_time(status.updated_at),
-        outcome=status.output if with_outcome and engine_status == "SUCCESS" else None,
+        outcome=outcome_read(status.output) if with_outcome and engine_status == "SUCCESS" else None,
     )
 
 

@@ -18,9 +18,11 @@ import re
 from collections.abc import Callable
 from typing import Any, Final
 
-__all__ = ["journal_json", "utf8_safe"]
+__all__ = ["ESCAPED_KEY", "engine_outcome", "journal_json", "outcome_read", "utf8_safe"]
 
 _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+#: The key under which a run's outcome no UTF-8 can hold is handed to DBOS, as escaped JSON text (engine_outcome).
+ESCAPED_KEY: Final = "$kavalai_escaped_json"
 
 
 def journal_json(
@@ -47,6 +49,27 @@ def utf8_safe(value: Any) -> Any:
     if not _LONE_SURROGATE.search(json.dumps(value, ensure_ascii=False, default=str)):
         return value
     return _safe(value)
+
+
+def engine_outcome(value: Any) -> Any:
+    """A run's outcome as DBOS can write it (its serializer writes text as it is, and a lone surrogate then fails the
+    write after every step was made): the value itself, or, when it holds a lone surrogate, its escaped JSON text
+    under :data:`ESCAPED_KEY`, which :func:`outcome_read` turns back into the same value (lossless, unlike
+    :func:`utf8_safe`: an outcome carries its steps' results, which the run's caller must get back as they were)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return value  # not JSON: DBOS's own error says so
+    if not _LONE_SURROGATE.search(text):
+        return value
+    return {ESCAPED_KEY: json.dumps(value, separators=(",", ":"))}
+
+
+def outcome_read(value: Any) -> Any:
+    """The outcome :func:`engine_outcome` handed to DBOS, as the run returned it."""
+    if isinstance(value, dict) and len(value) == 1 and isinstance(value.get(ESCAPED_KEY), str):
+        return json.loads(value[ESCAPED_KEY])
+    return value
 
 
 def _safe(value: Any) -> Any:

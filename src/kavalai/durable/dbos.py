@@ -68,7 +68,7 @@ from kavalai.durable._definition import (
 )
 from kavalai.durable._doubt import OnDoubt
 from kavalai.durable._journal_io import DEFAULT_OUTAGE
-from kavalai.durable._json import utf8_safe
+from kavalai.durable._json import engine_outcome, outcome_read, utf8_safe
 from kavalai.durable._run import DurableRun, bind_run, cancelled_error
 from kavalai.durable._runner import (
     DurableRunner,
@@ -348,7 +348,7 @@ class DbosRunner(DurableRunner):
         if run_id in self._parked.errors:
             raise self._parked.errors[run_id]
         try:
-            return await handle.get_result(polling_interval_sec=self.polling)  # settled: read once
+            return outcome_read(await handle.get_result(polling_interval_sec=self.polling))  # settled: read once
         except dbos_errors.DBOSAwaitedWorkflowCancelledError:
             # its step cut by the cancel recorded (here, or in the process executing it): the caller reads the
             # run's final state
@@ -492,7 +492,7 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
     if stopped is not None:  # cancelled: DBOS's own way to end the execution, and the run stays CANCELLED
         await _mark_ended(runner, run_id)
         raise dbos_errors.DBOSWorkflowCancelledError(str(stopped))
-    return utf8_safe(outcome)  # DBOS writes it as it is: a lone surrogate failed the write, out of engine.run()
+    return engine_outcome(outcome)  # DBOS writes it as it is: a lone surrogate failed the write, out of engine.run()
 
 
 async def _mark_ended(runner: DbosRunner, run_id: str) -> None:
