@@ -13,7 +13,7 @@ from temporalio.testing import ActivityEnvironment
 
 from kavalai import FunctionKernel, pythontool
 from kavalai.durable import TemporalRunner
-from kavalai.durable import temporal as temporal_module
+from kavalai.durable import _temporal_workflow as temporal_module
 from kavalai.workflow import WorkflowBuilder, WorkflowEngine
 
 QUEUE = "heartbeats"
@@ -28,7 +28,7 @@ async def run_step(task: dict[str, Any], left: list[int]) -> Any:
     """The step's activity, and how many heartbeat tasks are left the moment it has ended (in the same task: no turn
     of the event loop in between that could end a task merely cancelled)."""
     try:
-        return await temporal_module._run_step(task)
+        return await temporal_module.run_step(task)
     finally:
         left.append(len(heartbeat_tasks()))
 
@@ -57,7 +57,7 @@ def environment(monkeypatch: pytest.MonkeyPatch) -> tuple[ActivityEnvironment, a
     )
     runner = TemporalRunner(task_queue=QUEUE, worker=False)
     runner.register(WorkflowEngine(workflow, kernel, durable=runner))
-    monkeypatch.setitem(temporal_module._serving, QUEUE, runner)
+    monkeypatch.setitem(temporal_module.serving, QUEUE, runner)
     env = ActivityEnvironment()
     env.info = dataclasses.replace(env.info, task_queue=QUEUE, heartbeat_timeout=None)
     return env, started
