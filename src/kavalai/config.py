@@ -35,11 +35,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from kavalai.documents import load_json_or_yaml, read_document
 from kavalai.errors import ConfigurationError, FunctionKernelException, ToolRegistrationError
 from kavalai.function_kernel import FunctionKernel
+from kavalai.kernel import Seconds
 from kavalai.secrets import get_logger, register_variable
 
 if TYPE_CHECKING:
@@ -372,7 +373,7 @@ class _Builder:
         if not is_pythontool(func):
             func = pythontool(func)
         name = spec.pop("name", None) or dotted.rsplit(".", 1)[-1]
-        self.kernel.register_python_tool(name, func, timeout=spec.pop("timeout", None))
+        self.kernel.register_python_tool(name, func, timeout=_declared_limit(spec.pop("timeout", None)))
 
     def _bundled(self, entry: str | Mapping[str, Any]) -> None:
         options = {"group": entry} if isinstance(entry, str) else dict(entry)
@@ -518,6 +519,17 @@ def _check_doubt_keys(kernel: FunctionKernel, server: RestServer) -> None:
     prefix = f"rest://{server.name}."
     names = [uri.removeprefix(prefix) for uri in kernel.registry.names_of("rest", server.name)]
     check_doubt_keys(server, f"REST server {server.name!r}", names)
+
+
+@functools.cache
+def _limit_field() -> TypeAdapter[float | None]:
+    return TypeAdapter(Seconds | None)
+
+
+def _declared_limit(value: object) -> float | None:
+    """A limit the file declares outside a server's settings (a python function's ``timeout``), read as those
+    settings read theirs (:data:`~kavalai.kernel.Seconds`): ``"30"``, as a ``${VAR}`` expands, is 30 seconds."""
+    return _limit_field().validate_python(value)
 
 
 def configuration_problem(exc: Exception) -> str:

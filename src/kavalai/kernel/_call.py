@@ -267,11 +267,16 @@ class ToolCall(_Scope):
         """Cut this call because its kernel is closing, and resolve ``ended`` once the call has ended. Run on the
         call's own event loop (``loop.call_soon_threadsafe``), where the call itself adds itself to ``inflight``
         (its kernel's registry) and takes itself out: a call no longer there has ended."""
-        if self not in inflight or not self.cut(CLOSED):
+        if self not in inflight:
             if not ended.done():
                 ended.set_result(None)
             return
-        self._ended = ended
+        self.cut(CLOSED)  # a call cut already (a deadline, another close()) is waited for all the same
+        first = self._ended
+        if first is None:
+            self._ended = ended
+        else:  # a second close() at once: it returns when the call has ended too, not at once
+            first.add_done_callback(lambda _: _resolve(ended))
 
     def hold(self) -> Callable[[], None]:
         """Count a piece of this call's work that nothing can cut (a sync tool's worker thread) until the function

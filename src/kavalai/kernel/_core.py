@@ -342,7 +342,7 @@ class Kernel:
             if error is None:
                 raise
             raise error from None
-        except Exception as exc:
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:  # the last two: asyncio would end the process
             if call._cut is not None and call._withdraw():
                 raise _cut_error(call) from exc  # the tool turned our cancellation into an error of its own
             raise ToolExecutionError(
@@ -359,6 +359,9 @@ class Kernel:
         if call._cut is not None:  # the tool caught the cancellation and returned anyway: still too late
             call._withdraw()
             raise _cut_error(call)
+        task = call._task
+        if task is not None and task.cancelling() > call._baseline:  # the caller was cancelled, the tool swallowed it
+            raise _cancellation(call) or asyncio.CancelledError()
         if definition.wrapped and type(raw) in PLAIN:  # coerce_output's common case, inlined
             try:
                 output = definition._validate_out({"result": raw})
