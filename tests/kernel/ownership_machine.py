@@ -17,7 +17,9 @@ are cut); a deadline block is entered twice (the second entry is refused, the fi
 pauses its own deadline in two tasks at once, or from its worker thread, longer than its timeout, and is not cut
 (issue 36, sixth session). No sync tool starts after its call has ended (a call cut while queued for a thread;
 seventh session). A call that takes 3 ms under a 1 ms deadline (a timeout, a block, a float subclass whose
-hooks lie) is cut every time, never before its deadline (eighth session: 4 ms timer slots let it finish). At the end
+hooks lie) is cut every time, never before its deadline (eighth session: 4 ms timer slots let it finish). A block
+left in another task than the one that entered it (refused) leaves the entering task as the entry found it: no
+deadline current, its cancellation count back, its next call bound by its own timeout (ninth session). At the end
 nothing the kernel started may be left: no call in flight, no thread of a cut
 call, no server process, and both loops stop.
 
@@ -44,7 +46,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from kavalai import FunctionKernel, McpServer, pythontool
 from kavalai.adapters._threads import MAX_THREADS
 from kavalai.errors import KernelClosedError, ToolNotFoundError, ToolTimeoutError
-from kavalai.kernel import _closing, current_call, deadline, deadline_paused
+from kavalai.kernel import _closing, current_call, current_deadline, deadline, deadline_paused
 
 ROOT = Path(__file__).resolve().parents[2]
 #: How late past its deadline a call may still be running when a step ends (a loaded machine, a process start).
@@ -321,6 +323,20 @@ class KernelMachine(RuleBasedStateMachine):
         assert isinstance(second, RuntimeError), second
         assert "already entered" in str(second), second
 
+    @rule(where=st.sampled_from(["task", "second-loop"]), cut=st.booleans())
+    def leave_a_deadline_in_another_task(self, where: str, cut: bool) -> None:
+        """A block left in another task than the one that entered it (refused as misuse) leaves that task as the
+        entry found it: no deadline current, its cancellation count back, its next call bound by its own timeout."""
+        loop = self.main if where == "task" else self.second
+        refused, seen, cancelling, outcome = loop.run(_leave_elsewhere(self.kernel, cut), within=SLACK * 4)
+        assert isinstance(refused, RuntimeError), refused
+        assert "left in another task" in str(refused), refused
+        assert seen is None, f"the entering task still sees the deadline {seen}"
+        assert cancelling == 0, f"the entering task's cancellation count is {cancelling}"
+        if not isinstance(outcome, KernelClosedError | ToolNotFoundError):  # a racing close(), a withdrawn nap
+            assert isinstance(outcome, ToolTimeoutError), outcome
+            assert "timed out after 0.05 s" in str(outcome), outcome
+
     @rule(where=st.sampled_from(["task", "second-loop"]), tool=st.sampled_from(["ask_two", "ask_in_thread"]))
     def pause_past_the_timeout(self, where: str, tool: str) -> None:
         """A call pausing its own deadline (in two tasks at once, or from its thread) longer than its timeout is not
@@ -519,6 +535,40 @@ async def _enter_twice(kernel: FunctionKernel) -> tuple[BaseException | None, Ba
     except RuntimeError as exc:
         second = exc
     return first, second
+
+
+async def _leave_elsewhere(
+    kernel: FunctionKernel, cut: bool
+) -> tuple[BaseException | None, float | None, int, BaseException | None]:
+    """Enter a 10 ms block in one task (cut first if ``cut``), leave it in another, and then, in the entering task,
+    past the block's deadline: what the exit raised, the deadline current there, its cancellation count, and how a
+    call of ``nap`` with a timeout of 0.05 s ended."""
+    block = deadline(0.01)
+
+    async def leave() -> BaseException | None:
+        try:
+            await block.__aexit__(None, None, None)
+        except RuntimeError as exc:
+            return exc
+        return None
+
+    async def enter() -> tuple[BaseException | None, float | None, int, BaseException | None]:
+        await block.__aenter__()
+        if cut:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(3600)
+        refused = await asyncio.create_task(leave())
+        seen = current_deadline()
+        task = asyncio.current_task()
+        cancelling = task.cancelling() if task is not None else -1
+        await asyncio.sleep(0.02)
+        try:
+            await kernel.call_tool("python://nap", {"seconds": 3600}, timeout=0.05)
+        except (ToolTimeoutError, KernelClosedError, ToolNotFoundError) as exc:
+            return refused, seen, cancelling, exc
+        return refused, seen, cancelling, None
+
+    return await asyncio.create_task(enter())
 
 
 def _alive(process: psutil.Process) -> bool:

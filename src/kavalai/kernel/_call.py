@@ -336,7 +336,9 @@ class Deadline(_Scope):
     by anyone else goes on as ``CancelledError``. Read :attr:`expired` to learn whether the deadline passed.
     A block is entered once (a second ``with`` on the same object raises ``RuntimeError``, as ``asyncio.timeout``
     does): make a new one for each block. It is left in the task that entered it: leaving it in another raises
-    ``RuntimeError`` saying so (it then cuts nothing any more). ``async with`` works too, the same block.
+    ``RuntimeError`` saying so (it then cuts nothing any more), and undoes what the entry did in the entering task,
+    as ``asyncio.timeout``'s exit does: the block is no longer current there, and its cut of that task is
+    withdrawn. ``async with`` works too, the same block.
     A block inside another call or block gets the nearer of its own limit and theirs. Agents
     (``Agent.run(timeout=)``), code mode (``CodeMode(max_seconds=)``), workflow runs and ``kavalai serve`` (an MCP
     client's ``io.kavalai/deadline``) are such blocks.
@@ -347,7 +349,7 @@ class Deadline(_Scope):
         what: what the block is, for the error message (``"agent run"``, ``"code-mode snippet"``).
     """
 
-    __slots__ = ("_token", "call", "seconds", "what")
+    __slots__ = ("_left", "_token", "call", "seconds", "what")
 
     def __init__(self, seconds: float | None, *, what: str = "block") -> None:
         super().__init__()
@@ -355,11 +357,12 @@ class Deadline(_Scope):
         self.what = what
         self.call: ToolCall | None = None  # the tool call this block runs inside, for current_call()
         self._token: contextvars.Token[ToolCall | Deadline | None] | None = None
+        self._left = False  # left in another task: the entering task's context still holds it (see open_scope)
 
     def __enter__(self) -> Deadline:
         if self._done or self._token is not None:  # its deadline was fixed at the first entry, as asyncio.timeout's
             raise RuntimeError(f"This deadline ({self.what}) was already entered: make a new one for each block.")
-        outer = _current.get()
+        outer = _open_scope()
         self.call = outer if isinstance(outer, ToolCall) else (outer.call if outer is not None else None)
         self._bind(outer, self.seconds)
         self._enter_task()
@@ -375,8 +378,14 @@ class Deadline(_Scope):
             self._timer.discard(self)
         token, self._token = self._token, None
         if self._task is not None and running_task() is not self._task:
-            # Left in another task than the one that entered it (an `async with` split across tasks): its context
-            # variable cannot be reset from here, nor its cut withdrawn; it cuts nothing any more (done, disarmed).
+            # Left in another task than the one that entered it (an `async with` split across tasks): undo what the
+            # entry did there, as asyncio.timeout's exit does wherever it runs. The entering task's context variable
+            # cannot be reset from here (a token belongs to its context), so the block is marked left and every read
+            # of the variable skips it (_open_scope): that task sees what it saw before the entry. A cut the block
+            # made of that task is withdrawn. The misuse is still refused, saying so; it cuts nothing any more.
+            self._left = True
+            if self._cut is not None:
+                withdraw_cut(self._task, self._baseline)
             raise RuntimeError(
                 f"This deadline ({self.what}) was entered in one task and left in another task: enter and leave a "
                 "block in the same task (as asyncio.timeout assumes)"
@@ -551,7 +560,7 @@ Middleware: TypeAlias = Callable[[ToolCall, CallNext], Awaitable[Any]]
 
 def current_call() -> ToolCall | None:
     """The call being run in this context (a tool reads its call id, deadline and metadata here), or ``None``."""
-    scope = _current.get()
+    scope = _open_scope()
     if scope is None or isinstance(scope, ToolCall):
         return scope
     return scope.call
@@ -559,7 +568,7 @@ def current_call() -> ToolCall | None:
 
 def current_deadline() -> float | None:
     """The deadline (``time.monotonic()`` time) of the innermost call or block around this code, or ``None``."""
-    scope = _current.get()
+    scope = _open_scope()
     return scope.deadline if scope is not None else None
 
 
@@ -585,7 +594,7 @@ def deadline_paused(call: ToolCall | None = None) -> Iterator[None]:
     clock stops at the first and runs again, from what was left then, when the last one ends.
     ``call``: the call to pause instead of the current one (a person asked on its behalf from another task, such as
     an MCP session's reader relaying a server's elicitation)."""
-    current = _current.get() if call is None else call
+    current = _open_scope() if call is None else call
     if not isinstance(current, ToolCall) or current._task is None:
         yield
         return
@@ -694,7 +703,7 @@ def calls_around() -> set[ToolCall]:
     """The call running in this context and every call it was made inside (a tool that closes its own kernel,
     from its task or from its worker thread, runs inside them: ``close()`` leaves them to finish)."""
     calls: set[ToolCall] = set()
-    scope = _current.get()
+    scope = _open_scope()
     while scope is not None:
         if isinstance(scope, ToolCall):
             calls.add(scope)
@@ -704,4 +713,20 @@ def calls_around() -> set[ToolCall]:
 
 def outer_scope() -> ToolCall | Deadline | None:
     """The innermost call or deadline block around this code (what a new call inherits from), or ``None``."""
-    return _current.get()
+    return _open_scope()
+
+
+def _open_scope() -> ToolCall | Deadline | None:
+    """The value of the context variable, past the blocks that are over without their entering task having left
+    them: what the context held before such a block was entered (a task's variable is reset only in its context)."""
+    return open_scope(_current.get())
+
+
+def open_scope(scope: ToolCall | Deadline | None) -> ToolCall | Deadline | None:
+    """``scope`` (a value of the context variable), or, when it is a block that is over though its entering task
+    did not leave it (left in another task, or its task ended first, in a context another task runs in next: an
+    ``asyncio.Runner``'s, a ``create_task(context=)``), the first scope around it still open. A hot path tests
+    ``type(scope) is Deadline`` first and calls this only then."""
+    while isinstance(scope, Deadline) and (scope._left or (scope._task is not None and scope._task.done())):
+        scope = scope.parent
+    return scope

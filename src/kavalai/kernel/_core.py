@@ -35,6 +35,7 @@ from kavalai.kernel._call import (
     _current,
     arm_own_limit,
     calls_around,
+    open_scope,
 )
 from kavalai.kernel._cancel import _running_loop, _task_of
 from kavalai.kernel._closing import Closing, close_wait, end_calls_in_flight, wait_for_threads
@@ -297,6 +298,8 @@ class Kernel:
         call.arguments = args
         call.progress = progress
         outer = _current.get()
+        if type(outer) is Deadline:  # a block left in another task stays in its entering task's context: skipped
+            outer = open_scope(outer)
         if timeout is _UNSET:
             limit = definition.timeout
         elif timeout is None or ((type(timeout) is float or type(timeout) is int) and 0 < timeout < MAX_SECONDS):
@@ -376,7 +379,7 @@ class Kernel:
         record): bounded by the call's ``timeout`` when given and by the deadline around it, so that a server that
         hangs while starting cannot hold a call past its limit (the call then runs within its own timeout)."""
         limit = None if timeout is _UNSET or timeout is None else limit_seconds(timeout)
-        outer = _current.get()
+        outer = open_scope(_current.get())
         if (limit is None and (outer is None or outer.deadline is None)) or str(uri) in self.registry:
             return await self.resolve_tool(uri)  # nothing to bound, or nothing to connect (a ToolURI of a known tool)
         block = Deadline(limit, what=f"connection for {uri}")
