@@ -5,12 +5,15 @@ the resume (every engine; a node added with the same tool, removed, renamed): th
 a process of the changed workflow refused (naming the node, sending nothing), then one of the old finishing the run.
 
 Run: ``.venv/bin/python bench/durable_faults.py [--engine sqlite|postgres|temporal ...] [--kinds] [--changed]
-[--outage] [--doubt]``.
+[--outage] [--full] [--doubt]``.
 
 ``--outage`` runs the database outage rows instead (``fault_matrix.run_outage``: the engine's database goes away
 while the cut step's call is in flight and comes back; the worker is not killed): DBOS on SQLite (the journal held
 locked past its busy timeout), on Postgres (``pg_ctl stop -m immediate``, then started), Temporal (a dev server with a
-database file, killed and started again). ``--doubt`` runs the tests of steps in doubt (a tool that may not repeat
+database file, killed and started again). ``--full`` runs the full-disk rows (``tests/durable/full_disk.py``): the
+journal cannot grow while the cut step's call is in flight (a file size limit on the process writing it: the SQLite
+worker, the Postgres server, the Temporal dev server) until the step's write was refused twice, then has room.
+``--doubt`` runs the tests of steps in doubt (a tool that may not repeat
 found sent: its ``on_doubt`` policy, a server's, MCP hints; DBOS and Temporal) and prints each case's outcome.
 
 ``--kinds`` prints instead the table of the step journal's fault kinds x engines (issue 35: a database outage,
@@ -43,6 +46,7 @@ from tests.durable.fault_matrix import (  # noqa: E402
     all_cases,
     changed_cases,
     engines,
+    full_cases,
     kinds_table,
     outage_cases,
     run_case,
@@ -54,7 +58,8 @@ DOUBT_TESTS = ("test_doubt.py", "test_doubt_servers.py", "test_doubt_temporal.py
 
 
 def main(chosen: list[str], *, rows: str = "all") -> int:
-    every = {"changed": changed_cases, "outage": outage_cases}.get(rows, lambda: [*all_cases(), *changed_cases()])()
+    chosen_rows = {"changed": changed_cases, "outage": outage_cases, "full": full_cases}
+    every = chosen_rows.get(rows, lambda: [*all_cases(), *changed_cases()])()
     cases = [case for case in every if case.engine in chosen]
     outcomes: list[Outcome] = []
     with engines(set(chosen)) as servers, tempfile.TemporaryDirectory(prefix="kavalai-faults-") as directory:
@@ -127,6 +132,7 @@ if __name__ == "__main__":
     parser.add_argument("--kinds", action="store_true", help="the fault kinds x engines table (issue 35) instead")
     parser.add_argument("--changed", action="store_true", help="only the rows of a definition changed before a resume")
     parser.add_argument("--outage", action="store_true", help="only the database outage rows")
+    parser.add_argument("--full", action="store_true", help="only the full-disk rows")
     parser.add_argument("--doubt", action="store_true", help="the tests of steps in doubt, as a table, too")
     options = parser.parse_args()
     status = 0
@@ -134,7 +140,7 @@ if __name__ == "__main__":
         status |= doubt()
     if options.kinds:
         status |= kinds()
-    elif options.outage or options.changed or not options.doubt:
-        rows = "outage" if options.outage else "changed" if options.changed else "all"
+    elif options.outage or options.full or options.changed or not options.doubt:
+        rows = "outage" if options.outage else "full" if options.full else "changed" if options.changed else "all"
         status |= main(options.engine or list(ENGINES), rows=rows)
     sys.exit(status)

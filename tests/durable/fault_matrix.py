@@ -204,7 +204,7 @@ def start(case: Case, target: str, workflow: Path, run_id: str, name: str, rest:
 
 def run_case(case: Case, servers: Engines, directory: Path, *, timeout: float = 180.0) -> Outcome:
     """Run one case in ``directory`` (its workflow file, journal and logs) and check it."""
-    if case.boundary == OUTAGE:
+    if case.boundary in (OUTAGE, FULL):
         return run_outage(case, servers, directory, timeout=timeout)
     directory.mkdir(parents=True, exist_ok=True)
     workflow = directory / "five.yaml"
@@ -438,10 +438,10 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
         "temporal": "test_temporal_cancel_race.py::"
         "test_a_cancel_racing_a_steps_completion_ends_the_run_cancelled_or_finished_never_both",
     },
-    "the journal's disk full (the write paused until space is freed)": {
-        "sqlite": "test_journal_io.py::test_a_full_journal_disk_pauses_the_write_until_space_is_freed",
-        "postgres": None,
-        "temporal": None,
+    "the journal's disk full mid-step (the write paused until space is freed)": {
+        "sqlite": "test_faults.py::test_a_full_journal_disk_mid_step_as_a_matrix_row[sqlite-full-0]",
+        "postgres": "test_faults.py::test_a_full_journal_disk_mid_step_as_a_matrix_row[postgres-full-0]",
+        "temporal": "test_faults.py::test_a_full_journal_disk_mid_step_as_a_matrix_row[temporal-full-0]",
     },
     "the engine's server restarted twice within one step": {
         "sqlite": "test_dbos_fault_kinds.py::"
@@ -535,6 +535,9 @@ def kinds_table(outcomes: dict[str, str]) -> str:
 #: The boundary of the outage rows: the engine's database goes away while the cut step's call is in flight (after the
 #: shop made the charge, before it answered) and comes back; the worker is not killed.
 OUTAGE = "outage"
+#: The boundary of the full-disk rows: the journal's disk is full (it cannot grow) while the cut step's call is in
+#: flight, and has room again once the worker failed to record the step (``full_disk.py``).
+FULL = "full"
 #: SQLite's busy timeout in the outage rows: the lock is held past it.
 BUSY_TIMEOUT = 0.2
 
@@ -546,19 +549,26 @@ def outage_cases() -> list[Case]:
     return [Case(engine, OUTAGE, 0) for engine in ENGINES]
 
 
+def full_cases() -> list[Case]:
+    """The full-disk rows: the journal of each engine cannot grow mid-step, then has room again (``full_disk.py``)."""
+    return [Case(engine, FULL, 0) for engine in ENGINES]
+
+
 def run_outage(case: Case, servers: Engines, directory: Path, *, timeout: float = 180.0) -> Outcome:
-    """Run one outage row: the worker runs the five charges; at charge C the database goes away, and comes back once
-    the worker has failed to record the step (its log says it tries again; on Temporal, once the server is dead).
-    The run must complete, in that worker, with each effect once."""
+    """Run one outage or full-disk row: the worker runs the five charges; at charge C the database goes away (or
+    its disk is full), and comes back once the worker has failed to record the step (its log says it tries again;
+    on Temporal, once the server is dead). The run must complete, in that worker, with each effect once."""
     directory.mkdir(parents=True, exist_ok=True)
     workflow = directory / "five.yaml"
     workflow.write_text(workflow_text(), encoding="utf-8")
     run_id = f"{case.label}-{uuid.uuid4().hex[:8]}"
     outcome = Outcome(case)
+    running: list[Any] = []  # the worker, whose own file size a full SQLite disk limits
     with ExitStack() as stack:
-        outage = stack.enter_context(_outage(case, servers, directory))
+        outage = stack.enter_context(_outage(case, servers, directory, lambda: running[0]))
         rest = stack.enter_context(serve(create_app(on_charge=outage.begin_at(CUT))))
         first = start(case, outage.target, workflow, run_id, "first", rest, "--busy-timeout", str(BUSY_TIMEOUT))
+        running.append(first)
         began = time.monotonic()
         outage.end_after_retries(directory / "first.log", first)
         outputs = [finish(first, timeout, outcome)]
@@ -570,6 +580,8 @@ def run_outage(case: Case, servers: Engines, directory: Path, *, timeout: float 
         outcome.killed = outage.happened
         if not outage.happened:
             outcome.problems.append("the database did not go away during the cut step")
+        if case.boundary == FULL and outage.failed < 2:
+            outcome.problems.append(f"the full disk refused {outage.failed} writes of the step, not 2 or more")
         check(outcome, outputs, requests, requests, effects)
         outcome.completed_once = outcome.ok and completed(case, outage.target, run_id, outcome)
     return outcome
@@ -578,8 +590,10 @@ def run_outage(case: Case, servers: Engines, directory: Path, *, timeout: float 
 class _Outage:
     """Takes an engine's database away (from the shop's thread, mid-charge) and brings it back."""
 
-    def __init__(self, target: str, stop: Any, restart: Any, *, logged: bool) -> None:
+    def __init__(self, target: str, stop: Any, restart: Any, *, logged: bool, failures: Any = None) -> None:
         self.target, self._stop, self._restart, self._logged = target, stop, restart, logged
+        self._failures = failures  # failures(worker's log): the writes the fault refused so far (a full disk)
+        self.failed = 0
         self.happened = False
         self._begun = threading.Event()
 
@@ -598,7 +612,11 @@ class _Outage:
         for _ in range(3000):  # bounded: 300 s
             if process.poll() is not None:
                 break
-            if self._begun.is_set() and (
+            if self._begun.is_set() and self._failures is not None:
+                self.failed = self._failures(log)
+                if self.failed >= tries:
+                    break
+            elif self._begun.is_set() and (
                 not self._logged or log.read_text(errors="replace").count("trying again") >= tries
             ):
                 break
@@ -608,10 +626,16 @@ class _Outage:
 
 
 @contextmanager
-def _outage(case: Case, servers: Engines, directory: Path) -> Iterator[_Outage]:
+def _outage(case: Case, servers: Engines, directory: Path, worker: Any) -> Iterator[_Outage]:
     """The database of ``case``'s engine, and how to take it away and back: a SQLite journal locked by another
-    process, a Postgres server of its own, a Temporal dev server of its own with a database file."""
-    if case.engine == "sqlite":
+    process, a Postgres server of its own, a Temporal dev server of its own with a database file; or, in a full-disk
+    row, how to fill its disk and free it (``full_disk.py``; ``worker()``: the DBOS worker's process)."""
+    if case.boundary == FULL:
+        from tests.durable.full_disk import full_disk
+
+        with full_disk(case.engine, directory, worker=worker) as disk:
+            yield _Outage(disk.target, disk.fill, disk.free, logged=True, failures=disk.failures)
+    elif case.engine == "sqlite":
         from tests.durable.test_journal_io import Locker
 
         locker = Locker(directory / "journal.sqlite")

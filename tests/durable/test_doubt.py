@@ -165,6 +165,15 @@ def resolve(url: str, run_id: str, step: int, *how: str) -> subprocess.Completed
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
+def refused_resolve(refused: subprocess.CompletedProcess[str], run_id: str, step: int) -> None:
+    """``kavalai runs resolve`` of a step that is not the one in doubt (done, or one the run lacks) while the run
+    asks about its step in doubt: refused, exit 1, one line naming the question it waits for (round 8's fault 8)."""
+    assert refused.returncode == 1, refused.stderr
+    assert refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.stderr.startswith(f"kavalai runs: Run {run_id} waits for no answer 'doubt-{step}'"), refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
 async def asked(runner: DbosRunner, run_id: str, key: str, done: asyncio.Future[Any]) -> Any:
     """The question ``key`` of ``run_id``, once the run (``done`` when it ends) asks it (a bounded wait)."""
     for _ in range(2400):
@@ -188,6 +197,11 @@ async def asked_and_resolved(kind: str, tmp_path: Path, how: str) -> None:
                 question = await asked(runner, "ask-1", "doubt-2", done)
                 assert (question["kind"], question["step"], question["uri"]) == ("doubt", 2, "python://charge")
                 assert orders(fetch(f"{shop}/requests")) == ["A", "B"]  # nothing sent while it asks
+                for wrong in (1, 7):  # round 8's fault 8: a step that is done, a step the run lacks
+                    refused_resolve(
+                        await asyncio.to_thread(resolve, store.url, "ask-1", wrong, "--retry"), "ask-1", wrong
+                    )
+                assert orders(fetch(f"{shop}/requests")) == ["A", "B"]  # nothing sent for them
                 done_with = ["--done", "--result", '{"charge": 2, "order": "B", "amount": 1}']
                 settled = await asyncio.to_thread(
                     resolve, store.url, "ask-1", 2, *(done_with if how == "done" else ["--retry"])

@@ -23,6 +23,7 @@ import pytest
 
 from kavalai.durable import TemporalRunner
 from tests.durable.fault_matrix import ROOT, TOOL_TIMEOUT, Case, Outcome, fetch, finish, start, workflow_text
+from tests.durable.test_doubt import refused_resolve
 from tests.servers.effects_app import create_app
 from tests.servers.uvicorn_server import serve
 
@@ -38,9 +39,9 @@ def with_policy(policy: str) -> str:
     return text.replace("    url_env: SHOP_URL\n", f"    url_env: SHOP_URL\n    on_doubt: {policy}\n")
 
 
-def resolve(address: str, queue: str, run_id: str, *how: str) -> subprocess.CompletedProcess[str]:
-    """``kavalai runs resolve RUN_ID 3 ...`` on Temporal, in a process of its own."""
-    command = [sys.executable, "-m", "kavalai.cli.main", "runs", "resolve", run_id, "3", *how]
+def resolve(address: str, queue: str, run_id: str, *how: str, step: int = 3) -> subprocess.CompletedProcess[str]:
+    """``kavalai runs resolve RUN_ID STEP ...`` on Temporal (step 3 by default), in a process of its own."""
+    command = [sys.executable, "-m", "kavalai.cli.main", "runs", "resolve", run_id, str(step), *how]
     command += ["--engine", "temporal", "--address", address, "--queue", queue]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
@@ -143,6 +144,9 @@ def in_doubt(temporal_address: str, tmp_path: Path, policy: str, *, limit: int |
             assert (question["kind"], question["uri"]) == ("doubt", "rest://shop.charge")
             assert [r["order"] for r in fetch(f"{shop}/requests")] == ["A", "B", "C"]  # nothing sent while it asks
             assert in_doubt_shown(temporal_address, queue, run_id) == [STEP_C]
+            for wrong in (2, 9):  # round 8's fault 8: a step that is done, a step the run lacks
+                refused_resolve(resolve(temporal_address, queue, run_id, "--retry", step=wrong), run_id, wrong)
+            assert [r["order"] for r in fetch(f"{shop}/requests")] == ["A", "B", "C"]  # nothing sent for them
             how = ["--done", "--result", '{"charge": 3, "order": "C", "amount": 5}']
             settled = resolve(temporal_address, queue, run_id, *(how if policy == "ask-done" else ["--retry"]))
             assert settled.returncode == 0, settled.stderr

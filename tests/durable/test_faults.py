@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.durable.fault_matrix import TERM, Case, Engines, all_cases, changed_cases, outage_cases, run_case
+from tests.durable.fault_matrix import (
+    TERM,
+    Case,
+    Engines,
+    all_cases,
+    changed_cases,
+    full_cases,
+    outage_cases,
+    run_case,
+)
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -86,7 +95,7 @@ def test_every_fault_kind_names_a_test_of_the_default_suite() -> None:
     from tests.durable.fault_matrix import FAULT_KINDS
 
     named = {test for cells in FAULT_KINDS.values() for test in cells.values() if test is not None}
-    assert len(named) == 61  # 58 with round 8's, and three of round 9's
+    assert len(named) == 63  # 58 with round 8's, three of round 9's, two full disks
     for test in named:
         module, _, name = test.split("[")[0].partition("::")
         assert callable(getattr(importlib.import_module(f"tests.durable.{module[:-3]}"), name, None)), test
@@ -108,4 +117,23 @@ def test_a_database_outage_mid_step_as_a_matrix_row(case: Case, tmp_path: Path) 
     assert outcome.returned == 1
     # A DBOS step is recorded once the database is back; a Temporal activity whose end was lost is tried again, with
     # its key (the shop makes it once).
+    assert outcome.duplicates <= (1 if case.engine == "temporal" else 0)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [case if case.engine == "sqlite" else pytest.param(case, marks=pytest.mark.faults) for case in full_cases()],
+    ids=lambda case: case.label,
+)
+def test_a_full_journal_disk_mid_step_as_a_matrix_row(case: Case, tmp_path: Path) -> None:
+    """The journal cannot grow while charge C is in flight (``full_disk.py``: a file size limit on the process
+    writing it, which is SQLite's worker, the Postgres server or the Temporal dev server), until the step's write
+    was refused twice; then it has room again. Never a tool error: the write is tried again, the run pauses and
+    completes in its worker, each charge made once (Postgres's "could not extend file: File too large" was the
+    tool's error, the run failed for good with C charged)."""
+    outcome = run_case(case, Engines(), tmp_path)
+    assert outcome.ok, f"{case.label}: {outcome.problems}\n{outcome.logs}"
+    assert outcome.killed  # the disk did fill up
+    assert outcome.completed_once
+    assert outcome.returned == 1
     assert outcome.duplicates <= (1 if case.engine == "temporal" else 0)

@@ -295,6 +295,16 @@ def test_a_read_only_or_unauthorized_database_is_a_passing_failure() -> None:
     assert not passing_failure(sa.exc.InternalError("SELECT ...", {}, psycopg.errors.InternalError_("bug")))
 
 
+def test_a_table_that_cannot_grow_is_a_passing_failure() -> None:
+    """Postgres out of room by a file size limit (``EFBIG``) says ``could not extend file ...: File too large`` as
+    an ``InternalError`` (SQLSTATE XX000, no class of its own): a full disk an operator ends, not the step's error
+    (it was, and the run failed for good with the charge made; ``test_faults.py``'s full-disk rows)."""
+    import psycopg
+
+    too_large = psycopg.errors.InternalError_('could not extend file "base/16384/16392": File too large')
+    assert passing_failure(sa.exc.InternalError("INSERT ...", {}, too_large))
+
+
 async def test_a_full_journal_disk_pauses_the_write_until_space_is_freed(tmp_path: Path) -> None:
     """The journal's disk full (SQLite's ``database or disk is full``, here a real database capped by
     ``max_page_count``; an operator frees space) is an outage, not a bug: the write is tried again and goes in once

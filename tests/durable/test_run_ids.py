@@ -16,7 +16,9 @@ from tests.durable.fault_matrix import new_database
 
 pytestmark = pytest.mark.timeout(120)
 
-BAD = [" ", "", "   ", " R1", "R1 ", "R1\n", "line\nbreak", "x" * 201, "tab\there"]
+BAD = [" ", "", "   ", " R1", "R1 ", "R1\n", "line\nbreak", "x" * 201, "tab\there", "x" * 5000, "nul\x00byte"]
+#: An id an engine's SQL or query language could trip on (round 8's fault 12): run and read back under itself.
+HOSTILE = "q'; DROP TABLE kavalai_steps; -- \"/\\ é"
 
 
 @pytest.fixture(params=["memory", "dbos-sqlite", "dbos-postgres", "temporal"])
@@ -101,6 +103,11 @@ async def test_every_runner_refuses_the_same_run_ids_with_the_rule_before_its_en
     result = await engine.run({"n": 7}, run_id="é-ok " + "x" * 195)  # spaces inside, any script, 200 long
     assert result.ok, result.error
     assert calls == [7]
+    for _ in range(2):  # the second time read back under the same id, not run again
+        result = await engine.run({"n": 8}, run_id=HOSTILE)
+        assert result.ok, result.error
+        assert result.output == {"n": 8}
+    assert calls == [7, 8]
 
 
 async def test_waiting_for_a_run_id_that_names_no_run_is_the_same_error_on_every_runner(

@@ -99,6 +99,25 @@ class PostgresServer:
                 raise RuntimeError(f"Postgres did not start (exit code {self.process.poll()})")
             time.sleep(0.1)
 
+    def limit_file_size(self, limit: int | None) -> None:
+        """Set the largest file every process of the server may write (``RLIMIT_FSIZE``'s soft limit; ``None``: no
+        limit), as a full disk does: a write past it fails with ``EFBIG`` (Postgres ignores ``SIGXFSZ``), so a
+        table that must grow past it cannot ("could not extend file"). Backends forked later inherit it. Set by
+        ``prlimit`` as the server's own user (a process may lower and raise its soft limit below its hard one)."""
+        import psutil
+
+        assert self.process is not None
+        server = psutil.Process(self.process.pid)
+        soft = "unlimited" if limit is None else str(limit)
+        pids = [str(process.pid) for process in [server, *server.children(recursive=True)]]
+        subprocess.run(  # one shell for them all; a process gone meanwhile: prlimit fails for it alone
+            ["sh", "-c", 'for pid in "$@"; do prlimit --pid "$pid" --fsize="$0:unlimited"; done', soft, *pids],
+            capture_output=True,
+            timeout=30,
+            check=False,
+            **self.as_user,
+        )
+
     def stop(self, *, immediate: bool = False) -> None:
         """Stop the server: a fast shutdown, or ``immediate`` (``pg_ctl stop -m immediate``: SIGQUIT, every
         connection dropped at once, recovery on the next start)."""
@@ -114,9 +133,12 @@ class PostgresServer:
 
 
 @contextlib.contextmanager
-def postgres_server(*, startup_timeout: float = 30.0, password: str | None = None) -> Iterator[PostgresServer]:
+def postgres_server(
+    *, startup_timeout: float = 30.0, password: str | None = None, wal_segment_mb: int | None = None
+) -> Iterator[PostgresServer]:
     """Start a throw-away Postgres and yield it (its ``url``; ``stop()`` and ``start()`` it at will). With
-    ``password`` every connection must log in by ``scram-sha-256`` (the superuser ``postgres`` with that password)."""
+    ``password`` every connection must log in by ``scram-sha-256`` (the superuser ``postgres`` with that password);
+    with ``wal_segment_mb``, the cluster's WAL files are that many MB (``initdb --wal-segsize``; 16 by default)."""
     binaries = postgres_bin()
     root = Path(tempfile.mkdtemp(prefix="kavalai-pg-"))
     as_user: dict[str, Any] = {}
@@ -135,6 +157,8 @@ def postgres_server(*, startup_timeout: float = 30.0, password: str | None = Non
         if as_user:
             os.chown(secret, as_user["user"], as_user["group"])
         auth = ["--auth=scram-sha-256", f"--pwfile={secret}"]
+    if wal_segment_mb is not None:
+        auth.append(f"--wal-segsize={wal_segment_mb}")
     try:
         subprocess.run(
             [

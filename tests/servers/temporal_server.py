@@ -86,8 +86,8 @@ class TemporalServer:
     """A dev server keeping its state in a database file, which a test may kill (``SIGKILL``: as a crash) and start
     again on the same port and file (the runs in flight survive)."""
 
-    def __init__(self, db_file: Path, startup_timeout: float) -> None:
-        self.db_file, self.startup_timeout = db_file, startup_timeout
+    def __init__(self, db_file: Path, startup_timeout: float, log: Path | None = None) -> None:
+        self.db_file, self.startup_timeout, self.log = db_file, startup_timeout, log
         self.port = _free_port()
         self.address = f"127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
@@ -96,7 +96,11 @@ class TemporalServer:
         """Start the server and wait (bounded) until a client can use it."""
         command = [temporal_cli(), "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(self.port)]
         command += ["--log-level", "error", "--db-filename", str(self.db_file)]
-        self.process = process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if self.log is None:
+            self.process = process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        else:  # appended to, across restarts; the child holds its own descriptor
+            with self.log.open("ab") as log:
+                self.process = process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.startup_timeout
         while not _ready(self.address):
             if process.poll() is not None or time.monotonic() > deadline:
@@ -111,9 +115,12 @@ class TemporalServer:
 
 
 @contextlib.contextmanager
-def temporal_server_with_db(db_file: Path, *, startup_timeout: float = 60.0) -> Iterator[TemporalServer]:
-    """Start a dev server keeping its state in ``db_file`` and yield it (``kill()`` and ``start()`` it at will)."""
-    server = TemporalServer(db_file, startup_timeout)
+def temporal_server_with_db(
+    db_file: Path, *, startup_timeout: float = 60.0, log: Path | None = None
+) -> Iterator[TemporalServer]:
+    """Start a dev server keeping its state in ``db_file`` and yield it (``kill()`` and ``start()`` it at will);
+    its error log lines go to ``log`` when given."""
+    server = TemporalServer(db_file, startup_timeout, log)
     server.start()
     try:
         yield server

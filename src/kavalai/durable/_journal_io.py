@@ -52,6 +52,10 @@ _PASSING: Final = (
     "disk i/o",
     "disk is full",  # SQLite's SQLITE_FULL: the journal's disk (or its size limit) is full until space is freed
     "no space left",  # Postgres's disk_full (53100): "could not extend file ...: No space left on device"
+    # Postgres out of room by a file size limit (EFBIG; SQLSTATE XX000, an InternalError): "could not extend file
+    # ...: File too large". A table that cannot grow until an operator makes room, not a bug of the statement.
+    "could not extend file",
+    "file too large",
     "ssl",
     "read-only transaction",  # Postgres's read_only_sql_transaction: a failover left us on a standby for now
     "readonly database",  # SQLite's SQLITE_READONLY: the journal file made read-only until an operator fixes it
