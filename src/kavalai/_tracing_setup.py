@@ -60,17 +60,23 @@ class TracingSetup:
         exporters: where spans go, one line each (``"otlp http://127.0.0.1:4318/v1/traces"``); empty for a
             global provider, whose exporters are its owner's.
         service_name: the resource's ``service.name`` (``None`` for a global provider).
+        masked: whether every span the provider records passes the secret gate (always for a provider kavalai set
+            up; for a global one, when it is the OpenTelemetry SDK's, from the moment kavalai saw it).
     """
 
     source: Literal["global", "environment", "switch"]
     exporters: tuple[str, ...] = ()
     service_name: str | None = None
+    masked: bool = True
     _provider: Any = field(default=None, repr=False, compare=False)
 
     def describe(self) -> str:
         """One line saying how spans are recorded, for a command's start-up message."""
         if self.source == "global":
-            return "tracing with the tracer provider already set (opentelemetry-instrument or the program's own)"
+            masking = "" if self.masked else "; not the OpenTelemetry SDK's, so other libraries' spans are not masked"
+            return (
+                f"tracing with the tracer provider already set (opentelemetry-instrument or the program's own){masking}"
+            )
         where = ", ".join(self.exporters) or "no exporter (OTEL_TRACES_EXPORTER=none)"
         return f"tracing as service {self.service_name!r} to {where}"
 
@@ -127,8 +133,9 @@ def configure_tracing(
     if enabled is False:
         return None
     env = os.environ if env is None else env
-    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
-        return TracingSetup(source="global")
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, trace.ProxyTracerProvider):
+        return TracingSetup(source="global", masked=_mask_global(provider))
     if enabled is None and not tracing_requested(env):
         return None
     try:
@@ -142,10 +149,12 @@ def configure_tracing(
     if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
         resource = resource.merge(Resource({"service.name": service_name}))
     provider = TracerProvider(resource=resource)
+    from kavalai import _span_masking as _masking
     from kavalai._span_masking import MaskingExporter
 
     for _, exporter in exporters:  # every span masked as it leaves, whichever library made it
         provider.add_span_processor(BatchSpanProcessor(MaskingExporter(exporter)))
+    _masking.provider_masked(provider)
     trace.set_tracer_provider(provider)
     return TracingSetup(
         source="switch" if enabled else "environment",
@@ -153,6 +162,15 @@ def configure_tracing(
         service_name=str(resource.attributes["service.name"]),
         _provider=provider,
     )
+
+
+def _mask_global(provider: trace.TracerProvider) -> bool:
+    """Hand a provider set by others to the span gate: whether its spans are masked (an SDK provider's are)."""
+    try:
+        from kavalai._span_masking import mask_provider
+    except ImportError:  # no SDK installed: the provider is another implementation's
+        return False
+    return mask_provider(provider)
 
 
 def _exporter_names(env: Mapping[str, str]) -> list[str]:

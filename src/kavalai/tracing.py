@@ -143,23 +143,35 @@ def instrument(kernel: Kernel, *, log_calls: bool = True, **options: Any) -> Non
 _tracer = trace.get_tracer(_SCOPE)  # a proxy: it follows the global provider once one is set
 
 
-_NOT_KNOWN: Final = object()
+_configured: list[bool] = [False]  # a set provider is never unset: once seen, known for good
 
 
 def tracing_configured() -> bool:
     """Whether a tracer provider has been set (spans then record); cheap enough to ask on every REST call.
 
-    The global provider is read without ``trace.get_tracer_provider()``, which looks ``OTEL_PYTHON_TRACER_PROVIDER``
-    up in the environment (a missed key raises and catches a ``KeyError``: microseconds) on every call while no
-    provider is set. That variable is honoured all the same: the ``get_tracer`` call above, at import, loaded the
-    provider it names. Should OpenTelemetry rename its global, the public call is made instead.
+    Asked through OpenTelemetry's public API (``trace.get_tracer_provider()`` is a ``ProxyTracerProvider`` until one
+    is set; while none is, the call costs a look of ``OTEL_PYTHON_TRACER_PROVIDER`` up in the environment). The API
+    sets the global provider once and for all, so once one is seen the answer is kept, and the provider is handed
+    to the secret gate of spans (:func:`kavalai._span_masking.mask_provider`): an OpenTelemetry SDK provider set by
+    the program or ``opentelemetry-instrument`` masks what every span records from then on.
     """
-    provider = getattr(trace, "_TRACER_PROVIDER", _NOT_KNOWN)
-    if provider is None:
+    if _configured[0]:
+        return True
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, trace.ProxyTracerProvider):
         return False
-    if provider is _NOT_KNOWN:
-        provider = trace.get_tracer_provider()
-    return not isinstance(provider, trace.ProxyTracerProvider)
+    _configured[0] = True
+    _mask(provider)
+    return True
+
+
+def _mask(provider: trace.TracerProvider) -> None:
+    """Hand ``provider`` to the span gate (which needs the SDK: a provider of another kind is left as it is)."""
+    try:
+        from kavalai._span_masking import mask_provider
+    except ImportError:  # pragma: no cover - a provider set without the SDK installed is not the SDK's
+        return
+    mask_provider(provider)
 
 
 @contextmanager

@@ -229,6 +229,7 @@ _LIMIT_LIKE = re.compile(r"timeout|deadline|seconds|^poll$|polling|heartbeat|sta
 # Public functions that take such a limit and hand it, unchanged, to one that applies the rule, and which one.
 _FORWARDED = {
     "_span_masking.py:MaskingExporter.force_flush(timeout_millis)": "the wrapped exporter's force_flush (OTel's API)",
+    "_span_masking.py:MaskingProcessor.force_flush(timeout_millis)": "a span processor's force_flush (OTel's API)",
     "kernel/_call.py:deadline(seconds)": "Deadline.__init__",
     "kernel/_core.py:Kernel.call_tool_as(timeout)": "Kernel.call_tool",
     "function_kernel.py:FunctionKernel.register_python_tool(timeout)": "PythonToolAdapter.register",
