@@ -56,11 +56,13 @@ def polls(fd: int) -> bool:
 @contextlib.asynccontextmanager
 async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     """The read and write streams of an MCP server on stdin and stdout, for ``Server.run`` (see the module)."""
-    if not (polls(_STDIN) and polls(_STDOUT) and sniffio.current_async_library() == "asyncio"):
+    loop = asyncio.get_running_loop() if sniffio.current_async_library() == "asyncio" else None
+    # asyncio's own loops only: uvloop's pipe transports are no asyncio.ReadTransport, and closing one closes the
+    # descriptor it was given, which is put back as stdin or stdout at the end (`kavalai serve --loop uvloop`)
+    if not (polls(_STDIN) and polls(_STDOUT) and isinstance(loop, asyncio.BaseEventLoop)):
         async with stdio_server() as streams:
             yield streams
         return
-    loop = asyncio.get_running_loop()
     with _claimed(_STDIN, os.O_RDONLY, os.devnull) as wire_in, _claimed(_STDOUT, os.O_WRONLY, None) as wire_out:
         reads = _Reads()
         writes = _Writes()
