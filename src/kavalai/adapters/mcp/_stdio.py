@@ -151,7 +151,54 @@ class StdioProcess:
         self._stderr.extend(line.rstrip("\r")[:_STDERR_LINE_CHARS] for line in lines)
 
 
-Streams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+class StdinWriter:
+    """The stream the session writes: each message is serialised and written to the server's stdin by the task that
+    sends it, with no writer task and no memory stream in between (one task switch less a message). A message is
+    written whole: asyncio's stream writer buffers all of a ``write`` before anything else runs, so messages sent
+    by several tasks at once never interleave; a sender cancelled while the pipe drains has sent its message.
+
+    When the server stops reading (its stdin closed or broken), the session's stream is ended, so the supervisor
+    learns at once that the connection is gone and the requests awaiting answers fail instead of hanging; the
+    message that found the pipe broken is dropped (its request fails with the session), later ones are refused
+    with ``BrokenResourceError``. Once the transport shuts down (:meth:`close`), sends raise
+    ``ClosedResourceError``, as a closed memory stream's do.
+    """
+
+    __slots__ = ("_broken", "_closed", "_info", "_stdin", "_to_session")
+
+    def __init__(self, info: StdioProcess, to_session: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
+        stdin = info.process.stdin
+        assert stdin is not None
+        self._info = info
+        self._stdin = stdin
+        self._to_session = to_session
+        self._closed = False
+        self._broken = False
+
+    async def send(self, message: SessionMessage, /) -> None:
+        """Write ``message`` as one line of JSON to the server's stdin."""
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if self._broken:
+            raise anyio.BrokenResourceError
+        self._info._sent(message)
+        data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+        try:
+            await self._stdin.send(data.encode() + b"\n")
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            self._broken = True
+            self._to_session.close()  # the server stopped reading: end the session rather than hang its requests
+
+    def close(self) -> None:
+        """Refuse every later message (the transport is shutting down)."""
+        self._closed = True
+
+    async def aclose(self) -> None:
+        """:meth:`close`, as an async resource closes."""
+        self.close()
+
+
+Streams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], StdinWriter]
 
 
 @asynccontextmanager
@@ -188,11 +235,10 @@ async def open_stdio(
         info.on_stray = on_stray
     LIVE_GROUPS.add(process.pid)
     to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](0)
+    session_writes = StdinWriter(info, to_session)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_read_stdout, info, to_session, server.max_message_bytes)
-            tg.start_soon(_write_stdin, info, from_session, to_session)
             tg.start_soon(_read_stderr, process, info)
             tg.start_soon(_watch_exit, info, to_session)
             try:
@@ -207,7 +253,8 @@ async def open_stdio(
         LIVE_GROUPS.discard(process.pid)
         with anyio.CancelScope(shield=True):
             await _release(process)
-            for stream in (to_session, session_reads, session_writes, from_session):
+            session_writes.close()
+            for stream in (to_session, session_reads):
                 stream.close()
 
 
@@ -304,23 +351,6 @@ def _parse(info: StdioProcess, line: bytes) -> SessionMessage | str | None:
 def _first_line(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return (text[0] if text else type(exc).__name__)[:200]
-
-
-async def _write_stdin(
-    info: StdioProcess,
-    from_session: MemoryObjectReceiveStream[SessionMessage],
-    to_session: MemoryObjectSendStream[SessionMessage | Exception],
-) -> None:
-    process = info.process
-    assert process.stdin is not None
-    try:
-        async with from_session:
-            async for message in from_session:
-                info._sent(message)
-                data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                await process.stdin.send(data.encode() + b"\n")
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-        to_session.close()  # the server stopped reading: end the session rather than hang its requests
 
 
 async def _read_stderr(process: anyio.abc.Process, info: StdioProcess) -> None:
