@@ -54,7 +54,8 @@ def test_a_rare_exact_word_in_a_name_is_never_buried_by_the_meaning() -> None:
     words_only = _names(ToolSearch(tools), "backfill the daily_revenue dag")
     assert words_only[0] == "airflow.create_backfill"
     search = ToolSearch(tools, embedder=_Against("backfill"))
-    first_stage, _ = search._fused("backfill the daily revenue dag", 50)
+    query = "backfill the daily revenue dag"
+    first_stage, _ = search._fused(query, [(query, 1.0)], 50)
     assert first_stage.index(len(tools) - 1) > _rescore.FLOOR  # fusion alone buries it under the dag tools
     assert "airflow.create_backfill" in _names(search, "backfill the daily_revenue dag", limit=3)
 
@@ -62,8 +63,9 @@ def test_a_rare_exact_word_in_a_name_is_never_buried_by_the_meaning() -> None:
 def test_the_fusion_adds_scores_so_where_the_meanings_tie_the_words_decide() -> None:
     tools = _dag_tools()
     search = ToolSearch(tools, embedder=_Same())
-    fused, _ = search._fused("backfill the daily revenue dag", 50)
-    words_only, _ = search._lexical("backfill the daily revenue dag", 50)
+    query = "backfill the daily revenue dag"
+    fused, _ = search._fused(query, [(query, 1.0)], 50)
+    words_only, _ = search._lexical([(query, 1.0)], 50)
     assert fused[: len(words_only)] == words_only
     assert fused[0] == len(tools) - 1
 

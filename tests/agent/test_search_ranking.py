@@ -263,3 +263,25 @@ def test_bm25s_best_are_the_tools_sharing_a_word_best_first_ties_by_place() -> N
     assert _top_found(scores, 5) == [1, 3, 5, 2]  # fewer share a word than were asked for: no zero comes along
     assert _top_found(scores, 10) == [1, 3, 5, 2]
     assert _top_found(np.zeros(4, dtype=np.float32), 2) == []
+
+
+class _Blind:
+    """An embedder that sees no meaning in anything (every vector zero): the words alone decide."""
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[0.0] * 8 for _ in texts]
+
+
+def test_with_an_embedder_the_users_own_word_outranks_the_word_the_vocabulary_added() -> None:
+    # "add" and "create" are as common as each other here, so at equal weight the vocabulary's "create" (added to
+    # "add") would tie with the user's "add", and the first listed, create_note, come first; the user said "add".
+    tools = [
+        _tool("notes.create_note", "Create a note."),
+        _tool("notes.add_note", "Add a note."),
+        *(_tool(f"math.add_{i}", f"Add numbers {i}.") for i in range(2)),
+        *(_tool(f"files.create_{i}", f"Create file {i}.") for i in range(2)),
+        *(_tool(f"misc.note_{i}", f"Note {i}.") for i in range(6)),
+    ]
+    assert _names(ToolSearch(tools, embedder=_Blind()), "add a note")[0] == "notes.add_note"
+    # BM25 alone has no meaning to carry the user from "add" to "create": the vocabulary's words count in full there.
+    assert {"notes.add_note", "notes.create_note"} <= set(_names(ToolSearch(tools), "add a note")[:2])

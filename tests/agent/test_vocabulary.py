@@ -12,6 +12,7 @@ from kavalai.agent._vocabulary import (
     VERBS,
     action,
     expand,
+    expand_apart,
     tool_action,
 )
 
@@ -81,3 +82,13 @@ def test_a_short_form_the_tools_write_is_kept_beside_its_long_form() -> None:
     assert expand("members of the org") == "members of the organization"
     assert expand("members of the org", {"org"}) == "members of the org organization"
     assert expand("my repo", {"org"}) == "my repository"
+
+
+def test_expand_apart_keeps_the_users_words_apart_from_the_words_the_tables_add() -> None:
+    assert expand_apart("open a PR for my repo") == (" open a pull request for my repository", "create")
+    assert expand_apart("kill it, add a label") == ("kill it, add a label", " terminate stop  create")
+    assert expand_apart("nothing to see here") == ("nothing to see here", " get")
+    assert expand_apart("DM Bob") == ("direct message Bob", " send message")  # the long form is the user's word
+    for query in ("kick off the nightly dag", "DM Bob", "members of the org", "open a.txt", ""):
+        own, added = expand_apart(query)  # the same words as expand's, in two parts
+        assert sorted(own.split() + added.split()) == sorted(expand(query).split())

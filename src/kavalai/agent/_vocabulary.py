@@ -27,9 +27,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from itertools import chain
 from typing import Final, Literal
 
-__all__ = ["ABBREVIATIONS", "ACTIONS", "PHRASES", "SYNONYMS", "VERBS", "Action", "action", "expand", "tool_action"]
+__all__ = [
+    "ABBREVIATIONS",
+    "ACTIONS",
+    "PHRASES",
+    "SYNONYMS",
+    "VERBS",
+    "Action",
+    "action",
+    "expand",
+    "expand_apart",
+    "tool_action",
+]
 
 Action = Literal["create", "start", "update", "delete", "read"]
 #: The kinds of action, in the order a request's words are weighed.
@@ -286,7 +298,24 @@ def expand(query: str, kept: Collection[str] = ()) -> str:
     :data:`VERBS` followed by its other words, and each phrase of :data:`PHRASES` followed by the words tools say for
     it ("open a PR for my repo" -> "create open a pull request for my repository"). An abbreviation in ``kept`` (one
     the catalogue's tools write themselves: ``list_org_members``) stays beside its long form ("org organization")."""
-    out: list[str] = []
+    return "".join(chain.from_iterable(_expanded(query, kept)))
+
+
+def expand_apart(query: str, kept: Collection[str] = ()) -> tuple[str, str]:
+    """:func:`expand`'s query in two parts: the user's words (abbreviations spelt out, which stand for the user's
+    own word) and the words the tables added (synonyms, tools' verbs, phrases' words), which a ranking may weigh
+    lower: they are a guess at what the user meant, the user's own words are what was said."""
+    own, added = [], []
+    for text, also in _expanded(query, kept):
+        own.append(text)
+        added.append(also)
+    return "".join(own), " ".join(part for part in added if part)
+
+
+def _expanded(query: str, kept: Collection[str]) -> list[tuple[str, str]]:
+    """``query`` in pieces, each the user's text (abbreviations spelt out) and the words the tables add after it
+    (phrases' words come first: :func:`expand` puts them before the phrase)."""
+    out: list[tuple[str, str]] = []
     done = 0  # how far the query is copied to out
     for match in _TOKEN.finditer(query):
         if match.start() < done:
@@ -295,7 +324,7 @@ def expand(query: str, kept: Collection[str] = ()) -> str:
         for pattern, also in _STARTS.get(word, ()):
             phrase = pattern.match(query, match.start())
             if phrase is not None:
-                out += [query[done : match.start()], also, " ", phrase.group()]
+                out += [(query[done : match.start()], also), (" " + phrase.group(), "")]
                 done = phrase.end()
                 break
         else:
@@ -303,9 +332,10 @@ def expand(query: str, kept: Collection[str] = ()) -> str:
                 long, also = _LOOKUP[word]
                 if long and word in kept:
                     long = f"{match.group()} {long}"
-                out += [query[done : match.start()], long or match.group(), " " if also else "", also]
+                out.append((query[done : match.start()] + (long or match.group()), f" {also}" if also else ""))
                 done = match.end()
-    return "".join(out) + query[done:]
+    out.append((query[done:], ""))
+    return out
 
 
 def action(words: list[str]) -> Action | None:
