@@ -10,6 +10,8 @@ each request with the capabilities it was told; the host is the official SDK's c
 from __future__ import annotations
 
 import mcp_types as types
+import pytest
+from mcp.shared.exceptions import MCPError
 from tests.serve.test_relay import Host, _backend, _served
 
 from kavalai import FunctionKernel
@@ -49,3 +51,26 @@ async def test_prompts_resources_and_completion_tell_the_backend_the_hosts_capab
     assert "sampling" not in nothing[0]
     assert "elicitation" not in nothing[0]
     assert nothing[0] == nothing[1] == nothing[2].replace("none", "")
+
+
+async def test_a_backends_missing_capability_error_reaches_the_host_as_itself() -> None:
+    """A 2026-07-28 backend refusing a prompt with -32021 (the host did not declare sampling): the host gets -32021
+    with the backend's ``requiredCapabilities``, not an internal error; a host that declared sampling gets the
+    prompt."""
+    host = Host()
+    kernel = FunctionKernel()
+    kernel.register_mcp_server(_backend("tests.servers.mcp_asked_capabilities", "asked", protocol="2026-07-28"))
+    try:
+        served = await _served(kernel, names="own")
+        async with Client(served, mode="auto") as bare:
+            with pytest.raises(MCPError) as raised:
+                await bare.get_prompt("needs_sampling", {})
+        async with Client(served, mode="auto", sampling_callback=host.sample) as sampling:
+            rendered = await sampling.get_prompt("needs_sampling", {})
+    finally:
+        await kernel.close()
+    assert raised.value.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert raised.value.error.data == {"requiredCapabilities": {"sampling": {}}}
+    assert "the prompt needs sampling" in raised.value.error.message
+    [message] = rendered.messages
+    assert message.content == types.TextContent(text="sampling")

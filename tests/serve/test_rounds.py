@@ -73,21 +73,19 @@ async def test_a_host_that_cannot_answer_is_told_what_it_must_declare(
 ) -> None:
     """A 2026-07-28 host that did not declare sampling, whose call's handshake-era backend asks for it, gets
     ``MissingRequiredClientCapabilityError`` (-32021) naming it (the backend is refused, its call ended); a
-    2026-07-28 backend is told the host's capabilities and refuses the call itself, naming sampling."""
+    2026-07-28 backend is told the host's capabilities and refuses the call itself with -32021, which reaches the
+    host as that JSON-RPC error, its data kept (not as a tool's error result)."""
     async with host.client(await _served(kernel), answers=False, mode="auto") as client:
-        if era == "legacy":
-            with pytest.raises(MCPError) as raised:
-                await client.call_tool("mcp_features_consult", {"question": "?"})
-        else:
-            refused = await client.call_tool("mcp_features_consult", {"question": "?"})
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool("mcp_features_consult", {"question": "?"})
         assert _text(await client.call_tool("mcp_features_folders", {})) != ""  # roots it offers: still asked
-    if era != "legacy":
-        assert refused.is_error is True
-        assert "error -32021: Client did not declare the sampling capability" in _text(refused)
-        return
     assert raised.value.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
     assert raised.value.error.data == {"requiredCapabilities": {"sampling": {}}}
-    assert "'sampling', which the host did not declare" in raised.value.error.message
+    if era == "legacy":
+        assert "'sampling', which the host did not declare" in raised.value.error.message
+    else:  # the backend's own words, behind the tool's URI
+        assert "mcp://features.consult" in raised.value.error.message
+        assert "error -32021: Client did not declare the sampling capability" in raised.value.error.message
 
 
 async def test_a_retry_with_an_unknown_or_foreign_state_is_refused(kernel: FunctionKernel, host: Host) -> None:

@@ -32,7 +32,7 @@ from kavalai.adapters.mcp import (
 from kavalai.errors import ConfigurationError, FunctionKernelException
 from kavalai.kernel import ToolURI
 from kavalai.llm.names import ToolNameMap
-from kavalai.serve._errors import protocol_error
+from kavalai.serve._errors import protocol_error, server_error
 from kavalai.serve._tools import Naming, own_names
 
 __all__ = ["ServedCatalog"]
@@ -286,11 +286,12 @@ class ServedCatalog:
 
 
 async def _asked(request: Any) -> Any:
-    """The answer of a request to a server; its failure as the protocol error a client reads."""
+    """The answer of a request to a server; its failure as the protocol error a client reads (a backend's -32021 as
+    itself, its data kept)."""
     try:
         return await request
     except FunctionKernelException as exc:
-        raise protocol_error(types.INTERNAL_ERROR, str(exc)) from None
+        raise server_error(exc) from None
 
 
 def _wire_fields(item: Any) -> dict[str, Any]:

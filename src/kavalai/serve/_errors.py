@@ -21,10 +21,19 @@ from mcp.server.context import CallNext, HandlerResult
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
-from kavalai.errors import FunctionKernelException
+from kavalai.errors import FunctionKernelException, JsonRpcError
 from kavalai.secrets import get_logger, holds_secret, redact, redact_data
 
-__all__ = ["for_host", "gated", "protocol_error", "redacting", "refusal", "tool_error_result"]
+__all__ = [
+    "for_host",
+    "gated",
+    "missing_capability_of",
+    "protocol_error",
+    "redacting",
+    "refusal",
+    "server_error",
+    "tool_error_result",
+]
 
 S = TypeVar("S", bound=Server[Any])
 M = TypeVar("M", bound=BaseModel)
@@ -38,6 +47,23 @@ def protocol_error(code: int, message: str, data: Any = None) -> MCPError:
     if data is not None and holds_secret(json.dumps(data, default=str)):
         data = None
     return MCPError(code, redact(message), data)
+
+
+def missing_capability_of(exc: BaseException) -> MCPError | None:
+    """A backend's -32021 (``MissingRequiredClientCapabilityError``: the request needs a client capability the host
+    did not declare) as the same JSON-RPC error for the host, its ``data`` (``requiredCapabilities``) kept; ``None``
+    for any other failure. It is the host's to act on (declare the capability and retry), so it is relayed as itself,
+    not made a tool's error result or an internal error."""
+    if isinstance(exc, JsonRpcError) and exc.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY:
+        return protocol_error(exc.code, str(exc), exc.data)
+    return None
+
+
+def server_error(exc: FunctionKernelException) -> MCPError:
+    """The JSON-RPC error a backend's failure of a request other than a tool call (a prompt, a read, a completion)
+    reaches the host as: -32021 as itself (:func:`missing_capability_of`), anything else an internal error saying
+    what failed."""
+    return missing_capability_of(exc) or protocol_error(types.INTERNAL_ERROR, str(exc))
 
 
 def for_host(message: M) -> M:

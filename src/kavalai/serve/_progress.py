@@ -8,17 +8,25 @@ held 100,000 tasks. Here one send at a time is under way per call; what comes me
 waiting, however many come and however slowly the host reads. Replaced ones are counted in a log line. When the call
 ends, what was waiting is dropped and a send still under way is cut (a progress after the result says nothing), so
 nothing of a call's progress outlives it.
+
+Progress is asked of backends only for a host request that carries a progress token (:func:`asks_progress`), and
+sent only to the host request that asked. A 2026-07-28 host's call that runs across several of its requests (its
+input-required rounds, or a call that becomes a task once its backend's does) spans several backend requests too:
+its progress goes to the host's request in at the time (:class:`Rounds`: its ``ctx``), when that request carries a
+token, and only when it rises above what that request was last sent (the protocol's progress must increase per
+token; a backend's next request counts from its own start); between the host's requests there is none to send it to,
+and it is dropped.
 """
 
 from __future__ import annotations
 
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 import anyio
 
 from kavalai.secrets import get_logger, redact_data
 
-__all__ = ["LatestProgress"]
+__all__ = ["LatestProgress", "Rounds", "asks_progress"]
 
 logger = get_logger("kavalai.serve")
 
@@ -30,15 +38,32 @@ class _Reports(Protocol):
         """Send ``notifications/progress`` for the request (nothing when the host asked for none)."""
 
 
+class Rounds(Protocol):
+    """A host call across several host requests (``kavalai.serve._rounds.RoundsCall``): the request of its latest
+    round (``ctx``, a ``ServerRequestContext``), and whether that request is in now (``answering``)."""
+
+    ctx: Any
+    answering: bool
+
+
 _LOG_EVERY: Final = 10_000  # replaced progress notifications between two log lines of one call
+
+
+def asks_progress(meta: Any) -> bool:
+    """Whether a host request's ``_meta`` carries a progress token (the host asked for progress): the SDK's
+    ``RequestParamsMeta`` names it ``progress_token``; a raw ``_meta`` (a mapping not validated) ``progressToken``."""
+    return isinstance(meta, dict) and (meta.get("progress_token") is not None or meta.get("progressToken") is not None)
 
 
 class LatestProgress:
     """The progress of one host call, sent through ``session`` (the request's) one at a time, the newest kept while
-    a send is under way; :meth:`close` when the call has ended."""
+    a send is under way; :meth:`close` when the call has ended. ``rounds``: the call runs across several host
+    requests, and each progress goes to the one in at the time (``session`` unused), as the module says."""
 
-    def __init__(self, session: _Reports) -> None:
+    def __init__(self, session: _Reports | None = None, *, rounds: Rounds | None = None) -> None:
         self._session = session
+        self._rounds = rounds
+        self._last: tuple[int, float] | None = None  # rounds: the request last sent progress, and the last sent
         self._waiting: tuple[float, float | None, str | None] | None = None
         self._sending: anyio.CancelScope | None = None
         self._closed = False
@@ -65,10 +90,24 @@ class LatestProgress:
         with anyio.CancelScope() as self._sending:
             try:
                 while latest is not None and not self._closed:
-                    await self._session.report_progress(*latest)
+                    session = self._session if self._rounds is None else self._now(latest[0])
+                    if session is not None:
+                        await session.report_progress(*latest)
                     latest, self._waiting = self._waiting, None
             finally:
                 self._sending = None
+
+    def _now(self, progress: float) -> _Reports | None:
+        """The session of the host request in now that asked for progress and was sent less than ``progress``."""
+        assert self._rounds is not None
+        ctx = self._rounds.ctx
+        if not self._rounds.answering or ctx is None or not asks_progress(ctx.meta):
+            return None
+        if self._last is not None and self._last[0] == id(ctx) and progress <= self._last[1]:
+            return None  # not above what this request was sent: another backend request counting from its start
+        self._last = (id(ctx), progress)
+        session: _Reports = ctx.session
+        return session
 
     def close(self) -> None:
         """The call has ended: drop what waits, cut a send under way, and send nothing more."""

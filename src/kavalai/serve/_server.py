@@ -34,10 +34,10 @@ from kavalai.errors import (
 from kavalai.kernel import Kernel, ProgressCallback, deadline
 from kavalai.secrets import get_logger
 from kavalai.serve._catalog import ServedCatalog
-from kavalai.serve._errors import gated, protocol_error, tool_error_result
+from kavalai.serve._errors import gated, missing_capability_of, protocol_error, tool_error_result
 from kavalai.serve._hosts import HostSessions
 from kavalai.serve._pages import page
-from kavalai.serve._progress import LatestProgress
+from kavalai.serve._progress import LatestProgress, asks_progress
 from kavalai.serve._relayed import mcp_adapter, relayed_handlers, served_servers
 from kavalai.serve._rounds import InputRounds, RoundsCall, takes_rounds
 from kavalai.serve._tasks import EXTENSION, HostTasks, TaskParams, TaskUpdateParams, declares_tasks, missing_extension
@@ -174,7 +174,15 @@ def build_mcp_server(
                 # what a backend asks in one round of its own is put to such a host in one round of the gateway's;
                 # a 2026-07-28 backend is told what this host can be asked (sampling, elicitation, roots), so it
                 # asks only that.
-                progress = None if task else LatestProgress(ctx.session)  # bounded: _progress.py
+                # progress is asked of backends only when the host asked, and goes to the host request in at the
+                # time: the call's own, or (across rounds, a call becoming a task) its latest round's (_progress.py)
+                progress = (
+                    None
+                    if not asks_progress(params.meta) or (task and not escalating)
+                    else LatestProgress(ctx.session)
+                    if across is None
+                    else LatestProgress(rounds=across)
+                )
                 try:
                     return await call_kernel_tool(
                         kernel,
@@ -182,6 +190,7 @@ def build_mcp_server(
                         params.arguments or {},
                         progress=None if progress is None else progress.report,
                         task=task,
+                        relays_missing=takes_rounds(ctx.protocol_version),
                     )
                 finally:
                     if progress is not None:
@@ -350,17 +359,22 @@ async def call_kernel_tool(
     *,
     progress: ProgressCallback | None = None,
     task: bool = False,
+    relays_missing: bool = False,
 ) -> types.CallToolResult:
     """Call the tool at ``uri`` and turn the outcome into an MCP tool result (a failure too): for an ``mcp://``
     tool, the result its server sent, unchanged; else the output model (or the error's message). ``task``: the
     call is a host's task, whose protocol errors (a server's JSON-RPC error) are raised (the task failed), not
-    made a tool's error result."""
+    made a tool's error result. ``relays_missing``: the host is of the 2026-07-28 era, so a server's -32021 (a
+    client capability the host must declare) reaches it as that JSON-RPC error, its data kept (raised)."""
     with keeping_wire_results() as received:
         try:
             output = await kernel.call_tool(uri, arguments, progress=progress)
         except FunctionKernelException as exc:
             logger.info("%s failed: %s", uri, exc)
             sent = received.get(uri)
+            missing = missing_capability_of(exc) if relays_missing or task else None
+            if missing is not None and not isinstance(sent, types.CallToolResult):
+                raise missing from None
             if task and isinstance(exc, JsonRpcError) and not isinstance(sent, types.CallToolResult):
                 raise
             return sent if isinstance(sent, types.CallToolResult) and sent.is_error else tool_error_result(str(exc))

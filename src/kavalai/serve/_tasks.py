@@ -53,6 +53,7 @@ import mcp_types as types
 import pydantic_core
 from mcp.server import ServerRequestContext
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
+from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from pydantic import Field, TypeAdapter, ValidationError
 
@@ -373,6 +374,9 @@ class HostTasks:
                 except JsonRpcError as exc:  # the backend answered a protocol error: the task failed
                     call.failed(exc)
                     task.end("failed", error=_error_data(exc.code, str(exc)))
+                except MCPError as exc:  # the backend's -32021, as itself (its data kept): the task failed with it
+                    call.failed(exc)
+                    task.end("failed", error=_error_of(exc))
                 except Exception as exc:  # the gateway's own failure: its text stays in the log
                     logger.warning("task %s of %s failed: %s: %s", task.task_id, call.tool, type(exc).__name__, exc)
                     fixed = f"kavalai serve failed internally ({type(exc).__name__})"
