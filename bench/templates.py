@@ -13,8 +13,10 @@ Jinja and its size module. Figures:
 - ``inline``: this tree's ``render_template`` without a meter (its loop counter only).
 
 ``--template plain`` is a loop of plain steps (``{{ i }}``); ``--template filters`` a loop of filter-heavy steps
-(constant-time filters, string filters, a test), where the filters' metering shows. ``--only NAME`` renders one of
-the four, ``--rounds`` times, for ``valgrind --tool=callgrind`` (instructions per rendering: the total over rounds).
+(constant-time filters, string filters, a test), where the filters' metering shows; ``--template compares`` a
+loop of small comparisons (``==``, ``in``, ``<`` of numbers), where the metered comparisons' fast path shows.
+``--only NAME`` renders one of the four, ``--rounds`` times, for ``valgrind --tool=callgrind`` (instructions per
+rendering: the total over rounds).
 The issue's bound: ``metered`` at most 1.5x ``baseline`` on the plain template.
 """
 
@@ -44,6 +46,7 @@ TEMPLATES = {
         " {{ i|abs }} {{ names|last|capitalize }} {{ i|string|replace('1', 'one') }}"
         "{% if i is even and names is sequence %} {{ names|count }}{% endif %}{% endfor %}"
     ),
+    "compares": "{% for i in range(n) %}{% if i == 3 or i in names or i < 0 %}{{ i }}{% endif %}{% endfor %}",
 }
 PACKAGE = "kavalai_baseline_templates"
 

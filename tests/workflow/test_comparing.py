@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
+from markupsafe import Markup
 
 from kavalai.kernel import deadline
 from kavalai.workflow._expressions import compile_expression
@@ -37,6 +38,8 @@ VALUES: dict[str, Any] = {
     "table": {f"k{i}": row for i, row in enumerate(WIDE)},
     "text": "ab" * N,
     "missing": -1,
+    "markup": Markup("ab" * N),  # a text Jinja marked safe: a str of its own type
+    "markup_twin": Markup("ab" * N),
 }
 
 TEMPLATES = {
@@ -61,6 +64,9 @@ TEMPLATES = {
     "max": "{{ wide | max | first }}",
     "min": "{{ wide | min | first }}",
     "groupby": "{{ wide | groupby(0) | list | length }}",
+    "sort range": "{{ range(100000) | sort | first }}",
+    "markup <": "{{ markup < markup_twin }}",
+    "markup in": "{{ 'zz' in markup }}",
 }
 
 

@@ -57,7 +57,7 @@ def extent(value: Any, cap: int = CAP) -> int:
     while stack:
         item = stack.pop()
         kind = type(item)
-        if kind in _TEXTS:
+        if kind in _TEXTS or isinstance(item, str | bytes | bytearray | range):  # a Markup text too
             total += 1 + len(item)
         elif kind in _CONTAINERS or isinstance(item, list | tuple | Set | Mapping):
             total += 1 + len(item)
@@ -91,7 +91,7 @@ def contains_cost(item: Any, container: Any) -> int:
     """What ``item in container`` may go over: a text's characters, a sequence's items (each compared with
     ``item``), or ``item`` itself for a hashed lookup (a tuple's hash goes over its items)."""
     kind = type(container)
-    if kind in _TEXTS:
+    if kind in _TEXTS or isinstance(container, str | bytes | bytearray):
         return 1 + len(container) + (len(item) if type(item) in _TEXTS else 0)
     if kind is dict or kind is set or kind is frozenset or isinstance(container, Mapping | Set):
         return 1 if type(item) in _FLAT else 1 + extent(item)
@@ -103,7 +103,7 @@ def contains_cost(item: Any, container: Any) -> int:
 def sort_cost(value: Any, *, sorting: bool = True) -> int:
     """What sorting ``value`` (``sorting``: about ``log2 n`` comparisons an item) or going over it comparing
     (``max``, ``min``, ``unique``) may cost: its extent, times the comparisons of an item."""
-    size = len(value) if isinstance(value, list | tuple | Set | Mapping | str) else 0
+    size = len(value) if isinstance(value, list | tuple | Set | Mapping | str | range) else 0
     rounds = max(size.bit_length(), 1) if sorting else 1
     return 1 + extent(value) * rounds
 
