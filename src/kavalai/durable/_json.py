@@ -14,13 +14,12 @@ fails when one bypasses :func:`journal_json`.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
+
+from kavalai._utf8 import LONE_SURROGATE, escape_surrogate, utf8_safe
 
 __all__ = ["journal_json", "utf8_safe"]
-
-_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 def journal_json(
@@ -37,27 +36,4 @@ def journal_json(
     text = json.dumps(
         value, ensure_ascii=False, sort_keys=sort_keys, separators=separators, default=default, allow_nan=allow_nan
     )
-    return _LONE_SURROGATE.sub(_escaped, text)
-
-
-def utf8_safe(value: Any) -> Any:
-    """``value`` (JSON data) with every lone surrogate of its texts and keys written as the text of its escape
-    (``"\\udcff"``), so that DBOS's serializer, which writes text as it is, can store it; ``value`` itself when it
-    holds none (the usual case: one scan of its JSON text)."""
-    if not _LONE_SURROGATE.search(json.dumps(value, ensure_ascii=False, default=str)):
-        return value
-    return _safe(value)
-
-
-def _safe(value: Any) -> Any:
-    if isinstance(value, str):
-        return _LONE_SURROGATE.sub(_escaped, value)
-    if isinstance(value, dict):
-        return {_safe(key): _safe(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_safe(item) for item in value]
-    return value
-
-
-def _escaped(found: re.Match[str]) -> str:
-    return f"\\u{ord(found.group()):04x}"
+    return LONE_SURROGATE.sub(escape_surrogate, text)
