@@ -14,13 +14,13 @@ fails when one bypasses :func:`journal_json`.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from typing import Any, Final
 
+from kavalai._utf8 import LONE_SURROGATE, escape_surrogate, utf8_safe
+
 __all__ = ["ESCAPED_KEY", "engine_outcome", "journal_json", "outcome_read", "utf8_safe"]
 
-_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 #: The key under which a run's outcome no UTF-8 can hold is handed to DBOS, as escaped JSON text (engine_outcome).
 ESCAPED_KEY: Final = "$kavalai_escaped_json"
 
@@ -39,16 +39,7 @@ def journal_json(
     text = json.dumps(
         value, ensure_ascii=False, sort_keys=sort_keys, separators=separators, default=default, allow_nan=allow_nan
     )
-    return _LONE_SURROGATE.sub(_escaped, text)
-
-
-def utf8_safe(value: Any) -> Any:
-    """``value`` (JSON data) with every lone surrogate of its texts and keys written as the text of its escape
-    (``"\\udcff"``), so that DBOS's serializer, which writes text as it is, can store it; ``value`` itself when it
-    holds none (the usual case: one scan of its JSON text)."""
-    if not _LONE_SURROGATE.search(json.dumps(value, ensure_ascii=False, default=str)):
-        return value
-    return _safe(value)
+    return LONE_SURROGATE.sub(escape_surrogate, text)
 
 
 def engine_outcome(value: Any) -> Any:
@@ -60,7 +51,7 @@ def engine_outcome(value: Any) -> Any:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         return value  # not JSON: DBOS's own error says so
-    if not _LONE_SURROGATE.search(text):
+    if not LONE_SURROGATE.search(text):
         return value
     return {ESCAPED_KEY: json.dumps(value, separators=(",", ":"))}
 
@@ -70,17 +61,3 @@ def outcome_read(value: Any) -> Any:
     if isinstance(value, dict) and len(value) == 1 and isinstance(value.get(ESCAPED_KEY), str):
         return json.loads(value[ESCAPED_KEY])
     return value
-
-
-def _safe(value: Any) -> Any:
-    if isinstance(value, str):
-        return _LONE_SURROGATE.sub(_escaped, value)
-    if isinstance(value, dict):
-        return {_safe(key): _safe(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_safe(item) for item in value]
-    return value
-
-
-def _escaped(found: re.Match[str]) -> str:
-    return f"\\u{ord(found.group()):04x}"

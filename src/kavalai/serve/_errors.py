@@ -7,7 +7,9 @@ reaches neither side. Every message the gateway sends a host of its own accord (
 message, progress, a change; a request relayed from a backend: sampling, elicitation, roots) crosses
 :func:`for_host`, masked the same way. ``tests/serve/test_errors.py`` finds every error the package builds and
 fails when one is built elsewhere, and every send to a host without :func:`for_host`; ``tests/test_secret_gate.py``
-every failed tool result and every ``Server`` built without :func:`gated`.
+every failed tool result and every ``Server`` built without :func:`gated`. The same two crossings make what a host is
+sent well formed (:func:`well_formed_result`, :func:`for_host`): a lone surrogate, which pydantic's JSON refuses, is
+written as the text of its escape.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ import json
 from typing import Any, TypeVar
 
 import mcp_types as types
+import pydantic_core
 from mcp.server import Server, ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
 
+from kavalai._utf8 import utf8_safe
 from kavalai.errors import FunctionKernelException, JsonRpcError
 from kavalai.secrets import get_logger, holds_secret, redact, redact_data
 
@@ -33,6 +38,8 @@ __all__ = [
     "refusal",
     "server_error",
     "tool_error_result",
+    "well_formed",
+    "well_formed_result",
 ]
 
 S = TypeVar("S", bound=Server[Any])
@@ -71,7 +78,7 @@ def for_host(message: M) -> M:
     every text it carries (a backend's log data and logger name, a progress message, a sampling request's messages
     and system prompt, an elicitation's message); ``message`` itself when it holds none."""
     dumped = message.model_dump(by_alias=True, exclude_unset=True)
-    masked = redact_data(dumped)
+    masked = utf8_safe(redact_data(dumped))  # and well formed: a lone surrogate written as its escape's text
     return message if masked is dumped else type(message).model_validate(masked)
 
 
@@ -95,7 +102,7 @@ async def redacting(ctx: ServerRequestContext[Any, Any], call_next: CallNext) ->
     left to the SDK (it answers with a fixed message); any other exception is a fixed message naming its type (its
     text, which may be private to the handler, is logged, masked)."""
     try:
-        return await call_next(ctx)
+        result = await call_next(ctx)
     except MCPError as exc:
         raise protocol_error(exc.code, exc.message, exc.data) from None
     except ValidationError:
@@ -106,6 +113,38 @@ async def redacting(ctx: ServerRequestContext[Any, Any], call_next: CallNext) ->
         logger.warning("%s failed: %s: %s", ctx.method, type(exc).__name__, exc)
         fixed = f"kavalai serve failed internally ({type(exc).__name__})"
         raise protocol_error(types.INTERNAL_ERROR, fixed) from None
+    return well_formed_result(result)
+
+
+def well_formed_result(result: HandlerResult) -> HandlerResult:
+    """A request's ``result`` (the wire form the SDK sends as it is) with every lone surrogate of its texts (a file
+    name that is not UTF-8 in a tool's result, a backend's ``"\\udcff"``), which pydantic's JSON refuses (the host
+    was sent nothing over HTTP, an error of code 0 over stdio), written as the text of its escape
+    (:func:`kavalai._utf8.utf8_safe`); ``result`` itself when it holds none (one serialization, in pydantic's core)."""
+    if isinstance(result, BaseModel):
+        return well_formed(result)
+    if isinstance(result, dict):
+        try:
+            pydantic_core.to_json(result)
+        except PydanticSerializationError:
+            safe: dict[str, Any] = utf8_safe(result, scanned=json.dumps(result, ensure_ascii=False, default=str))
+            return safe
+    return result
+
+
+def well_formed(message: M) -> M:
+    """``message`` as a host can be sent it: a lone surrogate in any of its texts (a file name that is not UTF-8 in
+    a tool's result, a backend's ``"\\udcff"``), which pydantic's JSON refuses (the host was sent nothing over
+    HTTP, an error of code 0 over stdio), written as the text of its escape (:func:`kavalai._utf8.utf8_safe`)."""
+    try:
+        message.model_dump_json(by_alias=True, exclude_unset=True)  # what the transport will write
+    except PydanticSerializationError:
+        dumped = message.model_dump(by_alias=True, exclude_unset=True)
+        safe = utf8_safe(dumped)
+        if safe is dumped:  # not a lone surrogate: the transport's own error, as before
+            raise
+        return type(message).model_validate(safe)
+    return message
 
 
 def refusal(message: str) -> types.ErrorData:
