@@ -236,3 +236,46 @@ async def test_on_postgres_a_step_in_doubt_of_a_tool_that_says_ask_waits_for_the
     tmp_path: Path, how: str
 ) -> None:
     await asked_and_resolved("postgres", tmp_path, how)
+
+
+async def resolves_racing(tmp_path: Path, round_: int) -> str:
+    """One round of round 8's fault 7: charge B in doubt (its tool says ``ask``), the resumed run asks; two
+    ``kavalai runs resolve`` processes at once, ``--done`` and ``--retry``. Exactly one wins, the other is refused
+    naming the answer that won; B is charged once (done won) or twice (retry won), never more. Which one won."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    with journal("sqlite", tmp_path) as store:
+        runner = DbosRunner(store.url, journal_outage=0.3, **store.settings)
+        run_id = f"race-{round_}"
+        try:
+            with serve(create_app(on_charge=store.at_first("B"))) as shop:
+                with pytest.raises(RunInterruptedError):
+                    await unkeyed_engine(runner, shop, on_doubt="ask").run({}, run_id=run_id)
+                await asyncio.to_thread(store.release)
+                done = asyncio.ensure_future(unkeyed_engine(runner, shop, on_doubt="ask").run({}, run_id=run_id))
+                await asked(runner, run_id, "doubt-2", done)
+                done_with = ["--done", "--result", '{"charge": 2, "order": "B", "amount": 1}']
+                both = await asyncio.gather(
+                    asyncio.to_thread(resolve, store.url, run_id, 2, *done_with),
+                    asyncio.to_thread(resolve, store.url, run_id, 2, "--retry"),
+                )
+                result = await asyncio.wait_for(done, 120)  # bounded: liveness only
+                effects = orders(fetch(f"{shop}/effects"))
+        finally:
+            await runner.aclose()
+    won = [how for how, process in zip(("done", "retry"), both, strict=True) if process.returncode == 0]
+    assert len(won) == 1, [(process.returncode, process.stderr) for process in both]
+    lost = both[1] if won == ["done"] else both[0]
+    assert lost.returncode == 1, lost.stderr
+    assert lost.stderr.startswith(f"kavalai runs: Run {run_id}: 'doubt-2' was answered already, with "), lost.stderr
+    assert "Traceback" not in lost.stderr
+    assert result.ok, result.error
+    assert effects == (["A", "B", "C"] if won == ["done"] else ["A", "B", "B", "C"])
+    return won[0]
+
+
+@pytest.mark.faults
+@pytest.mark.timeout(1200)
+async def test_two_resolves_of_one_step_in_doubt_racing_ten_rounds(tmp_path: Path) -> None:
+    """Round 8's fault 7 on DBOS (SQLite), 10 rounds: ``--done`` racing ``--retry`` on one step in doubt."""
+    winners = [await resolves_racing(tmp_path / f"round{n}", n) for n in range(10)]
+    assert set(winners) <= {"done", "retry"}
