@@ -514,6 +514,35 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
         "test_a_value_no_column_takes_as_it_is_is_journaled_and_read_back[postgres-surrogate]",
         "temporal": "test_journal_values.py::test_on_temporal_a_value_no_column_takes_as_it_is_is_read_back[surrogate]",
     },
+    "the step table dropped by an operator mid-step (interrupted, never the tool's error)": {
+        "sqlite": "test_operator_faults.py::"
+        "test_the_step_table_dropped_mid_step_interrupts_the_run_never_the_tools_error[sqlite]",
+        "postgres": "test_operator_faults.py::"
+        "test_the_step_table_dropped_mid_step_interrupts_the_run_never_the_tools_error[postgres]",
+        "temporal": None,
+    },
+    "a node removed while its step is in doubt (refused naming it; then in doubt, once)": {
+        "sqlite": "test_operator_faults.py::"
+        "test_a_node_removed_while_its_step_is_in_doubt_is_refused_naming_it[sqlite]",
+        "postgres": "test_operator_faults.py::"
+        "test_a_node_removed_while_its_step_is_in_doubt_is_refused_naming_it[postgres]",
+        "temporal": None,
+    },
+    "a run cancelled while interrupted (no process runs it): never revived": {
+        "sqlite": "test_operator_faults.py::test_a_run_cancelled_while_interrupted_is_never_revived[sqlite]",
+        "postgres": "test_operator_faults.py::test_a_run_cancelled_while_interrupted_is_never_revived[postgres]",
+        "temporal": None,
+    },
+    "two `kavalai run --run-id` of one new run at once on the default journal (one run, each payment once)": {
+        "sqlite": "test_cli_faults.py::test_two_runs_of_one_new_run_id_at_once_are_one_run",
+        "postgres": None,
+        "temporal": None,
+    },
+    "the workflow file moved with its journal between a crash and the resume": {
+        "sqlite": "test_cli_faults.py::test_a_workflow_moved_with_its_journal_resumes_there",
+        "postgres": None,
+        "temporal": None,
+    },
 }
 
 

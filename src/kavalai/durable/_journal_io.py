@@ -59,13 +59,15 @@ _PASSING: Final = (
     "ssl",
     "read-only transaction",  # Postgres's read_only_sql_transaction: a failover left us on a standby for now
     "readonly database",  # SQLite's SQLITE_READONLY: the journal file made read-only until an operator fixes it
+    "no such table",  # SQLite: the journal's table dropped or the file replaced by an operator, until restored
 )
 
 #: SQLSTATE classes and codes (Postgres) that mean the database is away, full or read-only for now, whatever the
 #: driver's exception class: connection exceptions (08), insufficient resources (53: disk full, too many
 #: connections), operator intervention (57P: shutting down, starting up), invalid authorization (28: a password
-#: rotated under a running worker) and a read-only transaction (25006: a failover to a standby).
-_PASSING_STATES: Final = ("08", "53", "57P", "28", "25006")
+#: rotated under a running worker), a read-only transaction (25006: a failover to a standby) and an undefined table
+#: (42P01: the journal's table dropped, or the database restored without it, until an operator puts it back).
+_PASSING_STATES: Final = ("08", "53", "57P", "28", "25006", "42P01")
 
 
 def passing_failure(exc: BaseException) -> bool:
