@@ -1,0 +1,50 @@
+"""Deadlines less than 0.1 s away share one loop timer per loop, armed at the first of them (issue 36, ninth
+session: a TimerHandle per call cost about 1.2 µs more a call): each is still cut at its own deadline, never early,
+whatever order they are set in (a nearer one set after a later one moves the timer), and none is lost."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import anyio
+import pytest
+
+from kavalai import FunctionKernel, pythontool
+from kavalai.errors import ToolTimeoutError
+from kavalai.kernel import current_call
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_short_deadlines_set_in_any_order_are_each_cut_at_their_own_time_never_early() -> None:
+    seen: dict[float, tuple[float, float]] = {}  # timeout -> (when the cut reached the tool, its deadline)
+
+    @pythontool
+    async def hang(limit: float) -> str:
+        """Wait until cut."""
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            call = current_call()
+            assert call is not None
+            assert call.deadline is not None
+            seen[limit] = (time.monotonic(), call.deadline)
+            raise
+        return "finished"
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("hang", hang)
+    limits = [0.09, 0.06, 0.03, 0.005, 0.07, 0.001, 0.02]  # later first, then nearer ones: the timer moves
+    with anyio.fail_after(20):
+        calls = [
+            asyncio.create_task(kernel.call_tool("python://hang", {"limit": limit}, timeout=limit)) for limit in limits
+        ]
+        outcomes = await asyncio.gather(*calls, return_exceptions=True)
+    assert all(isinstance(outcome, ToolTimeoutError) for outcome in outcomes), outcomes
+    assert sorted(seen) == sorted(limits)
+    assert all(cut_at >= due for cut_at, due in seen.values())  # never early
+    order = sorted(limits, key=lambda limit: seen[limit][0])
+    # cut in the order of their deadlines (those due in the same loop turn may be cut in one go, by deadline)
+    assert [seen[limit][1] for limit in order] == sorted(seen[limit][1] for limit in order)
+    await kernel.close()
