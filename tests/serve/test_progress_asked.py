@@ -16,6 +16,7 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import mcp_types as types
 import pytest
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from tests.serve.test_conformance import ROOT
@@ -75,3 +76,29 @@ async def test_a_calls_progress_across_rounds_goes_to_the_hosts_request_of_each_
     assert _text(result) == "progress asked: True"
     assert [asked.message for asked in host.elicited] == ["Go on?"]
     assert seen == [(5, 10, "before the question"), (1, 2, "step 1"), (2, 2, "step 2")]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_prompt_and_a_read_send_the_backends_progress_to_the_host_that_asked(config: Path, mode: str) -> None:
+    """``prompts/get`` and ``resources/read`` (a link's URI, routed to the one server listing it): the backend's
+    progress reaches the host whose request carries a token, and the backend is asked for none otherwise."""
+    seen: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    prompt = types.GetPromptRequest(params=types.GetPromptRequestParams(name="counted"))
+    read = types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri="caps://counted"))
+    async with _client(config, mode, Host()) as client:
+        session = client.session
+        rendered = await session.send_request(prompt, types.GetPromptResult, progress_callback=on_progress)
+        prompted = list(seen)
+        contents = await session.send_request(read, types.ReadResourceResult, progress_callback=on_progress)
+        unasked = await session.send_request(prompt, types.GetPromptResult)
+        unread = await session.send_request(read, types.ReadResourceResult)
+    assert rendered.messages[0].content == types.TextContent(text="progress asked: True")
+    assert prompted == [1, 2]
+    assert contents.contents[0].text == "progress asked: True"  # type: ignore[union-attr]
+    assert seen == [1, 2, 1, 2]
+    assert unasked.messages[0].content == types.TextContent(text="progress asked: False")
+    assert unread.contents[0].text == "progress asked: False"  # type: ignore[union-attr]

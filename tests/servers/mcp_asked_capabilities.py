@@ -4,7 +4,8 @@ gateway fronting it tells it its host's, not its own (``tests/serve/test_asked_c
 ``needs_sampling`` refuses a client that did not declare sampling with -32021 (``MissingRequiredClientCapability``,
 its data naming sampling), as a 2026-07-28 server must. Its tool ``counted`` reports progress 1 and 2 and answers
 whether it was asked for progress (a progress token in its request); ``asked_then_counted`` asks a question in an
-input-required round first, then does the same on the request carrying the answer.
+input-required round first, then does the same on the request carrying the answer; the prompt ``counted`` and the
+resource ``caps://counted`` do as ``counted`` does.
 
 Run it over stdio: ``python -m tests.servers.mcp_asked_capabilities``.
 """
@@ -20,6 +21,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 URI = "caps://asked"
+COUNTED = "caps://counted"
 
 
 def told(ctx: ServerRequestContext[Any]) -> str:
@@ -46,31 +48,41 @@ async def call_tool(
     if params.name == "asked_then_counted" and not params.input_responses:
         await ctx.session.report_progress(5, 10, "before the question")
         return types.InputRequiredResult.model_validate({"inputRequests": {"go": _QUESTION}, "requestState": "asked"})
+    return types.CallToolResult(content=[types.TextContent(text=await counted(ctx))])
+
+
+async def counted(ctx: ServerRequestContext[Any]) -> str:
+    """Report progress 1 and 2 of 2; whether the request asked for progress."""
     asked = (ctx.meta or {}).get("progress_token") is not None  # the SDK's RequestParamsMeta
     for step in (1, 2):
         await ctx.session.report_progress(step, 2, f"step {step}")
-    return types.CallToolResult(content=[types.TextContent(text=f"progress asked: {asked}")])
+    return f"progress asked: {asked}"
 
 
 async def list_prompts(ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
-    return types.ListPromptsResult(prompts=[types.Prompt(name="asked"), types.Prompt(name="needs_sampling")])
+    names = ("asked", "needs_sampling", "counted")
+    return types.ListPromptsResult(prompts=[types.Prompt(name=name) for name in names])
 
 
 async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
     if params.name == "needs_sampling" and "sampling" not in told(ctx):
         data = {"requiredCapabilities": {"sampling": {}}}
         raise MCPError(types.MISSING_REQUIRED_CLIENT_CAPABILITY, "the prompt needs sampling", data)
-    message = types.PromptMessage(role="user", content=types.TextContent(text=told(ctx)))
+    text = await counted(ctx) if params.name == "counted" else told(ctx)
+    message = types.PromptMessage(role="user", content=types.TextContent(text=text))
     return types.GetPromptResult(messages=[message])
 
 
 async def list_resources(ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
-    return types.ListResourcesResult(resources=[types.Resource(uri=URI, name="asked")])
+    resources = [types.Resource(uri=URI, name="asked"), types.Resource(uri=COUNTED, name="counted")]
+    return types.ListResourcesResult(resources=resources)
 
 
 async def read_resource(
     ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
 ) -> types.ReadResourceResult:
+    if str(params.uri) == COUNTED:
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=COUNTED, text=await counted(ctx))])
     return types.ReadResourceResult(contents=[types.TextResourceContents(uri=URI, text=told(ctx))])
 
 

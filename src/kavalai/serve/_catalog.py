@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 import mcp_types as types
+from mcp.shared.dispatcher import ProgressFnT
 
 from kavalai.adapters.mcp import (
     McpAdapter,
@@ -98,12 +99,14 @@ class ServedCatalog:
         self._check_own((t.uri_template for t in found), "resource template")
         return types.ListResourceTemplatesResult(resource_templates=found)
 
-    async def read_resource(self, uri: str, during: During = _nothing) -> types.ReadResourceResult:
+    async def read_resource(
+        self, uri: str, during: During = _nothing, progress: ProgressFnT | None = None
+    ) -> types.ReadResourceResult:
         """The resource ``uri`` (a served URI) read from its server, as its server sent it but for the URI, within
-        ``during(server)`` (as for :meth:`get_prompt`)."""
+        ``during(server)`` (as for :meth:`get_prompt`); ``progress``: given the server's progress of the read."""
         server, own = await self.route_uri(uri)
         with during(server), keeping_wire_results() as received:
-            contents = await _asked(self.adapter.read_resource(server, own))
+            contents = await _asked(self.adapter.read_resource(server, own, progress=progress))
         sent = received.get("resources/read")
         if not isinstance(sent, types.ReadResourceResult):
             return types.ReadResourceResult(
@@ -171,13 +174,18 @@ class ServedCatalog:
         return types.ListPromptsResult(prompts=found)
 
     async def get_prompt(
-        self, name: str, arguments: dict[str, str] | None, during: During = _nothing
+        self,
+        name: str,
+        arguments: dict[str, str] | None,
+        during: During = _nothing,
+        progress: ProgressFnT | None = None,
     ) -> types.GetPromptResult:
         """The prompt served as ``name``, rendered by its server (as its server sent it), within ``during(server)``
-        (what the server asks meanwhile goes to the host, :meth:`kavalai.serve._hosts.HostSessions.calling`)."""
+        (what the server asks meanwhile goes to the host, :meth:`kavalai.serve._hosts.HostSessions.calling`);
+        ``progress``: given the server's progress of the rendering."""
         server, own = await self.route_prompt(name)
         with during(server), keeping_wire_results() as received:
-            result: McpPromptResult = await _asked(self.adapter.get_prompt(server, own, arguments))
+            result: McpPromptResult = await _asked(self.adapter.get_prompt(server, own, arguments, progress=progress))
         sent = received.get("prompts/get")
         if isinstance(sent, types.GetPromptResult):
             return sent

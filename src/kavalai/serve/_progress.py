@@ -20,13 +20,15 @@ and it is dropped.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Final, Protocol
 
 import anyio
 
 from kavalai.secrets import get_logger, redact_data
 
-__all__ = ["LatestProgress", "Rounds", "asks_progress"]
+__all__ = ["LatestProgress", "Rounds", "asks_progress", "progress_for"]
 
 logger = get_logger("kavalai.serve")
 
@@ -115,3 +117,21 @@ class LatestProgress:
         self._waiting = None
         if self._sending is not None:
             self._sending.cancel()
+
+
+Report = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+@contextlib.contextmanager
+def progress_for(ctx: Any, meta: Any, rounds: Rounds | None = None) -> Iterator[Report | None]:
+    """Within the block, the callback a host call's progress goes to (``None``: the host's request, whose ``_meta``
+    is ``meta``, asked for none, so nothing is asked of the backends): to the request of ``ctx``, or, for a call
+    across several host requests, to the one of ``rounds`` in at the time. Closed at the block's end."""
+    if not asks_progress(meta):
+        yield None
+        return
+    latest = LatestProgress(ctx.session) if rounds is None else LatestProgress(rounds=rounds)
+    try:
+        yield latest.report
+    finally:
+        latest.close()

@@ -25,6 +25,7 @@ from kavalai.secrets import get_logger
 from kavalai.serve._catalog import ServedCatalog
 from kavalai.serve._hosts import HostSessions
 from kavalai.serve._pages import page
+from kavalai.serve._progress import progress_for
 from kavalai.serve._rounds import InputRounds, RoundsCall, takes_rounds
 from kavalai.serve._tools import ExposedTools
 
@@ -64,10 +65,16 @@ def relayed_handlers(
         return within
 
     async def relaying(ctx: ServerRequestContext[Any], what: str, params: Any, run: Any) -> Any:
-        """``run(during)`` for the host of ``ctx``; a 2026-07-28 host is asked in rounds of ``what`` (a label)."""
+        """``run(during, progress)`` for the host of ``ctx`` (``progress``: where the server's progress goes, when
+        the host asked for it); a 2026-07-28 host is asked in rounds of ``what`` (a label)."""
+
+        async def running(across: RoundsCall | None) -> Any:
+            with progress_for(ctx, params.meta, across) as progress:
+                return await run(during(ctx, across), progress)
+
         if not takes_rounds(ctx.protocol_version) or not rounds.available:
-            return await run(during(ctx, None))
-        return await rounds.call(what, params, ctx, lambda call: run(during(ctx, call)), is_tool=False)
+            return await running(None)
+        return await rounds.call(what, params, ctx, running, is_tool=False)
 
     async def set_level(ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> types.EmptyResult:
         await connecting()
@@ -100,7 +107,10 @@ def relayed_handlers(
         hosts.seen(ctx)
         uri = str(params.uri)
         result: types.ReadResourceResult | types.InputRequiredResult = await relaying(
-            ctx, f"resources/read {uri}", params, lambda within: catalog.read_resource(uri, within)
+            ctx,
+            f"resources/read {uri}",
+            params,
+            lambda within, progress: catalog.read_resource(uri, within, progress),
         )
         return result
 
@@ -142,7 +152,7 @@ def relayed_handlers(
             ctx,
             f"prompts/get {params.name}",
             params,
-            lambda within: catalog.get_prompt(params.name, params.arguments, within),
+            lambda within, progress: catalog.get_prompt(params.name, params.arguments, within, progress),
         )
         return result
 

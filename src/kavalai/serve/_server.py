@@ -37,7 +37,7 @@ from kavalai.serve._catalog import ServedCatalog
 from kavalai.serve._errors import gated, missing_capability_of, protocol_error, tool_error_result
 from kavalai.serve._hosts import HostSessions
 from kavalai.serve._pages import page
-from kavalai.serve._progress import LatestProgress, asks_progress
+from kavalai.serve._progress import progress_for
 from kavalai.serve._relayed import mcp_adapter, relayed_handlers, served_servers
 from kavalai.serve._rounds import InputRounds, RoundsCall, takes_rounds
 from kavalai.serve._tasks import EXTENSION, HostTasks, TaskParams, TaskUpdateParams, declares_tasks, missing_extension
@@ -176,25 +176,16 @@ def build_mcp_server(
                 # asks only that.
                 # progress is asked of backends only when the host asked, and goes to the host request in at the
                 # time: the call's own, or (across rounds, a call becoming a task) its latest round's (_progress.py)
-                progress = (
-                    None
-                    if not asks_progress(params.meta) or (task and not escalating)
-                    else LatestProgress(ctx.session)
-                    if across is None
-                    else LatestProgress(rounds=across)
-                )
-                try:
+                asked = None if task and not escalating else params.meta
+                with progress_for(ctx, asked, across) as progress:
                     return await call_kernel_tool(
                         kernel,
                         uri,
                         params.arguments or {},
-                        progress=None if progress is None else progress.report,
+                        progress=progress,
                         task=task,
                         relays_missing=takes_rounds(ctx.protocol_version),
                     )
-                finally:
-                    if progress is not None:
-                        progress.close()
         except DeadlineExceededError as exc:
             return tool_error_result(str(exc))
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import anyio
+from mcp.shared.dispatcher import ProgressFnT
 
 from kavalai.adapters.base import ToolAdapter, ToolRegistry
 from kavalai.adapters.mcp import _features as features
@@ -169,9 +170,12 @@ class McpAdapter(ToolAdapter):
         """The resource templates ``server`` lists."""
         return await features.list_resource_templates(self.connection(server).request)
 
-    async def read_resource(self, server: str, uri: str) -> list[McpResourceContent]:
-        """The contents of resource ``uri`` of ``server``."""
-        return await features.read_resource(self.connection(server).request, uri)
+    async def read_resource(
+        self, server: str, uri: str, *, progress: ProgressFnT | None = None
+    ) -> list[McpResourceContent]:
+        """The contents of resource ``uri`` of ``server``; ``progress(progress, total, message)``, when given, is
+        called with the server's progress notifications for the read (the server is asked for them)."""
+        return await features.read_resource(self.connection(server).request, uri, progress)
 
     async def subscribe_resource(self, server: str, uri: str, *, subscribe: bool = True) -> None:
         """Subscribe to (or unsubscribe from) changes of resource ``uri`` of ``server``."""
@@ -181,9 +185,12 @@ class McpAdapter(ToolAdapter):
         """The prompts ``server`` lists."""
         return await features.list_prompts(self.connection(server).request)
 
-    async def get_prompt(self, server: str, name: str, arguments: Mapping[str, Any] | None) -> McpPromptResult:
-        """The prompt ``name`` of ``server`` rendered with ``arguments``."""
-        return await features.get_prompt(self.connection(server).request, name, arguments)
+    async def get_prompt(
+        self, server: str, name: str, arguments: Mapping[str, Any] | None, *, progress: ProgressFnT | None = None
+    ) -> McpPromptResult:
+        """The prompt ``name`` of ``server`` rendered with ``arguments``; ``progress``: as for
+        :meth:`read_resource`."""
+        return await features.get_prompt(self.connection(server).request, name, arguments, progress)
 
     async def complete(
         self,

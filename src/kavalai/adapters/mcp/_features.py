@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeAlias, TypeVar, cast
+from typing import Any, Final, TypeAlias, TypeVar, cast
 
 import mcp_types
 from mcp.client import Client
+from mcp.shared.dispatcher import ProgressFnT
+from pydantic import TypeAdapter
 
 from kavalai.adapters.mcp._asked import asked_meta
 from kavalai.adapters.mcp._catalog import (
@@ -48,6 +50,9 @@ __all__ = [
 T = TypeVar("T")
 Send: TypeAlias = Callable[[Callable[[Client], Awaitable[T]], str], Awaitable[T]]
 _MAX_PAGES = 1000  # a paginator that never ends cannot hang a listing
+#: What a read or a prompt may be answered with (a 2026-07-28 server may ask for input first).
+_READ: Final = TypeAdapter(mcp_types.ReadResourceResult | mcp_types.InputRequiredResult)
+_PROMPT: Final = TypeAdapter(mcp_types.GetPromptResult | mcp_types.InputRequiredResult)
 
 
 async def list_resources(send: Send[Any]) -> list[McpResource]:
@@ -79,12 +84,29 @@ async def list_resource_templates(send: Send[Any]) -> list[McpResourceTemplate]:
     ]
 
 
-async def read_resource(send: Send[Any], uri: str) -> list[McpResourceContent]:
-    """The contents of the resource at ``uri`` (usually one; text kept as text, binary as base64)."""
+async def read_resource(send: Send[Any], uri: str, progress: ProgressFnT | None = None) -> list[McpResourceContent]:
+    """The contents of the resource at ``uri`` (usually one; text kept as text, binary as base64); ``progress``:
+    called with the server's progress notifications of the read (the request then carries a progress token)."""
     # The SDK's client answers a 2026-07-28 server's requests for input on the way, and honours ttlMs; a gateway's
     # host's capabilities ride in _meta (moved into place by SessionStreams), which also bypasses the SDK's cache.
     meta = cast("mcp_types.RequestParamsMeta | None", asked_meta(None))
-    result = await send(lambda client: client.read_resource(uri, meta=meta), f"resources/read of {uri!r}")
+    if progress is None:
+        result = await send(lambda client: client.read_resource(uri, meta=meta), f"resources/read of {uri!r}")
+    else:  # the SDK's read_resource takes no progress callback: the request is sent as it would send it
+
+        async def read(client: Client) -> mcp_types.ReadResourceResult:
+            async def retry(
+                responses: mcp_types.InputResponses | None, state: str | None
+            ) -> mcp_types.ReadResourceResult | mcp_types.InputRequiredResult:
+                params = mcp_types.ReadResourceRequestParams(
+                    uri=uri, input_responses=responses, request_state=state, _meta=meta
+                )
+                request = mcp_types.ReadResourceRequest(params=params)
+                return await client.session.send_request(request, _READ, progress_callback=progress)
+
+            return await drive_input_required(client.session, await retry(None, None), retry)
+
+        result = await send(read, f"resources/read of {uri!r}")
     keep("resources/read", result)
     return [_resource_content(item) for item in result.contents]
 
@@ -107,8 +129,11 @@ async def list_prompts(send: Send[Any]) -> list[McpPrompt]:
     ]
 
 
-async def get_prompt(send: Send[Any], name: str, arguments: Mapping[str, str] | None) -> McpPromptResult:
-    """The prompt ``name`` rendered with ``arguments`` (MCP prompt arguments are strings)."""
+async def get_prompt(
+    send: Send[Any], name: str, arguments: Mapping[str, str] | None, progress: ProgressFnT | None = None
+) -> McpPromptResult:
+    """The prompt ``name`` rendered with ``arguments`` (MCP prompt arguments are strings); ``progress``: as for
+    :func:`read_resource`."""
     args = {key: str(value) for key, value in (arguments or {}).items()}
     # a gateway's host's capabilities, when one is asking (moved into place by SessionStreams)
     meta = cast("mcp_types.RequestParamsMeta | None", asked_meta(None))
@@ -119,9 +144,12 @@ async def get_prompt(send: Send[Any], name: str, arguments: Mapping[str, str] | 
         async def retry(
             responses: mcp_types.InputResponses | None, state: str | None
         ) -> mcp_types.GetPromptResult | mcp_types.InputRequiredResult:
-            return await client.session.get_prompt(
-                name, args, input_responses=responses, request_state=state, meta=meta, allow_input_required=True
+            # as the SDK's get_prompt sends it, with the progress callback it takes no argument for
+            params = mcp_types.GetPromptRequestParams(
+                name=name, arguments=args, input_responses=responses, request_state=state, _meta=meta
             )
+            request = mcp_types.GetPromptRequest(params=params)
+            return await client.session.send_request(request, _PROMPT, progress_callback=progress)
 
         return await drive_input_required(client.session, await retry(None, None), retry)
 
