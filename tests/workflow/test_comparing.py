@@ -98,6 +98,17 @@ def test_a_comparison_of_small_values_costs_a_step() -> None:
     assert render_template(source, {}, node="n", field="f") == "TrueFalseTrueFalse"
 
 
+def test_a_comparison_with_a_literal_is_left_as_python_has_it() -> None:
+    """``x == 3``, ``s < 'm'`` and ``x in [1, 2]`` go over no more than the template's own text: not charged (the
+    loop step is), so the common comparisons of a template cost what they did; ``3 in big`` is charged."""
+    from kavalai.workflow._templates import _environment
+
+    source = "{{ (big == 3, 'zz' < text, big in [1, 2], missing not in (1, 2)) }}"
+    names = _environment().from_string(source).root_render_func.__code__.co_names
+    assert not [name for name in names if name.startswith("kavalai_") and name != "kavalai_str_join"], names
+    assert _spent(lambda: render_template("{{ 3 in big }}", VALUES, node="n", field="f")) >= N
+
+
 EXPRESSIONS = {
     "==": "input.big == input.twin",
     "<": "input.big < input.twin",

@@ -40,6 +40,8 @@ _ATOMS: Final = frozenset({int, float, bool, type(None)})
 _TEXTS: Final = frozenset({str, bytes, bytearray})
 _CONTAINERS: Final = frozenset({list, tuple, set, frozenset, dict})
 _FLAT: Final = _ATOMS | _TEXTS
+#: A comparison of values this small is not charged one by one: a loop step (counted) makes a bounded number.
+_SMALL: Final = 256
 
 
 def _in(item: Any, container: Any) -> bool:
@@ -91,6 +93,8 @@ def contains_cost(item: Any, container: Any) -> int:
     """What ``item in container`` may go over: a text's characters, a sequence's items (each compared with
     ``item``), or ``item`` itself for a hashed lookup (a tuple's hash goes over its items)."""
     kind = type(container)
+    if kind is list or kind is tuple:  # a number, None or a boolean is compared with an item in one step
+        return 1 + (len(container) if type(item) in _ATOMS else extent(container))
     if kind in _TEXTS or isinstance(container, str | bytes | bytearray):
         return 1 + len(container) + (len(item) if type(item) in _TEXTS else 0)
     if kind is dict or kind is set or kind is frozenset or isinstance(container, Mapping | Set):
@@ -123,19 +127,28 @@ COMPARISONS: Final[Mapping[str, Callable[[Any, Any], Any]]] = {
 
 def metered_comparison(name: str) -> Callable[[Any, Any], Any]:
     """The comparison ``name`` (a key of :data:`COMPARISONS`), charged to the current meter before it is made."""
-    compare = COMPARISONS[name]
+    compare, atoms = COMPARISONS[name], _ATOMS
     if name in ("in", "notin"):
 
         def membership(item: Any, container: Any) -> Any:
-            if type(container) is not range:
+            kind = type(container)
+            if (kind is list or kind is tuple) and type(item) in atoms:  # most tests: a number in a short list
+                if len(container) > _SMALL:
+                    work(1 + len(container))
+            elif kind is not range:
                 work(contains_cost(item, container))
             return compare(item, container)
 
         return membership
-    atoms = _ATOMS
 
     def comparison(left: Any, right: Any) -> Any:
-        if type(left) not in atoms and type(right) not in atoms:
+        kind = type(left)
+        if kind in atoms or type(right) in atoms:
+            return compare(left, right)
+        if kind is str and type(right) is str:  # two texts: the shorter one's characters
+            if len(left) > _SMALL and len(right) > _SMALL:
+                work(1 + min(len(left), len(right)))
+        else:
             work(compare_cost(left, right))
         return compare(left, right)
 

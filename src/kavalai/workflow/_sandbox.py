@@ -596,14 +596,32 @@ _COMPARE_NAMES: Final[Mapping[type[ast.cmpop], str]] = {
 }
 
 
+def _literal(node: ast.expr) -> bool:
+    """A constant of the template's text, or a list or tuple of them."""
+    if isinstance(node, ast.List | ast.Tuple):
+        return all(isinstance(item, ast.Constant) for item in node.elts)
+    return isinstance(node, ast.Constant)
+
+
+def _bounded_by_text(node: ast.Compare) -> bool:
+    """Whether a single comparison goes over no more than the template's own text, left as Python has it: ``x == 3``,
+    ``s < 'm'`` (a text compared with a literal stops at the literal's length), ``x in [1, 2]``."""
+    if len(node.ops) != 1:
+        return False
+    if isinstance(node.ops[0], ast.In | ast.NotIn):
+        return _literal(node.comparators[0])
+    return isinstance(node.left, ast.Constant) or isinstance(node.comparators[0], ast.Constant)
+
+
 class CompareRewriter(ast.NodeTransformer):
     """Points the compiled template's comparisons (``==``, ``<``, ``in``, ...) at the environment's metered ones;
-    ``is`` (identity, Jinja's own checks for missing names) is left as it is."""
+    ``is`` (identity, Jinja's own checks for missing names) and a comparison with a literal of the template's text
+    (bounded by that text: :func:`_bounded_by_text`) are left as they are."""
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         self.generic_visit(node)
         names = [_COMPARE_NAMES.get(type(op)) for op in node.ops]
-        if None in names:
+        if None in names or _bounded_by_text(node):
             return node
         environment = ast.Name(id="environment", ctx=ast.Load())
         operands = [node.left, *node.comparators]
