@@ -19,7 +19,9 @@ pauses its own deadline in two tasks at once, or from its worker thread, longer 
 seventh session). A call that takes 3 ms under a 1 ms deadline (a timeout, a block, a float subclass whose
 hooks lie) is cut every time, never before its deadline (eighth session: 4 ms timer slots let it finish). A block
 left in another task than the one that entered it (refused) leaves the entering task as the entry found it: no
-deadline current, its cancellation count back, its next call bound by its own timeout (ninth session). At the end
+deadline current, its cancellation count back, its next call bound by its own timeout (ninth session). A
+cancelled caller whose tool swallowed the cancellation still sees ``CancelledError`` (ninth session: the caller got
+the tool's late value). At the end
 nothing the kernel started may be left: no call in flight, no thread of a cut
 call, no server process, and both loops stop.
 
@@ -64,6 +66,17 @@ async def nap(seconds: float) -> str:
 
 # (when the cut reached it, its deadline) of each call of watched_nap cut: never before its deadline.
 CUTS: list[tuple[float, float | None]] = []
+
+
+@pythontool
+async def swallow() -> str:
+    """Catch the first cancellation and return late, as a careless tool does."""
+    try:
+        await asyncio.sleep(3600)
+    except asyncio.CancelledError:
+        await asyncio.sleep(0.01)
+        return "late"
+    return "slept"
 
 
 @pythontool
@@ -218,6 +231,7 @@ class KernelMachine(RuleBasedStateMachine):
 
         self.kernel.register_python_tool("hang", hang)
         self.kernel.register_python_tool("ask_two", wait_for_two_people)
+        self.kernel.register_python_tool("swallow", swallow)
         self.kernel.register_python_tool("ask_in_thread", wait_for_a_person_in_a_thread)
         kernel = self.kernel
 
@@ -347,6 +361,13 @@ class KernelMachine(RuleBasedStateMachine):
         loop = self.main if where == "task" else self.second
         call = self.kernel.call_tool(f"python://{tool}", {"seconds": 0.3}, timeout=0.1)
         assert loop.run(call, within=SLACK * 4).result == "answered"
+
+    @rule(where=st.sampled_from(["task", "second-loop"]))
+    def cancel_a_caller_whose_tool_swallows_it(self, where: str) -> None:
+        """A caller cancelled while its tool catches the cancellation and returns: it sees ``CancelledError``."""
+        loop = self.main if where == "task" else self.second
+        outcome = loop.run(_cancel_swallowing(self.kernel), within=SLACK * 4)
+        assert isinstance(outcome, asyncio.CancelledError), f"a cancelled caller got {outcome!r}"
 
     # Enabled by what earlier steps did, never by timing (whether a call is still running), which Hypothesis needs
     # to replay a case: cancelling a call that has ended does nothing.
@@ -516,6 +537,18 @@ async def _close_racing(
     for task in racing:
         task.cancel()  # done ones ignore it; the rest had not started
     return left, list(await asyncio.gather(*racing, return_exceptions=True))
+
+
+async def _cancel_swallowing(kernel: FunctionKernel) -> BaseException | Any:
+    """Cancel a caller once its call of the swallowing tool is in flight: how the caller's task ended."""
+    task = asyncio.create_task(kernel.call_tool("python://swallow"))
+    limit = time.monotonic() + SLACK
+    while not any(call._task is task for call in kernel.calls_in_flight()):
+        assert time.monotonic() < limit, "the call did not start"
+        await asyncio.sleep(0.001)
+    task.cancel()
+    [outcome] = await asyncio.gather(task, return_exceptions=True)
+    return outcome
 
 
 async def _enter_twice(kernel: FunctionKernel) -> tuple[BaseException | None, BaseException | None]:
