@@ -34,6 +34,7 @@ def test_there_are_examples() -> None:
     assert len(EXAMPLES) >= 3
 
 
+@pytest.mark.timeout(330)  # the subprocess's own 300 s bound ends first, with the example's stderr in the failure
 @pytest.mark.parametrize(("where", "code"), EXAMPLES, ids=[where for where, _ in EXAMPLES])
 def test_example_runs(where: str, code: str, tmp_path: Path) -> None:
     # 300 s bounds a hang, not a speed: docs/durable.md's examples start workers and runs in processes of their own
