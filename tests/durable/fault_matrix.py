@@ -543,6 +543,17 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
         "postgres": None,
         "temporal": None,
     },
+    "a worker frozen (SIGSTOP) past its lease mid-step, another finishes the run, then SIGCONT (two owners)": {
+        "sqlite": "test_frozen_worker.py::test_a_worker_frozen_past_its_lease_while_another_finishes_its_run[sqlite]",
+        "postgres": "test_frozen_worker.py::"
+        "test_a_worker_frozen_past_its_lease_while_another_finishes_its_run[postgres]",
+        "temporal": None,
+    },
+    "`kavalai runs cancel` racing `kavalai runs resolve --retry` on a step in doubt (cancelled or finished)": {
+        "sqlite": "test_cancel_resolve_race.py::test_a_cancel_racing_a_retry_of_a_step_in_doubt",
+        "postgres": None,
+        "temporal": None,
+    },
 }
 
 

@@ -140,6 +140,11 @@ class LocalRuns:
             if self.waiting.get(run_id) is waiter:
                 del self.waiting[run_id]
 
+    @staticmethod
+    async def settled(run_id: str, engine: sa.Engine, status: sa.Table) -> bool:
+        """Whether the run ``run_id`` has its outcome in ``status`` now (one look; a look that fails found none)."""
+        return await asyncio.to_thread(_settled, engine, status, run_id)
+
 
 class QuietParking(logging.Filter):
     """Drops DBOS's warning that a parked run's task ended cancelled (on the ``dbos`` logger, while a runner runs)."""

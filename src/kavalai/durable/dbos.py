@@ -345,8 +345,13 @@ class DbosRunner(DurableRunner):
         assert self._engine is not None
         # not through DBOS's poll, whose thread retries for ever while the database is gone (see _dbos_local)
         await self._parked.until_settled(run_id, self._engine, self._status, self.polling, outage=self.journal_outage)
-        if run_id in self._parked.errors:
-            raise self._parked.errors[run_id]
+        parked = self._parked.errors.get(run_id)
+        # An interrupted run another process took over and finished (this one frozen meanwhile, its step cut on
+        # waking): its outcome, not this process's stale interruption (round 9's fault 1).
+        if parked is not None and not (
+            isinstance(parked, RunInterruptedError) and await self._parked.settled(run_id, self._engine, self._status)
+        ):
+            raise parked
         try:
             return outcome_read(await handle.get_result(polling_interval_sec=self.polling))  # settled: read once
         except dbos_errors.DBOSAwaitedWorkflowCancelledError:
