@@ -176,3 +176,47 @@ def settled_as(policy: str, output: Any, requests: list[dict[str, Any]], effects
     # The shop honours the key only in the replay case: there C is made once; a retry the operator asked for twice.
     made = ["A", "B", "C", "C", "D", "E"] if policy == "ask-retry" else ["A", "B", "C", "D", "E"]
     assert [e["order"] for e in effects] == made
+
+
+def resolves_racing(address: str, directory: Path, round_: int) -> str:
+    """One round of round 8's fault 7 on Temporal: the worker killed during C (its server says ``ask``), a new one
+    takes the run up and asks; two ``kavalai runs resolve`` processes at once, ``--done`` and ``--retry``. Exactly
+    one wins, the other is refused naming the answer that won; C is made once (done won) or twice (retry won: the
+    shop here makes each request an effect), never more. Which one won."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    directory.mkdir(parents=True, exist_ok=True)
+    workflow = directory / "five.yaml"
+    workflow.write_text(with_policy("ask"), encoding="utf-8")
+    run_id = f"race-{round_}-{uuid.uuid4().hex[:8]}"
+    queue = f"q-{run_id}"
+    outcome = Outcome(CASE)
+    done_with = ["--done", "--result", '{"charge": 3, "order": "C", "amount": 5}']
+    with serve(create_app(kill_during="C", honour_keys=False)) as shop:  # each request an effect
+        first = start(CASE, address, workflow, run_id, "first", shop)
+        first.communicate(timeout=180)
+        assert first.returncode == -signal.SIGKILL
+        resumer = start(CASE, address, workflow, run_id, "resumer", shop)
+        assert "doubt-3" in asyncio.run(asked(address, queue, run_id)), (directory / "resumer.log").read_text()
+        with ThreadPoolExecutor(2) as pool:
+            both = list(pool.map(lambda how: resolve(address, queue, run_id, *how), [done_with, ["--retry"]]))
+        output = finish(resumer, 180, outcome)
+        effects = [e["order"] for e in fetch(f"{shop}/effects")]
+    won = [how for how, process in zip(("done", "retry"), both, strict=True) if process.returncode == 0]
+    assert len(won) == 1, [(process.returncode, process.stderr) for process in both]
+    lost = both[1] if won == ["done"] else both[0]
+    assert lost.returncode == 1, lost.stderr
+    assert lost.stderr.startswith(f"kavalai runs: Run {run_id}: 'doubt-3' was answered already, with "), lost.stderr
+    assert "Traceback" not in lost.stderr
+    assert outcome.problems == [], (directory / "resumer.log").read_text()
+    assert output["status"] == "succeeded", output
+    assert effects == (["A", "B", "C", "D", "E"] if won == ["done"] else ["A", "B", "C", "C", "D", "E"])
+    return won[0]
+
+
+@pytest.mark.faults
+@pytest.mark.timeout(2400)
+def test_two_resolves_of_one_temporal_step_in_doubt_racing_ten_rounds(temporal_address: str, tmp_path: Path) -> None:
+    """Round 8's fault 7 on Temporal, 10 rounds: ``--done`` racing ``--retry`` on one step in doubt."""
+    winners = [resolves_racing(temporal_address, tmp_path / f"round{n}", n) for n in range(10)]
+    assert set(winners) <= {"done", "retry"}

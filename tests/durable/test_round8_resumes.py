@@ -25,9 +25,9 @@ import sqlalchemy as sa
 
 from kavalai.durable._schema import SCHEMA_VERSION
 from tests.durable.conftest import ROOT
-from tests.durable.test_cli import TOOLS, WORKFLOW, kavalai, ledger
+from tests.durable.test_cli import TOOLS, WORKFLOW, ledger
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(900)
 
 #: ``python -c`` of a ``kavalai`` process that reports another release (its first argument) as its version.
 AS_RELEASE = (
@@ -50,22 +50,24 @@ class Resume:
     def args(self) -> list[str]:
         return ["run", str(self.workflow), "--input", '{"who": "ann"}', "--run-id", self.run_id, *self.engine]
 
+    def kavalai(self, entry: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        """``kavalai run`` of the run (``entry``: how Python starts it), bounded at 300 s (a loaded machine)."""
+        command = [sys.executable, *entry, *self.args()]
+        full = {**os.environ, "PYTHONPATH": str(ROOT), "LEDGER": str(self.ledger), **env}
+        return subprocess.run(
+            command, cwd=self.directory, env=full, capture_output=True, text=True, timeout=300, check=False
+        )
+
     def crash(self) -> None:
         """The first process: pays A and B, dies before B is journaled."""
-        crashed = kavalai(*self.args(), env={"LEDGER": str(self.ledger), "CRASH_ON": "ann-B"}, cwd=self.directory)
+        crashed = self.kavalai(["-m", "kavalai.cli.main"], {"CRASH_ON": "ann-B"})
         assert crashed.returncode == 3, crashed.stderr[-2000:]
         assert [entry["order"] for entry in ledger(self.ledger)] == ["ann-A", "ann-B"]
 
     def resume(self, release: str | None = None) -> None:
         """Resume the run (as ``release`` when given): it finishes, each order paid once."""
-        if release is None:
-            resumed = kavalai(*self.args(), env={"LEDGER": str(self.ledger)}, cwd=self.directory)
-        else:
-            command = [sys.executable, "-c", AS_RELEASE, release, *self.args()]
-            env = {**os.environ, "PYTHONPATH": str(ROOT), "LEDGER": str(self.ledger)}
-            resumed = subprocess.run(
-                command, cwd=self.directory, env=env, capture_output=True, text=True, timeout=180, check=False
-            )
+        entry = ["-m", "kavalai.cli.main"] if release is None else ["-c", AS_RELEASE, release]
+        resumed = self.kavalai(entry, {})
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         assert "Traceback" not in resumed.stderr
         assert json.loads(resumed.stdout) == {"paid": [1, 2, 3]}  # B's entry is read back by its key
