@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from kavalai import FunctionKernel, pythontool
@@ -242,7 +243,7 @@ async def resolves_racing(tmp_path: Path, round_: int) -> str:
     """One round of round 8's fault 7: charge B in doubt (its tool says ``ask``), the resumed run asks; two
     ``kavalai runs resolve`` processes at once, ``--done`` and ``--retry``. Exactly one wins, the other is refused
     naming the answer that won; B is charged once (done won) or twice (retry won), never more. Which one won."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
+    await anyio.Path(tmp_path).mkdir(parents=True, exist_ok=True)
     with journal("sqlite", tmp_path) as store:
         runner = DbosRunner(store.url, journal_outage=0.3, **store.settings)
         run_id = f"race-{round_}"

@@ -10,8 +10,10 @@ import fractions
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 import anyio
+import numpy  # in every dev install (bm25s and wordllama need it): never a silent skip of this module
 import pytest
 from tests.adapters.test_threads import _until
 from tests.kernel.test_ownership import in_second_loop, joined, wait_forever
@@ -19,8 +21,6 @@ from tests.kernel.test_ownership import in_second_loop, joined, wait_forever
 from kavalai import FunctionKernel, pythontool
 from kavalai.errors import DeadlineExceededError, KernelClosedError, ToolExecutionError, ToolTimeoutError
 from kavalai.kernel import deadline
-
-numpy = pytest.importorskip("numpy")
 
 
 def _hanging() -> FunctionKernel:
@@ -96,6 +96,14 @@ async def test_case_5_start_tool_refuses_nan_itself() -> None:
 # ------------------------------------------------------------------- 11-16: across tasks, threads and loops
 
 
+async def _in_thread_then_on(function: Callable[[], None]) -> None:
+    """Run ``function`` in a worker thread, then wait on. The thread's call ends at the block's deadline too, on its
+    own loop's timer: which of the two loops fires first is not ordered, so the body waits on past it and the
+    block's cut is what ends it."""
+    await asyncio.to_thread(function)
+    await asyncio.sleep(10)
+
+
 async def test_case_11_a_call_on_a_second_loop_in_a_thread_keeps_the_blocks_deadline() -> None:
     kernel = _hanging()
     outcome: list[BaseException | None] = []
@@ -110,7 +118,7 @@ async def test_case_11_a_call_on_a_second_loop_in_a_thread_keeps_the_blocks_dead
 
     with anyio.fail_after(20):
         with pytest.raises(ToolTimeoutError), deadline(0.1):  # the block's own cut of the awaiting task
-            await asyncio.to_thread(second_loop)  # the thread gets a copy of the context, the block in it
+            await _in_thread_then_on(second_loop)  # the thread gets a copy of the context, the block in it
         await _until(lambda: outcome)
     [ended] = outcome
     assert isinstance(ended, ToolTimeoutError), repr(ended)
