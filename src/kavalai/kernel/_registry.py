@@ -63,11 +63,16 @@ class LazyTool:
 class ToolRegistry:
     """Tool definitions by URI string, in registration order."""
 
-    __slots__ = ("_lazy", "_tools", "revision")
+    __slots__ = ("_lazy", "_servers", "_tools", "revision")
 
     def __init__(self) -> None:
         self._tools: dict[str, ToolDefinition] = {}
         self._lazy: dict[str, LazyTool] = {}
+        #: The URIs under each server prefix :meth:`names_of` may be asked for (``"rest://shop."``, and one per
+        #: further dot of a URI, as a server's name may hold dots), in registration order, kept as tools come and
+        #: go: building a configuration asks once per server, and a scan of every URI each time made it quadratic
+        #: (4,000 REST servers: 260 s).
+        self._servers: dict[str, dict[str, None]] = {}
         #: Bumped by every publication and withdrawal: equal revisions, the same tools (building a lazy one is
         #: no change).
         self.revision = 0
@@ -82,6 +87,7 @@ class ToolRegistry:
         self._check_free(name, replace)
         self._lazy.pop(name, None)
         self._tools[name] = definition
+        self._index(name)
         self.revision += 1
 
     def add_lazy(self, tool: LazyTool, *, replace: bool = False) -> None:
@@ -90,6 +96,7 @@ class ToolRegistry:
         self._check_free(name, replace)
         self._tools.pop(name, None)
         self._lazy[name] = tool
+        self._index(name)
         self.revision += 1
 
     def _check_free(self, name: str, replace: bool) -> None:
@@ -104,8 +111,18 @@ class ToolRegistry:
         name = str(uri)
         removed = self._tools.pop(name, None) or self._lazy.pop(name, None)
         if removed is not None:
+            for prefix in _server_prefixes(name):
+                under = self._servers.get(prefix)
+                if under is not None:
+                    under.pop(name, None)
+                    if not under:
+                        del self._servers[prefix]
             self.revision += 1
         return removed
+
+    def _index(self, name: str) -> None:
+        for prefix in _server_prefixes(name):
+            self._servers.setdefault(prefix, {})[name] = None
 
     def get(self, uri: str) -> ToolDefinition | None:
         """The tool at ``uri`` (built now if it was published lazily), or ``None``."""
@@ -149,8 +166,10 @@ class ToolRegistry:
 
     def names_of(self, scheme: str, server: str | None = None) -> list[str]:
         """The URIs of one scheme's tools (of one server, when given), without building anything."""
-        prefix = f"{scheme}://" if server is None else f"{scheme}://{server}."
-        return [name for name in self.names() if name.startswith(prefix)]
+        if server is None:
+            prefix = f"{scheme}://"
+            return [name for name in self.names() if name.startswith(prefix)]
+        return list(self._servers.get(f"{scheme}://{server}.", ()))
 
     def names(self) -> list[str]:
         """Every registered URI."""
@@ -171,3 +190,12 @@ class ToolRegistry:
 
     def __repr__(self) -> str:
         return f"<ToolRegistry of {len(self)} tools>"
+
+
+def _server_prefixes(uri: str) -> list[str]:
+    """Every ``scheme://server.`` prefix of ``uri`` (one per dot after the scheme: a server's name may hold dots)."""
+    scheme, found, rest = uri.partition("://")
+    if not found:
+        return []
+    head = f"{scheme}://"
+    return [head + rest[: index + 1] for index, char in enumerate(rest) if char == "."]
