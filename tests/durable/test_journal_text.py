@@ -42,9 +42,12 @@ async def test_a_tool_result_holding_a_lone_surrogate_is_kept_by_a_dbos_run(tmp_
     workflow.write_text(WORKFLOW, encoding="utf-8")
     runner = DbosRunner(f"sqlite:///{tmp_path}/journal.sqlite")
     engine = WorkflowEngine.from_yaml(workflow, durable=runner)
-    async with engine:
-        small = await engine.run({"n": 3}, run_id="small")
-        large = await engine.run({"n": 300_000}, run_id="large")  # past the inline limit: the result store keeps it
+    try:
+        async with engine:
+            small = await engine.run({"n": 3}, run_id="small")
+            large = await engine.run({"n": 300_000}, run_id="large")  # past the inline limit: the store keeps it
+    finally:
+        await runner.aclose()  # the engine leaves a runner passed in open; DBOS runs one engine per process
     for result in (small, large):
         assert result.status == "succeeded", result.error
         # DBOS is handed the outcome as escaped JSON text (engine_outcome): the run returns the very same text
