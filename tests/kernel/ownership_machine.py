@@ -542,7 +542,7 @@ async def _close_racing(
 async def _cancel_swallowing(kernel: FunctionKernel) -> BaseException | Any:
     """Cancel a caller once its call of the swallowing tool is in flight: how the caller's task ended."""
     task = asyncio.create_task(kernel.call_tool("python://swallow"))
-    while not any(call._task is task for call in kernel.calls_in_flight()):  # bounded by the caller's `within`
+    while not any(call._task is task for call in kernel.calls_in_flight()):  # noqa: ASYNC110 - polls the kernel's record; bounded by the caller's within=
         await asyncio.sleep(0.001)
     task.cancel()
     [outcome] = await asyncio.gather(task, return_exceptions=True)
