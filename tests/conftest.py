@@ -8,12 +8,22 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import pytest
+from hypothesis import settings
+from hypothesis.database import DirectoryBasedExampleDatabase
 
 from kavalai import FunctionKernel
+
+# One example database per Python: CI runs the suite on 3.11 and 3.13 at the same time in one working tree, and an
+# example saved under one interpreter replayed under the other made Hypothesis report a flaky strategy.
+settings.register_profile(
+    "kavalai", database=DirectoryBasedExampleDatabase(f".hypothesis/examples-{sys.implementation.cache_tag}")
+)
+settings.load_profile("kavalai")
 
 
 @pytest.fixture

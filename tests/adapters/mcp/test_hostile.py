@@ -59,22 +59,29 @@ async def test_a_message_over_the_limit_fails_the_connection_naming_the_limit() 
 
 
 def test_a_1_5_gib_line_is_refused_with_peak_memory_under_the_limit_plus_100_mb() -> None:
-    # The victim kernel runs in a child process under RLIMIT_AS, so a regression cannot hurt the machine.
+    # The victim kernel runs in a child process under RLIMIT_AS, so a regression cannot hurt the machine. The peak is
+    # read against the same process's peak after a first, well-formed call (which loads the interpreter, pydantic, the
+    # SDK and the connection machinery: 130-180 MiB depending on the Python and the machine), so the bound is on what
+    # the hostile line itself costs, not on the size of the libraries.
     script = textwrap.dedent(
         f"""
         import asyncio, resource, sys
         resource.setrlimit(resource.RLIMIT_AS, (2 * 1024**3, 2 * 1024**3))
         from kavalai import FunctionKernel, McpServer, ServerConnectionError
+        def peak_mib():
+            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         async def main():
             kernel = FunctionKernel()
+            kernel.register_mcp_server(McpServer(name="good", command=sys.executable, args=[{str(HOSTILE)!r}, "fine"]))
             kernel.register_mcp_server(McpServer(name="bad", command=sys.executable, args=[{str(HOSTILE)!r}, "huge"]))
+            await kernel.call_tool("mcp://good.t0", {{"x": "a"}})
+            before = peak_mib()
             try:
                 await kernel.call_tool("mcp://bad.t0", {{"x": "a"}})
             except ServerConnectionError as exc:
                 print("refused:", "max_message_bytes" in str(exc))
             await kernel.close()
-            peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            print(f"peak RSS {{peak_mib:.0f}} MiB")
+            print(f"peak RSS {{peak_mib():.0f}} MiB, {{before:.0f}} MiB before the hostile call")
         asyncio.run(main())
         """
     )
@@ -83,9 +90,10 @@ def test_a_1_5_gib_line_is_refused_with_peak_memory_under_the_limit_plus_100_mb(
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert lines[0] == "refused: True"
-    peak = float(lines[1].split()[2])
+    words = lines[1].split()
+    peak, before = float(words[2]), float(words[4])
     print(f"1.5 GiB stdio line: {lines[1]} (limit 32 MiB + 100 MB allowed), {time.monotonic() - started:.1f} s")
-    assert peak < 32 + 100 + 150  # the interpreter, pydantic and the SDK themselves take ~150 MiB
+    assert peak - before < 32 + 100
 
 
 async def test_listing_10000_tools_does_not_stall_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
