@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -45,3 +45,14 @@ if os.environ.get("KAVALAI_TEST_LOOP") == "uvloop":
         import uvloop
 
         return {"uvloop": uvloop.new_event_loop}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_dbos_runner_left_started() -> Iterator[None]:
+    """Fail the module that leaves a DBOS runner started, where it happens. DBOS runs one engine per process: a
+    runner left open fails every later DBOS test ("another DbosRunner is started here"), and its queue thread draws
+    from the global ``random`` module, which Hypothesis reports in unrelated tests as a strategy using ``random``."""
+    yield
+    dbos_module = sys.modules.get("kavalai.durable.dbos")
+    left = getattr(dbos_module, "_active", None)
+    assert left is None, f"this module left a DbosRunner started ({left!r}): close it (await runner.close())"
