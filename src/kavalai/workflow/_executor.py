@@ -58,6 +58,7 @@ from kavalai.workflow.errors import (
     RunTimeoutError,
     VisitLimitError,
     WorkflowError,
+    failure_text,
 )
 
 if TYPE_CHECKING:
@@ -453,4 +454,4 @@ def _node_error(node: NodeBase, exc: Exception) -> NodeError:
     """The :class:`NodeError`, naming the node, that a failure other than a workflow error becomes."""
     if isinstance(exc, FunctionKernelException):
         return NodeError(f"Node {node.id!r}: {exc.message}", node=node.id, uri=exc.uri)
-    return NodeError(f"Node {node.id!r} failed: {type(exc).__name__}: {exc}", node=node.id)
+    return NodeError(f"Node {node.id!r} failed: {failure_text(exc)}", node=node.id)

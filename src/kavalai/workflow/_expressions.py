@@ -44,7 +44,7 @@ from kavalai.workflow._meter import (
 )
 from kavalai.workflow._meter import evaluate as metered
 from kavalai.workflow._sizes import SizeError, bounded_str, bounded_sum, check_binop
-from kavalai.workflow.errors import ExpressionError, quoted
+from kavalai.workflow.errors import ExpressionError, failure_text, quoted
 
 __all__ = ["FUNCTIONS", "NOTHING", "Expression", "compile_expression", "is_path", "read_key"]
 
@@ -200,7 +200,7 @@ class Expression:
             ) from None
         except Exception as exc:
             raise ExpressionError(
-                f"{_where(node, field)}expression {quoted(self.source)} failed: {type(exc).__name__}: {exc}",
+                f"{_where(node, field)}expression {quoted(self.source)} failed: {failure_text(exc)}",
                 expression=self.source,
                 node=node,
                 field=field,

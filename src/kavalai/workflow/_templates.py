@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from kavalai.workflow._meter import EvaluationDeadlineError, current_meter, evaluate
 from kavalai.workflow._sizes import DEFAULT_MAX_SIZE, check_size, max_size, text_size
-from kavalai.workflow.errors import NodeError, WorkflowDefinitionError
+from kavalai.workflow.errors import NodeError, WorkflowDefinitionError, failure_text
 
 __all__ = ["check_template", "render_metered", "render_template"]
 
@@ -182,9 +182,9 @@ def render_template(
         raise NodeError(stopped, node=node, field=field) from exc
     except (TemplateError, OverflowError, ArithmeticError, TypeError, ValueError, LookupError, RecursionError) as exc:
         # Not only Jinja's own errors: `{{ 1 - 'x' }}` raises TypeError, a macro calling itself RecursionError.
-        what = "" if isinstance(exc, TemplateError | OverflowError) else f"{type(exc).__name__}: "
+        what = str(exc) if isinstance(exc, TemplateError | OverflowError) else failure_text(exc)
         raise NodeError(
-            f"Node {node!r}: field {field!r}: the template could not be rendered: {what}{exc}", node=node, field=field
+            f"Node {node!r}: field {field!r}: the template could not be rendered: {what}", node=node, field=field
         ) from exc
     finally:
         _budget.reset(token)

@@ -16,6 +16,8 @@ Every message names the node, the field where one applies, and the reason.
 
 from __future__ import annotations
 
+import re
+import sys
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -81,6 +83,22 @@ def bounded_message(message: str) -> str:
         return message
     cut = len(message) - _HEAD - _TAIL
     return f"{message[:_HEAD]} [... {cut:,} characters cut ...] {message[-_TAIL:]}"
+
+
+def failure_text(exc: BaseException) -> str:
+    """What an evaluation's foreign error (``TypeError``, ``ValueError``, ...) says in a workflow author's terms: its
+    type and text, the one place every evaluation failure is worded (enumerated by
+    ``tests/workflow/test_error_excerpts.py``). Python's limit on the digits of a number written as text or read
+    from it (``str(10 ** 5000)``, ``int('9' * 5000)``) is told as the limit it is, not as the interpreter setting
+    (``sys.set_int_max_str_digits``) a workflow file cannot change."""
+    text = str(exc)
+    if isinstance(exc, ValueError) and "set_int_max_str_digits" in text:
+        limit = sys.get_int_max_str_digits()
+        read = re.search(r"value has (\d+) digits", text)
+        if read is not None:
+            return f"the text has {int(read.group(1)):,} digits, too many to read as a number (the limit is {limit:,})"
+        return f"the number has more than {limit:,} digits, too many to write as text (the limit is {limit:,} digits)"
+    return f"{type(exc).__name__}: {text}"
 
 
 class WorkflowDefinitionError(WorkflowError, ValueError):

@@ -23,7 +23,7 @@ from kavalai.kernel import current_deadline
 from kavalai.workflow._expressions import _Evaluator, _Missing, compile_expression, read_key
 from kavalai.workflow._meter import Meter, _SliceSpent, current_meter
 from kavalai.workflow._meter import evaluate as metered
-from kavalai.workflow.errors import ExpressionError, NodeError, quoted
+from kavalai.workflow.errors import ExpressionError, NodeError, failure_text, quoted
 
 if TYPE_CHECKING:
     from kavalai.llm.messages import Message
@@ -260,7 +260,7 @@ def _lenient(source: str, context: Mapping[str, Any], meter: Meter | None, node:
         raise NodeError(f"Node {node!r}: field {field!r}: {exc.message}", node=node, field=field) from exc
     except Exception as exc:
         raise NodeError(
-            f"Node {node!r}: field {field!r}: expression {quoted(source)} failed: {type(exc).__name__}: {exc}",
+            f"Node {node!r}: field {field!r}: expression {quoted(source)} failed: {failure_text(exc)}",
             node=node,
             field=field,
         ) from exc
