@@ -554,6 +554,41 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
         "postgres": None,
         "temporal": None,
     },
+    # Round 8's faults 7-12 (FAULTS_round8.md), one row each.
+    "two `kavalai runs resolve` of one step in doubt racing, --done vs --retry, 10 rounds (one wins)": {
+        "sqlite": "test_doubt.py::test_two_resolves_of_one_step_in_doubt_racing_ten_rounds",
+        "postgres": None,
+        "temporal": "test_doubt_temporal.py::test_two_resolves_of_one_temporal_step_in_doubt_racing_ten_rounds",
+    },
+    "`kavalai runs resolve` of a step that is done or that the run lacks (refused, the record unchanged)": {
+        "sqlite": "test_doubt.py::test_a_step_in_doubt_of_a_tool_that_says_ask_waits_for_the_operator[done]",
+        "postgres": "test_doubt.py::"
+        "test_on_postgres_a_step_in_doubt_of_a_tool_that_says_ask_waits_for_the_operator[done]",
+        "temporal": None,
+    },
+    "a run resumed by another kavalai release (not a change of definition)": {
+        "sqlite": "test_round8_resumes.py::test_a_run_resumed_by_another_kavalai_release_on_dbos",
+        "postgres": None,
+        "temporal": "test_round8_resumes.py::test_a_run_resumed_by_another_kavalai_release_on_temporal",
+    },
+    "DBOS's own step table dropped while a run is interrupted (the step log finishes it)": {
+        "sqlite": "test_round8_resumes.py::test_dboss_own_step_table_dropped_while_a_run_is_interrupted[sqlite]",
+        "postgres": "test_round8_resumes.py::test_dboss_own_step_table_dropped_while_a_run_is_interrupted[postgres]",
+        "temporal": None,
+    },
+    "a journal of an older kavalai (schema version 0): migrated, the run resumed": {
+        "sqlite": "test_round8_resumes.py::test_a_journal_of_an_older_kavalai_at_schema_version_0[sqlite]",
+        "postgres": "test_round8_resumes.py::test_a_journal_of_an_older_kavalai_at_schema_version_0[postgres]",
+        "temporal": None,
+    },
+    "hostile run ids (5,000 characters, NUL, newline, a quote and semicolon): refused by rule or read back": {
+        "sqlite": "test_run_ids.py::"
+        "test_every_runner_refuses_the_same_run_ids_with_the_rule_before_its_engine_sees_them[dbos-sqlite]",
+        "postgres": "test_run_ids.py::"
+        "test_every_runner_refuses_the_same_run_ids_with_the_rule_before_its_engine_sees_them[dbos-postgres]",
+        "temporal": "test_run_ids.py::"
+        "test_every_runner_refuses_the_same_run_ids_with_the_rule_before_its_engine_sees_them[temporal]",
+    },
 }
 
 
