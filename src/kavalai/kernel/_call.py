@@ -391,7 +391,14 @@ class Deadline(_Scope):
                 "block in the same task (as asyncio.timeout assumes)"
             )
         if token is not None:
-            _current.reset(token)
+            try:
+                _current.reset(token)
+            except ValueError:  # entered outside any task, left in another context (another thread's, a task's)
+                self._left = True  # every read of the variable skips it: the entering context sees what it saw
+                raise RuntimeError(
+                    f"This deadline ({self.what}) was entered in one context and left in another (another thread, "
+                    "or a task the entering code did not run in): enter and leave a block in the same thread or task"
+                ) from None
         if self._cut is None:
             return
         # asyncio.timeout's rules: the block's own cut, seen as CancelledError, becomes its error; a block that
@@ -426,20 +433,20 @@ _SLOT: Final = 0.004
 _EXACT: Final = 0.1
 _ceil: Final = math.ceil
 _slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, set[_Scope]]] = weakref.WeakKeyDictionary()
-# The last loop that armed a timer, its slots, and its clock when that is not time.monotonic (a loop of its own).
-_last: tuple[asyncio.AbstractEventLoop | None, dict[int, set[_Scope]], Callable[[], float] | None] = (None, {}, None)
+# The last loop that armed a timer (weakly: a global holding a loop would keep a closed loop, and all it references,
+# alive), its slots, and whether its clock is time.monotonic (asyncio's own loops) rather than one of its own.
+_last: tuple[weakref.ref[asyncio.AbstractEventLoop] | None, dict[int, set[_Scope]], bool] = (None, {}, True)
 
 
-def _slots_of(loop: asyncio.AbstractEventLoop) -> tuple[dict[int, set[_Scope]], Callable[[], float] | None]:
-    """``loop``'s timer slots and its clock (``None`` when it is asyncio's own, ``time.monotonic``), cached."""
+def _slots_of(loop: asyncio.AbstractEventLoop) -> tuple[dict[int, set[_Scope]], bool]:
+    """``loop``'s timer slots and whether its clock is ``time.monotonic`` (asyncio's own loops), cached."""
     global _last
-    cached, slots, clock = _last  # one read: another thread's loop may replace it meanwhile
-    if cached is not loop:
+    cached, slots, monotonic = _last  # one read: another thread's loop may replace it meanwhile
+    if cached is None or cached() is not loop:
         slots = _slots.get(loop) or _slots.setdefault(loop, {})
-        own_clock = isinstance(loop, asyncio.BaseEventLoop) and type(loop).time is asyncio.BaseEventLoop.time
-        clock = None if own_clock else loop.time
-        _last = (loop, slots, clock)
-    return slots, clock
+        monotonic = isinstance(loop, asyncio.BaseEventLoop) and type(loop).time is asyncio.BaseEventLoop.time
+        _last = (weakref.ref(loop), slots, monotonic)
+    return slots, monotonic
 
 
 def _slot(loop: asyncio.AbstractEventLoop, when: float) -> set[_Scope]:
@@ -462,11 +469,11 @@ def arm_own_limit(call: ToolCall, loop: asyncio.AbstractEventLoop, limit: float)
         call._timer = _own_timer(loop, limit)
         call._timer.add(call)
         return
-    slots, clock = _slots_of(loop)
+    slots, monotonic = _slots_of(loop)
     now = _monotonic()
     call.deadline = now + limit
     call._limit = limit
-    number = _ceil(((now if clock is None else clock()) + limit) / _SLOT)
+    number = _ceil(((now if monotonic else loop.time()) + limit) / _SLOT)
     scopes = slots.get(number)
     if scopes is None:
         scopes = _open(loop, slots, number)
@@ -487,11 +494,12 @@ class _Exact:
     def __init__(self) -> None:
         self.heap: list[tuple[float, int, set[_Scope]]] = []
         self.armed: float | None = None  # the time the loop timer is armed for
-        self.handle: asyncio.TimerHandle | None = None
+        self.handle: weakref.ref[asyncio.TimerHandle] | None = None  # the loop holds its timer; this does not
 
 
 _exact: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Exact] = weakref.WeakKeyDictionary()
-_last_exact: tuple[asyncio.AbstractEventLoop | None, _Exact] = (None, _Exact())
+# The last loop that armed a short deadline (weakly, as _last) and its _Exact.
+_last_exact: tuple[weakref.ref[asyncio.AbstractEventLoop] | None, _Exact] = (None, _Exact())
 _entry_number = itertools.count().__next__  # orders deadlines due at the same time (a set is not comparable)
 
 
@@ -500,18 +508,17 @@ def _own_timer(loop: asyncio.AbstractEventLoop, delay: float) -> set[_Scope]:
     is, whose scope is cut at the deadline itself (on the loop's clock), never early (see :class:`_Exact`)."""
     global _last_exact
     cached, exact = _last_exact  # one read: another thread's loop may replace it meanwhile
-    if cached is not loop:
+    if cached is None or cached() is not loop:
         exact = _exact.get(loop) or _exact.setdefault(loop, _Exact())
-        _last_exact = (loop, exact)
+        _last_exact = (weakref.ref(loop), exact)
     scopes: set[_Scope] = set()
     when = loop.time() + delay
     heapq.heappush(exact.heap, (when, _entry_number(), scopes))
     armed = exact.armed
     if armed is None or when < armed:
-        if exact.handle is not None:
-            exact.handle.cancel()
+        _cancel(exact.handle)
         exact.armed = when
-        exact.handle = loop.call_at(when, _fire_exact, loop, exact, context=contextvars.Context())
+        exact.handle = weakref.ref(loop.call_at(when, _fire_exact, loop, exact, context=contextvars.Context()))
     return scopes
 
 
@@ -526,7 +533,7 @@ def _fire_exact(loop: asyncio.AbstractEventLoop, exact: _Exact) -> None:
             scope.cut(TIMED_OUT)
     if heap and exact.armed is None:  # a cut that armed an earlier timer meanwhile keeps it
         when = exact.armed = heap[0][0]
-        exact.handle = loop.call_at(when, _fire_exact, loop, exact, context=contextvars.Context())
+        exact.handle = weakref.ref(loop.call_at(when, _fire_exact, loop, exact, context=contextvars.Context()))
 
 
 class _Due:
@@ -540,7 +547,7 @@ class _Due:
     def __init__(self) -> None:
         self.numbers: list[int] = []
         self.armed: int | None = None  # the slot the loop timer is armed for
-        self.handle: asyncio.TimerHandle | None = None
+        self.handle: weakref.ref[asyncio.TimerHandle] | None = None  # the loop holds its timer; this does not
 
 
 _due: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Due] = weakref.WeakKeyDictionary()
@@ -553,10 +560,9 @@ def _open(loop: asyncio.AbstractEventLoop, slots: dict[int, set[_Scope]], number
     due = _due.get(loop) or _due.setdefault(loop, _Due())
     heapq.heappush(due.numbers, number)
     if due.armed is None or number < due.armed:
-        if due.handle is not None:
-            due.handle.cancel()
+        _cancel(due.handle)
         due.armed = number
-        due.handle = loop.call_at(number * _SLOT, _fire, loop, slots, due, context=contextvars.Context())
+        due.handle = weakref.ref(loop.call_at(number * _SLOT, _fire, loop, slots, due, context=contextvars.Context()))
     return scopes
 
 
@@ -573,7 +579,17 @@ def _fire(loop: asyncio.AbstractEventLoop, slots: dict[int, set[_Scope]], due: _
         due.armed = due.handle = None
         if numbers:
             due.armed = numbers[0]
-            due.handle = loop.call_at(numbers[0] * _SLOT, _fire, loop, slots, due, context=contextvars.Context())
+            handle = loop.call_at(numbers[0] * _SLOT, _fire, loop, slots, due, context=contextvars.Context())
+            due.handle = weakref.ref(handle)
+
+
+def _cancel(handle: weakref.ref[asyncio.TimerHandle] | None) -> None:
+    """Cancel the loop timer ``handle`` refers to, if it is still there. The per-loop timer state holds its timer
+    weakly (the timer holds its loop, and that state is a value of a dict keyed weakly by the loop: a strong
+    reference would keep every loop with a timer pending alive, closed or not)."""
+    timer = handle() if handle is not None else None
+    if timer is not None:
+        timer.cancel()
 
 
 def _resolve(future: concurrent.futures.Future[None] | None) -> None:
