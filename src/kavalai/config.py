@@ -181,6 +181,8 @@ def expand_env(value: Any, env: Mapping[str, str], *, public: Collection[str] = 
                     register_variable(name, env[name], env)
                 return env[name]
             if default is not None:
+                if name not in public:  # the default stands for the variable: as secret as its value would be
+                    register_variable(name, default, env)
                 return default
             raise UnsetVariableError(name)
 

@@ -45,7 +45,7 @@ import traceback
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kavalai.secrets import holds_secret, redact
+from kavalai.secrets import excerpt, holds_secret, redact
 
 __all__ = [
     "AlreadyAnsweredError",
@@ -443,9 +443,10 @@ def format_validation_errors(errors: Sequence[Mapping[str, Any]], *, root: str =
 
 
 def value_excerpt(value: Any, limit: int = 80) -> str:
-    """``repr(value)`` cut to ``limit`` characters, safe for values whose ``__repr__`` fails."""
+    """``repr(value)`` cut to ``limit`` characters, safe for values whose ``__repr__`` fails; masked before it is
+    cut (the secret gate's :func:`~kavalai.secrets.excerpt`: a cut through a secret would leave its beginning)."""
     try:
         text = repr(value)
     except Exception:  # a value whose __repr__ fails must not hide the error being reported
         text = f"<{type(value).__name__} object>"
-    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+    return excerpt(text, limit, marker="...")

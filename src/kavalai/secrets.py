@@ -29,6 +29,10 @@ least :data:`MIN_FORM_LENGTH` characters (a short form could be a common word).
 
 A :class:`Redactor` masks a fixed set (one origin's secrets); a foreign exception whose text holds one is dropped
 rather than kept as a ``__cause__`` (:meth:`Redactor.holds`).
+
+A text is cut to a bound only after it is masked (:func:`excerpt`): a cut through a secret leaves a piece the mask no
+longer recognises. A window cut from a stream before it could be masked (the tail of a server's stderr) has a
+secret's piece at either end masked too (:func:`mask_edges`).
 """
 
 from __future__ import annotations
@@ -53,10 +57,12 @@ __all__ = [
     "SECRET_VARIABLES_ENV",
     "Redactor",
     "encoded_forms",
+    "excerpt",
     "get_logger",
     "holds_secret",
     "log_lines_to",
     "looks_secret",
+    "mask_edges",
     "redact",
     "redact_data",
     "redacting_stderr",
@@ -142,6 +148,11 @@ class Redactor:
             if secret in value:
                 value = value.replace(secret, MASK)
         return value
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        """The values it masks (with their encoded forms), longest first."""
+        return self._secrets
 
     def __repr__(self) -> str:
         return f"<Redactor of {len(self._secrets)} secret(s)>"
@@ -256,6 +267,48 @@ def redact(text: object) -> str:
         if secret in value:
             value = value.replace(secret, MASK)
     return value
+
+
+#: The shortest piece of a secret :func:`mask_edges` masks at a window's end (a shorter one is too likely to be an
+#: ordinary word's ending to mask, and says little of the secret).
+MIN_EDGE_CHARS: Final = 4
+
+
+def excerpt(text: object, limit: int, *, tail: bool = False, marker: str = "", also: Redactor | None = None) -> str:
+    """The secret gate's one way to cut a text to ``limit`` characters: masked whole first (the registry's secrets
+    and ``also``'s), then cut (its head, or with ``tail`` its end) and ``marker`` (``"..."``) put where the cut is,
+    within ``limit``; so no cut leaves a piece of a secret the mask no longer recognises."""
+    masked = redact(text)
+    if also is not None:
+        masked = also.redact(masked)
+    if len(masked) <= limit:
+        return masked
+    kept = max(0, limit - len(marker))
+    return f"{marker}{masked[len(masked) - kept :]}" if tail else f"{masked[:kept]}{marker}"
+
+
+def mask_edges(text: str, also: Redactor | None = None) -> str:
+    """``text``, a window cut from a longer text before it could be masked (the tail of a stream), with what may be
+    a piece of a secret at either end masked: a secret's ending at its start, a secret's beginning at its end (at
+    least :data:`MIN_EDGE_CHARS` characters of it), besides every whole secret in it."""
+    masked = redact(text) if also is None else also.redact(redact(text))
+    secrets = _REGISTRY.sorted if also is None else (*_REGISTRY.sorted, *also.values)
+    head = max((_overlap(secret[::-1], masked[::-1]) for secret in secrets), default=0)
+    end = max((_overlap(secret, masked) for secret in secrets), default=0)
+    if head + end >= len(masked) > 0:
+        return MASK
+    if head:
+        masked = MASK + masked[head:]
+    return masked[: len(masked) - end] + MASK if end else masked
+
+
+def _overlap(secret: str, text: str) -> int:
+    """The length of the longest beginning of ``secret`` (shorter than it) that ``text`` ends with, if at least
+    :data:`MIN_EDGE_CHARS`; else 0."""
+    for size in range(min(len(secret) - 1, len(text)), MIN_EDGE_CHARS - 1, -1):
+        if text.endswith(secret[:size]):
+            return size
+    return 0
 
 
 def redact_data(value: T) -> T:

@@ -185,6 +185,14 @@ def create_app() -> FastAPI:
         """A badly behaved server that puts the credentials it got into its error body."""
         return PlainTextResponse(f"denied for {authorization}", status_code=403)
 
+    @app.get("/auth/echo-secret-after", tags=["auth"])
+    async def auth_echo_secret_after(
+        pad: int, fill: str = "a", authorization: Annotated[str | None, Header()] = None
+    ) -> Response:
+        """The same, the credentials after ``pad`` copies of ``fill`` (a 4-byte character puts them across the
+        byte bound of what a client reads of an error body while within its character bound)."""
+        return PlainTextResponse(f"{fill * pad}{authorization}", status_code=500)
+
     @app.get("/redirect", tags=["misc"])
     async def redirect(to: str) -> RedirectResponse:
         """Send the client elsewhere (307), to check what follows it across origins."""

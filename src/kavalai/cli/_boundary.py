@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Final, TextIO, cast
 
 from kavalai.errors import FunctionKernelException
+from kavalai.secrets import excerpt, redact
 
 __all__ = [
     "EXIT_FAILED",
@@ -298,9 +299,10 @@ def _describe(exc: Exception) -> str:
 
 
 def _say(err: TextIO, command: str, message: str) -> None:
-    line = " ".join(message.split())  # one line, whatever the message held
-    if len(line) > _MAX_LINE:
-        line = line[: _MAX_LINE - 3] + "..."
+    # Masked before it is made one line and cut (the secret gate's excerpt): a secret holding a newline or a run of
+    # spaces (a private key, a passphrase) no longer matches once its whitespace is collapsed, and a cut through
+    # one leaves its beginning, which the stderr gate then cannot recognise.
+    line = excerpt(" ".join(redact(message).split()), _MAX_LINE, marker="...")
     with contextlib.suppress(BrokenPipeError, ValueError):  # stderr gone too: nothing left to tell
         print(f"kavalai {command}: {line}", file=err, flush=True)
 

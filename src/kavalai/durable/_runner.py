@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol, runti
 from kavalai.durable._json import journal_json
 from kavalai.durable._steps import durable_steps, is_durable_middleware
 from kavalai.errors import AlreadyAnsweredError
+from kavalai.secrets import excerpt
 
 if TYPE_CHECKING:
     from kavalai.kernel import Kernel
@@ -158,8 +159,7 @@ def not_pending(run_id: str, key: str, pending: dict[str, Any]) -> LookupError:
 
 def lost_answer(run_id: str, key: str, winner: Any) -> AlreadyAnsweredError:
     """The error for an answer that lost to ``winner``, the answer recorded first."""
-    shown = journal_json(winner)
-    shown = shown if len(shown) <= 200 else shown[:197] + "..."
+    shown = excerpt(journal_json(winner), 200, marker="...")  # masked, then cut: no piece of a secret
     return AlreadyAnsweredError(
         f"Run {run_id}: {key!r} was answered already, with {shown}; this answer was not taken.",
         run_id=run_id,

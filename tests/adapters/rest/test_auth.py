@@ -98,6 +98,27 @@ async def test_a_server_echoing_credentials_has_them_redacted(kernel: FunctionKe
     assert BEARER_TOKEN not in str(info.value)
 
 
+LONG_TOKEN = "tok-long-" + "0123456789abcdef" * 3 + "0123456"  # 64 characters
+
+
+@pytest.mark.parametrize(("pad", "fill"), [(983, "\N{GRINNING FACE}"), (930, "a")], ids=["4-byte", "ascii"])
+async def test_an_error_body_cut_through_a_credential_shows_no_piece_of_it(
+    kernel: FunctionKernel, shop_url: str, pad: int, fill: str
+) -> None:
+    """Hostile round 10, cases 7 and 8: the body is read by bytes (4,000) and shown by characters (1,000); 983
+    four-byte characters and ``Bearer <token>`` put the read's end inside the token while the excerpt still shows
+    its first characters: a piece the mask does not recognise showed (``Bearer tok-long-0``)."""
+    kernel.register_rest_server(RestServer(name="api", url=shop_url, auth=BearerAuth(token=LONG_TOKEN)))
+    schema = {"type": "object", "properties": {"pad": {"type": "integer"}, "fill": {"type": "string"}}}
+    kernel.register_rest_tool("api", "check", "GET", schema, path="/auth/echo-secret-after")
+    with pytest.raises(HTTPStatusError) as info:
+        await kernel.call_tool("rest://api.check", {"pad": pad, "fill": fill})
+    shown = f"{info.value} {info.value.body}"
+    assert info.value.status_code == 500
+    assert "Bearer" in shown or fill == "a"  # the 4-byte case shows up to the token; the ASCII one cuts before it
+    assert not any(LONG_TOKEN[:size] in shown for size in range(4, len(LONG_TOKEN) + 1))
+
+
 async def test_a_rotated_variable_is_read_at_the_next_request(
     kernel: FunctionKernel, shop_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

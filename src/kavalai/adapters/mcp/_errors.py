@@ -36,7 +36,7 @@ def describe_failure(
     if isinstance(refused, OutboundRefusedError):
         return refused  # the outbound gate's refusal names the server, the URL and the field it came from
     exit_code = process.exit_code if process is not None else None
-    stderr_tail = scrub(config, process.stderr_tail()) or None if process is not None else None
+    stderr_tail = process.stderr_tail(scrubber(config)) or None if process is not None else None
     if process is not None and process.protocol_error:
         why = f"{process.protocol_error} {phase}; it was stopped"
         exit_code = None
@@ -118,11 +118,16 @@ def _reason(config: McpServer, exc: BaseException) -> str:
 
 def scrub(config: McpServer, text: object) -> str:
     """``text`` with every secret of ``config`` (env and header values, the url's credentials) masked."""
+    return scrubber(config).redact(text)
+
+
+def scrubber(config: McpServer) -> Redactor:
+    """The masker of every secret of ``config``: its env and header values, the url's credentials."""
     secrets = [*config.env.values(), *config.headers.values()]
     if config.url is not None and config.url != config.target:
         secrets.append(config.url)
     # Values under four characters are env flags such as "1", not secrets worth making every message unreadable.
-    return Redactor(secrets, min_length=4).redact(text)
+    return Redactor(secrets, min_length=4)
 
 
 # JSON-RPC error codes and what they mean for a tool call; the one place MCP errors of a call are translated.

@@ -31,6 +31,7 @@ from mcp.shared.message import SessionMessage
 from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._reaper import LIVE_GROUPS, MARK_VAR, signal_group, stop_process
 from kavalai.errors import ConfigurationError
+from kavalai.secrets import Redactor, mask_edges
 
 __all__ = ["StdioProcess", "open_stdio"]
 
@@ -140,10 +141,14 @@ class StdioProcess:
         (then the code says nothing about what went wrong)."""
         return None if self.stopped_by_kernel else self.process.returncode
 
-    def stderr_tail(self) -> str:
-        """The last lines the server wrote to stderr (at most 20)."""
+    def stderr_tail(self, also: Redactor | None = None) -> str:
+        """The last lines the server wrote to stderr (at most 20), through the secret gate: every registered secret
+        and ``also``'s (the server's own) masked, and the pieces of one at the cuts too (a line is kept to 500
+        characters, a line still being written to its last 500, the tail to its last 20 lines: each cut may go
+        through a secret, a multi-line one such as a private key too), by :func:`kavalai.secrets.mask_edges`."""
         lines = [*self._stderr, self._partial] if self._partial else list(self._stderr)
-        return "\n".join(lines).strip()
+        whole = mask_edges("\n".join(lines), also)  # a multi-line secret whose beginning lines were dropped
+        return "\n".join(mask_edges(line, also) for line in whole.split("\n")).strip()
 
     def _feed_stderr(self, chunk: str) -> None:
         lines = (self._partial + chunk).split("\n")

@@ -23,6 +23,7 @@ from kavalai.errors import (
     ToolTimeoutError,
 )
 from kavalai.http import HopRefusedError
+from kavalai.secrets import excerpt, mask_edges
 
 __all__ = ["BODY_EXCERPT_CHARS", "Failure", "map_exception", "status_error"]
 
@@ -108,14 +109,15 @@ async def status_error(failure: Failure, response: aiohttp.ClientResponse) -> HT
         text = raw.decode(response.charset or "utf-8", errors="replace")
     except LookupError:  # an unknown charset name in the header
         text = raw.decode("utf-8", errors="replace")
-    text = failure.server.redact(text)
-    excerpt = text if len(text) <= BODY_EXCERPT_CHARS else f"{text[:BODY_EXCERPT_CHARS]}..."
+    if not response.content.at_eof():  # the read may have cut through a secret: its beginning masked too
+        text = mask_edges(text, failure.server.redactor)
+    body = excerpt(text, BODY_EXCERPT_CHARS + 3, marker="...", also=failure.server.redactor)
     reason = f" {response.reason}" if response.reason else ""
-    shown = f": {excerpt}" if excerpt else ""
+    shown = f": {body}" if body else ""
     return HTTPStatusError(
         f"{failure.where}: {failure.method} {failure.path} answered {response.status}{reason}{shown}",
         uri=failure.uri,
         method=failure.method,
         status_code=response.status,
-        body=excerpt,
+        body=body,
     )
