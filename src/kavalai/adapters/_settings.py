@@ -15,24 +15,43 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from kavalai.errors import ConfigurationError
+from kavalai.errors import ConfigurationError, ToolRegistrationError
 from kavalai.kernel import SERVER_NAME_PATTERN
 from kavalai.secrets import holds_secret, redact, redact_data
 
-__all__ = ["CONFIGURATION_ERROR_TYPE", "ServerName", "masked_repr_args", "settings_error"]
+__all__ = ["CONFIGURATION_ERROR_TYPE", "ServerName", "masked_repr_args", "public_name", "settings_error"]
 
 #: The pydantic error type of a server setting's one error.
 CONFIGURATION_ERROR_TYPE = "kavalai_configuration"
+
+
+#: Why a name may not hold a secret: names are identifiers, shown as they are, never masked.
+_SECRET_NAME = (
+    "holds the value of a secret variable, and a name is shown as it is (in tool URIs, listings and errors, which "
+    "models and hosts read)"
+)
 
 
 def _public_name(name: str) -> str:
     """``name``, unless it holds a registered secret: a server's name is not masked where it is shown (its tools'
     URIs and names, which a model and a gateway's host read), so a secret variable's value cannot be one."""
     if holds_secret(name):
-        raise ValueError(
-            "it holds the value of a secret variable, and a server's name is shown as it is (its tools' names, "
-            "which models and hosts read): name the server yourself"
-        )
+        raise ValueError(f"it {_SECRET_NAME}: name the server yourself")
+    return name
+
+
+def public_name(name: str, what: str, fix: str) -> str:
+    """``name`` (a tool's name as a configuration or a caller gives it: a REST tool's ``name``, the operationId or
+    path an OpenAPI operation is named by, a Python tool's name), unless it holds a registered secret, the rule a
+    server's name (:data:`ServerName`) follows: names are identifiers, not secrets. Every adapter that builds a
+    tool URI from a configured name calls it first (enumerated by ``tests/test_config_names.py``).
+
+    Raises:
+        ToolRegistrationError: ``name`` holds a secret; the message says ``what`` it is and the ``fix``, and
+            shows the name masked.
+    """
+    if holds_secret(name):
+        raise ToolRegistrationError(f"Cannot register {what} {redact(name)!r}: the name {_SECRET_NAME}; {fix}")
     return name
 
 

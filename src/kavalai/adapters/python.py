@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Final, Literal, TypeVar, get_origin, overload
 
 from pydantic import BaseModel
 
+from kavalai.adapters._settings import public_name
 from kavalai.adapters._threads import run_in_thread
 from kavalai.errors import InvalidToolURIError, ToolRegistrationError
 from kavalai.kernel import (
@@ -253,6 +254,7 @@ def _python_uri(name: str) -> ToolURI:
         raise ToolRegistrationError(
             f"Cannot register {name!r} as a Python tool: give a bare name ('fs.ls') or a 'python://' URI."
         )
+    public_name(name, "a Python tool", "give the tool a name of your own")
     try:
         return ToolURI.parse(f"python://{name}")
     except InvalidToolURIError as exc:

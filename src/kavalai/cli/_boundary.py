@@ -309,19 +309,25 @@ def _say(err: TextIO, command: str, message: str) -> None:
 
 #: What a terminal reads as a command, not as text: the C0 controls but newline and tab (ESC starts a sequence that
 #: can clear the screen, retitle the window or write the clipboard; CR and BS overwrite what was shown), DEL, the C1
-#: controls, and the bidirectional overrides that show a text reordered.
-_TERMINAL_COMMANDS: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: controls, and the bidirectional overrides that show a text reordered; and the lone surrogates (a file name that
+#: is not UTF-8, a server's ``\\udcff``), which no UTF-8 stream takes: written as their escape, never a raw byte.
+_TERMINAL_COMMANDS: Final = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
 
 
 #: What a terminal may still act on inside a JSON text written with ``ensure_ascii=False`` (JSON escapes the C0
-#: controls itself): DEL, the C1 controls (U+009B is CSI) and the bidirectional overrides.
-_JSON_COMMANDS: Final = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: controls itself): DEL, the C1 controls (U+009B is CSI) and the bidirectional overrides; and what is not UTF-8
+#: text at all, a lone surrogate, which ``ensure_ascii=True`` would escape too (``"\\ud800"``: valid UTF-8 on stdout,
+#: the same value for a program, never a raw 0xFF byte or an encoding error).
+_JSON_COMMANDS: Final = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def json_text(value: Any, *, default: Callable[[Any], Any] | None = None) -> str:
     """``value`` as the indented JSON text a command prints (non-ASCII kept), every character a terminal would act on
-    written as its JSON escape (``\\u009b``): the same value, read by a program, and nothing a server or a run put in
-    it drives the terminal of the user reading it."""
+    and every lone surrogate written as its JSON escape (``\\u009b``, ``\\ud800``): the same value, read by a
+    program, valid UTF-8, and nothing a server or a run put in it drives the terminal of the user reading it. Every
+    value a command prints on stdout (``tools call``, ``run``, ``runs show|list``, ``answer``) is written by it."""
     text = json.dumps(value, indent=2, ensure_ascii=False, default=default)
     return _JSON_COMMANDS.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 

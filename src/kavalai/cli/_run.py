@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from kavalai.cli._boundary import json_argument, json_text, seconds_option
+from kavalai.cli._boundary import json_argument, json_text, seconds_option, terminal_text
 from kavalai.cli._engines import add_engine_options, engine_of, temporal_runner, where
 
 __all__ = ["add_run_parser", "run_command"]
@@ -307,7 +307,7 @@ async def _submit(args: argparse.Namespace, engine: Any, run_input: Any, out: Te
         runner = temporal_runner(args, worker=False)
         try:
             target = engine if args.versioned else engine.durable_name  # versioned: pinned to its definition's
-            print(await runner.submit(target, payload, run_id=args.run_id), file=out)
+            print(terminal_text(await runner.submit(target, payload, run_id=args.run_id)), file=out)
         finally:
             await runner.aclose()
         return EXIT_OK
@@ -322,7 +322,7 @@ async def _submit(args: argparse.Namespace, engine: Any, run_input: Any, out: Te
         finally:
             client.close()
 
-    print(await asyncio.to_thread(submit), file=out)
+    print(terminal_text(await asyncio.to_thread(submit)), file=out)
     return EXIT_OK
 
 

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from kavalai.cli._boundary import count_option, json_argument, json_text
+from kavalai.cli._boundary import count_option, json_argument, json_text, terminal_text
 from kavalai.cli._engines import add_engine_options, engine_of, lookup_failed, temporal_runner
 from kavalai.errors import DurableRunError
 
@@ -102,7 +102,8 @@ def runs_command(args: argparse.Namespace, *, stdout: TextIO | None = None, stde
     else:
         for run in found:
             created = run.created_at.isoformat(timespec="seconds") if run.created_at else "-"
-            print(f"{run.run_id}\t{run.state}\t{run.engine_status}\t{created}\t{run.target or '-'}", file=out)
+            line = f"{run.run_id}\t{run.state}\t{run.engine_status}\t{created}\t{run.target or '-'}"
+            print(terminal_text(line), file=out)  # a run id and a target are anyone's words
     return 0
 
 

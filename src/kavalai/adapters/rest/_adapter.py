@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel
 
 from kavalai.adapters._doubt import check_doubt_keys, doubt_metadata
+from kavalai.adapters._settings import public_name
 from kavalai.adapters.base import ToolAdapter, ToolRegistry
 from kavalai.adapters.rest._config import RestServer
 from kavalai.adapters.rest._oauth import session_for
@@ -282,7 +283,8 @@ class RestAdapter(ToolAdapter):
         return self.registry.remove_tool(uri) is not None
 
     def _from_operation(self, session: ServerSession, operation: OpenApiOperation) -> ToolDefinition:
-        uri = _tool_uri(session.name, operation.tool_name)
+        named_by = " named by its operationId" if operation.operation_id else " named by its path"
+        uri = _tool_uri(session.name, operation.tool_name, named_by=named_by)
         return self._definition(
             uri,
             operation.plan,
@@ -450,7 +452,10 @@ class RestAdapter(ToolAdapter):
             await session.aclose()
 
 
-def _tool_uri(server_name: str, tool_name: str) -> ToolURI:
+def _tool_uri(server_name: str, tool_name: str, *, named_by: str = "") -> ToolURI:
+    """``rest://<server_name>.<tool_name>``; ``named_by`` says where an OpenAPI tool's name came from."""
+    what = f"a tool of REST server {server_name!r}{named_by}"
+    public_name(tool_name, what, "name the tool yourself (its 'name', or an operationId without the variable)")
     try:
         return ToolURI.build("rest", server_name, tool_name)
     except InvalidToolURIError as exc:
