@@ -1,6 +1,7 @@
-"""Round 10's fault 3 (``tests/durable/FAULTS_round10.md``): an answer's two writes, the claim of the question's row
-in ``kavalai_answers`` and DBOS's message to the run, with the second failing (the journal's disk full as it is
-written, the answering process gone): the run must not wait for ever on an answer that won but never arrived."""
+"""Round 10's faults 3, 4 and 5 (``tests/durable/FAULTS_round10.md``). Fault 3: an answer's two writes, the claim of
+the question's row in ``kavalai_answers`` and DBOS's message to the run, with the second failing (the journal's disk
+full as it is written, the answering process gone): the run must not wait for ever on an answer that won but never
+arrived. Fault 4: a journal read-only from the start. Fault 5: an approval answered after its deadline."""
 
 from __future__ import annotations
 
@@ -10,10 +11,14 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from kavalai.durable import DbosRunner
+from kavalai.durable import DbosRunner, current_run
 from kavalai.durable.dbos import DbosClient
 from kavalai.errors import AlreadyAnsweredError, DurableRunError
+from tests.durable.conftest import fetch
 from tests.durable.test_answer_race import Asker, asked
+from tests.durable.test_journal_io import charging_engine
+from tests.servers.effects_app import create_app
+from tests.servers.uvicorn_server import serve
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -64,3 +69,53 @@ async def test_an_answer_whose_message_failed_after_its_claim_still_reaches_the_
     finally:
         done.cancel()
         await runner.aclose()
+
+
+class Waiter:
+    """A durable target that waits half a second for an approval, then returns what it got (``None``: none)."""
+
+    durable_name = "waiter"
+    durable_kernel = None
+
+    async def run_journaled(self, payload: object) -> object:
+        run = current_run()
+        assert run is not None
+        return await run.wait_for_answer("approval", {"tool": "python://refund"}, timeout=0.5)
+
+
+async def test_an_approval_answered_after_its_deadline_is_refused(tmp_path: Path) -> None:
+    """Fault 5: the run's wait ended at its deadline (no answer: ``None``, the caller's deny); an ``allow`` sent
+    then is refused naming the question, and the run's outcome stays the deadline's."""
+    runner = DbosRunner(f"sqlite:///{tmp_path / 'journal.sqlite'}")
+    try:
+        assert await runner.run(Waiter(), {}, run_id="late-1") is None
+        with pytest.raises(LookupError, match="waits for no answer 'approval-1'"):
+            await runner.answer("late-1", "approval-1", "allow")
+        assert await runner.result("late-1") is None
+    finally:
+        await runner.aclose()
+
+
+@pytest.mark.faults  # three runners started one after another: not for the default suite's budget
+async def test_a_journal_opened_read_only_from_the_start_is_refused_and_charges_nothing(tmp_path: Path) -> None:
+    """Fault 4: the SQLite journal on a read-only file system (opened ``mode=ro``): the runner's start fails on its
+    first write (the CLI: ``the database could not be used (OperationalError: attempt to write a readonly
+    database)``, exit 1), nothing is charged, and the process can start a runner on a writable journal after it."""
+    path = tmp_path / "journal.sqlite"
+    first = DbosRunner(f"sqlite:///{path}")
+    await first.run(Waiter(), {}, run_id="made-1")  # the journal exists, its tables made
+    await first.aclose()
+    with serve(create_app()) as shop:
+        runner = DbosRunner(f"sqlite:///file:{path}?mode=ro&uri=true")
+        try:
+            with pytest.raises(sa.exc.OperationalError, match="readonly database"):
+                await charging_engine(runner, shop).run({}, run_id="ro-1")
+        finally:
+            await runner.aclose()
+        assert fetch(f"{shop}/requests") == []
+        writable = DbosRunner(f"sqlite:///{tmp_path / 'other.sqlite'}")
+        try:
+            assert (await charging_engine(writable, shop).run({}, run_id="rw-1")).ok
+        finally:
+            await writable.aclose()
+        assert [r["order"] for r in fetch(f"{shop}/effects")] == ["A", "B", "C"]
