@@ -8,7 +8,9 @@ from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
+import sqlalchemy as sa
 from dbos import DBOS, DBOSClient, DBOSPortableJSONSerializer, EnqueueOptions
+from dbos import error as dbos_errors  # DBOS's public alias of its exception module
 
 from kavalai.durable._answer_log import SqlAnswerLog
 from kavalai.durable._answers import checked_answer
@@ -23,6 +25,7 @@ from kavalai.durable._dbos_database import (
 from kavalai.durable._dbos_journal import PENDING as _PENDING
 from kavalai.durable._dbos_journal import dbos_steps_in_doubt, topic
 from kavalai.durable._doubt import doubt_key, doubt_resolution
+from kavalai.durable._journal_io import first_line
 from kavalai.durable._json import outcome_read, utf8_safe
 from kavalai.durable._runner import (
     RunInfo,
@@ -34,10 +37,10 @@ from kavalai.durable._runner import (
     not_pending,
 )
 from kavalai.durable._step_log import SqlStepLog
-from kavalai.errors import DurableRunError, RunCancelledError
+from kavalai.errors import AlreadyAnsweredError, DurableRunError, RunCancelledError
 from kavalai.kernel import required_seconds
 
-__all__ = ["DbosClient", "answer_first", "run_info"]
+__all__ = ["DbosClient", "answer_first", "claimed_not_taken", "run_info", "undelivered"]
 
 
 class DbosClient:
@@ -165,9 +168,20 @@ class DbosClient:
             raise RunCancelledError(f"Run {run_id} is cancelled: the answer {key!r} is refused.", run_id=run_id)
         ended = STATES.get(status) if STATES.get(status) in ("finished", "failed") else None
         pending = self.pending(run_id)
-        in_step, kept = answer_first(self._answers, run_id, key, pending, value, ended=ended)
+        try:
+            in_step, kept = answer_first(self._answers, run_id, key, pending, value, ended=ended)
+        except AlreadyAnsweredError as lost:
+            if claimed_not_taken(self._answers, run_id, key, pending):  # the winner's message may never have gone
+                self._deliver(run_id, key, lost.answer)
+            raise
         if not in_step:  # the run's own question: the answer kept, never another form of it
+            self._deliver(run_id, key, kept)
+
+    def _deliver(self, run_id: str, key: str, kept: Any) -> None:
+        try:
             self._client.send(run_id, kept, topic=topic(key), idempotency_key=f"{run_id}.{key}")
+        except (sa.exc.SQLAlchemyError, dbos_errors.DBOSException) as exc:
+            raise undelivered(run_id, key, exc) from exc
 
     def resolve(self, run_id: str, step: int, *, done: bool, result: Any = None) -> None:
         """Settle step ``step`` of run ``run_id``, in doubt, that the run asks about (``on_doubt="ask"``): it happened
@@ -212,6 +226,24 @@ def run_info(status: Any, *, with_outcome: bool, interrupted: Collection[str] = 
 
 def _time(epoch_ms: int | None) -> datetime | None:
     return None if epoch_ms is None else datetime.fromtimestamp(epoch_ms / 1000, UTC)
+
+
+def claimed_not_taken(answers: SqlAnswerLog, run_id: str, key: str, pending: dict[str, Any]) -> bool:
+    """Whether the run still waits for its own question ``key`` (not one asked during a step), which an answer has
+    claimed already (blocking). An answer is two writes, the claim of the question's row then DBOS's message to the
+    run; a sender that died, or whose journal failed, between them leaves a claim the run never got. So a later answer
+    to the question, while the run still waits for it, sends the winner's message again (under the same DBOS
+    idempotency key: a message that did go is not sent twice) before it is told it lost."""
+    return key in pending and key not in answers.open_now(run_id)
+
+
+def undelivered(run_id: str, key: str, exc: BaseException) -> DurableRunError:
+    """The error of an answer that won (its claim kept) but whose message could not be sent to the run."""
+    return DurableRunError(
+        f"Run {run_id}: the answer to {key!r} is kept, but it could not be sent to the run ({type(exc).__name__}: "
+        f"{first_line(exc)}). Answer the question again once the journal is back: that sends the kept answer.",
+        run_id=run_id,
+    )
 
 
 def answer_first(

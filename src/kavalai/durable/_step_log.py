@@ -100,7 +100,7 @@ class SqlStepLog:
         t = self.table
         with self.engine.connect() as connection:
             rows = connection.execute(sa.select(t.c.position, t.c.name, t.c.result).where(t.c.run_id == run_id))
-            recorded = {row.position: (row.name, json.loads(row.result)) for row in rows}
+            recorded = {row.position: (row.name, _decoded(run_id, row)) for row in rows}
             return recorded, self._cancelled(connection, run_id)
 
     def cancelled_now(self, run_id: str) -> bool:
@@ -113,7 +113,7 @@ class SqlStepLog:
         t = self.table
         with self.engine.connect() as connection:
             rows = connection.execute(sa.select(t.c.position, t.c.name, t.c.result).where(t.c.run_id == run_id))
-            return {row.position: (row.name, json.loads(row.result)) for row in rows}
+            return {row.position: (row.name, _decoded(run_id, row)) for row in rows}
 
     def write(self, run_id: str, position: int, name: str, result: JsonValue) -> tuple[RecordedStep, bool]:
         """Record a step (blocking) and return what is recorded at its position (this step, or the one another
@@ -128,9 +128,9 @@ class SqlStepLog:
             t = self.table
             with self.engine.connect() as connection:
                 row = connection.execute(
-                    sa.select(t.c.name, t.c.result).where(t.c.run_id == run_id, t.c.position == position)
+                    sa.select(t.c.position, t.c.name, t.c.result).where(t.c.run_id == run_id, t.c.position == position)
                 ).one()
-                return (row.name, json.loads(row.result)), self._cancelled(connection, run_id)
+                return (row.name, _decoded(run_id, row)), self._cancelled(connection, run_id)
 
     def mark_sent(self, run_id: str, position: int, name: str, mark: JsonValue) -> None:
         """Record (blocking) that step ``position`` is about to be sent (:mod:`._doubt`): a row at ``-position``,
@@ -356,6 +356,23 @@ class StepLogJournal:
         if cancelled and self.stopped is None:
             self.stopped = cancelled_error(self.run_id)
         return replayed(position, kept, name)
+
+
+def _decoded(run_id: str, row: Any) -> JsonValue:
+    """A row's recorded result, or, when its text is not JSON (edited by hand, damaged), a refusal naming the run and
+    the step: a record no reader can take is neither the step's result nor the run's failure (the run stays as it
+    is, resumable once the row is mended or removed)."""
+    try:
+        value: JsonValue = json.loads(row.result)
+    except (TypeError, ValueError) as exc:
+        what = "its sent mark" if row.position < 0 else "its interruption mark" if row.position == 0 else "its record"
+        raise DurableRunError(
+            f"Run {run_id} cannot be read: step {abs(row.position)} ({row.name}) has {what} in kavalai_steps that is "
+            f"not JSON ({exc}). The journal was changed by hand or damaged: mend or delete that row (position "
+            f"{row.position}), then run the run again under its id.",
+            run_id=run_id,
+        ) from None
+    return value
 
 
 def _rank(item: tuple[int, RecordedStep]) -> int:

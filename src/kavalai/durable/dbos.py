@@ -43,7 +43,7 @@ from dbos import error as dbos_errors  # DBOS's public alias of its exception mo
 
 from kavalai.durable._answer_log import SqlAnswerLog
 from kavalai.durable._cancel_watch import CancelWatch
-from kavalai.durable._dbos_client import DbosClient, answer_first
+from kavalai.durable._dbos_client import DbosClient, answer_first, claimed_not_taken, undelivered
 from kavalai.durable._dbos_database import (
     JOURNAL_VERSION,
     WORKFLOW,
@@ -80,7 +80,13 @@ from kavalai.durable._runner import (
 from kavalai.durable._sqlite_compat import install as sqlite_unixepoch
 from kavalai.durable._step_log import SqlStepLog, StepLogJournal
 from kavalai.durable._store import ResultStore, SqlResultStore
-from kavalai.errors import DefinitionChangedError, RunCancelledError, RunInterruptedError
+from kavalai.errors import (
+    AlreadyAnsweredError,
+    DefinitionChangedError,
+    DurableRunError,
+    RunCancelledError,
+    RunInterruptedError,
+)
 from kavalai.kernel import required_seconds
 from kavalai.secrets import get_logger
 
@@ -427,9 +433,14 @@ class DbosRunner(DurableRunner):
         pending = await self.pending(run_id)
         assert self._answers is not None
         answers = self._answers
-        in_step, kept = await asyncio.to_thread(answer_first, answers, run_id, key, pending, value)
+        try:
+            in_step, kept = await asyncio.to_thread(answer_first, answers, run_id, key, pending, value)
+        except AlreadyAnsweredError as lost:  # its claim's message may never have gone (see claimed_not_taken)
+            if await asyncio.to_thread(claimed_not_taken, answers, run_id, key, pending):
+                await _deliver(run_id, key, lost.answer)
+            raise
         if not in_step:  # the run's own question: a message, with the answer kept (never another form of it)
-            await DBOS.send_async(run_id, kept, topic=topic(key), idempotency_key=f"{run_id}.{key}")
+            await _deliver(run_id, key, kept)
 
     async def serve(self) -> None:
         """Serve the queue until cancelled: the ``kavalai worker`` loop. Register the targets first."""
@@ -464,13 +475,16 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
     if refused is not None:
         runner._parked.park(refused)  # left as it stands (see below)
     log = runner._steps if step_log == "kavalai" else None
-    steps = (
-        None
-        if log is None
-        else await StepLogJournal.open(
-            log, run_id, outage=runner.journal_outage, on_doubt=runner.on_doubt, answers=runner._answers
+    try:
+        steps = (
+            None
+            if log is None
+            else await StepLogJournal.open(
+                log, run_id, outage=runner.journal_outage, on_doubt=runner.on_doubt, answers=runner._answers
+            )
         )
-    )
+    except DurableRunError as exc:  # its journal away past its patience, or a row no reader can take: as it stands
+        runner._parked.park(exc)
     refused = steps.by_position() if steps is not None else await dbos_steps_by_position(run_id)
     if refused is not None:  # recorded by an earlier release: refused as a changed definition, never replayed
         runner._parked.park(refused)
@@ -498,6 +512,14 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
         await _mark_ended(runner, run_id)
         raise dbos_errors.DBOSWorkflowCancelledError(str(stopped))
     return engine_outcome(outcome)  # DBOS writes it as it is: a lone surrogate failed the write, out of engine.run()
+
+
+async def _deliver(run_id: str, key: str, kept: Any) -> None:
+    """Send the kept answer to question ``key`` as the run's DBOS message (once, by its idempotency key)."""
+    try:
+        await DBOS.send_async(run_id, kept, topic=topic(key), idempotency_key=f"{run_id}.{key}")
+    except (sa.exc.SQLAlchemyError, dbos_errors.DBOSException) as exc:
+        raise undelivered(run_id, key, exc) from exc
 
 
 async def _mark_ended(runner: DbosRunner, run_id: str) -> None:
