@@ -50,7 +50,7 @@ async def test_a_tool_result_holding_a_lone_surrogate_is_kept_by_a_dbos_run(tmp_
         await runner.aclose()  # the engine leaves a runner passed in open; DBOS runs one engine per process
     for result in (small, large):
         assert result.status == "succeeded", result.error
-        # DBOS is handed the outcome as escaped JSON text (engine_outcome): the run returns the very same text
+        # DBOS is handed the outcome as escaped JSON text (engine_value): the run returns the very same text
         assert result.output["r"]["name"] == NAME
     assert len(large.output["r"]["more"]) == 300_000
 

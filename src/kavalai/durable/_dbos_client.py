@@ -26,7 +26,7 @@ from kavalai.durable._dbos_journal import PENDING as _PENDING
 from kavalai.durable._dbos_journal import dbos_steps_in_doubt, topic
 from kavalai.durable._doubt import doubt_key, doubt_resolution
 from kavalai.durable._journal_io import first_line
-from kavalai.durable._json import outcome_read, utf8_safe
+from kavalai.durable._json import engine_read, engine_value
 from kavalai.durable._runner import (
     RunInfo,
     RunState,
@@ -81,7 +81,7 @@ class DbosClient:
             "workflow_id": checked_run_id(run_id),
             "app_version": self.application_version,
         }
-        return self._client.enqueue(options, target, utf8_safe(payload), self.step_log).get_workflow_id()
+        return self._client.enqueue(options, target, engine_value(payload), self.step_log).get_workflow_id()
 
     def result(self, run_id: str, *, polling: float = 0.1) -> Any:
         """Wait for the run ``run_id`` and return its JSON outcome.
@@ -93,7 +93,7 @@ class DbosClient:
         every = required_seconds(polling, what="polling")
         if self.status(run_id) is None:
             raise UnknownRunError(run_id, f"dbos ({redacted(self.db)})")
-        return outcome_read(self._client.retrieve_workflow(run_id).get_result(polling_interval_sec=every))
+        return engine_read(self._client.retrieve_workflow(run_id).get_result(polling_interval_sec=every))
 
     def status(self, run_id: str) -> str | None:
         """The run's DBOS status, or ``None`` when there is no such run."""
@@ -220,7 +220,7 @@ def run_info(status: Any, *, with_outcome: bool, interrupted: Collection[str] = 
         target=target,
         created_at=_time(status.created_at),
         updated_at=_time(status.updated_at),
-        outcome=outcome_read(status.output) if with_outcome and engine_status == "SUCCESS" else None,
+        outcome=engine_read(status.output) if with_outcome and engine_status == "SUCCESS" else None,
     )
 
 

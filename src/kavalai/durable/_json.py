@@ -5,10 +5,11 @@ Python text may hold lone surrogates (``os.listdir`` gives a file name that is n
 ``json.dumps(..., ensure_ascii=False)`` writes as they are and which no database, file or hash then takes
 (``UnicodeEncodeError``, raised out of the step as if the tool had failed). Here they are written as their JSON
 escapes, which ``json.loads`` reads back as the same text, so a run keeps whatever its tools return.
-What DBOS serializes itself (a run's input and its outcome) cannot be written so: those values cross
-:func:`utf8_safe` on their way to DBOS, each lone surrogate kept as the text of its escape (``\\udcff``, six
-characters). ``tests/durable/test_journal_text.py`` finds every JSON written in the package's durable modules and
-fails when one bypasses :func:`journal_json`.
+What DBOS serializes itself (a run's input and its outcome) cannot be written so: both cross one rule,
+:func:`engine_value` on their way to DBOS and :func:`engine_read` on their way back, lossless both ways (a run's
+input was once made lossy text by ``utf8_safe``: a tool given ``"\\ud800"`` got six characters, while tool results
+kept the code point). ``tests/durable/test_journal_text.py`` finds every JSON written in the package's durable
+modules and fails when one bypasses :func:`journal_json`.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ import json
 from collections.abc import Callable
 from typing import Any, Final
 
-from kavalai._utf8 import LONE_SURROGATE, escape_surrogate, utf8_safe
+from kavalai._utf8 import LONE_SURROGATE, escape_surrogate
 
-__all__ = ["ESCAPED_KEY", "engine_outcome", "journal_json", "outcome_read", "utf8_safe"]
+__all__ = ["ESCAPED_KEY", "engine_read", "engine_value", "journal_json"]
 
-#: The key under which a run's outcome no UTF-8 can hold is handed to DBOS, as escaped JSON text (engine_outcome).
+#: The key under which a run's input or outcome no UTF-8 can hold is handed to DBOS, as escaped JSON text
+#: (engine_value).
 ESCAPED_KEY: Final = "$kavalai_escaped_json"
 
 
@@ -42,22 +44,26 @@ def journal_json(
     return LONE_SURROGATE.sub(escape_surrogate, text)
 
 
-def engine_outcome(value: Any) -> Any:
-    """A run's outcome as DBOS can write it (its serializer writes text as it is, and a lone surrogate then fails the
-    write after every step was made): the value itself, or, when it holds a lone surrogate, its escaped JSON text
-    under :data:`ESCAPED_KEY`, which :func:`outcome_read` turns back into the same value (lossless, unlike
-    :func:`utf8_safe`: an outcome carries its steps' results, which the run's caller must get back as they were)."""
+def engine_value(value: Any) -> Any:
+    """A run's input or outcome as DBOS can write it (its serializer writes text as it is, and a lone surrogate
+    then fails the write): the value itself, or, when it holds a lone surrogate or has the shape of this very form,
+    its escaped JSON text under :data:`ESCAPED_KEY`, which :func:`engine_read` turns back into the same value
+    (lossless, unlike ``utf8_safe``: a run's steps must get its input, and its caller its outcome, as they were)."""
     try:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         return value  # not JSON: DBOS's own error says so
-    if not LONE_SURROGATE.search(text):
+    if not LONE_SURROGATE.search(text) and not _escaped(value):
         return value
     return {ESCAPED_KEY: json.dumps(value, separators=(",", ":"))}
 
 
-def outcome_read(value: Any) -> Any:
-    """The outcome :func:`engine_outcome` handed to DBOS, as the run returned it."""
-    if isinstance(value, dict) and len(value) == 1 and isinstance(value.get(ESCAPED_KEY), str):
-        return json.loads(value[ESCAPED_KEY])
-    return value
+def engine_read(value: Any) -> Any:
+    """The input or outcome :func:`engine_value` handed to DBOS, as it was given."""
+    return json.loads(value[ESCAPED_KEY]) if _escaped(value) else value
+
+
+def _escaped(value: Any) -> bool:
+    """Whether ``value`` has the form :func:`engine_value` gives (a value of that shape is escaped too, so it is
+    read back as itself)."""
+    return isinstance(value, dict) and len(value) == 1 and isinstance(value.get(ESCAPED_KEY), str)

@@ -68,7 +68,7 @@ from kavalai.durable._definition import (
 )
 from kavalai.durable._doubt import OnDoubt
 from kavalai.durable._journal_io import DEFAULT_OUTAGE
-from kavalai.durable._json import engine_outcome, outcome_read, utf8_safe
+from kavalai.durable._json import engine_read, engine_value
 from kavalai.durable._run import DurableRun, bind_run, cancelled_error
 from kavalai.durable._runner import (
     DurableRunner,
@@ -327,7 +327,7 @@ class DbosRunner(DurableRunner):
             await DBOS.resume_workflow_async(run_id)
         with SetWorkflowID(run_id):
             handle = await queue.enqueue_async(
-                _kavalai_run, name, utf8_safe(payload), self.step_log, definition_of(target)
+                _kavalai_run, name, engine_value(payload), self.step_log, definition_of(target)
             )
         return handle.get_workflow_id()
 
@@ -359,7 +359,7 @@ class DbosRunner(DurableRunner):
         ):
             raise parked
         try:
-            return outcome_read(await handle.get_result(polling_interval_sec=self.polling))  # settled: read once
+            return engine_read(await handle.get_result(polling_interval_sec=self.polling))  # settled: read once
         except dbos_errors.DBOSAwaitedWorkflowCancelledError:
             # its step cut by the cancel recorded (here, or in the process executing it): the caller reads the
             # run's final state
@@ -498,7 +498,7 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
     )
     try:
         with bind_run(run), runner._parked.executing(run_id):
-            outcome = await found.run_journaled(payload)
+            outcome = await found.run_journaled(engine_read(payload))  # as submit() was given it
     except dbos_errors.DBOSWorkflowCancelledError:
         await _mark_ended(runner, run_id)
         raise
@@ -511,7 +511,7 @@ async def _kavalai_run(target: str, payload: Any, step_log: str = "dbos", defini
     if stopped is not None:  # cancelled: DBOS's own way to end the execution, and the run stays CANCELLED
         await _mark_ended(runner, run_id)
         raise dbos_errors.DBOSWorkflowCancelledError(str(stopped))
-    return engine_outcome(outcome)  # DBOS writes it as it is: a lone surrogate failed the write, out of engine.run()
+    return engine_value(outcome)  # DBOS writes it as it is: a lone surrogate failed the write, out of engine.run()
 
 
 async def _deliver(run_id: str, key: str, kept: Any) -> None:
