@@ -21,7 +21,8 @@ hooks lie) is cut every time, never before its deadline (eighth session: 4 ms ti
 left in another task than the one that entered it (refused) leaves the entering task as the entry found it: no
 deadline current, its cancellation count back, its next call bound by its own timeout (ninth session). A
 cancelled caller whose tool swallowed the cancellation still sees ``CancelledError`` (ninth session: the caller got
-the tool's late value). At the end
+the tool's late value). Two ``close()`` run at once (two tasks, or one on each loop), or a ``close()`` races a
+``connect()``: both return, no call is left in flight, and the next MCP call reconnects (tenth session). At the end
 nothing the kernel started may be left: no call in flight, no thread of a cut
 call, no server process, and both loops stop.
 
@@ -200,6 +201,12 @@ class _LoopThread:
 class KernelMachine(RuleBasedStateMachine):
     """See the module docstring."""
 
+    #: The MCP server's streamable HTTP endpoint, or ``None`` for a stdio server process of each example's own
+    #: (``bench/ownership_fuzz.py``). Starting one costs seconds under load (importing the SDK), and each example
+    #: starts one, then another at each reconnect after a ``close()``: the suite's run uses a server its test
+    #: started once (every rule the same), so that its time is the rules', not process starts'.
+    mcp_url: str | None = None
+
     def __init__(self) -> None:
         super().__init__()
         # Processes already there (servers other tests share for the session) are not this kernel's to end.
@@ -210,8 +217,12 @@ class KernelMachine(RuleBasedStateMachine):
         self.kernel.register_python_tool("nap", nap)
         self.kernel.register_python_tool("watched_nap", watched_nap)
         self.kernel.register_python_tool("doze", doze)
-        server = McpServer(
-            name="d", command=sys.executable, args=["-m", "tests.servers.mcp_deadline"], cwd=str(ROOT), timeout=30
+        server = (
+            McpServer(
+                name="d", command=sys.executable, args=["-m", "tests.servers.mcp_deadline"], cwd=str(ROOT), timeout=30
+            )
+            if self.mcp_url is None
+            else McpServer(name="d", url=self.mcp_url, timeout=30)
         )
         self.kernel.register_mcp_server(server)
         self.main.run(self.kernel.connect())
@@ -369,6 +380,27 @@ class KernelMachine(RuleBasedStateMachine):
         outcome = loop.run(_cancel_swallowing(self.kernel), within=SLACK * 4)
         assert isinstance(outcome, asyncio.CancelledError), f"a cancelled caller got {outcome!r}"
 
+    @rule(how=st.sampled_from(["two-tasks", "two-loops", "close-and-reconnect"]))
+    def two_closes_at_once(self, how: str) -> None:
+        """Two ``close()`` at once (two tasks of the kernel's loop, or one on each loop), or a ``close()`` racing a
+        ``connect()`` on the other loop: each returns within its bound, no call is left in flight once both have,
+        and the next call of the MCP tool reconnects and returns its result (tenth session)."""
+        now = time.monotonic()
+        for call in self.calls:
+            if call.closed_at is None and not call.future.done():
+                call.closed_at = now
+        if how == "two-tasks":
+            outcomes = self.main.run(_both(self.kernel.close(), self.kernel.close()), within=SLACK * 4)
+        else:
+            other = self.kernel.close() if how == "two-loops" else self.kernel.connect()
+            first, second = self.main.submit(_outcome(self.kernel.close())), self.second.submit(_outcome(other))
+            outcomes = [first.result(SLACK * 4), second.result(SLACK * 4)]
+        for outcome in outcomes:  # a connect a close() ran into is refused as closed; nothing else may fail
+            assert outcome is None or isinstance(outcome, KernelClosedError), outcome
+        assert self.kernel.calls_in_flight() == [], f"calls left after two closes: {self.kernel.calls_in_flight()}"
+        after = self.main.run(_outcome(self.kernel.call_tool(_URIS["mcp"], {"seconds": 0.0})), within=SLACK * 4)
+        assert getattr(after, "result", after) == "slept", f"the call after the closes ended with {after!r}"
+
     # Enabled by what earlier steps did, never by timing (whether a call is still running), which Hypothesis needs
     # to replay a case: cancelling a call that has ended does nothing.
     @precondition(lambda self: bool(self.calls))
@@ -401,6 +433,11 @@ class KernelMachine(RuleBasedStateMachine):
                 if call.kind != "mcp" and not call.future.done():
                     call.withdrawn = True  # not started yet, it may find no tool
         self.withdrawn = not self.withdrawn
+
+    def check_invariants_now(self) -> None:
+        """Every invariant, as Hypothesis checks them after a step (for a test driving the rules by hand)."""
+        self.every_call_ends_in_time_and_one_way_it_may()
+        self.threads_of_cut_calls_stay_counted()
 
     def _free_loop(self, where: str) -> str | None:
         """``where``, or the other loop, if a sync call started there gets a thread (not all held by hung calls)."""
@@ -506,6 +543,19 @@ async def _short_deadline(kernel: FunctionKernel, how: str) -> tuple[BaseExcepti
         outcome = exc
     cut_at, due = CUTS[0] if CUTS else (None, None)
     return outcome, cut_at, due
+
+
+async def _outcome(coro: Coroutine[Any, Any, Any]) -> BaseException | Any:
+    """What ``coro`` returned, or the exception it raised (as a value)."""
+    try:
+        return await coro
+    except Exception as exc:
+        return exc
+
+
+async def _both(first: Coroutine[Any, Any, Any], second: Coroutine[Any, Any, Any]) -> list[BaseException | Any]:
+    """Run two coroutines at once in two tasks: what each returned or raised."""
+    return list(await asyncio.gather(_outcome(first), _outcome(second)))
 
 
 async def _gather_calls(kernel: FunctionKernel, count: int) -> list[BaseException | Any]:

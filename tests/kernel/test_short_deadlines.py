@@ -5,6 +5,7 @@ whatever order they are set in (a nearer one set after a later one moves the tim
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 
 import anyio
@@ -47,4 +48,24 @@ async def test_short_deadlines_set_in_any_order_are_each_cut_at_their_own_time_n
     order = sorted(limits, key=lambda limit: seen[limit][0])
     # cut in the order of their deadlines (those due in the same loop turn may be cut in one go, by deadline)
     assert [seen[limit][1] for limit in order] == sorted(seen[limit][1] for limit in order)
+    await kernel.close()
+
+
+@pytest.mark.parametrize("limit", [sys.float_info.min, 5e-324])
+async def test_a_deadline_already_due_on_the_loop_clock_cuts_before_the_tool_runs_again(limit: float) -> None:
+    """Round 10, case 5: a timeout so small that the loop's clock plus it is the clock itself was armed as a timer
+    the loop runs only after the tool's next step (a tool awaiting ``asyncio.sleep(0)`` once returned its result);
+    as with ``asyncio.timeout``, such a deadline is due at once and cuts the tool at its first suspension."""
+
+    @pythontool
+    async def step() -> str:
+        """Yield once, then answer."""
+        await asyncio.sleep(0)
+        return "finished"
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("step", step)
+    with pytest.raises(ToolTimeoutError, match="python://step timed out"):
+        await kernel.call_tool("python://step", {}, timeout=limit)
+    assert kernel.calls_in_flight() == []
     await kernel.close()

@@ -494,7 +494,7 @@ class _Exact:
     def __init__(self) -> None:
         self.heap: list[tuple[float, int, set[_Scope]]] = []
         self.armed: float | None = None  # the time the loop timer is armed for
-        self.handle: weakref.ref[asyncio.TimerHandle] | None = None  # the loop holds its timer; this does not
+        self.handle: weakref.ref[asyncio.Handle] | None = None  # the loop holds its timer; this does not
 
 
 _exact: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Exact] = weakref.WeakKeyDictionary()
@@ -512,13 +512,18 @@ def _own_timer(loop: asyncio.AbstractEventLoop, delay: float) -> set[_Scope]:
         exact = _exact.get(loop) or _exact.setdefault(loop, _Exact())
         _last_exact = (weakref.ref(loop), exact)
     scopes: set[_Scope] = set()
-    when = loop.time() + delay
+    now = loop.time()
+    when = now + delay
     heapq.heappush(exact.heap, (when, _entry_number(), scopes))
     armed = exact.armed
     if armed is None or when < armed:
         _cancel(exact.handle)
         exact.armed = when
-        exact.handle = weakref.ref(loop.call_at(when, _fire_exact, loop, exact, context=contextvars.Context()))
+        context = contextvars.Context()
+        # Due at once (the delay is below the clock's step): run next, as asyncio.timeout does; a timer would run
+        # only after the steps already queued, the tool's next one among them, which could then finish uncut.
+        timer = loop.call_soon(_fire_exact, loop, exact, context=context) if when <= now else None
+        exact.handle = weakref.ref(timer or loop.call_at(when, _fire_exact, loop, exact, context=context))
     return scopes
 
 
@@ -547,7 +552,7 @@ class _Due:
     def __init__(self) -> None:
         self.numbers: list[int] = []
         self.armed: int | None = None  # the slot the loop timer is armed for
-        self.handle: weakref.ref[asyncio.TimerHandle] | None = None  # the loop holds its timer; this does not
+        self.handle: weakref.ref[asyncio.Handle] | None = None  # the loop holds its timer; this does not
 
 
 _due: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Due] = weakref.WeakKeyDictionary()
@@ -583,7 +588,7 @@ def _fire(loop: asyncio.AbstractEventLoop, slots: dict[int, set[_Scope]], due: _
             due.handle = weakref.ref(handle)
 
 
-def _cancel(handle: weakref.ref[asyncio.TimerHandle] | None) -> None:
+def _cancel(handle: weakref.ref[asyncio.Handle] | None) -> None:
     """Cancel the loop timer ``handle`` refers to, if it is still there. The per-loop timer state holds its timer
     weakly (the timer holds its loop, and that state is a value of a dict keyed weakly by the loop: a strong
     reference would keep every loop with a timer pending alive, closed or not)."""
