@@ -248,3 +248,33 @@ async def test_an_agent_reranks_with_the_reranker_it_is_given(catalog: FunctionK
     agent = Agent(llm, kernel=catalog, search_embedder=None, search_reranker=near_email)
     result = await agent.run("Mail Bob.")
     assert result.tool_calls[0].result["tools"][0]["name"] == "python://globex.email"
+
+
+def test_the_one_pass_bm25_sum_equals_bm25s_own_scores() -> None:
+    """ToolSearch._scores adds the posting lists itself (one bincount); the sum is bm25s's get_scores, text by text
+    and index by index at each weight, repeated words counted as often as they are said."""
+    import numpy as np
+
+    from kavalai.agent._search_text import stems
+    from kavalai.agent.search import ARGUMENT_WEIGHT
+
+    tools = [
+        {
+            "name": f"mcp://s.{name}",
+            "description": text,
+            "inputSchema": {"properties": {argument: {"type": "string", "description": f"the {argument}"}}},
+        }
+        for name, text, argument in TOPICS
+    ]
+    index = ToolSearch(tools)
+    said = (("convert the currency amount amount", 1.0), ("time zone city", 0.75), ("weather unknownword", 0.1))
+    expected = np.zeros(len(tools), dtype=np.float64)
+    for text, scale in said:
+        for bm25, weight in ((index._main, 1.0), (index._arguments, ARGUMENT_WEIGHT)):
+            known = [token for token in stems(text) if token in bm25.vocab_dict]
+            if known:  # bm25s refuses an empty list
+                expected += scale * weight * bm25.get_scores(known)
+    got = index._scores(said)
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+    assert got[[name for name, _, _ in TOPICS].index("currency")] == got.max() > 0
+    assert not index._scores((("", 1.0), ("nothingknown", 1.0))).any()

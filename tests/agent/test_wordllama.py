@@ -57,7 +57,13 @@ def test_a_catalogues_texts_tokenized_word_by_word_equal_wordllamas_own() -> Non
     embed = local_embedder()
     assert isinstance(embed, WordLlamaEmbedder)
     assert embed._words_apart
-    np.testing.assert_allclose(embed(texts), _wordllamas_own(texts), atol=1e-5)
+    reference = _wordllamas_own(texts)
+    np.testing.assert_allclose(embed(texts), reference, atol=1e-5)
+    # One text alone (a query) is tokenized word by word too, each word's tokens kept: the same vectors, twice.
+    for _ in range(2):
+        alone = np.stack([embed([text])[0] for text in texts])
+        np.testing.assert_allclose(alone, reference, atol=1e-5)
+    assert "terminate" in embed._word_ids
 
 
 def test_word_by_word_is_used_only_where_the_tokenizer_allows_it() -> None:

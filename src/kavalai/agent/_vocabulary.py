@@ -40,6 +40,7 @@ __all__ = [
     "action",
     "expand",
     "expand_apart",
+    "expand_both",
     "tool_action",
 ]
 
@@ -305,11 +306,15 @@ def expand_apart(query: str, kept: Collection[str] = ()) -> tuple[str, str]:
     """:func:`expand`'s query in two parts: the user's words (abbreviations spelt out, which stand for the user's
     own word) and the words the tables added (synonyms, tools' verbs, phrases' words), which a ranking may weigh
     lower: they are a guess at what the user meant, the user's own words are what was said."""
-    own, added = [], []
-    for text, also in _expanded(query, kept):
-        own.append(text)
-        added.append(also)
-    return "".join(own), " ".join(part for part in added if part)
+    return expand_both(query, kept)[1:]
+
+
+def expand_both(query: str, kept: Collection[str] = ()) -> tuple[str, str, str]:
+    """:func:`expand` and :func:`expand_apart`'s two parts, the query read once (a search wants all three)."""
+    pieces = _expanded(query, kept)
+    own = "".join(text for text, _ in pieces)
+    added = " ".join(also for _, also in pieces if also)
+    return "".join(chain.from_iterable(pieces)), own, added
 
 
 def _expanded(query: str, kept: Collection[str]) -> list[tuple[str, str]]:
