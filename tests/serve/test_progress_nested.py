@@ -53,7 +53,7 @@ async def kernel() -> AsyncIterator[FunctionKernel]:
 
 
 @contextlib.asynccontextmanager
-async def _wired(server: Any) -> AsyncIterator[tuple[Any, Any]]:
+async def wired(server: Any) -> AsyncIterator[tuple[Any, Any]]:
     """The gateway's server run on JSON-RPC message streams, as over stdio (the SDK's in-process client of the
     2026-07-28 era sends no progress token: it calls the callback directly), yielding the client's ends."""
     to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
@@ -86,7 +86,7 @@ async def test_a_python_tools_nested_mcp_calls_send_progress_to_the_host_that_as
     server = build_mcp_server(kernel)
     seen: Seen = []
     texts: dict[str, str] = {}
-    async with Client(_wired(server), mode=mode) as asking, Client(_wired(server), mode=mode) as silent:
+    async with Client(wired(server), mode=mode) as asking, Client(wired(server), mode=mode) as silent:
 
         async def run(name: str, client: Client, into: Seen | None) -> None:
             texts[name] = await _call(client, into)
