@@ -28,6 +28,7 @@ from pydantic import TypeAdapter
 from starlette.requests import Request
 from tests.adapters.mcp.test_tasks import _server as fastmcp_tasks_server
 from tests.adapters.mcp.test_tasks import tasks_python
+from tests.serve.test_progress_nested import wired
 from tests.serve.test_relay import _backend
 from tests.serve.test_rounds import rounds_config
 from tests.serve.test_serve import TOKEN, TOKEN_VAR, http_server, read, serve_command, wait_until
@@ -446,6 +447,40 @@ async def test_a_backends_task_minted_on_its_last_round_is_the_hosts_task_minted
             )
     assert done["status"] == "completed", done
     assert done["result"]["content"] == [{"type": "text", "text": "Hello, Alice!"}]
+
+
+async def test_a_composed_calls_progress_reaches_each_hosts_request_until_the_task(server: Any) -> None:
+    """A host call fanned into several backend requests (a round, then the request carrying its answer, answered
+    with the backend's task): each backend request's progress reaches the host request in at the time, on that
+    request's own token (the host's second request counts from 1 again), and the second is answered with the host's
+    task. Over JSON-RPC streams: the SDK's in-process client of this era sends no progress token."""
+    seen: list[tuple[str, float, float | None, str | None]] = []
+
+    def on(request: str) -> Callable[[float, float | None, str | None], Awaitable[None]]:
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append((request, progress, total, message))
+
+        return progress
+
+    async def call(client: Client, params: dict[str, Any], request: str) -> dict[str, Any]:
+        sent = types.Request[dict[str, Any], str](method="tools/call", params=params)
+        return await client.session.send_request(sent, _ANY, progress_callback=on(request))
+
+    async with _host(wired(server)) as client:
+        first = await call(client, {"name": "counted_task", "arguments": {}}, "first")
+        assert first["resultType"] == "input_required", first
+        [key] = first["inputRequests"]
+        answers = {key: {"action": "accept", "content": {"name": "Ada"}}}
+        params = {"name": "counted_task", "arguments": {}, "inputResponses": answers}
+        second = await call(client, {**params, "requestState": first["requestState"]}, "second")
+        assert second["resultType"] == "task", second
+        done = await _until(client, second["taskId"])
+    assert done["result"]["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+    assert seen == [
+        ("first", 5, 10, "before the question"),
+        ("second", 1, 2, "step 1"),
+        ("second", 2, 2, "step 2"),
+    ]
 
 
 def _request_from(address: str, user: Any = None) -> Any:

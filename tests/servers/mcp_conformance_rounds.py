@@ -85,7 +85,7 @@ SCHEMA_2020_12: dict[str, Any] = {
 
 #: The tools this server runs as tasks of its own (listed with ``taskSupport: "required"``): it asks in rounds first,
 #: and answers the round that has every answer with a task (the suite's ``tasks-mrtr-composition``).
-OWN_TASKS = frozenset({"test_tool_with_task"})
+OWN_TASKS = frozenset({"test_tool_with_task", "counted_task"})
 
 
 class _TaskId(BaseModel):
@@ -319,6 +319,16 @@ def _task_fixtures(server: MCPServer) -> None:
     @server.tool()
     def test_tool_with_task(ctx: Context) -> str | types.InputRequiredResult:
         """Ask the user's name, then greet them."""
+        return _greeting(ctx)
+
+    @server.tool()
+    async def counted_task(ctx: Context) -> str | types.InputRequiredResult:
+        """Report 5 of 10 and ask the user's name (a round), then report 1 and 2 of 2 and greet them (a task)."""
+        if _answers(ctx, "user_name") is None:
+            await ctx.report_progress(5, 10, "before the question")
+        else:
+            for step in (1, 2):
+                await ctx.report_progress(step, 2, f"step {step}")
         return _greeting(ctx)
 
 

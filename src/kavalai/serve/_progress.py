@@ -16,6 +16,12 @@ its progress goes to the host's request in at the time (:class:`Rounds`: its ``c
 token, and only when it rises above what that request was last sent (the protocol's progress must increase per
 token; a backend's next request counts from its own start); between the host's requests there is none to send it to,
 and it is dropped.
+
+A tool that is not an MCP server's (a ``python://`` function) may call MCP tools itself while it runs. Those calls,
+made without a progress callback of their own, send their servers' progress to the host's request too
+(:func:`kavalai.adapters.mcp.relaying_progress`, opened by :func:`progress_for`): only to the host that asked, on its
+token, and only when it rises above the highest that request was sent (the tool's own reports included), for the
+same reason.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import Any, Final, Protocol
 
 import anyio
 
+from kavalai.adapters.mcp import relaying_progress
 from kavalai.secrets import get_logger, redact_data
 
 __all__ = ["LatestProgress", "Rounds", "asks_progress", "progress_for"]
@@ -66,6 +73,7 @@ class LatestProgress:
         self._session = session
         self._rounds = rounds
         self._last: tuple[int, float] | None = None  # rounds: the request last sent progress, and the last sent
+        self._highest: float | None = None  # one request: the highest progress reported for it
         self._waiting: tuple[float, float | None, str | None] | None = None
         self._sending: anyio.CancelScope | None = None
         self._closed = False
@@ -81,6 +89,8 @@ class LatestProgress:
         place of the one kept before). A backend's message crosses the secret gate."""
         if self._closed:
             return
+        if self._rounds is None and (self._highest is None or progress > self._highest):
+            self._highest = progress
         latest: tuple[float, float | None, str | None] | None = (progress, total, redact_data(message))
         if self._sending is not None:
             if self._waiting is not None:
@@ -98,6 +108,14 @@ class LatestProgress:
                     latest, self._waiting = self._waiting, None
             finally:
                 self._sending = None
+
+    async def nested(self, progress: float, total: float | None, message: str | None) -> None:
+        """A nested MCP call's progress (a call the tool made, :func:`~kavalai.adapters.mcp.relaying_progress`):
+        sent as :meth:`report` does, but only when above the highest reported for the host's request (across rounds,
+        :meth:`_now` holds each request to that already), since it counts from the nested call's own start."""
+        if self._rounds is None and self._highest is not None and progress <= self._highest:
+            return
+        await self.report(progress, total, message)
 
     def _now(self, progress: float) -> _Reports | None:
         """The session of the host request in now that asked for progress and was sent less than ``progress``."""
@@ -126,12 +144,14 @@ Report = Callable[[float, float | None, str | None], Awaitable[None]]
 def progress_for(ctx: Any, meta: Any, rounds: Rounds | None = None) -> Iterator[Report | None]:
     """Within the block, the callback a host call's progress goes to (``None``: the host's request, whose ``_meta``
     is ``meta``, asked for none, so nothing is asked of the backends): to the request of ``ctx``, or, for a call
-    across several host requests, to the one of ``rounds`` in at the time. Closed at the block's end."""
+    across several host requests, to the one of ``rounds`` in at the time; the progress of the MCP calls the tool
+    makes without a callback of their own goes there too (:meth:`LatestProgress.nested`). Closed at the block's end."""
     if not asks_progress(meta):
         yield None
         return
     latest = LatestProgress(ctx.session) if rounds is None else LatestProgress(rounds=rounds)
     try:
-        yield latest.report
+        with relaying_progress(latest.nested):  # the MCP calls a Python tool makes: their progress to this host
+            yield latest.report
     finally:
         latest.close()

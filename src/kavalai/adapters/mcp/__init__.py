@@ -54,6 +54,7 @@ from kavalai.adapters.mcp._idempotency import (
     calls_logging_at,
     deadline_from_meta,
 )
+from kavalai.adapters.mcp._nested import relaying_progress
 from kavalai.adapters.mcp._state import McpServerState, McpStatus
 from kavalai.adapters.mcp._wire import WireResults, keeping_wire_results
 
@@ -105,6 +106,7 @@ __all__ = [
     "keeping_wire_results",
     "kill_stdio_servers_now",
     "on_server_task",
+    "relaying_progress",
 ]
 
 

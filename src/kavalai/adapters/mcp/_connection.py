@@ -63,6 +63,7 @@ from kavalai.adapters.mcp._incoming import MessageHandler, ServerLog
 from kavalai.adapters.mcp._listening import ChangeStream
 from kavalai.adapters.mcp._listing import ListingTotals
 from kavalai.adapters.mcp._loops import elsewhere, run_on
+from kavalai.adapters.mcp._nested import relayed_progress
 from kavalai.adapters.mcp._probe_spans import ProbeSpans
 from kavalai.adapters.mcp._relay import RelaySlot
 from kavalai.adapters.mcp._session_streams import SessionStreams
@@ -664,7 +665,8 @@ class McpConnection:
                 self._stale_at = math.inf
                 gen.refresh.set()  # the listing's ttlMs has passed: list again, in the background
             made = current_call()  # the kernel's call: its progress callback, and its _meta when sent
-            progress = None if made is None else made.report_progress if made.progress is not None else None
+            # a call without a callback of its own: a gateway's host may follow it (_nested.py), else no progress
+            progress = made.report_progress if made is not None and made.progress is not None else relayed_progress()
             # 2025-11-25: a tool listed with taskSupport "required" is called as a task (_tasks.py); a 2026-07-28
             # server offering tasks may answer with one. Else the request goes out from here, without send's frame.
             legacy_task = tool in self._task_only and not era.is_modern(session.protocol_version)
@@ -836,14 +838,6 @@ class McpConnection:
 
 
 _NO_SPAN: Final = nullcontext()  # reusable: enters and leaves without a frame of Python
-
-
-def _progress() -> ProgressFnT | None:
-    """The caller's progress callback for the call being made, as the SDK takes it (``None``: ask for none)."""
-    call = current_call()
-    if call is None or call.progress is None:
-        return None
-    return call.report_progress
 
 
 def _spawn(coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
