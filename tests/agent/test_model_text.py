@@ -294,3 +294,30 @@ def test_only_schema_texts_are_cut_and_an_unchanged_schema_is_the_same_object() 
     assert bounded["$defs"]["Inner"]["description"].startswith("y" * 8_000 + "\n[Truncated: the description of 'Inner'")
     small = {"type": "object", "properties": {"a": {"type": "string", "description": "short"}}}
     assert model_description({"name": "t", "inputSchema": small})["inputSchema"] is small
+
+
+SECRET = "r10-desc-Qm2Xr9Lp4Vt8Zw3Nb6"
+
+
+async def test_a_secret_in_a_tool_description_reaches_the_model_masked() -> None:
+    """Hostile round 10, cases 17 and 18: a registered secret in a tool's description (a configuration's
+    ``description: 'use key ${API_KEY}'``, a server echoing its token in a description or a property's title) was
+    shown to the model in the tool list and in ``search_tools`` results; docs/safety.md: secrets never appear in
+    tool descriptions."""
+    from kavalai.secrets import register_secret
+
+    register_secret(SECRET)
+
+    @pythontool
+    def forecast(city: Annotated[str, Field(title=f"city ({SECRET})")]) -> str:
+        return city
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("weather.forecast", forecast, description=f"Weather by city; key {SECRET}.")
+    listed = ScriptedLLM(["done"])
+    await Agent(llm=listed, kernel=kernel).run("the weather?")
+    searched = await _search_result(kernel, None)
+    shown = f"{listed.requests[0].tools} {searched}"
+    assert "Weather by city" in shown
+    assert SECRET not in shown
+    assert SECRET[:12] not in shown

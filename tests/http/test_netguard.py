@@ -199,3 +199,35 @@ def test_the_guard_decodes_numeric_hosts_as_the_c_library_does(host: str) -> Non
     assert decoded == expected
     if decoded is not None:
         assert host_refusal_reason(host) is not None or host == str(decoded)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://u:Hunter2-r10-pass@169.254.169.254/latest/",
+        "http://u:Hunter2-r10-pass@[fe80::1]/",
+        "ftp://u:Hunter2-r10-pass@example.com/",
+        "http://Hunter2-r10-pass@[::ffff:a9fe:a9fe]/",
+    ],
+)
+async def test_a_fetch_refusal_names_the_url_without_its_userinfo(url: str) -> None:
+    """Hostile round 10 (E2, found running case 26): the fetch tools' refusal showed the URL whole, its password
+    too, where the outbound gate's refusals name it without (docs/safety.md); a URL a model gives goes to the log and
+    spans with the error."""
+    from kavalai.config import KernelConfig, build_kernel
+    from kavalai.errors import ToolExecutionError
+    from kavalai.tools._fetch import parse_url
+
+    kernel = build_kernel(KernelConfig.from_dict({"tools": ["http"]}))
+    try:
+        with pytest.raises(ToolExecutionError, match="Refused|not an absolute") as info:
+            await kernel.call_tool("python://http.request", {"url": url})
+    finally:
+        await kernel.aclose()
+    assert "Hunter2" not in str(info.value)
+    with pytest.raises(PermissionError) as direct:
+        check_url(URL(url))
+    assert "Hunter2" not in str(direct.value)
+    with pytest.raises(ValueError, match="is not a valid URL") as unparsed:
+        parse_url("http://u:Hunter2-r10-pass@example.com:99999999/")  # unreadable: quoted without its userinfo too
+    assert "Hunter2" not in str(unparsed.value)

@@ -98,6 +98,24 @@ async def test_a_hosts_error_carries_no_secret(era: str) -> None:
     assert raised.value.error.message == f"Unknown tool: {MASK}"
 
 
+async def test_a_hosts_value_echoed_in_an_error_is_bounded() -> None:
+    """Hostile round 10 (E1, found running case 29): ``tools/call`` of a 1,000,000-character tool name was answered
+    with "Unknown tool: <the whole name>", a 1 MB error, where the other unknown names are quoted bounded. Every
+    JSON-RPC error the gateway words crosses ``protocol_error``, which masks, then cuts; a secret across the cut shows
+    no piece."""
+    register_secret("sk-serve-errors-cut-5512")
+    kernel = FunctionKernel()
+    kernel.register_python_tool("echo", _echo)
+    name = "n" * 1_984 + "sk-serve-errors-cut-5512" + "n" * 1_000_000
+    async with Client(build_mcp_server(kernel), mode="legacy") as client:
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool(name, {})
+    message = raised.value.error.message
+    assert message.startswith("Unknown tool: nnn")
+    assert len(message) <= 2_000
+    assert "sk-serve" not in message
+
+
 @pythontool
 def _echo(text: str) -> str:
     """Echo."""

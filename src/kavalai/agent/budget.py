@@ -33,6 +33,7 @@ from typing import Any, Final, Literal, Protocol
 import anyio
 
 from kavalai.errors import ToolInputError
+from kavalai.secrets import redact, redact_data
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -356,12 +357,15 @@ def model_text(
     ``budget`` is ``None``; a tool's own result is whole when no budget is set (the documented opt-out). The text
     is cut, with a notice; an agent with a budget keeps a tool's successful result as an artifact instead
     (:meth:`OutputBudget.fit`). ``limit`` replaces the budget's limit (error texts have one of their own);
-    ``what`` names the text in the notice (by default "the result of ``uri``").
+    ``what`` names the text in the notice (by default "the result of ``uri``"). Kavalai's own text crosses the
+    secret gate first, before any cut (a search result quotes tools' descriptions, which never show a secret).
     """
     if budget is None:
         if not ours:
             return text
         budget = DEFAULT_BUDGET
+    if ours:  # kavalai's own text (a search result quoting tools' descriptions): the secret gate's, masked first
+        text = redact(text)
     limit = budget.limit_for(uri) if limit is None else limit
     if len(text) <= limit:
         return text
@@ -387,7 +391,8 @@ def model_description(description: Mapping[str, Any]) -> dict[str, Any]:
     """A tool description (an entry of ``describe_tools``) with its texts through the model-facing gate: the
     ``description`` cut at :data:`MAX_DESCRIPTION_CHARS`, each title and description inside its ``inputSchema`` at
     :data:`MAX_SCHEMA_TEXT_CHARS` and all of those at :data:`MAX_SCHEMA_TEXTS_CHARS`, each cut text with a notice.
-    An unchanged schema is the same object."""
+    An unchanged schema is the same object. Every registered secret in it is masked first (the secret gate)."""
+    description = redact_data(description)  # a tool description never shows a secret (docs/safety.md), masked whole
     name = str(description.get("name", "a tool"))
     bounded = dict(description)
     text = description.get("description") or ""

@@ -50,7 +50,7 @@ from kavalai.auth._loopback import AuthorizationDenied
 from kavalai.auth._store import OAuthRecord, StoredTokens
 from kavalai.errors import AuthenticationError, FunctionKernelException, OutboundRefusedError, ServerConnectionError
 from kavalai.http import Outbound, httpx_client, parse_networks
-from kavalai.secrets import Redactor, get_logger, register_secret
+from kavalai.secrets import Redactor, excerpt, get_logger, register_secret
 
 if TYPE_CHECKING:
     from kavalai.auth._oauth import OAuth
@@ -342,9 +342,7 @@ class OAuthFlow:
             return f"cannot reach the authorization server ({type(exc).__name__})"
         if isinstance(exc, FunctionKernelException):
             return exc.message
-        detail = self.redact(exc)
-        if len(detail) > _MAX_DETAIL:
-            detail = f"{detail[: _MAX_DETAIL - 3]}..."
+        detail = excerpt(exc, _MAX_DETAIL, marker="...", also=self._redactor)
         if isinstance(exc, OAuthFlowError):
             return detail or type(exc).__name__
         return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__

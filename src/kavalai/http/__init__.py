@@ -19,7 +19,7 @@ them to the built-in exceptions a model reads).
 
 from kavalai.http._body import BodyTooLargeError, read_limited
 from kavalai.http._guard import CREDENTIAL_HEADERS, HopCheck, HopRefusedError, origin_guard
-from kavalai.http._netguard import GuardedResolver, IPNetwork, check_url, parse_networks
+from kavalai.http._netguard import GuardedResolver, IPNetwork, check_url, parse_networks, shown_url
 from kavalai.http._outbound import (
     LOCAL_NETWORKS,
     Outbound,
@@ -57,4 +57,5 @@ __all__ = [
     "parse_networks",
     "read_limited",
     "requests_session",
+    "shown_url",
 ]

@@ -19,6 +19,7 @@ IPv6 addresses are judged by the IPv4 address they embed; Teredo and IPv4-compat
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from collections.abc import Iterable, Sequence
 from typing import Final
@@ -143,14 +144,28 @@ def check_url(url: URL, allowed: Sequence[IPNetwork] = ()) -> None:
     Raises:
         PermissionError: with a message that names the URL, what was refused and why.
     """
+    shown = without_userinfo(url)  # the URL's password is never shown
     if url.scheme not in _ALLOWED_SCHEMES:
-        raise PermissionError(f"Refused {url}: only http:// and https:// URLs may be fetched.")
+        raise PermissionError(f"Refused {shown}: only http:// and https:// URLs may be fetched.")
     host = (url.raw_host or "").lower()
     if not host:
-        raise PermissionError(f"Refused {url}: the URL has no host.")
+        raise PermissionError(f"Refused {shown}: the URL has no host.")
     reason = host_refusal_reason(host, allowed)
     if reason is not None:
-        raise PermissionError(f"Refused {url}: host {host!r} is {reason}.")
+        raise PermissionError(f"Refused {shown}: host {host!r} is {reason}.")
+
+
+def without_userinfo(url: URL) -> URL:
+    """``url`` as a refusal names it: without its userinfo (the password a URL carries is never shown)."""
+    return url.with_user(None) if url.raw_user or url.raw_password else url
+
+
+_USERINFO: Final = re.compile(r"(//)[^/?#@]*@")
+
+
+def shown_url(text: str) -> str:
+    """A URL given as text, as an error quotes it: without its userinfo, even when it cannot be parsed."""
+    return _USERINFO.sub(r"\1", text)
 
 
 def host_refusal_reason(host: str, allowed: Sequence[IPNetwork] = ()) -> str | None:

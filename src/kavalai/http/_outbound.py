@@ -35,7 +35,13 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
 from kavalai.errors import OutboundRefusedError
-from kavalai.http._netguard import IPNetwork, host_address, host_refusal_reason, refusal_reason
+from kavalai.http._netguard import (
+    IPNetwork,
+    host_address,
+    host_refusal_reason,
+    refusal_reason,
+    without_userinfo,
+)
 
 __all__ = [
     "LOCAL_NETWORKS",
@@ -181,7 +187,7 @@ class Outbound:
 
     def _refusal(self, url: URL, why: str) -> OutboundRefusedError:
         field = self.field_of(url)
-        shown = url.with_user(None) if url.raw_user or url.raw_password else url  # a proxy's or endpoint's userinfo
+        shown = without_userinfo(url)  # a proxy's or an endpoint's password
         return OutboundRefusedError(
             f"Refused {shown} for {self.owner}: the URL came from {field}, and {why}. Only the hosts you configured "
             "are trusted as given; allow a private network with allowed_networks.",

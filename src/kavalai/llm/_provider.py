@@ -42,6 +42,7 @@ from kavalai.llm.messages import (
     ToolSpec,
 )
 from kavalai.llm.names import ToolNameMap
+from kavalai.secrets import excerpt
 
 __all__ = ["SDKClient", "StreamAccumulator", "decode_arguments", "name_map", "safe_excerpt", "tool_call"]
 
@@ -367,4 +368,4 @@ def safe_excerpt(value: object, *, secret: str | None = None) -> str:
     if secret:
         text = text.replace(secret, "***")
     text = _SECRET.sub(lambda match: f"{match.group(1)}-***", text)
-    return text if len(text) <= _EXCERPT_LIMIT else f"{text[: _EXCERPT_LIMIT - 3]}..."
+    return excerpt(text, _EXCERPT_LIMIT, marker="...")  # the registered secrets masked, then cut

@@ -15,7 +15,7 @@ written as the text of its escape.
 from __future__ import annotations
 
 import json
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import mcp_types as types
 import pydantic_core
@@ -27,7 +27,7 @@ from pydantic_core import PydanticSerializationError
 
 from kavalai._utf8 import utf8_safe
 from kavalai.errors import FunctionKernelException, JsonRpcError
-from kavalai.secrets import get_logger, holds_secret, redact, redact_data
+from kavalai.secrets import excerpt, get_logger, holds_secret, redact, redact_data
 
 __all__ = [
     "for_host",
@@ -48,12 +48,17 @@ M = TypeVar("M", bound=BaseModel)
 logger = get_logger("kavalai.serve")
 
 
+#: The longest message of a JSON-RPC error the gateway sends: a host's own value echoed in one (a 1 MB tool name
+#: in "Unknown tool: ...") was sent back whole.
+MAX_ERROR_MESSAGE: Final = 2_000
+
+
 def protocol_error(code: int, message: str, data: Any = None) -> MCPError:
-    """The JSON-RPC error ``code`` the host is answered with, its message redacted (``data`` dropped when it holds a
-    secret)."""
+    """The JSON-RPC error ``code`` the host is answered with, its message masked, then cut to
+    :data:`MAX_ERROR_MESSAGE` (``data`` dropped when it holds a secret)."""
     if data is not None and holds_secret(json.dumps(data, default=str)):
         data = None
-    return MCPError(code, redact(message), data)
+    return MCPError(code, excerpt(message, MAX_ERROR_MESSAGE, marker="..."), data)
 
 
 def missing_capability_of(exc: BaseException) -> MCPError | None:

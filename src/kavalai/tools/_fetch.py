@@ -38,6 +38,7 @@ from kavalai.http import (
     origin_guard,
     parse_networks,
     read_limited,
+    shown_url,
 )
 from kavalai.kernel import required_seconds
 from kavalai.tools._register import check_limits
@@ -139,12 +140,13 @@ def open_client(
 
 def parse_url(url: str) -> URL:
     """Parse an absolute http(s) URL or raise ``ValueError`` saying what is wrong with it."""
+    shown = shown_url(url) if isinstance(url, str) else url  # quoted without the password it may carry
     try:
         parsed = URL(url)
     except (ValueError, TypeError) as exc:
-        raise ValueError(f"{url!r} is not a valid URL: {exc}") from exc
+        raise ValueError(f"{shown!r} is not a valid URL: {shown_url(str(exc))}") from None
     if not parsed.is_absolute() or parsed.scheme not in ("http", "https"):
-        raise ValueError(f"{url!r} is not an absolute http:// or https:// URL.")
+        raise ValueError(f"{shown!r} is not an absolute http:// or https:// URL.")
     return parsed
 
 

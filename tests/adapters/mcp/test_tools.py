@@ -122,6 +122,19 @@ async def test_is_error_raises_with_the_tools_own_text(tools: FunctionKernel) ->
     assert "TextContent" not in str(info.value)
 
 
+async def test_a_tools_error_text_cut_through_a_secret_shows_no_piece_of_it(tools: FunctionKernel) -> None:
+    """Hostile round 10 (E3, found by the enumeration of cut texts): a server's error text was cut at 2,000
+    characters, then masked when the error was made: a registered secret across the cut showed its beginning."""
+    from kavalai.secrets import register_secret
+
+    secret = "r10-mcp-error-Qm2Xr9Lp4Vt8Zw3Nb6"
+    register_secret(secret)
+    with pytest.raises(ToolExecutionError) as info:
+        await tools.call_tool("mcp://tools.fail", {"reason": "x" * 1_950 + secret})
+    assert "xxxxx" in str(info.value)
+    assert secret[:6] not in str(info.value)
+
+
 async def test_unknown_tool_names_the_server_and_its_tools(tools: FunctionKernel) -> None:
     with pytest.raises(ToolNotFoundError, match="offers: add, crash") as info:
         await tools.call_tool("mcp://tools.ad", {})

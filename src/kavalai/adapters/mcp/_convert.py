@@ -20,7 +20,7 @@ from kavalai.adapters.mcp._content import (
 )
 from kavalai.errors import ToolExecutionError
 from kavalai.kernel import model_from_json_schema, output_model_from_json_schema
-from kavalai.secrets import get_logger
+from kavalai.secrets import excerpt, get_logger
 
 __all__ = [
     "ToolModels",
@@ -199,7 +199,7 @@ def error_text(result: mcp_types.CallToolResult) -> str:
     if not text:
         kinds = ", ".join(item.type for item in result.content) or "no content"
         text = f"(no error text; the result held {kinds})"
-    return text if len(text) <= _MAX_ERROR_CHARS else f"{text[: _MAX_ERROR_CHARS - 3]}..."
+    return excerpt(text, _MAX_ERROR_CHARS, marker="...")  # masked, then cut: no piece of a secret
 
 
 def raise_tool_error(uri: str, result: mcp_types.CallToolResult) -> NoReturn:

@@ -12,7 +12,7 @@ from mcp.shared.exceptions import MCPError
 from kavalai.adapters.mcp._config import McpServer
 from kavalai.adapters.mcp._stdio import StdioProcess
 from kavalai.errors import JsonRpcError, OutboundRefusedError, ServerConnectionError
-from kavalai.secrets import Redactor
+from kavalai.secrets import Redactor, excerpt
 
 __all__ = ["answer_unreadable", "call_error", "describe_failure", "request_error", "root_cause", "scrub"]
 
@@ -110,9 +110,7 @@ def _reason(config: McpServer, exc: BaseException) -> str:
         return f"cannot reach it ({type(exc).__name__}: {scrub(config, str(exc)) or 'no detail'})"
     if isinstance(exc, MCPError):
         return f"MCP error {exc.code}: {scrub(config, exc.message)}"
-    detail = scrub(config, str(exc))
-    if len(detail) > _MAX_DETAIL:
-        detail = f"{detail[: _MAX_DETAIL - 3]}..."
+    detail = excerpt(str(exc), _MAX_DETAIL, marker="...", also=scrubber(config))
     return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
 
 

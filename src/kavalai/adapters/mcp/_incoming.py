@@ -15,11 +15,11 @@ from mcp.client.session import IncomingMessage
 
 from kavalai.adapters.mcp._catalog import McpChange, McpLogMessage
 from kavalai.adapters.mcp._config import McpServer
-from kavalai.adapters.mcp._errors import scrub
+from kavalai.adapters.mcp._errors import scrub, scrubber
 from kavalai.adapters.mcp._generation import Generation
 from kavalai.adapters.mcp._healing import hand_over
 from kavalai.adapters.mcp._relay import RelaySlot
-from kavalai.secrets import get_logger
+from kavalai.secrets import excerpt, get_logger
 
 __all__ = ["MessageHandler", "ServerLog"]
 
@@ -66,7 +66,7 @@ class ServerLog:
         if self._logger.isEnabledFor(level):
             source = f"[{_logger_name(self._config, params)}] " if params.logger else ""
             data = params.data if isinstance(params.data, str) else json.dumps(params.data, default=str)
-            self._logger.log(level, "%s%s", source, scrub(self._config, data)[:_MAX_LOG_CHARS])
+            self._logger.log(level, "%s%s", source, excerpt(data, _MAX_LOG_CHARS, also=scrubber(self._config)))
 
     async def _hand(self, handler: Any, params: mcp_types.LoggingMessageNotificationParams) -> None:
         wanted = self._level()
@@ -74,7 +74,8 @@ class ServerLog:
             return  # below the level asked for: a server that does not filter itself is filtered here
         text = params.data if isinstance(params.data, str) else json.dumps(params.data, default=str)
         masked = scrub(self._config, text)
-        data = masked[:_MAX_LOG_CHARS] if isinstance(params.data, str) or masked != text else params.data
+        shown = excerpt(masked, _MAX_LOG_CHARS)  # masked, then cut: no piece of a secret at the cut
+        data = shown if isinstance(params.data, str) or masked != text else params.data
         level = str(params.level) if str(params.level) in self._LEVELS else "info"
         name = _logger_name(self._config, params)
         message = McpLogMessage(server=self._config.name, level=level, logger=name, data=data)  # type: ignore[arg-type]
@@ -86,8 +87,7 @@ def _logger_name(config: McpServer, params: mcp_types.LoggingMessageNotification
     is cut at :data:`_MAX_LOG_CHARS`; a megabyte name made a megabyte log line, and was relayed whole)."""
     if params.logger is None:
         return None
-    name = scrub(config, params.logger)
-    return name if len(name) <= _MAX_LOGGER_CHARS else name[: _MAX_LOGGER_CHARS - 3] + "..."
+    return excerpt(params.logger, _MAX_LOGGER_CHARS, marker="...", also=scrubber(config))
 
 
 class MessageHandler:
