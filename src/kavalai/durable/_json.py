@@ -8,7 +8,10 @@ escapes, which ``json.loads`` reads back as the same text, so a run keeps whatev
 What DBOS serializes itself (a run's input and its outcome) cannot be written so: those values cross
 :func:`utf8_safe` on their way to DBOS, each lone surrogate kept as the text of its escape (``\\udcff``, six
 characters). ``tests/durable/test_journal_text.py`` finds every JSON written in the package's durable modules and
-fails when one bypasses :func:`journal_json`.
+fails when one bypasses :func:`journal_json`. On Temporal the same rule holds without a step of ours: temporalio's
+JSON payload converter writes with ``ensure_ascii``, so a lone surrogate in a run's input, a step's result or a
+failure's message crosses the history as its escape and is read back the same (``tests/durable/test_temporal_text.py``
+against the dev server); what goes to the result store crosses :func:`journal_json`.
 """
 
 from __future__ import annotations
