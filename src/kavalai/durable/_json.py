@@ -9,7 +9,11 @@ What DBOS serializes itself (a run's input and its outcome) cannot be written so
 :func:`engine_value` on their way to DBOS and :func:`engine_read` on their way back, lossless both ways (a run's
 input was once made lossy text by ``utf8_safe``: a tool given ``"\\ud800"`` got six characters, while tool results
 kept the code point). ``tests/durable/test_journal_text.py`` finds every JSON written in the package's durable
-modules and fails when one bypasses :func:`journal_json`.
+modules and fails when one bypasses :func:`journal_json`. On Temporal the same rule holds without a step of ours:
+temporalio's JSON payload converter writes with ``ensure_ascii``, so a lone surrogate in a run's input, a step's
+result or a failure's message crosses the history as its escape and is read back the same
+(``tests/durable/test_temporal_text.py`` against the dev server); what goes to the result store crosses
+:func:`journal_json`.
 """
 
 from __future__ import annotations

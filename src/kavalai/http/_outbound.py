@@ -35,6 +35,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
 from kavalai.errors import OutboundRefusedError
+from kavalai.http._dialled import DialledTransport
 from kavalai.http._netguard import (
     IPNetwork,
     host_address,
@@ -372,23 +373,32 @@ def httpx_transport(
 
 def _network(
     outbound: Outbound, limits: httpx2.Limits, proxy: str | None, pinned: Outbound | None = None
-) -> httpx2.AsyncHTTPTransport:
+) -> httpx2.AsyncBaseTransport:
     """The network transport: directly, dialling through the gate's backend; or through ``proxy``, the user's own
-    (trusted as given) or, with ``pinned`` (:func:`judged_proxy`), the environment's, whose connections dial the
-    address ``pinned`` judged."""
-    network = httpx2.AsyncHTTPTransport(limits=limits, proxy=proxy)
-    pool = getattr(network, "_pool", None)
-    if type(pool) is httpcore2.AsyncConnectionPool:  # not through a proxy (the user's, trusted): dial through the gate
-        network._pool = httpcore2.AsyncConnectionPool(
-            ssl_context=httpx2.create_ssl_context(),
-            max_connections=pool._max_connections,
-            max_keepalive_connections=pool._max_keepalive_connections,
-            keepalive_expiry=pool._keepalive_expiry,
-            network_backend=_Backend(outbound),
-        )
-    elif pinned is not None and isinstance(pool, httpcore2.AsyncHTTPProxy):
-        pool._network_backend = _Backend(pinned)  # the environment's proxy: its name resolved and judged here
-    return network
+    (trusted as given: ``httpx2``'s transport dials it) or, with ``pinned`` (:func:`judged_proxy`), the
+    environment's, whose connections dial the address ``pinned`` judged. The pools that dial through the gate are
+    built here and owned by a :class:`~kavalai.http._dialled.DialledTransport`."""
+    sizes: dict[str, Any] = {
+        "ssl_context": httpx2.create_ssl_context(),
+        "max_connections": limits.max_connections,
+        "max_keepalive_connections": limits.max_keepalive_connections,
+        "keepalive_expiry": limits.keepalive_expiry,
+    }
+    if proxy is None:
+        return DialledTransport(httpcore2.AsyncConnectionPool(network_backend=_Backend(outbound), **sizes))
+    through = httpx2.Proxy(url=proxy)
+    if pinned is None or through.url.scheme not in _SCHEMES:
+        return httpx2.AsyncHTTPTransport(limits=limits, proxy=through)
+    url = through.url
+    pool = httpcore2.AsyncHTTPProxy(
+        proxy_url=httpcore2.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path),
+        proxy_auth=through.raw_auth,
+        proxy_headers=through.headers.raw,
+        proxy_ssl_context=through.ssl_context,
+        network_backend=_Backend(pinned),  # the environment's proxy: its name resolved and judged here
+        **sizes,
+    )
+    return DialledTransport(pool)
 
 
 class _EnvironmentProxies(httpx2.AsyncBaseTransport):
@@ -401,7 +411,7 @@ class _EnvironmentProxies(httpx2.AsyncBaseTransport):
         self._limits = limits
         self._proxies = environment_proxies()
         self._routes: dict[tuple[str, str], str | None] = {}
-        self._transports: dict[str | None, httpx2.AsyncHTTPTransport] = {}
+        self._transports: dict[str | None, httpx2.AsyncBaseTransport] = {}
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         key = (request.url.scheme, request.url.host)
