@@ -79,10 +79,12 @@ async def test_a_backends_log_structure_holding_a_secret_in_its_keys_reaches_the
 RELAY_HOSTILE = str(ROOT / "tests" / "servers" / "mcp_relay_hostile.py")
 
 
-async def _call_relaying(mode: str, secret: str, **callbacks: Any) -> None:
-    """Call the ``mode`` backend's tool through a gateway, as a host with ``callbacks``."""
+async def _call_relaying(mode: str, secret: str, env: dict[str, str] | None = None, **callbacks: Any) -> None:
+    """Call the ``mode`` backend's tool through a gateway, as a host with ``callbacks``; ``env``: the backend's
+    (by default, the secret as its ``LEAK_TOKEN``; else it reads the secret from its arguments)."""
     kernel = FunctionKernel()
-    server = McpServer(name="x", command=sys.executable, args=[RELAY_HOSTILE, mode], env={"LEAK_TOKEN": secret})
+    env = {"LEAK_TOKEN": secret} if env is None else env
+    server = McpServer(name="x", command=sys.executable, args=[RELAY_HOSTILE, mode, secret], env=env)
     kernel.register_mcp_server(server)
     try:
         served = build_mcp_server(kernel)
@@ -125,6 +127,26 @@ async def test_a_backends_log_message_with_a_megabyte_logger_name_is_cut_in_the_
     ]
     assert len(record.getMessage()) < 11_000
     assert secret not in record.getMessage()
+
+
+async def test_a_relayed_logger_name_cut_through_a_secret_shows_no_piece_of_it() -> None:
+    """Hostile round 10 (E3): the logger name was masked with the server's own secrets, cut at 200, then masked
+    with the process's: a registered secret that is not the server's own (here in its arguments), across the cut,
+    reached the host as its first characters."""
+    from kavalai.secrets import register_secret
+
+    secret = "relay-r10-logger-cut-secret-77"
+    register_secret(secret)
+    logs: list[types.LoggingMessageNotificationParams] = []
+
+    async def log(params: types.LoggingMessageNotificationParams) -> None:
+        logs.append(params)
+
+    await _call_relaying("big-log", secret, env={"LEAK_PAD": "163", "LOGGER_CHARS": "400"}, logging_callback=log)
+    [message] = logs
+    assert message.logger is not None
+    assert "ppp" in message.logger
+    assert secret[:6] not in message.logger
 
 
 async def test_a_secret_in_base64_inside_a_relayed_sampling_image_is_masked() -> None:
