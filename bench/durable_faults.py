@@ -12,7 +12,8 @@ while the cut step's call is in flight and comes back; the worker is not killed)
 locked past its busy timeout), on Postgres (``pg_ctl stop -m immediate``, then started), Temporal (a dev server with a
 database file, killed and started again). ``--full`` runs the full-disk rows (``tests/durable/full_disk.py``): the
 journal cannot grow while the cut step's call is in flight (a file size limit on the process writing it: the SQLite
-worker, the Postgres server, the Temporal dev server) until the step's write was refused twice, then has room.
+worker, the Postgres server, the Temporal dev server) until the step's write was refused twice, then has room; and
+the rows of a disk full past the run's deadline (DBOS: the run ends interrupted, then resumed once there is room).
 ``--doubt`` runs the tests of steps in doubt (a tool that may not repeat
 found sent: its ``on_doubt`` policy, a server's, MCP hints; DBOS and Temporal) and prints each case's outcome.
 
@@ -47,6 +48,7 @@ from tests.durable.fault_matrix import (  # noqa: E402
     changed_cases,
     engines,
     full_cases,
+    full_past_cases,
     kinds_table,
     outage_cases,
     run_case,
@@ -58,7 +60,11 @@ DOUBT_TESTS = ("test_doubt.py", "test_doubt_servers.py", "test_doubt_temporal.py
 
 
 def main(chosen: list[str], *, rows: str = "all") -> int:
-    chosen_rows = {"changed": changed_cases, "outage": outage_cases, "full": full_cases}
+    chosen_rows = {
+        "changed": changed_cases,
+        "outage": outage_cases,
+        "full": lambda: [*full_cases(), *full_past_cases()],
+    }
     every = chosen_rows.get(rows, lambda: [*all_cases(), *changed_cases()])()
     cases = [case for case in every if case.engine in chosen]
     outcomes: list[Outcome] = []

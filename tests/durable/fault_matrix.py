@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.durable.full_disk import FULL_PAST, run_full_past
 from tests.servers.effects_app import create_app
 from tests.servers.uvicorn_server import serve
 
@@ -206,6 +207,8 @@ def run_case(case: Case, servers: Engines, directory: Path, *, timeout: float = 
     """Run one case in ``directory`` (its workflow file, journal and logs) and check it."""
     if case.boundary in (OUTAGE, FULL):
         return run_outage(case, servers, directory, timeout=timeout)
+    if case.boundary == FULL_PAST:
+        return run_full_past(case, directory, timeout=timeout)
     directory.mkdir(parents=True, exist_ok=True)
     workflow = directory / "five.yaml"
     workflow.write_text(workflow_text(), encoding="utf-8")
@@ -443,6 +446,12 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
         "postgres": "test_faults.py::test_a_full_journal_disk_mid_step_as_a_matrix_row[postgres-full-0]",
         "temporal": "test_faults.py::test_a_full_journal_disk_mid_step_as_a_matrix_row[temporal-full-0]",
     },
+    "the journal's disk full past the run's deadline (interrupted, resumable, finished once there is room)": {
+        "sqlite": "test_faults.py::test_a_full_journal_disk_past_the_runs_deadline_as_a_matrix_row[sqlite-full-past-1]",
+        "postgres": "test_faults.py::"
+        "test_a_full_journal_disk_past_the_runs_deadline_as_a_matrix_row[postgres-full-past-1]",
+        "temporal": None,
+    },
     "the engine's server restarted twice within one step": {
         "sqlite": "test_dbos_fault_kinds.py::"
         "test_the_sqlite_journal_away_twice_within_one_step_loses_nothing_and_charges_once",
@@ -622,6 +631,12 @@ def outage_cases() -> list[Case]:
     DBOS on Postgres (``pg_ctl stop -m immediate``, then started) and Temporal (a dev server keeping its state in a
     file, killed and started again)."""
     return [Case(engine, OUTAGE, 0) for engine in ENGINES]
+
+
+def full_past_cases() -> list[Case]:
+    """The rows of a full disk past the run's deadline (``full_disk.run_full_past``): the DBOS engines, whose run
+    has a patience of its own (``journal_outage``) for its journal's writes."""
+    return [Case(engine, FULL_PAST, 1) for engine in ("sqlite", "postgres")]
 
 
 def full_cases() -> list[Case]:

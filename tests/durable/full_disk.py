@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FullDisk", "full_disk"]
+__all__ = ["FULL_PAST", "FullDisk", "full_disk", "run_full_past"]
 
 #: The WAL file size of the Postgres cluster (MB): the limit must stay above it.
 WAL_MB = 1
@@ -171,3 +171,61 @@ def _fill_step_table(url: str, limit: Callable[[int], None] | None, first: int =
             if limit is None and size() > before:
                 return position - 1
         raise AssertionError("the step table's pages never filled up")
+
+
+#: The boundary of the "full past the deadline" rows: the journal's disk stays full past the run's patience.
+FULL_PAST = "full-past"
+#: The run's patience (``journal_outage``, seconds) in those rows: the disk stays full past it.
+PATIENCE = 1.5
+
+
+def run_full_past(case: Any, directory: Path, *, timeout: float = 180.0) -> Any:
+    """Run one "full past the deadline" row of the fault matrix (a DBOS engine): the journal's disk is full from
+    charge C on and stays full past the run's patience. The worker must end the run ``interrupted`` (told so, not a
+    tool error, nothing sent after C), leave it resumable, and, once there is room, a new worker finishes it with
+    each effect once (C sent again under its key). Returns the matrix's ``Outcome``."""
+    from tests.durable.fault_matrix import CUT, Outcome, check, completed, fetch, finish, start, workflow_text
+    from tests.servers.effects_app import create_app
+    from tests.servers.uvicorn_server import serve
+
+    directory.mkdir(parents=True, exist_ok=True)
+    workflow = directory / "five.yaml"
+    workflow.write_text(workflow_text(), encoding="utf-8")
+    run_id = f"{case.label}-{directory.name}"
+    outcome = Outcome(case)
+    running: list[Any] = []
+    with full_disk(case.engine, directory, worker=lambda: running[0]) as disk:
+        filled: list[bool] = []
+
+        def fill_at_cut(order: str) -> None:
+            if order == CUT and not filled:
+                filled.append(True)
+                disk.fill()
+
+        with serve(create_app(on_charge=fill_at_cut)) as rest:
+            first = start(case, disk.target, workflow, run_id, "first", rest, "--journal-outage", str(PATIENCE))
+            running.append(first)
+            told = finish(first, timeout, outcome)
+            outcome.killed = bool(filled)
+            refused = disk.failures(directory / "first.log")
+            before = fetch(f"{rest}/requests")
+            if (
+                told is None
+                or told.get("status") != "interrupted"
+                or "is interrupted: could not record" not in str(told.get("output"))
+            ):
+                outcome.problems.append(f"the first worker told {told}, not that the run is interrupted")
+            if refused < 1:
+                outcome.problems.append("the full disk refused no write of the step")
+            if [r["order"] for r in before] != ["A", "B", CUT]:
+                outcome.problems.append(f"requests before the disk had room: {[r['order'] for r in before]}")
+            disk.free()
+            outcome.returned = 0
+            resumed = finish(start(case, disk.target, workflow, run_id, "resumer1", rest), timeout, outcome)
+            requests, effects = fetch(f"{rest}/requests"), fetch(f"{rest}/effects")
+        outcome.logs = "\n".join(
+            f"--- {log.name}\n{log.read_text(errors='replace')[-3000:]}" for log in sorted(directory.glob("*.log"))
+        )
+        check(outcome, [resumed], before, requests, effects)
+        outcome.completed_once = outcome.ok and completed(case, disk.target, run_id, outcome)
+    return outcome

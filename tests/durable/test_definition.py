@@ -78,6 +78,20 @@ async def test_a_resume_under_a_changed_workflow_is_refused_and_runs_nothing(tmp
         await runner.aclose()
 
 
+def watching_runner() -> type:
+    """A Temporal runner that counts the workers it starts (the public ``start_worker``)."""
+    from kavalai.durable import TemporalRunner
+
+    class Watching(TemporalRunner):
+        workers_started = 0
+
+        async def start_worker(self, *, keep: bool = True) -> None:
+            self.workers_started += 1
+            await super().start_worker(keep=keep)
+
+    return Watching
+
+
 async def test_temporal_refuses_to_take_up_a_run_under_a_changed_workflow(temporal_address: str) -> None:
     import asyncio
     import threading
@@ -87,6 +101,7 @@ async def test_temporal_refuses_to_take_up_a_run_under_a_changed_workflow(tempor
 
     run_id = f"changed-{uuid.uuid4().hex[:8]}"
     queue = f"q-{run_id}"
+    Watching = watching_runner()
     runner = TemporalRunner(temporal_address, task_queue=queue)
     other = TemporalRunner(temporal_address, task_queue=queue, worker=False)
     at_b, go_on = threading.Event(), threading.Event()
@@ -105,6 +120,16 @@ async def test_temporal_refuses_to_take_up_a_run_under_a_changed_workflow(tempor
                     with pytest.raises(DefinitionChangedError, match=rf"step '{step}' was"):
                         await other.submit(charging_engine(other, shop, nodes), {}, run_id=run_id)
                 assert await other.submit(charging_engine(other, shop), {}, run_id=run_id) == run_id  # the same
+                # A process running the changed workflow (its worker on by default) is refused before its worker
+                # polls the queue: it takes no activity of the run (the matrix's temporal-after-1-renamed saw one
+                # taken and dropped at the refusal, the cut step sent a third time).
+                changed = Watching(temporal_address, task_queue=queue)
+                try:
+                    with pytest.raises(DefinitionChangedError, match=r"step 'x' was"):
+                        await charging_engine(changed, shop, ("a", "x", "b", "c")).run({}, run_id=run_id)
+                finally:
+                    await changed.aclose()
+                assert changed.workers_started == 0
             finally:
                 go_on.set()
             result = await running

@@ -18,6 +18,7 @@ from tests.durable.fault_matrix import (
     all_cases,
     changed_cases,
     full_cases,
+    full_past_cases,
     outage_cases,
     run_case,
 )
@@ -95,7 +96,7 @@ def test_every_fault_kind_names_a_test_of_the_default_suite() -> None:
     from tests.durable.fault_matrix import FAULT_KINDS
 
     named = {test for cells in FAULT_KINDS.values() for test in cells.values() if test is not None}
-    assert len(named) == 87  # 74 with round 8's 1-6, round 9's, two full disks; 87 with round 8's 7-12
+    assert len(named) == 89  # 74 with round 8's 1-6, round 9's, two full disks; 87 with round 8's 7-12; 89 full past
     for test in named:
         module, _, name = test.split("[")[0].partition("::")
         assert callable(getattr(importlib.import_module(f"tests.durable.{module[:-3]}"), name, None)), test
@@ -137,3 +138,20 @@ def test_a_full_journal_disk_mid_step_as_a_matrix_row(case: Case, tmp_path: Path
     assert outcome.completed_once
     assert outcome.returned == 1
     assert outcome.duplicates <= (1 if case.engine == "temporal" else 0)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [case if case.engine == "sqlite" else pytest.param(case, marks=pytest.mark.faults) for case in full_past_cases()],
+    ids=lambda case: case.label,
+)
+def test_a_full_journal_disk_past_the_runs_deadline_as_a_matrix_row(case: Case, tmp_path: Path) -> None:
+    """The journal cannot grow from charge C on, and gets no room back within the run's patience
+    (``full_disk.run_full_past``): the run ends ``interrupted`` (told so, never a tool error, nothing sent after C),
+    stays resumable, and once there is room a new worker finishes it, each charge made once."""
+    outcome = run_case(case, Engines(), tmp_path)
+    assert outcome.ok, f"{case.label}: {outcome.problems}\n{outcome.logs}"
+    assert outcome.killed  # the disk did fill up
+    assert outcome.completed_once
+    assert outcome.returned == 1
+    assert outcome.duplicates == 1  # C sent again, under its key, by the resuming worker

@@ -67,3 +67,45 @@ def test_a_server_with_a_doubt_policy_is_not_trusted_with_its_key_but_its_hints_
     assert retry_allowed(definition("mcp", on_doubt="fail", listed={"annotations": {"idempotentHint": True}}))
     assert retry_allowed(definition("mcp", on_doubt="fail", listed={"annotations": {"readOnlyHint": True}}))
     assert not retry_allowed(definition("mcp", on_doubt="fail", listed={"annotations": {"destructiveHint": True}}))
+
+
+async def test_a_rest_call_sends_a_non_ascii_key_in_one_header_safe_form_every_attempt() -> None:
+    """Round 9's fault 13: a run id ``заказ-№1`` went out in ``Idempotency-Key`` as raw UTF-8 bytes (a field value
+    is ASCII: the shop read it as latin-1). Now percent-encoded UTF-8, the same in every attempt (a second process
+    of the run, its journal lost, sends the step again): the shop makes the charge once; ``unquote`` gives the key."""
+    from urllib.parse import unquote
+
+    from kavalai import RestServer
+    from tests.durable.conftest import fetch
+    from tests.servers.effects_app import create_app
+    from tests.servers.uvicorn_server import serve
+
+    run_id = "заказ-№1 100%"
+    with serve(create_app()) as shop:
+        for _ in range(2):  # two runners: the second knows nothing of the first's step, so sends it again
+            kernel = FunctionKernel()
+            kernel.register_rest_server(RestServer(name="shop", url=shop))
+            schema = {"type": "object", "properties": {"order": {"type": "string"}, "amount": {"type": "integer"}}}
+            kernel.register_rest_tool("shop", "charge", "POST", schema, path="/charge")
+            inputs = {"order": {"expr": "'A'"}, "amount": {"expr": "1"}}
+            workflow = (
+                WorkflowBuilder("rest-pay", input=dict, output=dict)
+                .start(next="a")
+                .function("a", tool="rest://shop.charge", inputs=inputs, next="done")
+                .end("done", outputs={"charge": "a.result.charge"})
+                .build()
+            )
+            try:
+                result = await WorkflowEngine(workflow, kernel, durable=MemoryRunner()).run({}, run_id=run_id)
+            finally:
+                await kernel.close()
+            assert result.ok, result.error
+            assert result.output == {"charge": 1}
+        requests, effects = fetch(f"{shop}/requests"), fetch(f"{shop}/effects")
+    keys = [request["key"] for request in requests]
+    assert len(keys) == 2
+    assert keys[0] == keys[1]  # one form, every attempt
+    assert keys[0].isascii(), keys[0]
+    assert keys[0].isprintable(), keys[0]
+    assert unquote(keys[0]).startswith(f"{run_id}.a#1/tool-rest://shop.charge#1."), keys[0]
+    assert len(effects) == 1  # the shop told the repeat apart

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -28,14 +27,15 @@ TABLES = {
     "kavalai_takeovers",
 }
 
-#: A worker starting: it waits for the go file (so that all start at once), starts a DbosRunner (DBOS's tables and
-#: kavalai's), then stops it. Exit 0 when all went well.
+#: A worker starting: once its imports are done it says "ready" and waits for the go file (so that all start at
+#: once), starts a DbosRunner (DBOS's tables and kavalai's), then stops it. Exit 0 when all went well.
 WORKER = """
 import asyncio, os, sys, time
 from kavalai.durable import DbosRunner
 
 async def main() -> None:
     runner = DbosRunner(sys.argv[1])
+    print("ready", flush=True)
     while not os.path.exists(sys.argv[2]):
         time.sleep(0.005)
     await runner.start()
@@ -60,7 +60,9 @@ def start_together(db: str, count: int, directory: Path) -> list[subprocess.Comp
         )
         for _ in range(count)
     ]
-    time.sleep(2.0)  # the imports done, each polls for the go file (a start before it would only be less racy)
+    for process in processes:  # each has done its imports and polls for the go file (not a fixed 2 s: under load
+        assert process.stdout is not None  # imports took longer, and the start was less together)
+        assert process.stdout.readline().strip() == "ready", process.args
     go.touch()
     done = []
     for process in processes:

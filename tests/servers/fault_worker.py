@@ -27,6 +27,7 @@ import os
 import signal
 from typing import Any
 
+from kavalai.errors import RunInterruptedError
 from kavalai.kernel import CallNext, ToolCall
 from kavalai.workflow import WorkflowEngine
 
@@ -71,6 +72,7 @@ def runner_for(args: argparse.Namespace) -> Any:
         versioned=args.versioned,
         busy_timeout=args.busy_timeout,
         step_log=args.step_log,
+        **({} if args.journal_outage is None else {"journal_outage": args.journal_outage}),
     )
 
 
@@ -91,6 +93,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     try:
         # The documented call, as is: on Temporal the worker it starts is down when it returns (nothing to close).
         result = await engine.run({"amount": 5}, run_id=args.run_id)
+    except RunInterruptedError as exc:  # the journal away past the run's patience: resumable, told as such
+        return {"status": "interrupted", "output": str(exc)}
     finally:
         if args.engine == "dbos":
             await runner.aclose()
@@ -112,6 +116,7 @@ if __name__ == "__main__":
     parser.add_argument("--versioned", action="store_true", help="a versioned runner (docs/durable.md)")
     parser.add_argument("--busy-timeout", type=float, default=30.0, help="DBOS on SQLite: the busy timeout")
     parser.add_argument("--without-tool", default=None, help="the kernel without this tool (its URI)")
+    parser.add_argument("--journal-outage", type=float, default=None, help="DBOS: the run's patience (seconds)")
     parser.add_argument("--step-log", choices=["kavalai", "dbos"], default="kavalai", help="DBOS: where steps go")
     options = parser.parse_args()
     print(json.dumps(asyncio.run(main(options))), flush=True)

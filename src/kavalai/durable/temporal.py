@@ -216,6 +216,9 @@ class TemporalRunner(DurableRunner):
             raise refused
         if not self.runs_worker:
             return await self.result(await self.submit(target, payload, run_id=run_id))
+        refused = await self._changed_since(run_id, target)
+        if refused is not None:  # before this worker polls the queue: it takes no step of a run it may not take up
+            raise refused
         self._runs_waiting += 1
         try:
             await self.start_worker(keep=False)
@@ -387,6 +390,21 @@ class TemporalRunner(DurableRunner):
             await handle.cancel()
         except RPCError as exc:
             raise self._unknown(run_id, exc) from None
+
+    async def _changed_since(self, run_id: str, target: DurableTarget) -> DefinitionChangedError | None:
+        """Why the existing run ``run_id`` may not be taken up under ``target``'s definition (recorded at its start,
+        refused as :meth:`submit` refuses it), or ``None`` (no such run, or the same definition). Asked before a
+        worker starts: a refused process's worker took the run's retried activity and dropped it as it shut down
+        (the fault matrix's ``temporal-after-1-renamed``: the cut step sent a third time, once by the refused
+        process)."""
+        client = await self.connect()
+        try:
+            recorded = await recorded_definition(client, client.get_workflow_handle(run_id))
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                return None
+            raise
+        return changed(run_id, recorded, definition_of(target)) if recorded else None
 
     async def _ended(self, run_id: str) -> bool:
         """Whether the run ``run_id`` exists and has ended (finished, failed or cancelled)."""

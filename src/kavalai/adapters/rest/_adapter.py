@@ -21,6 +21,7 @@ from kavalai.adapters._doubt import check_doubt_keys, doubt_metadata
 from kavalai.adapters._settings import public_name
 from kavalai.adapters.base import ToolAdapter, ToolRegistry
 from kavalai.adapters.rest._config import RestServer
+from kavalai.adapters.rest._idempotency import header_key
 from kavalai.adapters.rest._oauth import session_for
 from kavalai.adapters.rest._openapi import OpenApiOperation, check_spec, parse_spec, read_operations
 from kavalai.adapters.rest._request import (
@@ -358,7 +359,7 @@ class RestAdapter(ToolAdapter):
                 # a durable run's step (or a middleware) gave it one: the same on retries; a key the caller passed
                 # in a documented header of any spelling is kept (aiohttp would let ours replace it)
                 if isinstance(key, str) and not any(name.lower() == "idempotency-key" for name in request.headers):
-                    request.headers["Idempotency-Key"] = key
+                    request.headers["Idempotency-Key"] = header_key(key)  # a header is ASCII text
                 header = server.server.deadline_header
                 left = call.remaining() if header is not None else None
                 if header is not None and left is not None:  # the server opted in to hear the call's deadline
