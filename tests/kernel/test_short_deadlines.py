@@ -69,3 +69,42 @@ async def test_a_deadline_already_due_on_the_loop_clock_cuts_before_the_tool_run
         await kernel.call_tool("python://step", {}, timeout=limit)
     assert kernel.calls_in_flight() == []
     await kernel.close()
+
+
+async def test_an_ended_calls_deadline_ahead_of_a_hung_one_never_holds_its_cut_back() -> None:
+    """The timer is armed again past the entries of calls that ended (dropped, not due yet): a hung call whose
+    deadline comes after such an entry, and one set later that falls before both (on the heap, not in order), are
+    each cut, never early."""
+    seen: dict[float, tuple[float, float]] = {}
+
+    @pythontool
+    async def hold(limit: float) -> str:
+        """Wait until cut, noting when the cut came and the deadline."""
+        call = current_call()
+        assert call is not None
+        assert call.deadline is not None
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            seen[limit] = (time.monotonic(), call.deadline)
+        return "finished"
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("hold", hold)
+    kernel.register_python_tool("quick", _quick)
+    with anyio.fail_after(20):
+        assert (await kernel.call_tool("python://quick", {}, timeout=0.05)).result == "ok"  # type: ignore[attr-defined]
+        late = asyncio.create_task(kernel.call_tool("python://hold", {"limit": 0.09}, timeout=0.09))
+        await asyncio.sleep(0)
+        early = asyncio.create_task(kernel.call_tool("python://hold", {"limit": 0.01}, timeout=0.01))
+        outcomes = await asyncio.gather(late, early, return_exceptions=True)
+    assert all(isinstance(outcome, ToolTimeoutError) for outcome in outcomes), outcomes
+    assert sorted(seen) == [0.01, 0.09]
+    assert all(cut_at >= due for cut_at, due in seen.values())
+    await kernel.close()
+
+
+@pythontool
+async def _quick() -> str:
+    """Answer at once."""
+    return "ok"
