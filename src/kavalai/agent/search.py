@@ -405,7 +405,7 @@ class ToolSearch:
         projection, coarse = self._coarse
         rough = _cosines(coarse, query_vector @ projection)
         size = max(_SHORTLIST, k)
-        shortlist = np.argpartition(-rough, size)[:size] if n > size else np.arange(n)
+        shortlist = np.argpartition(rough, n - size)[n - size :] if n > size else np.arange(n)  # no negated copy
         exact = self._near(shortlist, query_vector)
         best = _top(exact, k)
         return shortlist[best].tolist(), exact[best]
