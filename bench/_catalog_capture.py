@@ -17,8 +17,13 @@ from typing import Any
 
 def untuned() -> Any:
     """bench/tool_search_catalog_untuned.py, for its way of listing a server's tools."""
-    path = Path(__file__).with_name("tool_search_catalog_untuned.py")
-    spec = importlib.util.spec_from_file_location("untuned", path)
+    return capture_script("untuned")
+
+
+def capture_script(which: str) -> Any:
+    """bench/tool_search_catalog_``which``.py as a module (the fourth's converts a Swagger 2.0 document)."""
+    path = Path(__file__).with_name(f"tool_search_catalog_{which}.py")
+    spec = importlib.util.spec_from_file_location(which, path)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -186,13 +186,22 @@ class ToolSearch:
         self._also: dict[int, list[str]] = {}
         self._kept = self._collapse()  # the tools searched: one of each set of duplicates
         fields = [document_fields(self._tools[i]) for i in self._kept]
-        found = [(tokens(name), tokens(text), tokens(args)) for name, text, args in fields]
+        # Tools repeat their arguments' texts ("The repository owner", "page", ...): each text is read once.
+        read: dict[str, list[str]] = {}
+        found = [tuple(read[t] if t in read else read.setdefault(t, tokens(t)) for t in three) for three in fields]
         name_stems = [stems_of(name) for name, _, _ in found]
         self._main = _bm25(
             bm25s,
             [stems * _NAME_REPEAT + stems_of(text) for stems, (_, text, _) in zip(name_stems, found, strict=True)],
         )
-        self._arguments = _bm25(bm25s, [stems_of(args) for _, _, args in found])
+        arguments: dict[str, list[str]] = {}
+        self._arguments = _bm25(
+            bm25s,
+            [
+                arguments[a] if a in arguments else arguments.setdefault(a, stems_of(f))
+                for (_, _, a), (_, _, f) in zip(fields, found, strict=True)
+            ],
+        )
         self._spelling = Spelling(chain.from_iterable(chain.from_iterable(three) for three in found))
         self._rescorer = _rescorer([name for name, _, _ in fields], [name for name, _, _ in found], name_stems)
         # Short forms the tools' names write themselves ("org" in ``list_org_members``): a query keeps them beside
@@ -405,7 +414,7 @@ class ToolSearch:
         projection, coarse = self._coarse
         rough = _cosines(coarse, query_vector @ projection)
         size = max(_SHORTLIST, k)
-        shortlist = np.argpartition(-rough, size)[:size] if n > size else np.arange(n)
+        shortlist = np.argpartition(rough, n - size)[n - size :] if n > size else np.arange(n)  # no negated copy
         exact = self._near(shortlist, query_vector)
         best = _top(exact, k)
         return shortlist[best].tolist(), exact[best]
