@@ -28,8 +28,9 @@ from pathlib import Path
 
 import anyio
 import pytest
-from tests.serve.test_serve import http_server
+from tests.serve.test_serve import http_server, serve_command
 from tests.servers.npm import npm_installed
+from tests.servers.stdio_bridge import stdio_bridge
 
 #: The suite's versions run: the last of the handshake era, and the 2026 era's alpha.
 VERSIONS = ("0.1.16", "0.2.0-alpha.12")
@@ -69,6 +70,8 @@ SCENARIOS = (
     "server-sse-multiple-streams",
     "dns-rebinding-protection",
 )
+#: The scenarios of the HTTP transport alone: over stdio they would test the bridge, not the gateway.
+HTTP_ONLY = ("server-sse-multiple-streams", "dns-rebinding-protection")
 #: The 2026-07-28 requirement set's scenarios that fail through the gateway, and why: none since the host's
 #: capabilities reach the backend (input-required-result-capability-check) and a backend's task minted on its last
 #: round is the host's task minted then (tasks-mrtr-composition).
@@ -130,8 +133,33 @@ async def _run(node: Path, entry: Path, config: Path, *options: str) -> tuple[di
                 [str(node), str(entry), "server", "--url", url, *options], check=False, stderr=subprocess.STDOUT
             )
     output = _COLOUR.sub("", run.stdout.decode(errors="replace"))
-    results = {m["scenario"]: (int(m["passed"]), int(m["failed"])) for m in _RESULT.finditer(output)}
-    return results, output, run.returncode
+    return _scored(output), output, run.returncode
+
+
+def _scored(output: str) -> dict[str, tuple[int, int]]:
+    """Each scenario's passed and failed checks, from the suite's summary lines."""
+    return {m["scenario"]: (int(m["passed"]), int(m["failed"])) for m in _RESULT.finditer(output)}
+
+
+@pytest.mark.timeout(900)  # one run of the suite, at the load of a shared machine
+async def test_the_conformance_suite_passes_through_the_gateway_over_stdio(config: Path, tmp_path: Path) -> None:
+    """The handshake era's suite (0.1.16) against ``kavalai serve`` over stdio, through the small HTTP bridge of
+    ``tests/servers/stdio_bridge.py`` (the suite's server scenarios take only ``--url``): one run, one gateway
+    process. Every scenario passes but those of the HTTP transport alone (:data:`HTTP_ONLY`: they meet the bridge's
+    HTTP, not the gateway), whose results are not read."""
+    node, entry = _installed(VERSIONS[0])
+    command = serve_command(config, "--names", "own", *TASK_OPTIONS)
+    async with stdio_bridge(command, config.parent, tmp_path / "stdio.log") as url:
+        with anyio.fail_after(600):
+            run = await anyio.run_process(
+                [str(node), str(entry), "server", "--url", url], check=False, stderr=subprocess.STDOUT
+            )
+    output = _COLOUR.sub("", run.stdout.decode(errors="replace"))
+    results = {name: found for name, found in _scored(output).items() if name not in HTTP_ONLY}
+    failed = {name: found for name, found in results.items() if found[1]}
+    assert failed == {}, output[-4000:]
+    missing = [name for name in SCENARIOS if name not in HTTP_ONLY and results.get(name, (0, 0))[0] == 0]
+    assert missing == [], output[-4000:]
 
 
 async def test_the_conformance_suite_passes_through_the_gateway(suite: tuple[Path, Path], config: Path) -> None:
