@@ -72,6 +72,17 @@ SCENARIOS = (
 )
 #: The scenarios of the HTTP transport alone: over stdio they would test the bridge, not the gateway.
 HTTP_ONLY = ("server-sse-multiple-streams", "dns-rebinding-protection")
+#: The 2026-07-28 requirement set's scenarios that fail over stdio (through ``tests/servers/stdio_bridge.py``), and
+#: why: each checks what the HTTP transport answers (status codes, the ``Mcp-Method``/``Mcp-Name``/``Mcp-Param-*``
+#: headers against the body, ``Host``/``Origin``), which over stdio is the bridge's, not the gateway's.
+FAILING_2026_STDIO: dict[str, str] = {
+    "dns-rebinding-protection": "Host/Origin of HTTP requests",
+    "http-header-validation": "HTTP 400 for invalid standard headers",
+    "http-custom-header-server-validation": "HTTP 400 / -32020 for Mcp-Param-* headers",
+    "tasks-request-headers": "-32020 for Mcp-Method / Mcp-Name headers not matching the body",
+    "server-stateless": "HTTP status checks (400, 404) of its probes; through the bridge it does not finish in the "
+    "suite's 30 s (not diagnosed: its requests seen were all answered)",
+}
 #: The 2026-07-28 requirement set's scenarios that fail through the gateway, and why: none since the host's
 #: capabilities reach the backend (input-required-result-capability-check) and a backend's task minted on its last
 #: round is the host's task minted then (tasks-mrtr-composition).
@@ -160,6 +171,30 @@ async def test_the_conformance_suite_passes_through_the_gateway_over_stdio(confi
     assert failed == {}, output[-4000:]
     missing = [name for name in SCENARIOS if name not in HTTP_ONLY and results.get(name, (0, 0))[0] == 0]
     assert missing == [], output[-4000:]
+
+
+@pytest.mark.timeout(900)  # one run of the suite, at the load of a shared machine
+async def test_the_2026_07_28_requirements_over_stdio(
+    suite_2026: tuple[Path, Path], config: Path, tmp_path: Path
+) -> None:
+    """The 2026-07-28 requirement set against ``kavalai serve`` over stdio, through the bridge (its requests of the
+    2026-07-28 era to a stdio gateway of that era): every scenario passes but those of :data:`FAILING_2026_STDIO`."""
+    node, entry = suite_2026
+    command = serve_command(config, "--names", "own", *TASK_OPTIONS)
+    async with stdio_bridge(command, config.parent, tmp_path / "stdio.log") as url:
+        with anyio.fail_after(600):
+            run = await anyio.run_process(
+                [str(node), str(entry), "server", "--url", url, "--requirements", "2026-07-28"],
+                check=False,
+                stderr=subprocess.STDOUT,
+            )
+    output = _COLOUR.sub("", run.stdout.decode(errors="replace"))
+    results = _scored(output)
+    failed = {name for name, found in results.items() if found[1]}
+    assert failed == set(FAILING_2026_STDIO), output[-4000:]
+    rounds = [name for name in results if name.startswith("input-required-result-")]
+    assert len(rounds) == 14, output[-4000:]
+    assert all(results[name][0] > 0 and results[name][1] == 0 for name in rounds), output[-4000:]
 
 
 async def test_the_conformance_suite_passes_through_the_gateway(suite: tuple[Path, Path], config: Path) -> None:
