@@ -8,7 +8,9 @@ could be masked: a secret's piece at either end masked).
 
 from __future__ import annotations
 
+import ast
 import io
+import re
 import sys
 from pathlib import Path
 
@@ -189,44 +191,62 @@ CUT_BY_HAND: dict[tuple[str, str], str] = {
 
 
 def _cuts_by_hand() -> set[tuple[str, str]]:
-    import ast
-
+    """Each (module, innermost function) of the source that cuts an excerpt by hand; one walk per module that
+    holds a slice and a ``...`` on one line."""
     source = Path(__file__).resolve().parents[1] / "src" / "kavalai"
     found: set[tuple[str, str]] = set()
+
+    class Finder(ast.NodeVisitor):
+        def __init__(self, module: str) -> None:
+            self.module, self.functions = module, ["<module>"]
+
+        def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+            self.functions.append(node.name)
+            self.generic_visit(node)
+            self.functions.pop()
+
+        visit_AsyncFunctionDef = visit_FunctionDef
+
+        def generic_visit(self, node: ast.AST) -> None:
+            if _is_marked_cut(node):
+                found.add((self.module, self.functions[-1]))
+            super().generic_visit(node)
+
     for path in sorted(source.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for function in ast.walk(tree):
-            if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef) and any(
-                _is_marked_cut(node) for node in ast.walk(function)
-            ):
-                found.add((path.relative_to(source).as_posix(), function.name))
+        text = path.read_text(encoding="utf-8")
+        if _SLICE_AND_MARKER.search(text):  # parsed only where a line holds both (parsing all of src: seconds)
+            Finder(path.relative_to(source).as_posix()).visit(ast.parse(text))
     return found
+
+
+#: A line holding a slice (``[...:...]``) and a ``...``, in either order: where an excerpt may be cut by hand.
+_SLICE_AND_MARKER = re.compile(r"\[[^\]\n]*:[^\]\n]*\][^\n]*\.\.\.|\.\.\.[^\n]*\[[^\]\n]*:[^\]\n]*\]")
+
+
+def _is_cut(value: object) -> bool:
+    return (
+        isinstance(value, ast.Subscript)
+        and isinstance(value.slice, ast.Slice)
+        and (value.slice.lower is None) != (value.slice.upper is None)
+    )
+
+
+def _is_marker(value: object) -> bool:
+    return isinstance(value, ast.Constant) and isinstance(value.value, str) and "..." in value.value
 
 
 def _is_marked_cut(node: object) -> bool:
     """``f"{text[:n]}..."``, ``text[:n] + "..."`` and their mirrors: an excerpt cut by hand."""
-    import ast
-
-    def cut(value: object) -> bool:
-        return (
-            isinstance(value, ast.Subscript)
-            and isinstance(value.slice, ast.Slice)
-            and (value.slice.lower is None) != (value.slice.upper is None)
-        )
-
-    def marker(value: object) -> bool:
-        return isinstance(value, ast.Constant) and isinstance(value.value, str) and "..." in value.value
-
     if isinstance(node, ast.JoinedStr):
         parts = node.values
         return any(
             isinstance(part, ast.FormattedValue)
-            and cut(part.value)
-            and any(marker(other) for other in parts[max(0, index - 1) : index + 2])
+            and _is_cut(part.value)
+            and any(_is_marker(other) for other in parts[max(0, index - 1) : index + 2])
             for index, part in enumerate(parts)
         )
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return (cut(node.left) and marker(node.right)) or (cut(node.right) and marker(node.left))
+        return (_is_cut(node.left) and _is_marker(node.right)) or (_is_cut(node.right) and _is_marker(node.left))
     return False
 
 
