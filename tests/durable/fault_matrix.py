@@ -598,6 +598,23 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
         "temporal": "test_run_ids.py::"
         "test_every_runner_refuses_the_same_run_ids_with_the_rule_before_its_engine_sees_them[temporal]",
     },
+    "a step's journal row edited by hand to text that is not JSON (refused naming the step, resumable)": {
+        "sqlite": "test_round10_edits.py::"
+        "test_a_step_row_edited_to_text_that_is_not_json_is_refused_naming_the_step[sqlite]",
+        "postgres": "test_round10_edits.py::"
+        "test_a_step_row_edited_to_text_that_is_not_json_is_refused_naming_the_step[postgres]",
+        "temporal": None,
+    },
+    "an answer claimed whose message to the run failed (the next answer delivers the kept one)": {
+        "sqlite": "test_round10_answers.py::test_an_answer_whose_message_failed_after_its_claim_still_reaches_the_run",
+        "postgres": None,
+        "temporal": None,
+    },
+    "a run terminated by an operator mid-step (an end named so, never run again)": {
+        "sqlite": None,
+        "postgres": None,
+        "temporal": "test_round10_temporal.py::test_a_run_terminated_mid_step_is_an_end_named_so_and_never_run_again",
+    },
 }
 
 

@@ -220,13 +220,17 @@ class DbosRunner(DurableRunner):
                 )
             url = sqlalchemy_url(self.db)
             self._engine = make_engine(url, self.busy_timeout)
-            if self._store is None:
-                self._store = SqlResultStore(url, engine=self._engine)
-            self._liveness = Liveness(self, self._engine)
-            self._liveness.register()
-            self._answers = SqlAnswerLog(engine=self._engine, outage=self.journal_outage)
-            # made for every runner: it may resume a run that uses it
-            self._steps = SqlStepLog(self._engine, status=self._status)
+            try:
+                if self._store is None:
+                    self._store = SqlResultStore(url, engine=self._engine)
+                self._liveness = Liveness(self, self._engine)
+                self._liveness.register()
+                self._answers = SqlAnswerLog(engine=self._engine, outage=self.journal_outage)
+                # made for every runner: it may resume a run that uses it
+                self._steps = SqlStepLog(self._engine, status=self._status)
+            except BaseException:  # a journal refused (read-only, of a newer version): nothing of it left open
+                self._dispose_engines()
+                raise
             self._versions = Versions(self._targets) if self.versioned else None
             self._watch = CancelWatch(self._engine, self._status)
             config: DBOSConfig = {

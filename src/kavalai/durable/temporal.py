@@ -40,7 +40,7 @@ from temporalio.common import (
     WorkflowIDReusePolicy,
 )
 from temporalio.exceptions import CancelledError as TemporalCancelledError
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.exceptions import TerminatedError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerDeploymentConfig
 
@@ -272,6 +272,12 @@ class TemporalRunner(DurableRunner):
             refused = refused_error(exc.cause)  # a worker could not take it up: ended, the refusal recorded
             if refused is not None:
                 raise refused from None
+            if isinstance(exc.cause, TerminatedError):  # an operator's terminate: an end, not a failure of ours
+                raise DurableRunError(
+                    f"Run {run_id} was terminated ({exc.cause.message}): it ended without an outcome and is not run "
+                    "again; its steps in doubt are listed by kavalai runs show.",
+                    run_id=run_id,
+                ) from None
             raise
         return outcome if self.store is None else await self.store.load(outcome)
 
