@@ -610,6 +610,11 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
         "postgres": None,
         "temporal": None,
     },
+    "a run still going on another task queue (its workers moved): refused naming the queue, nothing sent": {
+        "sqlite": None,
+        "postgres": None,
+        "temporal": "test_round10_temporal.py::test_a_run_going_on_another_task_queue_is_refused_naming_it",
+    },
     "a run terminated by an operator mid-step (an end named so, never run again)": {
         "sqlite": None,
         "postgres": None,

@@ -44,3 +44,20 @@ async def test_a_run_terminated_mid_step_is_an_end_named_so_and_never_run_again(
         assert [step["state"] for step in shown.in_doubt] == ["sent"]
     finally:
         await runner.aclose()
+
+
+async def test_a_run_going_on_another_task_queue_is_refused_naming_it(temporal_address: str) -> None:
+    """Fault 11: a run started on queue ``q1`` (no worker of it up), then ``run()`` of its id by a runner serving
+    ``q2``: it waited for ever; now refused naming the run's queue, nothing charged."""
+    run_id = f"queue-{uuid.uuid4().hex[:8]}"
+    with serve(create_app()) as shop:
+        old = TemporalRunner(temporal_address, task_queue=f"q1-{run_id}", worker=False)
+        new = TemporalRunner(temporal_address, task_queue=f"q2-{run_id}")
+        try:
+            await old.submit(charging_engine(old, shop), {"input": {}}, run_id=run_id)
+            with pytest.raises(DurableRunError, match=rf"runs on the task queue 'q1-{run_id}', not on 'q2-{run_id}'"):
+                await asyncio.wait_for(charging_engine(new, shop).run({}, run_id=run_id), 120)
+            assert fetch(f"{shop}/requests") == []
+        finally:
+            await old.aclose()
+            await new.aclose()

@@ -242,6 +242,7 @@ class TemporalRunner(DurableRunner):
             handle = await _start_pinned(client, self.task_queue, run_id, [name, payload, definition], pinned)
         except WorkflowAlreadyStartedError:  # finished before: its result is in its history
             handle = client.get_workflow_handle(run_id)
+        await self._on_this_queue(run_id, handle)
         recorded = await recorded_definition(client, handle)
         # A run begun without a definition: by target name, or by an earlier release, whose steps' activities were
         # keyed by position (replaying them would fail the workflow task, on every worker, again and again).
@@ -280,6 +281,18 @@ class TemporalRunner(DurableRunner):
                 ) from None
             raise
         return outcome if self.store is None else await self.store.load(outcome)
+
+    async def _on_this_queue(self, run_id: str, handle: WorkflowHandle[Any, Any]) -> None:
+        """Refuse a run still going on another task queue (its workers restarted on a new one): no worker of this
+        runner's queue ever takes it up, so waiting for it here would never end."""
+        described = await handle.describe()
+        if described.status == WorkflowExecutionStatus.RUNNING and described.task_queue != self.task_queue:
+            raise DurableRunError(
+                f"Run {run_id} runs on the task queue {described.task_queue!r}, not on {self.task_queue!r}, which "
+                f"this runner serves: no worker here takes it up. Run it again on its task queue (--queue "
+                f"{described.task_queue}), or start a worker of that queue.",
+                run_id=run_id,
+            )
 
     async def pending(self, run_id: str) -> dict[str, Any]:
         """The questions the run ``run_id`` waits to have answered: the run's own (a query of the run: a worker must
