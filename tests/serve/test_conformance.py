@@ -197,6 +197,7 @@ async def test_the_2026_07_28_requirements_over_stdio(
     assert all(results[name][0] > 0 and results[name][1] == 0 for name in rounds), output[-4000:]
 
 
+@pytest.mark.timeout(900)  # one run of the suite, at the load of a shared machine (its own bound: 600 s)
 async def test_the_conformance_suite_passes_through_the_gateway(suite: tuple[Path, Path], config: Path) -> None:
     results, output, code = await _run(*suite, config)
     failed = {name: found for name, found in results.items() if found[1]}
@@ -206,6 +207,7 @@ async def test_the_conformance_suite_passes_through_the_gateway(suite: tuple[Pat
     assert code == 0, output[-4000:]
 
 
+@pytest.mark.timeout(900)  # one run of the suite, at the load of a shared machine (its own bound: 600 s)
 async def test_the_2026_07_28_requirements_fail_only_where_the_gateway_or_stand_ins_do_not_reach(
     suite_2026: tuple[Path, Path], config: Path
 ) -> None:
