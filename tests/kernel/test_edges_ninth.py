@@ -20,7 +20,7 @@ from tests.kernel.test_ownership import in_second_loop, joined, wait_forever
 
 from kavalai import FunctionKernel, pythontool
 from kavalai.errors import DeadlineExceededError, KernelClosedError, ToolExecutionError, ToolTimeoutError
-from kavalai.kernel import deadline
+from kavalai.kernel import current_call, deadline
 
 
 def _hanging() -> FunctionKernel:
@@ -199,6 +199,39 @@ async def test_case_15_a_shielded_call_inside_a_block_is_cut_at_its_deadline() -
         with pytest.raises(DeadlineExceededError):
             await shielded_call()
         with pytest.raises(ToolTimeoutError):
+            await made[0]
+    assert kernel.calls_in_flight() == []
+    await kernel.close()
+
+
+@pytest.mark.parametrize("seconds", [0.09, 1.0])  # a short deadline's own entry, a slot of the loop's timer wheel
+async def test_case_15_a_call_in_another_task_waits_in_its_blocks_own_timer_entry(seconds: float) -> None:
+    # Cut in one callback with the block it inherits from: with a timer of its own, due a rounding earlier, the call
+    # could end and its ToolTimeoutError reach the block through the shield before the block's own cut (CI, 3.11).
+    started: list[object] = []
+
+    @pythontool
+    async def hold() -> str:
+        """Hold until cut."""
+        started.append(current_call())
+        await asyncio.sleep(30)
+        return "late"
+
+    kernel = FunctionKernel()
+    kernel.register_python_tool("hold", hold)
+    made: list[asyncio.Future[object]] = []
+
+    async def held_in_block() -> None:
+        with deadline(seconds) as block:
+            made.append(asyncio.ensure_future(kernel.call_tool("python://hold")))
+            await _until(lambda: started)
+            assert started[0]._timer is block._timer is not None  # type: ignore[attr-defined]
+            await asyncio.shield(made[0])
+
+    with anyio.fail_after(20):
+        with pytest.raises(DeadlineExceededError):
+            await held_in_block()
+        with pytest.raises(ToolTimeoutError, match="python://hold"):
             await made[0]
     assert kernel.calls_in_flight() == []
     await kernel.close()
